@@ -1,0 +1,163 @@
+//! Budgets: whether one more action, spending this much, stays within a
+//! token's limits. Limits are cumulative over a token and all its
+//! descendants; the caller sums the usage and applies the check to the token
+//! and to each ancestor, atomically with recording the action.
+//!
+//! Every authorized action counts towards `max_actions`, delegations
+//! included (a delegation is recorded as an action). Denied attempts count
+//! towards nothing.
+
+use crate::money::Usd;
+use crate::scope::{Constraints, Limit};
+
+/// What a token and its descendants have used so far.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Usage {
+    pub spent: Usd,
+    pub actions: u64,
+}
+
+/// The limit one more action would break.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[error("this action would exceed the token's {}", .0.as_str())]
+pub struct BudgetExceeded(pub Limit);
+
+impl BudgetExceeded {
+    /// Stable snake_case code: `budget_max_spend_usd` or `budget_max_actions`.
+    pub fn code(&self) -> &'static str {
+        match self.0 {
+            Limit::MaxSpendUsd => "budget_max_spend_usd",
+            Limit::MaxActions => "budget_max_actions",
+        }
+    }
+}
+
+/// Checks one more action spending `this_spend` against `constraints`, given
+/// what has been `used`. Spend is checked before the action count.
+pub fn check_budget(
+    constraints: &Constraints,
+    used: Usage,
+    this_spend: Usd,
+) -> Result<(), BudgetExceeded> {
+    if let Some(max) = constraints.max_spend_usd {
+        let within = used
+            .spent
+            .checked_add(this_spend)
+            .is_some_and(|total| total <= max);
+        if !within {
+            return Err(BudgetExceeded(Limit::MaxSpendUsd));
+        }
+    }
+    if constraints
+        .max_actions
+        .is_some_and(|max| used.actions >= max)
+    {
+        return Err(BudgetExceeded(Limit::MaxActions));
+    }
+    Ok(())
+}
+
+/// Checks a change of spend on an action already counted (a completion that
+/// reports more than was reserved): only the extra amount is checked.
+pub fn check_extra_spend(
+    constraints: &Constraints,
+    used: Usage,
+    extra: Usd,
+) -> Result<(), BudgetExceeded> {
+    let counted = Constraints {
+        max_spend_usd: constraints.max_spend_usd,
+        max_actions: None,
+    };
+    check_budget(&counted, used, extra)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn usd(micros: u64) -> Usd {
+        Usd::from_micros(micros).unwrap()
+    }
+
+    fn used(spent: u64, actions: u64) -> Usage {
+        Usage {
+            spent: usd(spent),
+            actions,
+        }
+    }
+
+    #[test]
+    fn unlimited() {
+        assert_eq!(
+            check_budget(
+                &Constraints::default(),
+                used(u64::MAX / 2_000_000, 1 << 40),
+                usd(5)
+            ),
+            Ok(())
+        );
+    }
+
+    #[test]
+    fn spend_limit_is_inclusive() {
+        let c = Constraints {
+            max_spend_usd: Some(usd(100)),
+            max_actions: None,
+        };
+        assert_eq!(check_budget(&c, used(60, 0), usd(40)), Ok(()));
+        assert_eq!(
+            check_budget(&c, used(60, 0), usd(41)),
+            Err(BudgetExceeded(Limit::MaxSpendUsd))
+        );
+        assert_eq!(check_budget(&c, used(100, 0), usd(0)), Ok(()));
+    }
+
+    #[test]
+    fn action_limit_counts_this_action() {
+        let c = Constraints {
+            max_spend_usd: None,
+            max_actions: Some(2),
+        };
+        assert_eq!(check_budget(&c, used(0, 1), Usd::ZERO), Ok(()));
+        assert_eq!(
+            check_budget(&c, used(0, 2), Usd::ZERO),
+            Err(BudgetExceeded(Limit::MaxActions))
+        );
+        let none = Constraints {
+            max_spend_usd: None,
+            max_actions: Some(0),
+        };
+        assert_eq!(
+            check_budget(&none, used(0, 0), Usd::ZERO),
+            Err(BudgetExceeded(Limit::MaxActions))
+        );
+    }
+
+    #[test]
+    fn spend_reported_first_and_codes() {
+        let c = Constraints {
+            max_spend_usd: Some(usd(1)),
+            max_actions: Some(0),
+        };
+        let err = check_budget(&c, used(0, 0), usd(2)).unwrap_err();
+        assert_eq!(err, BudgetExceeded(Limit::MaxSpendUsd));
+        assert_eq!(err.code(), "budget_max_spend_usd");
+        assert_eq!(
+            BudgetExceeded(Limit::MaxActions).code(),
+            "budget_max_actions"
+        );
+    }
+
+    #[test]
+    fn extra_spend_ignores_the_count() {
+        let c = Constraints {
+            max_spend_usd: Some(usd(10)),
+            max_actions: Some(1),
+        };
+        assert_eq!(check_extra_spend(&c, used(5, 1), usd(5)), Ok(()));
+        assert_eq!(
+            check_extra_spend(&c, used(5, 1), usd(6)),
+            Err(BudgetExceeded(Limit::MaxSpendUsd))
+        );
+    }
+}

@@ -1,0 +1,70 @@
+//! # mandate-core
+//!
+//! The pure rules of Mandate: identifiers, scopes and their narrowing, keys
+//! and key sets, token claims with issuing, delegation, signing and
+//! verification, human references, the action-record lifecycle, budgets,
+//! reputation and workflow summaries.
+//!
+//! This crate refuses to know about the world: it does no I/O, reads no
+//! clock, draws no randomness and starts no thread. Callers pass `now` (unix
+//! seconds) and random bytes in. The server (`mandate-host`) and the wasm
+//! build (`mandate-wasm`) call the same functions, so a rule is written once
+//! and judged the same everywhere.
+//!
+//! Every number a rule depends on is a named constant in [`limits`]. Every
+//! error is a value with a stable snake_case `code()`.
+
+#![cfg_attr(
+    not(test),
+    deny(
+        clippy::unwrap_used,
+        clippy::expect_used,
+        clippy::panic,
+        clippy::indexing_slicing,
+        clippy::unreachable,
+        clippy::todo
+    )
+)]
+
+mod b64;
+pub mod budget;
+pub mod chain;
+pub mod human;
+pub mod ids;
+mod json;
+pub mod keys;
+pub mod limits;
+pub mod money;
+pub mod record;
+pub mod reputation;
+pub mod scope;
+pub mod summary;
+pub mod token;
+
+pub use budget::{BudgetExceeded, Usage, check_budget, check_extra_spend};
+pub use chain::{ChainError, ChainFault, verify_chain};
+pub use human::{EmailError, Identity, human_ref};
+pub use ids::{AarId, AgentId, HumanRef, IdError, Jti, JtiKind, ProvenanceRef, ResultHash, Ulid};
+pub use keys::{Jwk, JwkSet, Jwks, JwksError, SigningKey, thumbprint};
+pub use money::{MoneyError, Usd};
+pub use record::{
+    Decision, DenyReason, Outcome, Rating, RecordError, RecordEvent, RecordState, Status,
+    transition,
+};
+pub use reputation::{Reputation, ReputationCounts, reputation};
+pub use scope::{
+    Action, Constraints, Framework, Grant, Limit, Policy, Resource, ResourcePattern, Scope,
+    ScopeDenial, ScopeError, Violation, Widening, check_narrowing, permits,
+};
+pub use summary::{SummaryRow, WorkflowSummary, summarize};
+pub use token::{
+    Actor, AssuranceLevel, Claims, Header, IssueError, RootIssue, SignError, TokenRequest,
+    VerifiedToken, VerifyError, VerifyOptions, decode_unverified, delegate, issue_root, sign,
+    verify,
+};
+
+/// SHA-256 of bytes as `sha256:<hex>`, the form of `result_hash`.
+pub fn sha256_ref(data: &[u8]) -> ResultHash {
+    use sha2::Digest as _;
+    ResultHash::from_digest(&sha2::Sha256::digest(data).into())
+}

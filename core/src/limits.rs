@@ -1,0 +1,49 @@
+//! Every number Mandate's rules depend on, named once. Host, wasm and the
+//! documentation refer to these constants; nothing repeats their values.
+
+/// Base trust of a token issued on an API key (assurance level L1).
+pub const TRUST_L1: f64 = 0.4;
+/// Base trust of a token issued on an OIDC sign-in (assurance level L2).
+pub const TRUST_L2: f64 = 0.7;
+/// Base trust of a token issued on biometric or provider verification (L3).
+pub const TRUST_L3: f64 = 0.95;
+
+/// Weight of the execution score in combined reputation.
+pub const EXECUTION_WEIGHT: f64 = 0.6;
+/// Weight of the feedback score in combined reputation.
+pub const FEEDBACK_WEIGHT: f64 = 0.4;
+
+/// Clock skew tolerated on `exp` and `nbf` unless the caller says otherwise.
+pub const DEFAULT_LEEWAY_SECONDS: u64 = 60;
+/// Compact tokens longer than this are refused before any decoding.
+pub const MAX_TOKEN_BYTES: usize = 8 * 1024;
+
+/// Lifetime of a root token when the issuer names none.
+pub const DEFAULT_TTL_SECONDS: u64 = 3600;
+/// Shortest lifetime a token may be given.
+pub const MIN_TTL_SECONDS: u64 = 1;
+/// Longest lifetime a root token may be given (30 days).
+pub const MAX_TTL_SECONDS: u64 = 30 * 24 * 3600;
+/// Deepest delegation chain: a root at depth 0 and this many levels below it.
+pub const MAX_DELEGATION_DEPTH: u32 = 8;
+
+/// Characters in a ULID.
+pub const ULID_LEN: usize = 26;
+/// Longest agent id.
+pub const MAX_AGENT_ID_LEN: usize = 128;
+/// Longest resource or resource pattern, `<namespace>:<name>` together.
+pub const MAX_RESOURCE_LEN: usize = 256;
+/// Longest namespace part of a resource.
+pub const MAX_NAMESPACE_LEN: usize = 64;
+/// Longest action name and framework name.
+pub const MAX_NAME_LEN: usize = 64;
+/// Most resources, actions or frameworks a scope or policy may list.
+pub const MAX_LIST_LEN: usize = 64;
+
+/// Money is held as whole micro-dollars: six decimal places, never rounded.
+pub const MICROS_PER_USD: u64 = 1_000_000;
+/// Largest amount accepted anywhere (one billion dollars); every micro-dollar
+/// below it is exactly representable as a JSON number.
+pub const MAX_USD: u64 = 1_000_000_000;
+/// Largest `max_actions` a token may carry.
+pub const MAX_ACTIONS_LIMIT: u64 = 1_000_000_000;

@@ -1,0 +1,809 @@
+//! Scope: what a token allows (resources and actions), its budget constraints
+//! and policy assertions, and the narrowing rule of delegation.
+//!
+//! # Forms
+//! - **Action**: 1–64 characters, `a-z` first, then `a-z 0-9 _ . -`
+//!   (`read`, `write`, `summarise`, `delegate`).
+//! - **Resource**: `<namespace>:<name>`. The namespace is 1–64 characters of
+//!   `a-z 0-9 _ . -` starting with a letter or digit; the name is one or more
+//!   printable ASCII characters (`!` to `~`) other than `*` — it may contain
+//!   further colons and slashes (`files:/reports/q3.pdf`). At most 256 bytes
+//!   in all. Non-ASCII names must be percent-encoded by the caller.
+//! - **Resource pattern**: a resource, or `<namespace>:*`, which covers every
+//!   resource of that namespace. There is no other wildcard: no `*:*`, no
+//!   prefix globs.
+//! - **Framework** (policy assertion): 1–64 characters of `a-z 0-9 _ . -`
+//!   starting with a letter or digit (`hipaa`, `gdpr`, `soc2`).
+//!
+//! Lists hold 1–64 entries (frameworks 0–64) without duplicates.
+//!
+//! # Narrowing
+//! A child grant is narrower than (or equal to) its parent when every child
+//! resource pattern is covered by a parent pattern, every child action is held
+//! by the parent, every parent constraint is kept and not raised, every parent
+//! framework is kept, and the child expires no later than the parent.
+//! [`check_narrowing`] reports every way a child is wider, not just the first.
+
+use std::fmt;
+
+use serde::{Deserialize, Serialize};
+
+use crate::limits::{
+    MAX_ACTIONS_LIMIT, MAX_LIST_LEN, MAX_NAME_LEN, MAX_NAMESPACE_LEN, MAX_RESOURCE_LEN,
+};
+use crate::money::Usd;
+
+/// The action a token must hold to delegate.
+pub const DELEGATE_ACTION: &str = "delegate";
+
+/// Why a scope, constraint or policy value is malformed.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ScopeError {
+    #[error("an action must be 1 to {MAX_NAME_LEN} characters: a-z first, then a-z 0-9 _ . -")]
+    InvalidAction,
+    #[error(
+        "a resource must be `<namespace>:<name>`: namespace 1 to {MAX_NAMESPACE_LEN} of a-z 0-9 _ . -, name printable ASCII without `*`, {MAX_RESOURCE_LEN} bytes at most"
+    )]
+    InvalidResource,
+    #[error(
+        "a resource pattern must be `<namespace>:<name>` or `<namespace>:*` ({MAX_RESOURCE_LEN} bytes at most)"
+    )]
+    InvalidPattern,
+    #[error("a framework must be 1 to {MAX_NAME_LEN} characters of a-z 0-9 _ . -")]
+    InvalidFramework,
+    #[error("`{0}` must not be empty")]
+    Empty(&'static str),
+    #[error("`{0}` may hold at most {MAX_LIST_LEN} entries")]
+    TooMany(&'static str),
+    #[error("`{field}` lists `{value}` twice")]
+    Duplicate { field: &'static str, value: String },
+    #[error("max_actions must be at most {MAX_ACTIONS_LIMIT}")]
+    MaxActionsTooLarge,
+}
+
+impl ScopeError {
+    /// Stable snake_case code for this error.
+    pub fn code(&self) -> &'static str {
+        match self {
+            ScopeError::InvalidAction => "invalid_action",
+            ScopeError::InvalidResource => "invalid_resource",
+            ScopeError::InvalidPattern => "invalid_resource_pattern",
+            ScopeError::InvalidFramework => "invalid_framework",
+            ScopeError::Empty(_) => "empty_list",
+            ScopeError::TooMany(_) => "list_too_long",
+            ScopeError::Duplicate { .. } => "duplicate_entry",
+            ScopeError::MaxActionsTooLarge => "max_actions_too_large",
+        }
+    }
+}
+
+fn is_name_char(b: u8) -> bool {
+    b.is_ascii_lowercase() || b.is_ascii_digit() || matches!(b, b'_' | b'.' | b'-')
+}
+
+fn valid_namespace(text: &str) -> bool {
+    let bytes = text.as_bytes();
+    !bytes.is_empty()
+        && bytes.len() <= MAX_NAMESPACE_LEN
+        && bytes
+            .first()
+            .is_some_and(|b| b.is_ascii_lowercase() || b.is_ascii_digit())
+        && bytes.iter().copied().all(is_name_char)
+}
+
+fn valid_resource_name(text: &str) -> bool {
+    !text.is_empty() && text.bytes().all(|b| b.is_ascii_graphic() && b != b'*')
+}
+
+/// Declares a validated string newtype with serde support.
+macro_rules! name_type {
+    ($(#[$doc:meta])* $name:ident, $check:expr, $err:expr) => {
+        $(#[$doc])*
+        #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+        #[serde(try_from = "String", into = "String")]
+        pub struct $name(String);
+
+        impl $name {
+            /// Parses the value, rejecting every other form.
+            pub fn parse(text: &str) -> Result<$name, ScopeError> {
+                let check: fn(&str) -> bool = $check;
+                if check(text) {
+                    Ok($name(text.to_owned()))
+                } else {
+                    Err($err)
+                }
+            }
+
+            /// The value as text.
+            pub fn as_str(&self) -> &str {
+                &self.0
+            }
+        }
+
+        impl fmt::Display for $name {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str(&self.0)
+            }
+        }
+
+        impl TryFrom<String> for $name {
+            type Error = ScopeError;
+            fn try_from(text: String) -> Result<$name, ScopeError> {
+                $name::parse(&text)
+            }
+        }
+
+        impl From<$name> for String {
+            fn from(value: $name) -> String {
+                value.0
+            }
+        }
+    };
+}
+
+name_type!(
+    /// An action name such as `read`, `write` or `delegate`.
+    Action,
+    |text| {
+        text.len() <= MAX_NAME_LEN
+            && text.as_bytes().first().is_some_and(u8::is_ascii_lowercase)
+            && text.bytes().all(is_name_char)
+    },
+    ScopeError::InvalidAction
+);
+
+name_type!(
+    /// A compliance framework asserted by a token's policy (`hipaa`, `gdpr`).
+    Framework,
+    |text| valid_namespace(text),
+    ScopeError::InvalidFramework
+);
+
+name_type!(
+    /// A concrete resource, `<namespace>:<name>`, as named in an action.
+    Resource,
+    |text| {
+        text.len() <= MAX_RESOURCE_LEN
+            && text
+                .split_once(':')
+                .is_some_and(|(ns, name)| valid_namespace(ns) && valid_resource_name(name))
+    },
+    ScopeError::InvalidResource
+);
+
+impl Resource {
+    fn parts(&self) -> (&str, &str) {
+        self.0.split_once(':').unwrap_or((&self.0, ""))
+    }
+}
+
+name_type!(
+    /// A resource or `<namespace>:*`, as granted in a scope.
+    ResourcePattern,
+    |text| {
+        text.len() <= MAX_RESOURCE_LEN
+            && text.split_once(':').is_some_and(|(ns, name)| {
+                valid_namespace(ns) && (name == "*" || valid_resource_name(name))
+            })
+    },
+    ScopeError::InvalidPattern
+);
+
+impl ResourcePattern {
+    fn parts(&self) -> (&str, &str) {
+        self.0.split_once(':').unwrap_or((&self.0, ""))
+    }
+
+    /// Whether this pattern covers a concrete resource.
+    pub fn covers(&self, resource: &Resource) -> bool {
+        let (ns, name) = self.parts();
+        let (r_ns, r_name) = resource.parts();
+        ns == r_ns && (name == "*" || name == r_name)
+    }
+
+    /// Whether everything `other` covers, this pattern covers too.
+    pub fn covers_pattern(&self, other: &ResourcePattern) -> bool {
+        let (ns, name) = self.parts();
+        let (o_ns, o_name) = other.parts();
+        ns == o_ns && (name == "*" || (o_name != "*" && name == o_name))
+    }
+}
+
+fn check_list<T: PartialEq + fmt::Display>(
+    field: &'static str,
+    items: &[T],
+    allow_empty: bool,
+) -> Result<(), ScopeError> {
+    if items.is_empty() && !allow_empty {
+        return Err(ScopeError::Empty(field));
+    }
+    if items.len() > MAX_LIST_LEN {
+        return Err(ScopeError::TooMany(field));
+    }
+    for (i, item) in items.iter().enumerate() {
+        if items.iter().skip(i + 1).any(|other| other == item) {
+            return Err(ScopeError::Duplicate {
+                field,
+                value: item.to_string(),
+            });
+        }
+    }
+    Ok(())
+}
+
+/// What a token allows: resource patterns and actions (`svc_scope`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(try_from = "RawScope")]
+pub struct Scope {
+    resources: Vec<ResourcePattern>,
+    actions: Vec<Action>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawScope {
+    resources: Vec<ResourcePattern>,
+    actions: Vec<Action>,
+}
+
+impl TryFrom<RawScope> for Scope {
+    type Error = ScopeError;
+    fn try_from(raw: RawScope) -> Result<Scope, ScopeError> {
+        Scope::new(raw.resources, raw.actions)
+    }
+}
+
+/// Why an action on a resource is outside a scope.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum ScopeDenial {
+    #[error("the token does not hold this action")]
+    ActionNotPermitted,
+    #[error("no resource pattern of the token covers this resource")]
+    ResourceNotPermitted,
+}
+
+impl ScopeDenial {
+    /// Stable snake_case code for this denial.
+    pub fn code(&self) -> &'static str {
+        match self {
+            ScopeDenial::ActionNotPermitted => "action_not_permitted",
+            ScopeDenial::ResourceNotPermitted => "resource_not_permitted",
+        }
+    }
+}
+
+impl Scope {
+    /// A scope of 1–64 distinct resource patterns and 1–64 distinct actions.
+    pub fn new(resources: Vec<ResourcePattern>, actions: Vec<Action>) -> Result<Scope, ScopeError> {
+        check_list("resources", &resources, false)?;
+        check_list("actions", &actions, false)?;
+        Ok(Scope { resources, actions })
+    }
+
+    /// Parses resources and actions given as text.
+    pub fn parse<R: AsRef<str>, A: AsRef<str>>(
+        resources: &[R],
+        actions: &[A],
+    ) -> Result<Scope, ScopeError> {
+        if resources.len() > MAX_LIST_LEN {
+            return Err(ScopeError::TooMany("resources"));
+        }
+        if actions.len() > MAX_LIST_LEN {
+            return Err(ScopeError::TooMany("actions"));
+        }
+        let resources = resources
+            .iter()
+            .map(|r| ResourcePattern::parse(r.as_ref()))
+            .collect::<Result<Vec<_>, _>>()?;
+        let actions = actions
+            .iter()
+            .map(|a| Action::parse(a.as_ref()))
+            .collect::<Result<Vec<_>, _>>()?;
+        Scope::new(resources, actions)
+    }
+
+    /// The granted resource patterns.
+    pub fn resources(&self) -> &[ResourcePattern] {
+        &self.resources
+    }
+
+    /// The granted actions.
+    pub fn actions(&self) -> &[Action] {
+        &self.actions
+    }
+
+    /// Whether the scope holds an action, by name.
+    pub fn holds(&self, action: &str) -> bool {
+        self.actions.iter().any(|a| a.as_str() == action)
+    }
+
+    /// Whether `action` on `resource` is allowed, and if not, why.
+    pub fn check(&self, action: &Action, resource: &Resource) -> Result<(), ScopeDenial> {
+        if !self.actions.contains(action) {
+            return Err(ScopeDenial::ActionNotPermitted);
+        }
+        if !self.resources.iter().any(|p| p.covers(resource)) {
+            return Err(ScopeDenial::ResourceNotPermitted);
+        }
+        Ok(())
+    }
+}
+
+/// Whether `scope` allows `action` on `resource`.
+pub fn permits(scope: &Scope, action: &Action, resource: &Resource) -> bool {
+    scope.check(action, resource).is_ok()
+}
+
+/// Budget limits of a token, cumulative over the token and its descendants
+/// (`svc_constraints`). An absent limit is no limit.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(try_from = "RawConstraints")]
+pub struct Constraints {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max_spend_usd: Option<Usd>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max_actions: Option<u64>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawConstraints {
+    #[serde(default)]
+    max_spend_usd: Option<Usd>,
+    #[serde(default)]
+    max_actions: Option<u64>,
+}
+
+impl TryFrom<RawConstraints> for Constraints {
+    type Error = ScopeError;
+    fn try_from(raw: RawConstraints) -> Result<Constraints, ScopeError> {
+        if raw.max_actions.is_some_and(|n| n > MAX_ACTIONS_LIMIT) {
+            return Err(ScopeError::MaxActionsTooLarge);
+        }
+        Ok(Constraints {
+            max_spend_usd: raw.max_spend_usd,
+            max_actions: raw.max_actions,
+        })
+    }
+}
+
+impl Constraints {
+    /// Whether no limit is set.
+    pub fn is_empty(&self) -> bool {
+        self.max_spend_usd.is_none() && self.max_actions.is_none()
+    }
+}
+
+/// Compliance frameworks a token asserts (`svc_policy`).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(try_from = "RawPolicy")]
+pub struct Policy {
+    frameworks: Vec<Framework>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawPolicy {
+    frameworks: Vec<Framework>,
+}
+
+impl TryFrom<RawPolicy> for Policy {
+    type Error = ScopeError;
+    fn try_from(raw: RawPolicy) -> Result<Policy, ScopeError> {
+        Policy::new(raw.frameworks)
+    }
+}
+
+impl Policy {
+    /// A policy of 0–64 distinct frameworks.
+    pub fn new(frameworks: Vec<Framework>) -> Result<Policy, ScopeError> {
+        check_list("frameworks", &frameworks, true)?;
+        Ok(Policy { frameworks })
+    }
+
+    /// The asserted frameworks.
+    pub fn frameworks(&self) -> &[Framework] {
+        &self.frameworks
+    }
+
+    /// Whether no framework is asserted.
+    pub fn is_empty(&self) -> bool {
+        self.frameworks.is_empty()
+    }
+}
+
+/// Everything a token grants, the unit narrowing compares.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Grant {
+    pub scope: Scope,
+    pub constraints: Constraints,
+    pub policy: Policy,
+    /// Unix seconds after which the grant is void (`exp`).
+    pub expires_at: i64,
+}
+
+/// A budget limit, as named in requests, tokens and errors.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Limit {
+    MaxSpendUsd,
+    MaxActions,
+}
+
+impl Limit {
+    /// The field name, `max_spend_usd` or `max_actions`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Limit::MaxSpendUsd => "max_spend_usd",
+            Limit::MaxActions => "max_actions",
+        }
+    }
+}
+
+/// One way a child grant is wider than its parent.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Violation {
+    /// A child resource pattern no parent pattern covers.
+    ResourceNotCovered(ResourcePattern),
+    /// A child action the parent does not hold.
+    ActionNotHeld(Action),
+    /// A limit the child sets higher than the parent's.
+    ConstraintRaised(Limit),
+    /// A limit the parent sets and the child leaves out.
+    ConstraintDropped(Limit),
+    /// A framework the parent asserts and the child leaves out.
+    FrameworkDropped(Framework),
+    /// The child would outlive its parent.
+    LifetimeBeyondParent { child_exp: i64, parent_exp: i64 },
+}
+
+impl Violation {
+    /// The request field that widens (`resources`, `constraints.max_spend_usd`, …).
+    pub fn field(&self) -> String {
+        match self {
+            Violation::ResourceNotCovered(_) => "resources".to_owned(),
+            Violation::ActionNotHeld(_) => "actions".to_owned(),
+            Violation::ConstraintRaised(limit) | Violation::ConstraintDropped(limit) => {
+                format!("constraints.{}", limit.as_str())
+            }
+            Violation::FrameworkDropped(_) => "policy.frameworks".to_owned(),
+            Violation::LifetimeBeyondParent { .. } => "exp".to_owned(),
+        }
+    }
+
+    /// Stable snake_case code.
+    pub fn code(&self) -> &'static str {
+        match self {
+            Violation::ResourceNotCovered(_) => "resource_not_covered",
+            Violation::ActionNotHeld(_) => "action_not_held",
+            Violation::ConstraintRaised(_) => "constraint_raised",
+            Violation::ConstraintDropped(_) => "constraint_dropped",
+            Violation::FrameworkDropped(_) => "framework_dropped",
+            Violation::LifetimeBeyondParent { .. } => "lifetime_beyond_parent",
+        }
+    }
+}
+
+impl fmt::Display for Violation {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Violation::ResourceNotCovered(p) => {
+                write!(
+                    f,
+                    "resource `{p}` is not covered by any resource of the parent"
+                )
+            }
+            Violation::ActionNotHeld(a) => write!(f, "action `{a}` is not held by the parent"),
+            Violation::ConstraintRaised(l) => {
+                write!(f, "{} is higher than the parent's", l.as_str())
+            }
+            Violation::ConstraintDropped(l) => {
+                write!(f, "{} is set by the parent and must be kept", l.as_str())
+            }
+            Violation::FrameworkDropped(fw) => {
+                write!(f, "policy framework `{fw}` of the parent must be kept")
+            }
+            Violation::LifetimeBeyondParent {
+                child_exp,
+                parent_exp,
+            } => write!(
+                f,
+                "the child would expire at {child_exp}, after its parent at {parent_exp}"
+            ),
+        }
+    }
+}
+
+/// A child grant that is wider than its parent, with every reason.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub struct Widening {
+    pub violations: Vec<Violation>,
+}
+
+impl fmt::Display for Widening {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("the delegation would widen its parent: ")?;
+        for (i, v) in self.violations.iter().enumerate() {
+            if i > 0 {
+                f.write_str("; ")?;
+            }
+            write!(f, "{v}")?;
+        }
+        Ok(())
+    }
+}
+
+impl Widening {
+    /// Stable code for the whole refusal.
+    pub fn code(&self) -> &'static str {
+        "scope_widening"
+    }
+}
+
+fn check_limit<T: PartialOrd>(
+    limit: Limit,
+    child: Option<T>,
+    parent: Option<T>,
+    violations: &mut Vec<Violation>,
+) {
+    match (child, parent) {
+        (None, Some(_)) => violations.push(Violation::ConstraintDropped(limit)),
+        (Some(c), Some(p)) if c > p => violations.push(Violation::ConstraintRaised(limit)),
+        _ => {}
+    }
+}
+
+/// Checks that `child` grants nothing `parent` does not. Lists every
+/// violation when it does.
+pub fn check_narrowing(child: &Grant, parent: &Grant) -> Result<(), Widening> {
+    let mut violations = Vec::new();
+    for pattern in child.scope.resources() {
+        if !parent
+            .scope
+            .resources()
+            .iter()
+            .any(|p| p.covers_pattern(pattern))
+        {
+            violations.push(Violation::ResourceNotCovered(pattern.clone()));
+        }
+    }
+    for action in child.scope.actions() {
+        if !parent.scope.actions().contains(action) {
+            violations.push(Violation::ActionNotHeld(action.clone()));
+        }
+    }
+    check_limit(
+        Limit::MaxSpendUsd,
+        child.constraints.max_spend_usd,
+        parent.constraints.max_spend_usd,
+        &mut violations,
+    );
+    check_limit(
+        Limit::MaxActions,
+        child.constraints.max_actions,
+        parent.constraints.max_actions,
+        &mut violations,
+    );
+    for framework in parent.policy.frameworks() {
+        if !child.policy.frameworks().contains(framework) {
+            violations.push(Violation::FrameworkDropped(framework.clone()));
+        }
+    }
+    if child.expires_at > parent.expires_at {
+        violations.push(Violation::LifetimeBeyondParent {
+            child_exp: child.expires_at,
+            parent_exp: parent.expires_at,
+        });
+    }
+    if violations.is_empty() {
+        Ok(())
+    } else {
+        Err(Widening { violations })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn scope(resources: &[&str], actions: &[&str]) -> Scope {
+        Scope::parse(resources, actions).unwrap()
+    }
+
+    fn grant(resources: &[&str], actions: &[&str]) -> Grant {
+        Grant {
+            scope: scope(resources, actions),
+            constraints: Constraints::default(),
+            policy: Policy::default(),
+            expires_at: 1_000,
+        }
+    }
+
+    fn res(text: &str) -> Resource {
+        Resource::parse(text).unwrap()
+    }
+
+    fn act(text: &str) -> Action {
+        Action::parse(text).unwrap()
+    }
+
+    #[test]
+    fn resource_forms() {
+        for good in [
+            "crm:contacts",
+            "files:/reports/q3.pdf",
+            "s3:bucket:key",
+            "a:b",
+            "0x:y",
+        ] {
+            assert!(Resource::parse(good).is_ok(), "{good}");
+            assert!(ResourcePattern::parse(good).is_ok(), "{good}");
+        }
+        assert!(ResourcePattern::parse("crm:*").is_ok());
+        assert_eq!(Resource::parse("crm:*"), Err(ScopeError::InvalidResource));
+        let too_long = format!("ns:{}", "x".repeat(254));
+        for bad in [
+            "crm",
+            ":x",
+            "crm:",
+            "CRM:x",
+            "-a:x",
+            "crm:a b",
+            "crm:a*",
+            "*:*",
+            "crm:ä",
+            "crm:\u{0}",
+            too_long.as_str(),
+        ] {
+            assert_eq!(
+                Resource::parse(bad),
+                Err(ScopeError::InvalidResource),
+                "{bad:?}"
+            );
+            assert_eq!(
+                ResourcePattern::parse(bad),
+                Err(ScopeError::InvalidPattern),
+                "{bad:?}"
+            );
+        }
+        assert!(Resource::parse(&format!("ns:{}", "x".repeat(253))).is_ok());
+    }
+
+    #[test]
+    fn action_forms() {
+        for good in ["read", "summarise", "delegate", "db.query", "a-b_c9"] {
+            assert!(Action::parse(good).is_ok());
+        }
+        for bad in ["", "Read", "9read", "re ad", "read\n", &"a".repeat(65)] {
+            assert_eq!(
+                Action::parse(bad),
+                Err(ScopeError::InvalidAction),
+                "{bad:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn scope_lists() {
+        assert_eq!(
+            Scope::parse::<&str, &str>(&[], &["read"]),
+            Err(ScopeError::Empty("resources"))
+        );
+        assert_eq!(
+            Scope::parse::<&str, &str>(&["a:b"], &[]),
+            Err(ScopeError::Empty("actions"))
+        );
+        assert_eq!(
+            Scope::parse(&["a:b"], &["read", "read"]),
+            Err(ScopeError::Duplicate {
+                field: "actions",
+                value: "read".into()
+            })
+        );
+        let many: Vec<String> = (0..65).map(|i| format!("ns:r{i}")).collect();
+        assert_eq!(
+            Scope::parse(&many, &["read"]),
+            Err(ScopeError::TooMany("resources"))
+        );
+        let json = r#"{"resources":["crm:*"],"actions":["read"],"extra":1}"#;
+        assert!(serde_json::from_str::<Scope>(json).is_err());
+        let json = r#"{"resources":["crm:*"],"actions":["read"]}"#;
+        let parsed: Scope = serde_json::from_str(json).unwrap();
+        assert_eq!(serde_json::to_string(&parsed).unwrap(), json);
+    }
+
+    #[test]
+    fn permits_exact_and_wildcard() {
+        let s = scope(&["crm:contacts", "mail:*"], &["read", "write"]);
+        assert!(permits(&s, &act("read"), &res("crm:contacts")));
+        assert!(permits(&s, &act("write"), &res("mail:inbox")));
+        assert!(!permits(&s, &act("read"), &res("crm:deals")));
+        assert!(!permits(&s, &act("read"), &res("crmx:contacts")));
+        assert_eq!(
+            s.check(&act("delete"), &res("crm:contacts")),
+            Err(ScopeDenial::ActionNotPermitted)
+        );
+        assert_eq!(
+            s.check(&act("read"), &res("calendar:x")),
+            Err(ScopeDenial::ResourceNotPermitted)
+        );
+    }
+
+    #[test]
+    fn narrowing_accepts_equal_and_narrower() {
+        let parent = grant(&["crm:*", "mail:inbox"], &["read", "write", "delegate"]);
+        assert_eq!(check_narrowing(&parent, &parent), Ok(()));
+        let child = grant(&["crm:contacts"], &["read"]);
+        assert_eq!(check_narrowing(&child, &parent), Ok(()));
+    }
+
+    #[test]
+    fn narrowing_names_every_widening() {
+        let mut parent = grant(&["crm:contacts"], &["read", "delegate"]);
+        parent.constraints = Constraints {
+            max_spend_usd: Some(Usd::from_micros(10).unwrap()),
+            max_actions: Some(5),
+        };
+        parent.policy = Policy::new(vec![Framework::parse("hipaa").unwrap()]).unwrap();
+        let mut child = grant(&["crm:*", "mail:x"], &["read", "write"]);
+        child.constraints = Constraints {
+            max_spend_usd: Some(Usd::from_micros(11).unwrap()),
+            max_actions: None,
+        };
+        child.expires_at = 1_001;
+        let err = check_narrowing(&child, &parent).unwrap_err();
+        assert_eq!(
+            err.violations,
+            vec![
+                Violation::ResourceNotCovered(ResourcePattern::parse("crm:*").unwrap()),
+                Violation::ResourceNotCovered(ResourcePattern::parse("mail:x").unwrap()),
+                Violation::ActionNotHeld(act("write")),
+                Violation::ConstraintRaised(Limit::MaxSpendUsd),
+                Violation::ConstraintDropped(Limit::MaxActions),
+                Violation::FrameworkDropped(Framework::parse("hipaa").unwrap()),
+                Violation::LifetimeBeyondParent {
+                    child_exp: 1_001,
+                    parent_exp: 1_000
+                },
+            ]
+        );
+        let fields: Vec<String> = err.violations.iter().map(Violation::field).collect();
+        assert_eq!(
+            fields,
+            [
+                "resources",
+                "resources",
+                "actions",
+                "constraints.max_spend_usd",
+                "constraints.max_actions",
+                "policy.frameworks",
+                "exp"
+            ]
+        );
+    }
+
+    #[test]
+    fn child_may_add_limits_and_frameworks() {
+        let parent = grant(&["crm:*"], &["read"]);
+        let mut child = grant(&["crm:*"], &["read"]);
+        child.constraints.max_actions = Some(3);
+        child.policy = Policy::new(vec![Framework::parse("gdpr").unwrap()]).unwrap();
+        assert_eq!(check_narrowing(&child, &parent), Ok(()));
+        assert!(check_narrowing(&parent, &child).is_err());
+    }
+
+    #[test]
+    fn constraints_serde() {
+        let c: Constraints = serde_json::from_str(r#"{"max_spend_usd":2.5}"#).unwrap();
+        assert_eq!(c.max_spend_usd.map(Usd::micros), Some(2_500_000));
+        assert_eq!(c.max_actions, None);
+        assert!(serde_json::from_str::<Constraints>(r#"{"max_actions":1.5}"#).is_err());
+        assert!(serde_json::from_str::<Constraints>(r#"{"max_actions":-1}"#).is_err());
+        assert!(serde_json::from_str::<Constraints>(r#"{"max_actions":2000000000}"#).is_err());
+        assert!(serde_json::from_str::<Constraints>(r#"{"max_spend_usd":-1}"#).is_err());
+        assert!(serde_json::from_str::<Constraints>(r#"{"budget":1}"#).is_err());
+        assert_eq!(
+            serde_json::to_string(&c).unwrap(),
+            r#"{"max_spend_usd":2.5}"#
+        );
+    }
+}

@@ -1,0 +1,273 @@
+//! Runs every conformance vector in `tests/vectors/` through core natively.
+//! The wasm build runs the same files in Node and must reach the same
+//! verdicts.
+
+use mandate_core::{
+    Action, Constraints, Grant, Jti, Jwks, Policy, ReputationCounts, Resource, Scope, ScopeError,
+    VerifyOptions, check_narrowing, reputation, verify, verify_chain,
+};
+use serde::Deserialize;
+use serde_json::Value;
+
+const TOKENS: &str = include_str!("../../tests/vectors/tokens.json");
+const SCOPE: &str = include_str!("../../tests/vectors/scope.json");
+const REPUTATION: &str = include_str!("../../tests/vectors/reputation.json");
+
+#[derive(Deserialize)]
+struct TokenFile {
+    jwks: Value,
+    cases: Vec<TokenCase>,
+    chains: Vec<ChainCase>,
+}
+
+#[derive(Deserialize)]
+struct TokenCase {
+    name: String,
+    token: String,
+    now: i64,
+    #[serde(default)]
+    jwks: Option<Value>,
+    #[serde(default)]
+    options: CaseOptions,
+    expect: Expect,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+struct CaseOptions {
+    leeway_seconds: Option<u64>,
+    issuer: Option<String>,
+}
+
+impl CaseOptions {
+    fn to_options(&self) -> VerifyOptions {
+        let mut options = VerifyOptions::default();
+        if let Some(leeway) = self.leeway_seconds {
+            options.leeway_seconds = leeway;
+        }
+        options.issuer.clone_from(&self.issuer);
+        options
+    }
+}
+
+#[derive(Deserialize)]
+struct Expect {
+    valid: bool,
+    #[serde(default)]
+    stage: Option<String>,
+    #[serde(default)]
+    error: Option<String>,
+    #[serde(default)]
+    claims: Option<Value>,
+}
+
+#[derive(Deserialize)]
+struct ChainCase {
+    name: String,
+    tokens: Vec<String>,
+    now: i64,
+    revoked: Vec<String>,
+    expect: ChainExpect,
+}
+
+#[derive(Deserialize)]
+struct ChainExpect {
+    valid: bool,
+    #[serde(default)]
+    index: Option<usize>,
+    #[serde(default)]
+    error: Option<String>,
+}
+
+fn parse_jwks(value: &Value) -> Result<Jwks, String> {
+    Jwks::parse(value.to_string().as_bytes()).map_err(|e| e.code().to_owned())
+}
+
+#[test]
+fn token_vectors() {
+    let file: TokenFile = serde_json::from_str(TOKENS).unwrap();
+    assert!(
+        file.cases.len() >= 50,
+        "only {} token cases",
+        file.cases.len()
+    );
+    for case in &file.cases {
+        let jwks = parse_jwks(case.jwks.as_ref().unwrap_or(&file.jwks));
+        let outcome = match jwks {
+            Err(code) => Err(("jwks", code)),
+            Ok(jwks) => verify(&case.token, &jwks, case.now, &case.options.to_options())
+                .map_err(|e| ("verify", e.code().to_owned())),
+        };
+        match (&outcome, case.expect.valid) {
+            (Ok(verified), true) => {
+                let claims = serde_json::to_value(&verified.claims).unwrap();
+                assert_eq!(Some(&claims), case.expect.claims.as_ref(), "{}", case.name);
+            }
+            (Err((stage, code)), false) => {
+                assert_eq!(Some(*stage), case.expect.stage.as_deref(), "{}", case.name);
+                assert_eq!(Some(code), case.expect.error.as_ref(), "{}", case.name);
+            }
+            _ => panic!(
+                "{}: expected valid={}, got {outcome:?}",
+                case.name, case.expect.valid
+            ),
+        }
+    }
+}
+
+#[test]
+fn chain_vectors() {
+    let file: TokenFile = serde_json::from_str(TOKENS).unwrap();
+    let jwks = parse_jwks(&file.jwks).unwrap();
+    for case in &file.chains {
+        let tokens: Vec<&str> = case.tokens.iter().map(String::as_str).collect();
+        let revoked: Vec<Jti> = case
+            .revoked
+            .iter()
+            .map(|j| Jti::parse(j).unwrap())
+            .collect();
+        let outcome = verify_chain(&tokens, &jwks, case.now, &VerifyOptions::default(), |jti| {
+            revoked.contains(jti)
+        });
+        match outcome {
+            Ok(verified) => {
+                assert!(case.expect.valid, "{}: unexpectedly valid", case.name);
+                assert_eq!(verified.len(), tokens.len());
+            }
+            Err(error) => {
+                assert!(!case.expect.valid, "{}: {error}", case.name);
+                assert_eq!(
+                    Some(error.code()),
+                    case.expect.error.as_deref(),
+                    "{}",
+                    case.name
+                );
+                let index = match error {
+                    mandate_core::ChainError::Link { index, .. } => Some(index),
+                    _ => None,
+                };
+                assert_eq!(index, case.expect.index, "{}", case.name);
+            }
+        }
+    }
+}
+
+#[derive(Deserialize)]
+struct ScopeFile {
+    permits: Vec<PermitCase>,
+    narrowing: Vec<NarrowingCase>,
+}
+
+#[derive(Deserialize)]
+struct PermitCase {
+    resources: Vec<String>,
+    actions: Vec<String>,
+    action: String,
+    resource: String,
+    expect: Value,
+}
+
+#[derive(Deserialize)]
+struct GrantJson {
+    resources: Vec<String>,
+    actions: Vec<String>,
+    #[serde(default)]
+    constraints: Constraints,
+    #[serde(default)]
+    policy: Policy,
+    exp: i64,
+}
+
+impl GrantJson {
+    fn grant(&self) -> Grant {
+        Grant {
+            scope: Scope::parse(&self.resources, &self.actions).unwrap(),
+            constraints: self.constraints,
+            policy: self.policy.clone(),
+            expires_at: self.exp,
+        }
+    }
+}
+
+#[derive(Deserialize)]
+struct NarrowingCase {
+    name: String,
+    parent: GrantJson,
+    child: GrantJson,
+    expect: NarrowingExpect,
+}
+
+#[derive(Deserialize, PartialEq, Debug)]
+struct NarrowingExpect {
+    ok: bool,
+    violations: Vec<FieldCode>,
+}
+
+#[derive(Deserialize, PartialEq, Debug)]
+struct FieldCode {
+    field: String,
+    code: String,
+}
+
+fn permit(case: &PermitCase) -> Result<bool, ScopeError> {
+    let scope = Scope::parse(&case.resources, &case.actions)?;
+    let action = Action::parse(&case.action)?;
+    let resource = Resource::parse(&case.resource)?;
+    Ok(mandate_core::permits(&scope, &action, &resource))
+}
+
+#[test]
+fn scope_vectors() {
+    let file: ScopeFile = serde_json::from_str(SCOPE).unwrap();
+    for case in &file.permits {
+        let got = match permit(case) {
+            Ok(allowed) => Value::Bool(allowed),
+            Err(error) => Value::String(error.code().to_owned()),
+        };
+        assert_eq!(
+            got, case.expect,
+            "{} {} under {:?}",
+            case.action, case.resource, case.resources
+        );
+    }
+    for case in &file.narrowing {
+        let got = match check_narrowing(&case.child.grant(), &case.parent.grant()) {
+            Ok(()) => NarrowingExpect {
+                ok: true,
+                violations: vec![],
+            },
+            Err(widening) => NarrowingExpect {
+                ok: false,
+                violations: widening
+                    .violations
+                    .iter()
+                    .map(|v| FieldCode {
+                        field: v.field(),
+                        code: v.code().to_owned(),
+                    })
+                    .collect(),
+            },
+        };
+        assert_eq!(got, case.expect, "{}", case.name);
+    }
+}
+
+#[derive(Deserialize)]
+struct ReputationFile {
+    cases: Vec<ReputationCase>,
+}
+
+#[derive(Deserialize)]
+struct ReputationCase {
+    counts: ReputationCounts,
+    expect: Value,
+}
+
+#[test]
+fn reputation_vectors() {
+    let file: ReputationFile = serde_json::from_str(REPUTATION).unwrap();
+    for case in &file.cases {
+        let got = serde_json::to_value(reputation(&case.counts)).unwrap();
+        assert_eq!(got, case.expect, "{:?}", case.counts);
+    }
+}

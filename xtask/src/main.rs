@@ -1,0 +1,97 @@
+//! `cargo xtask <task>`: Mandate's build orchestration, in Rust, running
+//! exactly what CI runs.
+//!
+//! - `test`: set up what a fresh machine lacks, then run every suite.
+//! - `vectors [--check]`: write (or check) the conformance vectors.
+//! - `serve`: build and run the server with the defaults.
+
+#![allow(
+    clippy::print_stderr,
+    reason = "xtask is a command-line tool that reports progress on stderr"
+)]
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+mod vectors;
+
+type Result<T> = std::result::Result<T, Box<dyn std::error::Error>>;
+
+fn fail<T>(message: impl Into<String>) -> Result<T> {
+    Err(message.into().into())
+}
+
+/// The workspace root (the parent of xtask/).
+fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .map(Path::to_path_buf)
+        .unwrap_or_else(|| PathBuf::from("."))
+}
+
+/// Announces and runs a command in the workspace root; fails on a non-zero exit.
+fn run(program: &str, args: &[&str]) -> Result<()> {
+    eprintln!("\n$ {program} {}", args.join(" "));
+    let status = Command::new(program)
+        .args(args)
+        .current_dir(root())
+        .status()?;
+    if !status.success() {
+        return fail(format!("`{program} {}` failed: {status}", args.join(" ")));
+    }
+    Ok(())
+}
+
+fn test() -> Result<()> {
+    let root = root();
+    run("rustup", &["target", "add", "wasm32-unknown-unknown"])?;
+    run("cargo", &["fmt", "--all", "--", "--check"])?;
+    vectors::run(&root, true)?;
+    run(
+        "cargo",
+        &[
+            "clippy",
+            "--workspace",
+            "--all-targets",
+            "--",
+            "-D",
+            "warnings",
+        ],
+    )?;
+    run("cargo", &["test", "--workspace"])?;
+    run(
+        "cargo",
+        &[
+            "build",
+            "-p",
+            "mandate-core",
+            "--target",
+            "wasm32-unknown-unknown",
+        ],
+    )?;
+    eprintln!("\nall suites passed");
+    Ok(())
+}
+
+fn serve() -> Result<()> {
+    fail("the server (mandate serve) is not built yet; see the open issues")
+}
+
+fn main() {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let task = args.first().map(String::as_str).unwrap_or("help");
+    let rest: Vec<&str> = args.iter().skip(1).map(String::as_str).collect();
+    let outcome = match task {
+        "test" => test(),
+        "vectors" => vectors::run(&root(), rest.contains(&"--check")),
+        "serve" => serve(),
+        _ => {
+            eprintln!("usage: cargo xtask <test | vectors [--check] | serve>");
+            std::process::exit(2);
+        }
+    };
+    if let Err(error) = outcome {
+        eprintln!("xtask {task}: {error}");
+        std::process::exit(1);
+    }
+}
