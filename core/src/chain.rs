@@ -124,12 +124,7 @@ pub fn verify_chain(
             None => {}
             Some(parent) => check_link(claims, &parent.claims).map_err(link)?,
         }
-        if let Some(revoked) = claims
-            .ancestors()
-            .iter()
-            .chain(std::iter::once(&claims.jti))
-            .find(|jti| is_revoked(jti))
-        {
+        if let Some(revoked) = claims.first_revoked(&is_revoked) {
             return Err(link(ChainFault::Revoked(revoked.clone())));
         }
         verified.push(current);

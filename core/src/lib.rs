@@ -49,7 +49,7 @@ pub use keys::{Jwk, JwkSet, Jwks, JwksError, SigningKey, thumbprint};
 pub use money::{MoneyError, Usd};
 pub use record::{
     Decision, DenyReason, Outcome, Rating, RecordError, RecordEvent, RecordState, Status,
-    transition,
+    result_key, transition,
 };
 pub use reputation::{Reputation, ReputationCounts, reputation};
 pub use scope::{

@@ -110,6 +110,10 @@ pub enum DenyReason {
     BudgetMaxSpendUsd,
     /// One more action would pass `max_actions` of the token or an ancestor.
     BudgetMaxActions,
+    /// A delegation asked for more than its parent holds.
+    ScopeWidening,
+    /// A delegation would pass the depth limit.
+    DelegationTooDeep,
     /// The token or an ancestor was revoked.
     TokenRevoked,
     /// The token has expired.
@@ -124,6 +128,8 @@ impl DenyReason {
             DenyReason::ResourceNotPermitted => "resource_not_permitted",
             DenyReason::BudgetMaxSpendUsd => "budget_max_spend_usd",
             DenyReason::BudgetMaxActions => "budget_max_actions",
+            DenyReason::ScopeWidening => "scope_widening",
+            DenyReason::DelegationTooDeep => "delegation_too_deep",
             DenyReason::TokenRevoked => "token_revoked",
             DenyReason::TokenExpired => "token_expired",
         }
@@ -156,6 +162,8 @@ impl FromStr for DenyReason {
             DenyReason::ResourceNotPermitted,
             DenyReason::BudgetMaxSpendUsd,
             DenyReason::BudgetMaxActions,
+            DenyReason::ScopeWidening,
+            DenyReason::DelegationTooDeep,
             DenyReason::TokenRevoked,
             DenyReason::TokenExpired,
         ]
@@ -244,13 +252,7 @@ impl RecordState {
     /// The key a record counts under in `results_by_type`: its result,
     /// `denied` or `pending`.
     pub fn result_key(self) -> &'static str {
-        match self {
-            RecordState::Pending => "pending",
-            RecordState::Denied { .. } => "denied",
-            RecordState::Completed { result } | RecordState::Rated { result, .. } => {
-                result.as_str()
-            }
-        }
+        result_key(self.status(), self.result())
     }
 
     /// Rebuilds a state from its stored parts, refusing combinations no
@@ -270,6 +272,16 @@ impl RecordState {
             (Status::Denied, None, None, Some(reason)) => Ok(RecordState::Denied { reason }),
             _ => Err(RecordError::Inconsistent),
         }
+    }
+}
+
+/// The key a record of this status and result counts under in
+/// `results_by_type`: the result of a completed record, else the status
+/// (`denied`, `pending`).
+pub fn result_key(status: Status, result: Option<Outcome>) -> &'static str {
+    match (status, result) {
+        (Status::Completed, Some(result)) => result.as_str(),
+        _ => status.as_str(),
     }
 }
 

@@ -156,6 +156,16 @@ impl Claims {
         self.ancestors().first().unwrap_or(&self.jti)
     }
 
+    /// The first token of this one's line, root first and the token itself
+    /// last, that `is_revoked` reports revoked. A token is void when it or
+    /// any ancestor is revoked.
+    pub fn first_revoked(&self, is_revoked: impl Fn(&Jti) -> bool) -> Option<&Jti> {
+        self.ancestors()
+            .iter()
+            .chain(std::iter::once(&self.jti))
+            .find(|jti| is_revoked(jti))
+    }
+
     /// Checks the validity window at `now` with `leeway_seconds` of clock
     /// skew: not expired and not before `nbf`.
     pub fn check_time(&self, now: i64, leeway_seconds: u64) -> Result<(), VerifyError> {

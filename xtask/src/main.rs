@@ -73,8 +73,21 @@ fn test() -> Result<()> {
     Ok(())
 }
 
-fn serve() -> Result<()> {
-    fail("the server (mandate serve) is not built yet; see the open issues")
+/// Builds the server and runs `mandate serve` with the defaults (SQLite in
+/// `./.mandate`, http://127.0.0.1:8080), passing any further arguments on.
+fn serve(extra: &[&str]) -> Result<()> {
+    let mut args = vec![
+        "run",
+        "--release",
+        "--package",
+        "mandate-host",
+        "--bin",
+        "mandate",
+        "--",
+        "serve",
+    ];
+    args.extend_from_slice(extra);
+    run("cargo", &args)
 }
 
 fn main() {
@@ -84,7 +97,7 @@ fn main() {
     let outcome = match task {
         "test" => test(),
         "vectors" => vectors::run(&root(), rest.contains(&"--check")),
-        "serve" => serve(),
+        "serve" => serve(&rest),
         _ => {
             eprintln!("usage: cargo xtask <test | vectors [--check] | serve>");
             std::process::exit(2);

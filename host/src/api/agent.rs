@@ -1,0 +1,237 @@
+//! Agent calls: record an action, authorize, complete, delegate. The agent is
+//! identified by its token (`vat_jti` in the body and/or a Bearer token).
+
+use axum::extract::{Path, State};
+use axum::http::{HeaderMap, StatusCode};
+use mandate_core::{AarId, DenyReason, Usd};
+
+use super::docs::Errors;
+use super::extract::{Json, agent_token, optional_bearer_jti};
+use super::input::{self, GrantParts};
+use crate::error::{ApiError, ApiResult};
+use crate::ledger::{self, Attempt, AttemptOutcome, Completion, Delegation, DelegationOutcome};
+use crate::model::{
+    AuthorizeRequest, AuthorizeResponse, CompleteRequest, DelegateRequest, IssuedToken,
+    RecordActionRequest, RecordActionResponse, RecordBody,
+};
+use crate::{AppState, random};
+
+/// The problem a denied attempt answers with.
+fn denial(reason: DenyReason) -> ApiError {
+    match reason {
+        DenyReason::TokenRevoked | DenyReason::TokenExpired => ApiError::token_inactive(),
+        DenyReason::ActionNotPermitted => {
+            ApiError::forbidden(reason.code(), "the token does not hold this action")
+        }
+        DenyReason::ResourceNotPermitted => ApiError::forbidden(
+            reason.code(),
+            "no resource pattern of the token covers this resource",
+        ),
+        DenyReason::BudgetMaxSpendUsd => ApiError::forbidden(
+            reason.code(),
+            "this spend would pass max_spend_usd of the token or an ancestor",
+        ),
+        DenyReason::BudgetMaxActions => ApiError::forbidden(
+            reason.code(),
+            "one more action would pass max_actions of the token or an ancestor",
+        ),
+        DenyReason::ScopeWidening | DenyReason::DelegationTooDeep => {
+            ApiError::forbidden(reason.code(), "the delegation was refused")
+        }
+    }
+}
+
+fn count_record(state: &AppState, outcome: &AttemptOutcome, allowed_status: &str) {
+    let status = if outcome.denied.is_some() {
+        "denied"
+    } else {
+        allowed_status
+    };
+    state.metrics.record_written(status);
+}
+
+/// Authorize, record and complete an action in one call.
+#[utoipa::path(
+    post,
+    path = "/v1/vat/record/action",
+    tag = "agent",
+    request_body = RecordActionRequest,
+    responses(
+        (status = 201, description = "Recorded", body = RecordActionResponse),
+        Errors,
+    )
+)]
+pub(crate) async fn record_action(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    Json(body): Json<RecordActionRequest>,
+) -> ApiResult<(StatusCode, axum::Json<RecordActionResponse>)> {
+    let jti = agent_token(&state, &headers, body.vat_jti.as_deref()).await?;
+    let attempt = Attempt {
+        jti,
+        action: input::action(&body.action)?,
+        resource: input::resource(&body.resource)?,
+        spend: input::amount("spend_usd", body.spend_usd)?.unwrap_or(Usd::ZERO),
+        random: random::bytes(),
+    };
+    let result = input::outcome(&body.result)?;
+    let result_hash = input::result_hash(body.result_hash.as_deref())?;
+    let cache = state.claims.clone();
+    let outcome = state
+        .store
+        .write(move |conn| {
+            ledger::record_action(conn, &cache, &attempt, result, result_hash.as_ref())
+        })
+        .await?;
+    count_record(&state, &outcome, "completed");
+    if let Some(reason) = outcome.denied {
+        return Err(denial(reason).with_record(outcome.aar_id.as_str()));
+    }
+    Ok((
+        StatusCode::CREATED,
+        axum::Json(RecordActionResponse {
+            recorded: true,
+            aar_id: outcome.aar_id.to_string(),
+            provenance_ref: outcome.claims.svc_prov.to_string(),
+            trust_score: outcome.claims.svc_trust_score,
+            delegation_depth: outcome.claims.svc_depth,
+        }),
+    ))
+}
+
+/// Pre-flight check of an action; creates a pending record (or a denied one).
+#[utoipa::path(
+    post,
+    path = "/v1/vat/authorize",
+    tag = "agent",
+    request_body = AuthorizeRequest,
+    responses(
+        (status = 200, description = "The decision; a refusal is `authorized: false`", body = AuthorizeResponse),
+        Errors,
+    )
+)]
+pub(crate) async fn authorize(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    Json(body): Json<AuthorizeRequest>,
+) -> ApiResult<axum::Json<AuthorizeResponse>> {
+    let jti = agent_token(&state, &headers, body.vat_jti.as_deref()).await?;
+    let attempt = Attempt {
+        jti,
+        action: input::action(&body.action)?,
+        resource: input::resource(&body.resource)?,
+        spend: input::amount("spend_usd", body.spend_usd)?.unwrap_or(Usd::ZERO),
+        random: random::bytes(),
+    };
+    let cache = state.claims.clone();
+    let outcome = state
+        .store
+        .write(move |conn| ledger::authorize(conn, &cache, &attempt))
+        .await?;
+    count_record(&state, &outcome, "pending");
+    if let Some(reason @ (DenyReason::TokenRevoked | DenyReason::TokenExpired)) = outcome.denied {
+        return Err(denial(reason).with_record(outcome.aar_id.as_str()));
+    }
+    let claims = &outcome.claims;
+    Ok(axum::Json(AuthorizeResponse {
+        authorized: outcome.denied.is_none(),
+        aar_id: outcome.aar_id.to_string(),
+        trust_score: claims.svc_trust_score,
+        provenance_ref: claims.svc_prov.to_string(),
+        human_ref: claims.svc_human.to_string(),
+        assurance_level: claims.svc_assurance.as_str().to_owned(),
+        reason: outcome.denied.map(|r| r.code().to_owned()),
+    }))
+}
+
+/// Closes a pending record with its result.
+#[utoipa::path(
+    post,
+    path = "/v1/vat/aar/{aar_id}/complete",
+    tag = "agent",
+    params(("aar_id" = String, Path, description = "The record, `aar_<ulid>`")),
+    request_body = CompleteRequest,
+    responses(
+        (status = 200, description = "The completed record", body = RecordBody),
+        Errors,
+    )
+)]
+pub(crate) async fn complete(
+    State(state): State<AppState>,
+    Path(aar_id): Path<String>,
+    headers: HeaderMap,
+    Json(body): Json<CompleteRequest>,
+) -> ApiResult<axum::Json<RecordBody>> {
+    let bearer_jti = optional_bearer_jti(&state, &headers).await?;
+    if bearer_jti.is_none() && state.config.require_bearer_token {
+        return Err(ApiError::unauthorized(
+            "bearer_required",
+            "this deployment requires the token as Authorization: Bearer <compact_jwt>",
+        ));
+    }
+    let aar_id = AarId::parse(&aar_id)
+        .map_err(|_| ApiError::not_found("record_not_found", "no record has this aar_id"))?;
+    let completion = Completion {
+        aar_id,
+        result: input::outcome(&body.result)?,
+        result_hash: input::result_hash(body.result_hash.as_deref())?,
+        spend: input::amount("spend_usd", body.spend_usd)?,
+        bearer_jti,
+    };
+    let cache = state.claims.clone();
+    let record = state
+        .store
+        .write(move |conn| ledger::complete(conn, &cache, &completion))
+        .await?;
+    state.metrics.record_written("completed");
+    Ok(axum::Json(record))
+}
+
+/// Delegates a narrower token to a sub-agent.
+#[utoipa::path(
+    post,
+    path = "/v1/vat/delegate",
+    tag = "agent",
+    request_body = DelegateRequest,
+    responses(
+        (status = 201, description = "The child token", body = IssuedToken),
+        Errors,
+    )
+)]
+pub(crate) async fn delegate(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    Json(body): Json<DelegateRequest>,
+) -> ApiResult<(StatusCode, axum::Json<IssuedToken>)> {
+    let parent = agent_token(&state, &headers, body.vat_jti.as_deref()).await?;
+    let request = input::token_request(GrantParts {
+        agent_id: &body.agent_id,
+        resources: &body.resources,
+        actions: &body.actions,
+        constraints: body.constraints.as_ref(),
+        policy: body.policy.as_ref(),
+        ttl_seconds: body.ttl_seconds,
+    })?;
+    let delegation = Delegation {
+        parent,
+        request,
+        child_random: random::bytes(),
+        record_random: random::bytes(),
+    };
+    let key = state.keys.current().active.clone();
+    let cache = state.claims.clone();
+    let outcome = state
+        .store
+        .write(move |conn| ledger::delegate_token(conn, &cache, &key, delegation))
+        .await?;
+    match outcome {
+        DelegationOutcome::Issued(token) => {
+            state.metrics.record_written("completed");
+            Ok((StatusCode::CREATED, axum::Json(token)))
+        }
+        DelegationOutcome::Denied { error, .. } => {
+            state.metrics.record_written("denied");
+            Err(error)
+        }
+    }
+}

@@ -1,0 +1,153 @@
+//! Request bodies turned into core's types, with a 422 naming the field for
+//! anything core refuses.
+
+use mandate_core::{
+    Action, AgentId, Constraints, Framework, Identity, Outcome, Policy, Rating, Resource,
+    ResultHash, Scope, ScopeError, TokenRequest, Usd,
+};
+
+use crate::error::{ApiError, ApiResult};
+use crate::model::{ConstraintsBody, PolicyBody};
+
+/// Longest note accepted with a rating.
+pub(crate) const MAX_NOTE_BYTES: usize = 2048;
+/// Longest revocation reason.
+pub(crate) const MAX_REASON_BYTES: usize = 512;
+
+fn invalid(field: &str, code: &'static str, message: impl ToString) -> ApiError {
+    ApiError::invalid(field, code, message.to_string())
+}
+
+pub(crate) fn agent_id(text: &str) -> ApiResult<AgentId> {
+    AgentId::parse(text).map_err(|e| invalid("agent_id", e.code(), e))
+}
+
+pub(crate) fn email(text: &str) -> ApiResult<Identity> {
+    Identity::email(text).map_err(|e| invalid("developer_email", e.code(), e))
+}
+
+pub(crate) fn action(text: &str) -> ApiResult<Action> {
+    Action::parse(text).map_err(|e| invalid("action", e.code(), e))
+}
+
+pub(crate) fn resource(text: &str) -> ApiResult<Resource> {
+    Resource::parse(text).map_err(|e| invalid("resource", e.code(), e))
+}
+
+pub(crate) fn outcome(text: &str) -> ApiResult<Outcome> {
+    text.parse::<Outcome>()
+        .map_err(|e| invalid("result", e.code(), e))
+}
+
+pub(crate) fn rating(text: &str) -> ApiResult<Rating> {
+    text.parse::<Rating>()
+        .map_err(|e| invalid("rating", e.code(), e))
+}
+
+pub(crate) fn result_hash(text: Option<&str>) -> ApiResult<Option<ResultHash>> {
+    text.map(|t| ResultHash::parse(t).map_err(|e| invalid("result_hash", e.code(), e)))
+        .transpose()
+}
+
+pub(crate) fn amount(field: &str, value: Option<f64>) -> ApiResult<Option<Usd>> {
+    value
+        .map(|v| Usd::from_f64(v).map_err(|e| invalid(field, e.code(), e)))
+        .transpose()
+}
+
+/// Free text: bounded, no control characters other than tab and newline.
+pub(crate) fn text(
+    field: &str,
+    value: Option<&str>,
+    max_bytes: usize,
+) -> ApiResult<Option<String>> {
+    let Some(value) = value else { return Ok(None) };
+    if value.len() > max_bytes {
+        return Err(invalid(
+            field,
+            "too_long",
+            format!("{field} may hold at most {max_bytes} bytes"),
+        ));
+    }
+    if value
+        .chars()
+        .any(|c| c.is_control() && c != '\n' && c != '\t')
+    {
+        return Err(invalid(
+            field,
+            "control_character",
+            format!("{field} must not contain control characters"),
+        ));
+    }
+    Ok(Some(value.to_owned()))
+}
+
+fn scope_field(error: &ScopeError) -> &'static str {
+    match error {
+        ScopeError::InvalidAction => "actions",
+        ScopeError::InvalidResource | ScopeError::InvalidPattern => "resources",
+        ScopeError::InvalidFramework => "policy.frameworks",
+        ScopeError::Empty(field)
+        | ScopeError::TooMany(field)
+        | ScopeError::Duplicate { field, .. } => match *field {
+            "frameworks" => "policy.frameworks",
+            other => other,
+        },
+        ScopeError::MaxActionsTooLarge => "constraints.max_actions",
+    }
+}
+
+fn scope_error(error: ScopeError) -> ApiError {
+    invalid(scope_field(&error), error.code(), &error)
+}
+
+fn constraints(body: Option<&ConstraintsBody>) -> ApiResult<Constraints> {
+    let Some(body) = body else {
+        return Ok(Constraints::default());
+    };
+    let max_actions = body.max_actions;
+    if max_actions.is_some_and(|n| n > mandate_core::limits::MAX_ACTIONS_LIMIT) {
+        return Err(scope_error(ScopeError::MaxActionsTooLarge));
+    }
+    Ok(Constraints {
+        max_spend_usd: amount("constraints.max_spend_usd", body.max_spend_usd)?,
+        max_actions,
+    })
+}
+
+fn policy(body: Option<&PolicyBody>) -> ApiResult<Policy> {
+    let Some(body) = body else {
+        return Ok(Policy::default());
+    };
+    if body.frameworks.len() > mandate_core::limits::MAX_LIST_LEN {
+        return Err(scope_error(ScopeError::TooMany("frameworks")));
+    }
+    let frameworks = body
+        .frameworks
+        .iter()
+        .map(|f| Framework::parse(f))
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(scope_error)?;
+    Policy::new(frameworks).map_err(scope_error)
+}
+
+/// The parts of an issue or delegate request that describe the grant.
+pub(crate) struct GrantParts<'a> {
+    pub(crate) agent_id: &'a str,
+    pub(crate) resources: &'a [String],
+    pub(crate) actions: &'a [String],
+    pub(crate) constraints: Option<&'a ConstraintsBody>,
+    pub(crate) policy: Option<&'a PolicyBody>,
+    pub(crate) ttl_seconds: Option<u64>,
+}
+
+/// Checks a grant request and builds core's token request.
+pub(crate) fn token_request(parts: GrantParts<'_>) -> ApiResult<TokenRequest> {
+    Ok(TokenRequest {
+        agent_id: agent_id(parts.agent_id)?,
+        scope: Scope::parse(parts.resources, parts.actions).map_err(scope_error)?,
+        constraints: constraints(parts.constraints)?,
+        policy: policy(parts.policy)?,
+        ttl_seconds: parts.ttl_seconds,
+    })
+}

@@ -1,0 +1,78 @@
+//! Public and operational endpoints: JWKS, health, readiness, metrics and
+//! the OpenAPI document.
+
+use axum::extract::State;
+use axum::http::{HeaderMap, HeaderValue, header};
+use axum::response::{IntoResponse, Response};
+use mandate_core::JwkSet;
+
+use super::docs::Errors;
+use super::extract::{Peer, api_key};
+use crate::AppState;
+use crate::error::ApiResult;
+use crate::model::Health;
+
+/// The public keys tokens are signed with.
+#[utoipa::path(
+    get,
+    path = "/.well-known/jwks.json",
+    tag = "keys",
+    responses((status = 200, description = "The JWKS", body = Object))
+)]
+pub(crate) async fn jwks(State(state): State<AppState>) -> Response {
+    let document: JwkSet = state.keys.current().document.clone();
+    let mut response = axum::Json(document).into_response();
+    response.headers_mut().insert(
+        header::CACHE_CONTROL,
+        HeaderValue::from_static("public, max-age=300"),
+    );
+    response
+}
+
+/// Liveness.
+#[utoipa::path(get, path = "/healthz", tag = "operations", responses((status = 200, body = Health)))]
+pub(crate) async fn healthz() -> axum::Json<Health> {
+    axum::Json(Health {
+        status: "ok".to_owned(),
+    })
+}
+
+/// Readiness: the database takes writes.
+#[utoipa::path(
+    get,
+    path = "/readyz",
+    tag = "operations",
+    responses((status = 200, body = Health), Errors)
+)]
+pub(crate) async fn readyz(State(state): State<AppState>) -> ApiResult<axum::Json<Health>> {
+    state.store.write(|_| Ok(())).await?;
+    Ok(axum::Json(Health {
+        status: "ready".to_owned(),
+    }))
+}
+
+/// Prometheus metrics: open to loopback clients (when configured), else an
+/// API key is needed.
+#[utoipa::path(
+    get,
+    path = "/metrics",
+    tag = "operations",
+    responses((status = 200, description = "OpenMetrics text", body = String, content_type = "application/openmetrics-text"), Errors),
+    security(("api_key" = []), ())
+)]
+pub(crate) async fn metrics(
+    State(state): State<AppState>,
+    Peer(peer): Peer,
+    headers: HeaderMap,
+) -> ApiResult<Response> {
+    let loopback = peer.is_some_and(|addr| addr.ip().is_loopback());
+    if !(loopback && state.config.metrics_open_on_loopback) {
+        api_key(&state, &headers).await?;
+    }
+    let mut response = state.metrics.render().into_response();
+    response.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("application/openmetrics-text; version=1.0.0; charset=utf-8"),
+    );
+    Ok(response)
+}

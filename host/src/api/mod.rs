@@ -1,0 +1,160 @@
+//! The HTTP surface: routes, the OpenAPI document generated from the
+//! handlers, and the middleware every request passes (metrics and logs,
+//! per-address rate limits, the body cap, security headers, panics as 500
+//! problems, problem bodies for unknown routes and methods).
+
+mod agent;
+mod docs;
+mod extract;
+mod human;
+mod input;
+mod meta;
+
+use std::any::Any;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Instant;
+
+use axum::extract::{ConnectInfo, DefaultBodyLimit, MatchedPath, Request, State};
+use axum::http::{HeaderValue, StatusCode, header};
+use axum::middleware::{self, Next};
+use axum::response::{IntoResponse, Response};
+use axum::{Extension, Router};
+use tower_http::catch_panic::CatchPanicLayer;
+use utoipa::OpenApi as _;
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
+
+use crate::AppState;
+use crate::error::ApiError;
+
+/// Largest request body accepted.
+pub const MAX_BODY_BYTES: usize = 64 * 1024;
+
+/// The serialised OpenAPI document.
+#[derive(Debug, Clone)]
+struct Document(Arc<String>);
+
+/// This API as OpenAPI 3.1.
+#[utoipa::path(
+    get,
+    path = "/v1/openapi.json",
+    tag = "operations",
+    responses((status = 200, description = "The OpenAPI document", body = Object))
+)]
+async fn openapi(Extension(Document(document)): Extension<Document>) -> Response {
+    let mut response = document.as_str().to_owned().into_response();
+    response.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("application/json"),
+    );
+    response
+}
+
+async fn not_found() -> ApiError {
+    ApiError::not_found("not_found", "there is nothing at this path")
+}
+
+async fn method_not_allowed() -> ApiError {
+    ApiError::new(
+        StatusCode::METHOD_NOT_ALLOWED,
+        "method_not_allowed",
+        "this path does not take this method",
+    )
+}
+
+fn panic_response(_: Box<dyn Any + Send + 'static>) -> Response {
+    ApiError::internal("a request handler panicked").into_response()
+}
+
+/// Counts and times every request under its route template (never the raw
+/// path, which may hold ids), and logs it at debug level.
+async fn observe(State(state): State<AppState>, request: Request, next: Next) -> Response {
+    let started = Instant::now();
+    let route = request
+        .extensions()
+        .get::<MatchedPath>()
+        .map_or_else(|| "unmatched".to_owned(), |p| p.as_str().to_owned());
+    let method = request.method().clone();
+    let response = next.run(request).await;
+    let status = response.status().as_u16();
+    let elapsed = started.elapsed();
+    state
+        .metrics
+        .observe_request(&route, method.as_str(), status, elapsed);
+    tracing::debug!(%method, %route, status, micros = elapsed.as_micros() as u64, "request");
+    response
+}
+
+/// Per-address rate limit (the peer, or the client behind a trusted proxy).
+async fn limit_address(State(state): State<AppState>, request: Request, next: Next) -> Response {
+    let peer = request
+        .extensions()
+        .get::<ConnectInfo<SocketAddr>>()
+        .map(|c| c.0);
+    if let Some(Err(error)) = peer.map(|peer| state.limiters.address(peer, request.headers())) {
+        return error.into_response();
+    }
+    next.run(request).await
+}
+
+/// Headers every response carries; pages set their own CSP and caching.
+async fn security_headers(request: Request, next: Next) -> Response {
+    let mut response = next.run(request).await;
+    let headers = response.headers_mut();
+    headers.insert(
+        header::X_CONTENT_TYPE_OPTIONS,
+        HeaderValue::from_static("nosniff"),
+    );
+    headers.insert(
+        header::REFERRER_POLICY,
+        HeaderValue::from_static("no-referrer"),
+    );
+    headers.insert(header::X_FRAME_OPTIONS, HeaderValue::from_static("DENY"));
+    headers
+        .entry(header::CONTENT_SECURITY_POLICY)
+        .or_insert(HeaderValue::from_static(
+            "default-src 'none'; frame-ancestors 'none'",
+        ));
+    headers
+        .entry(header::CACHE_CONTROL)
+        .or_insert(HeaderValue::from_static("no-store"));
+    response
+}
+
+/// The whole application.
+pub fn app(state: AppState) -> Router {
+    let (router, document) = OpenApiRouter::with_openapi(docs::ApiDoc::openapi())
+        .routes(routes!(human::issue_l1))
+        .routes(routes!(agent::record_action))
+        .routes(routes!(agent::authorize))
+        .routes(routes!(agent::complete))
+        .routes(routes!(human::feedback))
+        .routes(routes!(human::reputation))
+        .routes(routes!(human::provenance_summary))
+        .routes(routes!(human::graph))
+        .routes(routes!(agent::delegate))
+        .routes(routes!(human::revoke))
+        .routes(routes!(human::token))
+        .routes(routes!(human::record))
+        .routes(routes!(human::records))
+        .routes(routes!(human::workflows))
+        .routes(routes!(meta::jwks))
+        .routes(routes!(meta::healthz))
+        .routes(routes!(meta::readyz))
+        .routes(routes!(meta::metrics))
+        .routes(routes!(openapi))
+        .split_for_parts();
+    let document = Document(Arc::new(document.to_json().unwrap_or_default()));
+    router
+        .merge(crate::web::routes())
+        .fallback(not_found)
+        .method_not_allowed_fallback(method_not_allowed)
+        .layer(Extension(document))
+        .layer(DefaultBodyLimit::max(MAX_BODY_BYTES))
+        .layer(middleware::from_fn_with_state(state.clone(), limit_address))
+        .layer(middleware::from_fn(security_headers))
+        .layer(CatchPanicLayer::custom(panic_response))
+        .layer(middleware::from_fn_with_state(state.clone(), observe))
+        .with_state(state)
+}

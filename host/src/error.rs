@@ -1,0 +1,250 @@
+//! The one place errors become HTTP: every failure is an [`ApiError`] and
+//! leaves as an RFC 9457 `application/problem+json` body with a stable
+//! `code`. Internal error text is logged, never sent.
+
+use axum::http::{HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use serde::Serialize;
+use utoipa::ToSchema;
+
+/// One way a delegation would widen its parent, as sent to clients.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, ToSchema)]
+pub struct ViolationBody {
+    /// The widening request field (`resources`, `constraints.max_spend_usd`, …).
+    pub field: String,
+    /// Stable code (`resource_not_covered`, `action_not_held`, …).
+    pub code: String,
+    pub message: String,
+}
+
+/// An RFC 9457 problem body.
+#[derive(Debug, Clone, PartialEq, Serialize, ToSchema)]
+pub struct Problem {
+    /// `urn:mandate:problem:<code>`.
+    #[serde(rename = "type")]
+    pub type_: String,
+    pub title: String,
+    pub status: u16,
+    pub detail: String,
+    /// Stable snake_case code.
+    pub code: String,
+    /// The denied record written for this refusal, if any.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub aar_id: Option<String>,
+    /// The request field at fault, for input errors.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub field: Option<String>,
+    /// Every widening, for refused delegations.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub violations: Vec<ViolationBody>,
+}
+
+/// A failure on its way to becoming a problem response.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ApiError {
+    pub status: StatusCode,
+    pub code: &'static str,
+    pub detail: String,
+    /// Members only some problems carry, boxed to keep errors small.
+    extra: Option<Box<Extra>>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq)]
+struct Extra {
+    aar_id: Option<String>,
+    field: Option<String>,
+    violations: Vec<ViolationBody>,
+    retry_after: Option<u64>,
+}
+
+impl ApiError {
+    /// A problem with a status, a stable code and a human-readable detail.
+    pub fn new(status: StatusCode, code: &'static str, detail: impl Into<String>) -> ApiError {
+        ApiError {
+            status,
+            code,
+            detail: detail.into(),
+            extra: None,
+        }
+    }
+
+    fn extra(&mut self) -> &mut Extra {
+        self.extra.get_or_insert_with(Box::default)
+    }
+
+    pub fn bad_request(code: &'static str, detail: impl Into<String>) -> ApiError {
+        ApiError::new(StatusCode::BAD_REQUEST, code, detail)
+    }
+
+    pub fn unauthorized(code: &'static str, detail: impl Into<String>) -> ApiError {
+        ApiError::new(StatusCode::UNAUTHORIZED, code, detail)
+    }
+
+    pub fn forbidden(code: &'static str, detail: impl Into<String>) -> ApiError {
+        ApiError::new(StatusCode::FORBIDDEN, code, detail)
+    }
+
+    pub fn not_found(code: &'static str, detail: impl Into<String>) -> ApiError {
+        ApiError::new(StatusCode::NOT_FOUND, code, detail)
+    }
+
+    pub fn conflict(code: &'static str, detail: impl Into<String>) -> ApiError {
+        ApiError::new(StatusCode::CONFLICT, code, detail)
+    }
+
+    /// A request that is well-formed JSON but breaks a rule about `field`.
+    pub fn invalid(field: &str, code: &'static str, detail: impl Into<String>) -> ApiError {
+        let mut error = ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, code, detail);
+        error.extra().field = Some(field.to_owned());
+        error
+    }
+
+    /// Storage cannot take writes (disk full, I/O error, shutting down).
+    pub fn unavailable(detail: impl Into<String>) -> ApiError {
+        ApiError::new(StatusCode::SERVICE_UNAVAILABLE, "unavailable", detail)
+    }
+
+    /// Something Mandate got wrong. The cause is logged here and never sent.
+    pub fn internal(cause: impl std::fmt::Display) -> ApiError {
+        tracing::error!(%cause, "internal error");
+        ApiError::new(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            "internal",
+            "an internal error occurred; it has been logged",
+        )
+    }
+
+    /// The token of an agent call is unknown, revoked or expired. All three
+    /// answer alike so callers cannot probe which tokens exist.
+    pub fn token_inactive() -> ApiError {
+        ApiError::forbidden("token_inactive", "the token is unknown, revoked or expired")
+    }
+
+    /// Attaches the id of the denied record written for this refusal.
+    pub fn with_record(mut self, aar_id: &str) -> ApiError {
+        self.extra().aar_id = Some(aar_id.to_owned());
+        self
+    }
+
+    /// Attaches every widening of a refused delegation.
+    pub fn with_violations(mut self, violations: Vec<ViolationBody>) -> ApiError {
+        self.extra().violations = violations;
+        self
+    }
+
+    /// Tells the client when to retry (429).
+    pub fn with_retry_after(mut self, seconds: u64) -> ApiError {
+        self.extra().retry_after = Some(seconds);
+        self
+    }
+
+    /// Seconds until a retry may succeed, for 429.
+    pub fn retry_after(&self) -> Option<u64> {
+        self.extra.as_ref().and_then(|extra| extra.retry_after)
+    }
+
+    fn title(&self) -> String {
+        let mut title = self.code.replace('_', " ");
+        if let Some(first) = title.get_mut(0..1) {
+            first.make_ascii_uppercase();
+        }
+        title
+    }
+
+    /// The problem body.
+    pub fn problem(&self) -> Problem {
+        let extra = self.extra.as_deref().cloned().unwrap_or_default();
+        Problem {
+            type_: format!("urn:mandate:problem:{}", self.code),
+            title: self.title(),
+            status: self.status.as_u16(),
+            detail: self.detail.clone(),
+            code: self.code.to_owned(),
+            aar_id: extra.aar_id,
+            field: extra.field,
+            violations: extra.violations,
+        }
+    }
+}
+
+impl std::fmt::Display for ApiError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{} {}: {}", self.status.as_u16(), self.code, self.detail)
+    }
+}
+
+impl std::error::Error for ApiError {}
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        let body = serde_json::to_vec(&self.problem()).unwrap_or_default();
+        let mut response = (self.status, body).into_response();
+        let headers = response.headers_mut();
+        headers.insert(
+            header::CONTENT_TYPE,
+            HeaderValue::from_static("application/problem+json"),
+        );
+        if self.status == StatusCode::UNAUTHORIZED {
+            headers.insert(
+                header::WWW_AUTHENTICATE,
+                HeaderValue::from_static(r#"Bearer realm="mandate""#),
+            );
+        }
+        if let Some(seconds) = self.retry_after() {
+            headers.insert(header::RETRY_AFTER, HeaderValue::from(seconds));
+        }
+        response
+    }
+}
+
+impl From<rusqlite::Error> for ApiError {
+    fn from(error: rusqlite::Error) -> ApiError {
+        if is_storage_failure(&error) {
+            tracing::error!(%error, "storage failure");
+            ApiError::unavailable("storage cannot take writes right now; retry later")
+        } else {
+            ApiError::internal(error)
+        }
+    }
+}
+
+/// Whether an SQLite error means the disk or the file is unusable (full,
+/// read-only, I/O error) rather than a bug.
+pub fn is_storage_failure(error: &rusqlite::Error) -> bool {
+    use rusqlite::ErrorCode::{
+        CannotOpen, DatabaseBusy, DatabaseLocked, DiskFull, ReadOnly, SystemIoFailure,
+    };
+    matches!(
+        error.sqlite_error_code(),
+        Some(DiskFull | SystemIoFailure | ReadOnly | CannotOpen | DatabaseBusy | DatabaseLocked)
+    )
+}
+
+/// Shorthand for handler results.
+pub type ApiResult<T> = Result<T, ApiError>;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn problem_shape() {
+        let error = ApiError::forbidden("action_not_permitted", "no").with_record("aar_x");
+        let body = serde_json::to_value(error.problem()).unwrap();
+        assert_eq!(body["type"], "urn:mandate:problem:action_not_permitted");
+        assert_eq!(body["title"], "Action not permitted");
+        assert_eq!(body["status"], 403);
+        assert_eq!(body["aar_id"], "aar_x");
+        assert!(body.get("violations").is_none());
+    }
+
+    #[test]
+    fn unauthorized_carries_www_authenticate() {
+        let response = ApiError::unauthorized("unauthorized", "no key").into_response();
+        assert!(response.headers().contains_key(header::WWW_AUTHENTICATE));
+        assert_eq!(
+            response.headers()[header::CONTENT_TYPE],
+            "application/problem+json"
+        );
+    }
+}

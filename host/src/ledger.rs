@@ -1,0 +1,843 @@
+//! The write side: every change to tokens and records, run inside the
+//! single writer so that checks and writes are atomic — revocation, scope and
+//! budgets are judged against exactly the state the write commits on top of.
+//!
+//! Every rule comes from core: scope (`Scope::check`), narrowing and
+//! delegation (`delegate`), budgets (`check_budget`), the record lifecycle
+//! (`transition`). This module only loads state, asks core, and stores the
+//! answer.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+use mandate_core::{
+    AarId, Action, BudgetExceeded, Claims, Constraints, DenyReason, IssueError, Jti, Outcome,
+    Rating, RecordError, RecordEvent, RecordState, Resource, ResultHash, SigningKey, Status,
+    TokenRequest, Ulid, Usage, Usd, check_budget, check_extra_spend, delegate, sign, transition,
+};
+use rusqlite::{Connection, OptionalExtension, params};
+
+use crate::clock::{iso_ms, iso_s, now_ms};
+use crate::error::{ApiError, ApiResult, ViolationBody};
+use crate::model::{FeedbackResponse, IssuedToken, RecordBody};
+
+/// How many parsed claim sets the writer keeps.
+const CLAIMS_CACHE_LIMIT: usize = 50_000;
+
+/// Parsed claims by jti. Claims never change once issued, so a cached copy
+/// is always right; the mutable state (revocation, usage) is always read
+/// from the database.
+#[derive(Debug, Default)]
+pub struct ClaimsCache(Mutex<HashMap<String, Arc<Claims>>>);
+
+impl ClaimsCache {
+    fn get(&self, jti: &str) -> Option<Arc<Claims>> {
+        self.0.lock().ok()?.get(jti).cloned()
+    }
+
+    fn put(&self, claims: Arc<Claims>) {
+        if let Ok(mut map) = self.0.lock() {
+            if map.len() >= CLAIMS_CACHE_LIMIT {
+                map.clear();
+            }
+            map.insert(claims.jti.as_str().to_owned(), claims);
+        }
+    }
+}
+
+/// A token as the writer sees it: its claims and its mutable state.
+struct TokenRow {
+    claims: Arc<Claims>,
+    revoked: bool,
+}
+
+fn load_claims(
+    conn: &Connection,
+    cache: &ClaimsCache,
+    jti: &str,
+) -> ApiResult<Option<Arc<Claims>>> {
+    if let Some(claims) = cache.get(jti) {
+        return Ok(Some(claims));
+    }
+    let text: Option<String> = conn
+        .prepare_cached("SELECT claims FROM tokens WHERE jti = ?1")?
+        .query_row([jti], |row| row.get(0))
+        .optional()?;
+    let Some(text) = text else { return Ok(None) };
+    let claims: Claims = serde_json::from_str(&text).map_err(ApiError::internal)?;
+    let claims = Arc::new(claims);
+    cache.put(claims.clone());
+    Ok(Some(claims))
+}
+
+fn load_token(conn: &Connection, cache: &ClaimsCache, jti: &str) -> ApiResult<Option<TokenRow>> {
+    let revoked: Option<bool> = conn
+        .prepare_cached("SELECT revoked_at IS NOT NULL FROM tokens WHERE jti = ?1")?
+        .query_row([jti], |row| row.get(0))
+        .optional()?;
+    let Some(revoked) = revoked else {
+        return Ok(None);
+    };
+    let claims =
+        load_claims(conn, cache, jti)?.ok_or_else(|| ApiError::internal("token row vanished"))?;
+    Ok(Some(TokenRow { claims, revoked }))
+}
+
+/// Why a token cannot act now, if it cannot.
+fn inactive_reason(token: &TokenRow, now_s: i64) -> Option<DenyReason> {
+    if token.revoked {
+        Some(DenyReason::TokenRevoked)
+    } else if now_s >= token.claims.exp {
+        Some(DenyReason::TokenExpired)
+    } else {
+        None
+    }
+}
+
+/// The tokens of a chain that carry a budget, with their limits.
+type Budgeted = Vec<(Jti, Constraints)>;
+
+/// The tokens of a chain (ancestors, then the token) that carry a budget.
+fn budgeted_chain(conn: &Connection, cache: &ClaimsCache, claims: &Claims) -> ApiResult<Budgeted> {
+    let mut budgeted = Vec::new();
+    for jti in claims.ancestors() {
+        let ancestor = load_claims(conn, cache, jti.as_str())?
+            .ok_or_else(|| ApiError::internal("an ancestor token is missing"))?;
+        if !ancestor.constraints().is_empty() {
+            budgeted.push((jti.clone(), ancestor.constraints()));
+        }
+    }
+    if !claims.constraints().is_empty() {
+        budgeted.push((claims.jti.clone(), claims.constraints()));
+    }
+    Ok(budgeted)
+}
+
+fn usage(conn: &Connection, jti: &Jti) -> ApiResult<Usage> {
+    let (spent, actions): (i64, i64) = conn
+        .prepare_cached("SELECT spent_micros, actions FROM tokens WHERE jti = ?1")?
+        .query_row([jti.as_str()], |row| Ok((row.get(0)?, row.get(1)?)))?;
+    Ok(Usage {
+        spent: Usd::from_micros(u64::try_from(spent).unwrap_or(0)).map_err(ApiError::internal)?,
+        actions: u64::try_from(actions).unwrap_or(0),
+    })
+}
+
+/// Checks one more action spending `spend` against every budget of the chain.
+fn check_chain(
+    conn: &Connection,
+    budgeted: &[(Jti, Constraints)],
+    spend: Usd,
+) -> ApiResult<Result<(), BudgetExceeded>> {
+    for (jti, constraints) in budgeted {
+        if let Err(exceeded) = check_budget(constraints, usage(conn, jti)?, spend) {
+            return Ok(Err(exceeded));
+        }
+    }
+    Ok(Ok(()))
+}
+
+/// Adds spend and actions to the usage of every budgeted token of a chain.
+fn charge(
+    conn: &Connection,
+    budgeted: &[(Jti, Constraints)],
+    spend_micros: i64,
+    actions: i64,
+) -> ApiResult<()> {
+    let mut update = conn.prepare_cached(
+        "UPDATE tokens SET spent_micros = spent_micros + ?1, actions = actions + ?2 WHERE jti = ?3",
+    )?;
+    for (jti, _) in budgeted {
+        update.execute(params![spend_micros, actions, jti.as_str()])?;
+    }
+    Ok(())
+}
+
+fn micros(amount: Usd) -> i64 {
+    i64::try_from(amount.micros()).unwrap_or(i64::MAX)
+}
+
+/// A record about to be written.
+struct NewRecord<'a> {
+    aar_id: &'a AarId,
+    token: &'a Claims,
+    action: &'a str,
+    resource: &'a str,
+    state: RecordState,
+    result_hash: Option<&'a ResultHash>,
+    spend: Usd,
+    created_at: i64,
+    delegated_jti: Option<&'a Jti>,
+}
+
+/// Agent counter deltas (successes, failures, pending) for a record state.
+fn counter_deltas(state: RecordState) -> (i64, i64, i64) {
+    match state {
+        RecordState::Pending => (0, 0, 1),
+        RecordState::Completed {
+            result: Outcome::Success,
+        }
+        | RecordState::Rated {
+            result: Outcome::Success,
+            ..
+        } => (1, 0, 0),
+        RecordState::Completed { .. } | RecordState::Rated { .. } | RecordState::Denied { .. } => {
+            (0, 1, 0)
+        }
+    }
+}
+
+fn bump_agent(
+    conn: &Connection,
+    agent_id: &str,
+    (successes, failures, pending): (i64, i64, i64),
+) -> ApiResult<()> {
+    conn.prepare_cached(
+        "UPDATE agents SET successes = successes + ?1, failures = failures + ?2, pending = pending + ?3
+         WHERE agent_id = ?4",
+    )?
+    .execute(params![successes, failures, pending, agent_id])?;
+    Ok(())
+}
+
+fn touch_workflow(
+    conn: &Connection,
+    provenance_ref: &str,
+    records: i64,
+    at_ms: i64,
+) -> ApiResult<()> {
+    conn.prepare_cached(
+        "UPDATE workflows SET total_records = total_records + ?1, last_activity = max(last_activity, ?2)
+         WHERE provenance_ref = ?3",
+    )?
+    .execute(params![records, at_ms, provenance_ref])?;
+    Ok(())
+}
+
+fn insert_record(conn: &Connection, record: &NewRecord<'_>) -> ApiResult<()> {
+    let claims = record.token;
+    let completed_at =
+        matches!(record.state.status(), Status::Completed).then_some(record.created_at);
+    conn.prepare_cached(
+        "INSERT INTO records (aar_id, provenance_ref, jti, agent_id, action, resource, status, result,
+            deny_reason, result_hash, spend_micros, trust_score, delegation_depth, human_ref,
+            assurance_level, created_at, completed_at, delegated_jti)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18)",
+    )?
+    .execute(params![
+        record.aar_id.as_str(),
+        claims.svc_prov.as_str(),
+        claims.jti.as_str(),
+        claims.agent_id().as_str(),
+        record.action,
+        record.resource,
+        record.state.status().as_str(),
+        record.state.result().map(Outcome::as_str),
+        record.state.deny_reason().map(DenyReason::code),
+        record.result_hash.map(ResultHash::as_str),
+        micros(record.spend),
+        claims.svc_trust_score,
+        claims.svc_depth,
+        claims.svc_human.as_str(),
+        claims.svc_assurance.as_str(),
+        record.created_at,
+        completed_at,
+        record.delegated_jti.map(Jti::as_str),
+    ])?;
+    bump_agent(
+        conn,
+        claims.agent_id().as_str(),
+        counter_deltas(record.state),
+    )?;
+    touch_workflow(conn, claims.svc_prov.as_str(), 1, record.created_at)?;
+    Ok(())
+}
+
+/// Stores a newly signed token and makes its agent and workflow known.
+fn insert_token(
+    conn: &Connection,
+    claims: &Claims,
+    kid: &str,
+    issued_by: Option<&str>,
+    now_ms: i64,
+) -> ApiResult<()> {
+    let json = serde_json::to_string(claims).map_err(ApiError::internal)?;
+    conn.prepare_cached(
+        "INSERT INTO tokens (jti, parent, root, provenance_ref, agent_id, depth, claims, kid, issued_at,
+            expires_at, issued_by)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
+    )?
+    .execute(params![
+        claims.jti.as_str(),
+        claims.svc_parent.as_ref().map(Jti::as_str),
+        claims.root_jti().as_str(),
+        claims.svc_prov.as_str(),
+        claims.agent_id().as_str(),
+        claims.svc_depth,
+        json,
+        kid,
+        claims.iat,
+        claims.exp,
+        issued_by,
+    ])?;
+    conn.prepare_cached("INSERT OR IGNORE INTO agents (agent_id) VALUES (?1)")?
+        .execute([claims.agent_id().as_str()])?;
+    if claims.svc_depth == 0 {
+        conn.prepare_cached(
+            "INSERT INTO workflows (provenance_ref, root_jti, root_agent_id, human_ref, assurance_level,
+                created_at, last_activity)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?6)",
+        )?
+        .execute(params![
+            claims.svc_prov.as_str(),
+            claims.jti.as_str(),
+            claims.agent_id().as_str(),
+            claims.svc_human.as_str(),
+            claims.svc_assurance.as_str(),
+            now_ms,
+        ])?;
+    }
+    conn.prepare_cached("UPDATE signing_keys SET max_exp = max(max_exp, ?1) WHERE kid = ?2")?
+        .execute(params![claims.exp, kid])?;
+    Ok(())
+}
+
+fn issued(claims: &Claims, compact_jwt: String, aar_id: Option<&AarId>) -> ApiResult<IssuedToken> {
+    Ok(IssuedToken {
+        jti: claims.jti.to_string(),
+        provenance_ref: claims.svc_prov.to_string(),
+        compact_jwt,
+        claims: serde_json::to_value(claims).map_err(ApiError::internal)?,
+        expires_at: iso_s(claims.exp),
+        delegation_depth: claims.svc_depth,
+        aar_id: aar_id.map(AarId::to_string),
+    })
+}
+
+/// Stores a root token signed by the handler.
+pub fn store_root(
+    conn: &Connection,
+    claims: &Claims,
+    compact_jwt: String,
+    kid: &str,
+    issued_by: &str,
+) -> ApiResult<IssuedToken> {
+    insert_token(conn, claims, kid, Some(issued_by), now_ms())?;
+    issued(claims, compact_jwt, None)
+}
+
+/// What an agent asks to do.
+#[derive(Debug, Clone)]
+pub struct Attempt {
+    pub jti: Jti,
+    pub action: Action,
+    pub resource: Resource,
+    pub spend: Usd,
+    /// Random bits of the record id.
+    pub random: [u8; 10],
+}
+
+/// What happened to an attempt that reached a token.
+#[derive(Debug, Clone)]
+pub struct AttemptOutcome {
+    pub aar_id: AarId,
+    pub claims: Arc<Claims>,
+    /// `None` when allowed; otherwise why the attempt was denied.
+    pub denied: Option<DenyReason>,
+}
+
+fn new_aar_id(now_ms: i64, random: [u8; 10]) -> ApiResult<AarId> {
+    let ulid = Ulid::new(u64::try_from(now_ms).unwrap_or(0), random).map_err(ApiError::internal)?;
+    Ok(AarId::new(ulid))
+}
+
+/// Judges an attempt: token state, then scope, then budgets. Returns the
+/// decision and the budgeted tokens to charge when it is allowed.
+fn judge(
+    conn: &Connection,
+    cache: &ClaimsCache,
+    token: &TokenRow,
+    attempt: &Attempt,
+    now_s: i64,
+) -> ApiResult<(Result<(), DenyReason>, Budgeted)> {
+    if let Some(reason) = inactive_reason(token, now_s) {
+        return Ok((Err(reason), Vec::new()));
+    }
+    if let Err(denial) = token
+        .claims
+        .svc_scope
+        .check(&attempt.action, &attempt.resource)
+    {
+        return Ok((Err(denial.into()), Vec::new()));
+    }
+    let budgeted = budgeted_chain(conn, cache, &token.claims)?;
+    let decision = check_chain(conn, &budgeted, attempt.spend)?.map_err(DenyReason::from);
+    Ok((decision, budgeted))
+}
+
+/// Authorize, record and complete in one step (`record/action`), or record
+/// the denial. An unknown token writes nothing.
+pub fn record_action(
+    conn: &Connection,
+    cache: &ClaimsCache,
+    attempt: &Attempt,
+    result: Outcome,
+    result_hash: Option<&ResultHash>,
+) -> ApiResult<AttemptOutcome> {
+    attempt_with(conn, cache, attempt, result_hash, |decision| {
+        RecordEvent::RecordAction { decision, result }
+    })
+}
+
+/// Pre-flight check (`authorize`): a pending record, or a denied one.
+pub fn authorize(
+    conn: &Connection,
+    cache: &ClaimsCache,
+    attempt: &Attempt,
+) -> ApiResult<AttemptOutcome> {
+    attempt_with(conn, cache, attempt, None, RecordEvent::Authorize)
+}
+
+fn attempt_with(
+    conn: &Connection,
+    cache: &ClaimsCache,
+    attempt: &Attempt,
+    result_hash: Option<&ResultHash>,
+    event: impl FnOnce(Result<(), DenyReason>) -> RecordEvent,
+) -> ApiResult<AttemptOutcome> {
+    let now = now_ms();
+    let token =
+        load_token(conn, cache, attempt.jti.as_str())?.ok_or_else(ApiError::token_inactive)?;
+    let (decision, budgeted) = judge(conn, cache, &token, attempt, now / 1000)?;
+    let state = transition(None, event(decision)).map_err(ApiError::internal)?;
+    let aar_id = new_aar_id(now, attempt.random)?;
+    let allowed = decision.is_ok();
+    let spend = if allowed { attempt.spend } else { Usd::ZERO };
+    insert_record(
+        conn,
+        &NewRecord {
+            aar_id: &aar_id,
+            token: &token.claims,
+            action: attempt.action.as_str(),
+            resource: attempt.resource.as_str(),
+            state,
+            result_hash: if allowed { result_hash } else { None },
+            spend,
+            created_at: now,
+            delegated_jti: None,
+        },
+    )?;
+    if allowed {
+        charge(conn, &budgeted, micros(spend), 1)?;
+    }
+    Ok(AttemptOutcome {
+        aar_id,
+        claims: token.claims,
+        denied: decision.err(),
+    })
+}
+
+/// A stored record with what the writer needs to change it.
+struct StoredRecord {
+    body: RecordBody,
+    state: RecordState,
+    jti: String,
+    spend: Usd,
+}
+
+const RECORD_COLUMNS: &str = "aar_id, provenance_ref, jti, agent_id, action, resource, status, result,
+    deny_reason, result_hash, spend_micros, trust_score, delegation_depth, human_ref, assurance_level,
+    rating, note, feedback_at, created_at, completed_at, delegated_jti";
+
+/// Reads a record row selected with [`RECORD_COLUMNS`].
+pub fn record_from_row(row: &rusqlite::Row<'_>) -> rusqlite::Result<(RecordBody, i64)> {
+    let spend_micros: i64 = row.get(10)?;
+    let feedback_at: Option<i64> = row.get(17)?;
+    let completed_at: Option<i64> = row.get(19)?;
+    let body = RecordBody {
+        aar_id: row.get(0)?,
+        provenance_ref: row.get(1)?,
+        vat_jti: row.get(2)?,
+        agent_id: row.get(3)?,
+        action: row.get(4)?,
+        resource: row.get(5)?,
+        status: row.get(6)?,
+        result: row.get(7)?,
+        deny_reason: row.get(8)?,
+        result_hash: row.get(9)?,
+        spend_usd: Usd::from_micros(u64::try_from(spend_micros).unwrap_or(0))
+            .map_or(0.0, Usd::as_f64),
+        trust_score: row.get(11)?,
+        delegation_depth: row.get(12)?,
+        human_ref: row.get(13)?,
+        assurance_level: row.get(14)?,
+        rating: row.get(15)?,
+        note: row.get(16)?,
+        feedback_at: feedback_at.map(iso_ms),
+        created_at: iso_ms(row.get(18)?),
+        completed_at: completed_at.map(iso_ms),
+        delegated_jti: row.get(20)?,
+    };
+    Ok((body, spend_micros))
+}
+
+/// The SQL that selects one record by id.
+pub fn select_record_sql() -> String {
+    format!("SELECT {RECORD_COLUMNS} FROM records WHERE aar_id = ?1")
+}
+
+/// The SQL prefix that selects records, for queries to extend.
+pub fn select_records_sql() -> String {
+    format!("SELECT {RECORD_COLUMNS}, seq FROM records")
+}
+
+fn parse_state(body: &RecordBody) -> ApiResult<RecordState> {
+    let parse = |e: RecordError| ApiError::internal(e);
+    let status: Status = body.status.parse().map_err(parse)?;
+    let result = body
+        .result
+        .as_deref()
+        .map(str::parse::<Outcome>)
+        .transpose()
+        .map_err(parse)?;
+    let rating = body
+        .rating
+        .as_deref()
+        .map(str::parse::<Rating>)
+        .transpose()
+        .map_err(parse)?;
+    let reason = body
+        .deny_reason
+        .as_deref()
+        .map(str::parse::<DenyReason>)
+        .transpose()
+        .map_err(parse)?;
+    RecordState::from_parts(status, result, rating, reason).map_err(parse)
+}
+
+fn load_record(conn: &Connection, aar_id: &AarId) -> ApiResult<StoredRecord> {
+    let row = conn
+        .prepare_cached(&select_record_sql())?
+        .query_row([aar_id.as_str()], record_from_row)
+        .optional()?;
+    let (body, spend_micros) =
+        row.ok_or_else(|| ApiError::not_found("record_not_found", "no record has this aar_id"))?;
+    let state = parse_state(&body)?;
+    Ok(StoredRecord {
+        jti: body.vat_jti.clone(),
+        spend: Usd::from_micros(u64::try_from(spend_micros).unwrap_or(0))
+            .map_err(ApiError::internal)?,
+        body,
+        state,
+    })
+}
+
+/// Maps an illegal lifecycle transition to its HTTP answer.
+fn lifecycle_error(error: RecordError) -> ApiError {
+    match error {
+        RecordError::NoRecord => ApiError::not_found(error.code(), error.to_string()),
+        RecordError::AlreadyCompleted
+        | RecordError::AlreadyRated
+        | RecordError::NotCompletable
+        | RecordError::NotRatable => ApiError::conflict(error.code(), error.to_string()),
+        other => ApiError::internal(other),
+    }
+}
+
+/// What an agent reports when completing a pending record.
+#[derive(Debug, Clone)]
+pub struct Completion {
+    pub aar_id: AarId,
+    pub result: Outcome,
+    pub result_hash: Option<ResultHash>,
+    /// The actual spend; `None` keeps the reservation.
+    pub spend: Option<Usd>,
+    /// The jti of a Bearer token sent with the call, which must be the record's.
+    pub bearer_jti: Option<Jti>,
+}
+
+/// Closes a pending record. Spend above the reservation is checked against
+/// every budget of the chain; spend below it is released.
+pub fn complete(
+    conn: &Connection,
+    cache: &ClaimsCache,
+    completion: &Completion,
+) -> ApiResult<RecordBody> {
+    let record = load_record(conn, &completion.aar_id)?;
+    if completion
+        .bearer_jti
+        .as_ref()
+        .is_some_and(|jti| jti.as_str() != record.jti)
+    {
+        return Err(ApiError::forbidden(
+            "token_mismatch",
+            "the Bearer token is not the token of this record",
+        ));
+    }
+    let state = transition(Some(record.state), RecordEvent::Complete(completion.result))
+        .map_err(lifecycle_error)?;
+    let claims = load_claims(conn, cache, &record.jti)?
+        .ok_or_else(|| ApiError::internal("the record's token is missing"))?;
+    let budgeted = budgeted_chain(conn, cache, &claims)?;
+    let spend = completion.spend.unwrap_or(record.spend);
+    let extra = spend.saturating_sub(record.spend);
+    if extra > Usd::ZERO {
+        for (jti, constraints) in &budgeted {
+            if let Err(exceeded) = check_extra_spend(constraints, usage(conn, jti)?, extra) {
+                return Err(ApiError::forbidden(exceeded.code(), exceeded.to_string())
+                    .with_record(completion.aar_id.as_str()));
+            }
+        }
+    }
+    charge(conn, &budgeted, micros(spend) - micros(record.spend), 0)?;
+    let now = now_ms();
+    conn.prepare_cached(
+        "UPDATE records SET status = ?1, result = ?2, result_hash = ?3, spend_micros = ?4, completed_at = ?5
+         WHERE aar_id = ?6",
+    )?
+    .execute(params![
+        state.status().as_str(),
+        completion.result.as_str(),
+        completion.result_hash.as_ref().map(ResultHash::as_str),
+        micros(spend),
+        now,
+        completion.aar_id.as_str(),
+    ])?;
+    let (successes, failures, _) = counter_deltas(state);
+    bump_agent(conn, &record.body.agent_id, (successes, failures, -1))?;
+    touch_workflow(conn, &record.body.provenance_ref, 0, now)?;
+    let mut body = record.body;
+    body.status = state.status().as_str().to_owned();
+    body.result = Some(completion.result.as_str().to_owned());
+    body.result_hash = completion.result_hash.as_ref().map(ResultHash::to_string);
+    body.spend_usd = spend.as_f64();
+    body.completed_at = Some(iso_ms(now));
+    Ok(body)
+}
+
+/// Gives a completed record its one human rating.
+pub fn rate(
+    conn: &Connection,
+    aar_id: &AarId,
+    rating: Rating,
+    note: Option<&str>,
+) -> ApiResult<FeedbackResponse> {
+    let record = load_record(conn, aar_id)?;
+    transition(Some(record.state), RecordEvent::Rate(rating)).map_err(lifecycle_error)?;
+    let now = now_ms();
+    conn.prepare_cached(
+        "UPDATE records SET rating = ?1, note = ?2, feedback_at = ?3 WHERE aar_id = ?4",
+    )?
+    .execute(params![rating.as_str(), note, now, aar_id.as_str()])?;
+    let column = match rating {
+        Rating::Approved => "approved",
+        Rating::Flagged => "flagged",
+        Rating::Rejected => "rejected",
+    };
+    conn.prepare_cached(&format!(
+        "UPDATE agents SET {column} = {column} + 1 WHERE agent_id = ?1"
+    ))?
+    .execute([record.body.agent_id.as_str()])?;
+    Ok(FeedbackResponse {
+        aar_id: aar_id.to_string(),
+        rating: rating.as_str().to_owned(),
+        feedback_at: iso_ms(now),
+    })
+}
+
+/// A delegation request that reached its parent token.
+#[derive(Debug)]
+pub struct Delegation {
+    pub parent: Jti,
+    pub request: TokenRequest,
+    pub child_random: [u8; 10],
+    pub record_random: [u8; 10],
+}
+
+/// What came of a delegation.
+#[derive(Debug)]
+pub enum DelegationOutcome {
+    Issued(IssuedToken),
+    /// Refused; the denied `delegate` record is written.
+    Denied {
+        aar_id: AarId,
+        error: ApiError,
+    },
+}
+
+/// Delegates from a parent token: core decides, the writer records the
+/// `delegate` action either way, signs and stores the child when allowed.
+pub fn delegate_token(
+    conn: &Connection,
+    cache: &ClaimsCache,
+    key: &SigningKey,
+    delegation: Delegation,
+) -> ApiResult<DelegationOutcome> {
+    let now = now_ms();
+    let parent = load_token(conn, cache, delegation.parent.as_str())?
+        .ok_or_else(ApiError::token_inactive)?;
+    let child_agent = format!("agent:{}", delegation.request.agent_id);
+    let aar_id = new_aar_id(now, delegation.record_random)?;
+    let refuse = |reason: DenyReason, error: ApiError| -> ApiResult<DelegationOutcome> {
+        let state =
+            transition(None, RecordEvent::Authorize(Err(reason))).map_err(ApiError::internal)?;
+        insert_record(
+            conn,
+            &NewRecord {
+                aar_id: &aar_id,
+                token: &parent.claims,
+                action: mandate_core::scope::DELEGATE_ACTION,
+                resource: &child_agent,
+                state,
+                result_hash: None,
+                spend: Usd::ZERO,
+                created_at: now,
+                delegated_jti: None,
+            },
+        )?;
+        Ok(DelegationOutcome::Denied {
+            error: error.with_record(aar_id.as_str()),
+            aar_id: aar_id.clone(),
+        })
+    };
+    if let Some(reason) = inactive_reason(&parent, now / 1000) {
+        return refuse(reason, ApiError::token_inactive());
+    }
+    let ulid = Ulid::new(u64::try_from(now).unwrap_or(0), delegation.child_random)
+        .map_err(ApiError::internal)?;
+    let child = match delegate(&parent.claims, delegation.request, now / 1000, ulid) {
+        Ok(child) => child,
+        Err(IssueError::DelegateNotHeld) => {
+            return refuse(
+                DenyReason::ActionNotPermitted,
+                ApiError::forbidden(
+                    "action_not_permitted",
+                    "the parent token does not hold the `delegate` action",
+                ),
+            );
+        }
+        Err(IssueError::Widening(widening)) => {
+            let violations = widening
+                .violations
+                .iter()
+                .map(|v| ViolationBody {
+                    field: v.field(),
+                    code: v.code().to_owned(),
+                    message: v.to_string(),
+                })
+                .collect();
+            let error = ApiError::forbidden(widening.code(), widening.to_string())
+                .with_violations(violations);
+            return refuse(DenyReason::ScopeWidening, error);
+        }
+        Err(IssueError::DepthExceeded) => {
+            let error = IssueError::DepthExceeded;
+            return refuse(
+                DenyReason::DelegationTooDeep,
+                ApiError::forbidden(error.code(), error.to_string()),
+            );
+        }
+        Err(IssueError::ParentExpired) => {
+            return refuse(DenyReason::TokenExpired, ApiError::token_inactive());
+        }
+        Err(error @ IssueError::TtlOutOfRange) => {
+            return Err(ApiError::invalid(
+                "ttl_seconds",
+                error.code(),
+                error.to_string(),
+            ));
+        }
+        Err(other) => return Err(ApiError::internal(other)),
+    };
+    let budgeted = budgeted_chain(conn, cache, &parent.claims)?;
+    if let Err(exceeded) = check_chain(conn, &budgeted, Usd::ZERO)? {
+        return refuse(
+            exceeded.into(),
+            ApiError::forbidden(exceeded.code(), exceeded.to_string()),
+        );
+    }
+    let compact = sign(&child, key).map_err(ApiError::internal)?;
+    insert_token(conn, &child, key.kid(), None, now)?;
+    let state = transition(
+        None,
+        RecordEvent::RecordAction {
+            decision: Ok(()),
+            result: Outcome::Success,
+        },
+    )
+    .map_err(ApiError::internal)?;
+    insert_record(
+        conn,
+        &NewRecord {
+            aar_id: &aar_id,
+            token: &parent.claims,
+            action: mandate_core::scope::DELEGATE_ACTION,
+            resource: &child_agent,
+            state,
+            result_hash: None,
+            spend: Usd::ZERO,
+            created_at: now,
+            delegated_jti: Some(&child.jti),
+        },
+    )?;
+    charge(conn, &budgeted, 0, 1)?;
+    Ok(DelegationOutcome::Issued(issued(
+        &child,
+        compact,
+        Some(&aar_id),
+    )?))
+}
+
+/// Who is revoking.
+#[derive(Debug, Clone)]
+pub enum Revoker {
+    /// A human or operator with an API key: may revoke any token.
+    ApiKey,
+    /// An agent with its own token: may revoke itself or a descendant.
+    Token(Jti),
+}
+
+/// Revokes a token and every descendant. Returns every jti of the subtree
+/// and the time of revocation (unix seconds).
+pub fn revoke(
+    conn: &Connection,
+    cache: &ClaimsCache,
+    target: &Jti,
+    reason: Option<&str>,
+    by: &Revoker,
+) -> ApiResult<(Vec<String>, i64)> {
+    let now = now_ms();
+    let token = load_token(conn, cache, target.as_str())?
+        .ok_or_else(|| ApiError::not_found("token_not_found", "no token has this jti"))?;
+    if let Revoker::Token(revoker) = by {
+        let own =
+            load_token(conn, cache, revoker.as_str())?.ok_or_else(ApiError::token_inactive)?;
+        if inactive_reason(&own, now / 1000).is_some() {
+            return Err(ApiError::token_inactive());
+        }
+        let allowed = revoker == target || token.claims.ancestors().contains(revoker);
+        if !allowed {
+            return Err(ApiError::forbidden(
+                "not_an_ancestor",
+                "a token may revoke only itself and its descendants",
+            ));
+        }
+    }
+    let mut revoked = Vec::new();
+    let mut statement = conn.prepare_cached(
+        "WITH RECURSIVE subtree(jti) AS (
+             SELECT ?1 UNION ALL SELECT t.jti FROM tokens t JOIN subtree s ON t.parent = s.jti
+         )
+         UPDATE tokens SET revoked_at = coalesce(revoked_at, ?2), revoke_reason = coalesce(revoke_reason, ?3)
+         WHERE jti IN (SELECT jti FROM subtree)
+         RETURNING jti",
+    )?;
+    let rows = statement.query_map(params![target.as_str(), now / 1000, reason], |row| {
+        row.get::<_, String>(0)
+    })?;
+    for jti in rows {
+        revoked.push(jti?);
+    }
+    revoked.sort();
+    Ok((revoked, now / 1000))
+}

@@ -1,0 +1,173 @@
+//! # mandate-host
+//!
+//! The Mandate server: the `/v1` API over durable SQLite. It is the only part
+//! of Mandate with a clock, a socket, randomness or a database; every rule it
+//! applies comes from `mandate-core`.
+//!
+//! [`setup::prepare`] opens (and on first start creates) a data folder;
+//! [`app`] builds the router over an [`AppState`]; [`serve`] runs it until
+//! SIGTERM or Ctrl-C, then lets in-flight requests finish and closes the
+//! database.
+
+pub mod api;
+pub mod apikeys;
+pub mod clock;
+pub mod config;
+pub mod error;
+pub mod keyring;
+pub mod ledger;
+pub mod metrics;
+pub mod model;
+pub mod queries;
+pub mod random;
+pub mod ratelimit;
+pub mod setup;
+pub mod store;
+pub mod web;
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::net::TcpListener;
+
+pub use api::app;
+use config::Config;
+use keyring::KeyRing;
+use ledger::ClaimsCache;
+use metrics::Metrics;
+use ratelimit::Limiters;
+use store::Store;
+
+/// Everything a request handler may use, shared by all of them.
+#[derive(Debug, Clone)]
+pub struct AppState {
+    pub config: Arc<Config>,
+    pub store: Store,
+    pub keys: Arc<KeyRing>,
+    /// The 32-byte secret human references are keyed with.
+    pub human_secret: Arc<[u8; 32]>,
+    pub claims: Arc<ClaimsCache>,
+    pub limiters: Arc<Limiters>,
+    pub metrics: Arc<Metrics>,
+}
+
+impl AppState {
+    /// Opens the data folder of `config` (creating it on first start) and
+    /// starts the writer. Returns the admin key when it was just created.
+    pub fn open(config: Config) -> anyhow::Result<(AppState, Option<String>)> {
+        let prepared = setup::prepare(&config.data_dir)?;
+        let metrics = Arc::new(Metrics::new());
+        let store = Store::open(
+            &prepared.db_path,
+            config.readers,
+            config.max_batch,
+            metrics.clone(),
+        )?;
+        let limiters = Limiters::new(&config.rate_limits, config.trusted_proxies.clone());
+        let state = AppState {
+            config: Arc::new(config),
+            store,
+            keys: Arc::new(KeyRing::new(prepared.ring)),
+            human_secret: Arc::new(prepared.human_secret),
+            claims: Arc::new(ClaimsCache::default()),
+            limiters: Arc::new(limiters),
+            metrics,
+        };
+        Ok((state, prepared.new_admin_key))
+    }
+
+    /// Re-reads the signing keys from the database (after a rotation by the
+    /// CLI, or when a token names an unknown kid).
+    pub async fn refresh_keys(&self) -> error::ApiResult<()> {
+        let ring = self.store.read(keyring::load).await?;
+        self.keys.replace(ring);
+        Ok(())
+    }
+}
+
+/// How often the server re-reads signing keys and forgets idle limiter keys.
+const HOUSEKEEPING_INTERVAL: Duration = Duration::from_secs(10);
+
+async fn housekeeping(state: AppState) {
+    let mut ticks = tokio::time::interval(HOUSEKEEPING_INTERVAL);
+    ticks.tick().await;
+    loop {
+        ticks.tick().await;
+        if let Err(error) = state.refresh_keys().await {
+            tracing::warn!(%error, "refreshing signing keys failed");
+        }
+        state.limiters.forget_idle();
+    }
+}
+
+async fn shutdown_signal() {
+    let ctrl_c = async {
+        if tokio::signal::ctrl_c().await.is_err() {
+            std::future::pending::<()>().await;
+        }
+    };
+    let terminate = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut signal) => {
+                signal.recv().await;
+            }
+            Err(_) => std::future::pending::<()>().await,
+        }
+    };
+    tokio::select! {
+        () = ctrl_c => {},
+        () = terminate => {},
+    }
+    tracing::info!("shutting down: finishing in-flight requests");
+}
+
+/// Serves the API on a bound listener until `shutdown` completes, then
+/// closes the database after every in-flight request has finished.
+pub async fn serve_until(
+    listener: TcpListener,
+    state: AppState,
+    shutdown: impl std::future::Future<Output = ()> + Send + 'static,
+) -> anyhow::Result<()> {
+    let router = app(state.clone());
+    let keeper = tokio::spawn(housekeeping(state.clone()));
+    axum::serve(
+        listener,
+        router.into_make_service_with_connect_info::<SocketAddr>(),
+    )
+    .with_graceful_shutdown(shutdown)
+    .await?;
+    keeper.abort();
+    let _ = keeper.await;
+    state.store.close().await;
+    tracing::info!("database closed");
+    Ok(())
+}
+
+/// Binds the configured address and serves. Prints the listening address
+/// (and, on first start, the admin key) on stdout.
+pub async fn serve(config: Config) -> anyhow::Result<()> {
+    let listen = config.listen;
+    let data_dir = config.data_dir.clone();
+    let (state, new_admin_key) = AppState::open(config)?;
+    let listener = TcpListener::bind(listen)
+        .await
+        .map_err(|e| anyhow::anyhow!("cannot listen on {listen}: {e}"))?;
+    let address = listener.local_addr()?;
+    report(&data_dir, address, new_admin_key.as_deref());
+    serve_until(listener, state, shutdown_signal()).await
+}
+
+#[allow(
+    clippy::print_stdout,
+    reason = "the operator reads these lines once, at start"
+)]
+fn report(data_dir: &std::path::Path, address: SocketAddr, new_admin_key: Option<&str>) {
+    if let Some(key) = new_admin_key {
+        println!(
+            "admin API key (shown once; also in {}): {key}",
+            data_dir.join(setup::ADMIN_KEY_FILE).display()
+        );
+    }
+    println!("listening on http://{address}");
+}

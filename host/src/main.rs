@@ -1,0 +1,160 @@
+//! `mandate`: the server and its operator commands.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+
+use clap::{Parser, Subcommand};
+use mandate_host::config::Config;
+use mandate_host::{apikeys, keyring, setup, store};
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "mandate",
+    version,
+    about = "Delegated, accountable authority for AI agents"
+)]
+struct Cli {
+    /// Folder of the database and the admin key [default: ./.mandate]
+    #[arg(long, global = true, env = "MANDATE_DATA_DIR")]
+    data_dir: Option<PathBuf>,
+    /// TOML configuration file
+    #[arg(long, global = true, env = "MANDATE_CONFIG")]
+    config: Option<PathBuf>,
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Serve the API (and the dashboard, when built)
+    Serve {
+        /// Address to listen on [default: 127.0.0.1:8080]
+        #[arg(long, env = "MANDATE_LISTEN")]
+        listen: Option<SocketAddr>,
+    },
+    /// Manage API keys
+    Keys {
+        #[command(subcommand)]
+        command: KeysCommand,
+    },
+    /// Manage the token signing key
+    SigningKey {
+        #[command(subcommand)]
+        command: SigningKeyCommand,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+enum KeysCommand {
+    /// Create a developer API key; it is shown once
+    Create {
+        /// The developer the key belongs to; it may issue tokens only for this address
+        #[arg(long)]
+        email: String,
+    },
+    /// List keys (never the keys themselves)
+    List,
+    /// Revoke a key by id
+    Revoke { id: String },
+}
+
+#[derive(Debug, Subcommand)]
+enum SigningKeyCommand {
+    /// Sign new tokens with a new key; old keys stay published until their tokens expire
+    Rotate,
+}
+
+fn config(cli: &Cli) -> anyhow::Result<Config> {
+    let mut config = match &cli.config {
+        Some(path) => Config::from_file(path)?,
+        None => Config::default(),
+    };
+    if let Some(dir) = &cli.data_dir {
+        config.data_dir.clone_from(dir);
+    }
+    if let Command::Serve {
+        listen: Some(listen),
+    } = &cli.command
+    {
+        config.listen = *listen;
+    }
+    Ok(config)
+}
+
+fn operator_connection(config: &Config) -> anyhow::Result<rusqlite::Connection> {
+    let prepared = setup::prepare(&config.data_dir)?;
+    if let Some(key) = prepared.new_admin_key {
+        say(&format!(
+            "created the data folder; admin API key (shown once): {key}"
+        ));
+    }
+    store::open_writer(&prepared.db_path)
+}
+
+#[allow(clippy::print_stdout, reason = "operator commands answer on stdout")]
+fn say(line: &str) {
+    println!("{line}");
+}
+
+fn keys(config: &Config, command: &KeysCommand) -> anyhow::Result<()> {
+    let conn = operator_connection(config)?;
+    match command {
+        KeysCommand::Create { email } => {
+            mandate_core::Identity::email(email)?;
+            let (id, key) = apikeys::create(&conn, Some(email), false)?;
+            say(&format!("{id} {key}"));
+            say("the key is shown once; store it now");
+        }
+        KeysCommand::List => {
+            for key in apikeys::list(&conn)? {
+                let owner = key.email.unwrap_or_else(|| "(admin)".to_owned());
+                let state = if key.revoked_at.is_some() {
+                    "revoked"
+                } else {
+                    "active"
+                };
+                say(&format!("{} {owner} {state}", key.id));
+            }
+        }
+        KeysCommand::Revoke { id } => {
+            if !apikeys::revoke(&conn, id)? {
+                anyhow::bail!("no active key has the id {id}");
+            }
+            say(&format!("revoked {id}"));
+        }
+    }
+    Ok(())
+}
+
+fn rotate(config: &Config) -> anyhow::Result<()> {
+    let conn = operator_connection(config)?;
+    let tx = conn.unchecked_transaction()?;
+    let kid = keyring::rotate(&tx)?;
+    tx.commit()?;
+    say(&format!(
+        "new signing key {kid}; a running server picks it up within seconds"
+    ));
+    Ok(())
+}
+
+fn main() -> anyhow::Result<()> {
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env()
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info")),
+        )
+        .with_writer(std::io::stderr)
+        .init();
+    let cli = Cli::parse();
+    let config = config(&cli)?;
+    match &cli.command {
+        Command::Serve { .. } => tokio::runtime::Builder::new_multi_thread()
+            .enable_all()
+            .build()?
+            .block_on(mandate_host::serve(config)),
+        Command::Keys { command } => keys(&config, command),
+        Command::SigningKey {
+            command: SigningKeyCommand::Rotate,
+        } => rotate(&config),
+    }
+}

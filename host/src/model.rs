@@ -1,0 +1,365 @@
+//! The JSON bodies of the API: requests as clients send them (plain types,
+//! unknown fields refused) and responses as Mandate answers. Field names are
+//! exactly the spec's. Requests are checked and turned into core's types in
+//! `api::input`.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+use utoipa::ToSchema;
+
+/// Budget limits, as sent.
+#[derive(Debug, Clone, Default, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ConstraintsBody {
+    /// Most US dollars the token and its descendants may spend (≤ 6 decimals).
+    pub max_spend_usd: Option<f64>,
+    /// Most actions the token and its descendants may be authorized for.
+    pub max_actions: Option<u64>,
+}
+
+/// Policy assertions, as sent.
+#[derive(Debug, Clone, Default, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct PolicyBody {
+    /// Compliance frameworks (`hipaa`, `gdpr`, `soc2`, …).
+    pub frameworks: Vec<String>,
+}
+
+/// `POST /v1/vat/issue/l1`.
+#[derive(Debug, Clone, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct IssueL1Request {
+    pub developer_email: String,
+    pub agent_id: String,
+    pub resources: Vec<String>,
+    pub actions: Vec<String>,
+    pub constraints: Option<ConstraintsBody>,
+    pub policy: Option<PolicyBody>,
+    /// Lifetime in seconds (default 3600, at most 2592000).
+    pub ttl_seconds: Option<u64>,
+}
+
+/// A newly issued token.
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+pub struct IssuedToken {
+    pub jti: String,
+    pub provenance_ref: String,
+    pub compact_jwt: String,
+    /// The token's claims, as signed.
+    #[schema(value_type = Object)]
+    pub claims: serde_json::Value,
+    pub expires_at: String,
+    pub delegation_depth: u32,
+    /// The parent's `delegate` record (delegated tokens only).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub aar_id: Option<String>,
+}
+
+/// `POST /v1/vat/record/action`.
+#[derive(Debug, Clone, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RecordActionRequest {
+    /// The token's jti; may be left out when a Bearer token is sent.
+    pub vat_jti: Option<String>,
+    pub action: String,
+    pub resource: String,
+    /// `success`, `error`, `timeout` or `cancelled`.
+    pub result: String,
+    /// `sha256:<64 hex>` of the result.
+    pub result_hash: Option<String>,
+    /// US dollars spent by the action (≤ 6 decimals).
+    pub spend_usd: Option<f64>,
+}
+
+/// A recorded action.
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+pub struct RecordActionResponse {
+    pub recorded: bool,
+    pub aar_id: String,
+    pub provenance_ref: String,
+    pub trust_score: f64,
+    pub delegation_depth: u32,
+}
+
+/// `POST /v1/vat/authorize`.
+#[derive(Debug, Clone, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct AuthorizeRequest {
+    pub vat_jti: Option<String>,
+    pub action: String,
+    pub resource: String,
+    /// US dollars to reserve against the budget.
+    pub spend_usd: Option<f64>,
+}
+
+/// The answer to a pre-flight check.
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+pub struct AuthorizeResponse {
+    pub authorized: bool,
+    pub aar_id: String,
+    pub trust_score: f64,
+    pub provenance_ref: String,
+    pub human_ref: String,
+    pub assurance_level: String,
+    /// Why not, when `authorized` is false.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+}
+
+/// `POST /v1/vat/aar/{aar_id}/complete`.
+#[derive(Debug, Clone, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct CompleteRequest {
+    pub result: String,
+    pub result_hash: Option<String>,
+    /// The actual spend; replaces the amount reserved at authorize.
+    pub spend_usd: Option<f64>,
+}
+
+/// `POST /v1/vat/aar/{aar_id}/feedback`.
+#[derive(Debug, Clone, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct FeedbackRequest {
+    /// `approved`, `flagged` or `rejected`.
+    pub rating: String,
+    /// Free text, at most 2 KiB.
+    pub note: Option<String>,
+}
+
+/// A rating, as set.
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+pub struct FeedbackResponse {
+    pub aar_id: String,
+    pub rating: String,
+    pub feedback_at: String,
+}
+
+/// An action record, in full.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct RecordBody {
+    pub aar_id: String,
+    pub provenance_ref: String,
+    pub vat_jti: String,
+    pub agent_id: String,
+    pub action: String,
+    pub resource: String,
+    /// `pending`, `completed` or `denied`.
+    pub status: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub result: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub deny_reason: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub result_hash: Option<String>,
+    pub spend_usd: f64,
+    pub trust_score: f64,
+    pub delegation_depth: u32,
+    pub human_ref: String,
+    pub assurance_level: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rating: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub feedback_at: Option<String>,
+    pub created_at: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub completed_at: Option<String>,
+    /// The child token, for `delegate` records.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub delegated_jti: Option<String>,
+}
+
+/// A page of records, newest first.
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+pub struct RecordPage {
+    pub records: Vec<RecordBody>,
+    /// Pass back as `cursor` for the next page; absent on the last page.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub next_cursor: Option<String>,
+}
+
+/// The counts reputation is computed from.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, ToSchema)]
+pub struct ReputationCountsBody {
+    pub successes: u64,
+    pub failures: u64,
+    pub pending: u64,
+    pub approved: u64,
+    pub flagged: u64,
+    pub rejected: u64,
+}
+
+/// An agent's reputation (spec 2.3) with its counts.
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+pub struct ReputationBody {
+    /// `agent:<agent_id>`.
+    pub agent_id: String,
+    pub total_actions: u64,
+    pub execution_score: f64,
+    pub feedback_score: f64,
+    pub combined_reputation: f64,
+    pub has_human_feedback: bool,
+    pub counts: ReputationCountsBody,
+}
+
+/// Every action of a workflow, counted (spec 2.4).
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+pub struct SummaryBody {
+    pub provenance_ref: String,
+    pub total_records: u64,
+    pub unique_agents: u64,
+    pub actions_by_type: BTreeMap<String, u64>,
+    pub results_by_type: BTreeMap<String, u64>,
+}
+
+/// `POST /v1/vat/delegate`.
+#[derive(Debug, Clone, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct DelegateRequest {
+    /// The parent token's jti; may be left out when a Bearer token is sent.
+    pub vat_jti: Option<String>,
+    pub agent_id: String,
+    pub resources: Vec<String>,
+    pub actions: Vec<String>,
+    pub constraints: Option<ConstraintsBody>,
+    pub policy: Option<PolicyBody>,
+    /// Lifetime in seconds; by default the child ends with its parent.
+    pub ttl_seconds: Option<u64>,
+}
+
+/// `POST /v1/vat/revoke`.
+#[derive(Debug, Clone, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RevokeRequest {
+    /// The token to revoke, with every descendant.
+    pub jti: String,
+    pub reason: Option<String>,
+    /// The revoking agent's own token, when an agent revokes.
+    pub vat_jti: Option<String>,
+}
+
+/// The tokens a revocation ended.
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+pub struct RevokeResponse {
+    /// Every jti now revoked: the token and all its descendants.
+    pub revoked: Vec<String>,
+    pub revoked_at: String,
+}
+
+/// A descendant in a token status.
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+pub struct TokenSummary {
+    pub jti: String,
+    pub agent_id: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub parent: Option<String>,
+    pub delegation_depth: u32,
+    /// `active`, `revoked` or `expired`.
+    pub status: String,
+}
+
+/// The status of a token and its descendants.
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+pub struct TokenStatus {
+    pub jti: String,
+    /// `active`, `revoked` or `expired`.
+    pub status: String,
+    pub agent_id: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub parent: Option<String>,
+    pub delegation_depth: u32,
+    pub provenance_ref: String,
+    pub issued_at: String,
+    pub expires_at: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub revoked_at: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub revoke_reason: Option<String>,
+    pub descendants: Vec<TokenSummary>,
+}
+
+/// A workflow in the list of recent workflows.
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+pub struct WorkflowBody {
+    pub provenance_ref: String,
+    pub root_jti: String,
+    pub root_agent_id: String,
+    pub human_ref: String,
+    pub assurance_level: String,
+    pub total_records: u64,
+    pub created_at: String,
+    pub last_activity: String,
+}
+
+/// A page of workflows, most recently active first.
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+pub struct WorkflowPage {
+    pub workflows: Vec<WorkflowBody>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub next_cursor: Option<String>,
+}
+
+/// A node of a workflow graph: the human, a token, or a record.
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+pub struct GraphNode {
+    pub id: String,
+    /// `human`, `token` or `record`.
+    pub kind: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub agent_id: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub human_ref: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub assurance_level: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub delegation_depth: Option<u32>,
+    /// Token: `active`/`revoked`/`expired`; record: `pending`/`completed`/`denied`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub status: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub parent: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub expires_at: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub revoked_at: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub action: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub resource: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub result: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub deny_reason: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rating: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub created_at: Option<String>,
+}
+
+/// An edge of a workflow graph.
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+pub struct GraphEdge {
+    pub from: String,
+    pub to: String,
+    /// `issued` (human → root), `delegated` (parent → child), `action` (token → record).
+    pub kind: String,
+}
+
+/// The execution graph of one workflow.
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+pub struct GraphBody {
+    pub provenance_ref: String,
+    pub human_ref: String,
+    pub nodes: Vec<GraphNode>,
+    pub edges: Vec<GraphEdge>,
+    /// Whether older records were left out (`limit`).
+    pub truncated: bool,
+}
+
+/// `GET /healthz` and `GET /readyz`.
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+pub struct Health {
+    pub status: String,
+}

@@ -1,0 +1,524 @@
+//! The read side: records, reputation, workflow summaries and graphs, token
+//! status and workflow lists, read on the read-only connections. Numbers
+//! come from core (`reputation`, `summarize`, `result_key`).
+
+use base64::Engine as _;
+use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+use mandate_core::{
+    Outcome, ReputationCounts, Status, SummaryRow, reputation, result_key, summarize,
+};
+use rusqlite::types::Value;
+use rusqlite::{Connection, OptionalExtension, params_from_iter};
+
+use crate::clock::{iso_ms, iso_s};
+use crate::error::{ApiError, ApiResult};
+use crate::ledger::{record_from_row, select_record_sql, select_records_sql};
+use crate::model::{
+    GraphBody, GraphEdge, GraphNode, RecordBody, RecordPage, ReputationBody, ReputationCountsBody,
+    SummaryBody, TokenStatus, TokenSummary, WorkflowBody, WorkflowPage,
+};
+
+/// Default and largest page sizes.
+pub const DEFAULT_LIMIT: u32 = 50;
+pub const MAX_LIMIT: u32 = 500;
+
+fn count(value: i64) -> u64 {
+    u64::try_from(value).unwrap_or(0)
+}
+
+fn encode_cursor(text: &str) -> String {
+    URL_SAFE_NO_PAD.encode(text)
+}
+
+fn decode_cursor(cursor: &str, kind: char) -> ApiResult<String> {
+    let invalid = || {
+        ApiError::bad_request(
+            "invalid_cursor",
+            "the cursor is not one this server handed out",
+        )
+    };
+    let bytes = URL_SAFE_NO_PAD.decode(cursor).map_err(|_| invalid())?;
+    let text = String::from_utf8(bytes).map_err(|_| invalid())?;
+    let mut prefix = [0u8; 4];
+    let rest = text
+        .strip_prefix(kind.encode_utf8(&mut prefix) as &str)
+        .and_then(|rest| rest.strip_prefix(':'))
+        .ok_or_else(invalid)?;
+    Ok(rest.to_owned())
+}
+
+/// One record in full.
+pub fn record(conn: &Connection, aar_id: &str) -> ApiResult<RecordBody> {
+    conn.prepare_cached(&select_record_sql())?
+        .query_row([aar_id], record_from_row)
+        .optional()?
+        .map(|(body, _)| body)
+        .ok_or_else(|| ApiError::not_found("record_not_found", "no record has this aar_id"))
+}
+
+/// Filters of a record query; all optional, combined with AND.
+#[derive(Debug, Clone, Default)]
+pub struct RecordFilter {
+    pub agent_id: Option<String>,
+    pub action: Option<String>,
+    /// A result, `denied` or `pending`.
+    pub result: Option<String>,
+    pub resource: Option<String>,
+    pub provenance_ref: Option<String>,
+    pub vat_jti: Option<String>,
+    /// Unix milliseconds, inclusive.
+    pub since: Option<i64>,
+    /// Unix milliseconds, exclusive.
+    pub until: Option<i64>,
+    pub limit: u32,
+    pub cursor: Option<String>,
+}
+
+/// Records matching a filter, newest first, one page.
+pub fn records(conn: &Connection, filter: &RecordFilter) -> ApiResult<RecordPage> {
+    let mut sql = select_records_sql();
+    let mut clauses: Vec<&str> = Vec::new();
+    let mut values: Vec<Value> = Vec::new();
+    let mut equal = |clause: &'static str, value: &Option<String>, values: &mut Vec<Value>| {
+        if let Some(value) = value {
+            clauses.push(clause);
+            values.push(Value::Text(value.clone()));
+        }
+    };
+    equal("agent_id = ?", &filter.agent_id, &mut values);
+    equal("action = ?", &filter.action, &mut values);
+    equal("resource = ?", &filter.resource, &mut values);
+    equal("provenance_ref = ?", &filter.provenance_ref, &mut values);
+    equal("jti = ?", &filter.vat_jti, &mut values);
+    if let Some(result) = &filter.result {
+        match result.parse::<Status>() {
+            Ok(status @ (Status::Denied | Status::Pending)) => {
+                clauses.push("status = ?");
+                values.push(Value::Text(status.as_str().to_owned()));
+            }
+            _ => {
+                let outcome: Outcome = result.parse().map_err(|_| {
+                    ApiError::bad_request(
+                        "invalid_query",
+                        "result must be success, error, timeout, cancelled, denied or pending",
+                    )
+                })?;
+                clauses.push("status = 'completed' AND result = ?");
+                values.push(Value::Text(outcome.as_str().to_owned()));
+            }
+        }
+    }
+    if let Some(since) = filter.since {
+        clauses.push("created_at >= ?");
+        values.push(Value::Integer(since));
+    }
+    if let Some(until) = filter.until {
+        clauses.push("created_at < ?");
+        values.push(Value::Integer(until));
+    }
+    if let Some(cursor) = &filter.cursor {
+        let seq: i64 = decode_cursor(cursor, 'r')?.parse().map_err(|_| {
+            ApiError::bad_request(
+                "invalid_cursor",
+                "the cursor is not one this server handed out",
+            )
+        })?;
+        clauses.push("seq < ?");
+        values.push(Value::Integer(seq));
+    }
+    if !clauses.is_empty() {
+        sql.push_str(" WHERE ");
+        sql.push_str(&clauses.join(" AND "));
+    }
+    sql.push_str(" ORDER BY seq DESC LIMIT ?");
+    values.push(Value::Integer(i64::from(filter.limit) + 1));
+    let mut statement = conn.prepare_cached(&sql)?;
+    let rows = statement.query_map(params_from_iter(values), |row| {
+        let (body, _) = record_from_row(row)?;
+        Ok((body, row.get::<_, i64>(21)?))
+    })?;
+    let mut page = Vec::new();
+    for row in rows {
+        page.push(row?);
+    }
+    let more = page.len() > filter.limit as usize;
+    page.truncate(filter.limit as usize);
+    let next_cursor = more
+        .then(|| {
+            page.last()
+                .map(|(_, seq)| encode_cursor(&format!("r:{seq}")))
+        })
+        .flatten();
+    Ok(RecordPage {
+        records: page.into_iter().map(|(body, _)| body).collect(),
+        next_cursor,
+    })
+}
+
+/// An agent's reputation, from its counters.
+pub fn agent_reputation(conn: &Connection, agent_id: &str) -> ApiResult<ReputationBody> {
+    let counts = conn
+        .prepare_cached(
+            "SELECT successes, failures, pending, approved, flagged, rejected FROM agents WHERE agent_id = ?1",
+        )?
+        .query_row([agent_id], |row| {
+            Ok(ReputationCounts {
+                successes: count(row.get(0)?),
+                failures: count(row.get(1)?),
+                pending: count(row.get(2)?),
+                approved: count(row.get(3)?),
+                flagged: count(row.get(4)?),
+                rejected: count(row.get(5)?),
+            })
+        })
+        .optional()?
+        .ok_or_else(|| ApiError::not_found("agent_not_found", "no token was ever issued to this agent"))?;
+    let scores = reputation(&counts);
+    Ok(ReputationBody {
+        agent_id: format!("agent:{agent_id}"),
+        total_actions: scores.total_actions,
+        execution_score: scores.execution_score,
+        feedback_score: scores.feedback_score,
+        combined_reputation: scores.combined_reputation,
+        has_human_feedback: scores.has_human_feedback,
+        counts: ReputationCountsBody {
+            successes: counts.successes,
+            failures: counts.failures,
+            pending: counts.pending,
+            approved: counts.approved,
+            flagged: counts.flagged,
+            rejected: counts.rejected,
+        },
+    })
+}
+
+fn workflow_exists(conn: &Connection, provenance_ref: &str) -> ApiResult<String> {
+    conn.prepare_cached("SELECT human_ref FROM workflows WHERE provenance_ref = ?1")?
+        .query_row([provenance_ref], |row| row.get(0))
+        .optional()?
+        .ok_or_else(|| {
+            ApiError::not_found("workflow_not_found", "no workflow has this provenance_ref")
+        })
+}
+
+/// The spec's workflow summary (2.4).
+pub fn workflow_summary(conn: &Connection, provenance_ref: &str) -> ApiResult<SummaryBody> {
+    workflow_exists(conn, provenance_ref)?;
+    let mut statement = conn.prepare_cached(
+        "SELECT agent_id, action, status, result, count(*) FROM records WHERE provenance_ref = ?1
+         GROUP BY agent_id, action, status, result",
+    )?;
+    let groups = statement
+        .query_map([provenance_ref], |row| {
+            Ok((
+                row.get::<_, String>(0)?,
+                row.get::<_, String>(1)?,
+                row.get::<_, String>(2)?,
+                row.get::<_, Option<String>>(3)?,
+                count(row.get(4)?),
+            ))
+        })?
+        .collect::<Result<Vec<_>, _>>()?;
+    let mut rows = Vec::with_capacity(groups.len());
+    for (agent_id, action, status, result, n) in &groups {
+        let status: Status = status.parse().map_err(ApiError::internal)?;
+        let result = result
+            .as_deref()
+            .map(str::parse::<Outcome>)
+            .transpose()
+            .map_err(ApiError::internal)?;
+        rows.push(SummaryRow {
+            agent_id,
+            action,
+            result: result_key(status, result),
+            count: *n,
+        });
+    }
+    let summary = summarize(provenance_ref, rows);
+    Ok(SummaryBody {
+        provenance_ref: summary.provenance_ref,
+        total_records: summary.total_records,
+        unique_agents: summary.unique_agents,
+        actions_by_type: summary.actions_by_type,
+        results_by_type: summary.results_by_type,
+    })
+}
+
+fn token_status_text(revoked_at: Option<i64>, expires_at: i64, now_s: i64) -> &'static str {
+    if revoked_at.is_some() {
+        "revoked"
+    } else if now_s >= expires_at {
+        "expired"
+    } else {
+        "active"
+    }
+}
+
+/// A token row as the read side needs it.
+struct TokenRow {
+    jti: String,
+    parent: Option<String>,
+    agent_id: String,
+    depth: u32,
+    provenance_ref: String,
+    issued_at: i64,
+    expires_at: i64,
+    revoked_at: Option<i64>,
+    revoke_reason: Option<String>,
+}
+
+const TOKEN_COLUMNS: &str = "jti, parent, agent_id, depth, provenance_ref, issued_at, expires_at, revoked_at, revoke_reason";
+
+fn token_row(row: &rusqlite::Row<'_>) -> rusqlite::Result<TokenRow> {
+    Ok(TokenRow {
+        jti: row.get(0)?,
+        parent: row.get(1)?,
+        agent_id: row.get(2)?,
+        depth: row.get(3)?,
+        provenance_ref: row.get(4)?,
+        issued_at: row.get(5)?,
+        expires_at: row.get(6)?,
+        revoked_at: row.get(7)?,
+        revoke_reason: row.get(8)?,
+    })
+}
+
+/// A token's status and its descendants'.
+pub fn token_status(conn: &Connection, jti: &str, now_s: i64) -> ApiResult<TokenStatus> {
+    let token = conn
+        .prepare_cached(&format!(
+            "SELECT {TOKEN_COLUMNS} FROM tokens WHERE jti = ?1"
+        ))?
+        .query_row([jti], token_row)
+        .optional()?
+        .ok_or_else(|| ApiError::not_found("token_not_found", "no token has this jti"))?;
+    let mut statement = conn.prepare_cached(&format!(
+        "WITH RECURSIVE subtree(jti) AS (
+             SELECT jti FROM tokens WHERE parent = ?1
+             UNION ALL SELECT t.jti FROM tokens t JOIN subtree s ON t.parent = s.jti
+         )
+         SELECT {TOKEN_COLUMNS} FROM tokens WHERE jti IN (SELECT jti FROM subtree)
+         ORDER BY depth, issued_at, jti"
+    ))?;
+    let descendants = statement
+        .query_map([jti], token_row)?
+        .map(|row| {
+            row.map(|t| TokenSummary {
+                status: token_status_text(t.revoked_at, t.expires_at, now_s).to_owned(),
+                jti: t.jti,
+                agent_id: t.agent_id,
+                parent: t.parent,
+                delegation_depth: t.depth,
+            })
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    Ok(TokenStatus {
+        status: token_status_text(token.revoked_at, token.expires_at, now_s).to_owned(),
+        jti: token.jti,
+        agent_id: token.agent_id,
+        parent: token.parent,
+        delegation_depth: token.depth,
+        provenance_ref: token.provenance_ref,
+        issued_at: iso_s(token.issued_at),
+        expires_at: iso_s(token.expires_at),
+        revoked_at: token.revoked_at.map(iso_s),
+        revoke_reason: token.revoke_reason,
+        descendants,
+    })
+}
+
+fn empty_node(id: String, kind: &str) -> GraphNode {
+    GraphNode {
+        id,
+        kind: kind.to_owned(),
+        agent_id: None,
+        human_ref: None,
+        assurance_level: None,
+        delegation_depth: None,
+        status: None,
+        parent: None,
+        expires_at: None,
+        revoked_at: None,
+        action: None,
+        resource: None,
+        result: None,
+        deny_reason: None,
+        rating: None,
+        created_at: None,
+    }
+}
+
+/// The execution graph of a workflow: the human, every token, and the newest
+/// `limit` records.
+pub fn workflow_graph(
+    conn: &Connection,
+    provenance_ref: &str,
+    limit: u32,
+    now_s: i64,
+) -> ApiResult<GraphBody> {
+    let human_ref = workflow_exists(conn, provenance_ref)?;
+    let assurance: String = conn
+        .prepare_cached("SELECT assurance_level FROM workflows WHERE provenance_ref = ?1")?
+        .query_row([provenance_ref], |row| row.get(0))?;
+    let mut nodes = vec![GraphNode {
+        human_ref: Some(human_ref.clone()),
+        assurance_level: Some(assurance),
+        ..empty_node(human_ref.clone(), "human")
+    }];
+    let mut edges = Vec::new();
+    let mut statement = conn.prepare_cached(&format!(
+        "SELECT {TOKEN_COLUMNS} FROM tokens WHERE provenance_ref = ?1 ORDER BY depth, issued_at, jti"
+    ))?;
+    for token in statement.query_map([provenance_ref], token_row)? {
+        let token = token?;
+        let from = token.parent.clone().unwrap_or_else(|| human_ref.clone());
+        let kind = if token.parent.is_some() {
+            "delegated"
+        } else {
+            "issued"
+        };
+        edges.push(GraphEdge {
+            from,
+            to: token.jti.clone(),
+            kind: kind.to_owned(),
+        });
+        nodes.push(GraphNode {
+            agent_id: Some(token.agent_id),
+            delegation_depth: Some(token.depth),
+            status: Some(token_status_text(token.revoked_at, token.expires_at, now_s).to_owned()),
+            parent: token.parent,
+            expires_at: Some(iso_s(token.expires_at)),
+            revoked_at: token.revoked_at.map(iso_s),
+            ..empty_node(token.jti, "token")
+        });
+    }
+    let page = records(
+        conn,
+        &RecordFilter {
+            provenance_ref: Some(provenance_ref.to_owned()),
+            limit,
+            ..RecordFilter::default()
+        },
+    )?;
+    let truncated = page.next_cursor.is_some();
+    for record in page.records.into_iter().rev() {
+        edges.push(GraphEdge {
+            from: record.vat_jti.clone(),
+            to: record.aar_id.clone(),
+            kind: "action".to_owned(),
+        });
+        nodes.push(GraphNode {
+            agent_id: Some(record.agent_id),
+            status: Some(record.status),
+            action: Some(record.action),
+            resource: Some(record.resource),
+            result: record.result,
+            deny_reason: record.deny_reason,
+            rating: record.rating,
+            created_at: Some(record.created_at),
+            ..empty_node(record.aar_id, "record")
+        });
+    }
+    Ok(GraphBody {
+        provenance_ref: provenance_ref.to_owned(),
+        human_ref,
+        nodes,
+        edges,
+        truncated,
+    })
+}
+
+/// Filters of the workflow list.
+#[derive(Debug, Clone, Default)]
+pub struct WorkflowFilter {
+    /// Workflows in which this agent holds a token.
+    pub agent_id: Option<String>,
+    pub provenance_ref: Option<String>,
+    /// Last activity at or after (unix ms).
+    pub since: Option<i64>,
+    /// Last activity before (unix ms).
+    pub until: Option<i64>,
+    pub limit: u32,
+    pub cursor: Option<String>,
+}
+
+/// Workflows, most recently active first.
+pub fn workflows(conn: &Connection, filter: &WorkflowFilter) -> ApiResult<WorkflowPage> {
+    let mut sql = String::from(
+        "SELECT provenance_ref, root_jti, root_agent_id, human_ref, assurance_level, total_records,
+                created_at, last_activity FROM workflows",
+    );
+    let mut clauses: Vec<&str> = Vec::new();
+    let mut values: Vec<Value> = Vec::new();
+    if let Some(agent) = &filter.agent_id {
+        clauses.push("provenance_ref IN (SELECT provenance_ref FROM tokens WHERE agent_id = ?)");
+        values.push(Value::Text(agent.clone()));
+    }
+    if let Some(provenance_ref) = &filter.provenance_ref {
+        clauses.push("provenance_ref = ?");
+        values.push(Value::Text(provenance_ref.clone()));
+    }
+    if let Some(since) = filter.since {
+        clauses.push("last_activity >= ?");
+        values.push(Value::Integer(since));
+    }
+    if let Some(until) = filter.until {
+        clauses.push("last_activity < ?");
+        values.push(Value::Integer(until));
+    }
+    if let Some(cursor) = &filter.cursor {
+        let text = decode_cursor(cursor, 'w')?;
+        let (at, provenance_ref) = text
+            .split_once(':')
+            .and_then(|(at, p)| Some((at.parse::<i64>().ok()?, p.to_owned())))
+            .ok_or_else(|| {
+                ApiError::bad_request(
+                    "invalid_cursor",
+                    "the cursor is not one this server handed out",
+                )
+            })?;
+        clauses.push("(last_activity < ? OR (last_activity = ? AND provenance_ref < ?))");
+        values.extend([
+            Value::Integer(at),
+            Value::Integer(at),
+            Value::Text(provenance_ref),
+        ]);
+    }
+    if !clauses.is_empty() {
+        sql.push_str(" WHERE ");
+        sql.push_str(&clauses.join(" AND "));
+    }
+    sql.push_str(" ORDER BY last_activity DESC, provenance_ref DESC LIMIT ?");
+    values.push(Value::Integer(i64::from(filter.limit) + 1));
+    let mut statement = conn.prepare_cached(&sql)?;
+    let rows = statement.query_map(params_from_iter(values), |row| {
+        let created_at: i64 = row.get(6)?;
+        let last_activity: i64 = row.get(7)?;
+        Ok((
+            WorkflowBody {
+                provenance_ref: row.get(0)?,
+                root_jti: row.get(1)?,
+                root_agent_id: row.get(2)?,
+                human_ref: row.get(3)?,
+                assurance_level: row.get(4)?,
+                total_records: count(row.get(5)?),
+                created_at: iso_ms(created_at),
+                last_activity: iso_ms(last_activity),
+            },
+            last_activity,
+        ))
+    })?;
+    let mut page = rows.collect::<Result<Vec<_>, _>>()?;
+    let more = page.len() > filter.limit as usize;
+    page.truncate(filter.limit as usize);
+    let next_cursor = more
+        .then(|| {
+            page.last()
+                .map(|(w, at)| encode_cursor(&format!("w:{at}:{}", w.provenance_ref)))
+        })
+        .flatten();
+    Ok(WorkflowPage {
+        workflows: page.into_iter().map(|(w, _)| w).collect(),
+        next_cursor,
+    })
+}

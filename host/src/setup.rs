@@ -1,0 +1,94 @@
+//! The data folder: created on first start with the database, the
+//! human-reference secret, a signing key and an admin API key; reused as is
+//! on every later start.
+
+use std::fs::{DirBuilder, OpenOptions};
+use std::io::Write as _;
+use std::os::unix::fs::{DirBuilderExt as _, OpenOptionsExt as _};
+use std::path::{Path, PathBuf};
+
+use rusqlite::{Connection, OptionalExtension};
+
+use crate::keyring::{self, Ring, SECRET_KEY};
+use crate::store::{DB_FILE, open_writer};
+use crate::{apikeys, random};
+
+/// The admin key's file inside the data folder (mode 0600).
+pub const ADMIN_KEY_FILE: &str = "admin.key";
+
+/// What a start needs from the data folder.
+#[derive(Debug)]
+pub struct Prepared {
+    pub db_path: PathBuf,
+    pub ring: Ring,
+    pub human_secret: [u8; 32],
+    /// The admin key, when this start created it.
+    pub new_admin_key: Option<String>,
+}
+
+/// Opens the data folder, creating everything on first start.
+pub fn prepare(data_dir: &Path) -> anyhow::Result<Prepared> {
+    DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(data_dir)
+        .map_err(|e| anyhow::anyhow!("cannot create data folder {}: {e}", data_dir.display()))?;
+    let db_path = data_dir.join(DB_FILE);
+    let conn = open_writer(&db_path)?;
+    let new_admin_key = match read_secret(&conn)? {
+        Some(_) => None,
+        None => Some(first_start(&conn, data_dir)?),
+    };
+    let human_secret = read_secret(&conn)?
+        .ok_or_else(|| anyhow::anyhow!("the deployment secret is missing after set-up"))?;
+    let ring =
+        keyring::load(&conn).map_err(|e| anyhow::anyhow!("cannot load signing keys: {e}"))?;
+    conn.close().map_err(|(_, e)| e)?;
+    Ok(Prepared {
+        db_path,
+        ring,
+        human_secret,
+        new_admin_key,
+    })
+}
+
+fn read_secret(conn: &Connection) -> anyhow::Result<Option<[u8; 32]>> {
+    let value: Option<Vec<u8>> = conn
+        .query_row(
+            "SELECT value FROM meta WHERE key = ?1",
+            [SECRET_KEY],
+            |row| row.get(0),
+        )
+        .optional()?;
+    value
+        .map(|bytes| {
+            <[u8; 32]>::try_from(bytes.as_slice())
+                .map_err(|_| anyhow::anyhow!("the stored deployment secret is not 32 bytes"))
+        })
+        .transpose()
+}
+
+/// Creates the secret, the first signing key and the admin key in one
+/// transaction; the admin key file is written and synced before it commits.
+fn first_start(conn: &Connection, data_dir: &Path) -> anyhow::Result<String> {
+    let tx = conn.unchecked_transaction()?;
+    let secret: [u8; 32] = random::bytes();
+    tx.execute(
+        "INSERT INTO meta (key, value) VALUES (?1, ?2)",
+        rusqlite::params![SECRET_KEY, secret.as_slice()],
+    )?;
+    keyring::rotate(&tx)?;
+    let (_, admin_key) = apikeys::create(&tx, None, true)?;
+    let path = data_dir.join(ADMIN_KEY_FILE);
+    let mut file = OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .mode(0o600)
+        .open(&path)
+        .map_err(|e| anyhow::anyhow!("cannot write {}: {e}", path.display()))?;
+    writeln!(file, "{admin_key}")?;
+    file.sync_all()?;
+    tx.commit()?;
+    Ok(admin_key)
+}

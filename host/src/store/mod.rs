@@ -1,0 +1,185 @@
+//! Storage: one SQLite database in WAL mode with `synchronous=FULL`, written
+//! by a single writer thread that commits concurrent requests together (group
+//! commit), and read through a small pool of read-only connections.
+//!
+//! A write is a closure run inside its own savepoint of the writer's current
+//! transaction. Its answer is delivered only after the transaction commits,
+//! so a 2xx for a write always means the write is on disk. A closure that
+//! returns an error is rolled back to its savepoint without disturbing the
+//! others; a commit that fails (a full disk) fails every write of the batch
+//! and nothing is acknowledged.
+
+mod schema;
+mod writer;
+
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+
+use rusqlite::{Connection, OpenFlags};
+use tokio::sync::Semaphore;
+
+use crate::error::{ApiError, ApiResult};
+use crate::metrics::Metrics;
+pub(crate) use writer::Writer;
+
+/// The database file's name inside the data folder.
+pub const DB_FILE: &str = "mandate.db";
+
+/// Opens a connection with the pragmas every connection needs.
+fn open(path: &Path, flags: OpenFlags) -> rusqlite::Result<Connection> {
+    let conn = Connection::open_with_flags(path, flags)?;
+    conn.busy_timeout(std::time::Duration::from_secs(5))?;
+    conn.pragma_update(None, "foreign_keys", "ON")?;
+    Ok(conn)
+}
+
+/// Opens the writer connection, enforces WAL and `synchronous=FULL`, and
+/// creates or migrates the schema.
+pub fn open_writer(path: &Path) -> anyhow::Result<Connection> {
+    let conn = open(
+        path,
+        OpenFlags::SQLITE_OPEN_READ_WRITE
+            | OpenFlags::SQLITE_OPEN_CREATE
+            | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+    )?;
+    let mode: String =
+        conn.pragma_update_and_check(None, "journal_mode", "WAL", |row| row.get(0))?;
+    if !mode.eq_ignore_ascii_case("wal") {
+        anyhow::bail!(
+            "SQLite refused WAL mode (got `{mode}`); the data folder's file system cannot hold Mandate's database"
+        );
+    }
+    conn.pragma_update(None, "synchronous", "FULL")?;
+    let synchronous: i64 = conn.pragma_query_value(None, "synchronous", |row| row.get(0))?;
+    if synchronous != 2 {
+        anyhow::bail!("SQLite refused synchronous=FULL (got {synchronous})");
+    }
+    migrate(&conn)?;
+    Ok(conn)
+}
+
+fn migrate(conn: &Connection) -> anyhow::Result<()> {
+    let version: i64 = conn.pragma_query_value(None, "user_version", |row| row.get(0))?;
+    match version {
+        0 => {
+            let tx = conn.unchecked_transaction()?;
+            tx.execute_batch(schema::SCHEMA)?;
+            tx.pragma_update(None, "user_version", schema::VERSION)?;
+            tx.commit()?;
+            Ok(())
+        }
+        schema::VERSION => Ok(()),
+        other => anyhow::bail!(
+            "the database has schema version {other}, newer than this build understands ({})",
+            schema::VERSION
+        ),
+    }
+}
+
+/// Read-only connections handed out to blocking tasks.
+#[derive(Debug)]
+struct ReaderPool {
+    path: PathBuf,
+    idle: Mutex<Vec<Connection>>,
+    permits: Arc<Semaphore>,
+}
+
+impl ReaderPool {
+    fn open_reader(&self) -> rusqlite::Result<Connection> {
+        let conn = open(
+            &self.path,
+            OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+        )?;
+        conn.pragma_update(None, "query_only", "ON")?;
+        Ok(conn)
+    }
+
+    fn take(&self) -> rusqlite::Result<Connection> {
+        let idle = self.idle.lock().ok().and_then(|mut idle| idle.pop());
+        match idle {
+            Some(conn) => Ok(conn),
+            None => self.open_reader(),
+        }
+    }
+
+    fn give_back(&self, conn: Connection) {
+        if let Ok(mut idle) = self.idle.lock() {
+            idle.push(conn);
+        }
+    }
+}
+
+/// The database: one writer, several readers.
+#[derive(Debug, Clone)]
+pub struct Store {
+    writer: Writer,
+    readers: Arc<ReaderPool>,
+}
+
+impl Store {
+    /// Opens (creating if needed) the database at `path` and starts the
+    /// writer thread. `max_batch` caps how many writes share a commit.
+    pub fn open(
+        path: &Path,
+        readers: usize,
+        max_batch: usize,
+        metrics: Arc<Metrics>,
+    ) -> anyhow::Result<Store> {
+        let conn = open_writer(path)?;
+        let writer = Writer::start(conn, max_batch, metrics)?;
+        let pool = ReaderPool {
+            path: path.to_path_buf(),
+            idle: Mutex::new(Vec::new()),
+            permits: Arc::new(Semaphore::new(readers.max(1))),
+        };
+        Ok(Store {
+            writer,
+            readers: Arc::new(pool),
+        })
+    }
+
+    /// Runs `work` in the writer; answers once its batch has committed.
+    pub async fn write<T: Send + 'static>(
+        &self,
+        work: impl FnOnce(&Connection) -> ApiResult<T> + Send + 'static,
+    ) -> ApiResult<T> {
+        self.writer.write(work).await
+    }
+
+    /// Runs `work` on a read-only connection in a blocking task.
+    pub async fn read<T: Send + 'static>(
+        &self,
+        work: impl FnOnce(&Connection) -> ApiResult<T> + Send + 'static,
+    ) -> ApiResult<T> {
+        let permit = self
+            .readers
+            .permits
+            .clone()
+            .acquire_owned()
+            .await
+            .map_err(|_| ApiError::unavailable("the store is closed"))?;
+        let pool = self.readers.clone();
+        tokio::task::spawn_blocking(move || {
+            let conn = pool.take()?;
+            let result = work(&conn);
+            pool.give_back(conn);
+            drop(permit);
+            result
+        })
+        .await
+        .map_err(ApiError::internal)?
+    }
+
+    /// Stops accepting writes, lets queued ones commit, and waits for the
+    /// writer to close the database.
+    pub async fn close(self) {
+        let writer = self.writer;
+        drop(self.readers);
+        if tokio::task::spawn_blocking(move || writer.close())
+            .await
+            .is_err()
+        {
+            tracing::error!("the writer thread did not shut down cleanly");
+        }
+    }
+}

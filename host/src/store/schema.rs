@@ -1,0 +1,124 @@
+//! The SQLite schema, created on first start and migrated by `user_version`.
+//!
+//! Tables:
+//! - `meta`: deployment-wide values (the human-reference secret).
+//! - `signing_keys`: Ed25519 keys; one is active; retired keys stay published
+//!   until every token they signed has expired (`max_exp`).
+//! - `api_keys`: SHA-256 hashes of API keys, never the keys.
+//! - `tokens`: every issued token, its claims, revocation, and the usage of
+//!   its subtree (`spent_micros`, `actions`) for budgets.
+//! - `records`: action records; `seq` is insertion order and the cursor.
+//! - `agents`, `workflows`: counters kept with every write so reputation and
+//!   workflow lists never scan records.
+//! - `idempotency`: responses stored under `Idempotency-Key`.
+
+/// The schema version this build writes.
+pub(crate) const VERSION: i64 = 1;
+
+pub(crate) const SCHEMA: &str = r#"
+CREATE TABLE meta (
+    key   TEXT PRIMARY KEY,
+    value BLOB NOT NULL
+) STRICT;
+
+CREATE TABLE signing_keys (
+    kid        TEXT PRIMARY KEY,
+    secret     BLOB NOT NULL,
+    created_at INTEGER NOT NULL,
+    retired_at INTEGER,
+    max_exp    INTEGER NOT NULL DEFAULT 0
+) STRICT;
+
+CREATE TABLE api_keys (
+    id         TEXT PRIMARY KEY,
+    hash       BLOB NOT NULL UNIQUE,
+    email      TEXT,
+    is_admin   INTEGER NOT NULL,
+    created_at INTEGER NOT NULL,
+    revoked_at INTEGER
+) STRICT;
+
+CREATE TABLE tokens (
+    jti            TEXT PRIMARY KEY,
+    parent         TEXT REFERENCES tokens(jti),
+    root           TEXT NOT NULL,
+    provenance_ref TEXT NOT NULL,
+    agent_id       TEXT NOT NULL,
+    depth          INTEGER NOT NULL,
+    claims         TEXT NOT NULL,
+    kid            TEXT NOT NULL,
+    issued_at      INTEGER NOT NULL,
+    expires_at     INTEGER NOT NULL,
+    revoked_at     INTEGER,
+    revoke_reason  TEXT,
+    issued_by      TEXT,
+    spent_micros   INTEGER NOT NULL DEFAULT 0,
+    actions        INTEGER NOT NULL DEFAULT 0
+) STRICT;
+CREATE INDEX tokens_by_parent ON tokens(parent);
+CREATE INDEX tokens_by_root ON tokens(root);
+CREATE INDEX tokens_by_provenance ON tokens(provenance_ref);
+CREATE INDEX tokens_by_agent ON tokens(agent_id);
+
+CREATE TABLE records (
+    seq              INTEGER PRIMARY KEY,
+    aar_id           TEXT NOT NULL UNIQUE,
+    provenance_ref   TEXT NOT NULL,
+    jti              TEXT NOT NULL,
+    agent_id         TEXT NOT NULL,
+    action           TEXT NOT NULL,
+    resource         TEXT NOT NULL,
+    status           TEXT NOT NULL,
+    result           TEXT,
+    deny_reason      TEXT,
+    result_hash      TEXT,
+    spend_micros     INTEGER NOT NULL,
+    trust_score      REAL NOT NULL,
+    delegation_depth INTEGER NOT NULL,
+    human_ref        TEXT NOT NULL,
+    assurance_level  TEXT NOT NULL,
+    rating           TEXT,
+    note             TEXT,
+    feedback_at      INTEGER,
+    created_at       INTEGER NOT NULL,
+    completed_at     INTEGER,
+    delegated_jti    TEXT
+) STRICT;
+CREATE INDEX records_by_provenance ON records(provenance_ref, seq);
+CREATE INDEX records_by_agent ON records(agent_id, seq);
+CREATE INDEX records_by_token ON records(jti, seq);
+CREATE INDEX records_by_action ON records(action, seq);
+CREATE INDEX records_by_time ON records(created_at);
+
+CREATE TABLE agents (
+    agent_id   TEXT PRIMARY KEY,
+    successes  INTEGER NOT NULL DEFAULT 0,
+    failures   INTEGER NOT NULL DEFAULT 0,
+    pending    INTEGER NOT NULL DEFAULT 0,
+    approved   INTEGER NOT NULL DEFAULT 0,
+    flagged    INTEGER NOT NULL DEFAULT 0,
+    rejected   INTEGER NOT NULL DEFAULT 0
+) STRICT;
+
+CREATE TABLE workflows (
+    provenance_ref  TEXT PRIMARY KEY,
+    root_jti        TEXT NOT NULL,
+    root_agent_id   TEXT NOT NULL,
+    human_ref       TEXT NOT NULL,
+    assurance_level TEXT NOT NULL,
+    created_at      INTEGER NOT NULL,
+    total_records   INTEGER NOT NULL DEFAULT 0,
+    last_activity   INTEGER NOT NULL
+) STRICT;
+CREATE INDEX workflows_by_activity ON workflows(last_activity);
+
+CREATE TABLE idempotency (
+    scope        TEXT NOT NULL,
+    key          TEXT NOT NULL,
+    request_hash BLOB NOT NULL,
+    status       INTEGER NOT NULL,
+    body         BLOB NOT NULL,
+    created_at   INTEGER NOT NULL,
+    PRIMARY KEY (scope, key)
+) STRICT;
+"#;

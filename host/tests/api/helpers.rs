@@ -1,0 +1,174 @@
+//! `TestApp`: a real server on port 0 with a fresh data folder, and small
+//! request helpers.
+
+use std::time::Duration;
+
+use mandate_host::AppState;
+use mandate_host::config::{Config, RateLimits};
+use reqwest::{Response, StatusCode};
+use serde_json::{Value, json};
+use tempfile::TempDir;
+use tokio::sync::oneshot;
+use tokio::task::JoinHandle;
+
+pub struct TestApp {
+    pub base: String,
+    pub admin_key: String,
+    pub client: reqwest::Client,
+    pub dir: Option<TempDir>,
+    shutdown: Option<oneshot::Sender<()>>,
+    server: Option<JoinHandle<anyhow::Result<()>>>,
+}
+
+impl TestApp {
+    /// A server with the test configuration (rate limits off).
+    pub async fn spawn() -> TestApp {
+        TestApp::spawn_with(|_| {}).await
+    }
+
+    /// A server whose configuration `edit` adjusts.
+    pub async fn spawn_with(edit: impl FnOnce(&mut Config)) -> TestApp {
+        TestApp::spawn_in(tempfile::tempdir().unwrap(), edit).await
+    }
+
+    /// A server on an existing data folder (a restart).
+    pub async fn spawn_in(dir: TempDir, edit: impl FnOnce(&mut Config)) -> TestApp {
+        let mut config = Config::for_test(dir.path());
+        config.rate_limits = RateLimits::off();
+        edit(&mut config);
+        let (state, _) = AppState::open(config).unwrap();
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let base = format!("http://{}", listener.local_addr().unwrap());
+        let (shutdown, stop) = oneshot::channel::<()>();
+        let server = tokio::spawn(mandate_host::serve_until(listener, state, async move {
+            let _ = stop.await;
+        }));
+        let admin_key = std::fs::read_to_string(dir.path().join("admin.key"))
+            .unwrap()
+            .trim()
+            .to_owned();
+        TestApp {
+            base,
+            admin_key,
+            client: reqwest::Client::builder()
+                .timeout(Duration::from_secs(30))
+                .build()
+                .unwrap(),
+            dir: Some(dir),
+            shutdown: Some(shutdown),
+            server: Some(server),
+        }
+    }
+
+    /// Shuts the server down gracefully and hands back its data folder.
+    pub async fn stop(mut self) -> TempDir {
+        if let Some(shutdown) = self.shutdown.take() {
+            let _ = shutdown.send(());
+        }
+        if let Some(server) = self.server.take() {
+            server.await.unwrap().unwrap();
+        }
+        self.dir.take().unwrap()
+    }
+
+    pub fn url(&self, path: &str) -> String {
+        format!("{}{path}", self.base)
+    }
+
+    pub async fn post(&self, path: &str, body: &Value) -> Response {
+        self.client
+            .post(self.url(path))
+            .json(body)
+            .send()
+            .await
+            .unwrap()
+    }
+
+    pub async fn post_auth(&self, path: &str, bearer: &str, body: &Value) -> Response {
+        self.client
+            .post(self.url(path))
+            .bearer_auth(bearer)
+            .json(body)
+            .send()
+            .await
+            .unwrap()
+    }
+
+    pub async fn get_auth(&self, path: &str, bearer: &str) -> Response {
+        self.client
+            .get(self.url(path))
+            .bearer_auth(bearer)
+            .send()
+            .await
+            .unwrap()
+    }
+
+    /// Issues a root token with the admin key; panics unless 201.
+    pub async fn issue(&self, body: Value) -> Value {
+        let response = self
+            .post_auth("/v1/vat/issue/l1", &self.admin_key, &body)
+            .await;
+        expect_json(response, StatusCode::CREATED).await
+    }
+
+    /// A root token for `agent` over `resources` and `actions`.
+    pub async fn root(&self, agent: &str, resources: &[&str], actions: &[&str]) -> Value {
+        self.issue(json!({
+            "developer_email": "dev@example.com",
+            "agent_id": agent,
+            "resources": resources,
+            "actions": actions,
+        }))
+        .await
+    }
+
+    /// Records an action with a token's jti; returns the response.
+    pub async fn act(&self, jti: &str, action: &str, resource: &str, result: &str) -> Response {
+        self.post(
+            "/v1/vat/record/action",
+            &json!({"vat_jti": jti, "action": action, "resource": resource, "result": result}),
+        )
+        .await
+    }
+
+    /// Delegates from `parent_jti`; returns the response.
+    pub async fn delegate(&self, parent_jti: &str, body: Value) -> Response {
+        let mut body = body;
+        body["vat_jti"] = json!(parent_jti);
+        self.post("/v1/vat/delegate", &body).await
+    }
+}
+
+/// Asserts the status and returns the JSON body.
+pub async fn expect_json(response: Response, status: StatusCode) -> Value {
+    let actual = response.status();
+    let text = response.text().await.unwrap();
+    assert_eq!(actual, status, "body: {text}");
+    serde_json::from_str(&text).unwrap_or_else(|_| panic!("not JSON: {text}"))
+}
+
+/// Asserts a problem response with this status and code; returns its body.
+pub async fn expect_problem(response: Response, status: StatusCode, code: &str) -> Value {
+    let actual = response.status();
+    let content_type = response
+        .headers()
+        .get("content-type")
+        .map(|v| v.to_str().unwrap().to_owned())
+        .unwrap_or_default();
+    let text = response.text().await.unwrap();
+    assert_eq!(actual, status, "body: {text}");
+    assert_eq!(content_type, "application/problem+json", "body: {text}");
+    let body: Value = serde_json::from_str(&text).unwrap();
+    assert_eq!(body["code"], code, "body: {text}");
+    assert_eq!(body["status"], status.as_u16());
+    assert_eq!(body["type"], format!("urn:mandate:problem:{code}"));
+    assert!(body["title"].as_str().is_some_and(|t| !t.is_empty()));
+    assert!(body["detail"].as_str().is_some_and(|t| !t.is_empty()));
+    body
+}
+
+pub fn text(value: &Value) -> &str {
+    value
+        .as_str()
+        .unwrap_or_else(|| panic!("not a string: {value}"))
+}

@@ -1,0 +1,10 @@
+//! The host's one integration-test binary: every test starts a real server on
+//! port 0 with a fresh data folder.
+
+mod budgets;
+mod delegation;
+mod errors;
+mod flows;
+mod helpers;
+mod persistence;
+mod surface;

@@ -1,0 +1,153 @@
+//! What survives a restart, and signing-key rotation.
+
+use mandate_core::{Jwks, VerifyOptions, verify};
+use mandate_host::{keyring, store};
+use reqwest::StatusCode;
+use serde_json::json;
+
+use crate::helpers::{TestApp, expect_json, text};
+
+#[tokio::test]
+async fn records_keys_and_api_keys_survive_a_restart() {
+    let app = TestApp::spawn().await;
+    let admin_key = app.admin_key.clone();
+    let root = app.root("bot", &["crm:*"], &["read", "delegate"]).await;
+    let jti = text(&root["jti"]).to_owned();
+    let recorded = expect_json(
+        app.act(&jti, "read", "crm:a", "success").await,
+        StatusCode::CREATED,
+    )
+    .await;
+    let aar = text(&recorded["aar_id"]).to_owned();
+    expect_json(
+        app.post_auth(
+            &format!("/v1/vat/aar/{aar}/feedback"),
+            &admin_key,
+            &json!({"rating": "flagged"}),
+        )
+        .await,
+        StatusCode::OK,
+    )
+    .await;
+    let before = expect_json(
+        app.get_auth(&format!("/v1/vat/aar/{aar}"), &admin_key)
+            .await,
+        StatusCode::OK,
+    )
+    .await;
+    let jwks_before = app
+        .client
+        .get(app.url("/.well-known/jwks.json"))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+
+    let dir = app.stop().await;
+    let app = TestApp::spawn_in(dir, |_| {}).await;
+    assert_eq!(
+        app.admin_key, admin_key,
+        "the admin key is reused, not recreated"
+    );
+    let after = expect_json(
+        app.get_auth(&format!("/v1/vat/aar/{aar}"), &admin_key)
+            .await,
+        StatusCode::OK,
+    )
+    .await;
+    assert_eq!(after, before);
+    let jwks_after = app
+        .client
+        .get(app.url("/.well-known/jwks.json"))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert_eq!(jwks_after, jwks_before, "the signing key survives");
+    let keys = Jwks::parse(jwks_after.as_bytes()).unwrap();
+    verify(
+        text(&root["compact_jwt"]),
+        &keys,
+        mandate_host::clock::now_s(),
+        &VerifyOptions::default(),
+    )
+    .unwrap();
+    expect_json(
+        app.act(&jti, "read", "crm:b", "success").await,
+        StatusCode::CREATED,
+    )
+    .await;
+    let reputation = expect_json(
+        app.get_auth("/v1/vat/reputation/bot", &admin_key).await,
+        StatusCode::OK,
+    )
+    .await;
+    assert_eq!(reputation["total_actions"], 2);
+    assert_eq!(reputation["counts"]["flagged"], 1);
+}
+
+#[tokio::test]
+async fn rotated_keys_stay_published_while_their_tokens_live() {
+    let app = TestApp::spawn().await;
+    let old = app.root("bot", &["crm:*"], &["read"]).await;
+    let db = app.dir.as_ref().unwrap().path().join(store::DB_FILE);
+    let conn = store::open_writer(&db).unwrap();
+    let tx = conn.unchecked_transaction().unwrap();
+    let new_kid = keyring::rotate(&tx).unwrap();
+    tx.commit().unwrap();
+    drop(conn);
+    // A token naming the new kid makes the server re-read its keys at once;
+    // until then the periodic refresh picks the rotation up.
+    let dir = app.stop().await;
+    let app = TestApp::spawn_in(dir, |_| {}).await;
+    let new = app.root("bot", &["crm:*"], &["read"]).await;
+    let jwks: serde_json::Value = app
+        .client
+        .get(app.url("/.well-known/jwks.json"))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let kids: Vec<&str> = jwks["keys"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|k| text(&k["kid"]))
+        .collect();
+    assert_eq!(kids.len(), 2);
+    assert!(kids.contains(&new_kid.as_str()));
+    let keys = Jwks::parse(jwks.to_string().as_bytes()).unwrap();
+    let now = mandate_host::clock::now_s();
+    for token in [&old, &new] {
+        verify(
+            text(&token["compact_jwt"]),
+            &keys,
+            now,
+            &VerifyOptions::default(),
+        )
+        .unwrap();
+    }
+    let header = text(&new["compact_jwt"])
+        .split('.')
+        .next()
+        .unwrap()
+        .to_owned();
+    assert!(
+        String::from_utf8(base64_decode(&header))
+            .unwrap()
+            .contains(&new_kid)
+    );
+}
+
+fn base64_decode(text: &str) -> Vec<u8> {
+    use base64::Engine as _;
+    base64::engine::general_purpose::URL_SAFE_NO_PAD
+        .decode(text)
+        .unwrap()
+}

@@ -1,0 +1,112 @@
+//! The public and operational surface: OpenAPI, JWKS, health, metrics,
+//! headers, and the page at `/`.
+
+use reqwest::StatusCode;
+use serde_json::Value;
+
+use crate::helpers::{TestApp, expect_json};
+
+#[tokio::test]
+async fn openapi_lists_every_route() {
+    let app = TestApp::spawn().await;
+    let document: Value = expect_json(
+        app.client
+            .get(app.url("/v1/openapi.json"))
+            .send()
+            .await
+            .unwrap(),
+        StatusCode::OK,
+    )
+    .await;
+    assert!(document["openapi"].as_str().unwrap().starts_with("3.1"));
+    let paths = document["paths"].as_object().unwrap();
+    let expected = [
+        ("/v1/vat/issue/l1", "post"),
+        ("/v1/vat/record/action", "post"),
+        ("/v1/vat/authorize", "post"),
+        ("/v1/vat/aar/{aar_id}/complete", "post"),
+        ("/v1/vat/aar/{aar_id}/feedback", "post"),
+        ("/v1/vat/reputation/{agent_id}", "get"),
+        ("/v1/vat/aar/provenance/{provenance_ref}", "get"),
+        ("/v1/vat/aar/provenance/{provenance_ref}/graph", "get"),
+        ("/v1/vat/delegate", "post"),
+        ("/v1/vat/revoke", "post"),
+        ("/v1/vat/tokens/{jti}", "get"),
+        ("/v1/vat/aar/{aar_id}", "get"),
+        ("/v1/vat/aar", "get"),
+        ("/v1/vat/workflows", "get"),
+        ("/.well-known/jwks.json", "get"),
+        ("/healthz", "get"),
+        ("/readyz", "get"),
+        ("/metrics", "get"),
+        ("/v1/openapi.json", "get"),
+    ];
+    for (path, method) in expected {
+        assert!(
+            paths.get(path).and_then(|p| p.get(method)).is_some(),
+            "{method} {path} missing"
+        );
+    }
+    assert_eq!(paths.len(), expected.len());
+    assert!(document["components"]["securitySchemes"]["api_key"].is_object());
+    assert!(document["components"]["schemas"]["Problem"].is_object());
+}
+
+#[tokio::test]
+async fn health_readiness_metrics_and_headers() {
+    let app = TestApp::spawn().await;
+    let health = app.client.get(app.url("/healthz")).send().await.unwrap();
+    let headers = health.headers().clone();
+    assert_eq!(headers["x-content-type-options"], "nosniff");
+    assert_eq!(headers["referrer-policy"], "no-referrer");
+    assert!(
+        headers["content-security-policy"]
+            .to_str()
+            .unwrap()
+            .contains("frame-ancestors 'none'")
+    );
+    assert_eq!(expect_json(health, StatusCode::OK).await["status"], "ok");
+    assert_eq!(
+        expect_json(
+            app.client.get(app.url("/readyz")).send().await.unwrap(),
+            StatusCode::OK
+        )
+        .await["status"],
+        "ready"
+    );
+
+    app.root("bot", &["crm:*"], &["read"]).await;
+    let metrics = app.client.get(app.url("/metrics")).send().await.unwrap();
+    assert_eq!(metrics.status(), StatusCode::OK, "open on loopback");
+    let text = metrics.text().await.unwrap();
+    assert!(text.contains("mandate_http_requests_total{route=\"/v1/vat/issue/l1\",method=\"POST\",status=\"201\"} 1"), "{text}");
+    assert!(text.contains("mandate_group_commit_batch_size_bucket"));
+    assert!(
+        !text.contains("vat_root_"),
+        "no token id leaks into metrics"
+    );
+
+    let page = app.client.get(app.url("/")).send().await.unwrap();
+    assert_eq!(page.status(), StatusCode::OK);
+    assert!(
+        page.headers()["content-type"]
+            .to_str()
+            .unwrap()
+            .starts_with("text/html")
+    );
+    assert!(
+        page.headers()["content-security-policy"]
+            .to_str()
+            .unwrap()
+            .contains("script-src 'self'")
+    );
+}
+
+#[tokio::test]
+async fn metrics_need_a_key_off_loopback_policy() {
+    let app = TestApp::spawn_with(|c| c.metrics_open_on_loopback = false).await;
+    let response = app.client.get(app.url("/metrics")).send().await.unwrap();
+    assert_eq!(response.status(), StatusCode::UNAUTHORIZED);
+    let response = app.get_auth("/metrics", &app.admin_key).await;
+    assert_eq!(response.status(), StatusCode::OK);
+}
