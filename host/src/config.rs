@@ -45,6 +45,91 @@ impl RateLimits {
     }
 }
 
+/// An OpenID Connect provider whose ID tokens may issue L2 tokens.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct OidcIssuer {
+    /// The `iss` of its ID tokens, exactly.
+    pub issuer: String,
+    /// The `aud` its ID tokens must carry (Mandate's client id there).
+    pub audience: String,
+    /// A JWKS file with its public keys (relative to the config file).
+    #[serde(default)]
+    pub jwks_file: Option<PathBuf>,
+    /// Where to fetch its keys; by default `jwks_uri` of its discovery
+    /// document (`<issuer>/.well-known/openid-configuration`).
+    #[serde(default)]
+    pub jwks_uri: Option<String>,
+}
+
+/// OIDC settings for L2.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Oidc {
+    #[serde(default)]
+    pub issuer: Vec<OidcIssuer>,
+}
+
+/// A named identity verifier for L3.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
+pub enum Verifier {
+    /// A WebAssembly module (see docs/plugins.md), run sandboxed.
+    Plugin {
+        name: String,
+        /// The module file (relative to the config file).
+        module: PathBuf,
+        /// Fuel per call (roughly, wasm instructions).
+        #[serde(default = "default_fuel")]
+        fuel: u64,
+        /// Memory cap per call, MiB.
+        #[serde(default = "default_memory_mib")]
+        memory_mib: u64,
+        /// Wall-clock deadline per call, milliseconds.
+        #[serde(default = "default_timeout_ms")]
+        timeout_ms: u64,
+    },
+    /// An identity-verification provider that signs its verdicts (a JWS).
+    Provider {
+        name: String,
+        /// The `iss` of its attestations.
+        issuer: String,
+        /// Its public keys (relative to the config file).
+        jwks_file: PathBuf,
+        /// The `aud` its attestations must carry, if it sets one.
+        #[serde(default)]
+        audience: Option<String>,
+    },
+}
+
+fn default_fuel() -> u64 {
+    50_000_000
+}
+
+fn default_memory_mib() -> u64 {
+    32
+}
+
+fn default_timeout_ms() -> u64 {
+    1_000
+}
+
+impl Verifier {
+    /// The name requests use.
+    pub fn name(&self) -> &str {
+        match self {
+            Verifier::Plugin { name, .. } | Verifier::Provider { name, .. } => name,
+        }
+    }
+
+    fn resolve(&mut self, base: &Path) {
+        match self {
+            Verifier::Plugin { module, .. } => *module = base.join(&*module),
+            Verifier::Provider { jwks_file, .. } => *jwks_file = base.join(&*jwks_file),
+        }
+    }
+}
+
 /// Everything the server can be told.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
 #[serde(deny_unknown_fields, default)]
@@ -66,6 +151,10 @@ pub struct Config {
     pub trusted_proxies: Vec<IpAddr>,
     /// Serve `/metrics` without an API key to loopback clients.
     pub metrics_open_on_loopback: bool,
+    /// Identity providers for L2 (`[[oidc.issuer]]`).
+    pub oidc: Oidc,
+    /// Identity verifiers for L3 (`[[verifier]]`).
+    pub verifier: Vec<Verifier>,
 }
 
 impl Default for Config {
@@ -80,16 +169,30 @@ impl Default for Config {
             rate_limits: RateLimits::default(),
             trusted_proxies: Vec::new(),
             metrics_open_on_loopback: true,
+            oidc: Oidc::default(),
+            verifier: Vec::new(),
         }
     }
 }
 
 impl Config {
-    /// Reads a TOML file; unknown keys are refused.
+    /// Reads a TOML file; unknown keys are refused. Relative file names in
+    /// it are taken from the file's folder.
     pub fn from_file(path: &Path) -> anyhow::Result<Config> {
         let text = std::fs::read_to_string(path)
             .map_err(|e| anyhow::anyhow!("cannot read config {}: {e}", path.display()))?;
-        toml::from_str(&text).map_err(|e| anyhow::anyhow!("invalid config {}: {e}", path.display()))
+        let mut config: Config = toml::from_str(&text)
+            .map_err(|e| anyhow::anyhow!("invalid config {}: {e}", path.display()))?;
+        let base = path.parent().unwrap_or_else(|| Path::new("."));
+        for issuer in &mut config.oidc.issuer {
+            if let Some(file) = &mut issuer.jwks_file {
+                *file = base.join(&*file);
+            }
+        }
+        for verifier in &mut config.verifier {
+            verifier.resolve(base);
+        }
+        Ok(config)
     }
 
     /// A configuration for tests: port 0 on loopback, the given folder.
@@ -117,5 +220,40 @@ mod tests {
         assert_eq!(config.rate_limits.per_token, 5);
         assert_eq!(config.rate_limits.per_api_key, 1000);
         assert!(toml::from_str::<Config>("lisen = \"x\"").is_err());
+    }
+
+    #[test]
+    fn assurance_sections() {
+        let config: Config = toml::from_str(
+            r#"
+            [[oidc.issuer]]
+            issuer = "https://idp.example"
+            audience = "mandate"
+            jwks_uri = "https://idp.example/jwks"
+
+            [[verifier]]
+            kind = "plugin"
+            name = "reference"
+            module = "reference.wasm"
+
+            [[verifier]]
+            kind = "provider"
+            name = "acme"
+            issuer = "https://idv.acme.example"
+            jwks_file = "acme.json"
+            "#,
+        )
+        .unwrap();
+        assert_eq!(config.oidc.issuer[0].audience, "mandate");
+        assert_eq!(config.verifier[0].name(), "reference");
+        assert!(matches!(
+            config.verifier[0],
+            Verifier::Plugin {
+                fuel: 50_000_000,
+                ..
+            }
+        ));
+        assert!(matches!(config.verifier[1], Verifier::Provider { .. }));
+        assert!(toml::from_str::<Config>("[[verifier]]\nkind = \"magic\"\nname = \"x\"").is_err());
     }
 }

@@ -11,6 +11,7 @@
 
 pub mod api;
 pub mod apikeys;
+pub mod assurance;
 pub mod clock;
 pub mod config;
 pub mod error;
@@ -32,6 +33,7 @@ use std::time::Duration;
 use tokio::net::TcpListener;
 
 pub use api::app;
+use assurance::Assurance;
 use config::Config;
 use keyring::KeyRing;
 use ledger::ClaimsCache;
@@ -50,12 +52,15 @@ pub struct AppState {
     pub claims: Arc<ClaimsCache>,
     pub limiters: Arc<Limiters>,
     pub metrics: Arc<Metrics>,
+    /// OIDC issuers (L2) and identity verifiers (L3).
+    pub assurance: Arc<Assurance>,
 }
 
 impl AppState {
     /// Opens the data folder of `config` (creating it on first start) and
     /// starts the writer. Returns the admin key when it was just created.
     pub fn open(config: Config) -> anyhow::Result<(AppState, Option<String>)> {
+        let assurance = Assurance::load(&config)?;
         let prepared = setup::prepare(&config.data_dir)?;
         let metrics = Arc::new(Metrics::new());
         let store = Store::open(
@@ -73,6 +78,7 @@ impl AppState {
             claims: Arc::new(ClaimsCache::default()),
             limiters: Arc::new(limiters),
             metrics,
+            assurance: Arc::new(assurance),
         };
         Ok((state, prepared.new_admin_key))
     }

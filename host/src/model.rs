@@ -40,6 +40,40 @@ pub struct IssueL1Request {
     pub ttl_seconds: Option<u64>,
 }
 
+/// `POST /v1/vat/issue/l2`.
+#[derive(Debug, Clone, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct IssueL2Request {
+    /// An OIDC ID token from a configured identity provider.
+    pub id_token: String,
+    /// The nonce the ID token must carry, when the sign-in used one.
+    pub nonce: Option<String>,
+    pub agent_id: String,
+    pub resources: Vec<String>,
+    pub actions: Vec<String>,
+    pub constraints: Option<ConstraintsBody>,
+    pub policy: Option<PolicyBody>,
+    pub ttl_seconds: Option<u64>,
+}
+
+/// `POST /v1/vat/auth/capture`.
+#[derive(Debug, Clone, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct CaptureRequest {
+    /// The captured verification data, or a provider's result
+    /// (`{"attestation": "<JWS>"}` for provider verifiers).
+    #[schema(value_type = Object)]
+    pub evidence: serde_json::Value,
+    /// The name of a configured verifier.
+    pub verifier: String,
+    pub agent_id: String,
+    pub resources: Vec<String>,
+    pub actions: Vec<String>,
+    pub constraints: Option<ConstraintsBody>,
+    pub policy: Option<PolicyBody>,
+    pub ttl_seconds: Option<u64>,
+}
+
 /// A newly issued token.
 #[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
 pub struct IssuedToken {

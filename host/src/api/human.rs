@@ -5,8 +5,8 @@ use axum::extract::{FromRequestParts, Path, State};
 use axum::http::request::Parts;
 use axum::http::{HeaderMap, StatusCode};
 use mandate_core::{
-    AarId, AgentId, AssuranceLevel, Identity, IssueError, Jti, ProvenanceRef, RootIssue, human_ref,
-    issue_root, sign,
+    AarId, AgentId, AssuranceLevel, Identity, IssueError, Jti, ProvenanceRef, RootIssue,
+    TokenRequest, human_ref, issue_root, sign,
 };
 use serde::Deserialize;
 use serde::de::DeserializeOwned;
@@ -15,6 +15,7 @@ use utoipa::IntoParams;
 use super::docs::Errors;
 use super::extract::{ApiKeyAuth, Json, agent_token, has_api_key, parse_jti};
 use super::input::{self, GrantParts, MAX_NOTE_BYTES, MAX_REASON_BYTES};
+use crate::apikeys::Principal;
 use crate::clock::{now_s, parse_iso_ms};
 use crate::error::{ApiError, ApiResult};
 use crate::ledger::{self, Revoker};
@@ -113,13 +114,27 @@ pub(crate) async fn issue_l1(
         policy: body.policy.as_ref(),
         ttl_seconds: body.ttl_seconds,
     })?;
+    let issued =
+        issue_root_token(&state, &principal, &identity, AssuranceLevel::L1, request).await?;
+    Ok((StatusCode::CREATED, axum::Json(issued)))
+}
+
+/// Issues, signs and stores a root token for a verified human, whatever the
+/// assurance level; the same for L1, L2 and L3.
+pub(crate) async fn issue_root_token(
+    state: &AppState,
+    principal: &Principal,
+    identity: &Identity,
+    level: AssuranceLevel,
+    request: TokenRequest,
+) -> ApiResult<IssuedToken> {
     let ring = state.keys.current();
     let claims = issue_root(
         request,
         RootIssue {
             issuer: state.config.issuer.clone(),
-            human: human_ref(&state.human_secret, &identity),
-            level: AssuranceLevel::L1,
+            human: human_ref(&state.human_secret, identity),
+            level,
             now: now_s(),
             jti: random::ulid(),
             provenance: random::ulid(),
@@ -131,11 +146,11 @@ pub(crate) async fn issue_l1(
     })?;
     let compact = sign(&claims, &ring.active).map_err(ApiError::internal)?;
     let kid = ring.active.kid().to_owned();
-    let issued = state
+    let by = principal.id.clone();
+    state
         .store
-        .write(move |conn| ledger::store_root(conn, &claims, compact, &kid, &principal.id))
-        .await?;
-    Ok((StatusCode::CREATED, axum::Json(issued)))
+        .write(move |conn| ledger::store_root(conn, &claims, compact, &kid, &by))
+        .await
 }
 
 /// A human rates a completed action, once.

@@ -4,6 +4,7 @@
 //! problems, problem bodies for unknown routes and methods).
 
 mod agent;
+mod assurance;
 mod docs;
 mod extract;
 mod human;
@@ -126,6 +127,8 @@ async fn security_headers(request: Request, next: Next) -> Response {
 pub fn app(state: AppState) -> Router {
     let (router, document) = OpenApiRouter::with_openapi(docs::ApiDoc::openapi())
         .routes(routes!(human::issue_l1))
+        .routes(routes!(assurance::issue_l2))
+        .routes(routes!(assurance::auth_capture))
         .routes(routes!(agent::record_action))
         .routes(routes!(agent::authorize))
         .routes(routes!(agent::complete))

@@ -1,6 +1,7 @@
 //! The host's one integration-test binary: every test starts a real server on
 //! port 0 with a fresh data folder.
 
+mod assurance;
 mod budgets;
 mod delegation;
 mod errors;

@@ -22,6 +22,8 @@ async fn openapi_lists_every_route() {
     let paths = document["paths"].as_object().unwrap();
     let expected = [
         ("/v1/vat/issue/l1", "post"),
+        ("/v1/vat/issue/l2", "post"),
+        ("/v1/vat/auth/capture", "post"),
         ("/v1/vat/record/action", "post"),
         ("/v1/vat/authorize", "post"),
         ("/v1/vat/aar/{aar_id}/complete", "post"),

@@ -1,0 +1,112 @@
+//! Issuing at assurance levels L2 (an OIDC ID token) and L3 (a verifier's
+//! verdict on captured evidence). Both need an API key, as every issue does;
+//! the human is whoever the ID token or the verifier names.
+
+use axum::extract::State;
+use axum::http::StatusCode;
+use mandate_core::{AssuranceLevel, Identity};
+
+use super::docs::Errors;
+use super::extract::{ApiKeyAuth, Json};
+use super::human::issue_root_token;
+use super::input::{self, GrantParts};
+use crate::AppState;
+use crate::error::{ApiError, ApiResult};
+use crate::model::{CaptureRequest, IssueL2Request, IssuedToken};
+
+/// Longest `id_token` or `nonce` accepted.
+const MAX_ID_TOKEN_BYTES: usize = 16 * 1024;
+
+/// Issues a root token on an OIDC sign-in (assurance level L2).
+#[utoipa::path(
+    post,
+    path = "/v1/vat/issue/l2",
+    tag = "tokens",
+    request_body = IssueL2Request,
+    responses(
+        (status = 201, description = "The new root token", body = IssuedToken),
+        (status = 502, description = "The identity provider's keys cannot be fetched", body = crate::error::Problem, content_type = "application/problem+json"),
+        Errors,
+    ),
+    security(("api_key" = []))
+)]
+pub(crate) async fn issue_l2(
+    State(state): State<AppState>,
+    ApiKeyAuth(principal): ApiKeyAuth,
+    Json(body): Json<IssueL2Request>,
+) -> ApiResult<(StatusCode, axum::Json<IssuedToken>)> {
+    if body.id_token.len() > MAX_ID_TOKEN_BYTES {
+        return Err(ApiError::invalid(
+            "id_token",
+            "too_long",
+            "id_token is longer than 16 KiB",
+        ));
+    }
+    let nonce = input::text("nonce", body.nonce.as_deref(), 1024)?;
+    let request = input::token_request(GrantParts {
+        agent_id: &body.agent_id,
+        resources: &body.resources,
+        actions: &body.actions,
+        constraints: body.constraints.as_ref(),
+        policy: body.policy.as_ref(),
+        ttl_seconds: body.ttl_seconds,
+    })?;
+    if state.assurance.oidc.is_empty() {
+        return Err(ApiError::unauthorized(
+            "id_token_unknown_issuer",
+            "the id_token was refused: this deployment trusts no OIDC issuer",
+        ));
+    }
+    let who = state
+        .assurance
+        .oidc
+        .verify(&body.id_token, nonce.as_deref())
+        .await?;
+    let identity = Identity::Oidc {
+        issuer: who.issuer,
+        subject: who.subject,
+    };
+    let issued =
+        issue_root_token(&state, &principal, &identity, AssuranceLevel::L2, request).await?;
+    Ok((StatusCode::CREATED, axum::Json(issued)))
+}
+
+/// Issues a root token on an identity verifier's verdict (assurance level L3).
+#[utoipa::path(
+    post,
+    path = "/v1/vat/auth/capture",
+    tag = "tokens",
+    request_body = CaptureRequest,
+    responses(
+        (status = 201, description = "The new root token", body = IssuedToken),
+        (status = 502, description = "The verifier failed (trapped, ran out of fuel, time or memory, or answered garbage)", body = crate::error::Problem, content_type = "application/problem+json"),
+        Errors,
+    ),
+    security(("api_key" = []))
+)]
+pub(crate) async fn auth_capture(
+    State(state): State<AppState>,
+    ApiKeyAuth(principal): ApiKeyAuth,
+    Json(body): Json<CaptureRequest>,
+) -> ApiResult<(StatusCode, axum::Json<IssuedToken>)> {
+    let request = input::token_request(GrantParts {
+        agent_id: &body.agent_id,
+        resources: &body.resources,
+        actions: &body.actions,
+        constraints: body.constraints.as_ref(),
+        policy: body.policy.as_ref(),
+        ttl_seconds: body.ttl_seconds,
+    })?;
+    let verified = state
+        .assurance
+        .verifiers
+        .verify(&body.verifier, &body.evidence)
+        .await?;
+    let identity = Identity::Verified {
+        verifier: body.verifier,
+        subject: verified.subject,
+    };
+    let issued =
+        issue_root_token(&state, &principal, &identity, AssuranceLevel::L3, request).await?;
+    Ok((StatusCode::CREATED, axum::Json(issued)))
+}

@@ -1,0 +1,670 @@
+//! Assurance levels L2 (OIDC ID tokens from a test identity provider) and L3
+//! (the reference verifier plugin, hostile plugins, provider attestations).
+
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::{Duration, Instant};
+
+use axum::Router;
+use axum::routing::get;
+use jsonwebtoken::jwk::{Jwk, JwkSet};
+use jsonwebtoken::{Algorithm, EncodingKey, Header, encode};
+use mandate_host::config::Verifier;
+use reqwest::StatusCode;
+use serde_json::{Value, json};
+
+use crate::helpers::{TestApp, expect_json, expect_problem, text};
+
+/// A signing key of the test identity provider.
+#[derive(Clone)]
+struct TestKey {
+    kid: String,
+    alg: Algorithm,
+    encoding: EncodingKey,
+}
+
+impl TestKey {
+    fn rsa(kid: &str) -> TestKey {
+        use rsa::pkcs1::EncodeRsaPrivateKey;
+        static RSA: OnceLock<Vec<Vec<u8>>> = OnceLock::new();
+        // RSA key generation is slow; two keys serve every test.
+        let ders = RSA.get_or_init(|| {
+            (0..2)
+                .map(|_| {
+                    let key = rsa::RsaPrivateKey::new(&mut rand_core::OsRng, 2048).unwrap();
+                    key.to_pkcs1_der().unwrap().as_bytes().to_vec()
+                })
+                .collect()
+        });
+        let index = usize::from(kid.ends_with('2'));
+        TestKey {
+            kid: kid.into(),
+            alg: Algorithm::RS256,
+            encoding: EncodingKey::from_rsa_der(&ders[index]),
+        }
+    }
+
+    fn ec(kid: &str) -> TestKey {
+        use p256::pkcs8::EncodePrivateKey;
+        let key = p256::SecretKey::random(&mut rand_core::OsRng);
+        TestKey {
+            kid: kid.into(),
+            alg: Algorithm::ES256,
+            encoding: EncodingKey::from_ec_der(key.to_pkcs8_der().unwrap().as_bytes()),
+        }
+    }
+
+    fn ed(kid: &str) -> TestKey {
+        // PKCS#8 v1 of an Ed25519 seed: a fixed 16-byte prefix, then the seed.
+        const PREFIX: [u8; 16] = [
+            0x30, 0x2e, 0x02, 0x01, 0x00, 0x30, 0x05, 0x06, 0x03, 0x2b, 0x65, 0x70, 0x04, 0x22,
+            0x04, 0x20,
+        ];
+        let seed = ed25519_dalek::SigningKey::generate(&mut rand_core::OsRng).to_bytes();
+        let der: Vec<u8> = PREFIX.iter().chain(seed.iter()).copied().collect();
+        TestKey {
+            kid: kid.into(),
+            alg: Algorithm::EdDSA,
+            encoding: EncodingKey::from_ed_der(&der),
+        }
+    }
+
+    fn jwk(&self) -> Jwk {
+        let mut jwk = Jwk::from_encoding_key(&self.encoding, self.alg).unwrap();
+        jwk.common.key_id = Some(self.kid.clone());
+        jwk
+    }
+
+    fn sign(&self, claims: &Value) -> String {
+        let mut header = Header::new(self.alg);
+        header.kid = Some(self.kid.clone());
+        encode(&header, claims, &self.encoding).unwrap()
+    }
+}
+
+/// An identity provider on 127.0.0.1 with discovery and a JWKS that tests
+/// may change (key rotation).
+struct TestIdp {
+    issuer: String,
+    keys: Arc<Mutex<Vec<Jwk>>>,
+}
+
+impl TestIdp {
+    async fn start(keys: &[&TestKey]) -> TestIdp {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let issuer = format!("http://{}", listener.local_addr().unwrap());
+        let published = Arc::new(Mutex::new(keys.iter().map(|k| k.jwk()).collect::<Vec<_>>()));
+        let jwks = published.clone();
+        let discovery = json!({"issuer": issuer, "jwks_uri": format!("{issuer}/keys")});
+        let app = Router::new()
+            .route(
+                "/.well-known/openid-configuration",
+                get(move || {
+                    let discovery = discovery.clone();
+                    async move { axum::Json(discovery) }
+                }),
+            )
+            .route(
+                "/keys",
+                get(move || {
+                    let keys = jwks.lock().unwrap().clone();
+                    async move { axum::Json(JwkSet { keys }) }
+                }),
+            );
+        tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+        TestIdp {
+            issuer,
+            keys: published,
+        }
+    }
+
+    fn publish(&self, key: &TestKey) {
+        self.keys.lock().unwrap().push(key.jwk());
+    }
+
+    fn claims(&self, edit: impl FnOnce(&mut Value)) -> Value {
+        let now = mandate_host::clock::now_s();
+        let mut claims = json!({
+            "iss": self.issuer, "aud": "mandate", "sub": "user-1234",
+            "iat": now, "exp": now + 300, "nonce": "n-1"
+        });
+        edit(&mut claims);
+        claims
+    }
+}
+
+fn l2_request(id_token: &str) -> Value {
+    json!({
+        "id_token": id_token, "agent_id": "sso-bot",
+        "resources": ["crm:*"], "actions": ["read", "delegate"]
+    })
+}
+
+async fn l2_app(idp: &TestIdp) -> TestApp {
+    let issuer = idp.issuer.clone();
+    TestApp::spawn_with(move |config| {
+        config.oidc.issuer.push(mandate_host::config::OidcIssuer {
+            issuer,
+            audience: "mandate".into(),
+            jwks_file: None,
+            jwks_uri: None,
+        });
+    })
+    .await
+}
+
+#[tokio::test]
+async fn l2_accepts_good_id_tokens_and_names_each_failed_check() {
+    let (rs, es, ed) = (
+        TestKey::rsa("rsa-1"),
+        TestKey::ec("ec-1"),
+        TestKey::ed("ed-1"),
+    );
+    let idp = TestIdp::start(&[&rs, &es, &ed]).await;
+    let app = l2_app(&idp).await;
+    let issue = |token: String| {
+        let body = l2_request(&token);
+        let app = &app;
+        async move {
+            app.post_auth("/v1/vat/issue/l2", &app.admin_key, &body)
+                .await
+        }
+    };
+
+    let mut human_refs = Vec::new();
+    for key in [&rs, &es, &ed] {
+        let issued = expect_json(
+            issue(key.sign(&idp.claims(|_| {}))).await,
+            StatusCode::CREATED,
+        )
+        .await;
+        assert_eq!(issued["claims"]["svc_assurance"], "L2", "{:?}", key.alg);
+        assert_eq!(issued["claims"]["svc_trust_score"], 0.7);
+        human_refs.push(issued["claims"]["svc_human"].clone());
+    }
+    assert!(
+        human_refs.windows(2).all(|w| w[0] == w[1]),
+        "one person, one reference"
+    );
+
+    let forger = TestKey::rsa("rsa-2");
+    let mut forged = forger.clone();
+    forged.kid = "rsa-1".into();
+    let none = {
+        let header = base64url(br#"{"alg":"none","typ":"JWT"}"#);
+        let payload = base64url(idp.claims(|_| {}).to_string().as_bytes());
+        format!("{header}.{payload}.")
+    };
+    let cases: Vec<(String, &str)> = vec![
+        (
+            rs.sign(&idp.claims(|c| c["exp"] = json!(mandate_host::clock::now_s() - 120))),
+            "id_token_expired",
+        ),
+        (
+            es.sign(&idp.claims(|c| c["aud"] = json!("someone-else"))),
+            "id_token_wrong_audience",
+        ),
+        (
+            ed.sign(&idp.claims(|c| c["iss"] = json!("https://other.example"))),
+            "id_token_unknown_issuer",
+        ),
+        (forged.sign(&idp.claims(|_| {})), "id_token_bad_signature"),
+        (forger.sign(&idp.claims(|_| {})), "id_token_unknown_kid"),
+        (none, "id_token_unsupported_alg"),
+        (
+            rs.sign(&idp.claims(|c| c["iat"] = json!(mandate_host::clock::now_s() - 700))),
+            "id_token_too_old",
+        ),
+        ("not.a.jwt".into(), "id_token_malformed"),
+    ];
+    for (token, code) in cases {
+        let problem = expect_problem(issue(token).await, StatusCode::UNAUTHORIZED, code).await;
+        assert!(text(&problem["detail"]).starts_with("the id_token was refused"));
+    }
+
+    let mut with_nonce = l2_request(&ed.sign(&idp.claims(|_| {})));
+    with_nonce["nonce"] = json!("n-2");
+    let response = app
+        .post_auth("/v1/vat/issue/l2", &app.admin_key, &with_nonce)
+        .await;
+    expect_problem(
+        response,
+        StatusCode::UNAUTHORIZED,
+        "id_token_nonce_mismatch",
+    )
+    .await;
+    with_nonce["nonce"] = json!("n-1");
+    expect_json(
+        app.post_auth("/v1/vat/issue/l2", &app.admin_key, &with_nonce)
+            .await,
+        StatusCode::CREATED,
+    )
+    .await;
+
+    // The provider rotates in a new key: after the refetch interval, tokens
+    // under the new kid are accepted.
+    idp.publish(&forger);
+    tokio::time::sleep(Duration::from_millis(5_100)).await;
+    expect_json(
+        issue(forger.sign(&idp.claims(|_| {}))).await,
+        StatusCode::CREATED,
+    )
+    .await;
+
+    let response = app
+        .post(
+            "/v1/vat/issue/l2",
+            &l2_request(&rs.sign(&idp.claims(|_| {}))),
+        )
+        .await;
+    expect_problem(response, StatusCode::UNAUTHORIZED, "unauthorized").await;
+}
+
+fn base64url(bytes: &[u8]) -> String {
+    use base64::Engine as _;
+    base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(bytes)
+}
+
+/// The chain under any root behaves as under L1: delegate, act, revoke.
+async fn chain_behaves_as_under_l1(app: &TestApp, root: &Value) {
+    let child = expect_json(
+        app.delegate(
+            text(&root["jti"]),
+            json!({"agent_id": "helper", "resources": ["crm:contacts"], "actions": ["read"]}),
+        )
+        .await,
+        StatusCode::CREATED,
+    )
+    .await;
+    assert_eq!(
+        child["claims"]["svc_assurance"],
+        root["claims"]["svc_assurance"]
+    );
+    assert_eq!(
+        child["claims"]["svc_trust_score"],
+        root["claims"]["svc_trust_score"]
+    );
+    let recorded = expect_json(
+        app.act(text(&child["jti"]), "read", "crm:contacts", "success")
+            .await,
+        StatusCode::CREATED,
+    )
+    .await;
+    assert_eq!(recorded["trust_score"], root["claims"]["svc_trust_score"]);
+    let widened = app
+        .delegate(
+            text(&child["jti"]),
+            json!({"agent_id": "x", "resources": ["crm:*"], "actions": ["read"]}),
+        )
+        .await;
+    expect_problem(widened, StatusCode::FORBIDDEN, "action_not_permitted").await;
+    expect_json(
+        app.post_auth(
+            "/v1/vat/revoke",
+            &app.admin_key,
+            &json!({"jti": root["jti"]}),
+        )
+        .await,
+        StatusCode::OK,
+    )
+    .await;
+    expect_problem(
+        app.act(text(&child["jti"]), "read", "crm:contacts", "success")
+            .await,
+        StatusCode::FORBIDDEN,
+        "token_inactive",
+    )
+    .await;
+}
+
+#[tokio::test]
+async fn a_chain_under_an_l2_root_behaves_as_under_l1() {
+    let key = TestKey::ed("ed-1");
+    let idp = TestIdp::start(&[&key]).await;
+    let app = l2_app(&idp).await;
+    let root = expect_json(
+        app.post_auth(
+            "/v1/vat/issue/l2",
+            &app.admin_key,
+            &l2_request(&key.sign(&idp.claims(|_| {}))),
+        )
+        .await,
+        StatusCode::CREATED,
+    )
+    .await;
+    chain_behaves_as_under_l1(&app, &root).await;
+}
+
+/// Builds the reference verifier plugin once per test run.
+fn reference_plugin() -> PathBuf {
+    static BUILT: OnceLock<PathBuf> = OnceLock::new();
+    BUILT
+        .get_or_init(|| {
+            let manifest =
+                Path::new(env!("CARGO_MANIFEST_DIR")).join("plugins/reference-verifier/Cargo.toml");
+            let target = Path::new(env!("CARGO_TARGET_TMPDIR")).join("plugins");
+            let status = std::process::Command::new(env!("CARGO"))
+                .args([
+                    "build",
+                    "--release",
+                    "--target",
+                    "wasm32-unknown-unknown",
+                    "--manifest-path",
+                ])
+                .arg(&manifest)
+                .arg("--target-dir")
+                .arg(&target)
+                .status()
+                .unwrap();
+            assert!(status.success(), "building the reference plugin failed");
+            target.join("wasm32-unknown-unknown/release/reference_verifier.wasm")
+        })
+        .clone()
+}
+
+const DESCRIBE: &str = r#"{"abi":1,"kind":"identity-verifier"}"#;
+
+/// A plugin in the text format whose `mandate_call` runs `body`.
+fn hostile(dir: &Path, name: &str, body: &str) -> PathBuf {
+    let wat = format!(
+        r#"(module
+             (memory (export "memory") 1)
+             (data (i32.const 0) "{describe}")
+             (data (i32.const 512) "not json at all")
+             (func (export "mandate_alloc") (param i32) (result i32) (i32.const 1024))
+             (func (export "mandate_describe") (result i64) (i64.const {len}))
+             (func (export "mandate_call") (param i32 i32) (result i64) {body}))"#,
+        describe = DESCRIBE.replace('"', "\\\""),
+        len = DESCRIBE.len(),
+    );
+    let path = dir.join(format!("{name}.wat"));
+    std::fs::write(&path, wat).unwrap();
+    path
+}
+
+fn plugin(name: &str, module: PathBuf, fuel: u64, timeout_ms: u64) -> Verifier {
+    Verifier::Plugin {
+        name: name.into(),
+        module,
+        fuel,
+        memory_mib: 4,
+        timeout_ms,
+    }
+}
+
+fn evidence(score: f64) -> Value {
+    let captures: Vec<Value> = [
+        "face_liveness",
+        "deepfake_detection",
+        "voice",
+        "gesture",
+        "geolocation",
+        "behavioural",
+    ]
+    .iter()
+    .map(|m| json!({"modality": m, "score": score}))
+    .collect();
+    json!({"subject": "person-42", "captures": captures})
+}
+
+fn capture(verifier: &str, evidence: Value) -> Value {
+    json!({
+        "verifier": verifier, "evidence": evidence, "agent_id": "bio-bot",
+        "resources": ["crm:*"], "actions": ["read", "delegate"]
+    })
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn l3_plugins_verify_and_hostile_plugins_are_stopped() {
+    let fixtures = tempfile::tempdir().unwrap();
+    let dir = fixtures.path().to_owned();
+    let reference = reference_plugin();
+    let app = TestApp::spawn_with(move |config| {
+        config.verifier = vec![
+            plugin("reference", reference, 50_000_000, 1_000),
+            plugin("spin", hostile(&dir, "spin", "(loop $l (br $l)) (i64.const 0)"), 20_000_000, 5_000),
+            plugin("spin-forever", hostile(&dir, "spin-forever", "(loop $l (br $l)) (i64.const 0)"), u64::MAX / 2, 200),
+            plugin(
+                "hog",
+                hostile(
+                    &dir,
+                    "hog",
+                    "(loop $l (br_if $l (i32.ne (memory.grow (i32.const 16)) (i32.const -1)))) unreachable",
+                ),
+                u64::MAX / 2,
+                5_000,
+            ),
+            plugin("trap", hostile(&dir, "trap", "unreachable"), 1_000_000, 1_000),
+            plugin("garbage", hostile(&dir, "garbage", "(i64.const 2199023255567)"), 1_000_000, 1_000),
+            plugin("flood", hostile(&dir, "flood", "(i64.const 1048576)"), 1_000_000, 1_000),
+        ];
+    })
+    .await;
+
+    let issued = expect_json(
+        app.post_auth(
+            "/v1/vat/auth/capture",
+            &app.admin_key,
+            &capture("reference", evidence(0.97)),
+        )
+        .await,
+        StatusCode::CREATED,
+    )
+    .await;
+    assert_eq!(issued["claims"]["svc_assurance"], "L3");
+    assert_eq!(issued["claims"]["svc_trust_score"], 0.95);
+    let weak = app
+        .post_auth(
+            "/v1/vat/auth/capture",
+            &app.admin_key,
+            &capture("reference", evidence(0.5)),
+        )
+        .await;
+    let problem = expect_problem(weak, StatusCode::UNAUTHORIZED, "evidence_not_verified").await;
+    assert!(text(&problem["detail"]).contains("score"));
+    let unknown = app
+        .post_auth(
+            "/v1/vat/auth/capture",
+            &app.admin_key,
+            &capture("nobody", evidence(0.97)),
+        )
+        .await;
+    expect_problem(
+        unknown,
+        StatusCode::UNPROCESSABLE_ENTITY,
+        "unknown_verifier",
+    )
+    .await;
+
+    // Ordinary traffic keeps flowing while hostile plugins run.
+    let token = app.root("bystander", &["crm:*"], &["read"]).await;
+    let jti = text(&token["jti"]).to_owned();
+    let (client, url) = (app.client.clone(), app.url("/v1/vat/record/action"));
+    let bystander = tokio::spawn(async move {
+        let mut slowest = Duration::ZERO;
+        for _ in 0..40 {
+            let started = Instant::now();
+            let body =
+                json!({"vat_jti": jti, "action": "read", "resource": "crm:a", "result": "success"});
+            let status = client.post(&url).json(&body).send().await.unwrap().status();
+            assert_eq!(status, StatusCode::CREATED);
+            slowest = slowest.max(started.elapsed());
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        slowest
+    });
+    let cases = [
+        ("spin", &["plugin_out_of_fuel"][..]),
+        ("spin-forever", &["plugin_timeout"][..]),
+        ("hog", &["plugin_out_of_memory"][..]),
+        ("trap", &["plugin_trapped"][..]),
+        ("garbage", &["plugin_bad_output"][..]),
+        ("flood", &["plugin_oversized_output"][..]),
+    ];
+    let mut running = Vec::new();
+    for (name, codes) in cases {
+        let (client, url, key) = (
+            app.client.clone(),
+            app.url("/v1/vat/auth/capture"),
+            app.admin_key.clone(),
+        );
+        running.push(tokio::spawn(async move {
+            let started = Instant::now();
+            let response = client
+                .post(url)
+                .bearer_auth(key)
+                .json(&capture(name, evidence(0.97)))
+                .send()
+                .await
+                .unwrap();
+            (name, codes, response, started.elapsed())
+        }));
+    }
+    for task in running {
+        let (name, codes, response, elapsed) = task.await.unwrap();
+        assert_eq!(response.status(), StatusCode::BAD_GATEWAY, "{name}");
+        let problem: Value = response.json().await.unwrap();
+        assert!(codes.contains(&text(&problem["code"])), "{name}: {problem}");
+        assert!(elapsed < Duration::from_secs(5), "{name} took {elapsed:?}");
+    }
+    let slowest = bystander.await.unwrap();
+    assert!(
+        slowest < Duration::from_secs(1),
+        "an ordinary request waited {slowest:?}"
+    );
+    expect_json(
+        app.client.get(app.url("/healthz")).send().await.unwrap(),
+        StatusCode::OK,
+    )
+    .await;
+    // The server still verifies after all that.
+    let again = app
+        .post_auth(
+            "/v1/vat/auth/capture",
+            &app.admin_key,
+            &capture("reference", evidence(0.99)),
+        )
+        .await;
+    let root = expect_json(again, StatusCode::CREATED).await;
+    chain_behaves_as_under_l1(&app, &root).await;
+}
+
+#[tokio::test]
+async fn a_plugin_that_imports_or_lies_about_its_kind_is_refused_at_start() {
+    let fixtures = tempfile::tempdir().unwrap();
+    let importer = fixtures.path().join("importer.wat");
+    std::fs::write(
+        &importer,
+        r#"(module (import "env" "clock" (func)) (memory (export "memory") 1))"#,
+    )
+    .unwrap();
+    let liar = fixtures.path().join("liar.wat");
+    let described = r#"{"abi":1,"kind":"policy"}"#;
+    std::fs::write(
+        &liar,
+        format!(
+            r#"(module (memory (export "memory") 1) (data (i32.const 0) "{}")
+                 (func (export "mandate_describe") (result i64) (i64.const {})))"#,
+            described.replace('"', "\\\""),
+            described.len()
+        ),
+    )
+    .unwrap();
+    for (module, expected) in [(importer, "imports"), (liar, "not a `identity-verifier`")] {
+        let mut config = mandate_host::config::Config::for_test(fixtures.path());
+        config.verifier = vec![plugin("p", module, 1_000_000, 1_000)];
+        let error = mandate_host::AppState::open(config)
+            .unwrap_err()
+            .to_string();
+        assert!(error.contains(expected), "{error}");
+    }
+}
+
+#[tokio::test]
+async fn provider_attestations_must_be_signed_by_the_provider() {
+    let provider = TestKey::ed("idv-1");
+    let fixtures = tempfile::tempdir().unwrap();
+    let jwks_file = fixtures.path().join("provider.json");
+    std::fs::write(
+        &jwks_file,
+        serde_json::to_vec(&JwkSet {
+            keys: vec![provider.jwk()],
+        })
+        .unwrap(),
+    )
+    .unwrap();
+    let app = TestApp::spawn_with(|config| {
+        config.verifier = vec![Verifier::Provider {
+            name: "acme".into(),
+            issuer: "https://idv.acme.example".into(),
+            jwks_file,
+            audience: Some("mandate".into()),
+        }];
+    })
+    .await;
+    let attestation = |key: &TestKey, edit: &dyn Fn(&mut Value)| {
+        let now = mandate_host::clock::now_s();
+        let mut claims = json!({
+            "iss": "https://idv.acme.example", "aud": "mandate", "sub": "person-7",
+            "iat": now, "exp": now + 300, "verified": true,
+            "modalities": ["face_liveness", "document"]
+        });
+        edit(&mut claims);
+        json!({"attestation": key.sign(&claims)})
+    };
+    let good = app
+        .post_auth(
+            "/v1/vat/auth/capture",
+            &app.admin_key,
+            &capture("acme", attestation(&provider, &|_| {})),
+        )
+        .await;
+    let root = expect_json(good, StatusCode::CREATED).await;
+    assert_eq!(root["claims"]["svc_assurance"], "L3");
+
+    let mut forger = TestKey::ed("other");
+    forger.kid = "idv-1".into();
+    let cases: Vec<(Value, StatusCode, &str)> = vec![
+        (
+            attestation(&forger, &|_| {}),
+            StatusCode::UNAUTHORIZED,
+            "attestation_bad_signature",
+        ),
+        (
+            attestation(&provider, &|c| c["verified"] = json!(false)),
+            StatusCode::UNAUTHORIZED,
+            "evidence_not_verified",
+        ),
+        (
+            attestation(&provider, &|c| c["iss"] = json!("https://evil.example")),
+            StatusCode::UNAUTHORIZED,
+            "attestation_wrong_issuer",
+        ),
+        (
+            attestation(&provider, &|c| c["aud"] = json!("other")),
+            StatusCode::UNAUTHORIZED,
+            "attestation_wrong_audience",
+        ),
+        (
+            json!({"verified": true, "sub": "me"}),
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "invalid_evidence",
+        ),
+        (
+            json!({"attestation": "eyJhbGciOiJub25lIn0.e30."}),
+            StatusCode::UNAUTHORIZED,
+            "attestation_invalid",
+        ),
+    ];
+    for (evidence, status, code) in cases {
+        let response = app
+            .post_auth(
+                "/v1/vat/auth/capture",
+                &app.admin_key,
+                &capture("acme", evidence),
+            )
+            .await;
+        expect_problem(response, status, code).await;
+    }
+    chain_behaves_as_under_l1(&app, &root).await;
+}
