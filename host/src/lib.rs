@@ -15,6 +15,7 @@ pub mod assurance;
 pub mod clock;
 pub mod config;
 pub mod error;
+pub mod idempotency;
 pub mod keyring;
 pub mod ledger;
 pub mod metrics;
@@ -94,16 +95,23 @@ impl AppState {
 
 /// How often the server re-reads signing keys and forgets idle limiter keys.
 const HOUSEKEEPING_INTERVAL: Duration = Duration::from_secs(10);
+/// Every how many housekeeping rounds expired idempotency keys are deleted.
+const IDEMPOTENCY_SWEEP_ROUNDS: u32 = 60;
 
 async fn housekeeping(state: AppState) {
     let mut ticks = tokio::time::interval(HOUSEKEEPING_INTERVAL);
     ticks.tick().await;
-    loop {
+    for round in 1u32.. {
         ticks.tick().await;
         if let Err(error) = state.refresh_keys().await {
             tracing::warn!(%error, "refreshing signing keys failed");
         }
         state.limiters.forget_idle();
+        if round % IDEMPOTENCY_SWEEP_ROUNDS == 0 {
+            if let Err(error) = state.store.write(idempotency::forget_expired).await {
+                tracing::warn!(%error, "deleting expired idempotency keys failed");
+            }
+        }
     }
 }
 

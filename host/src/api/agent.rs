@@ -6,9 +6,10 @@ use axum::http::{HeaderMap, StatusCode};
 use mandate_core::{AarId, DenyReason, Usd};
 
 use super::docs::Errors;
-use super::extract::{Json, agent_token, optional_bearer_jti};
+use super::extract::{IdempotentJson, Json, agent_token, optional_bearer_jti};
 use super::input::{self, GrantParts};
 use crate::error::{ApiError, ApiResult};
+use crate::idempotency::{self, Rendered, Reply};
 use crate::ledger::{self, Attempt, AttemptOutcome, Completion, Delegation, DelegationOutcome};
 use crate::model::{
     AuthorizeRequest, AuthorizeResponse, CompleteRequest, DelegateRequest, IssuedToken,
@@ -54,6 +55,7 @@ fn count_record(state: &AppState, outcome: &AttemptOutcome, allowed_status: &str
 #[utoipa::path(
     post,
     path = "/v1/vat/record/action",
+    params(("Idempotency-Key" = Option<String>, Header, description = "Retry-safe key: a repeat with the same body returns the first response")),
     tag = "agent",
     request_body = RecordActionRequest,
     responses(
@@ -64,9 +66,10 @@ fn count_record(state: &AppState, outcome: &AttemptOutcome, allowed_status: &str
 pub(crate) async fn record_action(
     State(state): State<AppState>,
     headers: HeaderMap,
-    Json(body): Json<RecordActionRequest>,
-) -> ApiResult<(StatusCode, axum::Json<RecordActionResponse>)> {
+    IdempotentJson { body, key }: IdempotentJson<RecordActionRequest>,
+) -> ApiResult<Rendered> {
     let jti = agent_token(&state, &headers, body.vat_jti.as_deref()).await?;
+    let key = key.map(|k| k.scoped("record_action", jti.as_str()));
     let attempt = Attempt {
         jti,
         action: input::action(&body.action)?,
@@ -77,32 +80,47 @@ pub(crate) async fn record_action(
     let result = input::outcome(&body.result)?;
     let result_hash = input::result_hash(body.result_hash.as_deref())?;
     let cache = state.claims.clone();
-    let outcome = state
+    let reply = state
         .store
         .write(move |conn| {
-            ledger::record_action(conn, &cache, &attempt, result, result_hash.as_ref())
+            idempotency::run(
+                conn,
+                key.as_ref(),
+                |conn| ledger::record_action(conn, &cache, &attempt, result, result_hash.as_ref()),
+                render_recorded,
+            )
         })
         .await?;
-    count_record(&state, &outcome, "completed");
-    if let Some(reason) = outcome.denied {
-        return Err(denial(reason).with_record(outcome.aar_id.as_str()));
+    match reply {
+        Reply::Fresh(outcome) => {
+            count_record(&state, &outcome, "completed");
+            render_recorded(&outcome)
+        }
+        Reply::Replayed(rendered) => Ok(rendered),
     }
-    Ok((
-        StatusCode::CREATED,
-        axum::Json(RecordActionResponse {
-            recorded: true,
-            aar_id: outcome.aar_id.to_string(),
-            provenance_ref: outcome.claims.svc_prov.to_string(),
-            trust_score: outcome.claims.svc_trust_score,
-            delegation_depth: outcome.claims.svc_depth,
-        }),
-    ))
+}
+
+fn render_recorded(outcome: &AttemptOutcome) -> ApiResult<Rendered> {
+    match outcome.denied {
+        Some(reason) => Rendered::problem(&denial(reason).with_record(outcome.aar_id.as_str())),
+        None => Rendered::json(
+            StatusCode::CREATED,
+            &RecordActionResponse {
+                recorded: true,
+                aar_id: outcome.aar_id.to_string(),
+                provenance_ref: outcome.claims.svc_prov.to_string(),
+                trust_score: outcome.claims.svc_trust_score,
+                delegation_depth: outcome.claims.svc_depth,
+            },
+        ),
+    }
 }
 
 /// Pre-flight check of an action; creates a pending record (or a denied one).
 #[utoipa::path(
     post,
     path = "/v1/vat/authorize",
+    params(("Idempotency-Key" = Option<String>, Header, description = "Retry-safe key: a repeat with the same body returns the first response")),
     tag = "agent",
     request_body = AuthorizeRequest,
     responses(
@@ -113,9 +131,10 @@ pub(crate) async fn record_action(
 pub(crate) async fn authorize(
     State(state): State<AppState>,
     headers: HeaderMap,
-    Json(body): Json<AuthorizeRequest>,
-) -> ApiResult<axum::Json<AuthorizeResponse>> {
+    IdempotentJson { body, key }: IdempotentJson<AuthorizeRequest>,
+) -> ApiResult<Rendered> {
     let jti = agent_token(&state, &headers, body.vat_jti.as_deref()).await?;
+    let key = key.map(|k| k.scoped("authorize", jti.as_str()));
     let attempt = Attempt {
         jti,
         action: input::action(&body.action)?,
@@ -124,24 +143,43 @@ pub(crate) async fn authorize(
         random: random::bytes(),
     };
     let cache = state.claims.clone();
-    let outcome = state
+    let reply = state
         .store
-        .write(move |conn| ledger::authorize(conn, &cache, &attempt))
+        .write(move |conn| {
+            idempotency::run(
+                conn,
+                key.as_ref(),
+                |conn| ledger::authorize(conn, &cache, &attempt),
+                render_decision,
+            )
+        })
         .await?;
-    count_record(&state, &outcome, "pending");
+    match reply {
+        Reply::Fresh(outcome) => {
+            count_record(&state, &outcome, "pending");
+            render_decision(&outcome)
+        }
+        Reply::Replayed(rendered) => Ok(rendered),
+    }
+}
+
+fn render_decision(outcome: &AttemptOutcome) -> ApiResult<Rendered> {
     if let Some(reason @ (DenyReason::TokenRevoked | DenyReason::TokenExpired)) = outcome.denied {
-        return Err(denial(reason).with_record(outcome.aar_id.as_str()));
+        return Rendered::problem(&denial(reason).with_record(outcome.aar_id.as_str()));
     }
     let claims = &outcome.claims;
-    Ok(axum::Json(AuthorizeResponse {
-        authorized: outcome.denied.is_none(),
-        aar_id: outcome.aar_id.to_string(),
-        trust_score: claims.svc_trust_score,
-        provenance_ref: claims.svc_prov.to_string(),
-        human_ref: claims.svc_human.to_string(),
-        assurance_level: claims.svc_assurance.as_str().to_owned(),
-        reason: outcome.denied.map(|r| r.code().to_owned()),
-    }))
+    Rendered::json(
+        StatusCode::OK,
+        &AuthorizeResponse {
+            authorized: outcome.denied.is_none(),
+            aar_id: outcome.aar_id.to_string(),
+            trust_score: claims.svc_trust_score,
+            provenance_ref: claims.svc_prov.to_string(),
+            human_ref: claims.svc_human.to_string(),
+            assurance_level: claims.svc_assurance.as_str().to_owned(),
+            reason: outcome.denied.map(|r| r.code().to_owned()),
+        },
+    )
 }
 
 /// Closes a pending record with its result.
@@ -191,6 +229,7 @@ pub(crate) async fn complete(
 #[utoipa::path(
     post,
     path = "/v1/vat/delegate",
+    params(("Idempotency-Key" = Option<String>, Header, description = "Retry-safe key: a repeat with the same body returns the first response")),
     tag = "agent",
     request_body = DelegateRequest,
     responses(
@@ -201,9 +240,10 @@ pub(crate) async fn complete(
 pub(crate) async fn delegate(
     State(state): State<AppState>,
     headers: HeaderMap,
-    Json(body): Json<DelegateRequest>,
-) -> ApiResult<(StatusCode, axum::Json<IssuedToken>)> {
+    IdempotentJson { body, key }: IdempotentJson<DelegateRequest>,
+) -> ApiResult<Rendered> {
     let parent = agent_token(&state, &headers, body.vat_jti.as_deref()).await?;
+    let key = key.map(|k| k.scoped("delegate", parent.as_str()));
     let request = input::token_request(GrantParts {
         agent_id: &body.agent_id,
         resources: &body.resources,
@@ -218,20 +258,35 @@ pub(crate) async fn delegate(
         child_random: random::bytes(),
         record_random: random::bytes(),
     };
-    let key = state.keys.current().active.clone();
+    let signing_key = state.keys.current().active.clone();
     let cache = state.claims.clone();
-    let outcome = state
+    let reply = state
         .store
-        .write(move |conn| ledger::delegate_token(conn, &cache, &key, delegation))
+        .write(move |conn| {
+            idempotency::run(
+                conn,
+                key.as_ref(),
+                |conn| ledger::delegate_token(conn, &cache, &signing_key, delegation),
+                render_delegation,
+            )
+        })
         .await?;
+    match reply {
+        Reply::Fresh(outcome) => {
+            let status = match outcome {
+                DelegationOutcome::Issued(_) => "completed",
+                DelegationOutcome::Denied { .. } => "denied",
+            };
+            state.metrics.record_written(status);
+            render_delegation(&outcome)
+        }
+        Reply::Replayed(rendered) => Ok(rendered),
+    }
+}
+
+fn render_delegation(outcome: &DelegationOutcome) -> ApiResult<Rendered> {
     match outcome {
-        DelegationOutcome::Issued(token) => {
-            state.metrics.record_written("completed");
-            Ok((StatusCode::CREATED, axum::Json(token)))
-        }
-        DelegationOutcome::Denied { error, .. } => {
-            state.metrics.record_written("denied");
-            Err(error)
-        }
+        DelegationOutcome::Issued(token) => Rendered::json(StatusCode::CREATED, token),
+        DelegationOutcome::Denied { error, .. } => Rendered::problem(error),
     }
 }

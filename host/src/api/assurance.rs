@@ -3,15 +3,15 @@
 //! the human is whoever the ID token or the verifier names.
 
 use axum::extract::State;
-use axum::http::StatusCode;
 use mandate_core::{AssuranceLevel, Identity};
 
 use super::docs::Errors;
-use super::extract::{ApiKeyAuth, Json};
+use super::extract::{ApiKeyAuth, IdempotentJson};
 use super::human::issue_root_token;
 use super::input::{self, GrantParts};
 use crate::AppState;
 use crate::error::{ApiError, ApiResult};
+use crate::idempotency::Rendered;
 use crate::model::{CaptureRequest, IssueL2Request, IssuedToken};
 
 /// Longest `id_token` or `nonce` accepted.
@@ -21,6 +21,7 @@ const MAX_ID_TOKEN_BYTES: usize = 16 * 1024;
 #[utoipa::path(
     post,
     path = "/v1/vat/issue/l2",
+    params(("Idempotency-Key" = Option<String>, Header, description = "Retry-safe key: a repeat with the same body returns the first response")),
     tag = "tokens",
     request_body = IssueL2Request,
     responses(
@@ -33,8 +34,8 @@ const MAX_ID_TOKEN_BYTES: usize = 16 * 1024;
 pub(crate) async fn issue_l2(
     State(state): State<AppState>,
     ApiKeyAuth(principal): ApiKeyAuth,
-    Json(body): Json<IssueL2Request>,
-) -> ApiResult<(StatusCode, axum::Json<IssuedToken>)> {
+    IdempotentJson { body, key }: IdempotentJson<IssueL2Request>,
+) -> ApiResult<Rendered> {
     if body.id_token.len() > MAX_ID_TOKEN_BYTES {
         return Err(ApiError::invalid(
             "id_token",
@@ -66,15 +67,23 @@ pub(crate) async fn issue_l2(
         issuer: who.issuer,
         subject: who.subject,
     };
-    let issued =
-        issue_root_token(&state, &principal, &identity, AssuranceLevel::L2, request).await?;
-    Ok((StatusCode::CREATED, axum::Json(issued)))
+    let key = key.map(|k| k.scoped("issue_l2", &principal.id));
+    issue_root_token(
+        &state,
+        &principal,
+        key,
+        &identity,
+        AssuranceLevel::L2,
+        request,
+    )
+    .await
 }
 
 /// Issues a root token on an identity verifier's verdict (assurance level L3).
 #[utoipa::path(
     post,
     path = "/v1/vat/auth/capture",
+    params(("Idempotency-Key" = Option<String>, Header, description = "Retry-safe key: a repeat with the same body returns the first response")),
     tag = "tokens",
     request_body = CaptureRequest,
     responses(
@@ -87,8 +96,8 @@ pub(crate) async fn issue_l2(
 pub(crate) async fn auth_capture(
     State(state): State<AppState>,
     ApiKeyAuth(principal): ApiKeyAuth,
-    Json(body): Json<CaptureRequest>,
-) -> ApiResult<(StatusCode, axum::Json<IssuedToken>)> {
+    IdempotentJson { body, key }: IdempotentJson<CaptureRequest>,
+) -> ApiResult<Rendered> {
     let request = input::token_request(GrantParts {
         agent_id: &body.agent_id,
         resources: &body.resources,
@@ -106,7 +115,14 @@ pub(crate) async fn auth_capture(
         verifier: body.verifier,
         subject: verified.subject,
     };
-    let issued =
-        issue_root_token(&state, &principal, &identity, AssuranceLevel::L3, request).await?;
-    Ok((StatusCode::CREATED, axum::Json(issued)))
+    let key = key.map(|k| k.scoped("auth_capture", &principal.id));
+    issue_root_token(
+        &state,
+        &principal,
+        key,
+        &identity,
+        AssuranceLevel::L3,
+        request,
+    )
+    .await
 }

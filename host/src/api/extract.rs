@@ -8,11 +8,13 @@ use axum::http::request::Parts;
 use axum::http::{HeaderMap, StatusCode, header};
 use mandate_core::{Jti, VerifyError, VerifyOptions, verify};
 use serde::de::DeserializeOwned;
+use sha2::{Digest as _, Sha256};
 
 use crate::AppState;
 use crate::apikeys::{self, Principal};
 use crate::clock::now_s;
 use crate::error::{ApiError, ApiResult};
+use crate::idempotency::{self, Presented};
 
 /// A JSON request body. Wrong content type → 415, too large → 413, not JSON
 /// → 400, JSON of the wrong shape → 422; each a problem body.
@@ -58,33 +60,73 @@ fn json_error(error: &serde_json::Error) -> ApiError {
     }
 }
 
+/// Reads and parses a JSON body; returns the value and the raw bytes.
+async fn json_body<T: DeserializeOwned, S: Send + Sync>(
+    request: Request,
+    state: &S,
+) -> Result<(T, Bytes), ApiError> {
+    if !is_json(request.headers()) {
+        return Err(ApiError::new(
+            StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            "unsupported_media_type",
+            "send the body as Content-Type: application/json",
+        ));
+    }
+    let bytes = Bytes::from_request(request, state)
+        .await
+        .map_err(|rejection| {
+            if rejection.status() == StatusCode::PAYLOAD_TOO_LARGE {
+                ApiError::new(
+                    StatusCode::PAYLOAD_TOO_LARGE,
+                    "payload_too_large",
+                    "the body is larger than 64 KiB",
+                )
+            } else {
+                ApiError::bad_request("unreadable_body", "the request body could not be read")
+            }
+        })?;
+    let value = serde_json::from_slice(&bytes).map_err(|e| json_error(&e))?;
+    Ok((value, bytes))
+}
+
 impl<T: DeserializeOwned, S: Send + Sync> FromRequest<S> for Json<T> {
     type Rejection = ApiError;
 
     async fn from_request(request: Request, state: &S) -> Result<Json<T>, ApiError> {
-        if !is_json(request.headers()) {
-            return Err(ApiError::new(
-                StatusCode::UNSUPPORTED_MEDIA_TYPE,
-                "unsupported_media_type",
-                "send the body as Content-Type: application/json",
-            ));
-        }
-        let bytes = Bytes::from_request(request, state)
+        json_body(request, state)
             .await
-            .map_err(|rejection| {
-                if rejection.status() == StatusCode::PAYLOAD_TOO_LARGE {
-                    ApiError::new(
-                        StatusCode::PAYLOAD_TOO_LARGE,
-                        "payload_too_large",
-                        "the body is larger than 64 KiB",
+            .map(|(value, _)| Json(value))
+    }
+}
+
+/// A JSON body of a write that may carry an `Idempotency-Key`.
+#[derive(Debug, Clone)]
+pub(crate) struct IdempotentJson<T> {
+    pub(crate) body: T,
+    pub(crate) key: Option<Presented>,
+}
+
+impl<T: DeserializeOwned, S: Send + Sync> FromRequest<S> for IdempotentJson<T> {
+    type Rejection = ApiError;
+
+    async fn from_request(request: Request, state: &S) -> Result<IdempotentJson<T>, ApiError> {
+        let header = request
+            .headers()
+            .get(idempotency::HEADER)
+            .map(|value| {
+                value.to_str().map(str::to_owned).map_err(|_| {
+                    ApiError::bad_request(
+                        "invalid_idempotency_key",
+                        "Idempotency-Key must be printable ASCII",
                     )
-                } else {
-                    ApiError::bad_request("unreadable_body", "the request body could not be read")
-                }
-            })?;
-        serde_json::from_slice(&bytes)
-            .map(Json)
-            .map_err(|e| json_error(&e))
+                })
+            })
+            .transpose()?;
+        let (body, bytes) = json_body(request, state).await?;
+        let key = header
+            .map(|key| Presented::parse(&key, Sha256::digest(&bytes).into()))
+            .transpose()?;
+        Ok(IdempotentJson { body, key })
     }
 }
 

@@ -13,11 +13,12 @@ use serde::de::DeserializeOwned;
 use utoipa::IntoParams;
 
 use super::docs::Errors;
-use super::extract::{ApiKeyAuth, Json, agent_token, has_api_key, parse_jti};
+use super::extract::{ApiKeyAuth, IdempotentJson, Json, agent_token, has_api_key, parse_jti};
 use super::input::{self, GrantParts, MAX_NOTE_BYTES, MAX_REASON_BYTES};
 use crate::apikeys::Principal;
 use crate::clock::{now_s, parse_iso_ms};
 use crate::error::{ApiError, ApiResult};
+use crate::idempotency::{self, Rendered, Reply, Scoped};
 use crate::ledger::{self, Revoker};
 use crate::model::{
     FeedbackRequest, FeedbackResponse, GraphBody, IssueL1Request, IssuedToken, RecordBody,
@@ -83,6 +84,7 @@ fn agent_filter(value: Option<&str>) -> ApiResult<Option<String>> {
 #[utoipa::path(
     post,
     path = "/v1/vat/issue/l1",
+    params(("Idempotency-Key" = Option<String>, Header, description = "Retry-safe key: a repeat with the same body returns the first response")),
     tag = "tokens",
     request_body = IssueL1Request,
     responses((status = 201, description = "The new root token", body = IssuedToken), Errors),
@@ -91,8 +93,8 @@ fn agent_filter(value: Option<&str>) -> ApiResult<Option<String>> {
 pub(crate) async fn issue_l1(
     State(state): State<AppState>,
     ApiKeyAuth(principal): ApiKeyAuth,
-    Json(body): Json<IssueL1Request>,
-) -> ApiResult<(StatusCode, axum::Json<IssuedToken>)> {
+    IdempotentJson { body, key }: IdempotentJson<IssueL1Request>,
+) -> ApiResult<Rendered> {
     let identity = input::email(&body.developer_email)?;
     if !principal.is_admin {
         let own = principal
@@ -114,20 +116,29 @@ pub(crate) async fn issue_l1(
         policy: body.policy.as_ref(),
         ttl_seconds: body.ttl_seconds,
     })?;
-    let issued =
-        issue_root_token(&state, &principal, &identity, AssuranceLevel::L1, request).await?;
-    Ok((StatusCode::CREATED, axum::Json(issued)))
+    let key = key.map(|k| k.scoped("issue_l1", &principal.id));
+    issue_root_token(
+        &state,
+        &principal,
+        key,
+        &identity,
+        AssuranceLevel::L1,
+        request,
+    )
+    .await
 }
 
 /// Issues, signs and stores a root token for a verified human, whatever the
-/// assurance level; the same for L1, L2 and L3.
+/// assurance level; the same for L1, L2 and L3. With an idempotency key, a
+/// retry returns the first token and issues nothing.
 pub(crate) async fn issue_root_token(
     state: &AppState,
     principal: &Principal,
+    key: Option<Scoped>,
     identity: &Identity,
     level: AssuranceLevel,
     request: TokenRequest,
-) -> ApiResult<IssuedToken> {
+) -> ApiResult<Rendered> {
     let ring = state.keys.current();
     let claims = issue_root(
         request,
@@ -147,10 +158,22 @@ pub(crate) async fn issue_root_token(
     let compact = sign(&claims, &ring.active).map_err(ApiError::internal)?;
     let kid = ring.active.kid().to_owned();
     let by = principal.id.clone();
-    state
+    let render = |token: &IssuedToken| Rendered::json(StatusCode::CREATED, token);
+    let reply = state
         .store
-        .write(move |conn| ledger::store_root(conn, &claims, compact, &kid, &by))
-        .await
+        .write(move |conn| {
+            idempotency::run(
+                conn,
+                key.as_ref(),
+                |conn| ledger::store_root(conn, &claims, compact, &kid, &by),
+                render,
+            )
+        })
+        .await?;
+    match reply {
+        Reply::Fresh(token) => render(&token),
+        Reply::Replayed(rendered) => Ok(rendered),
+    }
 }
 
 /// A human rates a completed action, once.

@@ -121,4 +121,5 @@ CREATE TABLE idempotency (
     created_at   INTEGER NOT NULL,
     PRIMARY KEY (scope, key)
 ) STRICT;
+CREATE INDEX idempotency_by_age ON idempotency(created_at);
 "#;

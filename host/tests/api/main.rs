@@ -7,5 +7,6 @@ mod delegation;
 mod errors;
 mod flows;
 mod helpers;
+mod idempotency;
 mod persistence;
 mod surface;
