@@ -107,10 +107,10 @@ async fn housekeeping(state: AppState) {
             tracing::warn!(%error, "refreshing signing keys failed");
         }
         state.limiters.forget_idle();
-        if round % IDEMPOTENCY_SWEEP_ROUNDS == 0 {
-            if let Err(error) = state.store.write(idempotency::forget_expired).await {
-                tracing::warn!(%error, "deleting expired idempotency keys failed");
-            }
+        if round % IDEMPOTENCY_SWEEP_ROUNDS == 0
+            && let Err(error) = state.store.write(idempotency::forget_expired).await
+        {
+            tracing::warn!(%error, "deleting expired idempotency keys failed");
         }
     }
 }

@@ -4,6 +4,7 @@
 mod assurance;
 mod budgets;
 mod delegation;
+mod door;
 mod errors;
 mod flows;
 mod helpers;
