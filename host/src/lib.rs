@@ -42,6 +42,12 @@ use metrics::Metrics;
 use ratelimit::Limiters;
 use store::Store;
 
+/// Installs the TLS crypto provider (ring) that outgoing HTTPS uses; a
+/// provider installed earlier wins. Call before building an HTTP client.
+pub fn install_tls_provider() {
+    let _ = rustls::crypto::ring::default_provider().install_default();
+}
+
 /// Everything a request handler may use, shared by all of them.
 #[derive(Debug, Clone)]
 pub struct AppState {

@@ -72,15 +72,28 @@ async fn json_body<T: DeserializeOwned, S: Send + Sync>(
             "send the body as Content-Type: application/json",
         ));
     }
+    let too_large = || {
+        ApiError::new(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            "payload_too_large",
+            "the body is larger than 64 KiB",
+        )
+    };
+    // A declared length over the cap is refused before a byte of the body is
+    // read; an undeclared one is cut off at the cap while reading.
+    let declared = request
+        .headers()
+        .get(header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse::<u64>().ok());
+    if declared.is_some_and(|length| length > super::MAX_BODY_BYTES as u64) {
+        return Err(too_large());
+    }
     let bytes = Bytes::from_request(request, state)
         .await
         .map_err(|rejection| {
             if rejection.status() == StatusCode::PAYLOAD_TOO_LARGE {
-                ApiError::new(
-                    StatusCode::PAYLOAD_TOO_LARGE,
-                    "payload_too_large",
-                    "the body is larger than 64 KiB",
-                )
+                too_large()
             } else {
                 ApiError::bad_request("unreadable_body", "the request body could not be read")
             }

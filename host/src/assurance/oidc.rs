@@ -107,8 +107,7 @@ fn algorithm(name: &str) -> Option<Algorithm> {
 impl OidcIssuers {
     /// The issuers of a configuration. Nothing is fetched until needed.
     pub fn new(issuers: &[OidcIssuer]) -> anyhow::Result<OidcIssuers> {
-        // TLS for https issuers uses ring; a provider installed earlier wins.
-        let _ = rustls::crypto::ring::default_provider().install_default();
+        crate::install_tls_provider();
         let http = reqwest::Client::builder()
             .timeout(Duration::from_secs(5))
             .build()?;

@@ -33,6 +33,7 @@ impl TestApp {
 
     /// A server on an existing data folder (a restart).
     pub async fn spawn_in(dir: TempDir, edit: impl FnOnce(&mut Config)) -> TestApp {
+        mandate_host::install_tls_provider();
         let mut config = Config::for_test(dir.path());
         config.rate_limits = RateLimits::off();
         edit(&mut config);

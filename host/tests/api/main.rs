@@ -1,8 +1,10 @@
 //! The host's one integration-test binary: every test starts a real server on
 //! port 0 with a fresh data folder.
 
+mod abuse;
 mod assurance;
 mod budgets;
+mod crash;
 mod delegation;
 mod door;
 mod errors;
@@ -10,4 +12,5 @@ mod flows;
 mod helpers;
 mod idempotency;
 mod persistence;
+mod races;
 mod surface;

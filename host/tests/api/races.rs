@@ -1,0 +1,277 @@
+//! Races, over many trials: the double rating, concurrent spenders, revocation
+//! racing actions, and delegation racing revocation of the parent.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use reqwest::StatusCode;
+use serde_json::{Value, json};
+use tokio::sync::Barrier;
+
+use crate::helpers::{TestApp, expect_json, text};
+
+const TRIALS: usize = 25;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn double_rating_has_exactly_one_winner_every_time() {
+    let app = TestApp::spawn().await;
+    let root = app.root("bot", &["crm:*"], &["read"]).await;
+    for trial in 0..TRIALS {
+        let record = expect_json(
+            app.act(text(&root["jti"]), "read", "crm:a", "success")
+                .await,
+            StatusCode::CREATED,
+        )
+        .await;
+        let url = app.url(&format!("/v1/vat/aar/{}/feedback", text(&record["aar_id"])));
+        let barrier = Arc::new(Barrier::new(8));
+        let mut tasks = Vec::new();
+        for i in 0..8 {
+            let (client, url, key, barrier) = (
+                app.client.clone(),
+                url.clone(),
+                app.admin_key.clone(),
+                barrier.clone(),
+            );
+            let rating = ["approved", "flagged", "rejected"][i % 3];
+            tasks.push(tokio::spawn(async move {
+                barrier.wait().await;
+                client
+                    .post(url)
+                    .bearer_auth(key)
+                    .json(&json!({"rating": rating}))
+                    .send()
+                    .await
+                    .unwrap()
+                    .status()
+            }));
+        }
+        let mut wins = 0;
+        for task in tasks {
+            match task.await.unwrap() {
+                StatusCode::OK => wins += 1,
+                StatusCode::CONFLICT => {}
+                other => panic!("trial {trial}: {other}"),
+            }
+        }
+        assert_eq!(wins, 1, "trial {trial}");
+    }
+    let reputation = expect_json(
+        app.get_auth("/v1/vat/reputation/bot", &app.admin_key).await,
+        StatusCode::OK,
+    )
+    .await;
+    let counts = &reputation["counts"];
+    let ratings: u64 = ["approved", "flagged", "rejected"]
+        .iter()
+        .map(|r| counts[r].as_u64().unwrap())
+        .sum();
+    assert_eq!(ratings, TRIALS as u64);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn concurrent_spenders_never_pass_a_budget() {
+    let app = TestApp::spawn().await;
+    for trial in 0..10 {
+        let root = app
+            .issue(json!({
+                "developer_email": "dev@example.com", "agent_id": "spender",
+                "resources": ["shop:*"], "actions": ["buy"],
+                "constraints": {"max_spend_usd": 1, "max_actions": 9}
+            }))
+            .await;
+        let jti = text(&root["jti"]).to_owned();
+        let barrier = Arc::new(Barrier::new(24));
+        let mut tasks = Vec::new();
+        for i in 0..24 {
+            let (client, url, jti, barrier) = (
+                app.client.clone(),
+                app.url("/v1/vat/record/action"),
+                jti.clone(),
+                barrier.clone(),
+            );
+            // Alternate spends so either limit may bind first.
+            let spend = if i % 2 == 0 { 0.15 } else { 0.05 };
+            tasks.push(tokio::spawn(async move {
+                barrier.wait().await;
+                let body = json!({"vat_jti": jti, "action": "buy", "resource": "shop:x", "result": "success", "spend_usd": spend});
+                let status = client.post(url).json(&body).send().await.unwrap().status();
+                (status, spend)
+            }));
+        }
+        let (mut spent, mut actions) = (0.0, 0);
+        for task in tasks {
+            let (status, spend) = task.await.unwrap();
+            match status {
+                StatusCode::CREATED => {
+                    spent += spend;
+                    actions += 1;
+                }
+                StatusCode::FORBIDDEN => {}
+                other => panic!("trial {trial}: {other}"),
+            }
+        }
+        assert!(spent <= 1.0 + 1e-9, "trial {trial}: spent {spent}");
+        assert!(actions <= 9, "trial {trial}: {actions} actions");
+        assert!(
+            actions >= 6,
+            "trial {trial}: only {actions} actions; the budget was not used"
+        );
+    }
+}
+
+/// Agents act on `jti` until told to stop; returns, per request, when it was
+/// sent and whether it was accepted.
+async fn act_until(
+    client: reqwest::Client,
+    url: String,
+    jti: String,
+    stop: Arc<tokio::sync::Notify>,
+) -> Vec<(Instant, StatusCode)> {
+    let stopped = stop.notified();
+    tokio::pin!(stopped);
+    let mut seen = Vec::new();
+    loop {
+        let body =
+            json!({"vat_jti": jti, "action": "read", "resource": "crm:a", "result": "success"});
+        let sent = Instant::now();
+        tokio::select! {
+            () = &mut stopped => return seen,
+            response = client.post(&url).json(&body).send() => seen.push((sent, response.unwrap().status())),
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn nothing_is_authorized_after_a_revoke_returns() {
+    let app = TestApp::spawn().await;
+    for trial in 0..10 {
+        let root = app.root("boss", &["crm:*"], &["read", "delegate"]).await;
+        let child = expect_json(
+            app.delegate(
+                text(&root["jti"]),
+                json!({"agent_id": "worker", "resources": ["crm:*"], "actions": ["read"]}),
+            )
+            .await,
+            StatusCode::CREATED,
+        )
+        .await;
+        let stop = Arc::new(tokio::sync::Notify::new());
+        let mut workers = Vec::new();
+        for jti in [&root["jti"], &child["jti"], &child["jti"]] {
+            let (client, url) = (app.client.clone(), app.url("/v1/vat/record/action"));
+            let (jti, stop) = (text(jti).to_owned(), stop.clone());
+            workers.push(tokio::spawn(act_until(client, url, jti, stop)));
+        }
+        tokio::time::sleep(Duration::from_millis(20 + 7 * trial as u64)).await;
+        expect_json(
+            app.post_auth(
+                "/v1/vat/revoke",
+                &app.admin_key,
+                &json!({"jti": root["jti"]}),
+            )
+            .await,
+            StatusCode::OK,
+        )
+        .await;
+        let revoked = Instant::now();
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        stop.notify_waiters();
+        let mut after = 0;
+        for worker in workers {
+            for (sent, status) in worker.await.unwrap() {
+                if sent > revoked {
+                    after += 1;
+                    assert_eq!(
+                        status,
+                        StatusCode::FORBIDDEN,
+                        "trial {trial}: accepted after the revoke returned"
+                    );
+                }
+            }
+        }
+        assert!(after > 0, "trial {trial}: no request raced the revoke");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn delegation_racing_revocation_leaves_no_live_child() {
+    let app = TestApp::spawn().await;
+    for trial in 0..10 {
+        let root = app.root("boss", &["crm:*"], &["read", "delegate"]).await;
+        let parent = expect_json(
+            app.delegate(
+                text(&root["jti"]),
+                json!({"agent_id": "mid", "resources": ["crm:*"], "actions": ["read", "delegate"]}),
+            )
+            .await,
+            StatusCode::CREATED,
+        )
+        .await;
+        let parent_jti = text(&parent["jti"]).to_owned();
+        let barrier = Arc::new(Barrier::new(13));
+        let mut tasks = Vec::new();
+        for i in 0..12 {
+            let (client, url, jti, barrier) = (
+                app.client.clone(),
+                app.url("/v1/vat/delegate"),
+                parent_jti.clone(),
+                barrier.clone(),
+            );
+            tasks.push(tokio::spawn(async move {
+                barrier.wait().await;
+                tokio::time::sleep(Duration::from_millis(i)).await;
+                let body = json!({"vat_jti": jti, "agent_id": format!("leaf{i}"), "resources": ["crm:a"], "actions": ["read"]});
+                let response = client.post(url).json(&body).send().await.unwrap();
+                (response.status(), response.json::<Value>().await.unwrap())
+            }));
+        }
+        barrier.wait().await;
+        tokio::time::sleep(Duration::from_millis(trial as u64)).await;
+        expect_json(
+            app.post_auth(
+                "/v1/vat/revoke",
+                &app.admin_key,
+                &json!({"jti": parent_jti}),
+            )
+            .await,
+            StatusCode::OK,
+        )
+        .await;
+        let mut children = Vec::new();
+        for task in tasks {
+            let (status, body) = task.await.unwrap();
+            match status {
+                StatusCode::CREATED => children.push(text(&body["jti"]).to_owned()),
+                StatusCode::FORBIDDEN => {
+                    assert_eq!(body["code"], "token_inactive", "trial {trial}")
+                }
+                other => panic!("trial {trial}: {other} {body}"),
+            }
+        }
+        for child in &children {
+            let status = expect_json(
+                app.get_auth(&format!("/v1/vat/tokens/{child}"), &app.admin_key)
+                    .await,
+                StatusCode::OK,
+            )
+            .await;
+            assert_eq!(
+                status["status"], "revoked",
+                "trial {trial}: a child outlived its revoked parent"
+            );
+            let acted = app.act(child, "read", "crm:a", "success").await;
+            assert_eq!(acted.status(), StatusCode::FORBIDDEN);
+        }
+        let tree = expect_json(
+            app.get_auth(&format!("/v1/vat/tokens/{parent_jti}"), &app.admin_key)
+                .await,
+            StatusCode::OK,
+        )
+        .await;
+        assert_eq!(
+            tree["descendants"].as_array().unwrap().len(),
+            children.len()
+        );
+    }
+}
