@@ -4,6 +4,7 @@
 //! - `test`: set up what a fresh machine lacks, then run every suite.
 //! - `vectors [--check]`: write (or check) the conformance vectors.
 //! - `serve`: build and run the server with the defaults.
+//! - `wasm`: build the npm package mandate-sdk into `wasm/pkg`.
 
 #![allow(
     clippy::print_stderr,
@@ -14,6 +15,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 mod vectors;
+mod wasm;
 
 type Result<T> = std::result::Result<T, Box<dyn std::error::Error>>;
 
@@ -59,6 +61,7 @@ fn test() -> Result<()> {
         ],
     )?;
     run("cargo", &["test", "--workspace"])?;
+    wasm::test(&root)?;
     run(
         "cargo",
         &[
@@ -98,8 +101,9 @@ fn main() {
         "test" => test(),
         "vectors" => vectors::run(&root(), rest.contains(&"--check")),
         "serve" => serve(&rest),
+        "wasm" => wasm::build(&root()),
         _ => {
-            eprintln!("usage: cargo xtask <test | vectors [--check] | serve>");
+            eprintln!("usage: cargo xtask <test | vectors [--check] | serve | wasm>");
             std::process::exit(2);
         }
     };

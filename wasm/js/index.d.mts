@@ -1,0 +1,4 @@
+import * as sdk from "../pkg/node/index.js";
+
+export * from "../pkg/node/index.js";
+export default sdk;

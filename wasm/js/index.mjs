@@ -1,0 +1,20 @@
+// The Node ESM entry of mandate-sdk: the CommonJS build re-exported, so that
+// `import` and `require` share one instance of the wasm module. Every name
+// the CommonJS build exports is listed here (a test checks).
+import sdk from "../pkg/node/index.js";
+
+export const {
+  MandateClient,
+  MandateError,
+  Verifier,
+  checkNarrowing,
+  decodeTokenUnverified,
+  permits,
+  reputation,
+  sha256Ref,
+  summarizeWorkflow,
+  verifyChain,
+  verifyToken,
+} = sdk;
+
+export default sdk;

@@ -1,0 +1,662 @@
+//! # mandate-wasm
+//!
+//! The wasm-bindgen façade over `mandate-core` that the npm package
+//! `mandate-sdk` ships to browsers, edge workers and Node. It owns no rule:
+//! every verdict, error code and number comes from a core function. This crate
+//! only converts JavaScript values in and out, and reads the JavaScript clock
+//! when a caller passes no `now`.
+//!
+//! Bad input never throws: an exception, or a panic that would abort the
+//! host page, is replaced by a plain object naming the problem with core's
+//! stable code. Function names are camelCase; the objects they return carry
+//! the snake_case members of the server's JSON, because they are that JSON.
+//!
+//! Not here: the HTTP client (hand-written TypeScript in `ts/`), key
+//! generation and signing (the server's business).
+
+#![cfg_attr(
+    not(test),
+    deny(
+        clippy::unwrap_used,
+        clippy::expect_used,
+        clippy::panic,
+        clippy::indexing_slicing,
+        clippy::unreachable,
+        clippy::todo
+    )
+)]
+
+mod js;
+mod verifier;
+
+use std::collections::BTreeSet;
+use std::str::FromStr as _;
+
+use js_sys::{ArrayBuffer, Uint8Array};
+use mandate_core::{
+    Action, ChainError, ChainFault, Claims, Constraints, Grant, Header, Jti, Jwks, JwksError,
+    Outcome, Policy, RecordError, ReputationCounts, Resource, Scope, ScopeDenial, ScopeError,
+    Status, SummaryRow, VerifiedToken, VerifyError, VerifyOptions, WorkflowSummary,
+};
+use serde::{Deserialize, Serialize};
+use wasm_bindgen::prelude::*;
+
+use crate::js::{
+    Failure, Stage, from_js, from_json_text, has_member, invalid, json_text, member, not_ok,
+    now_or_clock, object_from_js, options_from_js, string_arg, to_js,
+};
+
+pub use crate::verifier::Verifier;
+
+#[wasm_bindgen(typescript_custom_section)]
+const TYPES: &str = include_str!("types.d.ts");
+
+/// `{ valid: true, header, claims }` as JSON text.
+fn valid_json(token: &VerifiedToken) -> String {
+    #[derive(Serialize)]
+    struct Valid<'a> {
+        valid: bool,
+        header: &'a Header,
+        claims: &'a Claims,
+    }
+    let valid = Valid {
+        valid: true,
+        header: &token.header,
+        claims: &token.claims,
+    };
+    // Serialising core's claims cannot fail; an empty text parses to `null`.
+    serde_json::to_string(&valid).unwrap_or_default()
+}
+
+fn verify_failure(error: &VerifyError) -> Failure {
+    Failure::new(Stage::Verify, error.code(), error)
+}
+
+fn jwks_failure(error: &JwksError) -> Failure {
+    Failure::new(Stage::Jwks, error.code(), error)
+}
+
+fn scope_failure(error: &ScopeError) -> Failure {
+    Failure::input(error.code(), error)
+}
+
+/// Parses a key set given as an object or as JSON text.
+fn parse_jwks(jwks: &JsValue) -> Result<Jwks, Failure> {
+    let text = jwks
+        .as_string()
+        .or_else(|| json_text(jwks))
+        .ok_or_else(|| jwks_failure(&JwksError::Malformed))?;
+    Jwks::parse(text.as_bytes()).map_err(|e| jwks_failure(&e))
+}
+
+/// Parses revoked token ids, refusing anything that is not a jti.
+fn parse_jtis(jtis: &[String]) -> Result<BTreeSet<Jti>, Failure> {
+    let mut set = BTreeSet::new();
+    for jti in jtis {
+        set.insert(Jti::parse(jti).map_err(|e| Failure::input(e.code(), format!("revoked: {e}")))?);
+    }
+    Ok(set)
+}
+
+/// Core's verification options with the caller's overrides.
+fn verify_options(leeway_seconds: Option<u64>, issuer: Option<String>) -> VerifyOptions {
+    let defaults = VerifyOptions::default();
+    VerifyOptions {
+        leeway_seconds: leeway_seconds.unwrap_or(defaults.leeway_seconds),
+        issuer,
+    }
+}
+
+/// Why a token is void through revocation, as core's chain check says it.
+fn revoked_failure(jti: &Jti) -> Failure {
+    let fault = ChainFault::Revoked(jti.clone());
+    Failure::new(Stage::Verify, fault.code(), fault)
+}
+
+/// Options of `verifyToken`, `verifyChain` and `new Verifier`, read by one
+/// parser. `now` is not an option of `new Verifier` (it is an argument of
+/// `verify`), and `cacheSize` is one of `new Verifier` only.
+#[derive(Debug, Default, Deserialize)]
+#[serde(default, deny_unknown_fields, rename_all = "camelCase")]
+struct Options {
+    now: Option<f64>,
+    leeway_seconds: Option<u64>,
+    issuer: Option<String>,
+    revoked: Vec<String>,
+    cache_size: Option<usize>,
+}
+
+impl Options {
+    fn read(value: Option<JsValue>, for_verifier: bool) -> Result<Options, Failure> {
+        let options: Options = options_from_js(value, "options")?;
+        let stray = match (for_verifier, options.now, options.cache_size) {
+            (true, Some(_), _) => Some("now is an argument of verifier.verify"),
+            (false, _, Some(_)) => Some("cacheSize is an option of new Verifier"),
+            _ => None,
+        };
+        match stray {
+            Some(message) => Err(Failure::input("invalid_options", message)),
+            None => Ok(options),
+        }
+    }
+}
+
+/// The options read, the revocation set parsed and the key set prepared.
+pub(crate) struct Checks {
+    keys: Jwks,
+    now: Option<f64>,
+    options: VerifyOptions,
+    revoked: BTreeSet<Jti>,
+    cache_size: usize,
+}
+
+impl Checks {
+    fn read(
+        jwks: &JsValue,
+        options: Option<JsValue>,
+        for_verifier: bool,
+    ) -> Result<Checks, Failure> {
+        let options = Options::read(options, for_verifier)?;
+        Ok(Checks {
+            revoked: parse_jtis(&options.revoked)?,
+            keys: parse_jwks(jwks)?,
+            now: options.now,
+            cache_size: options.cache_size.unwrap_or(0),
+            options: verify_options(options.leeway_seconds, options.issuer),
+        })
+    }
+}
+
+fn try_verify_token(
+    token: &JsValue,
+    jwks: &JsValue,
+    options: Option<JsValue>,
+) -> Result<VerifiedToken, Failure> {
+    let token = string_arg(token, "token")?;
+    let checks = Checks::read(jwks, options, false)?;
+    let now = now_or_clock(checks.now);
+    let verified = mandate_core::verify(&token, &checks.keys, now, &checks.options)
+        .map_err(|e| verify_failure(&e))?;
+    match verified
+        .claims
+        .first_revoked(|jti| checks.revoked.contains(jti))
+    {
+        Some(jti) => Err(revoked_failure(jti)),
+        None => Ok(verified),
+    }
+}
+
+/// Verifies a compact token against a key set (an object or JSON text):
+/// signature, header, claims, issuer and lifetime, exactly as the server
+/// does; with `revoked`, also that neither the token nor an ancestor is
+/// revoked.
+#[wasm_bindgen(js_name = verifyToken, unchecked_return_type = "VerifyResult")]
+pub fn verify_token(
+    #[wasm_bindgen(unchecked_param_type = "string")] token: JsValue,
+    #[wasm_bindgen(unchecked_param_type = "Jwks | string")] jwks: JsValue,
+    #[wasm_bindgen(unchecked_optional_param_type = "VerifyOptions")] options: Option<JsValue>,
+) -> JsValue {
+    match try_verify_token(&token, &jwks, options) {
+        Ok(verified) => from_json_text(&valid_json(&verified)),
+        Err(failure) => invalid(failure),
+    }
+}
+
+/// Reads a token's header and claims **without checking its signature,
+/// issuer or lifetime**. For display and debugging only: nothing read this
+/// way may be trusted.
+#[wasm_bindgen(js_name = decodeTokenUnverified, unchecked_return_type = "DecodeResult")]
+pub fn decode_token_unverified(
+    #[wasm_bindgen(unchecked_param_type = "string")] token: JsValue,
+) -> JsValue {
+    #[derive(Serialize)]
+    struct Decoded<'a> {
+        ok: bool,
+        header: &'a Header,
+        claims: &'a Claims,
+    }
+    let decoded = string_arg(&token, "token")
+        .and_then(|token| mandate_core::decode_unverified(&token).map_err(|e| verify_failure(&e)));
+    match decoded {
+        Ok(token) => to_js(&Decoded {
+            ok: true,
+            header: &token.header,
+            claims: &token.claims,
+        }),
+        Err(failure) => not_ok(failure),
+    }
+}
+
+fn chain_failure(error: &ChainError) -> Failure {
+    let (stage, index) = match error {
+        ChainError::Link {
+            index,
+            fault: ChainFault::Verify(_),
+        } => (Stage::Verify, Some(*index)),
+        ChainError::Link { index, .. } => (Stage::Chain, Some(*index)),
+        ChainError::Empty | ChainError::TooLong => (Stage::Chain, None),
+    };
+    Failure {
+        index,
+        ..Failure::new(stage, error.code(), error)
+    }
+}
+
+fn try_verify_chain(
+    tokens: &JsValue,
+    jwks: &JsValue,
+    options: Option<JsValue>,
+) -> Result<Vec<VerifiedToken>, Failure> {
+    let tokens: Vec<String> =
+        from_js(tokens, "tokens").map_err(|message| Failure::input("invalid_argument", message))?;
+    let checks = Checks::read(jwks, options, false)?;
+    let tokens: Vec<&str> = tokens.iter().map(String::as_str).collect();
+    let now = now_or_clock(checks.now);
+    mandate_core::verify_chain(&tokens, &checks.keys, now, &checks.options, |jti| {
+        checks.revoked.contains(jti)
+    })
+    .map_err(|e| chain_failure(&e))
+}
+
+/// Verifies a delegation chain given root first: every token verifies, each
+/// names the previous as its parent and is no wider, depths and provenance
+/// agree, and no token (nor any ancestor a token names) is in `revoked`.
+#[wasm_bindgen(js_name = verifyChain, unchecked_return_type = "ChainResult")]
+pub fn verify_chain(
+    #[wasm_bindgen(unchecked_param_type = "string[]")] tokens: JsValue,
+    #[wasm_bindgen(unchecked_param_type = "Jwks | string")] jwks: JsValue,
+    #[wasm_bindgen(unchecked_optional_param_type = "VerifyOptions")] options: Option<JsValue>,
+) -> JsValue {
+    #[derive(Serialize)]
+    struct Link<'a> {
+        header: &'a Header,
+        claims: &'a Claims,
+    }
+    #[derive(Serialize)]
+    struct Valid<'a> {
+        valid: bool,
+        tokens: Vec<Link<'a>>,
+    }
+    match try_verify_chain(&tokens, &jwks, options) {
+        Ok(chain) => to_js(&Valid {
+            valid: true,
+            tokens: chain
+                .iter()
+                .map(|token| Link {
+                    header: &token.header,
+                    claims: &token.claims,
+                })
+                .collect(),
+        }),
+        Err(failure) => invalid(failure),
+    }
+}
+
+/// A scope as JavaScript gives it, before core parses its entries.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ScopeInput {
+    resources: Vec<String>,
+    actions: Vec<String>,
+}
+
+/// The scope of a `{ resources, actions }` object or of a claims object.
+fn scope_of(value: &JsValue) -> Result<Scope, Failure> {
+    if !value.is_object() {
+        return Err(Failure::input(
+            "invalid_argument",
+            "expected a scope { resources, actions } or token claims",
+        ));
+    }
+    let scope = if has_member(value, "svc_scope") {
+        member(value, "svc_scope")
+    } else {
+        value.clone()
+    };
+    let input: ScopeInput = object_from_js(&scope, "scope")
+        .map_err(|message| Failure::input("invalid_scope", message))?;
+    Scope::parse(&input.resources, &input.actions).map_err(|e| scope_failure(&e))
+}
+
+/// The scope's decision, in the order core's vectors parse: scope, action,
+/// resource.
+fn try_permit(
+    scope_or_claims: &JsValue,
+    action: &JsValue,
+    resource: &JsValue,
+) -> Result<Result<(), ScopeDenial>, Failure> {
+    let scope = scope_of(scope_or_claims)?;
+    let action = Action::parse(&string_arg(action, "action")?).map_err(|e| scope_failure(&e))?;
+    let resource =
+        Resource::parse(&string_arg(resource, "resource")?).map_err(|e| scope_failure(&e))?;
+    Ok(scope.check(&action, &resource))
+}
+
+/// Whether a scope (or the scope of token claims) allows `action` on
+/// `resource`, and if not, why.
+#[wasm_bindgen(unchecked_return_type = "PermitResult")]
+pub fn permits(
+    #[wasm_bindgen(js_name = scopeOrClaims, unchecked_param_type = "Scope | Claims")]
+    scope_or_claims: JsValue,
+    #[wasm_bindgen(unchecked_param_type = "string")] action: JsValue,
+    #[wasm_bindgen(unchecked_param_type = "string")] resource: JsValue,
+) -> JsValue {
+    #[derive(Serialize)]
+    struct Reason {
+        code: &'static str,
+        message: String,
+    }
+    #[derive(Serialize)]
+    struct Permit {
+        ok: bool,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        reason: Option<Reason>,
+    }
+    match try_permit(&scope_or_claims, &action, &resource) {
+        Ok(Ok(())) => to_js(&Permit {
+            ok: true,
+            reason: None,
+        }),
+        Ok(Err(denial)) => to_js(&Permit {
+            ok: false,
+            reason: Some(Reason {
+                code: denial.code(),
+                message: denial.to_string(),
+            }),
+        }),
+        Err(failure) => not_ok(failure),
+    }
+}
+
+/// A grant as JavaScript gives it: a scope with optional limits and policy,
+/// and its `exp`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct GrantInput {
+    resources: Vec<String>,
+    actions: Vec<String>,
+    #[serde(default)]
+    constraints: Constraints,
+    #[serde(default)]
+    policy: Policy,
+    exp: i64,
+}
+
+/// The grant members of token claims (`svc_scope`, `svc_constraints`,
+/// `svc_policy`, `exp`) as a grant object; the other claims are left out.
+fn claims_grant(claims: &JsValue) -> JsValue {
+    let scope = member(claims, "svc_scope");
+    let grant = js_sys::Object::new();
+    for (name, value) in [
+        ("resources", member(&scope, "resources")),
+        ("actions", member(&scope, "actions")),
+        ("constraints", member(claims, "svc_constraints")),
+        ("policy", member(claims, "svc_policy")),
+        ("exp", member(claims, "exp")),
+    ] {
+        // Setting a member of a fresh plain object cannot fail.
+        let _ = js_sys::Reflect::set(&grant, &JsValue::from_str(name), &value);
+    }
+    grant.into()
+}
+
+/// The grant of a grant object or of token claims.
+fn grant_of(value: &JsValue, name: &str) -> Result<Grant, Failure> {
+    if !value.is_object() {
+        return Err(Failure::input(
+            "invalid_argument",
+            format!("{name} must be a grant or token claims"),
+        ));
+    }
+    let (value, code) = if has_member(value, "svc_scope") {
+        (claims_grant(value), "invalid_claims")
+    } else {
+        (value.clone(), "invalid_grant")
+    };
+    let input: GrantInput =
+        object_from_js(&value, name).map_err(|message| Failure::input(code, message))?;
+    Ok(Grant {
+        scope: Scope::parse(&input.resources, &input.actions).map_err(|e| scope_failure(&e))?,
+        constraints: input.constraints,
+        policy: input.policy,
+        expires_at: input.exp,
+    })
+}
+
+/// Checks that `child` grants nothing `parent` does not, listing every way it
+/// is wider. Each side is a grant object or token claims.
+#[wasm_bindgen(js_name = checkNarrowing, unchecked_return_type = "NarrowingResult")]
+pub fn check_narrowing(
+    #[wasm_bindgen(unchecked_param_type = "Grant | Claims")] child: JsValue,
+    #[wasm_bindgen(unchecked_param_type = "Grant | Claims")] parent: JsValue,
+) -> JsValue {
+    #[derive(Serialize)]
+    struct Violation {
+        field: String,
+        code: &'static str,
+        message: String,
+    }
+    #[derive(Serialize)]
+    struct Narrowing {
+        ok: bool,
+        violations: Vec<Violation>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        error: Option<Failure>,
+    }
+    let grants = grant_of(&child, "child").and_then(|c| Ok((c, grant_of(&parent, "parent")?)));
+    let result = match grants {
+        Err(error) => Narrowing {
+            ok: false,
+            violations: Vec::new(),
+            error: Some(error),
+        },
+        Ok((child, parent)) => {
+            let violations = match mandate_core::check_narrowing(&child, &parent) {
+                Ok(()) => Vec::new(),
+                Err(widening) => widening.violations,
+            };
+            Narrowing {
+                ok: violations.is_empty(),
+                violations: violations
+                    .iter()
+                    .map(|v| Violation {
+                        field: v.field(),
+                        code: v.code(),
+                        message: v.to_string(),
+                    })
+                    .collect(),
+                error: None,
+            }
+        }
+    };
+    to_js(&result)
+}
+
+/// SHA-256 of a string (as UTF-8) or of bytes, as `sha256:<hex>`: the form of
+/// `result_hash`. `null` for anything else.
+#[wasm_bindgen(js_name = sha256Ref, unchecked_return_type = "string | null")]
+pub fn sha256_ref(
+    #[wasm_bindgen(unchecked_param_type = "string | Uint8Array | ArrayBuffer")] data: JsValue,
+) -> JsValue {
+    let bytes = if let Some(text) = data.as_string() {
+        text.into_bytes()
+    } else if let Some(array) = data.dyn_ref::<Uint8Array>() {
+        array.to_vec()
+    } else if let Some(buffer) = data.dyn_ref::<ArrayBuffer>() {
+        Uint8Array::new(buffer).to_vec()
+    } else {
+        return JsValue::NULL;
+    };
+    JsValue::from_str(mandate_core::sha256_ref(&bytes).as_str())
+}
+
+/// `{ error }`, the refusal of the functions that otherwise return numbers.
+fn error_only(error: Failure) -> JsValue {
+    #[derive(Serialize)]
+    struct ErrorOnly {
+        error: Failure,
+    }
+    to_js(&ErrorOnly { error })
+}
+
+/// Record counts as JavaScript holds them: doubles, which past 2^53 are
+/// only close to the count they stand for.
+#[derive(Debug, Default, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+struct CountsInput {
+    successes: f64,
+    failures: f64,
+    pending: f64,
+    approved: f64,
+    flagged: f64,
+    rejected: f64,
+}
+
+impl CountsInput {
+    /// Core's counts: whole numbers, not negative; a double above `u64::MAX`
+    /// (the rounding of a count near it) saturates.
+    fn counts(&self) -> Result<ReputationCounts, Failure> {
+        let count = |name: &str, value: f64| {
+            if value >= 0.0 && value.fract() == 0.0 {
+                Ok(value as u64)
+            } else {
+                Err(Failure::input(
+                    "invalid_counts",
+                    format!("counts: {name} must be a whole number, not negative"),
+                ))
+            }
+        };
+        Ok(ReputationCounts {
+            successes: count("successes", self.successes)?,
+            failures: count("failures", self.failures)?,
+            pending: count("pending", self.pending)?,
+            approved: count("approved", self.approved)?,
+            flagged: count("flagged", self.flagged)?,
+            rejected: count("rejected", self.rejected)?,
+        })
+    }
+}
+
+/// An agent's reputation from its record counts, the numbers the server
+/// reports at `GET /v1/vat/reputation/{agent_id}`.
+#[wasm_bindgen(unchecked_return_type = "Reputation | { error: ErrorInfo }")]
+pub fn reputation(
+    #[wasm_bindgen(unchecked_param_type = "ReputationCounts")] counts: JsValue,
+) -> JsValue {
+    let counts = object_from_js::<CountsInput>(&counts, "counts")
+        .map_err(|message| Failure::input("invalid_counts", message))
+        .and_then(|input| input.counts());
+    match counts {
+        Ok(counts) => to_js(&mandate_core::reputation(&counts)),
+        Err(failure) => error_only(failure),
+    }
+}
+
+/// The members of a record a workflow summary reads. They are read one by
+/// one and the others ignored, so records from the server's
+/// `GET /v1/vat/aar` can be passed as they are.
+#[derive(Debug)]
+struct RecordInput {
+    agent_id: String,
+    action: String,
+    status: Status,
+    result: Option<Outcome>,
+    provenance_ref: Option<String>,
+}
+
+impl RecordInput {
+    fn read(record: &JsValue, index: usize) -> Result<RecordInput, Failure> {
+        let invalid = |message: String| Failure::input("invalid_records", message);
+        if !record.is_object() {
+            return Err(invalid(format!("records[{index}] is not an object")));
+        }
+        let text = |name: &str| {
+            let value = member(record, name);
+            if value.is_undefined() || value.is_null() {
+                return Ok(None);
+            }
+            value
+                .as_string()
+                .map(Some)
+                .ok_or_else(|| invalid(format!("records[{index}].{name} must be a string")))
+        };
+        let required = |name: &str| {
+            text(name)?.ok_or_else(|| invalid(format!("records[{index}] has no {name}")))
+        };
+        let record_failure = |e: RecordError| Failure::input(e.code(), e);
+        Ok(RecordInput {
+            agent_id: required("agent_id")?,
+            action: required("action")?,
+            status: Status::from_str(&required("status")?).map_err(record_failure)?,
+            result: text("result")?
+                .map(|result| Outcome::from_str(&result))
+                .transpose()
+                .map_err(record_failure)?,
+            provenance_ref: text("provenance_ref")?,
+        })
+    }
+}
+
+fn try_summarize(
+    records: &JsValue,
+    provenance_ref: Option<JsValue>,
+) -> Result<WorkflowSummary, Failure> {
+    if !js_sys::Array::is_array(records) {
+        return Err(Failure::input(
+            "invalid_records",
+            "records must be an array",
+        ));
+    }
+    // Read through Reflect, which reports a throwing getter instead of throwing.
+    let length = member(records, "length").as_f64().unwrap_or(0.0) as u32;
+    let records = (0..length)
+        .map(|index| {
+            let record = js_sys::Reflect::get_u32(records, index).unwrap_or(JsValue::UNDEFINED);
+            RecordInput::read(&record, index as usize)
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    let provenance = match provenance_ref {
+        Some(value) => string_arg(&value, "provenanceRef")?,
+        None => records
+            .iter()
+            .find_map(|r| r.provenance_ref.clone())
+            .ok_or_else(|| {
+                Failure::input(
+                    "missing_provenance_ref",
+                    "give provenanceRef or records that carry provenance_ref",
+                )
+            })?,
+    };
+    if records
+        .iter()
+        .any(|r| r.provenance_ref.as_ref().is_some_and(|p| *p != provenance))
+    {
+        return Err(Failure::input(
+            "provenance_mismatch",
+            format!("a record belongs to another workflow than {provenance}"),
+        ));
+    }
+    let rows = records.iter().map(|record| SummaryRow {
+        agent_id: &record.agent_id,
+        action: &record.action,
+        result: mandate_core::result_key(record.status, record.result),
+        count: 1,
+    });
+    Ok(mandate_core::summarize(&provenance, rows))
+}
+
+/// The summary of one workflow from its records, the numbers the server
+/// reports at `GET /v1/vat/aar/provenance/{provenance_ref}`. The workflow is
+/// `provenanceRef`, or else the records' own; records of another workflow
+/// are refused.
+#[wasm_bindgen(js_name = summarizeWorkflow, unchecked_return_type = "WorkflowSummary | { error: ErrorInfo }")]
+pub fn summarize_workflow(
+    #[wasm_bindgen(unchecked_param_type = "SummaryRecord[]")] records: JsValue,
+    #[wasm_bindgen(js_name = provenanceRef, unchecked_optional_param_type = "string")]
+    provenance_ref: Option<JsValue>,
+) -> JsValue {
+    match try_summarize(&records, provenance_ref) {
+        Ok(summary) => to_js(&summary),
+        Err(failure) => error_only(failure),
+    }
+}

@@ -1,0 +1,186 @@
+/** A JSON Web Key Set, as served at `/.well-known/jwks.json`. */
+export interface Jwks {
+  keys: Jwk[];
+}
+
+/** One key of a set. Only Ed25519 keys (`kty` OKP, `crv` Ed25519) verify. */
+export interface Jwk {
+  kty: string;
+  crv?: string;
+  x?: string;
+  kid?: string;
+  alg?: string;
+  use?: string;
+  [member: string]: unknown;
+}
+
+/** Why a call refused its input: core's stable `code`, a sentence, and where. */
+export interface ErrorInfo {
+  code: string;
+  message: string;
+  /** `input`: an argument; `jwks`: the key set; `verify`: a token; `chain`: a chain's links. */
+  stage: "input" | "jwks" | "verify" | "chain";
+  /** The position of the offending token in a chain. */
+  index?: number;
+}
+
+/** The protected header of a Mandate token. */
+export interface Header {
+  alg: "EdDSA";
+  typ: "vat+jwt";
+  kid: string;
+}
+
+/** Resource patterns (`<namespace>:<name>` or `<namespace>:*`) and actions. */
+export interface Scope {
+  resources: string[];
+  actions: string[];
+}
+
+/** Budget limits, cumulative over a token and its descendants. */
+export interface Constraints {
+  max_spend_usd?: number;
+  max_actions?: number;
+}
+
+/** Compliance frameworks a token asserts. */
+export interface Policy {
+  frameworks: string[];
+}
+
+/** RFC 8693 actor: who delegated, nearest delegator first. */
+export interface Actor {
+  sub: string;
+  act?: Actor;
+}
+
+export type AssuranceLevel = "L1" | "L2" | "L3";
+
+/** The claims of a Mandate token (a VAT). */
+export interface Claims {
+  iss: string;
+  /** `agent:<agent_id>`. */
+  sub: string;
+  iat: number;
+  nbf: number;
+  exp: number;
+  /** `vat_root_<ulid>` or `vat_del_<ulid>`. */
+  jti: string;
+  svc_trust_score: number;
+  svc_scope: Scope;
+  svc_constraints?: Constraints;
+  svc_policy?: Policy;
+  /** `prov_<ulid>`, shared by the whole chain. */
+  svc_prov: string;
+  /** `sha256:<hex>`. */
+  svc_human: string;
+  svc_assurance: AssuranceLevel;
+  svc_depth: number;
+  svc_parent?: string;
+  svc_chain?: string[];
+  act?: Actor;
+}
+
+/** A token that passed every check. */
+export interface VerifiedToken {
+  header: Header;
+  claims: Claims;
+}
+
+export interface VerifyOptions {
+  /** Unix seconds; default the JavaScript clock. */
+  now?: number;
+  /** Clock skew tolerated on `exp` and `nbf`; default 60. */
+  leewaySeconds?: number;
+  /** When set, `iss` must equal it. */
+  issuer?: string;
+  /** Revoked jtis: a token is refused (`revoked`) when it or any ancestor it names is among them. */
+  revoked?: string[];
+}
+
+export type VerifyResult =
+  | ({ valid: true } & VerifiedToken)
+  | { valid: false; error: ErrorInfo };
+
+/** What `decodeTokenUnverified` read. Nothing in it is trustworthy. */
+export type DecodeResult =
+  | ({ ok: true } & VerifiedToken)
+  | { ok: false; error: ErrorInfo };
+
+export interface VerifierOptions {
+  leewaySeconds?: number;
+  issuer?: string;
+  /** Most verified tokens to remember (two generations of half each); below 2, no cache. */
+  cacheSize?: number;
+  /** Revoked jtis; a revoked token voids its descendants too. */
+  revoked?: string[];
+}
+
+export type ChainResult =
+  | { valid: true; tokens: VerifiedToken[] }
+  | { valid: false; error: ErrorInfo };
+
+export type RevokeResult = { ok: true } | { ok: false; error: ErrorInfo };
+
+export type PermitResult =
+  | { ok: true }
+  | { ok: false; reason: { code: "action_not_permitted" | "resource_not_permitted"; message: string } }
+  | { ok: false; error: ErrorInfo };
+
+/** What a token grants, as narrowing compares it. */
+export interface Grant extends Scope {
+  constraints?: Constraints;
+  policy?: Policy;
+  /** Unix seconds after which the grant is void. */
+  exp: number;
+}
+
+/** One way a child is wider than its parent. */
+export interface Violation {
+  /** The widening request field: `resources`, `actions`, `constraints.max_spend_usd`, `policy.frameworks`, `exp`… */
+  field: string;
+  code: string;
+  message: string;
+}
+
+export interface NarrowingResult {
+  ok: boolean;
+  violations: Violation[];
+  /** Set when an argument could not be read (then `ok` is false and `violations` empty). */
+  error?: ErrorInfo;
+}
+
+/** Record counts of an agent, as `counts` of the reputation endpoint. */
+export interface ReputationCounts {
+  successes?: number;
+  failures?: number;
+  pending?: number;
+  approved?: number;
+  flagged?: number;
+  rejected?: number;
+}
+
+export interface Reputation {
+  total_actions: number;
+  execution_score: number;
+  feedback_score: number;
+  combined_reputation: number;
+  has_human_feedback: boolean;
+}
+
+/** The members of an action record a workflow summary reads. */
+export interface SummaryRecord {
+  agent_id: string;
+  action: string;
+  status: "pending" | "completed" | "denied";
+  result?: "success" | "error" | "timeout" | "cancelled" | null;
+  provenance_ref?: string;
+}
+
+export interface WorkflowSummary {
+  provenance_ref: string;
+  total_records: number;
+  unique_agents: number;
+  actions_by_type: Record<string, number>;
+  results_by_type: Record<string, number>;
+}

@@ -1,0 +1,163 @@
+// MandateClient against a recording fetch: the method, URL, credential and
+// body of every call; pages followed by async iteration; every failure a
+// MandateError carrying the problem body; verifier() from the fetched keys.
+import assert from "node:assert/strict";
+import { readFileSync } from "node:fs";
+import { createRequire } from "node:module";
+import { test } from "node:test";
+
+const { MandateClient, MandateError, Verifier } = createRequire(import.meta.url)("..");
+const tokens = JSON.parse(readFileSync(new URL("../../tests/vectors/tokens.json", import.meta.url), "utf8"));
+
+const BASE = "https://mandate.test/api";
+const KEY = "mk_test";
+
+/** A fetch that records each request and answers from `answers` in turn. */
+function recorder(...answers) {
+  const calls = [];
+  const fetch = async (url, init) => {
+    calls.push({ url, method: init.method, headers: init.headers, body: init.body && JSON.parse(init.body) });
+    const answer = answers.shift() ?? { status: 200, body: {} };
+    if (answer instanceof Error) throw answer;
+    const text = typeof answer.body === "string" ? answer.body : JSON.stringify(answer.body);
+    return { ok: answer.status < 300, status: answer.status, statusText: answer.statusText ?? "", text: async () => text };
+  };
+  return { calls, fetch };
+}
+
+function client(...answers) {
+  const { calls, fetch } = recorder(...answers);
+  return { calls, client: new MandateClient({ baseUrl: `${BASE}/`, apiKey: KEY, fetch }) };
+}
+
+test("each method calls its endpoint with the right credential", async () => {
+  const { calls, client: c } = client();
+  const jwt = "eyJ.token.sig";
+  await c.issueL1({ developer_email: "dev@example.com", agent_id: "bot", resources: ["crm:*"], actions: ["read"] });
+  await c.recordAction({ vat_jti: "vat_root_x", action: "read", resource: "crm:a", result: "success" });
+  await c.recordAction({ action: "read", resource: "crm:a", result: "success" }, { token: jwt });
+  await c.authorize({ vat_jti: "vat_root_x", action: "read", resource: "crm:a" });
+  await c.complete("aar_1/..", { result: "success" }, { token: jwt });
+  await c.feedback("aar_1", { rating: "approved", note: "fine" });
+  await c.reputation("agent:bot");
+  await c.provenance("prov_1");
+  await c.graph("prov_1");
+  await c.record("aar_1");
+  await c.delegate({ vat_jti: "vat_root_x", agent_id: "sub", resources: ["crm:a"], actions: ["read"] });
+  await c.revoke({ jti: "vat_root_x", reason: "done" });
+  await c.revoke({ jti: "vat_del_y" }, { token: jwt });
+  await c.token("vat_root_x");
+  await c.jwks();
+  const seen = calls.map(({ method, url, headers }) => [method, url.slice(BASE.length), headers.authorization]);
+  assert.deepEqual(seen, [
+    ["POST", "/v1/vat/issue/l1", `Bearer ${KEY}`],
+    ["POST", "/v1/vat/record/action", undefined],
+    ["POST", "/v1/vat/record/action", `Bearer ${jwt}`],
+    ["POST", "/v1/vat/authorize", undefined],
+    ["POST", "/v1/vat/aar/aar_1%2F../complete", `Bearer ${jwt}`],
+    ["POST", "/v1/vat/aar/aar_1/feedback", `Bearer ${KEY}`],
+    ["GET", "/v1/vat/reputation/agent%3Abot", `Bearer ${KEY}`],
+    ["GET", "/v1/vat/aar/provenance/prov_1", `Bearer ${KEY}`],
+    ["GET", "/v1/vat/aar/provenance/prov_1/graph", `Bearer ${KEY}`],
+    ["GET", "/v1/vat/aar/aar_1", `Bearer ${KEY}`],
+    ["POST", "/v1/vat/delegate", undefined],
+    ["POST", "/v1/vat/revoke", `Bearer ${KEY}`],
+    ["POST", "/v1/vat/revoke", `Bearer ${jwt}`],
+    ["GET", "/v1/vat/tokens/vat_root_x", `Bearer ${KEY}`],
+    ["GET", "/.well-known/jwks.json", undefined],
+  ]);
+  assert.deepEqual(calls[5].body, { rating: "approved", note: "fine" });
+  for (const call of calls) {
+    assert.equal(call.headers.accept, "application/json");
+    assert.equal(call.headers["content-type"], call.method === "POST" ? "application/json" : undefined);
+    assert.equal(call.body === undefined, call.method === "GET");
+  }
+});
+
+test("records and workflows iterate page after page", async () => {
+  const record = (n) => ({ aar_id: `aar_${n}` });
+  const { calls, client: c } = client(
+    { status: 200, body: { records: [record(1), record(2)], next_cursor: "c1" } },
+    { status: 200, body: { records: [record(3)], next_cursor: "c2" } },
+    { status: 200, body: { records: [] } },
+    { status: 200, body: { workflows: [{ provenance_ref: "prov_1" }] } },
+  );
+  const since = new Date(Date.UTC(2026, 10, 22, 10));
+  const ids = [];
+  for await (const r of c.records({ agent_id: "bot", since, limit: 2, action: undefined })) ids.push(r.aar_id);
+  assert.deepEqual(ids, ["aar_1", "aar_2", "aar_3"]);
+  const queries = calls.map(({ url }) => Object.fromEntries(new URL(url).searchParams));
+  assert.deepEqual(queries, [
+    { agent_id: "bot", since: "2026-11-22T10:00:00.000Z", limit: "2" },
+    { agent_id: "bot", since: "2026-11-22T10:00:00.000Z", limit: "2", cursor: "c1" },
+    { agent_id: "bot", since: "2026-11-22T10:00:00.000Z", limit: "2", cursor: "c2" },
+  ]);
+  const workflows = [];
+  for await (const w of c.workflows()) workflows.push(w.provenance_ref);
+  assert.deepEqual(workflows, ["prov_1"]);
+  assert.equal(calls[3].url, `${BASE}/v1/vat/workflows`);
+});
+
+test("a problem answer becomes a MandateError with the problem body", async () => {
+  const problem = {
+    type: "urn:mandate:problem:action_not_permitted",
+    title: "Action not permitted",
+    status: 403,
+    detail: "the token does not hold `write`",
+    code: "action_not_permitted",
+    aar_id: "aar_9",
+  };
+  const { client: c } = client({ status: 403, body: problem });
+  const error = await c.recordAction({ vat_jti: "vat_root_x", action: "write", resource: "crm:a", result: "success" }).catch((e) => e);
+  assert.ok(error instanceof MandateError);
+  assert.ok(error instanceof Error);
+  assert.deepEqual(
+    [error.name, error.status, error.code, error.title, error.detail, error.problem.aar_id],
+    ["MandateError", 403, "action_not_permitted", "Action not permitted", problem.detail, "aar_9"],
+  );
+  assert.match(error.message, /Action not permitted: the token does not hold/);
+});
+
+test("answers that are not problems, and no answer at all, are MandateErrors too", async () => {
+  const cause = new TypeError("fetch failed");
+  const { client: c } = client(
+    { status: 502, statusText: "Bad Gateway", body: "<html>upstream down</html>" },
+    cause,
+    { status: 200, body: "not json" },
+  );
+  const bad = await c.token("vat_root_x").catch((e) => e);
+  assert.deepEqual([bad.status, bad.code, bad.title], [502, "http_error", "Bad Gateway"]);
+  const down = await c.jwks().catch((e) => e);
+  assert.deepEqual([down.status, down.code, down.cause], [0, "network_error", cause]);
+  const garbled = await c.jwks().catch((e) => e);
+  assert.deepEqual([garbled.status, garbled.code], [200, "invalid_response"]);
+});
+
+test("verifier() fetches the key set once and verifies with it", async () => {
+  const { calls, client: c } = client({ status: 200, body: tokens.jwks }, { status: 200, body: { keys: [] } });
+  const verifier = await c.verifier({ cacheSize: 8 });
+  assert.ok(verifier instanceof Verifier);
+  const valid = tokens.cases.find((t) => t.name === "valid_root");
+  assert.equal(verifier.verify(valid.token, valid.now).valid, true);
+  assert.equal(verifier.verify(valid.token, valid.now).valid, true);
+  assert.equal(calls.length, 1);
+  const unusable = await c.verifier().catch((e) => e);
+  assert.ok(unusable instanceof MandateError);
+  assert.deepEqual([unusable.status, unusable.code], [0, "no_usable_keys"]);
+});
+
+test("the default fetch is the global one, called unbound", async () => {
+  const original = globalThis.fetch;
+  let receiver = "unset";
+  globalThis.fetch = async function (url) {
+    receiver = this;
+    return { ok: true, status: 200, statusText: "OK", text: async () => JSON.stringify({ url }) };
+  };
+  try {
+    const answer = await new MandateClient({ baseUrl: BASE }).jwks();
+    assert.deepEqual(answer, { url: `${BASE}/.well-known/jwks.json` });
+    assert.equal(receiver, undefined);
+  } finally {
+    globalThis.fetch = original;
+  }
+});

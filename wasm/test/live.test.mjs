@@ -1,0 +1,217 @@
+// Against a live `mandate serve` on port 0 with a fresh data folder: the
+// client issues, records on both integration paths, delegates, rates and
+// reads back; the token verifies offline against the fetched key set; a
+// tampered token fails with the right code; a real three-deep chain verifies
+// until its root is revoked. MANDATE_BIN names the server binary
+// (`cargo xtask test` sets it); without it these tests fail.
+import assert from "node:assert/strict";
+import { spawn } from "node:child_process";
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { createInterface } from "node:readline";
+import { createRequire } from "node:module";
+import { after, before, test } from "node:test";
+
+const { MandateClient, MandateError, reputation, sha256Ref, summarizeWorkflow, verifyChain, verifyToken } =
+  createRequire(import.meta.url)("..");
+
+let server;
+let dataDir;
+let baseUrl;
+let client;
+
+/** Starts the server and resolves with its address once it listens. */
+function start(binary) {
+  server = spawn(binary, ["serve", "--listen", "127.0.0.1:0", "--data-dir", dataDir], {
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+  // The log is kept (its tail) to explain a failed start.
+  let log = "";
+  server.stderr.on("data", (chunk) => {
+    log = (log + chunk).slice(-8192);
+  });
+  return new Promise((resolve, reject) => {
+    const fail = (why) => reject(new Error(`${why}; its log ends:\n${log}`));
+    const timer = setTimeout(() => fail("the server did not start within 60 s"), 60_000);
+    server.once("error", reject);
+    server.once("exit", (code) => fail(`the server exited with ${code} before listening`));
+    createInterface({ input: server.stdout }).on("line", (line) => {
+      const address = /listening on (http:\/\/\S+)/.exec(line)?.[1];
+      if (address) {
+        clearTimeout(timer);
+        resolve(address);
+      }
+    });
+  });
+}
+
+before(async () => {
+  const binary = process.env.MANDATE_BIN;
+  assert.ok(binary, "set MANDATE_BIN to the mandate server binary");
+  dataDir = mkdtempSync(join(tmpdir(), "mandate-sdk-live-"));
+  baseUrl = await start(binary);
+  const apiKey = readFileSync(join(dataDir, "admin.key"), "utf8").trim();
+  assert.match(apiKey, /^mk_/);
+  client = new MandateClient({ baseUrl, apiKey });
+});
+
+after(() => {
+  server?.kill();
+  if (dataDir) rmSync(dataDir, { recursive: true, force: true });
+});
+
+/** Rejects with a MandateError of this status and code. */
+async function refused(promise, status, code) {
+  const error = await promise.then(
+    (value) => assert.fail(`expected ${code}, got ${JSON.stringify(value)}`),
+    (e) => e,
+  );
+  assert.ok(error instanceof MandateError, String(error));
+  assert.deepEqual([error.status, error.code], [status, code], error.message);
+  return error;
+}
+
+/** The token with one character of its signature changed. */
+function tamper(token) {
+  const at = token.lastIndexOf(".") + 10;
+  return token.slice(0, at) + (token[at] === "A" ? "B" : "A") + token.slice(at + 1);
+}
+
+test("a whole workflow through the client, judged offline by the wasm build", async () => {
+  const root = await client.issueL1({
+    developer_email: "dev@example.com",
+    agent_id: "planner",
+    resources: ["crm:*", "mail:inbox"],
+    actions: ["read", "write", "delegate"],
+    constraints: { max_spend_usd: 10, max_actions: 50 },
+  });
+  assert.match(root.jti, /^vat_root_/);
+  const provenance = root.provenance_ref;
+
+  // The token verifies offline against the published keys, exactly as issued.
+  const jwks = await client.jwks();
+  const verified = verifyToken(root.compact_jwt, jwks);
+  assert.equal(verified.valid, true, JSON.stringify(verified.error));
+  assert.deepEqual(verified.claims, root.claims);
+  const tampered = verifyToken(tamper(root.compact_jwt), jwks);
+  assert.deepEqual([tampered.valid, tampered.error.code], [false, "invalid_signature"]);
+
+  // The simple path, with vat_jti and with the token as Bearer.
+  const recorded = await client.recordAction({
+    vat_jti: root.jti,
+    action: "read",
+    resource: "crm:contacts",
+    result: "success",
+    result_hash: sha256Ref("three contacts"),
+    spend_usd: 1.5,
+  });
+  assert.equal(recorded.recorded, true);
+  assert.equal(recorded.provenance_ref, provenance);
+  const byBearer = await client.recordAction(
+    { action: "write", resource: "mail:inbox", result: "error" },
+    { token: root.compact_jwt },
+  );
+  assert.equal(byBearer.recorded, true);
+  const outOfScope = await refused(
+    client.recordAction({ vat_jti: root.jti, action: "pay", resource: "crm:contacts", result: "success" }),
+    403,
+    "action_not_permitted",
+  );
+  assert.match(outOfScope.problem.aar_id, /^aar_/);
+
+  // The full-control path: authorize, act, complete; a refusal is an answer.
+  const authorized = await client.authorize({ vat_jti: root.jti, action: "write", resource: "mail:inbox", spend_usd: 2 });
+  assert.equal(authorized.authorized, true);
+  const completed = await client.complete(authorized.aar_id, { result: "success", spend_usd: 1.25 });
+  assert.deepEqual([completed.status, completed.result], ["completed", "success"]);
+  await refused(client.complete(authorized.aar_id, { result: "success" }), 409, "already_completed");
+  const denied = await client.authorize({ vat_jti: root.jti, action: "write", resource: "files:x" });
+  assert.deepEqual([denied.authorized, denied.reason], [false, "resource_not_permitted"]);
+
+  // A three-deep chain, each link narrower; widening is refused with its reasons.
+  const child = await client.delegate({
+    vat_jti: root.jti,
+    agent_id: "researcher",
+    resources: ["crm:contacts"],
+    actions: ["read", "delegate"],
+    constraints: { max_spend_usd: 5, max_actions: 20 },
+  });
+  const grandchild = await client.delegate(
+    { agent_id: "summariser", resources: ["crm:contacts"], actions: ["read"], constraints: { max_spend_usd: 1, max_actions: 5 } },
+    { token: child.compact_jwt },
+  );
+  assert.deepEqual([child.delegation_depth, grandchild.delegation_depth], [1, 2]);
+  assert.equal(grandchild.provenance_ref, provenance);
+  const widening = await refused(
+    client.delegate({ vat_jti: child.jti, agent_id: "greedy", resources: ["crm:*"], actions: ["read"], constraints: { max_spend_usd: 5, max_actions: 20 } }),
+    403,
+    "scope_widening",
+  );
+  assert.deepEqual(widening.problem.violations.map((v) => v.code), ["resource_not_covered"]);
+  await client.recordAction({ vat_jti: grandchild.jti, action: "read", resource: "crm:contacts", result: "success" });
+
+  const chain = [root.compact_jwt, child.compact_jwt, grandchild.compact_jwt];
+  const verifiedChain = verifyChain(chain, jwks);
+  assert.equal(verifiedChain.valid, true, JSON.stringify(verifiedChain.error));
+  assert.deepEqual(verifiedChain.tokens.map((t) => t.claims.svc_depth), [0, 1, 2]);
+  const verifier = await client.verifier({ cacheSize: 16 });
+  assert.equal(verifier.verify(grandchild.compact_jwt).valid, true);
+
+  // A human rates once.
+  const rated = await client.feedback(recorded.aar_id, { rating: "approved", note: "as asked" });
+  assert.equal(rated.rating, "approved");
+  await refused(client.feedback(recorded.aar_id, { rating: "rejected" }), 409, "already_rated");
+  await client.feedback(completed.aar_id, { rating: "flagged" });
+
+  // The server's numbers are the wasm build's numbers.
+  const score = await client.reputation("planner");
+  assert.equal(score.agent_id, "agent:planner");
+  assert.equal(score.has_human_feedback, true);
+  const { counts, agent_id: _id, ...numbers } = score;
+  assert.deepEqual(numbers, reputation(counts));
+  const records = [];
+  for await (const record of client.records({ provenance_ref: provenance, limit: 2 })) records.push(record);
+  const summary = await client.provenance(provenance);
+  assert.equal(records.length, summary.total_records);
+  assert.deepEqual(summarizeWorkflow(records), summary);
+  assert.deepEqual(summarizeWorkflow(records, provenance), summary);
+
+  const graph = await client.graph(provenance);
+  const tokenNodes = graph.nodes.filter((n) => n.kind === "token").map((n) => n.id).sort();
+  assert.deepEqual(tokenNodes, [root.jti, child.jti, grandchild.jti].sort());
+  assert.ok(graph.edges.some((e) => e.kind === "delegated" && e.from === child.jti && e.to === grandchild.jti));
+  const workflows = [];
+  for await (const workflow of client.workflows({ limit: 1 })) workflows.push(workflow.provenance_ref);
+  assert.ok(workflows.includes(provenance));
+  const status = await client.token(root.jti);
+  assert.equal(status.status, "active");
+  assert.deepEqual(status.descendants.map((d) => d.jti).sort(), [child.jti, grandchild.jti].sort());
+  assert.equal((await client.record(recorded.aar_id)).rating, "approved");
+
+  // Revoking the root ends the whole chain, offline and on the server.
+  const revocation = await client.revoke({ jti: root.jti, reason: "workflow done" });
+  assert.deepEqual([...revocation.revoked].sort(), [root.jti, child.jti, grandchild.jti].sort());
+  const afterRevoke = verifyChain(chain, jwks, { revoked: revocation.revoked });
+  assert.deepEqual(
+    [afterRevoke.valid, afterRevoke.error.code, afterRevoke.error.index],
+    [false, "revoked", 0],
+  );
+  verifier.revoke(root.jti);
+  assert.equal(verifier.verify(grandchild.compact_jwt).error.code, "revoked");
+  await refused(
+    client.recordAction({ vat_jti: grandchild.jti, action: "read", resource: "crm:contacts", result: "success" }),
+    403,
+    "token_inactive",
+  );
+  assert.equal((await client.token(grandchild.jti)).status, "revoked");
+});
+
+test("an unknown record and a missing key answer as problems", async () => {
+  const missing = await client.record("aar_01mcc56a20ypjs2bgtacdn684n").catch((e) => e);
+  assert.ok(missing instanceof MandateError);
+  // docs/api.md names the code `not_found`; the server says `record_not_found`.
+  assert.deepEqual([missing.status, /not_found$/.test(missing.code)], [404, true], missing.code);
+  const anonymous = new MandateClient({ baseUrl });
+  await refused(anonymous.reputation("planner"), 401, "unauthorized");
+});

@@ -1,0 +1,174 @@
+// The package as a user gets it: `npm pack`, install the tarball into a
+// fresh project, and use it there from CommonJS, from ESM (the Node entry and
+// the web entry) and from TypeScript (`tsc --noEmit`, strict, no skipLibCheck).
+import assert from "node:assert/strict";
+import { execFileSync } from "node:child_process";
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { after, before, test } from "node:test";
+import { fileURLToPath } from "node:url";
+
+const packageDir = fileURLToPath(new URL("..", import.meta.url));
+const tsc = fileURLToPath(new URL("../node_modules/typescript/bin/tsc", import.meta.url));
+const tokens = JSON.parse(readFileSync(new URL("../../tests/vectors/tokens.json", import.meta.url), "utf8"));
+const valid = tokens.cases.find((c) => c.name === "valid_root");
+
+let project;
+let packed;
+
+function run(command, args, cwd) {
+  return execFileSync(command, args, { cwd, encoding: "utf8", stdio: ["ignore", "pipe", "pipe"] });
+}
+
+function write(name, text) {
+  writeFileSync(join(project, name), text);
+}
+
+before(() => {
+  project = mkdtempSync(join(tmpdir(), "mandate-sdk-consumer-"));
+  [packed] = JSON.parse(run("npm", ["pack", "--json", "--pack-destination", project], packageDir));
+  write("package.json", JSON.stringify({ name: "consumer", private: true }));
+  write("vector.json", JSON.stringify({ token: valid.token, now: valid.now, jwks: tokens.jwks }));
+  run("npm", ["install", "--offline", "--ignore-scripts", "--no-audit", "--no-fund", join(project, packed.filename)], project);
+});
+
+after(() => rmSync(project, { recursive: true, force: true }));
+
+test("the tarball holds the builds and the entries, not the sources", () => {
+  const files = packed.files.map((f) => f.path).sort();
+  for (const needed of [
+    "package.json",
+    "js/index.mjs",
+    "js/index.d.mts",
+    "pkg/node/index.js",
+    "pkg/node/index.d.ts",
+    "pkg/node/mandate_wasm_bg.wasm",
+    "pkg/web/web.js",
+    "pkg/web/web.d.ts",
+    "pkg/web/package.json",
+    "pkg/web/mandate_wasm_bg.wasm",
+  ]) {
+    assert.ok(files.includes(needed), `${needed} missing from ${files.join(", ")}`);
+  }
+  assert.deepEqual(files.filter((f) => /^(src|ts|test|bench)\/|\.rs$|tsconfig/.test(f)), []);
+});
+
+test("CommonJS: require is synchronous and complete", () => {
+  write(
+    "use.cjs",
+    `const assert = require("node:assert/strict");
+    const sdk = require("mandate-sdk");
+    const { token, now, jwks } = require("./vector.json");
+    assert.equal(sdk.verifyToken(token, jwks, { now }).valid, true);
+    assert.equal(new sdk.Verifier(jwks).verify(token, now).valid, true);
+    assert.equal(typeof new sdk.MandateClient({ baseUrl: "http://127.0.0.1:1" }).records, "function");
+    assert.ok(new sdk.MandateError(400, { code: "x" }) instanceof Error);
+    assert.equal(require("mandate-sdk/package.json").name, "mandate-sdk");
+    console.log("cjs ok");`,
+  );
+  assert.equal(run(process.execPath, ["use.cjs"], project).trim(), "cjs ok");
+});
+
+test("ESM: the Node entry and the web entry with init()", () => {
+  write(
+    "use.mjs",
+    `import assert from "node:assert/strict";
+    import { readFileSync } from "node:fs";
+    import { createRequire } from "node:module";
+    import sdk, { verifyToken, Verifier, MandateClient } from "mandate-sdk";
+    import init, { verifyToken as webVerifyToken, MandateClient as WebClient } from "mandate-sdk/web";
+    const require = createRequire(import.meta.url);
+    const { token, now, jwks } = require("./vector.json");
+    assert.equal(verifyToken(token, jwks, { now }).valid, true);
+    assert.equal(sdk.verifyToken, verifyToken);
+    assert.equal(new Verifier(jwks).verify(token, now).valid, true);
+    assert.equal(typeof MandateClient, "function");
+    await init(readFileSync(require.resolve("mandate-sdk/mandate.wasm")));
+    assert.equal(webVerifyToken(token, jwks, { now }).valid, true);
+    assert.equal(typeof WebClient, "function");
+    console.log("esm ok");`,
+  );
+  assert.equal(run(process.execPath, ["use.mjs"], project).trim(), "esm ok");
+});
+
+test("TypeScript: the declarations type-check a strict consumer", () => {
+  // `use` stands for any consumer of values (no console without DOM or Node types).
+  const usage = (from) => `
+    declare function use(...values: unknown[]): void;
+    const jwks: Jwks = { keys: [] };
+    const result: VerifyResult = verifyToken("a.b.c", jwks, { now: 1, leewaySeconds: 0, issuer: "x", revoked: [] });
+    if (result.valid) {
+      const resources: string[] = result.claims.svc_scope.resources;
+      const depth: number = result.claims.svc_depth;
+      use(resources, depth, result.header.kid);
+    } else {
+      const code: string = result.error.code;
+      use(code, result.error.stage);
+    }
+    const verifier = new Verifier(jwks, { cacheSize: 64, revoked: ["vat_root_x"] });
+    const again: VerifyResult = verifier.verify("a.b.c");
+    use(again.valid, verifier.cached, verifier.error?.code);
+    verifier.free();
+    const chain: ChainResult = verifyChain(["a.b.c"], JSON.stringify(jwks), { revoked: [] });
+    const permit: PermitResult = permits({ resources: ["crm:*"], actions: ["read"] }, "read", "crm:x");
+    const narrowing: NarrowingResult = checkNarrowing({ resources: ["crm:x"], actions: ["read"], exp: 2 }, { resources: ["crm:*"], actions: ["read"], exp: 3 });
+    const hash: string | null = sha256Ref(new Uint8Array([1, 2, 3]));
+    const score = reputation({ successes: 1 });
+    if (!("error" in score)) use(score.combined_reputation);
+    const summary = summarizeWorkflow([{ agent_id: "a", action: "read", status: "completed", result: "success" }], "prov_x");
+    use(chain.valid, permit.ok, narrowing.violations.length, hash, summary);
+    const decoded: DecodeResult = decodeTokenUnverified("a.b.c");
+    use(decoded.ok);
+    const client = new MandateClient({ baseUrl: "https://mandate.example", apiKey: "mk_x" });
+    async function flow(): Promise<void> {
+      const issued: IssuedToken = await client.issueL1({ developer_email: "a@b.c", agent_id: "bot", resources: ["crm:*"], actions: ["read", "delegate"] });
+      const recorded: RecordActionResponse = await client.recordAction({ vat_jti: issued.jti, action: "read", resource: "crm:a", result: "success" }, { token: issued.compact_jwt });
+      const child: DelegatedToken = await client.delegate({ vat_jti: issued.jti, agent_id: "sub", resources: ["crm:a"], actions: ["read"] });
+      for await (const record of client.records({ provenance_ref: child.provenance_ref, since: new Date() })) {
+        const status: "pending" | "completed" | "denied" = record.status;
+        use(status);
+      }
+      const verifier: Verifier = await client.verifier({ cacheSize: 8 });
+      use(recorded.aar_id, verifier.cached);
+      try {
+        await client.feedback(recorded.aar_id, { rating: "approved" });
+      } catch (error) {
+        if (error instanceof MandateError) use(error.status, error.code, error.title, error.detail, error.problem.aar_id);
+      }
+    }
+    void flow;
+    // ${from}
+  `;
+  const imports = `{
+    verifyToken, verifyChain, decodeTokenUnverified, permits, checkNarrowing, sha256Ref, reputation,
+    summarizeWorkflow, Verifier, MandateClient, MandateError,
+    type Jwks, type VerifyResult, type ChainResult, type PermitResult, type NarrowingResult,
+    type DecodeResult, type IssuedToken, type RecordActionResponse, type DelegatedToken,
+  }`;
+  write("check.ts", `import ${imports} from "mandate-sdk";\n${usage("CommonJS")}`);
+  write("check-esm.mts", `import sdk, ${imports} from "mandate-sdk";\n${usage("ESM")}\nuse(typeof sdk.verifyToken);`);
+  write(
+    "check-web.mts",
+    `import init, ${imports} from "mandate-sdk/web";\nawait init(new URL("https://cdn.example/mandate.wasm"));\n${usage("web")}`,
+  );
+  const compilerOptions = {
+    strict: true,
+    noEmit: true,
+    skipLibCheck: false,
+    target: "es2022",
+    module: "node16",
+    moduleResolution: "node16",
+    types: [],
+  };
+  // Node consumers need no DOM types; the web entry's init() names fetch's.
+  write("tsconfig.node.json", JSON.stringify({ compilerOptions: { ...compilerOptions, lib: ["es2022", "esnext.disposable"] }, files: ["check.ts", "check-esm.mts"] }));
+  write("tsconfig.web.json", JSON.stringify({ compilerOptions: { ...compilerOptions, lib: ["es2022", "esnext.disposable", "dom"] }, files: ["check-web.mts"] }));
+  for (const config of ["tsconfig.node.json", "tsconfig.web.json"]) {
+    try {
+      run(process.execPath, [tsc, "-p", config], project);
+    } catch (error) {
+      assert.fail(`tsc -p ${config}:\n${error.stdout}${error.stderr}`);
+    }
+  }
+});

@@ -1,0 +1,539 @@
+// MandateClient: a small fetch-based client for every /v1 endpoint of a
+// Mandate server (docs/api.md is the contract). One typed method per call;
+// every failure, from a refused request to an unreachable server, rejects
+// with a MandateError that carries the problem body.
+//
+// Which credential goes with a call follows the contract: the API key for
+// issuing and reading, the agent's own token (optional, beside `vat_jti` in
+// the body) for agent calls, nothing for the public key set.
+
+import {
+  Verifier,
+  type AssuranceLevel,
+  type Claims,
+  type Constraints,
+  type Jwks,
+  type Policy,
+  type VerifierOptions,
+  type Violation,
+  type WorkflowSummary,
+} from "./mandate_wasm.js";
+
+/** The part of the Fetch API the client uses; `globalThis.fetch` fits. */
+export type FetchLike = (
+  url: string,
+  init: { method: string; headers: Record<string, string>; body?: string },
+) => Promise<{ ok: boolean; status: number; statusText: string; text(): Promise<string> }>;
+
+export interface MandateClientOptions {
+  /** The server's address, e.g. `https://mandate.example.com` (a path prefix is kept). */
+  baseUrl: string;
+  /** An API key (`mk_…`) for the calls that need one. */
+  apiKey?: string;
+  /** A fetch implementation; default `globalThis.fetch`. */
+  fetch?: FetchLike;
+}
+
+/** How an agent call presents its token. */
+export interface AgentAuth {
+  /** The token's compact JWT, sent as `Authorization: Bearer`. Without it the server relies on `vat_jti`. */
+  token?: string;
+}
+
+export type ActionResult = "success" | "error" | "timeout" | "cancelled";
+export type Rating = "approved" | "flagged" | "rejected";
+export type RecordStatus = "pending" | "completed" | "denied";
+export type TokenState = "active" | "revoked" | "expired";
+
+export interface IssueL1Request {
+  developer_email: string;
+  agent_id: string;
+  resources: string[];
+  actions: string[];
+  constraints?: Constraints;
+  policy?: Policy;
+  /** Default 3600, at most 2592000. */
+  ttl_seconds?: number;
+}
+
+export interface IssuedToken {
+  jti: string;
+  provenance_ref: string;
+  compact_jwt: string;
+  claims: Claims;
+  expires_at: string;
+}
+
+export interface RecordActionRequest {
+  /** The acting token; may be left out when `AgentAuth.token` is given. */
+  vat_jti?: string;
+  action: string;
+  resource: string;
+  result: ActionResult;
+  /** `sha256:<64 hex>`; see `sha256Ref`. */
+  result_hash?: string;
+  spend_usd?: number;
+}
+
+export interface RecordActionResponse {
+  recorded: true;
+  aar_id: string;
+  provenance_ref: string;
+  trust_score: number;
+  delegation_depth: number;
+}
+
+export interface AuthorizeRequest {
+  vat_jti?: string;
+  action: string;
+  resource: string;
+  /** Reserved against the budget until `complete`. */
+  spend_usd?: number;
+}
+
+export interface AuthorizeResponse {
+  authorized: boolean;
+  aar_id: string;
+  trust_score: number;
+  provenance_ref: string;
+  human_ref: string;
+  assurance_level: AssuranceLevel;
+  /** Why not, when `authorized` is false. */
+  reason?: string;
+}
+
+export interface CompleteRequest {
+  result: ActionResult;
+  result_hash?: string;
+  /** The actual spend; replaces the reservation. */
+  spend_usd?: number;
+}
+
+export interface ActionRecord {
+  aar_id: string;
+  provenance_ref: string;
+  vat_jti: string;
+  agent_id: string;
+  action: string;
+  resource: string;
+  status: RecordStatus;
+  result?: ActionResult;
+  deny_reason?: string;
+  result_hash?: string;
+  spend_usd: number;
+  trust_score: number;
+  delegation_depth: number;
+  human_ref: string;
+  assurance_level: AssuranceLevel;
+  rating?: Rating;
+  note?: string;
+  feedback_at?: string;
+  created_at: string;
+  completed_at?: string;
+  /** The child token, on a `delegate` record. */
+  delegated_jti?: string;
+}
+
+export interface FeedbackRequest {
+  rating: Rating;
+  /** At most 2 KiB. */
+  note?: string;
+}
+
+export interface FeedbackResponse {
+  aar_id: string;
+  rating: Rating;
+  feedback_at: string;
+}
+
+export interface AgentReputation {
+  /** `agent:<id>`. */
+  agent_id: string;
+  total_actions: number;
+  execution_score: number;
+  feedback_score: number;
+  combined_reputation: number;
+  has_human_feedback: boolean;
+  counts: {
+    successes: number;
+    failures: number;
+    pending: number;
+    approved: number;
+    flagged: number;
+    rejected: number;
+  };
+}
+
+export interface HumanNode {
+  id: string;
+  kind: "human";
+  human_ref: string;
+  assurance_level: AssuranceLevel;
+}
+
+export interface TokenNode {
+  id: string;
+  kind: "token";
+  agent_id: string;
+  delegation_depth: number;
+  status: TokenState;
+  parent?: string;
+  expires_at: string;
+  revoked_at?: string;
+}
+
+export interface RecordNode {
+  id: string;
+  kind: "record";
+  agent_id: string;
+  action: string;
+  resource: string;
+  status: RecordStatus;
+  result?: ActionResult;
+  deny_reason?: string;
+  rating?: Rating;
+  created_at: string;
+}
+
+export interface GraphEdge {
+  from: string;
+  to: string;
+  kind: "issued" | "delegated" | "action";
+}
+
+export interface WorkflowGraph {
+  provenance_ref: string;
+  human_ref: string;
+  nodes: Array<HumanNode | TokenNode | RecordNode>;
+  edges: GraphEdge[];
+}
+
+export interface DelegateRequest {
+  /** The parent token; may be left out when `AgentAuth.token` is the parent's. */
+  vat_jti?: string;
+  agent_id: string;
+  resources: string[];
+  actions: string[];
+  constraints?: Constraints;
+  policy?: Policy;
+  /** Default: the parent's end. */
+  ttl_seconds?: number;
+}
+
+export interface DelegatedToken extends IssuedToken {
+  delegation_depth: number;
+  /** The parent's `delegate` record. */
+  aar_id: string;
+}
+
+export interface RevokeRequest {
+  jti: string;
+  reason?: string;
+  /** An agent revoking with its own token names it here (or as `AgentAuth.token`). */
+  vat_jti?: string;
+}
+
+export interface RevokeResponse {
+  /** Every jti now revoked: the token and all its descendants. */
+  revoked: string[];
+  revoked_at: string;
+}
+
+export interface TokenStatus {
+  jti: string;
+  status: TokenState;
+  agent_id: string;
+  parent?: string;
+  delegation_depth: number;
+  provenance_ref: string;
+  issued_at: string;
+  expires_at: string;
+  revoked_at?: string;
+  revoke_reason?: string;
+  descendants: Array<{
+    jti: string;
+    agent_id: string;
+    parent: string;
+    delegation_depth: number;
+    status: TokenState;
+  }>;
+}
+
+/** A time bound: ISO 8601 text or a Date. */
+export type Instant = string | Date;
+
+export interface RecordQuery {
+  agent_id?: string;
+  action?: string;
+  result?: ActionResult | "denied" | "pending";
+  resource?: string;
+  provenance_ref?: string;
+  vat_jti?: string;
+  since?: Instant;
+  until?: Instant;
+  /** Page size, 1–500; default 50. */
+  limit?: number;
+  cursor?: string;
+}
+
+export interface RecordPage {
+  records: ActionRecord[];
+  /** Absent on the last page. */
+  next_cursor?: string;
+}
+
+export interface WorkflowQuery {
+  agent_id?: string;
+  provenance_ref?: string;
+  since?: Instant;
+  until?: Instant;
+  limit?: number;
+  cursor?: string;
+}
+
+export interface Workflow {
+  provenance_ref: string;
+  root_jti: string;
+  root_agent_id: string;
+  human_ref: string;
+  assurance_level: AssuranceLevel;
+  total_records: number;
+  created_at: string;
+  last_activity: string;
+}
+
+export interface WorkflowPage {
+  workflows: Workflow[];
+  next_cursor?: string;
+}
+
+/** An RFC 9457 problem body as the server sends it. */
+export interface Problem {
+  type?: string;
+  title?: string;
+  status?: number;
+  detail?: string;
+  code?: string;
+  /** The denied record written for a refused action. */
+  aar_id?: string;
+  /** The offending input field. */
+  field?: string;
+  /** Every widening of a refused delegation. */
+  violations?: Violation[];
+  [member: string]: unknown;
+}
+
+/**
+ * A refused or failed call. `status` is the HTTP status, or 0 when no answer
+ * came (`network_error`) or the answer was unusable (`invalid_response`,
+ * or the key set's code from `verifier()`).
+ */
+export class MandateError extends Error {
+  readonly status: number;
+  readonly code: string;
+  readonly title: string;
+  readonly detail: string | undefined;
+  /** The whole problem body. */
+  readonly problem: Problem;
+
+  constructor(status: number, problem: Problem, options?: { cause?: unknown }) {
+    const code = problem.code ?? "http_error";
+    const title = problem.title ?? `HTTP ${status}`;
+    super(problem.detail ? `${title}: ${problem.detail}` : title, options);
+    this.name = "MandateError";
+    this.status = status;
+    this.code = code;
+    this.title = title;
+    this.detail = problem.detail;
+    this.problem = problem;
+  }
+}
+
+function queryString(query: object): string {
+  const params = new URLSearchParams();
+  for (const [name, value] of Object.entries(query) as Array<[string, unknown]>) {
+    if (value !== undefined) {
+      params.set(name, value instanceof Date ? value.toISOString() : String(value));
+    }
+  }
+  const text = params.toString();
+  return text ? `?${text}` : "";
+}
+
+const segment = encodeURIComponent;
+
+function isObject(value: unknown): value is Record<string, unknown> {
+  return typeof value === "object" && value !== null && !Array.isArray(value);
+}
+
+/** A client of one Mandate server. */
+export class MandateClient {
+  readonly #base: string;
+  readonly #apiKey: string | undefined;
+  readonly #fetch: FetchLike;
+
+  constructor(options: MandateClientOptions) {
+    this.#base = String(options.baseUrl).replace(/\/+$/, "");
+    this.#apiKey = options.apiKey;
+    const fetch = options.fetch ?? (globalThis as { fetch?: FetchLike }).fetch;
+    if (fetch === undefined) {
+      throw new TypeError("MandateClient needs a fetch implementation");
+    }
+    // Called unbound: a browser's fetch refuses any `this` but the global.
+    this.#fetch = (url, init) => fetch(url, init);
+  }
+
+  async #call<T>(method: "GET" | "POST", path: string, bearer: string | undefined, body?: unknown): Promise<T> {
+    const headers: Record<string, string> = { accept: "application/json" };
+    if (bearer !== undefined) {
+      headers.authorization = `Bearer ${bearer}`;
+    }
+    const init: { method: string; headers: Record<string, string>; body?: string } = { method, headers };
+    if (body !== undefined) {
+      headers["content-type"] = "application/json";
+      init.body = JSON.stringify(body);
+    }
+    let response;
+    try {
+      response = await this.#fetch(`${this.#base}${path}`, init);
+    } catch (cause) {
+      throw new MandateError(
+        0,
+        { code: "network_error", title: "Network error", detail: String(cause) },
+        { cause },
+      );
+    }
+    const text = await response.text();
+    let data: unknown;
+    try {
+      data = JSON.parse(text);
+    } catch {
+      data = undefined;
+    }
+    if (!response.ok) {
+      const problem: Problem = isObject(data) ? data : { title: response.statusText || undefined };
+      throw new MandateError(response.status, problem);
+    }
+    if (data === undefined) {
+      throw new MandateError(response.status, {
+        code: "invalid_response",
+        title: "Invalid response",
+        detail: "the server did not answer with JSON",
+      });
+    }
+    return data as T;
+  }
+
+  /** `POST /v1/vat/issue/l1`: a root token for an agent, on the API key. */
+  issueL1(request: IssueL1Request): Promise<IssuedToken> {
+    return this.#call("POST", "/v1/vat/issue/l1", this.#apiKey, request);
+  }
+
+  /** `POST /v1/vat/record/action`: an action done and its result, in one step. */
+  recordAction(request: RecordActionRequest, auth?: AgentAuth): Promise<RecordActionResponse> {
+    return this.#call("POST", "/v1/vat/record/action", auth?.token, request);
+  }
+
+  /** `POST /v1/vat/authorize`: asks before acting; a refusal is `authorized: false`, not an error. */
+  authorize(request: AuthorizeRequest, auth?: AgentAuth): Promise<AuthorizeResponse> {
+    return this.#call("POST", "/v1/vat/authorize", auth?.token, request);
+  }
+
+  /** `POST /v1/vat/aar/{aar_id}/complete`: how an authorized action ended. */
+  complete(aarId: string, request: CompleteRequest, auth?: AgentAuth): Promise<ActionRecord> {
+    return this.#call("POST", `/v1/vat/aar/${segment(aarId)}/complete`, auth?.token, request);
+  }
+
+  /** `POST /v1/vat/aar/{aar_id}/feedback`: a human's one rating of a completed action. */
+  feedback(aarId: string, request: FeedbackRequest): Promise<FeedbackResponse> {
+    return this.#call("POST", `/v1/vat/aar/${segment(aarId)}/feedback`, this.#apiKey, request);
+  }
+
+  /** `GET /v1/vat/reputation/{agent_id}`; the id bare or as `agent:<id>`. */
+  reputation(agentId: string): Promise<AgentReputation> {
+    return this.#call("GET", `/v1/vat/reputation/${segment(agentId)}`, this.#apiKey);
+  }
+
+  /** `GET /v1/vat/aar/provenance/{provenance_ref}`: the workflow summary. */
+  provenance(provenanceRef: string): Promise<WorkflowSummary> {
+    return this.#call("GET", `/v1/vat/aar/provenance/${segment(provenanceRef)}`, this.#apiKey);
+  }
+
+  /** `GET /v1/vat/aar/provenance/{provenance_ref}/graph`: tokens and records of a workflow. */
+  graph(provenanceRef: string): Promise<WorkflowGraph> {
+    return this.#call("GET", `/v1/vat/aar/provenance/${segment(provenanceRef)}/graph`, this.#apiKey);
+  }
+
+  /** `GET /v1/vat/aar/{aar_id}`: one full record. */
+  record(aarId: string): Promise<ActionRecord> {
+    return this.#call("GET", `/v1/vat/aar/${segment(aarId)}`, this.#apiKey);
+  }
+
+  /** `GET /v1/vat/aar`: one page of records, newest first. */
+  recordsPage(query: RecordQuery = {}): Promise<RecordPage> {
+    return this.#call("GET", `/v1/vat/aar${queryString(query)}`, this.#apiKey);
+  }
+
+  /** Every record matching `query`, newest first, fetching page after page as iteration goes on. */
+  async *records(query: RecordQuery = {}): AsyncGenerator<ActionRecord, void, undefined> {
+    let cursor = query.cursor;
+    do {
+      const page = await this.recordsPage({ ...query, cursor });
+      yield* page.records;
+      cursor = page.next_cursor ?? undefined;
+    } while (cursor);
+  }
+
+  /** `GET /v1/vat/workflows`: one page of workflows, newest activity first. */
+  workflowsPage(query: WorkflowQuery = {}): Promise<WorkflowPage> {
+    return this.#call("GET", `/v1/vat/workflows${queryString(query)}`, this.#apiKey);
+  }
+
+  /** Every workflow matching `query`, page after page. */
+  async *workflows(query: WorkflowQuery = {}): AsyncGenerator<Workflow, void, undefined> {
+    let cursor = query.cursor;
+    do {
+      const page = await this.workflowsPage({ ...query, cursor });
+      yield* page.workflows;
+      cursor = page.next_cursor ?? undefined;
+    } while (cursor);
+  }
+
+  /** `POST /v1/vat/delegate`: a narrower child token, on the parent's token. */
+  delegate(request: DelegateRequest, auth?: AgentAuth): Promise<DelegatedToken> {
+    return this.#call("POST", "/v1/vat/delegate", auth?.token, request);
+  }
+
+  /**
+   * `POST /v1/vat/revoke`: revokes a token and all its descendants. On the
+   * API key, or, with `auth.token`, on an ancestor's (or the token's own) token.
+   */
+  revoke(request: RevokeRequest, auth?: AgentAuth): Promise<RevokeResponse> {
+    return this.#call("POST", "/v1/vat/revoke", auth ? auth.token : this.#apiKey, request);
+  }
+
+  /** `GET /v1/vat/tokens/{jti}`: a token's status and descendants. */
+  token(jti: string): Promise<TokenStatus> {
+    return this.#call("GET", `/v1/vat/tokens/${segment(jti)}`, this.#apiKey);
+  }
+
+  /** `GET /.well-known/jwks.json`: the public keys tokens are signed with. */
+  jwks(): Promise<Jwks> {
+    return this.#call("GET", "/.well-known/jwks.json", undefined);
+  }
+
+  /**
+   * Fetches the key set once and returns a `Verifier` for it. Rejects with a
+   * MandateError (status 0, the key set's code) when the keys are unusable.
+   * Free the verifier with `free()` when done, or let the garbage collector.
+   */
+  async verifier(options?: VerifierOptions): Promise<Verifier> {
+    const verifier = new Verifier(await this.jwks(), options);
+    const error = verifier.error;
+    if (error !== null) {
+      verifier.free();
+      throw new MandateError(0, { code: error.code, title: "Unusable key set", detail: error.message });
+    }
+    return verifier;
+  }
+}

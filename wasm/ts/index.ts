@@ -1,0 +1,5 @@
+// The Node entry of mandate-sdk: the wasm build for Node (loaded
+// synchronously on require) and the HTTP client.
+
+export * from "./mandate_wasm.js";
+export * from "./client.js";

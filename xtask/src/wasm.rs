@@ -1,0 +1,250 @@
+//! The npm package `mandate-sdk` in `wasm/`: its build (`cargo xtask wasm`)
+//! and its test suites (part of `cargo xtask test`).
+//!
+//! The build compiles mandate-wasm for wasm32 with the `wasm-release`
+//! profile, generates its bindings for Node (CommonJS, `wasm/pkg/node`) and
+//! for the web (ESM, `wasm/pkg/web`), shrinks each module with `wasm-opt -Oz`
+//! from the npm package binaryen (a system binaryen may be too old and emit a
+//! broken module), compiles the TypeScript client for each, and checks the
+//! module against its size budget. Afterwards `require('<repo>/wasm')` loads
+//! the built package.
+
+use std::ffi::OsStr;
+use std::fs;
+use std::io::Write as _;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use flate2::Compression;
+use flate2::write::GzEncoder;
+
+use crate::{Result, fail};
+
+const TARGET: &str = "wasm32-unknown-unknown";
+const PROFILE: &str = "wasm-release";
+/// The most bytes the optimised module may take.
+const BUDGET_BYTES: u64 = 300_000;
+/// The Node suites that need no server.
+const NODE_TESTS: [&str; 4] = [
+    "test/vectors.test.mjs",
+    "test/sdk.test.mjs",
+    "test/client.test.mjs",
+    "test/package.test.mjs",
+];
+/// The Node suite run against a live `mandate serve`.
+const LIVE_TEST: &str = "test/live.test.mjs";
+
+fn command(dir: &Path, program: impl AsRef<OsStr>, args: &[&OsStr]) -> Command {
+    let mut command = Command::new(program);
+    command.args(args).current_dir(dir);
+    command
+}
+
+/// Announces and runs a command; fails on a non-zero exit.
+fn exec(mut command: Command) -> Result<()> {
+    let shown = std::iter::once(command.get_program())
+        .chain(command.get_args())
+        .map(|part| part.to_string_lossy())
+        .collect::<Vec<_>>()
+        .join(" ");
+    eprintln!("\n$ {shown}");
+    let status = command.status()?;
+    if !status.success() {
+        return fail(format!("`{shown}` failed: {status}"));
+    }
+    Ok(())
+}
+
+fn run_in(dir: &Path, program: impl AsRef<OsStr>, args: &[&str]) -> Result<()> {
+    let args: Vec<&OsStr> = args.iter().map(OsStr::new).collect();
+    exec(command(dir, program, &args))
+}
+
+/// The version of `package` in Cargo.lock.
+fn locked_version(root: &Path, package: &str) -> Result<String> {
+    let lock = fs::read_to_string(root.join("Cargo.lock"))?;
+    let name = format!("name = \"{package}\"");
+    let mut lines = lock.lines();
+    while let Some(line) = lines.next() {
+        if line == name {
+            let version = lines
+                .next()
+                .and_then(|line| line.strip_prefix("version = \""))
+                .and_then(|version| version.strip_suffix('"'));
+            if let Some(version) = version {
+                return Ok(version.to_owned());
+            }
+        }
+    }
+    fail(format!("Cargo.lock has no version of {package}"))
+}
+
+/// Installs wasm-bindgen-cli at the version of the wasm-bindgen crate in
+/// Cargo.lock, unless that version is installed: the two must match exactly.
+fn ensure_wasm_bindgen(root: &Path) -> Result<()> {
+    let version = locked_version(root, "wasm-bindgen")?;
+    let installed = Command::new("wasm-bindgen")
+        .arg("--version")
+        .output()
+        .ok()
+        .filter(|output| output.status.success())
+        .map(|output| String::from_utf8_lossy(&output.stdout).trim().to_owned());
+    if installed.as_deref() == Some(format!("wasm-bindgen {version}").as_str()) {
+        return Ok(());
+    }
+    // Not --locked: the CLI's own lock file pins a crate the registry lacks.
+    run_in(
+        root,
+        "cargo",
+        &["install", "wasm-bindgen-cli", "--version", &version],
+    )
+}
+
+/// Cargo's target directory, wherever CARGO_TARGET_DIR or a config puts it.
+fn target_dir(root: &Path) -> Result<PathBuf> {
+    let output = Command::new("cargo")
+        .args(["metadata", "--format-version", "1", "--no-deps"])
+        .current_dir(root)
+        .output()?;
+    if !output.status.success() {
+        return fail("`cargo metadata` failed");
+    }
+    let metadata: serde_json::Value = serde_json::from_slice(&output.stdout)?;
+    match metadata["target_directory"].as_str() {
+        Some(dir) => Ok(PathBuf::from(dir)),
+        None => fail("`cargo metadata` names no target_directory"),
+    }
+}
+
+fn gzip_len(bytes: &[u8]) -> Result<usize> {
+    let mut encoder = GzEncoder::new(Vec::new(), Compression::best());
+    encoder.write_all(bytes)?;
+    Ok(encoder.finish()?.len())
+}
+
+/// Reports the size of each optimised module and holds it to the budget.
+fn report(pkg: &Path) -> Result<()> {
+    for dir in ["node", "web"] {
+        let path = pkg.join(dir).join("mandate_wasm_bg.wasm");
+        let bytes = fs::read(&path)?;
+        let size = bytes.len() as u64;
+        eprintln!(
+            "\nwasm/pkg/{dir}/mandate_wasm_bg.wasm: {size} bytes ({:.1} KB), {} bytes gzip",
+            size as f64 / 1000.0,
+            gzip_len(&bytes)?
+        );
+        if size > BUDGET_BYTES {
+            return fail(format!(
+                "{} is {size} bytes, over the budget of {BUDGET_BYTES}",
+                path.display()
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// `cargo xtask wasm`: builds the package into `wasm/pkg`.
+pub(crate) fn build(root: &Path) -> Result<()> {
+    let wasm = root.join("wasm");
+    ensure_wasm_bindgen(root)?;
+    if !wasm.join("node_modules/.package-lock.json").exists() {
+        run_in(&wasm, "npm", &["ci", "--no-audit", "--no-fund"])?;
+    }
+    run_in(
+        root,
+        "cargo",
+        &[
+            "build",
+            "--package",
+            "mandate-wasm",
+            "--target",
+            TARGET,
+            "--profile",
+            PROFILE,
+        ],
+    )?;
+    let module = target_dir(root)?
+        .join(TARGET)
+        .join(PROFILE)
+        .join("mandate_wasm.wasm");
+    let pkg = wasm.join("pkg");
+    if pkg.exists() {
+        fs::remove_dir_all(&pkg)?;
+    }
+    let wasm_opt = wasm.join("node_modules/.bin/wasm-opt");
+    for (target, dir) in [("nodejs", "node"), ("web", "web")] {
+        let out = pkg.join(dir);
+        let bindgen = [
+            OsStr::new("--target"),
+            OsStr::new(target),
+            OsStr::new("--out-dir"),
+            out.as_os_str(),
+            module.as_os_str(),
+        ];
+        exec(command(root, "wasm-bindgen", &bindgen))?;
+        let optimised = out.join("mandate_wasm_bg.wasm");
+        let opt = [
+            OsStr::new("-Oz"),
+            optimised.as_os_str(),
+            OsStr::new("-o"),
+            optimised.as_os_str(),
+        ];
+        exec(command(root, &wasm_opt, &opt))?;
+    }
+    // The web build is ES modules; Node must read it as such, in tests and in
+    // a consumer's tooling.
+    fs::write(pkg.join("web/package.json"), "{ \"type\": \"module\" }\n")?;
+    let tsc = wasm.join("node_modules/.bin/tsc");
+    for config in ["tsconfig.node.json", "tsconfig.web.json"] {
+        run_in(&wasm, &tsc, &["-p", config])?;
+    }
+    report(&pkg)
+}
+
+/// The package's suites: the façade under Node with wasm-bindgen-test, the
+/// conformance vectors, the JavaScript surface, the client, the packed
+/// package in a fresh project, and the live server through the client.
+pub(crate) fn test(root: &Path) -> Result<()> {
+    let wasm = root.join("wasm");
+    ensure_wasm_bindgen(root)?;
+    run_in(&wasm, "npm", &["ci", "--no-audit", "--no-fund"])?;
+    build(root)?;
+    run_in(
+        root,
+        "cargo",
+        &[
+            "clippy",
+            "--package",
+            "mandate-wasm",
+            "--all-targets",
+            "--target",
+            TARGET,
+            "--",
+            "-D",
+            "warnings",
+        ],
+    )?;
+    run_in(
+        root,
+        "cargo",
+        &["test", "--package", "mandate-wasm", "--target", TARGET],
+    )?;
+    let mut node = vec!["--test"];
+    node.extend(NODE_TESTS);
+    run_in(&wasm, "node", &node)?;
+    run_in(
+        root,
+        "cargo",
+        &["build", "--package", "mandate-host", "--bin", "mandate"],
+    )?;
+    let server = target_dir(root)?
+        .join("debug")
+        .join(format!("mandate{}", std::env::consts::EXE_SUFFIX));
+    let mut live = command(
+        &wasm,
+        "node",
+        &[OsStr::new("--test"), OsStr::new(LIVE_TEST)],
+    );
+    live.env("MANDATE_BIN", server);
+    exec(live)
+}
