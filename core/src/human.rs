@@ -11,7 +11,7 @@ use sha2::Sha256;
 
 use crate::ids::HumanRef;
 
-/// Longest e-mail address accepted (RFC 5321 path limit).
+/// Longest e-mail address accepted, in characters (RFC 5321's path limit).
 pub const MAX_EMAIL_LEN: usize = 254;
 
 /// Why an e-mail address was refused.
@@ -44,7 +44,7 @@ impl Identity {
     /// part and domain, printable ASCII or UTF-8 without spaces or controls.
     /// Compared case-insensitively.
     pub fn email(address: &str) -> Result<Identity, EmailError> {
-        let ok = address.len() <= MAX_EMAIL_LEN
+        let ok = address.chars().count() <= MAX_EMAIL_LEN
             && address.split_once('@').is_some_and(|(local, domain)| {
                 !local.is_empty() && !domain.is_empty() && !domain.contains('@')
             })

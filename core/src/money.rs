@@ -2,14 +2,26 @@
 //!
 //! JSON carries amounts as numbers (`12.5`). An amount is accepted only when it
 //! is finite, not negative, at most [`MAX_USD`] and has at most six decimal
-//! places; anything else is refused, never rounded. Inside Mandate amounts are
-//! integers, so sums over many records are exact.
+//! places; anything else is refused, never rounded. A number a client computed
+//! with binary floating point (`0.1 + 0.2`, `3 * 0.000001`) lands a unit or two
+//! in the last place away from the decimal it means; such noise, at most
+//! [`FLOAT_NOISE_ULPS`] units in the last place and a millionth of a
+//! micro-dollar, is read as that decimal.
+//! Inside Mandate amounts are integers, so sums over many records are exact.
 
 use std::fmt;
 
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 use crate::limits::{MAX_USD, MICROS_PER_USD};
+
+/// How far, in units in the last place, a number may lie from a six-place
+/// decimal and still be read as it: the noise of a few float operations.
+pub const FLOAT_NOISE_ULPS: u64 = 4;
+
+/// However few units in the last place, noise is never more than a
+/// millionth of a micro-dollar: large amounts must be exact.
+const MAX_NOISE_USD: f64 = 1e-12;
 
 /// Why a number is not an acceptable amount of money.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -65,9 +77,14 @@ impl Usd {
         }
         let micros = (amount * MICROS_PER_USD as f64).round();
         // Below MAX_USD every micro-dollar count is an exact f64, and the
-        // division is correctly rounded, so this holds exactly when `amount`
-        // is the double nearest to a decimal with at most six places.
-        if micros / MICROS_PER_USD as f64 != amount {
+        // division is correctly rounded: `decimal` is the double nearest to
+        // the six-place decimal `micros` stands for. Non-negative doubles
+        // order like their bit patterns, so the distance in bits counts units
+        // in the last place.
+        let decimal = micros / MICROS_PER_USD as f64;
+        let noise = decimal.to_bits().abs_diff(amount.to_bits()) <= FLOAT_NOISE_ULPS
+            && (decimal - amount).abs() <= MAX_NOISE_USD;
+        if !noise {
             return Err(MoneyError::TooPrecise);
         }
         // `micros` is a whole number in 0..=1e15, exactly convertible.
@@ -149,6 +166,19 @@ mod tests {
         assert_eq!(Usd::from_f64(f64::INFINITY), Err(MoneyError::NotFinite));
         assert_eq!(Usd::from_f64(1e9 + 1.0), Err(MoneyError::TooLarge));
         assert_eq!(Usd::from_f64(1e29), Err(MoneyError::TooLarge));
+    }
+
+    #[test]
+    fn float_noise_reads_as_the_decimal_meant() {
+        assert_eq!(Usd::from_f64(0.1 + 0.2), Ok(Usd(300_000)));
+        assert_eq!(Usd::from_f64(3.0 * 0.000001), Ok(Usd(3)));
+        assert_eq!(Usd::from_f64(1.1 * 3.0), Ok(Usd(3_300_000)));
+        assert_eq!(Usd::from_f64(0.000_000_5), Err(MoneyError::TooPrecise));
+        assert_eq!(Usd::from_f64(1.000_000_1), Err(MoneyError::TooPrecise));
+        assert_eq!(
+            Usd::from_f64(999_999_999.999_999_5),
+            Err(MoneyError::TooPrecise)
+        );
     }
 
     #[test]

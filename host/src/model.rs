@@ -8,13 +8,124 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
+/// Text forms of core's values, for the OpenAPI document only: each states
+/// the rule core enforces, so generated clients and test tools know it.
+#[allow(
+    dead_code,
+    reason = "these types only describe schemas; nothing builds them"
+)]
+pub mod forms {
+    use utoipa::ToSchema;
+
+    /// A bare agent id: 1–128 of `A-Z a-z 0-9 . _ -`, starting with a letter or digit.
+    #[derive(Debug, ToSchema)]
+    #[schema(value_type = String, pattern = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")]
+    pub struct AgentId(String);
+
+    /// An action: `a-z` first, then `a-z 0-9 _ . -`, at most 64.
+    #[derive(Debug, ToSchema)]
+    #[schema(value_type = String, pattern = r"^[a-z][a-z0-9_.-]{0,63}$")]
+    pub struct Action(String);
+
+    /// A resource, `<namespace>:<name>`: the name is printable ASCII without `*`.
+    #[derive(Debug, ToSchema)]
+    #[schema(value_type = String, max_length = 256, pattern = r"^[a-z0-9][a-z0-9_.-]{0,63}:[!-)+-~]+$")]
+    pub struct Resource(String);
+
+    /// A resource, or `<namespace>:*` for every resource of the namespace.
+    #[derive(Debug, ToSchema)]
+    #[schema(value_type = String, max_length = 256, pattern = r"^[a-z0-9][a-z0-9_.-]{0,63}:(\*|[!-)+-~]+)$")]
+    pub struct ResourcePattern(String);
+
+    /// A compliance framework: `a-z 0-9 _ . -`, starting with a letter or digit.
+    #[derive(Debug, ToSchema)]
+    #[schema(value_type = String, pattern = r"^[a-z0-9][a-z0-9_.-]{0,63}$")]
+    pub struct Framework(String);
+
+    /// A token id, `vat_root_<ulid>` or `vat_del_<ulid>`.
+    #[derive(Debug, ToSchema)]
+    #[schema(value_type = String, pattern = r"^vat_(root|del)_[0-7][0-9a-hjkmnp-tv-z]{25}$")]
+    pub struct Jti(String);
+
+    /// A record id, `aar_<ulid>`.
+    #[derive(Debug, ToSchema)]
+    #[schema(value_type = String, pattern = r"^aar_[0-7][0-9a-hjkmnp-tv-z]{25}$")]
+    pub struct AarId(String);
+
+    /// A workflow id, `prov_<ulid>`.
+    #[derive(Debug, ToSchema)]
+    #[schema(value_type = String, pattern = r"^prov_[0-7][0-9a-hjkmnp-tv-z]{25}$")]
+    pub struct ProvenanceRef(String);
+
+    /// `sha256:` and 64 lowercase hex digits.
+    #[derive(Debug, ToSchema)]
+    #[schema(value_type = String, pattern = r"^sha256:[0-9a-f]{64}$")]
+    pub struct Sha256Ref(String);
+
+    /// An e-mail address: one `@` between non-empty parts, no spaces or
+    /// control characters, at most 254 characters.
+    #[derive(Debug, ToSchema)]
+    #[schema(value_type = String, max_length = 254, pattern = r"^[^@\s\x00-\x1f\x7f-\x9f]+@[^@\s\x00-\x1f\x7f-\x9f]+$")]
+    pub struct Email(String);
+
+    /// How an action ended.
+    #[derive(Debug, ToSchema)]
+    #[schema(rename_all = "snake_case")]
+    pub enum Outcome {
+        Success,
+        Error,
+        Timeout,
+        Cancelled,
+    }
+
+    /// A human's rating.
+    #[derive(Debug, ToSchema)]
+    #[schema(rename_all = "snake_case")]
+    pub enum Rating {
+        Approved,
+        Flagged,
+        Rejected,
+    }
+
+    /// Free text without control characters other than tab and newline.
+    #[derive(Debug, ToSchema)]
+    #[schema(value_type = String, pattern = r"^[^\x00-\x08\x0b-\x1f\x7f-\x9f]*$")]
+    pub struct Text(String);
+}
+
+/// Reads an optional whole number that JSON may write as `5` or `5.0` (one
+/// number to JSON and JSON Schema); a fraction, a negative number or one
+/// past 2^53 is refused.
+fn whole_number<'de, D: serde::Deserializer<'de>>(
+    deserializer: D,
+) -> Result<Option<u64>, D::Error> {
+    use serde::de::Error as _;
+    let Some(number) = Option::<serde_json::Number>::deserialize(deserializer)? else {
+        return Ok(None);
+    };
+    if let Some(n) = number.as_u64() {
+        return Ok(Some(n));
+    }
+    match number.as_f64() {
+        Some(x) if x >= 0.0 && x.fract() == 0.0 && x <= 9_007_199_254_740_992.0 => {
+            Ok(Some(x as u64))
+        }
+        _ => Err(D::Error::custom(format!(
+            "invalid value: {number}, expected a whole number"
+        ))),
+    }
+}
+
 /// Budget limits, as sent.
 #[derive(Debug, Clone, Default, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ConstraintsBody {
     /// Most US dollars the token and its descendants may spend (≤ 6 decimals).
+    #[schema(minimum = 0, maximum = 1_000_000_000, multiple_of = 0.000001)]
     pub max_spend_usd: Option<f64>,
     /// Most actions the token and its descendants may be authorized for.
+    #[schema(minimum = 0, maximum = 1_000_000_000)]
+    #[serde(default, deserialize_with = "whole_number")]
     pub max_actions: Option<u64>,
 }
 
@@ -23,6 +134,7 @@ pub struct ConstraintsBody {
 #[serde(deny_unknown_fields)]
 pub struct PolicyBody {
     /// Compliance frameworks (`hipaa`, `gdpr`, `soc2`, …).
+    #[schema(value_type = Vec<forms::Framework>, max_items = 64)]
     pub frameworks: Vec<String>,
 }
 
@@ -30,13 +142,19 @@ pub struct PolicyBody {
 #[derive(Debug, Clone, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct IssueL1Request {
+    #[schema(value_type = forms::Email)]
     pub developer_email: String,
+    #[schema(value_type = forms::AgentId)]
     pub agent_id: String,
+    #[schema(value_type = Vec<forms::ResourcePattern>, min_items = 1, max_items = 64)]
     pub resources: Vec<String>,
+    #[schema(value_type = Vec<forms::Action>, min_items = 1, max_items = 64)]
     pub actions: Vec<String>,
     pub constraints: Option<ConstraintsBody>,
     pub policy: Option<PolicyBody>,
     /// Lifetime in seconds (default 3600, at most 2592000).
+    #[schema(minimum = 1, maximum = 2_592_000)]
+    #[serde(default, deserialize_with = "whole_number")]
     pub ttl_seconds: Option<u64>,
 }
 
@@ -45,14 +163,21 @@ pub struct IssueL1Request {
 #[serde(deny_unknown_fields)]
 pub struct IssueL2Request {
     /// An OIDC ID token from a configured identity provider.
+    #[schema(max_length = 16384)]
     pub id_token: String,
     /// The nonce the ID token must carry, when the sign-in used one.
+    #[schema(value_type = Option<forms::Text>, max_length = 1024)]
     pub nonce: Option<String>,
+    #[schema(value_type = forms::AgentId)]
     pub agent_id: String,
+    #[schema(value_type = Vec<forms::ResourcePattern>, min_items = 1, max_items = 64)]
     pub resources: Vec<String>,
+    #[schema(value_type = Vec<forms::Action>, min_items = 1, max_items = 64)]
     pub actions: Vec<String>,
     pub constraints: Option<ConstraintsBody>,
     pub policy: Option<PolicyBody>,
+    #[schema(minimum = 1, maximum = 2_592_000)]
+    #[serde(default, deserialize_with = "whole_number")]
     pub ttl_seconds: Option<u64>,
 }
 
@@ -65,12 +190,18 @@ pub struct CaptureRequest {
     #[schema(value_type = Object)]
     pub evidence: serde_json::Value,
     /// The name of a configured verifier.
+    #[schema(min_length = 1, max_length = 128)]
     pub verifier: String,
+    #[schema(value_type = forms::AgentId)]
     pub agent_id: String,
+    #[schema(value_type = Vec<forms::ResourcePattern>, min_items = 1, max_items = 64)]
     pub resources: Vec<String>,
+    #[schema(value_type = Vec<forms::Action>, min_items = 1, max_items = 64)]
     pub actions: Vec<String>,
     pub constraints: Option<ConstraintsBody>,
     pub policy: Option<PolicyBody>,
+    #[schema(minimum = 1, maximum = 2_592_000)]
+    #[serde(default, deserialize_with = "whole_number")]
     pub ttl_seconds: Option<u64>,
 }
 
@@ -95,14 +226,20 @@ pub struct IssuedToken {
 #[serde(deny_unknown_fields)]
 pub struct RecordActionRequest {
     /// The token's jti; may be left out when a Bearer token is sent.
+    #[schema(value_type = forms::Jti, required = true)]
     pub vat_jti: Option<String>,
+    #[schema(value_type = forms::Action)]
     pub action: String,
+    #[schema(value_type = forms::Resource)]
     pub resource: String,
     /// `success`, `error`, `timeout` or `cancelled`.
+    #[schema(value_type = forms::Outcome)]
     pub result: String,
     /// `sha256:<64 hex>` of the result.
+    #[schema(value_type = Option<forms::Sha256Ref>)]
     pub result_hash: Option<String>,
     /// US dollars spent by the action (≤ 6 decimals).
+    #[schema(minimum = 0, maximum = 1_000_000_000, multiple_of = 0.000001)]
     pub spend_usd: Option<f64>,
 }
 
@@ -120,10 +257,14 @@ pub struct RecordActionResponse {
 #[derive(Debug, Clone, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct AuthorizeRequest {
+    #[schema(value_type = forms::Jti, required = true)]
     pub vat_jti: Option<String>,
+    #[schema(value_type = forms::Action)]
     pub action: String,
+    #[schema(value_type = forms::Resource)]
     pub resource: String,
     /// US dollars to reserve against the budget.
+    #[schema(minimum = 0, maximum = 1_000_000_000, multiple_of = 0.000001)]
     pub spend_usd: Option<f64>,
 }
 
@@ -145,9 +286,12 @@ pub struct AuthorizeResponse {
 #[derive(Debug, Clone, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct CompleteRequest {
+    #[schema(value_type = forms::Outcome)]
     pub result: String,
+    #[schema(value_type = Option<forms::Sha256Ref>)]
     pub result_hash: Option<String>,
     /// The actual spend; replaces the amount reserved at authorize.
+    #[schema(minimum = 0, maximum = 1_000_000_000, multiple_of = 0.000001)]
     pub spend_usd: Option<f64>,
 }
 
@@ -156,8 +300,10 @@ pub struct CompleteRequest {
 #[serde(deny_unknown_fields)]
 pub struct FeedbackRequest {
     /// `approved`, `flagged` or `rejected`.
+    #[schema(value_type = forms::Rating)]
     pub rating: String,
     /// Free text, at most 2 KiB.
+    #[schema(value_type = Option<forms::Text>, max_length = 2048)]
     pub note: Option<String>,
 }
 
@@ -253,13 +399,19 @@ pub struct SummaryBody {
 #[serde(deny_unknown_fields)]
 pub struct DelegateRequest {
     /// The parent token's jti; may be left out when a Bearer token is sent.
+    #[schema(value_type = forms::Jti, required = true)]
     pub vat_jti: Option<String>,
+    #[schema(value_type = forms::AgentId)]
     pub agent_id: String,
+    #[schema(value_type = Vec<forms::ResourcePattern>, min_items = 1, max_items = 64)]
     pub resources: Vec<String>,
+    #[schema(value_type = Vec<forms::Action>, min_items = 1, max_items = 64)]
     pub actions: Vec<String>,
     pub constraints: Option<ConstraintsBody>,
     pub policy: Option<PolicyBody>,
     /// Lifetime in seconds; by default the child ends with its parent.
+    #[schema(minimum = 1, maximum = 2_592_000)]
+    #[serde(default, deserialize_with = "whole_number")]
     pub ttl_seconds: Option<u64>,
 }
 
@@ -268,9 +420,12 @@ pub struct DelegateRequest {
 #[serde(deny_unknown_fields)]
 pub struct RevokeRequest {
     /// The token to revoke, with every descendant.
+    #[schema(value_type = forms::Jti)]
     pub jti: String,
+    #[schema(value_type = Option<forms::Text>, max_length = 512)]
     pub reason: Option<String>,
     /// The revoking agent's own token, when an agent revokes.
+    #[schema(value_type = Option<forms::Jti>)]
     pub vat_jti: Option<String>,
 }
 

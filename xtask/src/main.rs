@@ -5,6 +5,8 @@
 //! - `vectors [--check]`: write (or check) the conformance vectors.
 //! - `serve`: build and run the server with the defaults.
 //! - `wasm`: build the npm package mandate-sdk into `wasm/pkg`.
+//! - `fuzz [--seconds N] [TARGET…]`: run the cargo-fuzz targets in `fuzz/`.
+//! - `schemathesis [--examples N]`: API conformance under generated input.
 
 #![allow(
     clippy::print_stderr,
@@ -14,6 +16,8 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+mod fuzz;
+mod schemathesis;
 mod vectors;
 mod wasm;
 
@@ -62,6 +66,7 @@ fn test() -> Result<()> {
     )?;
     run("cargo", &["test", "--workspace"])?;
     wasm::test(&root)?;
+    fuzz::smoke(&root)?;
     run(
         "cargo",
         &[
@@ -100,10 +105,14 @@ fn main() {
     let outcome = match task {
         "test" => test(),
         "vectors" => vectors::run(&root(), rest.contains(&"--check")),
+        "fuzz" => fuzz::fuzz(&root(), &rest),
+        "schemathesis" => schemathesis::schemathesis_run(&root(), &rest),
         "serve" => serve(&rest),
         "wasm" => wasm::build(&root()),
         _ => {
-            eprintln!("usage: cargo xtask <test | vectors [--check] | serve | wasm>");
+            eprintln!(
+                "usage: cargo xtask <test | vectors [--check] | serve | wasm | fuzz | schemathesis>"
+            );
             std::process::exit(2);
         }
     };

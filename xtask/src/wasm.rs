@@ -101,7 +101,7 @@ fn ensure_wasm_bindgen(root: &Path) -> Result<()> {
 }
 
 /// Cargo's target directory, wherever CARGO_TARGET_DIR or a config puts it.
-fn target_dir(root: &Path) -> Result<PathBuf> {
+pub(crate) fn target_dir(root: &Path) -> Result<PathBuf> {
     let output = Command::new("cargo")
         .args(["metadata", "--format-version", "1", "--no-deps"])
         .current_dir(root)

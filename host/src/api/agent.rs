@@ -55,7 +55,7 @@ fn count_record(state: &AppState, outcome: &AttemptOutcome, allowed_status: &str
 #[utoipa::path(
     post,
     path = "/v1/vat/record/action",
-    params(("Idempotency-Key" = Option<String>, Header, description = "Retry-safe key: a repeat with the same body returns the first response")),
+    params(("Idempotency-Key" = Option<String>, Header, pattern = r"^[!-~]{1,255}$", description = "Retry-safe key: a repeat with the same body returns the first response")),
     tag = "agent",
     request_body = RecordActionRequest,
     responses(
@@ -120,7 +120,7 @@ fn render_recorded(outcome: &AttemptOutcome) -> ApiResult<Rendered> {
 #[utoipa::path(
     post,
     path = "/v1/vat/authorize",
-    params(("Idempotency-Key" = Option<String>, Header, description = "Retry-safe key: a repeat with the same body returns the first response")),
+    params(("Idempotency-Key" = Option<String>, Header, pattern = r"^[!-~]{1,255}$", description = "Retry-safe key: a repeat with the same body returns the first response")),
     tag = "agent",
     request_body = AuthorizeRequest,
     responses(
@@ -229,7 +229,7 @@ pub(crate) async fn complete(
 #[utoipa::path(
     post,
     path = "/v1/vat/delegate",
-    params(("Idempotency-Key" = Option<String>, Header, description = "Retry-safe key: a repeat with the same body returns the first response")),
+    params(("Idempotency-Key" = Option<String>, Header, pattern = r"^[!-~]{1,255}$", description = "Retry-safe key: a repeat with the same body returns the first response")),
     tag = "agent",
     request_body = DelegateRequest,
     responses(

@@ -21,7 +21,7 @@ const MAX_ID_TOKEN_BYTES: usize = 16 * 1024;
 #[utoipa::path(
     post,
     path = "/v1/vat/issue/l2",
-    params(("Idempotency-Key" = Option<String>, Header, description = "Retry-safe key: a repeat with the same body returns the first response")),
+    params(("Idempotency-Key" = Option<String>, Header, pattern = r"^[!-~]{1,255}$", description = "Retry-safe key: a repeat with the same body returns the first response")),
     tag = "tokens",
     request_body = IssueL2Request,
     responses(
@@ -83,7 +83,7 @@ pub(crate) async fn issue_l2(
 #[utoipa::path(
     post,
     path = "/v1/vat/auth/capture",
-    params(("Idempotency-Key" = Option<String>, Header, description = "Retry-safe key: a repeat with the same body returns the first response")),
+    params(("Idempotency-Key" = Option<String>, Header, pattern = r"^[!-~]{1,255}$", description = "Retry-safe key: a repeat with the same body returns the first response")),
     tag = "tokens",
     request_body = CaptureRequest,
     responses(

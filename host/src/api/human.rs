@@ -5,8 +5,8 @@ use axum::extract::{FromRequestParts, Path, State};
 use axum::http::request::Parts;
 use axum::http::{HeaderMap, StatusCode};
 use mandate_core::{
-    AarId, AgentId, AssuranceLevel, Identity, IssueError, Jti, ProvenanceRef, RootIssue,
-    TokenRequest, human_ref, issue_root, sign,
+    AarId, Action, AgentId, AssuranceLevel, Identity, IssueError, Jti, ProvenanceRef, Resource,
+    RootIssue, TokenRequest, human_ref, issue_root, sign,
 };
 use serde::Deserialize;
 use serde::de::DeserializeOwned;
@@ -14,7 +14,7 @@ use utoipa::IntoParams;
 
 use super::docs::Errors;
 use super::extract::{ApiKeyAuth, IdempotentJson, Json, agent_token, has_api_key, parse_jti};
-use super::input::{self, GrantParts, MAX_NOTE_BYTES, MAX_REASON_BYTES};
+use super::input::{self, GrantParts, MAX_NOTE_CHARS, MAX_REASON_CHARS};
 use crate::apikeys::Principal;
 use crate::clock::{now_s, parse_iso_ms};
 use crate::error::{ApiError, ApiResult};
@@ -23,7 +23,7 @@ use crate::ledger::{self, Revoker};
 use crate::model::{
     FeedbackRequest, FeedbackResponse, GraphBody, IssueL1Request, IssuedToken, RecordBody,
     RecordPage, ReputationBody, RevokeRequest, RevokeResponse, SummaryBody, TokenStatus,
-    WorkflowPage,
+    WorkflowPage, forms,
 };
 use crate::queries::{self, DEFAULT_LIMIT, MAX_LIMIT, RecordFilter, WorkflowFilter};
 use crate::{AppState, random};
@@ -70,6 +70,20 @@ fn time(field: &str, value: Option<&str>) -> ApiResult<Option<i64>> {
         .transpose()
 }
 
+/// A query value that must have the form `parse` accepts.
+fn checked<T, E: std::fmt::Display>(
+    value: Option<String>,
+    parse: impl FnOnce(&str) -> Result<T, E>,
+) -> ApiResult<Option<String>> {
+    match value {
+        Some(text) => match parse(&text) {
+            Ok(_) => Ok(Some(text)),
+            Err(error) => Err(ApiError::bad_request("invalid_query", error.to_string())),
+        },
+        None => Ok(None),
+    }
+}
+
 fn agent_filter(value: Option<&str>) -> ApiResult<Option<String>> {
     value
         .map(|text| {
@@ -84,7 +98,7 @@ fn agent_filter(value: Option<&str>) -> ApiResult<Option<String>> {
 #[utoipa::path(
     post,
     path = "/v1/vat/issue/l1",
-    params(("Idempotency-Key" = Option<String>, Header, description = "Retry-safe key: a repeat with the same body returns the first response")),
+    params(("Idempotency-Key" = Option<String>, Header, pattern = r"^[!-~]{1,255}$", description = "Retry-safe key: a repeat with the same body returns the first response")),
     tag = "tokens",
     request_body = IssueL1Request,
     responses((status = 201, description = "The new root token", body = IssuedToken), Errors),
@@ -194,7 +208,7 @@ pub(crate) async fn feedback(
 ) -> ApiResult<axum::Json<FeedbackResponse>> {
     let aar_id = AarId::parse(&aar_id).map_err(|_| not_found_record())?;
     let rating = input::rating(&body.rating)?;
-    let note = input::text("note", body.note.as_deref(), MAX_NOTE_BYTES)?;
+    let note = input::text("note", body.note.as_deref(), MAX_NOTE_CHARS)?;
     let response = state
         .store
         .write(move |conn| ledger::rate(conn, &aar_id, rating, note.as_deref()))
@@ -228,7 +242,7 @@ pub(crate) async fn revoke(
         ));
     };
     let target = parse_jti("jti", &body.jti)?;
-    let reason = input::text("reason", body.reason.as_deref(), MAX_REASON_BYTES)?;
+    let reason = input::text("reason", body.reason.as_deref(), MAX_REASON_CHARS)?;
     let cache = state.claims.clone();
     let (revoked, at) = state
         .store
@@ -297,6 +311,7 @@ pub(crate) async fn provenance_summary(
 #[serde(deny_unknown_fields)]
 pub(crate) struct GraphQuery {
     /// Most records to include, newest first (1–2000, default 500).
+    #[param(minimum = 1, maximum = 2000)]
     pub(crate) limit: Option<u32>,
 }
 
@@ -351,22 +366,45 @@ pub(crate) async fn record(
 #[serde(deny_unknown_fields)]
 pub(crate) struct RecordQuery {
     /// Records of this agent (bare or `agent:<id>`).
+    #[param(pattern = r"^(agent:)?[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")]
     pub(crate) agent_id: Option<String>,
+    #[param(value_type = Option<forms::Action>)]
     pub(crate) action: Option<String>,
     /// A result (`success`, `error`, `timeout`, `cancelled`), `denied` or `pending`.
+    #[param(value_type = Option<ResultFilter>)]
     pub(crate) result: Option<String>,
+    #[param(value_type = Option<forms::Resource>)]
     pub(crate) resource: Option<String>,
+    #[param(value_type = Option<forms::ProvenanceRef>)]
     pub(crate) provenance_ref: Option<String>,
     /// Records of this token.
+    #[param(value_type = Option<forms::Jti>)]
     pub(crate) vat_jti: Option<String>,
-    /// Created at or after (ISO 8601).
+    /// Created at or after (RFC 3339).
+    #[param(format = DateTime)]
     pub(crate) since: Option<String>,
-    /// Created before (ISO 8601).
+    /// Created before (RFC 3339).
+    #[param(format = DateTime)]
     pub(crate) until: Option<String>,
     /// Page size, 1–500 (default 50).
+    #[param(minimum = 1, maximum = 500)]
     pub(crate) limit: Option<u32>,
     /// The `next_cursor` of the previous page.
+    #[param(pattern = r"^[A-Za-z0-9_-]+$")]
     pub(crate) cursor: Option<String>,
+}
+
+/// The `result` filter of a record query.
+#[derive(Debug, utoipa::ToSchema)]
+#[schema(rename_all = "snake_case")]
+#[allow(dead_code, reason = "only describes the query parameter")]
+pub(crate) enum ResultFilter {
+    Success,
+    Error,
+    Timeout,
+    Cancelled,
+    Denied,
+    Pending,
 }
 
 /// Records by agent, action, result, resource, workflow, token and time, newest first.
@@ -385,11 +423,11 @@ pub(crate) async fn records(
 ) -> ApiResult<axum::Json<RecordPage>> {
     let filter = RecordFilter {
         agent_id: agent_filter(query.agent_id.as_deref())?,
-        action: query.action,
+        action: checked(query.action, Action::parse)?,
         result: query.result,
-        resource: query.resource,
-        provenance_ref: query.provenance_ref,
-        vat_jti: query.vat_jti,
+        resource: checked(query.resource, Resource::parse)?,
+        provenance_ref: checked(query.provenance_ref, ProvenanceRef::parse)?,
+        vat_jti: checked(query.vat_jti, Jti::parse)?,
         since: time("since", query.since.as_deref())?,
         until: time("until", query.until.as_deref())?,
         limit: limit(query.limit, DEFAULT_LIMIT, MAX_LIMIT)?,
@@ -407,14 +445,21 @@ pub(crate) async fn records(
 #[serde(deny_unknown_fields)]
 pub(crate) struct WorkflowQuery {
     /// Workflows in which this agent holds a token.
+    #[param(pattern = r"^(agent:)?[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")]
     pub(crate) agent_id: Option<String>,
+    #[param(value_type = Option<forms::ProvenanceRef>)]
     pub(crate) provenance_ref: Option<String>,
-    /// Last activity at or after (ISO 8601).
+    /// Last activity at or after (RFC 3339).
+    #[param(format = DateTime)]
     pub(crate) since: Option<String>,
-    /// Last activity before (ISO 8601).
+    /// Last activity before (RFC 3339).
+    #[param(format = DateTime)]
     pub(crate) until: Option<String>,
     /// Page size, 1–500 (default 50).
+    #[param(minimum = 1, maximum = 500)]
     pub(crate) limit: Option<u32>,
+    /// The `next_cursor` of the previous page.
+    #[param(pattern = r"^[A-Za-z0-9_-]+$")]
     pub(crate) cursor: Option<String>,
 }
 
@@ -434,7 +479,7 @@ pub(crate) async fn workflows(
 ) -> ApiResult<axum::Json<WorkflowPage>> {
     let filter = WorkflowFilter {
         agent_id: agent_filter(query.agent_id.as_deref())?,
-        provenance_ref: query.provenance_ref,
+        provenance_ref: checked(query.provenance_ref, ProvenanceRef::parse)?,
         since: time("since", query.since.as_deref())?,
         until: time("until", query.until.as_deref())?,
         limit: limit(query.limit, DEFAULT_LIMIT, MAX_LIMIT)?,

@@ -9,10 +9,10 @@ use mandate_core::{
 use crate::error::{ApiError, ApiResult};
 use crate::model::{ConstraintsBody, PolicyBody};
 
-/// Longest note accepted with a rating.
-pub(crate) const MAX_NOTE_BYTES: usize = 2048;
-/// Longest revocation reason.
-pub(crate) const MAX_REASON_BYTES: usize = 512;
+/// Longest note accepted with a rating, in characters.
+pub(crate) const MAX_NOTE_CHARS: usize = 2048;
+/// Longest revocation reason, in characters.
+pub(crate) const MAX_REASON_CHARS: usize = 512;
 
 fn invalid(field: &str, code: &'static str, message: impl ToString) -> ApiError {
     ApiError::invalid(field, code, message.to_string())
@@ -59,14 +59,14 @@ pub(crate) fn amount(field: &str, value: Option<f64>) -> ApiResult<Option<Usd>> 
 pub(crate) fn text(
     field: &str,
     value: Option<&str>,
-    max_bytes: usize,
+    max_chars: usize,
 ) -> ApiResult<Option<String>> {
     let Some(value) = value else { return Ok(None) };
-    if value.len() > max_bytes {
+    if value.chars().count() > max_chars {
         return Err(invalid(
             field,
             "too_long",
-            format!("{field} may hold at most {max_bytes} bytes"),
+            format!("{field} may hold at most {max_chars} characters"),
         ));
     }
     if value

@@ -52,6 +52,41 @@ async fn openapi(Extension(Document(document)): Extension<Document>) -> Response
     response
 }
 
+/// Lists whose entries must be distinct; the generator has no word for it.
+const UNIQUE_ITEMS: [&str; 3] = [
+    "#/components/schemas/ResourcePattern",
+    "#/components/schemas/Action",
+    "#/components/schemas/Framework",
+];
+
+/// Marks every array of the [`UNIQUE_ITEMS`] schemas `uniqueItems`, as core
+/// refuses duplicates there.
+fn mark_unique_lists(value: &mut serde_json::Value) {
+    match value {
+        serde_json::Value::Object(members) => {
+            let unique = members.get("type").and_then(|t| t.as_str()) == Some("array")
+                && members
+                    .get("items")
+                    .and_then(|items| items.get("$ref"))
+                    .and_then(|r| r.as_str())
+                    .is_some_and(|r| UNIQUE_ITEMS.contains(&r));
+            if unique {
+                members.insert("uniqueItems".to_owned(), serde_json::Value::Bool(true));
+            }
+            members.values_mut().for_each(mark_unique_lists);
+        }
+        serde_json::Value::Array(items) => items.iter_mut().for_each(mark_unique_lists),
+        _ => {}
+    }
+}
+
+/// The OpenAPI document as served.
+fn document_text(document: &utoipa::openapi::OpenApi) -> String {
+    let mut value = serde_json::to_value(document).unwrap_or_default();
+    mark_unique_lists(&mut value);
+    value.to_string()
+}
+
 async fn not_found() -> ApiError {
     ApiError::not_found("not_found", "there is nothing at this path")
 }
@@ -148,7 +183,7 @@ pub fn app(state: AppState) -> Router {
         .routes(routes!(meta::metrics))
         .routes(routes!(openapi))
         .split_for_parts();
-    let document = Document(Arc::new(document.to_json().unwrap_or_default()));
+    let document = Document(Arc::new(document_text(&document)));
     router
         .merge(crate::web::routes())
         .fallback(not_found)

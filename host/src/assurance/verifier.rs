@@ -181,9 +181,10 @@ impl Verifiers {
 
     /// Asks the named verifier about `evidence`.
     pub async fn verify(&self, name: &str, evidence: &serde_json::Value) -> ApiResult<Verified> {
-        let kind = self.by_name.get(name).cloned().ok_or_else(|| {
-            ApiError::invalid("verifier", "unknown_verifier", "no verifier has this name")
-        })?;
+        let kind =
+            self.by_name.get(name).cloned().ok_or_else(|| {
+                ApiError::not_found("unknown_verifier", "no verifier has this name")
+            })?;
         match kind.as_ref() {
             Kind::Plugin(plugin) => self.ask_plugin(plugin.clone(), name, evidence).await,
             Kind::Provider {

@@ -471,7 +471,7 @@ async fn l3_plugins_verify_and_hostile_plugins_are_stopped() {
         .await;
     expect_problem(
         unknown,
-        StatusCode::UNPROCESSABLE_ENTITY,
+        StatusCode::NOT_FOUND,
         "unknown_verifier",
     )
     .await;
