@@ -20,6 +20,7 @@ use rusqlite::{Connection, OptionalExtension, params};
 use crate::clock::{iso_ms, iso_s, now_ms};
 use crate::error::{ApiError, ApiResult, ViolationBody};
 use crate::model::{FeedbackResponse, IssuedToken, RecordBody};
+use crate::store::Hooks;
 
 /// How many parsed claim sets the writer keeps.
 const CLAIMS_CACHE_LIMIT: usize = 50_000;
@@ -170,48 +171,130 @@ struct NewRecord<'a> {
     delegated_jti: Option<&'a Jti>,
 }
 
-/// Agent counter deltas (successes, failures, pending) for a record state.
-fn counter_deltas(state: RecordState) -> (i64, i64, i64) {
+/// Changes to an agent's counters.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+struct AgentDelta {
+    successes: i64,
+    failures: i64,
+    pending: i64,
+    approved: i64,
+    flagged: i64,
+    rejected: i64,
+}
+
+impl AgentDelta {
+    fn add(&mut self, other: AgentDelta) {
+        self.successes += other.successes;
+        self.failures += other.failures;
+        self.pending += other.pending;
+        self.approved += other.approved;
+        self.flagged += other.flagged;
+        self.rejected += other.rejected;
+    }
+}
+
+/// The agent counter changes of one more record in `state`.
+fn counter_delta(state: RecordState) -> AgentDelta {
     match state {
-        RecordState::Pending => (0, 0, 1),
+        RecordState::Pending => AgentDelta {
+            pending: 1,
+            ..AgentDelta::default()
+        },
         RecordState::Completed {
             result: Outcome::Success,
         }
         | RecordState::Rated {
             result: Outcome::Success,
             ..
-        } => (1, 0, 0),
+        } => AgentDelta {
+            successes: 1,
+            ..AgentDelta::default()
+        },
         RecordState::Completed { .. } | RecordState::Rated { .. } | RecordState::Denied { .. } => {
-            (0, 1, 0)
+            AgentDelta {
+                failures: 1,
+                ..AgentDelta::default()
+            }
         }
     }
 }
 
-fn bump_agent(
-    conn: &Connection,
-    agent_id: &str,
-    (successes, failures, pending): (i64, i64, i64),
-) -> ApiResult<()> {
-    conn.prepare_cached(
-        "UPDATE agents SET successes = successes + ?1, failures = failures + ?2, pending = pending + ?3
-         WHERE agent_id = ?4",
-    )?
-    .execute(params![successes, failures, pending, agent_id])?;
+/// Agent and workflow counters changed by the writes of the current group,
+/// written once just before it commits: many records of one agent or one
+/// workflow then cost one update, not one each. Only the writer thread
+/// touches it, and nothing in the writer reads these counters.
+#[derive(Debug, Default)]
+struct Deferred {
+    agents: HashMap<String, AgentDelta>,
+    /// Records added and the latest activity, per workflow.
+    workflows: HashMap<String, (i64, i64)>,
+}
+
+thread_local! {
+    static DEFERRED: std::cell::RefCell<Deferred> = std::cell::RefCell::new(Deferred::default());
+}
+
+fn bump_agent(agent_id: &str, delta: AgentDelta) {
+    DEFERRED.with_borrow_mut(|deferred| {
+        deferred
+            .agents
+            .entry(agent_id.to_owned())
+            .or_default()
+            .add(delta);
+    });
+}
+
+fn touch_workflow(provenance_ref: &str, records: i64, at_ms: i64) {
+    DEFERRED.with_borrow_mut(|deferred| {
+        let entry = deferred
+            .workflows
+            .entry(provenance_ref.to_owned())
+            .or_insert((0, at_ms));
+        entry.0 += records;
+        entry.1 = entry.1.max(at_ms);
+    });
+}
+
+/// Writes the counters the group changed (the writer's `before_commit`).
+fn flush_deferred(conn: &Connection) -> ApiResult<()> {
+    let deferred = DEFERRED.take();
+    let mut agents = conn.prepare_cached(
+        "UPDATE agents SET successes = successes + ?1, failures = failures + ?2, pending = pending + ?3,
+            approved = approved + ?4, flagged = flagged + ?5, rejected = rejected + ?6
+         WHERE agent_id = ?7",
+    )?;
+    for (agent_id, d) in &deferred.agents {
+        agents.execute(params![
+            d.successes,
+            d.failures,
+            d.pending,
+            d.approved,
+            d.flagged,
+            d.rejected,
+            agent_id
+        ])?;
+    }
+    let mut workflows = conn.prepare_cached(
+        "UPDATE workflows SET total_records = total_records + ?1, last_activity = max(last_activity, ?2)
+         WHERE provenance_ref = ?3",
+    )?;
+    for (provenance_ref, (records, at_ms)) in &deferred.workflows {
+        workflows.execute(params![records, at_ms, provenance_ref])?;
+    }
     Ok(())
 }
 
-fn touch_workflow(
-    conn: &Connection,
-    provenance_ref: &str,
-    records: i64,
-    at_ms: i64,
-) -> ApiResult<()> {
-    conn.prepare_cached(
-        "UPDATE workflows SET total_records = total_records + ?1, last_activity = max(last_activity, ?2)
-         WHERE provenance_ref = ?3",
-    )?
-    .execute(params![records, at_ms, provenance_ref])?;
-    Ok(())
+/// Forgets the counters of a group that rolled back.
+fn discard_deferred() {
+    DEFERRED.take();
+}
+
+/// The writer's commit hooks: the ledger's deferred counters.
+pub(crate) fn commit_hooks() -> Hooks {
+    Hooks {
+        before_commit: flush_deferred,
+        after_rollback: discard_deferred,
+    }
 }
 
 fn insert_record(conn: &Connection, record: &NewRecord<'_>) -> ApiResult<()> {
@@ -244,12 +327,8 @@ fn insert_record(conn: &Connection, record: &NewRecord<'_>) -> ApiResult<()> {
         completed_at,
         record.delegated_jti.map(Jti::as_str),
     ])?;
-    bump_agent(
-        conn,
-        claims.agent_id().as_str(),
-        counter_deltas(record.state),
-    )?;
-    touch_workflow(conn, claims.svc_prov.as_str(), 1, record.created_at)?;
+    bump_agent(claims.agent_id().as_str(), counter_delta(record.state));
+    touch_workflow(claims.svc_prov.as_str(), 1, record.created_at);
     Ok(())
 }
 
@@ -346,6 +425,26 @@ pub struct AttemptOutcome {
     pub denied: Option<DenyReason>,
 }
 
+thread_local! {
+    /// The creation time of the last record this writer stored.
+    static LAST_RECORD_MS: std::cell::Cell<Option<i64>> = const { std::cell::Cell::new(None) };
+}
+
+/// The creation time of a new record: now, but never before the last
+/// record's, so `created_at` never decreases along `seq` even when the clock
+/// steps back (record queries turn time ranges into `seq` ranges).
+fn record_time(conn: &Connection) -> ApiResult<i64> {
+    let last = match LAST_RECORD_MS.get() {
+        Some(last) => last,
+        None => conn
+            .prepare_cached("SELECT coalesce(max(created_at), 0) FROM records")?
+            .query_row([], |row| row.get(0))?,
+    };
+    let at = now_ms().max(last);
+    LAST_RECORD_MS.set(Some(at));
+    Ok(at)
+}
+
 fn new_aar_id(now_ms: i64, random: [u8; 10]) -> ApiResult<AarId> {
     let ulid = Ulid::new(u64::try_from(now_ms).unwrap_or(0), random).map_err(ApiError::internal)?;
     Ok(AarId::new(ulid))
@@ -405,7 +504,7 @@ fn attempt_with(
     result_hash: Option<&ResultHash>,
     event: impl FnOnce(Result<(), DenyReason>) -> RecordEvent,
 ) -> ApiResult<AttemptOutcome> {
-    let now = now_ms();
+    let now = record_time(conn)?;
     let token =
         load_token(conn, cache, attempt.jti.as_str())?.ok_or_else(ApiError::token_inactive)?;
     let (decision, budgeted) = judge(conn, cache, &token, attempt, now / 1000)?;
@@ -603,9 +702,10 @@ pub fn complete(
         now,
         completion.aar_id.as_str(),
     ])?;
-    let (successes, failures, _) = counter_deltas(state);
-    bump_agent(conn, &record.body.agent_id, (successes, failures, -1))?;
-    touch_workflow(conn, &record.body.provenance_ref, 0, now)?;
+    let mut delta = counter_delta(state);
+    delta.pending = -1;
+    bump_agent(&record.body.agent_id, delta);
+    touch_workflow(&record.body.provenance_ref, 0, now);
     let mut body = record.body;
     body.status = state.status().as_str().to_owned();
     body.result = Some(completion.result.as_str().to_owned());
@@ -629,15 +729,21 @@ pub fn rate(
         "UPDATE records SET rating = ?1, note = ?2, feedback_at = ?3 WHERE aar_id = ?4",
     )?
     .execute(params![rating.as_str(), note, now, aar_id.as_str()])?;
-    let column = match rating {
-        Rating::Approved => "approved",
-        Rating::Flagged => "flagged",
-        Rating::Rejected => "rejected",
+    let delta = match rating {
+        Rating::Approved => AgentDelta {
+            approved: 1,
+            ..AgentDelta::default()
+        },
+        Rating::Flagged => AgentDelta {
+            flagged: 1,
+            ..AgentDelta::default()
+        },
+        Rating::Rejected => AgentDelta {
+            rejected: 1,
+            ..AgentDelta::default()
+        },
     };
-    conn.prepare_cached(&format!(
-        "UPDATE agents SET {column} = {column} + 1 WHERE agent_id = ?1"
-    ))?
-    .execute([record.body.agent_id.as_str()])?;
+    bump_agent(&record.body.agent_id, delta);
     Ok(FeedbackResponse {
         aar_id: aar_id.to_string(),
         rating: rating.as_str().to_owned(),
@@ -673,7 +779,7 @@ pub fn delegate_token(
     key: &SigningKey,
     delegation: Delegation,
 ) -> ApiResult<DelegationOutcome> {
-    let now = now_ms();
+    let now = record_time(conn)?;
     let parent = load_token(conn, cache, delegation.parent.as_str())?
         .ok_or_else(ApiError::token_inactive)?;
     let child_agent = format!("agent:{}", delegation.request.agent_id);

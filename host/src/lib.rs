@@ -48,19 +48,32 @@ pub fn install_tls_provider() {
     let _ = rustls::crypto::ring::default_provider().install_default();
 }
 
-/// Everything a request handler may use, shared by all of them.
+/// Everything a request handler may use, shared by all of them. Cloning it
+/// (axum does, per request and per middleware) is one reference count.
 #[derive(Debug, Clone)]
-pub struct AppState {
-    pub config: Arc<Config>,
+pub struct AppState(Arc<Shared>);
+
+/// What [`AppState`] shares.
+#[derive(Debug)]
+pub struct Shared {
+    pub config: Config,
     pub store: Store,
-    pub keys: Arc<KeyRing>,
+    pub keys: KeyRing,
     /// The 32-byte secret human references are keyed with.
-    pub human_secret: Arc<[u8; 32]>,
+    pub human_secret: [u8; 32],
     pub claims: Arc<ClaimsCache>,
-    pub limiters: Arc<Limiters>,
+    pub limiters: Limiters,
     pub metrics: Arc<Metrics>,
     /// OIDC issuers (L2) and identity verifiers (L3).
-    pub assurance: Arc<Assurance>,
+    pub assurance: Assurance,
+}
+
+impl std::ops::Deref for AppState {
+    type Target = Shared;
+
+    fn deref(&self) -> &Shared {
+        &self.0
+    }
 }
 
 impl AppState {
@@ -75,18 +88,19 @@ impl AppState {
             config.readers,
             config.max_batch,
             metrics.clone(),
+            ledger::commit_hooks(),
         )?;
         let limiters = Limiters::new(&config.rate_limits, config.trusted_proxies.clone());
-        let state = AppState {
-            config: Arc::new(config),
+        let state = AppState(Arc::new(Shared {
+            config,
             store,
-            keys: Arc::new(KeyRing::new(prepared.ring)),
-            human_secret: Arc::new(prepared.human_secret),
+            keys: KeyRing::new(prepared.ring),
+            human_secret: prepared.human_secret,
             claims: Arc::new(ClaimsCache::default()),
-            limiters: Arc::new(limiters),
+            limiters,
             metrics,
-            assurance: Arc::new(assurance),
-        };
+            assurance,
+        }));
         Ok((state, prepared.new_admin_key))
     }
 
@@ -159,7 +173,11 @@ pub async fn serve_until(
     .await?;
     keeper.abort();
     let _ = keeper.await;
-    state.store.close().await;
+    // Every other holder of the state is gone with the server; dropping the
+    // last one leaves the store's handle as the writer's only sender.
+    let store = state.store.clone();
+    drop(state);
+    store.close().await;
     tracing::info!("database closed");
     Ok(())
 }

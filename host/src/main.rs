@@ -7,6 +7,11 @@ use clap::{Parser, Subcommand};
 use mandate_host::config::Config;
 use mandate_host::{apikeys, keyring, setup, store};
 
+/// mimalloc: the server allocates small, short-lived buffers per request on
+/// several threads, where it beats the system allocator.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 #[derive(Debug, Parser)]
 #[command(
     name = "mandate",

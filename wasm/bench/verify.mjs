@@ -1,15 +1,17 @@
-// A first figure, not the formal benchmark: verifies the same valid token
-// with mandate-sdk and with jose's jwtVerify in Node, and prints the median
-// time per call over interleaved rounds, as wall time and as the process's
-// CPU time (steadier on a busy machine: it leaves out time spent waiting
-// for a core). jose's work on Node's thread pool counts in its CPU time.
-// Run after `cargo xtask wasm`: node bench/verify.mjs [calls per round]
-// On a machine busy with other work, `chrt -f 10 node bench/verify.mjs`
-// (real-time priority) measures the code rather than the scheduler.
+// Verification in Node, side by side in one process: mandate-sdk's
+// verifyToken and Verifier.verify (uncached and through the cache) against
+// jose's jwtVerify with a local JWKS, all on the same valid token. Rounds
+// interleave the contenders; each figure is the median (with min and max) of
+// the per-round figures, as wall time per call. Run after `cargo xtask wasm`:
+//   node bench/verify.mjs [--quick] [--json]
+// `cargo xtask bench` runs it with --json.
 import { readFileSync } from "node:fs";
 import { createRequire } from "node:module";
-import { createLocalJWKSet, importJWK, jwtVerify } from "jose";
+import { createLocalJWKSet, jwtVerify } from "jose";
 
+const args = process.argv.slice(2);
+const quick = args.includes("--quick");
+const asJson = args.includes("--json");
 const sdk = createRequire(import.meta.url)("..");
 const vectors = JSON.parse(readFileSync(new URL("../../tests/vectors/tokens.json", import.meta.url)));
 const { token, now } = vectors.cases.find((c) => c.name === "valid_root");
@@ -17,7 +19,6 @@ const jwks = vectors.jwks;
 
 const verifier = new sdk.Verifier(jwks);
 const cached = new sdk.Verifier(jwks, { cacheSize: 1024 });
-const key = await importJWK(jwks.keys[0], "EdDSA");
 const keySet = createLocalJWKSet(jwks);
 const joseOptions = { currentDate: new Date(now * 1000), typ: "vat+jwt", algorithms: ["EdDSA"] };
 
@@ -26,32 +27,45 @@ function check(valid, name) {
 }
 
 const contenders = {
-  "mandate-sdk verifyToken (key set object)": () => check(sdk.verifyToken(token, jwks, { now }).valid, "verifyToken"),
-  "mandate-sdk Verifier.verify": () => check(verifier.verify(token, now).valid, "Verifier"),
-  "mandate-sdk Verifier.verify, cache hit": () => check(cached.verify(token, now).valid, "cached Verifier"),
-  "jose jwtVerify (imported key)": async () => check((await jwtVerify(token, key, joseOptions)).payload, "jose"),
-  "jose jwtVerify (createLocalJWKSet)": async () => check((await jwtVerify(token, keySet, joseOptions)).payload, "jose"),
+  verifyToken: () => check(sdk.verifyToken(token, jwks, { now }).valid, "verifyToken"),
+  verifier: () => check(verifier.verify(token, now).valid, "Verifier"),
+  cached: () => check(cached.verify(token, now).valid, "cached Verifier"),
+  jose: async () => check((await jwtVerify(token, keySet, joseOptions)).payload, "jose"),
 };
 
-const calls = Number(process.argv[2] ?? 500);
-const rounds = 9;
-const times = Object.fromEntries(Object.keys(contenders).map((name) => [name, { wall: [], cpu: [] }]));
+const calls = quick ? 100 : 1000;
+const rounds = quick ? 3 : 15;
+const times = Object.fromEntries(Object.keys(contenders).map((name) => [name, []]));
 for (let round = 0; round <= rounds; round++) {
   for (const [name, call] of Object.entries(contenders)) {
-    const wall = process.hrtime.bigint();
-    const cpu = process.cpuUsage();
+    const started = process.hrtime.bigint();
     for (let i = 0; i < calls; i++) await call();
-    const used = process.cpuUsage(cpu);
     // Round 0 warms up and is not counted.
-    if (round > 0) {
-      times[name].wall.push(Number(process.hrtime.bigint() - wall) / 1000 / calls);
-      times[name].cpu.push((used.user + used.system) / calls);
-    }
+    if (round > 0) times[name].push(Number(process.hrtime.bigint() - started) / calls);
   }
 }
-const median = (samples) => samples.sort((a, b) => a - b)[Math.floor(samples.length / 2)];
-console.log(`median µs per call over ${rounds} rounds of ${calls} calls`);
-console.log(`${"".padEnd(42)} ${"wall".padStart(7)} ${"cpu".padStart(7)}`);
-for (const [name, { wall, cpu }] of Object.entries(times)) {
-  console.log(`${name.padEnd(42)} ${median(wall).toFixed(1).padStart(7)} ${median(cpu).toFixed(1).padStart(7)}`);
+
+function spread(samples) {
+  const sorted = [...samples].sort((a, b) => a - b);
+  return { median: sorted[Math.floor(sorted.length / 2)], min: sorted[0], max: sorted[sorted.length - 1] };
+}
+const ratio = (a, b) => spread(times[a].map((t, i) => t / times[b][i]));
+const report = {
+  rounds,
+  calls,
+  node: process.version,
+  ns: Object.fromEntries(Object.entries(times).map(([name, samples]) => [name, spread(samples)])),
+  jose_over_verifyToken: ratio("jose", "verifyToken"),
+  jose_over_verifier: ratio("jose", "verifier"),
+  jose_over_cached: ratio("jose", "cached"),
+  verifier_over_cached: ratio("verifier", "cached"),
+};
+if (asJson) {
+  console.log(JSON.stringify(report));
+} else {
+  console.log(`median ns per call over ${rounds} interleaved rounds of ${calls} calls`);
+  for (const [name, s] of Object.entries(report.ns)) console.log(`${name.padEnd(12)} ${s.median.toFixed(0).padStart(8)}`);
+  console.log(`jose / verifyToken ${report.jose_over_verifyToken.median.toFixed(2)}`);
+  console.log(`jose / Verifier    ${report.jose_over_verifier.median.toFixed(2)}`);
+  console.log(`jose / cache hit   ${report.jose_over_cached.median.toFixed(2)}`);
 }

@@ -7,6 +7,7 @@
 //! - `wasm`: build the npm package mandate-sdk into `wasm/pkg`.
 //! - `fuzz [--seconds N] [TARGET…]`: run the cargo-fuzz targets in `fuzz/`.
 //! - `schemathesis [--examples N]`: API conformance under generated input.
+//! - `bench [--quick]`: measure against peers and ceilings; write BENCHMARKS.md.
 
 #![allow(
     clippy::print_stderr,
@@ -16,6 +17,7 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+mod bench;
 mod fuzz;
 mod schemathesis;
 mod vectors;
@@ -67,6 +69,7 @@ fn test() -> Result<()> {
     run("cargo", &["test", "--workspace"])?;
     wasm::test(&root)?;
     fuzz::smoke(&root)?;
+    bench::bench(&root, &["--quick"])?;
     run(
         "cargo",
         &[
@@ -106,12 +109,13 @@ fn main() {
         "test" => test(),
         "vectors" => vectors::run(&root(), rest.contains(&"--check")),
         "fuzz" => fuzz::fuzz(&root(), &rest),
+        "bench" => bench::bench(&root(), &rest),
         "schemathesis" => schemathesis::schemathesis_run(&root(), &rest),
         "serve" => serve(&rest),
         "wasm" => wasm::build(&root()),
         _ => {
             eprintln!(
-                "usage: cargo xtask <test | vectors [--check] | serve | wasm | fuzz | schemathesis>"
+                "usage: cargo xtask <test | vectors [--check] | serve | wasm | fuzz | schemathesis | bench [--quick]>"
             );
             std::process::exit(2);
         }

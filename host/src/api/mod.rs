@@ -1,7 +1,7 @@
 //! The HTTP surface: routes, the OpenAPI document generated from the
-//! handlers, and the middleware every request passes (metrics and logs,
-//! per-address rate limits, the body cap, security headers, panics as 500
-//! problems, problem bodies for unknown routes and methods).
+//! handlers, and what every request passes (the edge: per-address rate
+//! limits, security headers, metrics and logs; the body cap; panics as 500
+//! problems; problem bodies for unknown routes and methods).
 
 mod agent;
 mod assurance;
@@ -103,40 +103,26 @@ fn panic_response(_: Box<dyn Any + Send + 'static>) -> Response {
     ApiError::internal("a request handler panicked").into_response()
 }
 
-/// Counts and times every request under its route template (never the raw
-/// path, which may hold ids), and logs it at debug level.
-async fn observe(State(state): State<AppState>, request: Request, next: Next) -> Response {
+/// The edge of every request: the per-address rate limit (the peer, or the
+/// client behind a trusted proxy); the headers every response carries (pages
+/// set their own CSP and caching); and metrics and a debug log line under the
+/// route template — never the raw path, which may hold ids.
+async fn edge(State(state): State<AppState>, request: Request, next: Next) -> Response {
     let started = Instant::now();
     let route = request
         .extensions()
         .get::<MatchedPath>()
         .map_or_else(|| "unmatched".to_owned(), |p| p.as_str().to_owned());
     let method = request.method().clone();
-    let response = next.run(request).await;
-    let status = response.status().as_u16();
-    let elapsed = started.elapsed();
-    state
-        .metrics
-        .observe_request(&route, method.as_str(), status, elapsed);
-    tracing::debug!(%method, %route, status, micros = elapsed.as_micros() as u64, "request");
-    response
-}
-
-/// Per-address rate limit (the peer, or the client behind a trusted proxy).
-async fn limit_address(State(state): State<AppState>, request: Request, next: Next) -> Response {
     let peer = request
         .extensions()
         .get::<ConnectInfo<SocketAddr>>()
         .map(|c| c.0);
-    if let Some(Err(error)) = peer.map(|peer| state.limiters.address(peer, request.headers())) {
-        return error.into_response();
-    }
-    next.run(request).await
-}
-
-/// Headers every response carries; pages set their own CSP and caching.
-async fn security_headers(request: Request, next: Next) -> Response {
-    let mut response = next.run(request).await;
+    let limited = peer.map(|peer| state.limiters.address(peer, request.headers()));
+    let mut response = match limited {
+        Some(Err(error)) => error.into_response(),
+        _ => next.run(request).await,
+    };
     let headers = response.headers_mut();
     headers.insert(
         header::X_CONTENT_TYPE_OPTIONS,
@@ -155,6 +141,12 @@ async fn security_headers(request: Request, next: Next) -> Response {
     headers
         .entry(header::CACHE_CONTROL)
         .or_insert(HeaderValue::from_static("no-store"));
+    let status = response.status().as_u16();
+    let elapsed = started.elapsed();
+    state
+        .metrics
+        .observe_request(&route, method.as_str(), status, elapsed);
+    tracing::debug!(%method, %route, status, micros = elapsed.as_micros() as u64, "request");
     response
 }
 
@@ -190,9 +182,7 @@ pub fn app(state: AppState) -> Router {
         .method_not_allowed_fallback(method_not_allowed)
         .layer(Extension(document))
         .layer(DefaultBodyLimit::max(MAX_BODY_BYTES))
-        .layer(middleware::from_fn_with_state(state.clone(), limit_address))
-        .layer(middleware::from_fn(security_headers))
         .layer(CatchPanicLayer::custom(panic_response))
-        .layer(middleware::from_fn_with_state(state.clone(), observe))
+        .layer(middleware::from_fn_with_state(state.clone(), edge))
         .with_state(state)
 }

@@ -20,7 +20,7 @@ use tokio::sync::Semaphore;
 
 use crate::error::{ApiError, ApiResult};
 use crate::metrics::Metrics;
-pub(crate) use writer::Writer;
+pub(crate) use writer::{Hooks, Writer};
 
 /// The database file's name inside the data folder.
 pub const DB_FILE: &str = "mandate.db";
@@ -30,6 +30,8 @@ fn open(path: &Path, flags: OpenFlags) -> rusqlite::Result<Connection> {
     let conn = Connection::open_with_flags(path, flags)?;
     conn.busy_timeout(std::time::Duration::from_secs(5))?;
     conn.pragma_update(None, "foreign_keys", "ON")?;
+    // Statement journals and sorts stay in memory, not in temporary files.
+    conn.pragma_update(None, "temp_store", "MEMORY")?;
     Ok(conn)
 }
 
@@ -118,15 +120,17 @@ pub struct Store {
 
 impl Store {
     /// Opens (creating if needed) the database at `path` and starts the
-    /// writer thread. `max_batch` caps how many writes share a commit.
-    pub fn open(
+    /// writer thread. `max_batch` caps how many writes share a commit;
+    /// `hooks` run around each commit.
+    pub(crate) fn open(
         path: &Path,
         readers: usize,
         max_batch: usize,
         metrics: Arc<Metrics>,
+        hooks: Hooks,
     ) -> anyhow::Result<Store> {
         let conn = open_writer(path)?;
-        let writer = Writer::start(conn, max_batch, metrics)?;
+        let writer = Writer::start(conn, max_batch, metrics, hooks)?;
         let pool = ReaderPool {
             path: path.to_path_buf(),
             idle: Mutex::new(Vec::new()),

@@ -7,7 +7,9 @@
 //! - `api_keys`: SHA-256 hashes of API keys, never the keys.
 //! - `tokens`: every issued token, its claims, revocation, and the usage of
 //!   its subtree (`spent_micros`, `actions`) for budgets.
-//! - `records`: action records; `seq` is insertion order and the cursor.
+//! - `records`: action records; `seq` is insertion order and the cursor, and
+//!   `created_at` never decreases along it, so a time range is a `seq` range
+//!   (found by binary search) and needs no index of its own.
 //! - `agents`, `workflows`: counters kept with every write so reputation and
 //!   workflow lists never scan records.
 //! - `idempotency`: responses stored under `Idempotency-Key`.
@@ -87,8 +89,6 @@ CREATE TABLE records (
 CREATE INDEX records_by_provenance ON records(provenance_ref, seq);
 CREATE INDEX records_by_agent ON records(agent_id, seq);
 CREATE INDEX records_by_token ON records(jti, seq);
-CREATE INDEX records_by_action ON records(action, seq);
-CREATE INDEX records_by_time ON records(created_at);
 
 CREATE TABLE agents (
     agent_id   TEXT PRIMARY KEY,

@@ -2,10 +2,17 @@
 //! commits writes in groups.
 //!
 //! It waits for one write, takes every other write already queued (up to
-//! `max_batch`), runs each in its own savepoint of one transaction, commits
-//! once, and only then answers each caller. While it waits on the disk, new
-//! writes queue up and form the next group, so a busy server fsyncs once per
-//! group instead of once per request.
+//! `max_batch`), runs them all in one transaction, commits once, and only
+//! then answers each caller. While it waits on the disk, new writes queue up
+//! and form the next group, so a busy server fsyncs once per group instead of
+//! once per request.
+//!
+//! Writes check before they change anything, so a write that fails has
+//! usually changed nothing and the rest of its group commits without it. A
+//! write that fails (or panics) after changing something poisons its group:
+//! the transaction rolls back and every caller of the group is told to
+//! retry. That happens only when storage itself fails, which would fail the
+//! commit anyway — and it spares every write a savepoint of its own.
 
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::{Arc, Mutex};
@@ -25,7 +32,7 @@ type Delivery = Box<dyn FnOnce(Result<(), ApiError>) + Send>;
 
 /// A queued write.
 trait Job: Send {
-    /// Runs in a savepoint; says whether to keep its changes, and how to
+    /// Runs in the group's transaction; says whether it succeeded, and how to
     /// answer once the group has committed.
     fn run(self: Box<Self>, conn: &Connection) -> (bool, Delivery);
     /// Answers with an error without running.
@@ -71,11 +78,12 @@ impl Writer {
         conn: Connection,
         max_batch: usize,
         metrics: Arc<Metrics>,
+        hooks: Hooks,
     ) -> anyhow::Result<Writer> {
         let (queue, jobs) = mpsc::channel(QUEUE_DEPTH);
         let thread = std::thread::Builder::new()
             .name("mandate-writer".into())
-            .spawn(move || run(conn, jobs, max_batch.max(1), &metrics))?;
+            .spawn(move || run(conn, jobs, max_batch.max(1), &metrics, hooks))?;
         Ok(Writer {
             queue,
             thread: Arc::new(Mutex::new(Some(thread))),
@@ -116,54 +124,83 @@ fn exec(conn: &Connection, sql: &str) -> rusqlite::Result<()> {
 
 /// Runs one job in its own savepoint; a job that fails or panics leaves no
 /// trace in the transaction.
-fn run_job(conn: &Connection, job: Box<dyn Job>) -> Result<Option<Delivery>, rusqlite::Error> {
-    exec(conn, "SAVEPOINT job")?;
-    match catch_unwind(AssertUnwindSafe(|| job.run(conn))) {
-        Ok((true, deliver)) => {
-            exec(conn, "RELEASE job")?;
-            Ok(Some(deliver))
-        }
-        Ok((false, deliver)) => {
-            exec(conn, "ROLLBACK TO job")?;
-            exec(conn, "RELEASE job")?;
-            Ok(Some(deliver))
+/// What running one write did to the group.
+enum Ran {
+    /// Succeeded, or failed without changing anything: answer after commit.
+    Answer(Delivery),
+    /// Panicked without changing anything: its caller hears of the panic.
+    Panicked,
+    /// Changed something and then failed or panicked: the group must roll
+    /// back.
+    Poisoned(Option<Delivery>),
+}
+
+/// Hooks around a group's commit: work deferred by the writes of the group
+/// (counters kept in memory and written once), and its undoing.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Hooks {
+    /// Runs just before `COMMIT`, in the transaction.
+    pub(crate) before_commit: fn(&Connection) -> ApiResult<()>,
+    /// Runs after a group was rolled back.
+    pub(crate) after_rollback: fn(),
+}
+
+fn run_job(conn: &Connection, job: Box<dyn Job>) -> Ran {
+    let before = conn.total_changes();
+    let outcome = catch_unwind(AssertUnwindSafe(|| job.run(conn)));
+    let untouched = conn.total_changes() == before;
+    match outcome {
+        Ok((true, deliver)) => Ran::Answer(deliver),
+        Ok((false, deliver)) if untouched => Ran::Answer(deliver),
+        Ok((false, deliver)) => Ran::Poisoned(Some(deliver)),
+        Err(_) if untouched => {
+            tracing::error!("a write panicked before changing anything");
+            Ran::Panicked
         }
         Err(_) => {
-            tracing::error!("a write panicked; its changes were rolled back");
-            exec(conn, "ROLLBACK TO job")?;
-            exec(conn, "RELEASE job")?;
-            Ok(None)
+            tracing::error!("a write panicked after changing something; its group rolls back");
+            Ran::Poisoned(None)
         }
     }
 }
 
 /// Runs a group in one transaction. Returns how to answer each job and the
 /// commit result they all share.
-fn commit_group(conn: &Connection, jobs: Vec<Box<dyn Job>>) -> (Vec<Delivery>, ApiResult<()>) {
+fn commit_group(
+    conn: &Connection,
+    jobs: Vec<Box<dyn Job>>,
+    hooks: Hooks,
+) -> (Vec<Delivery>, ApiResult<()>) {
     let mut deliveries = Vec::with_capacity(jobs.len());
     let mut pending = jobs.into_iter();
-    let mut failure = exec(conn, "BEGIN IMMEDIATE").err();
+    let mut failure = exec(conn, "BEGIN IMMEDIATE").err().map(ApiError::from);
     if failure.is_none() {
         for job in pending.by_ref() {
             match run_job(conn, job) {
-                Ok(Some(deliver)) => deliveries.push(deliver),
-                Ok(None) => {}
-                Err(error) => {
-                    failure = Some(error);
+                Ran::Answer(deliver) => deliveries.push(deliver),
+                Ran::Panicked => {}
+                Ran::Poisoned(deliver) => {
+                    deliveries.extend(deliver);
+                    failure = Some(ApiError::unavailable(
+                        "a write of the same group failed midway; nothing of the group was stored; retry",
+                    ));
                     break;
                 }
             }
         }
     }
     if failure.is_none() {
-        failure = exec(conn, "COMMIT").err();
+        failure = (hooks.before_commit)(conn).err();
+    }
+    if failure.is_none() {
+        failure = exec(conn, "COMMIT").err().map(ApiError::from);
     }
     let Some(error) = failure else {
         return (deliveries, Ok(()));
     };
     // Nothing of this group is kept; every caller hears of it.
     let _ = exec(conn, "ROLLBACK");
-    let error = ApiError::from(error);
+    (hooks.after_rollback)();
     for job in pending {
         job.abandon(error.clone());
     }
@@ -175,6 +212,7 @@ fn run(
     mut jobs: mpsc::Receiver<Box<dyn Job>>,
     max_batch: usize,
     metrics: &Metrics,
+    hooks: Hooks,
 ) {
     while let Some(first) = jobs.blocking_recv() {
         let mut group = vec![first];
@@ -185,7 +223,7 @@ fn run(
             }
         }
         metrics.observe_batch(group.len());
-        let (deliveries, committed) = commit_group(&conn, group);
+        let (deliveries, committed) = commit_group(&conn, group, hooks);
         for deliver in deliveries {
             deliver(committed.clone());
         }

@@ -469,12 +469,7 @@ async fn l3_plugins_verify_and_hostile_plugins_are_stopped() {
             &capture("nobody", evidence(0.97)),
         )
         .await;
-    expect_problem(
-        unknown,
-        StatusCode::NOT_FOUND,
-        "unknown_verifier",
-    )
-    .await;
+    expect_problem(unknown, StatusCode::NOT_FOUND, "unknown_verifier").await;
 
     // Ordinary traffic keeps flowing while hostile plugins run.
     let token = app.root("bystander", &["crm:*"], &["read"]).await;

@@ -338,3 +338,72 @@ async fn spend_is_reserved_then_settled_on_complete() {
         "a refused completion changes nothing"
     );
 }
+
+#[tokio::test]
+async fn records_filter_by_time_and_page_with_cursors() {
+    let app = TestApp::spawn().await;
+    let token = app.root("bot", &["crm:*"], &["read", "write"]).await;
+    let jti = text(&token["jti"]);
+    let mut ids = Vec::new();
+    for n in 0..5 {
+        let action = if n % 2 == 0 { "read" } else { "write" };
+        let recorded = expect_json(
+            app.act(jti, action, &format!("crm:r{n}"), "success").await,
+            StatusCode::CREATED,
+        )
+        .await;
+        ids.push(text(&recorded["aar_id"]).to_owned());
+        tokio::time::sleep(std::time::Duration::from_millis(15)).await;
+    }
+    let third = expect_json(
+        app.get_auth(&format!("/v1/vat/aar/{}", ids[2]), &app.admin_key)
+            .await,
+        StatusCode::OK,
+    )
+    .await;
+    let at = text(&third["created_at"]).replace('+', "%2B");
+    let page = |query: String| {
+        let app = &app;
+        async move {
+            expect_json(
+                app.get_auth(&format!("/v1/vat/aar?{query}"), &app.admin_key)
+                    .await,
+                StatusCode::OK,
+            )
+            .await
+        }
+    };
+    let listed = |page: &serde_json::Value| -> Vec<String> {
+        page["records"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|r| text(&r["aar_id"]).to_owned())
+            .collect()
+    };
+    assert_eq!(
+        listed(&page(format!("since={at}")).await),
+        [ids[4].clone(), ids[3].clone(), ids[2].clone()]
+    );
+    assert_eq!(
+        listed(&page(format!("until={at}")).await),
+        [ids[1].clone(), ids[0].clone()]
+    );
+    assert_eq!(
+        listed(&page(format!("since={at}&action=read")).await),
+        [ids[4].clone(), ids[2].clone()]
+    );
+    assert_eq!(
+        listed(&page("since=2999-01-01T00:00:00Z".into()).await),
+        Vec::<String>::new()
+    );
+
+    let first = page("limit=2".into()).await;
+    assert_eq!(listed(&first), [ids[4].clone(), ids[3].clone()]);
+    let cursor = text(&first["next_cursor"]).to_owned();
+    let second = page(format!("limit=2&cursor={cursor}")).await;
+    assert_eq!(listed(&second), [ids[2].clone(), ids[1].clone()]);
+    let last = page(format!("limit=2&cursor={}", text(&second["next_cursor"]))).await;
+    assert_eq!(listed(&last), [ids[0].clone()]);
+    assert!(last.get("next_cursor").is_none());
+}
