@@ -19,8 +19,19 @@ use crate::{Checks, parse_jtis, revoked_failure, valid_json, verify_failure};
 #[derive(Debug)]
 struct Entry {
     claims: Claims,
-    /// `{ valid: true, header, claims }` as JSON text.
-    json: String,
+    /// `{ valid: true, header, claims }`, deeply frozen: every hit hands out
+    /// this same object, so no caller can change what another one sees.
+    result: JsValue,
+}
+
+/// Freezes an object and everything in it.
+fn deep_freeze(value: &JsValue) {
+    if let Some(object) = value.dyn_ref::<js_sys::Object>() {
+        for member in js_sys::Object::values(object).iter() {
+            deep_freeze(&member);
+        }
+        js_sys::Object::freeze(object);
+    }
 }
 
 /// A bounded map from tokens to what their verification found, in two
@@ -163,7 +174,7 @@ impl Verifier {
             if let Some(jti) = entry.claims.first_revoked(|jti| self.revoked.contains(jti)) {
                 return invalid(revoked_failure(jti));
             }
-            return from_json_text(&entry.json);
+            return entry.result.clone();
         }
         let verified = match mandate_core::verify(&token, keys, now, &self.options) {
             Ok(verified) => verified,
@@ -175,15 +186,17 @@ impl Verifier {
         {
             return invalid(revoked_failure(jti));
         }
-        let json = valid_json(&verified);
-        let result = from_json_text(&json);
-        self.cache.insert(
-            token,
-            Entry {
-                claims: verified.claims,
-                json,
-            },
-        );
+        let result = from_json_text(&valid_json(&verified));
+        if self.cache.half > 0 {
+            deep_freeze(&result);
+            self.cache.insert(
+                token,
+                Entry {
+                    claims: verified.claims,
+                    result: result.clone(),
+                },
+            );
+        }
         result
     }
 
