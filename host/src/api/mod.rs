@@ -103,6 +103,44 @@ fn panic_response(_: Box<dyn Any + Send + 'static>) -> Response {
     ApiError::internal("a request handler panicked").into_response()
 }
 
+/// A route template as a `'static` label. Templates come from the router's
+/// fixed set, so the interned set stays as small as the route table.
+fn intern(route: &str) -> &'static str {
+    static ROUTES: std::sync::RwLock<Vec<&'static str>> = std::sync::RwLock::new(Vec::new());
+    let known = ROUTES
+        .read()
+        .ok()
+        .and_then(|routes| routes.iter().copied().find(|r| *r == route));
+    if let Some(route) = known {
+        return route;
+    }
+    let mut routes = match ROUTES.write() {
+        Ok(routes) => routes,
+        Err(poisoned) => poisoned.into_inner(),
+    };
+    if let Some(route) = routes.iter().copied().find(|r| *r == route) {
+        return route;
+    }
+    let leaked: &'static str = Box::leak(route.to_owned().into_boxed_str());
+    routes.push(leaked);
+    leaked
+}
+
+/// The method as a label; methods outside the standard set count as `OTHER`.
+fn method_label(method: &axum::http::Method) -> &'static str {
+    use axum::http::Method;
+    match *method {
+        Method::GET => "GET",
+        Method::POST => "POST",
+        Method::PUT => "PUT",
+        Method::DELETE => "DELETE",
+        Method::PATCH => "PATCH",
+        Method::HEAD => "HEAD",
+        Method::OPTIONS => "OPTIONS",
+        _ => "OTHER",
+    }
+}
+
 /// The edge of every request: the per-address rate limit (the peer, or the
 /// client behind a trusted proxy); the headers every response carries (pages
 /// set their own CSP and caching); and metrics and a debug log line under the
@@ -112,8 +150,8 @@ async fn edge(State(state): State<AppState>, request: Request, next: Next) -> Re
     let route = request
         .extensions()
         .get::<MatchedPath>()
-        .map_or_else(|| "unmatched".to_owned(), |p| p.as_str().to_owned());
-    let method = request.method().clone();
+        .map_or("unmatched", |p| intern(p.as_str()));
+    let method = method_label(request.method());
     let peer = request
         .extensions()
         .get::<ConnectInfo<SocketAddr>>()
@@ -145,7 +183,7 @@ async fn edge(State(state): State<AppState>, request: Request, next: Next) -> Re
     let elapsed = started.elapsed();
     state
         .metrics
-        .observe_request(&route, method.as_str(), status, elapsed);
+        .observe_request(route, method, status, elapsed);
     tracing::debug!(%method, %route, status, micros = elapsed.as_micros() as u64, "request");
     response
 }
