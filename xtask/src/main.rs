@@ -8,6 +8,7 @@
 //! - `fuzz [--seconds N] [TARGET…]`: run the cargo-fuzz targets in `fuzz/`.
 //! - `schemathesis [--examples N]`: API conformance under generated input.
 //! - `bench [--quick]`: measure against peers and ceilings; write BENCHMARKS.md.
+//! - `web`: build the dashboard and the widget into `web/dist`.
 
 #![allow(
     clippy::print_stderr,
@@ -22,6 +23,7 @@ mod fuzz;
 mod schemathesis;
 mod vectors;
 mod wasm;
+mod web;
 
 type Result<T> = std::result::Result<T, Box<dyn std::error::Error>>;
 
@@ -80,13 +82,16 @@ fn test() -> Result<()> {
             "wasm32-unknown-unknown",
         ],
     )?;
+    web::test(&root)?;
     eprintln!("\nall suites passed");
     Ok(())
 }
 
-/// Builds the server and runs `mandate serve` with the defaults (SQLite in
-/// `./.mandate`, http://127.0.0.1:8080), passing any further arguments on.
+/// Builds the pages and the server and runs `mandate serve` with the
+/// defaults (SQLite in `./.mandate`, http://127.0.0.1:8080), passing any
+/// further arguments on.
 fn serve(extra: &[&str]) -> Result<()> {
+    web::build(&root())?;
     let mut args = vec![
         "run",
         "--release",
@@ -113,9 +118,10 @@ fn main() {
         "schemathesis" => schemathesis::schemathesis_run(&root(), &rest),
         "serve" => serve(&rest),
         "wasm" => wasm::build(&root()),
+        "web" => web::build(&root()),
         _ => {
             eprintln!(
-                "usage: cargo xtask <test | vectors [--check] | serve | wasm | fuzz | schemathesis | bench [--quick]>"
+                "usage: cargo xtask <test | vectors [--check] | serve | wasm | web | fuzz | schemathesis | bench [--quick]>"
             );
             std::process::exit(2);
         }

@@ -22,9 +22,15 @@ use crate::model::Health;
 pub(crate) async fn jwks(State(state): State<AppState>) -> Response {
     let document: JwkSet = state.keys.current().document.clone();
     let mut response = axum::Json(document).into_response();
-    response.headers_mut().insert(
+    let headers = response.headers_mut();
+    headers.insert(
         header::CACHE_CONTROL,
         HeaderValue::from_static("public, max-age=300"),
+    );
+    // Public keys: any page or edge worker may fetch them to verify offline.
+    headers.insert(
+        header::ACCESS_CONTROL_ALLOW_ORIGIN,
+        HeaderValue::from_static("*"),
     );
     response
 }

@@ -14,3 +14,4 @@ mod idempotency;
 mod persistence;
 mod races;
 mod surface;
+mod web;

@@ -88,6 +88,14 @@ async fn health_readiness_metrics_and_headers() {
         "no token id leaks into metrics"
     );
 
+    let jwks = app
+        .client
+        .get(app.url("/.well-known/jwks.json"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(jwks.headers()["access-control-allow-origin"], "*");
+
     let page = app.client.get(app.url("/")).send().await.unwrap();
     assert_eq!(page.status(), StatusCode::OK);
     assert!(

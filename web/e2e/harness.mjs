@@ -1,0 +1,198 @@
+// What every browser test stands on: a real `mandate serve` on port 0 with a
+// fresh data folder, a small client of its API for seeding data, Debian's
+// Chromium driven by playwright-core, console-error collection, and
+// screenshots saved under web/test-artifacts/screenshots.
+//
+// MANDATE_BIN names the server binary (`cargo xtask test` passes it);
+// CHROMIUM the browser (default /usr/bin/chromium).
+
+import assert from "node:assert/strict";
+import { spawn } from "node:child_process";
+import { mkdirSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { dirname, join } from "node:path";
+import { createInterface } from "node:readline";
+import { fileURLToPath } from "node:url";
+import { chromium } from "playwright-core";
+
+const here = dirname(fileURLToPath(import.meta.url));
+
+export const SCREENSHOTS = join(here, "..", "test-artifacts", "screenshots");
+
+const CHROMIUM_ARGS = [
+  "--headless",
+  "--no-sandbox",
+  "--disable-gpu",
+  "--disable-quic",
+  "--no-first-run",
+  "--disable-background-networking",
+  "--disable-component-update",
+  "--disable-sync",
+];
+
+/** Starts `mandate serve` on a free port with a fresh data folder. */
+export async function startServer() {
+  const binary = process.env.MANDATE_BIN;
+  assert.ok(binary, "MANDATE_BIN must name the mandate binary (cargo xtask test sets it)");
+  const dataDir = mkdtempSync(join(tmpdir(), "mandate-e2e-"));
+  const child = spawn(binary, ["serve", "--listen", "127.0.0.1:0", "--data-dir", dataDir], {
+    stdio: ["ignore", "pipe", "inherit"],
+    env: { ...process.env, RUST_LOG: process.env.RUST_LOG ?? "warn" },
+  });
+  const lines = createInterface({ input: child.stdout });
+  const base = await new Promise((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error("the server did not start within 30 s")), 30_000);
+    child.once("exit", (code) => reject(new Error(`the server exited early (${code})`)));
+    lines.on("line", (line) => {
+      const found = /listening on (http:\/\/\S+)/.exec(line);
+      if (found) {
+        clearTimeout(timer);
+        resolve(found[1]);
+      }
+    });
+  });
+  const adminKey = readFileSync(join(dataDir, "admin.key"), "utf8").trim();
+  return {
+    base,
+    adminKey,
+    api: new Api(base, adminKey),
+    async stop() {
+      if (child.exitCode === null) {
+        const exited = new Promise((resolve) => child.once("exit", resolve));
+        child.kill("SIGTERM");
+        await exited;
+      }
+      rmSync(dataDir, { recursive: true, force: true });
+    },
+  };
+}
+
+/** A problem answer from the API, kept for assertions. */
+export class ApiProblem extends Error {
+  constructor(status, body) {
+    super(`${status} ${body?.code}: ${body?.detail}`);
+    this.status = status;
+    this.body = body;
+  }
+}
+
+/** The calls the tests seed data with. */
+export class Api {
+  constructor(base, adminKey) {
+    this.base = base;
+    this.adminKey = adminKey;
+  }
+
+  async call(method, path, body, { key = this.adminKey } = {}) {
+    const headers = { accept: "application/json" };
+    if (key) headers.authorization = `Bearer ${key}`;
+    if (body !== undefined) headers["content-type"] = "application/json";
+    const response = await fetch(`${this.base}${path}`, {
+      method,
+      headers,
+      body: body === undefined ? undefined : JSON.stringify(body),
+    });
+    const data = await response.json();
+    if (!response.ok) throw new ApiProblem(response.status, data);
+    return data;
+  }
+
+  issue(body) {
+    return this.call("POST", "/v1/vat/issue/l1", { developer_email: "reviewer@example.com", ...body });
+  }
+
+  delegate(parentJti, body) {
+    return this.call("POST", "/v1/vat/delegate", { vat_jti: parentJti, ...body }, { key: null });
+  }
+
+  act(jti, action, resource, result) {
+    return this.call("POST", "/v1/vat/record/action", { vat_jti: jti, action, resource, result }, { key: null });
+  }
+
+  /** An out-of-scope attempt: refused, and written down as a denied record. */
+  async attempt(jti, action, resource) {
+    try {
+      await this.act(jti, action, resource, "success");
+    } catch (error) {
+      if (error instanceof ApiProblem && error.status === 403 && error.body.aar_id) {
+        return error.body;
+      }
+      throw error;
+    }
+    throw new Error(`${action} ${resource} was not refused`);
+  }
+}
+
+/**
+ * A workflow three tokens deep: orchestrator → researcher → summarizer, with
+ * successes at every level, one error and one denied attempt.
+ */
+export async function seedChain(api) {
+  const root = await api.issue({
+    agent_id: "orchestrator",
+    resources: ["crm:*", "docs:*"],
+    actions: ["read", "write", "delegate"],
+    constraints: { max_spend_usd: 50, max_actions: 100 },
+    policy: { frameworks: ["gdpr"] },
+  });
+  const researcher = await api.delegate(root.jti, {
+    agent_id: "researcher",
+    resources: ["crm:*", "docs:*"],
+    actions: ["read", "delegate"],
+    constraints: { max_spend_usd: 20, max_actions: 50 },
+    policy: { frameworks: ["gdpr"] },
+  });
+  const summarizer = await api.delegate(researcher.jti, {
+    agent_id: "summarizer",
+    resources: ["docs:*"],
+    actions: ["read"],
+    constraints: { max_spend_usd: 5, max_actions: 10 },
+    policy: { frameworks: ["gdpr", "soc2"] },
+  });
+  const records = {
+    rootWrite: (await api.act(root.jti, "write", "crm:accounts", "success")).aar_id,
+    contacts: (await api.act(researcher.jti, "read", "crm:contacts", "success")).aar_id,
+    leads: (await api.act(researcher.jti, "read", "crm:leads", "error")).aar_id,
+    report: (await api.act(summarizer.jti, "read", "docs:q3-report", "success")).aar_id,
+    denied: (await api.attempt(summarizer.jti, "write", "docs:q3-report")).aar_id,
+  };
+  return { root, researcher, summarizer, records };
+}
+
+/** Debian's Chromium, headless, with a fresh profile. */
+export async function launchBrowser() {
+  return chromium.launch({
+    executablePath: process.env.CHROMIUM ?? "/usr/bin/chromium",
+    args: CHROMIUM_ARGS,
+  });
+}
+
+/**
+ * A page that remembers every console error, uncaught exception and failed
+ * request, so a test can assert that none happened.
+ */
+export async function openPage(browser, { width = 1280, height = 900 } = {}) {
+  const context = await browser.newContext({ viewport: { width, height } });
+  const page = await context.newPage();
+  const errors = [];
+  page.on("console", (message) => {
+    if (message.type() === "error") errors.push(`console: ${message.text()}`);
+  });
+  page.on("pageerror", (error) => errors.push(`exception: ${error.message}`));
+  page.on("requestfailed", (request) => errors.push(`request failed: ${request.url()} ${request.failure()?.errorText}`));
+  return { page, context, errors };
+}
+
+/** Saves a screenshot as `<name>.png`: the whole page, or the viewport (for a modal dialog). */
+export async function screenshot(page, name, { fullPage = true } = {}) {
+  mkdirSync(SCREENSHOTS, { recursive: true });
+  await page.screenshot({ path: join(SCREENSHOTS, `${name}.png`), fullPage });
+}
+
+/** Signs in through the form with `key`. */
+export async function signIn(page, base, key) {
+  await page.goto(`${base}/`);
+  await page.getByLabel("API key").fill(key);
+  await page.getByRole("button", { name: "Sign in" }).click();
+  await page.getByRole("heading", { name: "Workflows", level: 1 }).waitFor();
+}

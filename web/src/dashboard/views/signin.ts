@@ -1,0 +1,59 @@
+// Signing in with an API key: checked against the server with one read,
+// then kept in sessionStorage for this tab.
+
+import { h, replace } from "../dom.js";
+import { client, signIn } from "../session.js";
+import { field, problemBox } from "../ui.js";
+
+/** The sign-in form; `why` is a problem to show first (a refused key). */
+export function signInView(root: HTMLElement, signedIn: () => void, why?: unknown): void {
+  const key = h("input", {
+    name: "api_key",
+    type: "password",
+    autocomplete: "off",
+    spellcheck: false,
+    required: true,
+    placeholder: "mk_…",
+  });
+  const outcome = h("div", { "aria-live": "polite" }, why === undefined ? null : problemBox(why));
+  const submit = h("button", { type: "submit" }, "Sign in");
+  const form = h(
+    "form",
+    {
+      class: "signin",
+      "aria-labelledby": "signin-title",
+      onsubmit: (event) => {
+        event.preventDefault();
+        void attempt();
+      },
+    },
+    h("h1", { id: "signin-title", tabindex: -1 }, "Sign in"),
+    h(
+      "p",
+      {},
+      "Sign in with a Mandate API key. The first start of the server writes the admin key to ",
+      h("code", {}, "admin.key"),
+      " in its data folder; ",
+      h("code", {}, "mandate keys create --email …"),
+      " makes more. The key stays in this tab only.",
+    ),
+    field("API key", key),
+    submit,
+    outcome,
+  );
+  const attempt = async (): Promise<void> => {
+    const value = key.value.trim();
+    submit.disabled = true;
+    replace(outcome, h("p", { role: "status" }, "Checking the key…"));
+    try {
+      await client(value).workflowsPage({ limit: 1 });
+      signIn(value);
+      signedIn();
+    } catch (error) {
+      replace(outcome, problemBox(error));
+      submit.disabled = false;
+    }
+  };
+  root.append(form);
+  key.focus();
+}

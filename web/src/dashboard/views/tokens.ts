@@ -1,0 +1,169 @@
+// A token's status and every descendant's, and revocation with a
+// confirmation step: revoking a token ends it and its whole subtree.
+
+import type { TokenStatus } from "mandate-sdk/web";
+import { entry, h, link, replace } from "../dom.js";
+import { badge, timeElement } from "../format.js";
+import { type Route, navigate, route } from "../router.js";
+import { client } from "../session.js";
+import { field, load, problemBox, signedOut } from "../ui.js";
+
+function lookup(current: string): HTMLFormElement {
+  const input = h("input", {
+    name: "jti",
+    value: current,
+    placeholder: "vat_root_…",
+    autocomplete: "off",
+    spellcheck: false,
+    required: true,
+  });
+  return h(
+    "form",
+    {
+      class: "filters",
+      role: "search",
+      "aria-label": "Look up a token",
+      onsubmit: (event) => {
+        event.preventDefault();
+        navigate(route(["tokens", input.value.trim()]));
+      },
+    },
+    field("Token id (jti)", input),
+    h("div", { class: "filter-actions" }, h("button", { type: "submit" }, "Show")),
+  );
+}
+
+function chainTable(status: TokenStatus): HTMLElement {
+  const rows = [
+    { jti: status.jti, agent_id: status.agent_id, delegation_depth: status.delegation_depth, status: status.status },
+    ...status.descendants,
+  ];
+  const top = status.delegation_depth;
+  return h(
+    "table",
+    { class: "list chain" },
+    h("caption", {}, "This token and its descendants"),
+    h(
+      "thead",
+      {},
+      h("tr", {}, ...["Token", "Agent", "Depth", "Status"].map((name) => h("th", { scope: "col" }, name))),
+    ),
+    h(
+      "tbody",
+      {},
+      ...rows.map((row) =>
+        h(
+          "tr",
+          { "data-jti": row.jti, "data-status": row.status },
+          h(
+            "td",
+            { "data-label": "Token", class: `indent-${Math.min(row.delegation_depth - top, 8)}` },
+            row.jti === status.jti ? h("code", {}, row.jti) : link(route(["tokens", row.jti]), h("code", {}, row.jti)),
+          ),
+          h("td", { "data-label": "Agent" }, link(route(["agent", row.agent_id]), row.agent_id)),
+          h("td", { "data-label": "Depth", class: "number" }, row.delegation_depth),
+          h("td", { "data-label": "Status" }, badge(row.status)),
+        ),
+      ),
+    ),
+  );
+}
+
+/** The confirmation step: a modal dialog naming what ends, with an optional reason. */
+function revokeDialog(status: TokenStatus, done: () => void): HTMLDialogElement {
+  const count = 1 + status.descendants.length;
+  const reason = h("input", { name: "reason", maxlength: 256, autocomplete: "off" });
+  const outcome = h("div", { "aria-live": "polite" });
+  const confirm = h("button", { type: "submit", class: "danger" }, `Revoke ${count} token${count === 1 ? "" : "s"}`);
+  const dialog = h("dialog", { class: "confirm", "aria-labelledby": "revoke-title" });
+  const form = h(
+    "form",
+    {
+      onsubmit: (event) => {
+        event.preventDefault();
+        void revoke();
+      },
+    },
+    h("h2", { id: "revoke-title" }, "Revoke this token?"),
+    h(
+      "p",
+      {},
+      "This ends ",
+      h("code", {}, status.jti),
+      status.descendants.length === 0
+        ? " at once. "
+        : ` and its ${status.descendants.length} descendant${status.descendants.length === 1 ? "" : "s"} at once. `,
+      "A revoked token authorizes nothing, and revocation cannot be undone.",
+    ),
+    field("Reason (optional)", reason),
+    outcome,
+    h(
+      "div",
+      { class: "dialog-actions" },
+      h("button", { type: "button", onclick: () => dialog.close() }, "Cancel"),
+      confirm,
+    ),
+  );
+  dialog.append(form);
+  const revoke = async (): Promise<void> => {
+    confirm.disabled = true;
+    replace(outcome, h("p", { role: "status" }, "Revoking…"));
+    const text = reason.value.trim();
+    try {
+      await client().revoke(text === "" ? { jti: status.jti } : { jti: status.jti, reason: text });
+      dialog.close();
+      done();
+    } catch (error) {
+      confirm.disabled = false;
+      if (!signedOut(error)) {
+        replace(outcome, problemBox(error));
+      }
+    }
+  };
+  return dialog;
+}
+
+function statusView(status: TokenStatus, reload: () => void): HTMLElement {
+  const rows: DocumentFragment[] = [
+    entry("Status", badge(status.status)),
+    entry("Agent", link(route(["agent", status.agent_id]), status.agent_id)),
+    entry("Delegation depth", String(status.delegation_depth)),
+    entry("Workflow", link(route(["workflow", status.provenance_ref]), h("code", {}, status.provenance_ref))),
+    entry("Issued", timeElement(status.issued_at)),
+    entry("Expires", timeElement(status.expires_at)),
+  ];
+  if (status.parent !== undefined) {
+    rows.push(entry("Parent", link(route(["tokens", status.parent]), h("code", {}, status.parent))));
+  }
+  if (status.revoked_at !== undefined) {
+    rows.push(entry("Revoked", timeElement(status.revoked_at)));
+  }
+  if (status.revoke_reason !== undefined) {
+    rows.push(entry("Reason", status.revoke_reason));
+  }
+  const container = h("div", { class: "token-status", "data-status": status.status });
+  container.append(h("dl", { class: "detail" }, ...rows), chainTable(status));
+  if (status.status === "active") {
+    const dialog = revokeDialog(status, reload);
+    container.append(
+      h("button", { type: "button", class: "danger", onclick: () => dialog.showModal() }, "Revoke…"),
+      dialog,
+    );
+  }
+  return container;
+}
+
+export async function tokensView(root: HTMLElement, current: Route): Promise<void> {
+  const jti = current.segments[1] ?? "";
+  root.append(h("h1", { tabindex: -1 }, "Tokens"), lookup(jti));
+  if (jti === "") {
+    root.append(
+      h("p", { class: "lede" }, "Name a token to see its status and its descendants', and to revoke it with its whole chain."),
+    );
+    return;
+  }
+  const region = h("section", { "aria-live": "polite", "aria-label": "Token status" });
+  root.append(region);
+  const show = (): Promise<void> => load(region, "the token", () => client().token(jti), (status) => statusView(status, () => void show()));
+  await show();
+}

@@ -1,0 +1,84 @@
+// One workflow: its summary, its execution graph, and its records with
+// filters, details and ratings. A rating redraws the graph in its colours.
+
+import type { WorkflowSummary } from "mandate-sdk/web";
+import { entry, h } from "../dom.js";
+import { badge, idElement } from "../format.js";
+import type { GraphView } from "../graph.js";
+import { RecordsPanel } from "../records.js";
+import type { Route } from "../router.js";
+import { client } from "../session.js";
+import { load } from "../ui.js";
+
+function counts(title: string, values: Record<string, number>, asBadges: boolean): HTMLElement {
+  const names = Object.keys(values).sort();
+  return h(
+    "div",
+    { class: "counts" },
+    h("h3", {}, title),
+    names.length === 0
+      ? h("p", { class: "muted" }, "none")
+      : h(
+          "ul",
+          {},
+          ...names.map((name) =>
+            h("li", { "data-count": name }, asBadges ? badge(name) : h("span", {}, name), ` ${values[name] ?? 0}`),
+          ),
+        ),
+  );
+}
+
+function summary(value: WorkflowSummary): HTMLElement {
+  return h(
+    "div",
+    { class: "summary" },
+    h(
+      "dl",
+      { class: "detail" },
+      entry("Records", String(value.total_records)),
+      entry("Agents", String(value.unique_agents)),
+    ),
+    counts("Results", value.results_by_type, true),
+    counts("Actions", value.actions_by_type, false),
+  );
+}
+
+export async function workflowView(root: HTMLElement, current: Route): Promise<() => void> {
+  const provenanceRef = current.segments[1] ?? "";
+  const summaryRegion = h("div", { "aria-live": "polite" });
+  const graphRegion = h("div", { class: "graph-region" });
+  let graph: GraphView | undefined;
+  const drawGraph = async (): Promise<void> => {
+    graph?.destroy();
+    await load(
+      graphRegion,
+      "the execution graph",
+      // The graph library is loaded with the first graph, not with the dashboard.
+      () => Promise.all([client().graph(provenanceRef), import("../graph.js")]),
+      ([value, { GraphView }]) => {
+        graph = new GraphView(value, { openRecord: (aarId) => void records.open(aarId) });
+        return graph.element;
+      },
+    );
+  };
+  const records = new RecordsPanel({
+    fixed: { provenance_ref: provenanceRef },
+    filters: ["agent_id", "action", "result", "since", "until"],
+    onRated: () => {
+      void drawGraph();
+      void load(summaryRegion, "the summary", () => client().provenance(provenanceRef), summary);
+    },
+  });
+  root.append(
+    h("h1", { tabindex: -1 }, "Workflow ", idElement(provenanceRef)),
+    h("section", { "aria-labelledby": "summary-title" }, h("h2", { id: "summary-title" }, "Summary"), summaryRegion),
+    h("section", { "aria-labelledby": "graph-title" }, h("h2", { id: "graph-title" }, "Execution graph"), graphRegion),
+    h("section", { "aria-labelledby": "records-title" }, h("h2", { id: "records-title" }, "Records"), records.element),
+  );
+  await Promise.all([
+    load(summaryRegion, "the summary", () => client().provenance(provenanceRef), summary),
+    drawGraph(),
+    records.reload(),
+  ]);
+  return () => graph?.destroy();
+}

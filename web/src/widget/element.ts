@@ -1,0 +1,321 @@
+// <mandate-verify>: verifies a Mandate token in the page, with the rules of
+// mandate-core compiled to WebAssembly, and shows what it allows.
+//
+//   <script type="module" src="https://mandate.example.com/mandate-verify.js"></script>
+//   <mandate-verify token="eyJ…"></mandate-verify>
+//
+// Attributes: `token`; `jwks` (the key set as JSON) or `jwks-url` (where to
+// fetch it; by default the key set of the server this script came from);
+// `api-key`, sent with the key set request when the key set is behind a
+// key (it is visible to anyone who can read the page, so only ever a
+// publishable key). Nothing but the key set is fetched: the verdict is
+// computed here. Styles live in the shadow root and touch nothing outside.
+
+import { type Claims, type ErrorInfo, type Jwks, decodeTokenUnverified, init, verifyToken } from "mandate-sdk/web";
+import wasmUrl from "mandate-sdk/mandate.wasm?url";
+import css from "./element.css?inline";
+import { inWords } from "./words.js";
+
+/** Clock skew verification tolerates, in seconds (the SDK's default). */
+const LEEWAY_SECONDS = 60;
+
+const DEFAULT_JWKS_URL = new URL(/* @vite-ignore */ "/.well-known/jwks.json", import.meta.url).href;
+
+let wasm: Promise<void> | undefined;
+
+function loadWasm(): Promise<void> {
+  wasm ??= init(new URL(wasmUrl, import.meta.url)).catch((error: unknown) => {
+    wasm = undefined;
+    throw error;
+  });
+  return wasm;
+}
+
+/** Key sets fetched in this page, by URL and key; dropped when a token names a kid they lack. */
+const keySets = new Map<string, Promise<Jwks>>();
+
+/** Fetches a key set; a failure is an Error saying why (not a verdict on the token). */
+async function fetchKeySet(url: string, apiKey: string | null): Promise<Jwks> {
+  const headers: Record<string, string> = { accept: "application/json" };
+  if (apiKey !== null) {
+    headers.authorization = `Bearer ${apiKey}`;
+  }
+  let response: Response;
+  try {
+    response = await fetch(url, { headers, credentials: "omit" });
+  } catch (error) {
+    throw new Error(`The key set at ${url} could not be fetched (${String(error)}).`);
+  }
+  if (!response.ok) {
+    throw new Error(`The key set at ${url} answered HTTP ${response.status}.`);
+  }
+  try {
+    return (await response.json()) as Jwks;
+  } catch {
+    throw new Error(`The key set at ${url} is not JSON.`);
+  }
+}
+
+const sheet = new CSSStyleSheet();
+sheet.replaceSync(css);
+
+type Child = Node | string | null;
+
+function el(tag: string, className: string | null, ...children: Child[]): HTMLElement {
+  const element = document.createElement(tag);
+  if (className !== null) {
+    element.className = className;
+  }
+  for (const child of children) {
+    if (child !== null) {
+      element.append(child);
+    }
+  }
+  return element;
+}
+
+function row(term: string, ...description: Child[]): DocumentFragment {
+  const fragment = document.createDocumentFragment();
+  fragment.append(el("dt", null, term), el("dd", null, ...description));
+  return fragment;
+}
+
+function chips(values: string[] | undefined, empty: string): HTMLElement {
+  if (values === undefined || values.length === 0) {
+    return el("span", "none", empty);
+  }
+  return el("ul", "chips", ...values.map((value) => el("li", null, el("code", null, value))));
+}
+
+function utc(seconds: number): string {
+  return `${new Date(seconds * 1000).toISOString().slice(0, 19).replace("T", " ")} UTC`;
+}
+
+/** `2 h 5 min`, `4 min 10 s`, `12 s`. */
+function span(seconds: number): string {
+  const s = Math.max(0, Math.floor(seconds));
+  const days = Math.floor(s / 86_400);
+  const hours = Math.floor((s % 86_400) / 3600);
+  const minutes = Math.floor((s % 3600) / 60);
+  const rest = s % 60;
+  if (days > 0) return `${days} d ${hours} h`;
+  if (hours > 0) return `${hours} h ${minutes} min`;
+  if (minutes > 0) return `${minutes} min ${rest} s`;
+  return `${rest} s`;
+}
+
+function untilExpiry(exp: number): string {
+  const left = exp - Date.now() / 1000;
+  return left >= 0 ? `expires in ${span(left)}` : `expired ${span(-left)} ago`;
+}
+
+/** The delegators, nearest first, from the nested `act` claim. */
+function actors(claims: Claims): string[] {
+  const names: string[] = [];
+  for (let actor = claims.act; actor !== undefined; actor = actor.act) {
+    names.push(actor.sub);
+  }
+  return names;
+}
+
+function constraints(claims: Claims): HTMLElement {
+  const limits = claims.svc_constraints;
+  const parts: string[] = [];
+  if (limits?.max_spend_usd !== undefined) {
+    parts.push(`at most $${limits.max_spend_usd} spent`);
+  }
+  if (limits?.max_actions !== undefined) {
+    parts.push(`at most ${limits.max_actions} actions`);
+  }
+  return parts.length === 0 ? el("span", "none", "none") : el("span", null, parts.join("; "));
+}
+
+export class MandateVerify extends HTMLElement {
+  static readonly observedAttributes = ["token", "jwks", "jwks-url", "api-key"];
+
+  readonly #shadow: ShadowRoot;
+  #generation = 0;
+  #timer: ReturnType<typeof setInterval> | undefined;
+
+  constructor() {
+    super();
+    this.#shadow = this.attachShadow({ mode: "open" });
+    this.#shadow.adoptedStyleSheets = [sheet];
+  }
+
+  connectedCallback(): void {
+    void this.#update();
+  }
+
+  disconnectedCallback(): void {
+    this.#stopClock();
+  }
+
+  attributeChangedCallback(): void {
+    if (this.isConnected) {
+      void this.#update();
+    }
+  }
+
+  #stopClock(): void {
+    if (this.#timer !== undefined) {
+      clearInterval(this.#timer);
+      this.#timer = undefined;
+    }
+  }
+
+  #show(...children: Child[]): void {
+    this.#shadow.replaceChildren(el("div", "card", ...children));
+  }
+
+  /** The inline key set as text (the SDK reads and judges it), or the one fetched. */
+  async #keySet(refresh: boolean): Promise<Jwks | string> {
+    const inline = this.getAttribute("jwks");
+    if (inline !== null) {
+      return inline;
+    }
+    const url = new URL(this.getAttribute("jwks-url") ?? DEFAULT_JWKS_URL, document.baseURI).href;
+    const apiKey = this.getAttribute("api-key");
+    const key = `${url} ${apiKey ?? ""}`;
+    if (refresh) {
+      keySets.delete(key);
+    }
+    let keySet = keySets.get(key);
+    if (keySet === undefined) {
+      keySet = fetchKeySet(url, apiKey);
+      keySets.set(key, keySet);
+      keySet.catch(() => keySets.delete(key));
+    }
+    return keySet;
+  }
+
+  async #update(): Promise<void> {
+    const generation = ++this.#generation;
+    this.#stopClock();
+    delete this.dataset.verdict;
+    delete this.dataset.error;
+    const token = (this.getAttribute("token") ?? "").trim();
+    if (token === "") {
+      this.#show(el("p", "verdict verdict-empty", "No token to verify."));
+      return;
+    }
+    this.#show(el("p", "verdict verdict-busy", "Verifying…"));
+    try {
+      await loadWasm();
+      let result = verifyToken(token, await this.#keySet(false));
+      if (!result.valid && result.error.code === "unknown_kid" && !this.hasAttribute("jwks")) {
+        // The keys may have been rotated since the set was fetched.
+        result = verifyToken(token, await this.#keySet(true));
+      }
+      if (generation !== this.#generation) {
+        return;
+      }
+      if (result.valid) {
+        this.#valid(result.claims, result.header.kid);
+      } else if (result.error.stage === "jwks") {
+        this.#unusableKeySet(result.error.message);
+      } else {
+        this.#invalid(token, result.error);
+      }
+    } catch (error) {
+      if (generation === this.#generation) {
+        this.#unusableKeySet(error instanceof Error ? error.message : String(error));
+      }
+    }
+  }
+
+  #valid(claims: Claims, kid: string): void {
+    const countdown = el("span", "countdown", untilExpiry(claims.exp));
+    this.#show(
+      el(
+        "div",
+        "verdict verdict-valid",
+        el("strong", null, "Valid token"),
+        el("span", null, ` — signature, claims and lifetime checked in this browser (key ${kid}).`),
+      ),
+      this.#details(claims, countdown),
+    );
+    this.dataset.verdict = "valid";
+    this.#timer = setInterval(() => {
+      countdown.textContent = untilExpiry(claims.exp);
+      if (Date.now() / 1000 >= claims.exp + LEEWAY_SECONDS) {
+        void this.#update();
+      }
+    }, 1000);
+  }
+
+  #invalid(token: string, error: ErrorInfo): void {
+    const decoded = decodeTokenUnverified(token);
+    this.#show(
+      el(
+        "div",
+        "verdict verdict-invalid",
+        el("strong", null, "Invalid token: "),
+        el("span", "reason", inWords(error.code)),
+        el("span", "code", ` (${error.code})`),
+        el("p", "message", error.message),
+      ),
+      decoded.ok
+        ? el(
+            "div",
+            "unverified",
+            el("p", "caution", "What the token claims — not verified, do not trust it:"),
+            this.#details(decoded.claims, el("span", "countdown", untilExpiry(decoded.claims.exp))),
+          )
+        : null,
+    );
+    this.dataset.verdict = "invalid";
+    this.dataset.error = error.code;
+  }
+
+  #unusableKeySet(message: string): void {
+    this.#show(
+      el("div", "verdict verdict-unknown", el("strong", null, "Cannot verify: "), el("span", null, message)),
+    );
+    this.dataset.verdict = "unknown";
+  }
+
+  #details(claims: Claims, countdown: HTMLElement): HTMLElement {
+    const agent = claims.sub.startsWith("agent:") ? claims.sub.slice("agent:".length) : claims.sub;
+    const chain = [...(claims.svc_chain ?? []), claims.jti];
+    const delegators = actors(claims);
+    return el(
+      "dl",
+      "details",
+      row("Agent", el("strong", null, agent)),
+      row("Assurance", `${claims.svc_assurance} · trust ${claims.svc_trust_score.toFixed(2)}`),
+      row("Resources", chips(claims.svc_scope.resources, "none")),
+      row("Actions", chips(claims.svc_scope.actions, "none")),
+      row("Constraints", constraints(claims)),
+      row("Policy", chips(claims.svc_policy?.frameworks, "no frameworks")),
+      row(
+        "Delegation",
+        claims.svc_depth === 0
+          ? "root token (depth 0)"
+          : `depth ${claims.svc_depth}, delegated by ${delegators.map((sub) => sub.replace(/^agent:/, "")).join(" ← ")}`,
+      ),
+      row(
+        "Chain",
+        el(
+          "ol",
+          "chain",
+          ...chain.map((jti) => el("li", null, el("code", null, jti), jti === claims.jti ? " (this token)" : null)),
+        ),
+      ),
+      row("Expiry", countdown, el("span", "muted", ` (${utc(claims.exp)})`)),
+      row("Issued", `${utc(claims.iat)} by ${claims.iss}`),
+      row("Workflow", el("code", null, claims.svc_prov)),
+      row("Human", el("code", null, claims.svc_human)),
+    );
+  }
+}
+
+if (customElements.get("mandate-verify") === undefined) {
+  customElements.define("mandate-verify", MandateVerify);
+}
+
+declare global {
+  interface HTMLElementTagNameMap {
+    "mandate-verify": MandateVerify;
+  }
+}
