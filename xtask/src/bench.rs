@@ -622,10 +622,9 @@ pub(crate) fn bench(root: &Path, args: &[&str]) -> Result<()> {
         "build",
         "-p",
         "mandate-host",
-        "--bin",
-        "mandate",
         "-p",
         "mandate-bench",
+        "--bins",
     ];
     if !quick {
         build.push("--release");
