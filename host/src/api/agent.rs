@@ -3,11 +3,11 @@
 
 use axum::extract::{Path, State};
 use axum::http::{HeaderMap, StatusCode};
-use mandate_core::{AarId, DenyReason, Usd};
+use mandate_core::{AarId, DenyReason, Jti, Usd};
 
 use super::docs::Errors;
 use super::extract::{IdempotentJson, Json, agent_token, optional_bearer_jti};
-use super::input::{self, GrantParts};
+use super::input;
 use crate::error::{ApiError, ApiResult};
 use crate::idempotency::{self, Rendered, Reply};
 use crate::ledger::{self, Attempt, AttemptOutcome, Completion, Delegation, DelegationOutcome};
@@ -42,6 +42,17 @@ fn denial(reason: DenyReason) -> ApiError {
     }
 }
 
+/// What an agent asks to do, checked.
+fn attempt(jti: Jti, action: &str, resource: &str, spend_usd: Option<f64>) -> ApiResult<Attempt> {
+    Ok(Attempt {
+        jti,
+        action: input::action(action)?,
+        resource: input::resource(resource)?,
+        spend: input::amount("spend_usd", spend_usd)?.unwrap_or(Usd::ZERO),
+        random: random::bytes(),
+    })
+}
+
 fn count_record(state: &AppState, outcome: &AttemptOutcome, allowed_status: &str) {
     let status = if outcome.denied.is_some() {
         "denied"
@@ -70,13 +81,7 @@ pub(crate) async fn record_action(
 ) -> ApiResult<Rendered> {
     let jti = agent_token(&state, &headers, body.vat_jti.as_deref()).await?;
     let key = key.map(|k| k.scoped("record_action", jti.as_str()));
-    let attempt = Attempt {
-        jti,
-        action: input::action(&body.action)?,
-        resource: input::resource(&body.resource)?,
-        spend: input::amount("spend_usd", body.spend_usd)?.unwrap_or(Usd::ZERO),
-        random: random::bytes(),
-    };
+    let attempt = attempt(jti, &body.action, &body.resource, body.spend_usd)?;
     let result = input::outcome(&body.result)?;
     let result_hash = input::result_hash(body.result_hash.as_deref())?;
     let cache = state.claims.clone();
@@ -135,13 +140,7 @@ pub(crate) async fn authorize(
 ) -> ApiResult<Rendered> {
     let jti = agent_token(&state, &headers, body.vat_jti.as_deref()).await?;
     let key = key.map(|k| k.scoped("authorize", jti.as_str()));
-    let attempt = Attempt {
-        jti,
-        action: input::action(&body.action)?,
-        resource: input::resource(&body.resource)?,
-        spend: input::amount("spend_usd", body.spend_usd)?.unwrap_or(Usd::ZERO),
-        random: random::bytes(),
-    };
+    let attempt = attempt(jti, &body.action, &body.resource, body.spend_usd)?;
     let cache = state.claims.clone();
     let reply = state
         .store
@@ -244,14 +243,7 @@ pub(crate) async fn delegate(
 ) -> ApiResult<Rendered> {
     let parent = agent_token(&state, &headers, body.vat_jti.as_deref()).await?;
     let key = key.map(|k| k.scoped("delegate", parent.as_str()));
-    let request = input::token_request(GrantParts {
-        agent_id: &body.agent_id,
-        resources: &body.resources,
-        actions: &body.actions,
-        constraints: body.constraints.as_ref(),
-        policy: body.policy.as_ref(),
-        ttl_seconds: body.ttl_seconds,
-    })?;
+    let request = input::token_request(&body)?;
     let delegation = Delegation {
         parent,
         request,

@@ -8,7 +8,7 @@ use mandate_core::{AssuranceLevel, Identity};
 use super::docs::Errors;
 use super::extract::{ApiKeyAuth, IdempotentJson};
 use super::human::issue_root_token;
-use super::input::{self, GrantParts};
+use super::input;
 use crate::AppState;
 use crate::error::{ApiError, ApiResult};
 use crate::idempotency::Rendered;
@@ -44,14 +44,7 @@ pub(crate) async fn issue_l2(
         ));
     }
     let nonce = input::text("nonce", body.nonce.as_deref(), 1024)?;
-    let request = input::token_request(GrantParts {
-        agent_id: &body.agent_id,
-        resources: &body.resources,
-        actions: &body.actions,
-        constraints: body.constraints.as_ref(),
-        policy: body.policy.as_ref(),
-        ttl_seconds: body.ttl_seconds,
-    })?;
+    let request = input::token_request(&body)?;
     if state.assurance.oidc.is_empty() {
         return Err(ApiError::unauthorized(
             "id_token_unknown_issuer",
@@ -98,14 +91,7 @@ pub(crate) async fn auth_capture(
     ApiKeyAuth(principal): ApiKeyAuth,
     IdempotentJson { body, key }: IdempotentJson<CaptureRequest>,
 ) -> ApiResult<Rendered> {
-    let request = input::token_request(GrantParts {
-        agent_id: &body.agent_id,
-        resources: &body.resources,
-        actions: &body.actions,
-        constraints: body.constraints.as_ref(),
-        policy: body.policy.as_ref(),
-        ttl_seconds: body.ttl_seconds,
-    })?;
+    let request = input::token_request(&body)?;
     let verified = state
         .assurance
         .verifiers

@@ -14,7 +14,7 @@ use utoipa::IntoParams;
 
 use super::docs::Errors;
 use super::extract::{ApiKeyAuth, IdempotentJson, Json, agent_token, has_api_key, parse_jti};
-use super::input::{self, GrantParts, MAX_NOTE_CHARS, MAX_REASON_CHARS};
+use super::input::{self, MAX_NOTE_CHARS, MAX_REASON_CHARS};
 use crate::apikeys::Principal;
 use crate::clock::{now_s, parse_iso_ms};
 use crate::error::{ApiError, ApiResult};
@@ -122,14 +122,7 @@ pub(crate) async fn issue_l1(
             ));
         }
     }
-    let request = input::token_request(GrantParts {
-        agent_id: &body.agent_id,
-        resources: &body.resources,
-        actions: &body.actions,
-        constraints: body.constraints.as_ref(),
-        policy: body.policy.as_ref(),
-        ttl_seconds: body.ttl_seconds,
-    })?;
+    let request = input::token_request(&body)?;
     let key = key.map(|k| k.scoped("issue_l1", &principal.id));
     issue_root_token(
         &state,

@@ -7,7 +7,9 @@ use mandate_core::{
 };
 
 use crate::error::{ApiError, ApiResult};
-use crate::model::{ConstraintsBody, PolicyBody};
+use crate::model::{
+    CaptureRequest, ConstraintsBody, DelegateRequest, IssueL1Request, IssueL2Request, PolicyBody,
+};
 
 /// Longest note accepted with a rating, in characters.
 pub(crate) const MAX_NOTE_CHARS: usize = 2048;
@@ -133,16 +135,48 @@ fn policy(body: Option<&PolicyBody>) -> ApiResult<Policy> {
 
 /// The parts of an issue or delegate request that describe the grant.
 pub(crate) struct GrantParts<'a> {
-    pub(crate) agent_id: &'a str,
-    pub(crate) resources: &'a [String],
-    pub(crate) actions: &'a [String],
-    pub(crate) constraints: Option<&'a ConstraintsBody>,
-    pub(crate) policy: Option<&'a PolicyBody>,
-    pub(crate) ttl_seconds: Option<u64>,
+    agent_id: &'a str,
+    resources: &'a [String],
+    actions: &'a [String],
+    constraints: Option<&'a ConstraintsBody>,
+    policy: Option<&'a PolicyBody>,
+    ttl_seconds: Option<u64>,
 }
 
+/// A request body that asks for a grant: every issue and delegate request.
+pub(crate) trait GrantRequest {
+    /// The grant fields of the body.
+    fn grant_parts(&self) -> GrantParts<'_>;
+}
+
+/// Every grant request has the same grant fields.
+macro_rules! grant_request {
+    ($($body:ty),*) => {$(
+        impl GrantRequest for $body {
+            fn grant_parts(&self) -> GrantParts<'_> {
+                GrantParts {
+                    agent_id: &self.agent_id,
+                    resources: &self.resources,
+                    actions: &self.actions,
+                    constraints: self.constraints.as_ref(),
+                    policy: self.policy.as_ref(),
+                    ttl_seconds: self.ttl_seconds,
+                }
+            }
+        }
+    )*};
+}
+
+grant_request!(
+    IssueL1Request,
+    IssueL2Request,
+    CaptureRequest,
+    DelegateRequest
+);
+
 /// Checks a grant request and builds core's token request.
-pub(crate) fn token_request(parts: GrantParts<'_>) -> ApiResult<TokenRequest> {
+pub(crate) fn token_request(body: &impl GrantRequest) -> ApiResult<TokenRequest> {
+    let parts = body.grant_parts();
     Ok(TokenRequest {
         agent_id: agent_id(parts.agent_id)?,
         scope: Scope::parse(parts.resources, parts.actions).map_err(scope_error)?,
