@@ -116,6 +116,23 @@ fn whole_number<'de, D: serde::Deserializer<'de>>(
     }
 }
 
+/// Reads an optional nested object. serde's derived structs also read a
+/// positional list (`[1, 5]` as `{max_spend_usd: 1, max_actions: 5}`); the
+/// API documents objects, so anything else is refused.
+fn object<'de, D: serde::Deserializer<'de>, T: serde::de::DeserializeOwned>(
+    deserializer: D,
+) -> Result<Option<T>, D::Error> {
+    use serde::de::Error as _;
+    let Some(fields) =
+        Option::<serde_json::Map<String, serde_json::Value>>::deserialize(deserializer)?
+    else {
+        return Ok(None);
+    };
+    T::deserialize(serde_json::Value::Object(fields))
+        .map(Some)
+        .map_err(D::Error::custom)
+}
+
 /// Budget limits, as sent.
 #[derive(Debug, Clone, Default, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
@@ -150,7 +167,9 @@ pub struct IssueL1Request {
     pub resources: Vec<String>,
     #[schema(value_type = Vec<forms::Action>, min_items = 1, max_items = 64)]
     pub actions: Vec<String>,
+    #[serde(default, deserialize_with = "object")]
     pub constraints: Option<ConstraintsBody>,
+    #[serde(default, deserialize_with = "object")]
     pub policy: Option<PolicyBody>,
     /// Lifetime in seconds (default 3600, at most 2592000).
     #[schema(minimum = 1, maximum = 2_592_000)]
@@ -174,7 +193,9 @@ pub struct IssueL2Request {
     pub resources: Vec<String>,
     #[schema(value_type = Vec<forms::Action>, min_items = 1, max_items = 64)]
     pub actions: Vec<String>,
+    #[serde(default, deserialize_with = "object")]
     pub constraints: Option<ConstraintsBody>,
+    #[serde(default, deserialize_with = "object")]
     pub policy: Option<PolicyBody>,
     #[schema(minimum = 1, maximum = 2_592_000)]
     #[serde(default, deserialize_with = "whole_number")]
@@ -188,7 +209,7 @@ pub struct CaptureRequest {
     /// The captured verification data, or a provider's result
     /// (`{"attestation": "<JWS>"}` for provider verifiers).
     #[schema(value_type = Object)]
-    pub evidence: serde_json::Value,
+    pub evidence: serde_json::Map<String, serde_json::Value>,
     /// The name of a configured verifier.
     #[schema(min_length = 1, max_length = 128)]
     pub verifier: String,
@@ -198,7 +219,9 @@ pub struct CaptureRequest {
     pub resources: Vec<String>,
     #[schema(value_type = Vec<forms::Action>, min_items = 1, max_items = 64)]
     pub actions: Vec<String>,
+    #[serde(default, deserialize_with = "object")]
     pub constraints: Option<ConstraintsBody>,
+    #[serde(default, deserialize_with = "object")]
     pub policy: Option<PolicyBody>,
     #[schema(minimum = 1, maximum = 2_592_000)]
     #[serde(default, deserialize_with = "whole_number")]
@@ -407,7 +430,9 @@ pub struct DelegateRequest {
     pub resources: Vec<String>,
     #[schema(value_type = Vec<forms::Action>, min_items = 1, max_items = 64)]
     pub actions: Vec<String>,
+    #[serde(default, deserialize_with = "object")]
     pub constraints: Option<ConstraintsBody>,
+    #[serde(default, deserialize_with = "object")]
     pub policy: Option<PolicyBody>,
     /// Lifetime in seconds; by default the child ends with its parent.
     #[schema(minimum = 1, maximum = 2_592_000)]

@@ -87,7 +87,9 @@ pub(crate) fn schemathesis_run(root: &Path, args: &[&str]) -> Result<()> {
     let mut passed = true;
     for (phases, filter) in runs {
         eprintln!("\n$ st run {base}/v1/openapi.json --phases {phases} --max-examples {examples}");
+        // Run in the scratch folder: schemathesis keeps a cache where it runs.
         let status = Command::new(&st)
+            .current_dir(&scratch)
             .args(["run", &format!("{base}/v1/openapi.json"), "--url", &base])
             .args(["--header", &format!("Authorization: Bearer {key}")])
             .args([

@@ -5,7 +5,9 @@
 use utoipa::openapi::security::{Http, HttpAuthScheme, SecurityScheme};
 use utoipa::{IntoResponses, Modify, OpenApi};
 
+use super::human::ResultFilter;
 use crate::error::Problem;
+use crate::model::forms::ProvenanceRef;
 
 /// Problem responses (RFC 9457) shared by the operations.
 #[derive(Debug, IntoResponses)]
@@ -65,6 +67,7 @@ impl Modify for ApiKeyScheme {
         description = "Delegated, accountable authority for AI agents: tokens, action records, ratings and reputation."
     ),
     modifiers(&ApiKeyScheme),
-    components(schemas(Problem))
+    // Query parameters name these by reference; utoipa does not collect them.
+    components(schemas(Problem, ProvenanceRef, ResultFilter))
 )]
 pub(crate) struct ApiDoc;

@@ -98,6 +98,15 @@ async fn json_body<T: DeserializeOwned, S: Send + Sync>(
                 ApiError::bad_request("unreadable_body", "the request body could not be read")
             }
         })?;
+    // Every body is an object; serde would read a struct from a list too.
+    if bytes.trim_ascii_start().first() == Some(&b'[') {
+        serde_json::from_slice::<serde::de::IgnoredAny>(&bytes).map_err(|e| json_error(&e))?;
+        return Err(ApiError::new(
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "invalid_field",
+            "invalid type: array, expected a JSON object",
+        ));
+    }
     let value = serde_json::from_slice(&bytes).map_err(|e| json_error(&e))?;
     Ok((value, bytes))
 }

@@ -37,11 +37,14 @@ pub struct Verified {
     pub modalities: Vec<String>,
 }
 
+/// Captured evidence: always a JSON object.
+pub type Evidence = serde_json::Map<String, serde_json::Value>;
+
 /// What Mandate sends a plugin verifier.
 #[derive(Serialize)]
 struct PluginInput<'a> {
     verifier: &'a str,
-    evidence: &'a serde_json::Value,
+    evidence: &'a Evidence,
 }
 
 /// What a plugin verifier answers.
@@ -180,7 +183,7 @@ impl Verifiers {
     }
 
     /// Asks the named verifier about `evidence`.
-    pub async fn verify(&self, name: &str, evidence: &serde_json::Value) -> ApiResult<Verified> {
+    pub async fn verify(&self, name: &str, evidence: &Evidence) -> ApiResult<Verified> {
         let kind =
             self.by_name.get(name).cloned().ok_or_else(|| {
                 ApiError::not_found("unknown_verifier", "no verifier has this name")
@@ -199,7 +202,7 @@ impl Verifiers {
         &self,
         plugin: Plugin,
         name: &str,
-        evidence: &serde_json::Value,
+        evidence: &Evidence,
     ) -> ApiResult<Verified> {
         let input = serde_json::to_vec(&PluginInput {
             verifier: name,
@@ -254,15 +257,16 @@ fn check_attestation(
     issuer: &str,
     audience: Option<&str>,
     keys: &JwkSet,
-    evidence: &serde_json::Value,
+    evidence: &Evidence,
 ) -> ApiResult<Verified> {
-    let evidence: ProviderEvidence = serde_json::from_value(evidence.clone()).map_err(|_| {
-        ApiError::invalid(
-            "evidence",
-            "invalid_evidence",
-            "a provider verifier takes {\"attestation\": \"<JWS>\"}",
-        )
-    })?;
+    let evidence: ProviderEvidence =
+        serde_json::from_value(serde_json::Value::Object(evidence.clone())).map_err(|_| {
+            ApiError::invalid(
+                "evidence",
+                "invalid_evidence",
+                "a provider verifier takes {\"attestation\": \"<JWS>\"}",
+            )
+        })?;
     let token = evidence.attestation;
     let alg = attestation_algorithm(&token).ok_or_else(|| {
         refused(

@@ -292,6 +292,31 @@ async fn wrong_shapes_and_broken_rules_are_422_naming_the_field() {
         "unknown_field",
     )
     .await;
+    // serde reads a struct from a positional list too; the API takes objects only.
+    let positional = [
+        issue(json!({"constraints": [null, null]})),
+        issue(json!({"constraints": [1, 5]})),
+        issue(json!({"policy": [["hipaa"]]})),
+        json!([jti, "read", "crm:a", "success"]),
+    ];
+    for body in positional {
+        let response = if body.is_array() {
+            app.post("/v1/vat/record/action", &body).await
+        } else {
+            app.post_auth("/v1/vat/issue/l1", &app.admin_key, &body)
+                .await
+        };
+        expect_problem(response, StatusCode::UNPROCESSABLE_ENTITY, "invalid_field").await;
+    }
+    let broken_list = app
+        .client
+        .post(app.url("/v1/vat/record/action"))
+        .header("content-type", "application/json")
+        .body("[1,")
+        .send()
+        .await
+        .unwrap();
+    expect_problem(broken_list, StatusCode::BAD_REQUEST, "malformed_json").await;
 
     let record = expect_json(
         app.act(jti, "read", "crm:a", "success").await,

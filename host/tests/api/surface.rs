@@ -52,6 +52,36 @@ async fn openapi_lists_every_route() {
     assert_eq!(paths.len(), expected.len());
     assert!(document["components"]["securitySchemes"]["api_key"].is_object());
     assert!(document["components"]["schemas"]["Problem"].is_object());
+    let mut references = Vec::new();
+    collect_references(&document, &mut references);
+    assert!(!references.is_empty());
+    for reference in references {
+        let name = reference
+            .strip_prefix("#/components/schemas/")
+            .unwrap_or_else(|| panic!("{reference} is not a schema reference"));
+        assert!(
+            document["components"]["schemas"][name].is_object(),
+            "{reference} does not resolve"
+        );
+    }
+}
+
+/// Every `$ref` in a JSON document.
+fn collect_references(value: &Value, references: &mut Vec<String>) {
+    match value {
+        Value::Object(members) => {
+            for (name, member) in members {
+                match member {
+                    Value::String(target) if name == "$ref" => references.push(target.clone()),
+                    _ => collect_references(member, references),
+                }
+            }
+        }
+        Value::Array(items) => items
+            .iter()
+            .for_each(|item| collect_references(item, references)),
+        _ => {}
+    }
 }
 
 #[tokio::test]
