@@ -57,6 +57,9 @@ struct Extra {
     retry_after: Option<u64>,
 }
 
+/// `Retry-After` of a 503: long enough for a group commit or a freed disk.
+const UNAVAILABLE_RETRY_SECONDS: u64 = 5;
+
 impl ApiError {
     /// A problem with a status, a stable code and a human-readable detail.
     pub fn new(status: StatusCode, code: &'static str, detail: impl Into<String>) -> ApiError {
@@ -99,9 +102,11 @@ impl ApiError {
         error
     }
 
-    /// Storage cannot take writes (disk full, I/O error, shutting down).
+    /// Storage cannot take writes (disk full, I/O error, shutting down); the
+    /// client is told to retry in a few seconds.
     pub fn unavailable(detail: impl Into<String>) -> ApiError {
         ApiError::new(StatusCode::SERVICE_UNAVAILABLE, "unavailable", detail)
+            .with_retry_after(UNAVAILABLE_RETRY_SECONDS)
     }
 
     /// Something Mandate got wrong. The cause is logged here and never sent.

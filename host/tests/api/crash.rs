@@ -6,9 +6,8 @@
 //! recovery when space returns.
 
 use std::collections::BTreeMap;
-use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::Command;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -16,81 +15,7 @@ use reqwest::StatusCode;
 use serde_json::{Value, json};
 
 use crate::helpers::{expect_json, text};
-
-/// A `mandate serve` process.
-struct Server {
-    child: Child,
-    base: String,
-    client: reqwest::Client,
-}
-
-impl Server {
-    /// Starts the binary on port 0 and waits for its `listening on` line.
-    fn start(data_dir: &Path, config: &Path) -> Server {
-        mandate_host::install_tls_provider();
-        let mut child = Command::new(env!("CARGO_BIN_EXE_mandate"))
-            .args(["serve", "--listen", "127.0.0.1:0", "--data-dir"])
-            .arg(data_dir)
-            .arg("--config")
-            .arg(config)
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
-        let stdout = child.stdout.take().unwrap();
-        let mut lines = BufReader::new(stdout).lines();
-        let base = loop {
-            let line = lines
-                .next()
-                .expect("the server exited before listening")
-                .unwrap();
-            if let Some(address) = line.strip_prefix("listening on ") {
-                break address.to_owned();
-            }
-        };
-        Server {
-            child,
-            base,
-            client: reqwest::Client::builder()
-                .timeout(Duration::from_secs(10))
-                .build()
-                .unwrap(),
-        }
-    }
-
-    fn url(&self, path: &str) -> String {
-        format!("{}{path}", self.base)
-    }
-
-    /// SIGKILL, no goodbye.
-    fn kill(self) {
-        drop(self);
-    }
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-fn config_without_limits(dir: &Path) -> PathBuf {
-    let path = dir.join("mandate.toml");
-    std::fs::write(
-        &path,
-        "[rate_limits]\nper_api_key = 0\nper_token = 0\nper_ip = 0\n",
-    )
-    .unwrap();
-    path
-}
-
-fn admin_key(data_dir: &Path) -> String {
-    std::fs::read_to_string(data_dir.join("admin.key"))
-        .unwrap()
-        .trim()
-        .to_owned()
-}
+use crate::process::{Server, admin_key, config_without_limits};
 
 async fn issue(server: &Server, key: &str, constraints: Value) -> String {
     let body = json!({
@@ -401,6 +326,7 @@ async fn a_full_disk_gives_503_loses_nothing_and_recovers() {
                     response.headers()["content-type"],
                     "application/problem+json"
                 );
+                assert_eq!(response.headers()["retry-after"], "5");
                 let problem: Value = response.json().await.unwrap();
                 assert_eq!(problem["code"], "unavailable");
                 unavailable += 1;

@@ -1,0 +1,134 @@
+//! What the server logs, down to `debug`, never holds a token, an API key or
+//! a jti: a whole flow runs against the real binary and its log is searched
+//! for every secret the flow used.
+
+use reqwest::StatusCode;
+use serde_json::{Value, json};
+
+use crate::helpers::{expect_json, expect_problem, text};
+use crate::process::{Server, admin_key, config_without_limits};
+
+#[tokio::test]
+async fn logs_never_hold_tokens_api_keys_or_jtis() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    let log = dir.path().join("server.log");
+    let server = Server::start_logging(&data, &config_without_limits(dir.path()), &log);
+    let key = admin_key(&data);
+    let post = |path: &str, bearer: Option<&str>, body: Value| {
+        let mut request = server.client.post(server.url(path)).json(&body);
+        if let Some(bearer) = bearer {
+            request = request.bearer_auth(bearer);
+        }
+        request.send()
+    };
+
+    let root = expect_json(
+        post(
+            "/v1/vat/issue/l1",
+            Some(&key),
+            json!({"developer_email": "dev@example.com", "agent_id": "log-bot",
+                   "resources": ["crm:*"], "actions": ["read", "delegate"]}),
+        )
+        .await
+        .unwrap(),
+        StatusCode::CREATED,
+    )
+    .await;
+    let jti = text(&root["jti"]).to_owned();
+    let jwt = text(&root["compact_jwt"]).to_owned();
+    let action =
+        json!({"vat_jti": jti, "action": "read", "resource": "crm:a", "result": "success"});
+    let record = expect_json(
+        post("/v1/vat/record/action", Some(&jwt), action.clone())
+            .await
+            .unwrap(),
+        StatusCode::CREATED,
+    )
+    .await;
+    let (signed, signature) = jwt.rsplit_once('.').unwrap();
+    let flipped = if signature.starts_with('A') { 'B' } else { 'A' };
+    let tampered = format!("{signed}.{flipped}{}", &signature[1..]);
+    expect_problem(
+        post("/v1/vat/record/action", Some(&tampered), action)
+            .await
+            .unwrap(),
+        StatusCode::UNAUTHORIZED,
+        "invalid_signature",
+    )
+    .await;
+    let child = expect_json(
+        post(
+            "/v1/vat/delegate",
+            None,
+            json!({"vat_jti": jti, "agent_id": "log-helper", "resources": ["crm:a"], "actions": ["read"]}),
+        )
+        .await
+        .unwrap(),
+        StatusCode::CREATED,
+    )
+    .await;
+    let aar = text(&record["aar_id"]);
+    expect_json(
+        post(
+            &format!("/v1/vat/aar/{aar}/feedback"),
+            Some(&key),
+            json!({"rating": "approved"}),
+        )
+        .await
+        .unwrap(),
+        StatusCode::OK,
+    )
+    .await;
+    let status = server
+        .client
+        .get(server.url(&format!("/v1/vat/tokens/{jti}")))
+        .bearer_auth(&key)
+        .send()
+        .await
+        .unwrap();
+    expect_json(status, StatusCode::OK).await;
+    let wrong_key = format!("{}x", &key[..key.len() - 1]);
+    expect_problem(
+        post("/v1/vat/revoke", Some(&wrong_key), json!({"jti": jti}))
+            .await
+            .unwrap(),
+        StatusCode::UNAUTHORIZED,
+        "unauthorized",
+    )
+    .await;
+    expect_json(
+        post("/v1/vat/revoke", Some(&key), json!({"jti": jti}))
+            .await
+            .unwrap(),
+        StatusCode::OK,
+    )
+    .await;
+    server.kill();
+
+    let written = std::fs::read_to_string(&log).unwrap();
+    let requests = written.lines().filter(|l| l.contains("request")).count();
+    assert!(
+        requests >= 8,
+        "the log holds {requests} request lines:\n{written}"
+    );
+    let child_jti = text(&child["jti"]);
+    let child_jwt = text(&child["compact_jwt"]);
+    let mut secrets = vec![
+        key.as_str(),
+        &wrong_key,
+        &jti,
+        child_jti,
+        &jwt,
+        &tampered,
+        child_jwt,
+    ];
+    secrets.extend(jwt.split('.'));
+    secrets.extend(child_jwt.split('.'));
+    for secret in secrets {
+        assert!(!written.contains(secret), "the log holds {secret}");
+    }
+    // The random part of a key or a jti, in case a prefix were cut off.
+    assert!(!written.contains(&key[3..]));
+    assert!(!written.contains(&jti[9..]));
+}

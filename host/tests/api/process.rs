@@ -1,0 +1,97 @@
+//! The real `mandate` binary as a child process, for the tests that kill it
+//! or read what it logs.
+
+use std::fs::File;
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+/// A `mandate serve` process.
+pub struct Server {
+    child: Child,
+    pub base: String,
+    pub client: reqwest::Client,
+}
+
+impl Server {
+    /// Starts the binary on port 0 and waits for its `listening on` line.
+    pub fn start(data_dir: &Path, config: &Path) -> Server {
+        Server::spawn(data_dir, config, Stdio::null(), "info")
+    }
+
+    /// Like [`Server::start`], with every log line down to `debug` written
+    /// to `log`.
+    pub fn start_logging(data_dir: &Path, config: &Path, log: &Path) -> Server {
+        let file = File::create(log).unwrap();
+        Server::spawn(data_dir, config, Stdio::from(file), "debug")
+    }
+
+    fn spawn(data_dir: &Path, config: &Path, stderr: Stdio, level: &str) -> Server {
+        mandate_host::install_tls_provider();
+        let mut child = Command::new(env!("CARGO_BIN_EXE_mandate"))
+            .args(["serve", "--listen", "127.0.0.1:0", "--data-dir"])
+            .arg(data_dir)
+            .arg("--config")
+            .arg(config)
+            .env("RUST_LOG", level)
+            .stdout(Stdio::piped())
+            .stderr(stderr)
+            .spawn()
+            .unwrap();
+        let stdout = child.stdout.take().unwrap();
+        let mut lines = BufReader::new(stdout).lines();
+        let base = loop {
+            let line = lines
+                .next()
+                .expect("the server exited before listening")
+                .unwrap();
+            if let Some(address) = line.strip_prefix("listening on ") {
+                break address.to_owned();
+            }
+        };
+        Server {
+            child,
+            base,
+            client: reqwest::Client::builder()
+                .timeout(Duration::from_secs(10))
+                .build()
+                .unwrap(),
+        }
+    }
+
+    pub fn url(&self, path: &str) -> String {
+        format!("{}{path}", self.base)
+    }
+
+    /// SIGKILL, no goodbye.
+    pub fn kill(self) {
+        drop(self);
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// A configuration without rate limits.
+pub fn config_without_limits(dir: &Path) -> PathBuf {
+    let path = dir.join("mandate.toml");
+    std::fs::write(
+        &path,
+        "[rate_limits]\nper_api_key = 0\nper_token = 0\nper_ip = 0\n",
+    )
+    .unwrap();
+    path
+}
+
+/// The admin key the first start wrote.
+pub fn admin_key(data_dir: &Path) -> String {
+    std::fs::read_to_string(data_dir.join("admin.key"))
+        .unwrap()
+        .trim()
+        .to_owned()
+}
