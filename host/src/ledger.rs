@@ -228,6 +228,11 @@ struct Deferred {
     agents: HashMap<String, AgentDelta>,
     /// Records added and the latest activity, per workflow.
     workflows: HashMap<String, (i64, i64)>,
+    /// Changes to `workflow_counts`, keyed by its four key columns joined
+    /// with NUL (which no id, action or result key can hold).
+    counts: HashMap<String, i64>,
+    /// The key being looked up, reused so a known key costs no allocation.
+    scratch: String,
 }
 
 thread_local! {
@@ -252,6 +257,38 @@ fn touch_workflow(provenance_ref: &str, records: i64, at_ms: i64) {
             .or_insert((0, at_ms));
         entry.0 += records;
         entry.1 = entry.1.max(at_ms);
+    });
+}
+
+/// Counts `change` more records of `agent_id`'s `action` with `result_key`
+/// in a workflow.
+fn count_in_workflow(
+    provenance_ref: &str,
+    agent_id: &str,
+    action: &str,
+    result_key: &str,
+    change: i64,
+) {
+    DEFERRED.with_borrow_mut(|deferred| {
+        let Deferred {
+            counts, scratch, ..
+        } = deferred;
+        scratch.clear();
+        for (i, part) in [provenance_ref, agent_id, action, result_key]
+            .into_iter()
+            .enumerate()
+        {
+            if i > 0 {
+                scratch.push('\0');
+            }
+            scratch.push_str(part);
+        }
+        match counts.get_mut(scratch.as_str()) {
+            Some(count) => *count += change,
+            None => {
+                counts.insert(scratch.clone(), change);
+            }
+        }
     });
 }
 
@@ -280,6 +317,30 @@ fn flush_deferred(conn: &Connection) -> ApiResult<()> {
     )?;
     for (provenance_ref, (records, at_ms)) in &deferred.workflows {
         workflows.execute(params![records, at_ms, provenance_ref])?;
+    }
+    let mut counts = conn.prepare_cached(
+        "INSERT INTO workflow_counts (provenance_ref, agent_id, action, result_key, count)
+         VALUES (?1, ?2, ?3, ?4, ?5)
+         ON CONFLICT DO UPDATE SET count = count + excluded.count",
+    )?;
+    for (key, change) in &deferred.counts {
+        let mut parts = key.split('\0');
+        let (Some(provenance_ref), Some(agent_id), Some(action), Some(result_key), None) = (
+            parts.next(),
+            parts.next(),
+            parts.next(),
+            parts.next(),
+            parts.next(),
+        ) else {
+            return Err(ApiError::internal("a workflow count key lost its shape"));
+        };
+        counts.execute(params![
+            provenance_ref,
+            agent_id,
+            action,
+            result_key,
+            change
+        ])?;
     }
     Ok(())
 }
@@ -329,6 +390,13 @@ fn insert_record(conn: &Connection, record: &NewRecord<'_>) -> ApiResult<()> {
     ])?;
     bump_agent(claims.agent_id().as_str(), counter_delta(record.state));
     touch_workflow(claims.svc_prov.as_str(), 1, record.created_at);
+    count_in_workflow(
+        claims.svc_prov.as_str(),
+        claims.agent_id().as_str(),
+        record.action,
+        record.state.result_key(),
+        1,
+    );
     Ok(())
 }
 
@@ -706,6 +774,15 @@ pub fn complete(
     delta.pending = -1;
     bump_agent(&record.body.agent_id, delta);
     touch_workflow(&record.body.provenance_ref, 0, now);
+    for (key, change) in [(record.state.result_key(), -1), (state.result_key(), 1)] {
+        count_in_workflow(
+            &record.body.provenance_ref,
+            &record.body.agent_id,
+            &record.body.action,
+            key,
+            change,
+        );
+    }
     let mut body = record.body;
     body.status = state.status().as_str().to_owned();
     body.result = Some(completion.result.as_str().to_owned());

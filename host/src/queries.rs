@@ -4,9 +4,7 @@
 
 use base64::Engine as _;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
-use mandate_core::{
-    Outcome, ReputationCounts, Status, SummaryRow, reputation, result_key, summarize,
-};
+use mandate_core::{Outcome, ReputationCounts, Status, SummaryRow, reputation, summarize};
 use rusqlite::types::Value;
 use rusqlite::{Connection, OptionalExtension, params_from_iter};
 
@@ -232,8 +230,7 @@ fn workflow_exists(conn: &Connection, provenance_ref: &str) -> ApiResult<String>
 pub fn workflow_summary(conn: &Connection, provenance_ref: &str) -> ApiResult<SummaryBody> {
     workflow_exists(conn, provenance_ref)?;
     let mut statement = conn.prepare_cached(
-        "SELECT agent_id, action, status, result, count(*) FROM records WHERE provenance_ref = ?1
-         GROUP BY agent_id, action, status, result",
+        "SELECT agent_id, action, result_key, count FROM workflow_counts WHERE provenance_ref = ?1",
     )?;
     let groups = statement
         .query_map([provenance_ref], |row| {
@@ -241,26 +238,18 @@ pub fn workflow_summary(conn: &Connection, provenance_ref: &str) -> ApiResult<Su
                 row.get::<_, String>(0)?,
                 row.get::<_, String>(1)?,
                 row.get::<_, String>(2)?,
-                row.get::<_, Option<String>>(3)?,
-                count(row.get(4)?),
+                count(row.get(3)?),
             ))
         })?
         .collect::<Result<Vec<_>, _>>()?;
-    let mut rows = Vec::with_capacity(groups.len());
-    for (agent_id, action, status, result, n) in &groups {
-        let status: Status = status.parse().map_err(ApiError::internal)?;
-        let result = result
-            .as_deref()
-            .map(str::parse::<Outcome>)
-            .transpose()
-            .map_err(ApiError::internal)?;
-        rows.push(SummaryRow {
+    let rows = groups
+        .iter()
+        .map(|(agent_id, action, result, n)| SummaryRow {
             agent_id,
             action,
-            result: result_key(status, result),
+            result,
             count: *n,
         });
-    }
     let summary = summarize(provenance_ref, rows);
     Ok(SummaryBody {
         provenance_ref: summary.provenance_ref,

@@ -464,6 +464,12 @@ fn growth(
         if i + 1 == sizes.len() {
             let get_script = scripts.join("get.lua");
             let summary_path = format!("/v1/vat/aar/provenance/{provenance}");
+            let counted = server.get(&summary_path, &key)?;
+            if counted["total_records"].as_u64() != Some(workflow_records) {
+                return fail(format!(
+                    "the summary of the prefilled workflow is wrong: {counted}"
+                ));
+            }
             let page = server.get("/v1/vat/aar?agent_id=growth-bot&action=read&limit=50", &key)?;
             let cursor = page["next_cursor"].as_str().unwrap_or_default().to_owned();
             let query_path =
@@ -943,7 +949,7 @@ impl Report {
         }
         let _ = writeln!(
             out,
-            "\nReproduce: `cargo xtask bench` (about half an hour; it fills 5 M records).\n"
+            "\nReproduce: `cargo xtask bench` (about ten minutes here; it fills 5 M records).\n"
         );
         out.push_str(&self.notes);
         out

@@ -61,7 +61,9 @@ fn main() -> anyhow::Result<()> {
                  VALUES (?1, ?2, ?3, ?4, ?5, ?6, 'completed', 'success', 0, ?7, ?8, ?9, ?10, ?11, ?11)",
             )?;
             let end = (written + ROWS_PER_TRANSACTION).min(count);
+            let mut per_action = [0i64; ACTIONS.len()];
             for n in written..end {
+                per_action[(n % 3) as usize] += 1;
                 let at = start + n as i64;
                 let mut random = [0u8; 10];
                 random[2..].copy_from_slice(&n.to_be_bytes());
@@ -89,6 +91,14 @@ fn main() -> anyhow::Result<()> {
                  WHERE provenance_ref = ?3",
                 params![(end - written) as i64, start + end as i64, provenance],
             )?;
+            for (action, records) in ACTIONS.iter().zip(per_action) {
+                tx.execute(
+                    "INSERT INTO workflow_counts (provenance_ref, agent_id, action, result_key, count)
+                     VALUES (?1, ?2, ?3, 'success', ?4)
+                     ON CONFLICT DO UPDATE SET count = count + excluded.count",
+                    params![provenance, agent, action, records],
+                )?;
+            }
             written = end;
         }
         tx.commit()?;

@@ -2,12 +2,12 @@
 //! by a single writer thread that commits concurrent requests together (group
 //! commit), and read through a small pool of read-only connections.
 //!
-//! A write is a closure run inside its own savepoint of the writer's current
-//! transaction. Its answer is delivered only after the transaction commits,
-//! so a 2xx for a write always means the write is on disk. A closure that
-//! returns an error is rolled back to its savepoint without disturbing the
-//! others; a commit that fails (a full disk) fails every write of the batch
-//! and nothing is acknowledged.
+//! A write is a closure run in the writer's current transaction. Its answer
+//! is delivered only after the transaction commits, so a 2xx for a write
+//! always means the write is on disk. A closure that fails before changing
+//! anything leaves the others alone; one that fails after changing something,
+//! or a commit that fails (a full disk), fails every write of the group and
+//! nothing of it is acknowledged (see `writer`).
 
 mod schema;
 mod writer;
@@ -15,7 +15,8 @@ mod writer;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
-use rusqlite::{Connection, OpenFlags};
+use mandate_core::{Outcome, Status, result_key};
+use rusqlite::{Connection, OpenFlags, params};
 use tokio::sync::Semaphore;
 
 use crate::error::{ApiError, ApiResult};
@@ -62,20 +63,54 @@ pub fn open_writer(path: &Path) -> anyhow::Result<Connection> {
 
 fn migrate(conn: &Connection) -> anyhow::Result<()> {
     let version: i64 = conn.pragma_query_value(None, "user_version", |row| row.get(0))?;
-    match version {
-        0 => {
-            let tx = conn.unchecked_transaction()?;
-            tx.execute_batch(schema::SCHEMA)?;
-            tx.pragma_update(None, "user_version", schema::VERSION)?;
-            tx.commit()?;
-            Ok(())
-        }
-        schema::VERSION => Ok(()),
-        other => anyhow::bail!(
-            "the database has schema version {other}, newer than this build understands ({})",
+    if version > schema::VERSION {
+        anyhow::bail!(
+            "the database has schema version {version}, newer than this build understands ({})",
             schema::VERSION
-        ),
+        );
     }
+    if version == schema::VERSION {
+        return Ok(());
+    }
+    let tx = conn.unchecked_transaction()?;
+    if version == 0 {
+        tx.execute_batch(schema::SCHEMA)?;
+    }
+    tx.execute_batch(schema::WORKFLOW_COUNTS)?;
+    count_workflows(&tx)?;
+    tx.pragma_update(None, "user_version", schema::VERSION)?;
+    tx.commit()?;
+    Ok(())
+}
+
+/// Fills `workflow_counts` from the records already stored (upgrading a
+/// version 1 database), with core's result keys.
+fn count_workflows(conn: &Connection) -> anyhow::Result<()> {
+    let mut groups = conn.prepare(
+        "SELECT provenance_ref, agent_id, action, status, result, count(*) FROM records
+         GROUP BY provenance_ref, agent_id, action, status, result",
+    )?;
+    let mut insert = conn.prepare(
+        "INSERT INTO workflow_counts (provenance_ref, agent_id, action, result_key, count)
+         VALUES (?1, ?2, ?3, ?4, ?5)
+         ON CONFLICT DO UPDATE SET count = count + excluded.count",
+    )?;
+    let mut rows = groups.query([])?;
+    while let Some(row) = rows.next()? {
+        let status: Status = row.get::<_, String>(3)?.parse()?;
+        let result = row
+            .get::<_, Option<String>>(4)?
+            .map(|r| r.parse::<Outcome>())
+            .transpose()?;
+        insert.execute(params![
+            row.get::<_, String>(0)?,
+            row.get::<_, String>(1)?,
+            row.get::<_, String>(2)?,
+            result_key(status, result),
+            row.get::<_, i64>(5)?,
+        ])?;
+    }
+    Ok(())
 }
 
 /// Read-only connections handed out to blocking tasks.

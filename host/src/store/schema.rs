@@ -10,13 +10,28 @@
 //! - `records`: action records; `seq` is insertion order and the cursor, and
 //!   `created_at` never decreases along it, so a time range is a `seq` range
 //!   (found by binary search) and needs no index of its own.
-//! - `agents`, `workflows`: counters kept with every write so reputation and
-//!   workflow lists never scan records.
+//! - `agents`, `workflows`, `workflow_counts`: counters kept with every write
+//!   so reputation, workflow lists and workflow summaries never scan records.
+//!   `workflow_counts` counts the records of a workflow by agent, action and
+//!   result key (core's `result_key`: the result, `denied` or `pending`).
 //! - `idempotency`: responses stored under `Idempotency-Key`.
 
 /// The schema version this build writes.
-pub(crate) const VERSION: i64 = 1;
+pub(crate) const VERSION: i64 = 2;
 
+/// Version 2: the counts behind workflow summaries.
+pub(crate) const WORKFLOW_COUNTS: &str = r#"
+CREATE TABLE workflow_counts (
+    provenance_ref TEXT NOT NULL,
+    agent_id       TEXT NOT NULL,
+    action         TEXT NOT NULL,
+    result_key     TEXT NOT NULL,
+    count          INTEGER NOT NULL,
+    PRIMARY KEY (provenance_ref, agent_id, action, result_key)
+) STRICT, WITHOUT ROWID;
+"#;
+
+/// Version 1: everything but [`WORKFLOW_COUNTS`].
 pub(crate) const SCHEMA: &str = r#"
 CREATE TABLE meta (
     key   TEXT PRIMARY KEY,

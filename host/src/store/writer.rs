@@ -122,8 +122,6 @@ fn exec(conn: &Connection, sql: &str) -> rusqlite::Result<()> {
     conn.prepare_cached(sql)?.execute([]).map(|_| ())
 }
 
-/// Runs one job in its own savepoint; a job that fails or panics leaves no
-/// trace in the transaction.
 /// What running one write did to the group.
 enum Ran {
     /// Succeeded, or failed without changing anything: answer after commit.

@@ -107,6 +107,13 @@ async fn full_control_path_authorize_act_complete_rate_reputation() {
     )
     .await;
     assert_eq!(pending["status"], "pending");
+    let summary_path = format!("/v1/vat/aar/provenance/{}", text(&token["provenance_ref"]));
+    let summary = expect_json(
+        app.get_auth(&summary_path, &app.admin_key).await,
+        StatusCode::OK,
+    )
+    .await;
+    assert_eq!(summary["results_by_type"], json!({"pending": 1}));
 
     let hash = format!("sha256:{}", "ab".repeat(32));
     let completed = expect_json(
@@ -191,6 +198,18 @@ async fn full_control_path_authorize_act_complete_rate_reputation() {
         )
         .await;
     expect_problem(denied_rating, StatusCode::CONFLICT, "not_ratable").await;
+    let summary = expect_json(
+        app.get_auth(&summary_path, &app.admin_key).await,
+        StatusCode::OK,
+    )
+    .await;
+    assert_eq!(summary["total_records"], 2);
+    assert_eq!(summary["unique_agents"], 1);
+    assert_eq!(summary["actions_by_type"], json!({"write": 1, "read": 1}));
+    assert_eq!(
+        summary["results_by_type"],
+        json!({"success": 1, "denied": 1})
+    );
 
     let after = expect_json(
         app.get_auth("/v1/vat/reputation/agent:ops-bot", &app.admin_key)

@@ -151,3 +151,40 @@ fn base64_decode(text: &str) -> Vec<u8> {
         .decode(text)
         .unwrap()
 }
+
+#[tokio::test]
+async fn an_upgrade_from_schema_1_counts_the_stored_records_for_summaries() {
+    let app = TestApp::spawn().await;
+    let root = app.root("bot", &["crm:*"], &["read", "write"]).await;
+    let jti = text(&root["jti"]).to_owned();
+    for (action, result) in [("read", "success"), ("read", "error"), ("write", "success")] {
+        app.act(&jti, action, "crm:a", result).await;
+    }
+    app.act(&jti, "delete", "crm:a", "success").await;
+    let pending = json!({"vat_jti": jti, "action": "write", "resource": "crm:b"});
+    expect_json(
+        app.post("/v1/vat/authorize", &pending).await,
+        StatusCode::OK,
+    )
+    .await;
+    let path = format!("/v1/vat/aar/provenance/{}", text(&root["provenance_ref"]));
+    let before = expect_json(app.get_auth(&path, &app.admin_key).await, StatusCode::OK).await;
+    assert_eq!(before["total_records"], 5);
+    assert_eq!(
+        before["results_by_type"],
+        json!({"success": 2, "error": 1, "denied": 1, "pending": 1})
+    );
+
+    let dir = app.stop().await;
+    let conn = store::open_writer(&dir.path().join(store::DB_FILE)).unwrap();
+    let groups: i64 = conn
+        .query_row("SELECT count(*) FROM workflow_counts", [], |row| row.get(0))
+        .unwrap();
+    assert_eq!(groups, 5);
+    conn.execute_batch("DROP TABLE workflow_counts; PRAGMA user_version = 1")
+        .unwrap();
+    drop(conn);
+    let app = TestApp::spawn_in(dir, |_| {}).await;
+    let after = expect_json(app.get_auth(&path, &app.admin_key).await, StatusCode::OK).await;
+    assert_eq!(after, before);
+}
