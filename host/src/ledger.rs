@@ -504,9 +504,13 @@ thread_local! {
 fn record_time(conn: &Connection) -> ApiResult<i64> {
     let last = match LAST_RECORD_MS.get() {
         Some(last) => last,
+        // The newest record by `seq` is the latest (a lookup at the end of
+        // the table; `max(created_at)` would read every record).
         None => conn
-            .prepare_cached("SELECT coalesce(max(created_at), 0) FROM records")?
-            .query_row([], |row| row.get(0))?,
+            .prepare_cached("SELECT created_at FROM records ORDER BY seq DESC LIMIT 1")?
+            .query_row([], |row| row.get(0))
+            .optional()?
+            .unwrap_or(0),
     };
     let at = now_ms().max(last);
     LAST_RECORD_MS.set(Some(at));

@@ -42,7 +42,7 @@ fn main() -> anyhow::Result<()> {
         .as_f64()
         .unwrap_or(0.4);
     let last: i64 = conn.query_row(
-        "SELECT coalesce(max(created_at), 0) FROM records",
+        "SELECT coalesce((SELECT created_at FROM records ORDER BY seq DESC LIMIT 1), 0)",
         [],
         |row| row.get(0),
     )?;
