@@ -34,6 +34,8 @@ test("each method calls its endpoint with the right credential", async () => {
   const { calls, client: c } = client();
   const jwt = "eyJ.token.sig";
   await c.issueL1({ developer_email: "dev@example.com", agent_id: "bot", resources: ["crm:*"], actions: ["read"] });
+  await c.issueL2({ id_token: "eyJ.id.tok", agent_id: "bot", resources: ["crm:*"], actions: ["read"] });
+  await c.authCapture({ evidence: { score: 0.99 }, verifier: "face", agent_id: "bot", resources: ["crm:*"], actions: ["read"] });
   await c.recordAction({ vat_jti: "vat_root_x", action: "read", resource: "crm:a", result: "success" });
   await c.recordAction({ action: "read", resource: "crm:a", result: "success" }, { token: jwt });
   await c.authorize({ vat_jti: "vat_root_x", action: "read", resource: "crm:a" });
@@ -51,6 +53,8 @@ test("each method calls its endpoint with the right credential", async () => {
   const seen = calls.map(({ method, url, headers }) => [method, url.slice(BASE.length), headers.authorization]);
   assert.deepEqual(seen, [
     ["POST", "/v1/vat/issue/l1", `Bearer ${KEY}`],
+    ["POST", "/v1/vat/issue/l2", `Bearer ${KEY}`],
+    ["POST", "/v1/vat/auth/capture", `Bearer ${KEY}`],
     ["POST", "/v1/vat/record/action", undefined],
     ["POST", "/v1/vat/record/action", `Bearer ${jwt}`],
     ["POST", "/v1/vat/authorize", undefined],
@@ -66,8 +70,10 @@ test("each method calls its endpoint with the right credential", async () => {
     ["GET", "/v1/vat/tokens/vat_root_x", `Bearer ${KEY}`],
     ["GET", "/.well-known/jwks.json", undefined],
   ]);
-  assert.deepEqual(calls[5].body, { rating: "approved", note: "fine" });
+  assert.deepEqual(calls[7].body, { rating: "approved", note: "fine" });
+  assert.deepEqual(calls[2].body.evidence, { score: 0.99 });
   for (const call of calls) {
+    assert.equal(call.headers["idempotency-key"], undefined);
     assert.equal(call.headers.accept, "application/json");
     assert.equal(call.headers["content-type"], call.method === "POST" ? "application/json" : undefined);
     assert.equal(call.body === undefined, call.method === "GET");
@@ -160,4 +166,26 @@ test("the default fetch is the global one, called unbound", async () => {
   } finally {
     globalThis.fetch = original;
   }
+});
+
+test("writes carry an Idempotency-Key when asked to", async () => {
+  const { calls, client: c } = client();
+  const jwt = "eyJ.token.sig";
+  await c.issueL1({ developer_email: "dev@example.com", agent_id: "bot", resources: ["crm:*"], actions: ["read"] }, { idempotencyKey: "issue-1" });
+  await c.issueL2({ id_token: "eyJ.id.tok", agent_id: "bot", resources: ["crm:*"], actions: ["read"] }, { idempotencyKey: "issue-2" });
+  await c.authCapture({ evidence: {}, verifier: "face", agent_id: "bot", resources: ["crm:*"], actions: ["read"] }, { idempotencyKey: "issue-3" });
+  await c.recordAction({ action: "read", resource: "crm:a", result: "success" }, { token: jwt, idempotencyKey: "act-1" });
+  await c.authorize({ vat_jti: "vat_root_x", action: "read", resource: "crm:a" }, { idempotencyKey: "auth-1" });
+  await c.delegate({ vat_jti: "vat_root_x", agent_id: "sub", resources: ["crm:a"], actions: ["read"] }, { idempotencyKey: "del-1" });
+  assert.deepEqual(
+    calls.map((call) => [call.headers["idempotency-key"], call.headers.authorization]),
+    [
+      ["issue-1", `Bearer ${KEY}`],
+      ["issue-2", `Bearer ${KEY}`],
+      ["issue-3", `Bearer ${KEY}`],
+      ["act-1", `Bearer ${jwt}`],
+      ["auth-1", undefined],
+      ["del-1", undefined],
+    ],
+  );
 });

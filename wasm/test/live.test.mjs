@@ -210,8 +210,29 @@ test("a whole workflow through the client, judged offline by the wasm build", as
 test("an unknown record and a missing key answer as problems", async () => {
   const missing = await client.record("aar_01mcc56a20ypjs2bgtacdn684n").catch((e) => e);
   assert.ok(missing instanceof MandateError);
-  // docs/api.md names the code `not_found`; the server says `record_not_found`.
-  assert.deepEqual([missing.status, /not_found$/.test(missing.code)], [404, true], missing.code);
+  assert.deepEqual([missing.status, missing.code], [404, "record_not_found"]);
   const anonymous = new MandateClient({ baseUrl });
   await refused(anonymous.reputation("planner"), 401, "unauthorized");
+});
+
+test("a retried write with its Idempotency-Key acts once", async () => {
+  const root = await client.issueL1(
+    { developer_email: "dev@example.com", agent_id: "retrier", resources: ["crm:*"], actions: ["read"] },
+    { idempotencyKey: "live-issue-1" },
+  );
+  const again = await client.issueL1(
+    { developer_email: "dev@example.com", agent_id: "retrier", resources: ["crm:*"], actions: ["read"] },
+    { idempotencyKey: "live-issue-1" },
+  );
+  assert.equal(again.jti, root.jti);
+  const action = { vat_jti: root.jti, action: "read", resource: "crm:a", result: "success" };
+  const first = await client.recordAction(action, { idempotencyKey: "live-act-1" });
+  const retry = await client.recordAction(action, { idempotencyKey: "live-act-1" });
+  assert.equal(retry.aar_id, first.aar_id);
+  assert.equal((await client.provenance(root.provenance_ref)).total_records, 1);
+  await refused(
+    client.recordAction({ ...action, result: "error" }, { idempotencyKey: "live-act-1" }),
+    422,
+    "idempotency_key_reused",
+  );
 });

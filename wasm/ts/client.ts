@@ -34,8 +34,18 @@ export interface MandateClientOptions {
   fetch?: FetchLike;
 }
 
+/** Options of a call that creates something. */
+export interface WriteOptions {
+  /**
+   * Sent as `Idempotency-Key` (1–255 visible ASCII characters): a retry with
+   * the same key and body gets the first answer and creates nothing new.
+   * Honoured by the issue calls, `recordAction`, `authorize` and `delegate`.
+   */
+  idempotencyKey?: string;
+}
+
 /** How an agent call presents its token. */
-export interface AgentAuth {
+export interface AgentAuth extends WriteOptions {
   /** The token's compact JWT, sent as `Authorization: Bearer`. Without it the server relies on `vat_jti`. */
   token?: string;
 }
@@ -47,6 +57,34 @@ export type TokenState = "active" | "revoked" | "expired";
 
 export interface IssueL1Request {
   developer_email: string;
+  agent_id: string;
+  resources: string[];
+  actions: string[];
+  constraints?: Constraints;
+  policy?: Policy;
+  /** Default 3600, at most 2592000. */
+  ttl_seconds?: number;
+}
+
+export interface IssueL2Request {
+  /** An OIDC ID token from an identity provider the server is configured to trust. */
+  id_token: string;
+  /** The nonce the sign-in was started with, checked against the ID token's. */
+  nonce?: string;
+  agent_id: string;
+  resources: string[];
+  actions: string[];
+  constraints?: Constraints;
+  policy?: Policy;
+  /** Default 3600, at most 2592000. */
+  ttl_seconds?: number;
+}
+
+export interface AuthCaptureRequest {
+  /** The captured verification data, or a provider's signed result (`{ attestation: "<JWS>" }`). */
+  evidence: Record<string, unknown>;
+  /** The name of a verifier configured on the server. */
+  verifier: string;
   agent_id: string;
   resources: string[];
   actions: string[];
@@ -383,10 +421,19 @@ export class MandateClient {
     this.#fetch = (url, init) => fetch(url, init);
   }
 
-  async #call<T>(method: "GET" | "POST", path: string, bearer: string | undefined, body?: unknown): Promise<T> {
+  async #call<T>(
+    method: "GET" | "POST",
+    path: string,
+    bearer: string | undefined,
+    body?: unknown,
+    options?: WriteOptions,
+  ): Promise<T> {
     const headers: Record<string, string> = { accept: "application/json" };
     if (bearer !== undefined) {
       headers.authorization = `Bearer ${bearer}`;
+    }
+    if (options?.idempotencyKey !== undefined) {
+      headers["idempotency-key"] = options.idempotencyKey;
     }
     const init: { method: string; headers: Record<string, string>; body?: string } = { method, headers };
     if (body !== undefined) {
@@ -425,18 +472,28 @@ export class MandateClient {
   }
 
   /** `POST /v1/vat/issue/l1`: a root token for an agent, on the API key. */
-  issueL1(request: IssueL1Request): Promise<IssuedToken> {
-    return this.#call("POST", "/v1/vat/issue/l1", this.#apiKey, request);
+  issueL1(request: IssueL1Request, options?: WriteOptions): Promise<IssuedToken> {
+    return this.#call("POST", "/v1/vat/issue/l1", this.#apiKey, request, options);
+  }
+
+  /** `POST /v1/vat/issue/l2`: a root token at L2 (trust 0.7), on the API key and the human's OIDC ID token. */
+  issueL2(request: IssueL2Request, options?: WriteOptions): Promise<IssuedToken> {
+    return this.#call("POST", "/v1/vat/issue/l2", this.#apiKey, request, options);
+  }
+
+  /** `POST /v1/vat/auth/capture`: a root token at L3 (trust 0.95), once a configured verifier accepts the evidence. */
+  authCapture(request: AuthCaptureRequest, options?: WriteOptions): Promise<IssuedToken> {
+    return this.#call("POST", "/v1/vat/auth/capture", this.#apiKey, request, options);
   }
 
   /** `POST /v1/vat/record/action`: an action done and its result, in one step. */
   recordAction(request: RecordActionRequest, auth?: AgentAuth): Promise<RecordActionResponse> {
-    return this.#call("POST", "/v1/vat/record/action", auth?.token, request);
+    return this.#call("POST", "/v1/vat/record/action", auth?.token, request, auth);
   }
 
   /** `POST /v1/vat/authorize`: asks before acting; a refusal is `authorized: false`, not an error. */
   authorize(request: AuthorizeRequest, auth?: AgentAuth): Promise<AuthorizeResponse> {
-    return this.#call("POST", "/v1/vat/authorize", auth?.token, request);
+    return this.#call("POST", "/v1/vat/authorize", auth?.token, request, auth);
   }
 
   /** `POST /v1/vat/aar/{aar_id}/complete`: how an authorized action ended. */
@@ -501,7 +558,7 @@ export class MandateClient {
 
   /** `POST /v1/vat/delegate`: a narrower child token, on the parent's token. */
   delegate(request: DelegateRequest, auth?: AgentAuth): Promise<DelegatedToken> {
-    return this.#call("POST", "/v1/vat/delegate", auth?.token, request);
+    return this.#call("POST", "/v1/vat/delegate", auth?.token, request, auth);
   }
 
   /**
