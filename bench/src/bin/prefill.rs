@@ -49,8 +49,13 @@ fn main() -> anyhow::Result<()> {
     let now = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)?
         .as_millis() as i64;
-    // One record a millisecond, ending now, never before what is stored.
-    let start = (now - count as i64).max(last + 1);
+    // One record a millisecond, ending now; when that would reach back before
+    // what is stored, the records share the milliseconds since the last one.
+    // Never in the future: the server stamps new records no earlier than the
+    // newest stored, so a future stamp would pin every later record to it.
+    let start = (now - count as i64).max(last);
+    let span = (now - start).max(0);
+    let stamp = |n: u64| start + (n as i64 * span) / count as i64;
     let mut written = 0;
     while written < count {
         let tx = conn.unchecked_transaction()?;
@@ -64,7 +69,7 @@ fn main() -> anyhow::Result<()> {
             let mut per_action = [0i64; ACTIONS.len()];
             for n in written..end {
                 per_action[(n % 3) as usize] += 1;
-                let at = start + n as i64;
+                let at = stamp(n);
                 let mut random = [0u8; 10];
                 random[2..].copy_from_slice(&n.to_be_bytes());
                 let aar_id = AarId::new(Ulid::new(at as u64, random)?);
@@ -89,7 +94,7 @@ fn main() -> anyhow::Result<()> {
             tx.execute(
                 "UPDATE workflows SET total_records = total_records + ?1, last_activity = max(last_activity, ?2)
                  WHERE provenance_ref = ?3",
-                params![(end - written) as i64, start + end as i64, provenance],
+                params![(end - written) as i64, stamp(end - 1), provenance],
             )?;
             for (action, records) in ACTIONS.iter().zip(per_action) {
                 tx.execute(
