@@ -29,6 +29,7 @@
 mod js;
 mod verifier;
 
+use std::cell::RefCell;
 use std::collections::BTreeSet;
 use std::str::FromStr as _;
 
@@ -80,13 +81,31 @@ fn scope_failure(error: &ScopeError) -> Failure {
     Failure::input(error.code(), error)
 }
 
+thread_local! {
+    /// The key set parsed last, with the JSON text it was parsed from. A
+    /// caller verifying many tokens against one key set with `verifyToken`
+    /// pays for checking its keys once; the text is the key, so a key set
+    /// changed in place is parsed again.
+    static LAST_JWKS: RefCell<Option<(String, Jwks)>> = const { RefCell::new(None) };
+}
+
 /// Parses a key set given as an object or as JSON text.
 fn parse_jwks(jwks: &JsValue) -> Result<Jwks, Failure> {
     let text = jwks
         .as_string()
         .or_else(|| json_text(jwks))
         .ok_or_else(|| jwks_failure(&JwksError::Malformed))?;
-    Jwks::parse(text.as_bytes()).map_err(|e| jwks_failure(&e))
+    let last = LAST_JWKS.with_borrow(|last| {
+        last.as_ref()
+            .filter(|(last_text, _)| *last_text == text)
+            .map(|(_, keys)| keys.clone())
+    });
+    if let Some(keys) = last {
+        return Ok(keys);
+    }
+    let keys = Jwks::parse(text.as_bytes()).map_err(|e| jwks_failure(&e))?;
+    LAST_JWKS.set(Some((text, keys.clone())));
+    Ok(keys)
 }
 
 /// Parses revoked token ids, refusing anything that is not a jti.

@@ -100,6 +100,20 @@ test("Verifier: the clock is the default now, and a bad key set is reported, not
   assert.equal(broken.verify(root.token, root.now).error.code, "no_usable_keys");
 });
 
+test("verifyToken judges a key set changed in place by its new keys", () => {
+  const jwks = structuredClone(tokens.jwks);
+  assert.equal(sdk.verifyToken(root.token, jwks, { now: root.now }).valid, true);
+  const [key] = jwks.keys;
+  const original = key.kid;
+  key.kid = "another-kid";
+  const changed = sdk.verifyToken(root.token, jwks, { now: root.now });
+  assert.equal(changed.valid, false);
+  assert.equal(changed.error.code, byName("unknown_kid").expect.error);
+  key.kid = original;
+  assert.equal(sdk.verifyToken(root.token, jwks, { now: root.now }).valid, true);
+  assert.equal(sdk.verifyToken(root.token, JSON.stringify(jwks), { now: root.now }).valid, true);
+});
+
 test("decodeTokenUnverified reads without verifying", () => {
   const wrongKey = byName("wrong_key_right_kid");
   const decoded = sdk.decodeTokenUnverified(wrongKey.token);
