@@ -1,9 +1,11 @@
 //! Offline verification of a whole delegation chain, root first: every link
-//! verifies, each child names its parent and inherits the workflow, human,
-//! assurance, trust and issuer, and grants nothing its parent does not; no
-//! token of the chain (nor any ancestor a token names) is revoked.
+//! verifies, each child names its parent (by jti hash) and inherits the
+//! workflow, human, assurance, trust and issuer, grants nothing its parent
+//! does not, and stays bound to a key if its parent is bound; no token of
+//! the chain (nor any ancestor a token names) is revoked. Revocation is
+//! asked by jti hash, the only name of an ancestor a token carries.
 
-use crate::ids::Jti;
+use crate::ids::Jth;
 use crate::keys::Jwks;
 use crate::limits::MAX_DELEGATION_DEPTH;
 use crate::scope::{Widening, check_narrowing};
@@ -26,8 +28,10 @@ pub enum ChainFault {
     InheritanceMismatch(&'static str),
     #[error(transparent)]
     Widening(#[from] Widening),
-    #[error("token `{0}` is revoked")]
-    Revoked(Jti),
+    #[error("the parent is bound to a key and the token is bound to none")]
+    BindingDropped,
+    #[error("the token with jti hash `{0}` is revoked")]
+    Revoked(Jth),
 }
 
 impl ChainFault {
@@ -40,6 +44,7 @@ impl ChainFault {
             ChainFault::ProvenanceMismatch => "provenance_mismatch",
             ChainFault::InheritanceMismatch(_) => "inheritance_mismatch",
             ChainFault::Widening(w) => w.code(),
+            ChainFault::BindingDropped => "binding_dropped",
             ChainFault::Revoked(_) => "revoked",
         }
     }
@@ -68,12 +73,13 @@ impl ChainError {
 }
 
 fn check_link(child: &Claims, parent: &Claims) -> Result<(), ChainFault> {
+    let parent_jth = parent.jth();
     let mut expected_chain = parent.ancestors().to_vec();
-    expected_chain.push(parent.jti.clone());
+    expected_chain.push(parent_jth.clone());
     let actor_ok = child.act.as_ref().is_some_and(|act| {
         act.sub == parent.sub.subject() && act.act.as_deref() == parent.act.as_ref()
     });
-    if child.svc_parent.as_ref() != Some(&parent.jti)
+    if child.svc_parent.as_ref() != Some(&parent_jth)
         || child.svc_depth != parent.svc_depth + 1
         || child.ancestors() != expected_chain.as_slice()
         || !actor_ok
@@ -96,17 +102,20 @@ fn check_link(child: &Claims, parent: &Claims) -> Result<(), ChainFault> {
         return Err(ChainFault::InheritanceMismatch("iss"));
     }
     check_narrowing(&child.grant(), &parent.grant())?;
+    if parent.cnf.is_some() && child.cnf.is_none() {
+        return Err(ChainFault::BindingDropped);
+    }
     Ok(())
 }
 
 /// Verifies a delegation chain given root first. `is_revoked` is asked about
-/// every token of the chain and every ancestor the tokens name.
+/// the jti hash of every token of the chain and every ancestor they name.
 pub fn verify_chain(
     tokens: &[&str],
     keys: &Jwks,
     now: i64,
     options: &VerifyOptions,
-    is_revoked: impl Fn(&Jti) -> bool,
+    is_revoked: impl Fn(&Jth) -> bool,
 ) -> Result<Vec<VerifiedToken>, ChainError> {
     if tokens.is_empty() {
         return Err(ChainError::Empty);
@@ -125,7 +134,7 @@ pub fn verify_chain(
             Some(parent) => check_link(claims, &parent.claims).map_err(link)?,
         }
         if let Some(revoked) = claims.first_revoked(&is_revoked) {
-            return Err(link(ChainFault::Revoked(revoked.clone())));
+            return Err(link(ChainFault::Revoked(revoked)));
         }
         verified.push(current);
     }

@@ -33,6 +33,8 @@ pub enum IdError {
     BadAgentId,
     #[error("timestamp {0} ms does not fit the 48 bits of a ULID")]
     TimestampOutOfRange(u64),
+    #[error("{kind} must be 43 base64url characters (a SHA-256 digest)")]
+    BadB64Digest { kind: &'static str },
 }
 
 impl IdError {
@@ -44,6 +46,7 @@ impl IdError {
             IdError::BadDigest { .. } => "invalid_digest",
             IdError::BadAgentId => "invalid_agent_id",
             IdError::TimestampOutOfRange(_) => "timestamp_out_of_range",
+            IdError::BadB64Digest { .. } => "invalid_digest",
         }
     }
 }
@@ -244,6 +247,12 @@ impl Jti {
     pub fn as_str(&self) -> &str {
         &self.0
     }
+
+    /// The token's jti hash: what other tokens carry to name it.
+    pub fn hash(&self) -> Jth {
+        use sha2::Digest as _;
+        Jth::from_digest(&sha2::Sha256::digest(self.0.as_bytes()).into())
+    }
 }
 
 impl fmt::Display for Jti {
@@ -271,6 +280,76 @@ impl std::str::FromStr for Jti {
         Jti::parse(text)
     }
 }
+
+/// Declares a newtype for a SHA-256 digest written as 43 characters of
+/// unpadded base64url.
+macro_rules! b64_digest_id {
+    ($(#[$doc:meta])* $name:ident, $kind:literal) => {
+        $(#[$doc])*
+        #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+        #[serde(try_from = "String", into = "String")]
+        pub struct $name(String);
+
+        impl $name {
+            /// Parses 43 base64url characters that decode to 32 bytes.
+            pub fn parse(text: &str) -> Result<$name, IdError> {
+                use base64::Engine as _;
+                let digest = crate::b64::ENGINE
+                    .decode(text)
+                    .ok()
+                    .filter(|bytes| bytes.len() == 32);
+                match digest {
+                    Some(_) => Ok($name(text.to_owned())),
+                    None => Err(IdError::BadB64Digest { kind: $kind }),
+                }
+            }
+
+            /// Wraps a 32-byte digest.
+            pub fn from_digest(digest: &[u8; 32]) -> $name {
+                $name(crate::b64::encode(digest))
+            }
+
+            /// The digest as text.
+            pub fn as_str(&self) -> &str {
+                &self.0
+            }
+        }
+
+        impl fmt::Display for $name {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str(&self.0)
+            }
+        }
+
+        impl TryFrom<String> for $name {
+            type Error = IdError;
+            fn try_from(text: String) -> Result<$name, IdError> {
+                $name::parse(&text)
+            }
+        }
+
+        impl From<$name> for String {
+            fn from(id: $name) -> String {
+                id.0
+            }
+        }
+    };
+}
+
+b64_digest_id!(
+    /// A jti hash (`jth`): base64url of SHA-256 of a jti's ASCII. Tokens name
+    /// their parent and ancestors by it, never by jti, because a jti names a
+    /// token that an agent call may act with; its hash names it and nothing
+    /// more.
+    Jth,
+    "jth"
+);
+b64_digest_id!(
+    /// An RFC 7638 JWK SHA-256 thumbprint of a holder's public key, the `jkt`
+    /// of a bound token's `cnf` claim (RFC 9449).
+    Jkt,
+    "jkt"
+);
 
 /// The id a developer gives an agent at issue time. In tokens it appears as
 /// `sub = "agent:<agent_id>"`; the reputation endpoint returns it the same way.
@@ -516,6 +595,29 @@ mod tests {
             Jti::parse("vat_root_000"),
             Err(IdError::BadUlid { kind: "jti" })
         );
+    }
+
+    #[test]
+    fn jti_hashes() {
+        let jti = Jti::parse("vat_root_00000000000000000000000000").unwrap();
+        let jth = jti.hash();
+        assert_eq!(jth.as_str(), "V3RlwE5lFcp5G5x2OXaaVn5WY2UjdQIxt-N5vJCkGrs");
+        assert_eq!(Jth::parse(jth.as_str()), Ok(jth.clone()));
+        assert_ne!(Jti::root(ulid(9, 8)).hash(), jth);
+        for bad in [
+            "",
+            "vat_root_00000000000000000000000000",
+            &format!("{jth}="),
+            &jth.as_str()[..42],
+            &format!("{jth}A"),
+            &jth.as_str().replace(|c: char| c.is_ascii_alphabetic(), "+"),
+        ] {
+            assert_eq!(
+                Jth::parse(bad),
+                Err(IdError::BadB64Digest { kind: "jth" }),
+                "{bad:?}"
+            );
+        }
     }
 
     #[test]

@@ -19,6 +19,7 @@ use serde::{Deserialize, Serialize};
 use sha2::{Digest as _, Sha256};
 
 use crate::b64;
+use crate::ids::Jkt;
 use crate::json::{Present, present};
 
 /// Most keys a JWKS may hold.
@@ -66,9 +67,14 @@ impl JwksError {
 /// RFC 7638 thumbprint of an Ed25519 public key: SHA-256 over the canonical
 /// `{"crv":"Ed25519","kty":"OKP","x":"…"}`, base64url.
 pub fn thumbprint(public: &[u8; 32]) -> String {
+    jkt(public).into()
+}
+
+/// The RFC 7638 thumbprint of an Ed25519 public key as a `jkt` (RFC 9449).
+pub fn jkt(public: &[u8; 32]) -> Jkt {
     let x = b64::encode(public);
     let canonical = format!(r#"{{"crv":"Ed25519","kty":"OKP","x":"{x}"}}"#);
-    b64::encode(Sha256::digest(canonical.as_bytes()))
+    Jkt::from_digest(&Sha256::digest(canonical.as_bytes()).into())
 }
 
 /// The Ed25519 key Mandate signs tokens with.
@@ -108,8 +114,125 @@ impl SigningKey {
         Jwk::ed25519(&self.public_bytes())
     }
 
+    /// The key as a private JWK (RFC 8037), for a holder to store its own
+    /// key. It holds the secret: never publish it.
+    pub fn to_private_jwk(&self) -> PrivateJwk {
+        let public = self.public_bytes();
+        PrivateJwk {
+            kty: "OKP".to_owned(),
+            crv: "Ed25519".to_owned(),
+            x: b64::encode(public),
+            d: b64::encode(self.inner.to_bytes()),
+        }
+    }
+
+    /// A key from a private JWK (RFC 8037) that [`SigningKey::to_private_jwk`]
+    /// wrote: `x` must be the public half of `d`.
+    pub fn from_private_jwk(json: &[u8]) -> Result<SigningKey, JwksError> {
+        let jwk: PrivateJwk = serde_json::from_slice(json).map_err(|_| JwksError::Malformed)?;
+        if jwk.kty != "OKP" || jwk.crv != "Ed25519" {
+            return Err(JwksError::InvalidKey {
+                reason: "a holder key must be Ed25519 (`kty` OKP, `crv` Ed25519)",
+            });
+        }
+        let secret: [u8; 32] = b64::ENGINE
+            .decode(&jwk.d)
+            .ok()
+            .and_then(|d| d.try_into().ok())
+            .ok_or(JwksError::InvalidKey {
+                reason: "`d` is not 32 bytes of strict base64url",
+            })?;
+        let key = SigningKey::from_secret(&secret);
+        if b64::encode(key.public_bytes()) != jwk.x {
+            return Err(JwksError::InvalidKey {
+                reason: "`x` is not the public half of `d`",
+            });
+        }
+        Ok(key)
+    }
+
+    /// The public half as a holder key, for binding a token to this key.
+    pub fn holder_key(&self) -> HolderKey {
+        let key = self.inner.verifying_key();
+        HolderKey {
+            jkt: jkt(key.as_bytes()),
+            key,
+        }
+    }
+
     pub(crate) fn sign(&self, message: &[u8]) -> [u8; 64] {
         self.inner.sign(message).to_bytes()
+    }
+}
+
+/// A private Ed25519 JWK: the members of RFC 8037's, and nothing else.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PrivateJwk {
+    pub kty: String,
+    pub crv: String,
+    pub x: String,
+    pub d: String,
+}
+
+/// A holder's public Ed25519 key: the `holder_key` a token is bound to, or
+/// the `jwk` of a DPoP proof. Only the public key is accepted; its identity
+/// is its RFC 7638 thumbprint ([`HolderKey::jkt`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HolderKey {
+    key: VerifyingKey,
+    jkt: Jkt,
+}
+
+/// The members of a holder's public JWK that identify it, in RFC 7638 order.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct PublicJwk {
+    pub crv: &'static str,
+    pub kty: &'static str,
+    pub x: String,
+}
+
+impl HolderKey {
+    /// Parses one JWK (a JSON object): an Ed25519 public key (`kty` `OKP`,
+    /// `crv` `Ed25519`, `x`), with `alg` `EdDSA` and `use` `sig` if given; no
+    /// private member; not a weak point. `kid` and other members are ignored.
+    pub fn from_jwk_json(json: &[u8]) -> Result<HolderKey, JwksError> {
+        let raw: RawJwk = serde_json::from_slice(json).map_err(|_| JwksError::Malformed)?;
+        HolderKey::from_raw(&raw)
+    }
+
+    pub(crate) fn from_raw(raw: &RawJwk) -> Result<HolderKey, JwksError> {
+        if let Some(member) = raw.private_member() {
+            return Err(JwksError::PrivateKeyMaterial { member });
+        }
+        if raw.kty.as_deref() != Some("OKP") || raw.crv.as_deref() != Some("Ed25519") {
+            return Err(JwksError::InvalidKey {
+                reason: "a holder key must be Ed25519 (`kty` OKP, `crv` Ed25519)",
+            });
+        }
+        let key = raw.public_key()?;
+        Ok(HolderKey {
+            jkt: jkt(key.as_bytes()),
+            key,
+        })
+    }
+
+    /// The key's RFC 7638 thumbprint.
+    pub fn jkt(&self) -> &Jkt {
+        &self.jkt
+    }
+
+    /// The public JWK members the thumbprint is computed over.
+    pub fn public_jwk(&self) -> PublicJwk {
+        PublicJwk {
+            crv: "Ed25519",
+            kty: "OKP",
+            x: b64::encode(self.key.as_bytes()),
+        }
+    }
+
+    pub(crate) fn verifying_key(&self) -> &VerifyingKey {
+        &self.key
     }
 }
 
@@ -161,7 +284,7 @@ struct RawJwks {
 /// carries private key material in any key type (so their presence can be
 /// refused). Other members are ignored.
 #[derive(Deserialize)]
-struct RawJwk {
+pub(crate) struct RawJwk {
     kty: Option<String>,
     crv: Option<String>,
     x: Option<String>,
@@ -204,6 +327,18 @@ impl RawJwk {
     }
 
     fn ed25519_key(&self) -> Result<(&str, VerifyingKey), JwksError> {
+        let key = self.public_key()?;
+        let kid = self.kid.as_deref().ok_or(JwksError::MissingKid)?;
+        if kid.is_empty() || kid.len() > MAX_KID_LEN {
+            return Err(JwksError::InvalidKey {
+                reason: "`kid` must be 1 to 256 bytes",
+            });
+        }
+        Ok((kid, key))
+    }
+
+    /// The Ed25519 public key of `x`, checked against `alg` and `use`.
+    fn public_key(&self) -> Result<VerifyingKey, JwksError> {
         if self.alg.as_deref().is_some_and(|alg| alg != "EdDSA") {
             return Err(JwksError::InvalidKey {
                 reason: "`alg` must be EdDSA",
@@ -229,13 +364,7 @@ impl RawJwk {
         if key.is_weak() {
             return Err(JwksError::WeakKey);
         }
-        let kid = self.kid.as_deref().ok_or(JwksError::MissingKid)?;
-        if kid.is_empty() || kid.len() > MAX_KID_LEN {
-            return Err(JwksError::InvalidKey {
-                reason: "`kid` must be 1 to 256 bytes",
-            });
-        }
-        Ok((kid, key))
+        Ok(key)
     }
 }
 
@@ -471,6 +600,37 @@ mod tests {
         for (doc, expected) in cases {
             assert_eq!(Jwks::parse(doc.as_bytes()).unwrap_err(), expected, "{doc}");
         }
+    }
+
+    #[test]
+    fn private_jwks_round_trip_and_must_match() {
+        let k = key(5);
+        let jwk = k.to_private_jwk();
+        let text = serde_json::to_vec(&jwk).unwrap();
+        assert_eq!(SigningKey::from_private_jwk(&text).unwrap().kid(), k.kid());
+        let mut other = jwk.clone();
+        other.x = key(6).to_private_jwk().x;
+        assert_eq!(
+            SigningKey::from_private_jwk(&serde_json::to_vec(&other).unwrap()).unwrap_err(),
+            JwksError::InvalidKey {
+                reason: "`x` is not the public half of `d`"
+            }
+        );
+        assert_eq!(
+            SigningKey::from_private_jwk(b"{\"kty\":\"OKP\"}").unwrap_err(),
+            JwksError::Malformed
+        );
+        // A holder key never takes the private member.
+        let public = serde_json::to_vec(&jwk).unwrap();
+        assert_eq!(
+            HolderKey::from_jwk_json(&public).unwrap_err(),
+            JwksError::PrivateKeyMaterial { member: "d" }
+        );
+        let public = serde_json::to_vec(&k.holder_key().public_jwk()).unwrap();
+        assert_eq!(
+            HolderKey::from_jwk_json(&public).unwrap().jkt().as_str(),
+            k.kid()
+        );
     }
 
     #[test]

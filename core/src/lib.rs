@@ -2,8 +2,9 @@
 //!
 //! The pure rules of Mandate: identifiers, scopes and their narrowing, keys
 //! and key sets, token claims with issuing, delegation, signing and
-//! verification, human references, the action-record lifecycle, budgets,
-//! reputation and workflow summaries.
+//! verification, proofs of possession for bound tokens (DPoP), human
+//! references, the action-record lifecycle, budgets, reputation and
+//! workflow summaries.
 //!
 //! This crate refuses to know about the world: it does no I/O, reads no
 //! clock, draws no randomness and starts no thread. Callers pass `now` (unix
@@ -29,6 +30,7 @@
 mod b64;
 pub mod budget;
 pub mod chain;
+pub mod dpop;
 pub mod human;
 pub mod ids;
 mod json;
@@ -43,9 +45,16 @@ pub mod token;
 
 pub use budget::{BudgetExceeded, Usage, check_budget, check_extra_spend};
 pub use chain::{ChainError, ChainFault, verify_chain};
+pub use dpop::{
+    DpopError, NewProof, ProofRequest, VerifiedProof, check_binding, sign_proof, verify_proof,
+};
 pub use human::{EmailError, Identity, human_ref};
-pub use ids::{AarId, AgentId, HumanRef, IdError, Jti, JtiKind, ProvenanceRef, ResultHash, Ulid};
-pub use keys::{Jwk, JwkSet, Jwks, JwksError, SigningKey, thumbprint};
+pub use ids::{
+    AarId, AgentId, HumanRef, IdError, Jkt, Jth, Jti, JtiKind, ProvenanceRef, ResultHash, Ulid,
+};
+pub use keys::{
+    HolderKey, Jwk, JwkSet, Jwks, JwksError, PrivateJwk, PublicJwk, SigningKey, jkt, thumbprint,
+};
 pub use money::{MoneyError, Usd};
 pub use record::{
     Decision, DenyReason, Outcome, Rating, RecordError, RecordEvent, RecordState, Status,
@@ -58,9 +67,9 @@ pub use scope::{
 };
 pub use summary::{SummaryRow, WorkflowSummary, summarize};
 pub use token::{
-    Actor, AssuranceLevel, Claims, Header, IssueError, RootIssue, SignError, TokenRequest,
-    VerifiedToken, VerifyError, VerifyOptions, decode_unverified, delegate, issue_root, sign,
-    verify,
+    Actor, AssuranceLevel, Claims, Confirmation, Header, IssueError, RootIssue, SignError,
+    TokenRequest, VerifiedToken, VerifyError, VerifyOptions, check_fan_out, decode_unverified,
+    delegate, delegated_grant, issue_root, sign, verify, verify_ignoring_lifetime,
 };
 
 /// SHA-256 of bytes as `sha256:<hex>`, the form of `result_hash`.

@@ -47,3 +47,17 @@ pub const MICROS_PER_USD: u64 = 1_000_000;
 pub const MAX_USD: u64 = 1_000_000_000;
 /// Largest `max_actions` a token may carry.
 pub const MAX_ACTIONS_LIMIT: u64 = 1_000_000_000;
+
+/// Most tokens one token may delegate to directly. Delegation needs the
+/// `delegate` action, and each child counts against `max_actions` when the
+/// chain sets one; this caps a chain that sets none.
+pub const MAX_CHILDREN_PER_TOKEN: u64 = 1000;
+
+/// How far a DPoP proof's `iat` may be from the verifier's clock, either way.
+pub const DPOP_IAT_WINDOW_SECONDS: i64 = 60;
+/// Compact DPoP proofs longer than this are refused before any decoding.
+pub const MAX_PROOF_BYTES: usize = 8 * 1024;
+/// Shortest `jti` of a DPoP proof: 16 base64url characters are 96 bits.
+pub const MIN_PROOF_JTI_LEN: usize = 16;
+/// Longest `jti` of a DPoP proof; verifiers remember each for the window.
+pub const MAX_PROOF_JTI_LEN: usize = 128;

@@ -114,6 +114,8 @@ pub enum DenyReason {
     ScopeWidening,
     /// A delegation would pass the depth limit.
     DelegationTooDeep,
+    /// The token has delegated to as many tokens as one may.
+    TooManyChildren,
     /// The token or an ancestor was revoked.
     TokenRevoked,
     /// The token has expired.
@@ -130,6 +132,7 @@ impl DenyReason {
             DenyReason::BudgetMaxActions => "budget_max_actions",
             DenyReason::ScopeWidening => "scope_widening",
             DenyReason::DelegationTooDeep => "delegation_too_deep",
+            DenyReason::TooManyChildren => "too_many_children",
             DenyReason::TokenRevoked => "token_revoked",
             DenyReason::TokenExpired => "token_expired",
         }
@@ -164,6 +167,7 @@ impl FromStr for DenyReason {
             DenyReason::BudgetMaxActions,
             DenyReason::ScopeWidening,
             DenyReason::DelegationTooDeep,
+            DenyReason::TooManyChildren,
             DenyReason::TokenRevoked,
             DenyReason::TokenExpired,
         ]

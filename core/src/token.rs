@@ -29,14 +29,16 @@ use ed25519_dalek::Signature;
 use serde::{Deserialize, Serialize};
 
 use crate::b64;
-use crate::ids::{AgentId, HumanRef, IdError, Jti, JtiKind, ProvenanceRef, Ulid};
+use crate::ids::{AgentId, HumanRef, IdError, Jkt, Jth, Jti, JtiKind, ProvenanceRef, Ulid};
 use crate::json::{NumericDate, Present, has_duplicate_member, present};
 use crate::keys::{Jwks, SigningKey};
 use crate::limits::{
-    DEFAULT_LEEWAY_SECONDS, DEFAULT_TTL_SECONDS, MAX_DELEGATION_DEPTH, MAX_TOKEN_BYTES,
-    MAX_TTL_SECONDS, MIN_TTL_SECONDS, TRUST_L1, TRUST_L2, TRUST_L3,
+    DEFAULT_LEEWAY_SECONDS, DEFAULT_TTL_SECONDS, MAX_CHILDREN_PER_TOKEN, MAX_DELEGATION_DEPTH,
+    MAX_TOKEN_BYTES, MAX_TTL_SECONDS, MIN_TTL_SECONDS, TRUST_L1, TRUST_L2, TRUST_L3,
 };
-use crate::scope::{Constraints, DELEGATE_ACTION, Grant, Policy, Scope, Widening, check_narrowing};
+use crate::scope::{
+    Constraints, DELEGATE_ACTION, Grant, Policy, Scope, ScopeError, Widening, check_narrowing,
+};
 
 /// The JWS `alg` of every Mandate token.
 pub const ALG: &str = "EdDSA";
@@ -91,6 +93,15 @@ impl Actor {
     }
 }
 
+/// RFC 7800 confirmation of a bound token: the RFC 7638 thumbprint of the
+/// holder's key (RFC 9449 `jkt`). Every call made with the token carries a
+/// proof signed by that key (see [`crate::dpop`]).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Confirmation {
+    pub jkt: Jkt,
+}
+
 /// The claims of a Mandate token, in the order they are written.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(try_from = "RawClaims")]
@@ -113,10 +124,15 @@ pub struct Claims {
     pub svc_human: HumanRef,
     pub svc_assurance: AssuranceLevel,
     pub svc_depth: u32,
+    /// The parent's jti hash (delegated tokens).
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub svc_parent: Option<Jti>,
+    pub svc_parent: Option<Jth>,
+    /// The jti hashes of every ancestor, root first (delegated tokens).
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub svc_chain: Option<Vec<Jti>>,
+    pub svc_chain: Option<Vec<Jth>>,
+    /// The holder's key, for a bound token.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cnf: Option<Confirmation>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub act: Option<Actor>,
 }
@@ -146,24 +162,33 @@ impl Claims {
         self.svc_constraints.unwrap_or_default()
     }
 
-    /// The ancestors of this token, root first (empty for a root token).
-    pub fn ancestors(&self) -> &[Jti] {
+    /// The jti hashes of this token's ancestors, root first (empty for a
+    /// root token).
+    pub fn ancestors(&self) -> &[Jth] {
         self.svc_chain.as_deref().unwrap_or_default()
     }
 
-    /// The root token's id: the first ancestor, or this token itself.
-    pub fn root_jti(&self) -> &Jti {
-        self.ancestors().first().unwrap_or(&self.jti)
+    /// This token's jti hash, the name its descendants know it by.
+    pub fn jth(&self) -> Jth {
+        self.jti.hash()
     }
 
-    /// The first token of this one's line, root first and the token itself
-    /// last, that `is_revoked` reports revoked. A token is void when it or
-    /// any ancestor is revoked.
-    pub fn first_revoked(&self, is_revoked: impl Fn(&Jti) -> bool) -> Option<&Jti> {
+    /// The root token's jti hash: the first ancestor, or this token's own.
+    pub fn root_jth(&self) -> Jth {
         self.ancestors()
-            .iter()
-            .chain(std::iter::once(&self.jti))
-            .find(|jti| is_revoked(jti))
+            .first()
+            .cloned()
+            .unwrap_or_else(|| self.jth())
+    }
+
+    /// The jti hash of the first token of this one's line, root first and
+    /// the token itself last, that `is_revoked` reports revoked. A token is
+    /// void when it or any ancestor is revoked.
+    pub fn first_revoked(&self, is_revoked: impl Fn(&Jth) -> bool) -> Option<Jth> {
+        if let Some(ancestor) = self.ancestors().iter().find(|jth| is_revoked(jth)) {
+            return Some(ancestor.clone());
+        }
+        Some(self.jth()).filter(|own| is_revoked(own))
     }
 
     /// Checks the validity window at `now` with `leeway_seconds` of clock
@@ -220,14 +245,13 @@ impl Claims {
         if chain.last() != Some(parent) {
             return invalid("svc_chain", "does not end with svc_parent");
         }
+        let own = self.jth();
         for (i, ancestor) in chain.iter().enumerate() {
-            let expected = if i == 0 {
-                JtiKind::Root
-            } else {
-                JtiKind::Delegated
-            };
-            if ancestor.kind() != expected || *ancestor == self.jti {
-                return invalid("svc_chain", "must be a root jti then delegated jtis");
+            if *ancestor == own || chain.iter().skip(i + 1).any(|later| later == ancestor) {
+                return invalid(
+                    "svc_chain",
+                    "must name distinct ancestors, not the token itself",
+                );
             }
         }
         if act.depth() != depth {
@@ -268,9 +292,11 @@ struct RawClaims {
     svc_assurance: AssuranceLevel,
     svc_depth: u32,
     #[serde(default)]
-    svc_parent: Option<Jti>,
+    svc_parent: Option<Jth>,
     #[serde(default)]
-    svc_chain: Option<Vec<Jti>>,
+    svc_chain: Option<Vec<Jth>>,
+    #[serde(default)]
+    cnf: Option<Confirmation>,
     #[serde(default)]
     act: Option<Actor>,
 }
@@ -309,6 +335,7 @@ impl RawClaims {
             svc_depth: self.svc_depth,
             svc_parent: self.svc_parent,
             svc_chain: self.svc_chain,
+            cnf: self.cnf,
             act: self.act,
         };
         claims.check_consistency()?;
@@ -560,6 +587,20 @@ pub fn verify(
     now: i64,
     options: &VerifyOptions,
 ) -> Result<VerifiedToken, VerifyError> {
+    let verified = verify_ignoring_lifetime(compact, keys, options)?;
+    verified.claims.check_time(now, options.leeway_seconds)?;
+    Ok(verified)
+}
+
+/// Verifies a compact token as [`verify`] does in every rule but the last:
+/// its lifetime (`exp`, `nbf`) is not checked. Only for acts that report the
+/// past, such as completing a record the token made while it was valid;
+/// never to authorize anything new.
+pub fn verify_ignoring_lifetime(
+    compact: &str,
+    keys: &Jwks,
+    options: &VerifyOptions,
+) -> Result<VerifiedToken, VerifyError> {
     let segments = split(compact)?;
     let header_bytes = decode(segments.header, Segment::Header)?;
     let payload_bytes = decode(segments.payload, Segment::Payload)?;
@@ -582,7 +623,6 @@ pub fn verify(
     {
         return Err(VerifyError::IssuerMismatch);
     }
-    claims.check_time(now, options.leeway_seconds)?;
     Ok(VerifiedToken {
         header: Header {
             alg: ALG,
@@ -661,6 +701,9 @@ pub struct TokenRequest {
     pub policy: Policy,
     /// Lifetime; `None` takes the default (root) or the parent's end (delegated).
     pub ttl_seconds: Option<u64>,
+    /// The key the token is bound to; `None` leaves a root token unbound and
+    /// binds a delegated one to its parent's key, if the parent has one.
+    pub holder: Option<Jkt>,
 }
 
 /// Why a token could not be issued or delegated.
@@ -676,8 +719,12 @@ pub enum IssueError {
     DelegateNotHeld,
     #[error("a chain may be at most {MAX_DELEGATION_DEPTH} delegations deep")]
     DepthExceeded,
+    #[error("a token may delegate to at most {MAX_CHILDREN_PER_TOKEN} tokens")]
+    TooManyChildren,
     #[error(transparent)]
     Widening(#[from] Widening),
+    #[error(transparent)]
+    Scope(#[from] ScopeError),
     #[error("the id could not be made: {0}")]
     Id(#[from] IdError),
 }
@@ -691,7 +738,9 @@ impl IssueError {
             IssueError::ParentExpired => "parent_expired",
             IssueError::DelegateNotHeld => "delegate_not_held",
             IssueError::DepthExceeded => "delegation_too_deep",
+            IssueError::TooManyChildren => "too_many_children",
             IssueError::Widening(w) => w.code(),
+            IssueError::Scope(e) => e.code(),
             IssueError::Id(e) => e.code(),
         }
     }
@@ -749,14 +798,56 @@ pub fn issue_root(request: TokenRequest, issue: RootIssue) -> Result<Claims, Iss
         svc_depth: 0,
         svc_parent: None,
         svc_chain: None,
+        cnf: request.holder.map(|jkt| Confirmation { jkt }),
         act: None,
     })
 }
 
+/// What a delegation grants: the request, with every limit and framework it
+/// leaves out taken from the parent, refused if it is wider than the parent
+/// anyway (a resource, an action, a raised limit or a longer life).
+pub fn delegated_grant(requested: Grant, parent: &Grant) -> Result<Grant, IssueError> {
+    let constraints = Constraints {
+        max_spend_usd: requested
+            .constraints
+            .max_spend_usd
+            .or(parent.constraints.max_spend_usd),
+        max_actions: requested
+            .constraints
+            .max_actions
+            .or(parent.constraints.max_actions),
+    };
+    let mut frameworks = parent.policy.frameworks().to_vec();
+    for framework in requested.policy.frameworks() {
+        if !frameworks.contains(framework) {
+            frameworks.push(framework.clone());
+        }
+    }
+    let grant = Grant {
+        scope: requested.scope,
+        constraints,
+        policy: Policy::new(frameworks)?,
+        expires_at: requested.expires_at,
+    };
+    check_narrowing(&grant, parent)?;
+    Ok(grant)
+}
+
+/// Refuses a delegation from a token that already has `children` children
+/// (a server-side rule: only the issuer counts them).
+pub fn check_fan_out(children: u64) -> Result<(), IssueError> {
+    if children >= MAX_CHILDREN_PER_TOKEN {
+        return Err(IssueError::TooManyChildren);
+    }
+    Ok(())
+}
+
 /// Builds the claims of a token delegated from `parent`: same issuer, human,
-/// assurance, trust and workflow; depth + 1; the parent appended to the
-/// chain; the parent's agent as the nearest actor. Refused unless the parent
-/// is unexpired, holds `delegate`, and the request is no wider than the parent.
+/// assurance, trust and workflow; depth + 1; the parent's jti hash appended
+/// to the chain; the parent's agent as the nearest actor; the grant of
+/// [`delegated_grant`]; bound to the requested holder key, else to the
+/// parent's. Refused unless the parent is unexpired, holds `delegate`, and
+/// the request is no wider than the parent.
 pub fn delegate(
     parent: &Claims,
     request: TokenRequest,
@@ -776,15 +867,18 @@ pub fn delegate(
         None => parent.exp,
         Some(ttl) => expiry(now, ttl)?,
     };
-    let child_grant = Grant {
-        scope: request.scope,
-        constraints: request.constraints,
-        policy: request.policy,
-        expires_at: exp,
-    };
-    check_narrowing(&child_grant, &parent.grant())?;
+    let child_grant = delegated_grant(
+        Grant {
+            scope: request.scope,
+            constraints: request.constraints,
+            policy: request.policy,
+            expires_at: exp,
+        },
+        &parent.grant(),
+    )?;
+    let parent_jth = parent.jth();
     let mut chain = parent.ancestors().to_vec();
-    chain.push(parent.jti.clone());
+    chain.push(parent_jth.clone());
     Ok(Claims {
         iss: parent.iss.clone(),
         sub: request.agent_id,
@@ -800,8 +894,12 @@ pub fn delegate(
         svc_human: parent.svc_human.clone(),
         svc_assurance: parent.svc_assurance,
         svc_depth: parent.svc_depth + 1,
-        svc_parent: Some(parent.jti.clone()),
+        svc_parent: Some(parent_jth),
         svc_chain: Some(chain),
+        cnf: request
+            .holder
+            .map(|jkt| Confirmation { jkt })
+            .or_else(|| parent.cnf.clone()),
         act: Some(Actor {
             sub: parent.sub.subject(),
             act: parent.act.clone().map(Box::new),

@@ -5,7 +5,8 @@ mod common;
 use common::{NOW, key, root};
 use mandate_core::{
     Action, Constraints, Framework, Grant, Jwks, Policy, Reputation, ReputationCounts, Resource,
-    ResourcePattern, Scope, Usd, VerifyOptions, check_narrowing, permits, reputation, sign, verify,
+    ResourcePattern, Scope, Usd, VerifyOptions, check_narrowing, delegated_grant, permits,
+    reputation, sign, verify,
 };
 use proptest::prelude::*;
 
@@ -87,6 +88,28 @@ proptest! {
             if let Some(max) = parent.constraints.max_actions {
                 prop_assert!(child.constraints.max_actions.is_some_and(|c| c <= max));
             }
+        }
+    }
+
+    /// Whatever a delegation asks for, what it gets keeps every limit and
+    /// framework of its parent, grants nothing more, and keeps what the
+    /// request set explicitly.
+    #[test]
+    fn delegation_keeps_what_it_does_not_restate(asked in grant(), parent in grant()) {
+        if let Ok(child) = delegated_grant(asked.clone(), &parent) {
+            prop_assert!(check_narrowing(&child, &parent).is_ok());
+            for framework in parent.policy.frameworks().iter().chain(asked.policy.frameworks()) {
+                prop_assert!(child.policy.frameworks().contains(framework));
+            }
+            prop_assert_eq!(
+                child.constraints.max_spend_usd,
+                asked.constraints.max_spend_usd.or(parent.constraints.max_spend_usd)
+            );
+            prop_assert_eq!(
+                child.constraints.max_actions,
+                asked.constraints.max_actions.or(parent.constraints.max_actions)
+            );
+            prop_assert_eq!(child.scope, asked.scope);
         }
     }
 

@@ -3,10 +3,13 @@
 mod common;
 
 use common::{NOW, key, request, root, root_with, ulid};
-use mandate_core::limits::{DEFAULT_TTL_SECONDS, MAX_DELEGATION_DEPTH, TRUST_L1};
+use mandate_core::limits::{
+    DEFAULT_TTL_SECONDS, MAX_CHILDREN_PER_TOKEN, MAX_DELEGATION_DEPTH, TRUST_L1,
+};
 use mandate_core::{
-    AgentId, Constraints, IssueError, JtiKind, Jwks, Limit, Usd, VerifyError, VerifyOptions,
-    Violation, decode_unverified, delegate, sign, verify,
+    AgentId, Confirmation, Constraints, Framework, IssueError, JtiKind, Jwks, Limit, Policy, Usd,
+    VerifyError, VerifyOptions, Violation, check_fan_out, decode_unverified, delegate, sign,
+    verify,
 };
 
 fn jwks() -> Jwks {
@@ -20,7 +23,8 @@ fn root_claims_follow_the_design() {
     assert_eq!(claims.svc_trust_score, TRUST_L1);
     assert_eq!(claims.exp - claims.iat, DEFAULT_TTL_SECONDS as i64);
     assert_eq!((claims.svc_depth, claims.svc_parent.as_ref()), (0, None));
-    assert_eq!(claims.root_jti(), &claims.jti);
+    assert_eq!(claims.root_jth(), claims.jti.hash());
+    assert_eq!(claims.cnf, None);
     let json = serde_json::to_value(&claims).unwrap();
     assert_eq!(json["sub"], "agent:bot");
     assert!(json.get("svc_constraints").is_none());
@@ -62,9 +66,9 @@ fn delegation_inherits_and_narrows() {
     let child = delegate(&parent, req, NOW + 5, ulid(3)).unwrap();
     assert_eq!(child.jti.kind(), JtiKind::Delegated);
     assert_eq!(child.svc_depth, 1);
-    assert_eq!(child.svc_parent.as_ref(), Some(&parent.jti));
-    assert_eq!(child.ancestors(), std::slice::from_ref(&parent.jti));
-    assert_eq!(child.root_jti(), &parent.jti);
+    assert_eq!(child.svc_parent, Some(parent.jti.hash()));
+    assert_eq!(child.ancestors(), [parent.jti.hash()]);
+    assert_eq!(child.root_jth(), parent.jti.hash());
     assert_eq!(child.exp, parent.exp);
     assert_eq!(child.svc_prov, parent.svc_prov);
     assert_eq!(child.svc_human, parent.svc_human);
@@ -81,7 +85,7 @@ fn delegation_inherits_and_narrows() {
     assert_eq!(grandchild.svc_depth, 2);
     assert_eq!(
         grandchild.ancestors(),
-        [parent.jti.clone(), child.jti.clone()]
+        [parent.jti.hash(), child.jti.hash()]
     );
     let act = grandchild.act.as_ref().unwrap();
     assert_eq!(act.sub, "agent:helper");
@@ -93,6 +97,32 @@ fn delegation_inherits_and_narrows() {
             .claims,
         grandchild
     );
+}
+
+/// The escalation this release closes: a child read its root's jti from its
+/// own token and acted with it. No token carries another token's jti.
+#[test]
+fn no_token_carries_an_ancestors_jti() {
+    let parent = root();
+    let child = delegate(
+        &parent,
+        request(&["crm:contacts"], &["read", "delegate"]),
+        NOW,
+        ulid(3),
+    )
+    .unwrap();
+    let grandchild = delegate(&child, request(&["crm:contacts"], &["read"]), NOW, ulid(4)).unwrap();
+    for (token, ancestors) in [
+        (&child, vec![&parent]),
+        (&grandchild, vec![&parent, &child]),
+    ] {
+        let compact = sign(token, &key(1)).unwrap();
+        let payload = serde_json::to_string(&decode_unverified(&compact).unwrap().claims).unwrap();
+        for ancestor in ancestors {
+            assert!(!compact.contains(ancestor.jti.as_str()));
+            assert!(!payload.contains(ancestor.jti.as_str()), "{payload}");
+        }
+    }
 }
 
 #[test]
@@ -149,22 +179,95 @@ fn delegation_depth_is_bounded() {
     );
 }
 
+fn framework(name: &str) -> Framework {
+    Framework::parse(name).unwrap()
+}
+
 #[test]
-fn constraints_must_be_kept() {
+fn what_a_delegation_leaves_out_it_inherits() {
     let mut req = request(&["crm:*"], &["read", "delegate"]);
     req.constraints = Constraints {
         max_spend_usd: Some(Usd::from_f64(5.0).unwrap()),
         max_actions: None,
     };
+    req.policy = Policy::new(vec![framework("gdpr")]).unwrap();
     let parent = root_with(req);
-    let err = delegate(&parent, request(&["crm:*"], &["read"]), NOW, ulid(3)).unwrap_err();
-    let IssueError::Widening(widening) = err else {
+    // A new user's request: a limit of its own, the parent's spend limit and
+    // framework left out.
+    let mut asked = request(&["crm:*"], &["read"]);
+    asked.constraints.max_actions = Some(5);
+    asked.policy = Policy::new(vec![framework("hipaa")]).unwrap();
+    let child = delegate(&parent, asked, NOW, ulid(3)).unwrap();
+    assert_eq!(
+        child.constraints(),
+        Constraints {
+            max_spend_usd: Some(Usd::from_f64(5.0).unwrap()),
+            max_actions: Some(5),
+        }
+    );
+    assert_eq!(
+        child.svc_policy.unwrap().frameworks(),
+        [framework("gdpr"), framework("hipaa")]
+    );
+    // Only an explicitly wider value is refused, naming the field.
+    let mut wider = request(&["crm:*"], &["read"]);
+    wider.constraints.max_spend_usd = Some(Usd::from_f64(5.000001).unwrap());
+    let IssueError::Widening(widening) = delegate(&parent, wider, NOW, ulid(3)).unwrap_err() else {
         unreachable!()
     };
     assert_eq!(
         widening.violations,
-        vec![Violation::ConstraintDropped(Limit::MaxSpendUsd)]
+        vec![Violation::ConstraintRaised(Limit::MaxSpendUsd)]
     );
+    assert_eq!(widening.violations[0].field(), "constraints.max_spend_usd");
+}
+
+#[test]
+fn binding_is_kept_or_moved_never_dropped() {
+    let holder = key(7).holder_key();
+    let other = key(8).holder_key();
+    let mut req = request(&["crm:*"], &["read", "delegate"]);
+    req.holder = Some(holder.jkt().clone());
+    let bound = root_with(req);
+    assert_eq!(
+        bound.cnf,
+        Some(Confirmation {
+            jkt: holder.jkt().clone()
+        })
+    );
+    let json = serde_json::to_value(&bound).unwrap();
+    assert_eq!(json["cnf"]["jkt"], holder.jkt().as_str());
+    // A child left unbound in the request stays bound to the parent's key.
+    let inherited = delegate(&bound, request(&["crm:*"], &["read"]), NOW, ulid(3)).unwrap();
+    assert_eq!(inherited.cnf, bound.cnf);
+    // A child of a bound token may be bound to another key.
+    let mut moved = request(&["crm:*"], &["read"]);
+    moved.holder = Some(other.jkt().clone());
+    let moved = delegate(&bound, moved, NOW, ulid(4)).unwrap();
+    assert_eq!(moved.cnf.unwrap().jkt, *other.jkt());
+    // An unbound parent may bind its child.
+    let mut bind = request(&["crm:*"], &["read"]);
+    bind.holder = Some(other.jkt().clone());
+    assert!(delegate(&root(), bind, NOW, ulid(5)).unwrap().cnf.is_some());
+    let token = sign(&inherited, &key(1)).unwrap();
+    assert_eq!(
+        verify(&token, &jwks(), NOW, &VerifyOptions::default())
+            .unwrap()
+            .claims
+            .cnf,
+        bound.cnf
+    );
+}
+
+#[test]
+fn fan_out_is_capped() {
+    assert_eq!(check_fan_out(0), Ok(()));
+    assert_eq!(check_fan_out(MAX_CHILDREN_PER_TOKEN - 1), Ok(()));
+    assert_eq!(
+        check_fan_out(MAX_CHILDREN_PER_TOKEN),
+        Err(IssueError::TooManyChildren)
+    );
+    assert_eq!(IssueError::TooManyChildren.code(), "too_many_children");
 }
 
 #[test]

@@ -3,13 +3,15 @@
 //! verdicts.
 
 use mandate_core::{
-    Action, Constraints, Grant, Jti, Jwks, Policy, ReputationCounts, Resource, Scope, ScopeError,
-    VerifyOptions, check_narrowing, reputation, verify, verify_chain,
+    Action, Constraints, Grant, IssueError, Jkt, Jth, Jti, Jwks, Policy, ProofRequest,
+    ReputationCounts, Resource, Scope, ScopeError, VerifyOptions, check_binding, check_narrowing,
+    delegated_grant, reputation, verify, verify_chain, verify_proof,
 };
 use serde::Deserialize;
 use serde_json::Value;
 
 const TOKENS: &str = include_str!("../../tests/vectors/tokens.json");
+const DPOP: &str = include_str!("../../tests/vectors/dpop.json");
 const SCOPE: &str = include_str!("../../tests/vectors/scope.json");
 const REPUTATION: &str = include_str!("../../tests/vectors/reputation.json");
 
@@ -121,11 +123,17 @@ fn chain_vectors() {
     let jwks = parse_jwks(&file.jwks).unwrap();
     for case in &file.chains {
         let tokens: Vec<&str> = case.tokens.iter().map(String::as_str).collect();
-        let revoked: Vec<Jti> = case
+        // Revoked tokens are named by jti or by jti hash.
+        let revoked: Vec<Jth> = case
             .revoked
             .iter()
-            .map(|j| Jti::parse(j).unwrap())
-            .collect();
+            .map(|j| {
+                Jti::parse(j)
+                    .map(|jti| jti.hash())
+                    .or_else(|_| Jth::parse(j))
+            })
+            .collect::<Result<_, _>>()
+            .unwrap();
         let outcome = verify_chain(&tokens, &jwks, case.now, &VerifyOptions::default(), |jti| {
             revoked.contains(jti)
         });
@@ -153,9 +161,101 @@ fn chain_vectors() {
 }
 
 #[derive(Deserialize)]
+struct DpopFile {
+    jwks: Value,
+    token: String,
+    jkt: Jkt,
+    url: String,
+    now: i64,
+    cases: Vec<ProofCase>,
+    binding: Vec<BindingCase>,
+}
+
+#[derive(Deserialize)]
+struct ProofCase {
+    name: String,
+    proof: String,
+    method: String,
+    url: String,
+    now: i64,
+    expect: ProofExpect,
+}
+
+#[derive(Deserialize, Debug, PartialEq)]
+struct ProofExpect {
+    valid: bool,
+    #[serde(default)]
+    error: Option<String>,
+}
+
+#[derive(Deserialize)]
+struct BindingCase {
+    name: String,
+    token: String,
+    proof: Option<String>,
+    expect: ProofExpect,
+}
+
+fn proof_verdict<T, E: Into<String>>(outcome: Result<T, E>) -> ProofExpect {
+    match outcome {
+        Ok(_) => ProofExpect {
+            valid: true,
+            error: None,
+        },
+        Err(code) => ProofExpect {
+            valid: false,
+            error: Some(code.into()),
+        },
+    }
+}
+
+#[test]
+fn dpop_vectors() {
+    let file: DpopFile = serde_json::from_str(DPOP).unwrap();
+    assert!(
+        file.cases.len() >= 25,
+        "only {} proof cases",
+        file.cases.len()
+    );
+    for case in &file.cases {
+        let request = ProofRequest {
+            method: &case.method,
+            url: &case.url,
+            now: case.now,
+        };
+        let outcome = verify_proof(&case.proof, &file.token, &file.jkt, &request)
+            .map_err(|e| e.code().to_owned());
+        assert_eq!(proof_verdict(outcome), case.expect, "{}", case.name);
+    }
+    let jwks = parse_jwks(&file.jwks).unwrap();
+    for case in &file.binding {
+        let claims = verify(&case.token, &jwks, file.now, &VerifyOptions::default())
+            .unwrap()
+            .claims;
+        let request = ProofRequest {
+            method: "POST",
+            url: &file.url,
+            now: file.now,
+        };
+        let outcome = check_binding(&claims, &case.token, case.proof.as_deref(), &request)
+            .map_err(|e| e.code().to_owned());
+        assert_eq!(proof_verdict(outcome), case.expect, "{}", case.name);
+    }
+}
+
+#[derive(Deserialize)]
 struct ScopeFile {
     permits: Vec<PermitCase>,
     narrowing: Vec<NarrowingCase>,
+    delegation: Vec<DelegationCase>,
+}
+
+#[derive(Deserialize)]
+struct DelegationCase {
+    name: String,
+    parent: GrantJson,
+    request: GrantJson,
+    expect: Value,
 }
 
 #[derive(Deserialize)]
@@ -247,6 +347,28 @@ fn scope_vectors() {
                     })
                     .collect(),
             },
+        };
+        assert_eq!(got, case.expect, "{}", case.name);
+    }
+    for case in &file.delegation {
+        let got = match delegated_grant(case.request.grant(), &case.parent.grant()) {
+            Ok(grant) => {
+                let expected: GrantJson =
+                    serde_json::from_value(case.expect["grant"].clone()).unwrap();
+                assert_eq!(grant, expected.grant(), "{}", case.name);
+                serde_json::json!({"ok": true, "grant": case.expect["grant"]})
+            }
+            Err(error) => {
+                let violations = match &error {
+                    IssueError::Widening(widening) => widening
+                        .violations
+                        .iter()
+                        .map(|v| serde_json::json!({"field": v.field(), "code": v.code()}))
+                        .collect(),
+                    _ => Vec::new(),
+                };
+                serde_json::json!({"ok": false, "error": error.code(), "violations": violations})
+            }
         };
         assert_eq!(got, case.expect, "{}", case.name);
     }

@@ -45,6 +45,20 @@ impl RateLimits {
     }
 }
 
+/// How `record/action` and `authorize` may name the token they act with.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum AgentAuth {
+    /// As the spec shows: a bare `vat_jti` in the body, or the token itself.
+    /// A bare `vat_jti` names a token without proving that the caller holds
+    /// it; a bound token always needs itself and its proof.
+    #[default]
+    Jti,
+    /// The token itself only (`Authorization: Bearer`, or `DPoP` with its
+    /// proof when bound).
+    Bearer,
+}
+
 /// An OpenID Connect provider whose ID tokens may issue L2 tokens.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -140,8 +154,14 @@ pub struct Config {
     pub data_dir: PathBuf,
     /// The `iss` of every token.
     pub issuer: String,
-    /// Refuse agent calls that do not carry the token as `Authorization: Bearer`.
-    pub require_bearer_token: bool,
+    /// The address clients reach this server at (`https://mandate.example`,
+    /// with any path prefix a proxy adds): DPoP proofs name it in `htu`. By
+    /// default `http://` and the request's `Host`; set it behind a proxy
+    /// that terminates TLS.
+    pub public_url: Option<String>,
+    /// How `record/action` and `authorize` may name their token (`delegate`,
+    /// an agent's `revoke` and every bound token always need the token).
+    pub agent_auth: AgentAuth,
     /// Read-only database connections.
     pub readers: usize,
     /// Most writes committed together in one transaction (1 = one commit per write).
@@ -163,7 +183,8 @@ impl Default for Config {
             listen: SocketAddr::from(([127, 0, 0, 1], 8080)),
             data_dir: PathBuf::from("./.mandate"),
             issuer: "mandate".to_owned(),
-            require_bearer_token: false,
+            public_url: None,
+            agent_auth: AgentAuth::Jti,
             readers: 4,
             max_batch: 512,
             rate_limits: RateLimits::default(),
@@ -183,6 +204,14 @@ impl Config {
             .map_err(|e| anyhow::anyhow!("cannot read config {}: {e}", path.display()))?;
         let mut config: Config = toml::from_str(&text)
             .map_err(|e| anyhow::anyhow!("invalid config {}: {e}", path.display()))?;
+        if let Some(url) = &config.public_url
+            && mandate_core::dpop::normalize_url(url).is_none()
+        {
+            anyhow::bail!(
+                "invalid config {}: public_url must be an absolute http(s) URL without user information",
+                path.display()
+            );
+        }
         let base = path.parent().unwrap_or_else(|| Path::new("."));
         for issuer in &mut config.oidc.issuer {
             if let Some(file) = &mut issuer.jwks_file {
@@ -212,11 +241,13 @@ mod tests {
     #[test]
     fn parses_and_refuses_unknown_keys() {
         let config: Config = toml::from_str(
-            "listen = \"0.0.0.0:9000\"\nrequire_bearer_token = true\n[rate_limits]\nper_token = 5\n",
+            "listen = \"0.0.0.0:9000\"\nagent_auth = \"bearer\"\n[rate_limits]\nper_token = 5\n",
         )
         .unwrap();
         assert_eq!(config.listen.port(), 9000);
-        assert!(config.require_bearer_token);
+        assert_eq!(config.agent_auth, AgentAuth::Bearer);
+        assert_eq!(Config::default().agent_auth, AgentAuth::Jti);
+        assert!(toml::from_str::<Config>("agent_auth = \"api_key\"").is_err());
         assert_eq!(config.rate_limits.per_token, 5);
         assert_eq!(config.rate_limits.per_api_key, 1000);
         assert!(toml::from_str::<Config>("lisen = \"x\"").is_err());

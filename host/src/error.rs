@@ -34,6 +34,10 @@ pub struct Problem {
     /// The request field at fault, for input errors.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub field: Option<String>,
+    /// The precise rule that refused the request, when `code` names a
+    /// family (`dpop_invalid` → `dpop_url_mismatch`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
     /// Every widening, for refused delegations.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub violations: Vec<ViolationBody>,
@@ -53,9 +57,17 @@ pub struct ApiError {
 struct Extra {
     aar_id: Option<String>,
     field: Option<String>,
+    reason: Option<&'static str>,
     violations: Vec<ViolationBody>,
     retry_after: Option<u64>,
+    /// `WWW-Authenticate` of a 401 other than the Bearer default.
+    challenge: Option<&'static str>,
 }
+
+/// The challenge of a 401 about a bound token (RFC 9449 §7.1).
+const DPOP_CHALLENGE: &str = r#"DPoP realm="mandate", error="invalid_dpop_proof", algs="EdDSA""#;
+/// The challenge of a 401 for a bound token sent without its proof.
+const DPOP_TOKEN_CHALLENGE: &str = r#"DPoP realm="mandate", error="invalid_token", algs="EdDSA""#;
 
 /// `Retry-After` of a 503: long enough for a group commit or a freed disk.
 const UNAVAILABLE_RETRY_SECONDS: u64 = 5;
@@ -125,6 +137,46 @@ impl ApiError {
         ApiError::forbidden("token_inactive", "the token is unknown, revoked or expired")
     }
 
+    /// The call needs the token itself, not its id.
+    pub fn token_required(detail: impl Into<String>) -> ApiError {
+        ApiError::unauthorized("token_required", detail)
+    }
+
+    /// A caller presenting the token itself learns exactly why it is
+    /// inactive: it holds the token, so nothing is disclosed.
+    pub fn holder_inactive(expired: bool) -> ApiError {
+        if expired {
+            ApiError::unauthorized("token_expired", "the token has expired")
+        } else {
+            ApiError::unauthorized(
+                "token_revoked",
+                "the token, or a token it was delegated from, is revoked",
+            )
+        }
+    }
+
+    /// A bound token used without its proof, or as a Bearer token.
+    pub fn dpop_required() -> ApiError {
+        let mut error = ApiError::unauthorized(
+            "dpop_required",
+            mandate_core::DpopError::Required.to_string(),
+        );
+        error.extra().challenge = Some(DPOP_TOKEN_CHALLENGE);
+        error
+    }
+
+    /// A bound token's proof was refused; `reason` names the rule.
+    pub fn dpop_invalid(error: &mandate_core::DpopError) -> ApiError {
+        let mut problem = ApiError::unauthorized(
+            "dpop_invalid",
+            format!("the DPoP proof was refused: {error}"),
+        );
+        let extra = problem.extra();
+        extra.reason = Some(error.code());
+        extra.challenge = Some(DPOP_CHALLENGE);
+        problem
+    }
+
     /// Attaches the id of the denied record written for this refusal.
     pub fn with_record(mut self, aar_id: &str) -> ApiError {
         self.extra().aar_id = Some(aar_id.to_owned());
@@ -167,6 +219,7 @@ impl ApiError {
             code: self.code.to_owned(),
             aar_id: extra.aar_id,
             field: extra.field,
+            reason: extra.reason.map(str::to_owned),
             violations: extra.violations,
         }
     }
@@ -190,9 +243,14 @@ impl IntoResponse for ApiError {
             HeaderValue::from_static("application/problem+json"),
         );
         if self.status == StatusCode::UNAUTHORIZED {
+            let challenge = self
+                .extra
+                .as_ref()
+                .and_then(|extra| extra.challenge)
+                .unwrap_or(r#"Bearer realm="mandate""#);
             headers.insert(
                 header::WWW_AUTHENTICATE,
-                HeaderValue::from_static(r#"Bearer realm="mandate""#),
+                HeaderValue::from_static(challenge),
             );
         }
         if let Some(seconds) = self.retry_after() {

@@ -11,9 +11,10 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
 use mandate_core::{
-    AarId, Action, BudgetExceeded, Claims, Constraints, DenyReason, IssueError, Jti, Outcome,
+    AarId, Action, BudgetExceeded, Claims, Constraints, DenyReason, IssueError, Jth, Jti, Outcome,
     Rating, RecordError, RecordEvent, RecordState, Resource, ResultHash, SigningKey, Status,
-    TokenRequest, Ulid, Usage, Usd, check_budget, check_extra_spend, delegate, sign, transition,
+    TokenRequest, Ulid, Usage, Usd, check_budget, check_extra_spend, check_fan_out, delegate, sign,
+    transition,
 };
 use rusqlite::{Connection, OptionalExtension, params};
 
@@ -25,23 +26,23 @@ use crate::store::Hooks;
 /// How many parsed claim sets the writer keeps.
 const CLAIMS_CACHE_LIMIT: usize = 50_000;
 
-/// Parsed claims by jti. Claims never change once issued, so a cached copy
-/// is always right; the mutable state (revocation, usage) is always read
-/// from the database.
+/// Parsed claims by jti hash. Claims never change once issued, so a cached
+/// copy is always right; the mutable state (revocation, usage) is always
+/// read from the database.
 #[derive(Debug, Default)]
-pub struct ClaimsCache(Mutex<HashMap<String, Arc<Claims>>>);
+pub struct ClaimsCache(Mutex<HashMap<Jth, Arc<Claims>>>);
 
 impl ClaimsCache {
-    fn get(&self, jti: &str) -> Option<Arc<Claims>> {
-        self.0.lock().ok()?.get(jti).cloned()
+    fn get(&self, jth: &Jth) -> Option<Arc<Claims>> {
+        self.0.lock().ok()?.get(jth).cloned()
     }
 
-    fn put(&self, claims: Arc<Claims>) {
+    fn put(&self, jth: Jth, claims: Arc<Claims>) {
         if let Ok(mut map) = self.0.lock() {
             if map.len() >= CLAIMS_CACHE_LIMIT {
                 map.clear();
             }
-            map.insert(claims.jti.as_str().to_owned(), claims);
+            map.insert(jth, claims);
         }
     }
 }
@@ -50,38 +51,45 @@ impl ClaimsCache {
 struct TokenRow {
     claims: Arc<Claims>,
     revoked: bool,
+    children: u64,
 }
 
+/// The claims of a token, found by its jti hash (how descendants name it).
 fn load_claims(
     conn: &Connection,
     cache: &ClaimsCache,
-    jti: &str,
+    jth: &Jth,
 ) -> ApiResult<Option<Arc<Claims>>> {
-    if let Some(claims) = cache.get(jti) {
+    if let Some(claims) = cache.get(jth) {
         return Ok(Some(claims));
     }
     let text: Option<String> = conn
-        .prepare_cached("SELECT claims FROM tokens WHERE jti = ?1")?
-        .query_row([jti], |row| row.get(0))
+        .prepare_cached("SELECT claims FROM tokens WHERE jth = ?1")?
+        .query_row([jth.as_str()], |row| row.get(0))
         .optional()?;
     let Some(text) = text else { return Ok(None) };
     let claims: Claims = serde_json::from_str(&text).map_err(ApiError::internal)?;
     let claims = Arc::new(claims);
-    cache.put(claims.clone());
+    cache.put(jth.clone(), claims.clone());
     Ok(Some(claims))
 }
 
-fn load_token(conn: &Connection, cache: &ClaimsCache, jti: &str) -> ApiResult<Option<TokenRow>> {
-    let revoked: Option<bool> = conn
-        .prepare_cached("SELECT revoked_at IS NOT NULL FROM tokens WHERE jti = ?1")?
-        .query_row([jti], |row| row.get(0))
+fn load_token(conn: &Connection, cache: &ClaimsCache, jti: &Jti) -> ApiResult<Option<TokenRow>> {
+    let jth = jti.hash();
+    let state: Option<(bool, i64)> = conn
+        .prepare_cached("SELECT revoked_at IS NOT NULL, children FROM tokens WHERE jth = ?1")?
+        .query_row([jth.as_str()], |row| Ok((row.get(0)?, row.get(1)?)))
         .optional()?;
-    let Some(revoked) = revoked else {
+    let Some((revoked, children)) = state else {
         return Ok(None);
     };
     let claims =
-        load_claims(conn, cache, jti)?.ok_or_else(|| ApiError::internal("token row vanished"))?;
-    Ok(Some(TokenRow { claims, revoked }))
+        load_claims(conn, cache, &jth)?.ok_or_else(|| ApiError::internal("token row vanished"))?;
+    Ok(Some(TokenRow {
+        claims,
+        revoked,
+        children: u64::try_from(children).unwrap_or(0),
+    }))
 }
 
 /// Why a token cannot act now, if it cannot.
@@ -95,29 +103,29 @@ fn inactive_reason(token: &TokenRow, now_s: i64) -> Option<DenyReason> {
     }
 }
 
-/// The tokens of a chain that carry a budget, with their limits.
-type Budgeted = Vec<(Jti, Constraints)>;
+/// The tokens of a chain that carry a budget (by jti hash), with their limits.
+type Budgeted = Vec<(Jth, Constraints)>;
 
 /// The tokens of a chain (ancestors, then the token) that carry a budget.
 fn budgeted_chain(conn: &Connection, cache: &ClaimsCache, claims: &Claims) -> ApiResult<Budgeted> {
     let mut budgeted = Vec::new();
-    for jti in claims.ancestors() {
-        let ancestor = load_claims(conn, cache, jti.as_str())?
+    for jth in claims.ancestors() {
+        let ancestor = load_claims(conn, cache, jth)?
             .ok_or_else(|| ApiError::internal("an ancestor token is missing"))?;
         if !ancestor.constraints().is_empty() {
-            budgeted.push((jti.clone(), ancestor.constraints()));
+            budgeted.push((jth.clone(), ancestor.constraints()));
         }
     }
     if !claims.constraints().is_empty() {
-        budgeted.push((claims.jti.clone(), claims.constraints()));
+        budgeted.push((claims.jth(), claims.constraints()));
     }
     Ok(budgeted)
 }
 
-fn usage(conn: &Connection, jti: &Jti) -> ApiResult<Usage> {
+fn usage(conn: &Connection, jth: &Jth) -> ApiResult<Usage> {
     let (spent, actions): (i64, i64) = conn
-        .prepare_cached("SELECT spent_micros, actions FROM tokens WHERE jti = ?1")?
-        .query_row([jti.as_str()], |row| Ok((row.get(0)?, row.get(1)?)))?;
+        .prepare_cached("SELECT spent_micros, actions FROM tokens WHERE jth = ?1")?
+        .query_row([jth.as_str()], |row| Ok((row.get(0)?, row.get(1)?)))?;
     Ok(Usage {
         spent: Usd::from_micros(u64::try_from(spent).unwrap_or(0)).map_err(ApiError::internal)?,
         actions: u64::try_from(actions).unwrap_or(0),
@@ -127,11 +135,11 @@ fn usage(conn: &Connection, jti: &Jti) -> ApiResult<Usage> {
 /// Checks one more action spending `spend` against every budget of the chain.
 fn check_chain(
     conn: &Connection,
-    budgeted: &[(Jti, Constraints)],
+    budgeted: &[(Jth, Constraints)],
     spend: Usd,
 ) -> ApiResult<Result<(), BudgetExceeded>> {
-    for (jti, constraints) in budgeted {
-        if let Err(exceeded) = check_budget(constraints, usage(conn, jti)?, spend) {
+    for (jth, constraints) in budgeted {
+        if let Err(exceeded) = check_budget(constraints, usage(conn, jth)?, spend) {
             return Ok(Err(exceeded));
         }
     }
@@ -141,21 +149,41 @@ fn check_chain(
 /// Adds spend and actions to the usage of every budgeted token of a chain.
 fn charge(
     conn: &Connection,
-    budgeted: &[(Jti, Constraints)],
+    budgeted: &[(Jth, Constraints)],
     spend_micros: i64,
     actions: i64,
 ) -> ApiResult<()> {
     let mut update = conn.prepare_cached(
-        "UPDATE tokens SET spent_micros = spent_micros + ?1, actions = actions + ?2 WHERE jti = ?3",
+        "UPDATE tokens SET spent_micros = spent_micros + ?1, actions = actions + ?2 WHERE jth = ?3",
     )?;
-    for (jti, _) in budgeted {
-        update.execute(params![spend_micros, actions, jti.as_str()])?;
+    for (jth, _) in budgeted {
+        update.execute(params![spend_micros, actions, jth.as_str()])?;
     }
     Ok(())
 }
 
 fn micros(amount: Usd) -> i64 {
     i64::try_from(amount.micros()).unwrap_or(i64::MAX)
+}
+
+/// What an agent call proved about holding the token it acts with.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Credential {
+    /// A bare `vat_jti` in the body: it names the token and proves nothing.
+    Jti,
+    /// The token itself: `Authorization: Bearer`, or `DPoP` with a valid
+    /// proof for a bound token.
+    Token,
+}
+
+impl Credential {
+    /// How the record stores it.
+    fn as_str(self) -> &'static str {
+        match self {
+            Credential::Jti => "jti",
+            Credential::Token => "token",
+        }
+    }
 }
 
 /// A record about to be written.
@@ -169,6 +197,7 @@ struct NewRecord<'a> {
     spend: Usd,
     created_at: i64,
     delegated_jti: Option<&'a Jti>,
+    credential: Credential,
 }
 
 /// Changes to an agent's counters.
@@ -365,8 +394,8 @@ fn insert_record(conn: &Connection, record: &NewRecord<'_>) -> ApiResult<()> {
     conn.prepare_cached(
         "INSERT INTO records (aar_id, provenance_ref, jti, agent_id, action, resource, status, result,
             deny_reason, result_hash, spend_micros, trust_score, delegation_depth, human_ref,
-            assurance_level, created_at, completed_at, delegated_jti)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18)",
+            assurance_level, created_at, completed_at, delegated_jti, credential)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19)",
     )?
     .execute(params![
         record.aar_id.as_str(),
@@ -387,6 +416,7 @@ fn insert_record(conn: &Connection, record: &NewRecord<'_>) -> ApiResult<()> {
         record.created_at,
         completed_at,
         record.delegated_jti.map(Jti::as_str),
+        record.credential.as_str(),
     ])?;
     bump_agent(claims.agent_id().as_str(), counter_delta(record.state));
     touch_workflow(claims.svc_prov.as_str(), 1, record.created_at);
@@ -400,24 +430,26 @@ fn insert_record(conn: &Connection, record: &NewRecord<'_>) -> ApiResult<()> {
     Ok(())
 }
 
-/// Stores a newly signed token and makes its agent and workflow known.
+/// Stores a newly signed token and makes its agent and workflow known; a
+/// delegated token counts as a child of `parent`.
 fn insert_token(
     conn: &Connection,
     claims: &Claims,
+    parent: Option<&Jti>,
     kid: &str,
     issued_by: Option<&str>,
     now_ms: i64,
 ) -> ApiResult<()> {
     let json = serde_json::to_string(claims).map_err(ApiError::internal)?;
     conn.prepare_cached(
-        "INSERT INTO tokens (jti, parent, root, provenance_ref, agent_id, depth, claims, kid, issued_at,
+        "INSERT INTO tokens (jti, parent, jth, provenance_ref, agent_id, depth, claims, kid, issued_at,
             expires_at, issued_by)
          VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
     )?
     .execute(params![
         claims.jti.as_str(),
-        claims.svc_parent.as_ref().map(Jti::as_str),
-        claims.root_jti().as_str(),
+        parent.map(Jti::as_str),
+        claims.jth().as_str(),
         claims.svc_prov.as_str(),
         claims.agent_id().as_str(),
         claims.svc_depth,
@@ -427,6 +459,10 @@ fn insert_token(
         claims.exp,
         issued_by,
     ])?;
+    if let Some(parent) = parent {
+        conn.prepare_cached("UPDATE tokens SET children = children + 1 WHERE jti = ?1")?
+            .execute([parent.as_str()])?;
+    }
     conn.prepare_cached("INSERT OR IGNORE INTO agents (agent_id) VALUES (?1)")?
         .execute([claims.agent_id().as_str()])?;
     if claims.svc_depth == 0 {
@@ -454,6 +490,12 @@ fn issued(claims: &Claims, compact_jwt: String, aar_id: Option<&AarId>) -> ApiRe
         jti: claims.jti.to_string(),
         provenance_ref: claims.svc_prov.to_string(),
         compact_jwt,
+        token_type: if claims.cnf.is_some() {
+            "DPoP"
+        } else {
+            "Bearer"
+        }
+        .to_owned(),
         claims: serde_json::to_value(claims).map_err(ApiError::internal)?,
         expires_at: iso_s(claims.exp),
         delegation_depth: claims.svc_depth,
@@ -469,7 +511,7 @@ pub fn store_root(
     kid: &str,
     issued_by: &str,
 ) -> ApiResult<IssuedToken> {
-    insert_token(conn, claims, kid, Some(issued_by), now_ms())?;
+    insert_token(conn, claims, None, kid, Some(issued_by), now_ms())?;
     issued(claims, compact_jwt, None)
 }
 
@@ -477,6 +519,7 @@ pub fn store_root(
 #[derive(Debug, Clone)]
 pub struct Attempt {
     pub jti: Jti,
+    pub credential: Credential,
     pub action: Action,
     pub resource: Resource,
     pub spend: Usd,
@@ -489,6 +532,8 @@ pub struct Attempt {
 pub struct AttemptOutcome {
     pub aar_id: AarId,
     pub claims: Arc<Claims>,
+    /// How the caller held the token: a refusal tells a holder more.
+    pub credential: Credential,
     /// `None` when allowed; otherwise why the attempt was denied.
     pub denied: Option<DenyReason>,
 }
@@ -577,8 +622,10 @@ fn attempt_with(
     event: impl FnOnce(Result<(), DenyReason>) -> RecordEvent,
 ) -> ApiResult<AttemptOutcome> {
     let now = record_time(conn)?;
-    let token =
-        load_token(conn, cache, attempt.jti.as_str())?.ok_or_else(ApiError::token_inactive)?;
+    let token = load_token(conn, cache, &attempt.jti)?.ok_or_else(ApiError::token_inactive)?;
+    if attempt.credential == Credential::Jti && token.claims.cnf.is_some() {
+        return Err(ApiError::dpop_required());
+    }
     let (decision, budgeted) = judge(conn, cache, &token, attempt, now / 1000)?;
     let state = transition(None, event(decision)).map_err(ApiError::internal)?;
     let aar_id = new_aar_id(now, attempt.random)?;
@@ -596,6 +643,7 @@ fn attempt_with(
             spend,
             created_at: now,
             delegated_jti: None,
+            credential: attempt.credential,
         },
     )?;
     if allowed {
@@ -604,6 +652,7 @@ fn attempt_with(
     Ok(AttemptOutcome {
         aar_id,
         claims: token.claims,
+        credential: attempt.credential,
         denied: decision.err(),
     })
 }
@@ -612,13 +661,14 @@ fn attempt_with(
 struct StoredRecord {
     body: RecordBody,
     state: RecordState,
-    jti: String,
+    jti: Jti,
     spend: Usd,
+    credential: Credential,
 }
 
 const RECORD_COLUMNS: &str = "aar_id, provenance_ref, jti, agent_id, action, resource, status, result,
     deny_reason, result_hash, spend_micros, trust_score, delegation_depth, human_ref, assurance_level,
-    rating, note, feedback_at, created_at, completed_at, delegated_jti";
+    rating, note, feedback_at, created_at, completed_at, delegated_jti, credential";
 
 /// Reads a record row selected with [`RECORD_COLUMNS`].
 pub fn record_from_row(row: &rusqlite::Row<'_>) -> rusqlite::Result<(RecordBody, i64)> {
@@ -648,6 +698,7 @@ pub fn record_from_row(row: &rusqlite::Row<'_>) -> rusqlite::Result<(RecordBody,
         created_at: iso_ms(row.get(18)?),
         completed_at: completed_at.map(iso_ms),
         delegated_jti: row.get(20)?,
+        credential: row.get(21)?,
     };
     Ok((body, spend_micros))
 }
@@ -694,10 +745,15 @@ fn load_record(conn: &Connection, aar_id: &AarId) -> ApiResult<StoredRecord> {
     let (body, spend_micros) =
         row.ok_or_else(|| ApiError::not_found("record_not_found", "no record has this aar_id"))?;
     let state = parse_state(&body)?;
+    let credential = match body.credential.as_str() {
+        "token" => Credential::Token,
+        _ => Credential::Jti,
+    };
     Ok(StoredRecord {
-        jti: body.vat_jti.clone(),
+        jti: Jti::parse(&body.vat_jti).map_err(ApiError::internal)?,
         spend: Usd::from_micros(u64::try_from(spend_micros).unwrap_or(0))
             .map_err(ApiError::internal)?,
+        credential,
         body,
         state,
     })
@@ -723,45 +779,76 @@ pub struct Completion {
     pub result_hash: Option<ResultHash>,
     /// The actual spend; `None` keeps the reservation.
     pub spend: Option<Usd>,
-    /// The jti of a Bearer token sent with the call, which must be the record's.
-    pub bearer_jti: Option<Jti>,
+    /// The token presented with the call (verified, with its proof when
+    /// bound), if any.
+    pub presented: Option<Jti>,
+}
+
+/// Who may complete a record: a record made with the token itself is
+/// completed with that token or an ancestor's; one made with a bare
+/// `vat_jti` by its `aar_id`, as the spec shows. A token presented anyway
+/// must be the record's or an ancestor's.
+fn check_completer(
+    record: &StoredRecord,
+    claims: &Claims,
+    presented: Option<&Jti>,
+) -> ApiResult<()> {
+    match (presented, record.credential) {
+        (Some(jti), _) => {
+            if *jti == record.jti || claims.ancestors().contains(&jti.hash()) {
+                Ok(())
+            } else {
+                Err(ApiError::forbidden(
+                    "token_mismatch",
+                    "the token sent is neither the record's token nor one it was delegated from",
+                ))
+            }
+        }
+        (None, Credential::Token) => Err(ApiError::token_required(
+            "this record was made with the token itself; complete it with that token (or one it was delegated from)",
+        )),
+        (None, Credential::Jti) => Ok(()),
+    }
 }
 
 /// Closes a pending record. Spend above the reservation is checked against
-/// every budget of the chain; spend below it is released.
+/// every budget of the chain; spend below it is released. Once the record's
+/// token is revoked or expired, a completion still reports what happened,
+/// but may report spend up to the reservation and no more.
 pub fn complete(
     conn: &Connection,
     cache: &ClaimsCache,
     completion: &Completion,
+    now: i64,
 ) -> ApiResult<RecordBody> {
     let record = load_record(conn, &completion.aar_id)?;
-    if completion
-        .bearer_jti
-        .as_ref()
-        .is_some_and(|jti| jti.as_str() != record.jti)
-    {
-        return Err(ApiError::forbidden(
-            "token_mismatch",
-            "the Bearer token is not the token of this record",
-        ));
-    }
+    let token = load_token(conn, cache, &record.jti)?
+        .ok_or_else(|| ApiError::internal("the record's token is missing"))?;
+    check_completer(&record, &token.claims, completion.presented.as_ref())?;
     let state = transition(Some(record.state), RecordEvent::Complete(completion.result))
         .map_err(lifecycle_error)?;
-    let claims = load_claims(conn, cache, &record.jti)?
-        .ok_or_else(|| ApiError::internal("the record's token is missing"))?;
-    let budgeted = budgeted_chain(conn, cache, &claims)?;
+    let budgeted = budgeted_chain(conn, cache, &token.claims)?;
     let spend = completion.spend.unwrap_or(record.spend);
     let extra = spend.saturating_sub(record.spend);
     if extra > Usd::ZERO {
-        for (jti, constraints) in &budgeted {
-            if let Err(exceeded) = check_extra_spend(constraints, usage(conn, jti)?, extra) {
+        if let Some(reason) = inactive_reason(&token, now / 1000) {
+            let mut error = match completion.presented {
+                Some(_) => ApiError::holder_inactive(reason == DenyReason::TokenExpired),
+                None => ApiError::token_inactive(),
+            };
+            error.detail.push_str(
+                "; a completion may report spend up to the amount reserved at authorize, no more",
+            );
+            return Err(error.with_record(completion.aar_id.as_str()));
+        }
+        for (jth, constraints) in &budgeted {
+            if let Err(exceeded) = check_extra_spend(constraints, usage(conn, jth)?, extra) {
                 return Err(ApiError::forbidden(exceeded.code(), exceeded.to_string())
                     .with_record(completion.aar_id.as_str()));
             }
         }
     }
     charge(conn, &budgeted, micros(spend) - micros(record.spend), 0)?;
-    let now = now_ms();
     conn.prepare_cached(
         "UPDATE records SET status = ?1, result = ?2, result_hash = ?3, spend_micros = ?4, completed_at = ?5
          WHERE aar_id = ?6",
@@ -852,8 +939,46 @@ pub enum DelegationOutcome {
     },
 }
 
-/// Delegates from a parent token: core decides, the writer records the
-/// `delegate` action either way, signs and stores the child when allowed.
+/// The problem a delegation refused by core answers with.
+fn refusal(error: IssueError) -> (DenyReason, ApiError) {
+    match error {
+        IssueError::DelegateNotHeld => (
+            DenyReason::ActionNotPermitted,
+            ApiError::forbidden(
+                "action_not_permitted",
+                "the parent token does not hold the `delegate` action",
+            ),
+        ),
+        IssueError::Widening(widening) => {
+            let violations = widening
+                .violations
+                .iter()
+                .map(|v| ViolationBody {
+                    field: v.field(),
+                    code: v.code().to_owned(),
+                    message: v.to_string(),
+                })
+                .collect();
+            let error = ApiError::forbidden(widening.code(), widening.to_string())
+                .with_violations(violations);
+            (DenyReason::ScopeWidening, error)
+        }
+        error @ IssueError::DepthExceeded => (
+            DenyReason::DelegationTooDeep,
+            ApiError::forbidden(error.code(), error.to_string()),
+        ),
+        error @ IssueError::TooManyChildren => (
+            DenyReason::TooManyChildren,
+            ApiError::forbidden(error.code(), error.to_string()),
+        ),
+        IssueError::ParentExpired => (DenyReason::TokenExpired, ApiError::holder_inactive(true)),
+        other => (DenyReason::ScopeWidening, ApiError::internal(other)),
+    }
+}
+
+/// Delegates from a parent token presented by its holder: core decides, the
+/// writer records the `delegate` action either way, signs and stores the
+/// child when allowed.
 pub fn delegate_token(
     conn: &Connection,
     cache: &ClaimsCache,
@@ -861,8 +986,8 @@ pub fn delegate_token(
     delegation: Delegation,
 ) -> ApiResult<DelegationOutcome> {
     let now = record_time(conn)?;
-    let parent = load_token(conn, cache, delegation.parent.as_str())?
-        .ok_or_else(ApiError::token_inactive)?;
+    let parent = load_token(conn, cache, &delegation.parent)?
+        .ok_or_else(|| ApiError::holder_inactive(false))?;
     let child_agent = format!("agent:{}", delegation.request.agent_id);
     let aar_id = new_aar_id(now, delegation.record_random)?;
     let refuse = |reason: DenyReason, error: ApiError| -> ApiResult<DelegationOutcome> {
@@ -880,6 +1005,7 @@ pub fn delegate_token(
                 spend: Usd::ZERO,
                 created_at: now,
                 delegated_jti: None,
+                credential: Credential::Token,
             },
         )?;
         Ok(DelegationOutcome::Denied {
@@ -888,45 +1014,17 @@ pub fn delegate_token(
         })
     };
     if let Some(reason) = inactive_reason(&parent, now / 1000) {
-        return refuse(reason, ApiError::token_inactive());
+        return refuse(
+            reason,
+            ApiError::holder_inactive(reason == DenyReason::TokenExpired),
+        );
     }
     let ulid = Ulid::new(u64::try_from(now).unwrap_or(0), delegation.child_random)
         .map_err(ApiError::internal)?;
-    let child = match delegate(&parent.claims, delegation.request, now / 1000, ulid) {
+    let child = check_fan_out(parent.children)
+        .and_then(|()| delegate(&parent.claims, delegation.request, now / 1000, ulid));
+    let child = match child {
         Ok(child) => child,
-        Err(IssueError::DelegateNotHeld) => {
-            return refuse(
-                DenyReason::ActionNotPermitted,
-                ApiError::forbidden(
-                    "action_not_permitted",
-                    "the parent token does not hold the `delegate` action",
-                ),
-            );
-        }
-        Err(IssueError::Widening(widening)) => {
-            let violations = widening
-                .violations
-                .iter()
-                .map(|v| ViolationBody {
-                    field: v.field(),
-                    code: v.code().to_owned(),
-                    message: v.to_string(),
-                })
-                .collect();
-            let error = ApiError::forbidden(widening.code(), widening.to_string())
-                .with_violations(violations);
-            return refuse(DenyReason::ScopeWidening, error);
-        }
-        Err(IssueError::DepthExceeded) => {
-            let error = IssueError::DepthExceeded;
-            return refuse(
-                DenyReason::DelegationTooDeep,
-                ApiError::forbidden(error.code(), error.to_string()),
-            );
-        }
-        Err(IssueError::ParentExpired) => {
-            return refuse(DenyReason::TokenExpired, ApiError::token_inactive());
-        }
         Err(error @ IssueError::TtlOutOfRange) => {
             return Err(ApiError::invalid(
                 "ttl_seconds",
@@ -934,7 +1032,17 @@ pub fn delegate_token(
                 error.to_string(),
             ));
         }
-        Err(other) => return Err(ApiError::internal(other)),
+        Err(IssueError::Scope(error)) => {
+            return Err(ApiError::invalid(
+                "policy.frameworks",
+                error.code(),
+                format!("{error} (the parent's frameworks and the requested ones together)"),
+            ));
+        }
+        Err(error) => {
+            let (reason, problem) = refusal(error);
+            return refuse(reason, problem);
+        }
     };
     let budgeted = budgeted_chain(conn, cache, &parent.claims)?;
     if let Err(exceeded) = check_chain(conn, &budgeted, Usd::ZERO)? {
@@ -944,7 +1052,7 @@ pub fn delegate_token(
         );
     }
     let compact = sign(&child, key).map_err(ApiError::internal)?;
-    insert_token(conn, &child, key.kid(), None, now)?;
+    insert_token(conn, &child, Some(&delegation.parent), key.kid(), None, now)?;
     let state = transition(
         None,
         RecordEvent::RecordAction {
@@ -965,6 +1073,7 @@ pub fn delegate_token(
             spend: Usd::ZERO,
             created_at: now,
             delegated_jti: Some(&child.jti),
+            credential: Credential::Token,
         },
     )?;
     charge(conn, &budgeted, 0, 1)?;
@@ -980,29 +1089,45 @@ pub fn delegate_token(
 pub enum Revoker {
     /// A human or operator with an API key: may revoke any token.
     ApiKey,
-    /// An agent with its own token: may revoke itself or a descendant.
+    /// An agent presenting its own token: may revoke it or a descendant.
     Token(Jti),
 }
 
-/// Revokes a token and every descendant. Returns every jti of the subtree
-/// and the time of revocation (unix seconds).
+/// Most jtis a revocation answer lists; the rest are counted.
+pub const REVOKED_LIST_LIMIT: usize = 1000;
+
+/// What a revocation ended.
+#[derive(Debug, Clone)]
+pub struct Revoked {
+    /// The revoked token and its descendants, at most [`REVOKED_LIST_LIMIT`].
+    pub jtis: Vec<String>,
+    /// How many tokens the revocation covers in all.
+    pub count: u64,
+    /// Unix seconds.
+    pub at: i64,
+}
+
+/// Revokes a token and every descendant.
 pub fn revoke(
     conn: &Connection,
     cache: &ClaimsCache,
     target: &Jti,
     reason: Option<&str>,
     by: &Revoker,
-) -> ApiResult<(Vec<String>, i64)> {
-    let now = now_ms();
-    let token = load_token(conn, cache, target.as_str())?
+    now_ms: i64,
+) -> ApiResult<Revoked> {
+    let now = now_ms / 1000;
+    let token = load_token(conn, cache, target)?
         .ok_or_else(|| ApiError::not_found("token_not_found", "no token has this jti"))?;
     if let Revoker::Token(revoker) = by {
         let own =
-            load_token(conn, cache, revoker.as_str())?.ok_or_else(ApiError::token_inactive)?;
-        if inactive_reason(&own, now / 1000).is_some() {
-            return Err(ApiError::token_inactive());
+            load_token(conn, cache, revoker)?.ok_or_else(|| ApiError::holder_inactive(false))?;
+        if let Some(reason) = inactive_reason(&own, now) {
+            return Err(ApiError::holder_inactive(
+                reason == DenyReason::TokenExpired,
+            ));
         }
-        let allowed = revoker == target || token.claims.ancestors().contains(revoker);
+        let allowed = revoker == target || token.claims.ancestors().contains(&revoker.hash());
         if !allowed {
             return Err(ApiError::forbidden(
                 "not_an_ancestor",
@@ -1010,7 +1135,6 @@ pub fn revoke(
             ));
         }
     }
-    let mut revoked = Vec::new();
     let mut statement = conn.prepare_cached(
         "WITH RECURSIVE subtree(jti) AS (
              SELECT ?1 UNION ALL SELECT t.jti FROM tokens t JOIN subtree s ON t.parent = s.jti
@@ -1019,12 +1143,19 @@ pub fn revoke(
          WHERE jti IN (SELECT jti FROM subtree)
          RETURNING jti",
     )?;
-    let rows = statement.query_map(params![target.as_str(), now / 1000, reason], |row| {
-        row.get::<_, String>(0)
-    })?;
-    for jti in rows {
-        revoked.push(jti?);
+    let mut rows = statement.query(params![target.as_str(), now, reason])?;
+    let mut jtis = Vec::new();
+    let mut count = 0u64;
+    while let Some(row) = rows.next()? {
+        count += 1;
+        if jtis.len() < REVOKED_LIST_LIMIT {
+            jtis.push(row.get::<_, String>(0)?);
+        }
     }
-    revoked.sort();
-    Ok((revoked, now / 1000))
+    jtis.sort();
+    Ok(Revoked {
+        jtis,
+        count,
+        at: now,
+    })
 }

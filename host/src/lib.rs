@@ -20,6 +20,7 @@ pub mod keyring;
 pub mod ledger;
 pub mod metrics;
 pub mod model;
+pub mod proofs;
 pub mod queries;
 pub mod random;
 pub mod ratelimit;
@@ -39,6 +40,7 @@ use config::Config;
 use keyring::KeyRing;
 use ledger::ClaimsCache;
 use metrics::Metrics;
+use proofs::SeenProofs;
 use ratelimit::Limiters;
 use store::Store;
 
@@ -62,6 +64,8 @@ pub struct Shared {
     /// The 32-byte secret human references are keyed with.
     pub human_secret: [u8; 32],
     pub claims: Arc<ClaimsCache>,
+    /// DPoP proofs accepted and still live, shared by every worker.
+    pub proofs: SeenProofs,
     pub limiters: Limiters,
     pub metrics: Arc<Metrics>,
     /// OIDC issuers (L2) and identity verifiers (L3).
@@ -97,6 +101,7 @@ impl AppState {
             keys: KeyRing::new(prepared.ring),
             human_secret: prepared.human_secret,
             claims: Arc::new(ClaimsCache::default()),
+            proofs: SeenProofs::new(proofs::CAPACITY),
             limiters,
             metrics,
             assurance,
@@ -127,6 +132,7 @@ async fn housekeeping(state: AppState) {
             tracing::warn!(%error, "refreshing signing keys failed");
         }
         state.limiters.forget_idle();
+        state.proofs.forget_lapsed(clock::now_s());
         if round % IDEMPOTENCY_SWEEP_ROUNDS == 0
             && let Err(error) = state.store.write(idempotency::forget_expired).await
         {

@@ -87,6 +87,22 @@ pub mod forms {
         Rejected,
     }
 
+    /// A holder's public Ed25519 key as a JWK (RFC 8037): the token is bound
+    /// to it (RFC 9449), and every call made with the token carries a proof
+    /// signed by it. `d` (the private key) is refused.
+    #[derive(Debug, ToSchema)]
+    pub struct HolderKey {
+        /// `OKP`.
+        #[schema(pattern = "^OKP$")]
+        kty: String,
+        /// `Ed25519`.
+        #[schema(pattern = "^Ed25519$")]
+        crv: String,
+        /// The 32-byte public key, base64url.
+        #[schema(pattern = r"^[A-Za-z0-9_-]{43}$")]
+        x: String,
+    }
+
     /// Free text without control characters other than tab and newline.
     #[derive(Debug, ToSchema)]
     #[schema(value_type = String, pattern = r"^[^\x00-\x08\x0b-\x1f\x7f-\x9f]*$")]
@@ -175,6 +191,10 @@ pub struct IssueL1Request {
     #[schema(minimum = 1, maximum = 2_592_000)]
     #[serde(default, deserialize_with = "whole_number")]
     pub ttl_seconds: Option<u64>,
+    /// Binds the token to this public key (RFC 9449 DPoP).
+    #[schema(value_type = Option<forms::HolderKey>)]
+    #[serde(default, deserialize_with = "object")]
+    pub holder_key: Option<serde_json::Map<String, serde_json::Value>>,
 }
 
 /// `POST /v1/vat/issue/l2`.
@@ -200,6 +220,10 @@ pub struct IssueL2Request {
     #[schema(minimum = 1, maximum = 2_592_000)]
     #[serde(default, deserialize_with = "whole_number")]
     pub ttl_seconds: Option<u64>,
+    /// Binds the token to this public key (RFC 9449 DPoP).
+    #[schema(value_type = Option<forms::HolderKey>)]
+    #[serde(default, deserialize_with = "object")]
+    pub holder_key: Option<serde_json::Map<String, serde_json::Value>>,
 }
 
 /// `POST /v1/vat/auth/capture`.
@@ -226,6 +250,10 @@ pub struct CaptureRequest {
     #[schema(minimum = 1, maximum = 2_592_000)]
     #[serde(default, deserialize_with = "whole_number")]
     pub ttl_seconds: Option<u64>,
+    /// Binds the token to this public key (RFC 9449 DPoP).
+    #[schema(value_type = Option<forms::HolderKey>)]
+    #[serde(default, deserialize_with = "object")]
+    pub holder_key: Option<serde_json::Map<String, serde_json::Value>>,
 }
 
 /// A newly issued token.
@@ -234,6 +262,9 @@ pub struct IssuedToken {
     pub jti: String,
     pub provenance_ref: String,
     pub compact_jwt: String,
+    /// `Bearer`, or `DPoP` for a token bound to a holder key: the
+    /// `Authorization` scheme to send it with (RFC 9449 §5).
+    pub token_type: String,
     /// The token's claims, as signed.
     #[schema(value_type = Object)]
     pub claims: serde_json::Value,
@@ -372,6 +403,9 @@ pub struct RecordBody {
     /// The child token, for `delegate` records.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub delegated_jti: Option<String>,
+    /// What the agent proved it held: `token` (the token itself, with its
+    /// proof when bound) or `jti` (a bare `vat_jti`, which proves nothing).
+    pub credential: String,
 }
 
 /// A page of records, newest first.
@@ -417,12 +451,13 @@ pub struct SummaryBody {
     pub results_by_type: BTreeMap<String, u64>,
 }
 
-/// `POST /v1/vat/delegate`.
+/// `POST /v1/vat/delegate`, made with the parent token itself
+/// (`Authorization: Bearer`, or `DPoP` with its proof when bound).
 #[derive(Debug, Clone, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct DelegateRequest {
-    /// The parent token's jti; may be left out when a Bearer token is sent.
-    #[schema(value_type = forms::Jti, required = true)]
+    /// The parent token's jti, if given, must be the presented token's.
+    #[schema(value_type = Option<forms::Jti>)]
     pub vat_jti: Option<String>,
     #[schema(value_type = forms::AgentId)]
     pub agent_id: String,
@@ -438,6 +473,11 @@ pub struct DelegateRequest {
     #[schema(minimum = 1, maximum = 2_592_000)]
     #[serde(default, deserialize_with = "whole_number")]
     pub ttl_seconds: Option<u64>,
+    /// Binds the child to this public key (RFC 9449 DPoP); without it, a
+    /// child of a bound token is bound to its parent's key.
+    #[schema(value_type = Option<forms::HolderKey>)]
+    #[serde(default, deserialize_with = "object")]
+    pub holder_key: Option<serde_json::Map<String, serde_json::Value>>,
 }
 
 /// `POST /v1/vat/revoke`.
@@ -449,7 +489,8 @@ pub struct RevokeRequest {
     pub jti: String,
     #[schema(value_type = Option<forms::Text>, max_length = 512)]
     pub reason: Option<String>,
-    /// The revoking agent's own token, when an agent revokes.
+    /// When an agent revokes with its token, that token's jti, if given;
+    /// it must be the presented token's.
     #[schema(value_type = Option<forms::Jti>)]
     pub vat_jti: Option<String>,
 }
@@ -457,8 +498,12 @@ pub struct RevokeRequest {
 /// The tokens a revocation ended.
 #[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
 pub struct RevokeResponse {
-    /// Every jti now revoked: the token and all its descendants.
+    /// The revoked token and its descendants: every one, or the first 1000
+    /// when `truncated` (the rest: `GET /v1/vat/tokens/{jti}`).
     pub revoked: Vec<String>,
+    /// How many tokens the revocation covers.
+    pub revoked_count: u64,
+    pub truncated: bool,
     pub revoked_at: String,
 }
 
@@ -491,7 +536,11 @@ pub struct TokenStatus {
     pub revoked_at: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub revoke_reason: Option<String>,
+    /// A page of the token's descendants, by depth, then issue time.
     pub descendants: Vec<TokenSummary>,
+    /// Pass back as `cursor` for the next page of descendants; absent on the last.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub next_cursor: Option<String>,
 }
 
 /// A workflow in the list of recent workflows.
@@ -568,7 +617,8 @@ pub struct GraphBody {
     pub human_ref: String,
     pub nodes: Vec<GraphNode>,
     pub edges: Vec<GraphEdge>,
-    /// Whether older records were left out (`limit`).
+    /// Whether records (the oldest) or tokens (the deepest) were left out
+    /// because there are more than `limit` of them.
     pub truncated: bool,
 }
 

@@ -6,7 +6,7 @@ use base64::Engine as _;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use mandate_core::{Outcome, ReputationCounts, Status, SummaryRow, reputation, summarize};
 use rusqlite::types::Value;
-use rusqlite::{Connection, OptionalExtension, params_from_iter};
+use rusqlite::{Connection, OptionalExtension, params, params_from_iter};
 
 use crate::clock::{iso_ms, iso_s};
 use crate::error::{ApiError, ApiResult};
@@ -160,7 +160,7 @@ pub fn records(conn: &Connection, filter: &RecordFilter) -> ApiResult<RecordPage
     let mut statement = conn.prepare_cached(&sql)?;
     let rows = statement.query_map(params_from_iter(values), |row| {
         let (body, _) = record_from_row(row)?;
-        Ok((body, row.get::<_, i64>(21)?))
+        Ok((body, row.get::<_, i64>(22)?))
     })?;
     let mut page = Vec::new();
     for row in rows {
@@ -299,8 +299,21 @@ fn token_row(row: &rusqlite::Row<'_>) -> rusqlite::Result<TokenRow> {
     })
 }
 
-/// A token's status and its descendants'.
-pub fn token_status(conn: &Connection, jti: &str, now_s: i64) -> ApiResult<TokenStatus> {
+/// Which descendants of a token to list: a page of them in the order of
+/// depth, issue time and jti.
+#[derive(Debug, Clone, Default)]
+pub struct DescendantPage {
+    pub limit: u32,
+    pub cursor: Option<String>,
+}
+
+/// A token's status and a page of its descendants'.
+pub fn token_status(
+    conn: &Connection,
+    jti: &str,
+    page: &DescendantPage,
+    now_s: i64,
+) -> ApiResult<TokenStatus> {
     let token = conn
         .prepare_cached(&format!(
             "SELECT {TOKEN_COLUMNS} FROM tokens WHERE jti = ?1"
@@ -308,26 +321,66 @@ pub fn token_status(conn: &Connection, jti: &str, now_s: i64) -> ApiResult<Token
         .query_row([jti], token_row)
         .optional()?
         .ok_or_else(|| ApiError::not_found("token_not_found", "no token has this jti"))?;
+    let after = page
+        .cursor
+        .as_deref()
+        .map(|cursor| {
+            let text = decode_cursor(cursor, 'd')?;
+            let mut parts = text.splitn(3, ':');
+            let (Some(depth), Some(issued_at), Some(jti)) =
+                (parts.next(), parts.next(), parts.next())
+            else {
+                return Err(ApiError::bad_request(
+                    "invalid_cursor",
+                    "the cursor is not one this server handed out",
+                ));
+            };
+            let number = |text: &str| {
+                text.parse::<i64>().map_err(|_| {
+                    ApiError::bad_request(
+                        "invalid_cursor",
+                        "the cursor is not one this server handed out",
+                    )
+                })
+            };
+            Ok((number(depth)?, number(issued_at)?, jti.to_owned()))
+        })
+        .transpose()?
+        .unwrap_or((-1, 0, String::new()));
     let mut statement = conn.prepare_cached(&format!(
         "WITH RECURSIVE subtree(jti) AS (
              SELECT jti FROM tokens WHERE parent = ?1
              UNION ALL SELECT t.jti FROM tokens t JOIN subtree s ON t.parent = s.jti
          )
          SELECT {TOKEN_COLUMNS} FROM tokens WHERE jti IN (SELECT jti FROM subtree)
-         ORDER BY depth, issued_at, jti"
+             AND (depth, issued_at, jti) > (?2, ?3, ?4)
+         ORDER BY depth, issued_at, jti LIMIT ?5"
     ))?;
-    let descendants = statement
-        .query_map([jti], token_row)?
-        .map(|row| {
-            row.map(|t| TokenSummary {
-                status: token_status_text(t.revoked_at, t.expires_at, now_s).to_owned(),
-                jti: t.jti,
-                agent_id: t.agent_id,
-                parent: t.parent,
-                delegation_depth: t.depth,
-            })
-        })
+    let mut descendants = statement
+        .query_map(
+            params![jti, after.0, after.1, after.2, i64::from(page.limit) + 1],
+            token_row,
+        )?
         .collect::<Result<Vec<_>, _>>()?;
+    let more = descendants.len() > page.limit as usize;
+    descendants.truncate(page.limit as usize);
+    let next_cursor = more
+        .then(|| {
+            descendants
+                .last()
+                .map(|t| encode_cursor(&format!("d:{}:{}:{}", t.depth, t.issued_at, t.jti)))
+        })
+        .flatten();
+    let descendants = descendants
+        .into_iter()
+        .map(|t| TokenSummary {
+            status: token_status_text(t.revoked_at, t.expires_at, now_s).to_owned(),
+            jti: t.jti,
+            agent_id: t.agent_id,
+            parent: t.parent,
+            delegation_depth: t.depth,
+        })
+        .collect();
     Ok(TokenStatus {
         status: token_status_text(token.revoked_at, token.expires_at, now_s).to_owned(),
         jti: token.jti,
@@ -340,6 +393,7 @@ pub fn token_status(conn: &Connection, jti: &str, now_s: i64) -> ApiResult<Token
         revoked_at: token.revoked_at.map(iso_s),
         revoke_reason: token.revoke_reason,
         descendants,
+        next_cursor,
     })
 }
 
@@ -383,10 +437,14 @@ pub fn workflow_graph(
     }];
     let mut edges = Vec::new();
     let mut statement = conn.prepare_cached(&format!(
-        "SELECT {TOKEN_COLUMNS} FROM tokens WHERE provenance_ref = ?1 ORDER BY depth, issued_at, jti"
+        "SELECT {TOKEN_COLUMNS} FROM tokens WHERE provenance_ref = ?1
+         ORDER BY depth, issued_at, jti LIMIT ?2"
     ))?;
-    for token in statement.query_map([provenance_ref], token_row)? {
-        let token = token?;
+    let tokens = statement
+        .query_map(params![provenance_ref, i64::from(limit) + 1], token_row)?
+        .collect::<Result<Vec<_>, _>>()?;
+    let tokens_truncated = tokens.len() > limit as usize;
+    for token in tokens.into_iter().take(limit as usize) {
         let from = token.parent.clone().unwrap_or_else(|| human_ref.clone());
         let kind = if token.parent.is_some() {
             "delegated"
@@ -416,7 +474,7 @@ pub fn workflow_graph(
             ..RecordFilter::default()
         },
     )?;
-    let truncated = page.next_cursor.is_some();
+    let truncated = page.next_cursor.is_some() || tokens_truncated;
     for record in page.records.into_iter().rev() {
         edges.push(GraphEdge {
             from: record.vat_jti.clone(),

@@ -18,9 +18,9 @@ use base64::engine::general_purpose::{STANDARD_NO_PAD, URL_SAFE_NO_PAD};
 use ed25519_dalek::Signer as _;
 use hmac::{Hmac, Mac as _};
 use mandate_core::{
-    AgentId, AssuranceLevel, Claims, Constraints, Framework, HumanRef, Identity, Jwks, Policy,
-    ReputationCounts, RootIssue, Scope, SigningKey, TokenRequest, Ulid, Usd, delegate, human_ref,
-    issue_root, reputation, sign,
+    AgentId, AssuranceLevel, Claims, Constraints, Framework, HumanRef, Identity, Jwks, NewProof,
+    Policy, ReputationCounts, RootIssue, Scope, SigningKey, TokenRequest, Ulid, Usd, delegate,
+    human_ref, issue_root, reputation, sign, sign_proof,
 };
 use serde_json::{Value, json};
 use sha2::{Digest as _, Sha256};
@@ -120,6 +120,7 @@ fn request(agent: &str, resources: &[&str], actions: &[&str]) -> TokenRequest {
         constraints: Constraints::default(),
         policy: Policy::default(),
         ttl_seconds: None,
+        holder: None,
     }
 }
 
@@ -213,9 +214,37 @@ fn token_vectors(rng: &mut Rng, key: &Keys, issuer: &str, now: i64) -> Value {
     let grandchild = delegate(&child, grandchild_request, iat + 20, rng.ulid(iat + 20))
         .expect("grandchild delegates");
 
+    let holder = Keys::new(rng, "holder key");
+    let mut bound_request = request("courier", &["mail:outbox"], &["write", "delegate"]);
+    bound_request.holder = Some(holder.core.holder_key().jkt().clone());
+    let bound = issue_root(
+        bound_request,
+        RootIssue {
+            issuer: issuer.to_owned(),
+            human: human(&deployment_secret),
+            level: AssuranceLevel::L2,
+            now: iat,
+            jti: rng.ulid(iat),
+            provenance: rng.ulid(iat),
+        },
+    )
+    .expect("bound root issues");
+    let bound_child = delegate(
+        &bound,
+        request("courier-helper", &["mail:outbox"], &["write"]),
+        iat + 10,
+        rng.ulid(iat + 10),
+    )
+    .expect("bound child delegates");
+    let mut unbound_child = bound_child.clone();
+    unbound_child.cnf = None;
+
     let root_token = sign(&root, &key.core).expect("signs");
     let child_token = sign(&child, &key.core).expect("signs");
     let grandchild_token = sign(&grandchild, &key.core).expect("signs");
+    let bound_token = sign(&bound, &key.core).expect("signs");
+    let bound_child_token = sign(&bound_child, &key.core).expect("signs");
+    let unbound_child_token = sign(&unbound_child, &key.core).expect("signs");
     let header = key.header();
     let root_payload = serde_json::to_string(&root).expect("serialises");
 
@@ -240,6 +269,20 @@ fn token_vectors(rng: &mut Rng, key: &Keys, issuer: &str, now: i64) -> Value {
         &grandchild_token,
         now,
         &grandchild,
+    );
+    t.valid(
+        "valid_bound",
+        "a root token bound to a holder key (cnf.jkt)",
+        &bound_token,
+        now,
+        &bound,
+    );
+    t.valid(
+        "valid_bound_child",
+        "a child that inherits its parent's binding",
+        &bound_child_token,
+        now,
+        &bound_child,
     );
 
     // Algorithms other than EdDSA, whatever the signature.
@@ -682,12 +725,49 @@ fn token_vectors(rng: &mut Rng, key: &Keys, issuer: &str, now: i64) -> Value {
         now,
         "malformed_claims",
     );
+    t.invalid(
+        "cnf_unknown_member",
+        "cnf with a member other than jkt",
+        &resign(&|p| {
+            p["cnf"] = json!({"jkt": holder.core.holder_key().jkt().as_str(), "x5t#S256": "x"})
+        }),
+        now,
+        "malformed_claims",
+    );
+    t.invalid(
+        "cnf_bad_jkt",
+        "cnf.jkt that is not a SHA-256 thumbprint",
+        &resign(&|p| p["cnf"] = json!({"jkt": "not-a-thumbprint"})),
+        now,
+        "malformed_claims",
+    );
     {
         let mut payload = claims_value(&child);
         payload["svc_chain"] = json!([]);
         t.invalid(
             "delegated_chain_short",
             "svc_chain shorter than svc_depth",
+            &key.sign_raw(&header, &payload.to_string()),
+            now,
+            "invalid_claim",
+        );
+        let mut payload = claims_value(&child);
+        payload["svc_parent"] = json!(root.jti.as_str());
+        payload["svc_chain"] = json!([root.jti.as_str()]);
+        t.invalid(
+            "delegated_chain_of_jtis",
+            "ancestors named by jti, not by jti hash (what this release stops publishing)",
+            &key.sign_raw(&header, &payload.to_string()),
+            now,
+            "malformed_claims",
+        );
+        let mut payload = claims_value(&child);
+        let own = child.jti.hash();
+        payload["svc_parent"] = json!(own.as_str());
+        payload["svc_chain"] = json!([own.as_str()]);
+        t.invalid(
+            "delegated_chain_names_itself",
+            "a token that names itself as its parent",
             &key.sign_raw(&header, &payload.to_string()),
             now,
             "invalid_claim",
@@ -741,6 +821,27 @@ fn token_vectors(rng: &mut Rng, key: &Keys, issuer: &str, now: i64) -> Value {
             "expect": { "valid": false, "index": 1, "error": "revoked" },
         },
         {
+            "name": "chain_root_revoked_by_hash",
+            "tokens": [root_token, child_token, grandchild_token],
+            "now": now,
+            "revoked": [root.jti.hash().as_str()],
+            "expect": { "valid": false, "index": 0, "error": "revoked" },
+        },
+        {
+            "name": "chain_bound",
+            "tokens": [bound_token, bound_child_token],
+            "now": now,
+            "revoked": [],
+            "expect": { "valid": true },
+        },
+        {
+            "name": "chain_binding_dropped",
+            "tokens": [bound_token, unbound_child_token],
+            "now": now,
+            "revoked": [],
+            "expect": { "valid": false, "index": 1, "error": "binding_dropped" },
+        },
+        {
             "name": "chain_link_skipped",
             "tokens": [root_token, grandchild_token],
             "now": now,
@@ -772,6 +873,379 @@ fn token_vectors(rng: &mut Rng, key: &Keys, issuer: &str, now: i64) -> Value {
         "jwks": jwks,
         "cases": t.cases,
         "chains": chains,
+    })
+}
+
+/// The URL and method of the vector proofs.
+const PROOF_URL: &str = "https://mandate.example/v1/vat/delegate";
+
+fn dpop_vectors(rng: &mut Rng, key: &Keys, issuer: &str, now: i64) -> Value {
+    let holder = Keys::new(rng, "dpop holder key");
+    let other = Keys::new(rng, "dpop other key");
+    let deployment_secret = rng.bytes("dpop deployment secret");
+    let mut bound_request = request("courier", &["mail:outbox"], &["write"]);
+    bound_request.holder = Some(holder.core.holder_key().jkt().clone());
+    let issue = |request: TokenRequest, rng: &mut Rng| {
+        let claims = issue_root(
+            request,
+            RootIssue {
+                issuer: issuer.to_owned(),
+                human: human(&deployment_secret),
+                level: AssuranceLevel::L1,
+                now: now - 600,
+                jti: rng.ulid(now - 600),
+                provenance: rng.ulid(now - 600),
+            },
+        )
+        .expect("root issues");
+        sign(&claims, &key.core).expect("signs")
+    };
+    let bound = issue(bound_request, rng);
+    let unbound = issue(request("courier", &["mail:outbox"], &["write"]), rng);
+    let jkt = holder.core.holder_key().jkt().clone();
+    let proof_for =
+        |signer: &Keys, method: &str, url: &str, token: &str, at: i64, rng: &mut Rng| {
+            sign_proof(
+                &signer.core,
+                &NewProof {
+                    method,
+                    url,
+                    access_token: token,
+                    now: at,
+                    jti_random: rng.bytes("proof jti"),
+                },
+            )
+            .expect("the vector URL is valid")
+        };
+    let good = proof_for(&holder, "POST", PROOF_URL, &bound, now, rng);
+    let holder_jwk = json!({"kty": "OKP", "crv": "Ed25519", "x": b64(holder.core.public_bytes())});
+    let header = json!({"typ": "dpop+jwt", "alg": "EdDSA", "jwk": holder_jwk});
+    let claims = json!({
+        "jti": b64(rng.bytes::<16>("proof jti")),
+        "htm": "POST",
+        "htu": PROOF_URL,
+        "iat": now,
+        "ath": mandate_core::dpop::ath(&bound),
+    });
+    let raw = |signer: &Keys, header: &Value, claims: &Value| {
+        signer.sign_raw(&header.to_string(), &claims.to_string())
+    };
+    let with_header = |edit: &dyn Fn(&mut Value)| {
+        let mut h = header.clone();
+        edit(&mut h);
+        raw(&holder, &h, &claims)
+    };
+    let with_claims = |edit: &dyn Fn(&mut Value)| {
+        let mut c = claims.clone();
+        edit(&mut c);
+        raw(&holder, &header, &c)
+    };
+    let mut cases = Vec::new();
+    let mut case = |name: &str,
+                    description: &str,
+                    proof: &str,
+                    request: (&str, &str, i64),
+                    error: Option<&str>| {
+        let (method, url, at) = request;
+        let expect = match error {
+            None => json!({ "valid": true }),
+            Some(code) => json!({ "valid": false, "error": code }),
+        };
+        cases.push(json!({
+            "name": name,
+            "description": description,
+            "proof": proof,
+            "method": method,
+            "url": url,
+            "now": at,
+            "expect": expect,
+        }));
+    };
+    let here = ("POST", PROOF_URL, now);
+    case(
+        "valid",
+        "a proof by the holder for this request",
+        &good,
+        here,
+        None,
+    );
+    case(
+        "valid_equivalent_url",
+        "the request URL with a query, a fragment, upper-case host and the default port",
+        &good,
+        (
+            "POST",
+            "https://MANDATE.example:443/v1/vat/delegate?dry=1#x",
+            now,
+        ),
+        None,
+    );
+    case(
+        "valid_hand_made",
+        "the same checks on a hand-made proof",
+        &raw(&holder, &header, &claims),
+        here,
+        None,
+    );
+    case(
+        "iat_at_window_edge",
+        "iat exactly 60 s old",
+        &good,
+        ("POST", PROOF_URL, now + 60),
+        None,
+    );
+    case(
+        "stale",
+        "iat 61 s old",
+        &good,
+        ("POST", PROOF_URL, now + 61),
+        Some("dpop_stale"),
+    );
+    case(
+        "from_future",
+        "iat 61 s ahead",
+        &good,
+        ("POST", PROOF_URL, now - 61),
+        Some("dpop_from_future"),
+    );
+    case(
+        "other_method",
+        "a proof for POST used with GET",
+        &good,
+        ("GET", PROOF_URL, now),
+        Some("dpop_method_mismatch"),
+    );
+    case(
+        "other_url",
+        "a proof for one endpoint used at another",
+        &good,
+        ("POST", "https://mandate.example/v1/vat/revoke", now),
+        Some("dpop_url_mismatch"),
+    );
+    case(
+        "other_host",
+        "a proof for one server used at another",
+        &good,
+        (
+            "POST",
+            "https://mandate.attacker.example/v1/vat/delegate",
+            now,
+        ),
+        Some("dpop_url_mismatch"),
+    );
+    let by_other = proof_for(&other, "POST", PROOF_URL, &bound, now, rng);
+    case(
+        "other_key",
+        "a valid proof by another key than the token's",
+        &by_other,
+        here,
+        Some("dpop_key_mismatch"),
+    );
+    let for_unbound = proof_for(&holder, "POST", PROOF_URL, &unbound, now, rng);
+    case(
+        "other_token",
+        "a proof made for another token (ath)",
+        &for_unbound,
+        here,
+        Some("dpop_ath_mismatch"),
+    );
+    case(
+        "no_ath",
+        "a proof without ath",
+        &with_claims(&|c| {
+            c.as_object_mut().map(|o| o.remove("ath"));
+        }),
+        here,
+        Some("dpop_missing_ath"),
+    );
+    case(
+        "nonce",
+        "a nonce this server never sent",
+        &with_claims(&|c| c["nonce"] = json!("abc")),
+        here,
+        Some("dpop_malformed_claims"),
+    );
+    case(
+        "iat_string",
+        "iat as a string",
+        &with_claims(&|c| c["iat"] = json!(now.to_string())),
+        here,
+        Some("dpop_malformed_claims"),
+    );
+    case(
+        "htu_missing",
+        "no htu",
+        &with_claims(&|c| {
+            c.as_object_mut().map(|o| o.remove("htu"));
+        }),
+        here,
+        Some("dpop_malformed_claims"),
+    );
+    {
+        let text = claims.to_string().replacen(
+            "\"htm\":",
+            "\"htu\":\"https://mandate.example/x\",\"htm\":",
+            1,
+        );
+        case(
+            "htu_twice",
+            "htu twice (a parser keeping the last would be fooled)",
+            &holder.sign_raw(&header.to_string(), &text),
+            here,
+            Some("dpop_malformed_claims"),
+        );
+    }
+    case(
+        "jti_short",
+        "a jti of fewer than 96 bits",
+        &with_claims(&|c| c["jti"] = json!("abc")),
+        here,
+        Some("dpop_invalid_jti"),
+    );
+    case(
+        "htu_relative",
+        "htu without scheme and host",
+        &with_claims(&|c| c["htu"] = json!("/v1/vat/delegate")),
+        here,
+        Some("dpop_invalid_url"),
+    );
+    case(
+        "typ_jwt",
+        "typ JWT",
+        &with_header(&|h| h["typ"] = json!("JWT")),
+        here,
+        Some("dpop_invalid_typ"),
+    );
+    case(
+        "typ_vat",
+        "a Mandate token's typ",
+        &with_header(&|h| h["typ"] = json!("vat+jwt")),
+        here,
+        Some("dpop_invalid_typ"),
+    );
+    {
+        let h = json!({"typ": "dpop+jwt", "alg": "none", "jwk": holder_jwk});
+        let unsigned = format!("{}.{}.", b64(h.to_string()), b64(claims.to_string()));
+        case(
+            "alg_none",
+            "an unsigned proof",
+            &unsigned,
+            here,
+            Some("dpop_unsupported_alg"),
+        );
+        let h = json!({"typ": "dpop+jwt", "alg": "HS256", "jwk": holder_jwk});
+        case(
+            "alg_hs256",
+            "a MAC",
+            &raw(&holder, &h, &claims),
+            here,
+            Some("dpop_unsupported_alg"),
+        );
+    }
+    case(
+        "jwk_missing",
+        "no jwk",
+        &with_header(&|h| {
+            h.as_object_mut().map(|o| o.remove("jwk"));
+        }),
+        here,
+        Some("dpop_malformed_header"),
+    );
+    case(
+        "header_kid",
+        "a header member beyond typ, alg and jwk",
+        &with_header(&|h| h["kid"] = json!("k1")),
+        here,
+        Some("dpop_malformed_header"),
+    );
+    case(
+        "jwk_private",
+        "a jwk carrying the private key",
+        &with_header(&|h| h["jwk"]["d"] = json!(b64(holder.secret))),
+        here,
+        Some("dpop_invalid_key"),
+    );
+    case(
+        "jwk_p256",
+        "a jwk of another curve",
+        &with_header(&|h| {
+            h["jwk"] = json!({"kty": "EC", "crv": "P-256", "x": "AAAA", "y": "AAAA"})
+        }),
+        here,
+        Some("dpop_invalid_key"),
+    );
+    {
+        let mut identity = [0u8; 32];
+        identity[0] = 1;
+        let mut h = header.clone();
+        h["jwk"]["x"] = json!(b64(identity));
+        let mut forged = identity.to_vec();
+        forged.extend_from_slice(&[0u8; 32]);
+        let token = format!(
+            "{}.{}.{}",
+            b64(h.to_string()),
+            b64(claims.to_string()),
+            b64(&forged)
+        );
+        case(
+            "jwk_weak",
+            "the identity point and a forged signature",
+            &token,
+            here,
+            Some("dpop_invalid_key"),
+        );
+    }
+    case(
+        "signed_by_another_key",
+        "the holder's jwk, signed by another key",
+        &raw(&other, &header, &claims),
+        here,
+        Some("dpop_invalid_signature"),
+    );
+    {
+        let (rest, signature) = good.rsplit_once('.').expect("three segments");
+        let mut bytes = URL_SAFE_NO_PAD
+            .decode(signature)
+            .expect("own signature decodes");
+        bytes[5] ^= 1;
+        case(
+            "signature_flipped",
+            "one bit of the signature flipped",
+            &format!("{rest}.{}", b64(&bytes)),
+            here,
+            Some("dpop_invalid_signature"),
+        );
+    }
+    case(
+        "not_a_jwt",
+        "two segments",
+        "abc.def",
+        here,
+        Some("dpop_malformed"),
+    );
+    case(
+        "over_8_kib",
+        "longer than 8 KiB",
+        &with_claims(&|c| c["htu"] = json!(format!("{PROOF_URL}/{}", "x".repeat(8200)))),
+        here,
+        Some("dpop_too_large"),
+    );
+    let binding = json!([
+        {"name": "bound_with_proof", "token": bound, "proof": good, "expect": {"valid": true}},
+        {"name": "bound_without_proof", "token": bound, "proof": null, "expect": {"valid": false, "error": "dpop_required"}},
+        {"name": "unbound_without_proof", "token": unbound, "proof": null, "expect": {"valid": true}},
+        {"name": "unbound_with_proof", "token": unbound, "proof": for_unbound, "expect": {"valid": false, "error": "dpop_not_bound"}},
+    ]);
+    json!({
+        "description": "DPoP proof vectors (RFC 9449 with EdDSA). `cases`: check `proof`, sent with `token` (bound to `jkt`), against a request of `method` and `url` at `now`; expect validity or the error code. Replay is stateful and not covered here. `binding`: verify `token` against `jwks` at `now`, then apply the binding rule with `proof` (or none) for a POST to `url`.",
+        "generator": "cargo xtask vectors",
+        "jwks": { "keys": [key.public_jwk()] },
+        "token": bound,
+        "jkt": jkt,
+        "url": PROOF_URL,
+        "now": now,
+        "cases": cases,
+        "binding": binding,
     })
 }
 
@@ -854,11 +1328,48 @@ fn scope_vectors() -> Value {
             {"field": "exp", "code": "lifetime_beyond_parent"}
          ]}},
     ]);
+    let request = |edit: &dyn Fn(&mut Value)| {
+        let mut asked = json!({"resources": ["crm:contacts"], "actions": ["read"], "exp": 1500});
+        edit(&mut asked);
+        asked
+    };
+    let many: Vec<String> = (0..64).map(|i| format!("fw{i}")).collect();
+    let delegation = json!([
+        {"name": "everything_left_out_is_inherited", "parent": parent, "request": request(&|_| {}),
+         "expect": {"ok": true, "grant": {
+            "resources": ["crm:contacts"], "actions": ["read"],
+            "constraints": {"max_spend_usd": 100, "max_actions": 50},
+            "policy": {"frameworks": ["gdpr"]}, "exp": 1500}}},
+        {"name": "own_limit_kept_other_inherited", "parent": parent,
+         "request": request(&|r| r["constraints"] = json!({"max_actions": 5})),
+         "expect": {"ok": true, "grant": {
+            "resources": ["crm:contacts"], "actions": ["read"],
+            "constraints": {"max_spend_usd": 100, "max_actions": 5},
+            "policy": {"frameworks": ["gdpr"]}, "exp": 1500}}},
+        {"name": "frameworks_added_to_the_parents", "parent": parent,
+         "request": request(&|r| r["policy"] = json!({"frameworks": ["hipaa"]})),
+         "expect": {"ok": true, "grant": {
+            "resources": ["crm:contacts"], "actions": ["read"],
+            "constraints": {"max_spend_usd": 100, "max_actions": 50},
+            "policy": {"frameworks": ["gdpr", "hipaa"]}, "exp": 1500}}},
+        {"name": "explicitly_wider_spend", "parent": parent,
+         "request": request(&|r| r["constraints"] = json!({"max_spend_usd": 1000})),
+         "expect": {"ok": false, "error": "scope_widening", "violations": [{"field": "constraints.max_spend_usd", "code": "constraint_raised"}]}},
+        {"name": "wider_scope_and_life", "parent": parent,
+         "request": request(&|r| { r["resources"] = json!(["bank:*"]); r["exp"] = json!(2001); }),
+         "expect": {"ok": false, "error": "scope_widening", "violations": [
+            {"field": "resources", "code": "resource_not_covered"},
+            {"field": "exp", "code": "lifetime_beyond_parent"}]}},
+        {"name": "frameworks_overflow", "parent": with(&|p| p["policy"] = json!({"frameworks": many})),
+         "request": request(&|r| r["policy"] = json!({"frameworks": ["hipaa"]})),
+         "expect": {"ok": false, "error": "list_too_long", "violations": []}},
+    ]);
     json!({
-        "description": "Scope vectors. `permits`: build the scope from resources and actions, parse action and resource, and expect true/false, or the code of the first parse error. `narrowing`: check child against parent (grants of resources, actions, constraints, policy, exp) and expect ok and the violations in order.",
+        "description": "Scope vectors. `permits`: build the scope from resources and actions, parse action and resource, and expect true/false, or the code of the first parse error. `narrowing`: check child against parent (grants of resources, actions, constraints, policy, exp) and expect ok and the violations in order. `delegation`: the grant a delegation `request` gets under `parent` (limits and frameworks it leaves out are inherited), or the error code and violations.",
         "generator": "cargo xtask vectors",
         "permits": permits,
         "narrowing": narrowing,
+        "delegation": delegation,
     })
 }
 
@@ -922,6 +1433,7 @@ pub fn files() -> Vec<(&'static str, String)> {
     let key = Keys::new(&mut rng, "signing key A");
     [
         ("tokens.json", token_vectors(&mut rng, &key, ISSUER, NOW)),
+        ("dpop.json", dpop_vectors(&mut rng, &key, ISSUER, NOW)),
         ("scope.json", scope_vectors()),
         ("reputation.json", reputation_vectors()),
     ]

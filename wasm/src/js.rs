@@ -23,6 +23,8 @@ pub(crate) enum Stage {
     Verify,
     /// The chain was refused for something other than one token's verification.
     Chain,
+    /// A bound token's proof of possession was missing or refused.
+    Dpop,
 }
 
 /// A refusal as JavaScript sees it: `{ code, message, stage, index? }`.

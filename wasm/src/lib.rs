@@ -11,8 +11,12 @@
 //! stable code. Function names are camelCase; the objects they return carry
 //! the snake_case members of the server's JSON, because they are that JSON.
 //!
-//! Not here: the HTTP client (hand-written TypeScript in `ts/`), key
-//! generation and signing (the server's business).
+//! It also holds an agent's own key ([`AgentKey`]): made from random bytes
+//! the JavaScript host draws, it signs DPoP proofs with core's signer, so a
+//! bound token's proofs are made and checked by the same code.
+//!
+//! Not here: the HTTP client (hand-written TypeScript in `ts/`), and signing
+//! tokens (the server's business).
 
 #![cfg_attr(
     not(test),
@@ -26,6 +30,7 @@
     )
 )]
 
+mod agent_key;
 mod js;
 mod verifier;
 
@@ -35,9 +40,10 @@ use std::str::FromStr as _;
 
 use js_sys::{ArrayBuffer, Uint8Array};
 use mandate_core::{
-    Action, ChainError, ChainFault, Claims, Constraints, Grant, Header, Jti, Jwks, JwksError,
-    Outcome, Policy, RecordError, ReputationCounts, Resource, Scope, ScopeDenial, ScopeError,
-    Status, SummaryRow, VerifiedToken, VerifyError, VerifyOptions, WorkflowSummary,
+    Action, ChainError, ChainFault, Claims, Constraints, DpopError, Grant, Header, IssueError, Jkt,
+    Jth, Jti, Jwks, JwksError, Outcome, Policy, ProofRequest, RecordError, ReputationCounts,
+    Resource, Scope, ScopeDenial, ScopeError, Status, SummaryRow, VerifiedProof, VerifiedToken,
+    VerifyError, VerifyOptions, WorkflowSummary,
 };
 use serde::{Deserialize, Serialize};
 use wasm_bindgen::prelude::*;
@@ -47,6 +53,7 @@ use crate::js::{
     now_or_clock, object_from_js, options_from_js, string_arg, to_js,
 };
 
+pub use crate::agent_key::AgentKey;
 pub use crate::verifier::Verifier;
 
 #[wasm_bindgen(typescript_custom_section)]
@@ -108,11 +115,21 @@ fn parse_jwks(jwks: &JsValue) -> Result<Jwks, Failure> {
     Ok(keys)
 }
 
-/// Parses revoked token ids, refusing anything that is not a jti.
-fn parse_jtis(jtis: &[String]) -> Result<BTreeSet<Jti>, Failure> {
+/// Parses revoked tokens, each named by its jti or its jti hash (the name
+/// descendants carry), into the jti hashes verification compares.
+fn parse_revoked(entries: &[String]) -> Result<BTreeSet<Jth>, Failure> {
     let mut set = BTreeSet::new();
-    for jti in jtis {
-        set.insert(Jti::parse(jti).map_err(|e| Failure::input(e.code(), format!("revoked: {e}")))?);
+    for entry in entries {
+        let jth = match Jti::parse(entry) {
+            Ok(jti) => jti.hash(),
+            Err(_) => Jth::parse(entry).map_err(|_| {
+                Failure::input(
+                    "invalid_revoked",
+                    format!("revoked: `{entry}` is neither a jti nor a jti hash"),
+                )
+            })?,
+        };
+        set.insert(jth);
     }
     Ok(set)
 }
@@ -127,9 +144,47 @@ fn verify_options(leeway_seconds: Option<u64>, issuer: Option<String>) -> Verify
 }
 
 /// Why a token is void through revocation, as core's chain check says it.
-fn revoked_failure(jti: &Jti) -> Failure {
-    let fault = ChainFault::Revoked(jti.clone());
+fn revoked_failure(jth: Jth) -> Failure {
+    let fault = ChainFault::Revoked(jth);
     Failure::new(Stage::Verify, fault.code(), fault)
+}
+
+fn dpop_failure(error: &DpopError) -> Failure {
+    Failure::new(Stage::Dpop, error.code(), error)
+}
+
+/// The request a proof of possession is checked against, as JavaScript
+/// gives it.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RequestInput {
+    /// The `DPoP` header; none for an unbound token.
+    #[serde(default)]
+    proof: Option<String>,
+    method: String,
+    url: String,
+}
+
+impl RequestInput {
+    /// Applies core's binding rule to verified claims.
+    fn check(
+        &self,
+        claims: &Claims,
+        token: &str,
+        now: i64,
+    ) -> Result<Option<VerifiedProof>, Failure> {
+        mandate_core::check_binding(
+            claims,
+            token,
+            self.proof.as_deref(),
+            &ProofRequest {
+                method: &self.method,
+                url: &self.url,
+                now,
+            },
+        )
+        .map_err(|e| dpop_failure(&e))
+    }
 }
 
 /// Options of `verifyToken`, `verifyChain` and `new Verifier`, read by one
@@ -143,14 +198,26 @@ struct Options {
     issuer: Option<String>,
     revoked: Vec<String>,
     cache_size: Option<usize>,
+    /// `verifyToken` only: the request a bound token came with.
+    request: Option<RequestInput>,
+    /// `verifyToken` only: check a bound token without its proof, to show
+    /// it; never to authorize a request with it.
+    skip_proof_of_possession: bool,
 }
 
 impl Options {
     fn read(value: Option<JsValue>, for_verifier: bool) -> Result<Options, Failure> {
         let options: Options = options_from_js(value, "options")?;
+        let for_token_only = options.request.is_some() || options.skip_proof_of_possession;
         let stray = match (for_verifier, options.now, options.cache_size) {
             (true, Some(_), _) => Some("now is an argument of verifier.verify"),
             (false, _, Some(_)) => Some("cacheSize is an option of new Verifier"),
+            (true, _, _) if for_token_only => Some(
+                "request and skipProofOfPossession are options of verifyToken; use verifier.verifyRequest",
+            ),
+            _ if options.request.is_some() && options.skip_proof_of_possession => {
+                Some("request and skipProofOfPossession exclude each other")
+            }
             _ => None,
         };
         match stray {
@@ -165,8 +232,10 @@ pub(crate) struct Checks {
     keys: Jwks,
     now: Option<f64>,
     options: VerifyOptions,
-    revoked: BTreeSet<Jti>,
+    revoked: BTreeSet<Jth>,
     cache_size: usize,
+    request: Option<RequestInput>,
+    skip_proof_of_possession: bool,
 }
 
 impl Checks {
@@ -177,11 +246,13 @@ impl Checks {
     ) -> Result<Checks, Failure> {
         let options = Options::read(options, for_verifier)?;
         Ok(Checks {
-            revoked: parse_jtis(&options.revoked)?,
+            revoked: parse_revoked(&options.revoked)?,
             keys: parse_jwks(jwks)?,
             now: options.now,
             cache_size: options.cache_size.unwrap_or(0),
             options: verify_options(options.leeway_seconds, options.issuer),
+            request: options.request,
+            skip_proof_of_possession: options.skip_proof_of_possession,
         })
     }
 }
@@ -196,19 +267,32 @@ fn try_verify_token(
     let now = now_or_clock(checks.now);
     let verified = mandate_core::verify(&token, &checks.keys, now, &checks.options)
         .map_err(|e| verify_failure(&e))?;
-    match verified
+    if let Some(jth) = verified
         .claims
-        .first_revoked(|jti| checks.revoked.contains(jti))
+        .first_revoked(|jth| checks.revoked.contains(jth))
     {
-        Some(jti) => Err(revoked_failure(jti)),
-        None => Ok(verified),
+        return Err(revoked_failure(jth));
     }
+    if !checks.skip_proof_of_possession {
+        match &checks.request {
+            Some(request) => {
+                request.check(&verified.claims, &token, now)?;
+            }
+            None if verified.claims.cnf.is_some() => {
+                return Err(dpop_failure(&DpopError::Required));
+            }
+            None => {}
+        }
+    }
+    Ok(verified)
 }
 
 /// Verifies a compact token against a key set (an object or JSON text):
 /// signature, header, claims, issuer and lifetime, exactly as the server
 /// does; with `revoked`, also that neither the token nor an ancestor is
-/// revoked.
+/// revoked. A bound token is refused (`dpop_required`) unless `request`
+/// carries its proof for that request (no replay check: a `Verifier`
+/// remembers proofs), or `skipProofOfPossession` says it is only shown.
 #[wasm_bindgen(js_name = verifyToken, unchecked_return_type = "VerifyResult")]
 pub fn verify_token(
     #[wasm_bindgen(unchecked_param_type = "string")] token: JsValue,
@@ -269,10 +353,16 @@ fn try_verify_chain(
     let tokens: Vec<String> =
         from_js(tokens, "tokens").map_err(|message| Failure::input("invalid_argument", message))?;
     let checks = Checks::read(jwks, options, false)?;
+    if checks.request.is_some() || checks.skip_proof_of_possession {
+        return Err(Failure::input(
+            "invalid_options",
+            "request and skipProofOfPossession are options of verifyToken",
+        ));
+    }
     let tokens: Vec<&str> = tokens.iter().map(String::as_str).collect();
     let now = now_or_clock(checks.now);
-    mandate_core::verify_chain(&tokens, &checks.keys, now, &checks.options, |jti| {
-        checks.revoked.contains(jti)
+    mandate_core::verify_chain(&tokens, &checks.keys, now, &checks.options, |jth| {
+        checks.revoked.contains(jth)
     })
     .map_err(|e| chain_failure(&e))
 }
@@ -450,15 +540,9 @@ pub fn check_narrowing(
     #[wasm_bindgen(unchecked_param_type = "Grant | Claims")] parent: JsValue,
 ) -> JsValue {
     #[derive(Serialize)]
-    struct Violation {
-        field: String,
-        code: &'static str,
-        message: String,
-    }
-    #[derive(Serialize)]
     struct Narrowing {
         ok: bool,
-        violations: Vec<Violation>,
+        violations: Vec<ViolationOut>,
         #[serde(skip_serializing_if = "Option::is_none")]
         error: Option<Failure>,
     }
@@ -476,19 +560,144 @@ pub fn check_narrowing(
             };
             Narrowing {
                 ok: violations.is_empty(),
-                violations: violations
-                    .iter()
-                    .map(|v| Violation {
-                        field: v.field(),
-                        code: v.code(),
-                        message: v.to_string(),
-                    })
-                    .collect(),
+                violations: violations.iter().map(ViolationOut::of).collect(),
                 error: None,
             }
         }
     };
     to_js(&result)
+}
+
+/// What `verifyProof` checks a proof against.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+struct ProofInput {
+    method: String,
+    url: String,
+    access_token: String,
+    jkt: Jkt,
+    #[serde(default)]
+    now: Option<f64>,
+}
+
+fn try_verify_proof(proof: &JsValue, input: &JsValue) -> Result<VerifiedProof, Failure> {
+    let proof = string_arg(proof, "proof")?;
+    let input: ProofInput = object_from_js(input, "request")
+        .map_err(|message| Failure::input("invalid_argument", message))?;
+    mandate_core::verify_proof(
+        &proof,
+        &input.access_token,
+        &input.jkt,
+        &ProofRequest {
+            method: &input.method,
+            url: &input.url,
+            now: now_or_clock(input.now),
+        },
+    )
+    .map_err(|e| dpop_failure(&e))
+}
+
+/// Checks a DPoP proof (RFC 9449) sent with `accessToken`, a token bound to
+/// `jkt`, against a request's `method` and `url` at `now`: every rule but
+/// replay, which needs memory (`verifier.verifyRequest` keeps one).
+#[wasm_bindgen(js_name = verifyProof, unchecked_return_type = "ProofResult")]
+pub fn verify_proof(
+    #[wasm_bindgen(unchecked_param_type = "string")] proof: JsValue,
+    #[wasm_bindgen(unchecked_param_type = "ProofCheck")] request: JsValue,
+) -> JsValue {
+    #[derive(Serialize)]
+    struct Valid<'a> {
+        valid: bool,
+        jti: &'a str,
+        iat: i64,
+        jkt: &'a Jkt,
+    }
+    match try_verify_proof(&proof, &request) {
+        Ok(proof) => to_js(&Valid {
+            valid: true,
+            jti: &proof.jti,
+            iat: proof.iat,
+            jkt: &proof.jkt,
+        }),
+        Err(failure) => invalid(failure),
+    }
+}
+
+/// The grant a delegation request gets under `parent`: the limits and
+/// frameworks it leaves out are inherited, and anything wider is refused
+/// with every violation, as the server decides it.
+#[wasm_bindgen(js_name = delegatedGrant, unchecked_return_type = "DelegatedGrantResult")]
+pub fn delegated_grant(
+    #[wasm_bindgen(unchecked_param_type = "Grant")] request: JsValue,
+    #[wasm_bindgen(unchecked_param_type = "Grant | Claims")] parent: JsValue,
+) -> JsValue {
+    #[derive(Serialize)]
+    struct GrantOut<'a> {
+        resources: &'a [mandate_core::ResourcePattern],
+        actions: &'a [Action],
+        constraints: &'a Constraints,
+        policy: &'a Policy,
+        exp: i64,
+    }
+    #[derive(Serialize)]
+    struct Granted<'a> {
+        ok: bool,
+        grant: GrantOut<'a>,
+    }
+    #[derive(Serialize)]
+    struct Refused {
+        ok: bool,
+        code: &'static str,
+        violations: Vec<ViolationOut>,
+    }
+    let grants = grant_of(&request, "request").and_then(|r| Ok((r, grant_of(&parent, "parent")?)));
+    let (request, parent) = match grants {
+        Ok(grants) => grants,
+        Err(failure) => return not_ok(failure),
+    };
+    match mandate_core::delegated_grant(request, &parent) {
+        Ok(grant) => to_js(&Granted {
+            ok: true,
+            grant: GrantOut {
+                resources: grant.scope.resources(),
+                actions: grant.scope.actions(),
+                constraints: &grant.constraints,
+                policy: &grant.policy,
+                exp: grant.expires_at,
+            },
+        }),
+        Err(error) => {
+            let violations = match &error {
+                IssueError::Widening(widening) => {
+                    widening.violations.iter().map(ViolationOut::of).collect()
+                }
+                _ => Vec::new(),
+            };
+            to_js(&Refused {
+                ok: false,
+                code: error.code(),
+                violations,
+            })
+        }
+    }
+}
+
+/// One way a child is wider than its parent, as JavaScript sees it.
+#[derive(Serialize)]
+struct ViolationOut {
+    field: String,
+    code: &'static str,
+    message: String,
+}
+
+impl ViolationOut {
+    fn of(violation: &mandate_core::Violation) -> ViolationOut {
+        ViolationOut {
+            field: violation.field(),
+            code: violation.code(),
+            message: violation.to_string(),
+        }
+    }
 }
 
 /// SHA-256 of a string (as UTF-8) or of bytes, as `sha256:<hex>`: the form of
@@ -509,8 +718,9 @@ pub fn sha256_ref(
     JsValue::from_str(mandate_core::sha256_ref(&bytes).as_str())
 }
 
-/// `{ error }`, the refusal of the functions that otherwise return numbers.
-fn error_only(error: Failure) -> JsValue {
+/// `{ error }`, the refusal of the functions that otherwise return numbers
+/// or objects.
+pub(crate) fn error_only(error: Failure) -> JsValue {
     #[derive(Serialize)]
     struct ErrorOnly {
         error: Failure,

@@ -18,8 +18,8 @@ export interface Jwk {
 export interface ErrorInfo {
   code: string;
   message: string;
-  /** `input`: an argument; `jwks`: the key set; `verify`: a token; `chain`: a chain's links. */
-  stage: "input" | "jwks" | "verify" | "chain";
+  /** `input`: an argument; `jwks`: the key set; `verify`: a token; `chain`: a chain's links; `dpop`: a bound token's proof. */
+  stage: "input" | "jwks" | "verify" | "chain" | "dpop";
   /** The position of the offending token in a chain. */
   index?: number;
 }
@@ -76,8 +76,12 @@ export interface Claims {
   svc_human: string;
   svc_assurance: AssuranceLevel;
   svc_depth: number;
+  /** The parent's jti hash (base64url SHA-256 of its jti): never another token's jti. */
   svc_parent?: string;
+  /** The jti hashes of every ancestor, root first. */
   svc_chain?: string[];
+  /** A bound token: the RFC 7638 thumbprint of its holder's key (RFC 9449). */
+  cnf?: { jkt: string };
   act?: Actor;
 }
 
@@ -94,8 +98,12 @@ export interface VerifyOptions {
   leewaySeconds?: number;
   /** When set, `iss` must equal it. */
   issuer?: string;
-  /** Revoked jtis: a token is refused (`revoked`) when it or any ancestor it names is among them. */
+  /** Revoked tokens, by jti or jti hash: a token is refused (`revoked`) when it or any ancestor it names is among them. */
   revoked?: string[];
+  /** The request a bound token came with, to check its proof (no replay check; see `Verifier.verifyRequest`). */
+  request?: { method: string; url: string; proof?: string };
+  /** Check a bound token without its proof: to show it, never to authorize with it. */
+  skipProofOfPossession?: boolean;
 }
 
 export type VerifyResult =
@@ -112,9 +120,63 @@ export interface VerifierOptions {
   issuer?: string;
   /** Most verified tokens to remember (two generations of half each); below 2, no cache. */
   cacheSize?: number;
-  /** Revoked jtis; a revoked token voids its descendants too. */
+  /** Revoked tokens, by jti or jti hash; a revoked token voids its descendants too. */
   revoked?: string[];
 }
+
+/** The request `verifier.verifyRequest` checks a token against. */
+export interface RequestCheck {
+  /** The HTTP method, as sent. */
+  method: string;
+  /** The URL the request was sent to. */
+  url: string;
+  /** The `DPoP` header, for a bound token. */
+  proof?: string;
+  /** Unix seconds; default the JavaScript clock. */
+  now?: number;
+}
+
+/** What `verifyProof` checks a DPoP proof against. */
+export interface ProofCheck {
+  method: string;
+  url: string;
+  /** The token sent with the proof. */
+  accessToken: string;
+  /** The `cnf.jkt` of that token. */
+  jkt: string;
+  now?: number;
+}
+
+export type ProofResult =
+  | { valid: true; jti: string; iat: number; jkt: string }
+  | { valid: false; error: ErrorInfo };
+
+/** What an `AgentKey` signs a proof for. */
+export interface ProofFor {
+  method: string;
+  url: string;
+  accessToken: string;
+  now?: number;
+}
+
+export type ProofMade = { ok: true; proof: string } | { ok: false; error: ErrorInfo };
+
+/** An Ed25519 public key as `holder_key` takes it. */
+export interface PublicJwk {
+  crv: "Ed25519";
+  kty: "OKP";
+  x: string;
+}
+
+/** An Ed25519 key with its secret `d`: keep it secret. */
+export interface PrivateJwk extends PublicJwk {
+  d: string;
+}
+
+export type DelegatedGrantResult =
+  | { ok: true; grant: Grant }
+  | { ok: false; code: string; violations: Violation[] }
+  | { ok: false; error: ErrorInfo };
 
 export type ChainResult =
   | { valid: true; tokens: VerifiedToken[] }

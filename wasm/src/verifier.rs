@@ -1,19 +1,28 @@
 //! The prepared verifier for hot paths: a key set parsed once, a revocation
-//! set, and an optional bounded cache of tokens that already verified, so an
-//! edge worker that sees the same token many times checks its signature once.
+//! set, an optional bounded cache of tokens that already verified, so an
+//! edge worker that sees the same token many times checks its signature
+//! once, and a memory of the DPoP proofs it accepted, so none is used twice.
 //!
 //! A cache hit is not a free pass: every hit re-checks the token's lifetime
-//! with core's `Claims::check_time` and its line (the token and every
-//! ancestor it names) against the revocation set, exactly as a miss does.
+//! with core's `Claims::check_time`, its line (the token and every ancestor
+//! it names) against the revocation set, and its binding, exactly as a miss
+//! does.
 
 use std::collections::{BTreeSet, HashMap};
 
-use mandate_core::{Claims, Jti, Jwks, VerifyOptions};
-use serde::Serialize;
+use mandate_core::{Claims, DpopError, Jth, Jwks, VerifiedProof, VerifyOptions};
+use serde::{Deserialize, Serialize};
 use wasm_bindgen::prelude::*;
 
-use crate::js::{Failure, from_js, from_json_text, invalid, not_ok, now_or_clock, to_js};
-use crate::{Checks, parse_jtis, revoked_failure, valid_json, verify_failure};
+use crate::js::{
+    Failure, from_js, from_json_text, invalid, not_ok, now_or_clock, object_from_js, to_js,
+};
+use crate::{
+    Checks, RequestInput, dpop_failure, parse_revoked, revoked_failure, valid_json, verify_failure,
+};
+
+/// Most proofs a verifier remembers at once (about 3 MiB).
+const PROOF_MEMORY: usize = 65_536;
 
 /// A token that verified, with its result ready to hand out again.
 #[derive(Debug)]
@@ -94,13 +103,45 @@ impl<V> Cache<V> {
 ///
 /// The constructor never throws: when the key set or the options are
 /// unusable, `error` says why and every `verify` returns that error.
+/// Revocation, then the binding rule: a bound token needs a valid proof for
+/// `request`; without a request, a bound token is refused. Returns the proof
+/// to remember.
+fn judge(
+    claims: &Claims,
+    revoked: &BTreeSet<Jth>,
+    token: &str,
+    now: i64,
+    request: Option<&RequestInput>,
+) -> Result<Option<VerifiedProof>, Failure> {
+    if let Some(jth) = claims.first_revoked(|jth| revoked.contains(jth)) {
+        return Err(revoked_failure(jth));
+    }
+    match request {
+        Some(request) => request.check(claims, token, now),
+        None if claims.cnf.is_some() => Err(dpop_failure(&DpopError::Required)),
+        None => Ok(None),
+    }
+}
+
 #[wasm_bindgen]
 #[derive(Debug)]
 pub struct Verifier {
     keys: Result<Jwks, Failure>,
     options: VerifyOptions,
-    revoked: BTreeSet<Jti>,
+    revoked: BTreeSet<Jth>,
     cache: Cache<Entry>,
+    /// Replay keys of accepted proofs, with the last second each is good for.
+    proofs: HashMap<[u8; 32], i64>,
+}
+
+/// The request `verifyRequest` checks a token against.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RequestOptions {
+    #[serde(flatten)]
+    request: RequestInput,
+    #[serde(default)]
+    now: Option<f64>,
 }
 
 #[wasm_bindgen]
@@ -118,12 +159,14 @@ impl Verifier {
                 revoked: checks.revoked,
                 cache: Cache::new(checks.cache_size),
                 options: checks.options,
+                proofs: HashMap::new(),
             },
             Err(failure) => Verifier {
                 keys: Err(failure),
                 options: VerifyOptions::default(),
                 revoked: BTreeSet::new(),
                 cache: Cache::new(0),
+                proofs: HashMap::new(),
             },
         }
     }
@@ -144,20 +187,14 @@ impl Verifier {
     }
 
     /// Verifies a token at `now` (unix seconds; default the JavaScript
-    /// clock), refusing it when it or an ancestor is revoked.
+    /// clock), refusing it when it or an ancestor is revoked. A bound token
+    /// is refused (`dpop_required`): check it with `verifyRequest`.
     #[wasm_bindgen(unchecked_return_type = "VerifyResult")]
     pub fn verify(
         &mut self,
         #[wasm_bindgen(unchecked_param_type = "string")] token: JsValue,
         #[wasm_bindgen(unchecked_optional_param_type = "number")] now: Option<JsValue>,
     ) -> JsValue {
-        let keys = match &self.keys {
-            Ok(keys) => keys,
-            Err(failure) => return invalid(failure.clone()),
-        };
-        let Some(token) = token.as_string() else {
-            return invalid(Failure::input("invalid_argument", "token must be a string"));
-        };
         let now = match now.map(|now| now.as_f64()) {
             None => now_or_clock(None),
             Some(Some(now)) => now_or_clock(Some(now)),
@@ -165,44 +202,103 @@ impl Verifier {
                 return invalid(Failure::input("invalid_argument", "now must be a number"));
             }
         };
-        let leeway = self.options.leeway_seconds;
-        if let Some(entry) = self.cache.get(&token) {
-            if let Err(error) = entry.claims.check_time(now, leeway) {
-                self.cache.remove(&token);
-                return invalid(verify_failure(&error));
-            }
-            if let Some(jti) = entry.claims.first_revoked(|jti| self.revoked.contains(jti)) {
-                return invalid(revoked_failure(jti));
-            }
-            return entry.result.clone();
-        }
-        let verified = match mandate_core::verify(&token, keys, now, &self.options) {
-            Ok(verified) => verified,
-            Err(error) => return invalid(verify_failure(&error)),
+        let Some(token) = token.as_string() else {
+            return invalid(Failure::input("invalid_argument", "token must be a string"));
         };
-        if let Some(jti) = verified
-            .claims
-            .first_revoked(|jti| self.revoked.contains(jti))
-        {
-            return invalid(revoked_failure(jti));
+        match self.checked(&token, now, None) {
+            Ok(result) => result,
+            Err(failure) => invalid(failure),
+        }
+    }
+
+    /// Verifies a token presented with a request: everything `verify` checks,
+    /// then the binding rule — a bound token needs `proof`, a valid DPoP
+    /// proof (RFC 9449) by its holder for this `method` and `url`, never
+    /// seen before by this verifier; an unbound token takes none.
+    #[wasm_bindgen(js_name = verifyRequest, unchecked_return_type = "VerifyResult")]
+    pub fn verify_request(
+        &mut self,
+        #[wasm_bindgen(unchecked_param_type = "string")] token: JsValue,
+        #[wasm_bindgen(unchecked_param_type = "RequestCheck")] request: JsValue,
+    ) -> JsValue {
+        let Some(token) = token.as_string() else {
+            return invalid(Failure::input("invalid_argument", "token must be a string"));
+        };
+        let request: RequestOptions = match object_from_js(&request, "request") {
+            Ok(request) => request,
+            Err(message) => return invalid(Failure::input("invalid_argument", message)),
+        };
+        let now = now_or_clock(request.now);
+        match self.checked(&token, now, Some(&request.request)) {
+            Ok(result) => result,
+            Err(failure) => invalid(failure),
+        }
+    }
+
+    /// The verdict on a token at `now`, from the cache or afresh, with the
+    /// binding rule for `request` (none: the token must not be bound).
+    fn checked(
+        &mut self,
+        token: &str,
+        now: i64,
+        request: Option<&RequestInput>,
+    ) -> Result<JsValue, Failure> {
+        let keys = self.keys.as_ref().map_err(Clone::clone)?;
+        let leeway = self.options.leeway_seconds;
+        if let Some(entry) = self.cache.get(token) {
+            if let Err(error) = entry.claims.check_time(now, leeway) {
+                self.cache.remove(token);
+                return Err(verify_failure(&error));
+            }
+            let proof = judge(&entry.claims, &self.revoked, token, now, request)?;
+            let result = entry.result.clone();
+            if let Some(proof) = proof {
+                self.first_use(&proof, now)?;
+            }
+            return Ok(result);
+        }
+        let verified = mandate_core::verify(token, keys, now, &self.options)
+            .map_err(|e| verify_failure(&e))?;
+        if let Some(proof) = judge(&verified.claims, &self.revoked, token, now, request)? {
+            self.first_use(&proof, now)?;
         }
         let result = from_json_text(&valid_json(&verified));
         if self.cache.half > 0 {
             deep_freeze(&result);
             self.cache.insert(
-                token,
+                token.to_owned(),
                 Entry {
                     claims: verified.claims,
                     result: result.clone(),
                 },
             );
         }
-        result
+        Ok(result)
     }
 
-    /// Adds one jti or a list of jtis to the revocation set; a revoked token
-    /// voids every token delegated below it. All or nothing: a malformed jti
-    /// adds none.
+    /// Remembers a proof's first use, or refuses a second.
+    fn first_use(&mut self, proof: &VerifiedProof, now: i64) -> Result<(), Failure> {
+        let key = proof.replay_key();
+        if self.proofs.get(&key).is_some_and(|until| *until >= now) {
+            return Err(dpop_failure(&DpopError::Replayed));
+        }
+        if self.proofs.len() >= PROOF_MEMORY {
+            self.proofs.retain(|_, until| *until >= now);
+            if self.proofs.len() >= PROOF_MEMORY {
+                return Err(Failure::new(
+                    crate::js::Stage::Dpop,
+                    "dpop_memory_full",
+                    "too many live proofs to remember one more; retry in a minute",
+                ));
+            }
+        }
+        self.proofs.insert(key, proof.remember_until());
+        Ok(())
+    }
+
+    /// Adds one revoked token or a list to the revocation set, each named by
+    /// its jti or its jti hash; a revoked token voids every token delegated
+    /// below it. All or nothing: a malformed entry adds none.
     #[wasm_bindgen(unchecked_return_type = "RevokeResult")]
     pub fn revoke(
         &mut self,
@@ -217,9 +313,9 @@ impl Verifier {
             None => from_js::<Vec<String>>(&jtis, "jtis")
                 .map_err(|message| Failure::input("invalid_argument", message)),
         };
-        match list.and_then(|list| parse_jtis(&list)) {
-            Ok(jtis) => {
-                self.revoked.extend(jtis);
+        match list.and_then(|list| parse_revoked(&list)) {
+            Ok(jths) => {
+                self.revoked.extend(jths);
                 to_js(&Revoked { ok: true })
             }
             Err(failure) => not_ok(failure),

@@ -10,11 +10,12 @@ use mandate_core::{
     SigningKey, TokenRequest, Ulid, delegate, issue_root, sign,
 };
 use mandate_wasm::{
-    Verifier, check_narrowing, decode_token_unverified, permits, reputation, sha256_ref,
-    summarize_workflow, verify_chain, verify_token,
+    AgentKey, Verifier, check_narrowing, decode_token_unverified, delegated_grant, permits,
+    reputation, sha256_ref, summarize_workflow, verify_chain, verify_proof, verify_token,
 };
 use serde_json::{Value, json};
 use wasm_bindgen::JsValue;
+use wasm_bindgen::convert::TryFromJsValue as _;
 use wasm_bindgen_test::wasm_bindgen_test;
 
 const NOW: i64 = 1_800_000_000;
@@ -53,6 +54,7 @@ fn request(agent: &str, resources: &[&str], actions: &[&str]) -> TokenRequest {
         constraints: Constraints::default(),
         policy: Policy::default(),
         ttl_seconds: None,
+        holder: None,
     }
 }
 
@@ -190,7 +192,7 @@ fn verify_token_refuses_with_core_codes() {
             jwks(),
             json!({"now": NOW, "revoked": ["vat_root_x"]}),
             "input",
-            "invalid_id",
+            "invalid_revoked",
         ),
         (
             token(&claims),
@@ -285,11 +287,12 @@ fn verifier_cache_honours_expiry_and_revocation() {
     assert_eq!(verifier.cached(), 1);
     let refused = read(&verifier.verify(token(&child), now.clone()));
     assert_eq!(refused["error"]["code"], json!("revoked"));
+    // Named by the only name the child carries: its parent's jti hash.
     assert!(
         refused["error"]["message"]
             .as_str()
             .unwrap()
-            .contains(parent.jti.as_str())
+            .contains(parent.jti.hash().as_str())
     );
     let malformed = read(&verifier.revoke(js(&json!([child.jti.as_str(), "nope"]))));
     assert_eq!(malformed["ok"], json!(false));
@@ -316,7 +319,7 @@ fn verifier_without_cache_or_with_bad_setup() {
         (
             jwks(),
             options(json!({"revoked": ["x"]})),
-            "invalid_id_prefix",
+            "invalid_revoked",
         ),
     ] {
         let mut broken = Verifier::new(jwks, options);
@@ -499,6 +502,9 @@ fn no_argument_throws() {
             verify_chain(js(&json!([])), bad.clone(), Some(bad.clone())),
             Verifier::new(bad.clone(), Some(bad.clone())).verify(bad.clone(), Some(bad.clone())),
             Verifier::new(jwks(), None).revoke(bad.clone()),
+            Verifier::new(jwks(), None).verify_request(good.clone(), bad.clone()),
+            verify_proof(bad.clone(), bad.clone()),
+            delegated_grant(bad.clone(), bad.clone()),
             decode_token_unverified(bad.clone()),
             permits(bad.clone(), bad.clone(), bad.clone()),
             check_narrowing(bad.clone(), bad.clone()),
@@ -512,4 +518,127 @@ fn no_argument_throws() {
         }
         assert!(sha256_ref(bad).is_null());
     }
+}
+
+/// A bound token, checked as an MCP server or an edge worker would: with the
+/// holder's proof for the request, used once.
+#[wasm_bindgen_test]
+fn bound_tokens_need_their_holders_proof_once() {
+    let holder = AgentKey::generate(Some(Uint8Array::from(&[5u8; 32][..]).into()));
+    let holder = AgentKey::try_from_js_value(holder).unwrap();
+    let mut bound = root();
+    bound.cnf = Some(mandate_core::Confirmation {
+        jkt: mandate_core::Jkt::parse(&holder.jkt()).unwrap(),
+    });
+    let compact = sign(&bound, &key(7)).unwrap();
+    let url = "https://tools.example/mcp";
+    let proof = |now: i64| {
+        let made = read(&holder.proof(js(&json!({
+            "method": "POST", "url": url, "accessToken": compact, "now": now
+        }))));
+        assert_eq!(made["ok"], json!(true), "{made}");
+        made["proof"].as_str().unwrap().to_owned()
+    };
+    let mut verifier = Verifier::new(jwks(), options(json!({"cacheSize": 8})));
+    let now = Some(JsValue::from_f64(NOW as f64));
+    assert_eq!(
+        error_code(&verifier.verify(compact.clone().into(), now)),
+        json!("dpop_required")
+    );
+    let first = proof(NOW);
+    let request =
+        |proof: &str| js(&json!({"method": "POST", "url": url, "proof": proof, "now": NOW}));
+    for round in 0..2 {
+        let result = read(&verifier.verify_request(compact.clone().into(), request(&first)));
+        if round == 0 {
+            assert_eq!(result["valid"], json!(true), "{result}");
+            assert_eq!(result["claims"]["cnf"]["jkt"], json!(holder.jkt()));
+        } else {
+            assert_eq!(result["error"]["code"], json!("dpop_replayed"));
+            assert_eq!(result["error"]["stage"], json!("dpop"));
+        }
+    }
+    // A second proof is good, also from the cache.
+    let second = proof(NOW);
+    assert_eq!(
+        read(&verifier.verify_request(compact.clone().into(), request(&second)))["valid"],
+        json!(true)
+    );
+    let missing = js(&json!({"method": "POST", "url": url, "now": NOW}));
+    assert_eq!(
+        error_code(&verifier.verify_request(compact.clone().into(), missing)),
+        json!("dpop_required")
+    );
+    // verifyToken: with the request, without it, or only to show it.
+    let checked = read(&verify_token(
+        compact.clone().into(),
+        jwks(),
+        options(json!({"now": NOW, "request": {"method": "POST", "url": url, "proof": second}})),
+    ));
+    assert_eq!(checked["valid"], json!(true));
+    assert_eq!(
+        error_code(&verify_token(
+            compact.clone().into(),
+            jwks(),
+            options(json!({"now": NOW}))
+        )),
+        json!("dpop_required")
+    );
+    let shown = read(&verify_token(
+        compact.clone().into(),
+        jwks(),
+        options(json!({"now": NOW, "skipProofOfPossession": true})),
+    ));
+    assert_eq!(shown["valid"], json!(true));
+    // The stateless proof check names the rule that fails.
+    let check = |proof: &str, method: &str| {
+        read(&verify_proof(
+            proof.into(),
+            js(
+                &json!({"method": method, "url": url, "accessToken": compact, "jkt": holder.jkt(), "now": NOW}),
+            ),
+        ))
+    };
+    assert_eq!(check(&second, "POST")["valid"], json!(true));
+    assert_eq!(
+        check(&second, "GET")["error"]["code"],
+        json!("dpop_method_mismatch")
+    );
+    // A key survives export and import.
+    let exported = holder.export_jwk();
+    let again = AgentKey::try_from_js_value(AgentKey::from_jwk(exported)).unwrap();
+    assert_eq!(again.jkt(), holder.jkt());
+    let public = read(&holder.public_jwk());
+    assert_eq!(public["kty"], json!("OKP"));
+    assert!(public.get("d").is_none());
+    assert!(read(&AgentKey::generate(Some(js(&json!("short")))))["error"].is_object());
+    assert!(read(&AgentKey::from_jwk(js(&public)))["error"].is_object());
+}
+
+#[wasm_bindgen_test]
+fn delegation_grants_inherit_what_they_leave_out() {
+    let parent = js(
+        &json!({"resources": ["crm:*"], "actions": ["read", "delegate"],
+                            "constraints": {"max_spend_usd": 10}, "policy": {"frameworks": ["gdpr"]},
+                            "exp": NOW + 100}),
+    );
+    let granted = read(&delegated_grant(
+        js(
+            &json!({"resources": ["crm:a"], "actions": ["read"], "constraints": {"max_actions": 5}, "exp": NOW + 50}),
+        ),
+        parent.clone(),
+    ));
+    assert_eq!(granted["ok"], json!(true), "{granted}");
+    // Through JSON.parse, 10.0 reads back as the integer 10.
+    assert_eq!(
+        granted["grant"]["constraints"],
+        json!({"max_spend_usd": 10, "max_actions": 5})
+    );
+    assert_eq!(granted["grant"]["policy"], json!({"frameworks": ["gdpr"]}));
+    let refused = read(&delegated_grant(
+        js(&json!({"resources": ["bank:*"], "actions": ["read"], "exp": NOW + 50})),
+        parent,
+    ));
+    assert_eq!(refused["code"], json!("scope_widening"));
+    assert_eq!(refused["violations"][0]["field"], json!("resources"));
 }

@@ -36,6 +36,7 @@ fn typical_claims(now: i64) -> Claims {
             },
             policy: Policy::new(vec![Framework::parse("gdpr").expect("valid")]).expect("valid"),
             ttl_seconds: Some(3600),
+            holder: None,
         },
         RootIssue {
             issuer: "mandate".into(),

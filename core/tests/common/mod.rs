@@ -28,6 +28,7 @@ pub fn request(resources: &[&str], actions: &[&str]) -> TokenRequest {
         constraints: Constraints::default(),
         policy: Policy::default(),
         ttl_seconds: None,
+        holder: None,
     }
 }
 

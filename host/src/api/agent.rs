@@ -1,26 +1,36 @@
-//! Agent calls: record an action, authorize, complete, delegate. The agent is
-//! identified by its token (`vat_jti` in the body and/or a Bearer token).
+//! Agent calls: record an action, authorize, complete, delegate. The agent
+//! acts with a token: presented itself (`Authorization: Bearer`, or `DPoP`
+//! with a proof for a bound token), or — for `record/action` and
+//! `authorize`, as the spec shows — named by a bare `vat_jti` in the body.
+//! `delegate` changes authority and always needs the token itself.
 
 use axum::extract::{Path, State};
-use axum::http::{HeaderMap, StatusCode};
-use mandate_core::{AarId, DenyReason, Jti, Usd};
+use axum::http::StatusCode;
+use mandate_core::{AarId, DenyReason, Usd};
 
 use super::docs::Errors;
-use super::extract::{IdempotentJson, Json, agent_token, optional_bearer_jti};
+use super::extract::{Acting, AgentCall, IdempotentJson, Json, Need};
 use super::input;
+use crate::clock::now_ms;
 use crate::error::{ApiError, ApiResult};
 use crate::idempotency::{self, Rendered, Reply};
-use crate::ledger::{self, Attempt, AttemptOutcome, Completion, Delegation, DelegationOutcome};
+use crate::ledger::{
+    self, Attempt, AttemptOutcome, Completion, Credential, Delegation, DelegationOutcome,
+};
 use crate::model::{
     AuthorizeRequest, AuthorizeResponse, CompleteRequest, DelegateRequest, IssuedToken,
     RecordActionRequest, RecordActionResponse, RecordBody,
 };
 use crate::{AppState, random};
 
-/// The problem a denied attempt answers with.
-fn denial(reason: DenyReason) -> ApiError {
+/// The problem a denied attempt answers with. An inactive token is named
+/// only to a caller who presented the token itself.
+fn denial(reason: DenyReason, credential: Credential) -> ApiError {
     match reason {
-        DenyReason::TokenRevoked | DenyReason::TokenExpired => ApiError::token_inactive(),
+        DenyReason::TokenRevoked | DenyReason::TokenExpired => match credential {
+            Credential::Token => ApiError::holder_inactive(reason == DenyReason::TokenExpired),
+            Credential::Jti => ApiError::token_inactive(),
+        },
         DenyReason::ActionNotPermitted => {
             ApiError::forbidden(reason.code(), "the token does not hold this action")
         }
@@ -36,16 +46,22 @@ fn denial(reason: DenyReason) -> ApiError {
             reason.code(),
             "one more action would pass max_actions of the token or an ancestor",
         ),
-        DenyReason::ScopeWidening | DenyReason::DelegationTooDeep => {
+        DenyReason::ScopeWidening | DenyReason::DelegationTooDeep | DenyReason::TooManyChildren => {
             ApiError::forbidden(reason.code(), "the delegation was refused")
         }
     }
 }
 
 /// What an agent asks to do, checked.
-fn attempt(jti: Jti, action: &str, resource: &str, spend_usd: Option<f64>) -> ApiResult<Attempt> {
+fn attempt(
+    acting: Acting,
+    action: &str,
+    resource: &str,
+    spend_usd: Option<f64>,
+) -> ApiResult<Attempt> {
     Ok(Attempt {
-        jti,
+        jti: acting.jti,
+        credential: acting.credential,
         action: input::action(action)?,
         resource: input::resource(resource)?,
         spend: input::amount("spend_usd", spend_usd)?.unwrap_or(Usd::ZERO),
@@ -76,12 +92,14 @@ fn count_record(state: &AppState, outcome: &AttemptOutcome, allowed_status: &str
 )]
 pub(crate) async fn record_action(
     State(state): State<AppState>,
-    headers: HeaderMap,
+    call: AgentCall,
     IdempotentJson { body, key }: IdempotentJson<RecordActionRequest>,
 ) -> ApiResult<Rendered> {
-    let jti = agent_token(&state, &headers, body.vat_jti.as_deref()).await?;
-    let key = key.map(|k| k.scoped("record_action", jti.as_str()));
-    let attempt = attempt(jti, &body.action, &body.resource, body.spend_usd)?;
+    let acting = call
+        .acting(&state, body.vat_jti.as_deref(), Need::TokenOrJti)
+        .await?;
+    let key = key.map(|k| k.scoped("record_action", acting.jti.as_str()));
+    let attempt = attempt(acting, &body.action, &body.resource, body.spend_usd)?;
     let result = input::outcome(&body.result)?;
     let result_hash = input::result_hash(body.result_hash.as_deref())?;
     let cache = state.claims.clone();
@@ -107,7 +125,9 @@ pub(crate) async fn record_action(
 
 fn render_recorded(outcome: &AttemptOutcome) -> ApiResult<Rendered> {
     match outcome.denied {
-        Some(reason) => Rendered::problem(&denial(reason).with_record(outcome.aar_id.as_str())),
+        Some(reason) => Rendered::problem(
+            &denial(reason, outcome.credential).with_record(outcome.aar_id.as_str()),
+        ),
         None => Rendered::json(
             StatusCode::CREATED,
             &RecordActionResponse {
@@ -135,12 +155,14 @@ fn render_recorded(outcome: &AttemptOutcome) -> ApiResult<Rendered> {
 )]
 pub(crate) async fn authorize(
     State(state): State<AppState>,
-    headers: HeaderMap,
+    call: AgentCall,
     IdempotentJson { body, key }: IdempotentJson<AuthorizeRequest>,
 ) -> ApiResult<Rendered> {
-    let jti = agent_token(&state, &headers, body.vat_jti.as_deref()).await?;
-    let key = key.map(|k| k.scoped("authorize", jti.as_str()));
-    let attempt = attempt(jti, &body.action, &body.resource, body.spend_usd)?;
+    let acting = call
+        .acting(&state, body.vat_jti.as_deref(), Need::TokenOrJti)
+        .await?;
+    let key = key.map(|k| k.scoped("authorize", acting.jti.as_str()));
+    let attempt = attempt(acting, &body.action, &body.resource, body.spend_usd)?;
     let cache = state.claims.clone();
     let reply = state
         .store
@@ -164,7 +186,9 @@ pub(crate) async fn authorize(
 
 fn render_decision(outcome: &AttemptOutcome) -> ApiResult<Rendered> {
     if let Some(reason @ (DenyReason::TokenRevoked | DenyReason::TokenExpired)) = outcome.denied {
-        return Rendered::problem(&denial(reason).with_record(outcome.aar_id.as_str()));
+        return Rendered::problem(
+            &denial(reason, outcome.credential).with_record(outcome.aar_id.as_str()),
+        );
     }
     let claims = &outcome.claims;
     Rendered::json(
@@ -196,16 +220,10 @@ fn render_decision(outcome: &AttemptOutcome) -> ApiResult<Rendered> {
 pub(crate) async fn complete(
     State(state): State<AppState>,
     Path(aar_id): Path<String>,
-    headers: HeaderMap,
+    call: AgentCall,
     Json(body): Json<CompleteRequest>,
 ) -> ApiResult<axum::Json<RecordBody>> {
-    let bearer_jti = optional_bearer_jti(&state, &headers).await?;
-    if bearer_jti.is_none() && state.config.require_bearer_token {
-        return Err(ApiError::unauthorized(
-            "bearer_required",
-            "this deployment requires the token as Authorization: Bearer <compact_jwt>",
-        ));
-    }
+    let presented = call.completer(&state).await?;
     let aar_id = AarId::parse(&aar_id)
         .map_err(|_| ApiError::not_found("record_not_found", "no record has this aar_id"))?;
     let completion = Completion {
@@ -213,12 +231,13 @@ pub(crate) async fn complete(
         result: input::outcome(&body.result)?,
         result_hash: input::result_hash(body.result_hash.as_deref())?,
         spend: input::amount("spend_usd", body.spend_usd)?,
-        bearer_jti,
+        presented,
     };
     let cache = state.claims.clone();
+    let now = now_ms();
     let record = state
         .store
-        .write(move |conn| ledger::complete(conn, &cache, &completion))
+        .write(move |conn| ledger::complete(conn, &cache, &completion, now))
         .await?;
     state.metrics.record_written("completed");
     Ok(axum::Json(record))
@@ -238,10 +257,13 @@ pub(crate) async fn complete(
 )]
 pub(crate) async fn delegate(
     State(state): State<AppState>,
-    headers: HeaderMap,
+    call: AgentCall,
     IdempotentJson { body, key }: IdempotentJson<DelegateRequest>,
 ) -> ApiResult<Rendered> {
-    let parent = agent_token(&state, &headers, body.vat_jti.as_deref()).await?;
+    let parent = call
+        .acting(&state, body.vat_jti.as_deref(), Need::Token)
+        .await?
+        .jti;
     let key = key.map(|k| k.scoped("delegate", parent.as_str()));
     let request = input::token_request(&body)?;
     let delegation = Delegation {

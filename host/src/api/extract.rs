@@ -1,20 +1,28 @@
 //! Extractors: JSON bodies whose every failure is a problem body, API-key
-//! authentication, and the agent-token rules (body `vat_jti`, optional or
-//! required `Authorization: Bearer <compact_jwt>`).
+//! authentication, and the agent-token rules: which calls take a bare
+//! `vat_jti` (it names a token and proves nothing) and which need the token
+//! itself (`Authorization: Bearer`, or for a bound token `DPoP` with a proof
+//! by the holder's key, RFC 9449).
 
 use axum::body::Bytes;
 use axum::extract::{FromRequest, FromRequestParts, Request};
 use axum::http::request::Parts;
-use axum::http::{HeaderMap, StatusCode, header};
-use mandate_core::{Jti, VerifyError, VerifyOptions, verify};
+use axum::http::{HeaderMap, Method, StatusCode, header};
+use mandate_core::{
+    Claims, DpopError, Jti, Jwks, ProofRequest, VerifyError, VerifyOptions, check_binding, verify,
+    verify_ignoring_lifetime,
+};
 use serde::de::DeserializeOwned;
 use sha2::{Digest as _, Sha256};
 
 use crate::AppState;
 use crate::apikeys::{self, Principal};
 use crate::clock::now_s;
+use crate::config::AgentAuth;
 use crate::error::{ApiError, ApiResult};
 use crate::idempotency::{self, Presented};
+use crate::ledger::Credential;
+use crate::proofs::Refused;
 
 /// A JSON request body. Wrong content type → 415, too large → 413, not JSON
 /// → 400, JSON of the wrong shape → 422; each a problem body.
@@ -154,21 +162,14 @@ impl<T: DeserializeOwned, S: Send + Sync> FromRequest<S> for IdempotentJson<T> {
 
 /// The credential in `Authorization: Bearer …`, if any.
 fn bearer(headers: &HeaderMap) -> ApiResult<Option<&str>> {
-    let Some(value) = headers.get(header::AUTHORIZATION) else {
-        return Ok(None);
-    };
-    let value = value.to_str().map_err(|_| {
-        ApiError::unauthorized("unauthorized", "the Authorization header is not readable")
-    })?;
-    let credential = value
-        .strip_prefix("Bearer ")
-        .or_else(|| value.strip_prefix("bearer "))
-        .map(str::trim)
-        .filter(|c| !c.is_empty())
-        .ok_or_else(|| {
-            ApiError::unauthorized("unauthorized", "use Authorization: Bearer <credential>")
-        })?;
-    Ok(Some(credential))
+    match authorization(headers)? {
+        Some((Scheme::Bearer, credential)) => Ok(Some(credential)),
+        Some((Scheme::Dpop, _)) => Err(ApiError::unauthorized(
+            "unauthorized",
+            "this call takes an API key: Authorization: Bearer mk_…",
+        )),
+        None => Ok(None),
+    }
 }
 
 /// A caller authenticated by API key.
@@ -213,21 +214,43 @@ pub(crate) fn has_api_key(headers: &HeaderMap) -> bool {
     matches!(bearer(headers), Ok(Some(c)) if apikeys::looks_like_key(c))
 }
 
-/// Verifies a compact token against the published keys, refreshing them once
-/// when the token names a kid the server does not know yet.
-async fn verify_bearer(state: &AppState, compact: &str) -> Result<Jti, VerifyError> {
-    let options = VerifyOptions {
-        issuer: Some(state.config.issuer.clone()),
-        ..VerifyOptions::default()
+/// The scheme of an `Authorization` header that carries a token.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Scheme {
+    Bearer,
+    /// RFC 9449: a bound token, with its proof in the `DPoP` header.
+    Dpop,
+}
+
+/// The scheme and credential of the `Authorization` header, if any.
+fn authorization(headers: &HeaderMap) -> ApiResult<Option<(Scheme, &str)>> {
+    let Some(value) = headers.get(header::AUTHORIZATION) else {
+        return Ok(None);
     };
-    let attempt = verify(compact, &state.keys.current().jwks, now_s(), &options);
-    let verified = match attempt {
-        Err(VerifyError::UnknownKid) if state.refresh_keys().await.is_ok() => {
-            verify(compact, &state.keys.current().jwks, now_s(), &options)
-        }
-        other => other,
-    }?;
-    Ok(verified.claims.jti)
+    let value = value.to_str().map_err(|_| {
+        ApiError::unauthorized("unauthorized", "the Authorization header is not readable")
+    })?;
+    let (scheme, credential) = value.split_once(' ').ok_or_else(|| {
+        ApiError::unauthorized("unauthorized", "use Authorization: Bearer <credential>")
+    })?;
+    let scheme = if scheme.eq_ignore_ascii_case("bearer") {
+        Scheme::Bearer
+    } else if scheme.eq_ignore_ascii_case("dpop") {
+        Scheme::Dpop
+    } else {
+        return Err(ApiError::unauthorized(
+            "unauthorized",
+            "use Authorization: Bearer <credential> (DPoP <token> for a bound token)",
+        ));
+    };
+    let credential = credential.trim();
+    if credential.is_empty() {
+        return Err(ApiError::unauthorized(
+            "unauthorized",
+            "the Authorization header names no credential",
+        ));
+    }
+    Ok(Some((scheme, credential)))
 }
 
 /// Parses a `vat_jti` from a body.
@@ -235,76 +258,223 @@ pub(crate) fn parse_jti(field: &str, text: &str) -> ApiResult<Jti> {
     Jti::parse(text).map_err(|e| ApiError::invalid(field, e.code(), e.to_string()))
 }
 
-/// The token an agent call acts with: the body's `vat_jti` and/or a verified
-/// Bearer token (which must name the same jti). Counts the call against the
-/// token's rate limit.
-pub(crate) async fn agent_token(
-    state: &AppState,
-    headers: &HeaderMap,
-    body_jti: Option<&str>,
-) -> ApiResult<Jti> {
-    let from_bearer = match bearer(headers)? {
-        Some(compact) if !apikeys::looks_like_key(compact) => {
-            match verify_bearer(state, compact).await {
-                Ok(jti) => Some(jti),
-                Err(error) => {
-                    state.metrics.verification_failed(error.code());
-                    return Err(ApiError::unauthorized(error.code(), error.to_string()));
-                }
-            }
-        }
-        _ => None,
-    };
-    if from_bearer.is_none() && state.config.require_bearer_token {
-        return Err(ApiError::unauthorized(
-            "bearer_required",
-            "this deployment requires the token as Authorization: Bearer <compact_jwt>",
-        ));
-    }
-    let from_body = body_jti
-        .map(|text| parse_jti("vat_jti", text))
-        .transpose()?;
-    let jti = match (from_bearer, from_body) {
-        (Some(bearer), Some(body)) if bearer != body => {
-            return Err(ApiError::unauthorized(
-                "token_mismatch",
-                "vat_jti is not the jti of the Bearer token",
-            ));
-        }
-        (Some(jti), _) | (None, Some(jti)) => jti,
-        (None, None) => {
-            return Err(ApiError::invalid(
-                "vat_jti",
-                "missing_field",
-                "vat_jti is required (or a Bearer token)",
-            ));
-        }
-    };
-    state.limiters.token(jti.as_str())?;
-    Ok(jti)
+/// What an agent call must present.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Need {
+    /// The token itself: acts that change authority (`delegate`, an agent's
+    /// `revoke`).
+    Token,
+    /// The token, or (unless the deployment says otherwise) its bare
+    /// `vat_jti` in the body, as the spec shows for `record/action` and
+    /// `authorize`.
+    TokenOrJti,
 }
 
-/// The jti of a verified Bearer token, if the request carries one (for
-/// `complete`, where the record names the token).
-pub(crate) async fn optional_bearer_jti(
-    state: &AppState,
-    headers: &HeaderMap,
-) -> ApiResult<Option<Jti>> {
-    match bearer(headers)? {
-        Some(compact) if !apikeys::looks_like_key(compact) => {
-            match verify_bearer(state, compact).await {
-                Ok(jti) => {
-                    state.limiters.token(jti.as_str())?;
-                    Ok(Some(jti))
-                }
-                Err(error) => {
-                    state.metrics.verification_failed(error.code());
-                    Err(ApiError::unauthorized(error.code(), error.to_string()))
-                }
+/// The token an agent call acts with, and what the caller proved about it.
+#[derive(Debug, Clone)]
+pub(crate) struct Acting {
+    pub(crate) jti: Jti,
+    pub(crate) credential: Credential,
+}
+
+/// An agent call: what it needs to authenticate the token it presents —
+/// the headers, and the method and URL a DPoP proof must name.
+#[derive(Debug, Clone)]
+pub(crate) struct AgentCall {
+    method: Method,
+    path: String,
+    headers: HeaderMap,
+}
+
+impl<S: Send + Sync> FromRequestParts<S> for AgentCall {
+    type Rejection = std::convert::Infallible;
+
+    async fn from_request_parts(parts: &mut Parts, _: &S) -> Result<AgentCall, Self::Rejection> {
+        Ok(AgentCall {
+            method: parts.method.clone(),
+            path: parts.uri.path().to_owned(),
+            headers: parts.headers.clone(),
+        })
+    }
+}
+
+/// What the token an agent presents must verify as.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Lifetime {
+    /// Unexpired: for acting.
+    Checked,
+    /// Whatever it is now: for reporting what the token did while valid.
+    Ignored,
+}
+
+impl AgentCall {
+    /// The URL the request was sent to, as a proof's `htu` names it.
+    fn url(&self, state: &AppState) -> String {
+        match &state.config.public_url {
+            Some(base) => format!("{}{}", base.trim_end_matches('/'), self.path),
+            None => {
+                let host = self
+                    .headers
+                    .get(header::HOST)
+                    .and_then(|h| h.to_str().ok())
+                    .unwrap_or_default();
+                format!("http://{host}{}", self.path)
             }
         }
-        _ => Ok(None),
     }
+
+    /// The one `DPoP` header, if any (RFC 9449 §4.3: never two).
+    fn proof(&self) -> ApiResult<Option<&str>> {
+        let mut proofs = self.headers.get_all("dpop").iter();
+        let (Some(proof), None) = (proofs.next(), proofs.next()) else {
+            return match self.headers.contains_key("dpop") {
+                true => Err(ApiError::dpop_invalid(&DpopError::Malformed)),
+                false => Ok(None),
+            };
+        };
+        proof
+            .to_str()
+            .map(Some)
+            .map_err(|_| ApiError::dpop_invalid(&DpopError::Malformed))
+    }
+
+    /// The token the caller presents, verified — its signature, issuer,
+    /// lifetime (unless `lifetime` says otherwise), and for a bound token
+    /// its proof, used once — or `None` when it presents none.
+    async fn presented(&self, state: &AppState, lifetime: Lifetime) -> ApiResult<Option<Jti>> {
+        let Some((scheme, compact)) = authorization(&self.headers)? else {
+            return Ok(None);
+        };
+        if apikeys::looks_like_key(compact) {
+            return Err(ApiError::token_required(
+                "an API key (mk_…) was sent; agent calls take the agent's token: \
+                 Authorization: Bearer <compact_jwt> (DPoP <compact_jwt> with a proof when bound)",
+            ));
+        }
+        let claims = verify_token(state, compact, lifetime).await?;
+        let now = now_s();
+        let url = self.url(state);
+        let request = ProofRequest {
+            method: self.method.as_str(),
+            url: &url,
+            now,
+        };
+        let proof = match scheme {
+            // RFC 9449 §7.2: a bound token sent as a Bearer token is refused.
+            Scheme::Bearer => None,
+            Scheme::Dpop => Some(self.proof()?.ok_or_else(ApiError::dpop_required)?),
+        };
+        let checked = check_binding(&claims, compact, proof, &request).map_err(|e| match e {
+            DpopError::Required => ApiError::dpop_required(),
+            other => ApiError::dpop_invalid(&other),
+        })?;
+        if let Some(proof) = checked {
+            state
+                .proofs
+                .first_use(&proof, now)
+                .map_err(|refused| match refused {
+                    Refused::Replayed => ApiError::dpop_invalid(&DpopError::Replayed),
+                    Refused::Full => ApiError::unavailable(
+                        "too many proofs of possession are in flight to remember one more; retry",
+                    ),
+                })?;
+        }
+        state.limiters.token(claims.jti.as_str())?;
+        Ok(Some(claims.jti))
+    }
+
+    /// The token an agent call acts with: the token presented, or the
+    /// body's bare `vat_jti` where `need` and the deployment allow one. A
+    /// `vat_jti` beside a presented token must name it.
+    pub(crate) async fn acting(
+        &self,
+        state: &AppState,
+        body_jti: Option<&str>,
+        need: Need,
+    ) -> ApiResult<Acting> {
+        let presented = self.presented(state, Lifetime::Checked).await?;
+        let named = body_jti
+            .map(|text| parse_jti("vat_jti", text))
+            .transpose()?;
+        match (presented, named) {
+            (Some(presented), Some(named)) if presented != named => Err(ApiError::unauthorized(
+                "token_mismatch",
+                "vat_jti is not the jti of the token presented",
+            )),
+            (Some(jti), _) => Ok(Acting {
+                jti,
+                credential: Credential::Token,
+            }),
+            (None, Some(_)) if need == Need::Token => Err(ApiError::token_required(
+                "this call changes authority and needs the token itself: \
+                 Authorization: Bearer <compact_jwt> (DPoP <compact_jwt> with a proof when bound); \
+                 a vat_jti names a token and proves nothing",
+            )),
+            (None, Some(_)) if state.config.agent_auth == AgentAuth::Bearer => {
+                Err(ApiError::token_required(
+                    "this deployment takes agent calls with the token itself: \
+                     Authorization: Bearer <compact_jwt> (DPoP <compact_jwt> with a proof when bound)",
+                ))
+            }
+            (None, Some(jti)) => {
+                state.limiters.token(jti.as_str())?;
+                Ok(Acting {
+                    jti,
+                    credential: Credential::Jti,
+                })
+            }
+            (None, None) if need == Need::Token => Err(ApiError::token_required(
+                "this call needs the token itself: Authorization: Bearer <compact_jwt> \
+                 (DPoP <compact_jwt> with a proof when bound)",
+            )),
+            (None, None) => Err(ApiError::invalid(
+                "vat_jti",
+                "missing_field",
+                "vat_jti is required, or the token itself as Authorization: Bearer <compact_jwt>",
+            )),
+        }
+    }
+
+    /// The token presented with a completion, if any: verified as for any
+    /// call, but whatever its lifetime, since a completion reports what the
+    /// token did while it was valid.
+    pub(crate) async fn completer(&self, state: &AppState) -> ApiResult<Option<Jti>> {
+        let presented = self.presented(state, Lifetime::Ignored).await?;
+        if presented.is_none() && state.config.agent_auth == AgentAuth::Bearer {
+            return Err(ApiError::token_required(
+                "this deployment takes agent calls with the token itself: \
+                 Authorization: Bearer <compact_jwt> (DPoP <compact_jwt> with a proof when bound)",
+            ));
+        }
+        Ok(presented)
+    }
+}
+
+/// Verifies a compact token against the published keys, reading them again
+/// when it names a kid the server does not know yet. A holder is told why
+/// its token fails.
+async fn verify_token(state: &AppState, compact: &str, lifetime: Lifetime) -> ApiResult<Claims> {
+    let options = VerifyOptions {
+        issuer: Some(state.config.issuer.clone()),
+        ..VerifyOptions::default()
+    };
+    let attempt = |keys: &Jwks| match lifetime {
+        Lifetime::Checked => verify(compact, keys, now_s(), &options),
+        Lifetime::Ignored => verify_ignoring_lifetime(compact, keys, &options),
+    };
+    let outcome = match attempt(&state.keys.current().jwks) {
+        Err(VerifyError::UnknownKid) if state.refresh_keys().await.is_ok() => {
+            attempt(&state.keys.current().jwks)
+        }
+        other => other,
+    };
+    outcome.map(|verified| verified.claims).map_err(|error| {
+        state.metrics.verification_failed(error.code());
+        match error {
+            VerifyError::Expired => ApiError::holder_inactive(true),
+            other => ApiError::unauthorized(other.code(), other.to_string()),
+        }
+    })
 }
 
 /// The peer's address, when the server knows it (not in in-process tests).

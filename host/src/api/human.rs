@@ -13,7 +13,7 @@ use serde::de::DeserializeOwned;
 use utoipa::IntoParams;
 
 use super::docs::Errors;
-use super::extract::{ApiKeyAuth, IdempotentJson, Json, agent_token, has_api_key, parse_jti};
+use super::extract::{AgentCall, ApiKeyAuth, IdempotentJson, Json, Need, has_api_key, parse_jti};
 use super::input::{self, MAX_NOTE_CHARS, MAX_REASON_CHARS};
 use crate::apikeys::Principal;
 use crate::clock::{now_s, parse_iso_ms};
@@ -25,7 +25,9 @@ use crate::model::{
     RecordPage, ReputationBody, RevokeRequest, RevokeResponse, SummaryBody, TokenStatus,
     WorkflowPage, forms,
 };
-use crate::queries::{self, DEFAULT_LIMIT, MAX_LIMIT, RecordFilter, WorkflowFilter};
+use crate::queries::{
+    self, DEFAULT_LIMIT, DescendantPage, MAX_LIMIT, RecordFilter, WorkflowFilter,
+};
 use crate::{AppState, random};
 
 /// Query parameters, with a problem body (400) for any that do not parse.
@@ -221,29 +223,36 @@ pub(crate) async fn feedback(
 pub(crate) async fn revoke(
     State(state): State<AppState>,
     headers: HeaderMap,
+    call: AgentCall,
     Json(body): Json<RevokeRequest>,
 ) -> ApiResult<axum::Json<RevokeResponse>> {
     let by = if has_api_key(&headers) {
         super::extract::api_key(&state, &headers).await?;
         Revoker::ApiKey
     } else if headers.contains_key(axum::http::header::AUTHORIZATION) || body.vat_jti.is_some() {
-        Revoker::Token(agent_token(&state, &headers, body.vat_jti.as_deref()).await?)
+        let acting = call
+            .acting(&state, body.vat_jti.as_deref(), Need::Token)
+            .await?;
+        Revoker::Token(acting.jti)
     } else {
         return Err(ApiError::unauthorized(
             "unauthorized",
-            "revoking needs an API key, or the token of the revoking agent",
+            "revoking needs an API key (Authorization: Bearer mk_…), or the revoking agent's token itself",
         ));
     };
     let target = parse_jti("jti", &body.jti)?;
     let reason = input::text("reason", body.reason.as_deref(), MAX_REASON_CHARS)?;
     let cache = state.claims.clone();
-    let (revoked, at) = state
+    let now = crate::clock::now_ms();
+    let revoked = state
         .store
-        .write(move |conn| ledger::revoke(conn, &cache, &target, reason.as_deref(), &by))
+        .write(move |conn| ledger::revoke(conn, &cache, &target, reason.as_deref(), &by, now))
         .await?;
     Ok(axum::Json(RevokeResponse {
-        revoked,
-        revoked_at: crate::clock::iso_s(at),
+        truncated: revoked.count > revoked.jtis.len() as u64,
+        revoked: revoked.jtis,
+        revoked_count: revoked.count,
+        revoked_at: crate::clock::iso_s(revoked.at),
     }))
 }
 
@@ -485,12 +494,24 @@ pub(crate) async fn workflows(
     Ok(axum::Json(page))
 }
 
-/// The status of a token and its descendants.
+/// Query of the token status.
+#[derive(Debug, Clone, Deserialize, IntoParams)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct TokenQuery {
+    /// Descendants per page, 1–1000 (default 500).
+    #[param(minimum = 1, maximum = 1000)]
+    pub(crate) limit: Option<u32>,
+    /// The `next_cursor` of the previous page.
+    #[param(pattern = r"^[A-Za-z0-9_-]+$")]
+    pub(crate) cursor: Option<String>,
+}
+
+/// The status of a token and a page of its descendants.
 #[utoipa::path(
     get,
     path = "/v1/vat/tokens/{jti}",
     tag = "tokens",
-    params(("jti" = String, Path, description = "The token, `vat_root_…` or `vat_del_…`")),
+    params(("jti" = String, Path, description = "The token, `vat_root_…` or `vat_del_…`"), TokenQuery),
     responses((status = 200, description = "Status", body = TokenStatus), Errors),
     security(("api_key" = []))
 )]
@@ -498,12 +519,17 @@ pub(crate) async fn token(
     State(state): State<AppState>,
     _: ApiKeyAuth,
     Path(jti): Path<String>,
+    Query(query): Query<TokenQuery>,
 ) -> ApiResult<axum::Json<TokenStatus>> {
     let jti = Jti::parse(&jti)
         .map_err(|_| ApiError::not_found("token_not_found", "no token has this jti"))?;
+    let page = DescendantPage {
+        limit: limit(query.limit, 500, 1000)?,
+        cursor: query.cursor,
+    };
     let body = state
         .store
-        .read(move |conn| queries::token_status(conn, jti.as_str(), now_s()))
+        .read(move |conn| queries::token_status(conn, jti.as_str(), &page, now_s()))
         .await?;
     Ok(axum::Json(body))
 }

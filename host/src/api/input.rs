@@ -2,8 +2,8 @@
 //! anything core refuses.
 
 use mandate_core::{
-    Action, AgentId, Constraints, Framework, Identity, Outcome, Policy, Rating, Resource,
-    ResultHash, Scope, ScopeError, TokenRequest, Usd,
+    Action, AgentId, Constraints, Framework, HolderKey, Identity, Jkt, Outcome, Policy, Rating,
+    Resource, ResultHash, Scope, ScopeError, TokenRequest, Usd,
 };
 
 use crate::error::{ApiError, ApiResult};
@@ -141,6 +141,7 @@ pub(crate) struct GrantParts<'a> {
     constraints: Option<&'a ConstraintsBody>,
     policy: Option<&'a PolicyBody>,
     ttl_seconds: Option<u64>,
+    holder_key: Option<&'a serde_json::Map<String, serde_json::Value>>,
 }
 
 /// A request body that asks for a grant: every issue and delegate request.
@@ -161,6 +162,7 @@ macro_rules! grant_request {
                     constraints: self.constraints.as_ref(),
                     policy: self.policy.as_ref(),
                     ttl_seconds: self.ttl_seconds,
+                    holder_key: self.holder_key.as_ref(),
                 }
             }
         }
@@ -174,6 +176,15 @@ grant_request!(
     DelegateRequest
 );
 
+/// The thumbprint of a holder's public key, given as a JWK object.
+fn holder_key(jwk: Option<&serde_json::Map<String, serde_json::Value>>) -> ApiResult<Option<Jkt>> {
+    let Some(jwk) = jwk else { return Ok(None) };
+    let bytes = serde_json::to_vec(jwk).map_err(ApiError::internal)?;
+    HolderKey::from_jwk_json(&bytes)
+        .map(|key| Some(key.jkt().clone()))
+        .map_err(|e| invalid("holder_key", e.code(), e))
+}
+
 /// Checks a grant request and builds core's token request.
 pub(crate) fn token_request(body: &impl GrantRequest) -> ApiResult<TokenRequest> {
     let parts = body.grant_parts();
@@ -183,5 +194,6 @@ pub(crate) fn token_request(body: &impl GrantRequest) -> ApiResult<TokenRequest>
         constraints: constraints(parts.constraints)?,
         policy: policy(parts.policy)?,
         ttl_seconds: parts.ttl_seconds,
+        holder: holder_key(parts.holder_key)?,
     })
 }

@@ -15,7 +15,7 @@ mod writer;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
-use mandate_core::{Outcome, Status, result_key};
+use mandate_core::{Jti, Outcome, Status, result_key};
 use rusqlite::{Connection, OpenFlags, params};
 use tokio::sync::Semaphore;
 
@@ -73,13 +73,56 @@ fn migrate(conn: &Connection) -> anyhow::Result<()> {
         return Ok(());
     }
     let tx = conn.unchecked_transaction()?;
-    if version == 0 {
+    if version < 1 {
         tx.execute_batch(schema::SCHEMA)?;
     }
-    tx.execute_batch(schema::WORKFLOW_COUNTS)?;
-    count_workflows(&tx)?;
+    if version < 2 {
+        tx.execute_batch(schema::WORKFLOW_COUNTS)?;
+        count_workflows(&tx)?;
+    }
+    if version < 3 {
+        tx.execute_batch(schema::AUTHORITY)?;
+        hash_token_ids(&tx)?;
+        tx.execute_batch(schema::AUTHORITY_INDEX)?;
+    }
     tx.pragma_update(None, "user_version", schema::VERSION)?;
     tx.commit()?;
+    Ok(())
+}
+
+/// Names every stored token's ancestors by jti hash, as tokens now do, and
+/// fills each token's own `jth` (upgrading a version 2 database). Tokens
+/// delegated before keep their signed text, which still carries jtis: the
+/// server reads the stored claims, so they keep working with a bare
+/// `vat_jti`, but as `Authorization: Bearer` they no longer verify.
+fn hash_token_ids(conn: &Connection) -> anyhow::Result<()> {
+    use serde_json::Value;
+    let hash = |value: &Value| -> anyhow::Result<Value> {
+        let text = value
+            .as_str()
+            .ok_or_else(|| anyhow::anyhow!("a stored ancestor is not a string"))?;
+        Ok(Value::String(Jti::parse(text)?.hash().to_string()))
+    };
+    let mut rows = conn.prepare("SELECT jti, claims FROM tokens")?;
+    let mut update = conn.prepare("UPDATE tokens SET jth = ?1, claims = ?2 WHERE jti = ?3")?;
+    let tokens = rows
+        .query_map([], |row| {
+            Ok((row.get::<_, String>(0)?, row.get::<_, String>(1)?))
+        })?
+        .collect::<Result<Vec<_>, _>>()?;
+    for (jti, text) in tokens {
+        let mut claims: Value = serde_json::from_str(&text)?;
+        if let Some(parent) = claims.get("svc_parent") {
+            claims["svc_parent"] = hash(parent)?;
+        }
+        if let Some(Value::Array(chain)) = claims.get("svc_chain") {
+            let hashed = chain.iter().map(hash).collect::<anyhow::Result<Vec<_>>>()?;
+            claims["svc_chain"] = Value::Array(hashed);
+        }
+        let claims = serde_json::to_string(&claims)?;
+        serde_json::from_str::<mandate_core::Claims>(&claims)?;
+        update.execute(params![Jti::parse(&jti)?.hash().as_str(), claims, jti])?;
+    }
     Ok(())
 }
 

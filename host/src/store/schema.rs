@@ -5,9 +5,13 @@
 //! - `signing_keys`: Ed25519 keys; one is active; retired keys stay published
 //!   until every token they signed has expired (`max_exp`).
 //! - `api_keys`: SHA-256 hashes of API keys, never the keys.
-//! - `tokens`: every issued token, its claims, revocation, and the usage of
-//!   its subtree (`spent_micros`, `actions`) for budgets.
-//! - `records`: action records; `seq` is insertion order and the cursor, and
+//! - `tokens`: every issued token, its claims, revocation, the usage of its
+//!   subtree (`spent_micros`, `actions`) for budgets, and its direct
+//!   `children` (capped). Ancestors are found by `jth`, the jti hash tokens
+//!   name their parents by.
+//! - `records`: action records, with the `credential` they were made with
+//!   (`jti`: a bare `vat_jti`; `token`: the token itself, and its proof when
+//!   bound); `seq` is insertion order and the cursor, and
 //!   `created_at` never decreases along it, so a time range is a `seq` range
 //!   (found by binary search) and needs no index of its own.
 //! - `agents`, `workflows`, `workflow_counts`: counters kept with every write
@@ -17,7 +21,23 @@
 //! - `idempotency`: responses stored under `Idempotency-Key`.
 
 /// The schema version this build writes.
-pub(crate) const VERSION: i64 = 2;
+pub(crate) const VERSION: i64 = 3;
+
+/// Version 3: tokens found by jti hash (the `root` column, never read,
+/// becomes `jth`, filled by the migration); children counted for the
+/// fan-out cap; records say which credential made them.
+pub(crate) const AUTHORITY: &str = r#"
+DROP INDEX tokens_by_root;
+ALTER TABLE tokens RENAME COLUMN root TO jth;
+ALTER TABLE tokens ADD COLUMN children INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE records ADD COLUMN credential TEXT NOT NULL DEFAULT 'jti';
+"#;
+
+/// Version 3, after the tokens' `jth` is filled.
+pub(crate) const AUTHORITY_INDEX: &str = r#"
+CREATE UNIQUE INDEX tokens_by_jth ON tokens(jth);
+UPDATE tokens SET children = (SELECT count(*) FROM tokens c WHERE c.parent = tokens.jti);
+"#;
 
 /// Version 2: the counts behind workflow summaries.
 pub(crate) const WORKFLOW_COUNTS: &str = r#"

@@ -269,7 +269,7 @@ fn base64url(bytes: &[u8]) -> String {
 async fn chain_behaves_as_under_l1(app: &TestApp, root: &Value) {
     let child = expect_json(
         app.delegate(
-            text(&root["jti"]),
+            root,
             json!({"agent_id": "helper", "resources": ["crm:contacts"], "actions": ["read"]}),
         )
         .await,
@@ -293,7 +293,7 @@ async fn chain_behaves_as_under_l1(app: &TestApp, root: &Value) {
     assert_eq!(recorded["trust_score"], root["claims"]["svc_trust_score"]);
     let widened = app
         .delegate(
-            text(&child["jti"]),
+            &child,
             json!({"agent_id": "x", "resources": ["crm:*"], "actions": ["read"]}),
         )
         .await;

@@ -20,7 +20,7 @@ async fn thirty_two_concurrent_spenders_never_overspend() {
     for agent in ["left", "right"] {
         let child = expect_json(
             app.delegate(
-                text(&root["jti"]),
+                &root,
                 json!({
                     "agent_id": agent, "resources": ["shop:*"], "actions": ["buy"],
                     "constraints": {"max_spend_usd": 10, "max_actions": 40}

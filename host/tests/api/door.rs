@@ -44,6 +44,7 @@ async fn every_hostile_token_is_refused_with_its_code() {
             constraints: Default::default(),
             policy: Policy::default(),
             ttl_seconds: Some(3600),
+            holder: None,
         },
         RootIssue {
             issuer: "mandate".into(),
@@ -58,7 +59,7 @@ async fn every_hostile_token_is_refused_with_its_code() {
     cases.push(mandate_conformance::Hostile {
         name: "expired_server_token".into(),
         token: sign(&expired, &SigningKey::from_secret(&secret)).unwrap(),
-        code: "expired".into(),
+        code: "token_expired".into(),
     });
     assert!(cases.len() >= 45, "only {} hostile cases", cases.len());
 

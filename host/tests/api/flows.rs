@@ -1,5 +1,6 @@
 //! Both integration paths of the spec, end to end.
 
+use mandate_host::config::AgentAuth;
 use reqwest::StatusCode;
 use serde_json::json;
 
@@ -276,13 +277,13 @@ async fn bearer_token_may_replace_or_accompany_vat_jti() {
 
 #[tokio::test]
 async fn bearer_can_be_required() {
-    let app = TestApp::spawn_with(|c| c.require_bearer_token = true).await;
+    let app = TestApp::spawn_with(|c| c.agent_auth = AgentAuth::Bearer).await;
     let token = app.root("bot", &["crm:*"], &["read"]).await;
     let body = json!({"vat_jti": token["jti"], "action": "read", "resource": "crm:a", "result": "success"});
     expect_problem(
         app.post("/v1/vat/record/action", &body).await,
         StatusCode::UNAUTHORIZED,
-        "bearer_required",
+        "token_required",
     )
     .await;
     expect_json(

@@ -132,11 +132,84 @@ impl TestApp {
         .await
     }
 
-    /// Delegates from `parent_jti`; returns the response.
-    pub async fn delegate(&self, parent_jti: &str, body: Value) -> Response {
-        let mut body = body;
-        body["vat_jti"] = json!(parent_jti);
-        self.post("/v1/vat/delegate", &body).await
+    /// Delegates from `parent`, an issued token, presented as Bearer;
+    /// returns the response.
+    pub async fn delegate(&self, parent: &Value, body: Value) -> Response {
+        self.post_auth("/v1/vat/delegate", text(&parent["compact_jwt"]), &body)
+            .await
+    }
+}
+
+/// An agent's own key, for tokens bound to it (RFC 9449 DPoP).
+pub struct Holder {
+    pub key: mandate_core::SigningKey,
+    secret: [u8; 32],
+}
+
+impl Holder {
+    /// A holder with a fresh random key.
+    pub fn new() -> Holder {
+        use rand_core::RngCore as _;
+        let mut secret = [0u8; 32];
+        rand_core::OsRng.fill_bytes(&mut secret);
+        Holder {
+            key: mandate_core::SigningKey::from_secret(&secret),
+            secret,
+        }
+    }
+
+    /// The private key's 32 bytes, for hand-made proofs.
+    pub fn secret(&self) -> [u8; 32] {
+        self.secret
+    }
+
+    /// The public key as `holder_key` takes it.
+    pub fn jwk(&self) -> Value {
+        serde_json::to_value(self.key.holder_key().public_jwk()).unwrap()
+    }
+
+    /// A proof for one request with `token`, made `age` seconds ago.
+    pub fn proof_aged(&self, method: &str, url: &str, token: &str, age: i64) -> String {
+        use rand_core::RngCore as _;
+        let mut jti = [0u8; 16];
+        rand_core::OsRng.fill_bytes(&mut jti);
+        mandate_core::sign_proof(
+            &self.key,
+            &mandate_core::NewProof {
+                method,
+                url,
+                access_token: token,
+                now: mandate_host::clock::now_s() - age,
+                jti_random: jti,
+            },
+        )
+        .unwrap()
+    }
+
+    /// A fresh proof for one request with `token`.
+    pub fn proof(&self, method: &str, url: &str, token: &str) -> String {
+        self.proof_aged(method, url, token, 0)
+    }
+}
+
+impl TestApp {
+    /// A POST with a bound token (`Authorization: DPoP`) and a proof, if any.
+    pub async fn post_dpop(
+        &self,
+        path: &str,
+        token: &str,
+        proof: Option<&str>,
+        body: &Value,
+    ) -> Response {
+        let mut request = self
+            .client
+            .post(self.url(path))
+            .header("authorization", format!("DPoP {token}"))
+            .json(body);
+        if let Some(proof) = proof {
+            request = request.header("dpop", proof);
+        }
+        request.send().await.unwrap()
     }
 }
 

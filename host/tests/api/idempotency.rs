@@ -79,10 +79,11 @@ async fn retries_return_the_first_response_and_create_nothing() {
 
     let child =
         json!({"vat_jti": jti, "agent_id": "helper", "resources": ["crm:a"], "actions": ["read"]});
-    let delegated = send(&app, "/v1/vat/delegate", None, "del-1", &child).await;
+    let parent = Some(text(&root["compact_jwt"]));
+    let delegated = send(&app, "/v1/vat/delegate", parent, "del-1", &child).await;
     assert_eq!(delegated.0, StatusCode::CREATED);
     assert_eq!(
-        send(&app, "/v1/vat/delegate", None, "del-1", &child).await,
+        send(&app, "/v1/vat/delegate", parent, "del-1", &child).await,
         delegated
     );
     let status = expect_json(

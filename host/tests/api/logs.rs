@@ -60,7 +60,7 @@ async fn logs_never_hold_tokens_api_keys_or_jtis() {
     let child = expect_json(
         post(
             "/v1/vat/delegate",
-            None,
+            Some(&jwt),
             json!({"vat_jti": jti, "agent_id": "log-helper", "resources": ["crm:a"], "actions": ["read"]}),
         )
         .await

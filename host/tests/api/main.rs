@@ -3,6 +3,7 @@
 
 mod abuse;
 mod assurance;
+mod authority;
 mod budgets;
 mod crash;
 mod delegation;

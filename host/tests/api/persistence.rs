@@ -152,11 +152,57 @@ fn base64_decode(text: &str) -> Vec<u8> {
         .unwrap()
 }
 
+/// Turns a data folder of this release back into the shape the first
+/// release wrote (schema version 1): no workflow counts, tokens by jti only,
+/// delegated tokens' stored claims naming their ancestors by jti.
+fn downgrade_to_version_1(db: &std::path::Path, root_jti: &str, child_jti: &str) {
+    let conn = rusqlite::Connection::open(db).unwrap();
+    let claims: String = conn
+        .query_row(
+            "SELECT claims FROM tokens WHERE jti = ?1",
+            [child_jti],
+            |row| row.get(0),
+        )
+        .unwrap();
+    let mut claims: serde_json::Value = serde_json::from_str(&claims).unwrap();
+    claims["svc_parent"] = json!(root_jti);
+    claims["svc_chain"] = json!([root_jti]);
+    conn.execute(
+        "UPDATE tokens SET claims = ?1 WHERE jti = ?2",
+        rusqlite::params![claims.to_string(), child_jti],
+    )
+    .unwrap();
+    conn.execute_batch(
+        "DROP INDEX tokens_by_jth;
+         ALTER TABLE tokens DROP COLUMN children;
+         ALTER TABLE tokens RENAME COLUMN jth TO root;
+         CREATE INDEX tokens_by_root ON tokens(root);
+         ALTER TABLE records DROP COLUMN credential;
+         DROP TABLE workflow_counts;
+         PRAGMA user_version = 1;",
+    )
+    .unwrap();
+    conn.execute("UPDATE tokens SET root = ?1", [root_jti])
+        .unwrap();
+}
+
 #[tokio::test]
-async fn an_upgrade_from_schema_1_counts_the_stored_records_for_summaries() {
+async fn an_upgrade_from_schema_1_keeps_every_workflow_and_token() {
     let app = TestApp::spawn().await;
-    let root = app.root("bot", &["crm:*"], &["read", "write"]).await;
+    let root = app
+        .root("bot", &["crm:*"], &["read", "write", "delegate"])
+        .await;
     let jti = text(&root["jti"]).to_owned();
+    let child = expect_json(
+        app.delegate(
+            &root,
+            json!({"agent_id": "helper", "resources": ["crm:a"], "actions": ["read"]}),
+        )
+        .await,
+        StatusCode::CREATED,
+    )
+    .await;
+    let child_jti = text(&child["jti"]).to_owned();
     for (action, result) in [("read", "success"), ("read", "error"), ("write", "success")] {
         app.act(&jti, action, "crm:a", result).await;
     }
@@ -169,22 +215,43 @@ async fn an_upgrade_from_schema_1_counts_the_stored_records_for_summaries() {
     .await;
     let path = format!("/v1/vat/aar/provenance/{}", text(&root["provenance_ref"]));
     let before = expect_json(app.get_auth(&path, &app.admin_key).await, StatusCode::OK).await;
-    assert_eq!(before["total_records"], 5);
+    assert_eq!(before["total_records"], 6);
     assert_eq!(
         before["results_by_type"],
-        json!({"success": 2, "error": 1, "denied": 1, "pending": 1})
+        json!({"success": 3, "error": 1, "denied": 1, "pending": 1})
     );
 
     let dir = app.stop().await;
-    let conn = store::open_writer(&dir.path().join(store::DB_FILE)).unwrap();
-    let groups: i64 = conn
-        .query_row("SELECT count(*) FROM workflow_counts", [], |row| row.get(0))
-        .unwrap();
-    assert_eq!(groups, 5);
-    conn.execute_batch("DROP TABLE workflow_counts; PRAGMA user_version = 1")
-        .unwrap();
-    drop(conn);
+    downgrade_to_version_1(&dir.path().join(store::DB_FILE), &jti, &child_jti);
     let app = TestApp::spawn_in(dir, |_| {}).await;
     let after = expect_json(app.get_auth(&path, &app.admin_key).await, StatusCode::OK).await;
     assert_eq!(after, before);
+    // The child's stored ancestors are now jti hashes, and it works as before.
+    expect_json(
+        app.act(&child_jti, "read", "crm:a", "success").await,
+        StatusCode::CREATED,
+    )
+    .await;
+    let conn =
+        rusqlite::Connection::open(app.dir.as_ref().unwrap().path().join(store::DB_FILE)).unwrap();
+    let (stored, children): (String, i64) = conn
+        .query_row(
+            "SELECT c.claims, r.children FROM tokens c JOIN tokens r ON r.jti = c.parent
+             WHERE c.jti = ?1",
+            [&child_jti],
+            |row| Ok((row.get(0)?, row.get(1)?)),
+        )
+        .unwrap();
+    assert!(!stored.contains(jti.as_str()), "{stored}");
+    assert_eq!(children, 1);
+    // The root's budget walk finds its ancestors by hash: a grandchild works.
+    expect_json(
+        app.delegate(
+            &root,
+            json!({"agent_id": "helper2", "resources": ["crm:a"], "actions": ["read"]}),
+        )
+        .await,
+        StatusCode::CREATED,
+    )
+    .await;
 }
