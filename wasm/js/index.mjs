@@ -4,16 +4,20 @@
 import sdk from "../pkg/node/index.js";
 
 export const {
+  AgentKey,
   MandateClient,
   MandateError,
   Verifier,
   checkNarrowing,
   decodeTokenUnverified,
+  delegatedGrant,
+  generateAgentKey,
   permits,
   reputation,
   sha256Ref,
   summarizeWorkflow,
   verifyChain,
+  verifyProof,
   verifyToken,
 } = sdk;
 

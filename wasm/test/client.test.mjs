@@ -6,7 +6,7 @@ import { readFileSync } from "node:fs";
 import { createRequire } from "node:module";
 import { test } from "node:test";
 
-const { MandateClient, MandateError, Verifier } = createRequire(import.meta.url)("..");
+const { MandateClient, MandateError, Verifier, generateAgentKey, verifyProof } = createRequire(import.meta.url)("..");
 const tokens = JSON.parse(readFileSync(new URL("../../tests/vectors/tokens.json", import.meta.url), "utf8"));
 
 const BASE = "https://mandate.test/api";
@@ -45,7 +45,7 @@ test("each method calls its endpoint with the right credential", async () => {
   await c.provenance("prov_1");
   await c.graph("prov_1");
   await c.record("aar_1");
-  await c.delegate({ vat_jti: "vat_root_x", agent_id: "sub", resources: ["crm:a"], actions: ["read"] });
+  await c.delegate({ agent_id: "sub", resources: ["crm:a"], actions: ["read"] }, { token: jwt });
   await c.revoke({ jti: "vat_root_x", reason: "done" });
   await c.revoke({ jti: "vat_del_y" }, { token: jwt });
   await c.token("vat_root_x");
@@ -64,7 +64,7 @@ test("each method calls its endpoint with the right credential", async () => {
     ["GET", "/v1/vat/aar/provenance/prov_1", `Bearer ${KEY}`],
     ["GET", "/v1/vat/aar/provenance/prov_1/graph", `Bearer ${KEY}`],
     ["GET", "/v1/vat/aar/aar_1", `Bearer ${KEY}`],
-    ["POST", "/v1/vat/delegate", undefined],
+    ["POST", "/v1/vat/delegate", `Bearer ${jwt}`],
     ["POST", "/v1/vat/revoke", `Bearer ${KEY}`],
     ["POST", "/v1/vat/revoke", `Bearer ${jwt}`],
     ["GET", "/v1/vat/tokens/vat_root_x", `Bearer ${KEY}`],
@@ -78,6 +78,31 @@ test("each method calls its endpoint with the right credential", async () => {
     assert.equal(call.headers["content-type"], call.method === "POST" ? "application/json" : undefined);
     assert.equal(call.body === undefined, call.method === "GET");
   }
+});
+
+test("a bound token goes as DPoP with a fresh proof, and never without its key", async () => {
+  const dpop = JSON.parse(readFileSync(new URL("../../tests/vectors/dpop.json", import.meta.url), "utf8"));
+  const { calls, client: c } = client();
+  const stranger = generateAgentKey();
+  for (const auth of [{ token: dpop.token }, { token: dpop.token, key: stranger }]) {
+    const error = await c.recordAction({ action: "send", resource: "mail:outbox", result: "success" }, auth).catch((e) => e);
+    assert.ok(error instanceof MandateError);
+    assert.deepEqual([error.status, error.code], [0, "dpop_key_missing"]);
+  }
+  assert.equal(calls.length, 0, "nothing was sent");
+  // A key of its own binds a token the client then sends as DPoP.
+  const key = generateAgentKey();
+  assert.equal(key.publicJwk.d, undefined);
+  assert.equal(key.exportJwk().kty, "OKP");
+  const proof = key.proof({ method: "POST", url: `${BASE}/v1/vat/delegate`, accessToken: "t" });
+  assert.equal(proof.ok, true);
+  const checked = verifyProof(proof.proof, {
+    method: "POST",
+    url: `${BASE}/v1/vat/delegate`,
+    accessToken: "t",
+    jkt: key.jkt,
+  });
+  assert.equal(checked.valid, true, JSON.stringify(checked.error));
 });
 
 test("records and workflows iterate page after page", async () => {

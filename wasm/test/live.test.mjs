@@ -13,8 +13,17 @@ import { createInterface } from "node:readline";
 import { createRequire } from "node:module";
 import { after, before, test } from "node:test";
 
-const { MandateClient, MandateError, reputation, sha256Ref, summarizeWorkflow, verifyChain, verifyToken } =
-  createRequire(import.meta.url)("..");
+const {
+  AgentKey,
+  MandateClient,
+  MandateError,
+  generateAgentKey,
+  reputation,
+  sha256Ref,
+  summarizeWorkflow,
+  verifyChain,
+  verifyToken,
+} = createRequire(import.meta.url)("..");
 
 let server;
 let dataDir;
@@ -130,13 +139,15 @@ test("a whole workflow through the client, judged offline by the wasm build", as
   assert.deepEqual([denied.authorized, denied.reason], [false, "resource_not_permitted"]);
 
   // A three-deep chain, each link narrower; widening is refused with its reasons.
-  const child = await client.delegate({
-    vat_jti: root.jti,
+  // Delegating needs the parent token itself: its jti proves nothing.
+  const childRequest = {
     agent_id: "researcher",
     resources: ["crm:contacts"],
     actions: ["read", "delegate"],
     constraints: { max_spend_usd: 5, max_actions: 20 },
-  });
+  };
+  await refused(client.delegate({ vat_jti: root.jti, ...childRequest }), 401, "token_required");
+  const child = await client.delegate(childRequest, { token: root.compact_jwt });
   const grandchild = await client.delegate(
     { agent_id: "summariser", resources: ["crm:contacts"], actions: ["read"], constraints: { max_spend_usd: 1, max_actions: 5 } },
     { token: child.compact_jwt },
@@ -144,10 +155,14 @@ test("a whole workflow through the client, judged offline by the wasm build", as
   assert.deepEqual([child.delegation_depth, grandchild.delegation_depth], [1, 2]);
   assert.equal(grandchild.provenance_ref, provenance);
   const widening = await refused(
-    client.delegate({ vat_jti: child.jti, agent_id: "greedy", resources: ["crm:*"], actions: ["read"], constraints: { max_spend_usd: 5, max_actions: 20 } }),
+    client.delegate(
+      { agent_id: "greedy", resources: ["crm:*"], actions: ["read"], constraints: { max_spend_usd: 5, max_actions: 20 } },
+      { token: child.compact_jwt },
+    ),
     403,
     "scope_widening",
   );
+  assert.ok(!child.compact_jwt.includes(root.jti), "a child never carries its parent's jti");
   assert.deepEqual(widening.problem.violations.map((v) => v.code), ["resource_not_covered"]);
   await client.recordAction({ vat_jti: grandchild.jti, action: "read", resource: "crm:contacts", result: "success" });
 
@@ -205,6 +220,49 @@ test("a whole workflow through the client, judged offline by the wasm build", as
     "token_inactive",
   );
   assert.equal((await client.token(grandchild.jti)).status, "revoked");
+});
+
+test("a bound token: the client signs a proof per call, the server and the wasm verifier check it", async () => {
+  const key = generateAgentKey();
+  const token = await client.issueL1({
+    developer_email: "dev@example.com",
+    agent_id: "courier",
+    resources: ["mail:*"],
+    actions: ["send", "delegate"],
+    holder_key: key.publicJwk,
+  });
+  assert.equal(token.token_type, "DPoP");
+  assert.equal(token.claims.cnf.jkt, key.jkt);
+  const act = { action: "send", resource: "mail:outbox", result: "success" };
+  const sent = await client.recordAction(act, { token: token.compact_jwt, key });
+  assert.equal(sent.recorded, true);
+  // Twice more: a fresh proof each time.
+  await client.recordAction(act, { token: token.compact_jwt, key });
+  // The token without the key: refused before it leaves, and at the server.
+  await refused(client.recordAction(act, { token: token.compact_jwt }), 0, "dpop_key_missing");
+  await refused(client.recordAction({ vat_jti: token.jti, ...act }), 401, "dpop_required");
+  // A sub-agent with its own key.
+  const subKey = generateAgentKey();
+  const sub = await client.delegate(
+    { agent_id: "courier-helper", resources: ["mail:outbox"], actions: ["send"], holder_key: subKey.publicJwk },
+    { token: token.compact_jwt, key },
+  );
+  assert.equal(sub.claims.cnf.jkt, subKey.jkt);
+  await client.recordAction(act, { token: sub.compact_jwt, key: subKey });
+  await refused(client.recordAction(act, { token: sub.compact_jwt, key }), 0, "dpop_key_missing");
+  // The edge checks the same proof with the same rules, once.
+  const verifier = await client.verifier();
+  const url = "https://tools.example/mcp";
+  const made = subKey.proof({ method: "POST", url, accessToken: sub.compact_jwt });
+  assert.equal(made.ok, true);
+  assert.equal(verifier.verify(sub.compact_jwt).error.code, "dpop_required");
+  const first = verifier.verifyRequest(sub.compact_jwt, { method: "POST", url, proof: made.proof });
+  assert.equal(first.valid, true, JSON.stringify(first.error));
+  const replay = verifier.verifyRequest(sub.compact_jwt, { method: "POST", url, proof: made.proof });
+  assert.equal(replay.error.code, "dpop_replayed");
+  // A stored key signs for its tokens after a restart of the agent.
+  const restored = AgentKey.fromJwk(JSON.stringify(subKey.exportJwk()));
+  await client.recordAction(act, { token: sub.compact_jwt, key: restored });
 });
 
 test("an unknown record and a missing key answer as problems", async () => {

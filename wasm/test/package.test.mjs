@@ -123,13 +123,18 @@ test("TypeScript: the declarations type-check a strict consumer", () => {
     const client = new MandateClient({ baseUrl: "https://mandate.example", apiKey: "mk_x" });
     async function flow(): Promise<void> {
       const issued: IssuedToken = await client.issueL1({ developer_email: "a@b.c", agent_id: "bot", resources: ["crm:*"], actions: ["read", "delegate"] });
+      const verifier: Verifier = await client.verifier({ cacheSize: 8 });
       const recorded: RecordActionResponse = await client.recordAction({ vat_jti: issued.jti, action: "read", resource: "crm:a", result: "success" }, { token: issued.compact_jwt });
-      const child: DelegatedToken = await client.delegate({ vat_jti: issued.jti, agent_id: "sub", resources: ["crm:a"], actions: ["read"] });
+      const key: AgentKey = generateAgentKey();
+      const bound: IssuedToken = await client.issueL1({ developer_email: "a@b.c", agent_id: "bot", resources: ["crm:*"], actions: ["read", "delegate"], holder_key: key.publicJwk });
+      const tokenType: "Bearer" | "DPoP" = bound.token_type;
+      const child: DelegatedToken = await client.delegate({ agent_id: "sub", resources: ["crm:a"], actions: ["read"] }, { token: bound.compact_jwt, key });
+      const checked: VerifyResult = verifier.verifyRequest(child.compact_jwt, { method: "POST", url: "https://x/y", proof: "p" });
+      use(tokenType, checked.valid, key.jkt);
       for await (const record of client.records({ provenance_ref: child.provenance_ref, since: new Date() })) {
         const status: "pending" | "completed" | "denied" = record.status;
         use(status);
       }
-      const verifier: Verifier = await client.verifier({ cacheSize: 8 });
       use(recorded.aar_id, verifier.cached);
       try {
         await client.feedback(recorded.aar_id, { rating: "approved" });
@@ -142,7 +147,7 @@ test("TypeScript: the declarations type-check a strict consumer", () => {
   `;
   const imports = `{
     verifyToken, verifyChain, decodeTokenUnverified, permits, checkNarrowing, sha256Ref, reputation,
-    summarizeWorkflow, Verifier, MandateClient, MandateError,
+    summarizeWorkflow, Verifier, MandateClient, MandateError, AgentKey, generateAgentKey,
     type Jwks, type VerifyResult, type ChainResult, type PermitResult, type NarrowingResult,
     type DecodeResult, type IssuedToken, type RecordActionResponse, type DelegatedToken,
   }`;

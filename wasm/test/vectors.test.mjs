@@ -107,6 +107,51 @@ test("scope vectors: checkNarrowing", () => {
   }
 });
 
+test("dpop vectors: verifyProof", () => {
+  const dpop = vectors("dpop");
+  assert.ok(dpop.cases.length >= 25, `only ${dpop.cases.length} proof cases`);
+  for (const testCase of dpop.cases) {
+    const result = sdk.verifyProof(testCase.proof, {
+      method: testCase.method,
+      url: testCase.url,
+      accessToken: dpop.token,
+      jkt: dpop.jkt,
+      now: testCase.now,
+    });
+    const got = result.valid ? { valid: true } : { valid: false, error: result.error.code };
+    assert.deepEqual(got, testCase.expect, testCase.name);
+  }
+});
+
+test("dpop vectors: the binding rule in verifyToken and Verifier.verifyRequest", () => {
+  const dpop = vectors("dpop");
+  for (const testCase of dpop.binding) {
+    const request = { method: "POST", url: dpop.url };
+    if (testCase.proof !== null) request.proof = testCase.proof;
+    const viaToken = sdk.verifyToken(testCase.token, dpop.jwks, { now: dpop.now, request });
+    const verifier = new sdk.Verifier(dpop.jwks);
+    const viaVerifier = verifier.verifyRequest(testCase.token, { ...request, now: dpop.now });
+    verifier.free();
+    for (const result of [viaToken, viaVerifier]) {
+      const got = result.valid ? { valid: true } : { valid: false, error: result.error.code };
+      assert.deepEqual(got, testCase.expect, testCase.name);
+    }
+  }
+});
+
+test("scope vectors: delegatedGrant", () => {
+  const { delegation } = vectors("scope");
+  assert.ok(delegation.length >= 5);
+  for (const testCase of delegation) {
+    const result = sdk.delegatedGrant(testCase.request, testCase.parent);
+    assert.equal(result.error, undefined, testCase.name);
+    const got = result.ok
+      ? { ok: true, grant: result.grant }
+      : { ok: false, error: result.code, violations: result.violations.map(({ field, code }) => ({ field, code })) };
+    assert.deepEqual(got, testCase.expect, testCase.name);
+  }
+});
+
 test("reputation vectors", () => {
   const { cases } = vectors("reputation");
   assert.ok(cases.length >= 5);

@@ -4,16 +4,22 @@
 // with a MandateError that carries the problem body.
 //
 // Which credential goes with a call follows the contract: the API key for
-// issuing and reading, the agent's own token (optional, beside `vat_jti` in
-// the body) for agent calls, nothing for the public key set.
+// issuing and reading; for agent calls the agent's own token (required to
+// delegate or revoke; optional beside `vat_jti` for recordAction and
+// authorize) — as `Authorization: Bearer`, or, for a token bound to the
+// agent's key, as `Authorization: DPoP` with a fresh proof (RFC 9449) signed
+// by that key for each request; nothing for the public key set.
 
 import {
+  AgentKey,
   Verifier,
+  decodeTokenUnverified,
   type AssuranceLevel,
   type Claims,
   type Constraints,
   type Jwks,
   type Policy,
+  type PublicJwk,
   type VerifierOptions,
   type Violation,
   type WorkflowSummary,
@@ -46,8 +52,14 @@ export interface WriteOptions {
 
 /** How an agent call presents its token. */
 export interface AgentAuth extends WriteOptions {
-  /** The token's compact JWT, sent as `Authorization: Bearer`. Without it the server relies on `vat_jti`. */
+  /**
+   * The token's compact JWT: sent as `Authorization: Bearer`, or, when the
+   * token is bound to a key (`cnf`), as `Authorization: DPoP` with a proof
+   * signed by `key`. Without it, recordAction and authorize rely on `vat_jti`.
+   */
   token?: string;
+  /** The agent's own key, for a bound token: it signs a DPoP proof per request. */
+  key?: AgentKey;
 }
 
 export type ActionResult = "success" | "error" | "timeout" | "cancelled";
@@ -64,6 +76,8 @@ export interface IssueL1Request {
   policy?: Policy;
   /** Default 3600, at most 2592000. */
   ttl_seconds?: number;
+  /** Binds the token to this key (`agentKey.publicJwk`): each use then needs the key's proof. */
+  holder_key?: PublicJwk;
 }
 
 export interface IssueL2Request {
@@ -78,6 +92,8 @@ export interface IssueL2Request {
   policy?: Policy;
   /** Default 3600, at most 2592000. */
   ttl_seconds?: number;
+  /** Binds the token to this key. */
+  holder_key?: PublicJwk;
 }
 
 export interface AuthCaptureRequest {
@@ -92,12 +108,16 @@ export interface AuthCaptureRequest {
   policy?: Policy;
   /** Default 3600, at most 2592000. */
   ttl_seconds?: number;
+  /** Binds the token to this key. */
+  holder_key?: PublicJwk;
 }
 
 export interface IssuedToken {
   jti: string;
   provenance_ref: string;
   compact_jwt: string;
+  /** `DPoP` for a token bound to a key, else `Bearer`. */
+  token_type: "Bearer" | "DPoP";
   claims: Claims;
   expires_at: string;
 }
@@ -170,6 +190,8 @@ export interface ActionRecord {
   completed_at?: string;
   /** The child token, on a `delegate` record. */
   delegated_jti?: string;
+  /** What the agent proved: `token` (the token itself) or `jti` (a bare vat_jti, which proves nothing). */
+  credential: "token" | "jti";
 }
 
 export interface FeedbackRequest {
@@ -247,7 +269,7 @@ export interface WorkflowGraph {
 }
 
 export interface DelegateRequest {
-  /** The parent token; may be left out when `AgentAuth.token` is the parent's. */
+  /** The parent's jti, if given, must be that of `AgentAuth.token`, which delegating needs. */
   vat_jti?: string;
   agent_id: string;
   resources: string[];
@@ -256,6 +278,8 @@ export interface DelegateRequest {
   policy?: Policy;
   /** Default: the parent's end. */
   ttl_seconds?: number;
+  /** Binds the child to the sub-agent's key; by default a child of a bound token keeps its parent's key. */
+  holder_key?: PublicJwk;
 }
 
 export interface DelegatedToken extends IssuedToken {
@@ -267,13 +291,15 @@ export interface DelegatedToken extends IssuedToken {
 export interface RevokeRequest {
   jti: string;
   reason?: string;
-  /** An agent revoking with its own token names it here (or as `AgentAuth.token`). */
+  /** An agent revoking with its own token (`AgentAuth.token`) may name its jti here too. */
   vat_jti?: string;
 }
 
 export interface RevokeResponse {
-  /** Every jti now revoked: the token and all its descendants. */
+  /** The revoked token and its descendants: all, or the first 1000 when `truncated`. */
   revoked: string[];
+  revoked_count: number;
+  truncated: boolean;
   revoked_at: string;
 }
 
@@ -288,6 +314,7 @@ export interface TokenStatus {
   expires_at: string;
   revoked_at?: string;
   revoke_reason?: string;
+  /** A page of descendants, by depth then issue time. */
   descendants: Array<{
     jti: string;
     agent_id: string;
@@ -295,6 +322,14 @@ export interface TokenStatus {
     delegation_depth: number;
     status: TokenState;
   }>;
+  /** Pass back as `cursor` for the next page; absent on the last. */
+  next_cursor?: string;
+}
+
+export interface TokenQuery {
+  /** Descendants per page, 1–1000; default 500. */
+  limit?: number;
+  cursor?: string;
 }
 
 /** A time bound: ISO 8601 text or a Date. */
@@ -358,6 +393,8 @@ export interface Problem {
   field?: string;
   /** Every widening of a refused delegation. */
   violations?: Violation[];
+  /** The precise rule, when `code` names a family (`dpop_invalid` → `dpop_replayed`). */
+  reason?: string;
   [member: string]: unknown;
 }
 
@@ -404,6 +441,19 @@ function isObject(value: unknown): value is Record<string, unknown> {
   return typeof value === "object" && value !== null && !Array.isArray(value);
 }
 
+/** The `Authorization` value and headers a request carries. */
+type Credential = { authorization: string; dpop?: string } | undefined;
+
+/** A new agent key from the platform's cryptographic random generator. */
+export function generateAgentKey(): AgentKey {
+  const key: unknown = AgentKey.generate();
+  if (key instanceof AgentKey) {
+    return key;
+  }
+  const error = (key as { error: { code: string; message: string } }).error;
+  throw new MandateError(0, { code: error.code, title: "No agent key", detail: error.message });
+}
+
 /** A client of one Mandate server. */
 export class MandateClient {
   readonly #base: string;
@@ -421,16 +471,51 @@ export class MandateClient {
     this.#fetch = (url, init) => fetch(url, init);
   }
 
+  /** The API key as a credential. */
+  #key(): Credential {
+    return this.#apiKey === undefined ? undefined : { authorization: `Bearer ${this.#apiKey}` };
+  }
+
+  /**
+   * An agent's token as a credential for one request: Bearer, or for a bound
+   * token DPoP with a proof by `auth.key` for this method and URL.
+   */
+  #agent(method: string, path: string, auth: AgentAuth | undefined): Credential {
+    if (auth?.token === undefined) {
+      return undefined;
+    }
+    const decoded = decodeTokenUnverified(auth.token);
+    const jkt = decoded.ok ? decoded.claims.cnf?.jkt : undefined;
+    if (jkt === undefined) {
+      return { authorization: `Bearer ${auth.token}` };
+    }
+    if (auth.key === undefined || auth.key.jkt !== jkt) {
+      throw new MandateError(0, {
+        code: "dpop_key_missing",
+        title: "Proof of possession needed",
+        detail: "the token is bound to a key: pass that AgentKey as `key` so each call carries its proof",
+      });
+    }
+    const made = auth.key.proof({ method, url: `${this.#base}${path}`, accessToken: auth.token });
+    if (!made.ok) {
+      throw new MandateError(0, { code: made.error.code, title: "No proof", detail: made.error.message });
+    }
+    return { authorization: `DPoP ${auth.token}`, dpop: made.proof };
+  }
+
   async #call<T>(
     method: "GET" | "POST",
     path: string,
-    bearer: string | undefined,
+    credential: Credential,
     body?: unknown,
     options?: WriteOptions,
   ): Promise<T> {
     const headers: Record<string, string> = { accept: "application/json" };
-    if (bearer !== undefined) {
-      headers.authorization = `Bearer ${bearer}`;
+    if (credential !== undefined) {
+      headers.authorization = credential.authorization;
+      if (credential.dpop !== undefined) {
+        headers.dpop = credential.dpop;
+      }
     }
     if (options?.idempotencyKey !== undefined) {
       headers["idempotency-key"] = options.idempotencyKey;
@@ -473,62 +558,68 @@ export class MandateClient {
 
   /** `POST /v1/vat/issue/l1`: a root token for an agent, on the API key. */
   issueL1(request: IssueL1Request, options?: WriteOptions): Promise<IssuedToken> {
-    return this.#call("POST", "/v1/vat/issue/l1", this.#apiKey, request, options);
+    return this.#call("POST", "/v1/vat/issue/l1", this.#key(), request, options);
   }
 
   /** `POST /v1/vat/issue/l2`: a root token at L2 (trust 0.7), on the API key and the human's OIDC ID token. */
   issueL2(request: IssueL2Request, options?: WriteOptions): Promise<IssuedToken> {
-    return this.#call("POST", "/v1/vat/issue/l2", this.#apiKey, request, options);
+    return this.#call("POST", "/v1/vat/issue/l2", this.#key(), request, options);
   }
 
   /** `POST /v1/vat/auth/capture`: a root token at L3 (trust 0.95), once a configured verifier accepts the evidence. */
   authCapture(request: AuthCaptureRequest, options?: WriteOptions): Promise<IssuedToken> {
-    return this.#call("POST", "/v1/vat/auth/capture", this.#apiKey, request, options);
+    return this.#call("POST", "/v1/vat/auth/capture", this.#key(), request, options);
   }
 
   /** `POST /v1/vat/record/action`: an action done and its result, in one step. */
   recordAction(request: RecordActionRequest, auth?: AgentAuth): Promise<RecordActionResponse> {
-    return this.#call("POST", "/v1/vat/record/action", auth?.token, request, auth);
+    const path = "/v1/vat/record/action";
+    return this.#call("POST", path, this.#agent("POST", path, auth), request, auth);
   }
 
   /** `POST /v1/vat/authorize`: asks before acting; a refusal is `authorized: false`, not an error. */
   authorize(request: AuthorizeRequest, auth?: AgentAuth): Promise<AuthorizeResponse> {
-    return this.#call("POST", "/v1/vat/authorize", auth?.token, request, auth);
+    const path = "/v1/vat/authorize";
+    return this.#call("POST", path, this.#agent("POST", path, auth), request, auth);
   }
 
-  /** `POST /v1/vat/aar/{aar_id}/complete`: how an authorized action ended. */
+  /**
+   * `POST /v1/vat/aar/{aar_id}/complete`: how an authorized action ended. A
+   * record authorized with the token itself is completed with it (`auth`).
+   */
   complete(aarId: string, request: CompleteRequest, auth?: AgentAuth): Promise<ActionRecord> {
-    return this.#call("POST", `/v1/vat/aar/${segment(aarId)}/complete`, auth?.token, request);
+    const path = `/v1/vat/aar/${segment(aarId)}/complete`;
+    return this.#call("POST", path, this.#agent("POST", path, auth), request);
   }
 
   /** `POST /v1/vat/aar/{aar_id}/feedback`: a human's one rating of a completed action. */
   feedback(aarId: string, request: FeedbackRequest): Promise<FeedbackResponse> {
-    return this.#call("POST", `/v1/vat/aar/${segment(aarId)}/feedback`, this.#apiKey, request);
+    return this.#call("POST", `/v1/vat/aar/${segment(aarId)}/feedback`, this.#key(), request);
   }
 
   /** `GET /v1/vat/reputation/{agent_id}`; the id bare or as `agent:<id>`. */
   reputation(agentId: string): Promise<AgentReputation> {
-    return this.#call("GET", `/v1/vat/reputation/${segment(agentId)}`, this.#apiKey);
+    return this.#call("GET", `/v1/vat/reputation/${segment(agentId)}`, this.#key());
   }
 
   /** `GET /v1/vat/aar/provenance/{provenance_ref}`: the workflow summary. */
   provenance(provenanceRef: string): Promise<WorkflowSummary> {
-    return this.#call("GET", `/v1/vat/aar/provenance/${segment(provenanceRef)}`, this.#apiKey);
+    return this.#call("GET", `/v1/vat/aar/provenance/${segment(provenanceRef)}`, this.#key());
   }
 
   /** `GET /v1/vat/aar/provenance/{provenance_ref}/graph`: tokens and records of a workflow. */
   graph(provenanceRef: string): Promise<WorkflowGraph> {
-    return this.#call("GET", `/v1/vat/aar/provenance/${segment(provenanceRef)}/graph`, this.#apiKey);
+    return this.#call("GET", `/v1/vat/aar/provenance/${segment(provenanceRef)}/graph`, this.#key());
   }
 
   /** `GET /v1/vat/aar/{aar_id}`: one full record. */
   record(aarId: string): Promise<ActionRecord> {
-    return this.#call("GET", `/v1/vat/aar/${segment(aarId)}`, this.#apiKey);
+    return this.#call("GET", `/v1/vat/aar/${segment(aarId)}`, this.#key());
   }
 
   /** `GET /v1/vat/aar`: one page of records, newest first. */
   recordsPage(query: RecordQuery = {}): Promise<RecordPage> {
-    return this.#call("GET", `/v1/vat/aar${queryString(query)}`, this.#apiKey);
+    return this.#call("GET", `/v1/vat/aar${queryString(query)}`, this.#key());
   }
 
   /** Every record matching `query`, newest first, fetching page after page as iteration goes on. */
@@ -543,7 +634,7 @@ export class MandateClient {
 
   /** `GET /v1/vat/workflows`: one page of workflows, newest activity first. */
   workflowsPage(query: WorkflowQuery = {}): Promise<WorkflowPage> {
-    return this.#call("GET", `/v1/vat/workflows${queryString(query)}`, this.#apiKey);
+    return this.#call("GET", `/v1/vat/workflows${queryString(query)}`, this.#key());
   }
 
   /** Every workflow matching `query`, page after page. */
@@ -556,22 +647,30 @@ export class MandateClient {
     } while (cursor);
   }
 
-  /** `POST /v1/vat/delegate`: a narrower child token, on the parent's token. */
+  /**
+   * `POST /v1/vat/delegate`: a narrower child token. Delegating changes
+   * authority, so it needs the parent token itself as `auth.token` (and its
+   * `key` when bound); a `vat_jti` alone is refused.
+   */
   delegate(request: DelegateRequest, auth?: AgentAuth): Promise<DelegatedToken> {
-    return this.#call("POST", "/v1/vat/delegate", auth?.token, request, auth);
+    const path = "/v1/vat/delegate";
+    return this.#call("POST", path, this.#agent("POST", path, auth), request, auth);
   }
 
   /**
    * `POST /v1/vat/revoke`: revokes a token and all its descendants. On the
-   * API key, or, with `auth.token`, on an ancestor's (or the token's own) token.
+   * API key, or, with `auth.token`, on the revoking agent's own token (an
+   * ancestor of the target, or the target itself).
    */
   revoke(request: RevokeRequest, auth?: AgentAuth): Promise<RevokeResponse> {
-    return this.#call("POST", "/v1/vat/revoke", auth ? auth.token : this.#apiKey, request);
+    const path = "/v1/vat/revoke";
+    const credential = auth ? this.#agent("POST", path, auth) : this.#key();
+    return this.#call("POST", path, credential, request);
   }
 
-  /** `GET /v1/vat/tokens/{jti}`: a token's status and descendants. */
-  token(jti: string): Promise<TokenStatus> {
-    return this.#call("GET", `/v1/vat/tokens/${segment(jti)}`, this.#apiKey);
+  /** `GET /v1/vat/tokens/{jti}`: a token's status and a page of its descendants. */
+  token(jti: string, query: TokenQuery = {}): Promise<TokenStatus> {
+    return this.#call("GET", `/v1/vat/tokens/${segment(jti)}${queryString(query)}`, this.#key());
   }
 
   /** `GET /.well-known/jwks.json`: the public keys tokens are signed with. */
