@@ -101,8 +101,9 @@ export class Api {
     return this.call("POST", "/v1/vat/issue/l1", { developer_email: "reviewer@example.com", ...body });
   }
 
-  delegate(parentJti, body) {
-    return this.call("POST", "/v1/vat/delegate", { vat_jti: parentJti, ...body }, { key: null });
+  /** Delegates from `parent`, an issued token, presented itself. */
+  delegate(parent, body) {
+    return this.call("POST", "/v1/vat/delegate", body, { key: parent.compact_jwt });
   }
 
   act(jti, action, resource, result) {
@@ -135,14 +136,14 @@ export async function seedChain(api) {
     constraints: { max_spend_usd: 50, max_actions: 100 },
     policy: { frameworks: ["gdpr"] },
   });
-  const researcher = await api.delegate(root.jti, {
+  const researcher = await api.delegate(root, {
     agent_id: "researcher",
     resources: ["crm:*", "docs:*"],
     actions: ["read", "delegate"],
     constraints: { max_spend_usd: 20, max_actions: 50 },
     policy: { frameworks: ["gdpr"] },
   });
-  const summarizer = await api.delegate(researcher.jti, {
+  const summarizer = await api.delegate(researcher, {
     agent_id: "summarizer",
     resources: ["docs:*"],
     actions: ["read"],

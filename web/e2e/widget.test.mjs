@@ -58,9 +58,15 @@ describe("verification widget", () => {
     const delegated = await widget.innerText();
     assert.match(delegated, /summarizer/);
     assert.match(delegated, /depth 2, delegated by researcher ← orchestrator/);
-    for (const jti of [seeded.root.jti, seeded.researcher.jti, seeded.summarizer.jti]) {
-      assert.ok(delegated.includes(jti), `the chain names ${jti}`);
+    // The chain names the ancestors by jti hash, never by jti.
+    for (const jth of seeded.summarizer.claims.svc_chain) {
+      assert.ok(delegated.includes(jth), `the chain names ${jth}`);
     }
+    assert.ok(delegated.includes(seeded.summarizer.jti));
+    for (const ancestor of [seeded.root.jti, seeded.researcher.jti]) {
+      assert.ok(!delegated.includes(ancestor), `the widget shows no ancestor's jti (${ancestor})`);
+    }
+    assert.match(delegated, /not bound/);
     await screenshot(page, "widget-delegated");
 
     await page.getByLabel("Token").fill(tampered(seeded.root.compact_jwt));

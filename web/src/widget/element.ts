@@ -202,10 +202,13 @@ export class MandateVerify extends HTMLElement {
     this.#show(el("p", "verdict verdict-busy", "Verifying…"));
     try {
       await loadWasm();
-      let result = verifyToken(token, await this.#keySet(false));
+      // The widget shows a token; it authorizes nothing, so a bound token is
+      // shown without its holder's proof (and says it needs one to be used).
+      const options = { skipProofOfPossession: true };
+      let result = verifyToken(token, await this.#keySet(false), options);
       if (!result.valid && result.error.code === "unknown_kid" && !this.hasAttribute("jwks")) {
         // The keys may have been rotated since the set was fetched.
-        result = verifyToken(token, await this.#keySet(true));
+        result = verifyToken(token, await this.#keySet(true), options);
       }
       if (generation !== this.#generation) {
         return;
@@ -277,7 +280,6 @@ export class MandateVerify extends HTMLElement {
 
   #details(claims: Claims, countdown: HTMLElement): HTMLElement {
     const agent = claims.sub.startsWith("agent:") ? claims.sub.slice("agent:".length) : claims.sub;
-    const chain = [...(claims.svc_chain ?? []), claims.jti];
     const delegators = actors(claims);
     return el(
       "dl",
@@ -299,8 +301,22 @@ export class MandateVerify extends HTMLElement {
         el(
           "ol",
           "chain",
-          ...chain.map((jti) => el("li", null, el("code", null, jti), jti === claims.jti ? " (this token)" : null)),
+          // Ancestors are named by jti hash: a token never carries another's jti.
+          ...(claims.svc_chain ?? []).map((jth) => el("li", null, el("code", null, jth), el("span", "muted", " (jti hash)"))),
+          el("li", null, el("code", null, claims.jti), " (this token)"),
         ),
+      ),
+      row(
+        "Holder",
+        claims.cnf === undefined
+          ? "not bound: whoever holds the token can use it"
+          : el(
+              "span",
+              null,
+              "bound to key ",
+              el("code", null, claims.cnf.jkt),
+              el("span", "muted", ": each use needs a proof signed by that key (DPoP)"),
+            ),
       ),
       row("Expiry", countdown, el("span", "muted", ` (${utc(claims.exp)})`)),
       row("Issued", `${utc(claims.iat)} by ${claims.iss}`),

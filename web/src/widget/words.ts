@@ -24,6 +24,7 @@ const WORDS: Record<string, string> = {
   expired: "The token has expired",
   not_yet_valid: "The token is not valid yet",
   revoked: "The token or one of its ancestors is revoked",
+  binding_dropped: "The token's parent is bound to a key and this token is not",
 };
 
 /** A sentence for a verification error code; the code itself when unknown. */
