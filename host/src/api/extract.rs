@@ -13,7 +13,7 @@ use sha2::{Digest as _, Sha256};
 use crate::AppState;
 use crate::apikeys::{self, Principal};
 use crate::clock::now_s;
-use crate::error::{ApiError, ApiResult};
+use crate::error::{ApiError, ApiResult, truncate_chars};
 use crate::idempotency::{self, Presented};
 
 /// A JSON request body. Wrong content type → 415, too large → 413, not JSON
@@ -42,7 +42,7 @@ fn is_json(headers: &HeaderMap) -> bool {
 fn json_error(error: &serde_json::Error) -> ApiError {
     use serde_json::error::Category;
     let mut detail = error.to_string();
-    detail.truncate(300);
+    truncate_chars(&mut detail, 300);
     match error.classify() {
         Category::Data => {
             let code = if detail.starts_with("unknown field") {

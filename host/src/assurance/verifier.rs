@@ -19,7 +19,7 @@ use tokio::sync::Semaphore;
 use super::plugin::{Limits, Plugin};
 use crate::clock::now_s;
 use crate::config::Verifier as VerifierConfig;
-use crate::error::{ApiError, ApiResult};
+use crate::error::{ApiError, ApiResult, truncate_chars};
 
 /// What a plugin verifier must declare itself to be.
 pub const IDENTITY_VERIFIER_KIND: &str = "identity-verifier";
@@ -235,7 +235,7 @@ impl Verifiers {
             let mut reason = verdict
                 .reason
                 .unwrap_or_else(|| "no reason given".to_owned());
-            reason.truncate(200);
+            truncate_chars(&mut reason, 200);
             return Err(refused(
                 "evidence_not_verified",
                 format!("the verifier did not verify the evidence: {reason}"),

@@ -364,22 +364,41 @@ fn reference_plugin() -> PathBuf {
 
 const DESCRIBE: &str = r#"{"abi":1,"kind":"identity-verifier"}"#;
 
-/// A plugin in the text format whose `mandate_call` runs `body`.
-fn hostile(dir: &Path, name: &str, body: &str) -> PathBuf {
+/// A plugin in the text format whose `mandate_call` runs `body`; `answer`
+/// (at most 512 bytes) lies at offset 512 of its memory.
+fn wat_plugin(dir: &Path, name: &str, answer: &str, body: &str) -> PathBuf {
+    assert!(answer.len() <= 512, "the answer would overlap the input");
     let wat = format!(
         r#"(module
              (memory (export "memory") 1)
              (data (i32.const 0) "{describe}")
-             (data (i32.const 512) "not json at all")
+             (data (i32.const 512) "{answer}")
              (func (export "mandate_alloc") (param i32) (result i32) (i32.const 1024))
              (func (export "mandate_describe") (result i64) (i64.const {len}))
              (func (export "mandate_call") (param i32 i32) (result i64) {body}))"#,
-        describe = DESCRIBE.replace('"', "\\\""),
+        describe = wat_string(DESCRIBE),
+        answer = wat_string(answer),
         len = DESCRIBE.len(),
     );
     let path = dir.join(format!("{name}.wat"));
     std::fs::write(&path, wat).unwrap();
     path
+}
+
+/// Bytes as a string of the text format: every byte escaped.
+fn wat_string(text: &str) -> String {
+    text.bytes().map(|b| format!("\\{b:02x}")).collect()
+}
+
+/// A plugin in the text format whose `mandate_call` runs `body`.
+fn hostile(dir: &Path, name: &str, body: &str) -> PathBuf {
+    wat_plugin(dir, name, "not json at all", body)
+}
+
+/// A plugin that answers `answer` to every call.
+pub(crate) fn answering(dir: &Path, name: &str, answer: &str) -> PathBuf {
+    let location = (512_i64 << 32) | i64::try_from(answer.len()).unwrap();
+    wat_plugin(dir, name, answer, &format!("(i64.const {location})"))
 }
 
 fn plugin(name: &str, module: PathBuf, fuel: u64, timeout_ms: u64) -> Verifier {
@@ -542,6 +561,34 @@ async fn l3_plugins_verify_and_hostile_plugins_are_stopped() {
         .await;
     let root = expect_json(again, StatusCode::CREATED).await;
     chain_behaves_as_under_l1(&app, &root).await;
+}
+
+#[tokio::test]
+async fn a_long_multibyte_refusal_reason_is_cut_between_characters() {
+    let fixtures = tempfile::tempdir().unwrap();
+    // Byte 200 of the reason falls inside an `é`: cutting there would panic.
+    let reason = format!("a{}", "é".repeat(201));
+    let answer = json!({"verified": false, "reason": reason}).to_string();
+    let module = answering(fixtures.path(), "refuser", &answer);
+    let app = TestApp::spawn_with(move |config| {
+        config.verifier = vec![plugin("refuser", module, 1_000_000, 1_000)];
+    })
+    .await;
+    let response = app
+        .post_auth(
+            "/v1/vat/auth/capture",
+            &app.admin_key,
+            &capture("refuser", evidence(0.97)),
+        )
+        .await;
+    let problem = expect_problem(response, StatusCode::UNAUTHORIZED, "evidence_not_verified").await;
+    assert_eq!(
+        text(&problem["detail"]),
+        format!(
+            "the verifier did not verify the evidence: a{}",
+            "é".repeat(199)
+        )
+    );
 }
 
 #[tokio::test]
