@@ -636,12 +636,20 @@ async fn provider_attestations_must_be_signed_by_the_provider() {
     )
     .unwrap();
     let app = TestApp::spawn_with(|config| {
-        config.verifier = vec![Verifier::Provider {
-            name: "acme".into(),
-            issuer: "https://idv.acme.example".into(),
-            jwks_file,
-            audience: Some("mandate".into()),
-        }];
+        config.verifier = vec![
+            Verifier::Provider {
+                name: "acme".into(),
+                issuer: "https://idv.acme.example".into(),
+                jwks_file: jwks_file.clone(),
+                audience: Some("mandate".into()),
+            },
+            Verifier::Provider {
+                name: "acme-any-audience".into(),
+                issuer: "https://idv.acme.example".into(),
+                jwks_file,
+                audience: None,
+            },
+        ];
     })
     .await;
     let attestation = |key: &TestKey, edit: &dyn Fn(&mut Value)| {
@@ -688,6 +696,27 @@ async fn provider_attestations_must_be_signed_by_the_provider() {
             "attestation_wrong_audience",
         ),
         (
+            attestation(&provider, &|c| {
+                c.as_object_mut().unwrap().remove("aud");
+            }),
+            StatusCode::UNAUTHORIZED,
+            "attestation_missing_claim",
+        ),
+        (
+            attestation(&provider, &|c| c["aud"] = json!(42)),
+            StatusCode::UNAUTHORIZED,
+            "attestation_missing_claim",
+        ),
+        (
+            attestation(&provider, &|c| {
+                let now = mandate_host::clock::now_s();
+                c["iat"] = json!(now + 120);
+                c["exp"] = json!(now + 600);
+            }),
+            StatusCode::UNAUTHORIZED,
+            "attestation_issued_in_future",
+        ),
+        (
             json!({"verified": true, "sub": "me"}),
             StatusCode::UNPROCESSABLE_ENTITY,
             "invalid_evidence",
@@ -707,6 +736,24 @@ async fn provider_attestations_must_be_signed_by_the_provider() {
             )
             .await;
         expect_problem(response, status, code).await;
+    }
+    // Within the 60 s leeway an `iat` ahead of the clock is skew, not forgery.
+    let skewed = attestation(&provider, &|c| {
+        c["iat"] = json!(mandate_host::clock::now_s() + 30);
+    });
+    // A provider configured without an audience takes attestations without `aud`.
+    let without_aud = attestation(&provider, &|c| {
+        c.as_object_mut().unwrap().remove("aud");
+    });
+    for (verifier, evidence) in [("acme", skewed), ("acme-any-audience", without_aud)] {
+        let response = app
+            .post_auth(
+                "/v1/vat/auth/capture",
+                &app.admin_key,
+                &capture(verifier, evidence),
+            )
+            .await;
+        expect_json(response, StatusCode::CREATED).await;
     }
     chain_behaves_as_under_l1(&app, &root).await;
 }
