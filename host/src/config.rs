@@ -57,9 +57,16 @@ pub struct OidcIssuer {
     #[serde(default)]
     pub jwks_file: Option<PathBuf>,
     /// Where to fetch its keys; by default `jwks_uri` of its discovery
-    /// document (`<issuer>/.well-known/openid-configuration`).
+    /// document (`<issuer>/.well-known/openid-configuration`), whose
+    /// `issuer` must equal `issuer` exactly. Every URL fetched (and every
+    /// redirect) must be https.
     #[serde(default)]
     pub jwks_uri: Option<String>,
+    /// Also fetch over plain http from a loopback address (an IP literal
+    /// such as `127.0.0.1` or `::1`): for a provider on the same machine, or
+    /// tests. Any other http URL is still refused.
+    #[serde(default)]
+    pub allow_insecure_http: bool,
 }
 
 /// OIDC settings for L2.
@@ -245,6 +252,7 @@ mod tests {
         )
         .unwrap();
         assert_eq!(config.oidc.issuer[0].audience, "mandate");
+        assert!(!config.oidc.issuer[0].allow_insecure_http);
         assert_eq!(config.verifier[0].name(), "reference");
         assert!(matches!(
             config.verifier[0],
