@@ -16,7 +16,8 @@ pub struct RateLimits {
     pub per_api_key: u32,
     /// Per agent token (jti).
     pub per_token: u32,
-    /// Per client address (see `trusted_proxies`).
+    /// Per client address (see `trusted_proxies`); an IPv6 client counts
+    /// by its /64 network, an IPv4 one (mapped or not) by its address.
     pub per_ip: u32,
     /// How many requests beyond the steady rate a caller may send at once.
     pub burst: u32,
