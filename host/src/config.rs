@@ -157,7 +157,9 @@ pub struct Config {
     pub rate_limits: RateLimits,
     /// Peers whose `X-Forwarded-For` is believed for per-address limits.
     pub trusted_proxies: Vec<IpAddr>,
-    /// Serve `/metrics` without an API key to loopback clients.
+    /// Serve `/metrics` without an API key to loopback clients. Ignored when
+    /// `trusted_proxies` is set: behind a reverse proxy on the same machine
+    /// every client arrives from loopback, so an API key is always needed.
     pub metrics_open_on_loopback: bool,
     /// Identity providers for L2 (`[[oidc.issuer]]`).
     pub oidc: Oidc,
