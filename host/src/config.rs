@@ -16,7 +16,8 @@ pub struct RateLimits {
     pub per_api_key: u32,
     /// Per agent token (jti).
     pub per_token: u32,
-    /// Per client address (see `trusted_proxies`).
+    /// Per client address (see `trusted_proxies`); an IPv6 client counts
+    /// by its /64 network, an IPv4 one (mapped or not) by its address.
     pub per_ip: u32,
     /// How many requests beyond the steady rate a caller may send at once.
     pub burst: u32,
@@ -71,9 +72,16 @@ pub struct OidcIssuer {
     #[serde(default)]
     pub jwks_file: Option<PathBuf>,
     /// Where to fetch its keys; by default `jwks_uri` of its discovery
-    /// document (`<issuer>/.well-known/openid-configuration`).
+    /// document (`<issuer>/.well-known/openid-configuration`), whose
+    /// `issuer` must equal `issuer` exactly. Every URL fetched (and every
+    /// redirect) must be https.
     #[serde(default)]
     pub jwks_uri: Option<String>,
+    /// Also fetch over plain http from a loopback address (an IP literal
+    /// such as `127.0.0.1` or `::1`): for a provider on the same machine, or
+    /// tests. Any other http URL is still refused.
+    #[serde(default)]
+    pub allow_insecure_http: bool,
 }
 
 /// OIDC settings for L2.
@@ -169,7 +177,9 @@ pub struct Config {
     pub rate_limits: RateLimits,
     /// Peers whose `X-Forwarded-For` is believed for per-address limits.
     pub trusted_proxies: Vec<IpAddr>,
-    /// Serve `/metrics` without an API key to loopback clients.
+    /// Serve `/metrics` without an API key to loopback clients. Ignored when
+    /// `trusted_proxies` is set: behind a reverse proxy on the same machine
+    /// every client arrives from loopback, so an API key is always needed.
     pub metrics_open_on_loopback: bool,
     /// Identity providers for L2 (`[[oidc.issuer]]`).
     pub oidc: Oidc,
@@ -276,6 +286,7 @@ mod tests {
         )
         .unwrap();
         assert_eq!(config.oidc.issuer[0].audience, "mandate");
+        assert!(!config.oidc.issuer[0].allow_insecure_http);
         assert_eq!(config.verifier[0].name(), "reference");
         assert!(matches!(
             config.verifier[0],

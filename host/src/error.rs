@@ -286,6 +286,15 @@ pub fn is_storage_failure(error: &rusqlite::Error) -> bool {
 /// Shorthand for handler results.
 pub type ApiResult<T> = Result<T, ApiError>;
 
+/// Shortens `text` to at most `max_chars` characters. `String::truncate`
+/// takes a byte index and panics inside a character, so text that came from
+/// a client or a plugin is cut here, on a character boundary.
+pub fn truncate_chars(text: &mut String, max_chars: usize) {
+    if let Some((end, _)) = text.char_indices().nth(max_chars) {
+        text.truncate(end);
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -299,6 +308,26 @@ mod tests {
         assert_eq!(body["status"], 403);
         assert_eq!(body["aar_id"], "aar_x");
         assert!(body.get("violations").is_none());
+    }
+
+    #[test]
+    fn truncation_counts_characters_and_never_splits_one() {
+        let cases: [(&str, usize, &str); 6] = [
+            ("abc", 2, "ab"),
+            ("abc", 3, "abc"),
+            ("abc", 10, "abc"),
+            ("éé", 1, "é"),
+            ("a😀中", 2, "a😀"),
+            ("e\u{301}x", 1, "e"),
+        ];
+        for (text, max, expected) in cases {
+            let mut cut = text.to_owned();
+            truncate_chars(&mut cut, max);
+            assert_eq!(cut, expected, "{text:?} to {max}");
+        }
+        let mut long = "é".repeat(301);
+        truncate_chars(&mut long, 300);
+        assert_eq!(long, "é".repeat(300));
     }
 
     #[test]

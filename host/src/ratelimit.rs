@@ -1,7 +1,9 @@
 //! Rate limits per API key, per agent token and per client address, each a
 //! keyed GCRA limiter (governor). A refusal is a 429 with `Retry-After`.
+//! An IPv6 client is counted by its /64 network, not its address: a host
+//! owns a whole /64 and can pick a fresh address for every request.
 
-use std::net::{IpAddr, SocketAddr};
+use std::net::{IpAddr, Ipv6Addr, SocketAddr};
 use std::num::NonZeroU32;
 
 use axum::http::HeaderMap;
@@ -66,16 +68,19 @@ impl Limiters {
         check(self.tokens.as_ref(), &jti.to_owned())
     }
 
-    /// Counts a request from a client address.
+    /// Counts a request from a client address (an IPv6 client by its /64).
     pub fn address(&self, peer: SocketAddr, headers: &HeaderMap) -> ApiResult<()> {
-        check(self.addresses.as_ref(), &self.client_address(peer, headers))
+        let key = limit_key(self.client_address(peer, headers));
+        check(self.addresses.as_ref(), &key)
     }
 
     /// The client's address: the peer, unless the peer is a trusted proxy, in
     /// which case the nearest untrusted hop of `X-Forwarded-For`. An untrusted
-    /// peer cannot change its key by sending the header.
+    /// peer cannot change its key by sending the header. An IPv4-mapped IPv6
+    /// address (`::ffff:a.b.c.d`, an IPv4 client of a dual-stack socket) is
+    /// the IPv4 address.
     pub fn client_address(&self, peer: SocketAddr, headers: &HeaderMap) -> IpAddr {
-        let peer = peer.ip();
+        let peer = peer.ip().to_canonical();
         if !self.trusted_proxies.contains(&peer) {
             return peer;
         }
@@ -85,6 +90,7 @@ impl Limiters {
             .filter_map(|value| value.to_str().ok())
             .flat_map(|value| value.split(','))
             .filter_map(|hop| hop.trim().parse::<IpAddr>().ok())
+            .map(|hop| hop.to_canonical())
             .collect::<Vec<_>>();
         hops.into_iter()
             .rev()
@@ -99,6 +105,21 @@ impl Limiters {
         }
         if let Some(limiter) = &self.addresses {
             limiter.retain_recent();
+        }
+    }
+}
+
+/// Bits of an IPv6 address that name the client's network.
+const IPV6_CLIENT_PREFIX: u32 = 64;
+
+/// What the per-address limiter counts a client by: an IPv4 address as it
+/// is (IPv4-mapped IPv6 included), an IPv6 address by its /64 network.
+fn limit_key(address: IpAddr) -> IpAddr {
+    match address.to_canonical() {
+        IpAddr::V4(v4) => IpAddr::V4(v4),
+        IpAddr::V6(v6) => {
+            let network = u128::MAX << (128 - IPV6_CLIENT_PREFIX);
+            IpAddr::V6(Ipv6Addr::from_bits(v6.to_bits() & network))
         }
     }
 }
@@ -142,5 +163,92 @@ mod tests {
             limiters.client_address(trusted, &headers),
             "203.0.113.9".parse::<IpAddr>().unwrap()
         );
+    }
+
+    fn ip(text: &str) -> IpAddr {
+        text.parse().unwrap()
+    }
+
+    #[test]
+    fn ipv6_clients_are_keyed_by_their_64_and_ipv4_by_address() {
+        let cases = [
+            ("2001:db8:1:2:3:4:5:6", "2001:db8:1:2::"),
+            ("2001:db8:1:2:ffff:ffff:ffff:ffff", "2001:db8:1:2::"),
+            ("2001:db8:1:3::1", "2001:db8:1:3::"),
+            ("::1", "::"),
+            ("192.0.2.7", "192.0.2.7"),
+            ("192.0.2.8", "192.0.2.8"),
+            ("::ffff:192.0.2.7", "192.0.2.7"),
+        ];
+        for (address, key) in cases {
+            assert_eq!(limit_key(ip(address)), ip(key), "{address}");
+        }
+    }
+
+    fn per_ip(per_second: u32, burst: u32, trusted_proxies: Vec<IpAddr>) -> Limiters {
+        let limits = RateLimits {
+            per_api_key: 0,
+            per_token: 0,
+            per_ip: per_second,
+            burst,
+        };
+        Limiters::new(&limits, trusted_proxies)
+    }
+
+    fn status(limiters: &Limiters, peer: &str, headers: &HeaderMap) -> u16 {
+        let peer = SocketAddr::new(ip(peer), 5000);
+        match limiters.address(peer, headers) {
+            Ok(()) => 200,
+            Err(error) => error.status.as_u16(),
+        }
+    }
+
+    #[test]
+    fn rotating_ipv6_addresses_within_a_64_share_one_allowance() {
+        let limiters = per_ip(1, 2, vec![]);
+        let none = HeaderMap::new();
+        let statuses: Vec<u16> = ["2001:db8:0:1::a", "2001:db8:0:1::b", "2001:db8:0:1:ffff::c"]
+            .iter()
+            .map(|peer| status(&limiters, peer, &none))
+            .collect();
+        assert_eq!(statuses, [200, 200, 429]);
+        assert_eq!(
+            status(&limiters, "2001:db8:0:2::a", &none),
+            200,
+            "another /64"
+        );
+    }
+
+    #[test]
+    fn ipv4_clients_are_limited_per_address_whether_mapped_or_not() {
+        let limiters = per_ip(1, 2, vec![]);
+        let none = HeaderMap::new();
+        assert_eq!(status(&limiters, "192.0.2.7", &none), 200);
+        assert_eq!(status(&limiters, "::ffff:192.0.2.7", &none), 200);
+        assert_eq!(
+            status(&limiters, "192.0.2.7", &none),
+            429,
+            "mapped counts as IPv4"
+        );
+        assert_eq!(
+            status(&limiters, "192.0.2.8", &none),
+            200,
+            "a neighbour is not limited"
+        );
+        assert_eq!(status(&limiters, "192.0.2.8", &none), 200);
+    }
+
+    #[test]
+    fn forwarded_ipv6_clients_are_keyed_by_their_64_and_mapped_proxies_are_trusted() {
+        let limiters = per_ip(1, 2, vec![ip("10.0.0.1")]);
+        let statuses: Vec<u16> = ["2001:db8::1", "2001:db8::2", "2001:db8::3"]
+            .iter()
+            .map(|client| {
+                let mut headers = HeaderMap::new();
+                headers.insert("x-forwarded-for", client.parse().unwrap());
+                status(&limiters, "::ffff:10.0.0.1", &headers)
+            })
+            .collect();
+        assert_eq!(statuses, [200, 200, 429]);
     }
 }

@@ -19,7 +19,7 @@ use crate::AppState;
 use crate::apikeys::{self, Principal};
 use crate::clock::now_s;
 use crate::config::AgentAuth;
-use crate::error::{ApiError, ApiResult};
+use crate::error::{ApiError, ApiResult, truncate_chars};
 use crate::idempotency::{self, Presented};
 use crate::ledger::Credential;
 use crate::proofs::Refused;
@@ -50,7 +50,7 @@ fn is_json(headers: &HeaderMap) -> bool {
 fn json_error(error: &serde_json::Error) -> ApiError {
     use serde_json::error::Category;
     let mut detail = error.to_string();
-    detail.truncate(300);
+    truncate_chars(&mut detail, 300);
     match error.classify() {
         Category::Data => {
             let code = if detail.starts_with("unknown field") {

@@ -57,8 +57,8 @@ pub(crate) async fn readyz(State(state): State<AppState>) -> ApiResult<axum::Jso
     }))
 }
 
-/// Prometheus metrics: open to loopback clients (when configured), else an
-/// API key is needed.
+/// Prometheus metrics: open to loopback clients (when configured and no
+/// proxy is trusted), else an API key is needed.
 #[utoipa::path(
     get,
     path = "/metrics",
@@ -71,8 +71,12 @@ pub(crate) async fn metrics(
     Peer(peer): Peer,
     headers: HeaderMap,
 ) -> ApiResult<Response> {
-    let loopback = peer.is_some_and(|addr| addr.ip().is_loopback());
-    if !(loopback && state.config.metrics_open_on_loopback) {
+    // Behind a reverse proxy every client's connection comes from the proxy,
+    // often on loopback: the peer's address then says nothing about the client.
+    let open = state.config.metrics_open_on_loopback
+        && state.config.trusted_proxies.is_empty()
+        && peer.is_some_and(|addr| addr.ip().is_loopback());
+    if !open {
         api_key(&state, &headers).await?;
     }
     let mut response = state.metrics.render().into_response();

@@ -7,17 +7,27 @@
 //! caller gives one. Each failure has its own code. Keys come from a file or
 //! from the issuer's `jwks_uri`, cached, and re-read when a token names an
 //! unknown `kid` (at most once every few seconds per issuer).
+//!
+//! Fetching is guarded: every URL is https (or loopback http, when the
+//! issuer allows it), a discovery document must name the configured issuer
+//! exactly, an answer larger than [`MAX_FETCH_BYTES`] is a failed fetch, and
+//! at most one fetch per issuer is in flight. No lock is held across a
+//! fetch: a token whose keys are cached is checked at once, however slow
+//! the provider is.
 
-use std::sync::Arc;
+use std::net::IpAddr;
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
 
+use axum::http::StatusCode;
 use base64::Engine as _;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use jsonwebtoken::errors::ErrorKind;
 use jsonwebtoken::jwk::JwkSet;
 use jsonwebtoken::{Algorithm, DecodingKey, Validation, decode};
+use reqwest::Url;
 use serde::Deserialize;
-use tokio::sync::Mutex;
+use serde::de::DeserializeOwned;
 
 use crate::clock::now_s;
 use crate::config::OidcIssuer;
@@ -25,12 +35,19 @@ use crate::error::{ApiError, ApiResult};
 
 /// Oldest ID token accepted, by `iat`.
 pub const MAX_ID_TOKEN_AGE_SECONDS: i64 = 600;
+/// Largest discovery document or key set read from a provider; a larger
+/// answer is a failed fetch.
+pub const MAX_FETCH_BYTES: usize = 256 * 1024;
 /// Clock skew tolerated on `exp`, `nbf` and `iat`.
 const LEEWAY_SECONDS: u64 = 60;
 /// How long fetched keys are trusted before they are fetched again.
 const KEYS_TTL: Duration = Duration::from_secs(3600);
 /// Least time between two fetches for unknown kids.
 const REFETCH_INTERVAL: Duration = Duration::from_secs(5);
+/// Longest a fetch (discovery or keys) may take.
+const FETCH_TIMEOUT: Duration = Duration::from_secs(5);
+/// Redirects followed by one request, each to an allowed URL.
+const MAX_REDIRECTS: usize = 5;
 /// The algorithms ID tokens may use.
 const ALGORITHMS: [&str; 3] = ["RS256", "ES256", "EdDSA"];
 
@@ -51,17 +68,294 @@ struct CachedKeys {
     fetched: Instant,
 }
 
+/// What is known of an issuer's keys. Locked only to read or update it,
+/// never across an await.
+#[derive(Debug, Default)]
+struct KeyCache {
+    keys: Option<CachedKeys>,
+    /// When the last fetch started, whether or not it succeeded.
+    last_attempt: Option<Instant>,
+    /// Why the last fetch failed, answered while nothing is cached.
+    last_error: Option<ApiError>,
+}
+
+fn has_kid(keys: &JwkSet, kid: Option<&str>) -> bool {
+    kid.is_none_or(|kid| keys.find(kid).is_some())
+}
+
+impl KeyCache {
+    /// Whether a fetch started too recently for another.
+    fn throttled(&self) -> bool {
+        self.last_attempt
+            .is_some_and(|at| at.elapsed() < REFETCH_INTERVAL)
+    }
+
+    /// The cached keys, when they answer for `kid` without a fetch: fresh,
+    /// and either holding `kid` or fetched too recently to fetch again.
+    fn usable(&self, kid: Option<&str>) -> Option<Arc<JwkSet>> {
+        let cached = self.keys.as_ref()?;
+        let fresh = cached.fetched.elapsed() < KEYS_TTL;
+        (fresh && (has_kid(&cached.keys, kid) || self.throttled())).then(|| cached.keys.clone())
+    }
+
+    /// The cached keys, however old, when they hold `kid`.
+    fn holding(&self, kid: Option<&str>) -> Option<Arc<JwkSet>> {
+        let cached = self.keys.as_ref()?;
+        has_kid(&cached.keys, kid).then(|| cached.keys.clone())
+    }
+
+    /// The answer when no fetch may run: whatever is cached, else why the
+    /// last fetch failed.
+    fn fallback(&self) -> ApiResult<Arc<JwkSet>> {
+        match (&self.keys, &self.last_error) {
+            (Some(cached), _) => Ok(cached.keys.clone()),
+            (None, Some(error)) => Err(error.clone()),
+            (None, None) => Err(keys_unavailable()),
+        }
+    }
+}
+
+fn keys_unavailable() -> ApiError {
+    ApiError::new(
+        StatusCode::BAD_GATEWAY,
+        "oidc_keys_unavailable",
+        "the identity provider's keys cannot be fetched right now",
+    )
+}
+
+/// Why fetching an issuer's keys failed.
+#[derive(Debug, thiserror::Error)]
+enum FetchError {
+    #[error("the discovery document names the issuer `{0}`")]
+    DiscoveryMismatch(String),
+    #[error("`{0}` is neither https nor loopback http allowed by the issuer")]
+    Insecure(String),
+    #[error("the answer is larger than {MAX_FETCH_BYTES} bytes")]
+    TooLarge,
+    #[error(transparent)]
+    Failed(#[from] anyhow::Error),
+}
+
+impl From<reqwest::Error> for FetchError {
+    fn from(error: reqwest::Error) -> FetchError {
+        FetchError::Failed(error.into())
+    }
+}
+
+impl From<serde_json::Error> for FetchError {
+    fn from(error: serde_json::Error) -> FetchError {
+        FetchError::Failed(error.into())
+    }
+}
+
+impl FetchError {
+    /// The problem a request gets when this failure leaves no keys.
+    fn problem(&self) -> ApiError {
+        match self {
+            FetchError::DiscoveryMismatch(_) => ApiError::new(
+                StatusCode::BAD_GATEWAY,
+                "oidc_discovery_mismatch",
+                "the identity provider's discovery document names another issuer",
+            ),
+            FetchError::Insecure(_) => ApiError::new(
+                StatusCode::BAD_GATEWAY,
+                "oidc_insecure_uri",
+                "the identity provider's keys are not served over https",
+            ),
+            FetchError::TooLarge | FetchError::Failed(_) => keys_unavailable(),
+        }
+    }
+}
+
+/// Whether Mandate may fetch from `url`: https, or http to a loopback
+/// address (an IP literal) when the issuer allows it.
+fn allowed_url(url: &Url, allow_insecure_http: bool) -> bool {
+    match url.scheme() {
+        "https" => true,
+        "http" => {
+            allow_insecure_http
+                && url
+                    .host_str()
+                    .map(|host| host.trim_start_matches('[').trim_end_matches(']'))
+                    .and_then(|host| host.parse::<IpAddr>().ok())
+                    .is_some_and(|ip| ip.is_loopback())
+        }
+        _ => false,
+    }
+}
+
+fn discovery_url(issuer: &str) -> String {
+    format!(
+        "{}/.well-known/openid-configuration",
+        issuer.trim_end_matches('/')
+    )
+}
+
 #[derive(Debug)]
 struct Issuer {
     config: OidcIssuer,
-    cache: Mutex<Option<CachedKeys>>,
+    http: reqwest::Client,
+    cache: Mutex<KeyCache>,
+    /// Held by the one fetch in flight; requests that need its result wait
+    /// here, never on `cache`.
+    fetching: Arc<tokio::sync::Mutex<()>>,
+}
+
+impl Issuer {
+    fn new(config: &OidcIssuer) -> anyhow::Result<Issuer> {
+        if config.jwks_file.is_none() {
+            let first = config
+                .jwks_uri
+                .clone()
+                .unwrap_or_else(|| discovery_url(&config.issuer));
+            let url = Url::parse(&first)
+                .map_err(|e| anyhow::anyhow!("OIDC issuer {}: `{first}`: {e}", config.issuer))?;
+            if !allowed_url(&url, config.allow_insecure_http) {
+                anyhow::bail!(
+                    "OIDC issuer {}: `{first}` must be https (plain http only to a loopback \
+                     address, with allow_insecure_http = true)",
+                    config.issuer
+                );
+            }
+        }
+        let allow_insecure_http = config.allow_insecure_http;
+        let redirects = reqwest::redirect::Policy::custom(move |attempt| {
+            if attempt.previous().len() >= MAX_REDIRECTS {
+                attempt.error("too many redirects")
+            } else if allowed_url(attempt.url(), allow_insecure_http) {
+                attempt.follow()
+            } else {
+                attempt.error("a redirect to a URL that is not https")
+            }
+        });
+        let http = reqwest::Client::builder()
+            .timeout(FETCH_TIMEOUT)
+            .redirect(redirects)
+            .build()?;
+        Ok(Issuer {
+            config: config.clone(),
+            http,
+            cache: Mutex::new(KeyCache::default()),
+            fetching: Arc::new(tokio::sync::Mutex::new(())),
+        })
+    }
+
+    fn cache(&self) -> MutexGuard<'_, KeyCache> {
+        self.cache.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// GETs `url` and parses its JSON, reading at most [`MAX_FETCH_BYTES`].
+    async fn get_json<T: DeserializeOwned>(&self, url: &str) -> Result<T, FetchError> {
+        let url = Url::parse(url).map_err(|e| anyhow::anyhow!("`{url}`: {e}"))?;
+        if !allowed_url(&url, self.config.allow_insecure_http) {
+            return Err(FetchError::Insecure(url.to_string()));
+        }
+        let mut response = self.http.get(url).send().await?.error_for_status()?;
+        if response
+            .content_length()
+            .is_some_and(|length| length > MAX_FETCH_BYTES as u64)
+        {
+            return Err(FetchError::TooLarge);
+        }
+        let mut body = Vec::new();
+        while let Some(chunk) = response.chunk().await? {
+            if body.len() + chunk.len() > MAX_FETCH_BYTES {
+                return Err(FetchError::TooLarge);
+            }
+            body.extend_from_slice(&chunk);
+        }
+        Ok(serde_json::from_slice(&body)?)
+    }
+
+    async fn fetch(&self) -> Result<JwkSet, FetchError> {
+        if let Some(file) = &self.config.jwks_file {
+            let text = std::fs::read(file).map_err(anyhow::Error::from)?;
+            return Ok(serde_json::from_slice(&text)?);
+        }
+        let uri = match &self.config.jwks_uri {
+            Some(uri) => uri.clone(),
+            None => {
+                let discovery: Discovery =
+                    self.get_json(&discovery_url(&self.config.issuer)).await?;
+                // OpenID Connect Discovery 1.0, section 4.3: the issuer must
+                // be exactly the one whose document was asked for, or its
+                // keys are someone else's.
+                if discovery.issuer != self.config.issuer {
+                    return Err(FetchError::DiscoveryMismatch(discovery.issuer));
+                }
+                discovery.jwks_uri
+            }
+        };
+        self.get_json(&uri).await
+    }
+
+    /// Fetches the keys and caches them; on failure answers the cached keys
+    /// if any. The caller holds the fetch lock.
+    async fn refresh(&self) -> ApiResult<Arc<JwkSet>> {
+        let fetched = self.fetch().await;
+        let mut cache = self.cache();
+        match fetched {
+            Ok(keys) => {
+                let keys = Arc::new(keys);
+                cache.keys = Some(CachedKeys {
+                    keys: keys.clone(),
+                    fetched: Instant::now(),
+                });
+                cache.last_error = None;
+                Ok(keys)
+            }
+            Err(error) => {
+                tracing::warn!(issuer = %self.config.issuer, %error, "fetching OIDC keys failed");
+                cache.last_error = Some(error.problem());
+                cache.fallback()
+            }
+        }
+    }
+
+    /// The issuer's keys; fetched when missing, stale, or (at most every few
+    /// seconds) when `kid` is not among them. While a fetch is in flight,
+    /// cached keys that hold `kid` answer at once; others wait for its result.
+    async fn keys(self: &Arc<Issuer>, kid: Option<&str>) -> ApiResult<Arc<JwkSet>> {
+        if let Some(keys) = self.cache().usable(kid) {
+            return Ok(keys);
+        }
+        let fetching = match self.fetching.clone().try_lock_owned() {
+            Ok(fetching) => fetching,
+            Err(_) => {
+                if let Some(keys) = self.cache().holding(kid) {
+                    return Ok(keys);
+                }
+                self.fetching.clone().lock_owned().await
+            }
+        };
+        {
+            // The fetch that was in flight may have brought what is needed,
+            // or failed too recently to try again.
+            let mut cache = self.cache();
+            if let Some(keys) = cache.usable(kid) {
+                return Ok(keys);
+            }
+            if cache.throttled() {
+                return cache.fallback();
+            }
+            cache.last_attempt = Some(Instant::now());
+        }
+        // The fetch runs as a task of its own, holding the fetch lock, so a
+        // client that goes away cannot abandon it halfway.
+        let issuer = self.clone();
+        tokio::spawn(async move {
+            let _fetching = fetching;
+            issuer.refresh().await
+        })
+        .await
+        .map_err(ApiError::internal)?
+    }
 }
 
 /// The configured issuers and their keys.
 #[derive(Debug)]
 pub struct OidcIssuers {
-    issuers: Vec<Issuer>,
-    http: reqwest::Client,
+    issuers: Vec<Arc<Issuer>>,
 }
 
 #[derive(Deserialize)]
@@ -86,6 +380,7 @@ struct IdClaims {
 
 #[derive(Deserialize)]
 struct Discovery {
+    issuer: String,
     jwks_uri: String,
 }
 
@@ -105,94 +400,21 @@ fn algorithm(name: &str) -> Option<Algorithm> {
 }
 
 impl OidcIssuers {
-    /// The issuers of a configuration. Nothing is fetched until needed.
+    /// The issuers of a configuration. Nothing is fetched until needed, but
+    /// a URL Mandate may not fetch from stops the server from starting.
     pub fn new(issuers: &[OidcIssuer]) -> anyhow::Result<OidcIssuers> {
         crate::install_tls_provider();
-        let http = reqwest::Client::builder()
-            .timeout(Duration::from_secs(5))
-            .build()?;
         Ok(OidcIssuers {
             issuers: issuers
                 .iter()
-                .map(|config| Issuer {
-                    config: config.clone(),
-                    cache: Mutex::new(None),
-                })
-                .collect(),
-            http,
+                .map(|config| Issuer::new(config).map(Arc::new))
+                .collect::<anyhow::Result<_>>()?,
         })
     }
 
     /// Whether any issuer is configured.
     pub fn is_empty(&self) -> bool {
         self.issuers.is_empty()
-    }
-
-    async fn fetch(&self, issuer: &OidcIssuer) -> anyhow::Result<JwkSet> {
-        if let Some(file) = &issuer.jwks_file {
-            let text = std::fs::read(file)?;
-            return Ok(serde_json::from_slice(&text)?);
-        }
-        let uri = match &issuer.jwks_uri {
-            Some(uri) => uri.clone(),
-            None => {
-                let discovery = format!(
-                    "{}/.well-known/openid-configuration",
-                    issuer.issuer.trim_end_matches('/')
-                );
-                self.http
-                    .get(discovery)
-                    .send()
-                    .await?
-                    .error_for_status()?
-                    .json::<Discovery>()
-                    .await?
-                    .jwks_uri
-            }
-        };
-        Ok(self
-            .http
-            .get(uri)
-            .send()
-            .await?
-            .error_for_status()?
-            .json()
-            .await?)
-    }
-
-    /// The issuer's keys; fetched when missing, stale, or (at most every few
-    /// seconds) when `kid` is not among them.
-    async fn keys(&self, issuer: &Issuer, kid: Option<&str>) -> ApiResult<Arc<JwkSet>> {
-        let mut cache = issuer.cache.lock().await;
-        let has_kid = |keys: &JwkSet| kid.is_none_or(|kid| keys.find(kid).is_some());
-        if let Some(cached) = cache.as_ref() {
-            let fresh = cached.fetched.elapsed() < KEYS_TTL;
-            let may_refetch = cached.fetched.elapsed() >= REFETCH_INTERVAL;
-            if fresh && (has_kid(&cached.keys) || !may_refetch) {
-                return Ok(cached.keys.clone());
-            }
-        }
-        match self.fetch(&issuer.config).await {
-            Ok(keys) => {
-                let keys = Arc::new(keys);
-                *cache = Some(CachedKeys {
-                    keys: keys.clone(),
-                    fetched: Instant::now(),
-                });
-                Ok(keys)
-            }
-            Err(error) => {
-                tracing::warn!(issuer = %issuer.config.issuer, %error, "fetching OIDC keys failed");
-                match cache.as_ref() {
-                    Some(cached) => Ok(cached.keys.clone()),
-                    None => Err(ApiError::new(
-                        axum::http::StatusCode::BAD_GATEWAY,
-                        "oidc_keys_unavailable",
-                        "the identity provider's keys cannot be fetched right now",
-                    )),
-                }
-            }
-        }
     }
 
     /// Verifies an ID token; returns who it names.
@@ -213,7 +435,7 @@ impl OidcIssuers {
             .iter()
             .find(|i| i.config.issuer == unverified.iss)
             .ok_or_else(|| refused("id_token_unknown_issuer", "its issuer is not configured"))?;
-        let keys = self.keys(issuer, header.kid.as_deref()).await?;
+        let keys = issuer.keys(header.kid.as_deref()).await?;
         let jwk = match &header.kid {
             Some(kid) => keys.find(kid),
             None if keys.keys.len() == 1 => keys.keys.first(),
@@ -288,5 +510,124 @@ impl OidcIssuers {
             issuer: issuer.config.issuer.clone(),
             subject: claims.sub,
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_https_or_allowed_loopback_http_is_fetched() {
+        let cases = [
+            ("https://idp.example/keys", false, true),
+            ("https://127.0.0.1/keys", false, true),
+            ("http://127.0.0.1:8080/keys", false, false),
+            ("http://127.0.0.1:8080/keys", true, true),
+            ("http://127.1.2.3/keys", true, true),
+            ("http://0x7f.1/keys", true, true),
+            ("http://[::1]:8080/keys", true, true),
+            ("http://[::ffff:127.0.0.1]/keys", true, false),
+            ("http://localhost/keys", true, false),
+            ("http://idp.example/keys", true, false),
+            ("http://10.0.0.1/keys", true, false),
+            ("ftp://127.0.0.1/keys", true, false),
+            ("file:///etc/keys", true, false),
+        ];
+        for (url, allow_insecure_http, allowed) in cases {
+            let parsed = Url::parse(url).unwrap();
+            assert_eq!(
+                allowed_url(&parsed, allow_insecure_http),
+                allowed,
+                "{url} (allow_insecure_http = {allow_insecure_http})"
+            );
+        }
+    }
+
+    fn issuer(issuer: &str, jwks_uri: Option<&str>, allow_insecure_http: bool) -> OidcIssuer {
+        OidcIssuer {
+            issuer: issuer.to_owned(),
+            audience: "mandate".to_owned(),
+            jwks_file: None,
+            jwks_uri: jwks_uri.map(str::to_owned),
+            allow_insecure_http,
+        }
+    }
+
+    #[test]
+    fn a_url_that_may_not_be_fetched_stops_the_start() {
+        let refused = [
+            issuer("http://idp.example", None, true),
+            issuer("http://127.0.0.1:9000", None, false),
+            issuer("https://idp.example", Some("http://idp.example/keys"), true),
+            issuer("https://idp.example", Some("not a url"), false),
+        ];
+        for config in refused {
+            assert!(
+                OidcIssuers::new(std::slice::from_ref(&config)).is_err(),
+                "{config:?}"
+            );
+        }
+        let accepted = [
+            issuer("https://idp.example", None, false),
+            issuer("http://127.0.0.1:9000", None, true),
+            issuer(
+                "http://idp.example",
+                Some("https://idp.example/keys"),
+                false,
+            ),
+        ];
+        for config in accepted {
+            assert!(
+                OidcIssuers::new(std::slice::from_ref(&config)).is_ok(),
+                "{config:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn while_throttled_the_cache_answers_what_it_has_or_the_last_failure() {
+        let keys: JwkSet = serde_json::from_value(serde_json::json!({"keys": [{
+            "kty": "OKP", "crv": "Ed25519", "kid": "a",
+            "x": "11qYAYKxCrfVS_7TyWQHOg7hcvPapiMlrwIaaPcHURo"
+        }]}))
+        .unwrap();
+        let mut cache = KeyCache {
+            keys: Some(CachedKeys {
+                keys: Arc::new(keys),
+                fetched: Instant::now(),
+            }),
+            last_attempt: Some(Instant::now()),
+            last_error: None,
+        };
+        assert!(cache.throttled());
+        assert!(cache.usable(Some("a")).is_some());
+        assert!(cache.usable(None).is_some());
+        assert!(
+            cache.usable(Some("b")).is_some(),
+            "an unknown kid waits for the next allowed fetch"
+        );
+        assert!(cache.holding(Some("b")).is_none());
+        cache.last_attempt = Some(
+            Instant::now()
+                .checked_sub(REFETCH_INTERVAL)
+                .expect("the clock has run for a few seconds"),
+        );
+        assert!(!cache.throttled());
+        assert!(cache.usable(Some("a")).is_some());
+        assert!(cache.usable(Some("b")).is_none(), "a fetch is due");
+
+        let failed = FetchError::DiscoveryMismatch("https://other.example".into()).problem();
+        let empty = KeyCache {
+            keys: None,
+            last_attempt: Some(Instant::now()),
+            last_error: Some(failed.clone()),
+        };
+        assert_eq!(empty.fallback().unwrap_err(), failed);
+        assert_eq!(
+            KeyCache::default().fallback().unwrap_err().code,
+            "oidc_keys_unavailable"
+        );
+        assert!(cache.fallback().is_ok());
     }
 }

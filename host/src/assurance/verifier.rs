@@ -19,12 +19,14 @@ use tokio::sync::Semaphore;
 use super::plugin::{Limits, Plugin};
 use crate::clock::now_s;
 use crate::config::Verifier as VerifierConfig;
-use crate::error::{ApiError, ApiResult};
+use crate::error::{ApiError, ApiResult, truncate_chars};
 
 /// What a plugin verifier must declare itself to be.
 pub const IDENTITY_VERIFIER_KIND: &str = "identity-verifier";
 /// Oldest provider attestation accepted, by `iat`.
 const MAX_ATTESTATION_AGE_SECONDS: i64 = 600;
+/// Clock skew tolerated on an attestation's `exp`, `nbf` and `iat`.
+const LEEWAY_SECONDS: u64 = 60;
 /// Plugin calls allowed at once; more wait.
 const CONCURRENT_PLUGIN_CALLS: usize = 4;
 /// Longest subject a verifier may name.
@@ -235,7 +237,7 @@ impl Verifiers {
             let mut reason = verdict
                 .reason
                 .unwrap_or_else(|| "no reason given".to_owned());
-            reason.truncate(200);
+            truncate_chars(&mut reason, 200);
             return Err(refused(
                 "evidence_not_verified",
                 format!("the verifier did not verify the evidence: {reason}"),
@@ -289,13 +291,21 @@ fn check_attestation(
     let key = DecodingKey::from_jwk(jwk)
         .map_err(|_| refused("attestation_unknown_key", "the provider's key is unusable"))?;
     let mut validation = Validation::new(alg);
-    validation.leeway = 60;
+    validation.leeway = LEEWAY_SECONDS;
     validation.set_issuer(&[issuer]);
+    // jsonwebtoken checks `aud` only when the token has one: a configured
+    // audience must also be a required claim, or an attestation without
+    // `aud` (minted for anyone) would pass.
     match audience {
-        Some(audience) => validation.set_audience(&[audience]),
-        None => validation.validate_aud = false,
+        Some(audience) => {
+            validation.set_audience(&[audience]);
+            validation.set_required_spec_claims(&["iss", "sub", "aud"]);
+        }
+        None => {
+            validation.validate_aud = false;
+            validation.set_required_spec_claims(&["iss", "sub"]);
+        }
     }
-    validation.set_required_spec_claims(&["iss", "sub", "iat"]);
     let claims = decode::<Attestation>(&token, &key, &validation)
         .map_err(|e| match e.kind() {
             ErrorKind::InvalidSignature => refused(
@@ -313,13 +323,24 @@ fn check_attestation(
                 "attestation_wrong_audience",
                 "the attestation is for another audience",
             ),
+            ErrorKind::MissingRequiredClaim(claim) => refused(
+                "attestation_missing_claim",
+                format!("the attestation lacks `{claim}`"),
+            ),
             _ => refused(
                 "attestation_invalid",
                 "the attestation could not be decoded",
             ),
         })?
         .claims;
-    if now_s() - claims.iat > MAX_ATTESTATION_AGE_SECONDS {
+    let now = now_s();
+    if claims.iat > now + LEEWAY_SECONDS as i64 {
+        return Err(refused(
+            "attestation_issued_in_future",
+            "the attestation's iat is in the future",
+        ));
+    }
+    if now - claims.iat > MAX_ATTESTATION_AGE_SECONDS {
         return Err(refused(
             "attestation_too_old",
             "the attestation was issued more than ten minutes ago",

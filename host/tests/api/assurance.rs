@@ -2,6 +2,7 @@
 //! (the reference verifier plugin, hostile plugins, provider attestations).
 
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
@@ -9,7 +10,7 @@ use axum::Router;
 use axum::routing::get;
 use jsonwebtoken::jwk::{Jwk, JwkSet};
 use jsonwebtoken::{Algorithm, EncodingKey, Header, encode};
-use mandate_host::config::Verifier;
+use mandate_host::config::{OidcIssuer, Verifier};
 use reqwest::StatusCode;
 use serde_json::{Value, json};
 
@@ -82,20 +83,45 @@ impl TestKey {
     }
 }
 
+/// How a test identity provider departs from a well-behaved one.
+#[derive(Default)]
+struct Quirks {
+    /// The `issuer` its discovery document names, made from its own.
+    discovery_issuer: Option<fn(&str) -> String>,
+    /// The `jwks_uri` its discovery document names, if not its own.
+    jwks_uri: Option<String>,
+    /// Bytes of padding in its key set.
+    padding: usize,
+}
+
 /// An identity provider on 127.0.0.1 with discovery and a JWKS that tests
-/// may change (key rotation).
+/// may change (key rotation) or slow down.
 struct TestIdp {
     issuer: String,
     keys: Arc<Mutex<Vec<Jwk>>>,
+    /// How long the key set takes to answer.
+    delay: Arc<Mutex<Duration>>,
+    /// Key-set requests received so far.
+    fetches: Arc<AtomicUsize>,
 }
 
 impl TestIdp {
     async fn start(keys: &[&TestKey]) -> TestIdp {
+        TestIdp::start_with(keys, Quirks::default()).await
+    }
+
+    async fn start_with(keys: &[&TestKey], quirks: Quirks) -> TestIdp {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let issuer = format!("http://{}", listener.local_addr().unwrap());
         let published = Arc::new(Mutex::new(keys.iter().map(|k| k.jwk()).collect::<Vec<_>>()));
-        let jwks = published.clone();
-        let discovery = json!({"issuer": issuer, "jwks_uri": format!("{issuer}/keys")});
+        let delay = Arc::new(Mutex::new(Duration::ZERO));
+        let fetches = Arc::new(AtomicUsize::new(0));
+        let discovery = json!({
+            "issuer": quirks.discovery_issuer.map_or_else(|| issuer.clone(), |name| name(&issuer)),
+            "jwks_uri": quirks.jwks_uri.unwrap_or_else(|| format!("{issuer}/keys")),
+        });
+        let (jwks, wait, count) = (published.clone(), delay.clone(), fetches.clone());
+        let padding = "x".repeat(quirks.padding);
         let app = Router::new()
             .route(
                 "/.well-known/openid-configuration",
@@ -107,14 +133,22 @@ impl TestIdp {
             .route(
                 "/keys",
                 get(move || {
+                    count.fetch_add(1, Ordering::SeqCst);
                     let keys = jwks.lock().unwrap().clone();
-                    async move { axum::Json(JwkSet { keys }) }
+                    let wait = *wait.lock().unwrap();
+                    let padding = padding.clone();
+                    async move {
+                        tokio::time::sleep(wait).await;
+                        axum::Json(json!({"keys": keys, "padding": padding}))
+                    }
                 }),
             );
         tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
         TestIdp {
             issuer,
             keys: published,
+            delay,
+            fetches,
         }
     }
 
@@ -140,17 +174,21 @@ fn l2_request(id_token: &str) -> Value {
     })
 }
 
+/// The configuration of a test identity provider, which serves plain http
+/// on loopback.
+fn oidc_issuer(issuer: &str, jwks_uri: Option<String>) -> OidcIssuer {
+    OidcIssuer {
+        issuer: issuer.to_owned(),
+        audience: "mandate".into(),
+        jwks_file: None,
+        jwks_uri,
+        allow_insecure_http: true,
+    }
+}
+
 async fn l2_app(idp: &TestIdp) -> TestApp {
-    let issuer = idp.issuer.clone();
-    TestApp::spawn_with(move |config| {
-        config.oidc.issuer.push(mandate_host::config::OidcIssuer {
-            issuer,
-            audience: "mandate".into(),
-            jwks_file: None,
-            jwks_uri: None,
-        });
-    })
-    .await
+    let issuer = oidc_issuer(&idp.issuer, None);
+    TestApp::spawn_with(move |config| config.oidc.issuer.push(issuer)).await
 }
 
 #[tokio::test]
@@ -335,6 +373,193 @@ async fn a_chain_under_an_l2_root_behaves_as_under_l1() {
     chain_behaves_as_under_l1(&app, &root).await;
 }
 
+async fn issue_l2(app: &TestApp, id_token: &str) -> reqwest::Response {
+    app.post_auth("/v1/vat/issue/l2", &app.admin_key, &l2_request(id_token))
+        .await
+}
+
+#[tokio::test]
+async fn a_discovery_document_naming_another_issuer_is_refused() {
+    let key = TestKey::ed("ed-1");
+    let names: [fn(&str) -> String; 2] = [
+        |_| "https://impostor.example".to_owned(),
+        |own| format!("{own}/"),
+    ];
+    for name in names {
+        let quirks = Quirks {
+            discovery_issuer: Some(name),
+            ..Quirks::default()
+        };
+        let idp = TestIdp::start_with(&[&key], quirks).await;
+        let app = l2_app(&idp).await;
+        let response = issue_l2(&app, &key.sign(&idp.claims(|_| {}))).await;
+        expect_problem(response, StatusCode::BAD_GATEWAY, "oidc_discovery_mismatch").await;
+        assert_eq!(
+            idp.fetches.load(Ordering::SeqCst),
+            0,
+            "its keys are not fetched"
+        );
+    }
+}
+
+#[tokio::test]
+async fn oidc_keys_come_over_https_or_allowed_loopback_http_only() {
+    let key = TestKey::ed("ed-1");
+    let idp = TestIdp::start(&[&key]).await;
+    let fixtures = tempfile::tempdir().unwrap();
+    let refused_at_start = [
+        OidcIssuer {
+            allow_insecure_http: false,
+            ..oidc_issuer(&idp.issuer, None)
+        },
+        OidcIssuer {
+            allow_insecure_http: false,
+            ..oidc_issuer("https://idp.example", Some(format!("{}/keys", idp.issuer)))
+        },
+        oidc_issuer(
+            "https://idp.example",
+            Some("http://idp.example/keys".into()),
+        ),
+        oidc_issuer("http://idp.example", None),
+    ];
+    for issuer in refused_at_start {
+        let mut config = mandate_host::config::Config::for_test(fixtures.path());
+        config.oidc.issuer = vec![issuer.clone()];
+        let error = mandate_host::AppState::open(config)
+            .unwrap_err()
+            .to_string();
+        assert!(error.contains("must be https"), "{issuer:?}: {error}");
+    }
+    assert_eq!(idp.fetches.load(Ordering::SeqCst), 0);
+
+    // A discovered jwks_uri is held to the same rule, flag or not.
+    let quirks = Quirks {
+        jwks_uri: Some("http://192.0.2.1/keys".into()),
+        ..Quirks::default()
+    };
+    let idp = TestIdp::start_with(&[&key], quirks).await;
+    let app = l2_app(&idp).await;
+    let started = Instant::now();
+    let response = issue_l2(&app, &key.sign(&idp.claims(|_| {}))).await;
+    expect_problem(response, StatusCode::BAD_GATEWAY, "oidc_insecure_uri").await;
+    assert!(
+        started.elapsed() < Duration::from_secs(2),
+        "nothing was fetched"
+    );
+}
+
+/// A server on 127.0.0.1 that answers every request with an endless body
+/// of undeclared length.
+async fn endless_server() -> String {
+    use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let base = format!("http://{}", listener.local_addr().unwrap());
+    tokio::spawn(async move {
+        while let Ok((mut socket, _)) = listener.accept().await {
+            tokio::spawn(async move {
+                let mut request = [0u8; 4096];
+                let _ = socket.read(&mut request).await;
+                let head = "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\nconnection: close\r\n\r\n";
+                let chunk = vec![b' '; 16 * 1024];
+                if socket.write_all(head.as_bytes()).await.is_ok() {
+                    while socket.write_all(&chunk).await.is_ok() {}
+                }
+            });
+        }
+    });
+    base
+}
+
+#[tokio::test]
+async fn an_oversized_oidc_answer_is_a_failed_fetch() {
+    let key = TestKey::ed("ed-1");
+    let quirks = Quirks {
+        padding: mandate_host::assurance::oidc::MAX_FETCH_BYTES,
+        ..Quirks::default()
+    };
+    let padded = TestIdp::start_with(&[&key], quirks).await;
+    let app = l2_app(&padded).await;
+    let response = issue_l2(&app, &key.sign(&padded.claims(|_| {}))).await;
+    expect_problem(response, StatusCode::BAD_GATEWAY, "oidc_keys_unavailable").await;
+    assert_eq!(padded.fetches.load(Ordering::SeqCst), 1);
+
+    // Without a declared length the body is read up to the cap, then dropped.
+    let idp = TestIdp::start(&[&key]).await;
+    let issuer = oidc_issuer(
+        &idp.issuer,
+        Some(format!("{}/keys", endless_server().await)),
+    );
+    let app = TestApp::spawn_with(move |config| config.oidc.issuer.push(issuer)).await;
+    let started = Instant::now();
+    let response = issue_l2(&app, &key.sign(&idp.claims(|_| {}))).await;
+    expect_problem(response, StatusCode::BAD_GATEWAY, "oidc_keys_unavailable").await;
+    assert!(
+        started.elapsed() < Duration::from_secs(3),
+        "the endless body was read for {:?}",
+        started.elapsed()
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_slow_provider_does_not_delay_tokens_whose_keys_are_cached() {
+    let (known, unknown) = (TestKey::ed("ed-1"), TestKey::ed("ed-2"));
+    let idp = TestIdp::start(&[&known]).await;
+    let app = l2_app(&idp).await;
+    expect_json(
+        issue_l2(&app, &known.sign(&idp.claims(|_| {}))).await,
+        StatusCode::CREATED,
+    )
+    .await;
+    assert_eq!(idp.fetches.load(Ordering::SeqCst), 1);
+
+    // Past the refetch interval, unknown kids make Mandate fetch again, from
+    // a provider that now takes 3 s to answer.
+    tokio::time::sleep(Duration::from_millis(5_100)).await;
+    *idp.delay.lock().unwrap() = Duration::from_secs(3);
+    let mut unknown_kids = Vec::new();
+    for _ in 0..3 {
+        let (client, url, key) = (
+            app.client.clone(),
+            app.url("/v1/vat/issue/l2"),
+            app.admin_key.clone(),
+        );
+        let body = l2_request(&unknown.sign(&idp.claims(|_| {})));
+        unknown_kids.push(tokio::spawn(async move {
+            client
+                .post(url)
+                .bearer_auth(key)
+                .json(&body)
+                .send()
+                .await
+                .unwrap()
+        }));
+    }
+    let waited = Instant::now();
+    while idp.fetches.load(Ordering::SeqCst) < 2 {
+        assert!(
+            waited.elapsed() < Duration::from_secs(2),
+            "no refetch started"
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    let cached = tokio::time::timeout(
+        Duration::from_secs(1),
+        issue_l2(&app, &known.sign(&idp.claims(|_| {}))),
+    )
+    .await
+    .expect("a token whose keys are cached waited for the slow fetch");
+    expect_json(cached, StatusCode::CREATED).await;
+    for task in unknown_kids {
+        let response = task.await.unwrap();
+        expect_problem(response, StatusCode::UNAUTHORIZED, "id_token_unknown_kid").await;
+    }
+    assert_eq!(
+        idp.fetches.load(Ordering::SeqCst),
+        2,
+        "one fetch for all the unknown kids at once"
+    );
+}
+
 /// Builds the reference verifier plugin once per test run.
 fn reference_plugin() -> PathBuf {
     static BUILT: OnceLock<PathBuf> = OnceLock::new();
@@ -364,22 +589,41 @@ fn reference_plugin() -> PathBuf {
 
 const DESCRIBE: &str = r#"{"abi":1,"kind":"identity-verifier"}"#;
 
-/// A plugin in the text format whose `mandate_call` runs `body`.
-fn hostile(dir: &Path, name: &str, body: &str) -> PathBuf {
+/// A plugin in the text format whose `mandate_call` runs `body`; `answer`
+/// (at most 512 bytes) lies at offset 512 of its memory.
+fn wat_plugin(dir: &Path, name: &str, answer: &str, body: &str) -> PathBuf {
+    assert!(answer.len() <= 512, "the answer would overlap the input");
     let wat = format!(
         r#"(module
              (memory (export "memory") 1)
              (data (i32.const 0) "{describe}")
-             (data (i32.const 512) "not json at all")
+             (data (i32.const 512) "{answer}")
              (func (export "mandate_alloc") (param i32) (result i32) (i32.const 1024))
              (func (export "mandate_describe") (result i64) (i64.const {len}))
              (func (export "mandate_call") (param i32 i32) (result i64) {body}))"#,
-        describe = DESCRIBE.replace('"', "\\\""),
+        describe = wat_string(DESCRIBE),
+        answer = wat_string(answer),
         len = DESCRIBE.len(),
     );
     let path = dir.join(format!("{name}.wat"));
     std::fs::write(&path, wat).unwrap();
     path
+}
+
+/// Bytes as a string of the text format: every byte escaped.
+fn wat_string(text: &str) -> String {
+    text.bytes().map(|b| format!("\\{b:02x}")).collect()
+}
+
+/// A plugin in the text format whose `mandate_call` runs `body`.
+fn hostile(dir: &Path, name: &str, body: &str) -> PathBuf {
+    wat_plugin(dir, name, "not json at all", body)
+}
+
+/// A plugin that answers `answer` to every call.
+pub(crate) fn answering(dir: &Path, name: &str, answer: &str) -> PathBuf {
+    let location = (512_i64 << 32) | i64::try_from(answer.len()).unwrap();
+    wat_plugin(dir, name, answer, &format!("(i64.const {location})"))
 }
 
 fn plugin(name: &str, module: PathBuf, fuel: u64, timeout_ms: u64) -> Verifier {
@@ -545,6 +789,34 @@ async fn l3_plugins_verify_and_hostile_plugins_are_stopped() {
 }
 
 #[tokio::test]
+async fn a_long_multibyte_refusal_reason_is_cut_between_characters() {
+    let fixtures = tempfile::tempdir().unwrap();
+    // Byte 200 of the reason falls inside an `é`: cutting there would panic.
+    let reason = format!("a{}", "é".repeat(201));
+    let answer = json!({"verified": false, "reason": reason}).to_string();
+    let module = answering(fixtures.path(), "refuser", &answer);
+    let app = TestApp::spawn_with(move |config| {
+        config.verifier = vec![plugin("refuser", module, 1_000_000, 1_000)];
+    })
+    .await;
+    let response = app
+        .post_auth(
+            "/v1/vat/auth/capture",
+            &app.admin_key,
+            &capture("refuser", evidence(0.97)),
+        )
+        .await;
+    let problem = expect_problem(response, StatusCode::UNAUTHORIZED, "evidence_not_verified").await;
+    assert_eq!(
+        text(&problem["detail"]),
+        format!(
+            "the verifier did not verify the evidence: a{}",
+            "é".repeat(199)
+        )
+    );
+}
+
+#[tokio::test]
 async fn a_plugin_that_imports_or_lies_about_its_kind_is_refused_at_start() {
     let fixtures = tempfile::tempdir().unwrap();
     let importer = fixtures.path().join("importer.wat");
@@ -589,12 +861,20 @@ async fn provider_attestations_must_be_signed_by_the_provider() {
     )
     .unwrap();
     let app = TestApp::spawn_with(|config| {
-        config.verifier = vec![Verifier::Provider {
-            name: "acme".into(),
-            issuer: "https://idv.acme.example".into(),
-            jwks_file,
-            audience: Some("mandate".into()),
-        }];
+        config.verifier = vec![
+            Verifier::Provider {
+                name: "acme".into(),
+                issuer: "https://idv.acme.example".into(),
+                jwks_file: jwks_file.clone(),
+                audience: Some("mandate".into()),
+            },
+            Verifier::Provider {
+                name: "acme-any-audience".into(),
+                issuer: "https://idv.acme.example".into(),
+                jwks_file,
+                audience: None,
+            },
+        ];
     })
     .await;
     let attestation = |key: &TestKey, edit: &dyn Fn(&mut Value)| {
@@ -641,6 +921,27 @@ async fn provider_attestations_must_be_signed_by_the_provider() {
             "attestation_wrong_audience",
         ),
         (
+            attestation(&provider, &|c| {
+                c.as_object_mut().unwrap().remove("aud");
+            }),
+            StatusCode::UNAUTHORIZED,
+            "attestation_missing_claim",
+        ),
+        (
+            attestation(&provider, &|c| c["aud"] = json!(42)),
+            StatusCode::UNAUTHORIZED,
+            "attestation_missing_claim",
+        ),
+        (
+            attestation(&provider, &|c| {
+                let now = mandate_host::clock::now_s();
+                c["iat"] = json!(now + 120);
+                c["exp"] = json!(now + 600);
+            }),
+            StatusCode::UNAUTHORIZED,
+            "attestation_issued_in_future",
+        ),
+        (
             json!({"verified": true, "sub": "me"}),
             StatusCode::UNPROCESSABLE_ENTITY,
             "invalid_evidence",
@@ -660,6 +961,24 @@ async fn provider_attestations_must_be_signed_by_the_provider() {
             )
             .await;
         expect_problem(response, status, code).await;
+    }
+    // Within the 60 s leeway an `iat` ahead of the clock is skew, not forgery.
+    let skewed = attestation(&provider, &|c| {
+        c["iat"] = json!(mandate_host::clock::now_s() + 30);
+    });
+    // A provider configured without an audience takes attestations without `aud`.
+    let without_aud = attestation(&provider, &|c| {
+        c.as_object_mut().unwrap().remove("aud");
+    });
+    for (verifier, evidence) in [("acme", skewed), ("acme-any-audience", without_aud)] {
+        let response = app
+            .post_auth(
+                "/v1/vat/auth/capture",
+                &app.admin_key,
+                &capture(verifier, evidence),
+            )
+            .await;
+        expect_json(response, StatusCode::CREATED).await;
     }
     chain_behaves_as_under_l1(&app, &root).await;
 }

@@ -11,6 +11,7 @@ mod door;
 mod errors;
 mod flows;
 mod helpers;
+mod hostile_bodies;
 mod idempotency;
 mod logs;
 mod persistence;

@@ -4,7 +4,7 @@
 use reqwest::StatusCode;
 use serde_json::Value;
 
-use crate::helpers::{TestApp, expect_json};
+use crate::helpers::{TestApp, expect_json, expect_problem};
 
 #[tokio::test]
 async fn openapi_lists_every_route() {
@@ -139,6 +139,30 @@ async fn health_readiness_metrics_and_headers() {
             .to_str()
             .unwrap()
             .contains("script-src 'self'")
+    );
+}
+
+#[tokio::test]
+async fn metrics_need_a_key_from_loopback_when_a_proxy_is_trusted() {
+    for proxy in ["127.0.0.1", "10.0.0.1"] {
+        let app = TestApp::spawn_with(|c| c.trusted_proxies = vec![proxy.parse().unwrap()]).await;
+        assert!(app.base.starts_with("http://127.0.0.1:"));
+        let response = app.client.get(app.url("/metrics")).send().await.unwrap();
+        expect_problem(response, StatusCode::UNAUTHORIZED, "unauthorized").await;
+        let response = app.get_auth("/metrics", &app.admin_key).await;
+        assert_eq!(response.status(), StatusCode::OK, "behind {proxy}");
+    }
+    let direct = TestApp::spawn().await;
+    let response = direct
+        .client
+        .get(direct.url("/metrics"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(
+        response.status(),
+        StatusCode::OK,
+        "no proxy: open on loopback"
     );
 }
 
