@@ -144,6 +144,10 @@ fn rotate(config: &Config) -> anyhow::Result<()> {
 }
 
 fn main() -> anyhow::Result<()> {
+    // Everything this process creates is its user's alone: the data folder
+    // 0700, the database and its -wal and -shm files, the admin key and the
+    // key file 0600, whatever the umask it was started with.
+    rustix::process::umask(rustix::fs::Mode::RWXG | rustix::fs::Mode::RWXO);
     tracing_subscriber::fmt()
         .with_env_filter(
             tracing_subscriber::EnvFilter::try_from_default_env()

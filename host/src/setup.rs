@@ -1,10 +1,11 @@
 //! The data folder: created on first start with the database, the
 //! human-reference secret, a signing key and an admin API key; reused as is
-//! on every later start.
+//! on every later start. The folder is 0700 and every file in it 0600; a
+//! folder found open to group or others is tightened at start.
 
-use std::fs::{DirBuilder, OpenOptions};
+use std::fs::{DirBuilder, OpenOptions, Permissions};
 use std::io::Write as _;
-use std::os::unix::fs::{DirBuilderExt as _, OpenOptionsExt as _};
+use std::os::unix::fs::{DirBuilderExt as _, OpenOptionsExt as _, PermissionsExt as _};
 use std::path::{Path, PathBuf};
 
 use rusqlite::{Connection, OptionalExtension};
@@ -33,6 +34,7 @@ pub fn prepare(data_dir: &Path) -> anyhow::Result<Prepared> {
         .mode(0o700)
         .create(data_dir)
         .map_err(|e| anyhow::anyhow!("cannot create data folder {}: {e}", data_dir.display()))?;
+    tighten(data_dir)?;
     let db_path = data_dir.join(DB_FILE);
     let conn = open_writer(&db_path)?;
     let new_admin_key = match read_secret(&conn)? {
@@ -50,6 +52,54 @@ pub fn prepare(data_dir: &Path) -> anyhow::Result<Prepared> {
         human_secret,
         new_admin_key,
     })
+}
+
+/// Makes the data folder 0700 and every file in it 0600 when group or
+/// others may read, write or enter them (a folder made by hand, by another
+/// tool or by an older release), with a warning naming each change. A
+/// change the file system refuses (a folder owned by another user) is a
+/// warning too: the files Mandate creates are 0600 anyway.
+fn tighten(data_dir: &Path) -> anyhow::Result<()> {
+    tighten_one(data_dir, 0o700);
+    let entries = std::fs::read_dir(data_dir)
+        .map_err(|e| anyhow::anyhow!("cannot read data folder {}: {e}", data_dir.display()))?;
+    for entry in entries {
+        let entry = entry
+            .map_err(|e| anyhow::anyhow!("cannot read data folder {}: {e}", data_dir.display()))?;
+        // `file_type` does not follow symbolic links: a link is left alone,
+        // and so is whatever it points to.
+        if entry.file_type().is_ok_and(|kind| kind.is_file()) {
+            tighten_one(&entry.path(), 0o600);
+        }
+    }
+    Ok(())
+}
+
+fn tighten_one(path: &Path, private: u32) {
+    let mode = match std::fs::metadata(path) {
+        Ok(metadata) => metadata.permissions().mode() & 0o7777,
+        Err(error) => {
+            tracing::warn!(path = %path.display(), %error, "cannot read the mode of a data file");
+            return;
+        }
+    };
+    if mode & 0o077 == 0 {
+        return;
+    }
+    match std::fs::set_permissions(path, Permissions::from_mode(private)) {
+        Ok(()) => tracing::warn!(
+            path = %path.display(),
+            from = format!("{mode:04o}"),
+            to = format!("{private:04o}"),
+            "tightened the permissions of a data folder entry open to group or others"
+        ),
+        Err(error) => tracing::warn!(
+            path = %path.display(),
+            mode = format!("{mode:04o}"),
+            %error,
+            "a data folder entry is open to group or others and cannot be tightened"
+        ),
+    }
 }
 
 fn read_secret(conn: &Connection) -> anyhow::Result<Option<[u8; 32]>> {

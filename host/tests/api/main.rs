@@ -8,6 +8,7 @@ mod crash;
 mod delegation;
 mod door;
 mod errors;
+mod files;
 mod flows;
 mod helpers;
 mod idempotency;
