@@ -3,10 +3,13 @@
 //! One key signs; keys retired by `mandate signing-key rotate` stay in the
 //! published JWKS until every token they signed has expired (`max_exp`). The
 //! ring is read from the database at start and refreshed periodically and
-//! whenever a token names a kid the ring does not know, so a rotation made by
-//! the CLI reaches a running server within seconds.
+//! when a token names a kid the ring does not know (at most once per
+//! [`UNKNOWN_KID_REFRESH_INTERVAL`], so forged kids cannot make every request
+//! a database read), and a rotation made by the CLI reaches a running server
+//! within seconds.
 
-use std::sync::{Arc, RwLock};
+use std::sync::{Arc, Mutex, RwLock};
+use std::time::{Duration, Instant};
 
 use mandate_core::{JwkSet, Jwks, SigningKey};
 use rusqlite::{Connection, params};
@@ -28,10 +31,16 @@ pub struct Ring {
     pub document: JwkSet,
 }
 
+/// The least time between two re-reads of the keys prompted by tokens that
+/// name an unknown kid.
+pub const UNKNOWN_KID_REFRESH_INTERVAL: Duration = Duration::from_secs(1);
+
 /// The current ring, swapped whole on refresh.
 #[derive(Debug)]
 pub struct KeyRing {
     current: RwLock<Arc<Ring>>,
+    /// When an unknown kid last let a re-read through.
+    last_unknown_kid_refresh: Mutex<Option<Instant>>,
 }
 
 fn secret_array(bytes: &[u8]) -> ApiResult<[u8; 32]> {
@@ -84,7 +93,27 @@ impl KeyRing {
     pub fn new(ring: Ring) -> KeyRing {
         KeyRing {
             current: RwLock::new(Arc::new(ring)),
+            last_unknown_kid_refresh: Mutex::new(None),
         }
+    }
+
+    /// Whether a token naming an unknown kid at `now` may make the server
+    /// re-read its keys: yes once per [`UNKNOWN_KID_REFRESH_INTERVAL`], and
+    /// a yes starts the next interval. An instant before the last yes (a
+    /// caller that read the clock earlier) is a no.
+    pub fn may_refresh_for_unknown_kid(&self, now: Instant) -> bool {
+        let mut last = match self.last_unknown_kid_refresh.lock() {
+            Ok(last) => last,
+            Err(poisoned) => poisoned.into_inner(),
+        };
+        let due = last.is_none_or(|previous| {
+            now.checked_duration_since(previous)
+                .is_some_and(|since| since >= UNKNOWN_KID_REFRESH_INTERVAL)
+        });
+        if due {
+            *last = Some(now);
+        }
+        due
     }
 
     /// The ring in force.
@@ -119,4 +148,49 @@ pub fn rotate(conn: &Connection) -> rusqlite::Result<String> {
         params![kid, secret.as_slice(), now_s()],
     )?;
     Ok(kid)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ring() -> Ring {
+        let key = Arc::new(SigningKey::from_secret(&[1; 32]));
+        let jwks = Jwks::from_signing_keys([key.as_ref()]);
+        let document = jwks.to_jwk_set();
+        Ring {
+            active: key,
+            jwks,
+            document,
+        }
+    }
+
+    #[test]
+    fn unknown_kids_refresh_the_keys_at_most_once_a_second() {
+        let keys = KeyRing::new(ring());
+        let start = Instant::now();
+        let at = |millis| start + Duration::from_millis(millis);
+        assert!(keys.may_refresh_for_unknown_kid(at(0)));
+        assert!(!keys.may_refresh_for_unknown_kid(at(0)));
+        assert!(!keys.may_refresh_for_unknown_kid(at(999)));
+        assert!(keys.may_refresh_for_unknown_kid(at(1000)));
+        assert!(!keys.may_refresh_for_unknown_kid(at(1500)));
+        assert!(
+            !keys.may_refresh_for_unknown_kid(at(900)),
+            "an instant before the last refresh is not let through"
+        );
+        assert!(keys.may_refresh_for_unknown_kid(at(2000)));
+        assert!(keys.may_refresh_for_unknown_kid(at(60_000)));
+    }
+
+    #[test]
+    fn a_flood_of_unknown_kids_is_let_through_once_per_interval() {
+        let keys = KeyRing::new(ring());
+        let start = Instant::now();
+        // 10,000 requests spread over 5 seconds: one re-read per second.
+        let passed = (0..10_000u64)
+            .filter(|n| keys.may_refresh_for_unknown_kid(start + Duration::from_micros(n * 500)))
+            .count();
+        assert_eq!(passed, 5);
+    }
 }

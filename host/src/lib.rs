@@ -111,6 +111,21 @@ impl AppState {
         self.keys.replace(ring);
         Ok(())
     }
+
+    /// Re-reads the signing keys because a token names a kid the ring does
+    /// not know, at most once a second however many such tokens arrive: a
+    /// flood of forged kids costs one database read a second, not one each.
+    /// When it is not yet due, the ring stays as it is (another request may
+    /// have just refreshed it).
+    pub async fn refresh_keys_for_unknown_kid(&self) -> error::ApiResult<()> {
+        if self
+            .keys
+            .may_refresh_for_unknown_kid(std::time::Instant::now())
+        {
+            self.refresh_keys().await?;
+        }
+        Ok(())
+    }
 }
 
 /// How often the server re-reads signing keys and forgets idle limiter keys.

@@ -222,7 +222,7 @@ async fn verify_bearer(state: &AppState, compact: &str) -> Result<Jti, VerifyErr
     };
     let attempt = verify(compact, &state.keys.current().jwks, now_s(), &options);
     let verified = match attempt {
-        Err(VerifyError::UnknownKid) if state.refresh_keys().await.is_ok() => {
+        Err(VerifyError::UnknownKid) if state.refresh_keys_for_unknown_kid().await.is_ok() => {
             verify(compact, &state.keys.current().jwks, now_s(), &options)
         }
         other => other,
