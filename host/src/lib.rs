@@ -198,7 +198,8 @@ pub async fn serve_until(
 }
 
 /// Binds the configured address and serves. Prints the listening address
-/// (and, on first start, the admin key) on stdout.
+/// on stdout, and on first start the admin key (on a terminal) or where it
+/// was written (anywhere else).
 pub async fn serve(config: Config) -> anyhow::Result<()> {
     let listen = config.listen;
     let data_dir = config.data_dir.clone();
@@ -217,10 +218,8 @@ pub async fn serve(config: Config) -> anyhow::Result<()> {
 )]
 fn report(data_dir: &std::path::Path, address: SocketAddr, new_admin_key: Option<&str>) {
     if let Some(key) = new_admin_key {
-        println!(
-            "admin API key (shown once; also in {}): {key}",
-            data_dir.join(setup::ADMIN_KEY_FILE).display()
-        );
+        let to_terminal = std::io::IsTerminal::is_terminal(&std::io::stdout());
+        println!("{}", setup::admin_key_notice(data_dir, key, to_terminal));
     }
     println!("listening on http://{address}");
 }

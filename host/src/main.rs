@@ -90,8 +90,10 @@ fn config(cli: &Cli) -> anyhow::Result<Config> {
 fn operator_connection(config: &Config) -> anyhow::Result<rusqlite::Connection> {
     let prepared = setup::prepare(&config.data_dir)?;
     if let Some(key) = prepared.new_admin_key {
+        let to_terminal = std::io::stdout().is_terminal();
         say(&format!(
-            "created the data folder; admin API key (shown once): {key}"
+            "created the data folder; {}",
+            setup::admin_key_notice(&config.data_dir, &key, to_terminal)
         ));
     }
     store::open_writer(&prepared.db_path)

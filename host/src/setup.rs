@@ -17,6 +17,21 @@ use crate::{apikeys, random};
 /// The admin key's file inside the data folder (mode 0600).
 pub const ADMIN_KEY_FILE: &str = "admin.key";
 
+/// How to tell the operator about a new admin key. On a terminal the key
+/// is shown once; anywhere else (a pipe, a file, a container's log) only
+/// where it was written, so no log keeps the key.
+pub fn admin_key_notice(data_dir: &Path, key: &str, to_terminal: bool) -> String {
+    let path = data_dir.join(ADMIN_KEY_FILE);
+    if to_terminal {
+        format!(
+            "admin API key (shown once; also in {}): {key}",
+            path.display()
+        )
+    } else {
+        format!("admin API key written to {} (mode 0600)", path.display())
+    }
+}
+
 /// What a start needs from the data folder.
 #[derive(Debug)]
 pub struct Prepared {
@@ -141,4 +156,20 @@ fn first_start(conn: &Connection, data_dir: &Path) -> anyhow::Result<String> {
     file.sync_all()?;
     tx.commit()?;
     Ok(admin_key)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_admin_key_is_shown_on_a_terminal_only() {
+        let dir = Path::new("data");
+        let key = "mk_0123456789abcdefghijklmnopqrstuvwxyzABCDEFG";
+        let shown = admin_key_notice(dir, key, true);
+        assert!(shown.contains(key), "{shown}");
+        let piped = admin_key_notice(dir, key, false);
+        assert!(!piped.contains(key), "{piped}");
+        assert_eq!(piped, "admin API key written to data/admin.key (mode 0600)");
+    }
 }

@@ -8,7 +8,7 @@ use reqwest::StatusCode;
 use serde_json::json;
 
 use crate::helpers::{expect_json, text};
-use crate::process::{Server, admin_key, config_without_limits};
+use crate::process::{Server, admin_key, config_without_limits, operator};
 
 fn mode(path: &Path) -> u32 {
     std::fs::metadata(path).unwrap().permissions().mode() & 0o7777
@@ -129,4 +129,44 @@ async fn a_data_folder_open_to_others_is_tightened_at_start() {
             "no warning for {path}: {warnings:#?}"
         );
     }
+}
+
+#[tokio::test]
+async fn the_admin_key_stays_off_a_piped_stdout() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    let server = Server::start(&data, &config_without_limits(dir.path()));
+    let key = admin_key(&data);
+    assert!(key.starts_with("mk_"), "{key}");
+    let path = data.join("admin.key");
+    assert_eq!(
+        server.banner,
+        [format!(
+            "admin API key written to {} (mode 0600)",
+            path.display()
+        )]
+    );
+    assert!(!server.banner.concat().contains(&key));
+    write_something(&server, &key).await;
+    server.kill();
+}
+
+#[test]
+fn the_operator_commands_keep_the_admin_key_off_a_piped_stdout() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    let (status, stdout, stderr) = operator(&data, &["keys", "list"]);
+    assert!(status.success(), "{stderr}");
+    let key = admin_key(&data);
+    assert!(key.starts_with("mk_"), "{key}");
+    assert!(!stdout.contains(&key), "{stdout}");
+    assert!(!stderr.contains(&key), "{stderr}");
+    let path = data.join("admin.key");
+    assert!(
+        stdout.starts_with(&format!(
+            "created the data folder; admin API key written to {} (mode 0600)\n",
+            path.display()
+        )),
+        "{stdout}"
+    );
 }
