@@ -1,5 +1,8 @@
 //! Signing keys and the deployment secret.
 //!
+//! Both are stored sealed under the key-encryption key (`secrets`); this
+//! module opens a signing key as it loads it and seals one as it makes it.
+//!
 //! One key signs; keys retired by `mandate signing-key rotate` stay in the
 //! published JWKS until every token they signed has expired (`max_exp`). The
 //! ring is read from the database at start and refreshed periodically and
@@ -16,6 +19,7 @@ use rusqlite::{Connection, params};
 
 use crate::clock::now_s;
 use crate::error::{ApiError, ApiResult};
+use crate::secrets::{Kek, Purpose};
 
 /// The `meta` key of the human-reference secret.
 pub const SECRET_KEY: &str = "human_ref_secret";
@@ -43,14 +47,8 @@ pub struct KeyRing {
     last_unknown_kid_refresh: Mutex<Option<Instant>>,
 }
 
-fn secret_array(bytes: &[u8]) -> ApiResult<[u8; 32]> {
-    bytes
-        .try_into()
-        .map_err(|_| ApiError::internal("a stored secret is not 32 bytes"))
-}
-
-/// Reads the ring from the database.
-pub fn load(conn: &Connection) -> ApiResult<Ring> {
+/// Reads the ring from the database, opening each key with `kek`.
+pub fn load(conn: &Connection, kek: &Kek) -> ApiResult<Ring> {
     let now = now_s();
     let mut statement = conn.prepare_cached(
         "SELECT kid, secret, retired_at IS NULL FROM signing_keys
@@ -66,8 +64,11 @@ pub fn load(conn: &Connection) -> ApiResult<Ring> {
     let mut keys = Vec::new();
     let mut active = None;
     for row in rows {
-        let (kid, secret, is_active) = row?;
-        let key = Arc::new(SigningKey::from_secret(&secret_array(&secret)?));
+        let (kid, sealed, is_active) = row?;
+        let secret = kek.open(Purpose::SigningKey, &kid, &sealed).map_err(|e| {
+            ApiError::internal(format!("the signing key {kid} cannot be opened: {e}"))
+        })?;
+        let key = Arc::new(SigningKey::from_secret(&secret));
         if key.kid() != kid {
             return Err(ApiError::internal(
                 "a stored signing key does not match its kid",
@@ -133,19 +134,23 @@ impl KeyRing {
     }
 }
 
-/// Creates a new signing key and makes it the active one; the previous key,
-/// if any, is retired but stays published while tokens it signed are alive.
-/// Returns the new kid. Run it inside a transaction.
-pub fn rotate(conn: &Connection) -> rusqlite::Result<String> {
+/// Creates a new signing key, sealed under `kek`, and makes it the active
+/// one; the previous key, if any, is retired but stays published while
+/// tokens it signed are alive. Returns the new kid. Run it inside a
+/// transaction.
+pub fn rotate(conn: &Connection, kek: &Kek) -> ApiResult<String> {
     let secret: [u8; 32] = crate::random::bytes();
     let kid = SigningKey::from_secret(&secret).kid().to_owned();
+    let sealed = kek
+        .seal(Purpose::SigningKey, &kid, &secret)
+        .map_err(ApiError::internal)?;
     conn.execute(
         "UPDATE signing_keys SET retired_at = ?1 WHERE retired_at IS NULL",
         [now_s()],
     )?;
     conn.execute(
         "INSERT INTO signing_keys (kid, secret, created_at) VALUES (?1, ?2, ?3)",
-        params![kid, secret.as_slice(), now_s()],
+        params![kid, sealed, now_s()],
     )?;
     Ok(kid)
 }

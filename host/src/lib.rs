@@ -23,6 +23,7 @@ pub mod model;
 pub mod queries;
 pub mod random;
 pub mod ratelimit;
+pub mod secrets;
 pub mod setup;
 pub mod store;
 pub mod web;
@@ -61,6 +62,8 @@ pub struct Shared {
     pub keys: KeyRing,
     /// The 32-byte secret human references are keyed with.
     pub human_secret: [u8; 32],
+    /// The key-encryption key, to open signing keys read on refresh.
+    pub kek: Arc<secrets::Kek>,
     pub claims: Arc<ClaimsCache>,
     pub limiters: Limiters,
     pub metrics: Arc<Metrics>,
@@ -81,7 +84,7 @@ impl AppState {
     /// starts the writer. Returns the admin key when it was just created.
     pub fn open(config: Config) -> anyhow::Result<(AppState, Option<String>)> {
         let assurance = Assurance::load(&config)?;
-        let prepared = setup::prepare(&config.data_dir)?;
+        let prepared = setup::prepare(&config.data_dir, &config.key_file_path())?;
         let metrics = Arc::new(Metrics::new());
         let store = Store::open(
             &prepared.db_path,
@@ -96,6 +99,7 @@ impl AppState {
             store,
             keys: KeyRing::new(prepared.ring),
             human_secret: prepared.human_secret,
+            kek: prepared.kek,
             claims: Arc::new(ClaimsCache::default()),
             limiters,
             metrics,
@@ -107,7 +111,11 @@ impl AppState {
     /// Re-reads the signing keys from the database (after a rotation by the
     /// CLI, or when a token names an unknown kid).
     pub async fn refresh_keys(&self) -> error::ApiResult<()> {
-        let ring = self.store.read(keyring::load).await?;
+        let kek = self.kek.clone();
+        let ring = self
+            .store
+            .read(move |conn| keyring::load(conn, &kek))
+            .await?;
         self.keys.replace(ring);
         Ok(())
     }

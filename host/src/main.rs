@@ -3,9 +3,11 @@
 use std::io::IsTerminal as _;
 use std::net::SocketAddr;
 use std::path::PathBuf;
+use std::sync::Arc;
 
 use clap::{Parser, Subcommand};
 use mandate_host::config::Config;
+use mandate_host::secrets::Kek;
 use mandate_host::{apikeys, keyring, setup, store};
 
 /// mimalloc: the server allocates small, short-lived buffers per request on
@@ -26,6 +28,11 @@ struct Cli {
     /// TOML configuration file
     #[arg(long, global = true, env = "MANDATE_CONFIG")]
     config: Option<PathBuf>,
+    /// File of the key that encrypts the signing keys and the human-reference
+    /// secret in the database; created (0600) on first start [default:
+    /// key-encryption.key in the data folder]
+    #[arg(long, global = true, env = "MANDATE_KEY_FILE")]
+    key_file: Option<PathBuf>,
     #[command(subcommand)]
     command: Command,
 }
@@ -78,6 +85,9 @@ fn config(cli: &Cli) -> anyhow::Result<Config> {
     if let Some(dir) = &cli.data_dir {
         config.data_dir.clone_from(dir);
     }
+    if let Some(file) = &cli.key_file {
+        config.key_file = Some(file.clone());
+    }
     if let Command::Serve {
         listen: Some(listen),
     } = &cli.command
@@ -87,8 +97,9 @@ fn config(cli: &Cli) -> anyhow::Result<Config> {
     Ok(config)
 }
 
-fn operator_connection(config: &Config) -> anyhow::Result<rusqlite::Connection> {
-    let prepared = setup::prepare(&config.data_dir)?;
+/// The database of the data folder, and the key that opens its secrets.
+fn operator_connection(config: &Config) -> anyhow::Result<(rusqlite::Connection, Arc<Kek>)> {
+    let prepared = setup::prepare(&config.data_dir, &config.key_file_path())?;
     if let Some(key) = prepared.new_admin_key {
         let to_terminal = std::io::stdout().is_terminal();
         say(&format!(
@@ -96,7 +107,7 @@ fn operator_connection(config: &Config) -> anyhow::Result<rusqlite::Connection> 
             setup::admin_key_notice(&config.data_dir, &key, to_terminal)
         ));
     }
-    store::open_writer(&prepared.db_path)
+    Ok((store::open_writer(&prepared.db_path)?, prepared.kek))
 }
 
 #[allow(clippy::print_stdout, reason = "operator commands answer on stdout")]
@@ -105,7 +116,7 @@ fn say(line: &str) {
 }
 
 fn keys(config: &Config, command: &KeysCommand) -> anyhow::Result<()> {
-    let conn = operator_connection(config)?;
+    let (conn, _) = operator_connection(config)?;
     match command {
         KeysCommand::Create { email } => {
             mandate_core::Identity::email(email)?;
@@ -135,9 +146,9 @@ fn keys(config: &Config, command: &KeysCommand) -> anyhow::Result<()> {
 }
 
 fn rotate(config: &Config) -> anyhow::Result<()> {
-    let conn = operator_connection(config)?;
+    let (conn, kek) = operator_connection(config)?;
     let tx = conn.unchecked_transaction()?;
-    let kid = keyring::rotate(&tx)?;
+    let kid = keyring::rotate(&tx, &kek)?;
     tx.commit()?;
     say(&format!(
         "new signing key {kid}; a running server picks it up within seconds"

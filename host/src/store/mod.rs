@@ -9,7 +9,7 @@
 //! or a commit that fails (a full disk), fails every write of the group and
 //! nothing of it is acknowledged (see `writer`).
 
-mod schema;
+pub(crate) mod schema;
 mod writer;
 
 use std::os::unix::fs::OpenOptionsExt as _;

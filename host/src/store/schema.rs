@@ -1,9 +1,11 @@
 //! The SQLite schema, created on first start and migrated by `user_version`.
 //!
 //! Tables:
-//! - `meta`: deployment-wide values (the human-reference secret).
-//! - `signing_keys`: Ed25519 keys; one is active; retired keys stay published
-//!   until every token they signed has expired (`max_exp`).
+//! - `meta`: deployment-wide values (the human-reference secret, sealed, and
+//!   `kek_check`, the key-encryption key's check value).
+//! - `signing_keys`: Ed25519 keys, sealed under the key-encryption key; one
+//!   is active; retired keys stay published until every token they signed
+//!   has expired (`max_exp`).
 //! - `api_keys`: SHA-256 hashes of API keys, never the keys.
 //! - `tokens`: every issued token, its claims, revocation, and the usage of
 //!   its subtree (`spent_micros`, `actions`) for budgets.

@@ -16,5 +16,6 @@ mod logs;
 mod persistence;
 mod process;
 mod races;
+mod secrets;
 mod surface;
 mod web;

@@ -1,6 +1,7 @@
 //! What survives a restart, and signing-key rotation.
 
 use mandate_core::{Jwks, VerifyOptions, verify};
+use mandate_host::secrets::{self, Kek};
 use mandate_host::{keyring, store};
 use reqwest::StatusCode;
 use serde_json::json;
@@ -95,9 +96,12 @@ async fn rotated_keys_stay_published_while_their_tokens_live() {
     let app = TestApp::spawn().await;
     let old = app.root("bot", &["crm:*"], &["read"]).await;
     let db = app.dir.as_ref().unwrap().path().join(store::DB_FILE);
+    let kek = Kek::read_file(&app.dir.as_ref().unwrap().path().join(secrets::KEY_FILE))
+        .unwrap()
+        .unwrap();
     let conn = store::open_writer(&db).unwrap();
     let tx = conn.unchecked_transaction().unwrap();
-    let new_kid = keyring::rotate(&tx).unwrap();
+    let new_kid = keyring::rotate(&tx, &kek).unwrap();
     tx.commit().unwrap();
     drop(conn);
     // A token naming the new kid makes the server re-read its keys at once;
