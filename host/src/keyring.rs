@@ -4,7 +4,9 @@
 //! module opens a signing key as it loads it and seals one as it makes it.
 //!
 //! One key signs; keys retired by `mandate signing-key rotate` stay in the
-//! published JWKS until every token they signed has expired (`max_exp`). The
+//! published JWKS until every token they signed has expired (`max_exp`). A
+//! key revoked by `mandate signing-key revoke` is never loaded again, and
+//! every token it signed is revoked with it. The
 //! ring is read from the database at start and refreshed periodically and
 //! when a token names a kid the ring does not know (at most once per
 //! [`UNKNOWN_KID_REFRESH_INTERVAL`], so forged kids cannot make every request
@@ -15,7 +17,7 @@ use std::sync::{Arc, Mutex, RwLock};
 use std::time::{Duration, Instant};
 
 use mandate_core::{JwkSet, Jwks, SigningKey};
-use rusqlite::{Connection, params};
+use rusqlite::{Connection, OptionalExtension, params};
 
 use crate::clock::now_s;
 use crate::error::{ApiError, ApiResult};
@@ -52,7 +54,8 @@ pub fn load(conn: &Connection, kek: &Kek) -> ApiResult<Ring> {
     let now = now_s();
     let mut statement = conn.prepare_cached(
         "SELECT kid, secret, retired_at IS NULL FROM signing_keys
-         WHERE retired_at IS NULL OR max_exp > ?1 ORDER BY created_at DESC",
+         WHERE revoked_at IS NULL AND (retired_at IS NULL OR max_exp > ?1)
+         ORDER BY created_at DESC",
     )?;
     let rows = statement.query_map(params![now], |row| {
         Ok((
@@ -153,6 +156,67 @@ pub fn rotate(conn: &Connection, kek: &Kek) -> ApiResult<String> {
         params![kid, sealed, now_s()],
     )?;
     Ok(kid)
+}
+
+/// The reason recorded on the tokens revoked with their signing key.
+pub const KEY_REVOKED_REASON: &str = "signing key revoked";
+
+/// What revoking a signing key did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct KeyRevocation {
+    /// The key that signs from now on, when the revoked key was the active
+    /// one.
+    pub new_kid: Option<String>,
+    /// How many tokens were revoked now: those the key signed and their
+    /// descendants, less those already revoked.
+    pub tokens_revoked: usize,
+    /// Whether the key had been revoked before (revoking again is harmless,
+    /// and revokes tokens signed with it since).
+    pub already_revoked: bool,
+}
+
+/// Revokes a signing key: it is never loaded again (so it leaves the
+/// published JWKS at a running server's next refresh), and every token it
+/// signed, with every descendant, is revoked with reason
+/// [`KEY_REVOKED_REASON`]. Revoking the active key rotates first, so a new
+/// key signs. `None` when no key has this kid. Run it inside a transaction.
+pub fn revoke(conn: &Connection, kek: &Kek, kid: &str) -> ApiResult<Option<KeyRevocation>> {
+    let state: Option<(bool, bool)> = conn
+        .query_row(
+            "SELECT retired_at IS NULL, revoked_at IS NOT NULL FROM signing_keys WHERE kid = ?1",
+            [kid],
+            |row| Ok((row.get(0)?, row.get(1)?)),
+        )
+        .optional()?;
+    let Some((is_active, already_revoked)) = state else {
+        return Ok(None);
+    };
+    let new_kid = if is_active && !already_revoked {
+        Some(rotate(conn, kek)?)
+    } else {
+        None
+    };
+    let now = now_s();
+    conn.execute(
+        "UPDATE signing_keys SET revoked_at = coalesce(revoked_at, ?1),
+             retired_at = coalesce(retired_at, ?1)
+         WHERE kid = ?2",
+        params![now, kid],
+    )?;
+    let tokens_revoked = conn.execute(
+        "WITH RECURSIVE subtree(jti) AS (
+             SELECT jti FROM tokens WHERE kid = ?1
+             UNION SELECT t.jti FROM tokens t JOIN subtree s ON t.parent = s.jti
+         )
+         UPDATE tokens SET revoked_at = ?2, revoke_reason = ?3
+         WHERE jti IN (SELECT jti FROM subtree) AND revoked_at IS NULL",
+        params![kid, now, KEY_REVOKED_REASON],
+    )?;
+    Ok(Some(KeyRevocation {
+        new_kid,
+        tokens_revoked,
+        already_revoked,
+    }))
 }
 
 #[cfg(test)]

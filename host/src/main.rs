@@ -75,6 +75,13 @@ enum KeysCommand {
 enum SigningKeyCommand {
     /// Sign new tokens with a new key; old keys stay published until their tokens expire
     Rotate,
+    /// Retire a compromised key at once: it leaves the published keys, and
+    /// every token it signed (and every descendant) is revoked; revoking the
+    /// active key rotates first
+    Revoke {
+        /// The key's kid, as the JWKS lists it
+        kid: String,
+    },
 }
 
 fn config(cli: &Cli) -> anyhow::Result<Config> {
@@ -156,6 +163,32 @@ fn rotate(config: &Config) -> anyhow::Result<()> {
     Ok(())
 }
 
+fn revoke_signing_key(config: &Config, kid: &str) -> anyhow::Result<()> {
+    let (conn, kek) = operator_connection(config)?;
+    let tx = conn.unchecked_transaction()?;
+    let Some(done) = keyring::revoke(&tx, &kek, kid)? else {
+        anyhow::bail!("no signing key has the kid {kid}");
+    };
+    tx.commit()?;
+    if let Some(new_kid) = &done.new_kid {
+        say(&format!("new signing key {new_kid} signs from now on"));
+    }
+    let was = if done.already_revoked {
+        " (it was revoked before)"
+    } else {
+        ""
+    };
+    say(&format!(
+        "revoked signing key {kid}{was} and {} tokens it signed or that descend from them",
+        done.tokens_revoked
+    ));
+    say(
+        "the tokens are refused at once; a running server stops publishing and using the key \
+         within 10 seconds (run this again then to revoke tokens it signed with the key meanwhile)",
+    );
+    Ok(())
+}
+
 fn main() -> anyhow::Result<()> {
     // Everything this process creates is its user's alone: the data folder
     // 0700, the database and its -wal and -shm files, the admin key and the
@@ -180,5 +213,8 @@ fn main() -> anyhow::Result<()> {
         Command::SigningKey {
             command: SigningKeyCommand::Rotate,
         } => rotate(&config),
+        Command::SigningKey {
+            command: SigningKeyCommand::Revoke { kid },
+        } => revoke_signing_key(&config, kid),
     }
 }

@@ -89,11 +89,16 @@ fn migrate(conn: &Connection) -> anyhow::Result<()> {
         return Ok(());
     }
     let tx = conn.unchecked_transaction()?;
-    if version == 0 {
+    if version < 1 {
         tx.execute_batch(schema::SCHEMA)?;
     }
-    tx.execute_batch(schema::WORKFLOW_COUNTS)?;
-    count_workflows(&tx)?;
+    if version < 2 {
+        tx.execute_batch(schema::WORKFLOW_COUNTS)?;
+        count_workflows(&tx)?;
+    }
+    if version < 3 {
+        tx.execute_batch(schema::SIGNING_KEY_REVOCATION)?;
+    }
     tx.pragma_update(None, "user_version", schema::VERSION)?;
     tx.commit()?;
     Ok(())

@@ -5,7 +5,8 @@
 //!   `kek_check`, the key-encryption key's check value).
 //! - `signing_keys`: Ed25519 keys, sealed under the key-encryption key; one
 //!   is active; retired keys stay published until every token they signed
-//!   has expired (`max_exp`).
+//!   has expired (`max_exp`); a revoked key (`revoked_at`) is never loaded
+//!   again.
 //! - `api_keys`: SHA-256 hashes of API keys, never the keys.
 //! - `tokens`: every issued token, its claims, revocation, and the usage of
 //!   its subtree (`spent_micros`, `actions`) for budgets.
@@ -19,7 +20,12 @@
 //! - `idempotency`: responses stored under `Idempotency-Key`.
 
 /// The schema version this build writes.
-pub(crate) const VERSION: i64 = 2;
+pub(crate) const VERSION: i64 = 3;
+
+/// Version 3: signing keys can be revoked (`mandate signing-key revoke`).
+pub(crate) const SIGNING_KEY_REVOCATION: &str = r#"
+ALTER TABLE signing_keys ADD COLUMN revoked_at INTEGER;
+"#;
 
 /// Version 2: the counts behind workflow summaries.
 pub(crate) const WORKFLOW_COUNTS: &str = r#"
@@ -33,7 +39,8 @@ CREATE TABLE workflow_counts (
 ) STRICT, WITHOUT ROWID;
 "#;
 
-/// Version 1: everything but [`WORKFLOW_COUNTS`].
+/// Version 1: everything but [`WORKFLOW_COUNTS`] and
+/// [`SIGNING_KEY_REVOCATION`].
 pub(crate) const SCHEMA: &str = r#"
 CREATE TABLE meta (
     key   TEXT PRIMARY KEY,

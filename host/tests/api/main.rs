@@ -12,6 +12,7 @@ mod files;
 mod flows;
 mod helpers;
 mod idempotency;
+mod key_revocation;
 mod logs;
 mod persistence;
 mod process;

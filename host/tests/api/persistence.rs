@@ -185,8 +185,12 @@ async fn an_upgrade_from_schema_1_counts_the_stored_records_for_summaries() {
         .query_row("SELECT count(*) FROM workflow_counts", [], |row| row.get(0))
         .unwrap();
     assert_eq!(groups, 5);
-    conn.execute_batch("DROP TABLE workflow_counts; PRAGMA user_version = 1")
-        .unwrap();
+    // Back to version 1: without the tables and columns of versions 2 and 3.
+    conn.execute_batch(
+        "DROP TABLE workflow_counts; ALTER TABLE signing_keys DROP COLUMN revoked_at;
+         PRAGMA user_version = 1",
+    )
+    .unwrap();
     drop(conn);
     let app = TestApp::spawn_in(dir, |_| {}).await;
     let after = expect_json(app.get_auth(&path, &app.admin_key).await, StatusCode::OK).await;
