@@ -16,7 +16,6 @@ use std::fs::{DirBuilder, OpenOptions, Permissions};
 use std::io::Write as _;
 use std::os::unix::fs::{DirBuilderExt as _, OpenOptionsExt as _, PermissionsExt as _};
 use std::path::{Path, PathBuf};
-
 use std::sync::Arc;
 
 use rusqlite::{Connection, OptionalExtension, params};
@@ -74,8 +73,8 @@ pub fn prepare(data_dir: &Path, key_file: &Path) -> anyhow::Result<Prepared> {
     };
     let human_secret = read_secret(&conn, &kek)?
         .ok_or_else(|| anyhow::anyhow!("the deployment secret is missing after set-up"))?;
-    let ring = keyring::load(&conn, &kek)
-        .map_err(|e| anyhow::anyhow!("cannot load signing keys: {}", e.detail))?;
+    let ring =
+        keyring::load(&conn, &kek).map_err(|e| anyhow::anyhow!("cannot load signing keys: {e}"))?;
     conn.close().map_err(|(_, e)| e)?;
     Ok(Prepared {
         db_path,
