@@ -7,6 +7,8 @@ use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
 
+use crate::secrets::KEY_FILE;
+
 /// Requests per second allowed per caller, with the burst a caller may use
 /// at once. `0` turns a limit off.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
@@ -160,6 +162,10 @@ pub struct Config {
     pub listen: SocketAddr,
     /// Folder of the database and the admin key.
     pub data_dir: PathBuf,
+    /// The key-encryption key's file (relative to the config file), which
+    /// seals the signing keys and the human-reference secret; by default
+    /// [`KEY_FILE`] in the data folder. See [`Config::key_file_path`].
+    pub key_file: Option<PathBuf>,
     /// The `iss` of every token.
     pub issuer: String,
     /// The address clients reach this server at (`https://mandate.example`,
@@ -192,6 +198,7 @@ impl Default for Config {
         Config {
             listen: SocketAddr::from(([127, 0, 0, 1], 8080)),
             data_dir: PathBuf::from("./.mandate"),
+            key_file: None,
             issuer: "mandate".to_owned(),
             public_url: None,
             agent_auth: AgentAuth::Jti,
@@ -223,6 +230,9 @@ impl Config {
             );
         }
         let base = path.parent().unwrap_or_else(|| Path::new("."));
+        if let Some(file) = &mut config.key_file {
+            *file = base.join(&*file);
+        }
         for issuer in &mut config.oidc.issuer {
             if let Some(file) = &mut issuer.jwks_file {
                 *file = base.join(&*file);
@@ -232,6 +242,14 @@ impl Config {
             verifier.resolve(base);
         }
         Ok(config)
+    }
+
+    /// The key file in force: the configured one, else [`KEY_FILE`] in the
+    /// data folder.
+    pub fn key_file_path(&self) -> PathBuf {
+        self.key_file
+            .clone()
+            .unwrap_or_else(|| self.data_dir.join(KEY_FILE))
     }
 
     /// A configuration for tests: port 0 on loopback, the given folder.
@@ -261,6 +279,17 @@ mod tests {
         assert_eq!(config.rate_limits.per_token, 5);
         assert_eq!(config.rate_limits.per_api_key, 1000);
         assert!(toml::from_str::<Config>("lisen = \"x\"").is_err());
+    }
+
+    #[test]
+    fn the_key_file_defaults_to_the_data_folder_and_follows_the_config_file() {
+        let config = Config::for_test(Path::new("data"));
+        assert_eq!(config.key_file_path(), Path::new("data").join(KEY_FILE));
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("mandate.toml");
+        std::fs::write(&file, "key_file = \"secrets/kek\"\n").unwrap();
+        let config = Config::from_file(&file).unwrap();
+        assert_eq!(config.key_file_path(), dir.path().join("secrets/kek"));
     }
 
     #[test]

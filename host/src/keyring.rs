@@ -1,18 +1,27 @@
 //! Signing keys and the deployment secret.
 //!
+//! Both are stored sealed under the key-encryption key (`secrets`); this
+//! module opens a signing key as it loads it and seals one as it makes it.
+//!
 //! One key signs; keys retired by `mandate signing-key rotate` stay in the
-//! published JWKS until every token they signed has expired (`max_exp`). The
+//! published JWKS until every token they signed has expired (`max_exp`). A
+//! key revoked by `mandate signing-key revoke` is never loaded again, and
+//! every token it signed is revoked with it. The
 //! ring is read from the database at start and refreshed periodically and
-//! whenever a token names a kid the ring does not know, so a rotation made by
-//! the CLI reaches a running server within seconds.
+//! when a token names a kid the ring does not know (at most once per
+//! [`UNKNOWN_KID_REFRESH_INTERVAL`], so forged kids cannot make every request
+//! a database read), and a rotation made by the CLI reaches a running server
+//! within seconds.
 
-use std::sync::{Arc, RwLock};
+use std::sync::{Arc, Mutex, RwLock};
+use std::time::{Duration, Instant};
 
 use mandate_core::{JwkSet, Jwks, SigningKey};
-use rusqlite::{Connection, params};
+use rusqlite::{Connection, OptionalExtension, params};
 
 use crate::clock::now_s;
 use crate::error::{ApiError, ApiResult};
+use crate::secrets::{Kek, Purpose};
 
 /// The `meta` key of the human-reference secret.
 pub const SECRET_KEY: &str = "human_ref_secret";
@@ -28,24 +37,25 @@ pub struct Ring {
     pub document: JwkSet,
 }
 
+/// The least time between two re-reads of the keys prompted by tokens that
+/// name an unknown kid.
+pub const UNKNOWN_KID_REFRESH_INTERVAL: Duration = Duration::from_secs(1);
+
 /// The current ring, swapped whole on refresh.
 #[derive(Debug)]
 pub struct KeyRing {
     current: RwLock<Arc<Ring>>,
+    /// When an unknown kid last let a re-read through.
+    last_unknown_kid_refresh: Mutex<Option<Instant>>,
 }
 
-fn secret_array(bytes: &[u8]) -> ApiResult<[u8; 32]> {
-    bytes
-        .try_into()
-        .map_err(|_| ApiError::internal("a stored secret is not 32 bytes"))
-}
-
-/// Reads the ring from the database.
-pub fn load(conn: &Connection) -> ApiResult<Ring> {
+/// Reads the ring from the database, opening each key with `kek`.
+pub fn load(conn: &Connection, kek: &Kek) -> ApiResult<Ring> {
     let now = now_s();
     let mut statement = conn.prepare_cached(
         "SELECT kid, secret, retired_at IS NULL FROM signing_keys
-         WHERE retired_at IS NULL OR max_exp > ?1 ORDER BY created_at DESC",
+         WHERE revoked_at IS NULL AND (retired_at IS NULL OR max_exp > ?1)
+         ORDER BY created_at DESC",
     )?;
     let rows = statement.query_map(params![now], |row| {
         Ok((
@@ -57,8 +67,11 @@ pub fn load(conn: &Connection) -> ApiResult<Ring> {
     let mut keys = Vec::new();
     let mut active = None;
     for row in rows {
-        let (kid, secret, is_active) = row?;
-        let key = Arc::new(SigningKey::from_secret(&secret_array(&secret)?));
+        let (kid, sealed, is_active) = row?;
+        let secret = kek.open(Purpose::SigningKey, &kid, &sealed).map_err(|e| {
+            ApiError::internal(format!("the signing key {kid} cannot be opened: {e}"))
+        })?;
+        let key = Arc::new(SigningKey::from_secret(&secret));
         if key.kid() != kid {
             return Err(ApiError::internal(
                 "a stored signing key does not match its kid",
@@ -84,7 +97,27 @@ impl KeyRing {
     pub fn new(ring: Ring) -> KeyRing {
         KeyRing {
             current: RwLock::new(Arc::new(ring)),
+            last_unknown_kid_refresh: Mutex::new(None),
         }
+    }
+
+    /// Whether a token naming an unknown kid at `now` may make the server
+    /// re-read its keys: yes once per [`UNKNOWN_KID_REFRESH_INTERVAL`], and
+    /// a yes starts the next interval. An instant before the last yes (a
+    /// caller that read the clock earlier) is a no.
+    pub fn may_refresh_for_unknown_kid(&self, now: Instant) -> bool {
+        let mut last = match self.last_unknown_kid_refresh.lock() {
+            Ok(last) => last,
+            Err(poisoned) => poisoned.into_inner(),
+        };
+        let due = last.is_none_or(|previous| {
+            now.checked_duration_since(previous)
+                .is_some_and(|since| since >= UNKNOWN_KID_REFRESH_INTERVAL)
+        });
+        if due {
+            *last = Some(now);
+        }
+        due
     }
 
     /// The ring in force.
@@ -104,19 +137,129 @@ impl KeyRing {
     }
 }
 
-/// Creates a new signing key and makes it the active one; the previous key,
-/// if any, is retired but stays published while tokens it signed are alive.
-/// Returns the new kid. Run it inside a transaction.
-pub fn rotate(conn: &Connection) -> rusqlite::Result<String> {
+/// Creates a new signing key, sealed under `kek`, and makes it the active
+/// one; the previous key, if any, is retired but stays published while
+/// tokens it signed are alive. Returns the new kid. Run it inside a
+/// transaction.
+pub fn rotate(conn: &Connection, kek: &Kek) -> ApiResult<String> {
     let secret: [u8; 32] = crate::random::bytes();
     let kid = SigningKey::from_secret(&secret).kid().to_owned();
+    let sealed = kek
+        .seal(Purpose::SigningKey, &kid, &secret)
+        .map_err(ApiError::internal)?;
     conn.execute(
         "UPDATE signing_keys SET retired_at = ?1 WHERE retired_at IS NULL",
         [now_s()],
     )?;
     conn.execute(
         "INSERT INTO signing_keys (kid, secret, created_at) VALUES (?1, ?2, ?3)",
-        params![kid, secret.as_slice(), now_s()],
+        params![kid, sealed, now_s()],
     )?;
     Ok(kid)
+}
+
+/// The reason recorded on the tokens revoked with their signing key.
+pub const KEY_REVOKED_REASON: &str = "signing key revoked";
+
+/// What revoking a signing key did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct KeyRevocation {
+    /// The key that signs from now on, when the revoked key was the active
+    /// one.
+    pub new_kid: Option<String>,
+    /// How many tokens were revoked now: those the key signed and their
+    /// descendants, less those already revoked.
+    pub tokens_revoked: usize,
+    /// Whether the key had been revoked before (revoking again is harmless,
+    /// and revokes tokens signed with it since).
+    pub already_revoked: bool,
+}
+
+/// Revokes a signing key: it is never loaded again (so it leaves the
+/// published JWKS at a running server's next refresh), and every token it
+/// signed, with every descendant, is revoked with reason
+/// [`KEY_REVOKED_REASON`]. Revoking the active key rotates first, so a new
+/// key signs. `None` when no key has this kid. Run it inside a transaction.
+pub fn revoke(conn: &Connection, kek: &Kek, kid: &str) -> ApiResult<Option<KeyRevocation>> {
+    let state: Option<(bool, bool)> = conn
+        .query_row(
+            "SELECT retired_at IS NULL, revoked_at IS NOT NULL FROM signing_keys WHERE kid = ?1",
+            [kid],
+            |row| Ok((row.get(0)?, row.get(1)?)),
+        )
+        .optional()?;
+    let Some((is_active, already_revoked)) = state else {
+        return Ok(None);
+    };
+    let new_kid = if is_active && !already_revoked {
+        Some(rotate(conn, kek)?)
+    } else {
+        None
+    };
+    let now = now_s();
+    conn.execute(
+        "UPDATE signing_keys SET revoked_at = coalesce(revoked_at, ?1),
+             retired_at = coalesce(retired_at, ?1)
+         WHERE kid = ?2",
+        params![now, kid],
+    )?;
+    let tokens_revoked = conn.execute(
+        "WITH RECURSIVE subtree(jti) AS (
+             SELECT jti FROM tokens WHERE kid = ?1
+             UNION SELECT t.jti FROM tokens t JOIN subtree s ON t.parent = s.jti
+         )
+         UPDATE tokens SET revoked_at = ?2, revoke_reason = ?3
+         WHERE jti IN (SELECT jti FROM subtree) AND revoked_at IS NULL",
+        params![kid, now, KEY_REVOKED_REASON],
+    )?;
+    Ok(Some(KeyRevocation {
+        new_kid,
+        tokens_revoked,
+        already_revoked,
+    }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ring() -> Ring {
+        let key = Arc::new(SigningKey::from_secret(&[1; 32]));
+        let jwks = Jwks::from_signing_keys([key.as_ref()]);
+        let document = jwks.to_jwk_set();
+        Ring {
+            active: key,
+            jwks,
+            document,
+        }
+    }
+
+    #[test]
+    fn unknown_kids_refresh_the_keys_at_most_once_a_second() {
+        let keys = KeyRing::new(ring());
+        let start = Instant::now();
+        let at = |millis| start + Duration::from_millis(millis);
+        assert!(keys.may_refresh_for_unknown_kid(at(0)));
+        assert!(!keys.may_refresh_for_unknown_kid(at(0)));
+        assert!(!keys.may_refresh_for_unknown_kid(at(999)));
+        assert!(keys.may_refresh_for_unknown_kid(at(1000)));
+        assert!(!keys.may_refresh_for_unknown_kid(at(1500)));
+        assert!(
+            !keys.may_refresh_for_unknown_kid(at(900)),
+            "an instant before the last refresh is not let through"
+        );
+        assert!(keys.may_refresh_for_unknown_kid(at(2000)));
+        assert!(keys.may_refresh_for_unknown_kid(at(60_000)));
+    }
+
+    #[test]
+    fn a_flood_of_unknown_kids_is_let_through_once_per_interval() {
+        let keys = KeyRing::new(ring());
+        let start = Instant::now();
+        // 10,000 requests spread over 5 seconds: one re-read per second.
+        let passed = (0..10_000u64)
+            .filter(|n| keys.may_refresh_for_unknown_kid(start + Duration::from_micros(n * 500)))
+            .count();
+        assert_eq!(passed, 5);
+    }
 }

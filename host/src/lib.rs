@@ -24,6 +24,7 @@ pub mod proofs;
 pub mod queries;
 pub mod random;
 pub mod ratelimit;
+pub mod secrets;
 pub mod setup;
 pub mod store;
 pub mod web;
@@ -63,6 +64,8 @@ pub struct Shared {
     pub keys: KeyRing,
     /// The 32-byte secret human references are keyed with.
     pub human_secret: [u8; 32],
+    /// The key-encryption key, to open signing keys read on refresh.
+    pub kek: Arc<secrets::Kek>,
     pub claims: Arc<ClaimsCache>,
     /// DPoP proofs accepted and still live, shared by every worker.
     pub proofs: SeenProofs,
@@ -85,7 +88,7 @@ impl AppState {
     /// starts the writer. Returns the admin key when it was just created.
     pub fn open(config: Config) -> anyhow::Result<(AppState, Option<String>)> {
         let assurance = Assurance::load(&config)?;
-        let prepared = setup::prepare(&config.data_dir)?;
+        let prepared = setup::prepare(&config.data_dir, &config.key_file_path())?;
         let metrics = Arc::new(Metrics::new());
         let store = Store::open(
             &prepared.db_path,
@@ -100,6 +103,7 @@ impl AppState {
             store,
             keys: KeyRing::new(prepared.ring),
             human_secret: prepared.human_secret,
+            kek: prepared.kek,
             claims: Arc::new(ClaimsCache::default()),
             proofs: SeenProofs::new(proofs::CAPACITY),
             limiters,
@@ -112,8 +116,27 @@ impl AppState {
     /// Re-reads the signing keys from the database (after a rotation by the
     /// CLI, or when a token names an unknown kid).
     pub async fn refresh_keys(&self) -> error::ApiResult<()> {
-        let ring = self.store.read(keyring::load).await?;
+        let kek = self.kek.clone();
+        let ring = self
+            .store
+            .read(move |conn| keyring::load(conn, &kek))
+            .await?;
         self.keys.replace(ring);
+        Ok(())
+    }
+
+    /// Re-reads the signing keys because a token names a kid the ring does
+    /// not know, at most once a second however many such tokens arrive: a
+    /// flood of forged kids costs one database read a second, not one each.
+    /// When it is not yet due, the ring stays as it is (another request may
+    /// have just refreshed it).
+    pub async fn refresh_keys_for_unknown_kid(&self) -> error::ApiResult<()> {
+        if self
+            .keys
+            .may_refresh_for_unknown_kid(std::time::Instant::now())
+        {
+            self.refresh_keys().await?;
+        }
         Ok(())
     }
 }
@@ -189,7 +212,8 @@ pub async fn serve_until(
 }
 
 /// Binds the configured address and serves. Prints the listening address
-/// (and, on first start, the admin key) on stdout.
+/// on stdout, and on first start the admin key (on a terminal) or where it
+/// was written (anywhere else).
 pub async fn serve(config: Config) -> anyhow::Result<()> {
     let listen = config.listen;
     let data_dir = config.data_dir.clone();
@@ -208,10 +232,8 @@ pub async fn serve(config: Config) -> anyhow::Result<()> {
 )]
 fn report(data_dir: &std::path::Path, address: SocketAddr, new_admin_key: Option<&str>) {
     if let Some(key) = new_admin_key {
-        println!(
-            "admin API key (shown once; also in {}): {key}",
-            data_dir.join(setup::ADMIN_KEY_FILE).display()
-        );
+        let to_terminal = std::io::IsTerminal::is_terminal(&std::io::stdout());
+        println!("{}", setup::admin_key_notice(data_dir, key, to_terminal));
     }
     println!("listening on http://{address}");
 }

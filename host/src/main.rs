@@ -3,9 +3,11 @@
 use std::io::IsTerminal as _;
 use std::net::SocketAddr;
 use std::path::PathBuf;
+use std::sync::Arc;
 
 use clap::{Parser, Subcommand};
 use mandate_host::config::Config;
+use mandate_host::secrets::Kek;
 use mandate_host::{apikeys, keyring, setup, store};
 
 /// mimalloc: the server allocates small, short-lived buffers per request on
@@ -26,6 +28,11 @@ struct Cli {
     /// TOML configuration file
     #[arg(long, global = true, env = "MANDATE_CONFIG")]
     config: Option<PathBuf>,
+    /// File of the key that encrypts the signing keys and the human-reference
+    /// secret in the database; created (0600) on first start [default:
+    /// key-encryption.key in the data folder]
+    #[arg(long, global = true, env = "MANDATE_KEY_FILE")]
+    key_file: Option<PathBuf>,
     #[command(subcommand)]
     command: Command,
 }
@@ -68,6 +75,13 @@ enum KeysCommand {
 enum SigningKeyCommand {
     /// Sign new tokens with a new key; old keys stay published until their tokens expire
     Rotate,
+    /// Retire a compromised key at once: it leaves the published keys, and
+    /// every token it signed (and every descendant) is revoked; revoking the
+    /// active key rotates first
+    Revoke {
+        /// The key's kid, as the JWKS lists it
+        kid: String,
+    },
 }
 
 fn config(cli: &Cli) -> anyhow::Result<Config> {
@@ -78,6 +92,9 @@ fn config(cli: &Cli) -> anyhow::Result<Config> {
     if let Some(dir) = &cli.data_dir {
         config.data_dir.clone_from(dir);
     }
+    if let Some(file) = &cli.key_file {
+        config.key_file = Some(file.clone());
+    }
     if let Command::Serve {
         listen: Some(listen),
     } = &cli.command
@@ -87,14 +104,17 @@ fn config(cli: &Cli) -> anyhow::Result<Config> {
     Ok(config)
 }
 
-fn operator_connection(config: &Config) -> anyhow::Result<rusqlite::Connection> {
-    let prepared = setup::prepare(&config.data_dir)?;
+/// The database of the data folder, and the key that opens its secrets.
+fn operator_connection(config: &Config) -> anyhow::Result<(rusqlite::Connection, Arc<Kek>)> {
+    let prepared = setup::prepare(&config.data_dir, &config.key_file_path())?;
     if let Some(key) = prepared.new_admin_key {
+        let to_terminal = std::io::stdout().is_terminal();
         say(&format!(
-            "created the data folder; admin API key (shown once): {key}"
+            "created the data folder; {}",
+            setup::admin_key_notice(&config.data_dir, &key, to_terminal)
         ));
     }
-    store::open_writer(&prepared.db_path)
+    Ok((store::open_writer(&prepared.db_path)?, prepared.kek))
 }
 
 #[allow(clippy::print_stdout, reason = "operator commands answer on stdout")]
@@ -103,7 +123,7 @@ fn say(line: &str) {
 }
 
 fn keys(config: &Config, command: &KeysCommand) -> anyhow::Result<()> {
-    let conn = operator_connection(config)?;
+    let (conn, _) = operator_connection(config)?;
     match command {
         KeysCommand::Create { email } => {
             mandate_core::Identity::email(email)?;
@@ -133,9 +153,9 @@ fn keys(config: &Config, command: &KeysCommand) -> anyhow::Result<()> {
 }
 
 fn rotate(config: &Config) -> anyhow::Result<()> {
-    let conn = operator_connection(config)?;
+    let (conn, kek) = operator_connection(config)?;
     let tx = conn.unchecked_transaction()?;
-    let kid = keyring::rotate(&tx)?;
+    let kid = keyring::rotate(&tx, &kek)?;
     tx.commit()?;
     say(&format!(
         "new signing key {kid}; a running server picks it up within seconds"
@@ -143,7 +163,37 @@ fn rotate(config: &Config) -> anyhow::Result<()> {
     Ok(())
 }
 
+fn revoke_signing_key(config: &Config, kid: &str) -> anyhow::Result<()> {
+    let (conn, kek) = operator_connection(config)?;
+    let tx = conn.unchecked_transaction()?;
+    let Some(done) = keyring::revoke(&tx, &kek, kid)? else {
+        anyhow::bail!("no signing key has the kid {kid}");
+    };
+    tx.commit()?;
+    if let Some(new_kid) = &done.new_kid {
+        say(&format!("new signing key {new_kid} signs from now on"));
+    }
+    let was = if done.already_revoked {
+        " (it was revoked before)"
+    } else {
+        ""
+    };
+    say(&format!(
+        "revoked signing key {kid}{was} and {} tokens it signed or that descend from them",
+        done.tokens_revoked
+    ));
+    say(
+        "the tokens are refused at once; a running server stops publishing and using the key \
+         within 10 seconds (run this again then to revoke tokens it signed with the key meanwhile)",
+    );
+    Ok(())
+}
+
 fn main() -> anyhow::Result<()> {
+    // Everything this process creates is its user's alone: the data folder
+    // 0700, the database and its -wal and -shm files, the admin key and the
+    // key file 0600, whatever the umask it was started with.
+    rustix::process::umask(rustix::fs::Mode::RWXG | rustix::fs::Mode::RWXO);
     tracing_subscriber::fmt()
         .with_env_filter(
             tracing_subscriber::EnvFilter::try_from_default_env()
@@ -163,5 +213,8 @@ fn main() -> anyhow::Result<()> {
         Command::SigningKey {
             command: SigningKeyCommand::Rotate,
         } => rotate(&config),
+        Command::SigningKey {
+            command: SigningKeyCommand::Revoke { kid },
+        } => revoke_signing_key(&config, kid),
     }
 }

@@ -463,7 +463,7 @@ async fn verify_token(state: &AppState, compact: &str, lifetime: Lifetime) -> Ap
         Lifetime::Ignored => verify_ignoring_lifetime(compact, keys, &options),
     };
     let outcome = match attempt(&state.keys.current().jwks) {
-        Err(VerifyError::UnknownKid) if state.refresh_keys().await.is_ok() => {
+        Err(VerifyError::UnknownKid) if state.refresh_keys_for_unknown_kid().await.is_ok() => {
             attempt(&state.keys.current().jwks)
         }
         other => other,

@@ -9,9 +9,10 @@
 //! or a commit that fails (a full disk), fails every write of the group and
 //! nothing of it is acknowledged (see `writer`).
 
-mod schema;
+pub(crate) mod schema;
 mod writer;
 
+use std::os::unix::fs::OpenOptionsExt as _;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
@@ -36,9 +37,24 @@ fn open(path: &Path, flags: OpenFlags) -> rusqlite::Result<Connection> {
     Ok(conn)
 }
 
+/// Creates the database file, empty and mode 0600, unless it exists. SQLite
+/// gives the `-wal` and `-shm` files the database file's mode, so they are
+/// 0600 too, whatever the process umask.
+fn create_private(path: &Path) -> anyhow::Result<()> {
+    std::fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .mode(0o600)
+        .open(path)
+        .map(drop)
+        .map_err(|e| anyhow::anyhow!("cannot create the database {}: {e}", path.display()))
+}
+
 /// Opens the writer connection, enforces WAL and `synchronous=FULL`, and
 /// creates or migrates the schema.
 pub fn open_writer(path: &Path) -> anyhow::Result<Connection> {
+    create_private(path)?;
     let conn = open(
         path,
         OpenFlags::SQLITE_OPEN_READ_WRITE
@@ -81,6 +97,7 @@ fn migrate(conn: &Connection) -> anyhow::Result<()> {
         count_workflows(&tx)?;
     }
     if version < 3 {
+        tx.execute_batch(schema::SIGNING_KEY_REVOCATION)?;
         tx.execute_batch(schema::AUTHORITY)?;
         hash_token_ids(&tx)?;
         tx.execute_batch(schema::AUTHORITY_INDEX)?;

@@ -1,9 +1,12 @@
 //! The SQLite schema, created on first start and migrated by `user_version`.
 //!
 //! Tables:
-//! - `meta`: deployment-wide values (the human-reference secret).
-//! - `signing_keys`: Ed25519 keys; one is active; retired keys stay published
-//!   until every token they signed has expired (`max_exp`).
+//! - `meta`: deployment-wide values (the human-reference secret, sealed, and
+//!   `kek_check`, the key-encryption key's check value).
+//! - `signing_keys`: Ed25519 keys, sealed under the key-encryption key; one
+//!   is active; retired keys stay published until every token they signed
+//!   has expired (`max_exp`); a revoked key (`revoked_at`) is never loaded
+//!   again.
 //! - `api_keys`: SHA-256 hashes of API keys, never the keys.
 //! - `tokens`: every issued token, its claims, revocation, the usage of its
 //!   subtree (`spent_micros`, `actions`) for budgets, and its direct
@@ -39,6 +42,11 @@ CREATE UNIQUE INDEX tokens_by_jth ON tokens(jth);
 UPDATE tokens SET children = (SELECT count(*) FROM tokens c WHERE c.parent = tokens.jti);
 "#;
 
+/// Version 3 too: signing keys can be revoked (`mandate signing-key revoke`).
+pub(crate) const SIGNING_KEY_REVOCATION: &str = r#"
+ALTER TABLE signing_keys ADD COLUMN revoked_at INTEGER;
+"#;
+
 /// Version 2: the counts behind workflow summaries.
 pub(crate) const WORKFLOW_COUNTS: &str = r#"
 CREATE TABLE workflow_counts (
@@ -51,7 +59,7 @@ CREATE TABLE workflow_counts (
 ) STRICT, WITHOUT ROWID;
 "#;
 
-/// Version 1: everything but [`WORKFLOW_COUNTS`].
+/// Version 1: everything the later versions add to.
 pub(crate) const SCHEMA: &str = r#"
 CREATE TABLE meta (
     key   TEXT PRIMARY KEY,

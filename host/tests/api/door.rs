@@ -8,23 +8,28 @@ use mandate_core::{
     issue_root, sign,
 };
 use mandate_host::clock::now_s;
+use mandate_host::secrets::{self, Kek, Purpose};
 use mandate_host::store;
 use reqwest::StatusCode;
 use serde_json::json;
 
 use crate::helpers::{TestApp, expect_json, expect_problem};
 
+/// The server's active signing key, opened with its key file.
 fn signing_secret(app: &TestApp) -> [u8; 32] {
-    let db = app.dir.as_ref().unwrap().path().join(store::DB_FILE);
-    let conn = store::open_writer(&db).unwrap();
-    let secret: Vec<u8> = conn
+    let data = app.dir.as_ref().unwrap().path();
+    let kek = Kek::read_file(&data.join(secrets::KEY_FILE))
+        .unwrap()
+        .unwrap();
+    let conn = store::open_writer(&data.join(store::DB_FILE)).unwrap();
+    let (kid, sealed): (String, Vec<u8>) = conn
         .query_row(
-            "SELECT secret FROM signing_keys WHERE retired_at IS NULL",
+            "SELECT kid, secret FROM signing_keys WHERE retired_at IS NULL",
             [],
-            |row| row.get(0),
+            |row| Ok((row.get(0)?, row.get(1)?)),
         )
         .unwrap();
-    secret.try_into().unwrap()
+    kek.open(Purpose::SigningKey, &kid, &sealed).unwrap()
 }
 
 #[tokio::test]

@@ -1,6 +1,7 @@
 //! What survives a restart, and signing-key rotation.
 
 use mandate_core::{Jwks, VerifyOptions, verify};
+use mandate_host::secrets::{self, Kek};
 use mandate_host::{keyring, store};
 use reqwest::StatusCode;
 use serde_json::json;
@@ -95,9 +96,12 @@ async fn rotated_keys_stay_published_while_their_tokens_live() {
     let app = TestApp::spawn().await;
     let old = app.root("bot", &["crm:*"], &["read"]).await;
     let db = app.dir.as_ref().unwrap().path().join(store::DB_FILE);
+    let kek = Kek::read_file(&app.dir.as_ref().unwrap().path().join(secrets::KEY_FILE))
+        .unwrap()
+        .unwrap();
     let conn = store::open_writer(&db).unwrap();
     let tx = conn.unchecked_transaction().unwrap();
-    let new_kid = keyring::rotate(&tx).unwrap();
+    let new_kid = keyring::rotate(&tx, &kek).unwrap();
     tx.commit().unwrap();
     drop(conn);
     // A token naming the new kid makes the server re-read its keys at once;
@@ -154,7 +158,8 @@ fn base64_decode(text: &str) -> Vec<u8> {
 
 /// Turns a data folder of this release back into the shape the first
 /// release wrote (schema version 1): no workflow counts, tokens by jti only,
-/// delegated tokens' stored claims naming their ancestors by jti.
+/// delegated tokens' stored claims naming their ancestors by jti, signing
+/// keys that cannot be revoked.
 fn downgrade_to_version_1(db: &std::path::Path, root_jti: &str, child_jti: &str) {
     let conn = rusqlite::Connection::open(db).unwrap();
     let claims: String = conn
@@ -178,6 +183,7 @@ fn downgrade_to_version_1(db: &std::path::Path, root_jti: &str, child_jti: &str)
          ALTER TABLE tokens RENAME COLUMN jth TO root;
          CREATE INDEX tokens_by_root ON tokens(root);
          ALTER TABLE records DROP COLUMN credential;
+         ALTER TABLE signing_keys DROP COLUMN revoked_at;
          DROP TABLE workflow_counts;
          PRAGMA user_version = 1;",
     )

@@ -12,6 +12,8 @@ pub struct Server {
     child: Child,
     pub base: String,
     pub client: reqwest::Client,
+    /// What it printed on stdout before its `listening on` line.
+    pub banner: Vec<String>,
 }
 
 impl Server {
@@ -41,6 +43,7 @@ impl Server {
             .unwrap();
         let stdout = child.stdout.take().unwrap();
         let mut lines = BufReader::new(stdout).lines();
+        let mut banner = Vec::new();
         let base = loop {
             let line = lines
                 .next()
@@ -49,10 +52,12 @@ impl Server {
             if let Some(address) = line.strip_prefix("listening on ") {
                 break address.to_owned();
             }
+            banner.push(line);
         };
         Server {
             child,
             base,
+            banner,
             client: reqwest::Client::builder()
                 .timeout(Duration::from_secs(10))
                 .build()
@@ -75,6 +80,23 @@ impl Drop for Server {
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
+}
+
+/// Runs an operator command of the binary on a data folder, stdout and
+/// stderr piped; returns its exit status, stdout and stderr.
+pub fn operator(data_dir: &Path, args: &[&str]) -> (std::process::ExitStatus, String, String) {
+    let output = Command::new(env!("CARGO_BIN_EXE_mandate"))
+        .args(args)
+        .arg("--data-dir")
+        .arg(data_dir)
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    (
+        output.status,
+        String::from_utf8(output.stdout).unwrap(),
+        String::from_utf8(output.stderr).unwrap(),
+    )
 }
 
 /// A configuration without rate limits.
