@@ -76,8 +76,8 @@ fn world() -> &'static World {
             let issued = br#"{"developer_email":"dev@example.com","agent_id":"fuzz","resources":["crm:*"],"actions":["read","delegate"],"constraints":{"max_spend_usd":100}}"#;
             let (_, body, _) = post(&app, "/v1/vat/issue/l1", &admin_key, issued.to_vec()).await;
             let (jti, jwt) = (field(&body, "jti"), field(&body, "compact_jwt"));
-            let authorize = format!(r#"{{"vat_jti":"{jti}","action":"read","resource":"crm:a"}}"#);
-            let (_, body, _) = post(&app, "/v1/vat/authorize", &admin_key, authorize.into_bytes()).await;
+            let authorize = br#"{"action":"read","resource":"crm:a"}"#;
+            let (_, body, _) = post(&app, "/v1/vat/authorize", &jwt, authorize.to_vec()).await;
             let aar = field(&body, "aar_id");
             let (_, body, _) = post(&app, "/v1/vat/issue/l1", &admin_key, issued.to_vec()).await;
             (jti, jwt, aar, field(&body, "jti"))

@@ -572,13 +572,13 @@ export class MandateClient {
   }
 
   /** `POST /v1/vat/record/action`: an action done and its result, in one step. */
-  recordAction(request: RecordActionRequest, auth?: AgentAuth): Promise<RecordActionResponse> {
+  async recordAction(request: RecordActionRequest, auth?: AgentAuth): Promise<RecordActionResponse> {
     const path = "/v1/vat/record/action";
     return this.#call("POST", path, this.#agent("POST", path, auth), request, auth);
   }
 
   /** `POST /v1/vat/authorize`: asks before acting; a refusal is `authorized: false`, not an error. */
-  authorize(request: AuthorizeRequest, auth?: AgentAuth): Promise<AuthorizeResponse> {
+  async authorize(request: AuthorizeRequest, auth?: AgentAuth): Promise<AuthorizeResponse> {
     const path = "/v1/vat/authorize";
     return this.#call("POST", path, this.#agent("POST", path, auth), request, auth);
   }
@@ -587,7 +587,7 @@ export class MandateClient {
    * `POST /v1/vat/aar/{aar_id}/complete`: how an authorized action ended. A
    * record authorized with the token itself is completed with it (`auth`).
    */
-  complete(aarId: string, request: CompleteRequest, auth?: AgentAuth): Promise<ActionRecord> {
+  async complete(aarId: string, request: CompleteRequest, auth?: AgentAuth): Promise<ActionRecord> {
     const path = `/v1/vat/aar/${segment(aarId)}/complete`;
     return this.#call("POST", path, this.#agent("POST", path, auth), request);
   }
@@ -652,7 +652,7 @@ export class MandateClient {
    * authority, so it needs the parent token itself as `auth.token` (and its
    * `key` when bound); a `vat_jti` alone is refused.
    */
-  delegate(request: DelegateRequest, auth?: AgentAuth): Promise<DelegatedToken> {
+  async delegate(request: DelegateRequest, auth?: AgentAuth): Promise<DelegatedToken> {
     const path = "/v1/vat/delegate";
     return this.#call("POST", path, this.#agent("POST", path, auth), request, auth);
   }
@@ -662,7 +662,7 @@ export class MandateClient {
    * API key, or, with `auth.token`, on the revoking agent's own token (an
    * ancestor of the target, or the target itself).
    */
-  revoke(request: RevokeRequest, auth?: AgentAuth): Promise<RevokeResponse> {
+  async revoke(request: RevokeRequest, auth?: AgentAuth): Promise<RevokeResponse> {
     const path = "/v1/vat/revoke";
     const credential = auth ? this.#agent("POST", path, auth) : this.#key();
     return this.#call("POST", path, credential, request);

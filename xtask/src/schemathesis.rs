@@ -89,8 +89,8 @@ fn seed(base: &str, api_key: &str) -> Result<Seeded> {
         let child = post(
             base,
             "/v1/vat/delegate",
-            None,
-            &json!({"vat_jti": jti, "agent_id": helper, "resources": ["crm:*"], "actions": ["read"]}),
+            Some(&member(&root, "compact_jwt")?),
+            &json!({"agent_id": helper, "resources": ["crm:*"], "actions": ["read"]}),
         )?;
         let child_jti = member(&child, "jti")?;
         let actions = [

@@ -22,8 +22,12 @@ use crate::{Result, fail};
 
 const TARGET: &str = "wasm32-unknown-unknown";
 const PROFILE: &str = "wasm-release";
-/// The most bytes the optimised module may take.
-const BUDGET_BYTES: u64 = 300_000;
+/// The most bytes the optimised module may take: 300 000 for the first
+/// release's verifier, raised to 420 000 with the second release's measured
+/// additions (docs/decisions.md, "Size"): the checks of bound tokens' proofs
+/// (+53 KB) and the agent's own key, whose Ed25519 signing brings the
+/// 30 KB basepoint table (+60 KB).
+const BUDGET_BYTES: u64 = 420_000;
 /// The Node suites that need no server.
 const NODE_TESTS: [&str; 4] = [
     "test/vectors.test.mjs",
