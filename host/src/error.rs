@@ -121,6 +121,17 @@ impl ApiError {
             .with_retry_after(UNAVAILABLE_RETRY_SECONDS)
     }
 
+    /// The key a token was signed with was revoked a moment ago; the
+    /// server reads its keys again and a retry is signed by the new one.
+    pub fn signing_key_revoked() -> ApiError {
+        ApiError::new(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "signing_key_revoked",
+            "the signing key was just revoked; retry and the token is signed by the new key",
+        )
+        .with_retry_after(1)
+    }
+
     /// Something Mandate got wrong. The cause is logged here and never sent.
     pub fn internal(cause: impl std::fmt::Display) -> ApiError {
         tracing::error!(%cause, "internal error");

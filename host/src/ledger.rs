@@ -440,6 +440,16 @@ fn insert_token(
     issued_by: Option<&str>,
     now_ms: i64,
 ) -> ApiResult<()> {
+    // First, so a key revoked since the caller read the key ring leaves
+    // nothing changed: the token is refused and signed again by a fresh key.
+    let signable = conn
+        .prepare_cached(
+            "UPDATE signing_keys SET max_exp = max(max_exp, ?1) WHERE kid = ?2 AND revoked_at IS NULL",
+        )?
+        .execute(params![claims.exp, kid])?;
+    if signable == 0 {
+        return Err(ApiError::signing_key_revoked());
+    }
     let json = serde_json::to_string(claims).map_err(ApiError::internal)?;
     conn.prepare_cached(
         "INSERT INTO tokens (jti, parent, jth, provenance_ref, agent_id, depth, claims, kid, issued_at,
@@ -480,8 +490,6 @@ fn insert_token(
             now_ms,
         ])?;
     }
-    conn.prepare_cached("UPDATE signing_keys SET max_exp = max(max_exp, ?1) WHERE kid = ?2")?
-        .execute(params![claims.exp, kid])?;
     Ok(())
 }
 

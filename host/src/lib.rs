@@ -113,6 +113,23 @@ impl AppState {
         Ok((state, prepared.new_admin_key))
     }
 
+    /// Runs a write that stores a token this server signed. When its
+    /// signing key turns out to have been revoked (by the CLI, since the key
+    /// ring was last read), the keys are read again at once, so the retry
+    /// the answer asks for is signed by the new key.
+    pub async fn write_signed<T: Send + 'static>(
+        &self,
+        work: impl FnOnce(&rusqlite::Connection) -> error::ApiResult<T> + Send + 'static,
+    ) -> error::ApiResult<T> {
+        let outcome = self.store.write(work).await;
+        if matches!(&outcome, Err(error) if error.code == "signing_key_revoked")
+            && let Err(error) = self.refresh_keys().await
+        {
+            tracing::warn!(%error, "reading the signing keys after a revocation failed");
+        }
+        outcome
+    }
+
     /// Re-reads the signing keys from the database (after a rotation by the
     /// CLI, or when a token names an unknown kid).
     pub async fn refresh_keys(&self) -> error::ApiResult<()> {

@@ -183,8 +183,8 @@ fn revoke_signing_key(config: &Config, kid: &str) -> anyhow::Result<()> {
         done.tokens_revoked
     ));
     say(
-        "the tokens are refused at once; a running server stops publishing and using the key \
-         within 10 seconds (run this again then to revoke tokens it signed with the key meanwhile)",
+        "the tokens are refused at once; a running server signs nothing more with the key and \
+         stops publishing it within 10 seconds",
     );
     Ok(())
 }

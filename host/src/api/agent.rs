@@ -275,8 +275,7 @@ pub(crate) async fn delegate(
     let signing_key = state.keys.current().active.clone();
     let cache = state.claims.clone();
     let reply = state
-        .store
-        .write(move |conn| {
+        .write_signed(move |conn| {
             idempotency::run(
                 conn,
                 key.as_ref(),

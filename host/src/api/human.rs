@@ -169,8 +169,7 @@ pub(crate) async fn issue_root_token(
     let by = principal.id.clone();
     let render = |token: &IssuedToken| Rendered::json(StatusCode::CREATED, token);
     let reply = state
-        .store
-        .write(move |conn| {
+        .write_signed(move |conn| {
             idempotency::run(
                 conn,
                 key.as_ref(),

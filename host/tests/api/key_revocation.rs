@@ -146,10 +146,27 @@ async fn a_revoked_signing_key_and_every_token_it_signed_stop_working() {
         "token_inactive",
     )
     .await;
+    // Nothing is signed with B from now: the running server's next token is
+    // refused until it has read the new key, which it does at once.
+    let issue = json!({"developer_email": "dev@example.com", "agent_id": "bot",
+                       "resources": ["crm:*"], "actions": ["read"]});
+    let refused = app
+        .post_auth("/v1/vat/issue/l1", &app.admin_key, &issue)
+        .await;
+    assert_eq!(refused.headers()["retry-after"], "1");
+    expect_problem(
+        refused,
+        StatusCode::SERVICE_UNAVAILABLE,
+        "signing_key_revoked",
+    )
+    .await;
+    let retried = app.issue(issue).await;
+    let kid_c = kid_of(&retried);
+    assert!(kid_c != kid_a && kid_c != kid_b);
     let dir = app.stop().await;
     let app = TestApp::spawn_in(dir, |_| {}).await;
     let fresh = app.root("bot", &["crm:*"], &["read"]).await;
-    let kid_c = kid_of(&fresh);
+    assert_eq!(kid_of(&fresh), kid_c);
     assert!(kid_c != kid_a && kid_c != kid_b);
     assert_eq!(published_kids(&app).await, [kid_c]);
     expect_problem(
