@@ -196,7 +196,16 @@ async fn kill_nine_loses_nothing_acknowledged() {
             .unwrap();
         expect_json(response, StatusCode::OK).await;
         revoked.push(victim);
-        tokio::time::sleep(Duration::from_millis(150 + random_below(550))).await;
+        // However busy the machine, let this cycle's writers be acknowledged
+        // a hundred times (for at most ten seconds), then kill at a random
+        // moment.
+        let started = std::time::Instant::now();
+        while acks.lock().unwrap().len() < snapshot.len() + 100
+            && started.elapsed() < Duration::from_secs(10)
+        {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        tokio::time::sleep(Duration::from_millis(random_below(400))).await;
         server.kill();
         for client in clients {
             client.await.unwrap();
