@@ -1,6 +1,20 @@
--- Delegation: each request delegates a narrower child from one parent token
--- (JTI from the environment); the server signs and stores the child and
--- records the delegation.
-wrk.method = "POST"
-wrk.headers["Content-Type"] = "application/json"
-wrk.body = '{"vat_jti":"' .. os.getenv("JTI") .. '","agent_id":"helper","resources":["crm:contacts"],"actions":["read"]}'
+-- Delegation: each request delegates a narrower child from a parent token
+-- presented itself (Authorization: Bearer), taking the parents of PARENTS (a
+-- file, one compact token a line) in turn, since a token may have at most
+-- 1000 children. The server checks the parent's signature, signs and stores
+-- the child, and records the delegation.
+local parents = {}
+for line in io.lines(os.getenv("PARENTS")) do
+  parents[#parents + 1] = line
+end
+local next_parent = math.random(#parents)
+local body = '{"agent_id":"helper","resources":["crm:contacts"],"actions":["read"]}'
+
+request = function()
+  next_parent = next_parent % #parents + 1
+  local headers = {
+    ["Content-Type"] = "application/json",
+    ["Authorization"] = "Bearer " .. parents[next_parent],
+  }
+  return wrk.format("POST", "/v1/vat/delegate", headers, body)
+end

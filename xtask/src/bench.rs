@@ -236,17 +236,23 @@ impl Server {
         Ok(serde_json::from_slice(&output.stdout)?)
     }
 
-    /// A root token for the load, without limits, for a day.
+    /// A root token for the load, without limits, for a day: its jti.
     fn token(&self, agent: &str, actions: &[&str]) -> Result<String> {
+        Ok(self.issued(agent, actions)?.0)
+    }
+
+    /// A root token for the load, without limits, for a day: its jti and
+    /// its compact form.
+    fn issued(&self, agent: &str, actions: &[&str]) -> Result<(String, String)> {
         let body = json!({
             "developer_email": "bench@example.com", "agent_id": agent,
             "resources": ["crm:*"], "actions": actions, "ttl_seconds": 86_400
         });
         let issued = self.post("/v1/vat/issue/l1", Some(&self.key()?), &body)?;
-        issued["jti"]
-            .as_str()
-            .map(str::to_owned)
-            .ok_or_else(|| format!("issue failed: {issued}").into())
+        match (issued["jti"].as_str(), issued["compact_jwt"].as_str()) {
+            (Some(jti), Some(compact)) => Ok((jti.to_owned(), compact.to_owned())),
+            _ => fail(format!("issue failed: {issued}")),
+        }
     }
 
     fn stop(mut self) {
@@ -296,6 +302,9 @@ fn errors(loads: &[Load]) -> u64 {
 struct Http {
     healthz: Vec<Load>,
     record: Vec<Load>,
+    /// record/action with the token itself, in turns with `record_by_jti`.
+    record_by_token: Vec<Load>,
+    record_by_jti: Vec<Load>,
     full_control: Vec<Load>,
     delegate: Vec<Load>,
     single_commit: Vec<Load>,
@@ -304,9 +313,13 @@ struct Http {
     batch_mean: f64,
 }
 
+/// Parent tokens for the delegation load: enough that none reaches its
+/// 1000 children in a full run (about 11 k delegations a second).
+const DELEGATE_PARENTS: usize = 400;
+
 fn http(plan: Plan, bin: &Path, scratch: &Path, scripts: &Path) -> Result<Http> {
     let server = Server::start(bin, &scratch.join("http"), NO_LIMITS)?;
-    let jti = server.token("bench-bot", &["read", "delegate"])?;
+    let (jti, compact) = server.issued("bench-bot", &["read", "delegate"])?;
     let health_url = format!("{}/healthz", server.base);
     let record_url = format!("{}/v1/vat/record/action", server.base);
     let env = [("JTI", jti.as_str())];
@@ -314,14 +327,38 @@ fn http(plan: Plan, bin: &Path, scratch: &Path, scripts: &Path) -> Result<Http> 
     let healthz = || wrk(&health_url, None, &[], plan.seconds);
     let record = || wrk(&record_url, Some(&record_script), &env, plan.seconds);
     let (healthz_loads, record_loads) = compare(plan, &healthz, &record)?;
+    let bearer_script = scripts.join("record_bearer.lua");
+    let bearer_env = [("TOKEN", compact.as_str())];
+    let (record_by_token, record_by_jti) = compare(
+        plan,
+        &|| wrk(&record_url, Some(&bearer_script), &bearer_env, plan.seconds),
+        &record,
+    )?;
     let full_script = scripts.join("full_control.lua");
     let full_control = (0..plan.rounds)
         .map(|_| wrk(&server.base, Some(&full_script), &env, plan.seconds))
         .collect::<Result<Vec<_>>>()?;
     let delegate_script = scripts.join("delegate.lua");
     let delegate_url = format!("{}/v1/vat/delegate", server.base);
+    let parents_file = scratch.join("parents.txt");
+    let parents = (0..if plan.quick { 4 } else { DELEGATE_PARENTS })
+        .map(|n| {
+            Ok(server
+                .issued(&format!("bench-parent-{n}"), &["read", "delegate"])?
+                .1)
+        })
+        .collect::<Result<Vec<_>>>()?;
+    std::fs::write(&parents_file, parents.join("\n") + "\n")?;
+    let parents_env = [("PARENTS", parents_file.to_str().ok_or("path")?)];
     let delegate = (0..plan.rounds)
-        .map(|_| wrk(&delegate_url, Some(&delegate_script), &env, plan.seconds))
+        .map(|_| {
+            wrk(
+                &delegate_url,
+                Some(&delegate_script),
+                &parents_env,
+                plan.seconds,
+            )
+        })
         .collect::<Result<Vec<_>>>()?;
     let metrics = Command::new("curl")
         .args(["-sS", &format!("{}/metrics", server.base)])
@@ -376,6 +413,8 @@ fn http(plan: Plan, bin: &Path, scratch: &Path, scripts: &Path) -> Result<Http> 
     Ok(Http {
         healthz: healthz_loads,
         record: record_loads,
+        record_by_token,
+        record_by_jti,
         full_control,
         delegate,
         single_commit,
@@ -702,6 +741,7 @@ pub(crate) fn bench(root: &Path, args: &[&str]) -> Result<()> {
         }
         let lost = errors(&http.record)
             + errors(&http.healthz)
+            + errors(&http.record_by_token)
             + errors(&http.full_control)
             + errors(&http.delegate);
         if lost > 0 {
@@ -749,6 +789,8 @@ impl Report {
         let g = &self.growth;
         let record_over_health = ratio(&h.record, &h.healthz);
         let record_p99 = p(&h.record, |l| l.p99_ms);
+        let token_over_jti = ratio(&h.record_by_token, &h.record_by_jti);
+        let bound_over_bearer = native("bound_over_bearer");
         let grouping = ratio(&h.grouped_for_single, &h.single_commit);
         let _ = writeln!(
             out,
@@ -816,6 +858,18 @@ impl Report {
                 record_p99.median <= 10.0,
             ),
             (
+                "3. record/action with the token itself / with its `vat_jti` (req/s)",
+                "≥ 0.8×",
+                format!("{}×", token_over_jti.show(3)),
+                token_over_jti.median >= 0.8,
+            ),
+            (
+                "3. native check of a bound token's call (token + DPoP proof) / of a Bearer call",
+                "≤ 2.2×",
+                format!("{}×", bound_over_bearer.show(2)),
+                bound_over_bearer.median <= 2.2,
+            ),
+            (
                 "4. provenance summary of a 10 k-record workflow, p99",
                 "≤ 20 ms",
                 format!("{} ms", summary_p99.show(2)),
@@ -873,6 +927,18 @@ impl Report {
             ("`GET /healthz` (req/s)", rps(&h.healthz).show(0)),
             ("record/action (req/s)", rps(&h.record).show(0)),
             ("record/action p50 (ms)", p(&h.record, |l| l.p50_ms).show(2)),
+            (
+                "record/action with the token itself as Bearer (req/s)",
+                rps(&h.record_by_token).show(0),
+            ),
+            (
+                "record/action with `vat_jti`, same rounds (req/s)",
+                rps(&h.record_by_jti).show(0),
+            ),
+            (
+                "native check of a DPoP proof, `dpop::verify_proof` (ns)",
+                native("proof_ns").show(0),
+            ),
             (
                 "authorize + complete (req/s; two per action)",
                 rps(&h.full_control).show(0),

@@ -1,7 +1,8 @@
 //! Native verification, side by side in one process: `mandate_core::verify`
 //! of a typical token, the bare `verify_strict` of the same signing input
-//! (the ceiling), and the `jsonwebtoken` crate verifying an equivalent EdDSA
-//! token into the same claims type (a peer). Prints JSON.
+//! (the ceiling), the `jsonwebtoken` crate verifying an equivalent EdDSA
+//! token into the same claims type (a peer), and what a bound token's call
+//! costs: the token and its DPoP proof (and the proof alone). Prints JSON.
 //!
 //! `native_verify [--quick]`
 
@@ -13,8 +14,9 @@ use ed25519_dalek::{Signature, VerifyingKey};
 use jsonwebtoken::{Algorithm, DecodingKey, EncodingKey, Header, Validation};
 use mandate_bench::{Spread, interleave, ratios};
 use mandate_core::{
-    AgentId, AssuranceLevel, Claims, Constraints, Framework, HumanRef, Jwks, Policy, RootIssue,
-    Scope, SigningKey, TokenRequest, Ulid, Usd, issue_root, sign, verify,
+    AgentId, AssuranceLevel, Claims, Constraints, Framework, HumanRef, Jwks, NewProof, Policy,
+    ProofRequest, RootIssue, Scope, SigningKey, TokenRequest, Ulid, Usd, check_binding, issue_root,
+    sign, sign_proof, verify, verify_proof,
 };
 
 const SECRET: [u8; 32] = [9; 32];
@@ -102,8 +104,61 @@ fn main() -> anyhow::Result<()> {
             jsonwebtoken::decode::<Claims>(black_box(&peer_token), &decoding, &validation).is_ok(),
         );
     };
-    let samples = interleave(rounds, calls, &mut [&mut core, &mut bare, &mut peer]);
-    let [core, bare, peer] = [&samples[0], &samples[1], &samples[2]];
+    // A bound token's call: the token, then its DPoP proof (made once; the
+    // replay memory is the caller's, not core's).
+    let holder = SigningKey::from_secret(&[7; 32]);
+    let mut bound_claims = claims.clone();
+    bound_claims.cnf = Some(mandate_core::Confirmation {
+        jkt: holder.holder_key().jkt().clone(),
+    });
+    let bound_token = sign(&bound_claims, &key)?;
+    let url = "https://mandate.example/v1/vat/record/action";
+    let proof = sign_proof(
+        &holder,
+        &NewProof {
+            method: "POST",
+            url,
+            access_token: &bound_token,
+            now,
+            jti_random: [3; 16],
+        },
+    )
+    .map_err(|e| anyhow::anyhow!("{e}"))?;
+    let request = ProofRequest {
+        method: "POST",
+        url,
+        now,
+    };
+    let mut bound = || {
+        let verified = verify(black_box(&bound_token), &jwks, now, &options);
+        let checked = verified.map(|v| {
+            check_binding(&v.claims, &bound_token, Some(black_box(&proof)), &request).is_ok()
+        });
+        black_box(checked.is_ok_and(|ok| ok));
+    };
+    let mut proof_only = || {
+        black_box(
+            verify_proof(
+                black_box(&proof),
+                &bound_token,
+                holder.holder_key().jkt(),
+                &request,
+            )
+            .is_ok(),
+        );
+    };
+    let samples = interleave(
+        rounds,
+        calls,
+        &mut [&mut core, &mut bare, &mut peer, &mut bound, &mut proof_only],
+    );
+    let [core, bare, peer, bound, proof_ns] = [
+        &samples[0],
+        &samples[1],
+        &samples[2],
+        &samples[3],
+        &samples[4],
+    ];
     let report = serde_json::json!({
         "rounds": rounds,
         "calls": calls,
@@ -113,6 +168,9 @@ fn main() -> anyhow::Result<()> {
         "jsonwebtoken_ns": Spread::of(peer).json(),
         "core_over_bare": Spread::of(&ratios(core, bare)).json(),
         "core_over_jsonwebtoken": Spread::of(&ratios(core, peer)).json(),
+        "bound_ns": Spread::of(bound).json(),
+        "proof_ns": Spread::of(proof_ns).json(),
+        "bound_over_bearer": Spread::of(&ratios(bound, core)).json(),
     });
     #[allow(clippy::print_stdout, reason = "the report is the program's output")]
     {
