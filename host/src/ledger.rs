@@ -686,7 +686,7 @@ pub fn record_from_row(row: &rusqlite::Row<'_>) -> rusqlite::Result<(RecordBody,
     let body = RecordBody {
         aar_id: row.get(0)?,
         provenance_ref: row.get(1)?,
-        vat_jti: row.get(2)?,
+        vat_jti: Some(row.get(2)?),
         agent_id: row.get(3)?,
         action: row.get(4)?,
         resource: row.get(5)?,
@@ -758,7 +758,7 @@ fn load_record(conn: &Connection, aar_id: &AarId) -> ApiResult<StoredRecord> {
         _ => Credential::Jti,
     };
     Ok(StoredRecord {
-        jti: Jti::parse(&body.vat_jti).map_err(ApiError::internal)?,
+        jti: Jti::parse(body.vat_jti.as_deref().unwrap_or_default()).map_err(ApiError::internal)?,
         spend: Usd::from_micros(u64::try_from(spend_micros).unwrap_or(0))
             .map_err(ApiError::internal)?,
         credential,
@@ -883,6 +883,12 @@ pub fn complete(
         );
     }
     let mut body = record.body;
+    if completion.presented.is_none() {
+        // The caller named the record by `aar_id` and holds no token: the
+        // answer names none.
+        body.vat_jti = None;
+        body.delegated_jti = None;
+    }
     body.status = state.status().as_str().to_owned();
     body.result = Some(completion.result.as_str().to_owned());
     body.result_hash = completion.result_hash.as_ref().map(ResultHash::to_string);

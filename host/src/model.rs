@@ -374,7 +374,10 @@ pub struct FeedbackResponse {
 pub struct RecordBody {
     pub aar_id: String,
     pub provenance_ref: String,
-    pub vat_jti: String,
+    /// The token the record was made with. Left out of the answer to a
+    /// completion made by `aar_id` alone: an `aar_id` does not reveal a jti.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub vat_jti: Option<String>,
     pub agent_id: String,
     pub action: String,
     pub resource: String,

@@ -477,7 +477,7 @@ pub fn workflow_graph(
     let truncated = page.next_cursor.is_some() || tokens_truncated;
     for record in page.records.into_iter().rev() {
         edges.push(GraphEdge {
-            from: record.vat_jti.clone(),
+            from: record.vat_jti.clone().unwrap_or_default(),
             to: record.aar_id.clone(),
             kind: "action".to_owned(),
         });

@@ -170,7 +170,8 @@ export interface CompleteRequest {
 export interface ActionRecord {
   aar_id: string;
   provenance_ref: string;
-  vat_jti: string;
+  /** The record's token; absent from the answer to a completion made by `aar_id` alone. */
+  vat_jti?: string;
   agent_id: string;
   action: string;
   resource: string;

@@ -258,7 +258,8 @@ async fn a_stranger_cannot_complete_a_record_made_with_a_token() {
         StatusCode::OK,
     )
     .await;
-    // A record made with a bare jti is completed by its aar_id, as the spec shows.
+    // A record made with a bare jti is completed by its aar_id, as the spec
+    // shows; the answer does not name the token to a caller holding none.
     let check = expect_json(
         app.post(
             "/v1/vat/authorize",
@@ -268,7 +269,7 @@ async fn a_stranger_cannot_complete_a_record_made_with_a_token() {
         StatusCode::OK,
     )
     .await;
-    expect_json(
+    let by_aar_id = expect_json(
         app.post(
             &format!("/v1/vat/aar/{}/complete", text(&check["aar_id"])),
             &done,
@@ -277,6 +278,10 @@ async fn a_stranger_cannot_complete_a_record_made_with_a_token() {
         StatusCode::OK,
     )
     .await;
+    assert_eq!(by_aar_id["status"], "completed");
+    assert!(by_aar_id.get("vat_jti").is_none(), "{by_aar_id}");
+    assert!(!by_aar_id.to_string().contains(text(&child["jti"])));
+    assert_eq!(completed["vat_jti"], child["jti"]);
 }
 
 /// After a revocation a completion still reports what happened, but never

@@ -32,7 +32,11 @@ function detail(record: ActionRecord): HTMLElement {
     entry("Agent", link(route(["agent", record.agent_id]), record.agent_id)),
     entry("Action", record.action),
     entry("Resource", h("code", {}, record.resource)),
-    entry("Token", link(route(["tokens", record.vat_jti]), h("code", {}, record.vat_jti))),
+    entry(
+      "Token",
+      record.vat_jti === undefined ? "—" : link(route(["tokens", record.vat_jti]), h("code", {}, record.vat_jti)),
+    ),
+    entry("Made with", record.credential === "token" ? "the token itself" : "its jti (vat_jti), which proves nothing"),
     entry("Workflow", link(route(["workflow", record.provenance_ref]), h("code", {}, record.provenance_ref))),
     entry("Delegation depth", record.delegation_depth),
     entry("Trust score", score(record.trust_score)),
