@@ -72,19 +72,25 @@ pub struct RecordFilter {
     pub cursor: Option<String>,
 }
 
+/// The first and the last `seq`. Each in a subquery of its own: SQLite
+/// finds a lone `min` or `max` at an end of the key, but reads every record
+/// for the two together.
+const SEQ_BOUNDS: &str = "SELECT (SELECT min(seq) FROM records), (SELECT max(seq) FROM records)";
+/// When the first record at or after a `seq` was created.
+const CREATED_AT_FROM: &str = "SELECT created_at FROM records WHERE seq >= ?1 ORDER BY seq LIMIT 1";
+
 /// The first `seq` of a record created at or after `at_ms` (one past the
 /// last record when none is). `created_at` never decreases along `seq`, so a
 /// binary search over `seq` finds it in some twenty-odd index lookups.
 fn first_seq_at(conn: &Connection, at_ms: i64) -> ApiResult<i64> {
     let (low, high): (Option<i64>, Option<i64>) = conn
-        .prepare_cached("SELECT min(seq), max(seq) FROM records")?
+        .prepare_cached(SEQ_BOUNDS)?
         .query_row([], |row| Ok((row.get(0)?, row.get(1)?)))?;
     let (Some(mut low), Some(high)) = (low, high) else {
         return Ok(0);
     };
     let mut high = high + 1;
-    let mut created_at =
-        conn.prepare_cached("SELECT created_at FROM records WHERE seq >= ?1 ORDER BY seq LIMIT 1")?;
+    let mut created_at = conn.prepare_cached(CREATED_AT_FROM)?;
     while low < high {
         let middle = low + (high - low) / 2;
         let at: Option<i64> = created_at
@@ -537,4 +543,34 @@ pub fn workflows(conn: &Connection, filter: &WorkflowFilter) -> ApiResult<Workfl
         workflows: page.into_iter().map(|(w, _)| w).collect(),
         next_cursor,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// How SQLite would run `sql`, one line a step.
+    fn steps(conn: &Connection, sql: &str, values: Vec<Value>) -> String {
+        let mut statement = conn.prepare(&format!("EXPLAIN QUERY PLAN {sql}")).unwrap();
+        let steps = statement
+            .query_map(params_from_iter(values), |row| row.get::<_, String>(3))
+            .unwrap()
+            .collect::<Result<Vec<_>, _>>()
+            .unwrap();
+        steps.join("\n")
+    }
+
+    #[test]
+    fn finding_a_time_never_scans_the_records() {
+        let dir = tempfile::tempdir().unwrap();
+        let conn = crate::store::open_writer(&dir.path().join("plans.db")).unwrap();
+        assert_eq!(
+            steps(&conn, SEQ_BOUNDS, Vec::new()),
+            "SCAN CONSTANT ROW\nSCALAR SUBQUERY 1\nSEARCH records\nSCALAR SUBQUERY 2\nSEARCH records"
+        );
+        assert_eq!(
+            steps(&conn, CREATED_AT_FROM, vec![Value::Integer(1)]),
+            "SEARCH records USING INTEGER PRIMARY KEY (rowid>?)"
+        );
+    }
 }
