@@ -3,7 +3,9 @@
 //! environment variables override the file.
 
 use std::net::{IpAddr, SocketAddr};
+use std::num::NonZeroU64;
 use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 use serde::Deserialize;
 
@@ -130,6 +132,11 @@ impl Verifier {
     }
 }
 
+/// The default of `query_budget_ms`: a hundred times what an indexed page of
+/// records takes at five million records, and a fraction of what reading all
+/// of them would.
+const DEFAULT_QUERY_BUDGET_MS: NonZeroU64 = NonZeroU64::new(500).unwrap();
+
 /// Everything the server can be told.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
 #[serde(deny_unknown_fields, default)]
@@ -144,6 +151,10 @@ pub struct Config {
     pub require_bearer_token: bool,
     /// Read-only database connections.
     pub readers: usize,
+    /// Longest a read may run, in milliseconds. A read still running then
+    /// is stopped and answered 422 `query_too_broad` (a filter no index
+    /// serves, over many records), so it never holds a connection longer.
+    pub query_budget_ms: NonZeroU64,
     /// Most writes committed together in one transaction (1 = one commit per write).
     pub max_batch: usize,
     pub rate_limits: RateLimits,
@@ -165,6 +176,7 @@ impl Default for Config {
             issuer: "mandate".to_owned(),
             require_bearer_token: false,
             readers: 4,
+            query_budget_ms: DEFAULT_QUERY_BUDGET_MS,
             max_batch: 512,
             rate_limits: RateLimits::default(),
             trusted_proxies: Vec::new(),
@@ -193,6 +205,11 @@ impl Config {
             verifier.resolve(base);
         }
         Ok(config)
+    }
+
+    /// `query_budget_ms` as a duration.
+    pub fn query_budget(&self) -> Duration {
+        Duration::from_millis(self.query_budget_ms.get())
     }
 
     /// A configuration for tests: port 0 on loopback, the given folder.

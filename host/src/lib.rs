@@ -86,6 +86,7 @@ impl AppState {
         let store = Store::open(
             &prepared.db_path,
             config.readers,
+            config.query_budget(),
             config.max_batch,
             metrics.clone(),
             ledger::commit_hooks(),

@@ -1,6 +1,10 @@
 //! The read side: records, reputation, workflow summaries and graphs, token
 //! status and workflow lists, read on the read-only connections. Numbers
 //! come from core (`reputation`, `summarize`, `result_key`).
+//!
+//! Every read runs under the store's time budget. A read stopped there fails
+//! with `query_too_broad`; the functions that can read many rows replace its
+//! detail with what the caller can narrow.
 
 use base64::Engine as _;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
@@ -9,7 +13,7 @@ use rusqlite::types::Value;
 use rusqlite::{Connection, OptionalExtension, params_from_iter};
 
 use crate::clock::{iso_ms, iso_s};
-use crate::error::{ApiError, ApiResult};
+use crate::error::{ApiError, ApiResult, QUERY_TOO_BROAD};
 use crate::ledger::{record_from_row, select_record_sql, select_records_sql};
 use crate::model::{
     GraphBody, GraphEdge, GraphNode, RecordBody, RecordPage, ReputationBody, ReputationCountsBody,
@@ -19,6 +23,32 @@ use crate::model::{
 /// Default and largest page sizes.
 pub const DEFAULT_LIMIT: u32 = 50;
 pub const MAX_LIMIT: u32 = 500;
+
+/// Why a record query ran out of time, and what is indexed.
+const RECORDS_TOO_BROAD: &str = "reading the records this filter matches takes longer than the query time budget. \
+     agent_id, provenance_ref and vat_jti are served by indexes, and since and until bound the records read; \
+     action, result and resource are checked record by record. Add an indexed filter or narrow since and until";
+/// Why a workflow graph ran out of time.
+const GRAPH_TOO_BROAD: &str = "this workflow has more tokens and records than can be drawn within the query time budget; \
+     ask for fewer records with limit, or page through GET /v1/vat/aar?provenance_ref=…";
+/// Why a token's status ran out of time.
+const TOKEN_TOO_BROAD: &str =
+    "this token has more descendants than can be listed within the query time budget";
+/// Why a workflow list ran out of time.
+const WORKFLOWS_TOO_BROAD: &str = "listing these workflows takes longer than the query time budget. \
+     provenance_ref is served by an index and since and until by the activity index; with agent_id, \
+     the workflows of the agent's tokens are read. Narrow since and until";
+
+/// Gives a read stopped at its time budget the detail of its kind.
+fn narrow(detail: &'static str) -> impl FnOnce(ApiError) -> ApiError {
+    move |error| {
+        if error.code == QUERY_TOO_BROAD {
+            ApiError::query_too_broad(detail)
+        } else {
+            error
+        }
+    }
+}
 
 fn count(value: i64) -> u64 {
     u64::try_from(value).unwrap_or(0)
@@ -107,6 +137,14 @@ fn first_seq_at(conn: &Connection, at_ms: i64) -> ApiResult<i64> {
 
 /// Records matching a filter, newest first, one page.
 pub fn records(conn: &Connection, filter: &RecordFilter) -> ApiResult<RecordPage> {
+    record_page(conn, filter).map_err(narrow(RECORDS_TOO_BROAD))
+}
+
+/// The statement and parameters of a record query. agent_id,
+/// provenance_ref and vat_jti each have an index; since, until and the
+/// cursor become a range of `seq`, the table's own key. The other filters
+/// are checked row by row.
+fn record_query(conn: &Connection, filter: &RecordFilter) -> ApiResult<(String, Vec<Value>)> {
     let mut sql = select_records_sql();
     let mut clauses: Vec<&str> = Vec::new();
     let mut values: Vec<Value> = Vec::new();
@@ -163,6 +201,11 @@ pub fn records(conn: &Connection, filter: &RecordFilter) -> ApiResult<RecordPage
     }
     sql.push_str(" ORDER BY seq DESC LIMIT ?");
     values.push(Value::Integer(i64::from(filter.limit) + 1));
+    Ok((sql, values))
+}
+
+fn record_page(conn: &Connection, filter: &RecordFilter) -> ApiResult<RecordPage> {
+    let (sql, values) = record_query(conn, filter)?;
     let mut statement = conn.prepare_cached(&sql)?;
     let rows = statement.query_map(params_from_iter(values), |row| {
         let (body, _) = record_from_row(row)?;
@@ -307,6 +350,10 @@ fn token_row(row: &rusqlite::Row<'_>) -> rusqlite::Result<TokenRow> {
 
 /// A token's status and its descendants'.
 pub fn token_status(conn: &Connection, jti: &str, now_s: i64) -> ApiResult<TokenStatus> {
+    token_tree(conn, jti, now_s).map_err(narrow(TOKEN_TOO_BROAD))
+}
+
+fn token_tree(conn: &Connection, jti: &str, now_s: i64) -> ApiResult<TokenStatus> {
     let token = conn
         .prepare_cached(&format!(
             "SELECT {TOKEN_COLUMNS} FROM tokens WHERE jti = ?1"
@@ -378,6 +425,10 @@ pub fn workflow_graph(
     limit: u32,
     now_s: i64,
 ) -> ApiResult<GraphBody> {
+    graph(conn, provenance_ref, limit, now_s).map_err(narrow(GRAPH_TOO_BROAD))
+}
+
+fn graph(conn: &Connection, provenance_ref: &str, limit: u32, now_s: i64) -> ApiResult<GraphBody> {
     let human_ref = workflow_exists(conn, provenance_ref)?;
     let assurance: String = conn
         .prepare_cached("SELECT assurance_level FROM workflows WHERE provenance_ref = ?1")?
@@ -414,7 +465,7 @@ pub fn workflow_graph(
             ..empty_node(token.jti, "token")
         });
     }
-    let page = records(
+    let page = record_page(
         conn,
         &RecordFilter {
             provenance_ref: Some(provenance_ref.to_owned()),
@@ -466,6 +517,10 @@ pub struct WorkflowFilter {
 
 /// Workflows, most recently active first.
 pub fn workflows(conn: &Connection, filter: &WorkflowFilter) -> ApiResult<WorkflowPage> {
+    workflow_page(conn, filter).map_err(narrow(WORKFLOWS_TOO_BROAD))
+}
+
+fn workflow_page(conn: &Connection, filter: &WorkflowFilter) -> ApiResult<WorkflowPage> {
     let mut sql = String::from(
         "SELECT provenance_ref, root_jti, root_agent_id, human_ref, assurance_level, total_records,
                 created_at, last_activity FROM workflows",
@@ -558,6 +613,67 @@ mod tests {
             .collect::<Result<Vec<_>, _>>()
             .unwrap();
         steps.join("\n")
+    }
+
+    /// How SQLite would run the record query of `filter`.
+    fn plan(conn: &Connection, filter: RecordFilter) -> String {
+        let (sql, values) = record_query(conn, &filter).unwrap();
+        steps(conn, &sql, values)
+    }
+
+    fn text(value: &str) -> Option<String> {
+        Some(value.to_owned())
+    }
+
+    #[test]
+    fn indexed_record_filters_never_scan_the_table() {
+        let dir = tempfile::tempdir().unwrap();
+        let conn = crate::store::open_writer(&dir.path().join("plans.db")).unwrap();
+        let others = RecordFilter {
+            action: text("read"),
+            result: text("success"),
+            resource: text("crm:a"),
+            limit: DEFAULT_LIMIT,
+            ..RecordFilter::default()
+        };
+        let cases = [
+            (
+                RecordFilter {
+                    agent_id: text("bot"),
+                    ..others.clone()
+                },
+                "SEARCH records USING INDEX records_by_agent (agent_id=?)",
+            ),
+            (
+                RecordFilter {
+                    provenance_ref: text("prov_x"),
+                    ..others.clone()
+                },
+                "SEARCH records USING INDEX records_by_provenance (provenance_ref=?)",
+            ),
+            (
+                RecordFilter {
+                    vat_jti: text("vat_root_x"),
+                    ..others.clone()
+                },
+                "SEARCH records USING INDEX records_by_token (jti=?)",
+            ),
+            (
+                RecordFilter {
+                    since: Some(1),
+                    until: Some(2),
+                    ..others.clone()
+                },
+                "SEARCH records USING INTEGER PRIMARY KEY (rowid>? AND rowid<?)",
+            ),
+        ];
+        for (filter, expected) in cases {
+            let described = format!("{filter:?}");
+            assert_eq!(plan(&conn, filter), expected, "{described}");
+        }
+        // Without one of them the newest records are read until a page is
+        // full; the read budget, not an index, bounds how many.
+        assert_eq!(plan(&conn, others), "SCAN records");
     }
 
     #[test]

@@ -1,6 +1,7 @@
 //! Storage: one SQLite database in WAL mode with `synchronous=FULL`, written
 //! by a single writer thread that commits concurrent requests together (group
-//! commit), and read through a small pool of read-only connections.
+//! commit), and read through a small pool of read-only connections, each
+//! read under a time budget.
 //!
 //! A write is a closure run in the writer's current transaction. Its answer
 //! is delivered only after the transaction commits, so a 2xx for a write
@@ -13,9 +14,12 @@ mod schema;
 mod writer;
 
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
 use mandate_core::{Outcome, Status, result_key};
+use prometheus_client::metrics::gauge::Gauge;
 use rusqlite::{Connection, OpenFlags, params};
 use tokio::sync::Semaphore;
 
@@ -113,15 +117,41 @@ fn count_workflows(conn: &Connection) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Read-only connections handed out to blocking tasks.
+/// SQLite virtual-machine steps between two looks at the clock of a read
+/// with a budget (a few microseconds of work; the look costs ~25 ns).
+const BUDGET_CHECK_STEPS: std::ffi::c_int = 1000;
+
+/// Read-only connections handed out to blocking tasks, a fixed number at a
+/// time. In a pool with a budget, a statement still running when the budget
+/// has passed since the read began, or when nobody waits for its answer any
+/// more, is interrupted (SQLite's progress handler) and fails with
+/// `OperationInterrupted`.
 #[derive(Debug)]
 struct ReaderPool {
     path: PathBuf,
     idle: Mutex<Vec<Connection>>,
     permits: Arc<Semaphore>,
+    budget: Option<Duration>,
+    busy: Gauge,
 }
 
 impl ReaderPool {
+    fn new(
+        path: &Path,
+        size: usize,
+        budget: Option<Duration>,
+        metrics: &Metrics,
+        lane: &'static str,
+    ) -> Arc<ReaderPool> {
+        Arc::new(ReaderPool {
+            path: path.to_path_buf(),
+            idle: Mutex::new(Vec::new()),
+            permits: Arc::new(Semaphore::new(size.max(1))),
+            budget,
+            busy: metrics.readers_busy(lane),
+        })
+    }
+
     fn open_reader(&self) -> rusqlite::Result<Connection> {
         let conn = open(
             &self.path,
@@ -144,6 +174,68 @@ impl ReaderPool {
             idle.push(conn);
         }
     }
+
+    /// Runs `work` on one of the pool's connections in a blocking task,
+    /// waiting for a free one first.
+    async fn run<T: Send + 'static>(
+        self: &Arc<ReaderPool>,
+        work: impl FnOnce(&Connection) -> ApiResult<T> + Send + 'static,
+    ) -> ApiResult<T> {
+        let permit = self
+            .permits
+            .clone()
+            .acquire_owned()
+            .await
+            .map_err(|_| ApiError::unavailable("the store is closed"))?;
+        let pool = self.clone();
+        let abandon = Abandon::default();
+        let abandoned = abandon.0.clone();
+        tokio::task::spawn_blocking(move || {
+            let _busy = Busy::start(&pool.busy);
+            let mut conn = pool.take()?;
+            if let Some(deadline) = pool.budget.and_then(|b| Instant::now().checked_add(b)) {
+                conn.progress_handler(
+                    BUDGET_CHECK_STEPS,
+                    Some(move || abandoned.load(Ordering::Relaxed) || Instant::now() >= deadline),
+                )?;
+            }
+            let result = work(&conn);
+            pool.give_back(conn);
+            drop(permit);
+            result
+        })
+        .await
+        .map_err(ApiError::internal)?
+    }
+}
+
+/// Marks a read abandoned when dropped: when the request waiting for it goes
+/// away (its client disconnected), the read stops at its next check instead
+/// of holding its connection until the budget. Dropped after an answer too,
+/// when it changes nothing.
+#[derive(Default)]
+struct Abandon(Arc<AtomicBool>);
+
+impl Drop for Abandon {
+    fn drop(&mut self) {
+        self.0.store(true, Ordering::Relaxed);
+    }
+}
+
+/// A connection counted as in use until this is dropped (also by a panic).
+struct Busy<'a>(&'a Gauge);
+
+impl<'a> Busy<'a> {
+    fn start(gauge: &'a Gauge) -> Busy<'a> {
+        gauge.inc();
+        Busy(gauge)
+    }
+}
+
+impl Drop for Busy<'_> {
+    fn drop(&mut self) {
+        self.0.dec();
+    }
 }
 
 /// The database: one writer, several readers.
@@ -155,26 +247,21 @@ pub struct Store {
 
 impl Store {
     /// Opens (creating if needed) the database at `path` and starts the
-    /// writer thread. `max_batch` caps how many writes share a commit;
-    /// `hooks` run around each commit.
+    /// writer thread. `readers` read connections are opened as needed, and
+    /// `budget` is the time budget of each read; `max_batch` caps how many
+    /// writes share a commit; `hooks` run around each commit.
     pub(crate) fn open(
         path: &Path,
         readers: usize,
+        budget: Duration,
         max_batch: usize,
         metrics: Arc<Metrics>,
         hooks: Hooks,
     ) -> anyhow::Result<Store> {
         let conn = open_writer(path)?;
+        let readers = ReaderPool::new(path, readers, Some(budget), &metrics, "queries");
         let writer = Writer::start(conn, max_batch, metrics, hooks)?;
-        let pool = ReaderPool {
-            path: path.to_path_buf(),
-            idle: Mutex::new(Vec::new()),
-            permits: Arc::new(Semaphore::new(readers.max(1))),
-        };
-        Ok(Store {
-            writer,
-            readers: Arc::new(pool),
-        })
+        Ok(Store { writer, readers })
     }
 
     /// Runs `work` in the writer; answers once its batch has committed.
@@ -185,28 +272,13 @@ impl Store {
         self.writer.write(work).await
     }
 
-    /// Runs `work` on a read-only connection in a blocking task.
+    /// Runs `work` on a read-only connection in a blocking task, under the
+    /// time budget: past it, the read fails with `query_too_broad`.
     pub async fn read<T: Send + 'static>(
         &self,
         work: impl FnOnce(&Connection) -> ApiResult<T> + Send + 'static,
     ) -> ApiResult<T> {
-        let permit = self
-            .readers
-            .permits
-            .clone()
-            .acquire_owned()
-            .await
-            .map_err(|_| ApiError::unavailable("the store is closed"))?;
-        let pool = self.readers.clone();
-        tokio::task::spawn_blocking(move || {
-            let conn = pool.take()?;
-            let result = work(&conn);
-            pool.give_back(conn);
-            drop(permit);
-            result
-        })
-        .await
-        .map_err(ApiError::internal)?
+        self.readers.run(work).await
     }
 
     /// Stops accepting writes, lets queued ones commit, and waits for the

@@ -3,6 +3,7 @@
 
 mod abuse;
 mod assurance;
+mod budget;
 mod budgets;
 mod crash;
 mod delegation;
