@@ -149,7 +149,9 @@ pub struct Config {
     pub issuer: String,
     /// Refuse agent calls that do not carry the token as `Authorization: Bearer`.
     pub require_bearer_token: bool,
-    /// Read-only database connections.
+    /// Read-only database connections for record lists, graphs, workflow
+    /// lists and token trees (API-key checks and single-item reads have
+    /// connections of their own).
     pub readers: usize,
     /// Longest a read may run, in milliseconds. A read still running then
     /// is stopped and answered 422 `query_too_broad` (a filter no index

@@ -108,7 +108,7 @@ impl AppState {
     /// Re-reads the signing keys from the database (after a rotation by the
     /// CLI, or when a token names an unknown kid).
     pub async fn refresh_keys(&self) -> error::ApiResult<()> {
-        let ring = self.store.read(keyring::load).await?;
+        let ring = self.store.read_keys(keyring::load).await?;
         self.keys.replace(ring);
         Ok(())
     }

@@ -1,7 +1,7 @@
 //! Storage: one SQLite database in WAL mode with `synchronous=FULL`, written
 //! by a single writer thread that commits concurrent requests together (group
-//! commit), and read through a small pool of read-only connections, each
-//! read under a time budget.
+//! commit), and read through read-only connections in three lanes, so that
+//! a long read never delays the API-key check every request waits for.
 //!
 //! A write is a closure run in the writer's current transaction. Its answer
 //! is delivered only after the transaction commits, so a 2xx for a write
@@ -117,6 +117,11 @@ fn count_workflows(conn: &Connection) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// Connections of the lane that gates requests: API-key and signing-key
+/// lookups, one indexed row each.
+const KEY_READERS: usize = 2;
+/// Connections of the lane of single-item reads.
+const LOOKUP_READERS: usize = 2;
 /// SQLite virtual-machine steps between two looks at the clock of a read
 /// with a budget (a few microseconds of work; the look costs ~25 ns).
 const BUDGET_CHECK_STEPS: std::ffi::c_int = 1000;
@@ -238,17 +243,25 @@ impl Drop for Busy<'_> {
     }
 }
 
-/// The database: one writer, several readers.
+/// The database: one writer, and readers in three lanes that never wait for
+/// each other. `keys` serves the lookups that gate requests (API keys,
+/// signing keys); `lookups` single items found by their key (a record, a
+/// reputation, a workflow summary); `queries` everything that may read many
+/// rows (record filters, graphs, workflow lists, token trees). Reads in
+/// `lookups` and `queries` have a time budget; a scan can hold a `queries`
+/// connection for that long at most, and can never hold the other two.
 #[derive(Debug, Clone)]
 pub struct Store {
     writer: Writer,
-    readers: Arc<ReaderPool>,
+    keys: Arc<ReaderPool>,
+    lookups: Arc<ReaderPool>,
+    queries: Arc<ReaderPool>,
 }
 
 impl Store {
     /// Opens (creating if needed) the database at `path` and starts the
-    /// writer thread. `readers` read connections are opened as needed, and
-    /// `budget` is the time budget of each read; `max_batch` caps how many
+    /// writer thread. `readers` is the size of the `queries` lane and
+    /// `budget` the time budget of each read; `max_batch` caps how many
     /// writes share a commit; `hooks` run around each commit.
     pub(crate) fn open(
         path: &Path,
@@ -259,9 +272,16 @@ impl Store {
         hooks: Hooks,
     ) -> anyhow::Result<Store> {
         let conn = open_writer(path)?;
-        let readers = ReaderPool::new(path, readers, Some(budget), &metrics, "queries");
+        let keys = ReaderPool::new(path, KEY_READERS, None, &metrics, "keys");
+        let lookups = ReaderPool::new(path, LOOKUP_READERS, Some(budget), &metrics, "lookups");
+        let queries = ReaderPool::new(path, readers, Some(budget), &metrics, "queries");
         let writer = Writer::start(conn, max_batch, metrics, hooks)?;
-        Ok(Store { writer, readers })
+        Ok(Store {
+            writer,
+            keys,
+            lookups,
+            queries,
+        })
     }
 
     /// Runs `work` in the writer; answers once its batch has committed.
@@ -272,20 +292,40 @@ impl Store {
         self.writer.write(work).await
     }
 
-    /// Runs `work` on a read-only connection in a blocking task, under the
-    /// time budget: past it, the read fails with `query_too_broad`.
+    /// Runs `work`, a read that may touch many rows, in the `queries` lane
+    /// under the time budget: past it, the read fails with
+    /// `query_too_broad`.
     pub async fn read<T: Send + 'static>(
         &self,
         work: impl FnOnce(&Connection) -> ApiResult<T> + Send + 'static,
     ) -> ApiResult<T> {
-        self.readers.run(work).await
+        self.queries.run(work).await
+    }
+
+    /// Runs `work`, a read of one item by its key, in the `lookups` lane
+    /// under the time budget. Slow queries never hold these connections.
+    pub async fn lookup<T: Send + 'static>(
+        &self,
+        work: impl FnOnce(&Connection) -> ApiResult<T> + Send + 'static,
+    ) -> ApiResult<T> {
+        self.lookups.run(work).await
+    }
+
+    /// Runs `work`, an API-key or signing-key lookup that a request waits
+    /// for before anything else, in the `keys` lane, which nothing else
+    /// uses. Only indexed single-row reads belong here.
+    pub async fn read_keys<T: Send + 'static>(
+        &self,
+        work: impl FnOnce(&Connection) -> ApiResult<T> + Send + 'static,
+    ) -> ApiResult<T> {
+        self.keys.run(work).await
     }
 
     /// Stops accepting writes, lets queued ones commit, and waits for the
     /// writer to close the database.
     pub async fn close(self) {
         let writer = self.writer;
-        drop(self.readers);
+        drop((self.keys, self.lookups, self.queries));
         if tokio::task::spawn_blocking(move || writer.close())
             .await
             .is_err()

@@ -1,5 +1,6 @@
 //! The read budget: a read still running at `query_budget_ms` is stopped and
-//! answered 422 `query_too_broad`, and indexed filters are not.
+//! answered 422 `query_too_broad`, indexed filters are not, and the API-key
+//! check and single-item reads never wait for slow reads.
 //!
 //! Slow reads are made two ways: records written straight into the database
 //! (far more than a scan can read within a budget of a millisecond), and a
@@ -240,6 +241,66 @@ async fn a_read_whose_client_went_away_frees_its_reader() {
             "the abandoned read still holds its reader"
         );
     }
+}
+
+#[tokio::test]
+async fn api_keys_and_lookups_answer_while_slow_reads_hold_every_reader() {
+    let budget = 3_000;
+    let app = TestApp::spawn_with(budget_ms(budget)).await;
+    let token = app.root("bot", &["crm:*"], &["read"]).await;
+    let jti = text(&token["jti"]);
+    let recorded = expect_json(
+        app.act(jti, "read", "crm:a", "success").await,
+        StatusCode::CREATED,
+    )
+    .await;
+    let endless = plant_endless_token(&app, jti);
+    let readers = Config::default().readers;
+    let slow: Vec<_> = (0..readers)
+        .map(|_| spawn_get(&app, &format!("/v1/vat/tokens/{endless}")))
+        .collect();
+    let waited = Instant::now();
+    while readers_busy(&app, "queries").await < readers as u64 {
+        assert!(
+            waited.elapsed() < Duration::from_millis(budget),
+            "the slow reads never held every reader"
+        );
+    }
+
+    let started = Instant::now();
+    let reputation = expect_json(
+        app.get_auth("/v1/vat/reputation/bot", &app.admin_key).await,
+        StatusCode::OK,
+    )
+    .await;
+    assert_eq!(reputation["total_actions"], 1);
+    expect_json(
+        app.get_auth(
+            &format!("/v1/vat/aar/{}", text(&recorded["aar_id"])),
+            &app.admin_key,
+        )
+        .await,
+        StatusCode::OK,
+    )
+    .await;
+    app.root("other-bot", &["crm:*"], &["read"]).await;
+    let answered = started.elapsed();
+    assert!(
+        slow.iter().all(|request| !request.is_finished()),
+        "a slow read ended before the API-key requests answered ({answered:?})"
+    );
+    assert_eq!(readers_busy(&app, "queries").await, readers as u64);
+
+    for request in slow {
+        let problem = expect_problem(
+            request.await.unwrap(),
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "query_too_broad",
+        )
+        .await;
+        assert!(text(&problem["detail"]).contains("descendants"));
+    }
+    assert_eq!(readers_busy(&app, "queries").await, 0);
 }
 
 #[tokio::test]
