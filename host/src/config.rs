@@ -242,6 +242,15 @@ mod tests {
     }
 
     #[test]
+    fn the_query_budget_is_a_positive_number_of_milliseconds() {
+        assert_eq!(Config::default().query_budget(), Duration::from_millis(500));
+        let config: Config = toml::from_str("query_budget_ms = 250").unwrap();
+        assert_eq!(config.query_budget(), Duration::from_millis(250));
+        assert!(toml::from_str::<Config>("query_budget_ms = 0").is_err());
+        assert!(toml::from_str::<Config>("query_budget_ms = -1").is_err());
+    }
+
+    #[test]
     fn assurance_sections() {
         let config: Config = toml::from_str(
             r#"
