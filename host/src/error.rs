@@ -69,6 +69,9 @@ const DPOP_CHALLENGE: &str = r#"DPoP realm="mandate", error="invalid_dpop_proof"
 /// The challenge of a 401 for a bound token sent without its proof.
 const DPOP_TOKEN_CHALLENGE: &str = r#"DPoP realm="mandate", error="invalid_token", algs="EdDSA""#;
 
+/// The code of [`ApiError::query_too_broad`].
+pub const QUERY_TOO_BROAD: &str = "query_too_broad";
+
 /// `Retry-After` of a 503: long enough for a group commit or a freed disk.
 const UNAVAILABLE_RETRY_SECONDS: u64 = 5;
 
@@ -130,6 +133,13 @@ impl ApiError {
             "the signing key was just revoked; retry and the token is signed by the new key",
         )
         .with_retry_after(1)
+    }
+
+    /// A read stopped at its time budget (`query_budget_ms`): the request
+    /// asks for more than an index can find quickly. `detail` says what to
+    /// narrow; the same request would be stopped again, so it is no 503.
+    pub fn query_too_broad(detail: impl Into<String>) -> ApiError {
+        ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, QUERY_TOO_BROAD, detail)
     }
 
     /// Something Mandate got wrong. The cause is logged here and never sent.
@@ -273,7 +283,12 @@ impl IntoResponse for ApiError {
 
 impl From<rusqlite::Error> for ApiError {
     fn from(error: rusqlite::Error) -> ApiError {
-        if is_storage_failure(&error) {
+        // Only the read budget's progress handler interrupts statements.
+        if error.sqlite_error_code() == Some(rusqlite::ErrorCode::OperationInterrupted) {
+            ApiError::query_too_broad(
+                "the request needs more reading than the query time budget allows; narrow it",
+            )
+        } else if is_storage_failure(&error) {
             tracing::error!(%error, "storage failure");
             ApiError::unavailable("storage cannot take writes right now; retry later")
         } else {

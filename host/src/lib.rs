@@ -93,6 +93,7 @@ impl AppState {
         let store = Store::open(
             &prepared.db_path,
             config.readers,
+            config.query_budget(),
             config.max_batch,
             metrics.clone(),
             ledger::commit_hooks(),
@@ -136,7 +137,7 @@ impl AppState {
         let kek = self.kek.clone();
         let ring = self
             .store
-            .read(move |conn| keyring::load(conn, &kek))
+            .read_keys(move |conn| keyring::load(conn, &kek))
             .await?;
         self.keys.replace(ring);
         Ok(())

@@ -1,6 +1,6 @@
 //! Prometheus metrics: requests by route and status with latency histograms,
-//! records written, group-commit batch sizes, and verification failures by
-//! code. Served at `GET /metrics` in the OpenMetrics text format.
+//! records written, group-commit batch sizes, verification failures by code,
+//! and read connections in use by lane. Served at `GET /metrics` in the OpenMetrics text format.
 
 use std::time::Duration;
 
@@ -8,6 +8,7 @@ use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::encoding::text::encode;
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
 use prometheus_client::registry::Registry;
 
@@ -28,6 +29,12 @@ struct RouteLabels {
     route: &'static str,
 }
 
+/// The lane label of the read-connection gauge.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
+struct LaneLabels {
+    lane: &'static str,
+}
+
 fn latency_histogram() -> Histogram {
     // 50 µs to ~3 s.
     Histogram::new(exponential_buckets(0.000_05, 2.0, 16))
@@ -42,6 +49,7 @@ pub struct Metrics {
     records: Family<Labels, Counter>,
     batches: Histogram,
     verify_failures: Family<Labels, Counter>,
+    readers_busy: Family<LaneLabels, Gauge>,
 }
 
 impl Default for Metrics {
@@ -61,6 +69,7 @@ impl Metrics {
         let records = Family::<Labels, Counter>::default();
         let batches = Histogram::new(exponential_buckets(1.0, 2.0, 12));
         let verify_failures = Family::<Labels, Counter>::default();
+        let readers_busy = Family::<LaneLabels, Gauge>::default();
         registry.register(
             "http_requests",
             "HTTP requests by route, method and status",
@@ -86,6 +95,11 @@ impl Metrics {
             "Bearer tokens refused, by error code",
             verify_failures.clone(),
         );
+        registry.register(
+            "readers_busy",
+            "Read connections in use, by lane",
+            readers_busy.clone(),
+        );
         Metrics {
             registry,
             requests,
@@ -93,6 +107,7 @@ impl Metrics {
             records,
             batches,
             verify_failures,
+            readers_busy,
         }
     }
 
@@ -136,6 +151,13 @@ impl Metrics {
             .inc();
     }
 
+    /// The gauge of read connections in use in `lane`.
+    pub fn readers_busy(&self, lane: &'static str) -> Gauge {
+        self.readers_busy
+            .get_or_create(&LaneLabels { lane })
+            .clone()
+    }
+
     /// The exposition text.
     pub fn render(&self) -> String {
         let mut text = String::new();
@@ -157,6 +179,7 @@ mod tests {
         metrics.record_written("completed");
         metrics.observe_batch(3);
         metrics.verification_failed("expired");
+        metrics.readers_busy("queries").inc();
         let text = metrics.render();
         for name in [
             "mandate_http_requests_total",
@@ -164,6 +187,7 @@ mod tests {
             "mandate_records_written_total",
             "mandate_group_commit_batch_size_bucket",
             "mandate_token_verification_failures_total",
+            "mandate_readers_busy{lane=\"queries\"} 1",
         ] {
             assert!(text.contains(name), "{name} missing from\n{text}");
         }

@@ -1,6 +1,10 @@
 //! The read side: records, reputation, workflow summaries and graphs, token
 //! status and workflow lists, read on the read-only connections. Numbers
 //! come from core (`reputation`, `summarize`, `result_key`).
+//!
+//! Every read runs under the store's time budget. A read stopped there fails
+//! with `query_too_broad`; the functions that can read many rows replace its
+//! detail with what the caller can narrow.
 
 use base64::Engine as _;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
@@ -9,7 +13,7 @@ use rusqlite::types::Value;
 use rusqlite::{Connection, OptionalExtension, params, params_from_iter};
 
 use crate::clock::{iso_ms, iso_s};
-use crate::error::{ApiError, ApiResult};
+use crate::error::{ApiError, ApiResult, QUERY_TOO_BROAD};
 use crate::ledger::{record_from_row, select_record_sql, select_records_sql};
 use crate::model::{
     GraphBody, GraphEdge, GraphNode, RecordBody, RecordPage, ReputationBody, ReputationCountsBody,
@@ -19,6 +23,32 @@ use crate::model::{
 /// Default and largest page sizes.
 pub const DEFAULT_LIMIT: u32 = 50;
 pub const MAX_LIMIT: u32 = 500;
+
+/// Why a record query ran out of time, and what is indexed.
+const RECORDS_TOO_BROAD: &str = "reading the records this filter matches takes longer than the query time budget. \
+     agent_id, provenance_ref and vat_jti are served by indexes, and since and until bound the records read; \
+     action, result and resource are checked record by record. Add an indexed filter or narrow since and until";
+/// Why a workflow graph ran out of time.
+const GRAPH_TOO_BROAD: &str = "this workflow has more tokens and records than can be drawn within the query time budget; \
+     ask for fewer records with limit, or page through GET /v1/vat/aar?provenance_ref=…";
+/// Why a token's status ran out of time.
+const TOKEN_TOO_BROAD: &str =
+    "this token has more descendants than can be listed within the query time budget";
+/// Why a workflow list ran out of time.
+const WORKFLOWS_TOO_BROAD: &str = "listing these workflows takes longer than the query time budget. \
+     provenance_ref is served by an index and since and until by the activity index; with agent_id, \
+     the workflows of the agent's tokens are read. Narrow since and until";
+
+/// Gives a read stopped at its time budget the detail of its kind.
+fn narrow(detail: &'static str) -> impl FnOnce(ApiError) -> ApiError {
+    move |error| {
+        if error.code == QUERY_TOO_BROAD {
+            ApiError::query_too_broad(detail)
+        } else {
+            error
+        }
+    }
+}
 
 fn count(value: i64) -> u64 {
     u64::try_from(value).unwrap_or(0)
@@ -72,19 +102,25 @@ pub struct RecordFilter {
     pub cursor: Option<String>,
 }
 
+/// The first and the last `seq`. Each in a subquery of its own: SQLite
+/// finds a lone `min` or `max` at an end of the key, but reads every record
+/// for the two together.
+const SEQ_BOUNDS: &str = "SELECT (SELECT min(seq) FROM records), (SELECT max(seq) FROM records)";
+/// When the first record at or after a `seq` was created.
+const CREATED_AT_FROM: &str = "SELECT created_at FROM records WHERE seq >= ?1 ORDER BY seq LIMIT 1";
+
 /// The first `seq` of a record created at or after `at_ms` (one past the
 /// last record when none is). `created_at` never decreases along `seq`, so a
 /// binary search over `seq` finds it in some twenty-odd index lookups.
 fn first_seq_at(conn: &Connection, at_ms: i64) -> ApiResult<i64> {
     let (low, high): (Option<i64>, Option<i64>) = conn
-        .prepare_cached("SELECT min(seq), max(seq) FROM records")?
+        .prepare_cached(SEQ_BOUNDS)?
         .query_row([], |row| Ok((row.get(0)?, row.get(1)?)))?;
     let (Some(mut low), Some(high)) = (low, high) else {
         return Ok(0);
     };
     let mut high = high + 1;
-    let mut created_at =
-        conn.prepare_cached("SELECT created_at FROM records WHERE seq >= ?1 ORDER BY seq LIMIT 1")?;
+    let mut created_at = conn.prepare_cached(CREATED_AT_FROM)?;
     while low < high {
         let middle = low + (high - low) / 2;
         let at: Option<i64> = created_at
@@ -101,6 +137,14 @@ fn first_seq_at(conn: &Connection, at_ms: i64) -> ApiResult<i64> {
 
 /// Records matching a filter, newest first, one page.
 pub fn records(conn: &Connection, filter: &RecordFilter) -> ApiResult<RecordPage> {
+    record_page(conn, filter).map_err(narrow(RECORDS_TOO_BROAD))
+}
+
+/// The statement and parameters of a record query. agent_id,
+/// provenance_ref and vat_jti each have an index; since, until and the
+/// cursor become a range of `seq`, the table's own key. The other filters
+/// are checked row by row.
+fn record_query(conn: &Connection, filter: &RecordFilter) -> ApiResult<(String, Vec<Value>)> {
     let mut sql = select_records_sql();
     let mut clauses: Vec<&str> = Vec::new();
     let mut values: Vec<Value> = Vec::new();
@@ -157,6 +201,11 @@ pub fn records(conn: &Connection, filter: &RecordFilter) -> ApiResult<RecordPage
     }
     sql.push_str(" ORDER BY seq DESC LIMIT ?");
     values.push(Value::Integer(i64::from(filter.limit) + 1));
+    Ok((sql, values))
+}
+
+fn record_page(conn: &Connection, filter: &RecordFilter) -> ApiResult<RecordPage> {
+    let (sql, values) = record_query(conn, filter)?;
     let mut statement = conn.prepare_cached(&sql)?;
     let rows = statement.query_map(params_from_iter(values), |row| {
         let (body, _) = record_from_row(row)?;
@@ -314,6 +363,15 @@ pub fn token_status(
     page: &DescendantPage,
     now_s: i64,
 ) -> ApiResult<TokenStatus> {
+    token_tree(conn, jti, page, now_s).map_err(narrow(TOKEN_TOO_BROAD))
+}
+
+fn token_tree(
+    conn: &Connection,
+    jti: &str,
+    page: &DescendantPage,
+    now_s: i64,
+) -> ApiResult<TokenStatus> {
     let token = conn
         .prepare_cached(&format!(
             "SELECT {TOKEN_COLUMNS} FROM tokens WHERE jti = ?1"
@@ -426,6 +484,10 @@ pub fn workflow_graph(
     limit: u32,
     now_s: i64,
 ) -> ApiResult<GraphBody> {
+    graph(conn, provenance_ref, limit, now_s).map_err(narrow(GRAPH_TOO_BROAD))
+}
+
+fn graph(conn: &Connection, provenance_ref: &str, limit: u32, now_s: i64) -> ApiResult<GraphBody> {
     let human_ref = workflow_exists(conn, provenance_ref)?;
     let assurance: String = conn
         .prepare_cached("SELECT assurance_level FROM workflows WHERE provenance_ref = ?1")?
@@ -466,7 +528,7 @@ pub fn workflow_graph(
             ..empty_node(token.jti, "token")
         });
     }
-    let page = records(
+    let page = record_page(
         conn,
         &RecordFilter {
             provenance_ref: Some(provenance_ref.to_owned()),
@@ -518,6 +580,10 @@ pub struct WorkflowFilter {
 
 /// Workflows, most recently active first.
 pub fn workflows(conn: &Connection, filter: &WorkflowFilter) -> ApiResult<WorkflowPage> {
+    workflow_page(conn, filter).map_err(narrow(WORKFLOWS_TOO_BROAD))
+}
+
+fn workflow_page(conn: &Connection, filter: &WorkflowFilter) -> ApiResult<WorkflowPage> {
     let mut sql = String::from(
         "SELECT provenance_ref, root_jti, root_agent_id, human_ref, assurance_level, total_records,
                 created_at, last_activity FROM workflows",
@@ -595,4 +661,95 @@ pub fn workflows(conn: &Connection, filter: &WorkflowFilter) -> ApiResult<Workfl
         workflows: page.into_iter().map(|(w, _)| w).collect(),
         next_cursor,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// How SQLite would run `sql`, one line a step.
+    fn steps(conn: &Connection, sql: &str, values: Vec<Value>) -> String {
+        let mut statement = conn.prepare(&format!("EXPLAIN QUERY PLAN {sql}")).unwrap();
+        let steps = statement
+            .query_map(params_from_iter(values), |row| row.get::<_, String>(3))
+            .unwrap()
+            .collect::<Result<Vec<_>, _>>()
+            .unwrap();
+        steps.join("\n")
+    }
+
+    /// How SQLite would run the record query of `filter`.
+    fn plan(conn: &Connection, filter: RecordFilter) -> String {
+        let (sql, values) = record_query(conn, &filter).unwrap();
+        steps(conn, &sql, values)
+    }
+
+    fn text(value: &str) -> Option<String> {
+        Some(value.to_owned())
+    }
+
+    #[test]
+    fn indexed_record_filters_never_scan_the_table() {
+        let dir = tempfile::tempdir().unwrap();
+        let conn = crate::store::open_writer(&dir.path().join("plans.db")).unwrap();
+        let others = RecordFilter {
+            action: text("read"),
+            result: text("success"),
+            resource: text("crm:a"),
+            limit: DEFAULT_LIMIT,
+            ..RecordFilter::default()
+        };
+        let cases = [
+            (
+                RecordFilter {
+                    agent_id: text("bot"),
+                    ..others.clone()
+                },
+                "SEARCH records USING INDEX records_by_agent (agent_id=?)",
+            ),
+            (
+                RecordFilter {
+                    provenance_ref: text("prov_x"),
+                    ..others.clone()
+                },
+                "SEARCH records USING INDEX records_by_provenance (provenance_ref=?)",
+            ),
+            (
+                RecordFilter {
+                    vat_jti: text("vat_root_x"),
+                    ..others.clone()
+                },
+                "SEARCH records USING INDEX records_by_token (jti=?)",
+            ),
+            (
+                RecordFilter {
+                    since: Some(1),
+                    until: Some(2),
+                    ..others.clone()
+                },
+                "SEARCH records USING INTEGER PRIMARY KEY (rowid>? AND rowid<?)",
+            ),
+        ];
+        for (filter, expected) in cases {
+            let described = format!("{filter:?}");
+            assert_eq!(plan(&conn, filter), expected, "{described}");
+        }
+        // Without one of them the newest records are read until a page is
+        // full; the read budget, not an index, bounds how many.
+        assert_eq!(plan(&conn, others), "SCAN records");
+    }
+
+    #[test]
+    fn finding_a_time_never_scans_the_records() {
+        let dir = tempfile::tempdir().unwrap();
+        let conn = crate::store::open_writer(&dir.path().join("plans.db")).unwrap();
+        assert_eq!(
+            steps(&conn, SEQ_BOUNDS, Vec::new()),
+            "SCAN CONSTANT ROW\nSCALAR SUBQUERY 1\nSEARCH records\nSCALAR SUBQUERY 2\nSEARCH records"
+        );
+        assert_eq!(
+            steps(&conn, CREATED_AT_FROM, vec![Value::Integer(1)]),
+            "SEARCH records USING INTEGER PRIMARY KEY (rowid>?)"
+        );
+    }
 }

@@ -1,11 +1,13 @@
-//! `cargo xtask bench [--quick]`: measures Mandate against peers and ceilings
-//! in one run and writes `BENCHMARKS.md`.
+//! `cargo xtask bench [--quick] [--only budget]`: measures Mandate against
+//! peers and ceilings in one run and writes `BENCHMARKS.md`.
 //!
 //! Every row is a ratio of two contenders measured side by side, in
 //! interleaved rounds, reported as the median with its range, next to the
 //! absolute figures. `--quick` runs a few seconds per row against the debug
 //! build, checks loose sanity bounds and writes nothing: `cargo xtask test`
-//! runs it so the harness never rots.
+//! runs it so the harness never rots. `--only budget` measures the
+//! read-budget rows alone on a fresh folder of 5 M records (1 000 with
+//! `--quick`), prints them and writes nothing.
 
 use std::fmt::Write as _;
 use std::io::{BufRead as _, BufReader};
@@ -137,13 +139,18 @@ fn ensure_wrk() -> Result<()> {
 
 /// wrk against `url` for `seconds` with 64 connections on 2 threads.
 fn wrk(url: &str, script: Option<&Path>, env: &[(&str, &str)], seconds: u32) -> Result<Load> {
-    let mut command = Command::new("wrk");
-    command.args(["-t2", "-c64", "--latency", &format!("-d{seconds}s")]);
-    if let Some(script) = script {
-        command.arg("-s").arg(script);
-    }
-    command.arg(url).envs(env.iter().copied());
-    let output = command.output()?;
+    wrk_with(url, script, env, seconds, 64)
+}
+
+/// wrk against `url` for `seconds` with `connections` connections.
+fn wrk_with(
+    url: &str,
+    script: Option<&Path>,
+    env: &[(&str, &str)],
+    seconds: u32,
+    connections: u32,
+) -> Result<Load> {
+    let output = wrk_command(url, script, env, seconds, connections).output()?;
     if !output.status.success() {
         return fail(format!(
             "wrk failed: {}",
@@ -151,6 +158,28 @@ fn wrk(url: &str, script: Option<&Path>, env: &[(&str, &str)], seconds: u32) -> 
         ));
     }
     Ok(parse_wrk(&String::from_utf8_lossy(&output.stdout)))
+}
+
+/// The wrk command for `connections` connections (on at most 2 threads).
+fn wrk_command(
+    url: &str,
+    script: Option<&Path>,
+    env: &[(&str, &str)],
+    seconds: u32,
+    connections: u32,
+) -> Command {
+    let mut command = Command::new("wrk");
+    command.args([
+        &format!("-t{}", connections.min(2)),
+        &format!("-c{connections}"),
+        "--latency",
+        &format!("-d{seconds}s"),
+    ]);
+    if let Some(script) = script {
+        command.arg("-s").arg(script);
+    }
+    command.arg(url).envs(env.iter().copied());
+    command
 }
 
 /// A `mandate serve` process for the benchmarks.
@@ -548,6 +577,198 @@ fn growth(
     })
 }
 
+/// Query readers (`readers`) of the server's default configuration.
+const READERS: u32 = 4;
+/// The server's default `query_budget_ms`, set explicitly for the budget rows.
+const BUDGET_MS: u32 = 500;
+/// A record filter no index serves and no record matches: without a budget
+/// every record would be read.
+const UNINDEXED: &str = "/v1/vat/aar?resource=crm:nothing&limit=50";
+
+/// The rows of the read-budget section, on the largest data folder.
+struct Budget {
+    /// The unindexed filter on `READERS` connections, every query reader busy.
+    unindexed: Vec<Load>,
+    /// An API-key read (an agent's reputation) on an otherwise idle server…
+    alone: Vec<Load>,
+    /// …and the same while `2 × READERS` unindexed filters run, in turns.
+    beside_slow: Vec<Load>,
+    /// One unindexed filter on a server with an hour's budget (ms).
+    unbounded_ms: f64,
+}
+
+impl Server {
+    /// Read connections of `lane` in use, from `/metrics` (open on loopback).
+    fn readers_busy(&self, lane: &str) -> Result<u32> {
+        let output = Command::new("curl")
+            .args(["-sS", &format!("{}/metrics", self.base)])
+            .output()?;
+        let prefix = format!("mandate_readers_busy{{lane=\"{lane}\"}} ");
+        Ok(String::from_utf8_lossy(&output.stdout)
+            .lines()
+            .find_map(|line| line.strip_prefix(&prefix)?.trim().parse().ok())
+            .unwrap_or(0))
+    }
+
+    /// Waits until no read of a load that ended still holds a query reader.
+    fn wait_for_idle_readers(&self) -> Result<()> {
+        let started = Instant::now();
+        while self.readers_busy("queries")? > 0 {
+            if started.elapsed().as_millis() > u128::from(2 * BUDGET_MS) {
+                return fail("the query readers stayed busy after the load ended");
+            }
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+        Ok(())
+    }
+}
+
+/// The budget rows on `data`, whose records belong to `agent`: how long an
+/// unindexed filter takes to be answered, and what slow reads do to an
+/// API-key read.
+fn budget(plan: Plan, bin: &Path, data: &Path, scripts: &Path, agent: &str) -> Result<Budget> {
+    let config = format!("query_budget_ms = {BUDGET_MS}\n{NO_LIMITS}");
+    let server = Server::start(bin, data, &config)?;
+    let key = server.key()?;
+    let refused = server.get(UNINDEXED, &key)?;
+    // A quick run's thousand records are read within any budget.
+    if !plan.quick && refused["code"] != "query_too_broad" {
+        return fail(format!(
+            "the unindexed filter was not stopped at the budget: {refused}"
+        ));
+    }
+    let script = scripts.join("get.lua");
+    let reputation = format!("/v1/vat/reputation/{agent}");
+    let slow_env = [("KEY", key.as_str()), ("PATH_QUERY", UNINDEXED)];
+    let read_env = [("KEY", key.as_str()), ("PATH_QUERY", reputation.as_str())];
+    let (mut unindexed, mut alone, mut beside_slow) = (Vec::new(), Vec::new(), Vec::new());
+    for _ in 0..plan.rounds {
+        server.wait_for_idle_readers()?;
+        unindexed.push(wrk_with(
+            &server.base,
+            Some(&script),
+            &slow_env,
+            plan.seconds,
+            READERS,
+        )?);
+        server.wait_for_idle_readers()?;
+        alone.push(wrk(&server.base, Some(&script), &read_env, plan.seconds)?);
+        let mut slow = wrk_command(
+            &server.base,
+            Some(&script),
+            &slow_env,
+            plan.seconds + 3,
+            2 * READERS,
+        )
+        .stdout(Stdio::null())
+        .spawn()?;
+        let started = Instant::now();
+        while server.readers_busy("queries")? < READERS {
+            if started.elapsed().as_secs() >= 2 {
+                if plan.quick {
+                    break;
+                }
+                let _ = slow.kill();
+                return fail("the slow reads never held every query reader");
+            }
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+        beside_slow.push(wrk(&server.base, Some(&script), &read_env, plan.seconds)?);
+        slow.wait()?;
+    }
+    server.stop();
+    let unbounded = Server::start(
+        bin,
+        data,
+        &format!("query_budget_ms = 3600000\n{NO_LIMITS}"),
+    )?;
+    let started = Instant::now();
+    unbounded.get(UNINDEXED, &key)?;
+    let unbounded_ms = started.elapsed().as_secs_f64() * 1000.0;
+    unbounded.stop();
+    Ok(Budget {
+        unindexed,
+        alone,
+        beside_slow,
+        unbounded_ms,
+    })
+}
+
+/// Per-round ratios of the p99 latencies of `a` and `b`.
+fn p99_ratio(a: &[Load], b: &[Load]) -> Spread {
+    Spread::of(
+        &a.iter()
+            .zip(b)
+            .map(|(a, b)| a.p99_ms / b.p99_ms)
+            .collect::<Vec<_>>(),
+    )
+}
+
+impl Budget {
+    /// The rows of the targets table: (row, target, measured, met).
+    fn targets(&self) -> [(String, &'static str, String, bool); 2] {
+        let answer = Spread::of(
+            &self
+                .unindexed
+                .iter()
+                .map(|l| l.p99_ms / f64::from(BUDGET_MS))
+                .collect::<Vec<_>>(),
+        );
+        let isolation = p99_ratio(&self.beside_slow, &self.alone);
+        [
+            (
+                "5. unindexed record filter at 5 M records, p99 answer / query budget".to_owned(),
+                "≤ 1.2×",
+                format!("{}×", answer.show(3)),
+                answer.median <= 1.2,
+            ),
+            (
+                format!(
+                    "5. API-key read p99 beside {} slow reads / alone",
+                    2 * READERS
+                ),
+                "≤ 10×",
+                format!("{}×", isolation.show(2)),
+                isolation.median <= 10.0,
+            ),
+        ]
+    }
+
+    /// The rows of the absolute figures: (what, figure).
+    fn figures(&self) -> [(String, String); 6] {
+        [
+            (
+                "query time budget (ms; `query_budget_ms`, the default)".to_owned(),
+                BUDGET_MS.to_string(),
+            ),
+            (
+                "unindexed record filter at 5 M records, p99 answer (ms)".to_owned(),
+                p(&self.unindexed, |l| l.p99_ms).show(1),
+            ),
+            (
+                "the same filter with an hour's budget, one answer (ms)".to_owned(),
+                format!("{:.0}", self.unbounded_ms),
+            ),
+            (
+                "API-key read (reputation) alone, p99 (ms)".to_owned(),
+                p(&self.alone, |l| l.p99_ms).show(2),
+            ),
+            (
+                format!("API-key read beside {} slow reads, p99 (ms)", 2 * READERS),
+                p(&self.beside_slow, |l| l.p99_ms).show(2),
+            ),
+            (
+                "API-key read alone / beside slow reads (req/s)".to_owned(),
+                format!(
+                    "{} / {}",
+                    rps(&self.alone).show(0),
+                    rps(&self.beside_slow).show(0)
+                ),
+            ),
+        ]
+    }
+}
+
 fn cold_starts(bin: &Path, scratch: &Path, runs: u32) -> Result<Spread> {
     let mut samples = Vec::new();
     for n in 0..runs {
@@ -645,9 +866,63 @@ fn met(ok: bool) -> &'static str {
     if ok { "met" } else { "**not met**" }
 }
 
-/// `cargo xtask bench`.
+/// Fills a fresh data folder with `records` records of one agent's token;
+/// returns the folder and the agent.
+fn filled(
+    bin: &Path,
+    prefill: &Path,
+    scratch: &Path,
+    records: u64,
+) -> Result<(PathBuf, &'static str)> {
+    let agent = "growth-bot";
+    let data = scratch.join("filled");
+    let server = Server::start(bin, &data, NO_LIMITS)?;
+    let jti = server.token(agent, &["read"])?;
+    server.stop();
+    run(
+        &prefill.to_string_lossy(),
+        &[&data.to_string_lossy(), &jti, &records.to_string()],
+    )?;
+    Ok((data, agent))
+}
+
+/// `cargo xtask bench --only budget`: the read-budget rows alone, on a
+/// fresh folder of 5 M records; prints them and writes nothing.
+fn budget_only(plan: Plan, bins: &Path, scratch: &Path, scripts: &Path) -> Result<()> {
+    let records = if plan.quick { 1_000 } else { 5_000_000 };
+    eprintln!("filling {records} records");
+    let (data, agent) = filled(
+        &bins.join("mandate"),
+        &bins.join("prefill"),
+        scratch,
+        records,
+    )?;
+    eprintln!("read budget");
+    let rows = budget(plan, &bins.join("mandate"), &data, scripts, agent)?;
+    let _ = std::fs::remove_dir_all(scratch);
+    for (row, target, measured, ok) in rows.targets() {
+        eprintln!("| {row} | {target} | {measured} | {} |", met(ok));
+    }
+    for (what, figure) in rows.figures() {
+        eprintln!("| {what} | {figure} |");
+    }
+    Ok(())
+}
+
+/// `cargo xtask bench [--quick] [--only budget]`.
 pub(crate) fn bench(root: &Path, args: &[&str]) -> Result<()> {
     let quick = args.contains(&"--quick");
+    let only = match args.iter().position(|a| *a == "--only") {
+        None => None,
+        Some(i) => match args.get(i + 1) {
+            Some(&"budget") => Some("budget"),
+            other => {
+                return fail(format!(
+                    "--only takes `budget` (the read-budget rows), not {other:?}"
+                ));
+            }
+        },
+    };
     let plan = if quick {
         Plan {
             quick,
@@ -676,14 +951,17 @@ pub(crate) fn bench(root: &Path, args: &[&str]) -> Result<()> {
     }
     run("cargo", &build)?;
     let bins = target_dir(root)?.join(profile);
-    if !quick || !root.join("wasm/pkg/web").exists() {
-        crate::wasm::build(root)?;
-    }
-    let plugin = reference_verifier(root)?;
     let scripts = root.join("bench/wrk");
     let scratch = std::env::temp_dir().join(format!("mandate-bench-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&scratch);
     std::fs::create_dir_all(&scratch)?;
+    if only.is_some() {
+        return budget_only(plan, &bins, &scratch, &scripts);
+    }
+    if !quick || !root.join("wasm/pkg/web").exists() {
+        crate::wasm::build(root)?;
+    }
+    let plugin = reference_verifier(root)?;
     let flag: &[&str] = if quick { &["--quick"] } else { &[] };
 
     eprintln!("\nnative verification");
@@ -712,6 +990,14 @@ pub(crate) fn bench(root: &Path, args: &[&str]) -> Result<()> {
         &scripts,
         sizes,
     )?;
+    eprintln!("read budget");
+    let budget = budget(
+        plan,
+        &bins.join("mandate"),
+        &scratch.join("growth"),
+        &scripts,
+        "growth-bot",
+    )?;
     let cold = cold_starts(&bins.join("mandate"), &scratch, if quick { 1 } else { 5 })?;
     let (wasm_raw, wasm_gzip) = wasm_sizes(root)?;
     let _ = std::fs::remove_dir_all(&scratch);
@@ -728,6 +1014,10 @@ pub(crate) fn bench(root: &Path, args: &[&str]) -> Result<()> {
                 Spread::from_json(&node["jose_over_verifyToken"]).median,
             ),
             ("record/healthz", record_over_health.median),
+            (
+                "API-key read p99 beside slow reads / alone",
+                p99_ratio(&budget.beside_slow, &budget.alone).median,
+            ),
             (
                 "plugin call ns",
                 Spread::from_json(&plugin_cost["call_ns"]).median,
@@ -757,6 +1047,7 @@ pub(crate) fn bench(root: &Path, args: &[&str]) -> Result<()> {
         plugin_cost,
         http,
         growth,
+        budget,
         cold,
         wasm: (wasm_raw, wasm_gzip),
         plan,
@@ -774,6 +1065,7 @@ struct Report {
     plugin_cost: Value,
     http: Http,
     growth: Growth,
+    budget: Budget,
     cold: Spread,
     wasm: (u64, u64),
     plan: Plan,
@@ -899,6 +1191,9 @@ impl Report {
                     < 0.1)
             );
         }
+        for (row, target, measured, ok) in self.budget.targets() {
+            let _ = writeln!(out, "| {row} | {target} | {measured} | {} |", met(ok));
+        }
         let _ = writeln!(out, "\n## Absolute figures\n");
         let _ = writeln!(out, "| what | figure |\n|---|---|");
         let lines = [
@@ -1013,9 +1308,13 @@ impl Report {
         for (what, figure) in lines {
             let _ = writeln!(out, "| {what} | {figure} |");
         }
+        for (what, figure) in self.budget.figures() {
+            let _ = writeln!(out, "| {what} | {figure} |");
+        }
         let _ = writeln!(
             out,
-            "\nReproduce: `cargo xtask bench` (about ten minutes here; it fills 5 M records).\n"
+            "\nReproduce: `cargo xtask bench` (about ten minutes here; it fills 5 M records); \
+             `cargo xtask bench --only budget` measures the read-budget rows alone.\n"
         );
         out.push_str(&self.notes);
         out

@@ -7,7 +7,8 @@
 //! - `wasm`: build the npm package mandate-sdk into `wasm/pkg`.
 //! - `fuzz [--seconds N] [TARGET…]`: run the cargo-fuzz targets in `fuzz/`.
 //! - `schemathesis [--examples N]`: API conformance under generated input.
-//! - `bench [--quick]`: measure against peers and ceilings; write BENCHMARKS.md.
+//! - `bench [--quick] [--only budget]`: measure against peers and ceilings;
+//!   write BENCHMARKS.md (not with `--only`, which measures some rows).
 //! - `web`: build the dashboard and the widget into `web/dist`.
 
 #![allow(
@@ -121,7 +122,7 @@ fn main() {
         "web" => web::build(&root()),
         _ => {
             eprintln!(
-                "usage: cargo xtask <test | vectors [--check] | serve | wasm | web | fuzz | schemathesis | bench [--quick]>"
+                "usage: cargo xtask <test | vectors [--check] | serve | wasm | web | fuzz | schemathesis | bench [--quick] [--only budget]>"
             );
             std::process::exit(2);
         }

@@ -37,7 +37,8 @@ pub(crate) enum Errors {
     /// The body is not `application/json`.
     #[response(status = 415, content_type = "application/problem+json")]
     UnsupportedMediaType(Problem),
-    /// Well-formed JSON that breaks a rule.
+    /// Well-formed JSON that breaks a rule, or a read that ran past the
+    /// query time budget (`query_too_broad`).
     #[response(status = 422, content_type = "application/problem+json")]
     Unprocessable(Problem),
     /// Rate limited; see `Retry-After`.

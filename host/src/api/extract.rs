@@ -189,7 +189,7 @@ pub(crate) async fn api_key(state: &AppState, headers: &HeaderMap) -> ApiResult<
         .to_owned();
     let principal = state
         .store
-        .read(move |conn| Ok(apikeys::lookup(conn, &presented)?))
+        .read_keys(move |conn| Ok(apikeys::lookup(conn, &presented)?))
         .await?
         .ok_or_else(|| {
             ApiError::unauthorized("unauthorized", "the API key is unknown or revoked")

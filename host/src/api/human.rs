@@ -274,7 +274,7 @@ pub(crate) async fn reputation(
     })?;
     let body = state
         .store
-        .read(move |conn| queries::agent_reputation(conn, agent.as_str()))
+        .lookup(move |conn| queries::agent_reputation(conn, agent.as_str()))
         .await?;
     Ok(axum::Json(body))
 }
@@ -302,7 +302,7 @@ pub(crate) async fn provenance_summary(
     let provenance_ref = provenance(&provenance_ref)?;
     let body = state
         .store
-        .read(move |conn| queries::workflow_summary(conn, provenance_ref.as_str()))
+        .lookup(move |conn| queries::workflow_summary(conn, provenance_ref.as_str()))
         .await?;
     Ok(axum::Json(body))
 }
@@ -357,7 +357,7 @@ pub(crate) async fn record(
     let aar_id = AarId::parse(&aar_id).map_err(|_| not_found_record())?;
     let body = state
         .store
-        .read(move |conn| queries::record(conn, aar_id.as_str()))
+        .lookup(move |conn| queries::record(conn, aar_id.as_str()))
         .await?;
     Ok(axum::Json(body))
 }

@@ -1,6 +1,7 @@
 //! Storage: one SQLite database in WAL mode with `synchronous=FULL`, written
 //! by a single writer thread that commits concurrent requests together (group
-//! commit), and read through a small pool of read-only connections.
+//! commit), and read through read-only connections in three lanes, so that
+//! a long read never delays the API-key check every request waits for.
 //!
 //! A write is a closure run in the writer's current transaction. Its answer
 //! is delivered only after the transaction commits, so a 2xx for a write
@@ -14,9 +15,12 @@ mod writer;
 
 use std::os::unix::fs::OpenOptionsExt as _;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
 use mandate_core::{Jti, Outcome, Status, result_key};
+use prometheus_client::metrics::gauge::Gauge;
 use rusqlite::{Connection, OpenFlags, params};
 use tokio::sync::Semaphore;
 
@@ -173,15 +177,46 @@ fn count_workflows(conn: &Connection) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Read-only connections handed out to blocking tasks.
+/// Connections of the lane that gates requests: API-key and signing-key
+/// lookups, one indexed row each.
+const KEY_READERS: usize = 2;
+/// Connections of the lane of single-item reads.
+const LOOKUP_READERS: usize = 2;
+/// SQLite virtual-machine steps between two looks at the clock of a read
+/// with a budget: some 25 µs of a scan, against ~30 ns for reading the clock.
+const BUDGET_CHECK_STEPS: std::ffi::c_int = 1000;
+
+/// Read-only connections handed out to blocking tasks, a fixed number at a
+/// time. In a pool with a budget, a statement still running when the budget
+/// has passed since the read began, or when nobody waits for its answer any
+/// more, is interrupted (SQLite's progress handler) and fails with
+/// `OperationInterrupted`.
 #[derive(Debug)]
 struct ReaderPool {
     path: PathBuf,
     idle: Mutex<Vec<Connection>>,
     permits: Arc<Semaphore>,
+    budget: Option<Duration>,
+    busy: Gauge,
 }
 
 impl ReaderPool {
+    fn new(
+        path: &Path,
+        size: usize,
+        budget: Option<Duration>,
+        metrics: &Metrics,
+        lane: &'static str,
+    ) -> Arc<ReaderPool> {
+        Arc::new(ReaderPool {
+            path: path.to_path_buf(),
+            idle: Mutex::new(Vec::new()),
+            permits: Arc::new(Semaphore::new(size.max(1))),
+            budget,
+            busy: metrics.readers_busy(lane),
+        })
+    }
+
     fn open_reader(&self) -> rusqlite::Result<Connection> {
         let conn = open(
             &self.path,
@@ -204,36 +239,108 @@ impl ReaderPool {
             idle.push(conn);
         }
     }
+
+    /// Runs `work` on one of the pool's connections in a blocking task,
+    /// waiting for a free one first.
+    async fn run<T: Send + 'static>(
+        self: &Arc<ReaderPool>,
+        work: impl FnOnce(&Connection) -> ApiResult<T> + Send + 'static,
+    ) -> ApiResult<T> {
+        let permit = self
+            .permits
+            .clone()
+            .acquire_owned()
+            .await
+            .map_err(|_| ApiError::unavailable("the store is closed"))?;
+        let pool = self.clone();
+        let abandon = Abandon::default();
+        let abandoned = abandon.0.clone();
+        tokio::task::spawn_blocking(move || {
+            let _busy = Busy::start(&pool.busy);
+            let mut conn = pool.take()?;
+            if let Some(deadline) = pool.budget.and_then(|b| Instant::now().checked_add(b)) {
+                conn.progress_handler(
+                    BUDGET_CHECK_STEPS,
+                    Some(move || abandoned.load(Ordering::Relaxed) || Instant::now() >= deadline),
+                )?;
+            }
+            let result = work(&conn);
+            pool.give_back(conn);
+            drop(permit);
+            result
+        })
+        .await
+        .map_err(ApiError::internal)?
+    }
 }
 
-/// The database: one writer, several readers.
+/// Marks a read abandoned when dropped: when the request waiting for it goes
+/// away (its client disconnected), the read stops at its next check instead
+/// of holding its connection until the budget. Dropped after an answer too,
+/// when it changes nothing.
+#[derive(Default)]
+struct Abandon(Arc<AtomicBool>);
+
+impl Drop for Abandon {
+    fn drop(&mut self) {
+        self.0.store(true, Ordering::Relaxed);
+    }
+}
+
+/// A connection counted as in use until this is dropped (also by a panic).
+struct Busy<'a>(&'a Gauge);
+
+impl<'a> Busy<'a> {
+    fn start(gauge: &'a Gauge) -> Busy<'a> {
+        gauge.inc();
+        Busy(gauge)
+    }
+}
+
+impl Drop for Busy<'_> {
+    fn drop(&mut self) {
+        self.0.dec();
+    }
+}
+
+/// The database: one writer, and readers in three lanes that never wait for
+/// each other. `keys` serves the lookups that gate requests (API keys,
+/// signing keys); `lookups` single items found by their key (a record, a
+/// reputation, a workflow summary); `queries` everything that may read many
+/// rows (record filters, graphs, workflow lists, token trees). Reads in
+/// `lookups` and `queries` have a time budget; a scan can hold a `queries`
+/// connection for that long at most, and can never hold the other two.
 #[derive(Debug, Clone)]
 pub struct Store {
     writer: Writer,
-    readers: Arc<ReaderPool>,
+    keys: Arc<ReaderPool>,
+    lookups: Arc<ReaderPool>,
+    queries: Arc<ReaderPool>,
 }
 
 impl Store {
     /// Opens (creating if needed) the database at `path` and starts the
-    /// writer thread. `max_batch` caps how many writes share a commit;
-    /// `hooks` run around each commit.
+    /// writer thread. `readers` is the size of the `queries` lane and
+    /// `budget` the time budget of each read; `max_batch` caps how many
+    /// writes share a commit; `hooks` run around each commit.
     pub(crate) fn open(
         path: &Path,
         readers: usize,
+        budget: Duration,
         max_batch: usize,
         metrics: Arc<Metrics>,
         hooks: Hooks,
     ) -> anyhow::Result<Store> {
         let conn = open_writer(path)?;
+        let keys = ReaderPool::new(path, KEY_READERS, None, &metrics, "keys");
+        let lookups = ReaderPool::new(path, LOOKUP_READERS, Some(budget), &metrics, "lookups");
+        let queries = ReaderPool::new(path, readers, Some(budget), &metrics, "queries");
         let writer = Writer::start(conn, max_batch, metrics, hooks)?;
-        let pool = ReaderPool {
-            path: path.to_path_buf(),
-            idle: Mutex::new(Vec::new()),
-            permits: Arc::new(Semaphore::new(readers.max(1))),
-        };
         Ok(Store {
             writer,
-            readers: Arc::new(pool),
+            keys,
+            lookups,
+            queries,
         })
     }
 
@@ -245,35 +352,40 @@ impl Store {
         self.writer.write(work).await
     }
 
-    /// Runs `work` on a read-only connection in a blocking task.
+    /// Runs `work`, a read that may touch many rows, in the `queries` lane
+    /// under the time budget: past it, the read fails with
+    /// `query_too_broad`.
     pub async fn read<T: Send + 'static>(
         &self,
         work: impl FnOnce(&Connection) -> ApiResult<T> + Send + 'static,
     ) -> ApiResult<T> {
-        let permit = self
-            .readers
-            .permits
-            .clone()
-            .acquire_owned()
-            .await
-            .map_err(|_| ApiError::unavailable("the store is closed"))?;
-        let pool = self.readers.clone();
-        tokio::task::spawn_blocking(move || {
-            let conn = pool.take()?;
-            let result = work(&conn);
-            pool.give_back(conn);
-            drop(permit);
-            result
-        })
-        .await
-        .map_err(ApiError::internal)?
+        self.queries.run(work).await
+    }
+
+    /// Runs `work`, a read of one item by its key, in the `lookups` lane
+    /// under the time budget. Slow queries never hold these connections.
+    pub async fn lookup<T: Send + 'static>(
+        &self,
+        work: impl FnOnce(&Connection) -> ApiResult<T> + Send + 'static,
+    ) -> ApiResult<T> {
+        self.lookups.run(work).await
+    }
+
+    /// Runs `work`, an API-key or signing-key lookup that a request waits
+    /// for before anything else, in the `keys` lane, which nothing else
+    /// uses. It has no budget: only indexed reads of a few rows belong here.
+    pub async fn read_keys<T: Send + 'static>(
+        &self,
+        work: impl FnOnce(&Connection) -> ApiResult<T> + Send + 'static,
+    ) -> ApiResult<T> {
+        self.keys.run(work).await
     }
 
     /// Stops accepting writes, lets queued ones commit, and waits for the
     /// writer to close the database.
     pub async fn close(self) {
         let writer = self.writer;
-        drop(self.readers);
+        drop((self.keys, self.lookups, self.queries));
         if tokio::task::spawn_blocking(move || writer.close())
             .await
             .is_err()

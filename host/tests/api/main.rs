@@ -4,6 +4,7 @@
 mod abuse;
 mod assurance;
 mod authority;
+mod budget;
 mod budgets;
 mod crash;
 mod delegation;
