@@ -1,6 +1,6 @@
 -- record/action presenting the token itself (TOKEN, a compact JWT, from the
--- environment) as Authorization: Bearer: the server checks its signature on
--- every call, on the HTTP workers.
+-- environment) as Authorization: Bearer: the server checks its signature once
+-- per key refresh and its lifetime on every call.
 wrk.method = "POST"
 wrk.headers["Content-Type"] = "application/json"
 wrk.headers["Authorization"] = "Bearer " .. os.getenv("TOKEN")

@@ -27,6 +27,7 @@ pub mod ratelimit;
 pub mod secrets;
 pub mod setup;
 pub mod store;
+pub mod verified;
 pub mod web;
 
 use std::net::SocketAddr;
@@ -44,6 +45,7 @@ use metrics::Metrics;
 use proofs::SeenProofs;
 use ratelimit::Limiters;
 use store::Store;
+use verified::VerifiedTokens;
 
 /// Installs the TLS crypto provider (ring) that outgoing HTTPS uses; a
 /// provider installed earlier wins. Call before building an HTTP client.
@@ -69,6 +71,8 @@ pub struct Shared {
     pub claims: Arc<ClaimsCache>,
     /// DPoP proofs accepted and still live, shared by every worker.
     pub proofs: SeenProofs,
+    /// Tokens already verified against the current keys.
+    pub verified: VerifiedTokens,
     pub limiters: Limiters,
     pub metrics: Arc<Metrics>,
     /// OIDC issuers (L2) and identity verifiers (L3).
@@ -107,6 +111,7 @@ impl AppState {
             kek: prepared.kek,
             claims: Arc::new(ClaimsCache::default()),
             proofs: SeenProofs::new(proofs::CAPACITY),
+            verified: VerifiedTokens::new(verified::CAPACITY),
             limiters,
             metrics,
             assurance,

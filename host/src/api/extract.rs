@@ -9,11 +9,12 @@ use axum::extract::{FromRequest, FromRequestParts, Request};
 use axum::http::request::Parts;
 use axum::http::{HeaderMap, Method, StatusCode, header};
 use mandate_core::{
-    Claims, DpopError, Jti, Jwks, ProofRequest, VerifyError, VerifyOptions, check_binding, verify,
+    Claims, DpopError, Jti, ProofRequest, VerifyError, VerifyOptions, check_binding,
     verify_ignoring_lifetime,
 };
 use serde::de::DeserializeOwned;
 use sha2::{Digest as _, Sha256};
+use std::sync::Arc;
 
 use crate::AppState;
 use crate::apikeys::{self, Principal};
@@ -380,7 +381,7 @@ impl AgentCall {
                 })?;
         }
         state.limiters.token(claims.jti.as_str())?;
-        Ok(Some(claims.jti))
+        Ok(Some(claims.jti.clone()))
     }
 
     /// The token an agent call acts with: the token presented, or the
@@ -452,29 +453,50 @@ impl AgentCall {
 
 /// Verifies a compact token against the published keys, reading them again
 /// when it names a kid the server does not know yet. A holder is told why
-/// its token fails.
-async fn verify_token(state: &AppState, compact: &str, lifetime: Lifetime) -> ApiResult<Claims> {
-    let options = VerifyOptions {
-        issuer: Some(state.config.issuer.clone()),
-        ..VerifyOptions::default()
-    };
-    let attempt = |keys: &Jwks| match lifetime {
-        Lifetime::Checked => verify(compact, keys, now_s(), &options),
-        Lifetime::Ignored => verify_ignoring_lifetime(compact, keys, &options),
-    };
-    let outcome = match attempt(&state.keys.current().jwks) {
-        Err(VerifyError::UnknownKid) if state.refresh_keys_for_unknown_kid().await.is_ok() => {
-            attempt(&state.keys.current().jwks)
-        }
-        other => other,
-    };
-    outcome.map(|verified| verified.claims).map_err(|error| {
+/// its token fails. A token already verified against the keys as they are
+/// now is not checked again: only its lifetime is (see
+/// [`crate::verified`]).
+async fn verify_token(
+    state: &AppState,
+    compact: &str,
+    lifetime: Lifetime,
+) -> ApiResult<Arc<Claims>> {
+    let refused = |error: VerifyError| {
         state.metrics.verification_failed(error.code());
         match error {
             VerifyError::Expired => ApiError::holder_inactive(true),
             other => ApiError::unauthorized(other.code(), other.to_string()),
         }
-    })
+    };
+    let options = VerifyOptions {
+        issuer: Some(state.config.issuer.clone()),
+        ..VerifyOptions::default()
+    };
+    let ring = state.keys.current();
+    let claims = match state.verified.get(compact, &ring) {
+        Some(claims) => claims,
+        None => {
+            let (ring, outcome) = match verify_ignoring_lifetime(compact, &ring.jwks, &options) {
+                Err(VerifyError::UnknownKid)
+                    if state.refresh_keys_for_unknown_kid().await.is_ok() =>
+                {
+                    let ring = state.keys.current();
+                    let outcome = verify_ignoring_lifetime(compact, &ring.jwks, &options);
+                    (ring, outcome)
+                }
+                other => (ring, other),
+            };
+            let claims = Arc::new(outcome.map_err(refused)?.claims);
+            state.verified.insert(compact, claims.clone(), ring);
+            claims
+        }
+    };
+    if lifetime == Lifetime::Checked {
+        claims
+            .check_time(now_s(), options.leeway_seconds)
+            .map_err(refused)?;
+    }
+    Ok(claims)
 }
 
 /// The peer's address, when the server knows it (not in in-process tests).

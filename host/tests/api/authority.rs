@@ -379,6 +379,23 @@ async fn an_api_key_where_an_agent_token_is_needed_says_so() {
 async fn expired_and_revoked_tokens_are_named_to_their_holder_only() {
     let app = TestApp::spawn().await;
     let root = app.root("bot", &["crm:*"], &["read"]).await;
+    let act = json!({"action": "read", "resource": "crm:a", "result": "success"});
+    // Each token works once first, so the server has verified it before and
+    // remembers that it did: what it remembers must not outlive the token.
+    let short = app
+        .issue(
+            json!({"developer_email": "dev@example.com", "agent_id": "bot",
+                      "resources": ["crm:*"], "actions": ["read"], "ttl_seconds": 1}),
+        )
+        .await;
+    for token in [&root, &short] {
+        expect_json(
+            app.post_auth("/v1/vat/record/action", text(&token["compact_jwt"]), &act)
+                .await,
+            StatusCode::CREATED,
+        )
+        .await;
+    }
     expect_json(
         app.post_auth(
             "/v1/vat/revoke",
@@ -389,12 +406,19 @@ async fn expired_and_revoked_tokens_are_named_to_their_holder_only() {
         StatusCode::OK,
     )
     .await;
-    let act = json!({"action": "read", "resource": "crm:a", "result": "success"});
     expect_problem(
         app.post_auth("/v1/vat/record/action", text(&root["compact_jwt"]), &act)
             .await,
         StatusCode::UNAUTHORIZED,
         "token_revoked",
+    )
+    .await;
+    tokio::time::sleep(std::time::Duration::from_millis(2100)).await;
+    expect_problem(
+        app.post_auth("/v1/vat/record/action", text(&short["compact_jwt"]), &act)
+            .await,
+        StatusCode::UNAUTHORIZED,
+        "token_expired",
     )
     .await;
     // By jti alone, revoked and unknown answer alike.
