@@ -2,11 +2,11 @@
 //! agent presenting the same token call after call pays for its signature
 //! check once instead of on every call.
 //!
-//! A hit is the very text that verified (the whole compact token is the
-//! key, compared in full), against the very key ring that verified it: an
-//! entry names the ring it was checked with, and once the ring is read
-//! again (every few seconds, and after a rotation or a revocation) the
-//! entry no longer counts. What changes over time is checked on every hit
+//! A hit is the very text that verified (the key is the SHA-256 of the whole
+//! compact token, so a hit for another text needs a SHA-256 collision),
+//! against the very key ring that verified it: an entry names the ring it
+//! was checked with, and once the ring is read again (every 10 s, and after
+//! an unknown kid or a revoked signing key) the entry no longer counts. What changes over time is checked on every hit
 //! by the caller: the token's lifetime here, its revocation in the writer.
 //! Bounded: two generations of half the capacity each, the older dropped
 //! when the younger fills.
@@ -15,12 +15,17 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
 use mandate_core::Claims;
+use sha2::{Digest as _, Sha256};
 
 use crate::keyring::Ring;
 
-/// Most tokens remembered: each entry is the token's text and its parsed
-/// claims, a few KiB at most.
-pub const CAPACITY: usize = 8192;
+/// Most tokens remembered: each entry is a 32-byte digest and the token's
+/// parsed claims (a token's text is at most 8 KiB), and only tokens this
+/// server signed get in.
+pub const CAPACITY: usize = 4096;
+
+/// The SHA-256 of a compact token: what entries are found by.
+type Digest = [u8; 32];
 
 #[derive(Debug, Clone)]
 struct Entry {
@@ -32,8 +37,8 @@ struct Entry {
 
 #[derive(Debug, Default)]
 struct Generations {
-    young: HashMap<Box<str>, Entry>,
-    old: HashMap<Box<str>, Entry>,
+    young: HashMap<Digest, Entry>,
+    old: HashMap<Digest, Entry>,
 }
 
 /// Verified tokens and the claims they carry.
@@ -54,12 +59,13 @@ impl VerifiedTokens {
 
     /// The claims of `compact` if it verified against `ring`.
     pub fn get(&self, compact: &str, ring: &Arc<Ring>) -> Option<Arc<Claims>> {
+        let digest = Sha256::digest(compact).into();
         let mut generations = self.generations.lock().ok()?;
-        let entry = match generations.young.get(compact) {
+        let entry = match generations.young.get(&digest) {
             Some(entry) => entry.clone(),
             None => {
-                let entry = generations.old.remove(compact)?;
-                self.insert_locked(&mut generations, compact, entry.clone());
+                let entry = generations.old.remove(&digest)?;
+                self.insert_locked(&mut generations, digest, entry.clone());
                 entry
             }
         };
@@ -68,19 +74,20 @@ impl VerifiedTokens {
 
     /// Remembers that `compact` verified against `ring`.
     pub fn insert(&self, compact: &str, claims: Arc<Claims>, ring: Arc<Ring>) {
+        let digest = Sha256::digest(compact).into();
         if let Ok(mut generations) = self.generations.lock() {
-            self.insert_locked(&mut generations, compact, Entry { claims, ring });
+            self.insert_locked(&mut generations, digest, Entry { claims, ring });
         }
     }
 
-    fn insert_locked(&self, generations: &mut Generations, compact: &str, entry: Entry) {
+    fn insert_locked(&self, generations: &mut Generations, digest: Digest, entry: Entry) {
         if self.half == 0 {
             return;
         }
         if generations.young.len() >= self.half {
             generations.old = std::mem::take(&mut generations.young);
         }
-        generations.young.insert(compact.into(), entry);
+        generations.young.insert(digest, entry);
     }
 
     /// How many tokens are remembered.
