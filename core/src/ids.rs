@@ -110,6 +110,31 @@ impl fmt::Display for Ulid {
     }
 }
 
+/// Display, and conversions from and to `String` (the serde form), for a
+/// text id newtype with a `parse`.
+macro_rules! text_conversions {
+    ($name:ident) => {
+        impl fmt::Display for $name {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str(&self.0)
+            }
+        }
+
+        impl TryFrom<String> for $name {
+            type Error = IdError;
+            fn try_from(text: String) -> Result<$name, IdError> {
+                $name::parse(&text)
+            }
+        }
+
+        impl From<$name> for String {
+            fn from(id: $name) -> String {
+                id.0
+            }
+        }
+    };
+}
+
 /// Declares a `<prefix>_<ulid>` id newtype with parsing, display and serde.
 macro_rules! ulid_id {
     ($(#[$doc:meta])* $name:ident, $kind:literal, $prefix:literal) => {
@@ -149,24 +174,7 @@ macro_rules! ulid_id {
             }
         }
 
-        impl fmt::Display for $name {
-            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                f.write_str(&self.0)
-            }
-        }
-
-        impl TryFrom<String> for $name {
-            type Error = IdError;
-            fn try_from(text: String) -> Result<$name, IdError> {
-                $name::parse(&text)
-            }
-        }
-
-        impl From<$name> for String {
-            fn from(id: $name) -> String {
-                id.0
-            }
-        }
+        text_conversions!($name);
 
         impl std::str::FromStr for $name {
             type Err = IdError;
@@ -315,24 +323,7 @@ macro_rules! b64_digest_id {
             }
         }
 
-        impl fmt::Display for $name {
-            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                f.write_str(&self.0)
-            }
-        }
-
-        impl TryFrom<String> for $name {
-            type Error = IdError;
-            fn try_from(text: String) -> Result<$name, IdError> {
-                $name::parse(&text)
-            }
-        }
-
-        impl From<$name> for String {
-            fn from(id: $name) -> String {
-                id.0
-            }
-        }
+        text_conversions!($name);
     };
 }
 
@@ -472,24 +463,7 @@ macro_rules! digest_id {
             }
         }
 
-        impl fmt::Display for $name {
-            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                f.write_str(&self.0)
-            }
-        }
-
-        impl TryFrom<String> for $name {
-            type Error = IdError;
-            fn try_from(text: String) -> Result<$name, IdError> {
-                $name::parse(&text)
-            }
-        }
-
-        impl From<$name> for String {
-            fn from(id: $name) -> String {
-                id.0
-            }
-        }
+        text_conversions!($name);
     };
 }
 
