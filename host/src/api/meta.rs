@@ -57,6 +57,12 @@ pub(crate) async fn readyz(State(state): State<AppState>) -> ApiResult<axum::Jso
     }))
 }
 
+/// Whether a peer is this machine, including an IPv4 client of a dual-stack
+/// socket (`::ffff:127.0.0.1`), which `Ipv6Addr::is_loopback` says is not.
+fn is_loopback(ip: std::net::IpAddr) -> bool {
+    ip.to_canonical().is_loopback()
+}
+
 /// Prometheus metrics: open to loopback clients (when configured and no
 /// proxy is trusted), else an API key is needed.
 #[utoipa::path(
@@ -75,7 +81,7 @@ pub(crate) async fn metrics(
     // often on loopback: the peer's address then says nothing about the client.
     let open = state.config.metrics_open_on_loopback
         && state.config.trusted_proxies.is_empty()
-        && peer.is_some_and(|addr| addr.ip().is_loopback());
+        && peer.is_some_and(|addr| is_loopback(addr.ip()));
     if !open {
         api_key(&state, &headers).await?;
     }
@@ -85,4 +91,23 @@ pub(crate) async fn metrics(
         HeaderValue::from_static("application/openmetrics-text; version=1.0.0; charset=utf-8"),
     );
     Ok(response)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::is_loopback;
+
+    #[test]
+    fn loopback_includes_ipv4_mapped_addresses() {
+        for (ip, expected) in [
+            ("127.0.0.1", true),
+            ("::1", true),
+            ("::ffff:127.0.0.1", true),
+            ("::ffff:192.0.2.7", false),
+            ("192.0.2.7", false),
+            ("2001:db8::1", false),
+        ] {
+            assert_eq!(is_loopback(ip.parse().unwrap()), expected, "{ip}");
+        }
+    }
 }
