@@ -7,7 +7,7 @@ use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use rusqlite::{Connection, OptionalExtension, params};
 use sha2::{Digest as _, Sha256};
 
-use crate::clock::now_s;
+use crate::clock::Now;
 
 /// Every API key starts with this.
 pub const PREFIX: &str = "mk_";
@@ -51,15 +51,16 @@ pub fn create(
     conn: &Connection,
     email: Option<&str>,
     is_admin: bool,
+    now: Now,
 ) -> rusqlite::Result<(String, String)> {
     let key = format!(
         "{PREFIX}{}",
         URL_SAFE_NO_PAD.encode(crate::random::bytes::<32>())
     );
-    let id = format!("key_{}", crate::random::ulid());
+    let id = format!("key_{}", crate::random::ulid(now));
     conn.execute(
         "INSERT INTO api_keys (id, hash, email, is_admin, created_at) VALUES (?1, ?2, ?3, ?4, ?5)",
-        params![id, hash(&key).as_slice(), email, is_admin, now_s()],
+        params![id, hash(&key).as_slice(), email, is_admin, now.s()],
     )?;
     Ok((id, key))
 }
@@ -82,10 +83,10 @@ pub fn list(conn: &Connection) -> rusqlite::Result<Vec<KeyInfo>> {
 }
 
 /// Revokes a key by id; `false` if no active key has it.
-pub fn revoke(conn: &Connection, id: &str) -> rusqlite::Result<bool> {
+pub fn revoke(conn: &Connection, id: &str, now: Now) -> rusqlite::Result<bool> {
     let changed = conn.execute(
         "UPDATE api_keys SET revoked_at = ?1 WHERE id = ?2 AND revoked_at IS NULL",
-        params![now_s(), id],
+        params![now.s(), id],
     )?;
     Ok(changed == 1)
 }

@@ -281,34 +281,6 @@ impl IntoResponse for ApiError {
     }
 }
 
-impl From<rusqlite::Error> for ApiError {
-    fn from(error: rusqlite::Error) -> ApiError {
-        // Only the read budget's progress handler interrupts statements.
-        if error.sqlite_error_code() == Some(rusqlite::ErrorCode::OperationInterrupted) {
-            ApiError::query_too_broad(
-                "the request needs more reading than the query time budget allows; narrow it",
-            )
-        } else if is_storage_failure(&error) {
-            tracing::error!(%error, "storage failure");
-            ApiError::unavailable("storage cannot take writes right now; retry later")
-        } else {
-            ApiError::internal(error)
-        }
-    }
-}
-
-/// Whether an SQLite error means the disk or the file is unusable (full,
-/// read-only, I/O error) rather than a bug.
-pub fn is_storage_failure(error: &rusqlite::Error) -> bool {
-    use rusqlite::ErrorCode::{
-        CannotOpen, DatabaseBusy, DatabaseLocked, DiskFull, ReadOnly, SystemIoFailure,
-    };
-    matches!(
-        error.sqlite_error_code(),
-        Some(DiskFull | SystemIoFailure | ReadOnly | CannotOpen | DatabaseBusy | DatabaseLocked)
-    )
-}
-
 /// Shorthand for handler results.
 pub type ApiResult<T> = Result<T, ApiError>;
 

@@ -19,9 +19,9 @@ use std::time::{Duration, Instant};
 use mandate_core::{JwkSet, Jwks, SigningKey};
 use rusqlite::{Connection, OptionalExtension, params};
 
-use crate::clock::now_s;
-use crate::error::{ApiError, ApiResult};
+use crate::clock::Now;
 use crate::secrets::{Kek, Purpose};
+use crate::store::StoreError;
 
 /// The `meta` key of the human-reference secret.
 pub const SECRET_KEY: &str = "human_ref_secret";
@@ -49,9 +49,9 @@ pub struct KeyRing {
     last_unknown_kid_refresh: Mutex<Option<Instant>>,
 }
 
-/// Reads the ring from the database, opening each key with `kek`.
-pub fn load(conn: &Connection, kek: &Kek) -> ApiResult<Ring> {
-    let now = now_s();
+/// Reads the ring from the database at `now`, opening each key with `kek`.
+pub fn load(conn: &Connection, kek: &Kek, now: Now) -> Result<Ring, StoreError> {
+    let now = now.s();
     let mut statement = conn.prepare_cached(
         "SELECT kid, secret, retired_at IS NULL FROM signing_keys
          WHERE revoked_at IS NULL AND (retired_at IS NULL OR max_exp > ?1)
@@ -69,12 +69,12 @@ pub fn load(conn: &Connection, kek: &Kek) -> ApiResult<Ring> {
     for row in rows {
         let (kid, sealed, is_active) = row?;
         let secret = kek.open(Purpose::SigningKey, &kid, &sealed).map_err(|e| {
-            ApiError::internal(format!("the signing key {kid} cannot be opened: {e}"))
+            StoreError::Internal(format!("the signing key {kid} cannot be opened: {e}"))
         })?;
         let key = Arc::new(SigningKey::from_secret(&secret));
         if key.kid() != kid {
-            return Err(ApiError::internal(
-                "a stored signing key does not match its kid",
+            return Err(StoreError::Internal(
+                "a stored signing key does not match its kid".to_owned(),
             ));
         }
         if is_active && active.is_none() {
@@ -82,7 +82,7 @@ pub fn load(conn: &Connection, kek: &Kek) -> ApiResult<Ring> {
         }
         keys.push(key);
     }
-    let active = active.ok_or_else(|| ApiError::internal("no active signing key"))?;
+    let active = active.ok_or_else(|| StoreError::Internal("no active signing key".to_owned()))?;
     let jwks = Jwks::from_signing_keys(keys.iter().map(Arc::as_ref));
     let document = jwks.to_jwk_set();
     Ok(Ring {
@@ -141,19 +141,19 @@ impl KeyRing {
 /// one; the previous key, if any, is retired but stays published while
 /// tokens it signed are alive. Returns the new kid. Run it inside a
 /// transaction.
-pub fn rotate(conn: &Connection, kek: &Kek) -> ApiResult<String> {
+pub fn rotate(conn: &Connection, kek: &Kek, now: Now) -> Result<String, StoreError> {
     let secret: [u8; 32] = crate::random::bytes();
     let kid = SigningKey::from_secret(&secret).kid().to_owned();
     let sealed = kek
         .seal(Purpose::SigningKey, &kid, &secret)
-        .map_err(ApiError::internal)?;
+        .map_err(|e| StoreError::Internal(e.to_string()))?;
     conn.execute(
         "UPDATE signing_keys SET retired_at = ?1 WHERE retired_at IS NULL",
-        [now_s()],
+        [now.s()],
     )?;
     conn.execute(
         "INSERT INTO signing_keys (kid, secret, created_at) VALUES (?1, ?2, ?3)",
-        params![kid, sealed, now_s()],
+        params![kid, sealed, now.s()],
     )?;
     Ok(kid)
 }
@@ -180,7 +180,12 @@ pub struct KeyRevocation {
 /// signed, with every descendant, is revoked with reason
 /// [`KEY_REVOKED_REASON`]. Revoking the active key rotates first, so a new
 /// key signs. `None` when no key has this kid. Run it inside a transaction.
-pub fn revoke(conn: &Connection, kek: &Kek, kid: &str) -> ApiResult<Option<KeyRevocation>> {
+pub fn revoke(
+    conn: &Connection,
+    kek: &Kek,
+    kid: &str,
+    now: Now,
+) -> Result<Option<KeyRevocation>, StoreError> {
     let state: Option<(bool, bool)> = conn
         .query_row(
             "SELECT retired_at IS NULL, revoked_at IS NOT NULL FROM signing_keys WHERE kid = ?1",
@@ -192,11 +197,11 @@ pub fn revoke(conn: &Connection, kek: &Kek, kid: &str) -> ApiResult<Option<KeyRe
         return Ok(None);
     };
     let new_kid = if is_active && !already_revoked {
-        Some(rotate(conn, kek)?)
+        Some(rotate(conn, kek, now)?)
     } else {
         None
     };
-    let now = now_s();
+    let now = now.s();
     conn.execute(
         "UPDATE signing_keys SET revoked_at = coalesce(revoked_at, ?1),
              retired_at = coalesce(retired_at, ?1)

@@ -15,11 +15,11 @@ pub mod assurance;
 pub mod clock;
 pub mod config;
 pub mod error;
-pub mod idempotency;
 pub mod keyring;
 pub mod ledger;
 pub mod metrics;
 pub mod model;
+pub mod pending_core;
 pub mod proofs;
 pub mod queries;
 pub mod random;
@@ -38,13 +38,14 @@ use tokio::net::TcpListener;
 
 pub use api::app;
 use assurance::Assurance;
+use clock::Clock;
 use config::Config;
 use keyring::KeyRing;
-use ledger::ClaimsCache;
+use ledger::{Ledger, LedgerError};
 use metrics::Metrics;
 use proofs::SeenProofs;
 use ratelimit::Limiters;
-use store::Store;
+use store::{Lanes, Store, StoreError};
 use verified::VerifiedTokens;
 
 /// Installs the TLS crypto provider (ring) that outgoing HTTPS uses; a
@@ -62,13 +63,14 @@ pub struct AppState(Arc<Shared>);
 #[derive(Debug)]
 pub struct Shared {
     pub config: Config,
-    pub store: Store,
+    /// Where every request reads the time, once.
+    pub clock: Clock,
+    pub store: Store<Ledger>,
     pub keys: KeyRing,
     /// The 32-byte secret human references are keyed with.
     pub human_secret: [u8; 32],
     /// The key-encryption key, to open signing keys read on refresh.
     pub kek: Arc<secrets::Kek>,
-    pub claims: Arc<ClaimsCache>,
     /// DPoP proofs accepted and still live, shared by every worker.
     pub proofs: SeenProofs,
     /// Tokens already verified against the current keys.
@@ -89,27 +91,34 @@ impl std::ops::Deref for AppState {
 
 impl AppState {
     /// Opens the data folder of `config` (creating it on first start) and
-    /// starts the writer. Returns the admin key when it was just created.
+    /// starts the writer, on the system clock. Returns the admin key when it
+    /// was just created.
     pub fn open(config: Config) -> anyhow::Result<(AppState, Option<String>)> {
+        AppState::open_with_clock(config, Clock::system())
+    }
+
+    /// [`AppState::open`] on `clock` (a test's shifted clock).
+    pub fn open_with_clock(
+        config: Config,
+        clock: Clock,
+    ) -> anyhow::Result<(AppState, Option<String>)> {
         let assurance = Assurance::load(&config)?;
-        let prepared = setup::prepare(&config.data_dir, &config.key_file_path())?;
+        let prepared = setup::prepare(&config.data_dir, &config.key_file_path(), clock.now())?;
         let metrics = Arc::new(Metrics::new());
-        let store = Store::open(
-            &prepared.db_path,
-            config.readers,
-            config.query_budget(),
-            config.max_batch,
-            metrics.clone(),
-            ledger::commit_hooks(),
-        )?;
+        let lanes = Lanes {
+            readers: config.readers,
+            budget: config.query_budget(),
+            max_batch: config.max_batch,
+        };
+        let store = Store::open(&prepared.db_path, lanes, metrics.clone(), Ledger::new)?;
         let limiters = Limiters::new(&config.rate_limits, config.trusted_proxies.clone());
         let state = AppState(Arc::new(Shared {
             config,
+            clock,
             store,
             keys: KeyRing::new(prepared.ring),
             human_secret: prepared.human_secret,
             kek: prepared.kek,
-            claims: Arc::new(ClaimsCache::default()),
             proofs: SeenProofs::new(proofs::CAPACITY),
             verified: VerifiedTokens::new(verified::CAPACITY),
             limiters,
@@ -119,16 +128,16 @@ impl AppState {
         Ok((state, prepared.new_admin_key))
     }
 
-    /// Runs a write that stores a token this server signed. When its
-    /// signing key turns out to have been revoked (by the CLI, since the key
-    /// ring was last read), the keys are read again at once, so the retry
-    /// the answer asks for is signed by the new key.
-    pub async fn write_signed<T: Send + 'static>(
+    /// Runs `work` in the ledger; answers once its group has committed.
+    /// When a token's signing key turns out to have been revoked (by the
+    /// CLI, since the key ring was last read), the keys are read again at
+    /// once, so the retry the answer asks for is signed by the new key.
+    pub async fn write<T: Send + 'static>(
         &self,
-        work: impl FnOnce(&rusqlite::Connection) -> error::ApiResult<T> + Send + 'static,
-    ) -> error::ApiResult<T> {
+        work: impl FnOnce(&mut Ledger) -> Result<T, LedgerError> + Send + 'static,
+    ) -> Result<T, LedgerError> {
         let outcome = self.store.write(work).await;
-        if matches!(&outcome, Err(error) if error.code == "signing_key_revoked")
+        if matches!(outcome, Err(LedgerError::SigningKeyRevoked))
             && let Err(error) = self.refresh_keys().await
         {
             tracing::warn!(%error, "reading the signing keys after a revocation failed");
@@ -138,11 +147,12 @@ impl AppState {
 
     /// Re-reads the signing keys from the database (after a rotation by the
     /// CLI, or when a token names an unknown kid).
-    pub async fn refresh_keys(&self) -> error::ApiResult<()> {
+    pub async fn refresh_keys(&self) -> Result<(), StoreError> {
         let kek = self.kek.clone();
+        let now = self.clock.now();
         let ring = self
             .store
-            .read_keys(move |conn| keyring::load(conn, &kek))
+            .read_keys(move |conn| keyring::load(conn, &kek, now))
             .await?;
         self.keys.replace(ring);
         Ok(())
@@ -153,7 +163,7 @@ impl AppState {
     /// flood of forged kids costs one database read a second, not one each.
     /// When it is not yet due, the ring stays as it is (another request may
     /// have just refreshed it).
-    pub async fn refresh_keys_for_unknown_kid(&self) -> error::ApiResult<()> {
+    pub async fn refresh_keys_for_unknown_kid(&self) -> Result<(), StoreError> {
         if self
             .keys
             .may_refresh_for_unknown_kid(std::time::Instant::now())
@@ -178,9 +188,12 @@ async fn housekeeping(state: AppState) {
             tracing::warn!(%error, "refreshing signing keys failed");
         }
         state.limiters.forget_idle();
-        state.proofs.forget_lapsed(clock::now_s());
+        let now = state.clock.now();
+        state.proofs.forget_lapsed(now.s());
         if round % IDEMPOTENCY_SWEEP_ROUNDS == 0
-            && let Err(error) = state.store.write(idempotency::forget_expired).await
+            && let Err(error) = state
+                .write(move |ledger| ledger.forget_old_replies(now))
+                .await
         {
             tracing::warn!(%error, "deleting expired idempotency keys failed");
         }

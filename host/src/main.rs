@@ -6,6 +6,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use clap::{Parser, Subcommand};
+use mandate_host::clock::Clock;
 use mandate_host::config::Config;
 use mandate_host::secrets::Kek;
 use mandate_host::{apikeys, keyring, setup, store};
@@ -106,7 +107,11 @@ fn config(cli: &Cli) -> anyhow::Result<Config> {
 
 /// The database of the data folder, and the key that opens its secrets.
 fn operator_connection(config: &Config) -> anyhow::Result<(rusqlite::Connection, Arc<Kek>)> {
-    let prepared = setup::prepare(&config.data_dir, &config.key_file_path())?;
+    let prepared = setup::prepare(
+        &config.data_dir,
+        &config.key_file_path(),
+        Clock::system().now(),
+    )?;
     if let Some(key) = prepared.new_admin_key {
         let to_terminal = std::io::stdout().is_terminal();
         say(&format!(
@@ -127,7 +132,7 @@ fn keys(config: &Config, command: &KeysCommand) -> anyhow::Result<()> {
     match command {
         KeysCommand::Create { email } => {
             mandate_core::Identity::email(email)?;
-            let (id, key) = apikeys::create(&conn, Some(email), false)?;
+            let (id, key) = apikeys::create(&conn, Some(email), false, Clock::system().now())?;
             say(&format!("{id} {key}"));
             say("the key is shown once; store it now");
         }
@@ -143,7 +148,7 @@ fn keys(config: &Config, command: &KeysCommand) -> anyhow::Result<()> {
             }
         }
         KeysCommand::Revoke { id } => {
-            if !apikeys::revoke(&conn, id)? {
+            if !apikeys::revoke(&conn, id, Clock::system().now())? {
                 anyhow::bail!("no active key has the id {id}");
             }
             say(&format!("revoked {id}"));
@@ -155,7 +160,7 @@ fn keys(config: &Config, command: &KeysCommand) -> anyhow::Result<()> {
 fn rotate(config: &Config) -> anyhow::Result<()> {
     let (conn, kek) = operator_connection(config)?;
     let tx = conn.unchecked_transaction()?;
-    let kid = keyring::rotate(&tx, &kek)?;
+    let kid = keyring::rotate(&tx, &kek, Clock::system().now())?;
     tx.commit()?;
     say(&format!(
         "new signing key {kid}; a running server picks it up within seconds"
@@ -166,7 +171,7 @@ fn rotate(config: &Config) -> anyhow::Result<()> {
 fn revoke_signing_key(config: &Config, kid: &str) -> anyhow::Result<()> {
     let (conn, kek) = operator_connection(config)?;
     let tx = conn.unchecked_transaction()?;
-    let Some(done) = keyring::revoke(&tx, &kek, kid)? else {
+    let Some(done) = keyring::revoke(&tx, &kek, kid, Clock::system().now())? else {
         anyhow::bail!("no signing key has the kid {kid}");
     };
     tx.commit()?;

@@ -78,6 +78,19 @@ pub mod forms {
         Cancelled,
     }
 
+    /// The `result` filter of a record query: a result, `denied` or
+    /// `pending`.
+    #[derive(Debug, ToSchema)]
+    #[schema(rename_all = "snake_case")]
+    pub enum ResultFilter {
+        Success,
+        Error,
+        Timeout,
+        Cancelled,
+        Denied,
+        Pending,
+    }
+
     /// A human's rating.
     #[derive(Debug, ToSchema)]
     #[schema(rename_all = "snake_case")]

@@ -1,24 +1,71 @@
 //! The read side: records, reputation, workflow summaries and graphs, token
 //! status and workflow lists, read on the read-only connections. Numbers
-//! come from core (`reputation`, `summarize`, `result_key`).
+//! come from core (`summarize`, `result_key`); answers are typed values
+//! that `api` turns into response bodies, and failures a typed
+//! [`QueryError`].
 //!
 //! Every read runs under the store's time budget. A read stopped there fails
-//! with `query_too_broad`; the functions that can read many rows replace its
-//! detail with what the caller can narrow.
+//! with [`QueryError::TooBroad`], saying what the caller can narrow.
 
 use base64::Engine as _;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
-use mandate_core::{Outcome, ReputationCounts, Status, SummaryRow, reputation, summarize};
+use mandate_core::{Outcome, ReputationCounts, Status, SummaryRow, WorkflowSummary, summarize};
 use rusqlite::types::Value;
-use rusqlite::{Connection, OptionalExtension, params, params_from_iter};
+use rusqlite::{Connection, OptionalExtension, params_from_iter};
 
-use crate::clock::{iso_ms, iso_s};
-use crate::error::{ApiError, ApiResult, QUERY_TOO_BROAD};
-use crate::ledger::{record_from_row, select_record_sql, select_records_sql};
-use crate::model::{
-    GraphBody, GraphEdge, GraphNode, RecordBody, RecordPage, ReputationBody, ReputationCountsBody,
-    SummaryBody, TokenStatus, TokenSummary, WorkflowBody, WorkflowPage,
-};
+use crate::store::StoreError;
+use crate::store::records::{self, Record};
+use crate::store::tokens::{self, After, TokenRow};
+
+/// Why a read failed.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum QueryError {
+    #[error("no record has this aar_id")]
+    UnknownRecord,
+    #[error("no token was ever issued to this agent")]
+    UnknownAgent,
+    #[error("no workflow has this provenance_ref")]
+    UnknownWorkflow,
+    #[error("no token has this jti")]
+    UnknownToken,
+    /// A query parameter outside its form.
+    #[error("{0}")]
+    InvalidQuery(&'static str),
+    #[error("the cursor is not one this server handed out")]
+    InvalidCursor,
+    /// The read ran past its time budget; the text says what to narrow.
+    #[error("{0}")]
+    TooBroad(&'static str),
+    #[error(transparent)]
+    Store(StoreError),
+}
+
+/// What a read stopped at its budget says when its kind has nothing more
+/// precise to say.
+const TOO_BROAD: &str =
+    "the request needs more reading than the query time budget allows; narrow it";
+
+impl From<StoreError> for QueryError {
+    fn from(error: StoreError) -> QueryError {
+        match error {
+            StoreError::OverBudget => QueryError::TooBroad(TOO_BROAD),
+            other => QueryError::Store(other),
+        }
+    }
+}
+
+impl From<rusqlite::Error> for QueryError {
+    fn from(error: rusqlite::Error) -> QueryError {
+        StoreError::from(error).into()
+    }
+}
+
+/// A page of items, and the cursor of the next page if there is one.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Page<T> {
+    pub items: Vec<T>,
+    pub next_cursor: Option<String>,
+}
 
 /// Default and largest page sizes.
 pub const DEFAULT_LIMIT: u32 = 50;
@@ -40,13 +87,10 @@ const WORKFLOWS_TOO_BROAD: &str = "listing these workflows takes longer than the
      the workflows of the agent's tokens are read. Narrow since and until";
 
 /// Gives a read stopped at its time budget the detail of its kind.
-fn narrow(detail: &'static str) -> impl FnOnce(ApiError) -> ApiError {
-    move |error| {
-        if error.code == QUERY_TOO_BROAD {
-            ApiError::query_too_broad(detail)
-        } else {
-            error
-        }
+fn narrow(detail: &'static str) -> impl FnOnce(QueryError) -> QueryError {
+    move |error| match error {
+        QueryError::TooBroad(_) => QueryError::TooBroad(detail),
+        other => other,
     }
 }
 
@@ -58,30 +102,22 @@ fn encode_cursor(text: &str) -> String {
     URL_SAFE_NO_PAD.encode(text)
 }
 
-fn decode_cursor(cursor: &str, kind: char) -> ApiResult<String> {
-    let invalid = || {
-        ApiError::bad_request(
-            "invalid_cursor",
-            "the cursor is not one this server handed out",
-        )
-    };
-    let bytes = URL_SAFE_NO_PAD.decode(cursor).map_err(|_| invalid())?;
-    let text = String::from_utf8(bytes).map_err(|_| invalid())?;
+fn decode_cursor(cursor: &str, kind: char) -> Result<String, QueryError> {
+    let bytes = URL_SAFE_NO_PAD
+        .decode(cursor)
+        .map_err(|_| QueryError::InvalidCursor)?;
+    let text = String::from_utf8(bytes).map_err(|_| QueryError::InvalidCursor)?;
     let mut prefix = [0u8; 4];
     let rest = text
         .strip_prefix(kind.encode_utf8(&mut prefix) as &str)
         .and_then(|rest| rest.strip_prefix(':'))
-        .ok_or_else(invalid)?;
+        .ok_or(QueryError::InvalidCursor)?;
     Ok(rest.to_owned())
 }
 
 /// One record in full.
-pub fn record(conn: &Connection, aar_id: &str) -> ApiResult<RecordBody> {
-    conn.prepare_cached(&select_record_sql())?
-        .query_row([aar_id], record_from_row)
-        .optional()?
-        .map(|(body, _)| body)
-        .ok_or_else(|| ApiError::not_found("record_not_found", "no record has this aar_id"))
+pub fn record(conn: &Connection, aar_id: &str) -> Result<Record, QueryError> {
+    records::by_id(conn, aar_id)?.ok_or(QueryError::UnknownRecord)
 }
 
 /// Filters of a record query; all optional, combined with AND.
@@ -112,7 +148,7 @@ const CREATED_AT_FROM: &str = "SELECT created_at FROM records WHERE seq >= ?1 OR
 /// The first `seq` of a record created at or after `at_ms` (one past the
 /// last record when none is). `created_at` never decreases along `seq`, so a
 /// binary search over `seq` finds it in some twenty-odd index lookups.
-fn first_seq_at(conn: &Connection, at_ms: i64) -> ApiResult<i64> {
+fn first_seq_at(conn: &Connection, at_ms: i64) -> Result<i64, QueryError> {
     let (low, high): (Option<i64>, Option<i64>) = conn
         .prepare_cached(SEQ_BOUNDS)?
         .query_row([], |row| Ok((row.get(0)?, row.get(1)?)))?;
@@ -136,7 +172,7 @@ fn first_seq_at(conn: &Connection, at_ms: i64) -> ApiResult<i64> {
 }
 
 /// Records matching a filter, newest first, one page.
-pub fn records(conn: &Connection, filter: &RecordFilter) -> ApiResult<RecordPage> {
+pub fn records(conn: &Connection, filter: &RecordFilter) -> Result<Page<Record>, QueryError> {
     record_page(conn, filter).map_err(narrow(RECORDS_TOO_BROAD))
 }
 
@@ -144,8 +180,11 @@ pub fn records(conn: &Connection, filter: &RecordFilter) -> ApiResult<RecordPage
 /// provenance_ref and vat_jti each have an index; since, until and the
 /// cursor become a range of `seq`, the table's own key. The other filters
 /// are checked row by row.
-fn record_query(conn: &Connection, filter: &RecordFilter) -> ApiResult<(String, Vec<Value>)> {
-    let mut sql = select_records_sql();
+fn record_query(
+    conn: &Connection,
+    filter: &RecordFilter,
+) -> Result<(String, Vec<Value>), QueryError> {
+    let mut sql = records::select_sql();
     let mut clauses: Vec<&str> = Vec::new();
     let mut values: Vec<Value> = Vec::new();
     let mut equal = |clause: &'static str, value: &Option<String>, values: &mut Vec<Value>| {
@@ -167,8 +206,7 @@ fn record_query(conn: &Connection, filter: &RecordFilter) -> ApiResult<(String, 
             }
             _ => {
                 let outcome: Outcome = result.parse().map_err(|_| {
-                    ApiError::bad_request(
-                        "invalid_query",
+                    QueryError::InvalidQuery(
                         "result must be success, error, timeout, cancelled, denied or pending",
                     )
                 })?;
@@ -186,12 +224,9 @@ fn record_query(conn: &Connection, filter: &RecordFilter) -> ApiResult<(String, 
         values.push(Value::Integer(first_seq_at(conn, until)?));
     }
     if let Some(cursor) = &filter.cursor {
-        let seq: i64 = decode_cursor(cursor, 'r')?.parse().map_err(|_| {
-            ApiError::bad_request(
-                "invalid_cursor",
-                "the cursor is not one this server handed out",
-            )
-        })?;
+        let seq: i64 = decode_cursor(cursor, 'r')?
+            .parse()
+            .map_err(|_| QueryError::InvalidCursor)?;
         clauses.push("seq < ?");
         values.push(Value::Integer(seq));
     }
@@ -204,34 +239,26 @@ fn record_query(conn: &Connection, filter: &RecordFilter) -> ApiResult<(String, 
     Ok((sql, values))
 }
 
-fn record_page(conn: &Connection, filter: &RecordFilter) -> ApiResult<RecordPage> {
+fn record_page(conn: &Connection, filter: &RecordFilter) -> Result<Page<Record>, QueryError> {
     let (sql, values) = record_query(conn, filter)?;
     let mut statement = conn.prepare_cached(&sql)?;
-    let rows = statement.query_map(params_from_iter(values), |row| {
-        let (body, _) = record_from_row(row)?;
-        Ok((body, row.get::<_, i64>(22)?))
-    })?;
-    let mut page = Vec::new();
-    for row in rows {
-        page.push(row?);
-    }
+    let mut page = statement
+        .query_map(params_from_iter(values), records::from_row)?
+        .collect::<Result<Vec<_>, _>>()?;
     let more = page.len() > filter.limit as usize;
     page.truncate(filter.limit as usize);
     let next_cursor = more
-        .then(|| {
-            page.last()
-                .map(|(_, seq)| encode_cursor(&format!("r:{seq}")))
-        })
+        .then(|| page.last().map(|r| encode_cursor(&format!("r:{}", r.seq))))
         .flatten();
-    Ok(RecordPage {
-        records: page.into_iter().map(|(body, _)| body).collect(),
+    Ok(Page {
+        items: page,
         next_cursor,
     })
 }
 
-/// An agent's reputation, from its counters.
-pub fn agent_reputation(conn: &Connection, agent_id: &str) -> ApiResult<ReputationBody> {
-    let counts = conn
+/// An agent's counters, which its reputation is computed from.
+pub fn agent_counts(conn: &Connection, agent_id: &str) -> Result<ReputationCounts, QueryError> {
+    conn
         .prepare_cached(
             "SELECT successes, failures, pending, approved, flagged, rejected FROM agents WHERE agent_id = ?1",
         )?
@@ -246,38 +273,25 @@ pub fn agent_reputation(conn: &Connection, agent_id: &str) -> ApiResult<Reputati
             })
         })
         .optional()?
-        .ok_or_else(|| ApiError::not_found("agent_not_found", "no token was ever issued to this agent"))?;
-    let scores = reputation(&counts);
-    Ok(ReputationBody {
-        agent_id: format!("agent:{agent_id}"),
-        total_actions: scores.total_actions,
-        execution_score: scores.execution_score,
-        feedback_score: scores.feedback_score,
-        combined_reputation: scores.combined_reputation,
-        has_human_feedback: scores.has_human_feedback,
-        counts: ReputationCountsBody {
-            successes: counts.successes,
-            failures: counts.failures,
-            pending: counts.pending,
-            approved: counts.approved,
-            flagged: counts.flagged,
-            rejected: counts.rejected,
-        },
-    })
+        .ok_or(QueryError::UnknownAgent)
 }
 
-fn workflow_exists(conn: &Connection, provenance_ref: &str) -> ApiResult<String> {
-    conn.prepare_cached("SELECT human_ref FROM workflows WHERE provenance_ref = ?1")?
-        .query_row([provenance_ref], |row| row.get(0))
-        .optional()?
-        .ok_or_else(|| {
-            ApiError::not_found("workflow_not_found", "no workflow has this provenance_ref")
-        })
+/// The human at the root of a workflow and how they were verified.
+fn workflow_root(conn: &Connection, provenance_ref: &str) -> Result<(String, String), QueryError> {
+    conn.prepare_cached(
+        "SELECT human_ref, assurance_level FROM workflows WHERE provenance_ref = ?1",
+    )?
+    .query_row([provenance_ref], |row| Ok((row.get(0)?, row.get(1)?)))
+    .optional()?
+    .ok_or(QueryError::UnknownWorkflow)
 }
 
 /// The spec's workflow summary (2.4).
-pub fn workflow_summary(conn: &Connection, provenance_ref: &str) -> ApiResult<SummaryBody> {
-    workflow_exists(conn, provenance_ref)?;
+pub fn workflow_summary(
+    conn: &Connection,
+    provenance_ref: &str,
+) -> Result<WorkflowSummary, QueryError> {
+    workflow_root(conn, provenance_ref)?;
     let mut statement = conn.prepare_cached(
         "SELECT agent_id, action, result_key, count FROM workflow_counts WHERE provenance_ref = ?1",
     )?;
@@ -299,53 +313,7 @@ pub fn workflow_summary(conn: &Connection, provenance_ref: &str) -> ApiResult<Su
             result,
             count: *n,
         });
-    let summary = summarize(provenance_ref, rows);
-    Ok(SummaryBody {
-        provenance_ref: summary.provenance_ref,
-        total_records: summary.total_records,
-        unique_agents: summary.unique_agents,
-        actions_by_type: summary.actions_by_type,
-        results_by_type: summary.results_by_type,
-    })
-}
-
-fn token_status_text(revoked_at: Option<i64>, expires_at: i64, now_s: i64) -> &'static str {
-    if revoked_at.is_some() {
-        "revoked"
-    } else if now_s >= expires_at {
-        "expired"
-    } else {
-        "active"
-    }
-}
-
-/// A token row as the read side needs it.
-struct TokenRow {
-    jti: String,
-    parent: Option<String>,
-    agent_id: String,
-    depth: u32,
-    provenance_ref: String,
-    issued_at: i64,
-    expires_at: i64,
-    revoked_at: Option<i64>,
-    revoke_reason: Option<String>,
-}
-
-const TOKEN_COLUMNS: &str = "jti, parent, agent_id, depth, provenance_ref, issued_at, expires_at, revoked_at, revoke_reason";
-
-fn token_row(row: &rusqlite::Row<'_>) -> rusqlite::Result<TokenRow> {
-    Ok(TokenRow {
-        jti: row.get(0)?,
-        parent: row.get(1)?,
-        agent_id: row.get(2)?,
-        depth: row.get(3)?,
-        provenance_ref: row.get(4)?,
-        issued_at: row.get(5)?,
-        expires_at: row.get(6)?,
-        revoked_at: row.get(7)?,
-        revoke_reason: row.get(8)?,
-    })
+    Ok(summarize(provenance_ref, rows))
 }
 
 /// Which descendants of a token to list: a page of them in the order of
@@ -356,70 +324,47 @@ pub struct DescendantPage {
     pub cursor: Option<String>,
 }
 
-/// A token's status and a page of its descendants'.
-pub fn token_status(
-    conn: &Connection,
-    jti: &str,
-    page: &DescendantPage,
-    now_s: i64,
-) -> ApiResult<TokenStatus> {
-    token_tree(conn, jti, page, now_s).map_err(narrow(TOKEN_TOO_BROAD))
+/// A token and a page of its descendants.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TokenTree {
+    pub token: TokenRow,
+    pub descendants: Page<TokenRow>,
 }
 
-fn token_tree(
+/// A token and a page of its descendants.
+pub fn token_tree(
     conn: &Connection,
     jti: &str,
     page: &DescendantPage,
-    now_s: i64,
-) -> ApiResult<TokenStatus> {
-    let token = conn
-        .prepare_cached(&format!(
-            "SELECT {TOKEN_COLUMNS} FROM tokens WHERE jti = ?1"
-        ))?
-        .query_row([jti], token_row)
-        .optional()?
-        .ok_or_else(|| ApiError::not_found("token_not_found", "no token has this jti"))?;
-    let after = page
-        .cursor
-        .as_deref()
-        .map(|cursor| {
+) -> Result<TokenTree, QueryError> {
+    read_token_tree(conn, jti, page).map_err(narrow(TOKEN_TOO_BROAD))
+}
+
+fn read_token_tree(
+    conn: &Connection,
+    jti: &str,
+    page: &DescendantPage,
+) -> Result<TokenTree, QueryError> {
+    let token = tokens::by_jti(conn, jti)?.ok_or(QueryError::UnknownToken)?;
+    let after = match page.cursor.as_deref() {
+        None => After::start(),
+        Some(cursor) => {
             let text = decode_cursor(cursor, 'd')?;
             let mut parts = text.splitn(3, ':');
             let (Some(depth), Some(issued_at), Some(jti)) =
                 (parts.next(), parts.next(), parts.next())
             else {
-                return Err(ApiError::bad_request(
-                    "invalid_cursor",
-                    "the cursor is not one this server handed out",
-                ));
+                return Err(QueryError::InvalidCursor);
             };
-            let number = |text: &str| {
-                text.parse::<i64>().map_err(|_| {
-                    ApiError::bad_request(
-                        "invalid_cursor",
-                        "the cursor is not one this server handed out",
-                    )
-                })
-            };
-            Ok((number(depth)?, number(issued_at)?, jti.to_owned()))
-        })
-        .transpose()?
-        .unwrap_or((-1, 0, String::new()));
-    let mut statement = conn.prepare_cached(&format!(
-        "WITH RECURSIVE subtree(jti) AS (
-             SELECT jti FROM tokens WHERE parent = ?1
-             UNION ALL SELECT t.jti FROM tokens t JOIN subtree s ON t.parent = s.jti
-         )
-         SELECT {TOKEN_COLUMNS} FROM tokens WHERE jti IN (SELECT jti FROM subtree)
-             AND (depth, issued_at, jti) > (?2, ?3, ?4)
-         ORDER BY depth, issued_at, jti LIMIT ?5"
-    ))?;
-    let mut descendants = statement
-        .query_map(
-            params![jti, after.0, after.1, after.2, i64::from(page.limit) + 1],
-            token_row,
-        )?
-        .collect::<Result<Vec<_>, _>>()?;
+            let number = |text: &str| text.parse::<i64>().map_err(|_| QueryError::InvalidCursor);
+            After {
+                depth: number(depth)?,
+                issued_at: number(issued_at)?,
+                jti: jti.to_owned(),
+            }
+        }
+    };
+    let mut descendants = tokens::descendants(conn, jti, &after, i64::from(page.limit) + 1)?;
     let more = descendants.len() > page.limit as usize;
     descendants.truncate(page.limit as usize);
     let next_cursor = more
@@ -429,51 +374,26 @@ fn token_tree(
                 .map(|t| encode_cursor(&format!("d:{}:{}:{}", t.depth, t.issued_at, t.jti)))
         })
         .flatten();
-    let descendants = descendants
-        .into_iter()
-        .map(|t| TokenSummary {
-            status: token_status_text(t.revoked_at, t.expires_at, now_s).to_owned(),
-            jti: t.jti,
-            agent_id: t.agent_id,
-            parent: t.parent,
-            delegation_depth: t.depth,
-        })
-        .collect();
-    Ok(TokenStatus {
-        status: token_status_text(token.revoked_at, token.expires_at, now_s).to_owned(),
-        jti: token.jti,
-        agent_id: token.agent_id,
-        parent: token.parent,
-        delegation_depth: token.depth,
-        provenance_ref: token.provenance_ref,
-        issued_at: iso_s(token.issued_at),
-        expires_at: iso_s(token.expires_at),
-        revoked_at: token.revoked_at.map(iso_s),
-        revoke_reason: token.revoke_reason,
-        descendants,
-        next_cursor,
+    Ok(TokenTree {
+        token,
+        descendants: Page {
+            items: descendants,
+            next_cursor,
+        },
     })
 }
 
-fn empty_node(id: String, kind: &str) -> GraphNode {
-    GraphNode {
-        id,
-        kind: kind.to_owned(),
-        agent_id: None,
-        human_ref: None,
-        assurance_level: None,
-        delegation_depth: None,
-        status: None,
-        parent: None,
-        expires_at: None,
-        revoked_at: None,
-        action: None,
-        resource: None,
-        result: None,
-        deny_reason: None,
-        rating: None,
-        created_at: None,
-    }
+/// What the execution graph of a workflow is drawn from.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Graph {
+    pub human_ref: String,
+    pub assurance_level: String,
+    /// Its tokens, in the order of depth, issue time and jti.
+    pub tokens: Vec<TokenRow>,
+    /// Its newest records, oldest first.
+    pub records: Vec<Record>,
+    /// Whether tokens or records were left out.
+    pub truncated: bool,
 }
 
 /// The execution graph of a workflow: the human, every token, and the newest
@@ -482,52 +402,15 @@ pub fn workflow_graph(
     conn: &Connection,
     provenance_ref: &str,
     limit: u32,
-    now_s: i64,
-) -> ApiResult<GraphBody> {
-    graph(conn, provenance_ref, limit, now_s).map_err(narrow(GRAPH_TOO_BROAD))
+) -> Result<Graph, QueryError> {
+    graph(conn, provenance_ref, limit).map_err(narrow(GRAPH_TOO_BROAD))
 }
 
-fn graph(conn: &Connection, provenance_ref: &str, limit: u32, now_s: i64) -> ApiResult<GraphBody> {
-    let human_ref = workflow_exists(conn, provenance_ref)?;
-    let assurance: String = conn
-        .prepare_cached("SELECT assurance_level FROM workflows WHERE provenance_ref = ?1")?
-        .query_row([provenance_ref], |row| row.get(0))?;
-    let mut nodes = vec![GraphNode {
-        human_ref: Some(human_ref.clone()),
-        assurance_level: Some(assurance),
-        ..empty_node(human_ref.clone(), "human")
-    }];
-    let mut edges = Vec::new();
-    let mut statement = conn.prepare_cached(&format!(
-        "SELECT {TOKEN_COLUMNS} FROM tokens WHERE provenance_ref = ?1
-         ORDER BY depth, issued_at, jti LIMIT ?2"
-    ))?;
-    let tokens = statement
-        .query_map(params![provenance_ref, i64::from(limit) + 1], token_row)?
-        .collect::<Result<Vec<_>, _>>()?;
+fn graph(conn: &Connection, provenance_ref: &str, limit: u32) -> Result<Graph, QueryError> {
+    let (human_ref, assurance_level) = workflow_root(conn, provenance_ref)?;
+    let mut tokens = tokens::of_workflow(conn, provenance_ref, i64::from(limit) + 1)?;
     let tokens_truncated = tokens.len() > limit as usize;
-    for token in tokens.into_iter().take(limit as usize) {
-        let from = token.parent.clone().unwrap_or_else(|| human_ref.clone());
-        let kind = if token.parent.is_some() {
-            "delegated"
-        } else {
-            "issued"
-        };
-        edges.push(GraphEdge {
-            from,
-            to: token.jti.clone(),
-            kind: kind.to_owned(),
-        });
-        nodes.push(GraphNode {
-            agent_id: Some(token.agent_id),
-            delegation_depth: Some(token.depth),
-            status: Some(token_status_text(token.revoked_at, token.expires_at, now_s).to_owned()),
-            parent: token.parent,
-            expires_at: Some(iso_s(token.expires_at)),
-            revoked_at: token.revoked_at.map(iso_s),
-            ..empty_node(token.jti, "token")
-        });
-    }
+    tokens.truncate(limit as usize);
     let page = record_page(
         conn,
         &RecordFilter {
@@ -537,29 +420,13 @@ fn graph(conn: &Connection, provenance_ref: &str, limit: u32, now_s: i64) -> Api
         },
     )?;
     let truncated = page.next_cursor.is_some() || tokens_truncated;
-    for record in page.records.into_iter().rev() {
-        edges.push(GraphEdge {
-            from: record.vat_jti.clone().unwrap_or_default(),
-            to: record.aar_id.clone(),
-            kind: "action".to_owned(),
-        });
-        nodes.push(GraphNode {
-            agent_id: Some(record.agent_id),
-            status: Some(record.status),
-            action: Some(record.action),
-            resource: Some(record.resource),
-            result: record.result,
-            deny_reason: record.deny_reason,
-            rating: record.rating,
-            created_at: Some(record.created_at),
-            ..empty_node(record.aar_id, "record")
-        });
-    }
-    Ok(GraphBody {
-        provenance_ref: provenance_ref.to_owned(),
+    let mut records = page.items;
+    records.reverse();
+    Ok(Graph {
         human_ref,
-        nodes,
-        edges,
+        assurance_level,
+        tokens,
+        records,
         truncated,
     })
 }
@@ -578,12 +445,27 @@ pub struct WorkflowFilter {
     pub cursor: Option<String>,
 }
 
+/// A workflow as the list shows it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Workflow {
+    pub provenance_ref: String,
+    pub root_jti: String,
+    pub root_agent_id: String,
+    pub human_ref: String,
+    pub assurance_level: String,
+    pub total_records: u64,
+    /// Unix milliseconds.
+    pub created_at: i64,
+    /// Unix milliseconds.
+    pub last_activity: i64,
+}
+
 /// Workflows, most recently active first.
-pub fn workflows(conn: &Connection, filter: &WorkflowFilter) -> ApiResult<WorkflowPage> {
+pub fn workflows(conn: &Connection, filter: &WorkflowFilter) -> Result<Page<Workflow>, QueryError> {
     workflow_page(conn, filter).map_err(narrow(WORKFLOWS_TOO_BROAD))
 }
 
-fn workflow_page(conn: &Connection, filter: &WorkflowFilter) -> ApiResult<WorkflowPage> {
+fn workflow_page(conn: &Connection, filter: &WorkflowFilter) -> Result<Page<Workflow>, QueryError> {
     let mut sql = String::from(
         "SELECT provenance_ref, root_jti, root_agent_id, human_ref, assurance_level, total_records,
                 created_at, last_activity FROM workflows",
@@ -611,12 +493,7 @@ fn workflow_page(conn: &Connection, filter: &WorkflowFilter) -> ApiResult<Workfl
         let (at, provenance_ref) = text
             .split_once(':')
             .and_then(|(at, p)| Some((at.parse::<i64>().ok()?, p.to_owned())))
-            .ok_or_else(|| {
-                ApiError::bad_request(
-                    "invalid_cursor",
-                    "the cursor is not one this server handed out",
-                )
-            })?;
+            .ok_or(QueryError::InvalidCursor)?;
         clauses.push("(last_activity < ? OR (last_activity = ? AND provenance_ref < ?))");
         values.extend([
             Value::Integer(at),
@@ -632,21 +509,16 @@ fn workflow_page(conn: &Connection, filter: &WorkflowFilter) -> ApiResult<Workfl
     values.push(Value::Integer(i64::from(filter.limit) + 1));
     let mut statement = conn.prepare_cached(&sql)?;
     let rows = statement.query_map(params_from_iter(values), |row| {
-        let created_at: i64 = row.get(6)?;
-        let last_activity: i64 = row.get(7)?;
-        Ok((
-            WorkflowBody {
-                provenance_ref: row.get(0)?,
-                root_jti: row.get(1)?,
-                root_agent_id: row.get(2)?,
-                human_ref: row.get(3)?,
-                assurance_level: row.get(4)?,
-                total_records: count(row.get(5)?),
-                created_at: iso_ms(created_at),
-                last_activity: iso_ms(last_activity),
-            },
-            last_activity,
-        ))
+        Ok(Workflow {
+            provenance_ref: row.get(0)?,
+            root_jti: row.get(1)?,
+            root_agent_id: row.get(2)?,
+            human_ref: row.get(3)?,
+            assurance_level: row.get(4)?,
+            total_records: count(row.get(5)?),
+            created_at: row.get(6)?,
+            last_activity: row.get(7)?,
+        })
     })?;
     let mut page = rows.collect::<Result<Vec<_>, _>>()?;
     let more = page.len() > filter.limit as usize;
@@ -654,11 +526,11 @@ fn workflow_page(conn: &Connection, filter: &WorkflowFilter) -> ApiResult<Workfl
     let next_cursor = more
         .then(|| {
             page.last()
-                .map(|(w, at)| encode_cursor(&format!("w:{at}:{}", w.provenance_ref)))
+                .map(|w| encode_cursor(&format!("w:{}:{}", w.last_activity, w.provenance_ref)))
         })
         .flatten();
-    Ok(WorkflowPage {
-        workflows: page.into_iter().map(|(w, _)| w).collect(),
+    Ok(Page {
+        items: page,
         next_cursor,
     })
 }

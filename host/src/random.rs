@@ -3,6 +3,8 @@
 
 use mandate_core::Ulid;
 
+use crate::clock::Now;
+
 /// `N` bytes from the operating system's generator.
 pub fn bytes<const N: usize>() -> [u8; N] {
     let mut out = [0u8; N];
@@ -11,10 +13,8 @@ pub fn bytes<const N: usize>() -> [u8; N] {
     out
 }
 
-/// A fresh ULID for the current time.
-pub fn ulid() -> Ulid {
-    let millis = u64::try_from(crate::clock::now_ms())
-        .unwrap_or(0)
-        .min(Ulid::MAX_MILLIS);
+/// A fresh ULID for `now`.
+pub fn ulid(now: Now) -> Ulid {
+    let millis = u64::try_from(now.ms()).unwrap_or(0).min(Ulid::MAX_MILLIS);
     Ulid::new(millis, bytes()).expect("the time is clamped to the ULID range")
 }

@@ -20,6 +20,7 @@ use std::sync::Arc;
 
 use rusqlite::{Connection, OptionalExtension, params};
 
+use crate::clock::Now;
 use crate::keyring::{self, Ring, SECRET_KEY};
 use crate::secrets::{CHECK_KEY, Kek, Purpose};
 use crate::store::{DB_FILE, open_writer};
@@ -57,7 +58,7 @@ pub struct Prepared {
 
 /// Opens the data folder, creating everything on first start, and opens
 /// its secrets with the key file (see the module's rules).
-pub fn prepare(data_dir: &Path, key_file: &Path) -> anyhow::Result<Prepared> {
+pub fn prepare(data_dir: &Path, key_file: &Path, now: Now) -> anyhow::Result<Prepared> {
     DirBuilder::new()
         .recursive(true)
         .mode(0o700)
@@ -69,12 +70,12 @@ pub fn prepare(data_dir: &Path, key_file: &Path) -> anyhow::Result<Prepared> {
     let kek = unlock(&conn, key_file)?;
     let new_admin_key = match read_secret(&conn, &kek)? {
         Some(_) => None,
-        None => Some(first_start(&conn, data_dir, &kek)?),
+        None => Some(first_start(&conn, data_dir, &kek, now)?),
     };
     let human_secret = read_secret(&conn, &kek)?
         .ok_or_else(|| anyhow::anyhow!("the deployment secret is missing after set-up"))?;
-    let ring =
-        keyring::load(&conn, &kek).map_err(|e| anyhow::anyhow!("cannot load signing keys: {e}"))?;
+    let ring = keyring::load(&conn, &kek, now)
+        .map_err(|e| anyhow::anyhow!("cannot load signing keys: {e}"))?;
     conn.close().map_err(|(_, e)| e)?;
     Ok(Prepared {
         db_path,
@@ -245,7 +246,7 @@ fn read_secret(conn: &Connection, kek: &Kek) -> anyhow::Result<Option<[u8; 32]>>
 /// Creates the secret, the first signing key and the admin key in one
 /// transaction, the secrets sealed under `kek`; the admin key file is
 /// written and synced before it commits.
-fn first_start(conn: &Connection, data_dir: &Path, kek: &Kek) -> anyhow::Result<String> {
+fn first_start(conn: &Connection, data_dir: &Path, kek: &Kek, now: Now) -> anyhow::Result<String> {
     let tx = conn.unchecked_transaction()?;
     let secret: [u8; 32] = random::bytes();
     tx.execute(
@@ -255,8 +256,8 @@ fn first_start(conn: &Connection, data_dir: &Path, kek: &Kek) -> anyhow::Result<
             kek.seal(Purpose::HumanRefSecret, SECRET_KEY, &secret)?
         ],
     )?;
-    keyring::rotate(&tx, kek)?;
-    let (_, admin_key) = apikeys::create(&tx, None, true)?;
+    keyring::rotate(&tx, kek, now)?;
+    let (_, admin_key) = apikeys::create(&tx, None, true, now)?;
     let path = data_dir.join(ADMIN_KEY_FILE);
     let mut file = OpenOptions::new()
         .write(true)
@@ -318,7 +319,8 @@ mod tests {
             )
             .unwrap();
         }
-        let (_, admin_key) = apikeys::create(&conn, None, true).unwrap();
+        let (_, admin_key) =
+            apikeys::create(&conn, None, true, crate::clock::Clock::system().now()).unwrap();
         std::fs::write(data.join(ADMIN_KEY_FILE), format!("{admin_key}\n")).unwrap();
         conn.close().unwrap();
         admin_key

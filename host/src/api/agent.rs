@@ -8,49 +8,20 @@ use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use mandate_core::{AarId, DenyReason, Usd};
 
+use super::bodies;
 use super::docs::Errors;
 use super::extract::{Acting, AgentCall, IdempotentJson, Json, Need};
 use super::input;
-use crate::clock::now_ms;
+use super::problems::{denial, refusal};
+use super::write::{Rendered, once};
 use crate::error::{ApiError, ApiResult};
-use crate::idempotency::{self, Rendered, Reply};
-use crate::ledger::{
-    self, Attempt, AttemptOutcome, Completion, Credential, Delegation, DelegationOutcome,
-};
+use crate::ledger::{Attempt, Attempted, Completion, Delegated, Delegation};
 use crate::model::{
     AuthorizeRequest, AuthorizeResponse, CompleteRequest, DelegateRequest, IssuedToken,
     RecordActionRequest, RecordActionResponse, RecordBody,
 };
+use crate::queries::QueryError;
 use crate::{AppState, random};
-
-/// The problem a denied attempt answers with. An inactive token is named
-/// only to a caller who presented the token itself.
-fn denial(reason: DenyReason, credential: Credential) -> ApiError {
-    match reason {
-        DenyReason::TokenRevoked | DenyReason::TokenExpired => match credential {
-            Credential::Token => ApiError::holder_inactive(reason == DenyReason::TokenExpired),
-            Credential::Jti => ApiError::token_inactive(),
-        },
-        DenyReason::ActionNotPermitted => {
-            ApiError::forbidden(reason.code(), "the token does not hold this action")
-        }
-        DenyReason::ResourceNotPermitted => ApiError::forbidden(
-            reason.code(),
-            "no resource pattern of the token covers this resource",
-        ),
-        DenyReason::BudgetMaxSpendUsd => ApiError::forbidden(
-            reason.code(),
-            "this spend would pass max_spend_usd of the token or an ancestor",
-        ),
-        DenyReason::BudgetMaxActions => ApiError::forbidden(
-            reason.code(),
-            "one more action would pass max_actions of the token or an ancestor",
-        ),
-        DenyReason::ScopeWidening | DenyReason::DelegationTooDeep | DenyReason::TooManyChildren => {
-            ApiError::forbidden(reason.code(), "the delegation was refused")
-        }
-    }
-}
 
 /// What an agent asks to do, checked.
 fn attempt(
@@ -69,13 +40,15 @@ fn attempt(
     })
 }
 
-fn count_record(state: &AppState, outcome: &AttemptOutcome, allowed_status: &str) {
-    let status = if outcome.denied.is_some() {
-        "denied"
-    } else {
-        allowed_status
-    };
-    state.metrics.record_written(status);
+/// Counts a record written now (not a replayed answer's).
+fn count_record(state: &AppState, attempted: Option<&Attempted>, allowed_status: &str) {
+    if let Some(attempted) = attempted {
+        let status = match attempted.denied {
+            Some(_) => "denied",
+            None => allowed_status,
+        };
+        state.metrics.record_written(status);
+    }
 }
 
 /// Authorize, record and complete an action in one call.
@@ -95,47 +68,39 @@ pub(crate) async fn record_action(
     call: AgentCall,
     IdempotentJson { body, key }: IdempotentJson<RecordActionRequest>,
 ) -> ApiResult<Rendered> {
+    let now = state.clock.now();
     let acting = call
-        .acting(&state, body.vat_jti.as_deref(), Need::TokenOrJti)
+        .acting(&state, now, body.vat_jti.as_deref(), Need::TokenOrJti)
         .await?;
     let key = key.map(|k| k.scoped("record_action", acting.jti.as_str()));
     let attempt = attempt(acting, &body.action, &body.resource, body.spend_usd)?;
     let result = input::outcome(&body.result)?;
     let result_hash = input::result_hash(body.result_hash.as_deref())?;
-    let cache = state.claims.clone();
-    let reply = state
-        .store
-        .write(move |conn| {
-            idempotency::run(
-                conn,
-                key.as_ref(),
-                |conn| ledger::record_action(conn, &cache, &attempt, result, result_hash.as_ref()),
-                render_recorded,
-            )
-        })
-        .await?;
-    match reply {
-        Reply::Fresh(outcome) => {
-            count_record(&state, &outcome, "completed");
-            render_recorded(&outcome)
-        }
-        Reply::Replayed(rendered) => Ok(rendered),
-    }
+    let (attempted, rendered) = once(
+        &state,
+        key,
+        now,
+        move |ledger| ledger.record_action(&attempt, result, result_hash.as_ref(), now),
+        render_recorded,
+    )
+    .await?;
+    count_record(&state, attempted.as_ref(), "completed");
+    Ok(rendered)
 }
 
-fn render_recorded(outcome: &AttemptOutcome) -> ApiResult<Rendered> {
-    match outcome.denied {
+fn render_recorded(attempted: &Attempted) -> Rendered {
+    match attempted.denied {
         Some(reason) => Rendered::problem(
-            &denial(reason, outcome.credential).with_record(outcome.aar_id.as_str()),
+            &denial(reason, attempted.credential).with_record(attempted.aar_id.as_str()),
         ),
         None => Rendered::json(
             StatusCode::CREATED,
             &RecordActionResponse {
                 recorded: true,
-                aar_id: outcome.aar_id.to_string(),
-                provenance_ref: outcome.claims.svc_prov.to_string(),
-                trust_score: outcome.claims.svc_trust_score,
-                delegation_depth: outcome.claims.svc_depth,
+                aar_id: attempted.aar_id.to_string(),
+                provenance_ref: attempted.claims.svc_prov.to_string(),
+                trust_score: attempted.claims.svc_trust_score,
+                delegation_depth: attempted.claims.svc_depth,
             },
         ),
     }
@@ -158,49 +123,41 @@ pub(crate) async fn authorize(
     call: AgentCall,
     IdempotentJson { body, key }: IdempotentJson<AuthorizeRequest>,
 ) -> ApiResult<Rendered> {
+    let now = state.clock.now();
     let acting = call
-        .acting(&state, body.vat_jti.as_deref(), Need::TokenOrJti)
+        .acting(&state, now, body.vat_jti.as_deref(), Need::TokenOrJti)
         .await?;
     let key = key.map(|k| k.scoped("authorize", acting.jti.as_str()));
     let attempt = attempt(acting, &body.action, &body.resource, body.spend_usd)?;
-    let cache = state.claims.clone();
-    let reply = state
-        .store
-        .write(move |conn| {
-            idempotency::run(
-                conn,
-                key.as_ref(),
-                |conn| ledger::authorize(conn, &cache, &attempt),
-                render_decision,
-            )
-        })
-        .await?;
-    match reply {
-        Reply::Fresh(outcome) => {
-            count_record(&state, &outcome, "pending");
-            render_decision(&outcome)
-        }
-        Reply::Replayed(rendered) => Ok(rendered),
-    }
+    let (attempted, rendered) = once(
+        &state,
+        key,
+        now,
+        move |ledger| ledger.authorize(&attempt, now),
+        render_decision,
+    )
+    .await?;
+    count_record(&state, attempted.as_ref(), "pending");
+    Ok(rendered)
 }
 
-fn render_decision(outcome: &AttemptOutcome) -> ApiResult<Rendered> {
-    if let Some(reason @ (DenyReason::TokenRevoked | DenyReason::TokenExpired)) = outcome.denied {
+fn render_decision(attempted: &Attempted) -> Rendered {
+    if let Some(reason @ (DenyReason::TokenRevoked | DenyReason::TokenExpired)) = attempted.denied {
         return Rendered::problem(
-            &denial(reason, outcome.credential).with_record(outcome.aar_id.as_str()),
+            &denial(reason, attempted.credential).with_record(attempted.aar_id.as_str()),
         );
     }
-    let claims = &outcome.claims;
+    let claims = &attempted.claims;
     Rendered::json(
         StatusCode::OK,
         &AuthorizeResponse {
-            authorized: outcome.denied.is_none(),
-            aar_id: outcome.aar_id.to_string(),
+            authorized: attempted.denied.is_none(),
+            aar_id: attempted.aar_id.to_string(),
             trust_score: claims.svc_trust_score,
             provenance_ref: claims.svc_prov.to_string(),
             human_ref: claims.svc_human.to_string(),
             assurance_level: claims.svc_assurance.as_str().to_owned(),
-            reason: outcome.denied.map(|r| r.code().to_owned()),
+            reason: attempted.denied.map(|r| r.code().to_owned()),
         },
     )
 }
@@ -223,9 +180,9 @@ pub(crate) async fn complete(
     call: AgentCall,
     Json(body): Json<CompleteRequest>,
 ) -> ApiResult<axum::Json<RecordBody>> {
-    let presented = call.completer(&state).await?;
-    let aar_id = AarId::parse(&aar_id)
-        .map_err(|_| ApiError::not_found("record_not_found", "no record has this aar_id"))?;
+    let now = state.clock.now();
+    let presented = call.completer(&state, now).await?;
+    let aar_id = AarId::parse(&aar_id).map_err(|_| ApiError::from(QueryError::UnknownRecord))?;
     let completion = Completion {
         aar_id,
         result: input::outcome(&body.result)?,
@@ -233,14 +190,12 @@ pub(crate) async fn complete(
         spend: input::amount("spend_usd", body.spend_usd)?,
         presented,
     };
-    let cache = state.claims.clone();
-    let now = now_ms();
+    let presented_token = completion.presented.is_some();
     let record = state
-        .store
-        .write(move |conn| ledger::complete(conn, &cache, &completion, now))
+        .write(move |ledger| ledger.complete(&completion, now))
         .await?;
     state.metrics.record_written("completed");
-    Ok(axum::Json(record))
+    Ok(axum::Json(bodies::completed(record, presented_token)))
 }
 
 /// Delegates a narrower token to a sub-agent.
@@ -260,8 +215,9 @@ pub(crate) async fn delegate(
     call: AgentCall,
     IdempotentJson { body, key }: IdempotentJson<DelegateRequest>,
 ) -> ApiResult<Rendered> {
+    let now = state.clock.now();
     let parent = call
-        .acting(&state, body.vat_jti.as_deref(), Need::Token)
+        .acting(&state, now, body.vat_jti.as_deref(), Need::Token)
         .await?
         .jti;
     let key = key.map(|k| k.scoped("delegate", parent.as_str()));
@@ -273,33 +229,36 @@ pub(crate) async fn delegate(
         record_random: random::bytes(),
     };
     let signing_key = state.keys.current().active.clone();
-    let cache = state.claims.clone();
-    let reply = state
-        .write_signed(move |conn| {
-            idempotency::run(
-                conn,
-                key.as_ref(),
-                |conn| ledger::delegate_token(conn, &cache, &signing_key, delegation),
-                render_delegation,
-            )
-        })
-        .await?;
-    match reply {
-        Reply::Fresh(outcome) => {
-            let status = match outcome {
-                DelegationOutcome::Issued(_) => "completed",
-                DelegationOutcome::Denied { .. } => "denied",
-            };
-            state.metrics.record_written(status);
-            render_delegation(&outcome)
-        }
-        Reply::Replayed(rendered) => Ok(rendered),
+    let (delegated, rendered) = once(
+        &state,
+        key,
+        now,
+        move |ledger| ledger.delegate(delegation, &signing_key, now),
+        render_delegation,
+    )
+    .await?;
+    if let Some(delegated) = delegated {
+        let status = match delegated {
+            Delegated::Issued { .. } => "completed",
+            Delegated::Refused { .. } => "denied",
+        };
+        state.metrics.record_written(status);
     }
+    Ok(rendered)
 }
 
-fn render_delegation(outcome: &DelegationOutcome) -> ApiResult<Rendered> {
-    match outcome {
-        DelegationOutcome::Issued(token) => Rendered::json(StatusCode::CREATED, token),
-        DelegationOutcome::Denied { error, .. } => Rendered::problem(error),
+fn render_delegation(delegated: &Delegated) -> Rendered {
+    match delegated {
+        Delegated::Issued {
+            child,
+            compact_jwt,
+            aar_id,
+        } => match bodies::issued(child, compact_jwt.clone(), Some(aar_id)) {
+            Ok(token) => Rendered::json(StatusCode::CREATED, &token),
+            Err(error) => Rendered::problem(&error),
+        },
+        Delegated::Refused { aar_id, refusal: r } => {
+            Rendered::problem(&refusal(r).with_record(aar_id.as_str()))
+        }
     }
 }

@@ -7,11 +7,11 @@ use mandate_core::{AssuranceLevel, Identity};
 
 use super::docs::Errors;
 use super::extract::{ApiKeyAuth, IdempotentJson};
-use super::human::issue_root_token;
 use super::input;
+use super::issue::{Root, issue_root_token};
+use super::write::Rendered;
 use crate::AppState;
 use crate::error::{ApiError, ApiResult};
-use crate::idempotency::Rendered;
 use crate::model::{CaptureRequest, IssueL2Request, IssuedToken};
 
 /// Longest `id_token` or `nonce` accepted.
@@ -36,6 +36,7 @@ pub(crate) async fn issue_l2(
     ApiKeyAuth(principal): ApiKeyAuth,
     IdempotentJson { body, key }: IdempotentJson<IssueL2Request>,
 ) -> ApiResult<Rendered> {
+    let now = state.clock.now();
     if body.id_token.len() > MAX_ID_TOKEN_BYTES {
         return Err(ApiError::invalid(
             "id_token",
@@ -54,22 +55,19 @@ pub(crate) async fn issue_l2(
     let who = state
         .assurance
         .oidc
-        .verify(&body.id_token, nonce.as_deref())
+        .verify(&body.id_token, nonce.as_deref(), now)
         .await?;
     let identity = Identity::Oidc {
         issuer: who.issuer,
         subject: who.subject,
     };
     let key = key.map(|k| k.scoped("issue_l2", &principal.id));
-    issue_root_token(
-        &state,
-        &principal,
-        key,
-        &identity,
-        AssuranceLevel::L2,
+    let root = Root {
+        identity: &identity,
+        level: AssuranceLevel::L2,
         request,
-    )
-    .await
+    };
+    issue_root_token(&state, &principal, key, root, now).await
 }
 
 /// Issues a root token on an identity verifier's verdict (assurance level L3).
@@ -91,24 +89,22 @@ pub(crate) async fn auth_capture(
     ApiKeyAuth(principal): ApiKeyAuth,
     IdempotentJson { body, key }: IdempotentJson<CaptureRequest>,
 ) -> ApiResult<Rendered> {
+    let now = state.clock.now();
     let request = input::token_request(&body)?;
     let verified = state
         .assurance
         .verifiers
-        .verify(&body.verifier, &body.evidence)
+        .verify(&body.verifier, &body.evidence, now)
         .await?;
     let identity = Identity::Verified {
         verifier: body.verifier,
         subject: verified.subject,
     };
     let key = key.map(|k| k.scoped("auth_capture", &principal.id));
-    issue_root_token(
-        &state,
-        &principal,
-        key,
-        &identity,
-        AssuranceLevel::L3,
+    let root = Root {
+        identity: &identity,
+        level: AssuranceLevel::L3,
         request,
-    )
-    .await
+    };
+    issue_root_token(&state, &principal, key, root, now).await
 }

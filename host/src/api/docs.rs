@@ -5,9 +5,8 @@
 use utoipa::openapi::security::{Http, HttpAuthScheme, SecurityScheme};
 use utoipa::{IntoResponses, Modify, OpenApi};
 
-use super::human::ResultFilter;
 use crate::error::Problem;
-use crate::model::forms::ProvenanceRef;
+use crate::model::forms::{ProvenanceRef, ResultFilter};
 
 /// Problem responses (RFC 9457) shared by the operations.
 #[derive(Debug, IntoResponses)]

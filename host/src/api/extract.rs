@@ -18,12 +18,13 @@ use std::sync::Arc;
 
 use crate::AppState;
 use crate::apikeys::{self, Principal};
-use crate::clock::now_s;
+use crate::clock::Now;
 use crate::config::AgentAuth;
 use crate::error::{ApiError, ApiResult, truncate_chars};
-use crate::idempotency::{self, Presented};
-use crate::ledger::Credential;
+use crate::ledger::IdempotencyKey;
 use crate::proofs::Refused;
+use crate::store::StoreError;
+use crate::store::records::Credential;
 
 /// A JSON request body. Wrong content type → 415, too large → 413, not JSON
 /// → 400, JSON of the wrong shape → 422; each a problem body.
@@ -130,6 +131,46 @@ impl<T: DeserializeOwned, S: Send + Sync> FromRequest<S> for Json<T> {
     }
 }
 
+/// The request header of an idempotent write.
+pub(crate) const IDEMPOTENCY_KEY: &str = "idempotency-key";
+/// Longest `Idempotency-Key` accepted.
+const MAX_IDEMPOTENCY_KEY_LEN: usize = 255;
+
+/// An `Idempotency-Key` as sent, with the digest of the request body.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Presented {
+    key: String,
+    body_sha256: [u8; 32],
+}
+
+impl Presented {
+    /// Checks the header's form: 1 to 255 printable ASCII characters.
+    fn parse(key: &str, body_sha256: [u8; 32]) -> ApiResult<Presented> {
+        let valid = !key.is_empty()
+            && key.len() <= MAX_IDEMPOTENCY_KEY_LEN
+            && key.bytes().all(|b| b.is_ascii_graphic());
+        if !valid {
+            return Err(ApiError::bad_request(
+                "invalid_idempotency_key",
+                "Idempotency-Key must be 1 to 255 printable ASCII characters",
+            ));
+        }
+        Ok(Presented {
+            key: key.to_owned(),
+            body_sha256,
+        })
+    }
+
+    /// The key within a route and a credential (an API key's id, a jti).
+    pub(crate) fn scoped(self, route: &str, credential: &str) -> IdempotencyKey {
+        IdempotencyKey {
+            scope: format!("{route} {credential}"),
+            key: self.key,
+            body_sha256: self.body_sha256,
+        }
+    }
+}
+
 /// A JSON body of a write that may carry an `Idempotency-Key`.
 #[derive(Debug, Clone)]
 pub(crate) struct IdempotentJson<T> {
@@ -143,7 +184,7 @@ impl<T: DeserializeOwned, S: Send + Sync> FromRequest<S> for IdempotentJson<T> {
     async fn from_request(request: Request, state: &S) -> Result<IdempotentJson<T>, ApiError> {
         let header = request
             .headers()
-            .get(idempotency::HEADER)
+            .get(IDEMPOTENCY_KEY)
             .map(|value| {
                 value.to_str().map(str::to_owned).map_err(|_| {
                     ApiError::bad_request(
@@ -190,7 +231,7 @@ pub(crate) async fn api_key(state: &AppState, headers: &HeaderMap) -> ApiResult<
         .to_owned();
     let principal = state
         .store
-        .read_keys(move |conn| Ok(apikeys::lookup(conn, &presented)?))
+        .read_keys(move |conn| Ok::<_, StoreError>(apikeys::lookup(conn, &presented)?))
         .await?
         .ok_or_else(|| {
             ApiError::unauthorized("unauthorized", "the API key is unknown or revoked")
@@ -342,7 +383,12 @@ impl AgentCall {
     /// The token the caller presents, verified — its signature, issuer,
     /// lifetime (unless `lifetime` says otherwise), and for a bound token
     /// its proof, used once — or `None` when it presents none.
-    async fn presented(&self, state: &AppState, lifetime: Lifetime) -> ApiResult<Option<Jti>> {
+    async fn presented(
+        &self,
+        state: &AppState,
+        now: Now,
+        lifetime: Lifetime,
+    ) -> ApiResult<Option<Jti>> {
         let Some((scheme, compact)) = authorization(&self.headers)? else {
             return Ok(None);
         };
@@ -352,8 +398,8 @@ impl AgentCall {
                  Authorization: Bearer <compact_jwt> (DPoP <compact_jwt> with a proof when bound)",
             ));
         }
-        let claims = verify_token(state, compact, lifetime).await?;
-        let now = now_s();
+        let claims = verify_token(state, compact, lifetime, now).await?;
+        let now = now.s();
         let url = self.url(state);
         let request = ProofRequest {
             method: self.method.as_str(),
@@ -390,10 +436,11 @@ impl AgentCall {
     pub(crate) async fn acting(
         &self,
         state: &AppState,
+        now: Now,
         body_jti: Option<&str>,
         need: Need,
     ) -> ApiResult<Acting> {
-        let presented = self.presented(state, Lifetime::Checked).await?;
+        let presented = self.presented(state, now, Lifetime::Checked).await?;
         let named = body_jti
             .map(|text| parse_jti("vat_jti", text))
             .transpose()?;
@@ -439,8 +486,8 @@ impl AgentCall {
     /// The token presented with a completion, if any: verified as for any
     /// call, but whatever its lifetime, since a completion reports what the
     /// token did while it was valid.
-    pub(crate) async fn completer(&self, state: &AppState) -> ApiResult<Option<Jti>> {
-        let presented = self.presented(state, Lifetime::Ignored).await?;
+    pub(crate) async fn completer(&self, state: &AppState, now: Now) -> ApiResult<Option<Jti>> {
+        let presented = self.presented(state, now, Lifetime::Ignored).await?;
         if presented.is_none() && state.config.agent_auth == AgentAuth::Bearer {
             return Err(ApiError::token_required(
                 "this deployment takes agent calls with the token itself: \
@@ -460,6 +507,7 @@ async fn verify_token(
     state: &AppState,
     compact: &str,
     lifetime: Lifetime,
+    now: Now,
 ) -> ApiResult<Arc<Claims>> {
     let refused = |error: VerifyError| {
         state.metrics.verification_failed(error.code());
@@ -493,7 +541,7 @@ async fn verify_token(
     };
     if lifetime == Lifetime::Checked {
         claims
-            .check_time(now_s(), options.leeway_seconds)
+            .check_time(now.s(), options.leeway_seconds)
             .map_err(refused)?;
     }
     Ok(claims)

@@ -51,7 +51,7 @@ pub(crate) async fn healthz() -> axum::Json<Health> {
     responses((status = 200, body = Health), Errors)
 )]
 pub(crate) async fn readyz(State(state): State<AppState>) -> ApiResult<axum::Json<Health>> {
-    state.store.write(|_| Ok(())).await?;
+    state.write(|_| Ok(())).await?;
     Ok(axum::Json(Health {
         status: "ready".to_owned(),
     }))

@@ -5,11 +5,18 @@
 
 mod agent;
 mod assurance;
+mod bodies;
 mod docs;
 mod extract;
-mod human;
 mod input;
+mod issue;
 mod meta;
+mod problems;
+mod query;
+mod records;
+mod tokens;
+mod workflows;
+mod write;
 
 use std::any::Any;
 use std::net::SocketAddr;
@@ -191,22 +198,22 @@ async fn edge(State(state): State<AppState>, request: Request, next: Next) -> Re
 /// The whole application.
 pub fn app(state: AppState) -> Router {
     let (router, document) = OpenApiRouter::with_openapi(docs::ApiDoc::openapi())
-        .routes(routes!(human::issue_l1))
+        .routes(routes!(issue::issue_l1))
         .routes(routes!(assurance::issue_l2))
         .routes(routes!(assurance::auth_capture))
         .routes(routes!(agent::record_action))
         .routes(routes!(agent::authorize))
         .routes(routes!(agent::complete))
-        .routes(routes!(human::feedback))
-        .routes(routes!(human::reputation))
-        .routes(routes!(human::provenance_summary))
-        .routes(routes!(human::graph))
+        .routes(routes!(records::feedback))
+        .routes(routes!(workflows::reputation))
+        .routes(routes!(workflows::provenance_summary))
+        .routes(routes!(workflows::graph))
         .routes(routes!(agent::delegate))
-        .routes(routes!(human::revoke))
-        .routes(routes!(human::token))
-        .routes(routes!(human::record))
-        .routes(routes!(human::records))
-        .routes(routes!(human::workflows))
+        .routes(routes!(tokens::revoke))
+        .routes(routes!(tokens::token))
+        .routes(routes!(records::record))
+        .routes(routes!(records::records))
+        .routes(routes!(workflows::workflows))
         .routes(routes!(meta::jwks))
         .routes(routes!(meta::healthz))
         .routes(routes!(meta::readyz))

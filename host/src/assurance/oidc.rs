@@ -17,7 +17,7 @@
 
 use std::net::IpAddr;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use axum::http::StatusCode;
 use base64::Engine as _;
@@ -29,7 +29,7 @@ use reqwest::Url;
 use serde::Deserialize;
 use serde::de::DeserializeOwned;
 
-use crate::clock::now_s;
+use crate::clock::Now;
 use crate::config::OidcIssuer;
 use crate::error::{ApiError, ApiResult};
 
@@ -65,7 +65,7 @@ fn refused(code: &'static str, detail: &str) -> ApiError {
 #[derive(Debug)]
 struct CachedKeys {
     keys: Arc<JwkSet>,
-    fetched: Instant,
+    fetched: Now,
 }
 
 /// What is known of an issuer's keys. Locked only to read or update it,
@@ -74,7 +74,7 @@ struct CachedKeys {
 struct KeyCache {
     keys: Option<CachedKeys>,
     /// When the last fetch started, whether or not it succeeded.
-    last_attempt: Option<Instant>,
+    last_attempt: Option<Now>,
     /// Why the last fetch failed, answered while nothing is cached.
     last_error: Option<ApiError>,
 }
@@ -85,17 +85,17 @@ fn has_kid(keys: &JwkSet, kid: Option<&str>) -> bool {
 
 impl KeyCache {
     /// Whether a fetch started too recently for another.
-    fn throttled(&self) -> bool {
+    fn throttled(&self, now: Now) -> bool {
         self.last_attempt
-            .is_some_and(|at| at.elapsed() < REFETCH_INTERVAL)
+            .is_some_and(|at| now.since(at) < REFETCH_INTERVAL)
     }
 
     /// The cached keys, when they answer for `kid` without a fetch: fresh,
     /// and either holding `kid` or fetched too recently to fetch again.
-    fn usable(&self, kid: Option<&str>) -> Option<Arc<JwkSet>> {
+    fn usable(&self, kid: Option<&str>, now: Now) -> Option<Arc<JwkSet>> {
         let cached = self.keys.as_ref()?;
-        let fresh = cached.fetched.elapsed() < KEYS_TTL;
-        (fresh && (has_kid(&cached.keys, kid) || self.throttled())).then(|| cached.keys.clone())
+        let fresh = now.since(cached.fetched) < KEYS_TTL;
+        (fresh && (has_kid(&cached.keys, kid) || self.throttled(now))).then(|| cached.keys.clone())
     }
 
     /// The cached keys, however old, when they hold `kid`.
@@ -291,7 +291,7 @@ impl Issuer {
 
     /// Fetches the keys and caches them; on failure answers the cached keys
     /// if any. The caller holds the fetch lock.
-    async fn refresh(&self) -> ApiResult<Arc<JwkSet>> {
+    async fn refresh(&self, now: Now) -> ApiResult<Arc<JwkSet>> {
         let fetched = self.fetch().await;
         let mut cache = self.cache();
         match fetched {
@@ -299,7 +299,7 @@ impl Issuer {
                 let keys = Arc::new(keys);
                 cache.keys = Some(CachedKeys {
                     keys: keys.clone(),
-                    fetched: Instant::now(),
+                    fetched: now,
                 });
                 cache.last_error = None;
                 Ok(keys)
@@ -315,8 +315,8 @@ impl Issuer {
     /// The issuer's keys; fetched when missing, stale, or (at most every few
     /// seconds) when `kid` is not among them. While a fetch is in flight,
     /// cached keys that hold `kid` answer at once; others wait for its result.
-    async fn keys(self: &Arc<Issuer>, kid: Option<&str>) -> ApiResult<Arc<JwkSet>> {
-        if let Some(keys) = self.cache().usable(kid) {
+    async fn keys(self: &Arc<Issuer>, kid: Option<&str>, now: Now) -> ApiResult<Arc<JwkSet>> {
+        if let Some(keys) = self.cache().usable(kid, now) {
             return Ok(keys);
         }
         let fetching = match self.fetching.clone().try_lock_owned() {
@@ -332,20 +332,20 @@ impl Issuer {
             // The fetch that was in flight may have brought what is needed,
             // or failed too recently to try again.
             let mut cache = self.cache();
-            if let Some(keys) = cache.usable(kid) {
+            if let Some(keys) = cache.usable(kid, now) {
                 return Ok(keys);
             }
-            if cache.throttled() {
+            if cache.throttled(now) {
                 return cache.fallback();
             }
-            cache.last_attempt = Some(Instant::now());
+            cache.last_attempt = Some(now);
         }
         // The fetch runs as a task of its own, holding the fetch lock, so a
         // client that goes away cannot abandon it halfway.
         let issuer = self.clone();
         tokio::spawn(async move {
             let _fetching = fetching;
-            issuer.refresh().await
+            issuer.refresh(now).await
         })
         .await
         .map_err(ApiError::internal)?
@@ -417,8 +417,13 @@ impl OidcIssuers {
         self.issuers.is_empty()
     }
 
-    /// Verifies an ID token; returns who it names.
-    pub async fn verify(&self, id_token: &str, nonce: Option<&str>) -> ApiResult<OidcIdentity> {
+    /// Verifies an ID token at `now`; returns who it names.
+    pub async fn verify(
+        &self,
+        id_token: &str,
+        nonce: Option<&str>,
+        now: Now,
+    ) -> ApiResult<OidcIdentity> {
         let header: RawHeader = segment(id_token, 0)
             .filter(|_| id_token.split('.').count() == 3)
             .ok_or_else(|| refused("id_token_malformed", "it is not a compact JWS"))?;
@@ -435,7 +440,7 @@ impl OidcIssuers {
             .iter()
             .find(|i| i.config.issuer == unverified.iss)
             .ok_or_else(|| refused("id_token_unknown_issuer", "its issuer is not configured"))?;
-        let keys = issuer.keys(header.kid.as_deref()).await?;
+        let keys = issuer.keys(header.kid.as_deref(), now).await?;
         let jwk = match &header.kid {
             Some(kid) => keys.find(kid),
             None if keys.keys.len() == 1 => keys.keys.first(),
@@ -484,7 +489,7 @@ impl OidcIssuers {
                 _ => refused("id_token_malformed", "it could not be decoded"),
             })?
             .claims;
-        let now = now_s();
+        let now = now.s();
         if claims.iat > now + LEEWAY_SECONDS as i64 {
             return Err(refused(
                 "id_token_issued_in_future",
@@ -592,35 +597,32 @@ mod tests {
             "x": "11qYAYKxCrfVS_7TyWQHOg7hcvPapiMlrwIaaPcHURo"
         }]}))
         .unwrap();
-        let mut cache = KeyCache {
+        let now = Now::from_ms(1_800_000_000_000);
+        let cache = KeyCache {
             keys: Some(CachedKeys {
                 keys: Arc::new(keys),
-                fetched: Instant::now(),
+                fetched: now,
             }),
-            last_attempt: Some(Instant::now()),
+            last_attempt: Some(now),
             last_error: None,
         };
-        assert!(cache.throttled());
-        assert!(cache.usable(Some("a")).is_some());
-        assert!(cache.usable(None).is_some());
+        assert!(cache.throttled(now));
+        assert!(cache.usable(Some("a"), now).is_some());
+        assert!(cache.usable(None, now).is_some());
         assert!(
-            cache.usable(Some("b")).is_some(),
+            cache.usable(Some("b"), now).is_some(),
             "an unknown kid waits for the next allowed fetch"
         );
         assert!(cache.holding(Some("b")).is_none());
-        cache.last_attempt = Some(
-            Instant::now()
-                .checked_sub(REFETCH_INTERVAL)
-                .expect("the clock has run for a few seconds"),
-        );
-        assert!(!cache.throttled());
-        assert!(cache.usable(Some("a")).is_some());
-        assert!(cache.usable(Some("b")).is_none(), "a fetch is due");
+        let later = Now::from_ms(now.ms() + REFETCH_INTERVAL.as_millis() as i64);
+        assert!(!cache.throttled(later));
+        assert!(cache.usable(Some("a"), later).is_some());
+        assert!(cache.usable(Some("b"), later).is_none(), "a fetch is due");
 
         let failed = FetchError::DiscoveryMismatch("https://other.example".into()).problem();
         let empty = KeyCache {
             keys: None,
-            last_attempt: Some(Instant::now()),
+            last_attempt: Some(now),
             last_error: Some(failed.clone()),
         };
         assert_eq!(empty.fallback().unwrap_err(), failed);

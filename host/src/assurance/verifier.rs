@@ -17,7 +17,7 @@ use serde::{Deserialize, Serialize};
 use tokio::sync::Semaphore;
 
 use super::plugin::{Limits, Plugin};
-use crate::clock::now_s;
+use crate::clock::Now;
 use crate::config::Verifier as VerifierConfig;
 use crate::error::{ApiError, ApiResult, truncate_chars};
 
@@ -184,8 +184,8 @@ impl Verifiers {
         })
     }
 
-    /// Asks the named verifier about `evidence`.
-    pub async fn verify(&self, name: &str, evidence: &Evidence) -> ApiResult<Verified> {
+    /// Asks the named verifier about `evidence`, at `now`.
+    pub async fn verify(&self, name: &str, evidence: &Evidence, now: Now) -> ApiResult<Verified> {
         let kind =
             self.by_name.get(name).cloned().ok_or_else(|| {
                 ApiError::not_found("unknown_verifier", "no verifier has this name")
@@ -196,7 +196,7 @@ impl Verifiers {
                 issuer,
                 audience,
                 keys,
-            } => check_attestation(issuer, audience.as_deref(), keys, evidence),
+            } => check_attestation(issuer, audience.as_deref(), keys, evidence, now),
         }
     }
 
@@ -260,6 +260,7 @@ fn check_attestation(
     audience: Option<&str>,
     keys: &JwkSet,
     evidence: &Evidence,
+    now: Now,
 ) -> ApiResult<Verified> {
     let evidence: ProviderEvidence =
         serde_json::from_value(serde_json::Value::Object(evidence.clone())).map_err(|_| {
@@ -333,7 +334,7 @@ fn check_attestation(
             ),
         })?
         .claims;
-    let now = now_s();
+    let now = now.s();
     if claims.iat > now + LEEWAY_SECONDS as i64 {
         return Err(refused(
             "attestation_issued_in_future",

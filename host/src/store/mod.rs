@@ -10,7 +10,10 @@
 //! or a commit that fails (a full disk), fails every write of the group and
 //! nothing of it is acknowledged (see `writer`).
 
+pub mod idempotency;
+pub mod records;
 pub(crate) mod schema;
+pub mod tokens;
 mod writer;
 
 use std::os::unix::fs::OpenOptionsExt as _;
@@ -24,9 +27,52 @@ use prometheus_client::metrics::gauge::Gauge;
 use rusqlite::{Connection, OpenFlags, params};
 use tokio::sync::Semaphore;
 
-use crate::error::{ApiError, ApiResult};
 use crate::metrics::Metrics;
-pub(crate) use writer::{Hooks, Writer};
+pub use writer::Owned;
+use writer::Writer;
+
+/// What the store itself can fail with, whatever the work it ran.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum StoreError {
+    /// Storage cannot take writes now (a full disk, an I/O error, a busy or
+    /// read-only file, a shutdown, a failed group): a retry in a few seconds
+    /// may succeed.
+    #[error("{0}")]
+    Unavailable(&'static str),
+    /// A read stopped at its time budget (`query_budget_ms`).
+    #[error("the read ran past the query time budget")]
+    OverBudget,
+    /// Mandate's own fault: a statement that should not fail, a stored row
+    /// of the wrong shape. The text is for the log, never for a client.
+    #[error("{0}")]
+    Internal(String),
+}
+
+impl From<rusqlite::Error> for StoreError {
+    fn from(error: rusqlite::Error) -> StoreError {
+        // Only the read budget's progress handler interrupts statements.
+        if error.sqlite_error_code() == Some(rusqlite::ErrorCode::OperationInterrupted) {
+            StoreError::OverBudget
+        } else if is_storage_failure(&error) {
+            tracing::error!(%error, "storage failure");
+            StoreError::Unavailable("storage cannot take writes right now; retry later")
+        } else {
+            StoreError::Internal(error.to_string())
+        }
+    }
+}
+
+/// Whether an SQLite error means the disk or the file is unusable (full,
+/// read-only, I/O error) rather than a bug.
+pub fn is_storage_failure(error: &rusqlite::Error) -> bool {
+    use rusqlite::ErrorCode::{
+        CannotOpen, DatabaseBusy, DatabaseLocked, DiskFull, ReadOnly, SystemIoFailure,
+    };
+    matches!(
+        error.sqlite_error_code(),
+        Some(DiskFull | SystemIoFailure | ReadOnly | CannotOpen | DatabaseBusy | DatabaseLocked)
+    )
+}
 
 /// The database file's name inside the data folder.
 pub const DB_FILE: &str = "mandate.db";
@@ -77,6 +123,15 @@ pub fn open_writer(path: &Path) -> anyhow::Result<Connection> {
     if synchronous != 2 {
         anyhow::bail!("SQLite refused synchronous=FULL (got {synchronous})");
     }
+    migrate(&conn)?;
+    Ok(conn)
+}
+
+/// A private in-memory database with the schema, for tests of what runs on
+/// the write connection.
+pub fn open_in_memory() -> anyhow::Result<Connection> {
+    let conn = Connection::open_in_memory()?;
+    conn.pragma_update(None, "foreign_keys", "ON")?;
     migrate(&conn)?;
     Ok(conn)
 }
@@ -242,27 +297,32 @@ impl ReaderPool {
 
     /// Runs `work` on one of the pool's connections in a blocking task,
     /// waiting for a free one first.
-    async fn run<T: Send + 'static>(
+    async fn run<T, E>(
         self: &Arc<ReaderPool>,
-        work: impl FnOnce(&Connection) -> ApiResult<T> + Send + 'static,
-    ) -> ApiResult<T> {
+        work: impl FnOnce(&Connection) -> Result<T, E> + Send + 'static,
+    ) -> Result<T, E>
+    where
+        T: Send + 'static,
+        E: From<StoreError> + Send + 'static,
+    {
         let permit = self
             .permits
             .clone()
             .acquire_owned()
             .await
-            .map_err(|_| ApiError::unavailable("the store is closed"))?;
+            .map_err(|_| StoreError::Unavailable("the store is closed"))?;
         let pool = self.clone();
         let abandon = Abandon::default();
         let abandoned = abandon.0.clone();
         tokio::task::spawn_blocking(move || {
             let _busy = Busy::start(&pool.busy);
-            let mut conn = pool.take()?;
+            let mut conn = pool.take().map_err(StoreError::from)?;
             if let Some(deadline) = pool.budget.and_then(|b| Instant::now().checked_add(b)) {
                 conn.progress_handler(
                     BUDGET_CHECK_STEPS,
                     Some(move || abandoned.load(Ordering::Relaxed) || Instant::now() >= deadline),
-                )?;
+                )
+                .map_err(StoreError::from)?;
             }
             let result = work(&conn);
             pool.give_back(conn);
@@ -270,7 +330,7 @@ impl ReaderPool {
             result
         })
         .await
-        .map_err(ApiError::internal)?
+        .map_err(|e| StoreError::Internal(format!("a read panicked: {e}")))?
     }
 }
 
@@ -310,32 +370,66 @@ impl Drop for Busy<'_> {
 /// rows (record filters, graphs, workflow lists, token trees). Reads in
 /// `lookups` and `queries` have a time budget; a scan can hold a `queries`
 /// connection for that long at most, and can never hold the other two.
-#[derive(Debug, Clone)]
-pub struct Store {
-    writer: Writer,
+/// `S` is what the writer thread owns (the ledger): writes run against it.
+pub struct Store<S> {
+    writer: Writer<S>,
     keys: Arc<ReaderPool>,
     lookups: Arc<ReaderPool>,
     queries: Arc<ReaderPool>,
 }
 
-impl Store {
-    /// Opens (creating if needed) the database at `path` and starts the
-    /// writer thread. `readers` is the size of the `queries` lane and
-    /// `budget` the time budget of each read; `max_batch` caps how many
-    /// writes share a commit; `hooks` run around each commit.
-    pub(crate) fn open(
+impl<S> Clone for Store<S> {
+    fn clone(&self) -> Store<S> {
+        Store {
+            writer: self.writer.clone(),
+            keys: self.keys.clone(),
+            lookups: self.lookups.clone(),
+            queries: self.queries.clone(),
+        }
+    }
+}
+
+impl<S> std::fmt::Debug for Store<S> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Store")
+            .field("keys", &self.keys)
+            .field("lookups", &self.lookups)
+            .field("queries", &self.queries)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Sizes and budgets of a [`Store`].
+#[derive(Debug, Clone, Copy)]
+pub struct Lanes {
+    /// Connections of the `queries` lane.
+    pub readers: usize,
+    /// Time budget of each read in the `lookups` and `queries` lanes.
+    pub budget: Duration,
+    /// Most writes that share a commit.
+    pub max_batch: usize,
+}
+
+impl<S: Owned> Store<S> {
+    /// Opens (creating if needed) the database at `path`, hands the write
+    /// connection to `own` and starts the writer thread on what it makes.
+    pub fn open(
         path: &Path,
-        readers: usize,
-        budget: Duration,
-        max_batch: usize,
+        lanes: Lanes,
         metrics: Arc<Metrics>,
-        hooks: Hooks,
-    ) -> anyhow::Result<Store> {
+        own: impl FnOnce(Connection) -> S,
+    ) -> anyhow::Result<Store<S>> {
         let conn = open_writer(path)?;
         let keys = ReaderPool::new(path, KEY_READERS, None, &metrics, "keys");
-        let lookups = ReaderPool::new(path, LOOKUP_READERS, Some(budget), &metrics, "lookups");
-        let queries = ReaderPool::new(path, readers, Some(budget), &metrics, "queries");
-        let writer = Writer::start(conn, max_batch, metrics, hooks)?;
+        let lookups = ReaderPool::new(
+            path,
+            LOOKUP_READERS,
+            Some(lanes.budget),
+            &metrics,
+            "lookups",
+        );
+        let queries = ReaderPool::new(path, lanes.readers, Some(lanes.budget), &metrics, "queries");
+        let writer = Writer::start(own(conn), lanes.max_batch, metrics)?;
         Ok(Store {
             writer,
             keys,
@@ -344,40 +438,56 @@ impl Store {
         })
     }
 
-    /// Runs `work` in the writer; answers once its batch has committed.
-    pub async fn write<T: Send + 'static>(
+    /// Runs `work` in the writer; answers once its group has committed.
+    pub async fn write<T, E>(
         &self,
-        work: impl FnOnce(&Connection) -> ApiResult<T> + Send + 'static,
-    ) -> ApiResult<T> {
+        work: impl FnOnce(&mut S) -> Result<T, E> + Send + 'static,
+    ) -> Result<T, E>
+    where
+        T: Send + 'static,
+        E: From<StoreError> + Send + 'static,
+    {
         self.writer.write(work).await
     }
 
     /// Runs `work`, a read that may touch many rows, in the `queries` lane
     /// under the time budget: past it, the read fails with
-    /// `query_too_broad`.
-    pub async fn read<T: Send + 'static>(
+    /// [`StoreError::OverBudget`].
+    pub async fn read<T, E>(
         &self,
-        work: impl FnOnce(&Connection) -> ApiResult<T> + Send + 'static,
-    ) -> ApiResult<T> {
+        work: impl FnOnce(&Connection) -> Result<T, E> + Send + 'static,
+    ) -> Result<T, E>
+    where
+        T: Send + 'static,
+        E: From<StoreError> + Send + 'static,
+    {
         self.queries.run(work).await
     }
 
     /// Runs `work`, a read of one item by its key, in the `lookups` lane
     /// under the time budget. Slow queries never hold these connections.
-    pub async fn lookup<T: Send + 'static>(
+    pub async fn lookup<T, E>(
         &self,
-        work: impl FnOnce(&Connection) -> ApiResult<T> + Send + 'static,
-    ) -> ApiResult<T> {
+        work: impl FnOnce(&Connection) -> Result<T, E> + Send + 'static,
+    ) -> Result<T, E>
+    where
+        T: Send + 'static,
+        E: From<StoreError> + Send + 'static,
+    {
         self.lookups.run(work).await
     }
 
     /// Runs `work`, an API-key or signing-key lookup that a request waits
     /// for before anything else, in the `keys` lane, which nothing else
     /// uses. It has no budget: only indexed reads of a few rows belong here.
-    pub async fn read_keys<T: Send + 'static>(
+    pub async fn read_keys<T, E>(
         &self,
-        work: impl FnOnce(&Connection) -> ApiResult<T> + Send + 'static,
-    ) -> ApiResult<T> {
+        work: impl FnOnce(&Connection) -> Result<T, E> + Send + 'static,
+    ) -> Result<T, E>
+    where
+        T: Send + 'static,
+        E: From<StoreError> + Send + 'static,
+    {
         self.keys.run(work).await
     }
 

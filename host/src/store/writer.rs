@@ -13,6 +13,10 @@
 //! the transaction rolls back and every caller of the group is told to
 //! retry. That happens only when storage itself fails, which would fail the
 //! commit anyway — and it spares every write a savepoint of its own.
+//!
+//! The thread owns a value (the ledger) that holds the connection and what
+//! the writes of a group keep in memory until they commit; it knows nothing
+//! of what that value does beyond the [`Owned`] protocol.
 
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::{Arc, Mutex};
@@ -21,69 +25,97 @@ use std::thread::JoinHandle;
 use rusqlite::Connection;
 use tokio::sync::{mpsc, oneshot};
 
-use crate::error::{ApiError, ApiResult};
+use super::StoreError;
 use crate::metrics::Metrics;
 
 /// How many writes may wait for the writer before callers wait to enqueue.
 const QUEUE_DEPTH: usize = 8192;
 
+/// What the writer thread owns: the write connection, and whatever the
+/// writes of a group keep in memory until the group commits.
+pub trait Owned: Send + 'static {
+    /// The read-write connection every write runs on.
+    fn connection(&self) -> &Connection;
+    /// Runs just before `COMMIT`, in the group's transaction: writes what
+    /// the group kept in memory.
+    fn before_commit(&mut self) -> Result<(), StoreError>;
+    /// Runs after a group was rolled back: forgets what it kept.
+    fn after_rollback(&mut self);
+    /// Closes the connection, once the last write has committed.
+    fn close(self);
+}
+
 /// Hands the commit result to the caller.
-type Delivery = Box<dyn FnOnce(Result<(), ApiError>) + Send>;
+type Delivery = Box<dyn FnOnce(Result<(), StoreError>) + Send>;
 
 /// A queued write.
-trait Job: Send {
+trait Job<S>: Send {
     /// Runs in the group's transaction; says whether it succeeded, and how to
     /// answer once the group has committed.
-    fn run(self: Box<Self>, conn: &Connection) -> (bool, Delivery);
+    fn run(self: Box<Self>, owned: &mut S) -> (bool, Delivery);
     /// Answers with an error without running.
-    fn abandon(self: Box<Self>, error: ApiError);
+    fn abandon(self: Box<Self>, error: StoreError);
 }
 
-struct TypedJob<T, F> {
+struct TypedJob<T, E, F> {
     work: F,
-    answer: oneshot::Sender<ApiResult<T>>,
+    answer: oneshot::Sender<Result<T, E>>,
 }
 
-impl<T, F> Job for TypedJob<T, F>
+impl<S, T, E, F> Job<S> for TypedJob<T, E, F>
 where
     T: Send + 'static,
-    F: FnOnce(&Connection) -> ApiResult<T> + Send,
+    E: From<StoreError> + Send + 'static,
+    F: FnOnce(&mut S) -> Result<T, E> + Send,
 {
-    fn run(self: Box<Self>, conn: &Connection) -> (bool, Delivery) {
+    fn run(self: Box<Self>, owned: &mut S) -> (bool, Delivery) {
         let TypedJob { work, answer } = *self;
-        let outcome = work(conn);
+        let outcome = work(owned);
         let keep = outcome.is_ok();
         let deliver: Delivery = Box::new(move |committed| {
             // The caller may have gone away; nothing to do then.
-            let _ = answer.send(committed.and(outcome));
+            let _ = answer.send(committed.map_err(E::from).and(outcome));
         });
         (keep, deliver)
     }
 
-    fn abandon(self: Box<Self>, error: ApiError) {
-        let _ = self.answer.send(Err(error));
+    fn abandon(self: Box<Self>, error: StoreError) {
+        let _ = self.answer.send(Err(error.into()));
     }
 }
 
 /// A handle to the writer thread.
-#[derive(Debug, Clone)]
-pub(crate) struct Writer {
-    queue: mpsc::Sender<Box<dyn Job>>,
+pub(crate) struct Writer<S> {
+    queue: mpsc::Sender<Box<dyn Job<S>>>,
     thread: Arc<Mutex<Option<JoinHandle<()>>>>,
 }
 
-impl Writer {
-    /// Starts the writer thread on `conn`.
+impl<S> Clone for Writer<S> {
+    fn clone(&self) -> Writer<S> {
+        Writer {
+            queue: self.queue.clone(),
+            thread: self.thread.clone(),
+        }
+    }
+}
+
+impl<S> std::fmt::Debug for Writer<S> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Writer").finish_non_exhaustive()
+    }
+}
+
+impl<S: Owned> Writer<S> {
+    /// Starts the writer thread, which owns `owned`.
     pub(crate) fn start(
-        conn: Connection,
+        owned: S,
         max_batch: usize,
         metrics: Arc<Metrics>,
-        hooks: Hooks,
-    ) -> anyhow::Result<Writer> {
+    ) -> anyhow::Result<Writer<S>> {
         let (queue, jobs) = mpsc::channel(QUEUE_DEPTH);
         let thread = std::thread::Builder::new()
             .name("mandate-writer".into())
-            .spawn(move || run(conn, jobs, max_batch.max(1), &metrics, hooks))?;
+            .spawn(move || run(owned, jobs, max_batch.max(1), &metrics))?;
         Ok(Writer {
             queue,
             thread: Arc::new(Mutex::new(Some(thread))),
@@ -91,19 +123,23 @@ impl Writer {
     }
 
     /// Runs `work` in the writer and answers after its group commits.
-    pub(crate) async fn write<T: Send + 'static>(
+    pub(crate) async fn write<T, E>(
         &self,
-        work: impl FnOnce(&Connection) -> ApiResult<T> + Send + 'static,
-    ) -> ApiResult<T> {
+        work: impl FnOnce(&mut S) -> Result<T, E> + Send + 'static,
+    ) -> Result<T, E>
+    where
+        T: Send + 'static,
+        E: From<StoreError> + Send + 'static,
+    {
         let (answer, answered) = oneshot::channel();
-        let job: Box<dyn Job> = Box::new(TypedJob { work, answer });
+        let job: Box<dyn Job<S>> = Box::new(TypedJob { work, answer });
         self.queue
             .send(job)
             .await
-            .map_err(|_| ApiError::unavailable("the server is shutting down"))?;
+            .map_err(|_| StoreError::Unavailable("the server is shutting down"))?;
         answered
             .await
-            .map_err(|_| ApiError::internal("a write panicked in the writer"))?
+            .map_err(|_| StoreError::Internal("a write panicked in the writer".to_owned()))?
     }
 
     /// Closes the queue and waits for queued writes to commit and the thread
@@ -133,20 +169,10 @@ enum Ran {
     Poisoned(Option<Delivery>),
 }
 
-/// Hooks around a group's commit: work deferred by the writes of the group
-/// (counters kept in memory and written once), and its undoing.
-#[derive(Debug, Clone, Copy)]
-pub(crate) struct Hooks {
-    /// Runs just before `COMMIT`, in the transaction.
-    pub(crate) before_commit: fn(&Connection) -> ApiResult<()>,
-    /// Runs after a group was rolled back.
-    pub(crate) after_rollback: fn(),
-}
-
-fn run_job(conn: &Connection, job: Box<dyn Job>) -> Ran {
-    let before = conn.total_changes();
-    let outcome = catch_unwind(AssertUnwindSafe(|| job.run(conn)));
-    let untouched = conn.total_changes() == before;
+fn run_job<S: Owned>(owned: &mut S, job: Box<dyn Job<S>>) -> Ran {
+    let before = owned.connection().total_changes();
+    let outcome = catch_unwind(AssertUnwindSafe(|| job.run(owned)));
+    let untouched = owned.connection().total_changes() == before;
     match outcome {
         Ok((true, deliver)) => Ran::Answer(deliver),
         Ok((false, deliver)) if untouched => Ran::Answer(deliver),
@@ -164,22 +190,23 @@ fn run_job(conn: &Connection, job: Box<dyn Job>) -> Ran {
 
 /// Runs a group in one transaction. Returns how to answer each job and the
 /// commit result they all share.
-fn commit_group(
-    conn: &Connection,
-    jobs: Vec<Box<dyn Job>>,
-    hooks: Hooks,
-) -> (Vec<Delivery>, ApiResult<()>) {
+fn commit_group<S: Owned>(
+    owned: &mut S,
+    jobs: Vec<Box<dyn Job<S>>>,
+) -> (Vec<Delivery>, Result<(), StoreError>) {
     let mut deliveries = Vec::with_capacity(jobs.len());
     let mut pending = jobs.into_iter();
-    let mut failure = exec(conn, "BEGIN IMMEDIATE").err().map(ApiError::from);
+    let mut failure = exec(owned.connection(), "BEGIN IMMEDIATE")
+        .err()
+        .map(StoreError::from);
     if failure.is_none() {
         for job in pending.by_ref() {
-            match run_job(conn, job) {
+            match run_job(owned, job) {
                 Ran::Answer(deliver) => deliveries.push(deliver),
                 Ran::Panicked => {}
                 Ran::Poisoned(deliver) => {
                     deliveries.extend(deliver);
-                    failure = Some(ApiError::unavailable(
+                    failure = Some(StoreError::Unavailable(
                         "a write of the same group failed midway; nothing of the group was stored; retry",
                     ));
                     break;
@@ -188,29 +215,30 @@ fn commit_group(
         }
     }
     if failure.is_none() {
-        failure = (hooks.before_commit)(conn).err();
+        failure = owned.before_commit().err();
     }
     if failure.is_none() {
-        failure = exec(conn, "COMMIT").err().map(ApiError::from);
+        failure = exec(owned.connection(), "COMMIT")
+            .err()
+            .map(StoreError::from);
     }
     let Some(error) = failure else {
         return (deliveries, Ok(()));
     };
     // Nothing of this group is kept; every caller hears of it.
-    let _ = exec(conn, "ROLLBACK");
-    (hooks.after_rollback)();
+    let _ = exec(owned.connection(), "ROLLBACK");
+    owned.after_rollback();
     for job in pending {
         job.abandon(error.clone());
     }
     (deliveries, Err(error))
 }
 
-fn run(
-    conn: Connection,
-    mut jobs: mpsc::Receiver<Box<dyn Job>>,
+fn run<S: Owned>(
+    mut owned: S,
+    mut jobs: mpsc::Receiver<Box<dyn Job<S>>>,
     max_batch: usize,
     metrics: &Metrics,
-    hooks: Hooks,
 ) {
     while let Some(first) = jobs.blocking_recv() {
         let mut group = vec![first];
@@ -221,12 +249,10 @@ fn run(
             }
         }
         metrics.observe_batch(group.len());
-        let (deliveries, committed) = commit_group(&conn, group, hooks);
+        let (deliveries, committed) = commit_group(&mut owned, group);
         for deliver in deliveries {
             deliver(committed.clone());
         }
     }
-    if let Err((_, error)) = conn.close() {
-        tracing::error!(%error, "closing the database failed");
-    }
+    owned.close();
 }

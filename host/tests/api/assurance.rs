@@ -282,7 +282,7 @@ async fn l2_accepts_good_id_tokens_and_names_each_failed_check() {
     // The provider rotates in a new key: after the refetch interval, tokens
     // under the new kid are accepted.
     idp.publish(&forger);
-    tokio::time::sleep(Duration::from_millis(5_100)).await;
+    app.clock.advance(Duration::from_millis(5_100));
     expect_json(
         issue(forger.sign(&idp.claims(|_| {}))).await,
         StatusCode::CREATED,
@@ -514,7 +514,7 @@ async fn a_slow_provider_does_not_delay_tokens_whose_keys_are_cached() {
 
     // Past the refetch interval, unknown kids make Mandate fetch again, from
     // a provider that now takes 3 s to answer.
-    tokio::time::sleep(Duration::from_millis(5_100)).await;
+    app.clock.advance(Duration::from_millis(5_100));
     *idp.delay.lock().unwrap() = Duration::from_secs(3);
     let mut unknown_kids = Vec::new();
     for _ in 0..3 {

@@ -413,7 +413,7 @@ async fn expired_and_revoked_tokens_are_named_to_their_holder_only() {
         "token_revoked",
     )
     .await;
-    tokio::time::sleep(std::time::Duration::from_millis(2100)).await;
+    app.clock.advance(std::time::Duration::from_millis(2100));
     expect_problem(
         app.post_auth("/v1/vat/record/action", text(&short["compact_jwt"]), &act)
             .await,

@@ -366,7 +366,8 @@ async fn api_keys_are_required_checked_and_revocable() {
 
     let db = app.dir.as_ref().unwrap().path().join(store::DB_FILE);
     let conn = store::open_writer(&db).unwrap();
-    let (id, key) = apikeys::create(&conn, Some("Alice@Example.com"), false).unwrap();
+    let (id, key) =
+        apikeys::create(&conn, Some("Alice@Example.com"), false, app.clock.now()).unwrap();
     let own = json!({"developer_email": "alice@example.com", "agent_id": "bot", "resources": ["crm:*"], "actions": ["read"]});
     expect_json(
         app.post_auth("/v1/vat/issue/l1", &key, &own).await,
@@ -379,7 +380,7 @@ async fn api_keys_are_required_checked_and_revocable() {
         "email_mismatch",
     )
     .await;
-    assert!(apikeys::revoke(&conn, &id).unwrap());
+    assert!(apikeys::revoke(&conn, &id, app.clock.now()).unwrap());
     expect_problem(
         app.post_auth("/v1/vat/issue/l1", &key, &own).await,
         StatusCode::UNAUTHORIZED,
@@ -406,7 +407,7 @@ async fn unknown_revoked_and_expired_tokens_answer_alike() {
     let short = app
         .issue(json!({"developer_email": "dev@example.com", "agent_id": "bot", "resources": ["crm:*"], "actions": ["read"], "ttl_seconds": 1}))
         .await;
-    tokio::time::sleep(Duration::from_millis(2100)).await;
+    app.clock.advance(Duration::from_millis(2100));
     let expired = expect_problem(
         app.act(text(&short["jti"]), "read", "crm:a", "success")
             .await,

@@ -373,7 +373,7 @@ async fn records_filter_by_time_and_page_with_cursors() {
         )
         .await;
         ids.push(text(&recorded["aar_id"]).to_owned());
-        tokio::time::sleep(std::time::Duration::from_millis(15)).await;
+        app.clock.advance(std::time::Duration::from_millis(15));
     }
     let third = expect_json(
         app.get_auth(&format!("/v1/vat/aar/{}", ids[2]), &app.admin_key)

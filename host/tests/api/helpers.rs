@@ -4,6 +4,7 @@
 use std::time::Duration;
 
 use mandate_host::AppState;
+use mandate_host::clock::Clock;
 use mandate_host::config::{Config, RateLimits};
 use reqwest::{Response, StatusCode};
 use serde_json::{Value, json};
@@ -16,6 +17,8 @@ pub struct TestApp {
     pub admin_key: String,
     pub client: reqwest::Client,
     pub dir: Option<TempDir>,
+    /// The server's clock: `clock.advance(…)` moves its time forward.
+    pub clock: Clock,
     shutdown: Option<oneshot::Sender<()>>,
     server: Option<JoinHandle<anyhow::Result<()>>>,
 }
@@ -37,7 +40,8 @@ impl TestApp {
         let mut config = Config::for_test(dir.path());
         config.rate_limits = RateLimits::off();
         edit(&mut config);
-        let (state, _) = AppState::open(config).unwrap();
+        let clock = Clock::shifted();
+        let (state, _) = AppState::open_with_clock(config, clock.clone()).unwrap();
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let base = format!("http://{}", listener.local_addr().unwrap());
         let (shutdown, stop) = oneshot::channel::<()>();
@@ -56,6 +60,7 @@ impl TestApp {
                 .build()
                 .unwrap(),
             dir: Some(dir),
+            clock,
             shutdown: Some(shutdown),
             server: Some(server),
         }

@@ -101,7 +101,7 @@ async fn rotated_keys_stay_published_while_their_tokens_live() {
         .unwrap();
     let conn = store::open_writer(&db).unwrap();
     let tx = conn.unchecked_transaction().unwrap();
-    let new_kid = keyring::rotate(&tx, &kek).unwrap();
+    let new_kid = keyring::rotate(&tx, &kek, app.clock.now()).unwrap();
     tx.commit().unwrap();
     drop(conn);
     // A token naming the new kid makes the server re-read its keys at once;

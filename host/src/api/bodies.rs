@@ -1,0 +1,265 @@
+//! Response bodies, made from what the ledger and the read side return:
+//! the only place typed values become the wire's strings.
+
+use mandate_core::{AarId, Claims, ReputationCounts, WorkflowSummary, reputation};
+
+use crate::pending_core::TokenStatus;
+
+use crate::clock::{Now, iso_ms, iso_s};
+use crate::error::{ApiError, ApiResult};
+use crate::ledger::Revoked;
+use crate::model::{
+    GraphBody, GraphEdge, GraphNode, IssuedToken, RecordBody, RecordPage, ReputationBody,
+    ReputationCountsBody, RevokeResponse, SummaryBody, TokenStatus as TokenStatusBody,
+    TokenSummary, WorkflowBody, WorkflowPage,
+};
+use crate::queries::{Graph, Page, TokenTree, Workflow};
+use crate::store::records::Record;
+use crate::store::tokens::TokenRow;
+
+/// A token as issued: root or delegated (then with the parent's
+/// `delegate` record).
+pub(crate) fn issued(
+    claims: &Claims,
+    compact_jwt: String,
+    aar_id: Option<&AarId>,
+) -> ApiResult<IssuedToken> {
+    Ok(IssuedToken {
+        jti: claims.jti.to_string(),
+        provenance_ref: claims.svc_prov.to_string(),
+        compact_jwt,
+        token_type: if claims.cnf.is_some() {
+            "DPoP"
+        } else {
+            "Bearer"
+        }
+        .to_owned(),
+        claims: serde_json::to_value(claims).map_err(ApiError::internal)?,
+        expires_at: iso_s(claims.exp),
+        delegation_depth: claims.svc_depth,
+        aar_id: aar_id.map(AarId::to_string),
+    })
+}
+
+/// A record as every endpoint shows it.
+pub(crate) fn record(record: Record) -> RecordBody {
+    RecordBody {
+        status: record.state.status().as_str().to_owned(),
+        result: record.state.result().map(|r| r.as_str().to_owned()),
+        deny_reason: record.state.deny_reason().map(|r| r.code().to_owned()),
+        rating: record.state.rating().map(|r| r.as_str().to_owned()),
+        aar_id: record.aar_id,
+        provenance_ref: record.provenance_ref,
+        vat_jti: Some(record.jti),
+        agent_id: record.agent_id,
+        action: record.action,
+        resource: record.resource,
+        result_hash: record.result_hash,
+        spend_usd: record.spend.as_f64(),
+        trust_score: record.trust_score,
+        delegation_depth: record.delegation_depth,
+        human_ref: record.human_ref,
+        assurance_level: record.assurance_level,
+        note: record.note,
+        feedback_at: record.feedback_at.map(iso_ms),
+        created_at: iso_ms(record.created_at),
+        completed_at: record.completed_at.map(iso_ms),
+        delegated_jti: record.delegated_jti,
+        credential: record.credential.as_str().to_owned(),
+    }
+}
+
+/// A completed record as its completer sees it: a caller that named the
+/// record by `aar_id` alone and presented no token is shown no jti (an
+/// `aar_id` does not reveal one).
+pub(crate) fn completed(record: Record, presented_token: bool) -> RecordBody {
+    let mut body = self::record(record);
+    if !presented_token {
+        body.vat_jti = None;
+        body.delegated_jti = None;
+    }
+    body
+}
+
+pub(crate) fn record_page(page: Page<Record>) -> RecordPage {
+    RecordPage {
+        records: page.items.into_iter().map(record).collect(),
+        next_cursor: page.next_cursor,
+    }
+}
+
+/// An agent's reputation, computed by core from its counts.
+pub(crate) fn reputation_of(agent_id: &str, counts: &ReputationCounts) -> ReputationBody {
+    let scores = reputation(counts);
+    ReputationBody {
+        agent_id: format!("agent:{agent_id}"),
+        total_actions: scores.total_actions,
+        execution_score: scores.execution_score,
+        feedback_score: scores.feedback_score,
+        combined_reputation: scores.combined_reputation,
+        has_human_feedback: scores.has_human_feedback,
+        counts: ReputationCountsBody {
+            successes: counts.successes,
+            failures: counts.failures,
+            pending: counts.pending,
+            approved: counts.approved,
+            flagged: counts.flagged,
+            rejected: counts.rejected,
+        },
+    }
+}
+
+pub(crate) fn summary(summary: WorkflowSummary) -> SummaryBody {
+    SummaryBody {
+        provenance_ref: summary.provenance_ref,
+        total_records: summary.total_records,
+        unique_agents: summary.unique_agents,
+        actions_by_type: summary.actions_by_type,
+        results_by_type: summary.results_by_type,
+    }
+}
+
+pub(crate) fn revoked(revoked: Revoked) -> RevokeResponse {
+    RevokeResponse {
+        truncated: revoked.count > revoked.jtis.len() as u64,
+        revoked_count: revoked.count,
+        revoked: revoked.jtis,
+        revoked_at: iso_s(revoked.at),
+    }
+}
+
+/// A token's status at `now`, as core rules it.
+fn status(token: &TokenRow, now: Now) -> String {
+    TokenStatus::at(token.expires_at, token.revoked_at.is_some(), now.s())
+        .as_str()
+        .to_owned()
+}
+
+/// A token and a page of its descendants, each with its status at `now`.
+pub(crate) fn token_tree(tree: TokenTree, now: Now) -> TokenStatusBody {
+    let descendants = tree
+        .descendants
+        .items
+        .into_iter()
+        .map(|t| TokenSummary {
+            status: status(&t, now),
+            jti: t.jti,
+            agent_id: t.agent_id,
+            parent: t.parent,
+            delegation_depth: t.depth,
+        })
+        .collect();
+    let token = tree.token;
+    TokenStatusBody {
+        status: status(&token, now),
+        jti: token.jti,
+        agent_id: token.agent_id,
+        parent: token.parent,
+        delegation_depth: token.depth,
+        provenance_ref: token.provenance_ref,
+        issued_at: iso_s(token.issued_at),
+        expires_at: iso_s(token.expires_at),
+        revoked_at: token.revoked_at.map(iso_s),
+        revoke_reason: token.revoke_reason,
+        descendants,
+        next_cursor: tree.descendants.next_cursor,
+    }
+}
+
+fn empty_node(id: String, kind: &str) -> GraphNode {
+    GraphNode {
+        id,
+        kind: kind.to_owned(),
+        agent_id: None,
+        human_ref: None,
+        assurance_level: None,
+        delegation_depth: None,
+        status: None,
+        parent: None,
+        expires_at: None,
+        revoked_at: None,
+        action: None,
+        resource: None,
+        result: None,
+        deny_reason: None,
+        rating: None,
+        created_at: None,
+    }
+}
+
+/// The execution graph of a workflow: the human, its tokens (statuses at
+/// `now`) and its records, with the edges between them.
+pub(crate) fn graph(provenance_ref: String, graph: Graph, now: Now) -> GraphBody {
+    let human_ref = graph.human_ref;
+    let mut nodes = vec![GraphNode {
+        human_ref: Some(human_ref.clone()),
+        assurance_level: Some(graph.assurance_level),
+        ..empty_node(human_ref.clone(), "human")
+    }];
+    let mut edges = Vec::new();
+    for token in graph.tokens {
+        let (from, kind) = match &token.parent {
+            Some(parent) => (parent.clone(), "delegated"),
+            None => (human_ref.clone(), "issued"),
+        };
+        edges.push(GraphEdge {
+            from,
+            to: token.jti.clone(),
+            kind: kind.to_owned(),
+        });
+        nodes.push(GraphNode {
+            status: Some(status(&token, now)),
+            agent_id: Some(token.agent_id),
+            delegation_depth: Some(token.depth),
+            parent: token.parent,
+            expires_at: Some(iso_s(token.expires_at)),
+            revoked_at: token.revoked_at.map(iso_s),
+            ..empty_node(token.jti, "token")
+        });
+    }
+    for record in graph.records.into_iter().map(record) {
+        edges.push(GraphEdge {
+            from: record.vat_jti.clone().unwrap_or_default(),
+            to: record.aar_id.clone(),
+            kind: "action".to_owned(),
+        });
+        nodes.push(GraphNode {
+            agent_id: Some(record.agent_id),
+            status: Some(record.status),
+            action: Some(record.action),
+            resource: Some(record.resource),
+            result: record.result,
+            deny_reason: record.deny_reason,
+            rating: record.rating,
+            created_at: Some(record.created_at),
+            ..empty_node(record.aar_id, "record")
+        });
+    }
+    GraphBody {
+        provenance_ref,
+        human_ref,
+        nodes,
+        edges,
+        truncated: graph.truncated,
+    }
+}
+
+pub(crate) fn workflow_page(page: Page<Workflow>) -> WorkflowPage {
+    WorkflowPage {
+        workflows: page
+            .items
+            .into_iter()
+            .map(|w| WorkflowBody {
+                provenance_ref: w.provenance_ref,
+                root_jti: w.root_jti,
+                root_agent_id: w.root_agent_id,
+                human_ref: w.human_ref,
+                assurance_level: w.assurance_level,
+                total_records: w.total_records,
+                created_at: iso_ms(w.created_at),
+                last_activity: iso_ms(w.last_activity),
+            })
+            .collect(),
+        next_cursor: page.next_cursor,
+    }
+}

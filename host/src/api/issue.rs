@@ -1,0 +1,113 @@
+//! Issuing root tokens: at L1 on an API key alone, and the one path every
+//! assurance level ends in (sign, store, answer once per idempotency key).
+
+use axum::extract::State;
+use axum::http::StatusCode;
+use mandate_core::{
+    AssuranceLevel, Identity, IssueError, RootIssue, TokenRequest, human_ref, issue_root, sign,
+};
+
+use super::bodies;
+use super::docs::Errors;
+use super::extract::{ApiKeyAuth, IdempotentJson};
+use super::input;
+use super::write::{Rendered, once};
+use crate::apikeys::Principal;
+use crate::clock::Now;
+use crate::error::{ApiError, ApiResult};
+use crate::ledger::{IdempotencyKey, LedgerError};
+use crate::model::{IssueL1Request, IssuedToken};
+use crate::{AppState, random};
+
+/// Issues a root token on an API key (assurance level L1).
+#[utoipa::path(
+    post,
+    path = "/v1/vat/issue/l1",
+    params(("Idempotency-Key" = Option<String>, Header, pattern = r"^[!-~]{1,255}$", description = "Retry-safe key: a repeat with the same body returns the first response")),
+    tag = "tokens",
+    request_body = IssueL1Request,
+    responses((status = 201, description = "The new root token", body = IssuedToken), Errors),
+    security(("api_key" = []))
+)]
+pub(crate) async fn issue_l1(
+    State(state): State<AppState>,
+    ApiKeyAuth(principal): ApiKeyAuth,
+    IdempotentJson { body, key }: IdempotentJson<IssueL1Request>,
+) -> ApiResult<Rendered> {
+    let now = state.clock.now();
+    let identity = input::email(&body.developer_email)?;
+    if !principal.is_admin {
+        let own = principal
+            .email
+            .as_deref()
+            .and_then(|email| Identity::email(email).ok());
+        if own.as_ref() != Some(&identity) {
+            return Err(ApiError::forbidden(
+                "email_mismatch",
+                "a developer key may only issue tokens for its own developer_email",
+            ));
+        }
+    }
+    let request = input::token_request(&body)?;
+    let key = key.map(|k| k.scoped("issue_l1", &principal.id));
+    let root = Root {
+        identity: &identity,
+        level: AssuranceLevel::L1,
+        request,
+    };
+    issue_root_token(&state, &principal, key, root, now).await
+}
+
+/// A root token to issue: for whom, at which level, with what scope.
+#[derive(Debug)]
+pub(crate) struct Root<'a> {
+    pub(crate) identity: &'a Identity,
+    pub(crate) level: AssuranceLevel,
+    pub(crate) request: TokenRequest,
+}
+
+/// Issues, signs and stores a root token for a verified human, whatever the
+/// assurance level. With an idempotency key, a retry returns the first
+/// token and issues nothing.
+pub(crate) async fn issue_root_token(
+    state: &AppState,
+    principal: &Principal,
+    key: Option<IdempotencyKey>,
+    root: Root<'_>,
+    now: Now,
+) -> ApiResult<Rendered> {
+    let ring = state.keys.current();
+    let claims = issue_root(
+        root.request,
+        RootIssue {
+            issuer: state.config.issuer.clone(),
+            human: human_ref(&state.human_secret, root.identity),
+            level: root.level,
+            now: now.s(),
+            jti: random::ulid(now),
+            provenance: random::ulid(now),
+        },
+    )
+    .map_err(|e| match e {
+        IssueError::TtlOutOfRange => LedgerError::TtlOutOfRange(e).into(),
+        other => ApiError::internal(other),
+    })?;
+    let compact = sign(&claims, &ring.active).map_err(ApiError::internal)?;
+    let kid = ring.active.kid().to_owned();
+    let by = principal.id.clone();
+    let (_, rendered) = once(
+        state,
+        key,
+        now,
+        move |ledger| {
+            ledger.store_root(&claims, &kid, &by, now)?;
+            Ok((claims, compact))
+        },
+        |(claims, compact)| match bodies::issued(claims, compact.clone(), None) {
+            Ok(token) => Rendered::json(StatusCode::CREATED, &token),
+            Err(error) => Rendered::problem(&error),
+        },
+    )
+    .await?;
+    Ok(rendered)
+}

@@ -1,0 +1,154 @@
+//! The one mapping from the typed failures of the write side, the read side
+//! and the store to HTTP: status, code and detail of each problem.
+
+use mandate_core::{DenyReason, IssueError, RecordError};
+
+use crate::error::{ApiError, ViolationBody};
+use crate::ledger::{LedgerError, Refusal};
+use crate::queries::QueryError;
+use crate::store::StoreError;
+use crate::store::records::Credential;
+
+impl From<StoreError> for ApiError {
+    fn from(error: StoreError) -> ApiError {
+        match error {
+            StoreError::Unavailable(detail) => ApiError::unavailable(detail),
+            StoreError::OverBudget => ApiError::query_too_broad(
+                "the request needs more reading than the query time budget allows; narrow it",
+            ),
+            StoreError::Internal(cause) => ApiError::internal(cause),
+        }
+    }
+}
+
+/// The answer to an illegal record lifecycle transition.
+fn lifecycle(error: RecordError) -> ApiError {
+    match error {
+        RecordError::NoRecord => ApiError::not_found(error.code(), error.to_string()),
+        RecordError::AlreadyCompleted
+        | RecordError::AlreadyRated
+        | RecordError::NotCompletable
+        | RecordError::NotRatable => ApiError::conflict(error.code(), error.to_string()),
+        other => ApiError::internal(other),
+    }
+}
+
+impl From<LedgerError> for ApiError {
+    fn from(error: LedgerError) -> ApiError {
+        let message = error.to_string();
+        match error {
+            LedgerError::TokenInactive => ApiError::token_inactive(),
+            LedgerError::HolderInactive { expired } => ApiError::holder_inactive(expired),
+            LedgerError::DpopRequired => ApiError::dpop_required(),
+            LedgerError::TokenRequired => ApiError::token_required(message),
+            LedgerError::NotTheRecordsToken => ApiError::forbidden("token_mismatch", message),
+            LedgerError::NotAnAncestor => ApiError::forbidden("not_an_ancestor", message),
+            LedgerError::UnknownToken => ApiError::not_found("token_not_found", message),
+            LedgerError::UnknownRecord => ApiError::not_found("record_not_found", message),
+            LedgerError::Lifecycle(error) => lifecycle(error),
+            LedgerError::BeyondReservation {
+                aar_id,
+                expired,
+                presented,
+            } => {
+                let mut problem = if presented {
+                    ApiError::holder_inactive(expired)
+                } else {
+                    ApiError::token_inactive()
+                };
+                problem.detail.push_str("; ");
+                problem.detail.push_str(&message);
+                problem.with_record(aar_id.as_str())
+            }
+            LedgerError::OverBudget { aar_id, exceeded } => {
+                ApiError::forbidden(exceeded.code(), exceeded.to_string())
+                    .with_record(aar_id.as_str())
+            }
+            LedgerError::TtlOutOfRange(error) => {
+                ApiError::invalid("ttl_seconds", error.code(), error.to_string())
+            }
+            LedgerError::Frameworks(cause) => {
+                ApiError::invalid("policy.frameworks", cause.code(), message)
+            }
+            LedgerError::SigningKeyRevoked => ApiError::signing_key_revoked(),
+            LedgerError::IdempotencyKeyReused => {
+                ApiError::invalid("Idempotency-Key", "idempotency_key_reused", message)
+            }
+            LedgerError::Store(error) => error.into(),
+        }
+    }
+}
+
+/// The problem a denied attempt answers with. An inactive token is named
+/// only to a caller who presented the token itself.
+pub(crate) fn denial(reason: DenyReason, credential: Credential) -> ApiError {
+    match reason {
+        DenyReason::TokenRevoked | DenyReason::TokenExpired => match credential {
+            Credential::Token => ApiError::holder_inactive(reason == DenyReason::TokenExpired),
+            Credential::Jti => ApiError::token_inactive(),
+        },
+        DenyReason::ActionNotPermitted => {
+            ApiError::forbidden(reason.code(), "the token does not hold this action")
+        }
+        DenyReason::ResourceNotPermitted => ApiError::forbidden(
+            reason.code(),
+            "no resource pattern of the token covers this resource",
+        ),
+        DenyReason::BudgetMaxSpendUsd => ApiError::forbidden(
+            reason.code(),
+            "this spend would pass max_spend_usd of the token or an ancestor",
+        ),
+        DenyReason::BudgetMaxActions => ApiError::forbidden(
+            reason.code(),
+            "one more action would pass max_actions of the token or an ancestor",
+        ),
+        DenyReason::ScopeWidening | DenyReason::DelegationTooDeep | DenyReason::TooManyChildren => {
+            ApiError::forbidden(reason.code(), "the delegation was refused")
+        }
+    }
+}
+
+/// The problem a refused delegation answers with.
+pub(crate) fn refusal(refusal: &Refusal) -> ApiError {
+    match refusal {
+        Refusal::Inactive(reason) => ApiError::holder_inactive(*reason == DenyReason::TokenExpired),
+        Refusal::Issue(_, IssueError::DelegateNotHeld) => ApiError::forbidden(
+            "action_not_permitted",
+            "the parent token does not hold the `delegate` action",
+        ),
+        Refusal::Issue(_, IssueError::Widening(widening)) => {
+            let violations = widening
+                .violations
+                .iter()
+                .map(|v| ViolationBody {
+                    field: v.field(),
+                    code: v.code().to_owned(),
+                    message: v.to_string(),
+                })
+                .collect();
+            ApiError::forbidden(widening.code(), widening.to_string()).with_violations(violations)
+        }
+        Refusal::Issue(_, IssueError::ParentExpired) => ApiError::holder_inactive(true),
+        Refusal::Issue(_, error @ (IssueError::DepthExceeded | IssueError::TooManyChildren)) => {
+            ApiError::forbidden(error.code(), error.to_string())
+        }
+        Refusal::Issue(_, other) => ApiError::internal(other),
+        Refusal::Budget(exceeded) => ApiError::forbidden(exceeded.code(), exceeded.to_string()),
+    }
+}
+
+impl From<QueryError> for ApiError {
+    fn from(error: QueryError) -> ApiError {
+        let message = error.to_string();
+        match error {
+            QueryError::UnknownRecord => ApiError::not_found("record_not_found", message),
+            QueryError::UnknownAgent => ApiError::not_found("agent_not_found", message),
+            QueryError::UnknownWorkflow => ApiError::not_found("workflow_not_found", message),
+            QueryError::UnknownToken => ApiError::not_found("token_not_found", message),
+            QueryError::InvalidQuery(detail) => ApiError::bad_request("invalid_query", detail),
+            QueryError::InvalidCursor => ApiError::bad_request("invalid_cursor", message),
+            QueryError::TooBroad(detail) => ApiError::query_too_broad(detail),
+            QueryError::Store(error) => error.into(),
+        }
+    }
+}

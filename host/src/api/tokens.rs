@@ -1,0 +1,98 @@
+//! Tokens after issue: revoking one with every descendant (by API key, or
+//! by an agent with its own token), and a token's status with its
+//! descendants'.
+
+use axum::extract::{Path, State};
+use axum::http::HeaderMap;
+use mandate_core::Jti;
+use serde::Deserialize;
+use utoipa::IntoParams;
+
+use super::bodies;
+use super::docs::Errors;
+use super::extract::{AgentCall, Json, Need, has_api_key, parse_jti};
+use super::input::{self, MAX_REASON_CHARS};
+use super::query::{Query, limit};
+use crate::AppState;
+use crate::error::{ApiError, ApiResult};
+use crate::ledger::Revoker;
+use crate::model::{RevokeRequest, RevokeResponse, TokenStatus};
+use crate::queries::{self, DescendantPage, QueryError};
+
+/// Revokes a token and every descendant.
+#[utoipa::path(
+    post,
+    path = "/v1/vat/revoke",
+    tag = "tokens",
+    request_body = RevokeRequest,
+    responses((status = 200, description = "Every jti now revoked", body = RevokeResponse), Errors),
+    security(("api_key" = []), ())
+)]
+pub(crate) async fn revoke(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    call: AgentCall,
+    Json(body): Json<RevokeRequest>,
+) -> ApiResult<axum::Json<RevokeResponse>> {
+    let now = state.clock.now();
+    let by = if has_api_key(&headers) {
+        super::extract::api_key(&state, &headers).await?;
+        Revoker::ApiKey
+    } else if headers.contains_key(axum::http::header::AUTHORIZATION) || body.vat_jti.is_some() {
+        let acting = call
+            .acting(&state, now, body.vat_jti.as_deref(), Need::Token)
+            .await?;
+        Revoker::Token(acting.jti)
+    } else {
+        return Err(ApiError::unauthorized(
+            "unauthorized",
+            "revoking needs an API key (Authorization: Bearer mk_…), or the revoking agent's token itself",
+        ));
+    };
+    let target = parse_jti("jti", &body.jti)?;
+    let reason = input::text("reason", body.reason.as_deref(), MAX_REASON_CHARS)?;
+    let revoked = state
+        .write(move |ledger| ledger.revoke(&target, reason.as_deref(), &by, now))
+        .await?;
+    Ok(axum::Json(bodies::revoked(revoked)))
+}
+
+/// Query of the token status.
+#[derive(Debug, Clone, Deserialize, IntoParams)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct TokenQuery {
+    /// Descendants per page, 1–1000 (default 500).
+    #[param(minimum = 1, maximum = 1000)]
+    pub(crate) limit: Option<u32>,
+    /// The `next_cursor` of the previous page.
+    #[param(pattern = r"^[A-Za-z0-9_-]+$")]
+    pub(crate) cursor: Option<String>,
+}
+
+/// The status of a token and a page of its descendants.
+#[utoipa::path(
+    get,
+    path = "/v1/vat/tokens/{jti}",
+    tag = "tokens",
+    params(("jti" = String, Path, description = "The token, `vat_root_…` or `vat_del_…`"), TokenQuery),
+    responses((status = 200, description = "Status", body = TokenStatus), Errors),
+    security(("api_key" = []))
+)]
+pub(crate) async fn token(
+    State(state): State<AppState>,
+    _: super::extract::ApiKeyAuth,
+    Path(jti): Path<String>,
+    Query(query): Query<TokenQuery>,
+) -> ApiResult<axum::Json<TokenStatus>> {
+    let now = state.clock.now();
+    let jti = Jti::parse(&jti).map_err(|_| ApiError::from(QueryError::UnknownToken))?;
+    let page = DescendantPage {
+        limit: limit(query.limit, 500, 1000)?,
+        cursor: query.cursor,
+    };
+    let tree = state
+        .store
+        .read(move |conn| queries::token_tree(conn, jti.as_str(), &page))
+        .await?;
+    Ok(axum::Json(bodies::token_tree(tree, now)))
+}

@@ -1,0 +1,258 @@
+//! What agents and humans do with records: attempt an action (record it in
+//! one step, or authorize it and complete it later), complete it, rate it.
+
+use std::sync::Arc;
+
+use mandate_core::{
+    AarId, Action, Claims, DenyReason, Jti, Outcome, Rating, RecordEvent, RecordState, Resource,
+    ResultHash, Usd, transition,
+};
+
+use super::{Ledger, LedgerError, Token, internal, new_aar_id};
+use crate::clock::Now;
+use crate::pending_core::{
+    ClaimsExt as _, CountsChange, check_chain_budgets, check_chain_extra_spend,
+};
+use crate::store::records::{self, Credential, NewRecord, Record, SummaryKey, micros};
+
+/// What an agent asks to do.
+#[derive(Debug, Clone)]
+pub struct Attempt {
+    pub jti: Jti,
+    pub credential: Credential,
+    pub action: Action,
+    pub resource: Resource,
+    pub spend: Usd,
+    /// Random bits of the record id.
+    pub random: [u8; 10],
+}
+
+/// What came of an attempt that reached a token: a record, allowed or
+/// denied.
+#[derive(Debug, Clone)]
+pub struct Attempted {
+    pub aar_id: AarId,
+    pub claims: Arc<Claims>,
+    /// How the caller held the token: a refusal tells a holder more.
+    pub credential: Credential,
+    /// `None` when allowed; otherwise why the attempt was denied.
+    pub denied: Option<DenyReason>,
+}
+
+/// What an agent reports when completing a pending record.
+#[derive(Debug, Clone)]
+pub struct Completion {
+    pub aar_id: AarId,
+    pub result: Outcome,
+    pub result_hash: Option<ResultHash>,
+    /// The actual spend; `None` keeps the reservation.
+    pub spend: Option<Usd>,
+    /// The token presented with the call (verified, with its proof when
+    /// bound), if any.
+    pub presented: Option<Jti>,
+}
+
+/// A rating given.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Rated {
+    pub aar_id: AarId,
+    pub rating: Rating,
+    /// Unix milliseconds.
+    pub at: i64,
+}
+
+impl Ledger {
+    /// Authorize, record and complete in one step (`record/action`), or
+    /// record the denial. An unknown token writes nothing.
+    pub fn record_action(
+        &mut self,
+        attempt: &Attempt,
+        result: Outcome,
+        result_hash: Option<&ResultHash>,
+        now: Now,
+    ) -> Result<Attempted, LedgerError> {
+        self.attempt(attempt, result_hash, now, |decision| {
+            RecordEvent::RecordAction { decision, result }
+        })
+    }
+
+    /// Pre-flight check (`authorize`): a pending record, or a denied one.
+    pub fn authorize(&mut self, attempt: &Attempt, now: Now) -> Result<Attempted, LedgerError> {
+        self.attempt(attempt, None, now, RecordEvent::Authorize)
+    }
+
+    /// Judges an attempt — the token's standing, then scope, then every
+    /// budget of its chain — and records the outcome.
+    fn attempt(
+        &mut self,
+        attempt: &Attempt,
+        result_hash: Option<&ResultHash>,
+        now: Now,
+        event: impl FnOnce(Result<(), DenyReason>) -> RecordEvent,
+    ) -> Result<Attempted, LedgerError> {
+        let at = self.record_time(now.ms())?;
+        let token = self
+            .token(&attempt.jti)?
+            .ok_or(LedgerError::TokenInactive)?;
+        if attempt.credential == Credential::Jti && token.claims.cnf.is_some() {
+            return Err(LedgerError::DpopRequired);
+        }
+        let (decision, budgeted) = self.judge(&token, attempt, at / 1000)?;
+        let state = transition(None, event(decision)).map_err(internal)?;
+        let aar_id = new_aar_id(at, attempt.random)?;
+        let allowed = decision.is_ok();
+        let spend = if allowed { attempt.spend } else { Usd::ZERO };
+        self.insert_record(&NewRecord {
+            aar_id: &aar_id,
+            token: &token.claims,
+            action: attempt.action.as_str(),
+            resource: attempt.resource.as_str(),
+            state,
+            result_hash: if allowed { result_hash } else { None },
+            spend,
+            created_at: at,
+            delegated_jti: None,
+            credential: attempt.credential,
+        })?;
+        if allowed {
+            self.charge(&budgeted, micros(spend), 1)?;
+        }
+        Ok(Attempted {
+            aar_id,
+            claims: token.claims,
+            credential: attempt.credential,
+            denied: decision.err(),
+        })
+    }
+
+    /// The decision on an attempt, and the budgeted tokens to charge when
+    /// it is allowed.
+    fn judge(
+        &mut self,
+        token: &Token,
+        attempt: &Attempt,
+        now_s: i64,
+    ) -> Result<(Result<(), DenyReason>, super::Budgeted), LedgerError> {
+        if let Some(reason) = token.inactive_reason(now_s) {
+            return Ok((Err(reason), Vec::new()));
+        }
+        if let Err(denial) = token
+            .claims
+            .svc_scope
+            .check(&attempt.action, &attempt.resource)
+        {
+            return Ok((Err(denial.into()), Vec::new()));
+        }
+        let budgeted = self.budgeted(&token.claims)?;
+        let decision =
+            check_chain_budgets(&self.usage(&budgeted)?, attempt.spend).map_err(DenyReason::from);
+        Ok((decision, budgeted))
+    }
+
+    /// A stored record, with the token it was made with.
+    fn record(&mut self, aar_id: &AarId) -> Result<(Record, Token), LedgerError> {
+        let record =
+            records::by_id(&self.conn, aar_id.as_str())?.ok_or(LedgerError::UnknownRecord)?;
+        let jti = Jti::parse(&record.jti).map_err(internal)?;
+        let token = self
+            .token(&jti)?
+            .ok_or_else(|| internal("the record's token is missing"))?;
+        Ok((record, token))
+    }
+
+    /// Closes a pending record. Spend above the reservation is checked
+    /// against every budget of the chain; spend below it is released. Once
+    /// the record's token is revoked or expired, a completion still reports
+    /// what happened, but may report spend up to the reservation and no
+    /// more. A record made with the token itself is completed only with
+    /// that token or an ancestor's; one made with a bare `vat_jti` by its
+    /// `aar_id`, as the spec shows.
+    pub fn complete(&mut self, completion: &Completion, now: Now) -> Result<Record, LedgerError> {
+        let (mut record, token) = self.record(&completion.aar_id)?;
+        match (&completion.presented, record.credential) {
+            (Some(jti), _) => {
+                if !token.claims.is_governed_by(jti) {
+                    return Err(LedgerError::NotTheRecordsToken);
+                }
+            }
+            (None, Credential::Token) => return Err(LedgerError::TokenRequired),
+            (None, Credential::Jti) => {}
+        }
+        let state = transition(Some(record.state), RecordEvent::Complete(completion.result))
+            .map_err(LedgerError::Lifecycle)?;
+        let budgeted = self.budgeted(&token.claims)?;
+        let spend = completion.spend.unwrap_or(record.spend);
+        let extra = spend.saturating_sub(record.spend);
+        if extra > Usd::ZERO {
+            if let Some(reason) = token.inactive_reason(now.s()) {
+                return Err(LedgerError::BeyondReservation {
+                    aar_id: completion.aar_id.clone(),
+                    expired: reason == DenyReason::TokenExpired,
+                    presented: completion.presented.is_some(),
+                });
+            }
+            if let Err(exceeded) = check_chain_extra_spend(&self.usage(&budgeted)?, extra) {
+                return Err(LedgerError::OverBudget {
+                    aar_id: completion.aar_id.clone(),
+                    exceeded,
+                });
+            }
+        }
+        self.charge(&budgeted, micros(spend) - micros(record.spend), 0)?;
+        let at = now.ms();
+        records::complete(
+            &self.conn,
+            &record.aar_id,
+            state,
+            completion.result_hash.as_ref(),
+            spend,
+            at,
+        )?;
+        self.counters.count_for_agent(
+            &record.agent_id,
+            CountsChange::of(Some(&record.state), &state),
+        );
+        self.counters.touch_workflow(&record.provenance_ref, 0, at);
+        for (state, change) in [(record.state, -1), (state, 1)] {
+            self.counters.count_in_summary(
+                &SummaryKey {
+                    provenance_ref: &record.provenance_ref,
+                    agent_id: &record.agent_id,
+                    action: &record.action,
+                    result_key: state.result_key(),
+                },
+                change,
+            );
+        }
+        record.state = state;
+        record.result_hash = completion.result_hash.as_ref().map(ResultHash::to_string);
+        record.spend = spend;
+        record.completed_at = Some(at);
+        Ok(record)
+    }
+
+    /// Gives a completed record its one human rating.
+    pub fn rate(
+        &mut self,
+        aar_id: &AarId,
+        rating: Rating,
+        note: Option<&str>,
+        now: Now,
+    ) -> Result<Rated, LedgerError> {
+        let record =
+            records::by_id(&self.conn, aar_id.as_str())?.ok_or(LedgerError::UnknownRecord)?;
+        let rated: RecordState = transition(Some(record.state), RecordEvent::Rate(rating))
+            .map_err(LedgerError::Lifecycle)?;
+        let at = now.ms();
+        records::rate(&self.conn, aar_id.as_str(), rating, note, at)?;
+        self.counters.count_for_agent(
+            &record.agent_id,
+            CountsChange::of(Some(&record.state), &rated),
+        );
+        Ok(Rated {
+            aar_id: aar_id.clone(),
+            rating,
+            at,
+        })
+    }
+}

@@ -1,0 +1,270 @@
+//! Authority: storing the root tokens a human was issued, delegating
+//! narrower children from a token its holder presents, and revoking a token
+//! with every descendant.
+
+use mandate_core::{
+    AarId, BudgetExceeded, Claims, DenyReason, IssueError, Jti, Outcome, RecordEvent, SigningKey,
+    TokenRequest, Ulid, Usd, check_fan_out, delegate, sign, transition,
+};
+
+use super::{Ledger, LedgerError, Token, internal, new_aar_id};
+use crate::clock::Now;
+use crate::pending_core::{ClaimsExt as _, IssueErrorExt as _, check_chain_budgets};
+use crate::store::records::{self, Credential, NewRecord, NewWorkflow};
+use crate::store::tokens::{self, NewToken};
+
+/// A delegation request that reached its parent token.
+#[derive(Debug)]
+pub struct Delegation {
+    pub parent: Jti,
+    pub request: TokenRequest,
+    pub child_random: [u8; 10],
+    pub record_random: [u8; 10],
+}
+
+/// Why a delegation was refused; its denied `delegate` record is written.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Refusal {
+    /// The parent token is revoked or expired.
+    Inactive(DenyReason),
+    /// Core refused the child (the parent lacks `delegate`, the child would
+    /// widen it, the chain is too deep, the parent has all its children),
+    /// for the reason core gives.
+    Issue(DenyReason, IssueError),
+    /// One more action (the delegation) would break a budget of the chain.
+    Budget(BudgetExceeded),
+}
+
+impl Refusal {
+    /// The reason the denied record gives.
+    pub fn reason(&self) -> DenyReason {
+        match self {
+            Refusal::Inactive(reason) => *reason,
+            Refusal::Issue(reason, _) => *reason,
+            Refusal::Budget(exceeded) => (*exceeded).into(),
+        }
+    }
+}
+
+/// What came of a delegation.
+#[derive(Debug, Clone)]
+pub enum Delegated {
+    /// The child, signed and stored, and the `delegate` record.
+    Issued {
+        child: Box<Claims>,
+        compact_jwt: String,
+        aar_id: AarId,
+    },
+    /// Refused, with the denied `delegate` record.
+    Refused { aar_id: AarId, refusal: Refusal },
+}
+
+/// Who is revoking.
+#[derive(Debug, Clone)]
+pub enum Revoker {
+    /// A human or operator with an API key: may revoke any token.
+    ApiKey,
+    /// An agent presenting its own token: may revoke it or a descendant.
+    Token(Jti),
+}
+
+/// Most jtis a revocation answer lists; the rest are counted.
+pub const REVOKED_LIST_LIMIT: usize = 1000;
+
+/// What a revocation ended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Revoked {
+    /// The revoked token and its descendants, at most
+    /// [`REVOKED_LIST_LIMIT`], sorted.
+    pub jtis: Vec<String>,
+    /// How many tokens the revocation covers in all.
+    pub count: u64,
+    /// Unix seconds.
+    pub at: i64,
+}
+
+impl Ledger {
+    /// Stores a token this server signed with `kid`; a delegated one counts
+    /// as a child of `parent`, a root one opens its workflow. The key is
+    /// checked first, so a key revoked since the caller read the key ring
+    /// leaves nothing changed.
+    fn store_token(
+        &mut self,
+        claims: &Claims,
+        parent: Option<&Jti>,
+        kid: &str,
+        issued_by: Option<&str>,
+        now_ms: i64,
+    ) -> Result<(), LedgerError> {
+        if !tokens::note_signed(&self.conn, kid, claims.exp)? {
+            return Err(LedgerError::SigningKeyRevoked);
+        }
+        tokens::insert(
+            &self.conn,
+            &NewToken {
+                claims,
+                parent,
+                kid,
+                issued_by,
+            },
+        )?;
+        records::add_agent(&self.conn, claims.agent_id().as_str())?;
+        if claims.svc_depth == 0 {
+            records::open_workflow(
+                &self.conn,
+                &NewWorkflow {
+                    root: claims,
+                    created_at: now_ms,
+                },
+            )?;
+        }
+        Ok(())
+    }
+
+    /// Stores a root token the caller signed with `kid`, issued on the API
+    /// key `issued_by`.
+    pub fn store_root(
+        &mut self,
+        claims: &Claims,
+        kid: &str,
+        issued_by: &str,
+        now: Now,
+    ) -> Result<(), LedgerError> {
+        self.store_token(claims, None, kid, Some(issued_by), now.ms())
+    }
+
+    /// Delegates from a parent token presented by its holder: core decides,
+    /// the ledger records the `delegate` action either way, and signs and
+    /// stores the child when allowed.
+    pub fn delegate(
+        &mut self,
+        delegation: Delegation,
+        key: &SigningKey,
+        now: Now,
+    ) -> Result<Delegated, LedgerError> {
+        let at = self.record_time(now.ms())?;
+        let parent = self
+            .token(&delegation.parent)?
+            .ok_or(LedgerError::HolderInactive { expired: false })?;
+        let child_agent = format!("agent:{}", delegation.request.agent_id);
+        let aar_id = new_aar_id(at, delegation.record_random)?;
+        let record = |state, delegated_jti| NewRecord {
+            aar_id: &aar_id,
+            token: &parent.claims,
+            action: mandate_core::scope::DELEGATE_ACTION,
+            resource: &child_agent,
+            state,
+            result_hash: None,
+            spend: Usd::ZERO,
+            created_at: at,
+            delegated_jti,
+            credential: Credential::Token,
+        };
+        let ulid =
+            Ulid::new(u64::try_from(at).unwrap_or(0), delegation.child_random).map_err(internal)?;
+        let (child, budgeted) =
+            match self.judge_delegation(&parent, delegation.request, at, ulid)? {
+                Ok(allowed) => allowed,
+                Err(refusal) => {
+                    let state = transition(None, RecordEvent::Authorize(Err(refusal.reason())))
+                        .map_err(internal)?;
+                    self.insert_record(&record(state, None))?;
+                    return Ok(Delegated::Refused { aar_id, refusal });
+                }
+            };
+        let compact_jwt = sign(&child, key).map_err(internal)?;
+        self.store_token(&child, Some(&delegation.parent), key.kid(), None, at)?;
+        let state = transition(
+            None,
+            RecordEvent::RecordAction {
+                decision: Ok(()),
+                result: Outcome::Success,
+            },
+        )
+        .map_err(internal)?;
+        self.insert_record(&record(state, Some(&child.jti)))?;
+        self.charge(&budgeted, 0, 1)?;
+        Ok(Delegated::Issued {
+            child: Box::new(child),
+            compact_jwt,
+            aar_id,
+        })
+    }
+
+    /// The child core makes of `request` under `parent` at `at_ms`, and the
+    /// budgeted tokens of the chain to charge; or why the delegation is
+    /// refused. Input core refuses (a lifetime out of range, an invalid
+    /// policy) is an error: nothing is recorded for it.
+    fn judge_delegation(
+        &mut self,
+        parent: &Token,
+        request: TokenRequest,
+        at_ms: i64,
+        ulid: Ulid,
+    ) -> Result<Result<(Claims, super::Budgeted), Refusal>, LedgerError> {
+        if let Some(reason) = parent.inactive_reason(at_ms / 1000) {
+            return Ok(Err(Refusal::Inactive(reason)));
+        }
+        let child = match check_fan_out(parent.standing.children)
+            .and_then(|()| delegate(&parent.claims, request, at_ms / 1000, ulid))
+        {
+            Ok(child) => child,
+            Err(error @ IssueError::TtlOutOfRange) => {
+                return Err(LedgerError::TtlOutOfRange(error));
+            }
+            Err(IssueError::Scope(error)) => return Err(LedgerError::Frameworks(error)),
+            Err(error) => {
+                return match error.deny_reason() {
+                    Some(reason) => Ok(Err(Refusal::Issue(reason, error))),
+                    None => Err(internal(error)),
+                };
+            }
+        };
+        let budgeted = self.budgeted(&parent.claims)?;
+        if let Err(exceeded) = check_chain_budgets(&self.usage(&budgeted)?, Usd::ZERO) {
+            return Ok(Err(Refusal::Budget(exceeded)));
+        }
+        Ok(Ok((child, budgeted)))
+    }
+
+    /// Revokes a token and every descendant. An agent may revoke only its
+    /// own token and the tokens delegated from it, and only while its own
+    /// token is active.
+    pub fn revoke(
+        &mut self,
+        target: &Jti,
+        reason: Option<&str>,
+        by: &Revoker,
+        now: Now,
+    ) -> Result<Revoked, LedgerError> {
+        let now_s = now.s();
+        let token = self.token(target)?.ok_or(LedgerError::UnknownToken)?;
+        if let Revoker::Token(revoker) = by {
+            let own = self
+                .token(revoker)?
+                .ok_or(LedgerError::HolderInactive { expired: false })?;
+            if let Some(reason) = own.inactive_reason(now_s) {
+                return Err(LedgerError::HolderInactive {
+                    expired: reason == DenyReason::TokenExpired,
+                });
+            }
+            if !token.claims.is_governed_by(revoker) {
+                return Err(LedgerError::NotAnAncestor);
+            }
+        }
+        let mut jtis = Vec::new();
+        let mut count = 0u64;
+        tokens::revoke_subtree(&self.conn, target, now_s, reason, |jti| {
+            count += 1;
+            if jtis.len() < REVOKED_LIST_LIMIT {
+                jtis.push(jti);
+            }
+        })?;
+        jtis.sort();
+        Ok(Revoked {
+            jtis,
+            count,
+            at: now_s,
+        })
+    }
+}

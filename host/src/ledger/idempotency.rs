@@ -1,0 +1,79 @@
+//! `Idempotency-Key`: a retried write returns the answer of the first
+//! attempt and changes nothing. The key is scoped to the route and the
+//! credential (API key or token) that sent it; the stored answer remembers
+//! the SHA-256 of the request body, so the same key with another body is
+//! refused. The check, the write and the stored answer share the writer's
+//! transaction, so two concurrent retries cannot both act. Answers are kept
+//! for 24 hours.
+
+use super::{Ledger, LedgerError};
+use crate::clock::Now;
+use crate::store::idempotency::{self, StoredReply};
+
+/// How long an answer is remembered.
+pub const RETENTION_MS: i64 = 24 * 3600 * 1000;
+
+/// A key presented with a request, bound to its route and credential, with
+/// the digest of the request body.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct IdempotencyKey {
+    /// `<route> <credential id>`.
+    pub scope: String,
+    pub key: String,
+    pub body_sha256: [u8; 32],
+}
+
+/// What came of an idempotent write.
+#[derive(Debug)]
+pub enum Reply<T> {
+    /// The write ran now (and its answer is stored, when there is a key).
+    Fresh(T),
+    /// An earlier attempt's answer.
+    Replayed(StoredReply),
+}
+
+impl Ledger {
+    /// Runs `write` once per key: replays the stored answer for a repeated
+    /// key with the same body, refuses it with another body, else writes and
+    /// stores what `answer` makes of the outcome. Without a key, just
+    /// writes: the caller makes its answer after the commit, off the
+    /// writer thread.
+    pub fn once<T>(
+        &mut self,
+        key: Option<&IdempotencyKey>,
+        now: Now,
+        write: impl FnOnce(&mut Ledger) -> Result<T, LedgerError>,
+        answer: impl FnOnce(&T) -> StoredReply,
+    ) -> Result<Reply<T>, LedgerError> {
+        let Some(key) = key else {
+            return write(self).map(Reply::Fresh);
+        };
+        let since = now.ms() - RETENTION_MS;
+        if let Some(stored) = idempotency::find(&self.conn, &key.scope, &key.key, since)? {
+            if stored.request_sha256 != key.body_sha256 {
+                return Err(LedgerError::IdempotencyKeyReused);
+            }
+            return Ok(Reply::Replayed(stored.reply));
+        }
+        let outcome = write(self)?;
+        let reply = answer(&outcome);
+        idempotency::store(
+            &self.conn,
+            &key.scope,
+            &key.key,
+            &key.body_sha256,
+            &reply,
+            now.ms(),
+        )?;
+        Ok(Reply::Fresh(outcome))
+    }
+
+    /// Forgets the answers older than the retention period; returns how
+    /// many.
+    pub fn forget_old_replies(&mut self, now: Now) -> Result<usize, LedgerError> {
+        Ok(idempotency::forget_before(
+            &self.conn,
+            now.ms() - RETENTION_MS,
+        )?)
+    }
+}

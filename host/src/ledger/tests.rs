@@ -1,0 +1,628 @@
+//! The ledger on an in-memory database: every write path, with the attacks
+//! and the edge cases that decide who may do what with what they hold.
+
+use mandate_core::{
+    AgentId, AssuranceLevel, Claims, Constraints, DenyReason, Identity, IssueError, Jti, Limit,
+    Outcome, Policy, Rating, RecordError, RecordState, RootIssue, Scope, SigningKey, TokenRequest,
+    Ulid, Usd, human_ref, issue_root,
+};
+
+use super::idempotency::RETENTION_MS;
+use super::*;
+use crate::clock::Now;
+use crate::store::idempotency::StoredReply;
+use crate::store::records::Credential;
+use crate::store::{self, Owned};
+
+/// The start of every test's time: 2027-01-15T08:00:00Z.
+const T0: i64 = 1_800_000_000_000;
+
+fn at(seconds: i64) -> Now {
+    Now::from_ms(T0 + seconds * 1000)
+}
+
+struct Fixture {
+    ledger: Ledger,
+    key: SigningKey,
+    ids: u64,
+}
+
+impl Fixture {
+    fn new() -> Fixture {
+        let conn = store::open_in_memory().unwrap();
+        let key = SigningKey::from_secret(&[7; 32]);
+        conn.execute(
+            "INSERT INTO signing_keys (kid, secret, created_at) VALUES (?1, x'00', ?2)",
+            rusqlite::params![key.kid(), T0 / 1000],
+        )
+        .unwrap();
+        Fixture {
+            ledger: Ledger::new(conn),
+            key,
+            ids: 0,
+        }
+    }
+
+    fn random(&mut self) -> [u8; 10] {
+        self.ids += 1;
+        let mut bytes = [0u8; 10];
+        bytes[2..].copy_from_slice(&self.ids.to_be_bytes());
+        bytes
+    }
+
+    fn ulid(&mut self) -> Ulid {
+        Ulid::new(T0 as u64, self.random()).unwrap()
+    }
+
+    /// Commits the group, as the writer does after each batch.
+    fn commit(&mut self) {
+        self.ledger.before_commit().unwrap();
+    }
+
+    fn root(&mut self, actions: &[&str], constraints: Constraints, ttl: u64) -> Claims {
+        let request = request("bot", &["crm:*"], actions, constraints, Some(ttl));
+        let claims = issue_root(
+            request,
+            RootIssue {
+                issuer: "https://mandate.test".to_owned(),
+                human: human_ref(&[1; 32], &Identity::email("dev@example.com").unwrap()),
+                level: AssuranceLevel::L1,
+                now: at(0).s(),
+                jti: self.ulid(),
+                provenance: self.ulid(),
+            },
+        )
+        .unwrap();
+        let kid = self.key.kid().to_owned();
+        self.ledger
+            .store_root(&claims, &kid, "key_test", at(0))
+            .unwrap();
+        claims
+    }
+
+    fn delegate(&mut self, parent: &Claims, request: TokenRequest, now: Now) -> Delegated {
+        let delegation = Delegation {
+            parent: parent.jti.clone(),
+            request,
+            child_random: self.random(),
+            record_random: self.random(),
+        };
+        let key = SigningKey::from_secret(&[7; 32]);
+        self.ledger.delegate(delegation, &key, now).unwrap()
+    }
+
+    fn child(&mut self, parent: &Claims, agent: &str, actions: &[&str]) -> Claims {
+        let request = request(agent, &["crm:*"], actions, Constraints::default(), None);
+        match self.delegate(parent, request, at(1)) {
+            Delegated::Issued { child, .. } => *child,
+            Delegated::Refused { refusal, .. } => panic!("refused: {refusal:?}"),
+        }
+    }
+
+    fn attempt(&mut self, jti: &Jti, credential: Credential, action: &str, spend: Usd) -> Attempt {
+        Attempt {
+            jti: jti.clone(),
+            credential,
+            action: mandate_core::Action::parse(action).unwrap(),
+            resource: mandate_core::Resource::parse("crm:lead/1").unwrap(),
+            spend,
+            random: self.random(),
+        }
+    }
+
+    fn act(&mut self, token: &Claims, action: &str, now: Now) -> Attempted {
+        let attempt = self.attempt(&token.jti, Credential::Token, action, Usd::ZERO);
+        self.ledger
+            .record_action(&attempt, Outcome::Success, None, now)
+            .unwrap()
+    }
+
+    fn authorize(&mut self, token: &Claims, credential: Credential, spend: Usd) -> Attempted {
+        let attempt = self.attempt(&token.jti, credential, "read", spend);
+        self.ledger.authorize(&attempt, at(2)).unwrap()
+    }
+
+    fn counts(&self, agent_id: &str) -> (i64, i64, i64, i64) {
+        self.ledger
+            .conn
+            .query_row(
+                "SELECT successes, failures, pending, approved FROM agents WHERE agent_id = ?1",
+                [agent_id],
+                |row| Ok((row.get(0)?, row.get(1)?, row.get(2)?, row.get(3)?)),
+            )
+            .unwrap()
+    }
+}
+
+fn request(
+    agent: &str,
+    resources: &[&str],
+    actions: &[&str],
+    constraints: Constraints,
+    ttl_seconds: Option<u64>,
+) -> TokenRequest {
+    TokenRequest {
+        agent_id: AgentId::parse(agent).unwrap(),
+        scope: Scope::parse(resources, actions).unwrap(),
+        constraints,
+        policy: Policy::default(),
+        ttl_seconds,
+        holder: None,
+    }
+}
+
+fn usd(amount: f64) -> Usd {
+    Usd::from_f64(amount).unwrap()
+}
+
+#[test]
+fn an_allowed_action_is_recorded_and_counted_once_the_group_commits() {
+    let mut f = Fixture::new();
+    let root = f.root(&["read"], Constraints::default(), 3600);
+    let attempted = f.act(&root, "read", at(2));
+    assert_eq!(attempted.denied, None);
+    assert_eq!(
+        f.counts("bot"),
+        (0, 0, 0, 0),
+        "counters wait for the commit"
+    );
+    f.commit();
+    assert_eq!(f.counts("bot"), (1, 0, 0, 0));
+    let record = records::by_id(&f.ledger.conn, attempted.aar_id.as_str())
+        .unwrap()
+        .unwrap();
+    assert_eq!(
+        record.state,
+        RecordState::Completed {
+            result: Outcome::Success
+        }
+    );
+    assert_eq!(record.credential, Credential::Token);
+    assert_eq!(record.created_at, at(2).ms());
+}
+
+#[test]
+fn a_rolled_back_group_forgets_its_counters() {
+    let mut f = Fixture::new();
+    let root = f.root(&["read"], Constraints::default(), 3600);
+    f.act(&root, "read", at(2));
+    f.ledger.after_rollback();
+    f.commit();
+    assert_eq!(f.counts("bot"), (0, 0, 0, 0));
+}
+
+#[test]
+fn an_action_outside_the_scope_is_denied_and_recorded_as_a_failure() {
+    let mut f = Fixture::new();
+    let root = f.root(&["read"], Constraints::default(), 3600);
+    let attempted = f.act(&root, "write", at(2));
+    assert_eq!(attempted.denied, Some(DenyReason::ActionNotPermitted));
+    f.commit();
+    assert_eq!(f.counts("bot"), (0, 1, 0, 0));
+}
+
+#[test]
+fn an_unknown_token_writes_nothing() {
+    let mut f = Fixture::new();
+    f.root(&["read"], Constraints::default(), 3600);
+    let stranger = Jti::root(f.ulid());
+    let attempt = f.attempt(&stranger, Credential::Jti, "read", Usd::ZERO);
+    assert_eq!(
+        f.ledger
+            .record_action(&attempt, Outcome::Success, None, at(2))
+            .unwrap_err(),
+        LedgerError::TokenInactive
+    );
+}
+
+#[test]
+fn a_revoked_or_expired_token_is_denied_with_its_reason() {
+    let mut f = Fixture::new();
+    let root = f.root(&["read"], Constraints::default(), 60);
+    assert_eq!(
+        f.act(&root, "read", at(60)).denied,
+        Some(DenyReason::TokenExpired),
+        "a token is expired at its exp"
+    );
+    f.ledger
+        .revoke(&root.jti, None, &Revoker::ApiKey, at(10))
+        .unwrap();
+    assert_eq!(
+        f.act(&root, "read", at(11)).denied,
+        Some(DenyReason::TokenRevoked),
+        "revoked wins over expired"
+    );
+    assert_eq!(
+        f.act(&root, "read", at(61)).denied,
+        Some(DenyReason::TokenRevoked)
+    );
+}
+
+#[test]
+fn a_bound_token_named_by_its_bare_jti_is_refused() {
+    let mut f = Fixture::new();
+    let mut request = request("bot", &["crm:*"], &["read"], Constraints::default(), None);
+    request.holder =
+        Some(mandate_core::Jkt::parse("0ZcOCORZNYy-DWpqq30jZyJGHTN0d2HglBV3uiguA4I").unwrap());
+    let claims = issue_root(
+        request,
+        RootIssue {
+            issuer: "https://mandate.test".to_owned(),
+            human: human_ref(&[1; 32], &Identity::email("dev@example.com").unwrap()),
+            level: AssuranceLevel::L1,
+            now: at(0).s(),
+            jti: f.ulid(),
+            provenance: f.ulid(),
+        },
+    )
+    .unwrap();
+    let kid = f.key.kid().to_owned();
+    f.ledger
+        .store_root(&claims, &kid, "key_test", at(0))
+        .unwrap();
+    let attempt = f.attempt(&claims.jti, Credential::Jti, "read", Usd::ZERO);
+    assert_eq!(
+        f.ledger.authorize(&attempt, at(1)).unwrap_err(),
+        LedgerError::DpopRequired
+    );
+}
+
+#[test]
+fn every_budget_up_the_chain_binds_a_descendant() {
+    let mut f = Fixture::new();
+    let budget = Constraints {
+        max_actions: Some(3),
+        ..Constraints::default()
+    };
+    let root = f.root(&["read", "delegate"], budget, 3600);
+    let child = f.child(&root, "helper", &["read"]);
+    // The delegation itself is one of the root's actions.
+    assert_eq!(f.act(&child, "read", at(2)).denied, None);
+    assert_eq!(f.act(&child, "read", at(2)).denied, None);
+    assert_eq!(
+        f.act(&child, "read", at(2)).denied,
+        Some(DenyReason::BudgetMaxActions),
+        "the child has no budget of its own; its root's binds it"
+    );
+}
+
+#[test]
+fn a_completion_over_the_reservation_is_checked_against_the_chain() {
+    let mut f = Fixture::new();
+    let budget = Constraints {
+        max_spend_usd: Some(usd(10.0)),
+        ..Constraints::default()
+    };
+    let root = f.root(&["read"], budget, 3600);
+    let pending = f.authorize(&root, Credential::Token, usd(4.0));
+    assert_eq!(pending.denied, None);
+    let over = Completion {
+        aar_id: pending.aar_id.clone(),
+        result: Outcome::Success,
+        result_hash: None,
+        spend: Some(usd(10.5)),
+        presented: Some(root.jti.clone()),
+    };
+    assert!(matches!(
+        f.ledger.complete(&over, at(3)).unwrap_err(),
+        LedgerError::OverBudget { exceeded, .. } if exceeded.0 == Limit::MaxSpendUsd
+    ));
+    let within = Completion {
+        spend: Some(usd(9.0)),
+        ..over
+    };
+    let record = f.ledger.complete(&within, at(3)).unwrap();
+    assert_eq!(record.spend, usd(9.0));
+    assert_eq!(record.completed_at, Some(at(3).ms()));
+    let used = tokens::usage(&f.ledger.conn, &root.jth()).unwrap();
+    assert_eq!(used.spent, usd(9.0));
+    f.commit();
+    assert_eq!(f.counts("bot"), (1, 0, 0, 0), "pending moved to success");
+}
+
+#[test]
+fn after_its_token_ends_a_completion_reports_up_to_the_reservation() {
+    let mut f = Fixture::new();
+    let root = f.root(&["read"], Constraints::default(), 3600);
+    let pending = f.authorize(&root, Credential::Jti, usd(2.0));
+    f.ledger
+        .revoke(&root.jti, None, &Revoker::ApiKey, at(3))
+        .unwrap();
+    let over = Completion {
+        aar_id: pending.aar_id.clone(),
+        result: Outcome::Error,
+        result_hash: None,
+        spend: Some(usd(2.5)),
+        presented: None,
+    };
+    assert!(matches!(
+        f.ledger.complete(&over, at(4)).unwrap_err(),
+        LedgerError::BeyondReservation {
+            expired: false,
+            presented: false,
+            ..
+        }
+    ));
+    let within = Completion {
+        spend: Some(usd(1.0)),
+        ..over
+    };
+    assert_eq!(f.ledger.complete(&within, at(4)).unwrap().spend, usd(1.0));
+}
+
+#[test]
+fn only_the_records_token_or_an_ancestor_completes_a_token_made_record() {
+    let mut f = Fixture::new();
+    let root = f.root(&["read", "delegate"], Constraints::default(), 3600);
+    let child = f.child(&root, "helper", &["read"]);
+    let sibling = f.child(&root, "other", &["read"]);
+    let pending = f.authorize(&child, Credential::Token, Usd::ZERO);
+    let by = |presented: Option<&Claims>| Completion {
+        aar_id: pending.aar_id.clone(),
+        result: Outcome::Success,
+        result_hash: None,
+        spend: None,
+        presented: presented.map(|c| c.jti.clone()),
+    };
+    assert_eq!(
+        f.ledger.complete(&by(Some(&sibling)), at(3)).unwrap_err(),
+        LedgerError::NotTheRecordsToken
+    );
+    assert_eq!(
+        f.ledger.complete(&by(None), at(3)).unwrap_err(),
+        LedgerError::TokenRequired,
+        "an aar_id alone does not complete a token-made record"
+    );
+    f.ledger.complete(&by(Some(&root)), at(3)).unwrap();
+    assert_eq!(
+        f.ledger.complete(&by(Some(&root)), at(3)).unwrap_err(),
+        LedgerError::Lifecycle(RecordError::AlreadyCompleted)
+    );
+}
+
+#[test]
+fn a_record_is_rated_once_and_the_rating_counts() {
+    let mut f = Fixture::new();
+    let root = f.root(&["read"], Constraints::default(), 3600);
+    let done = f.act(&root, "read", at(2));
+    let rated = f
+        .ledger
+        .rate(&done.aar_id, Rating::Approved, Some("fine"), at(5))
+        .unwrap();
+    assert_eq!(rated.at, at(5).ms());
+    assert_eq!(
+        f.ledger
+            .rate(&done.aar_id, Rating::Rejected, None, at(6))
+            .unwrap_err(),
+        LedgerError::Lifecycle(RecordError::AlreadyRated)
+    );
+    f.commit();
+    assert_eq!(f.counts("bot"), (1, 0, 0, 1));
+}
+
+#[test]
+fn a_widening_delegation_is_refused_and_recorded_as_denied() {
+    let mut f = Fixture::new();
+    let root = f.root(&["read", "delegate"], Constraints::default(), 3600);
+    let wider = request(
+        "helper",
+        &["crm:*"],
+        &["read", "write"],
+        Constraints::default(),
+        None,
+    );
+    let Delegated::Refused { aar_id, refusal } = f.delegate(&root, wider, at(1)) else {
+        panic!("a wider child was issued");
+    };
+    assert!(matches!(
+        refusal,
+        Refusal::Issue(DenyReason::ScopeWidening, IssueError::Widening(_))
+    ));
+    let record = records::by_id(&f.ledger.conn, aar_id.as_str())
+        .unwrap()
+        .unwrap();
+    assert_eq!(
+        record.state,
+        RecordState::Denied {
+            reason: DenyReason::ScopeWidening
+        }
+    );
+    let no_delegate = f.root(&["read"], Constraints::default(), 3600);
+    let narrow = request(
+        "helper",
+        &["crm:*"],
+        &["read"],
+        Constraints::default(),
+        None,
+    );
+    assert!(matches!(
+        f.delegate(&no_delegate, narrow, at(1)),
+        Delegated::Refused {
+            refusal: Refusal::Issue(DenyReason::ActionNotPermitted, _),
+            ..
+        }
+    ));
+}
+
+#[test]
+fn a_lifetime_out_of_range_is_bad_input_and_records_nothing() {
+    let mut f = Fixture::new();
+    let root = f.root(&["read", "delegate"], Constraints::default(), 3600);
+    let delegation = Delegation {
+        parent: root.jti.clone(),
+        request: request(
+            "helper",
+            &["crm:*"],
+            &["read"],
+            Constraints::default(),
+            Some(0),
+        ),
+        child_random: f.random(),
+        record_random: f.random(),
+    };
+    let key = SigningKey::from_secret(&[7; 32]);
+    assert!(matches!(
+        f.ledger.delegate(delegation, &key, at(1)).unwrap_err(),
+        LedgerError::TtlOutOfRange(_)
+    ));
+    let records: i64 = f
+        .ledger
+        .conn
+        .query_row("SELECT count(*) FROM records", [], |row| row.get(0))
+        .unwrap();
+    assert_eq!(records, 0);
+}
+
+#[test]
+fn an_agent_revokes_itself_and_its_descendants_and_nothing_else() {
+    let mut f = Fixture::new();
+    let root = f.root(&["read", "delegate"], Constraints::default(), 3600);
+    let child = f.child(&root, "helper", &["read", "delegate"]);
+    let grandchild = f.child(&child, "worker", &["read"]);
+    let as_child = Revoker::Token(child.jti.clone());
+    assert_eq!(
+        f.ledger
+            .revoke(&root.jti, None, &as_child, at(2))
+            .unwrap_err(),
+        LedgerError::NotAnAncestor,
+        "a sub-agent cannot revoke its root"
+    );
+    let as_grandchild = Revoker::Token(grandchild.jti.clone());
+    assert_eq!(
+        f.ledger
+            .revoke(&child.jti, None, &as_grandchild, at(2))
+            .unwrap_err(),
+        LedgerError::NotAnAncestor
+    );
+    let revoked = f
+        .ledger
+        .revoke(&child.jti, Some("done"), &as_child, at(3))
+        .unwrap();
+    assert_eq!(revoked.count, 2);
+    assert_eq!(revoked.at, at(3).s());
+    assert_eq!(
+        f.ledger
+            .revoke(&child.jti, None, &as_child, at(4))
+            .unwrap_err(),
+        LedgerError::HolderInactive { expired: false },
+        "a revoked token revokes nothing more"
+    );
+    assert_eq!(
+        f.act(&grandchild, "read", at(4)).denied,
+        Some(DenyReason::TokenRevoked)
+    );
+    assert_eq!(f.act(&root, "read", at(4)).denied, None);
+}
+
+#[test]
+fn a_signing_key_revoked_since_signing_stores_nothing() {
+    let mut f = Fixture::new();
+    f.ledger
+        .conn
+        .execute("UPDATE signing_keys SET revoked_at = 1", [])
+        .unwrap();
+    let claims = issue_root(
+        request("bot", &["crm:*"], &["read"], Constraints::default(), None),
+        RootIssue {
+            issuer: "https://mandate.test".to_owned(),
+            human: human_ref(&[1; 32], &Identity::email("dev@example.com").unwrap()),
+            level: AssuranceLevel::L1,
+            now: at(0).s(),
+            jti: f.ulid(),
+            provenance: f.ulid(),
+        },
+    )
+    .unwrap();
+    let kid = f.key.kid().to_owned();
+    assert_eq!(
+        f.ledger
+            .store_root(&claims, &kid, "key_test", at(0))
+            .unwrap_err(),
+        LedgerError::SigningKeyRevoked
+    );
+}
+
+#[test]
+fn record_times_never_go_back_when_the_clock_does() {
+    let mut f = Fixture::new();
+    let root = f.root(&["read"], Constraints::default(), 3600);
+    let first = f.act(&root, "read", at(20));
+    let second = f.act(&root, "read", at(10));
+    let time = |aar_id: &AarId| {
+        records::by_id(&f.ledger.conn, aar_id.as_str())
+            .unwrap()
+            .unwrap()
+            .created_at
+    };
+    assert_eq!(time(&first.aar_id), at(20).ms());
+    assert_eq!(time(&second.aar_id), at(20).ms());
+}
+
+#[test]
+fn an_idempotency_key_answers_its_first_reply_and_refuses_another_body() {
+    let mut f = Fixture::new();
+    let root = f.root(&["read"], Constraints::default(), 3600);
+    let key = IdempotencyKey {
+        scope: format!("record_action {}", root.jti),
+        key: "retry-1".to_owned(),
+        body_sha256: [1; 32],
+    };
+    let reply = |attempted: &Attempted| StoredReply {
+        status: 201,
+        body: attempted.aar_id.to_string().into_bytes(),
+    };
+    let attempt = f.attempt(&root.jti, Credential::Token, "read", Usd::ZERO);
+    let first = f
+        .ledger
+        .once(
+            Some(&key),
+            at(2),
+            |ledger| ledger.record_action(&attempt, Outcome::Success, None, at(2)),
+            reply,
+        )
+        .unwrap();
+    let Reply::Fresh(attempted) = first else {
+        panic!("the first attempt was not fresh");
+    };
+    let again = f
+        .ledger
+        .once(
+            Some(&key),
+            at(3),
+            |ledger| ledger.record_action(&attempt, Outcome::Success, None, at(3)),
+            reply,
+        )
+        .unwrap();
+    let Reply::Replayed(stored) = again else {
+        panic!("a retry acted again");
+    };
+    assert_eq!(stored.body, attempted.aar_id.to_string().into_bytes());
+    let other = IdempotencyKey {
+        body_sha256: [2; 32],
+        ..key.clone()
+    };
+    assert_eq!(
+        f.ledger
+            .once(
+                Some(&other),
+                at(3),
+                |ledger| ledger.record_action(&attempt, Outcome::Success, None, at(3)),
+                reply,
+            )
+            .unwrap_err(),
+        LedgerError::IdempotencyKeyReused
+    );
+    let expired = at(2 + RETENTION_MS / 1000 + 1);
+    assert!(matches!(
+        f.ledger
+            .once(
+                Some(&other),
+                expired,
+                |ledger| ledger.record_action(&attempt, Outcome::Success, None, expired),
+                reply,
+            )
+            .unwrap(),
+        Reply::Fresh(_)
+    ));
+    assert_eq!(f.ledger.forget_old_replies(expired).unwrap(), 0);
+}

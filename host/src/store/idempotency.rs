@@ -1,0 +1,72 @@
+//! The `idempotency` table: answers stored under an `Idempotency-Key`,
+//! within a scope (the route and the credential that sent the key), with
+//! the SHA-256 of the request body they answered.
+
+use rusqlite::{Connection, OptionalExtension, params};
+
+/// An answer as stored and replayed: an HTTP status and its body.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StoredReply {
+    pub status: u16,
+    pub body: Vec<u8>,
+}
+
+/// A stored answer and the digest of the request it answered.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Stored {
+    pub request_sha256: Vec<u8>,
+    pub reply: StoredReply,
+}
+
+/// The answer stored under `key` in `scope` at or after `since_ms`.
+pub fn find(
+    conn: &Connection,
+    scope: &str,
+    key: &str,
+    since_ms: i64,
+) -> rusqlite::Result<Option<Stored>> {
+    conn.prepare_cached(
+        "SELECT request_hash, status, body FROM idempotency WHERE scope = ?1 AND key = ?2 AND created_at > ?3",
+    )?
+    .query_row(params![scope, key, since_ms], |row| {
+        Ok(Stored {
+            request_sha256: row.get(0)?,
+            reply: StoredReply {
+                status: row.get(1)?,
+                body: row.get(2)?,
+            },
+        })
+    })
+    .optional()
+}
+
+/// Stores the answer to a request under `key` in `scope`, replacing an
+/// expired one.
+pub fn store(
+    conn: &Connection,
+    scope: &str,
+    key: &str,
+    request_sha256: &[u8; 32],
+    reply: &StoredReply,
+    at_ms: i64,
+) -> rusqlite::Result<()> {
+    conn.prepare_cached(
+        "INSERT OR REPLACE INTO idempotency (scope, key, request_hash, status, body, created_at)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+    )?
+    .execute(params![
+        scope,
+        key,
+        request_sha256.as_slice(),
+        reply.status,
+        reply.body,
+        at_ms,
+    ])?;
+    Ok(())
+}
+
+/// Deletes the answers stored before `before_ms`; returns how many.
+pub fn forget_before(conn: &Connection, before_ms: i64) -> rusqlite::Result<usize> {
+    conn.prepare_cached("DELETE FROM idempotency WHERE created_at <= ?1")?
+        .execute([before_ms])
+}

@@ -1,0 +1,414 @@
+//! The `records` table and the counters kept with it (`agents`, `workflows`,
+//! `workflow_counts`): every statement that reads or writes them, once, for
+//! the ledger, the read side and the prefill tool.
+//!
+//! Ids come back as the text they were stored as: only the ledger writes
+//! them, from parsed ids, and readers only show them. What code decides on
+//! comes back typed: the record's state, its spend, its times, the
+//! credential it was made with.
+
+use mandate_core::{
+    AarId, Claims, DenyReason, Jti, Outcome, Rating, RecordError, RecordState, ResultHash, Status,
+    Usd,
+};
+use rusqlite::{Connection, OptionalExtension, Row, params};
+
+use crate::pending_core::CountsChange;
+
+/// What the caller proved it held when a record was made.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Credential {
+    /// A bare `vat_jti` in the body: it names the token and proves nothing.
+    Jti,
+    /// The token itself: `Authorization: Bearer`, or `DPoP` with a valid
+    /// proof for a bound token.
+    Token,
+}
+
+impl Credential {
+    /// How the record stores it: `jti` or `token`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Credential::Jti => "jti",
+            Credential::Token => "token",
+        }
+    }
+
+    fn parse(text: &str) -> Option<Credential> {
+        match text {
+            "jti" => Some(Credential::Jti),
+            "token" => Some(Credential::Token),
+            _ => None,
+        }
+    }
+}
+
+/// A stored action record.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Record {
+    /// Insertion order: the table's key and the record cursor.
+    pub seq: i64,
+    pub aar_id: String,
+    pub provenance_ref: String,
+    /// The token the record was made with.
+    pub jti: String,
+    /// The bare agent id.
+    pub agent_id: String,
+    pub action: String,
+    pub resource: String,
+    pub state: RecordState,
+    pub result_hash: Option<String>,
+    pub spend: Usd,
+    pub trust_score: f64,
+    pub delegation_depth: u32,
+    pub human_ref: String,
+    pub assurance_level: String,
+    pub note: Option<String>,
+    /// Unix milliseconds.
+    pub feedback_at: Option<i64>,
+    /// Unix milliseconds; never decreases along `seq`.
+    pub created_at: i64,
+    /// Unix milliseconds.
+    pub completed_at: Option<i64>,
+    /// The child token, for `delegate` records.
+    pub delegated_jti: Option<String>,
+    pub credential: Credential,
+}
+
+/// Declares the columns a [`Record`] is read from, once: the list the
+/// statements select, and each column's position in it by name.
+macro_rules! record_columns {
+    ($($column:ident),+ $(,)?) => {
+        /// The columns of a record, in the order they are selected.
+        const COLUMNS: &str = concat!($(stringify!($column), ", ",)+ "seq");
+
+        /// A selected column's position, by name.
+        #[allow(non_camel_case_types, reason = "named after the SQL columns")]
+        #[derive(Clone, Copy)]
+        enum Column { $($column,)+ seq }
+    };
+}
+
+record_columns!(
+    aar_id,
+    provenance_ref,
+    jti,
+    agent_id,
+    action,
+    resource,
+    status,
+    result,
+    deny_reason,
+    result_hash,
+    spend_micros,
+    trust_score,
+    delegation_depth,
+    human_ref,
+    assurance_level,
+    rating,
+    note,
+    feedback_at,
+    created_at,
+    completed_at,
+    delegated_jti,
+    credential,
+);
+
+/// `SELECT <every record column> FROM records`, for queries to extend with
+/// `WHERE` and `ORDER BY`; rows are read with [`from_row`].
+pub fn select_sql() -> String {
+    format!("SELECT {COLUMNS} FROM records")
+}
+
+fn get<T: rusqlite::types::FromSql>(row: &Row<'_>, column: Column) -> rusqlite::Result<T> {
+    row.get(column as usize)
+}
+
+/// A stored value that does not have the form the writer gave it.
+fn corrupt(column: Column, cause: impl std::fmt::Display) -> rusqlite::Error {
+    rusqlite::Error::FromSqlConversionFailure(
+        column as usize,
+        rusqlite::types::Type::Text,
+        format!("records column {}: {cause}", column as usize).into(),
+    )
+}
+
+fn parsed<T: std::str::FromStr<Err = RecordError>>(
+    row: &Row<'_>,
+    column: Column,
+) -> rusqlite::Result<Option<T>> {
+    get::<Option<String>>(row, column)?
+        .map(|text| text.parse().map_err(|e| corrupt(column, e)))
+        .transpose()
+}
+
+/// Reads a row selected with [`select_sql`].
+pub fn from_row(row: &Row<'_>) -> rusqlite::Result<Record> {
+    let status: Status =
+        parsed(row, Column::status)?.ok_or_else(|| corrupt(Column::status, "no status"))?;
+    let state = RecordState::from_parts(
+        status,
+        parsed::<Outcome>(row, Column::result)?,
+        parsed::<Rating>(row, Column::rating)?,
+        parsed::<DenyReason>(row, Column::deny_reason)?,
+    )
+    .map_err(|e| corrupt(Column::status, e))?;
+    let spend_micros: i64 = get(row, Column::spend_micros)?;
+    let spend = Usd::from_micros(u64::try_from(spend_micros).unwrap_or(0))
+        .map_err(|e| corrupt(Column::spend_micros, e))?;
+    let credential: String = get(row, Column::credential)?;
+    Ok(Record {
+        seq: get(row, Column::seq)?,
+        aar_id: get(row, Column::aar_id)?,
+        provenance_ref: get(row, Column::provenance_ref)?,
+        jti: get(row, Column::jti)?,
+        agent_id: get(row, Column::agent_id)?,
+        action: get(row, Column::action)?,
+        resource: get(row, Column::resource)?,
+        state,
+        result_hash: get(row, Column::result_hash)?,
+        spend,
+        trust_score: get(row, Column::trust_score)?,
+        delegation_depth: get(row, Column::delegation_depth)?,
+        human_ref: get(row, Column::human_ref)?,
+        assurance_level: get(row, Column::assurance_level)?,
+        note: get(row, Column::note)?,
+        feedback_at: get(row, Column::feedback_at)?,
+        created_at: get(row, Column::created_at)?,
+        completed_at: get(row, Column::completed_at)?,
+        delegated_jti: get(row, Column::delegated_jti)?,
+        credential: Credential::parse(&credential)
+            .ok_or_else(|| corrupt(Column::credential, credential))?,
+    })
+}
+
+/// The record with this id, if any.
+pub fn by_id(conn: &Connection, aar_id: &str) -> rusqlite::Result<Option<Record>> {
+    conn.prepare_cached(&format!("{} WHERE aar_id = ?1", select_sql()))?
+        .query_row([aar_id], from_row)
+        .optional()
+}
+
+/// When the newest record was created (unix ms), found at the end of `seq`
+/// (`max(created_at)` would read every record).
+pub fn latest_created_at(conn: &Connection) -> rusqlite::Result<Option<i64>> {
+    conn.prepare_cached("SELECT created_at FROM records ORDER BY seq DESC LIMIT 1")?
+        .query_row([], |row| row.get(0))
+        .optional()
+}
+
+/// A record about to be stored, made with `token`.
+#[derive(Debug, Clone, Copy)]
+pub struct NewRecord<'a> {
+    pub aar_id: &'a AarId,
+    pub token: &'a Claims,
+    pub action: &'a str,
+    pub resource: &'a str,
+    pub state: RecordState,
+    pub result_hash: Option<&'a ResultHash>,
+    pub spend: Usd,
+    /// Unix milliseconds; a completed record is completed then too.
+    pub created_at: i64,
+    pub delegated_jti: Option<&'a Jti>,
+    pub credential: Credential,
+}
+
+/// An amount as the tables store it.
+pub fn micros(amount: Usd) -> i64 {
+    i64::try_from(amount.micros()).unwrap_or(i64::MAX)
+}
+
+/// Stores a new record. The counters it changes are the caller's to add.
+pub fn insert(conn: &Connection, record: &NewRecord<'_>) -> rusqlite::Result<()> {
+    let claims = record.token;
+    let completed_at =
+        matches!(record.state.status(), Status::Completed).then_some(record.created_at);
+    conn.prepare_cached(
+        "INSERT INTO records (aar_id, provenance_ref, jti, agent_id, action, resource, status, result,
+            deny_reason, result_hash, spend_micros, trust_score, delegation_depth, human_ref,
+            assurance_level, created_at, completed_at, delegated_jti, credential)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19)",
+    )?
+    .execute(params![
+        record.aar_id.as_str(),
+        claims.svc_prov.as_str(),
+        claims.jti.as_str(),
+        claims.agent_id().as_str(),
+        record.action,
+        record.resource,
+        record.state.status().as_str(),
+        record.state.result().map(Outcome::as_str),
+        record.state.deny_reason().map(DenyReason::code),
+        record.result_hash.map(ResultHash::as_str),
+        micros(record.spend),
+        claims.svc_trust_score,
+        claims.svc_depth,
+        claims.svc_human.as_str(),
+        claims.svc_assurance.as_str(),
+        record.created_at,
+        completed_at,
+        record.delegated_jti.map(Jti::as_str),
+        record.credential.as_str(),
+    ])?;
+    Ok(())
+}
+
+/// Stores a pending record's completion.
+pub fn complete(
+    conn: &Connection,
+    aar_id: &str,
+    state: RecordState,
+    result_hash: Option<&ResultHash>,
+    spend: Usd,
+    at_ms: i64,
+) -> rusqlite::Result<()> {
+    conn.prepare_cached(
+        "UPDATE records SET status = ?1, result = ?2, result_hash = ?3, spend_micros = ?4, completed_at = ?5
+         WHERE aar_id = ?6",
+    )?
+    .execute(params![
+        state.status().as_str(),
+        state.result().map(Outcome::as_str),
+        result_hash.map(ResultHash::as_str),
+        micros(spend),
+        at_ms,
+        aar_id,
+    ])?;
+    Ok(())
+}
+
+/// Stores a completed record's rating.
+pub fn rate(
+    conn: &Connection,
+    aar_id: &str,
+    rating: Rating,
+    note: Option<&str>,
+    at_ms: i64,
+) -> rusqlite::Result<()> {
+    conn.prepare_cached(
+        "UPDATE records SET rating = ?1, note = ?2, feedback_at = ?3 WHERE aar_id = ?4",
+    )?
+    .execute(params![rating.as_str(), note, at_ms, aar_id])?;
+    Ok(())
+}
+
+/// Makes an agent known, with no counts.
+pub fn add_agent(conn: &Connection, agent_id: &str) -> rusqlite::Result<()> {
+    conn.prepare_cached("INSERT OR IGNORE INTO agents (agent_id) VALUES (?1)")?
+        .execute([agent_id])?;
+    Ok(())
+}
+
+/// Adds `change` to an agent's counters.
+pub fn count_for_agent(
+    conn: &Connection,
+    agent_id: &str,
+    change: &CountsChange,
+) -> rusqlite::Result<()> {
+    conn.prepare_cached(
+        "UPDATE agents SET successes = successes + ?1, failures = failures + ?2, pending = pending + ?3,
+            approved = approved + ?4, flagged = flagged + ?5, rejected = rejected + ?6
+         WHERE agent_id = ?7",
+    )?
+    .execute(params![
+        change.successes,
+        change.failures,
+        change.pending,
+        change.approved,
+        change.flagged,
+        change.rejected,
+        agent_id
+    ])?;
+    Ok(())
+}
+
+/// A workflow, opened when its root token is issued.
+#[derive(Debug, Clone, Copy)]
+pub struct NewWorkflow<'a> {
+    pub root: &'a Claims,
+    /// Unix milliseconds.
+    pub created_at: i64,
+}
+
+/// Stores a new workflow, with no records yet.
+pub fn open_workflow(conn: &Connection, workflow: &NewWorkflow<'_>) -> rusqlite::Result<()> {
+    let root = workflow.root;
+    conn.prepare_cached(
+        "INSERT INTO workflows (provenance_ref, root_jti, root_agent_id, human_ref, assurance_level,
+            created_at, last_activity)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?6)",
+    )?
+    .execute(params![
+        root.svc_prov.as_str(),
+        root.jti.as_str(),
+        root.agent_id().as_str(),
+        root.svc_human.as_str(),
+        root.svc_assurance.as_str(),
+        workflow.created_at,
+    ])?;
+    Ok(())
+}
+
+/// Adds `records` to a workflow's total and moves its last activity to
+/// `at_ms` if that is later.
+pub fn count_for_workflow(
+    conn: &Connection,
+    provenance_ref: &str,
+    records: i64,
+    at_ms: i64,
+) -> rusqlite::Result<()> {
+    conn.prepare_cached(
+        "UPDATE workflows SET total_records = total_records + ?1, last_activity = max(last_activity, ?2)
+         WHERE provenance_ref = ?3",
+    )?
+    .execute(params![records, at_ms, provenance_ref])?;
+    Ok(())
+}
+
+/// One group of a workflow's summary: its records of one agent and action
+/// with one result key (core's `result_key`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct SummaryKey<'a> {
+    pub provenance_ref: &'a str,
+    pub agent_id: &'a str,
+    pub action: &'a str,
+    pub result_key: &'a str,
+}
+
+/// Adds `change` records to a group of a workflow's summary.
+pub fn count_in_summary(
+    conn: &Connection,
+    key: &SummaryKey<'_>,
+    change: i64,
+) -> rusqlite::Result<()> {
+    conn.prepare_cached(
+        "INSERT INTO workflow_counts (provenance_ref, agent_id, action, result_key, count)
+         VALUES (?1, ?2, ?3, ?4, ?5)
+         ON CONFLICT DO UPDATE SET count = count + excluded.count",
+    )?
+    .execute(params![
+        key.provenance_ref,
+        key.agent_id,
+        key.action,
+        key.result_key,
+        change
+    ])?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_column_list_and_the_positions_agree() {
+        let names: Vec<&str> = COLUMNS.split(", ").collect();
+        assert_eq!(names.len(), Column::seq as usize + 1);
+        assert_eq!(names[Column::aar_id as usize], "aar_id");
+        assert_eq!(names[Column::credential as usize], "credential");
+        assert_eq!(names[Column::seq as usize], "seq");
+        let conn = crate::store::open_in_memory().unwrap();
+        let statement = conn.prepare(&select_sql()).unwrap();
+        assert_eq!(statement.column_names().collect::<Vec<_>>(), names);
+    }
+}

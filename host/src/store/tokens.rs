@@ -1,0 +1,246 @@
+//! The `tokens` table: every statement that reads or writes it, once, for
+//! the ledger and the read side. The ledger finds tokens by jti hash (how
+//! descendants name their ancestors); the read side by jti (how callers name
+//! them).
+
+use mandate_core::{Claims, Jth, Jti, Usage, Usd};
+use rusqlite::{Connection, OptionalExtension, Row, params};
+
+/// The claims a token was issued with, as stored (JSON), by jti hash.
+pub fn claims_text(conn: &Connection, jth: &Jth) -> rusqlite::Result<Option<String>> {
+    conn.prepare_cached("SELECT claims FROM tokens WHERE jth = ?1")?
+        .query_row([jth.as_str()], |row| row.get(0))
+        .optional()
+}
+
+/// What changes about a token after it is issued.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Standing {
+    pub revoked: bool,
+    /// Tokens delegated from it.
+    pub children: u64,
+}
+
+/// A token's standing, by jti hash; `None` for a token never issued here.
+pub fn standing(conn: &Connection, jth: &Jth) -> rusqlite::Result<Option<Standing>> {
+    conn.prepare_cached("SELECT revoked_at IS NOT NULL, children FROM tokens WHERE jth = ?1")?
+        .query_row([jth.as_str()], |row| {
+            Ok(Standing {
+                revoked: row.get(0)?,
+                children: u64::try_from(row.get::<_, i64>(1)?).unwrap_or(0),
+            })
+        })
+        .optional()
+}
+
+/// What a token's subtree has spent, for its budget.
+pub fn usage(conn: &Connection, jth: &Jth) -> rusqlite::Result<Usage> {
+    let (spent, actions): (i64, i64) = conn
+        .prepare_cached("SELECT spent_micros, actions FROM tokens WHERE jth = ?1")?
+        .query_row([jth.as_str()], |row| Ok((row.get(0)?, row.get(1)?)))?;
+    let spent = Usd::from_micros(u64::try_from(spent).unwrap_or(0)).map_err(|e| {
+        rusqlite::Error::FromSqlConversionFailure(
+            0,
+            rusqlite::types::Type::Integer,
+            format!("tokens.spent_micros: {e}").into(),
+        )
+    })?;
+    Ok(Usage {
+        spent,
+        actions: u64::try_from(actions).unwrap_or(0),
+    })
+}
+
+/// Adds spend (which may be negative: a released reservation) and actions
+/// to a token's usage.
+pub fn charge(
+    conn: &Connection,
+    jth: &Jth,
+    spend_micros: i64,
+    actions: i64,
+) -> rusqlite::Result<()> {
+    conn.prepare_cached(
+        "UPDATE tokens SET spent_micros = spent_micros + ?1, actions = actions + ?2 WHERE jth = ?3",
+    )?
+    .execute(params![spend_micros, actions, jth.as_str()])?;
+    Ok(())
+}
+
+/// Notes that a token signed by `kid` expires at `exp`, so the key stays
+/// published until then; `false` when the key is revoked (nothing changes).
+pub fn note_signed(conn: &Connection, kid: &str, exp: i64) -> rusqlite::Result<bool> {
+    let changed = conn
+        .prepare_cached(
+            "UPDATE signing_keys SET max_exp = max(max_exp, ?1) WHERE kid = ?2 AND revoked_at IS NULL",
+        )?
+        .execute(params![exp, kid])?;
+    Ok(changed > 0)
+}
+
+/// A token about to be stored.
+#[derive(Debug, Clone, Copy)]
+pub struct NewToken<'a> {
+    pub claims: &'a Claims,
+    /// The parent's jti, for a delegated token.
+    pub parent: Option<&'a Jti>,
+    pub kid: &'a str,
+    /// The API key that issued a root token.
+    pub issued_by: Option<&'a str>,
+}
+
+/// Stores a token, and counts it as a child of its parent.
+pub fn insert(conn: &Connection, token: &NewToken<'_>) -> rusqlite::Result<()> {
+    let claims = token.claims;
+    let json = serde_json::to_string(claims)
+        .map_err(|e| rusqlite::Error::ToSqlConversionFailure(Box::new(e)))?;
+    conn.prepare_cached(
+        "INSERT INTO tokens (jti, parent, jth, provenance_ref, agent_id, depth, claims, kid, issued_at,
+            expires_at, issued_by)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
+    )?
+    .execute(params![
+        claims.jti.as_str(),
+        token.parent.map(Jti::as_str),
+        claims.jth().as_str(),
+        claims.svc_prov.as_str(),
+        claims.agent_id().as_str(),
+        claims.svc_depth,
+        json,
+        token.kid,
+        claims.iat,
+        claims.exp,
+        token.issued_by,
+    ])?;
+    if let Some(parent) = token.parent {
+        conn.prepare_cached("UPDATE tokens SET children = children + 1 WHERE jti = ?1")?
+            .execute([parent.as_str()])?;
+    }
+    Ok(())
+}
+
+/// Revokes a token and every descendant at `at_s` (unix seconds), keeping
+/// an earlier revocation's time and reason. Calls `each` with every jti of
+/// the subtree.
+pub fn revoke_subtree(
+    conn: &Connection,
+    jti: &Jti,
+    at_s: i64,
+    reason: Option<&str>,
+    mut each: impl FnMut(String),
+) -> rusqlite::Result<()> {
+    let mut statement = conn.prepare_cached(
+        "WITH RECURSIVE subtree(jti) AS (
+             SELECT ?1 UNION ALL SELECT t.jti FROM tokens t JOIN subtree s ON t.parent = s.jti
+         )
+         UPDATE tokens SET revoked_at = coalesce(revoked_at, ?2), revoke_reason = coalesce(revoke_reason, ?3)
+         WHERE jti IN (SELECT jti FROM subtree)
+         RETURNING jti",
+    )?;
+    let mut rows = statement.query(params![jti.as_str(), at_s, reason])?;
+    while let Some(row) = rows.next()? {
+        each(row.get(0)?);
+    }
+    Ok(())
+}
+
+/// A token as the read side shows it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TokenRow {
+    pub jti: String,
+    pub parent: Option<String>,
+    pub agent_id: String,
+    pub depth: u32,
+    pub provenance_ref: String,
+    /// Unix seconds.
+    pub issued_at: i64,
+    /// Unix seconds.
+    pub expires_at: i64,
+    /// Unix seconds.
+    pub revoked_at: Option<i64>,
+    pub revoke_reason: Option<String>,
+}
+
+const TOKEN_COLUMNS: &str = "jti, parent, agent_id, depth, provenance_ref, issued_at, expires_at, revoked_at, revoke_reason";
+
+fn token_row(row: &Row<'_>) -> rusqlite::Result<TokenRow> {
+    Ok(TokenRow {
+        jti: row.get(0)?,
+        parent: row.get(1)?,
+        agent_id: row.get(2)?,
+        depth: row.get(3)?,
+        provenance_ref: row.get(4)?,
+        issued_at: row.get(5)?,
+        expires_at: row.get(6)?,
+        revoked_at: row.get(7)?,
+        revoke_reason: row.get(8)?,
+    })
+}
+
+/// The token with this jti, if any.
+pub fn by_jti(conn: &Connection, jti: &str) -> rusqlite::Result<Option<TokenRow>> {
+    conn.prepare_cached(&format!(
+        "SELECT {TOKEN_COLUMNS} FROM tokens WHERE jti = ?1"
+    ))?
+    .query_row([jti], token_row)
+    .optional()
+}
+
+/// Where a page of descendants starts: after this (depth, issue time, jti).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct After {
+    pub depth: i64,
+    pub issued_at: i64,
+    pub jti: String,
+}
+
+impl After {
+    /// Before every token.
+    pub fn start() -> After {
+        After {
+            depth: -1,
+            issued_at: 0,
+            jti: String::new(),
+        }
+    }
+}
+
+/// Up to `limit` descendants of a token after `after`, in the order of
+/// depth, issue time and jti.
+pub fn descendants(
+    conn: &Connection,
+    jti: &str,
+    after: &After,
+    limit: i64,
+) -> rusqlite::Result<Vec<TokenRow>> {
+    let mut statement = conn.prepare_cached(&format!(
+        "WITH RECURSIVE subtree(jti) AS (
+             SELECT jti FROM tokens WHERE parent = ?1
+             UNION ALL SELECT t.jti FROM tokens t JOIN subtree s ON t.parent = s.jti
+         )
+         SELECT {TOKEN_COLUMNS} FROM tokens WHERE jti IN (SELECT jti FROM subtree)
+             AND (depth, issued_at, jti) > (?2, ?3, ?4)
+         ORDER BY depth, issued_at, jti LIMIT ?5"
+    ))?;
+    statement
+        .query_map(
+            params![jti, after.depth, after.issued_at, after.jti, limit],
+            token_row,
+        )?
+        .collect()
+}
+
+/// Up to `limit` tokens of a workflow, in the order of depth, issue time and
+/// jti.
+pub fn of_workflow(
+    conn: &Connection,
+    provenance_ref: &str,
+    limit: i64,
+) -> rusqlite::Result<Vec<TokenRow>> {
+    let mut statement = conn.prepare_cached(&format!(
+        "SELECT {TOKEN_COLUMNS} FROM tokens WHERE provenance_ref = ?1
+         ORDER BY depth, issued_at, jti LIMIT ?2"
+    ))?;
+    statement
+        .query_map(params![provenance_ref, limit], token_row)?
+        .collect()
+}
