@@ -68,8 +68,9 @@ pub use scope::{
 pub use summary::{SummaryRow, WorkflowSummary, summarize};
 pub use token::{
     Actor, AssuranceLevel, Claims, Confirmation, Header, IssueError, RootIssue, SignError,
-    TokenRequest, VerifiedToken, VerifyError, VerifyOptions, check_fan_out, decode_unverified,
-    delegate, delegated_grant, issue_root, sign, verify, verify_ignoring_lifetime,
+    TokenRequest, TokenStatus, VerifiedToken, VerifyError, VerifyOptions, check_fan_out,
+    decode_unverified, delegate, delegated_grant, issue_root, sign, verify,
+    verify_ignoring_lifetime,
 };
 
 /// SHA-256 of bytes as `sha256:<hex>`, the form of `result_hash`.

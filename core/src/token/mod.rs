@@ -1,5 +1,5 @@
-//! Tokens (VATs): typed claims, issuing and delegating, signing, and the one
-//! verification routine host and wasm both use.
+//! Tokens (VATs): typed claims, issuing and delegating, signing, the one
+//! verification routine host and wasm both use, and a token's status.
 //!
 //! - `claims`: [`Claims`] and what each claim must be, ancestry by jti hash,
 //!   and the validity window at a moment;
@@ -7,7 +7,8 @@
 //!   in a documented order, an error variant each),
 //!   [`verify_ignoring_lifetime`] and [`decode_unverified`];
 //! - `issue`: [`issue_root`] and [`delegate`], with [`delegated_grant`]
-//!   and [`check_fan_out`].
+//!   and [`check_fan_out`];
+//! - `status`: [`TokenStatus`], a stored token's status at a moment.
 //!
 //! Everything is re-exported here, so callers name `mandate_core::token::X`
 //! (or `mandate_core::X`) whichever file holds it.
@@ -15,6 +16,7 @@
 mod claims;
 mod issue;
 mod jws;
+mod status;
 
 pub use claims::{Actor, AssuranceLevel, Claims, Confirmation};
 pub use issue::{
@@ -24,3 +26,4 @@ pub use jws::{
     ALG, Header, Segment, SignError, TYP, VerifiedToken, VerifyError, VerifyOptions,
     decode_unverified, sign, verify, verify_ignoring_lifetime,
 };
+pub use status::TokenStatus;
