@@ -7,9 +7,9 @@ use mandate_core::limits::{
     DEFAULT_TTL_SECONDS, MAX_CHILDREN_PER_TOKEN, MAX_DELEGATION_DEPTH, TRUST_L1,
 };
 use mandate_core::{
-    AgentId, Confirmation, Constraints, Framework, IssueError, JtiKind, Jwks, Limit, Policy, Usd,
-    VerifyError, VerifyOptions, Violation, check_fan_out, decode_unverified, delegate, sign,
-    verify,
+    AgentId, Claims, Confirmation, Constraints, Framework, IssueError, Jti, JtiKind, Jwks, Limit,
+    Policy, Usd, VerifyError, VerifyOptions, Violation, check_fan_out, decode_unverified, delegate,
+    sign, verify,
 };
 
 fn jwks() -> Jwks {
@@ -157,6 +157,47 @@ fn delegation_refusals() {
         delegate(&parent, zero, NOW, ulid(3)),
         Err(IssueError::TtlOutOfRange)
     );
+}
+
+/// A token is governed by itself and its ancestors, by jti; never by a
+/// descendant, a sibling, another line, or a jti of the other kind.
+#[test]
+fn a_token_is_governed_by_itself_and_its_ancestors() {
+    let parent = root();
+    let child = delegate(
+        &parent,
+        request(&["crm:*"], &["read", "delegate"]),
+        NOW,
+        ulid(3),
+    )
+    .unwrap();
+    let grandchild = delegate(&child, request(&["crm:contacts"], &["read"]), NOW, ulid(4)).unwrap();
+    let sibling = delegate(&parent, request(&["crm:*"], &["read"]), NOW, ulid(5)).unwrap();
+    // Another line: a root token of its own.
+    let other = Claims {
+        jti: Jti::root(ulid(6)),
+        ..root()
+    };
+    let same_ulid_other_kind = Jti::delegated(ulid(1));
+    assert_eq!(parent.jti, Jti::root(ulid(1)));
+    let governs = |governor: &Jti, governed: &Claims| governed.is_governed_by(governor);
+    for token in [&parent, &child, &grandchild, &sibling, &other] {
+        assert!(governs(&token.jti, token), "{} governs itself", token.jti);
+    }
+    assert!(governs(&parent.jti, &child));
+    assert!(governs(&parent.jti, &grandchild));
+    assert!(governs(&child.jti, &grandchild));
+    assert!(governs(&parent.jti, &sibling));
+    assert!(!governs(&child.jti, &parent));
+    assert!(!governs(&grandchild.jti, &child));
+    assert!(!governs(&grandchild.jti, &parent));
+    assert!(!governs(&sibling.jti, &child));
+    assert!(!governs(&child.jti, &sibling));
+    assert!(!governs(&sibling.jti, &grandchild));
+    assert!(!governs(&other.jti, &parent));
+    assert!(!governs(&parent.jti, &other));
+    assert!(!governs(&same_ulid_other_kind, &parent));
+    assert!(!governs(&same_ulid_other_kind, &grandchild));
 }
 
 #[test]

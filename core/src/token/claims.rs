@@ -1,6 +1,7 @@
 //! The claims of a token: the typed [`Claims`], what each claim must be
 //! (every member once, the svc claims consistent with each other), how a
-//! token names its ancestors, and its validity window at a given moment.
+//! token names its ancestors and which tokens govern it, and its validity
+//! window at a given moment.
 //!
 //! It knows nothing of the compact form, signatures or keys (see `jws`), nor
 //! of how claims are made for a new token (see `issue`). Claims that fail
@@ -148,6 +149,13 @@ impl Claims {
             .first()
             .cloned()
             .unwrap_or_else(|| self.jth())
+    }
+
+    /// Whether the token named `jti` governs this one: it is this token or
+    /// one of its ancestors. A token may revoke itself and its descendants,
+    /// and complete the records made with them; nothing else.
+    pub fn is_governed_by(&self, jti: &Jti) -> bool {
+        *jti == self.jti || self.ancestors().contains(&jti.hash())
     }
 
     /// The jti hash of the first token of this one's line, root first and

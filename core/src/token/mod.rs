@@ -1,8 +1,9 @@
 //! Tokens (VATs): typed claims, issuing and delegating, signing, the one
 //! verification routine host and wasm both use, and a token's status.
 //!
-//! - `claims`: [`Claims`] and what each claim must be, ancestry by jti hash,
-//!   and the validity window at a moment;
+//! - `claims`: [`Claims`] and what each claim must be, ancestry by jti hash
+//!   (and so which tokens govern a token), and the validity window at a
+//!   moment;
 //! - `jws`: the compact form: [`Header`], [`sign`], [`verify`] (every rule
 //!   in a documented order, an error variant each),
 //!   [`verify_ignoring_lifetime`] and [`decode_unverified`];
