@@ -7,9 +7,9 @@ use mandate_core::limits::{
     DEFAULT_TTL_SECONDS, MAX_CHILDREN_PER_TOKEN, MAX_DELEGATION_DEPTH, TRUST_L1,
 };
 use mandate_core::{
-    AgentId, Claims, Confirmation, Constraints, Framework, IssueError, Jti, JtiKind, Jwks, Limit,
-    Policy, Usd, VerifyError, VerifyOptions, Violation, check_fan_out, decode_unverified, delegate,
-    sign, verify,
+    AgentId, Claims, Confirmation, Constraints, DenyReason, Framework, IdError, IssueError, Jti,
+    JtiKind, Jwks, Limit, Policy, ScopeError, Usd, VerifyError, VerifyOptions, Violation, Widening,
+    check_fan_out, decode_unverified, delegate, sign, verify,
 };
 
 fn jwks() -> Jwks {
@@ -157,6 +157,74 @@ fn delegation_refusals() {
         delegate(&parent, zero, NOW, ulid(3)),
         Err(IssueError::TtlOutOfRange)
     );
+}
+
+/// Every refusal of a delegation that `delegate` and `check_fan_out` make,
+/// with the reason it is recorded under; bad input and faults have none.
+#[test]
+fn refusals_are_recorded_with_a_deny_reason() {
+    let parent = root();
+    let no_delegate = root_with(request(&["crm:*"], &["read"]));
+    let mut deepest = parent.clone();
+    for depth in 1..=MAX_DELEGATION_DEPTH {
+        let next = request(&["crm:*"], &["read", "delegate"]);
+        deepest = delegate(&deepest, next, NOW, ulid(10 + depth as u8)).unwrap();
+    }
+    let mut zero = request(&["crm:*"], &["read"]);
+    zero.ttl_seconds = Some(0);
+    let refused = [
+        (
+            delegate(&parent, request(&["crm:*"], &["read"]), parent.exp, ulid(3)),
+            Some(DenyReason::TokenExpired),
+        ),
+        (
+            delegate(&no_delegate, request(&["crm:*"], &["read"]), NOW, ulid(3)),
+            Some(DenyReason::ActionNotPermitted),
+        ),
+        (
+            delegate(&deepest, request(&["crm:*"], &["read"]), NOW, ulid(3)),
+            Some(DenyReason::DelegationTooDeep),
+        ),
+        (
+            delegate(&parent, request(&["bank:*"], &["read"]), NOW, ulid(3)),
+            Some(DenyReason::ScopeWidening),
+        ),
+        (
+            check_fan_out(MAX_CHILDREN_PER_TOKEN).map(|()| parent.clone()),
+            Some(DenyReason::TooManyChildren),
+        ),
+        (delegate(&parent, zero, NOW, ulid(3)), None),
+    ];
+    for (outcome, reason) in refused {
+        let error = outcome.unwrap_err();
+        assert_eq!(error.deny_reason(), reason, "{error:?}");
+    }
+    let others = [
+        (
+            IssueError::DelegateNotHeld,
+            Some(DenyReason::ActionNotPermitted),
+        ),
+        (
+            IssueError::Widening(Widening { violations: vec![] }),
+            Some(DenyReason::ScopeWidening),
+        ),
+        (
+            IssueError::DepthExceeded,
+            Some(DenyReason::DelegationTooDeep),
+        ),
+        (
+            IssueError::TooManyChildren,
+            Some(DenyReason::TooManyChildren),
+        ),
+        (IssueError::ParentExpired, Some(DenyReason::TokenExpired)),
+        (IssueError::TtlOutOfRange, None),
+        (IssueError::InvalidNow, None),
+        (IssueError::Scope(ScopeError::TooMany("frameworks")), None),
+        (IssueError::Id(IdError::TimestampOutOfRange(u64::MAX)), None),
+    ];
+    for (error, reason) in others {
+        assert_eq!(error.deny_reason(), reason, "{error:?}");
+    }
 }
 
 /// A token is governed by itself and its ancestors, by jti; never by a

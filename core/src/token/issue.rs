@@ -1,6 +1,7 @@
 //! Issuing and delegating: the claims of a new root token, and of a token
 //! delegated from a parent, with every refusal ([`IssueError`]): lifetime,
-//! the `delegate` action, depth, fan-out and narrowing.
+//! the `delegate` action, depth, fan-out and narrowing, and the
+//! [`DenyReason`] a refusal of authority is recorded with.
 //!
 //! It builds claims and signs nothing (see `jws`); it draws no randomness
 //! and reads no clock: the caller passes `now` and the new ids.
@@ -11,6 +12,7 @@ use crate::limits::{
     DEFAULT_TTL_SECONDS, MAX_CHILDREN_PER_TOKEN, MAX_DELEGATION_DEPTH, MAX_TTL_SECONDS,
     MIN_TTL_SECONDS,
 };
+use crate::record::DenyReason;
 use crate::scope::{
     Constraints, DELEGATE_ACTION, Grant, Policy, Scope, ScopeError, Widening, check_narrowing,
 };
@@ -65,6 +67,24 @@ impl IssueError {
             IssueError::Widening(w) => w.code(),
             IssueError::Scope(e) => e.code(),
             IssueError::Id(e) => e.code(),
+        }
+    }
+
+    /// The reason a refused delegation is recorded with, or `None` when the
+    /// error is no refusal of authority but bad input (`ttl_seconds`, `now`,
+    /// a policy that cannot be formed) or a fault (an id that cannot be
+    /// made).
+    pub fn deny_reason(&self) -> Option<DenyReason> {
+        match self {
+            IssueError::DelegateNotHeld => Some(DenyReason::ActionNotPermitted),
+            IssueError::Widening(_) => Some(DenyReason::ScopeWidening),
+            IssueError::DepthExceeded => Some(DenyReason::DelegationTooDeep),
+            IssueError::TooManyChildren => Some(DenyReason::TooManyChildren),
+            IssueError::ParentExpired => Some(DenyReason::TokenExpired),
+            IssueError::TtlOutOfRange
+            | IssueError::InvalidNow
+            | IssueError::Scope(_)
+            | IssueError::Id(_) => None,
         }
     }
 }

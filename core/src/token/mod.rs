@@ -8,7 +8,8 @@
 //!   in a documented order, an error variant each),
 //!   [`verify_ignoring_lifetime`] and [`decode_unverified`];
 //! - `issue`: [`issue_root`] and [`delegate`], with [`delegated_grant`]
-//!   and [`check_fan_out`];
+//!   and [`check_fan_out`], and the deny reason a refused delegation is
+//!   recorded with;
 //! - `status`: [`TokenStatus`], a stored token's status at a moment.
 //!
 //! Everything is re-exported here, so callers name `mandate_core::token::X`
