@@ -60,7 +60,7 @@ pub use record::{
     Decision, DenyReason, Outcome, Rating, RecordError, RecordEvent, RecordState, Status,
     result_key, transition,
 };
-pub use reputation::{Reputation, ReputationCounts, reputation};
+pub use reputation::{CountsChange, Reputation, ReputationCounts, reputation};
 pub use scope::{
     Action, Constraints, Framework, Grant, Limit, Policy, Resource, ResourcePattern, Scope,
     ScopeDenial, ScopeError, Violation, Widening, check_narrowing, permits,
