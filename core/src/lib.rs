@@ -43,7 +43,10 @@ pub mod scope;
 pub mod summary;
 pub mod token;
 
-pub use budget::{BudgetExceeded, Usage, check_budget, check_extra_spend};
+pub use budget::{
+    BudgetExceeded, Usage, check_budget, check_chain_budgets, check_chain_extra_spend,
+    check_extra_spend,
+};
 pub use chain::{ChainError, ChainFault, verify_chain};
 pub use dpop::{
     DpopError, NewProof, ProofRequest, VerifiedProof, check_binding, sign_proof, verify_proof,
