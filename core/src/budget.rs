@@ -1,7 +1,8 @@
 //! Budgets: whether one more action, spending this much, stays within a
 //! token's limits. Limits are cumulative over a token and all its
 //! descendants; the caller sums the usage and applies the check to the token
-//! and to each ancestor, atomically with recording the action.
+//! and to each ancestor ([`check_chain_budgets`]), atomically with recording
+//! the action.
 //!
 //! Every authorized action counts towards `max_actions`, delegations
 //! included (a delegation is recorded as an action). Denied attempts count
@@ -69,6 +70,31 @@ pub fn check_extra_spend(
         max_actions: None,
     };
     check_budget(&counted, used, extra)
+}
+
+/// Checks one more action spending `spend` against every budget of a
+/// chain: `check_budget` applied to each `(constraints, usage)` in order, the
+/// first failure returned. The caller passes the tokens that carry a budget,
+/// ancestors root first and the token itself last, each with the usage of
+/// it and its descendants.
+pub fn check_chain_budgets(
+    chain: &[(Constraints, Usage)],
+    spend: Usd,
+) -> Result<(), BudgetExceeded> {
+    chain
+        .iter()
+        .try_for_each(|(constraints, used)| check_budget(constraints, *used, spend))
+}
+
+/// Checks extra spend on an action already counted against every budget of a
+/// chain, as [`check_chain_budgets`] does with [`check_extra_spend`].
+pub fn check_chain_extra_spend(
+    chain: &[(Constraints, Usage)],
+    extra: Usd,
+) -> Result<(), BudgetExceeded> {
+    chain
+        .iter()
+        .try_for_each(|(constraints, used)| check_extra_spend(constraints, *used, extra))
 }
 
 #[cfg(test)]
@@ -145,6 +171,69 @@ mod tests {
         assert_eq!(
             BudgetExceeded(Limit::MaxActions).code(),
             "budget_max_actions"
+        );
+    }
+
+    fn limits(spend: Option<u64>, actions: Option<u64>) -> Constraints {
+        Constraints {
+            max_spend_usd: spend.map(usd),
+            max_actions: actions,
+        }
+    }
+
+    #[test]
+    fn a_chain_is_checked_root_first() {
+        let root = (limits(Some(100), Some(10)), used(50, 3));
+        let child = (limits(Some(20), None), used(15, 3));
+        let chain = [root, child];
+        assert_eq!(check_chain_budgets(&chain, usd(5)), Ok(()));
+        // The second token fails.
+        assert_eq!(
+            check_chain_budgets(&chain, usd(6)),
+            Err(BudgetExceeded(Limit::MaxSpendUsd))
+        );
+        // Both fail, each on its own limit: the root's is reported.
+        let spent_root = [(limits(Some(100), Some(3)), used(0, 3)), child];
+        assert_eq!(
+            check_chain_budgets(&spent_root, usd(6)),
+            Err(BudgetExceeded(Limit::MaxActions))
+        );
+        assert_eq!(check_chain_budgets(&[], usd(u64::MAX / 2_000_000)), Ok(()));
+    }
+
+    #[test]
+    fn a_chain_is_checked_for_extra_spend_without_the_count() {
+        let chain = [
+            (limits(None, Some(1)), used(0, 1)),
+            (limits(Some(20), Some(1)), used(15, 1)),
+        ];
+        assert_eq!(
+            check_chain_budgets(&chain, usd(1)),
+            Err(BudgetExceeded(Limit::MaxActions))
+        );
+        assert_eq!(check_chain_extra_spend(&chain, usd(5)), Ok(()));
+        assert_eq!(
+            check_chain_extra_spend(&chain, usd(6)),
+            Err(BudgetExceeded(Limit::MaxSpendUsd))
+        );
+        assert_eq!(check_chain_extra_spend(&[], usd(6)), Ok(()));
+    }
+
+    #[test]
+    fn spend_past_the_largest_amount_exceeds_any_limit() {
+        let max = crate::limits::MAX_USD * crate::limits::MICROS_PER_USD;
+        let chain = [
+            (limits(None, None), used(max, 0)),
+            (limits(Some(max), None), used(max, 0)),
+        ];
+        assert_eq!(check_chain_budgets(&chain, usd(0)), Ok(()));
+        assert_eq!(
+            check_chain_budgets(&chain, usd(1)),
+            Err(BudgetExceeded(Limit::MaxSpendUsd))
+        );
+        assert_eq!(
+            check_chain_extra_spend(&chain, usd(max)),
+            Err(BudgetExceeded(Limit::MaxSpendUsd))
         );
     }
 

@@ -43,7 +43,10 @@ pub mod scope;
 pub mod summary;
 pub mod token;
 
-pub use budget::{BudgetExceeded, Usage, check_budget, check_extra_spend};
+pub use budget::{
+    BudgetExceeded, Usage, check_budget, check_chain_budgets, check_chain_extra_spend,
+    check_extra_spend,
+};
 pub use chain::{ChainError, ChainFault, verify_chain};
 pub use dpop::{
     DpopError, NewProof, ProofRequest, VerifiedProof, check_binding, sign_proof, verify_proof,
@@ -60,7 +63,7 @@ pub use record::{
     Decision, DenyReason, Outcome, Rating, RecordError, RecordEvent, RecordState, Status,
     result_key, transition,
 };
-pub use reputation::{Reputation, ReputationCounts, reputation};
+pub use reputation::{CountsChange, Reputation, ReputationCounts, reputation};
 pub use scope::{
     Action, Constraints, Framework, Grant, Limit, Policy, Resource, ResourcePattern, Scope,
     ScopeDenial, ScopeError, Violation, Widening, check_narrowing, permits,
@@ -68,8 +71,9 @@ pub use scope::{
 pub use summary::{SummaryRow, WorkflowSummary, summarize};
 pub use token::{
     Actor, AssuranceLevel, Claims, Confirmation, Header, IssueError, RootIssue, SignError,
-    TokenRequest, VerifiedToken, VerifyError, VerifyOptions, check_fan_out, decode_unverified,
-    delegate, delegated_grant, issue_root, sign, verify, verify_ignoring_lifetime,
+    TokenRequest, TokenStatus, VerifiedToken, VerifyError, VerifyOptions, check_fan_out,
+    decode_unverified, delegate, delegated_grant, issue_root, sign, verify,
+    verify_ignoring_lifetime,
 };
 
 /// SHA-256 of bytes as `sha256:<hex>`, the form of `result_hash`.

@@ -10,10 +10,14 @@
 //!
 //! `total_actions` counts every record of the agent: pending, completed and
 //! denied.
+//!
+//! The counts are kept by the caller; [`CountsChange::of`] says how one
+//! record's change of state moves them.
 
 use serde::{Deserialize, Serialize};
 
 use crate::limits::{EXECUTION_WEIGHT, FEEDBACK_WEIGHT};
+use crate::record::{Outcome, Rating, RecordState};
 
 /// What reputation is computed from.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -34,6 +38,100 @@ pub struct ReputationCounts {
     pub flagged: u64,
     #[serde(default)]
     pub rejected: u64,
+}
+
+/// How an agent's [`ReputationCounts`] move when one of its records comes
+/// into being or changes state.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CountsChange {
+    pub successes: i64,
+    pub failures: i64,
+    pub pending: i64,
+    pub approved: i64,
+    pub flagged: i64,
+    pub rejected: i64,
+}
+
+impl CountsChange {
+    /// The change when a record goes from `before` (`None`: it did not
+    /// exist) to `after`:
+    ///
+    /// - a new record counts once by its state: pending; a success (completed
+    ///   or rated with result `success`); or a failure (any other result, or
+    ///   denied);
+    /// - a pending record that changes state leaves `pending` and counts by
+    ///   its new state (so one that stays pending changes nothing);
+    /// - a record that was not pending counts only a rating it receives.
+    pub fn of(before: Option<&RecordState>, after: &RecordState) -> CountsChange {
+        match (before, after) {
+            (None, after) => CountsChange::of_new(after),
+            (Some(RecordState::Pending), after) => {
+                let mut change = CountsChange::of_new(after);
+                change.pending -= 1;
+                change
+            }
+            (Some(_), RecordState::Rated { rating, .. }) => CountsChange::of_rating(*rating),
+            (Some(_), _) => CountsChange::default(),
+        }
+    }
+
+    /// How a new record in `state` counts.
+    fn of_new(state: &RecordState) -> CountsChange {
+        match state {
+            RecordState::Pending => CountsChange {
+                pending: 1,
+                ..CountsChange::default()
+            },
+            RecordState::Completed {
+                result: Outcome::Success,
+            }
+            | RecordState::Rated {
+                result: Outcome::Success,
+                ..
+            } => CountsChange {
+                successes: 1,
+                ..CountsChange::default()
+            },
+            RecordState::Completed { .. }
+            | RecordState::Rated { .. }
+            | RecordState::Denied { .. } => CountsChange {
+                failures: 1,
+                ..CountsChange::default()
+            },
+        }
+    }
+
+    fn of_rating(rating: Rating) -> CountsChange {
+        let none = CountsChange::default();
+        match rating {
+            Rating::Approved => CountsChange {
+                approved: 1,
+                ..none
+            },
+            Rating::Flagged => CountsChange { flagged: 1, ..none },
+            Rating::Rejected => CountsChange {
+                rejected: 1,
+                ..none
+            },
+        }
+    }
+
+    /// Adds `other` to this change, counter by counter (saturating: a sum
+    /// never wraps).
+    pub fn add(&mut self, other: CountsChange) {
+        self.successes = self.successes.saturating_add(other.successes);
+        self.failures = self.failures.saturating_add(other.failures);
+        self.pending = self.pending.saturating_add(other.pending);
+        self.approved = self.approved.saturating_add(other.approved);
+        self.flagged = self.flagged.saturating_add(other.flagged);
+        self.rejected = self.rejected.saturating_add(other.rejected);
+    }
+
+    /// Whether no counter changes.
+    pub fn is_zero(&self) -> bool {
+        *self == CountsChange::default()
+    }
 }
 
 /// An agent's reputation, as the spec's section 2.3 lists it (without the id).
@@ -96,6 +194,155 @@ mod tests {
         assert!((r.feedback_score - 4.5 / 7.0).abs() < 1e-12);
         assert!((r.combined_reputation - (0.6 * 0.75 + 0.4 * 4.5 / 7.0)).abs() < 1e-12);
         assert!(r.has_human_feedback);
+    }
+
+    fn change(edit: impl FnOnce(&mut CountsChange)) -> CountsChange {
+        let mut change = CountsChange::default();
+        edit(&mut change);
+        change
+    }
+
+    const DENIED: RecordState = RecordState::Denied {
+        reason: crate::record::DenyReason::BudgetMaxActions,
+    };
+
+    fn completed(result: Outcome) -> RecordState {
+        RecordState::Completed { result }
+    }
+
+    fn rated(result: Outcome, rating: Rating) -> RecordState {
+        RecordState::Rated { result, rating }
+    }
+
+    #[test]
+    fn a_new_record_counts_once_by_its_state() {
+        let cases = [
+            (RecordState::Pending, change(|c| c.pending = 1)),
+            (completed(Outcome::Success), change(|c| c.successes = 1)),
+            (completed(Outcome::Error), change(|c| c.failures = 1)),
+            (completed(Outcome::Timeout), change(|c| c.failures = 1)),
+            (completed(Outcome::Cancelled), change(|c| c.failures = 1)),
+            (DENIED, change(|c| c.failures = 1)),
+            // A record is rated only once completed, but the rule is total.
+            (
+                rated(Outcome::Success, Rating::Rejected),
+                change(|c| c.successes = 1),
+            ),
+            (
+                rated(Outcome::Error, Rating::Approved),
+                change(|c| c.failures = 1),
+            ),
+        ];
+        for (after, expected) in cases {
+            assert_eq!(CountsChange::of(None, &after), expected, "{after:?}");
+        }
+    }
+
+    #[test]
+    fn a_pending_record_moves_out_of_pending() {
+        let cases = [
+            (
+                completed(Outcome::Success),
+                change(|c| {
+                    c.pending = -1;
+                    c.successes = 1;
+                }),
+            ),
+            (
+                completed(Outcome::Timeout),
+                change(|c| {
+                    c.pending = -1;
+                    c.failures = 1;
+                }),
+            ),
+            (
+                DENIED,
+                change(|c| {
+                    c.pending = -1;
+                    c.failures = 1;
+                }),
+            ),
+            // The rule is total: a record that stays pending changes nothing.
+            (RecordState::Pending, CountsChange::default()),
+        ];
+        for (after, expected) in cases {
+            let got = CountsChange::of(Some(&RecordState::Pending), &after);
+            assert_eq!(got, expected, "{after:?}");
+        }
+    }
+
+    #[test]
+    fn a_settled_record_counts_only_its_rating() {
+        let settled = [
+            completed(Outcome::Success),
+            completed(Outcome::Cancelled),
+            rated(Outcome::Error, Rating::Flagged),
+            DENIED,
+        ];
+        for before in settled {
+            for (rating, expected) in [
+                (Rating::Approved, change(|c| c.approved = 1)),
+                (Rating::Flagged, change(|c| c.flagged = 1)),
+                (Rating::Rejected, change(|c| c.rejected = 1)),
+            ] {
+                let after = rated(Outcome::Success, rating);
+                assert_eq!(CountsChange::of(Some(&before), &after), expected);
+            }
+            for after in [
+                RecordState::Pending,
+                completed(Outcome::Success),
+                completed(Outcome::Error),
+                DENIED,
+            ] {
+                let got = CountsChange::of(Some(&before), &after);
+                assert!(got.is_zero(), "{before:?} -> {after:?}: {got:?}");
+            }
+        }
+    }
+
+    #[test]
+    fn changes_add_up_and_saturate() {
+        let mut total = CountsChange::default();
+        assert!(total.is_zero());
+        total.add(CountsChange::of(None, &RecordState::Pending));
+        total.add(CountsChange::of(
+            Some(&RecordState::Pending),
+            &completed(Outcome::Success),
+        ));
+        total.add(CountsChange::of(
+            Some(&completed(Outcome::Success)),
+            &rated(Outcome::Success, Rating::Approved),
+        ));
+        assert_eq!(
+            total,
+            change(|c| {
+                c.successes = 1;
+                c.approved = 1;
+            })
+        );
+        assert!(!total.is_zero());
+        let mut extreme = change(|c| {
+            c.failures = i64::MAX;
+            c.pending = i64::MIN;
+        });
+        extreme.add(change(|c| {
+            c.failures = 1;
+            c.pending = -1;
+        }));
+        assert_eq!((extreme.failures, extreme.pending), (i64::MAX, i64::MIN));
+    }
+
+    #[test]
+    fn change_as_json() {
+        let json = serde_json::to_value(change(|c| c.pending = -1)).unwrap();
+        assert_eq!(
+            json,
+            serde_json::json!({"successes": 0, "failures": 0, "pending": -1, "approved": 0, "flagged": 0, "rejected": 0})
+        );
+        assert_eq!(
+            serde_json::from_value::<CountsChange>(json).unwrap(),
+            change(|c| c.pending = -1)
+        );
     }
 
     #[test]

@@ -7,9 +7,9 @@ use mandate_core::limits::{
     DEFAULT_TTL_SECONDS, MAX_CHILDREN_PER_TOKEN, MAX_DELEGATION_DEPTH, TRUST_L1,
 };
 use mandate_core::{
-    AgentId, Confirmation, Constraints, Framework, IssueError, JtiKind, Jwks, Limit, Policy, Usd,
-    VerifyError, VerifyOptions, Violation, check_fan_out, decode_unverified, delegate, sign,
-    verify,
+    AgentId, Claims, Confirmation, Constraints, DenyReason, Framework, IdError, IssueError, Jti,
+    JtiKind, Jwks, Limit, Policy, ScopeError, Usd, VerifyError, VerifyOptions, Violation, Widening,
+    check_fan_out, decode_unverified, delegate, sign, verify,
 };
 
 fn jwks() -> Jwks {
@@ -157,6 +157,115 @@ fn delegation_refusals() {
         delegate(&parent, zero, NOW, ulid(3)),
         Err(IssueError::TtlOutOfRange)
     );
+}
+
+/// Every refusal of a delegation that `delegate` and `check_fan_out` make,
+/// with the reason it is recorded under; bad input and faults have none.
+#[test]
+fn refusals_are_recorded_with_a_deny_reason() {
+    let parent = root();
+    let no_delegate = root_with(request(&["crm:*"], &["read"]));
+    let mut deepest = parent.clone();
+    for depth in 1..=MAX_DELEGATION_DEPTH {
+        let next = request(&["crm:*"], &["read", "delegate"]);
+        deepest = delegate(&deepest, next, NOW, ulid(10 + depth as u8)).unwrap();
+    }
+    let mut zero = request(&["crm:*"], &["read"]);
+    zero.ttl_seconds = Some(0);
+    let refused = [
+        (
+            delegate(&parent, request(&["crm:*"], &["read"]), parent.exp, ulid(3)),
+            Some(DenyReason::TokenExpired),
+        ),
+        (
+            delegate(&no_delegate, request(&["crm:*"], &["read"]), NOW, ulid(3)),
+            Some(DenyReason::ActionNotPermitted),
+        ),
+        (
+            delegate(&deepest, request(&["crm:*"], &["read"]), NOW, ulid(3)),
+            Some(DenyReason::DelegationTooDeep),
+        ),
+        (
+            delegate(&parent, request(&["bank:*"], &["read"]), NOW, ulid(3)),
+            Some(DenyReason::ScopeWidening),
+        ),
+        (
+            check_fan_out(MAX_CHILDREN_PER_TOKEN).map(|()| parent.clone()),
+            Some(DenyReason::TooManyChildren),
+        ),
+        (delegate(&parent, zero, NOW, ulid(3)), None),
+    ];
+    for (outcome, reason) in refused {
+        let error = outcome.unwrap_err();
+        assert_eq!(error.deny_reason(), reason, "{error:?}");
+    }
+    let others = [
+        (
+            IssueError::DelegateNotHeld,
+            Some(DenyReason::ActionNotPermitted),
+        ),
+        (
+            IssueError::Widening(Widening { violations: vec![] }),
+            Some(DenyReason::ScopeWidening),
+        ),
+        (
+            IssueError::DepthExceeded,
+            Some(DenyReason::DelegationTooDeep),
+        ),
+        (
+            IssueError::TooManyChildren,
+            Some(DenyReason::TooManyChildren),
+        ),
+        (IssueError::ParentExpired, Some(DenyReason::TokenExpired)),
+        (IssueError::TtlOutOfRange, None),
+        (IssueError::InvalidNow, None),
+        (IssueError::Scope(ScopeError::TooMany("frameworks")), None),
+        (IssueError::Id(IdError::TimestampOutOfRange(u64::MAX)), None),
+    ];
+    for (error, reason) in others {
+        assert_eq!(error.deny_reason(), reason, "{error:?}");
+    }
+}
+
+/// A token is governed by itself and its ancestors, by jti; never by a
+/// descendant, a sibling, another line, or a jti of the other kind.
+#[test]
+fn a_token_is_governed_by_itself_and_its_ancestors() {
+    let parent = root();
+    let child = delegate(
+        &parent,
+        request(&["crm:*"], &["read", "delegate"]),
+        NOW,
+        ulid(3),
+    )
+    .unwrap();
+    let grandchild = delegate(&child, request(&["crm:contacts"], &["read"]), NOW, ulid(4)).unwrap();
+    let sibling = delegate(&parent, request(&["crm:*"], &["read"]), NOW, ulid(5)).unwrap();
+    // Another line: a root token of its own.
+    let other = Claims {
+        jti: Jti::root(ulid(6)),
+        ..root()
+    };
+    let same_ulid_other_kind = Jti::delegated(ulid(1));
+    assert_eq!(parent.jti, Jti::root(ulid(1)));
+    let governs = |governor: &Jti, governed: &Claims| governed.is_governed_by(governor);
+    for token in [&parent, &child, &grandchild, &sibling, &other] {
+        assert!(governs(&token.jti, token), "{} governs itself", token.jti);
+    }
+    assert!(governs(&parent.jti, &child));
+    assert!(governs(&parent.jti, &grandchild));
+    assert!(governs(&child.jti, &grandchild));
+    assert!(governs(&parent.jti, &sibling));
+    assert!(!governs(&child.jti, &parent));
+    assert!(!governs(&grandchild.jti, &child));
+    assert!(!governs(&grandchild.jti, &parent));
+    assert!(!governs(&sibling.jti, &child));
+    assert!(!governs(&child.jti, &sibling));
+    assert!(!governs(&sibling.jti, &grandchild));
+    assert!(!governs(&other.jti, &parent));
+    assert!(!governs(&parent.jti, &other));
+    assert!(!governs(&same_ulid_other_kind, &parent));
+    assert!(!governs(&same_ulid_other_kind, &grandchild));
 }
 
 #[test]

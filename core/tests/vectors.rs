@@ -1,6 +1,10 @@
 //! Runs every conformance vector in `tests/vectors/` through core natively.
 //! The wasm build runs the same files in Node and must reach the same
-//! verdicts.
+//! verdicts: those of the SDK's exports in `wasm/test/vectors.test.mjs`,
+//! the rest (`rules`) in the façade's `rule_vectors` test, which compiles
+//! the judge of `rules/` for wasm32.
+
+mod rules;
 
 use mandate_core::{
     Action, Constraints, Grant, IssueError, Jkt, Jth, Jti, Jwks, Policy, ProofRequest,
@@ -392,4 +396,29 @@ fn reputation_vectors() {
         let got = serde_json::to_value(reputation(&case.counts)).unwrap();
         assert_eq!(got, case.expect, "{:?}", case.counts);
     }
+}
+
+#[test]
+fn status_vectors() {
+    rules::token_status();
+}
+
+#[test]
+fn governance_vectors() {
+    rules::governance();
+}
+
+#[test]
+fn refusal_vectors() {
+    rules::refusals();
+}
+
+#[test]
+fn counts_vectors() {
+    rules::counts();
+}
+
+#[test]
+fn budget_vectors() {
+    rules::budgets();
 }

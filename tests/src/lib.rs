@@ -1427,6 +1427,467 @@ fn reputation_vectors() -> Value {
     })
 }
 
+/// A case of [`status_vectors`].
+fn status_case(name: &str, exp: i64, revoked: bool, now: i64, status: &str) -> Value {
+    let deny_reason = match status {
+        "revoked" => json!("token_revoked"),
+        "expired" => json!("token_expired"),
+        _ => Value::Null,
+    };
+    json!({
+        "name": name, "exp": exp, "revoked": revoked, "now": now,
+        "expect": {"status": status, "deny_reason": deny_reason},
+    })
+}
+
+fn status_vectors() -> Value {
+    let exp = NOW + 600;
+    let cases = vec![
+        status_case("active", exp, false, NOW, "active"),
+        status_case("last_active_second", exp, false, exp - 1, "active"),
+        status_case("expired_at_exp", exp, false, exp, "expired"),
+        status_case("expired_after_exp", exp, false, exp + 1, "expired"),
+        status_case("revoked_while_active", exp, true, NOW, "revoked"),
+        status_case("revoked_at_exp", exp, true, exp, "revoked"),
+        status_case("revoked_and_expired", exp, true, exp + 86_400, "revoked"),
+        status_case("exp_zero_at_zero", 0, false, 0, "expired"),
+        status_case("before_1970", 0, false, -1, "active"),
+        status_case("latest_exp", i64::MAX, false, NOW, "active"),
+        status_case(
+            "latest_exp_at_the_end_of_time",
+            i64::MAX,
+            false,
+            i64::MAX,
+            "expired",
+        ),
+        status_case("earliest_exp", i64::MIN, false, i64::MIN, "expired"),
+        status_case("earliest_now", NOW, false, i64::MIN, "active"),
+    ];
+    json!({
+        "description": "Token status vectors: the status at `now` of a token ending at `exp` (unix seconds) and revoked or not, and the deny reason an attempt with it is recorded under (null when active). Revoked wins over expired; expired when now >= exp, with no leeway.",
+        "generator": "cargo xtask vectors",
+        "cases": cases,
+    })
+}
+
+fn governance_vectors(rng: &mut Rng) -> Value {
+    let root = issue_root(
+        request("planner", &["crm:*"], &["read", "delegate"]),
+        RootIssue {
+            issuer: ISSUER.to_owned(),
+            human: human(&rng.bytes("governance secret")),
+            level: AssuranceLevel::L1,
+            now: NOW,
+            jti: rng.ulid(NOW),
+            provenance: rng.ulid(NOW),
+        },
+    )
+    .expect("root issues");
+    let down = |parent: &Claims, agent: &str, actions: &[&str], rng: &mut Rng| {
+        delegate(
+            parent,
+            request(agent, &["crm:*"], actions),
+            NOW,
+            rng.ulid(NOW),
+        )
+        .expect("delegation succeeds")
+    };
+    let child = down(&root, "researcher", &["read", "delegate"], rng);
+    let grandchild = down(&child, "reader", &["read"], rng);
+    let sibling = down(&root, "writer", &["read"], rng);
+    let mut other_request = request("planner", &["crm:*"], &["read"]);
+    other_request.ttl_seconds = Some(600);
+    let other_root = issue_root(
+        other_request,
+        RootIssue {
+            issuer: ISSUER.to_owned(),
+            human: root.svc_human.clone(),
+            level: AssuranceLevel::L1,
+            now: NOW,
+            jti: rng.ulid(NOW),
+            provenance: rng.ulid(NOW),
+        },
+    )
+    .expect("root issues");
+    let jti = |claims: &Claims| claims.jti.to_string();
+    // The root's ULID with the delegated prefix: another id altogether.
+    let other_kind = jti(&root).replacen("vat_root_", "vat_del_", 1);
+    let case = |token: &str, by: &str, jti: String, expect: bool| {
+        json!({
+            "name": format!("{token} governed by {by}"), "token": token, "jti": jti, "expect": expect,
+        })
+    };
+    let cases = vec![
+        case("root", "itself", jti(&root), true),
+        case("child", "itself", jti(&child), true),
+        case("grandchild", "itself", jti(&grandchild), true),
+        case("child", "root", jti(&root), true),
+        case("grandchild", "root", jti(&root), true),
+        case("grandchild", "child", jti(&child), true),
+        case("sibling", "root", jti(&root), true),
+        case("root", "child", jti(&child), false),
+        case("root", "grandchild", jti(&grandchild), false),
+        case("child", "grandchild", jti(&grandchild), false),
+        case("child", "sibling", jti(&sibling), false),
+        case("sibling", "child", jti(&child), false),
+        case("grandchild", "sibling", jti(&sibling), false),
+        case("root", "other_root", jti(&other_root), false),
+        case("other_root", "root", jti(&root), false),
+        case("grandchild", "other_root", jti(&other_root), false),
+        case(
+            "root",
+            "the root's ulid as a delegated jti",
+            other_kind.clone(),
+            false,
+        ),
+        case(
+            "grandchild",
+            "the root's ulid as a delegated jti",
+            other_kind,
+            false,
+        ),
+    ];
+    json!({
+        "description": "Governance vectors: whether the token named `jti` governs `token` (one of `tokens`, given as claims): it is the token itself or one of its ancestors. It may then revoke the token and complete the records made with it.",
+        "generator": "cargo xtask vectors",
+        "tokens": {
+            "root": claims_value(&root),
+            "child": claims_value(&child),
+            "grandchild": claims_value(&grandchild),
+            "sibling": claims_value(&sibling),
+            "other_root": claims_value(&other_root),
+        },
+        "cases": cases,
+    })
+}
+
+fn refusal_vectors() -> Value {
+    let refused = |error: &str, deny_reason: Option<&str>| {
+        json!({
+            "ok": false, "error": error, "deny_reason": deny_reason,
+        })
+    };
+    let ok = json!({"ok": true});
+    let parent = json!({
+        "resources": ["crm:*"], "actions": ["read", "delegate"], "ttl_seconds": 600, "depth": 0,
+    });
+    let with = |base: &Value, edit: &dyn Fn(&mut Value)| {
+        let mut value = base.clone();
+        edit(&mut value);
+        value
+    };
+    let asked = json!({"resources": ["crm:contacts"], "actions": ["read"]});
+    let many: Vec<String> = (0..64).map(|i| format!("fw{i}")).collect();
+    let delegation = |name: &str, parent: &Value, request: &Value, now: i64, expect: &Value| {
+        json!({
+            "name": name, "parent": parent, "request": request, "now": now, "expect": expect,
+        })
+    };
+    let delegations = vec![
+        delegation("allowed", &parent, &asked, NOW, &ok),
+        delegation("last_second_of_the_parent", &parent, &asked, NOW + 599, &ok),
+        delegation(
+            "parent_expired_at_exp",
+            &parent,
+            &asked,
+            NOW + 600,
+            &refused("parent_expired", Some("token_expired")),
+        ),
+        delegation(
+            "parent_without_delegate",
+            &with(&parent, &|p| p["actions"] = json!(["read"])),
+            &asked,
+            NOW,
+            &refused("delegate_not_held", Some("action_not_permitted")),
+        ),
+        delegation(
+            "expiry_is_judged_before_delegate",
+            &with(&parent, &|p| p["actions"] = json!(["read"])),
+            &asked,
+            NOW + 600,
+            &refused("parent_expired", Some("token_expired")),
+        ),
+        delegation(
+            "below_the_depth_limit",
+            &with(&parent, &|p| p["depth"] = json!(7)),
+            &asked,
+            NOW,
+            &ok,
+        ),
+        delegation(
+            "at_the_depth_limit",
+            &with(&parent, &|p| p["depth"] = json!(8)),
+            &asked,
+            NOW,
+            &refused("delegation_too_deep", Some("delegation_too_deep")),
+        ),
+        delegation(
+            "wider_resource",
+            &parent,
+            &with(&asked, &|r| r["resources"] = json!(["bank:*"])),
+            NOW,
+            &refused("scope_widening", Some("scope_widening")),
+        ),
+        delegation(
+            "action_not_held",
+            &parent,
+            &with(&asked, &|r| r["actions"] = json!(["read", "pay"])),
+            NOW,
+            &refused("scope_widening", Some("scope_widening")),
+        ),
+        delegation(
+            "outlives_the_parent",
+            &parent,
+            &with(&asked, &|r| r["ttl_seconds"] = json!(601)),
+            NOW,
+            &refused("scope_widening", Some("scope_widening")),
+        ),
+        delegation(
+            "ttl_zero",
+            &parent,
+            &with(&asked, &|r| r["ttl_seconds"] = json!(0)),
+            NOW,
+            &refused("ttl_out_of_range", None),
+        ),
+        delegation(
+            "frameworks_overflow",
+            &with(&parent, &|p| p["frameworks"] = json!(many)),
+            &with(&asked, &|r| r["frameworks"] = json!(["hipaa"])),
+            NOW,
+            &refused("list_too_long", None),
+        ),
+    ];
+    let too_many = refused("too_many_children", Some("too_many_children"));
+    let fan_out = vec![
+        json!({"children": 0, "expect": ok}),
+        json!({"children": 999, "expect": ok}),
+        json!({"children": 1000, "expect": too_many}),
+        json!({"children": u64::MAX, "expect": too_many}),
+    ];
+    let issue = |name: &str, ttl: Option<u64>, now: i64, expect: &Value| {
+        json!({
+            "name": name, "ttl_seconds": ttl, "now": now, "expect": expect,
+        })
+    };
+    let issue_root = vec![
+        issue("default_ttl", None, NOW, &ok),
+        issue("shortest_ttl", Some(1), NOW, &ok),
+        issue("longest_ttl", Some(30 * 24 * 3600), NOW, &ok),
+        issue("ttl_zero", Some(0), NOW, &refused("ttl_out_of_range", None)),
+        issue(
+            "ttl_too_long",
+            Some(30 * 24 * 3600 + 1),
+            NOW,
+            &refused("ttl_out_of_range", None),
+        ),
+        issue("now_before_1970", None, -1, &refused("invalid_now", None)),
+        issue(
+            "exp_past_the_end_of_time",
+            Some(1),
+            i64::MAX,
+            &refused("invalid_now", None),
+        ),
+    ];
+    json!({
+        "description": "Refusal vectors: the error code of a refused issue or delegation and the deny reason it is recorded under (null: bad input or a fault, not a refusal of authority). `delegations`: a root of the parent's resources, actions, frameworks and ttl_seconds is issued at `issued_at`, delegated `depth` times with the same scope, and the request (resources, actions, frameworks, ttl_seconds) is delegated from it at `now`. `fan_out`: a delegation from a token that already has `children` children. `issue_root`: a root token with ttl_seconds (null: the default) at `now`.",
+        "generator": "cargo xtask vectors",
+        "issued_at": NOW,
+        "delegations": delegations,
+        "fan_out": fan_out,
+        "issue_root": issue_root,
+    })
+}
+
+/// A record state as the counts vectors write it, with what a new record in
+/// it counts as and the rating it carries.
+struct CountedState {
+    state: Value,
+    counts_as: &'static str,
+    rating: Option<&'static str>,
+}
+
+fn counts_vectors() -> Value {
+    let completed = |result: &str| json!({"status": "completed", "result": result});
+    let denied = |reason: &str| json!({"status": "denied", "reason": reason});
+    let rated = |result: &str, rating: &str| {
+        json!({
+            "status": "completed", "result": result, "rating": rating,
+        })
+    };
+    let state = |state: Value, counts_as, rating| CountedState {
+        state,
+        counts_as,
+        rating,
+    };
+    let states = [
+        state(json!({"status": "pending"}), "pending", None),
+        state(completed("success"), "successes", None),
+        state(completed("error"), "failures", None),
+        state(completed("timeout"), "failures", None),
+        state(completed("cancelled"), "failures", None),
+        state(denied("action_not_permitted"), "failures", None),
+        state(denied("token_revoked"), "failures", None),
+        state(rated("success", "approved"), "successes", Some("approved")),
+        state(rated("success", "flagged"), "successes", Some("flagged")),
+        state(rated("success", "rejected"), "successes", Some("rejected")),
+        state(rated("error", "approved"), "failures", Some("approved")),
+    ];
+    let mut cases = Vec::new();
+    for before in std::iter::once(None).chain(states.iter().map(Some)) {
+        for after in &states {
+            let mut change = json!({
+                "successes": 0, "failures": 0, "pending": 0,
+                "approved": 0, "flagged": 0, "rejected": 0,
+            });
+            match before.map(|b| b.counts_as) {
+                None => change[after.counts_as] = json!(1),
+                Some("pending") => {
+                    change[after.counts_as] = json!(1);
+                    change["pending"] = json!(change["pending"].as_i64().expect("a count") - 1);
+                }
+                Some(_) => {
+                    if let Some(rating) = after.rating {
+                        change[rating] = json!(1);
+                    }
+                }
+            }
+            cases.push(json!({
+                "before": before.map(|b| b.state.clone()),
+                "after": after.state,
+                "expect": change,
+            }));
+        }
+    }
+    json!({
+        "description": "Counts vectors: how an agent's reputation counts move when one of its records goes from `before` (null: it did not exist) to `after`, for every pair of states. A state is its stored parts (status, result, rating, deny reason). A new record counts once: pending, a success, or a failure (any other result, or denied); a pending record that changes leaves pending; a settled record counts only a rating it receives.",
+        "generator": "cargo xtask vectors",
+        "cases": cases,
+    })
+}
+
+fn budget_vectors() -> Value {
+    let token = |constraints: Value, spent: Value, actions: u64| {
+        json!({
+            "constraints": constraints, "used": {"spent": spent, "actions": actions},
+        })
+    };
+    let root = token(
+        json!({"max_spend_usd": 100, "max_actions": 10}),
+        json!(50),
+        3,
+    );
+    let child = token(json!({"max_spend_usd": 20}), json!(15), 3);
+    let exhausted_root = token(json!({"max_spend_usd": 100, "max_actions": 3}), json!(0), 3);
+    let max = json!(1_000_000_000);
+    let case = |name: &str,
+                chain: Vec<&Value>,
+                spend: Value,
+                budgets: Option<&str>,
+                extra: Option<&str>| {
+        json!({
+            "name": name, "chain": chain, "spend": spend,
+            "expect": {"check_chain_budgets": budgets, "check_chain_extra_spend": extra},
+        })
+    };
+    let spend = Some("budget_max_spend_usd");
+    let actions = Some("budget_max_actions");
+    let cases = vec![
+        case("no_budgeted_token", vec![], json!(1_000_000), None, None),
+        case(
+            "unlimited",
+            vec![&token(json!({}), json!(999_999_999.5), 1_000_000_000)],
+            json!(0.5),
+            None,
+            None,
+        ),
+        case(
+            "within_every_budget",
+            vec![&root, &child],
+            json!(4.25),
+            None,
+            None,
+        ),
+        case(
+            "reaching_the_second_limit_exactly",
+            vec![&root, &child],
+            json!(5),
+            None,
+            None,
+        ),
+        case(
+            "the_second_token_fails",
+            vec![&root, &child],
+            json!(5.000001),
+            spend,
+            spend,
+        ),
+        case(
+            "the_root_is_judged_first",
+            vec![&exhausted_root, &child],
+            json!(6),
+            actions,
+            spend,
+        ),
+        case(
+            "out_of_actions_only",
+            vec![&exhausted_root, &child],
+            json!(1),
+            actions,
+            None,
+        ),
+        case(
+            "no_actions_at_all",
+            vec![&token(json!({"max_actions": 0}), json!(0), 0)],
+            json!(0),
+            actions,
+            None,
+        ),
+        case(
+            "spend_limit_of_the_first_token",
+            vec![&child, &root],
+            json!(6),
+            spend,
+            spend,
+        ),
+        case(
+            "spend_past_the_largest_amount_unlimited",
+            vec![&token(json!({}), max.clone(), 0)],
+            json!(0.000001),
+            None,
+            None,
+        ),
+        case(
+            "spend_past_the_largest_amount",
+            vec![
+                &token(json!({}), max.clone(), 0),
+                &token(json!({"max_spend_usd": max}), max.clone(), 0),
+            ],
+            json!(0.000001),
+            spend,
+            spend,
+        ),
+        case(
+            "largest_spend_on_the_largest_used",
+            vec![&token(json!({"max_spend_usd": max}), max.clone(), 0)],
+            max.clone(),
+            spend,
+            spend,
+        ),
+        case(
+            "nothing_more_at_the_largest_amount",
+            vec![&token(json!({"max_spend_usd": max}), max.clone(), 0)],
+            json!(0),
+            None,
+            None,
+        ),
+    ];
+    json!({
+        "description": "Budget chain vectors: one more action spending `spend` (USD) checked against every budgeted token of a chain (root first; `used`: what it and its descendants have spent and how many actions they took), and the same amount as extra spend on an action already counted. Expect the code of the first limit passed, or null.",
+        "generator": "cargo xtask vectors",
+        "cases": cases,
+    })
+}
+
 /// Every vector file: its name in `tests/vectors/` and its pretty JSON text.
 pub fn files() -> Vec<(&'static str, String)> {
     let mut rng = Rng { counter: 0 };
@@ -1436,6 +1897,11 @@ pub fn files() -> Vec<(&'static str, String)> {
         ("dpop.json", dpop_vectors(&mut rng, &key, ISSUER, NOW)),
         ("scope.json", scope_vectors()),
         ("reputation.json", reputation_vectors()),
+        ("status.json", status_vectors()),
+        ("governance.json", governance_vectors(&mut rng)),
+        ("refusals.json", refusal_vectors()),
+        ("counts.json", counts_vectors()),
+        ("budgets.json", budget_vectors()),
     ]
     .into_iter()
     .map(|(name, value)| {

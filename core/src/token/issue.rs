@@ -1,0 +1,251 @@
+//! Issuing and delegating: the claims of a new root token, and of a token
+//! delegated from a parent, with every refusal ([`IssueError`]): lifetime,
+//! the `delegate` action, depth, fan-out and narrowing, and the
+//! [`DenyReason`] a refusal of authority is recorded with.
+//!
+//! It builds claims and signs nothing (see `jws`); it draws no randomness
+//! and reads no clock: the caller passes `now` and the new ids.
+
+use super::claims::{Actor, AssuranceLevel, Claims, Confirmation};
+use crate::ids::{AgentId, HumanRef, IdError, Jkt, Jti, ProvenanceRef, Ulid};
+use crate::limits::{
+    DEFAULT_TTL_SECONDS, MAX_CHILDREN_PER_TOKEN, MAX_DELEGATION_DEPTH, MAX_TTL_SECONDS,
+    MIN_TTL_SECONDS,
+};
+use crate::record::DenyReason;
+use crate::scope::{
+    Constraints, DELEGATE_ACTION, Grant, Policy, Scope, ScopeError, Widening, check_narrowing,
+};
+
+/// What an agent is to be allowed, as asked for at issue or delegation.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TokenRequest {
+    pub agent_id: AgentId,
+    pub scope: Scope,
+    pub constraints: Constraints,
+    pub policy: Policy,
+    /// Lifetime; `None` takes the default (root) or the parent's end (delegated).
+    pub ttl_seconds: Option<u64>,
+    /// The key the token is bound to; `None` leaves a root token unbound and
+    /// binds a delegated one to its parent's key, if the parent has one.
+    pub holder: Option<Jkt>,
+}
+
+/// Why a token could not be issued or delegated.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum IssueError {
+    #[error("ttl_seconds must be between {MIN_TTL_SECONDS} and {MAX_TTL_SECONDS}")]
+    TtlOutOfRange,
+    #[error("now must be a unix time in seconds after 1970")]
+    InvalidNow,
+    #[error("the parent token has expired")]
+    ParentExpired,
+    #[error("the parent token does not hold the `delegate` action")]
+    DelegateNotHeld,
+    #[error("a chain may be at most {MAX_DELEGATION_DEPTH} delegations deep")]
+    DepthExceeded,
+    #[error("a token may delegate to at most {MAX_CHILDREN_PER_TOKEN} tokens")]
+    TooManyChildren,
+    #[error(transparent)]
+    Widening(#[from] Widening),
+    #[error(transparent)]
+    Scope(#[from] ScopeError),
+    #[error("the id could not be made: {0}")]
+    Id(#[from] IdError),
+}
+
+impl IssueError {
+    /// Stable snake_case code for this error.
+    pub fn code(&self) -> &'static str {
+        match self {
+            IssueError::TtlOutOfRange => "ttl_out_of_range",
+            IssueError::InvalidNow => "invalid_now",
+            IssueError::ParentExpired => "parent_expired",
+            IssueError::DelegateNotHeld => "delegate_not_held",
+            IssueError::DepthExceeded => "delegation_too_deep",
+            IssueError::TooManyChildren => "too_many_children",
+            IssueError::Widening(w) => w.code(),
+            IssueError::Scope(e) => e.code(),
+            IssueError::Id(e) => e.code(),
+        }
+    }
+
+    /// The reason a refused delegation is recorded with, or `None` when the
+    /// error is no refusal of authority but bad input (`ttl_seconds`, `now`,
+    /// a policy that cannot be formed) or a fault (an id that cannot be
+    /// made).
+    pub fn deny_reason(&self) -> Option<DenyReason> {
+        match self {
+            IssueError::DelegateNotHeld => Some(DenyReason::ActionNotPermitted),
+            IssueError::Widening(_) => Some(DenyReason::ScopeWidening),
+            IssueError::DepthExceeded => Some(DenyReason::DelegationTooDeep),
+            IssueError::TooManyChildren => Some(DenyReason::TooManyChildren),
+            IssueError::ParentExpired => Some(DenyReason::TokenExpired),
+            IssueError::TtlOutOfRange
+            | IssueError::InvalidNow
+            | IssueError::Scope(_)
+            | IssueError::Id(_) => None,
+        }
+    }
+}
+
+fn expiry(now: i64, ttl_seconds: u64) -> Result<i64, IssueError> {
+    if !(MIN_TTL_SECONDS..=MAX_TTL_SECONDS).contains(&ttl_seconds) {
+        return Err(IssueError::TtlOutOfRange);
+    }
+    // Bounded above by 30 days, so it fits.
+    let ttl = i64::try_from(ttl_seconds).map_err(|_| IssueError::TtlOutOfRange)?;
+    now.checked_add(ttl).ok_or(IssueError::InvalidNow)
+}
+
+/// Who issues a root token, for whom, and when.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RootIssue {
+    /// The `iss` of the deployment.
+    pub issuer: String,
+    /// The verified human.
+    pub human: HumanRef,
+    /// How the human was verified.
+    pub level: AssuranceLevel,
+    /// Unix seconds.
+    pub now: i64,
+    /// The new token's id, `vat_root_<ulid>`.
+    pub jti: Ulid,
+    /// The new workflow's id, `prov_<ulid>`.
+    pub provenance: Ulid,
+}
+
+/// Builds the claims of a root token.
+pub fn issue_root(request: TokenRequest, issue: RootIssue) -> Result<Claims, IssueError> {
+    if issue.now < 0 {
+        return Err(IssueError::InvalidNow);
+    }
+    let exp = expiry(
+        issue.now,
+        request.ttl_seconds.unwrap_or(DEFAULT_TTL_SECONDS),
+    )?;
+    Ok(Claims {
+        iss: issue.issuer,
+        sub: request.agent_id,
+        iat: issue.now,
+        nbf: issue.now,
+        exp,
+        jti: Jti::root(issue.jti),
+        svc_trust_score: issue.level.trust(),
+        svc_scope: request.scope,
+        svc_constraints: Some(request.constraints).filter(|c| !c.is_empty()),
+        svc_policy: Some(request.policy).filter(|p| !p.is_empty()),
+        svc_prov: ProvenanceRef::new(issue.provenance),
+        svc_human: issue.human,
+        svc_assurance: issue.level,
+        svc_depth: 0,
+        svc_parent: None,
+        svc_chain: None,
+        cnf: request.holder.map(|jkt| Confirmation { jkt }),
+        act: None,
+    })
+}
+
+/// What a delegation grants: the request, with every limit and framework it
+/// leaves out taken from the parent, refused if it is wider than the parent
+/// anyway (a resource, an action, a raised limit or a longer life).
+pub fn delegated_grant(requested: Grant, parent: &Grant) -> Result<Grant, IssueError> {
+    let constraints = Constraints {
+        max_spend_usd: requested
+            .constraints
+            .max_spend_usd
+            .or(parent.constraints.max_spend_usd),
+        max_actions: requested
+            .constraints
+            .max_actions
+            .or(parent.constraints.max_actions),
+    };
+    let mut frameworks = parent.policy.frameworks().to_vec();
+    for framework in requested.policy.frameworks() {
+        if !frameworks.contains(framework) {
+            frameworks.push(framework.clone());
+        }
+    }
+    let grant = Grant {
+        scope: requested.scope,
+        constraints,
+        policy: Policy::new(frameworks)?,
+        expires_at: requested.expires_at,
+    };
+    check_narrowing(&grant, parent)?;
+    Ok(grant)
+}
+
+/// Refuses a delegation from a token that already has `children` children
+/// (a server-side rule: only the issuer counts them).
+pub fn check_fan_out(children: u64) -> Result<(), IssueError> {
+    if children >= MAX_CHILDREN_PER_TOKEN {
+        return Err(IssueError::TooManyChildren);
+    }
+    Ok(())
+}
+
+/// Builds the claims of a token delegated from `parent`: same issuer, human,
+/// assurance, trust and workflow; depth + 1; the parent's jti hash appended
+/// to the chain; the parent's agent as the nearest actor; the grant of
+/// [`delegated_grant`]; bound to the requested holder key, else to the
+/// parent's. Refused unless the parent is unexpired, holds `delegate`, and
+/// the request is no wider than the parent.
+pub fn delegate(
+    parent: &Claims,
+    request: TokenRequest,
+    now: i64,
+    jti: Ulid,
+) -> Result<Claims, IssueError> {
+    if now >= parent.exp {
+        return Err(IssueError::ParentExpired);
+    }
+    if !parent.svc_scope.holds(DELEGATE_ACTION) {
+        return Err(IssueError::DelegateNotHeld);
+    }
+    if parent.svc_depth >= MAX_DELEGATION_DEPTH {
+        return Err(IssueError::DepthExceeded);
+    }
+    let exp = match request.ttl_seconds {
+        None => parent.exp,
+        Some(ttl) => expiry(now, ttl)?,
+    };
+    let child_grant = delegated_grant(
+        Grant {
+            scope: request.scope,
+            constraints: request.constraints,
+            policy: request.policy,
+            expires_at: exp,
+        },
+        &parent.grant(),
+    )?;
+    let parent_jth = parent.jth();
+    let mut chain = parent.ancestors().to_vec();
+    chain.push(parent_jth.clone());
+    Ok(Claims {
+        iss: parent.iss.clone(),
+        sub: request.agent_id,
+        iat: now,
+        nbf: now,
+        exp,
+        jti: Jti::delegated(jti),
+        svc_trust_score: parent.svc_trust_score,
+        svc_scope: child_grant.scope,
+        svc_constraints: Some(child_grant.constraints).filter(|c| !c.is_empty()),
+        svc_policy: Some(child_grant.policy).filter(|p| !p.is_empty()),
+        svc_prov: parent.svc_prov.clone(),
+        svc_human: parent.svc_human.clone(),
+        svc_assurance: parent.svc_assurance,
+        svc_depth: parent.svc_depth + 1,
+        svc_parent: Some(parent_jth),
+        svc_chain: Some(chain),
+        cnf: request
+            .holder
+            .map(|jkt| Confirmation { jkt })
+            .or_else(|| parent.cnf.clone()),
+        act: Some(Actor {
+            sub: parent.sub.subject(),
+            act: parent.act.clone().map(Box::new),
+        }),
+    })
+}

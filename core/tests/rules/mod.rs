@@ -1,0 +1,352 @@
+//! The judge of the rule vectors in `tests/vectors/` (`status`,
+//! `governance`, `refusals`, `counts`, `budgets`): rules the server applies
+//! and the SDK does not export. This one source is compiled twice: into
+//! core's native `vectors` test, and into the wasm façade's
+//! `rule_vectors` test, which runs it as wasm32 under Node. Each function
+//! panics at the first case whose verdict differs from the file's.
+
+use std::collections::BTreeMap;
+
+use mandate_core::{
+    AgentId, AssuranceLevel, Claims, Constraints, CountsChange, DenyReason, Framework, HumanRef,
+    IssueError, Jti, Outcome, Policy, Rating, RecordState, RootIssue, Scope, Status, TokenRequest,
+    TokenStatus, Ulid, Usage, Usd, check_chain_budgets, check_chain_extra_spend, check_fan_out,
+    delegate, issue_root,
+};
+use serde::Deserialize;
+
+const STATUS: &str = include_str!("../../../tests/vectors/status.json");
+const GOVERNANCE: &str = include_str!("../../../tests/vectors/governance.json");
+const REFUSALS: &str = include_str!("../../../tests/vectors/refusals.json");
+const COUNTS: &str = include_str!("../../../tests/vectors/counts.json");
+const BUDGETS: &str = include_str!("../../../tests/vectors/budgets.json");
+
+fn read<T: serde::de::DeserializeOwned>(text: &str) -> T {
+    serde_json::from_str(text).unwrap()
+}
+
+#[derive(Deserialize)]
+struct StatusFile {
+    cases: Vec<StatusCase>,
+}
+
+#[derive(Deserialize)]
+struct StatusCase {
+    name: String,
+    exp: i64,
+    revoked: bool,
+    now: i64,
+    expect: StatusExpect,
+}
+
+#[derive(Deserialize, Debug, PartialEq)]
+struct StatusExpect {
+    status: TokenStatus,
+    deny_reason: Option<DenyReason>,
+}
+
+/// `TokenStatus::at`, its name and its deny reason.
+pub fn token_status() {
+    let file: StatusFile = read(STATUS);
+    assert!(file.cases.len() >= 10);
+    for case in &file.cases {
+        let status = TokenStatus::at(case.exp, case.revoked, case.now);
+        let got = StatusExpect {
+            status,
+            deny_reason: status.deny_reason(),
+        };
+        assert_eq!(got, case.expect, "{}", case.name);
+        assert_eq!(
+            serde_json::to_value(status).unwrap(),
+            status.as_str(),
+            "{}",
+            case.name
+        );
+    }
+}
+
+#[derive(Deserialize)]
+struct GovernanceFile {
+    tokens: BTreeMap<String, Claims>,
+    cases: Vec<GovernanceCase>,
+}
+
+#[derive(Deserialize)]
+struct GovernanceCase {
+    name: String,
+    token: String,
+    jti: Jti,
+    expect: bool,
+}
+
+/// `Claims::is_governed_by`.
+pub fn governance() {
+    let file: GovernanceFile = read(GOVERNANCE);
+    assert!(file.cases.len() >= 10);
+    for case in &file.cases {
+        let token = &file.tokens[&case.token];
+        assert_eq!(
+            token.is_governed_by(&case.jti),
+            case.expect,
+            "{}",
+            case.name
+        );
+    }
+}
+
+#[derive(Deserialize)]
+struct RefusalFile {
+    issued_at: i64,
+    delegations: Vec<DelegationCase>,
+    fan_out: Vec<FanOutCase>,
+    issue_root: Vec<IssueCase>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Asked {
+    resources: Vec<String>,
+    actions: Vec<String>,
+    #[serde(default)]
+    frameworks: Vec<String>,
+    #[serde(default)]
+    ttl_seconds: Option<u64>,
+    #[serde(default)]
+    depth: u32,
+}
+
+impl Asked {
+    fn request(&self) -> TokenRequest {
+        let frameworks = self
+            .frameworks
+            .iter()
+            .map(|name| Framework::parse(name).unwrap())
+            .collect();
+        TokenRequest {
+            agent_id: AgentId::parse("planner").unwrap(),
+            scope: Scope::parse(&self.resources, &self.actions).unwrap(),
+            constraints: Constraints::default(),
+            policy: Policy::new(frameworks).unwrap(),
+            ttl_seconds: self.ttl_seconds,
+            holder: None,
+        }
+    }
+}
+
+#[derive(Deserialize)]
+struct DelegationCase {
+    name: String,
+    parent: Asked,
+    request: Asked,
+    now: i64,
+    expect: Refusal,
+}
+
+#[derive(Deserialize)]
+struct FanOutCase {
+    children: u64,
+    expect: Refusal,
+}
+
+#[derive(Deserialize)]
+struct IssueCase {
+    name: String,
+    ttl_seconds: Option<u64>,
+    now: i64,
+    expect: Refusal,
+}
+
+#[derive(Deserialize, Debug, PartialEq)]
+#[serde(deny_unknown_fields)]
+struct Refusal {
+    ok: bool,
+    #[serde(default)]
+    error: Option<String>,
+    #[serde(default)]
+    deny_reason: Option<DenyReason>,
+}
+
+impl Refusal {
+    fn of<T>(outcome: Result<T, IssueError>) -> Refusal {
+        match outcome {
+            Ok(_) => Refusal {
+                ok: true,
+                error: None,
+                deny_reason: None,
+            },
+            Err(error) => Refusal {
+                ok: false,
+                error: Some(error.code().to_owned()),
+                deny_reason: error.deny_reason(),
+            },
+        }
+    }
+}
+
+/// Ids of the vector tokens: fixed, whatever `now` a case gives.
+fn ulid(issued_at: i64, n: u32) -> Ulid {
+    let mut random = [0; 10];
+    random[6..].copy_from_slice(&n.to_be_bytes());
+    Ulid::new(u64::try_from(issued_at).unwrap() * 1000, random).unwrap()
+}
+
+fn root(issued_at: i64, request: TokenRequest, now: i64) -> Result<Claims, IssueError> {
+    issue_root(
+        request,
+        RootIssue {
+            issuer: "https://mandate.example".to_owned(),
+            human: HumanRef::from_digest(&[9; 32]),
+            level: AssuranceLevel::L1,
+            now,
+            jti: ulid(issued_at, 1),
+            provenance: ulid(issued_at, 2),
+        },
+    )
+}
+
+/// The parent of a delegation case: a root issued at `issued_at`, delegated
+/// `depth` times with the same scope.
+fn parent(issued_at: i64, asked: &Asked) -> Claims {
+    let mut parent = root(issued_at, asked.request(), issued_at).unwrap();
+    for n in 0..asked.depth {
+        let same = TokenRequest {
+            ttl_seconds: None,
+            policy: Policy::default(),
+            ..asked.request()
+        };
+        parent = delegate(&parent, same, issued_at, ulid(issued_at, 10 + n)).unwrap();
+    }
+    assert_eq!(parent.svc_depth, asked.depth);
+    parent
+}
+
+/// The error codes and deny reasons of `delegate`, `check_fan_out` and
+/// `issue_root`.
+pub fn refusals() {
+    let file: RefusalFile = read(REFUSALS);
+    assert!(file.delegations.len() >= 10);
+    for case in &file.delegations {
+        let parent = parent(file.issued_at, &case.parent);
+        let jti = ulid(file.issued_at, 99);
+        let got = Refusal::of(delegate(&parent, case.request.request(), case.now, jti));
+        assert_eq!(got, case.expect, "{}", case.name);
+    }
+    for case in &file.fan_out {
+        let got = Refusal::of(check_fan_out(case.children));
+        assert_eq!(got, case.expect, "{} children", case.children);
+    }
+    for case in &file.issue_root {
+        let request = Asked {
+            resources: vec!["crm:*".to_owned()],
+            actions: vec!["read".to_owned()],
+            frameworks: vec![],
+            ttl_seconds: case.ttl_seconds,
+            depth: 0,
+        };
+        let got = Refusal::of(root(file.issued_at, request.request(), case.now));
+        assert_eq!(got, case.expect, "{}", case.name);
+    }
+}
+
+/// A record state as the vectors write it: its stored parts.
+#[derive(Deserialize, Debug)]
+#[serde(deny_unknown_fields)]
+struct StoredState {
+    status: Status,
+    #[serde(default)]
+    result: Option<Outcome>,
+    #[serde(default)]
+    rating: Option<Rating>,
+    #[serde(default)]
+    reason: Option<DenyReason>,
+}
+
+impl StoredState {
+    fn state(&self) -> RecordState {
+        RecordState::from_parts(self.status, self.result, self.rating, self.reason).unwrap()
+    }
+}
+
+#[derive(Deserialize)]
+struct CountsFile {
+    cases: Vec<CountsCase>,
+}
+
+#[derive(Deserialize)]
+struct CountsCase {
+    before: Option<StoredState>,
+    after: StoredState,
+    expect: CountsChange,
+}
+
+/// `CountsChange::of` for every pair of states.
+pub fn counts() {
+    let file: CountsFile = read(COUNTS);
+    assert!(file.cases.len() >= 100);
+    for case in &file.cases {
+        let before = case.before.as_ref().map(StoredState::state);
+        let got = CountsChange::of(before.as_ref(), &case.after.state());
+        assert_eq!(got, case.expect, "{:?} -> {:?}", case.before, case.after);
+    }
+}
+
+#[derive(Deserialize)]
+struct BudgetFile {
+    cases: Vec<BudgetCase>,
+}
+
+#[derive(Deserialize)]
+struct BudgetCase {
+    name: String,
+    chain: Vec<BudgetedToken>,
+    spend: Usd,
+    expect: BudgetExpect,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct BudgetedToken {
+    constraints: Constraints,
+    used: Used,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Used {
+    spent: Usd,
+    actions: u64,
+}
+
+#[derive(Deserialize, Debug, PartialEq)]
+#[serde(deny_unknown_fields)]
+struct BudgetExpect {
+    check_chain_budgets: Option<String>,
+    check_chain_extra_spend: Option<String>,
+}
+
+/// `check_chain_budgets` and `check_chain_extra_spend`.
+pub fn budgets() {
+    let file: BudgetFile = read(BUDGETS);
+    assert!(file.cases.len() >= 10);
+    for case in &file.cases {
+        let chain: Vec<(Constraints, Usage)> = case
+            .chain
+            .iter()
+            .map(|token| {
+                let used = Usage {
+                    spent: token.used.spent,
+                    actions: token.used.actions,
+                };
+                (token.constraints, used)
+            })
+            .collect();
+        let code = |outcome: Result<(), mandate_core::BudgetExceeded>| {
+            outcome.err().map(|exceeded| exceeded.code().to_owned())
+        };
+        let got = BudgetExpect {
+            check_chain_budgets: code(check_chain_budgets(&chain, case.spend)),
+            check_chain_extra_spend: code(check_chain_extra_spend(&chain, case.spend)),
+        };
+        assert_eq!(got, case.expect, "{}", case.name);
+    }
+}

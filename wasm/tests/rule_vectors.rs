@@ -1,0 +1,38 @@
+//! The rule vectors of `tests/vectors/` that the SDK has no export for
+//! (token status, governance, refusals, counts changes, budget chains),
+//! judged by core compiled for wasm32 and run under Node
+//! (`wasm-bindgen-test`). The judge is core's own, the same source its
+//! native `vectors` test runs, so both builds must reach the same verdicts;
+//! the module the package ships is left as it is.
+
+#![cfg(target_arch = "wasm32")]
+
+#[path = "../../core/tests/rules/mod.rs"]
+mod rules;
+
+use wasm_bindgen_test::wasm_bindgen_test;
+
+#[wasm_bindgen_test]
+fn status_vectors() {
+    rules::token_status();
+}
+
+#[wasm_bindgen_test]
+fn governance_vectors() {
+    rules::governance();
+}
+
+#[wasm_bindgen_test]
+fn refusal_vectors() {
+    rules::refusals();
+}
+
+#[wasm_bindgen_test]
+fn counts_vectors() {
+    rules::counts();
+}
+
+#[wasm_bindgen_test]
+fn budget_vectors() {
+    rules::budgets();
+}
