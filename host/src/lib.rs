@@ -19,7 +19,6 @@ pub mod keyring;
 pub mod ledger;
 pub mod metrics;
 pub mod model;
-pub mod pending_core;
 pub mod proofs;
 pub mod queries;
 pub mod random;

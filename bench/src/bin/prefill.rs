@@ -3,8 +3,7 @@
 //! with, for the growth runs of `cargo xtask bench`.
 //! `prefill <data-dir> <jti> <count>`
 
-use mandate_core::{AarId, Claims, Jti, Outcome, RecordState, Ulid, Usd};
-use mandate_host::pending_core::CountsChange;
+use mandate_core::{AarId, Claims, CountsChange, Jti, Outcome, RecordState, Ulid, Usd};
 use mandate_host::store::records::{self, Credential, NewRecord, SummaryKey};
 use mandate_host::store::{DB_FILE, open_writer, tokens};
 

@@ -1,9 +1,7 @@
 //! Response bodies, made from what the ledger and the read side return:
 //! the only place typed values become the wire's strings.
 
-use mandate_core::{AarId, Claims, ReputationCounts, WorkflowSummary, reputation};
-
-use crate::pending_core::TokenStatus;
+use mandate_core::{AarId, Claims, ReputationCounts, TokenStatus, WorkflowSummary, reputation};
 
 use crate::clock::{Now, iso_ms, iso_s};
 use crate::error::{ApiError, ApiResult};

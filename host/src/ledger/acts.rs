@@ -4,15 +4,13 @@
 use std::sync::Arc;
 
 use mandate_core::{
-    AarId, Action, Claims, DenyReason, Jti, Outcome, Rating, RecordEvent, RecordState, Resource,
-    ResultHash, Usd, transition,
+    AarId, Action, Claims, CountsChange, DenyReason, Jti, Outcome, Rating, RecordEvent,
+    RecordState, Resource, ResultHash, Usd, check_chain_budgets, check_chain_extra_spend,
+    transition,
 };
 
 use super::{Ledger, LedgerError, Token, internal, new_aar_id};
 use crate::clock::Now;
-use crate::pending_core::{
-    ClaimsExt as _, CountsChange, check_chain_budgets, check_chain_extra_spend,
-};
 use crate::store::records::{self, Credential, NewRecord, Record, SummaryKey, micros};
 
 /// What an agent asks to do.

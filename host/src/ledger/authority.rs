@@ -4,12 +4,11 @@
 
 use mandate_core::{
     AarId, BudgetExceeded, Claims, DenyReason, IssueError, Jti, Outcome, RecordEvent, SigningKey,
-    TokenRequest, Ulid, Usd, check_fan_out, delegate, sign, transition,
+    TokenRequest, Ulid, Usd, check_chain_budgets, check_fan_out, delegate, sign, transition,
 };
 
 use super::{Ledger, LedgerError, Token, internal, new_aar_id};
 use crate::clock::Now;
-use crate::pending_core::{ClaimsExt as _, IssueErrorExt as _, check_chain_budgets};
 use crate::store::records::{self, Credential, NewRecord, NewWorkflow};
 use crate::store::tokens::{self, NewToken};
 

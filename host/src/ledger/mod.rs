@@ -31,12 +31,11 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use mandate_core::{
-    AarId, BudgetExceeded, Claims, Constraints, DenyReason, IssueError, Jth, Jti, RecordError,
-    ScopeError, Ulid, Usage,
+    AarId, BudgetExceeded, Claims, Constraints, CountsChange, DenyReason, IssueError, Jth, Jti,
+    RecordError, ScopeError, TokenStatus, Ulid, Usage,
 };
 use rusqlite::Connection;
 
-use crate::pending_core::{CountsChange, TokenStatus};
 use crate::store::records::{self, SummaryKey};
 use crate::store::{Owned, StoreError, tokens};
 

@@ -8,12 +8,10 @@
 //! credential it was made with.
 
 use mandate_core::{
-    AarId, Claims, DenyReason, Jti, Outcome, Rating, RecordError, RecordState, ResultHash, Status,
-    Usd,
+    AarId, Claims, CountsChange, DenyReason, Jti, Outcome, Rating, RecordError, RecordState,
+    ResultHash, Status, Usd,
 };
 use rusqlite::{Connection, OptionalExtension, Row, params};
-
-use crate::pending_core::CountsChange;
 
 /// What the caller proved it held when a record was made.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
