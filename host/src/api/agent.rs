@@ -6,21 +6,21 @@
 
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
-use mandate_core::{AarId, DenyReason, Usd};
+use mandate_core::{DenyReason, Usd};
 
 use super::bodies;
 use super::docs::Errors;
 use super::extract::{Acting, AgentCall, IdempotentJson, Json, Need};
 use super::input;
 use super::problems::{denial, refusal};
+use super::query::record_id;
 use super::write::{Rendered, once};
-use crate::error::{ApiError, ApiResult};
+use crate::error::ApiResult;
 use crate::ledger::{Attempt, Attempted, Completion, Delegated, Delegation};
 use crate::model::{
     AuthorizeRequest, AuthorizeResponse, CompleteRequest, DelegateRequest, IssuedToken,
     RecordActionRequest, RecordActionResponse, RecordBody,
 };
-use crate::queries::QueryError;
 use crate::{AppState, random};
 
 /// What an agent asks to do, checked.
@@ -182,7 +182,7 @@ pub(crate) async fn complete(
 ) -> ApiResult<axum::Json<RecordBody>> {
     let now = state.clock.now();
     let presented = call.completer(&state, now).await?;
-    let aar_id = AarId::parse(&aar_id).map_err(|_| ApiError::from(QueryError::UnknownRecord))?;
+    let aar_id = record_id(&aar_id)?;
     let completion = Completion {
         aar_id,
         result: input::outcome(&body.result)?,

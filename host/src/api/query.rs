@@ -3,11 +3,12 @@
 
 use axum::extract::FromRequestParts;
 use axum::http::request::Parts;
-use mandate_core::{AgentId, ProvenanceRef};
+use mandate_core::{AarId, AgentId, ProvenanceRef};
 use serde::de::DeserializeOwned;
 
 use crate::clock::parse_iso_ms;
 use crate::error::{ApiError, ApiResult};
+use crate::queries::QueryError;
 
 /// Query parameters, with a problem body (400) for any that do not parse.
 #[derive(Debug, Clone)]
@@ -76,7 +77,10 @@ pub(crate) fn agent_filter(value: Option<&str>) -> ApiResult<Option<String>> {
 
 /// A workflow named in a path: one that cannot exist is not found.
 pub(crate) fn provenance(text: &str) -> ApiResult<ProvenanceRef> {
-    ProvenanceRef::parse(text).map_err(|_| {
-        ApiError::not_found("workflow_not_found", "no workflow has this provenance_ref")
-    })
+    ProvenanceRef::parse(text).map_err(|_| QueryError::UnknownWorkflow.into())
+}
+
+/// A record named in a path: one that cannot exist is not found.
+pub(crate) fn record_id(text: &str) -> ApiResult<AarId> {
+    AarId::parse(text).map_err(|_| QueryError::UnknownRecord.into())
 }

@@ -1,7 +1,7 @@
 //! Records by API key: rating one, reading one, and the filtered list.
 
 use axum::extract::{Path, State};
-use mandate_core::{AarId, Action, Jti, ProvenanceRef, Resource};
+use mandate_core::{Action, Jti, ProvenanceRef, Resource};
 use serde::Deserialize;
 use utoipa::IntoParams;
 
@@ -9,17 +9,12 @@ use super::bodies;
 use super::docs::Errors;
 use super::extract::{ApiKeyAuth, Json};
 use super::input::{self, MAX_NOTE_CHARS};
-use super::query::{Query, agent_filter, checked, limit, time};
+use super::query::{Query, agent_filter, checked, limit, record_id, time};
 use crate::AppState;
 use crate::clock::iso_ms;
-use crate::error::{ApiError, ApiResult};
+use crate::error::ApiResult;
 use crate::model::{FeedbackRequest, FeedbackResponse, RecordBody, RecordPage, forms};
-use crate::queries::{self, DEFAULT_LIMIT, MAX_LIMIT, QueryError, RecordFilter};
-
-/// A record id in a path: one that cannot exist is not found.
-fn aar_id(text: &str) -> ApiResult<AarId> {
-    AarId::parse(text).map_err(|_| ApiError::from(QueryError::UnknownRecord))
-}
+use crate::queries::{self, DEFAULT_LIMIT, MAX_LIMIT, RecordFilter};
 
 /// A human rates a completed action, once.
 #[utoipa::path(
@@ -38,7 +33,7 @@ pub(crate) async fn feedback(
     Json(body): Json<FeedbackRequest>,
 ) -> ApiResult<axum::Json<FeedbackResponse>> {
     let now = state.clock.now();
-    let aar_id = self::aar_id(&aar_id)?;
+    let aar_id = record_id(&aar_id)?;
     let rating = input::rating(&body.rating)?;
     let note = input::text("note", body.note.as_deref(), MAX_NOTE_CHARS)?;
     let rated = state
@@ -65,7 +60,7 @@ pub(crate) async fn record(
     _: ApiKeyAuth,
     Path(aar_id): Path<String>,
 ) -> ApiResult<axum::Json<RecordBody>> {
-    let aar_id = self::aar_id(&aar_id)?;
+    let aar_id = record_id(&aar_id)?;
     let record = state
         .store
         .lookup(move |conn| queries::record(conn, aar_id.as_str()))

@@ -59,24 +59,27 @@ impl Fixture {
         self.ledger.before_commit().unwrap();
     }
 
-    fn root(&mut self, actions: &[&str], constraints: Constraints, ttl: u64) -> Claims {
-        let request = request("bot", &["crm:*"], actions, constraints, Some(ttl));
-        let claims = issue_root(
-            request,
-            RootIssue {
-                issuer: "https://mandate.test".to_owned(),
-                human: human_ref(&[1; 32], &Identity::email("dev@example.com").unwrap()),
-                level: AssuranceLevel::L1,
-                now: at(0).s(),
-                jti: self.ulid(),
-                provenance: self.ulid(),
-            },
-        )
-        .unwrap();
+    /// The claims of a root token for `request`, issued at `at(0)`.
+    fn issue(&mut self, request: TokenRequest) -> Claims {
+        let issue = RootIssue {
+            issuer: "https://mandate.test".to_owned(),
+            human: human_ref(&[1; 32], &Identity::email("dev@example.com").unwrap()),
+            level: AssuranceLevel::L1,
+            now: at(0).s(),
+            jti: self.ulid(),
+            provenance: self.ulid(),
+        };
+        issue_root(request, issue).unwrap()
+    }
+
+    fn store_root(&mut self, claims: &Claims) -> Result<(), LedgerError> {
         let kid = self.key.kid().to_owned();
-        self.ledger
-            .store_root(&claims, &kid, "key_test", at(0))
-            .unwrap();
+        self.ledger.store_root(claims, &kid, "key_test", at(0))
+    }
+
+    fn root(&mut self, actions: &[&str], constraints: Constraints, ttl: u64) -> Claims {
+        let claims = self.issue(request("bot", &["crm:*"], actions, constraints, Some(ttl)));
+        self.store_root(&claims).unwrap();
         claims
     }
 
@@ -244,22 +247,8 @@ fn a_bound_token_named_by_its_bare_jti_is_refused() {
     let mut request = request("bot", &["crm:*"], &["read"], Constraints::default(), None);
     request.holder =
         Some(mandate_core::Jkt::parse("0ZcOCORZNYy-DWpqq30jZyJGHTN0d2HglBV3uiguA4I").unwrap());
-    let claims = issue_root(
-        request,
-        RootIssue {
-            issuer: "https://mandate.test".to_owned(),
-            human: human_ref(&[1; 32], &Identity::email("dev@example.com").unwrap()),
-            level: AssuranceLevel::L1,
-            now: at(0).s(),
-            jti: f.ulid(),
-            provenance: f.ulid(),
-        },
-    )
-    .unwrap();
-    let kid = f.key.kid().to_owned();
-    f.ledger
-        .store_root(&claims, &kid, "key_test", at(0))
-        .unwrap();
+    let claims = f.issue(request);
+    f.store_root(&claims).unwrap();
     let attempt = f.attempt(&claims.jti, Credential::Jti, "read", Usd::ZERO);
     assert_eq!(
         f.ledger.authorize(&attempt, at(1)).unwrap_err(),
@@ -521,23 +510,15 @@ fn a_signing_key_revoked_since_signing_stores_nothing() {
         .conn
         .execute("UPDATE signing_keys SET revoked_at = 1", [])
         .unwrap();
-    let claims = issue_root(
-        request("bot", &["crm:*"], &["read"], Constraints::default(), None),
-        RootIssue {
-            issuer: "https://mandate.test".to_owned(),
-            human: human_ref(&[1; 32], &Identity::email("dev@example.com").unwrap()),
-            level: AssuranceLevel::L1,
-            now: at(0).s(),
-            jti: f.ulid(),
-            provenance: f.ulid(),
-        },
-    )
-    .unwrap();
-    let kid = f.key.kid().to_owned();
+    let claims = f.issue(request(
+        "bot",
+        &["crm:*"],
+        &["read"],
+        Constraints::default(),
+        None,
+    ));
     assert_eq!(
-        f.ledger
-            .store_root(&claims, &kid, "key_test", at(0))
-            .unwrap_err(),
+        f.store_root(&claims).unwrap_err(),
         LedgerError::SigningKeyRevoked
     );
 }
