@@ -36,7 +36,7 @@ pub(crate) async fn jwks(State(state): State<AppState>) -> Response {
 }
 
 /// Liveness.
-#[utoipa::path(get, path = "/healthz", tag = "operations", responses((status = 200, body = Health)))]
+#[utoipa::path(get, path = "/healthz", tag = "operations", responses((status = 200, description = "The process is up", body = Health)))]
 pub(crate) async fn healthz() -> axum::Json<Health> {
     axum::Json(Health {
         status: "ok".to_owned(),
@@ -48,7 +48,7 @@ pub(crate) async fn healthz() -> axum::Json<Health> {
     get,
     path = "/readyz",
     tag = "operations",
-    responses((status = 200, body = Health), Errors)
+    responses((status = 200, description = "The database takes writes", body = Health), Errors)
 )]
 pub(crate) async fn readyz(State(state): State<AppState>) -> ApiResult<axum::Json<Health>> {
     state.store.write(|_| Ok(())).await?;
