@@ -80,40 +80,29 @@ enum Access {
 /// Which credentials each operation takes, by method and path: the only
 /// source of the document's `security`. A test checks that it names every
 /// operation the router serves, and only those.
+#[rustfmt::skip]
 const SECURITY: [(&str, &str, Access); 21] = [
-    ("post", "/v1/vat/issue/l1", Access::ApiKey),
-    ("post", "/v1/vat/issue/l2", Access::ApiKey),
-    ("post", "/v1/vat/auth/capture", Access::ApiKey),
-    ("post", "/v1/vat/record/action", Access::TokenOrNamed),
-    ("post", "/v1/vat/authorize", Access::TokenOrNamed),
-    (
-        "post",
-        "/v1/vat/aar/{aar_id}/complete",
-        Access::TokenOrNamed,
-    ),
-    ("post", "/v1/vat/aar/{aar_id}/feedback", Access::ApiKey),
-    ("get", "/v1/vat/reputation/{agent_id}", Access::ApiKey),
-    (
-        "get",
-        "/v1/vat/aar/provenance/{provenance_ref}",
-        Access::ApiKey,
-    ),
-    (
-        "get",
-        "/v1/vat/aar/provenance/{provenance_ref}/graph",
-        Access::ApiKey,
-    ),
-    ("post", "/v1/vat/delegate", Access::Token),
-    ("post", "/v1/vat/revoke", Access::ApiKeyOrToken),
-    ("get", "/v1/vat/tokens/{jti}", Access::ApiKey),
-    ("get", "/v1/vat/aar/{aar_id}", Access::ApiKey),
-    ("get", "/v1/vat/aar", Access::ApiKey),
-    ("get", "/v1/vat/workflows", Access::ApiKey),
-    ("get", "/.well-known/jwks.json", Access::Public),
-    ("get", "/healthz", Access::Public),
-    ("get", "/readyz", Access::Public),
-    ("get", "/metrics", Access::ApiKeyOrLoopback),
-    ("get", "/v1/openapi.json", Access::Public),
+    ("post", "/v1/vat/issue/l1",                              Access::ApiKey),
+    ("post", "/v1/vat/issue/l2",                              Access::ApiKey),
+    ("post", "/v1/vat/auth/capture",                          Access::ApiKey),
+    ("post", "/v1/vat/record/action",                         Access::TokenOrNamed),
+    ("post", "/v1/vat/authorize",                             Access::TokenOrNamed),
+    ("post", "/v1/vat/aar/{aar_id}/complete",                 Access::TokenOrNamed),
+    ("post", "/v1/vat/aar/{aar_id}/feedback",                 Access::ApiKey),
+    ("get",  "/v1/vat/reputation/{agent_id}",                 Access::ApiKey),
+    ("get",  "/v1/vat/aar/provenance/{provenance_ref}",       Access::ApiKey),
+    ("get",  "/v1/vat/aar/provenance/{provenance_ref}/graph", Access::ApiKey),
+    ("post", "/v1/vat/delegate",                              Access::Token),
+    ("post", "/v1/vat/revoke",                                Access::ApiKeyOrToken),
+    ("get",  "/v1/vat/tokens/{jti}",                          Access::ApiKey),
+    ("get",  "/v1/vat/aar/{aar_id}",                          Access::ApiKey),
+    ("get",  "/v1/vat/aar",                                   Access::ApiKey),
+    ("get",  "/v1/vat/workflows",                             Access::ApiKey),
+    ("get",  "/.well-known/jwks.json",                        Access::Public),
+    ("get",  "/healthz",                                      Access::Public),
+    ("get",  "/readyz",                                       Access::Public),
+    ("get",  "/metrics",                                      Access::ApiKeyOrLoopback),
+    ("get",  "/v1/openapi.json",                              Access::Public),
 ];
 
 /// `Authorization: Bearer mk_…`.
