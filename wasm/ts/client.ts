@@ -16,14 +16,10 @@ import {
   decodeTokenUnverified,
   type AssuranceLevel,
   type Claims,
-  type Constraints,
   type Jwks,
-  type Policy,
-  type PublicJwk,
   type VerifierOptions,
-  type Violation,
-  type WorkflowSummary,
 } from "./mandate_wasm.js";
+import type { components, operations } from "./openapi.js";
 
 /** The part of the Fetch API the client uses; `globalThis.fetch` fits. */
 export type FetchLike = (
@@ -62,342 +58,148 @@ export interface AgentAuth extends WriteOptions {
   key?: AgentKey;
 }
 
-export type ActionResult = "success" | "error" | "timeout" | "cancelled";
-export type Rating = "approved" | "flagged" | "rejected";
+// The request and response types come from the server's OpenAPI document:
+// `openapi.ts` is generated from /v1/openapi.json by openapi-typescript
+// (`cargo xtask wasm`; the package's tests fail when it is stale). Each type
+// the client takes or returns is the document's schema. Where the client
+// knows more than the document states (values it lists only in prose, the
+// claims it calls an object, the three kinds of graph node it describes in
+// one schema), members are narrowed with `Narrowed`, which the compiler
+// holds to the document; the two widenings (`AgentBody`, `WithInstants`)
+// are the client's own conveniences. The key set is core's `Jwks`, which
+// the document calls an object.
+
+/** The document's schemas. */
+type Schemas = components["schemas"];
+
+/**
+ * An answer as the server sends it. The document allows `null` in optional
+ * members (a request may send one); an answer leaves such a member out and
+ * never sends `null`.
+ */
+type Sent<T> = T extends readonly (infer Item)[]
+  ? Sent<Item>[]
+  : T extends object
+    ? { [K in keyof T]: Sent<Exclude<T[K], null>> }
+    : T;
+
+/**
+ * `T` with the members of `R` in place of its own: each must be assignable
+ * to the member it replaces, so a narrowing cannot contradict the document.
+ */
+type Narrowed<T, R extends { [K in keyof R]: K extends keyof T ? T[K] : never }> = Omit<T, keyof R> & R;
+
+/**
+ * An agent call's body. The document requires `vat_jti`, which a call
+ * without the token needs; a call that presents the token
+ * (`AgentAuth.token`) may leave it out.
+ */
+type AgentBody<T extends { vat_jti: unknown }> = Omit<T, "vat_jti"> & { vat_jti?: T["vat_jti"] };
+
+/** A time bound: ISO 8601 text or a Date (sent as its ISO text). */
+export type Instant = string | Date;
+
+/** A query whose `since` and `until` may also be Dates. */
+type WithInstants<T> = Omit<T, "since" | "until"> & { since?: Instant | null; until?: Instant | null };
+
+export type ActionResult = Schemas["Outcome"];
+export type Rating = Schemas["Rating"];
+// The document gives these as strings and lists their values in prose.
 export type RecordStatus = "pending" | "completed" | "denied";
 export type TokenState = "active" | "revoked" | "expired";
 
-export interface IssueL1Request {
-  developer_email: string;
-  agent_id: string;
-  resources: string[];
-  actions: string[];
-  constraints?: Constraints;
-  policy?: Policy;
-  /** Default 3600, at most 2592000. */
-  ttl_seconds?: number;
-  /** Binds the token to this key (`agentKey.publicJwk`): each use then needs the key's proof. */
-  holder_key?: PublicJwk;
-}
+export type IssueL1Request = Schemas["IssueL1Request"];
+export type IssueL2Request = Schemas["IssueL2Request"];
+export type AuthCaptureRequest = Schemas["CaptureRequest"];
 
-export interface IssueL2Request {
-  /** An OIDC ID token from an identity provider the server is configured to trust. */
-  id_token: string;
-  /** The nonce the sign-in was started with, checked against the ID token's. */
-  nonce?: string;
-  agent_id: string;
-  resources: string[];
-  actions: string[];
-  constraints?: Constraints;
-  policy?: Policy;
-  /** Default 3600, at most 2592000. */
-  ttl_seconds?: number;
-  /** Binds the token to this key. */
-  holder_key?: PublicJwk;
-}
+type SentToken = Sent<Schemas["IssuedToken"]>;
+export type IssuedToken = Narrowed<
+  SentToken,
+  {
+    /** `DPoP` for a token bound to a key, else `Bearer`. */
+    token_type: "Bearer" | "DPoP";
+    /** The token's claims, which the document calls an object. */
+    claims: Claims & SentToken["claims"];
+  }
+>;
+export type DelegatedToken = Narrowed<
+  IssuedToken,
+  {
+    /** The parent's `delegate` record, which every delegation writes. */
+    aar_id: string;
+  }
+>;
 
-export interface AuthCaptureRequest {
-  /** The captured verification data, or a provider's signed result (`{ attestation: "<JWS>" }`). */
-  evidence: Record<string, unknown>;
-  /** The name of a verifier configured on the server. */
-  verifier: string;
-  agent_id: string;
-  resources: string[];
-  actions: string[];
-  constraints?: Constraints;
-  policy?: Policy;
-  /** Default 3600, at most 2592000. */
-  ttl_seconds?: number;
-  /** Binds the token to this key. */
-  holder_key?: PublicJwk;
-}
+export type RecordActionRequest = AgentBody<Schemas["RecordActionRequest"]>;
+export type RecordActionResponse = Narrowed<Sent<Schemas["RecordActionResponse"]>, { recorded: true }>;
+export type AuthorizeRequest = AgentBody<Schemas["AuthorizeRequest"]>;
+export type AuthorizeResponse = Narrowed<Sent<Schemas["AuthorizeResponse"]>, { assurance_level: AssuranceLevel }>;
+export type CompleteRequest = Schemas["CompleteRequest"];
 
-export interface IssuedToken {
-  jti: string;
-  provenance_ref: string;
-  compact_jwt: string;
-  /** `DPoP` for a token bound to a key, else `Bearer`. */
-  token_type: "Bearer" | "DPoP";
-  claims: Claims;
-  expires_at: string;
-}
+export type ActionRecord = Narrowed<
+  Sent<Schemas["RecordBody"]>,
+  {
+    status: RecordStatus;
+    result?: ActionResult;
+    rating?: Rating;
+    assurance_level: AssuranceLevel;
+    /** What the agent proved: `token` (the token itself) or `jti` (a bare vat_jti, which proves nothing). */
+    credential: "token" | "jti";
+  }
+>;
 
-export interface RecordActionRequest {
-  /** The acting token; may be left out when `AgentAuth.token` is given. */
-  vat_jti?: string;
-  action: string;
-  resource: string;
-  result: ActionResult;
-  /** `sha256:<64 hex>`; see `sha256Ref`. */
-  result_hash?: string;
-  spend_usd?: number;
-}
+export type FeedbackRequest = Schemas["FeedbackRequest"];
+export type FeedbackResponse = Narrowed<Sent<Schemas["FeedbackResponse"]>, { rating: Rating }>;
+export type AgentReputation = Sent<Schemas["ReputationBody"]>;
+export type ProvenanceSummary = Sent<Schemas["SummaryBody"]>;
 
-export interface RecordActionResponse {
-  recorded: true;
-  aar_id: string;
-  provenance_ref: string;
-  trust_score: number;
-  delegation_depth: number;
-}
-
-export interface AuthorizeRequest {
-  vat_jti?: string;
-  action: string;
-  resource: string;
-  /** Reserved against the budget until `complete`. */
-  spend_usd?: number;
-}
-
-export interface AuthorizeResponse {
-  authorized: boolean;
-  aar_id: string;
-  trust_score: number;
-  provenance_ref: string;
-  human_ref: string;
-  assurance_level: AssuranceLevel;
-  /** Why not, when `authorized` is false. */
-  reason?: string;
-}
-
-export interface CompleteRequest {
-  result: ActionResult;
-  result_hash?: string;
-  /** The actual spend; replaces the reservation. */
-  spend_usd?: number;
-}
-
-export interface ActionRecord {
-  aar_id: string;
-  provenance_ref: string;
-  /** The record's token; absent from the answer to a completion made by `aar_id` alone. */
-  vat_jti?: string;
-  agent_id: string;
-  action: string;
-  resource: string;
-  status: RecordStatus;
-  result?: ActionResult;
-  deny_reason?: string;
-  result_hash?: string;
-  spend_usd: number;
-  trust_score: number;
-  delegation_depth: number;
-  human_ref: string;
-  assurance_level: AssuranceLevel;
-  rating?: Rating;
-  note?: string;
-  feedback_at?: string;
-  created_at: string;
-  completed_at?: string;
-  /** The child token, on a `delegate` record. */
-  delegated_jti?: string;
-  /** What the agent proved: `token` (the token itself) or `jti` (a bare vat_jti, which proves nothing). */
-  credential: "token" | "jti";
-}
-
-export interface FeedbackRequest {
-  rating: Rating;
-  /** At most 2 KiB. */
-  note?: string;
-}
-
-export interface FeedbackResponse {
-  aar_id: string;
-  rating: Rating;
-  feedback_at: string;
-}
-
-export interface AgentReputation {
-  /** `agent:<id>`. */
-  agent_id: string;
-  total_actions: number;
-  execution_score: number;
-  feedback_score: number;
-  combined_reputation: number;
-  has_human_feedback: boolean;
-  counts: {
-    successes: number;
-    failures: number;
-    pending: number;
-    approved: number;
-    flagged: number;
-    rejected: number;
-  };
-}
-
-export interface HumanNode {
-  id: string;
-  kind: "human";
-  human_ref: string;
-  assurance_level: AssuranceLevel;
-}
-
-export interface TokenNode {
-  id: string;
-  kind: "token";
-  agent_id: string;
-  delegation_depth: number;
-  status: TokenState;
-  parent?: string;
-  expires_at: string;
-  revoked_at?: string;
-}
-
-export interface RecordNode {
-  id: string;
-  kind: "record";
-  agent_id: string;
-  action: string;
-  resource: string;
-  status: RecordStatus;
-  result?: ActionResult;
-  deny_reason?: string;
-  rating?: Rating;
-  created_at: string;
-}
-
-export interface GraphEdge {
-  from: string;
-  to: string;
-  kind: "issued" | "delegated" | "action";
-}
-
-export interface WorkflowGraph {
-  provenance_ref: string;
-  human_ref: string;
-  nodes: Array<HumanNode | TokenNode | RecordNode>;
-  edges: GraphEdge[];
-}
-
-export interface DelegateRequest {
-  /** The parent's jti, if given, must be that of `AgentAuth.token`, which delegating needs. */
-  vat_jti?: string;
-  agent_id: string;
-  resources: string[];
-  actions: string[];
-  constraints?: Constraints;
-  policy?: Policy;
-  /** Default: the parent's end. */
-  ttl_seconds?: number;
-  /** Binds the child to the sub-agent's key; by default a child of a bound token keeps its parent's key. */
-  holder_key?: PublicJwk;
-}
-
-export interface DelegatedToken extends IssuedToken {
-  delegation_depth: number;
-  /** The parent's `delegate` record. */
-  aar_id: string;
-}
-
-export interface RevokeRequest {
-  jti: string;
-  reason?: string;
-  /** An agent revoking with its own token (`AgentAuth.token`) may name its jti here too. */
-  vat_jti?: string;
-}
-
-export interface RevokeResponse {
-  /** The revoked token and its descendants: all, or the first 1000 when `truncated`. */
-  revoked: string[];
-  revoked_count: number;
-  truncated: boolean;
-  revoked_at: string;
-}
-
-export interface TokenStatus {
-  jti: string;
-  status: TokenState;
-  agent_id: string;
-  parent?: string;
-  delegation_depth: number;
-  provenance_ref: string;
-  issued_at: string;
-  expires_at: string;
-  revoked_at?: string;
-  revoke_reason?: string;
-  /** A page of descendants, by depth then issue time. */
-  descendants: Array<{
-    jti: string;
+// The document describes the three kinds of graph node in one schema.
+type GraphNode = Sent<Schemas["GraphNode"]>;
+export type HumanNode = Narrowed<GraphNode, { kind: "human"; human_ref: string; assurance_level: AssuranceLevel }>;
+export type TokenNode = Narrowed<
+  GraphNode,
+  { kind: "token"; agent_id: string; delegation_depth: number; status: TokenState; expires_at: string }
+>;
+export type RecordNode = Narrowed<
+  GraphNode,
+  {
+    kind: "record";
     agent_id: string;
-    parent: string;
-    delegation_depth: number;
-    status: TokenState;
-  }>;
-  /** Pass back as `cursor` for the next page; absent on the last. */
-  next_cursor?: string;
-}
+    action: string;
+    resource: string;
+    status: RecordStatus;
+    result?: ActionResult;
+    rating?: Rating;
+    created_at: string;
+  }
+>;
+export type GraphEdge = Narrowed<Sent<Schemas["GraphEdge"]>, { kind: "issued" | "delegated" | "action" }>;
+export type WorkflowGraph = Narrowed<
+  Sent<Schemas["GraphBody"]>,
+  { nodes: Array<HumanNode | TokenNode | RecordNode>; edges: GraphEdge[] }
+>;
 
-export interface TokenQuery {
-  /** Descendants per page, 1–1000; default 500. */
-  limit?: number;
-  cursor?: string;
-}
+export type DelegateRequest = Schemas["DelegateRequest"];
+export type RevokeRequest = Schemas["RevokeRequest"];
+export type RevokeResponse = Sent<Schemas["RevokeResponse"]>;
 
-/** A time bound: ISO 8601 text or a Date. */
-export type Instant = string | Date;
+export type TokenDescendant = Narrowed<Sent<Schemas["TokenSummary"]>, { status: TokenState }>;
+export type TokenStatus = Narrowed<Sent<Schemas["TokenStatus"]>, { status: TokenState; descendants: TokenDescendant[] }>;
+export type TokenQuery = NonNullable<operations["token"]["parameters"]["query"]>;
 
-export interface RecordQuery {
-  agent_id?: string;
-  action?: string;
-  result?: ActionResult | "denied" | "pending";
-  resource?: string;
-  provenance_ref?: string;
-  vat_jti?: string;
-  since?: Instant;
-  until?: Instant;
-  /** Page size, 1–500; default 50. */
-  limit?: number;
-  cursor?: string;
-}
+export type RecordQuery = WithInstants<NonNullable<operations["records"]["parameters"]["query"]>>;
+export type RecordPage = Narrowed<Sent<Schemas["RecordPage"]>, { records: ActionRecord[] }>;
 
-export interface RecordPage {
-  records: ActionRecord[];
-  /** Absent on the last page. */
-  next_cursor?: string;
-}
+export type WorkflowQuery = WithInstants<NonNullable<operations["workflows"]["parameters"]["query"]>>;
+export type Workflow = Narrowed<Sent<Schemas["WorkflowBody"]>, { assurance_level: AssuranceLevel }>;
+export type WorkflowPage = Narrowed<Sent<Schemas["WorkflowPage"]>, { workflows: Workflow[] }>;
 
-export interface WorkflowQuery {
-  agent_id?: string;
-  provenance_ref?: string;
-  since?: Instant;
-  until?: Instant;
-  limit?: number;
-  cursor?: string;
-}
-
-export interface Workflow {
-  provenance_ref: string;
-  root_jti: string;
-  root_agent_id: string;
-  human_ref: string;
-  assurance_level: AssuranceLevel;
-  total_records: number;
-  created_at: string;
-  last_activity: string;
-}
-
-export interface WorkflowPage {
-  workflows: Workflow[];
-  next_cursor?: string;
-}
-
-/** An RFC 9457 problem body as the server sends it. */
-export interface Problem {
-  type?: string;
-  title?: string;
-  status?: number;
-  detail?: string;
-  code?: string;
-  /** The denied record written for a refused action. */
-  aar_id?: string;
-  /** The offending input field. */
-  field?: string;
-  /** Every widening of a refused delegation. */
-  violations?: Violation[];
-  /** The precise rule, when `code` names a family (`dpop_invalid` → `dpop_replayed`). */
-  reason?: string;
-  [member: string]: unknown;
-}
+/**
+ * An RFC 9457 problem body. Any member may be missing: the client makes
+ * problems of its own (`network_error`), and a proxy in front of the server
+ * may answer with anything.
+ */
+export type Problem = Partial<Sent<Schemas["Problem"]>> & { [member: string]: unknown };
 
 /**
  * A refused or failed call. `status` is the HTTP status, or 0 when no answer
@@ -425,10 +227,11 @@ export class MandateError extends Error {
   }
 }
 
+/** The query string of `query`; members that are `undefined` or `null` are left out. */
 function queryString(query: object): string {
   const params = new URLSearchParams();
   for (const [name, value] of Object.entries(query) as Array<[string, unknown]>) {
-    if (value !== undefined) {
+    if (value !== undefined && value !== null) {
       params.set(name, value instanceof Date ? value.toISOString() : String(value));
     }
   }
@@ -604,7 +407,7 @@ export class MandateClient {
   }
 
   /** `GET /v1/vat/aar/provenance/{provenance_ref}`: the workflow summary. */
-  provenance(provenanceRef: string): Promise<WorkflowSummary> {
+  provenance(provenanceRef: string): Promise<ProvenanceSummary> {
     return this.#call("GET", `/v1/vat/aar/provenance/${segment(provenanceRef)}`, this.#key());
   }
 

@@ -4,7 +4,10 @@
 //! - `test`: set up what a fresh machine lacks, then run every suite.
 //! - `vectors [--check]`: write (or check) the conformance vectors.
 //! - `serve`: build and run the server with the defaults.
-//! - `wasm`: build the npm package mandate-sdk into `wasm/pkg`.
+//! - `wasm`: build the npm package mandate-sdk into `wasm/pkg` (writing its
+//!   types generated from the OpenAPI document).
+//! - `openapi`: check the served OpenAPI document with openapi-spec-validator
+//!   and Redocly's recommended rules.
 //! - `fuzz [--seconds N] [TARGET…]`: run the cargo-fuzz targets in `fuzz/`.
 //! - `schemathesis [--examples N]`: API conformance under generated input.
 //! - `bench [--quick] [--only budget]`: measure against peers and ceilings;
@@ -21,6 +24,7 @@ use std::process::Command;
 
 mod bench;
 mod fuzz;
+mod openapi;
 mod schemathesis;
 mod vectors;
 mod wasm;
@@ -71,6 +75,7 @@ fn test() -> Result<()> {
     )?;
     run("cargo", &["test", "--workspace"])?;
     wasm::test(&root)?;
+    openapi::check(&root)?;
     fuzz::smoke(&root)?;
     bench::bench(&root, &["--quick"])?;
     run(
@@ -119,10 +124,11 @@ fn main() {
         "schemathesis" => schemathesis::schemathesis_run(&root(), &rest),
         "serve" => serve(&rest),
         "wasm" => wasm::build(&root()),
+        "openapi" => openapi::check(&root()),
         "web" => web::build(&root()),
         _ => {
             eprintln!(
-                "usage: cargo xtask <test | vectors [--check] | serve | wasm | web | fuzz | schemathesis | bench [--quick] [--only budget]>"
+                "usage: cargo xtask <test | vectors [--check] | serve | wasm | openapi | web | fuzz | schemathesis | bench [--quick] [--only budget]>"
             );
             std::process::exit(2);
         }

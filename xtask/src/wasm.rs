@@ -1,8 +1,9 @@
 //! The npm package `mandate-sdk` in `wasm/`: its build (`cargo xtask wasm`)
 //! and its test suites (part of `cargo xtask test`).
 //!
-//! The build compiles mandate-wasm for wasm32 with the `wasm-release`
-//! profile, generates its bindings for Node (CommonJS, `wasm/pkg/node`) and
+//! The build generates the client's request and response types from the
+//! server's OpenAPI document (see [`crate::openapi`]), compiles mandate-wasm
+//! for wasm32 with the `wasm-release` profile, generates its bindings for Node (CommonJS, `wasm/pkg/node`) and
 //! for the web (ESM, `wasm/pkg/web`), shrinks each module with `wasm-opt -Oz`
 //! from the npm package binaryen (a system binaryen may be too old and emit a
 //! broken module), compiles the TypeScript client for each, and checks the
@@ -147,13 +148,26 @@ fn report(pkg: &Path) -> Result<()> {
     Ok(())
 }
 
-/// `cargo xtask wasm`: builds the package into `wasm/pkg`.
+/// A fresh install of the pinned npm packages of `dir`.
+pub(crate) fn npm_ci(dir: &Path) -> Result<()> {
+    run_in(dir, "npm", &["ci", "--no-audit", "--no-fund"])
+}
+
+/// `cargo xtask wasm`: builds the package into `wasm/pkg`, writing the
+/// client's generated types first.
 pub(crate) fn build(root: &Path) -> Result<()> {
+    package(root, false)
+}
+
+/// Builds the package; with `check_types`, fails if the committed generated
+/// types are not what the served document gives, instead of writing them.
+fn package(root: &Path, check_types: bool) -> Result<()> {
     let wasm = root.join("wasm");
     ensure_wasm_bindgen(root)?;
     if !wasm.join("node_modules/.package-lock.json").exists() {
-        run_in(&wasm, "npm", &["ci", "--no-audit", "--no-fund"])?;
+        npm_ci(&wasm)?;
     }
+    crate::openapi::client_types(root, check_types)?;
     run_in(
         root,
         "cargo",
@@ -205,14 +219,15 @@ pub(crate) fn build(root: &Path) -> Result<()> {
     report(&pkg)
 }
 
-/// The package's suites: the façade under Node with wasm-bindgen-test, the
-/// conformance vectors, the JavaScript surface, the client, the packed
-/// package in a fresh project, and the live server through the client.
+/// The package's suites: the generated types are current, the façade under
+/// Node with wasm-bindgen-test, the conformance vectors, the JavaScript
+/// surface, the client, the packed package in a fresh project, and the live
+/// server through the client.
 pub(crate) fn test(root: &Path) -> Result<()> {
     let wasm = root.join("wasm");
     ensure_wasm_bindgen(root)?;
-    run_in(&wasm, "npm", &["ci", "--no-audit", "--no-fund"])?;
-    build(root)?;
+    npm_ci(&wasm)?;
+    package(root, true)?;
     run_in(
         root,
         "cargo",

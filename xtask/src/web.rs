@@ -62,7 +62,7 @@ fn ensure_chromium(root: &Path) -> Result<()> {
 
 /// Builds `mandate` (debug) and returns the path of the executable, wherever
 /// the target directory is.
-fn build_server(root: &Path) -> Result<PathBuf> {
+pub(crate) fn build_server(root: &Path) -> Result<PathBuf> {
     eprintln!("\n$ cargo build --package mandate-host --bin mandate");
     let output = Command::new("cargo")
         .args([

@@ -28,8 +28,7 @@ const MAX_ID_TOKEN_BYTES: usize = 16 * 1024;
         (status = 201, description = "The new root token", body = IssuedToken),
         (status = 502, description = "The identity provider's keys cannot be fetched", body = crate::error::Problem, content_type = "application/problem+json"),
         Errors,
-    ),
-    security(("api_key" = []))
+    )
 )]
 pub(crate) async fn issue_l2(
     State(state): State<AppState>,
@@ -81,8 +80,7 @@ pub(crate) async fn issue_l2(
         (status = 201, description = "The new root token", body = IssuedToken),
         (status = 502, description = "The verifier failed (trapped, ran out of fuel, time or memory, or answered garbage)", body = crate::error::Problem, content_type = "application/problem+json"),
         Errors,
-    ),
-    security(("api_key" = []))
+    )
 )]
 pub(crate) async fn auth_capture(
     State(state): State<AppState>,

@@ -1,10 +1,17 @@
-//! OpenAPI: the document's frame (title, security scheme) and the error
-//! responses every operation may give. Operations describe themselves with
-//! `#[utoipa::path]` on their handlers.
+//! OpenAPI: the document's frame (title, server, security schemes), the one
+//! table of which credentials each operation takes, and the error responses
+//! every operation may give. Operations describe themselves with
+//! `#[utoipa::path]` on their handlers; [`served`] finishes the document the
+//! router collected from them. What an operation really accepts is enforced
+//! by the extractors (`extract.rs`), not here: this module only states it.
 
-use utoipa::openapi::security::{Http, HttpAuthScheme, SecurityScheme};
+use serde_json::{Value, json};
+use utoipa::openapi::path::{Operation, PathItem};
+use utoipa::openapi::security::SecurityRequirement;
+use utoipa::openapi::{OpenApi as Document, Server};
 use utoipa::{IntoResponses, Modify, OpenApi};
 
+use crate::config::{AgentAuth, Config};
 use crate::error::Problem;
 use crate::model::forms::{ProvenanceRef, ResultFilter};
 
@@ -48,15 +55,200 @@ pub(crate) enum Errors {
     Unavailable(Problem),
 }
 
-struct ApiKeyScheme;
+/// The credentials an operation takes: the alternatives its `security` lists.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Access {
+    /// None: the public key set, health, this document.
+    Public,
+    /// An API key.
+    ApiKey,
+    /// An API key, or nothing from a loopback client when the deployment
+    /// opens `/metrics` there (and trusts no proxy).
+    ApiKeyOrLoopback,
+    /// The agent's token itself: Bearer, or DPoP with its proof when bound.
+    Token,
+    /// The token itself, or (unless the deployment sets `agent_auth =
+    /// "bearer"`) no credential but what the request names: a bare
+    /// `vat_jti` for `record/action` and `authorize`, the record's `aar_id`
+    /// for `complete`.
+    TokenOrNamed,
+    /// An API key, or the revoking agent's token itself.
+    ApiKeyOrToken,
+}
 
-impl Modify for ApiKeyScheme {
-    fn modify(&self, openapi: &mut utoipa::openapi::OpenApi) {
-        let components = openapi.components.get_or_insert_with(Default::default);
-        let mut scheme = Http::new(HttpAuthScheme::Bearer);
-        scheme.description = Some("An API key, `mk_…`".to_owned());
-        components.add_security_scheme("api_key", SecurityScheme::Http(scheme));
+/// Which credentials each operation takes, by method and path: the only
+/// source of the document's `security`. A test checks that it names every
+/// operation the router serves, and only those.
+#[rustfmt::skip]
+const SECURITY: [(&str, &str, Access); 21] = [
+    ("post", "/v1/vat/issue/l1",                              Access::ApiKey),
+    ("post", "/v1/vat/issue/l2",                              Access::ApiKey),
+    ("post", "/v1/vat/auth/capture",                          Access::ApiKey),
+    ("post", "/v1/vat/record/action",                         Access::TokenOrNamed),
+    ("post", "/v1/vat/authorize",                             Access::TokenOrNamed),
+    ("post", "/v1/vat/aar/{aar_id}/complete",                 Access::TokenOrNamed),
+    ("post", "/v1/vat/aar/{aar_id}/feedback",                 Access::ApiKey),
+    ("get",  "/v1/vat/reputation/{agent_id}",                 Access::ApiKey),
+    ("get",  "/v1/vat/aar/provenance/{provenance_ref}",       Access::ApiKey),
+    ("get",  "/v1/vat/aar/provenance/{provenance_ref}/graph", Access::ApiKey),
+    ("post", "/v1/vat/delegate",                              Access::Token),
+    ("post", "/v1/vat/revoke",                                Access::ApiKeyOrToken),
+    ("get",  "/v1/vat/tokens/{jti}",                          Access::ApiKey),
+    ("get",  "/v1/vat/aar/{aar_id}",                          Access::ApiKey),
+    ("get",  "/v1/vat/aar",                                   Access::ApiKey),
+    ("get",  "/v1/vat/workflows",                             Access::ApiKey),
+    ("get",  "/.well-known/jwks.json",                        Access::Public),
+    ("get",  "/healthz",                                      Access::Public),
+    ("get",  "/readyz",                                       Access::Public),
+    ("get",  "/metrics",                                      Access::ApiKeyOrLoopback),
+    ("get",  "/v1/openapi.json",                              Access::Public),
+];
+
+/// `Authorization: Bearer mk_…`.
+const API_KEY: &str = "api_key";
+/// `Authorization: Bearer <compact_jwt>`: an unbound token.
+const AGENT_TOKEN: &str = "agent_token";
+/// `Authorization: DPoP <compact_jwt>`: a bound token, with [`DPOP_PROOF`].
+const DPOP_TOKEN: &str = "dpop_token";
+/// The `DPoP` header: the holder's proof for this request.
+const DPOP_PROOF: &str = "dpop_proof";
+
+impl Access {
+    /// The alternatives of the operation's `security` in this deployment.
+    fn requirements(self, config: &Config) -> Vec<SecurityRequirement> {
+        let api_key = || SecurityRequirement::new(API_KEY, Vec::<String>::new());
+        let token = || {
+            [
+                SecurityRequirement::new(AGENT_TOKEN, Vec::<String>::new()),
+                SecurityRequirement::new(DPOP_TOKEN, Vec::<String>::new())
+                    .add(DPOP_PROOF, Vec::<String>::new()),
+            ]
+        };
+        // An empty requirement: the call may be made without any scheme.
+        let none = SecurityRequirement::default;
+        let metrics_open = config.metrics_open_on_loopback && config.trusted_proxies.is_empty();
+        match self {
+            Access::Public => Vec::new(),
+            Access::ApiKey => vec![api_key()],
+            Access::ApiKeyOrLoopback if metrics_open => vec![api_key(), none()],
+            Access::ApiKeyOrLoopback => vec![api_key()],
+            Access::Token => token().into(),
+            Access::TokenOrNamed if config.agent_auth == AgentAuth::Jti => {
+                token().into_iter().chain([none()]).collect()
+            }
+            Access::TokenOrNamed => token().into(),
+            Access::ApiKeyOrToken => [api_key()].into_iter().chain(token()).collect(),
+        }
     }
+}
+
+/// The security schemes [`SECURITY`] refers to. Written as JSON because
+/// utoipa's HTTP schemes lack `DPoP`, which RFC 9449 §12.4 registers as an
+/// HTTP authentication scheme (§7.1).
+fn security_schemes() -> Value {
+    json!({
+        API_KEY: {
+            "type": "http",
+            "scheme": "bearer",
+            "bearerFormat": "mk_…",
+            "description": "An API key (`mk_` and 43 base64url characters), for humans and operators: issuing, rating, reading, revoking."
+        },
+        AGENT_TOKEN: {
+            "type": "http",
+            "scheme": "bearer",
+            "bearerFormat": "JWT",
+            "description": "The agent's own token (a VAT: a compact JWT, `typ` `vat+jwt`), as a Bearer token. A token bound to a key (`cnf.jkt`, `token_type` `DPoP`) is refused this way: it is sent as `dpop_token` with `dpop_proof`."
+        },
+        DPOP_TOKEN: {
+            "type": "http",
+            "scheme": "DPoP",
+            "description": "A token bound to the agent's key, as `Authorization: DPoP <compact_jwt>` (RFC 9449 §7.1); always together with `dpop_proof`."
+        },
+        DPOP_PROOF: {
+            "type": "apiKey",
+            "in": "header",
+            "name": "DPoP",
+            "description": "The holder's proof of possession for this one request (RFC 9449 §4): a JWT signed by the token's key, header `typ` `dpop+jwt`, `alg` `EdDSA` and the public `jwk`; claims `jti` (fresh), `htm`, `htu`, `iat` and `ath` (the token's SHA-256)."
+        }
+    })
+}
+
+/// The operations of a path, by method as the document names them.
+fn operations(item: &mut PathItem) -> impl Iterator<Item = (&'static str, &mut Operation)> {
+    [
+        ("get", &mut item.get),
+        ("put", &mut item.put),
+        ("post", &mut item.post),
+        ("delete", &mut item.delete),
+        ("options", &mut item.options),
+        ("head", &mut item.head),
+        ("patch", &mut item.patch),
+        ("trace", &mut item.trace),
+        ("query", &mut item.query),
+    ]
+    .into_iter()
+    .filter_map(|(method, operation)| operation.as_mut().map(|o| (method, o)))
+}
+
+/// Gives every operation its `security` from [`SECURITY`], replacing what
+/// a handler declares. An operation the table misses gets none, so the gap
+/// shows: validators refuse the document.
+struct OperationSecurity<'a>(&'a Config);
+
+impl Modify for OperationSecurity<'_> {
+    fn modify(&self, openapi: &mut Document) {
+        for (path, item) in &mut openapi.paths.paths {
+            for (method, operation) in operations(item) {
+                operation.security = SECURITY
+                    .iter()
+                    .find(|(m, p, _)| *m == method && p == path)
+                    .map(|(_, _, access)| access.requirements(self.0));
+            }
+        }
+    }
+}
+
+/// Adds the edge's answer to every operation that does not list it: any
+/// request may be refused 429 by the per-address limit before it reaches
+/// its handler.
+struct EdgeLimit;
+
+impl Modify for EdgeLimit {
+    fn modify(&self, openapi: &mut Document) {
+        let Some(limited) = Errors::responses().remove("429") else {
+            return;
+        };
+        for item in openapi.paths.paths.values_mut() {
+            for (_, operation) in operations(item) {
+                operation
+                    .responses
+                    .responses
+                    .entry("429".to_owned())
+                    .or_insert_with(|| limited.clone());
+            }
+        }
+    }
+}
+
+/// The document as served: the operations the router collected, each with
+/// its credentials from [`SECURITY`] and the edge's 429; the server (the
+/// deployment's `public_url`, else `/`: the host the document was fetched
+/// from); the security schemes; and `uniqueItems` where core refuses
+/// duplicates.
+pub(super) fn served(mut document: Document, config: &Config) -> String {
+    let server = config
+        .public_url
+        .as_deref()
+        .map_or("/", |url| url.trim_end_matches('/'));
+    document.servers = Some(vec![Server::new(server)]);
+    OperationSecurity(config).modify(&mut document);
+    EdgeLimit.modify(&mut document);
+    let mut value = serde_json::to_value(&document).unwrap_or_default();
+    super::mark_unique_lists(&mut value);
+    if let Some(components) = value.get_mut("components").and_then(Value::as_object_mut) {
+        components.insert("securitySchemes".to_owned(), security_schemes());
+    }
+    value.to_string()
 }
 
 /// The document's frame; paths are added by the router.
@@ -66,8 +258,77 @@ impl Modify for ApiKeyScheme {
         title = "Mandate",
         description = "Delegated, accountable authority for AI agents: tokens, action records, ratings and reputation."
     ),
-    modifiers(&ApiKeyScheme),
     // Query parameters name these by reference; utoipa does not collect them.
     components(schemas(Problem, ProvenanceRef, ResultFilter))
 )]
 pub(crate) struct ApiDoc;
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeSet;
+
+    use serde_json::{Value, json};
+
+    use super::{Access, SECURITY};
+    use crate::config::{AgentAuth, Config};
+
+    /// `(method, path)` of every operation the router serves.
+    async fn served_operations() -> BTreeSet<(String, String)> {
+        crate::install_tls_provider();
+        let dir = tempfile::tempdir().unwrap();
+        let (state, _) = crate::AppState::open(Config::for_test(dir.path())).unwrap();
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let url = format!("http://{}/v1/openapi.json", listener.local_addr().unwrap());
+        let server = tokio::spawn(axum::serve(listener, crate::app(state)).into_future());
+        let document: Value = reqwest::get(url).await.unwrap().json().await.unwrap();
+        server.abort();
+        let mut operations = BTreeSet::new();
+        for (path, item) in document["paths"].as_object().unwrap() {
+            for method in item.as_object().unwrap().keys() {
+                operations.insert((method.clone(), path.clone()));
+            }
+        }
+        operations
+    }
+
+    #[tokio::test]
+    async fn the_security_table_names_every_operation_once() {
+        let rows: BTreeSet<(String, String)> = SECURITY
+            .iter()
+            .map(|(method, path, _)| ((*method).to_owned(), (*path).to_owned()))
+            .collect();
+        assert_eq!(rows.len(), SECURITY.len(), "a row is repeated");
+        assert_eq!(rows, served_operations().await);
+    }
+
+    fn requirements(access: Access, config: &Config) -> Value {
+        serde_json::to_value(access.requirements(config)).unwrap()
+    }
+
+    #[test]
+    fn requirements_follow_the_deployment() {
+        let token = json!([{"agent_token": []}, {"dpop_proof": [], "dpop_token": []}]);
+        let mut config = Config::default();
+        assert_eq!(requirements(Access::Public, &config), json!([]));
+        assert_eq!(
+            requirements(Access::ApiKeyOrLoopback, &config),
+            json!([{"api_key": []}, {}])
+        );
+        assert_eq!(requirements(Access::Token, &config), token);
+        assert_eq!(
+            requirements(Access::TokenOrNamed, &config),
+            json!([{"agent_token": []}, {"dpop_proof": [], "dpop_token": []}, {}])
+        );
+        assert_eq!(
+            requirements(Access::ApiKeyOrToken, &config),
+            json!([{"api_key": []}, {"agent_token": []}, {"dpop_proof": [], "dpop_token": []}])
+        );
+        config.agent_auth = AgentAuth::Bearer;
+        config.trusted_proxies = vec!["192.0.2.1".parse().unwrap()];
+        assert_eq!(requirements(Access::TokenOrNamed, &config), token);
+        assert_eq!(
+            requirements(Access::ApiKeyOrLoopback, &config),
+            json!([{"api_key": []}])
+        );
+    }
+}

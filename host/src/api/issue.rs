@@ -26,8 +26,7 @@ use crate::{AppState, random};
     params(("Idempotency-Key" = Option<String>, Header, pattern = r"^[!-~]{1,255}$", description = "Retry-safe key: a repeat with the same body returns the first response")),
     tag = "tokens",
     request_body = IssueL1Request,
-    responses((status = 201, description = "The new root token", body = IssuedToken), Errors),
-    security(("api_key" = []))
+    responses((status = 201, description = "The new root token", body = IssuedToken), Errors)
 )]
 pub(crate) async fn issue_l1(
     State(state): State<AppState>,

@@ -36,7 +36,7 @@ pub(crate) async fn jwks(State(state): State<AppState>) -> Response {
 }
 
 /// Liveness.
-#[utoipa::path(get, path = "/healthz", tag = "operations", responses((status = 200, body = Health)))]
+#[utoipa::path(get, path = "/healthz", tag = "operations", responses((status = 200, description = "The process is up", body = Health)))]
 pub(crate) async fn healthz() -> axum::Json<Health> {
     axum::Json(Health {
         status: "ok".to_owned(),
@@ -48,7 +48,7 @@ pub(crate) async fn healthz() -> axum::Json<Health> {
     get,
     path = "/readyz",
     tag = "operations",
-    responses((status = 200, body = Health), Errors)
+    responses((status = 200, description = "The database takes writes", body = Health), Errors)
 )]
 pub(crate) async fn readyz(State(state): State<AppState>) -> ApiResult<axum::Json<Health>> {
     state.write(|_| Ok(())).await?;
@@ -69,8 +69,7 @@ fn is_loopback(ip: std::net::IpAddr) -> bool {
     get,
     path = "/metrics",
     tag = "operations",
-    responses((status = 200, description = "OpenMetrics text", body = String, content_type = "application/openmetrics-text"), Errors),
-    security(("api_key" = []), ())
+    responses((status = 200, description = "OpenMetrics text", body = String, content_type = "application/openmetrics-text"), Errors)
 )]
 pub(crate) async fn metrics(
     State(state): State<AppState>,

@@ -87,13 +87,6 @@ fn mark_unique_lists(value: &mut serde_json::Value) {
     }
 }
 
-/// The OpenAPI document as served.
-fn document_text(document: &utoipa::openapi::OpenApi) -> String {
-    let mut value = serde_json::to_value(document).unwrap_or_default();
-    mark_unique_lists(&mut value);
-    value.to_string()
-}
-
 async fn not_found() -> ApiError {
     ApiError::not_found("not_found", "there is nothing at this path")
 }
@@ -220,7 +213,7 @@ pub fn app(state: AppState) -> Router {
         .routes(routes!(meta::metrics))
         .routes(routes!(openapi))
         .split_for_parts();
-    let document = Document(Arc::new(document_text(&document)));
+    let document = Document(Arc::new(docs::served(document, &state.config)));
     router
         .merge(crate::web::routes())
         .fallback(not_found)

@@ -23,8 +23,7 @@ use crate::queries::{self, DEFAULT_LIMIT, MAX_LIMIT, RecordFilter};
     tag = "records",
     params(("aar_id" = String, Path, description = "The record, `aar_<ulid>`")),
     request_body = FeedbackRequest,
-    responses((status = 200, description = "The rating", body = FeedbackResponse), Errors),
-    security(("api_key" = []))
+    responses((status = 200, description = "The rating", body = FeedbackResponse), Errors)
 )]
 pub(crate) async fn feedback(
     State(state): State<AppState>,
@@ -52,8 +51,7 @@ pub(crate) async fn feedback(
     path = "/v1/vat/aar/{aar_id}",
     tag = "records",
     params(("aar_id" = String, Path, description = "The record, `aar_<ulid>`")),
-    responses((status = 200, description = "The record", body = RecordBody), Errors),
-    security(("api_key" = []))
+    responses((status = 200, description = "The record", body = RecordBody), Errors)
 )]
 pub(crate) async fn record(
     State(state): State<AppState>,
@@ -107,8 +105,7 @@ pub(crate) struct RecordQuery {
     path = "/v1/vat/aar",
     tag = "records",
     params(RecordQuery),
-    responses((status = 200, description = "A page of records", body = RecordPage), Errors),
-    security(("api_key" = []))
+    responses((status = 200, description = "A page of records", body = RecordPage), Errors)
 )]
 pub(crate) async fn records(
     State(state): State<AppState>,

@@ -25,8 +25,7 @@ use crate::queries::{self, DescendantPage, QueryError};
     path = "/v1/vat/revoke",
     tag = "tokens",
     request_body = RevokeRequest,
-    responses((status = 200, description = "Every jti now revoked", body = RevokeResponse), Errors),
-    security(("api_key" = []), ())
+    responses((status = 200, description = "Every jti now revoked", body = RevokeResponse), Errors)
 )]
 pub(crate) async fn revoke(
     State(state): State<AppState>,
@@ -75,8 +74,7 @@ pub(crate) struct TokenQuery {
     path = "/v1/vat/tokens/{jti}",
     tag = "tokens",
     params(("jti" = String, Path, description = "The token, `vat_root_…` or `vat_del_…`"), TokenQuery),
-    responses((status = 200, description = "Status", body = TokenStatus), Errors),
-    security(("api_key" = []))
+    responses((status = 200, description = "Status", body = TokenStatus), Errors)
 )]
 pub(crate) async fn token(
     State(state): State<AppState>,

@@ -21,8 +21,7 @@ use crate::queries::{self, DEFAULT_LIMIT, MAX_LIMIT, QueryError, WorkflowFilter}
     path = "/v1/vat/reputation/{agent_id}",
     tag = "records",
     params(("agent_id" = String, Path, description = "The agent, bare or as `agent:<id>`")),
-    responses((status = 200, description = "Reputation", body = ReputationBody), Errors),
-    security(("api_key" = []))
+    responses((status = 200, description = "Reputation", body = ReputationBody), Errors)
 )]
 pub(crate) async fn reputation(
     State(state): State<AppState>,
@@ -45,8 +44,7 @@ pub(crate) async fn reputation(
     path = "/v1/vat/aar/provenance/{provenance_ref}",
     tag = "records",
     params(("provenance_ref" = String, Path, description = "The workflow, `prov_<ulid>`")),
-    responses((status = 200, description = "The summary", body = SummaryBody), Errors),
-    security(("api_key" = []))
+    responses((status = 200, description = "The summary", body = SummaryBody), Errors)
 )]
 pub(crate) async fn provenance_summary(
     State(state): State<AppState>,
@@ -76,8 +74,7 @@ pub(crate) struct GraphQuery {
     path = "/v1/vat/aar/provenance/{provenance_ref}/graph",
     tag = "records",
     params(("provenance_ref" = String, Path, description = "The workflow, `prov_<ulid>`"), GraphQuery),
-    responses((status = 200, description = "Nodes and edges", body = GraphBody), Errors),
-    security(("api_key" = []))
+    responses((status = 200, description = "Nodes and edges", body = GraphBody), Errors)
 )]
 pub(crate) async fn graph(
     State(state): State<AppState>,
@@ -129,8 +126,7 @@ pub(crate) struct WorkflowQuery {
     path = "/v1/vat/workflows",
     tag = "records",
     params(WorkflowQuery),
-    responses((status = 200, description = "A page of workflows", body = WorkflowPage), Errors),
-    security(("api_key" = []))
+    responses((status = 200, description = "A page of workflows", body = WorkflowPage), Errors)
 )]
 pub(crate) async fn workflows(
     State(state): State<AppState>,

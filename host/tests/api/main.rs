@@ -17,6 +17,7 @@ mod hostile_bodies;
 mod idempotency;
 mod key_revocation;
 mod logs;
+mod openapi;
 mod persistence;
 mod process;
 mod races;
