@@ -723,7 +723,8 @@ export interface components {
         /** @description A resource, or `<namespace>:*` for every resource of the namespace. */
         ResourcePattern: string;
         /**
-         * @description The `result` filter of a record query.
+         * @description The `result` filter of a record query: a result, `denied` or
+         *     `pending`.
          * @enum {string}
          */
         ResultFilter: "success" | "error" | "timeout" | "cancelled" | "denied" | "pending";
