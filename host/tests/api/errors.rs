@@ -4,58 +4,69 @@ use std::time::Duration;
 
 use mandate_host::{apikeys, store};
 use reqwest::StatusCode;
-use serde_json::json;
+use serde_json::{Value, json};
 
 use crate::helpers::{TestApp, expect_json, expect_problem, text};
+
+/// Bodies sent to `record/action` and the problem each gets.
+const BODIES: [(&[u8], Option<&str>, StatusCode, &str); 6] = [
+    (
+        b"{not json",
+        Some("application/json"),
+        StatusCode::BAD_REQUEST,
+        "malformed_json",
+    ),
+    (
+        b"\xef\xbb\xbf{}",
+        Some("application/json"),
+        StatusCode::BAD_REQUEST,
+        "malformed_json",
+    ),
+    (
+        b"{\"action\":\"\\ud800\"}",
+        Some("application/json"),
+        StatusCode::BAD_REQUEST,
+        "malformed_json",
+    ),
+    (
+        b"{\"action\":\"\xff\"}",
+        Some("application/json"),
+        StatusCode::BAD_REQUEST,
+        "malformed_json",
+    ),
+    (
+        b"{}",
+        None,
+        StatusCode::UNSUPPORTED_MEDIA_TYPE,
+        "unsupported_media_type",
+    ),
+    (
+        b"{}",
+        Some("text/plain"),
+        StatusCode::UNSUPPORTED_MEDIA_TYPE,
+        "unsupported_media_type",
+    ),
+];
+
+/// Queries of `GET /v1/vat/aar` and the code of the 400 each gets.
+const QUERIES: [(&str, &str); 4] = [
+    ("limit=abc", "invalid_query"),
+    ("limit=501", "invalid_query"),
+    ("cursor=zzz", "invalid_cursor"),
+    ("since=yesterday", "invalid_query"),
+];
 
 #[tokio::test]
 async fn bad_requests_are_problems() {
     let app = TestApp::spawn().await;
     let url = app.url("/v1/vat/record/action");
-    let send = |body: &'static [u8], content_type: Option<&'static str>| {
-        let mut request = app.client.post(url.clone()).body(body);
-        if let Some(ct) = content_type {
-            request = request.header("content-type", ct);
+    for (body, content_type, status, code) in BODIES {
+        let mut request = app.client.post(&url).body(body);
+        if let Some(content_type) = content_type {
+            request = request.header("content-type", content_type);
         }
-        request.send()
-    };
-    let json_type = Some("application/json");
-    expect_problem(
-        send(b"{not json", json_type).await.unwrap(),
-        StatusCode::BAD_REQUEST,
-        "malformed_json",
-    )
-    .await;
-    expect_problem(
-        send(b"\xef\xbb\xbf{}", json_type).await.unwrap(),
-        StatusCode::BAD_REQUEST,
-        "malformed_json",
-    )
-    .await;
-    expect_problem(
-        send(b"{\"action\":\"\\ud800\"}", json_type).await.unwrap(),
-        StatusCode::BAD_REQUEST,
-        "malformed_json",
-    )
-    .await;
-    expect_problem(
-        send(b"{\"action\":\"\xff\"}", json_type).await.unwrap(),
-        StatusCode::BAD_REQUEST,
-        "malformed_json",
-    )
-    .await;
-    expect_problem(
-        send(b"{}", None).await.unwrap(),
-        StatusCode::UNSUPPORTED_MEDIA_TYPE,
-        "unsupported_media_type",
-    )
-    .await;
-    expect_problem(
-        send(b"{}", Some("text/plain")).await.unwrap(),
-        StatusCode::UNSUPPORTED_MEDIA_TYPE,
-        "unsupported_media_type",
-    )
-    .await;
+        expect_problem(request.send().await.unwrap(), status, code).await;
+    }
     for deep in [
         format!("{}{}", "[".repeat(5000), "]".repeat(5000)),
         format!(
@@ -66,7 +77,7 @@ async fn bad_requests_are_problems() {
     ] {
         let response = app
             .client
-            .post(url.clone())
+            .post(&url)
             .header("content-type", "application/json")
             .body(deep)
             .send()
@@ -82,7 +93,7 @@ async fn bad_requests_are_problems() {
     let big = vec![b' '; 64 * 1024 + 1];
     let response = app
         .client
-        .post(url.clone())
+        .post(&url)
         .header("content-type", "application/json")
         .body(big)
         .send()
@@ -90,59 +101,30 @@ async fn bad_requests_are_problems() {
         .unwrap();
     expect_problem(response, StatusCode::PAYLOAD_TOO_LARGE, "payload_too_large").await;
 
-    expect_problem(
-        app.client
-            .get(app.url("/v1/vat/aar?limit=abc"))
-            .bearer_auth(&app.admin_key)
-            .send()
-            .await
-            .unwrap(),
-        StatusCode::BAD_REQUEST,
-        "invalid_query",
-    )
-    .await;
-    expect_problem(
-        app.client
-            .get(app.url("/v1/vat/aar?limit=501"))
-            .bearer_auth(&app.admin_key)
-            .send()
-            .await
-            .unwrap(),
-        StatusCode::BAD_REQUEST,
-        "invalid_query",
-    )
-    .await;
-    expect_problem(
-        app.client
-            .get(app.url("/v1/vat/aar?cursor=zzz"))
-            .bearer_auth(&app.admin_key)
-            .send()
-            .await
-            .unwrap(),
-        StatusCode::BAD_REQUEST,
-        "invalid_cursor",
-    )
-    .await;
-    expect_problem(
-        app.client
-            .get(app.url("/v1/vat/aar?since=yesterday"))
-            .bearer_auth(&app.admin_key)
-            .send()
-            .await
-            .unwrap(),
-        StatusCode::BAD_REQUEST,
-        "invalid_query",
-    )
-    .await;
+    for (query, code) in QUERIES {
+        expect_problem(
+            app.get_auth(&format!("/v1/vat/aar?{query}"), &app.admin_key)
+                .await,
+            StatusCode::BAD_REQUEST,
+            code,
+        )
+        .await;
+    }
 }
 
-#[tokio::test]
-async fn wrong_shapes_and_broken_rules_are_422_naming_the_field() {
-    let app = TestApp::spawn().await;
-    let token = app.root("bot", &["crm:*"], &["read"]).await;
-    let jti = text(&token["jti"]);
-    let base = json!({"vat_jti": jti, "action": "read", "resource": "crm:a", "result": "success"});
-    let cases = [
+/// Sets `edit`'s members in a copy of `base`.
+fn edited(base: &Value, edit: &Value) -> Value {
+    let mut body = base.clone();
+    for (k, v) in edit.as_object().unwrap() {
+        body[k] = v.clone();
+    }
+    body
+}
+
+/// How a well-formed body breaks a rule of `record/action` (its edit of a
+/// valid body), the code of the 422 it gets and the field it names.
+fn action_cases() -> Vec<(Value, &'static str, Option<&'static str>)> {
+    vec![
         (json!({"action": 5}), "invalid_field", None),
         (json!({"extra": true}), "unknown_field", None),
         (json!({"result": "great"}), "unknown_result", Some("result")),
@@ -187,58 +169,20 @@ async fn wrong_shapes_and_broken_rules_are_422_naming_the_field() {
             "invalid_digest",
             Some("result_hash"),
         ),
-    ];
-    for (edit, code, field) in cases {
-        let mut body = base.clone();
-        for (k, v) in edit.as_object().unwrap() {
-            body[k] = v.clone();
-        }
-        let problem = expect_problem(
-            app.post("/v1/vat/record/action", &body).await,
-            StatusCode::UNPROCESSABLE_ENTITY,
-            code,
-        )
-        .await;
-        if let Some(field) = field {
-            assert_eq!(problem["field"], field, "{body}");
-        }
-    }
-    let mut body = base.clone();
-    body.as_object_mut().unwrap().remove("action");
-    expect_problem(
-        app.post("/v1/vat/record/action", &body).await,
-        StatusCode::UNPROCESSABLE_ENTITY,
-        "missing_field",
-    )
-    .await;
-    for raw in [
-        r#"{"vat_jti":"x","action":"read","resource":"crm:a","result":"success","spend_usd":1e400}"#,
-        r#"{"vat_jti":"x","action":"read","resource":"crm:a","result":"success","spend_usd":123456789012345678901234567890}"#,
-    ] {
-        let response = app
-            .client
-            .post(app.url("/v1/vat/record/action"))
-            .header("content-type", "application/json")
-            .body(raw)
-            .send()
-            .await
-            .unwrap();
-        assert!(
-            response.status().is_client_error(),
-            "{raw}: {}",
-            response.status()
-        );
-    }
+    ]
+}
 
-    let issue = |edit: serde_json::Value| {
-        let mut body = json!({"developer_email": "dev@example.com", "agent_id": "bot", "resources": ["crm:*"], "actions": ["read"]});
-        for (k, v) in edit.as_object().unwrap() {
-            body[k] = v.clone();
-        }
-        body
-    };
+/// Numbers no amount holds, in bodies serde_json must read or refuse.
+const HUGE_NUMBERS: [&str; 2] = [
+    r#"{"vat_jti":"x","action":"read","resource":"crm:a","result":"success","spend_usd":1e400}"#,
+    r#"{"vat_jti":"x","action":"read","resource":"crm:a","result":"success","spend_usd":123456789012345678901234567890}"#,
+];
+
+/// How a well-formed body breaks a rule of `issue/l1` (its edit of a valid
+/// body), the code of the 422 it gets and the field it names.
+fn issue_cases() -> Vec<(Value, &'static str, &'static str)> {
     let many: Vec<String> = (0..65).map(|i| format!("ns:r{i}")).collect();
-    let issue_cases = [
+    vec![
         (
             json!({"developer_email": "not-an-email"}),
             "invalid_email",
@@ -272,9 +216,75 @@ async fn wrong_shapes_and_broken_rules_are_422_naming_the_field() {
             "invalid_framework",
             "policy.frameworks",
         ),
-    ];
-    for (edit, code, field) in issue_cases {
-        let body = issue(edit);
+    ]
+}
+
+/// Edits of a valid `issue/l1` body giving an object as a positional list:
+/// serde reads a struct from one too; the API takes objects only.
+fn issue_positional() -> [Value; 3] {
+    [
+        json!({"constraints": [null, null]}),
+        json!({"constraints": [1, 5]}),
+        json!({"policy": [["hipaa"]]}),
+    ]
+}
+
+/// Feedback bodies that get a 422, with its code.
+fn feedback_cases() -> [(Value, &'static str); 2] {
+    [
+        (
+            json!({"rating": "approved", "note": "n".repeat(2049)}),
+            "too_long",
+        ),
+        (json!({"rating": "great"}), "unknown_rating"),
+    ]
+}
+
+#[tokio::test]
+async fn wrong_shapes_and_broken_rules_are_422_naming_the_field() {
+    let app = TestApp::spawn().await;
+    let token = app.root("bot", &["crm:*"], &["read"]).await;
+    let jti = text(&token["jti"]);
+    let base = json!({"vat_jti": jti, "action": "read", "resource": "crm:a", "result": "success"});
+    for (edit, code, field) in action_cases() {
+        let body = edited(&base, &edit);
+        let problem = expect_problem(
+            app.post("/v1/vat/record/action", &body).await,
+            StatusCode::UNPROCESSABLE_ENTITY,
+            code,
+        )
+        .await;
+        if let Some(field) = field {
+            assert_eq!(problem["field"], field, "{body}");
+        }
+    }
+    let mut body = base.clone();
+    body.as_object_mut().unwrap().remove("action");
+    expect_problem(
+        app.post("/v1/vat/record/action", &body).await,
+        StatusCode::UNPROCESSABLE_ENTITY,
+        "missing_field",
+    )
+    .await;
+    for raw in HUGE_NUMBERS {
+        let response = app
+            .client
+            .post(app.url("/v1/vat/record/action"))
+            .header("content-type", "application/json")
+            .body(raw)
+            .send()
+            .await
+            .unwrap();
+        assert!(
+            response.status().is_client_error(),
+            "{raw}: {}",
+            response.status()
+        );
+    }
+
+    let issue_base = json!({"developer_email": "dev@example.com", "agent_id": "bot", "resources": ["crm:*"], "actions": ["read"]});
+    for (edit, code, field) in issue_cases() {
+        let body = edited(&issue_base, &edit);
         let problem = expect_problem(
             app.post_auth("/v1/vat/issue/l1", &app.admin_key, &body)
                 .await,
@@ -284,7 +294,7 @@ async fn wrong_shapes_and_broken_rules_are_422_naming_the_field() {
         .await;
         assert_eq!(problem["field"], field, "{body}");
     }
-    let unknown_constraint = issue(json!({"constraints": {"max_spend": 5}}));
+    let unknown_constraint = edited(&issue_base, &json!({"constraints": {"max_spend": 5}}));
     expect_problem(
         app.post_auth("/v1/vat/issue/l1", &app.admin_key, &unknown_constraint)
             .await,
@@ -292,22 +302,29 @@ async fn wrong_shapes_and_broken_rules_are_422_naming_the_field() {
         "unknown_field",
     )
     .await;
-    // serde reads a struct from a positional list too; the API takes objects only.
-    let positional = [
-        issue(json!({"constraints": [null, null]})),
-        issue(json!({"constraints": [1, 5]})),
-        issue(json!({"policy": [["hipaa"]]})),
-        json!([jti, "read", "crm:a", "success"]),
-    ];
-    for body in positional {
-        let response = if body.is_array() {
-            app.post("/v1/vat/record/action", &body).await
-        } else {
-            app.post_auth("/v1/vat/issue/l1", &app.admin_key, &body)
-                .await
-        };
-        expect_problem(response, StatusCode::UNPROCESSABLE_ENTITY, "invalid_field").await;
+    for edit in issue_positional() {
+        expect_problem(
+            app.post_auth(
+                "/v1/vat/issue/l1",
+                &app.admin_key,
+                &edited(&issue_base, &edit),
+            )
+            .await,
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "invalid_field",
+        )
+        .await;
     }
+    expect_problem(
+        app.post(
+            "/v1/vat/record/action",
+            &json!([jti, "read", "crm:a", "success"]),
+        )
+        .await,
+        StatusCode::UNPROCESSABLE_ENTITY,
+        "invalid_field",
+    )
+    .await;
     let broken_list = app
         .client
         .post(app.url("/v1/vat/record/action"))
@@ -324,20 +341,14 @@ async fn wrong_shapes_and_broken_rules_are_422_naming_the_field() {
     )
     .await;
     let path = format!("/v1/vat/aar/{}/feedback", text(&record["aar_id"]));
-    let long_note = json!({"rating": "approved", "note": "n".repeat(2049)});
-    expect_problem(
-        app.post_auth(&path, &app.admin_key, &long_note).await,
-        StatusCode::UNPROCESSABLE_ENTITY,
-        "too_long",
-    )
-    .await;
-    expect_problem(
-        app.post_auth(&path, &app.admin_key, &json!({"rating": "great"}))
-            .await,
-        StatusCode::UNPROCESSABLE_ENTITY,
-        "unknown_rating",
-    )
-    .await;
+    for (body, code) in feedback_cases() {
+        expect_problem(
+            app.post_auth(&path, &app.admin_key, &body).await,
+            StatusCode::UNPROCESSABLE_ENTITY,
+            code,
+        )
+        .await;
+    }
 }
 
 #[tokio::test]
