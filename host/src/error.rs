@@ -7,6 +7,12 @@ use axum::response::{IntoResponse, Response};
 use serde::Serialize;
 use utoipa::ToSchema;
 
+#[cfg(test)]
+mod codes;
+mod titles;
+
+pub use titles::title;
+
 /// One way a delegation would widen its parent, as sent to clients.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, ToSchema)]
 pub struct ViolationBody {
@@ -221,12 +227,12 @@ impl ApiError {
         self.extra.as_ref().and_then(|extra| extra.retry_after)
     }
 
-    fn title(&self) -> String {
-        let mut title = self.code.replace('_', " ");
-        if let Some(first) = title.get_mut(0..1) {
-            first.make_ascii_uppercase();
-        }
-        title
+    /// The code's title from the table in [`titles`]; a code missing there
+    /// (a test keeps the table whole) gets its status's reason phrase.
+    fn title(&self) -> &'static str {
+        title(self.code)
+            .or(self.status.canonical_reason())
+            .unwrap_or("Error")
     }
 
     /// The problem body.
@@ -234,7 +240,7 @@ impl ApiError {
         let extra = self.extra.as_deref().cloned().unwrap_or_default();
         Problem {
             type_: format!("urn:mandate:problem:{}", self.code),
-            title: self.title(),
+            title: self.title().to_owned(),
             status: self.status.as_u16(),
             detail: self.detail.clone(),
             code: self.code.to_owned(),

@@ -351,6 +351,33 @@ async fn wrong_shapes_and_broken_rules_are_422_naming_the_field() {
     }
 }
 
+/// Titles are written for people, not spelled out from the code (they were
+/// "Malformed json" and "Ttl out of range").
+#[tokio::test]
+async fn titles_are_written_for_people() {
+    let app = TestApp::spawn().await;
+    let malformed = app
+        .client
+        .post(app.url("/v1/vat/record/action"))
+        .header("content-type", "application/json")
+        .body("{not json")
+        .send()
+        .await
+        .unwrap();
+    let problem = expect_problem(malformed, StatusCode::BAD_REQUEST, "malformed_json").await;
+    assert_eq!(problem["title"], "Malformed JSON");
+    let body = json!({"developer_email": "dev@example.com", "agent_id": "bot",
+                      "resources": ["crm:*"], "actions": ["read"], "ttl_seconds": 0});
+    let problem = expect_problem(
+        app.post_auth("/v1/vat/issue/l1", &app.admin_key, &body)
+            .await,
+        StatusCode::UNPROCESSABLE_ENTITY,
+        "ttl_out_of_range",
+    )
+    .await;
+    assert_eq!(problem["title"], "Lifetime out of range");
+}
+
 #[tokio::test]
 async fn api_keys_are_required_checked_and_revocable() {
     let app = TestApp::spawn().await;
