@@ -125,8 +125,8 @@ fn edited(base: &Value, edit: &Value) -> Value {
 /// valid body), the code of the 422 it gets and the field it names.
 fn action_cases() -> Vec<(Value, &'static str, Option<&'static str>)> {
     vec![
-        (json!({"action": 5}), "invalid_field", None),
-        (json!({"extra": true}), "unknown_field", None),
+        (json!({"action": 5}), "invalid_field", Some("action")),
+        (json!({"extra": true}), "unknown_field", Some("extra")),
         (json!({"result": "great"}), "unknown_result", Some("result")),
         (
             json!({"resource": "crm"}),
@@ -172,6 +172,14 @@ fn action_cases() -> Vec<(Value, &'static str, Option<&'static str>)> {
     ]
 }
 
+/// Bodies of `record/action` written by hand, the code of the 422 each
+/// gets and the field it names.
+const RAW_BODIES: [(&str, &str, &str); 1] = [(
+    r#"{"vat_jti":"x","action":"read","action":"read","resource":"crm:a","result":"success"}"#,
+    "invalid_field",
+    "action",
+)];
+
 /// Numbers no amount holds, in bodies serde_json must read or refuse.
 const HUGE_NUMBERS: [&str; 2] = [
     r#"{"vat_jti":"x","action":"read","resource":"crm:a","result":"success","spend_usd":1e400}"#,
@@ -216,16 +224,41 @@ fn issue_cases() -> Vec<(Value, &'static str, &'static str)> {
             "invalid_framework",
             "policy.frameworks",
         ),
+        // Wrong shapes, down to the member: serde's own message names none.
+        (json!({"resources": "crm:*"}), "invalid_field", "resources"),
+        (
+            json!({"resources": ["crm:a", 5]}),
+            "invalid_field",
+            "resources",
+        ),
+        (json!({"ttl_seconds": 1.5}), "invalid_field", "ttl_seconds"),
+        (
+            json!({"constraints": {"max_actions": "5"}}),
+            "invalid_field",
+            "constraints.max_actions",
+        ),
+        (
+            json!({"policy": {"frameworks": "gdpr"}}),
+            "invalid_field",
+            "policy.frameworks",
+        ),
+        (
+            json!({"constraints": {"max_spend": 5}}),
+            "unknown_field",
+            "constraints.max_spend",
+        ),
+        (json!({"policy": {}}), "missing_field", "policy.frameworks"),
     ]
 }
 
-/// Edits of a valid `issue/l1` body giving an object as a positional list:
-/// serde reads a struct from one too; the API takes objects only.
-fn issue_positional() -> [Value; 3] {
+/// Edits of a valid `issue/l1` body giving an object as a positional list
+/// (serde reads a struct from one too; the API takes objects only), and the
+/// member each names.
+fn issue_positional() -> [(Value, &'static str); 3] {
     [
-        json!({"constraints": [null, null]}),
-        json!({"constraints": [1, 5]}),
-        json!({"policy": [["hipaa"]]}),
+        (json!({"constraints": [null, null]}), "constraints"),
+        (json!({"constraints": [1, 5]}), "constraints"),
+        (json!({"policy": [["hipaa"]]}), "policy"),
     ]
 }
 
@@ -260,12 +293,25 @@ async fn wrong_shapes_and_broken_rules_are_422_naming_the_field() {
     }
     let mut body = base.clone();
     body.as_object_mut().unwrap().remove("action");
-    expect_problem(
+    let problem = expect_problem(
         app.post("/v1/vat/record/action", &body).await,
         StatusCode::UNPROCESSABLE_ENTITY,
         "missing_field",
     )
     .await;
+    assert_eq!(problem["field"], "action");
+    for (raw, code, field) in RAW_BODIES {
+        let response = app
+            .client
+            .post(app.url("/v1/vat/record/action"))
+            .header("content-type", "application/json")
+            .body(raw)
+            .send()
+            .await
+            .unwrap();
+        let problem = expect_problem(response, StatusCode::UNPROCESSABLE_ENTITY, code).await;
+        assert_eq!(problem["field"], field, "{raw}");
+    }
     for raw in HUGE_NUMBERS {
         let response = app
             .client
@@ -294,16 +340,8 @@ async fn wrong_shapes_and_broken_rules_are_422_naming_the_field() {
         .await;
         assert_eq!(problem["field"], field, "{body}");
     }
-    let unknown_constraint = edited(&issue_base, &json!({"constraints": {"max_spend": 5}}));
-    expect_problem(
-        app.post_auth("/v1/vat/issue/l1", &app.admin_key, &unknown_constraint)
-            .await,
-        StatusCode::UNPROCESSABLE_ENTITY,
-        "unknown_field",
-    )
-    .await;
-    for edit in issue_positional() {
-        expect_problem(
+    for (edit, field) in issue_positional() {
+        let problem = expect_problem(
             app.post_auth(
                 "/v1/vat/issue/l1",
                 &app.admin_key,
@@ -314,8 +352,10 @@ async fn wrong_shapes_and_broken_rules_are_422_naming_the_field() {
             "invalid_field",
         )
         .await;
+        assert_eq!(problem["field"], field, "{edit}");
     }
-    expect_problem(
+    // The body as a whole is at fault: no field.
+    let whole = expect_problem(
         app.post(
             "/v1/vat/record/action",
             &json!([jti, "read", "crm:a", "success"]),
@@ -325,6 +365,23 @@ async fn wrong_shapes_and_broken_rules_are_422_naming_the_field() {
         "invalid_field",
     )
     .await;
+    assert!(whole.get("field").is_none(), "{whole}");
+    // A wrong value inside a list is told with its position.
+    let in_list = expect_problem(
+        app.post_auth(
+            "/v1/vat/issue/l1",
+            &app.admin_key,
+            &edited(&issue_base, &json!({"resources": ["crm:a", 5]})),
+        )
+        .await,
+        StatusCode::UNPROCESSABLE_ENTITY,
+        "invalid_field",
+    )
+    .await;
+    assert!(
+        text(&in_list["detail"]).starts_with("resources[1]: invalid type"),
+        "{in_list}"
+    );
     let broken_list = app
         .client
         .post(app.url("/v1/vat/record/action"))
