@@ -78,6 +78,9 @@ const DPOP_TOKEN_CHALLENGE: &str = r#"DPoP realm="mandate", error="invalid_token
 /// The code of [`ApiError::query_too_broad`].
 pub const QUERY_TOO_BROAD: &str = "query_too_broad";
 
+/// Longest path a 404's detail repeats, in characters.
+const MAX_PATH_CHARS: usize = 200;
+
 /// `Retry-After` of a 503: long enough for a group commit or a freed disk.
 const UNAVAILABLE_RETRY_SECONDS: u64 = 5;
 
@@ -121,6 +124,14 @@ impl ApiError {
         let mut error = ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, code, detail);
         error.extra().field = Some(field.to_owned());
         error
+    }
+
+    /// Nothing is routed at `path` (a wrong base URL, a typo): a 404 that
+    /// names the path it got, cut to [`MAX_PATH_CHARS`] characters.
+    pub fn no_route(path: &str) -> ApiError {
+        let mut path = path.to_owned();
+        truncate_chars(&mut path, MAX_PATH_CHARS);
+        ApiError::not_found("not_found", format!("there is nothing at {path}"))
     }
 
     /// Storage cannot take writes (disk full, I/O error, shutting down); the

@@ -87,8 +87,8 @@ fn document_text(document: &utoipa::openapi::OpenApi) -> String {
     value.to_string()
 }
 
-async fn not_found() -> ApiError {
-    ApiError::not_found("not_found", "there is nothing at this path")
+async fn not_found(uri: axum::http::Uri) -> ApiError {
+    ApiError::no_route(uri.path())
 }
 
 async fn method_not_allowed() -> ApiError {

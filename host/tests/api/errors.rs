@@ -559,6 +559,30 @@ async fn unknown_things_are_404_and_methods_405() {
             "application/problem+json"
         );
     }
+    // A wrong base URL: the 404 names the path it got, never the query.
+    let problem = expect_problem(
+        app.get_auth("/v2/vat/tokens/vat_x?limit=5", &key).await,
+        StatusCode::NOT_FOUND,
+        "not_found",
+    )
+    .await;
+    assert_eq!(
+        problem["detail"],
+        "there is nothing at /v2/vat/tokens/vat_x"
+    );
+    let long = format!("/{}", "é".repeat(300));
+    let problem = expect_problem(
+        app.get_auth(&long, &key).await,
+        StatusCode::NOT_FOUND,
+        "not_found",
+    )
+    .await;
+    let detail = text(&problem["detail"]);
+    assert!(
+        detail.starts_with("there is nothing at /%C3%A9"),
+        "{detail}"
+    );
+    assert_eq!(detail.chars().count(), "there is nothing at ".len() + 200);
     let complete = app
         .post(
             "/v1/vat/aar/aar_01m80mjknah632wmr5mq81vn6x/complete",
