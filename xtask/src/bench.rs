@@ -1041,6 +1041,8 @@ pub(crate) fn bench(root: &Path, args: &[&str]) -> Result<()> {
         return Ok(());
     }
     let report = Report {
+        machine: machine(),
+        date: today(),
         notes: std::fs::read_to_string(root.join("bench/NOTES.md")).unwrap_or_default(),
         native,
         node,
@@ -1058,6 +1060,9 @@ pub(crate) fn bench(root: &Path, args: &[&str]) -> Result<()> {
 }
 
 struct Report {
+    /// The machine measured on, and the day.
+    machine: String,
+    date: String,
     /// `bench/NOTES.md`: what limits each row and what was done about it.
     notes: String,
     native: Value,
@@ -1090,10 +1095,7 @@ impl Report {
              the contenders alternate within each round ({} rounds; HTTP loads {} s each, wrk with 64 connections on 2 threads \
              on the same machine), and each figure is the median of the per-round figures with their range in parentheses. \
              The machine is shared and noisy; the ranges say how much.\n",
-            machine(),
-            today(),
-            self.plan.rounds,
-            self.plan.seconds
+            self.machine, self.date, self.plan.rounds, self.plan.seconds
         );
         let _ = writeln!(
             out,
@@ -1318,5 +1320,114 @@ impl Report {
         );
         out.push_str(&self.notes);
         out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Five rounds around `rps` and `p99_ms`, each figure different, so a
+    /// spread shows its median and range; `turn` shifts the rounds, so the
+    /// ratios of two contenders differ from round to round too.
+    fn loads(rps: f64, p99_ms: f64, turn: usize) -> Vec<Load> {
+        let factors = [1.0, 0.93, 1.07, 0.98, 1.12];
+        (0..factors.len())
+            .map(|round| factors[(round + turn) % factors.len()])
+            .map(|f| Load {
+                rps: rps * f,
+                p50_ms: p99_ms / 3.0 * f,
+                p99_ms: p99_ms / f,
+                errors: 0,
+            })
+            .collect()
+    }
+
+    fn spread(median: f64, min: f64, max: f64) -> Value {
+        json!({"median": median, "min": min, "max": max})
+    }
+
+    /// A full run's report from fixed figures (those of the committed
+    /// BENCHMARKS.md where a figure is given whole, made-up rounds where it
+    /// is computed from wrk's loads).
+    fn report() -> Report {
+        Report {
+            machine: "2 cores of a test CPU, 8 GiB, Linux 6.0".to_owned(),
+            date: "2026-11-23".to_owned(),
+            notes: "## Notes\n\nThe notes follow the tables.\n".to_owned(),
+            native: json!({
+                "core_over_bare": spread(1.182, 1.165, 1.261),
+                "core_over_jsonwebtoken": spread(0.987, 0.965, 1.160),
+                "bound_over_bearer": spread(2.05, 1.94, 2.16),
+                "core_ns": spread(45275.0, 45039.0, 49144.0),
+                "bare_ns": spread(38240.0, 38056.0, 39897.0),
+                "jsonwebtoken_ns": spread(41745.0, 41410.0, 43740.0),
+                "proof_ns": spread(47835.0, 47637.0, 50159.0),
+            }),
+            node: json!({
+                "jose_over_verifyToken": spread(1.23, 1.14, 1.48),
+                "jose_over_verifier": spread(1.31, 1.22, 1.50),
+                "jose_over_cached": spread(35.8, 34.5, 42.4),
+                "ns": {
+                    "verifyToken": spread(149010.0, 147026.0, 158399.0),
+                    "verifier": spread(145300.0, 143882.0, 149316.0),
+                    "cached": spread(5186.0, 5102.0, 5408.0),
+                    "jose": spread(183814.0, 178421.0, 220870.0),
+                },
+            }),
+            plugin_cost: json!({
+                "call_ns": spread(41806.0, 40499.0, 43282.0),
+                "compile_ms": 165.4,
+            }),
+            http: Http {
+                healthz: loads(89100.0, 2.1, 1),
+                record: loads(38705.0, 4.03, 2),
+                record_by_token: loads(37873.0, 4.2, 3),
+                record_by_jti: loads(34810.0, 4.1, 4),
+                full_control: loads(35315.0, 4.14, 0),
+                delegate: loads(4810.0, 23.91, 1),
+                single_commit: loads(4312.0, 30.0, 2),
+                grouped_for_single: loads(36787.0, 4.5, 3),
+                peak_rss_mib: 32.04,
+                batch_mean: 20.94,
+            },
+            growth: Growth {
+                by_size: vec![
+                    (0, loads(38000.0, 4.0, 4), loads(85000.0, 2.0, 0)),
+                    (1_000_000, loads(36000.0, 4.2, 1), loads(86000.0, 2.0, 2)),
+                    (5_000_000, loads(26000.0, 5.0, 3), loads(88000.0, 2.0, 4)),
+                ],
+                summary: loads(22923.0, 4.40, 0),
+                query: loads(6149.0, 24.23, 1),
+                bytes_per_record: 452.4,
+                restart_ms: 7.2,
+                prefill_seconds: 27.3,
+                peak_rss_mib: 237.91,
+            },
+            budget: Budget {
+                unindexed: loads(7.8, 516.0, 2),
+                alone: loads(25086.0, 4.03, 3),
+                beside_slow: loads(10680.0, 26.32, 4),
+                unbounded_ms: 5410.4,
+            },
+            cold: Spread::of(&[9.1, 9.4, 12.0, 9.0, 10.2]),
+            wasm: (411_721, 191_773),
+            plan: Plan {
+                quick: false,
+                seconds: 5,
+                rounds: 5,
+            },
+        }
+    }
+
+    /// The renderer's output for the fixed report, as committed: any change
+    /// to BENCHMARKS.md's format shows here first.
+    #[test]
+    fn the_report_renders_as_committed() {
+        let expected = include_str!(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/testdata/bench_report.md"
+        ));
+        assert_eq!(report().render(), expected);
     }
 }
