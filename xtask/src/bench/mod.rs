@@ -10,7 +10,8 @@
 //! `--quick`), prints them and writes nothing.
 //!
 //! `running` runs wrk, the server and the bench programs; `parsing` reads
-//! their output into figures; `report` renders BENCHMARKS.md.
+//! their output into figures; `report` renders BENCHMARKS.md, where each
+//! target is declared once, as a bound its text is rendered from.
 
 mod parsing;
 mod report;
@@ -21,7 +22,7 @@ use std::path::Path;
 use crate::wasm::target_dir;
 use crate::{Result, fail, run};
 use parsing::{Spread, errors, p99_ratio, ratio};
-use report::{Report, met};
+use report::Report;
 use running::{
     budget, cold_starts, ensure_wrk, filled, growth, http, json_of, machine, reference_verifier,
     today, wasm_sizes,
@@ -51,8 +52,8 @@ fn budget_only(plan: Plan, bins: &Path, scratch: &Path, scripts: &Path) -> Resul
     eprintln!("read budget");
     let rows = budget(plan, &bins.join("mandate"), &data, scripts, agent)?;
     let _ = std::fs::remove_dir_all(scratch);
-    for (row, target, measured, ok) in rows.targets() {
-        eprintln!("| {row} | {target} | {measured} | {} |", met(ok));
+    for row in rows.targets() {
+        eprintln!("{}", row.line());
     }
     for (what, figure) in rows.figures() {
         eprintln!("| {what} | {figure} |");

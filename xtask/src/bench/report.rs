@@ -1,5 +1,6 @@
 //! BENCHMARKS.md: the targets table, the absolute figures and the notes,
-//! rendered from a run's measurements.
+//! rendered from a run's measurements. Each target is declared once, as a
+//! bound on a figure's median; its text in the table is rendered from it.
 
 use std::fmt::Write as _;
 
@@ -10,6 +11,7 @@ use super::parsing::{Spread, p, p99_ratio, ratio, rps};
 use super::running::{BUDGET_MS, Budget, Growth, Http, READERS};
 
 impl Spread {
+    /// `median (min–max)` with `digits` decimals.
     fn show(&self, digits: usize) -> String {
         format!(
             "{:.d$} ({:.d$}–{:.d$})",
@@ -21,13 +23,104 @@ impl Spread {
     }
 }
 
-pub(super) fn met(ok: bool) -> &'static str {
-    if ok { "met" } else { "**not met**" }
+/// What a figure is counted in, as the tables write it after a number.
+#[derive(Debug, Clone, Copy)]
+enum Unit {
+    /// A ratio of two contenders.
+    Times,
+    Ms,
+}
+
+impl Unit {
+    fn suffix(self) -> &'static str {
+        match self {
+            Unit::Times => "×",
+            Unit::Ms => " ms",
+        }
+    }
+}
+
+/// The bound a figure's median must keep.
+#[derive(Debug, Clone, Copy)]
+enum Target {
+    AtMost(f64, Unit),
+    AtLeast(f64, Unit),
+    /// A ratio below 1×: faster than the peer.
+    Faster,
+    /// A ratio within `within` of the first row of its series (the empty
+    /// data folder's), whose median is `reference`.
+    Flat {
+        reference: f64,
+        within: f64,
+    },
+}
+
+impl Target {
+    fn unit(self) -> Unit {
+        match self {
+            Target::AtMost(_, unit) | Target::AtLeast(_, unit) => unit,
+            Target::Faster | Target::Flat { .. } => Unit::Times,
+        }
+    }
+
+    fn text(self) -> String {
+        match self {
+            Target::AtMost(bound, unit) => format!("≤ {bound}{}", unit.suffix()),
+            Target::AtLeast(bound, unit) => format!("≥ {bound}{}", unit.suffix()),
+            Target::Faster => "< 1× (faster)".to_owned(),
+            Target::Flat { .. } => "flat (≈ the empty row)".to_owned(),
+        }
+    }
+
+    fn met(self, median: f64) -> bool {
+        match self {
+            Target::AtMost(bound, _) => median <= bound,
+            Target::AtLeast(bound, _) => median >= bound,
+            Target::Faster => median < 1.0,
+            Target::Flat { reference, within } => (median - reference).abs() < within,
+        }
+    }
+}
+
+/// A row of the targets table: what is measured, its target, and the
+/// figure shown with `digits` decimals.
+pub(super) struct Row {
+    label: String,
+    target: Target,
+    measured: Spread,
+    digits: usize,
+}
+
+impl Row {
+    fn new(label: impl Into<String>, target: Target, measured: Spread, digits: usize) -> Row {
+        Row {
+            label: label.into(),
+            target,
+            measured,
+            digits,
+        }
+    }
+
+    /// The row as a line of the Markdown table.
+    pub(super) fn line(&self) -> String {
+        let met = if self.target.met(self.measured.median) {
+            "met"
+        } else {
+            "**not met**"
+        };
+        format!(
+            "| {} | {} | {}{} | {met} |",
+            self.label,
+            self.target.text(),
+            self.measured.show(self.digits),
+            self.target.unit().suffix()
+        )
+    }
 }
 
 impl Budget {
-    /// The rows of the targets table: (row, target, measured, met).
-    pub(super) fn targets(&self) -> [(String, &'static str, String, bool); 2] {
+    /// The rows of the targets table.
+    pub(super) fn targets(&self) -> [Row; 2] {
         let answer = Spread::of(
             &self
                 .unindexed
@@ -35,22 +128,21 @@ impl Budget {
                 .map(|l| l.p99_ms / f64::from(BUDGET_MS))
                 .collect::<Vec<_>>(),
         );
-        let isolation = p99_ratio(&self.beside_slow, &self.alone);
         [
-            (
-                "5. unindexed record filter at 5 M records, p99 answer / query budget".to_owned(),
-                "≤ 1.2×",
-                format!("{}×", answer.show(3)),
-                answer.median <= 1.2,
+            Row::new(
+                "5. unindexed record filter at 5 M records, p99 answer / query budget",
+                Target::AtMost(1.2, Unit::Times),
+                answer,
+                3,
             ),
-            (
+            Row::new(
                 format!(
                     "5. API-key read p99 beside {} slow reads / alone",
                     2 * READERS
                 ),
-                "≤ 10×",
-                format!("{}×", isolation.show(2)),
-                isolation.median <= 10.0,
+                Target::AtMost(10.0, Unit::Times),
+                p99_ratio(&self.beside_slow, &self.alone),
+                2,
             ),
         ]
     }
@@ -90,6 +182,7 @@ impl Budget {
     }
 }
 
+/// Everything a full run measured, and where.
 pub(super) struct Report {
     /// The machine measured on, and the day.
     pub(super) machine: String,
@@ -108,127 +201,109 @@ pub(super) struct Report {
 }
 
 impl Report {
-    pub(super) fn render(&self) -> String {
-        let mut out = String::new();
+    /// The rows of the targets table.
+    fn targets(&self) -> Vec<Row> {
+        use Target::{AtLeast, AtMost, Faster};
+        use Unit::{Ms, Times};
         let native = |k: &str| Spread::from_json(&self.native[k]);
         let node = |k: &str| Spread::from_json(&self.node[k]);
-        let node_ns = |k: &str| Spread::from_json(&self.node["ns"][k]);
-        let h = &self.http;
-        let g = &self.growth;
-        let record_over_health = ratio(&h.record, &h.healthz);
-        let record_p99 = p(&h.record, |l| l.p99_ms);
-        let token_over_jti = ratio(&h.record_by_token, &h.record_by_jti);
-        let bound_over_bearer = native("bound_over_bearer");
-        let grouping = ratio(&h.grouped_for_single, &h.single_commit);
-        let _ = writeln!(
-            out,
-            "# Benchmarks\n\nMeasured by `cargo xtask bench` on {} ({}). Every ratio is measured side by side in one run: \
-             the contenders alternate within each round ({} rounds; HTTP loads {} s each, wrk with 64 connections on 2 threads \
-             on the same machine), and each figure is the median of the per-round figures with their range in parentheses. \
-             The machine is shared and noisy; the ranges say how much.\n",
-            self.machine, self.date, self.plan.rounds, self.plan.seconds
-        );
-        let _ = writeln!(
-            out,
-            "## Targets\n\n| row | target | measured | |\n|---|---|---|---|"
-        );
-        let core_bare = native("core_over_bare");
-        let core_peer = native("core_over_jsonwebtoken");
-        let jose_sdk = node("jose_over_verifyToken");
-        let jose_verifier = node("jose_over_verifier");
-        let jose_cached = node("jose_over_cached");
-        let summary_p99 = p(&g.summary, |l| l.p99_ms);
-        let query_p99 = p(&g.query, |l| l.p99_ms);
-        let rows = [
-            (
+        let (h, g) = (&self.http, &self.growth);
+        let mut rows = vec![
+            Row::new(
                 "1. native verify / bare `verify_strict`",
-                "≤ 1.15×",
-                format!("{}×", core_bare.show(3)),
-                core_bare.median <= 1.15,
+                AtMost(1.15, Times),
+                native("core_over_bare"),
+                3,
             ),
-            (
+            Row::new(
                 "1. native verify / jsonwebtoken",
-                "< 1× (faster)",
-                format!("{}×", core_peer.show(3)),
-                core_peer.median < 1.0,
+                Faster,
+                native("core_over_jsonwebtoken"),
+                3,
             ),
-            (
+            Row::new(
                 "2. jose / `verifyToken` (Node)",
-                "≥ 1.3×",
-                format!("{}×", jose_sdk.show(2)),
-                jose_sdk.median >= 1.3,
+                AtLeast(1.3, Times),
+                node("jose_over_verifyToken"),
+                2,
             ),
-            (
+            Row::new(
                 "2. jose / `Verifier.verify` (Node)",
-                "≥ 1.3×",
-                format!("{}×", jose_verifier.show(2)),
-                jose_verifier.median >= 1.3,
+                AtLeast(1.3, Times),
+                node("jose_over_verifier"),
+                2,
             ),
-            (
+            Row::new(
                 "2. jose / cached `Verifier.verify`",
-                "≥ 20×",
-                format!("{}×", jose_cached.show(1)),
-                jose_cached.median >= 20.0,
+                AtLeast(20.0, Times),
+                node("jose_over_cached"),
+                1,
             ),
-            (
+            Row::new(
                 "3. record/action / `GET /healthz` (req/s)",
-                "≥ 0.5×",
-                format!("{}×", record_over_health.show(3)),
-                record_over_health.median >= 0.5,
+                AtLeast(0.5, Times),
+                ratio(&h.record, &h.healthz),
+                3,
             ),
-            (
+            Row::new(
                 "3. record/action p99",
-                "≤ 10 ms",
-                format!("{} ms", record_p99.show(2)),
-                record_p99.median <= 10.0,
+                AtMost(10.0, Ms),
+                p(&h.record, |l| l.p99_ms),
+                2,
             ),
-            (
+            Row::new(
                 "3. record/action with the token itself / with its `vat_jti` (req/s)",
-                "≥ 0.8×",
-                format!("{}×", token_over_jti.show(3)),
-                token_over_jti.median >= 0.8,
+                AtLeast(0.8, Times),
+                ratio(&h.record_by_token, &h.record_by_jti),
+                3,
             ),
-            (
+            Row::new(
                 "3. native check of a bound token's call (token + DPoP proof) / of a Bearer call",
-                "≤ 2.2×",
-                format!("{}×", bound_over_bearer.show(2)),
-                bound_over_bearer.median <= 2.2,
+                AtMost(2.2, Times),
+                native("bound_over_bearer"),
+                2,
             ),
-            (
+            Row::new(
                 "4. provenance summary of a 10 k-record workflow, p99",
-                "≤ 20 ms",
-                format!("{} ms", summary_p99.show(2)),
-                summary_p99.median <= 20.0,
+                AtMost(20.0, Ms),
+                p(&g.summary, |l| l.p99_ms),
+                2,
             ),
-            (
+            Row::new(
                 "4. filtered, paginated record query at 5 M records, p99",
-                "≤ 20 ms",
-                format!("{} ms", query_p99.show(2)),
-                query_p99.median <= 20.0,
+                AtMost(20.0, Ms),
+                p(&g.query, |l| l.p99_ms),
+                2,
             ),
         ];
-        for (row, target, measured, ok) in rows {
-            let _ = writeln!(out, "| {row} | {target} | {measured} | {} |", met(ok));
+        let by_size: Vec<(u64, Spread)> = g
+            .by_size
+            .iter()
+            .map(|(size, record, healthz)| (*size, ratio(record, healthz)))
+            .collect();
+        if let Some(&(_, empty)) = by_size.first() {
+            for (size, growth) in by_size {
+                rows.push(Row::new(
+                    format!("4. record/action / healthz with {size} records stored"),
+                    Target::Flat {
+                        reference: empty.median,
+                        within: 0.1,
+                    },
+                    growth,
+                    3,
+                ));
+            }
         }
-        for (size, record, healthz) in &g.by_size {
-            let r = ratio(record, healthz);
-            let _ = writeln!(
-                out,
-                "| 4. record/action / healthz with {size} records stored | flat (≈ the empty row) | {}× | {} |",
-                r.show(3),
-                met((r.median
-                    - g.by_size
-                        .first()
-                        .map_or(r.median, |f| ratio(&f.1, &f.2).median))
-                .abs()
-                    < 0.1)
-            );
-        }
-        for (row, target, measured, ok) in self.budget.targets() {
-            let _ = writeln!(out, "| {row} | {target} | {measured} | {} |", met(ok));
-        }
-        let _ = writeln!(out, "\n## Absolute figures\n");
-        let _ = writeln!(out, "| what | figure |\n|---|---|");
+        rows.extend(self.budget.targets());
+        rows
+    }
+
+    /// The rows of the absolute figures: (what, figure).
+    fn figures(&self) -> Vec<(String, String)> {
+        let native = |k: &str| Spread::from_json(&self.native[k]);
+        let node_ns = |k: &str| Spread::from_json(&self.node["ns"][k]);
+        let (h, g) = (&self.http, &self.growth);
+        let grouping = ratio(&h.grouped_for_single, &h.single_commit);
         let lines = [
             (
                 "native `mandate_core::verify` (ns)",
@@ -338,10 +413,34 @@ impl Report {
                 ),
             ),
         ];
-        for (what, figure) in lines {
-            let _ = writeln!(out, "| {what} | {figure} |");
+        lines
+            .into_iter()
+            .map(|(what, figure)| (what.to_owned(), figure))
+            .chain(self.budget.figures())
+            .collect()
+    }
+
+    /// BENCHMARKS.md.
+    pub(super) fn render(&self) -> String {
+        let mut out = String::new();
+        let _ = writeln!(
+            out,
+            "# Benchmarks\n\nMeasured by `cargo xtask bench` on {} ({}). Every ratio is measured side by side in one run: \
+             the contenders alternate within each round ({} rounds; HTTP loads {} s each, wrk with 64 connections on 2 threads \
+             on the same machine), and each figure is the median of the per-round figures with their range in parentheses. \
+             The machine is shared and noisy; the ranges say how much.\n",
+            self.machine, self.date, self.plan.rounds, self.plan.seconds
+        );
+        let _ = writeln!(
+            out,
+            "## Targets\n\n| row | target | measured | |\n|---|---|---|---|"
+        );
+        for row in self.targets() {
+            let _ = writeln!(out, "{}", row.line());
         }
-        for (what, figure) in self.budget.figures() {
+        let _ = writeln!(out, "\n## Absolute figures\n");
+        let _ = writeln!(out, "| what | figure |\n|---|---|");
+        for (what, figure) in self.figures() {
             let _ = writeln!(out, "| {what} | {figure} |");
         }
         let _ = writeln!(
