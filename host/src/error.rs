@@ -7,6 +7,12 @@ use axum::response::{IntoResponse, Response};
 use serde::Serialize;
 use utoipa::ToSchema;
 
+#[cfg(test)]
+mod codes;
+mod titles;
+
+pub use titles::title;
+
 /// One way a delegation would widen its parent, as sent to clients.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, ToSchema)]
 pub struct ViolationBody {
@@ -72,6 +78,9 @@ const DPOP_TOKEN_CHALLENGE: &str = r#"DPoP realm="mandate", error="invalid_token
 /// The code of [`ApiError::query_too_broad`].
 pub const QUERY_TOO_BROAD: &str = "query_too_broad";
 
+/// Longest path a 404's detail repeats, in characters.
+const MAX_PATH_CHARS: usize = 200;
+
 /// `Retry-After` of a 503: long enough for a group commit or a freed disk.
 const UNAVAILABLE_RETRY_SECONDS: u64 = 5;
 
@@ -115,6 +124,14 @@ impl ApiError {
         let mut error = ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, code, detail);
         error.extra().field = Some(field.to_owned());
         error
+    }
+
+    /// Nothing is routed at `path` (a wrong base URL, a typo): a 404 that
+    /// names the path it got, cut to [`MAX_PATH_CHARS`] characters.
+    pub fn no_route(path: &str) -> ApiError {
+        let mut path = path.to_owned();
+        truncate_chars(&mut path, MAX_PATH_CHARS);
+        ApiError::not_found("not_found", format!("there is nothing at {path}"))
     }
 
     /// Storage cannot take writes (disk full, I/O error, shutting down); the
@@ -221,12 +238,12 @@ impl ApiError {
         self.extra.as_ref().and_then(|extra| extra.retry_after)
     }
 
-    fn title(&self) -> String {
-        let mut title = self.code.replace('_', " ");
-        if let Some(first) = title.get_mut(0..1) {
-            first.make_ascii_uppercase();
-        }
-        title
+    /// The code's title from the table in [`titles`]; a code missing there
+    /// (a test keeps the table whole) gets its status's reason phrase.
+    fn title(&self) -> &'static str {
+        title(self.code)
+            .or(self.status.canonical_reason())
+            .unwrap_or("Error")
     }
 
     /// The problem body.
@@ -234,7 +251,7 @@ impl ApiError {
         let extra = self.extra.as_deref().cloned().unwrap_or_default();
         Problem {
             type_: format!("urn:mandate:problem:{}", self.code),
-            title: self.title(),
+            title: self.title().to_owned(),
             status: self.status.as_u16(),
             detail: self.detail.clone(),
             code: self.code.to_owned(),

@@ -147,19 +147,41 @@ fn whole_number<'de, D: serde::Deserializer<'de>>(
 
 /// Reads an optional nested object. serde's derived structs also read a
 /// positional list (`[1, 5]` as `{max_spend_usd: 1, max_actions: 5}`); the
-/// API documents objects, so anything else is refused.
-fn object<'de, D: serde::Deserializer<'de>, T: serde::de::DeserializeOwned>(
+/// API documents objects, so anything else is refused. The members are read
+/// in place, so an error in one names it (`constraints.max_actions`).
+fn object<'de, D: serde::Deserializer<'de>, T: Deserialize<'de>>(
     deserializer: D,
 ) -> Result<Option<T>, D::Error> {
-    use serde::de::Error as _;
-    let Some(fields) =
-        Option::<serde_json::Map<String, serde_json::Value>>::deserialize(deserializer)?
-    else {
-        return Ok(None);
-    };
-    T::deserialize(serde_json::Value::Object(fields))
-        .map(Some)
-        .map_err(D::Error::custom)
+    use serde::de::value::MapAccessDeserializer;
+    use serde::de::{Deserializer, MapAccess, Visitor};
+
+    struct Object<T>(std::marker::PhantomData<T>);
+
+    impl<'de, T: Deserialize<'de>> Visitor<'de> for Object<T> {
+        type Value = Option<T>;
+
+        fn expecting(&self, formatter: &mut std::fmt::Formatter) -> std::fmt::Result {
+            formatter.write_str("a JSON object")
+        }
+
+        fn visit_none<E: serde::de::Error>(self) -> Result<Option<T>, E> {
+            Ok(None)
+        }
+
+        fn visit_unit<E: serde::de::Error>(self) -> Result<Option<T>, E> {
+            Ok(None)
+        }
+
+        fn visit_some<D2: Deserializer<'de>>(self, inner: D2) -> Result<Option<T>, D2::Error> {
+            inner.deserialize_map(self)
+        }
+
+        fn visit_map<A: MapAccess<'de>>(self, members: A) -> Result<Option<T>, A::Error> {
+            T::deserialize(MapAccessDeserializer::new(members)).map(Some)
+        }
+    }
+
+    deserializer.deserialize_option(Object(std::marker::PhantomData))
 }
 
 /// Budget limits, as sent.

@@ -48,25 +48,80 @@ fn is_json(headers: &HeaderMap) -> bool {
         || (essence.starts_with("application/") && essence.ends_with("+json"))
 }
 
-/// Turns a serde_json error into a 400 (not JSON) or a 422 (wrong shape).
-fn json_error(error: &serde_json::Error) -> ApiError {
+/// Longest detail of a body's problem, in characters.
+const MAX_DETAIL_CHARS: usize = 300;
+/// Longest `field` of a body's problem, in characters: an unknown member's
+/// name is the client's text and may be as long as the body.
+const MAX_FIELD_CHARS: usize = 100;
+
+fn clipped(mut text: String, max_chars: usize) -> String {
+    truncate_chars(&mut text, max_chars);
+    text
+}
+
+/// A body that is not JSON: 400.
+fn malformed(error: &serde_json::Error) -> ApiError {
+    ApiError::bad_request(
+        "malformed_json",
+        clipped(error.to_string(), MAX_DETAIL_CHARS),
+    )
+}
+
+/// How serde's message begins when it names a member the path to the error
+/// does not hold: one missing (noticed at the end of its object) or one
+/// repeated. An unknown member is on the path.
+const NAMED_IN_MESSAGE: [&str; 2] = ["missing field `", "duplicate field `"];
+
+/// The member a refusal is about, as `field` names it: the path's member
+/// names joined by dots, without list positions (`resources`,
+/// `constraints.max_spend_usd`), then the member serde's message names, if
+/// any. `None` for the body as a whole.
+fn field(path: &serde_path_to_error::Path, message: &str) -> Option<String> {
+    use serde_path_to_error::Segment;
+    let mut members: Vec<&str> = path
+        .iter()
+        .filter_map(|segment| match segment {
+            Segment::Map { key } => Some(key.as_str()),
+            _ => None,
+        })
+        .collect();
+    let named = NAMED_IN_MESSAGE
+        .iter()
+        .find_map(|prefix| message.strip_prefix(prefix))
+        .and_then(|rest| rest.split_once('`'));
+    if let Some((named, _)) = named {
+        members.push(named);
+    }
+    (!members.is_empty()).then(|| clipped(members.join("."), MAX_FIELD_CHARS))
+}
+
+/// Turns a serde error into a 400 (not JSON) or a 422 (JSON of the wrong
+/// shape) naming the member at fault.
+fn json_error(error: &serde_path_to_error::Error<serde_json::Error>) -> ApiError {
     use serde_json::error::Category;
-    let mut detail = error.to_string();
-    truncate_chars(&mut detail, 300);
-    match error.classify() {
-        Category::Data => {
-            let code = if detail.starts_with("unknown field") {
-                "unknown_field"
-            } else if detail.starts_with("missing field") {
-                "missing_field"
-            } else {
-                "invalid_field"
-            };
-            ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, code, detail)
-        }
-        Category::Syntax | Category::Eof | Category::Io => {
-            ApiError::bad_request("malformed_json", detail)
-        }
+    let inner = error.inner();
+    if !matches!(inner.classify(), Category::Data) {
+        return malformed(inner);
+    }
+    let message = inner.to_string();
+    let code = if message.starts_with("unknown field") {
+        "unknown_field"
+    } else if message.starts_with("missing field") {
+        "missing_field"
+    } else {
+        "invalid_field"
+    };
+    let field = field(error.path(), &message);
+    // A wrong value is told with its full path (`resources[2]: invalid
+    // type…`); serde's message already names a missing or unknown member.
+    let detail = match (code, error.path().iter().next()) {
+        ("invalid_field", Some(_)) => format!("{}: {message}", error.path()),
+        _ => message,
+    };
+    let detail = clipped(detail, MAX_DETAIL_CHARS);
+    match field {
+        Some(field) => ApiError::invalid(&field, code, detail),
+        None => ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, code, detail),
     }
 }
 
@@ -109,15 +164,17 @@ async fn json_body<T: DeserializeOwned, S: Send + Sync>(
             }
         })?;
     // Every body is an object; serde would read a struct from a list too.
-    if bytes.trim_ascii_start().first() == Some(&b'[') {
-        serde_json::from_slice::<serde::de::IgnoredAny>(&bytes).map_err(|e| json_error(&e))?;
+    if bytes.trim_ascii_start().first() != Some(&b'{') {
+        serde_json::from_slice::<serde::de::IgnoredAny>(&bytes).map_err(|e| malformed(&e))?;
         return Err(ApiError::new(
             StatusCode::UNPROCESSABLE_ENTITY,
             "invalid_field",
-            "invalid type: array, expected a JSON object",
+            "the body must be a JSON object",
         ));
     }
-    let value = serde_json::from_slice(&bytes).map_err(|e| json_error(&e))?;
+    let mut deserializer = serde_json::Deserializer::from_slice(&bytes);
+    let value = serde_path_to_error::deserialize(&mut deserializer).map_err(|e| json_error(&e))?;
+    deserializer.end().map_err(|e| malformed(&e))?;
     Ok((value, bytes))
 }
 

@@ -87,8 +87,8 @@ fn mark_unique_lists(value: &mut serde_json::Value) {
     }
 }
 
-async fn not_found() -> ApiError {
-    ApiError::not_found("not_found", "there is nothing at this path")
+async fn not_found(uri: axum::http::Uri) -> ApiError {
+    ApiError::no_route(uri.path())
 }
 
 async fn method_not_allowed() -> ApiError {
@@ -143,8 +143,8 @@ fn method_label(method: &axum::http::Method) -> &'static str {
 
 /// The edge of every request: the per-address rate limit (the peer, or the
 /// client behind a trusted proxy); the headers every response carries (pages
-/// set their own CSP and caching); and metrics and a debug log line under the
-/// route template — never the raw path, which may hold ids.
+/// set their own CSP and caching); and metrics and one `info` log line under
+/// the route template — never the raw path, which may hold ids.
 async fn edge(State(state): State<AppState>, request: Request, next: Next) -> Response {
     let started = Instant::now();
     let route = request
@@ -184,7 +184,7 @@ async fn edge(State(state): State<AppState>, request: Request, next: Next) -> Re
     state
         .metrics
         .observe_request(route, method, status, elapsed);
-    tracing::debug!(%method, %route, status, micros = elapsed.as_micros() as u64, "request");
+    tracing::info!(%method, %route, status, micros = elapsed.as_micros() as u64, "request");
     response
 }
 

@@ -4,58 +4,69 @@ use std::time::Duration;
 
 use mandate_host::{apikeys, store};
 use reqwest::StatusCode;
-use serde_json::json;
+use serde_json::{Value, json};
 
 use crate::helpers::{TestApp, expect_json, expect_problem, text};
+
+/// Bodies sent to `record/action` and the problem each gets.
+const BODIES: [(&[u8], Option<&str>, StatusCode, &str); 6] = [
+    (
+        b"{not json",
+        Some("application/json"),
+        StatusCode::BAD_REQUEST,
+        "malformed_json",
+    ),
+    (
+        b"\xef\xbb\xbf{}",
+        Some("application/json"),
+        StatusCode::BAD_REQUEST,
+        "malformed_json",
+    ),
+    (
+        b"{\"action\":\"\\ud800\"}",
+        Some("application/json"),
+        StatusCode::BAD_REQUEST,
+        "malformed_json",
+    ),
+    (
+        b"{\"action\":\"\xff\"}",
+        Some("application/json"),
+        StatusCode::BAD_REQUEST,
+        "malformed_json",
+    ),
+    (
+        b"{}",
+        None,
+        StatusCode::UNSUPPORTED_MEDIA_TYPE,
+        "unsupported_media_type",
+    ),
+    (
+        b"{}",
+        Some("text/plain"),
+        StatusCode::UNSUPPORTED_MEDIA_TYPE,
+        "unsupported_media_type",
+    ),
+];
+
+/// Queries of `GET /v1/vat/aar` and the code of the 400 each gets.
+const QUERIES: [(&str, &str); 4] = [
+    ("limit=abc", "invalid_query"),
+    ("limit=501", "invalid_query"),
+    ("cursor=zzz", "invalid_cursor"),
+    ("since=yesterday", "invalid_query"),
+];
 
 #[tokio::test]
 async fn bad_requests_are_problems() {
     let app = TestApp::spawn().await;
     let url = app.url("/v1/vat/record/action");
-    let send = |body: &'static [u8], content_type: Option<&'static str>| {
-        let mut request = app.client.post(url.clone()).body(body);
-        if let Some(ct) = content_type {
-            request = request.header("content-type", ct);
+    for (body, content_type, status, code) in BODIES {
+        let mut request = app.client.post(&url).body(body);
+        if let Some(content_type) = content_type {
+            request = request.header("content-type", content_type);
         }
-        request.send()
-    };
-    let json_type = Some("application/json");
-    expect_problem(
-        send(b"{not json", json_type).await.unwrap(),
-        StatusCode::BAD_REQUEST,
-        "malformed_json",
-    )
-    .await;
-    expect_problem(
-        send(b"\xef\xbb\xbf{}", json_type).await.unwrap(),
-        StatusCode::BAD_REQUEST,
-        "malformed_json",
-    )
-    .await;
-    expect_problem(
-        send(b"{\"action\":\"\\ud800\"}", json_type).await.unwrap(),
-        StatusCode::BAD_REQUEST,
-        "malformed_json",
-    )
-    .await;
-    expect_problem(
-        send(b"{\"action\":\"\xff\"}", json_type).await.unwrap(),
-        StatusCode::BAD_REQUEST,
-        "malformed_json",
-    )
-    .await;
-    expect_problem(
-        send(b"{}", None).await.unwrap(),
-        StatusCode::UNSUPPORTED_MEDIA_TYPE,
-        "unsupported_media_type",
-    )
-    .await;
-    expect_problem(
-        send(b"{}", Some("text/plain")).await.unwrap(),
-        StatusCode::UNSUPPORTED_MEDIA_TYPE,
-        "unsupported_media_type",
-    )
-    .await;
+        expect_problem(request.send().await.unwrap(), status, code).await;
+    }
     for deep in [
         format!("{}{}", "[".repeat(5000), "]".repeat(5000)),
         format!(
@@ -66,7 +77,7 @@ async fn bad_requests_are_problems() {
     ] {
         let response = app
             .client
-            .post(url.clone())
+            .post(&url)
             .header("content-type", "application/json")
             .body(deep)
             .send()
@@ -82,7 +93,7 @@ async fn bad_requests_are_problems() {
     let big = vec![b' '; 64 * 1024 + 1];
     let response = app
         .client
-        .post(url.clone())
+        .post(&url)
         .header("content-type", "application/json")
         .body(big)
         .send()
@@ -90,61 +101,32 @@ async fn bad_requests_are_problems() {
         .unwrap();
     expect_problem(response, StatusCode::PAYLOAD_TOO_LARGE, "payload_too_large").await;
 
-    expect_problem(
-        app.client
-            .get(app.url("/v1/vat/aar?limit=abc"))
-            .bearer_auth(&app.admin_key)
-            .send()
-            .await
-            .unwrap(),
-        StatusCode::BAD_REQUEST,
-        "invalid_query",
-    )
-    .await;
-    expect_problem(
-        app.client
-            .get(app.url("/v1/vat/aar?limit=501"))
-            .bearer_auth(&app.admin_key)
-            .send()
-            .await
-            .unwrap(),
-        StatusCode::BAD_REQUEST,
-        "invalid_query",
-    )
-    .await;
-    expect_problem(
-        app.client
-            .get(app.url("/v1/vat/aar?cursor=zzz"))
-            .bearer_auth(&app.admin_key)
-            .send()
-            .await
-            .unwrap(),
-        StatusCode::BAD_REQUEST,
-        "invalid_cursor",
-    )
-    .await;
-    expect_problem(
-        app.client
-            .get(app.url("/v1/vat/aar?since=yesterday"))
-            .bearer_auth(&app.admin_key)
-            .send()
-            .await
-            .unwrap(),
-        StatusCode::BAD_REQUEST,
-        "invalid_query",
-    )
-    .await;
+    for (query, code) in QUERIES {
+        expect_problem(
+            app.get_auth(&format!("/v1/vat/aar?{query}"), &app.admin_key)
+                .await,
+            StatusCode::BAD_REQUEST,
+            code,
+        )
+        .await;
+    }
 }
 
-#[tokio::test]
-async fn wrong_shapes_and_broken_rules_are_422_naming_the_field() {
-    let app = TestApp::spawn().await;
-    let token = app.root("bot", &["crm:*"], &["read"]).await;
-    let jti = text(&token["jti"]);
-    let base = json!({"vat_jti": jti, "action": "read", "resource": "crm:a", "result": "success"});
-    let cases = [
-        (json!({"action": 5}), "invalid_field", None),
-        (json!({"extra": true}), "unknown_field", None),
+/// Sets `edit`'s members in a copy of `base`.
+fn edited(base: &Value, edit: &Value) -> Value {
+    let mut body = base.clone();
+    for (k, v) in edit.as_object().unwrap() {
+        body[k] = v.clone();
+    }
+    body
+}
+
+/// How a well-formed body breaks a rule of `record/action` (its edit of a
+/// valid body), the code of the 422 it gets and the field it names.
+fn action_cases() -> Vec<(Value, &'static str, Option<&'static str>)> {
+    vec![
+        (json!({"action": 5}), "invalid_field", Some("action")),
+        (json!({"extra": true}), "unknown_field", Some("extra")),
         (json!({"result": "great"}), "unknown_result", Some("result")),
         (
             json!({"resource": "crm"}),
@@ -187,58 +169,28 @@ async fn wrong_shapes_and_broken_rules_are_422_naming_the_field() {
             "invalid_digest",
             Some("result_hash"),
         ),
-    ];
-    for (edit, code, field) in cases {
-        let mut body = base.clone();
-        for (k, v) in edit.as_object().unwrap() {
-            body[k] = v.clone();
-        }
-        let problem = expect_problem(
-            app.post("/v1/vat/record/action", &body).await,
-            StatusCode::UNPROCESSABLE_ENTITY,
-            code,
-        )
-        .await;
-        if let Some(field) = field {
-            assert_eq!(problem["field"], field, "{body}");
-        }
-    }
-    let mut body = base.clone();
-    body.as_object_mut().unwrap().remove("action");
-    expect_problem(
-        app.post("/v1/vat/record/action", &body).await,
-        StatusCode::UNPROCESSABLE_ENTITY,
-        "missing_field",
-    )
-    .await;
-    for raw in [
-        r#"{"vat_jti":"x","action":"read","resource":"crm:a","result":"success","spend_usd":1e400}"#,
-        r#"{"vat_jti":"x","action":"read","resource":"crm:a","result":"success","spend_usd":123456789012345678901234567890}"#,
-    ] {
-        let response = app
-            .client
-            .post(app.url("/v1/vat/record/action"))
-            .header("content-type", "application/json")
-            .body(raw)
-            .send()
-            .await
-            .unwrap();
-        assert!(
-            response.status().is_client_error(),
-            "{raw}: {}",
-            response.status()
-        );
-    }
+    ]
+}
 
-    let issue = |edit: serde_json::Value| {
-        let mut body = json!({"developer_email": "dev@example.com", "agent_id": "bot", "resources": ["crm:*"], "actions": ["read"]});
-        for (k, v) in edit.as_object().unwrap() {
-            body[k] = v.clone();
-        }
-        body
-    };
+/// Bodies of `record/action` written by hand, the code of the 422 each
+/// gets and the field it names.
+const RAW_BODIES: [(&str, &str, &str); 1] = [(
+    r#"{"vat_jti":"x","action":"read","action":"read","resource":"crm:a","result":"success"}"#,
+    "invalid_field",
+    "action",
+)];
+
+/// Numbers no amount holds, in bodies serde_json must read or refuse.
+const HUGE_NUMBERS: [&str; 2] = [
+    r#"{"vat_jti":"x","action":"read","resource":"crm:a","result":"success","spend_usd":1e400}"#,
+    r#"{"vat_jti":"x","action":"read","resource":"crm:a","result":"success","spend_usd":123456789012345678901234567890}"#,
+];
+
+/// How a well-formed body breaks a rule of `issue/l1` (its edit of a valid
+/// body), the code of the 422 it gets and the field it names.
+fn issue_cases() -> Vec<(Value, &'static str, &'static str)> {
     let many: Vec<String> = (0..65).map(|i| format!("ns:r{i}")).collect();
-    let issue_cases = [
+    vec![
         (
             json!({"developer_email": "not-an-email"}),
             "invalid_email",
@@ -272,9 +224,113 @@ async fn wrong_shapes_and_broken_rules_are_422_naming_the_field() {
             "invalid_framework",
             "policy.frameworks",
         ),
-    ];
-    for (edit, code, field) in issue_cases {
-        let body = issue(edit);
+        // Wrong shapes, down to the member: serde's own message names none.
+        (json!({"resources": "crm:*"}), "invalid_field", "resources"),
+        (
+            json!({"resources": ["crm:a", 5]}),
+            "invalid_field",
+            "resources",
+        ),
+        (json!({"ttl_seconds": 1.5}), "invalid_field", "ttl_seconds"),
+        (
+            json!({"constraints": {"max_actions": "5"}}),
+            "invalid_field",
+            "constraints.max_actions",
+        ),
+        (
+            json!({"policy": {"frameworks": "gdpr"}}),
+            "invalid_field",
+            "policy.frameworks",
+        ),
+        (
+            json!({"constraints": {"max_spend": 5}}),
+            "unknown_field",
+            "constraints.max_spend",
+        ),
+        (json!({"policy": {}}), "missing_field", "policy.frameworks"),
+    ]
+}
+
+/// Edits of a valid `issue/l1` body giving an object as a positional list
+/// (serde reads a struct from one too; the API takes objects only), and the
+/// member each names.
+fn issue_positional() -> [(Value, &'static str); 3] {
+    [
+        (json!({"constraints": [null, null]}), "constraints"),
+        (json!({"constraints": [1, 5]}), "constraints"),
+        (json!({"policy": [["hipaa"]]}), "policy"),
+    ]
+}
+
+/// Feedback bodies that get a 422, with its code.
+fn feedback_cases() -> [(Value, &'static str); 2] {
+    [
+        (
+            json!({"rating": "approved", "note": "n".repeat(2049)}),
+            "too_long",
+        ),
+        (json!({"rating": "great"}), "unknown_rating"),
+    ]
+}
+
+#[tokio::test]
+async fn wrong_shapes_and_broken_rules_are_422_naming_the_field() {
+    let app = TestApp::spawn().await;
+    let token = app.root("bot", &["crm:*"], &["read"]).await;
+    let jti = text(&token["jti"]);
+    let base = json!({"vat_jti": jti, "action": "read", "resource": "crm:a", "result": "success"});
+    for (edit, code, field) in action_cases() {
+        let body = edited(&base, &edit);
+        let problem = expect_problem(
+            app.post("/v1/vat/record/action", &body).await,
+            StatusCode::UNPROCESSABLE_ENTITY,
+            code,
+        )
+        .await;
+        if let Some(field) = field {
+            assert_eq!(problem["field"], field, "{body}");
+        }
+    }
+    let mut body = base.clone();
+    body.as_object_mut().unwrap().remove("action");
+    let problem = expect_problem(
+        app.post("/v1/vat/record/action", &body).await,
+        StatusCode::UNPROCESSABLE_ENTITY,
+        "missing_field",
+    )
+    .await;
+    assert_eq!(problem["field"], "action");
+    for (raw, code, field) in RAW_BODIES {
+        let response = app
+            .client
+            .post(app.url("/v1/vat/record/action"))
+            .header("content-type", "application/json")
+            .body(raw)
+            .send()
+            .await
+            .unwrap();
+        let problem = expect_problem(response, StatusCode::UNPROCESSABLE_ENTITY, code).await;
+        assert_eq!(problem["field"], field, "{raw}");
+    }
+    for raw in HUGE_NUMBERS {
+        let response = app
+            .client
+            .post(app.url("/v1/vat/record/action"))
+            .header("content-type", "application/json")
+            .body(raw)
+            .send()
+            .await
+            .unwrap();
+        assert!(
+            response.status().is_client_error(),
+            "{raw}: {}",
+            response.status()
+        );
+    }
+
+    let issue_base = json!({"developer_email": "dev@example.com", "agent_id": "bot", "resources": ["crm:*"], "actions": ["read"]});
+    for (edit, code, field) in issue_cases() {
+        let body = edited(&issue_base, &edit);
         let problem = expect_problem(
             app.post_auth("/v1/vat/issue/l1", &app.admin_key, &body)
                 .await,
@@ -284,30 +340,48 @@ async fn wrong_shapes_and_broken_rules_are_422_naming_the_field() {
         .await;
         assert_eq!(problem["field"], field, "{body}");
     }
-    let unknown_constraint = issue(json!({"constraints": {"max_spend": 5}}));
-    expect_problem(
-        app.post_auth("/v1/vat/issue/l1", &app.admin_key, &unknown_constraint)
+    for (edit, field) in issue_positional() {
+        let problem = expect_problem(
+            app.post_auth(
+                "/v1/vat/issue/l1",
+                &app.admin_key,
+                &edited(&issue_base, &edit),
+            )
             .await,
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "invalid_field",
+        )
+        .await;
+        assert_eq!(problem["field"], field, "{edit}");
+    }
+    // The body as a whole is at fault: no field.
+    let whole = expect_problem(
+        app.post(
+            "/v1/vat/record/action",
+            &json!([jti, "read", "crm:a", "success"]),
+        )
+        .await,
         StatusCode::UNPROCESSABLE_ENTITY,
-        "unknown_field",
+        "invalid_field",
     )
     .await;
-    // serde reads a struct from a positional list too; the API takes objects only.
-    let positional = [
-        issue(json!({"constraints": [null, null]})),
-        issue(json!({"constraints": [1, 5]})),
-        issue(json!({"policy": [["hipaa"]]})),
-        json!([jti, "read", "crm:a", "success"]),
-    ];
-    for body in positional {
-        let response = if body.is_array() {
-            app.post("/v1/vat/record/action", &body).await
-        } else {
-            app.post_auth("/v1/vat/issue/l1", &app.admin_key, &body)
-                .await
-        };
-        expect_problem(response, StatusCode::UNPROCESSABLE_ENTITY, "invalid_field").await;
-    }
+    assert!(whole.get("field").is_none(), "{whole}");
+    // A wrong value inside a list is told with its position.
+    let in_list = expect_problem(
+        app.post_auth(
+            "/v1/vat/issue/l1",
+            &app.admin_key,
+            &edited(&issue_base, &json!({"resources": ["crm:a", 5]})),
+        )
+        .await,
+        StatusCode::UNPROCESSABLE_ENTITY,
+        "invalid_field",
+    )
+    .await;
+    assert!(
+        text(&in_list["detail"]).starts_with("resources[1]: invalid type"),
+        "{in_list}"
+    );
     let broken_list = app
         .client
         .post(app.url("/v1/vat/record/action"))
@@ -324,20 +398,41 @@ async fn wrong_shapes_and_broken_rules_are_422_naming_the_field() {
     )
     .await;
     let path = format!("/v1/vat/aar/{}/feedback", text(&record["aar_id"]));
-    let long_note = json!({"rating": "approved", "note": "n".repeat(2049)});
-    expect_problem(
-        app.post_auth(&path, &app.admin_key, &long_note).await,
-        StatusCode::UNPROCESSABLE_ENTITY,
-        "too_long",
-    )
-    .await;
-    expect_problem(
-        app.post_auth(&path, &app.admin_key, &json!({"rating": "great"}))
+    for (body, code) in feedback_cases() {
+        expect_problem(
+            app.post_auth(&path, &app.admin_key, &body).await,
+            StatusCode::UNPROCESSABLE_ENTITY,
+            code,
+        )
+        .await;
+    }
+}
+
+/// Titles are written for people, not spelled out from the code (they were
+/// "Malformed json" and "Ttl out of range").
+#[tokio::test]
+async fn titles_are_written_for_people() {
+    let app = TestApp::spawn().await;
+    let malformed = app
+        .client
+        .post(app.url("/v1/vat/record/action"))
+        .header("content-type", "application/json")
+        .body("{not json")
+        .send()
+        .await
+        .unwrap();
+    let problem = expect_problem(malformed, StatusCode::BAD_REQUEST, "malformed_json").await;
+    assert_eq!(problem["title"], "Malformed JSON");
+    let body = json!({"developer_email": "dev@example.com", "agent_id": "bot",
+                      "resources": ["crm:*"], "actions": ["read"], "ttl_seconds": 0});
+    let problem = expect_problem(
+        app.post_auth("/v1/vat/issue/l1", &app.admin_key, &body)
             .await,
         StatusCode::UNPROCESSABLE_ENTITY,
-        "unknown_rating",
+        "ttl_out_of_range",
     )
     .await;
+    assert_eq!(problem["title"], "Lifetime out of range");
 }
 
 #[tokio::test]
@@ -465,6 +560,30 @@ async fn unknown_things_are_404_and_methods_405() {
             "application/problem+json"
         );
     }
+    // A wrong base URL: the 404 names the path it got, never the query.
+    let problem = expect_problem(
+        app.get_auth("/v2/vat/tokens/vat_x?limit=5", &key).await,
+        StatusCode::NOT_FOUND,
+        "not_found",
+    )
+    .await;
+    assert_eq!(
+        problem["detail"],
+        "there is nothing at /v2/vat/tokens/vat_x"
+    );
+    let long = format!("/{}", "é".repeat(300));
+    let problem = expect_problem(
+        app.get_auth(&long, &key).await,
+        StatusCode::NOT_FOUND,
+        "not_found",
+    )
+    .await;
+    let detail = text(&problem["detail"]);
+    assert!(
+        detail.starts_with("there is nothing at /%C3%A9"),
+        "{detail}"
+    );
+    assert_eq!(detail.chars().count(), "there is nothing at ".len() + 200);
     let complete = app
         .post(
             "/v1/vat/aar/aar_01m80mjknah632wmr5mq81vn6x/complete",

@@ -226,7 +226,8 @@ pub async fn expect_json(response: Response, status: StatusCode) -> Value {
     serde_json::from_str(&text).unwrap_or_else(|_| panic!("not JSON: {text}"))
 }
 
-/// Asserts a problem response with this status and code; returns its body.
+/// Asserts a problem response with this status and code, titled from the
+/// table of titles; returns its body.
 pub async fn expect_problem(response: Response, status: StatusCode, code: &str) -> Value {
     let actual = response.status();
     let content_type = response
@@ -241,7 +242,8 @@ pub async fn expect_problem(response: Response, status: StatusCode, code: &str) 
     assert_eq!(body["code"], code, "body: {text}");
     assert_eq!(body["status"], status.as_u16());
     assert_eq!(body["type"], format!("urn:mandate:problem:{code}"));
-    assert!(body["title"].as_str().is_some_and(|t| !t.is_empty()));
+    let title = mandate_host::error::title(code).unwrap_or_else(|| panic!("{code} has no title"));
+    assert_eq!(body["title"], title, "body: {text}");
     assert!(body["detail"].as_str().is_some_and(|t| !t.is_empty()));
     body
 }

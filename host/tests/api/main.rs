@@ -5,7 +5,6 @@ mod abuse;
 mod assurance;
 mod authority;
 mod budget;
-mod budgets;
 mod crash;
 mod delegation;
 mod door;

@@ -19,24 +19,36 @@ pub struct Server {
 impl Server {
     /// Starts the binary on port 0 and waits for its `listening on` line.
     pub fn start(data_dir: &Path, config: &Path) -> Server {
-        Server::spawn(data_dir, config, Stdio::null(), "info")
+        Server::spawn(data_dir, config, Stdio::null(), Some("info"))
     }
 
     /// Like [`Server::start`], with every log line down to `debug` written
     /// to `log`.
     pub fn start_logging(data_dir: &Path, config: &Path, log: &Path) -> Server {
         let file = File::create(log).unwrap();
-        Server::spawn(data_dir, config, Stdio::from(file), "debug")
+        Server::spawn(data_dir, config, Stdio::from(file), Some("debug"))
     }
 
-    fn spawn(data_dir: &Path, config: &Path, stderr: Stdio, level: &str) -> Server {
+    /// Like [`Server::start`], with what it logs when `RUST_LOG` is not set
+    /// written to `log`.
+    pub fn start_logging_by_default(data_dir: &Path, config: &Path, log: &Path) -> Server {
+        let file = File::create(log).unwrap();
+        Server::spawn(data_dir, config, Stdio::from(file), None)
+    }
+
+    fn spawn(data_dir: &Path, config: &Path, stderr: Stdio, level: Option<&str>) -> Server {
         mandate_host::install_tls_provider();
-        let mut child = Command::new(env!("CARGO_BIN_EXE_mandate"))
+        let mut command = Command::new(env!("CARGO_BIN_EXE_mandate"));
+        command
             .args(["serve", "--listen", "127.0.0.1:0", "--data-dir"])
             .arg(data_dir)
             .arg("--config")
-            .arg(config)
-            .env("RUST_LOG", level)
+            .arg(config);
+        match level {
+            Some(level) => command.env("RUST_LOG", level),
+            None => command.env_remove("RUST_LOG"),
+        };
+        let mut child = command
             .stdout(Stdio::piped())
             .stderr(stderr)
             .spawn()

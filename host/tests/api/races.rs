@@ -1,5 +1,7 @@
-//! Races, over many trials: the double rating, concurrent spenders, revocation
-//! racing actions, and delegation racing revocation of the parent.
+//! Races: the double rating, concurrent spenders (of one token, over many
+//! trials, and through children sharing their root's budget), concurrent
+//! authorizations against `max_actions`, revocation racing actions, and
+//! delegation racing revocation of the parent.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -36,25 +38,36 @@ async fn double_rating_has_exactly_one_winner_every_time() {
             let rating = ["approved", "flagged", "rejected"][i % 3];
             tasks.push(tokio::spawn(async move {
                 barrier.wait().await;
-                client
+                let status = client
                     .post(url)
                     .bearer_auth(key)
                     .json(&json!({"rating": rating}))
                     .send()
                     .await
                     .unwrap()
-                    .status()
+                    .status();
+                (status, rating)
             }));
         }
-        let mut wins = 0;
+        let mut winners = Vec::new();
         for task in tasks {
             match task.await.unwrap() {
-                StatusCode::OK => wins += 1,
-                StatusCode::CONFLICT => {}
-                other => panic!("trial {trial}: {other}"),
+                (StatusCode::OK, rating) => winners.push(rating),
+                (StatusCode::CONFLICT, _) => {}
+                (other, _) => panic!("trial {trial}: {other}"),
             }
         }
-        assert_eq!(wins, 1, "trial {trial}");
+        assert_eq!(winners.len(), 1, "trial {trial}");
+        let stored = expect_json(
+            app.get_auth(
+                &format!("/v1/vat/aar/{}", text(&record["aar_id"])),
+                &app.admin_key,
+            )
+            .await,
+            StatusCode::OK,
+        )
+        .await;
+        assert_eq!(stored["rating"], winners[0], "trial {trial}");
     }
     let reputation = expect_json(
         app.get_auth("/v1/vat/reputation/bot", &app.admin_key).await,
@@ -118,6 +131,128 @@ async fn concurrent_spenders_never_pass_a_budget() {
             "trial {trial}: only {actions} actions; the budget was not used"
         );
     }
+}
+
+/// Thirty-two spenders at once through a root and its two children, which
+/// share the root's budget: exactly as many spends as it holds pass.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn spenders_through_children_share_the_root_budget_exactly() {
+    let app = TestApp::spawn().await;
+    let root = app
+        .issue(json!({
+            "developer_email": "dev@example.com", "agent_id": "boss",
+            "resources": ["shop:*"], "actions": ["buy", "delegate"],
+            "constraints": {"max_spend_usd": 10, "max_actions": 40}
+        }))
+        .await;
+    // Two children share the root's budget (each delegation is an action).
+    let mut jtis = vec![text(&root["jti"]).to_owned()];
+    for agent in ["left", "right"] {
+        let child = expect_json(
+            app.delegate(
+                &root,
+                json!({
+                    "agent_id": agent, "resources": ["shop:*"], "actions": ["buy"],
+                    "constraints": {"max_spend_usd": 10, "max_actions": 40}
+                }),
+            )
+            .await,
+            StatusCode::CREATED,
+        )
+        .await;
+        jtis.push(text(&child["jti"]).to_owned());
+    }
+    let mut tasks = Vec::new();
+    for i in 0..32 {
+        let client = app.client.clone();
+        let url = app.url("/v1/vat/record/action");
+        let jti = jtis[i % jtis.len()].clone();
+        tasks.push(tokio::spawn(async move {
+            let body = json!({"vat_jti": jti, "action": "buy", "resource": "shop:item", "result": "success", "spend_usd": 0.75});
+            client.post(url).json(&body).send().await.unwrap().status()
+        }));
+    }
+    let mut accepted = 0;
+    for task in tasks {
+        match task.await.unwrap() {
+            StatusCode::CREATED => accepted += 1,
+            StatusCode::FORBIDDEN => {}
+            other => panic!("unexpected {other}"),
+        }
+    }
+    // 13 × 0.75 = 9.75 ≤ 10 < 14 × 0.75.
+    assert_eq!(accepted, 13);
+    let page = expect_json(
+        app.get_auth(
+            "/v1/vat/aar?action=buy&result=success&limit=500",
+            &app.admin_key,
+        )
+        .await,
+        StatusCode::OK,
+    )
+    .await;
+    let spent: f64 = page["records"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["spend_usd"].as_f64().unwrap())
+        .sum();
+    assert!(spent <= 10.0, "spent {spent}");
+    let denied = expect_json(
+        app.get_auth("/v1/vat/aar?result=denied&limit=500", &app.admin_key)
+            .await,
+        StatusCode::OK,
+    )
+    .await;
+    assert!(
+        denied["records"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|r| r["deny_reason"] == "budget_max_spend_usd")
+    );
+    assert_eq!(denied["records"].as_array().unwrap().len(), 19);
+}
+
+/// Thirty-two authorizations at once: exactly `max_actions` pass.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn max_actions_holds_under_concurrency() {
+    let app = TestApp::spawn().await;
+    let root = app
+        .issue(json!({
+            "developer_email": "dev@example.com", "agent_id": "counter",
+            "resources": ["api:*"], "actions": ["call"], "constraints": {"max_actions": 7}
+        }))
+        .await;
+    let jti = text(&root["jti"]).to_owned();
+    let mut tasks = Vec::new();
+    for _ in 0..32 {
+        let (client, url, jti) = (
+            app.client.clone(),
+            app.url("/v1/vat/authorize"),
+            jti.clone(),
+        );
+        tasks.push(tokio::spawn(async move {
+            let body = json!({"vat_jti": jti, "action": "call", "resource": "api:x"});
+            let response: serde_json::Value = client
+                .post(url)
+                .json(&body)
+                .send()
+                .await
+                .unwrap()
+                .json()
+                .await
+                .unwrap();
+            response["authorized"].as_bool().unwrap()
+        }));
+    }
+    let mut authorized = 0;
+    for task in tasks {
+        if task.await.unwrap() {
+            authorized += 1;
+        }
+    }
+    assert_eq!(authorized, 7);
 }
 
 /// Per request: when it was sent and whether it was accepted.

@@ -1,0 +1,211 @@
+//! `cargo xtask bench [--quick] [--only budget]`: measures Mandate against
+//! peers and ceilings in one run and writes `BENCHMARKS.md`.
+//!
+//! Every row is a ratio of two contenders measured side by side, in
+//! interleaved rounds, reported as the median with its range, next to the
+//! absolute figures. `--quick` runs a few seconds per row against the debug
+//! build, checks loose sanity bounds and writes nothing: `cargo xtask test`
+//! runs it so the harness never rots. `--only budget` measures the
+//! read-budget rows alone on a fresh folder of 5 M records (1 000 with
+//! `--quick`), prints them and writes nothing.
+//!
+//! `running` runs wrk, the server and the bench programs; `parsing` reads
+//! their output into figures; `report` renders BENCHMARKS.md, where each
+//! target is declared once, as a bound its text is rendered from.
+
+mod parsing;
+mod report;
+mod running;
+
+use std::path::Path;
+
+use crate::wasm::target_dir;
+use crate::{Result, fail, run};
+use parsing::{Spread, errors, p99_ratio, ratio};
+use report::Report;
+use running::{
+    budget, cold_starts, ensure_wrk, filled, growth, http, json_of, machine, reference_verifier,
+    today, wasm_sizes,
+};
+
+/// How long and how often: full runs for the table, quick ones for CI.
+#[derive(Debug, Clone, Copy)]
+struct Plan {
+    quick: bool,
+    /// Seconds of load per contender per round.
+    seconds: u32,
+    /// Interleaved rounds per comparison.
+    rounds: u32,
+}
+
+/// `cargo xtask bench --only budget`: the read-budget rows alone, on a
+/// fresh folder of 5 M records; prints them and writes nothing.
+fn budget_only(plan: Plan, bins: &Path, scratch: &Path, scripts: &Path) -> Result<()> {
+    let records = if plan.quick { 1_000 } else { 5_000_000 };
+    eprintln!("filling {records} records");
+    let (data, agent) = filled(
+        &bins.join("mandate"),
+        &bins.join("prefill"),
+        scratch,
+        records,
+    )?;
+    eprintln!("read budget");
+    let rows = budget(plan, &bins.join("mandate"), &data, scripts, agent)?;
+    let _ = std::fs::remove_dir_all(scratch);
+    for row in rows.targets() {
+        eprintln!("{}", row.line());
+    }
+    for (what, figure) in rows.figures() {
+        eprintln!("| {what} | {figure} |");
+    }
+    Ok(())
+}
+
+/// `cargo xtask bench [--quick] [--only budget]`.
+pub(crate) fn bench(root: &Path, args: &[&str]) -> Result<()> {
+    let quick = args.contains(&"--quick");
+    let only = match args.iter().position(|a| *a == "--only") {
+        None => None,
+        Some(i) => match args.get(i + 1) {
+            Some(&"budget") => Some("budget"),
+            other => {
+                return fail(format!(
+                    "--only takes `budget` (the read-budget rows), not {other:?}"
+                ));
+            }
+        },
+    };
+    let plan = if quick {
+        Plan {
+            quick,
+            seconds: 1,
+            rounds: 1,
+        }
+    } else {
+        Plan {
+            quick,
+            seconds: 5,
+            rounds: 5,
+        }
+    };
+    ensure_wrk()?;
+    let profile = if quick { "debug" } else { "release" };
+    let mut build = vec![
+        "build",
+        "-p",
+        "mandate-host",
+        "-p",
+        "mandate-bench",
+        "--bins",
+    ];
+    if !quick {
+        build.push("--release");
+    }
+    run("cargo", &build)?;
+    let bins = target_dir(root)?.join(profile);
+    let scripts = root.join("bench/wrk");
+    let scratch = std::env::temp_dir().join(format!("mandate-bench-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&scratch);
+    std::fs::create_dir_all(&scratch)?;
+    if only.is_some() {
+        return budget_only(plan, &bins, &scratch, &scripts);
+    }
+    if !quick || !root.join("wasm/pkg/web").exists() {
+        crate::wasm::build(root)?;
+    }
+    let plugin = reference_verifier(root)?;
+    let flag: &[&str] = if quick { &["--quick"] } else { &[] };
+
+    eprintln!("\nnative verification");
+    let native = json_of(&bins.join("native_verify"), flag, root)?;
+    eprintln!("verification in Node");
+    let mut node_args = vec!["bench/verify.mjs", "--json"];
+    node_args.extend_from_slice(flag);
+    let node = json_of(Path::new("node"), &node_args, &root.join("wasm"))?;
+    eprintln!("plugin calls");
+    let mut plugin_args = vec![plugin.to_str().ok_or("path")?];
+    plugin_args.extend_from_slice(flag);
+    let plugin_cost = json_of(&bins.join("plugin_cost"), &plugin_args, root)?;
+    eprintln!("durable writes over HTTP");
+    let http = http(plan, &bins.join("mandate"), &scratch, &scripts)?;
+    let sizes: &[u64] = if quick {
+        &[1_000]
+    } else {
+        &[0, 1_000_000, 5_000_000]
+    };
+    eprintln!("growth");
+    let growth = growth(
+        plan,
+        &bins.join("mandate"),
+        &bins.join("prefill"),
+        &scratch,
+        &scripts,
+        sizes,
+    )?;
+    eprintln!("read budget");
+    let budget = budget(
+        plan,
+        &bins.join("mandate"),
+        &scratch.join("growth"),
+        &scripts,
+        "growth-bot",
+    )?;
+    let cold = cold_starts(&bins.join("mandate"), &scratch, if quick { 1 } else { 5 })?;
+    let (wasm_raw, wasm_gzip) = wasm_sizes(root)?;
+    let _ = std::fs::remove_dir_all(&scratch);
+
+    if quick {
+        let sane = [
+            (
+                "native core/bare",
+                Spread::from_json(&native["core_over_bare"]).median,
+            ),
+            (
+                "node jose/verifyToken",
+                Spread::from_json(&node["jose_over_verifyToken"]).median,
+            ),
+            ("record/healthz", ratio(&http.record, &http.healthz).median),
+            (
+                "API-key read p99 beside slow reads / alone",
+                p99_ratio(&budget.beside_slow, &budget.alone).median,
+            ),
+            (
+                "plugin call ns",
+                Spread::from_json(&plugin_cost["call_ns"]).median,
+            ),
+        ];
+        for (name, value) in sane {
+            eprintln!("{name}: {value:.3}");
+            if !(value.is_finite() && value > 0.0) {
+                return fail(format!("bench sanity: {name} is {value}"));
+            }
+        }
+        let lost = errors(&http.record)
+            + errors(&http.healthz)
+            + errors(&http.record_by_token)
+            + errors(&http.full_control)
+            + errors(&http.delegate);
+        if lost > 0 {
+            return fail(format!("bench sanity: {lost} failed requests under load"));
+        }
+        eprintln!("bench --quick: sane");
+        return Ok(());
+    }
+    let report = Report {
+        machine: machine(),
+        date: today(),
+        notes: std::fs::read_to_string(root.join("bench/NOTES.md")).unwrap_or_default(),
+        native,
+        node,
+        plugin_cost,
+        http,
+        growth,
+        budget,
+        cold,
+        wasm: (wasm_raw, wasm_gzip),
+        plan,
+    };
+    std::fs::write(root.join("BENCHMARKS.md"), report.render())?;
+    eprintln!("wrote BENCHMARKS.md");
+    Ok(())
+}

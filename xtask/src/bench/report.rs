@@ -1,0 +1,566 @@
+//! BENCHMARKS.md: the targets table, the absolute figures and the notes,
+//! rendered from a run's measurements. Each target is declared once, as a
+//! bound on a figure's median; its text in the table is rendered from it.
+
+use std::fmt::Write as _;
+
+use serde_json::Value;
+
+use super::Plan;
+use super::parsing::{Spread, p, p99_ratio, ratio, rps};
+use super::running::{BUDGET_MS, Budget, Growth, Http, READERS};
+
+impl Spread {
+    /// `median (min–max)` with `digits` decimals.
+    fn show(&self, digits: usize) -> String {
+        format!(
+            "{:.d$} ({:.d$}–{:.d$})",
+            self.median,
+            self.min,
+            self.max,
+            d = digits
+        )
+    }
+}
+
+/// What a figure is counted in, as the tables write it after a number.
+#[derive(Debug, Clone, Copy)]
+enum Unit {
+    /// A ratio of two contenders.
+    Times,
+    Ms,
+}
+
+impl Unit {
+    fn suffix(self) -> &'static str {
+        match self {
+            Unit::Times => "×",
+            Unit::Ms => " ms",
+        }
+    }
+}
+
+/// The bound a figure's median must keep.
+#[derive(Debug, Clone, Copy)]
+enum Target {
+    AtMost(f64, Unit),
+    AtLeast(f64, Unit),
+    /// A ratio below 1×: faster than the peer.
+    Faster,
+    /// A ratio within `within` of the first row of its series (the empty
+    /// data folder's), whose median is `reference`.
+    Flat {
+        reference: f64,
+        within: f64,
+    },
+}
+
+impl Target {
+    fn unit(self) -> Unit {
+        match self {
+            Target::AtMost(_, unit) | Target::AtLeast(_, unit) => unit,
+            Target::Faster | Target::Flat { .. } => Unit::Times,
+        }
+    }
+
+    fn text(self) -> String {
+        match self {
+            Target::AtMost(bound, unit) => format!("≤ {bound}{}", unit.suffix()),
+            Target::AtLeast(bound, unit) => format!("≥ {bound}{}", unit.suffix()),
+            Target::Faster => "< 1× (faster)".to_owned(),
+            Target::Flat { .. } => "flat (≈ the empty row)".to_owned(),
+        }
+    }
+
+    fn met(self, median: f64) -> bool {
+        match self {
+            Target::AtMost(bound, _) => median <= bound,
+            Target::AtLeast(bound, _) => median >= bound,
+            Target::Faster => median < 1.0,
+            Target::Flat { reference, within } => (median - reference).abs() < within,
+        }
+    }
+}
+
+/// A row of the targets table: what is measured, its target, and the
+/// figure shown with `digits` decimals.
+pub(super) struct Row {
+    label: String,
+    target: Target,
+    measured: Spread,
+    digits: usize,
+}
+
+impl Row {
+    fn new(label: impl Into<String>, target: Target, measured: Spread, digits: usize) -> Row {
+        Row {
+            label: label.into(),
+            target,
+            measured,
+            digits,
+        }
+    }
+
+    /// The row as a line of the Markdown table.
+    pub(super) fn line(&self) -> String {
+        let met = if self.target.met(self.measured.median) {
+            "met"
+        } else {
+            "**not met**"
+        };
+        format!(
+            "| {} | {} | {}{} | {met} |",
+            self.label,
+            self.target.text(),
+            self.measured.show(self.digits),
+            self.target.unit().suffix()
+        )
+    }
+}
+
+impl Budget {
+    /// The rows of the targets table.
+    pub(super) fn targets(&self) -> [Row; 2] {
+        let answer = Spread::of(
+            &self
+                .unindexed
+                .iter()
+                .map(|l| l.p99_ms / f64::from(BUDGET_MS))
+                .collect::<Vec<_>>(),
+        );
+        [
+            Row::new(
+                "5. unindexed record filter at 5 M records, p99 answer / query budget",
+                Target::AtMost(1.2, Unit::Times),
+                answer,
+                3,
+            ),
+            Row::new(
+                format!(
+                    "5. API-key read p99 beside {} slow reads / alone",
+                    2 * READERS
+                ),
+                Target::AtMost(10.0, Unit::Times),
+                p99_ratio(&self.beside_slow, &self.alone),
+                2,
+            ),
+        ]
+    }
+
+    /// The rows of the absolute figures: (what, figure).
+    pub(super) fn figures(&self) -> [(String, String); 6] {
+        [
+            (
+                "query time budget (ms; `query_budget_ms`, the default)".to_owned(),
+                BUDGET_MS.to_string(),
+            ),
+            (
+                "unindexed record filter at 5 M records, p99 answer (ms)".to_owned(),
+                p(&self.unindexed, |l| l.p99_ms).show(1),
+            ),
+            (
+                "the same filter with an hour's budget, one answer (ms)".to_owned(),
+                format!("{:.0}", self.unbounded_ms),
+            ),
+            (
+                "API-key read (reputation) alone, p99 (ms)".to_owned(),
+                p(&self.alone, |l| l.p99_ms).show(2),
+            ),
+            (
+                format!("API-key read beside {} slow reads, p99 (ms)", 2 * READERS),
+                p(&self.beside_slow, |l| l.p99_ms).show(2),
+            ),
+            (
+                "API-key read alone / beside slow reads (req/s)".to_owned(),
+                format!(
+                    "{} / {}",
+                    rps(&self.alone).show(0),
+                    rps(&self.beside_slow).show(0)
+                ),
+            ),
+        ]
+    }
+}
+
+/// Everything a full run measured, and where.
+pub(super) struct Report {
+    /// The machine measured on, and the day.
+    pub(super) machine: String,
+    pub(super) date: String,
+    /// `bench/NOTES.md`: what limits each row and what was done about it.
+    pub(super) notes: String,
+    pub(super) native: Value,
+    pub(super) node: Value,
+    pub(super) plugin_cost: Value,
+    pub(super) http: Http,
+    pub(super) growth: Growth,
+    pub(super) budget: Budget,
+    pub(super) cold: Spread,
+    pub(super) wasm: (u64, u64),
+    pub(super) plan: Plan,
+}
+
+impl Report {
+    /// The rows of the targets table.
+    fn targets(&self) -> Vec<Row> {
+        use Target::{AtLeast, AtMost, Faster};
+        use Unit::{Ms, Times};
+        let native = |k: &str| Spread::from_json(&self.native[k]);
+        let node = |k: &str| Spread::from_json(&self.node[k]);
+        let (h, g) = (&self.http, &self.growth);
+        let mut rows = vec![
+            Row::new(
+                "1. native verify / bare `verify_strict`",
+                AtMost(1.15, Times),
+                native("core_over_bare"),
+                3,
+            ),
+            Row::new(
+                "1. native verify / jsonwebtoken",
+                Faster,
+                native("core_over_jsonwebtoken"),
+                3,
+            ),
+            Row::new(
+                "2. jose / `verifyToken` (Node)",
+                AtLeast(1.3, Times),
+                node("jose_over_verifyToken"),
+                2,
+            ),
+            Row::new(
+                "2. jose / `Verifier.verify` (Node)",
+                AtLeast(1.3, Times),
+                node("jose_over_verifier"),
+                2,
+            ),
+            Row::new(
+                "2. jose / cached `Verifier.verify`",
+                AtLeast(20.0, Times),
+                node("jose_over_cached"),
+                1,
+            ),
+            Row::new(
+                "3. record/action / `GET /healthz` (req/s)",
+                AtLeast(0.5, Times),
+                ratio(&h.record, &h.healthz),
+                3,
+            ),
+            Row::new(
+                "3. record/action p99",
+                AtMost(10.0, Ms),
+                p(&h.record, |l| l.p99_ms),
+                2,
+            ),
+            Row::new(
+                "3. record/action with the token itself / with its `vat_jti` (req/s)",
+                AtLeast(0.8, Times),
+                ratio(&h.record_by_token, &h.record_by_jti),
+                3,
+            ),
+            Row::new(
+                "3. native check of a bound token's call (token + DPoP proof) / of a Bearer call",
+                AtMost(2.2, Times),
+                native("bound_over_bearer"),
+                2,
+            ),
+            Row::new(
+                "4. provenance summary of a 10 k-record workflow, p99",
+                AtMost(20.0, Ms),
+                p(&g.summary, |l| l.p99_ms),
+                2,
+            ),
+            Row::new(
+                "4. filtered, paginated record query at 5 M records, p99",
+                AtMost(20.0, Ms),
+                p(&g.query, |l| l.p99_ms),
+                2,
+            ),
+        ];
+        let by_size: Vec<(u64, Spread)> = g
+            .by_size
+            .iter()
+            .map(|(size, record, healthz)| (*size, ratio(record, healthz)))
+            .collect();
+        if let Some(&(_, empty)) = by_size.first() {
+            for (size, growth) in by_size {
+                rows.push(Row::new(
+                    format!("4. record/action / healthz with {size} records stored"),
+                    Target::Flat {
+                        reference: empty.median,
+                        within: 0.1,
+                    },
+                    growth,
+                    3,
+                ));
+            }
+        }
+        rows.extend(self.budget.targets());
+        rows
+    }
+
+    /// The rows of the absolute figures: (what, figure).
+    fn figures(&self) -> Vec<(String, String)> {
+        let native = |k: &str| Spread::from_json(&self.native[k]);
+        let node_ns = |k: &str| Spread::from_json(&self.node["ns"][k]);
+        let (h, g) = (&self.http, &self.growth);
+        let grouping = ratio(&h.grouped_for_single, &h.single_commit);
+        let lines = [
+            (
+                "native `mandate_core::verify` (ns)",
+                native("core_ns").show(0),
+            ),
+            (
+                "native bare `verify_strict` (ns)",
+                native("bare_ns").show(0),
+            ),
+            (
+                "native jsonwebtoken `decode` (ns)",
+                native("jsonwebtoken_ns").show(0),
+            ),
+            ("Node `verifyToken` (ns)", node_ns("verifyToken").show(0)),
+            ("Node `Verifier.verify` (ns)", node_ns("verifier").show(0)),
+            (
+                "Node cached `Verifier.verify` (ns)",
+                node_ns("cached").show(0),
+            ),
+            (
+                "Node jose `jwtVerify`, local JWKS (ns)",
+                node_ns("jose").show(0),
+            ),
+            ("`GET /healthz` (req/s)", rps(&h.healthz).show(0)),
+            ("record/action (req/s)", rps(&h.record).show(0)),
+            ("record/action p50 (ms)", p(&h.record, |l| l.p50_ms).show(2)),
+            (
+                "record/action with the token itself as Bearer (req/s)",
+                rps(&h.record_by_token).show(0),
+            ),
+            (
+                "record/action with `vat_jti`, same rounds (req/s)",
+                rps(&h.record_by_jti).show(0),
+            ),
+            (
+                "native check of a DPoP proof, `dpop::verify_proof` (ns)",
+                native("proof_ns").show(0),
+            ),
+            (
+                "authorize + complete (req/s; two per action)",
+                rps(&h.full_control).show(0),
+            ),
+            (
+                "authorize + complete p99 (ms)",
+                p(&h.full_control, |l| l.p99_ms).show(2),
+            ),
+            ("delegate (req/s)", rps(&h.delegate).show(0)),
+            ("delegate p99 (ms)", p(&h.delegate, |l| l.p99_ms).show(2)),
+            (
+                "record/action, one commit per write (req/s)",
+                rps(&h.single_commit).show(0),
+            ),
+            (
+                "record/action, group commit, same rounds (req/s)",
+                rps(&h.grouped_for_single).show(0),
+            ),
+            (
+                "what group commit buys (grouped / one per write)",
+                format!("{}×", grouping.show(2)),
+            ),
+            (
+                "mean writes per commit under the record/action load",
+                format!("{:.1}", h.batch_mean),
+            ),
+            (
+                "provenance summary, 10 k records (req/s)",
+                rps(&g.summary).show(0),
+            ),
+            ("record query at 5 M records (req/s)", rps(&g.query).show(0)),
+            (
+                "database bytes per record",
+                format!("{:.0}", g.bytes_per_record),
+            ),
+            (
+                "prefilling 5 M records (s)",
+                format!("{:.0}", g.prefill_seconds),
+            ),
+            (
+                "server peak RSS under the HTTP load (MiB)",
+                format!("{:.1}", h.peak_rss_mib),
+            ),
+            (
+                "server peak RSS at 5 M records (MiB)",
+                format!("{:.1}", g.peak_rss_mib),
+            ),
+            (
+                "cold start, fresh data folder, to listening (ms)",
+                self.cold.show(0),
+            ),
+            (
+                "restart on 5 M records, to listening (ms)",
+                format!("{:.0}", g.restart_ms),
+            ),
+            (
+                "wasm module raw / gzip (bytes)",
+                format!("{} / {}", self.wasm.0, self.wasm.1),
+            ),
+            (
+                "reference plugin call: fresh instance + JSON in/out (ns)",
+                Spread::from_json(&self.plugin_cost["call_ns"]).show(0),
+            ),
+            (
+                "reference plugin compile at start (ms)",
+                format!(
+                    "{:.0}",
+                    self.plugin_cost["compile_ms"].as_f64().unwrap_or(f64::NAN)
+                ),
+            ),
+        ];
+        lines
+            .into_iter()
+            .map(|(what, figure)| (what.to_owned(), figure))
+            .chain(self.budget.figures())
+            .collect()
+    }
+
+    /// BENCHMARKS.md.
+    pub(super) fn render(&self) -> String {
+        let mut out = String::new();
+        let _ = writeln!(
+            out,
+            "# Benchmarks\n\nMeasured by `cargo xtask bench` on {} ({}). Every ratio is measured side by side in one run: \
+             the contenders alternate within each round ({} rounds; HTTP loads {} s each, wrk with 64 connections on 2 threads \
+             on the same machine), and each figure is the median of the per-round figures with their range in parentheses. \
+             The machine is shared and noisy; the ranges say how much.\n",
+            self.machine, self.date, self.plan.rounds, self.plan.seconds
+        );
+        let _ = writeln!(
+            out,
+            "## Targets\n\n| row | target | measured | |\n|---|---|---|---|"
+        );
+        for row in self.targets() {
+            let _ = writeln!(out, "{}", row.line());
+        }
+        let _ = writeln!(out, "\n## Absolute figures\n");
+        let _ = writeln!(out, "| what | figure |\n|---|---|");
+        for (what, figure) in self.figures() {
+            let _ = writeln!(out, "| {what} | {figure} |");
+        }
+        let _ = writeln!(
+            out,
+            "\nReproduce: `cargo xtask bench` (about ten minutes here; it fills 5 M records); \
+             `cargo xtask bench --only budget` measures the read-budget rows alone.\n"
+        );
+        out.push_str(&self.notes);
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+    use crate::bench::parsing::Load;
+
+    /// Five rounds around `rps` and `p99_ms`, each figure different, so a
+    /// spread shows its median and range; `turn` shifts the rounds, so the
+    /// ratios of two contenders differ from round to round too.
+    fn loads(rps: f64, p99_ms: f64, turn: usize) -> Vec<Load> {
+        let factors = [1.0, 0.93, 1.07, 0.98, 1.12];
+        (0..factors.len())
+            .map(|round| factors[(round + turn) % factors.len()])
+            .map(|f| Load {
+                rps: rps * f,
+                p50_ms: p99_ms / 3.0 * f,
+                p99_ms: p99_ms / f,
+                errors: 0,
+            })
+            .collect()
+    }
+
+    fn spread(median: f64, min: f64, max: f64) -> Value {
+        json!({"median": median, "min": min, "max": max})
+    }
+
+    /// A full run's report from fixed figures (those of the committed
+    /// BENCHMARKS.md where a figure is given whole, made-up rounds where it
+    /// is computed from wrk's loads).
+    fn report() -> Report {
+        Report {
+            machine: "2 cores of a test CPU, 8 GiB, Linux 6.0".to_owned(),
+            date: "2026-11-23".to_owned(),
+            notes: "## Notes\n\nThe notes follow the tables.\n".to_owned(),
+            native: json!({
+                "core_over_bare": spread(1.182, 1.165, 1.261),
+                "core_over_jsonwebtoken": spread(0.987, 0.965, 1.160),
+                "bound_over_bearer": spread(2.05, 1.94, 2.16),
+                "core_ns": spread(45275.0, 45039.0, 49144.0),
+                "bare_ns": spread(38240.0, 38056.0, 39897.0),
+                "jsonwebtoken_ns": spread(41745.0, 41410.0, 43740.0),
+                "proof_ns": spread(47835.0, 47637.0, 50159.0),
+            }),
+            node: json!({
+                "jose_over_verifyToken": spread(1.23, 1.14, 1.48),
+                "jose_over_verifier": spread(1.31, 1.22, 1.50),
+                "jose_over_cached": spread(35.8, 34.5, 42.4),
+                "ns": {
+                    "verifyToken": spread(149010.0, 147026.0, 158399.0),
+                    "verifier": spread(145300.0, 143882.0, 149316.0),
+                    "cached": spread(5186.0, 5102.0, 5408.0),
+                    "jose": spread(183814.0, 178421.0, 220870.0),
+                },
+            }),
+            plugin_cost: json!({
+                "call_ns": spread(41806.0, 40499.0, 43282.0),
+                "compile_ms": 165.4,
+            }),
+            http: Http {
+                healthz: loads(89100.0, 2.1, 1),
+                record: loads(38705.0, 4.03, 2),
+                record_by_token: loads(37873.0, 4.2, 3),
+                record_by_jti: loads(34810.0, 4.1, 4),
+                full_control: loads(35315.0, 4.14, 0),
+                delegate: loads(4810.0, 23.91, 1),
+                single_commit: loads(4312.0, 30.0, 2),
+                grouped_for_single: loads(36787.0, 4.5, 3),
+                peak_rss_mib: 32.04,
+                batch_mean: 20.94,
+            },
+            growth: Growth {
+                by_size: vec![
+                    (0, loads(38000.0, 4.0, 4), loads(85000.0, 2.0, 0)),
+                    (1_000_000, loads(36000.0, 4.2, 1), loads(86000.0, 2.0, 2)),
+                    (5_000_000, loads(26000.0, 5.0, 3), loads(88000.0, 2.0, 4)),
+                ],
+                summary: loads(22923.0, 4.40, 0),
+                query: loads(6149.0, 24.23, 1),
+                bytes_per_record: 452.4,
+                restart_ms: 7.2,
+                prefill_seconds: 27.3,
+                peak_rss_mib: 237.91,
+            },
+            budget: Budget {
+                unindexed: loads(7.8, 516.0, 2),
+                alone: loads(25086.0, 4.03, 3),
+                beside_slow: loads(10680.0, 26.32, 4),
+                unbounded_ms: 5410.4,
+            },
+            cold: Spread::of(&[9.1, 9.4, 12.0, 9.0, 10.2]),
+            wasm: (411_721, 191_773),
+            plan: Plan {
+                quick: false,
+                seconds: 5,
+                rounds: 5,
+            },
+        }
+    }
+
+    /// The renderer's output for the fixed report, as committed: any change
+    /// to BENCHMARKS.md's format shows here first.
+    #[test]
+    fn the_report_renders_as_committed() {
+        let expected = include_str!(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/testdata/bench_report.md"
+        ));
+        assert_eq!(report().render(), expected);
+    }
+}

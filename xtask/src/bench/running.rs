@@ -1,0 +1,694 @@
+//! Running the benchmarks: wrk, `mandate serve` processes, the bench
+//! programs, and the measurements of each section, handed back as loads
+//! and figures for the report.
+
+use std::io::{BufRead as _, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::Instant;
+
+use serde_json::{Value, json};
+
+use super::Plan;
+use super::parsing::{Load, Spread, parse_wrk};
+use crate::wasm::target_dir;
+use crate::{Result, fail, run};
+
+pub(super) fn ensure_wrk() -> Result<()> {
+    if Command::new("wrk").arg("--version").output().is_ok() {
+        return Ok(());
+    }
+    for _ in 0..3 {
+        if run(
+            "apt-get",
+            &["install", "-y", "--no-install-recommends", "wrk"],
+        )
+        .is_ok()
+        {
+            return Ok(());
+        }
+    }
+    fail("wrk is missing and could not be installed")
+}
+
+/// wrk against `url` for `seconds` with 64 connections on 2 threads.
+pub(super) fn wrk(
+    url: &str,
+    script: Option<&Path>,
+    env: &[(&str, &str)],
+    seconds: u32,
+) -> Result<Load> {
+    wrk_with(url, script, env, seconds, 64)
+}
+
+/// wrk against `url` for `seconds` with `connections` connections.
+pub(super) fn wrk_with(
+    url: &str,
+    script: Option<&Path>,
+    env: &[(&str, &str)],
+    seconds: u32,
+    connections: u32,
+) -> Result<Load> {
+    let output = wrk_command(url, script, env, seconds, connections).output()?;
+    if !output.status.success() {
+        return fail(format!(
+            "wrk failed: {}",
+            String::from_utf8_lossy(&output.stderr)
+        ));
+    }
+    Ok(parse_wrk(&String::from_utf8_lossy(&output.stdout)))
+}
+
+/// The wrk command for `connections` connections (on at most 2 threads).
+pub(super) fn wrk_command(
+    url: &str,
+    script: Option<&Path>,
+    env: &[(&str, &str)],
+    seconds: u32,
+    connections: u32,
+) -> Command {
+    let mut command = Command::new("wrk");
+    command.args([
+        &format!("-t{}", connections.min(2)),
+        &format!("-c{connections}"),
+        "--latency",
+        &format!("-d{seconds}s"),
+    ]);
+    if let Some(script) = script {
+        command.arg("-s").arg(script);
+    }
+    command.arg(url).envs(env.iter().copied());
+    command
+}
+
+/// A `mandate serve` process for the benchmarks.
+pub(super) struct Server {
+    pub(super) child: Child,
+    pub(super) base: String,
+    pub(super) data: PathBuf,
+    pub(super) started_ms: f64,
+}
+
+impl Server {
+    pub(super) fn start(bin: &Path, data: &Path, config: &str) -> Result<Server> {
+        std::fs::create_dir_all(data)?;
+        let config_path = data.with_extension("toml");
+        std::fs::write(&config_path, config)?;
+        let started = Instant::now();
+        let mut child = Command::new(bin)
+            .args(["serve", "--listen", "127.0.0.1:0", "--data-dir"])
+            .arg(data)
+            .arg("--config")
+            .arg(&config_path)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()?;
+        let stdout = child.stdout.take().ok_or("no stdout")?;
+        let base = BufReader::new(stdout)
+            .lines()
+            .map_while(std::result::Result::ok)
+            .find_map(|line| line.strip_prefix("listening on ").map(str::to_owned))
+            .ok_or("the server did not start")?;
+        Ok(Server {
+            child,
+            base,
+            data: data.to_owned(),
+            started_ms: started.elapsed().as_secs_f64() * 1000.0,
+        })
+    }
+
+    pub(super) fn key(&self) -> Result<String> {
+        Ok(std::fs::read_to_string(self.data.join("admin.key"))?
+            .trim()
+            .to_owned())
+    }
+
+    /// Peak resident memory so far, MiB.
+    pub(super) fn peak_rss_mib(&self) -> f64 {
+        std::fs::read_to_string(format!("/proc/{}/status", self.child.id()))
+            .ok()
+            .and_then(|status| {
+                status
+                    .lines()
+                    .find_map(|l| l.strip_prefix("VmHWM:"))
+                    .and_then(|v| {
+                        v.split_whitespace()
+                            .next()
+                            .and_then(|kb| kb.parse::<f64>().ok())
+                    })
+            })
+            .map_or(f64::NAN, |kb| kb / 1024.0)
+    }
+
+    pub(super) fn post(&self, path: &str, key: Option<&str>, body: &Value) -> Result<Value> {
+        let mut command = Command::new("curl");
+        command.args(["-sS", "-X", "POST", "-H", "content-type: application/json"]);
+        if let Some(key) = key {
+            command.args(["-H", &format!("authorization: Bearer {key}")]);
+        }
+        let output = command
+            .args(["-d", &body.to_string(), &format!("{}{path}", self.base)])
+            .output()?;
+        Ok(serde_json::from_slice(&output.stdout)?)
+    }
+
+    pub(super) fn get(&self, path: &str, key: &str) -> Result<Value> {
+        let output = Command::new("curl")
+            .args([
+                "-sS",
+                "-H",
+                &format!("authorization: Bearer {key}"),
+                &format!("{}{path}", self.base),
+            ])
+            .output()?;
+        Ok(serde_json::from_slice(&output.stdout)?)
+    }
+
+    /// A root token for the load, without limits, for a day: its jti.
+    pub(super) fn token(&self, agent: &str, actions: &[&str]) -> Result<String> {
+        Ok(self.issued(agent, actions)?.0)
+    }
+
+    /// A root token for the load, without limits, for a day: its jti and
+    /// its compact form.
+    pub(super) fn issued(&self, agent: &str, actions: &[&str]) -> Result<(String, String)> {
+        let body = json!({
+            "developer_email": "bench@example.com", "agent_id": agent,
+            "resources": ["crm:*"], "actions": actions, "ttl_seconds": 86_400
+        });
+        let issued = self.post("/v1/vat/issue/l1", Some(&self.key()?), &body)?;
+        match (issued["jti"].as_str(), issued["compact_jwt"].as_str()) {
+            (Some(jti), Some(compact)) => Ok((jti.to_owned(), compact.to_owned())),
+            _ => fail(format!("issue failed: {issued}")),
+        }
+    }
+
+    pub(super) fn stop(mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+pub(super) const NO_LIMITS: &str = "[rate_limits]\nper_api_key = 0\nper_token = 0\nper_ip = 0\n";
+
+/// Interleaves `a` and `b` for `plan.rounds` rounds; returns their loads.
+pub(super) fn compare(
+    plan: Plan,
+    a: &dyn Fn() -> Result<Load>,
+    b: &dyn Fn() -> Result<Load>,
+) -> Result<(Vec<Load>, Vec<Load>)> {
+    let (mut first, mut second) = (Vec::new(), Vec::new());
+    for _ in 0..plan.rounds {
+        first.push(a()?);
+        second.push(b()?);
+    }
+    Ok((first, second))
+}
+
+/// The rows of the HTTP section.
+pub(super) struct Http {
+    pub(super) healthz: Vec<Load>,
+    pub(super) record: Vec<Load>,
+    /// record/action with the token itself, in turns with `record_by_jti`.
+    pub(super) record_by_token: Vec<Load>,
+    pub(super) record_by_jti: Vec<Load>,
+    pub(super) full_control: Vec<Load>,
+    pub(super) delegate: Vec<Load>,
+    pub(super) single_commit: Vec<Load>,
+    pub(super) grouped_for_single: Vec<Load>,
+    pub(super) peak_rss_mib: f64,
+    pub(super) batch_mean: f64,
+}
+
+/// Parent tokens for the delegation load: enough that none reaches its
+/// 1000 children in a full run (about 11 k delegations a second).
+pub(super) const DELEGATE_PARENTS: usize = 400;
+
+pub(super) fn http(plan: Plan, bin: &Path, scratch: &Path, scripts: &Path) -> Result<Http> {
+    let server = Server::start(bin, &scratch.join("http"), NO_LIMITS)?;
+    let (jti, compact) = server.issued("bench-bot", &["read", "delegate"])?;
+    let health_url = format!("{}/healthz", server.base);
+    let record_url = format!("{}/v1/vat/record/action", server.base);
+    let env = [("JTI", jti.as_str())];
+    let record_script = scripts.join("record.lua");
+    let healthz = || wrk(&health_url, None, &[], plan.seconds);
+    let record = || wrk(&record_url, Some(&record_script), &env, plan.seconds);
+    let (healthz_loads, record_loads) = compare(plan, &healthz, &record)?;
+    let bearer_script = scripts.join("record_bearer.lua");
+    let bearer_env = [("TOKEN", compact.as_str())];
+    let (record_by_token, record_by_jti) = compare(
+        plan,
+        &|| wrk(&record_url, Some(&bearer_script), &bearer_env, plan.seconds),
+        &record,
+    )?;
+    let full_script = scripts.join("full_control.lua");
+    let full_control = (0..plan.rounds)
+        .map(|_| wrk(&server.base, Some(&full_script), &env, plan.seconds))
+        .collect::<Result<Vec<_>>>()?;
+    let delegate_script = scripts.join("delegate.lua");
+    let delegate_url = format!("{}/v1/vat/delegate", server.base);
+    let parents_file = scratch.join("parents.txt");
+    let parents = (0..if plan.quick { 4 } else { DELEGATE_PARENTS })
+        .map(|n| {
+            Ok(server
+                .issued(&format!("bench-parent-{n}"), &["read", "delegate"])?
+                .1)
+        })
+        .collect::<Result<Vec<_>>>()?;
+    std::fs::write(&parents_file, parents.join("\n") + "\n")?;
+    let parents_env = [("PARENTS", parents_file.to_str().ok_or("path")?)];
+    let delegate = (0..plan.rounds)
+        .map(|_| {
+            wrk(
+                &delegate_url,
+                Some(&delegate_script),
+                &parents_env,
+                plan.seconds,
+            )
+        })
+        .collect::<Result<Vec<_>>>()?;
+    let metrics = Command::new("curl")
+        .args(["-sS", &format!("{}/metrics", server.base)])
+        .output()?;
+    let metrics = String::from_utf8_lossy(&metrics.stdout);
+    let metric = |name: &str| {
+        metrics
+            .lines()
+            .find_map(|l| {
+                l.strip_prefix(name)
+                    .and_then(|v| v.trim().parse::<f64>().ok())
+            })
+            .unwrap_or(f64::NAN)
+    };
+    let batch_mean = metric("mandate_group_commit_batch_size_sum")
+        / metric("mandate_group_commit_batch_size_count");
+    let peak_rss_mib = server.peak_rss_mib();
+    server.stop();
+
+    // The same load with one commit per write, against group commit, in turns.
+    let single = Server::start(
+        bin,
+        &scratch.join("single"),
+        &format!("max_batch = 1\n{NO_LIMITS}"),
+    )?;
+    let grouped = Server::start(bin, &scratch.join("grouped"), NO_LIMITS)?;
+    let single_jti = single.token("bench-bot", &["read"])?;
+    let grouped_jti = grouped.token("bench-bot", &["read"])?;
+    let single_url = format!("{}/v1/vat/record/action", single.base);
+    let grouped_url = format!("{}/v1/vat/record/action", grouped.base);
+    let (single_commit, grouped_for_single) = compare(
+        plan,
+        &|| {
+            wrk(
+                &single_url,
+                Some(&record_script),
+                &[("JTI", single_jti.as_str())],
+                plan.seconds,
+            )
+        },
+        &|| {
+            wrk(
+                &grouped_url,
+                Some(&record_script),
+                &[("JTI", grouped_jti.as_str())],
+                plan.seconds,
+            )
+        },
+    )?;
+    single.stop();
+    grouped.stop();
+    Ok(Http {
+        healthz: healthz_loads,
+        record: record_loads,
+        record_by_token,
+        record_by_jti,
+        full_control,
+        delegate,
+        single_commit,
+        grouped_for_single,
+        peak_rss_mib,
+        batch_mean,
+    })
+}
+
+/// The rows of the growth section.
+pub(super) struct Growth {
+    /// Records stored before the load → (record/action, healthz) loads.
+    pub(super) by_size: Vec<(u64, Vec<Load>, Vec<Load>)>,
+    pub(super) summary: Vec<Load>,
+    pub(super) query: Vec<Load>,
+    pub(super) bytes_per_record: f64,
+    pub(super) restart_ms: f64,
+    pub(super) prefill_seconds: f64,
+    pub(super) peak_rss_mib: f64,
+}
+
+pub(super) fn db_bytes(data: &Path) -> u64 {
+    ["mandate.db", "mandate.db-wal"]
+        .iter()
+        .filter_map(|f| std::fs::metadata(data.join(f)).ok())
+        .map(|m| m.len())
+        .sum()
+}
+
+pub(super) fn growth(
+    plan: Plan,
+    bin: &Path,
+    prefill: &Path,
+    scratch: &Path,
+    scripts: &Path,
+    sizes: &[u64],
+) -> Result<Growth> {
+    let data = scratch.join("growth");
+    let server = Server::start(bin, &data, NO_LIMITS)?;
+    let key = server.key()?;
+    let jti = server.token("growth-bot", &["read"])?;
+    let workflow_jti = server.token("summary-bot", &["read"])?;
+    let provenance = server.get(&format!("/v1/vat/tokens/{workflow_jti}"), &key)?["provenance_ref"]
+        .as_str()
+        .map(str::to_owned)
+        .ok_or("no provenance_ref")?;
+    server.stop();
+    let workflow_records = if plan.quick { 200 } else { 10_000 };
+    run(
+        &prefill.to_string_lossy(),
+        &[
+            &data.to_string_lossy(),
+            &workflow_jti,
+            &workflow_records.to_string(),
+        ],
+    )?;
+    let mut stored = workflow_records;
+    let mut by_size = Vec::new();
+    let mut prefill_seconds = 0.0;
+    let record_script = scripts.join("record.lua");
+    let mut restart_ms = f64::NAN;
+    let mut peak_rss_mib = f64::NAN;
+    let mut summary = Vec::new();
+    let mut query = Vec::new();
+    for (i, &size) in sizes.iter().enumerate() {
+        if size > stored {
+            let started = Instant::now();
+            run(
+                &prefill.to_string_lossy(),
+                &[&data.to_string_lossy(), &jti, &(size - stored).to_string()],
+            )?;
+            prefill_seconds += started.elapsed().as_secs_f64();
+            stored = size;
+        }
+        let server = Server::start(bin, &data, NO_LIMITS)?;
+        restart_ms = server.started_ms;
+        let env = [("JTI", jti.as_str())];
+        let record_url = format!("{}/v1/vat/record/action", server.base);
+        let health_url = format!("{}/healthz", server.base);
+        let (record, healthz) = compare(
+            plan,
+            &|| wrk(&record_url, Some(&record_script), &env, plan.seconds),
+            &|| wrk(&health_url, None, &[], plan.seconds),
+        )?;
+        by_size.push((size, record, healthz));
+        if i + 1 == sizes.len() {
+            let get_script = scripts.join("get.lua");
+            let summary_path = format!("/v1/vat/aar/provenance/{provenance}");
+            let counted = server.get(&summary_path, &key)?;
+            if counted["total_records"].as_u64() != Some(workflow_records) {
+                return fail(format!(
+                    "the summary of the prefilled workflow is wrong: {counted}"
+                ));
+            }
+            let page = server.get("/v1/vat/aar?agent_id=growth-bot&action=read&limit=50", &key)?;
+            let cursor = page["next_cursor"].as_str().unwrap_or_default().to_owned();
+            let query_path =
+                format!("/v1/vat/aar?agent_id=growth-bot&action=read&limit=50&cursor={cursor}");
+            for _ in 0..plan.rounds {
+                summary.push(wrk(
+                    &server.base,
+                    Some(&get_script),
+                    &[("KEY", &key), ("PATH_QUERY", &summary_path)],
+                    plan.seconds,
+                )?);
+                query.push(wrk(
+                    &server.base,
+                    Some(&get_script),
+                    &[("KEY", &key), ("PATH_QUERY", &query_path)],
+                    plan.seconds,
+                )?);
+            }
+            peak_rss_mib = server.peak_rss_mib();
+        }
+        server.stop();
+    }
+    let records: f64 = stored as f64
+        + by_size
+            .iter()
+            .flat_map(|(_, r, _)| r)
+            .map(|l| l.rps * f64::from(plan.seconds))
+            .sum::<f64>();
+    Ok(Growth {
+        by_size,
+        summary,
+        query,
+        bytes_per_record: db_bytes(&data) as f64 / records,
+        restart_ms,
+        prefill_seconds,
+        peak_rss_mib,
+    })
+}
+
+/// Query readers (`readers`) of the server's default configuration.
+pub(super) const READERS: u32 = 4;
+
+/// The server's default `query_budget_ms`, set explicitly for the budget rows.
+pub(super) const BUDGET_MS: u32 = 500;
+
+/// A record filter no index serves and no record matches: without a budget
+/// every record would be read.
+pub(super) const UNINDEXED: &str = "/v1/vat/aar?resource=crm:nothing&limit=50";
+
+/// The rows of the read-budget section, on the largest data folder.
+pub(super) struct Budget {
+    /// The unindexed filter on `READERS` connections, every query reader busy.
+    pub(super) unindexed: Vec<Load>,
+    /// An API-key read (an agent's reputation) on an otherwise idle server…
+    pub(super) alone: Vec<Load>,
+    /// …and the same while `2 × READERS` unindexed filters run, in turns.
+    pub(super) beside_slow: Vec<Load>,
+    /// One unindexed filter on a server with an hour's budget (ms).
+    pub(super) unbounded_ms: f64,
+}
+
+impl Server {
+    /// Read connections of `lane` in use, from `/metrics` (open on loopback).
+    pub(super) fn readers_busy(&self, lane: &str) -> Result<u32> {
+        let output = Command::new("curl")
+            .args(["-sS", &format!("{}/metrics", self.base)])
+            .output()?;
+        let prefix = format!("mandate_readers_busy{{lane=\"{lane}\"}} ");
+        Ok(String::from_utf8_lossy(&output.stdout)
+            .lines()
+            .find_map(|line| line.strip_prefix(&prefix)?.trim().parse().ok())
+            .unwrap_or(0))
+    }
+
+    /// Waits until no read of a load that ended still holds a query reader.
+    pub(super) fn wait_for_idle_readers(&self) -> Result<()> {
+        let started = Instant::now();
+        while self.readers_busy("queries")? > 0 {
+            if started.elapsed().as_millis() > u128::from(2 * BUDGET_MS) {
+                return fail("the query readers stayed busy after the load ended");
+            }
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+        Ok(())
+    }
+}
+
+/// The budget rows on `data`, whose records belong to `agent`: how long an
+/// unindexed filter takes to be answered, and what slow reads do to an
+/// API-key read.
+pub(super) fn budget(
+    plan: Plan,
+    bin: &Path,
+    data: &Path,
+    scripts: &Path,
+    agent: &str,
+) -> Result<Budget> {
+    let config = format!("query_budget_ms = {BUDGET_MS}\n{NO_LIMITS}");
+    let server = Server::start(bin, data, &config)?;
+    let key = server.key()?;
+    let refused = server.get(UNINDEXED, &key)?;
+    // A quick run's thousand records are read within any budget.
+    if !plan.quick && refused["code"] != "query_too_broad" {
+        return fail(format!(
+            "the unindexed filter was not stopped at the budget: {refused}"
+        ));
+    }
+    let script = scripts.join("get.lua");
+    let reputation = format!("/v1/vat/reputation/{agent}");
+    let slow_env = [("KEY", key.as_str()), ("PATH_QUERY", UNINDEXED)];
+    let read_env = [("KEY", key.as_str()), ("PATH_QUERY", reputation.as_str())];
+    let (mut unindexed, mut alone, mut beside_slow) = (Vec::new(), Vec::new(), Vec::new());
+    for _ in 0..plan.rounds {
+        server.wait_for_idle_readers()?;
+        unindexed.push(wrk_with(
+            &server.base,
+            Some(&script),
+            &slow_env,
+            plan.seconds,
+            READERS,
+        )?);
+        server.wait_for_idle_readers()?;
+        alone.push(wrk(&server.base, Some(&script), &read_env, plan.seconds)?);
+        let mut slow = wrk_command(
+            &server.base,
+            Some(&script),
+            &slow_env,
+            plan.seconds + 3,
+            2 * READERS,
+        )
+        .stdout(Stdio::null())
+        .spawn()?;
+        let started = Instant::now();
+        while server.readers_busy("queries")? < READERS {
+            if started.elapsed().as_secs() >= 2 {
+                if plan.quick {
+                    break;
+                }
+                let _ = slow.kill();
+                return fail("the slow reads never held every query reader");
+            }
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+        beside_slow.push(wrk(&server.base, Some(&script), &read_env, plan.seconds)?);
+        slow.wait()?;
+    }
+    server.stop();
+    let unbounded = Server::start(
+        bin,
+        data,
+        &format!("query_budget_ms = 3600000\n{NO_LIMITS}"),
+    )?;
+    let started = Instant::now();
+    unbounded.get(UNINDEXED, &key)?;
+    let unbounded_ms = started.elapsed().as_secs_f64() * 1000.0;
+    unbounded.stop();
+    Ok(Budget {
+        unindexed,
+        alone,
+        beside_slow,
+        unbounded_ms,
+    })
+}
+
+pub(super) fn cold_starts(bin: &Path, scratch: &Path, runs: u32) -> Result<Spread> {
+    let mut samples = Vec::new();
+    for n in 0..runs {
+        let server = Server::start(bin, &scratch.join(format!("cold-{n}")), NO_LIMITS)?;
+        samples.push(server.started_ms);
+        server.stop();
+    }
+    Ok(Spread::of(&samples))
+}
+
+pub(super) fn wasm_sizes(root: &Path) -> Result<(u64, u64)> {
+    let wasm = std::fs::read_dir(root.join("wasm/pkg/web"))?
+        .filter_map(std::result::Result::ok)
+        .map(|e| e.path())
+        .find(|p| p.extension().is_some_and(|e| e == "wasm"))
+        .ok_or("no .wasm in wasm/pkg/web; run cargo xtask wasm")?;
+    let bytes = std::fs::read(&wasm)?;
+    let mut encoder = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::best());
+    std::io::Write::write_all(&mut encoder, &bytes)?;
+    Ok((bytes.len() as u64, encoder.finish()?.len() as u64))
+}
+
+pub(super) fn json_of(program: &Path, args: &[&str], dir: &Path) -> Result<Value> {
+    let output = Command::new(program).args(args).current_dir(dir).output()?;
+    if !output.status.success() {
+        return fail(format!(
+            "{} failed: {}",
+            program.display(),
+            String::from_utf8_lossy(&output.stderr)
+        ));
+    }
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    Ok(serde_json::from_str(
+        stdout.lines().last().unwrap_or_default(),
+    )?)
+}
+
+pub(super) fn machine() -> String {
+    let cpu = std::fs::read_to_string("/proc/cpuinfo")
+        .ok()
+        .and_then(|c| {
+            c.lines().find_map(|l| {
+                l.strip_prefix("model name")
+                    .map(|v| v.trim_start_matches([' ', '\t', ':']).to_owned())
+            })
+        })
+        .unwrap_or_else(|| "unknown CPU".into());
+    let cores = std::thread::available_parallelism().map_or(0, |n| n.get());
+    let memory = std::fs::read_to_string("/proc/meminfo")
+        .ok()
+        .and_then(|m| {
+            m.lines().find_map(|l| {
+                l.strip_prefix("MemTotal:")
+                    .and_then(|v| v.split_whitespace().next()?.parse::<f64>().ok())
+            })
+        })
+        .map_or(0.0, |kb| kb / 1024.0 / 1024.0);
+    let kernel = Command::new("uname")
+        .arg("-r")
+        .output()
+        .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_owned())
+        .unwrap_or_default();
+    format!("{cores} cores of {cpu}, {memory:.0} GiB, Linux {kernel}")
+}
+
+pub(super) fn today() -> String {
+    Command::new("date")
+        .args(["-u", "+%Y-%m-%d"])
+        .output()
+        .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_owned())
+        .unwrap_or_default()
+}
+
+/// Builds the reference verifier plugin; returns the module's path.
+pub(super) fn reference_verifier(root: &Path) -> Result<PathBuf> {
+    let target = target_dir(root)?.join("plugins");
+    let manifest = root.join("host/plugins/reference-verifier/Cargo.toml");
+    run(
+        "cargo",
+        &[
+            "build",
+            "--release",
+            "--target",
+            "wasm32-unknown-unknown",
+            "--manifest-path",
+            &manifest.to_string_lossy(),
+            "--target-dir",
+            &target.to_string_lossy(),
+        ],
+    )?;
+    Ok(target.join("wasm32-unknown-unknown/release/reference_verifier.wasm"))
+}
+
+/// Fills a fresh data folder with `records` records of one agent's token;
+/// returns the folder and the agent.
+pub(super) fn filled(
+    bin: &Path,
+    prefill: &Path,
+    scratch: &Path,
+    records: u64,
+) -> Result<(PathBuf, &'static str)> {
+    let agent = "growth-bot";
+    let data = scratch.join("filled");
+    let server = Server::start(bin, &data, NO_LIMITS)?;
+    let jti = server.token(agent, &["read"])?;
+    server.stop();
+    run(
+        &prefill.to_string_lossy(),
+        &[&data.to_string_lossy(), &jti, &records.to_string()],
+    )?;
+    Ok((data, agent))
+}
