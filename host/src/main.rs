@@ -199,12 +199,20 @@ fn main() -> anyhow::Result<()> {
     // 0700, the database and its -wal and -shm files, the admin key and the
     // key file 0600, whatever the umask it was started with.
     rustix::process::umask(rustix::fs::Mode::RWXG | rustix::fs::Mode::RWXO);
+    // Log lines are written by a thread of their own, so a request pays for
+    // formatting its line, not for a write to stderr; none is dropped (a
+    // full queue makes the logger wait), and the rest are written when the
+    // guard drops, as `main` returns.
+    let (log_writer, _log_flush) = tracing_appender::non_blocking::NonBlockingBuilder::default()
+        .lossy(false)
+        .thread_name("mandate-log")
+        .finish(std::io::stderr());
     tracing_subscriber::fmt()
         .with_env_filter(
             tracing_subscriber::EnvFilter::try_from_default_env()
                 .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info")),
         )
-        .with_writer(std::io::stderr)
+        .with_writer(log_writer)
         .with_ansi(std::io::stderr().is_terminal())
         .init();
     let cli = Cli::parse();

@@ -108,7 +108,7 @@ async fn logs_never_hold_tokens_api_keys_or_jtis() {
         StatusCode::OK,
     )
     .await;
-    server.kill();
+    server.stop();
 
     let written = std::fs::read_to_string(&log).unwrap();
     let requests = written.lines().filter(|l| l.contains("request")).count();
@@ -194,7 +194,7 @@ async fn every_request_is_logged_once_at_info_by_route_template() {
         "invalid_base64",
     )
     .await;
-    server.kill();
+    server.stop();
 
     let written = std::fs::read_to_string(&log).unwrap();
     let requests: Vec<&str> = written

@@ -85,6 +85,15 @@ impl Server {
     pub fn kill(self) {
         drop(self);
     }
+
+    /// SIGTERM, and waits for the server to finish its requests, close the
+    /// database and write out its log.
+    pub fn stop(mut self) {
+        let pid = rustix::process::Pid::from_child(&self.child);
+        rustix::process::kill_process(pid, rustix::process::Signal::TERM).unwrap();
+        let status = self.child.wait().unwrap();
+        assert!(status.success(), "the server stopped with {status}");
+    }
 }
 
 impl Drop for Server {
