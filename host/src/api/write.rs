@@ -34,10 +34,10 @@ impl Rendered {
         }
     }
 
-    fn stored(&self) -> StoredReply {
+    fn stored(self) -> StoredReply {
         StoredReply {
             status: self.status.as_u16(),
-            body: self.body.clone(),
+            body: self.body,
         }
     }
 
@@ -91,7 +91,8 @@ pub(crate) async fn once<T: Send + 'static>(
         })
         .await?;
     match reply {
-        Reply::Fresh(outcome) => {
+        Reply::Fresh(outcome, Some(stored)) => Ok((Some(outcome), Rendered::replayed(stored)?)),
+        Reply::Fresh(outcome, None) => {
             let rendered = render(&outcome);
             Ok((Some(outcome), rendered))
         }

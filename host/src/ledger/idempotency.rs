@@ -26,8 +26,8 @@ pub struct IdempotencyKey {
 /// What came of an idempotent write.
 #[derive(Debug)]
 pub enum Reply<T> {
-    /// The write ran now (and its answer is stored, when there is a key).
-    Fresh(T),
+    /// The write ran now; with a key, the answer stored for it.
+    Fresh(T, Option<StoredReply>),
     /// An earlier attempt's answer.
     Replayed(StoredReply),
 }
@@ -35,9 +35,9 @@ pub enum Reply<T> {
 impl Ledger {
     /// Runs `write` once per key: replays the stored answer for a repeated
     /// key with the same body, refuses it with another body, else writes and
-    /// stores what `answer` makes of the outcome. Without a key, just
-    /// writes: the caller makes its answer after the commit, off the
-    /// writer thread.
+    /// stores what `answer` makes of the outcome and returns it. Without a
+    /// key, just writes: the caller makes its answer after the commit, off
+    /// the writer thread.
     pub fn once<T>(
         &mut self,
         key: Option<&IdempotencyKey>,
@@ -46,7 +46,7 @@ impl Ledger {
         answer: impl FnOnce(&T) -> StoredReply,
     ) -> Result<Reply<T>, LedgerError> {
         let Some(key) = key else {
-            return write(self).map(Reply::Fresh);
+            return write(self).map(|outcome| Reply::Fresh(outcome, None));
         };
         let since = now.ms() - RETENTION_MS;
         if let Some(stored) = idempotency::find(&self.conn, &key.scope, &key.key, since)? {
@@ -65,7 +65,7 @@ impl Ledger {
             &reply,
             now.ms(),
         )?;
-        Ok(Reply::Fresh(outcome))
+        Ok(Reply::Fresh(outcome, Some(reply)))
     }
 
     /// Forgets the answers older than the retention period; returns how

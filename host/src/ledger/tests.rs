@@ -562,7 +562,7 @@ fn an_idempotency_key_answers_its_first_reply_and_refuses_another_body() {
             reply,
         )
         .unwrap();
-    let Reply::Fresh(attempted) = first else {
+    let Reply::Fresh(attempted, Some(_)) = first else {
         panic!("the first attempt was not fresh");
     };
     let again = f
@@ -603,7 +603,7 @@ fn an_idempotency_key_answers_its_first_reply_and_refuses_another_body() {
                 reply,
             )
             .unwrap(),
-        Reply::Fresh(_)
+        Reply::Fresh(..)
     ));
     assert_eq!(f.ledger.forget_old_replies(expired).unwrap(), 0);
 }
