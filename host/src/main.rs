@@ -80,7 +80,9 @@ enum SigningKeyCommand {
     /// every token it signed (and every descendant) is revoked; revoking the
     /// active key rotates first
     Revoke {
-        /// The key's kid, as the JWKS lists it
+        /// The key's kid, as the JWKS lists it (base64url: it may begin
+        /// with `-`)
+        #[arg(allow_hyphen_values = true)]
         kid: String,
     },
 }
@@ -229,5 +231,22 @@ fn main() -> anyhow::Result<()> {
         Command::SigningKey {
             command: SigningKeyCommand::Revoke { kid },
         } => revoke_signing_key(&config, kid),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_kid_that_begins_with_a_hyphen_is_a_kid_not_an_option() {
+        let cli = Cli::try_parse_from(["mandate", "signing-key", "revoke", "-y3kQ_x"]).unwrap();
+        let Command::SigningKey {
+            command: SigningKeyCommand::Revoke { kid },
+        } = cli.command
+        else {
+            panic!("not a signing-key revoke");
+        };
+        assert_eq!(kid, "-y3kQ_x");
     }
 }
