@@ -197,6 +197,19 @@ ulid_id!(
     "provenance_ref",
     "prov_"
 );
+ulid_id!(
+    /// An organisation, `org_<ulid>`: the wall every key, token, agent,
+    /// record and workflow stands behind.
+    OrgId,
+    "org_id",
+    "org_"
+);
+ulid_id!(
+    /// An API key's id, `key_<ulid>` (never the key itself).
+    KeyId,
+    "key_id",
+    "key_"
+);
 
 /// Whether a token is the root of its chain or was delegated.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -39,6 +39,7 @@ pub mod limits;
 pub mod money;
 pub mod record;
 pub mod reputation;
+pub mod roles;
 pub mod scope;
 pub mod summary;
 pub mod token;
@@ -53,7 +54,8 @@ pub use dpop::{
 };
 pub use human::{EmailError, Identity, human_ref};
 pub use ids::{
-    AarId, AgentId, HumanRef, IdError, Jkt, Jth, Jti, JtiKind, ProvenanceRef, ResultHash, Ulid,
+    AarId, AgentId, HumanRef, IdError, Jkt, Jth, Jti, JtiKind, KeyId, OrgId, ProvenanceRef,
+    ResultHash, Ulid,
 };
 pub use keys::{
     HolderKey, Jwk, JwkSet, Jwks, JwksError, PrivateJwk, PublicJwk, SigningKey, jkt, thumbprint,
@@ -64,6 +66,7 @@ pub use record::{
     result_key, transition,
 };
 pub use reputation::{CountsChange, Reputation, ReputationCounts, reputation};
+pub use roles::{Permission, Role, UnknownRole};
 pub use scope::{
     Action, Constraints, Framework, Grant, Limit, Policy, Resource, ResourcePattern, Scope,
     ScopeDenial, ScopeError, Violation, Widening, check_narrowing, permits,

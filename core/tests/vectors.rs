@@ -422,3 +422,8 @@ fn counts_vectors() {
 fn budget_vectors() {
     rules::budgets();
 }
+
+#[test]
+fn role_vectors() {
+    rules::roles();
+}

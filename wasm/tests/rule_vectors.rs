@@ -1,5 +1,6 @@
 //! The rule vectors of `tests/vectors/` that the SDK has no export for
-//! (token status, governance, refusals, counts changes, budget chains),
+//! (token status, governance, refusals, counts changes, budget chains,
+//! the permission table of roles),
 //! judged by core compiled for wasm32 and run under Node
 //! (`wasm-bindgen-test`). The judge is core's own, the same source its
 //! native `vectors` test runs, so both builds must reach the same verdicts;
@@ -35,4 +36,9 @@ fn counts_vectors() {
 #[wasm_bindgen_test]
 fn budget_vectors() {
     rules::budgets();
+}
+
+#[wasm_bindgen_test]
+fn role_vectors() {
+    rules::roles();
 }

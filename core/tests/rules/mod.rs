@@ -1,5 +1,5 @@
 //! The judge of the rule vectors in `tests/vectors/` (`status`,
-//! `governance`, `refusals`, `counts`, `budgets`): rules the server applies
+//! `governance`, `refusals`, `counts`, `budgets`, `roles`): rules the server applies
 //! and the SDK does not export. This one source is compiled twice: into
 //! core's native `vectors` test, and into the wasm façade's
 //! `rule_vectors` test, which runs it as wasm32 under Node. Each function
@@ -9,9 +9,9 @@ use std::collections::BTreeMap;
 
 use mandate_core::{
     AgentId, AssuranceLevel, Claims, Constraints, CountsChange, DenyReason, Framework, HumanRef,
-    IssueError, Jti, Outcome, Policy, Rating, RecordState, RootIssue, Scope, Status, TokenRequest,
-    TokenStatus, Ulid, Usage, Usd, check_chain_budgets, check_chain_extra_spend, check_fan_out,
-    delegate, issue_root,
+    IssueError, Jti, Outcome, Permission, Policy, Rating, RecordState, Role, RootIssue, Scope,
+    Status, TokenRequest, TokenStatus, Ulid, Usage, Usd, check_chain_budgets,
+    check_chain_extra_spend, check_fan_out, delegate, issue_root,
 };
 use serde::Deserialize;
 
@@ -20,6 +20,7 @@ const GOVERNANCE: &str = include_str!("../../../tests/vectors/governance.json");
 const REFUSALS: &str = include_str!("../../../tests/vectors/refusals.json");
 const COUNTS: &str = include_str!("../../../tests/vectors/counts.json");
 const BUDGETS: &str = include_str!("../../../tests/vectors/budgets.json");
+const ROLES: &str = include_str!("../../../tests/vectors/roles.json");
 
 fn read<T: serde::de::DeserializeOwned>(text: &str) -> T {
     serde_json::from_str(text).unwrap()
@@ -348,5 +349,43 @@ pub fn budgets() {
             check_chain_extra_spend: code(check_chain_extra_spend(&chain, case.spend)),
         };
         assert_eq!(got, case.expect, "{}", case.name);
+    }
+}
+
+#[derive(Deserialize)]
+struct RolesFile {
+    cases: Vec<RoleCase>,
+}
+
+#[derive(Deserialize)]
+struct RoleCase {
+    name: String,
+    role: Role,
+    permission: Permission,
+    expect: bool,
+}
+
+/// The permission table: `Role::allows` for every role and permission, and
+/// every pair listed.
+pub fn roles() {
+    let file: RolesFile = read(ROLES);
+    assert_eq!(file.cases.len(), Role::ALL.len() * Permission::ALL.len());
+    for case in &file.cases {
+        assert_eq!(
+            case.role.allows(case.permission),
+            case.expect,
+            "{}",
+            case.name
+        );
+    }
+    for role in Role::ALL {
+        for permission in Permission::ALL {
+            assert!(
+                file.cases
+                    .iter()
+                    .any(|c| c.role == role && c.permission == permission),
+                "{role} {permission:?} is not in the file"
+            );
+        }
     }
 }

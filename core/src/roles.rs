@@ -1,0 +1,146 @@
+//! Who may do what inside an organisation: the four roles of an API key and
+//! the permissions each holds, in one table ([`Role::permissions`]). The
+//! server checks every API-key call against it; the dashboard shows only
+//! what a role allows. An agent token holds no role: it acts with its own
+//! scope and never rates, revokes by key or reads.
+
+use serde::{Deserialize, Serialize};
+
+/// The role of an API key within its organisation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Role {
+    /// Manages the organisation's keys, and may do all the others may.
+    Owner,
+    /// Issues tokens for its own e-mail, and reads.
+    Developer,
+    /// Reads, rates records and revokes tokens.
+    Reviewer,
+    /// Reads.
+    Auditor,
+}
+
+/// Something an API key may be allowed to do.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Permission {
+    /// Read records, workflows, graphs, reputation and token status.
+    Read,
+    /// Issue root tokens for the key's own e-mail.
+    Issue,
+    /// Issue root tokens for any `developer_email`.
+    IssueForAnyone,
+    /// Give a completed record its human rating.
+    Rate,
+    /// Revoke a token and its descendants.
+    Revoke,
+    /// Create, list and revoke the organisation's API keys.
+    ManageKeys,
+}
+
+impl Permission {
+    /// Every permission, in the order the table lists them.
+    pub const ALL: [Permission; 6] = [
+        Permission::Read,
+        Permission::Issue,
+        Permission::IssueForAnyone,
+        Permission::Rate,
+        Permission::Revoke,
+        Permission::ManageKeys,
+    ];
+
+    /// The permission's name on the wire.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Permission::Read => "read",
+            Permission::Issue => "issue",
+            Permission::IssueForAnyone => "issue_for_anyone",
+            Permission::Rate => "rate",
+            Permission::Revoke => "revoke",
+            Permission::ManageKeys => "manage_keys",
+        }
+    }
+}
+
+/// A role name that is none of the four.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("role must be owner, developer, reviewer or auditor")]
+pub struct UnknownRole;
+
+impl Role {
+    /// Every role, most powerful first.
+    pub const ALL: [Role; 4] = [Role::Owner, Role::Developer, Role::Reviewer, Role::Auditor];
+
+    /// The role's name on the wire and in storage.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Role::Owner => "owner",
+            Role::Developer => "developer",
+            Role::Reviewer => "reviewer",
+            Role::Auditor => "auditor",
+        }
+    }
+
+    /// The permission table: what each role may do.
+    pub fn permissions(self) -> &'static [Permission] {
+        use Permission::{Issue, IssueForAnyone, ManageKeys, Rate, Read, Revoke};
+        match self {
+            Role::Owner => &[Read, Issue, IssueForAnyone, Rate, Revoke, ManageKeys],
+            Role::Developer => &[Read, Issue],
+            Role::Reviewer => &[Read, Rate, Revoke],
+            Role::Auditor => &[Read],
+        }
+    }
+
+    /// Whether the role holds `permission`.
+    pub fn allows(self, permission: Permission) -> bool {
+        self.permissions().contains(&permission)
+    }
+}
+
+impl std::str::FromStr for Role {
+    type Err = UnknownRole;
+
+    fn from_str(text: &str) -> Result<Role, UnknownRole> {
+        Role::ALL
+            .into_iter()
+            .find(|role| role.as_str() == text)
+            .ok_or(UnknownRole)
+    }
+}
+
+impl std::fmt::Display for Role {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_round_trip_and_match_serde() {
+        for role in Role::ALL {
+            assert_eq!(role.as_str().parse::<Role>(), Ok(role));
+            assert_eq!(serde_json::to_value(role).unwrap(), role.as_str());
+        }
+        for permission in Permission::ALL {
+            assert_eq!(
+                serde_json::to_value(permission).unwrap(),
+                permission.as_str()
+            );
+        }
+        assert_eq!("admin".parse::<Role>(), Err(UnknownRole));
+        assert_eq!("Owner".parse::<Role>(), Err(UnknownRole));
+    }
+
+    #[test]
+    fn an_owner_may_do_everything_the_others_may() {
+        for role in Role::ALL {
+            for permission in role.permissions() {
+                assert!(Role::Owner.allows(*permission), "{role} {permission:?}");
+            }
+        }
+    }
+}
