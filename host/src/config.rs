@@ -20,6 +20,8 @@ pub struct RateLimits {
     pub per_api_key: u32,
     /// Per agent token (jti).
     pub per_token: u32,
+    /// Per organisation: every request of its keys and tokens together.
+    pub per_org: u32,
     /// Per client address (see `trusted_proxies`); an IPv6 client counts
     /// by its /64 network, an IPv4 one (mapped or not) by its address.
     pub per_ip: u32,
@@ -32,6 +34,7 @@ impl Default for RateLimits {
         RateLimits {
             per_api_key: 1000,
             per_token: 1000,
+            per_org: 5000,
             per_ip: 5000,
             burst: 2000,
         }
@@ -44,6 +47,7 @@ impl RateLimits {
         RateLimits {
             per_api_key: 0,
             per_token: 0,
+            per_org: 0,
             per_ip: 0,
             burst: 0,
         }

@@ -169,6 +169,20 @@ impl ApiError {
         )
     }
 
+    /// An API key whose role does not hold what the operation needs.
+    pub fn role_forbidden(
+        role: mandate_core::Role,
+        permission: mandate_core::Permission,
+    ) -> ApiError {
+        ApiError::forbidden(
+            "role_forbidden",
+            format!(
+                "this key's role ({role}) does not allow this: it needs the `{}` permission",
+                permission.as_str()
+            ),
+        )
+    }
+
     /// The token of an agent call is unknown, revoked or expired. All three
     /// answer alike so callers cannot probe which tokens exist.
     pub fn token_inactive() -> ApiError {

@@ -26,6 +26,7 @@ pub mod ratelimit;
 pub mod secrets;
 pub mod setup;
 pub mod store;
+pub mod token_orgs;
 pub mod verified;
 pub mod web;
 
@@ -45,6 +46,7 @@ use metrics::Metrics;
 use proofs::SeenProofs;
 use ratelimit::Limiters;
 use store::{Lanes, Store, StoreError};
+use token_orgs::TokenOrgs;
 use verified::VerifiedTokens;
 
 /// Installs the TLS crypto provider (ring) that outgoing HTTPS uses; a
@@ -74,6 +76,8 @@ pub struct Shared {
     pub proofs: SeenProofs,
     /// Tokens already verified against the current keys.
     pub verified: VerifiedTokens,
+    /// The organisation of each token agents act with.
+    pub token_orgs: TokenOrgs,
     pub limiters: Limiters,
     pub metrics: Arc<Metrics>,
     /// OIDC issuers (L2) and identity verifiers (L3).
@@ -120,6 +124,7 @@ impl AppState {
             kek: prepared.kek,
             proofs: SeenProofs::new(proofs::CAPACITY),
             verified: VerifiedTokens::new(verified::CAPACITY),
+            token_orgs: TokenOrgs::default(),
             limiters,
             metrics,
             assurance,

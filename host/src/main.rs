@@ -6,9 +6,12 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use clap::{Parser, Subcommand};
+use mandate_core::{OrgId, Role};
 use mandate_host::clock::Clock;
 use mandate_host::config::Config;
+use mandate_host::ledger::{NewOrg, create_org};
 use mandate_host::secrets::Kek;
+use mandate_host::store::orgs;
 use mandate_host::{apikeys, keyring, setup, store};
 
 /// mimalloc: the server allocates small, short-lived buffers per request on
@@ -46,6 +49,11 @@ enum Command {
         #[arg(long, env = "MANDATE_LISTEN")]
         listen: Option<SocketAddr>,
     },
+    /// Manage organisations
+    Orgs {
+        #[command(subcommand)]
+        command: OrgsCommand,
+    },
     /// Manage API keys
     Keys {
         #[command(subcommand)]
@@ -59,15 +67,46 @@ enum Command {
 }
 
 #[derive(Debug, Subcommand)]
-enum KeysCommand {
-    /// Create a developer API key; it is shown once
+enum OrgsCommand {
+    /// Create an organisation and its first owner key; the key is shown once
     Create {
-        /// The developer the key belongs to; it may issue tokens only for this address
+        /// 1-64 of a-z 0-9 . _ -, starting with a letter or digit
+        name: String,
+        /// The e-mail of the owner key
         #[arg(long)]
-        email: String,
+        owner_email: Option<String>,
+        /// Most records the organisation may write per UTC day
+        #[arg(long)]
+        records_per_day: Option<u64>,
+        /// Most tokens it may hold neither revoked nor expired
+        #[arg(long)]
+        tokens_outstanding: Option<u64>,
+    },
+    /// List organisations
+    List,
+}
+
+#[derive(Debug, Subcommand)]
+enum KeysCommand {
+    /// Create an API key; it is shown once
+    Create {
+        /// Whose key it is; a developer key may issue tokens only for this
+        /// address (required for a developer)
+        #[arg(long)]
+        email: Option<String>,
+        /// The organisation, by name or id
+        #[arg(long, default_value = "default")]
+        org: String,
+        /// owner, developer, reviewer or auditor
+        #[arg(long, default_value = "developer")]
+        role: Role,
     },
     /// List keys (never the keys themselves)
-    List,
+    List {
+        /// Only this organisation's, by name or id
+        #[arg(long)]
+        org: Option<String>,
+    },
     /// Revoke a key by id
     Revoke { id: String },
 }
@@ -129,29 +168,115 @@ fn say(line: &str) {
     println!("{line}");
 }
 
+/// An organisation by name or id.
+fn find_org(conn: &rusqlite::Connection, name_or_id: &str) -> anyhow::Result<orgs::OrgRow> {
+    let found = match OrgId::parse(name_or_id) {
+        Ok(id) => orgs::by_id(conn, id.as_str())?,
+        Err(_) => orgs::by_name(conn, name_or_id)?,
+    };
+    found.ok_or_else(|| anyhow::anyhow!("no organisation is named {name_or_id}"))
+}
+
+fn quota(value: Option<u64>) -> String {
+    value.map_or_else(|| "unlimited".to_owned(), |n| n.to_string())
+}
+
+fn orgs(config: &Config, command: &OrgsCommand) -> anyhow::Result<()> {
+    let (conn, _) = operator_connection(config)?;
+    match command {
+        OrgsCommand::Create {
+            name,
+            owner_email,
+            records_per_day,
+            tokens_outstanding,
+        } => {
+            if let Some(email) = owner_email {
+                mandate_core::Identity::email(email)?;
+            }
+            let now = Clock::system().now();
+            let new = NewOrg {
+                id: OrgId::new(mandate_host::random::ulid(now)),
+                name: name.clone(),
+                quotas: orgs::Quotas {
+                    records_per_day: *records_per_day,
+                    tokens_outstanding: *tokens_outstanding,
+                },
+                owner_email: owner_email.clone(),
+            };
+            let tx = conn.unchecked_transaction()?;
+            let created = create_org(&tx, &new, now).map_err(|e| anyhow::anyhow!("{e}"))?;
+            tx.commit()?;
+            say(&format!("{} {}", created.org.id, created.org.name));
+            say(&format!(
+                "{} {} (owner)",
+                created.owner.id, created.owner_key
+            ));
+            say("the key is shown once; store it now");
+        }
+        OrgsCommand::List => {
+            for org in orgs::list(&conn, None, i64::MAX)? {
+                say(&format!(
+                    "{} {} records_per_day={} tokens_outstanding={}",
+                    org.id,
+                    org.name,
+                    quota(org.quotas.records_per_day),
+                    quota(org.quotas.tokens_outstanding)
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
 fn keys(config: &Config, command: &KeysCommand) -> anyhow::Result<()> {
     let (conn, _) = operator_connection(config)?;
     match command {
-        KeysCommand::Create { email } => {
-            mandate_core::Identity::email(email)?;
-            let (id, key) = apikeys::create(&conn, Some(email), false, Clock::system().now())?;
-            say(&format!("{id} {key}"));
-            say("the key is shown once; store it now");
+        KeysCommand::Create { email, org, role } => {
+            if let Some(email) = email {
+                mandate_core::Identity::email(email)?;
+            } else if *role == Role::Developer {
+                anyhow::bail!(
+                    "a developer key issues tokens for its own e-mail only: give --email"
+                );
+            }
+            let org = find_org(&conn, org)?;
+            let new = apikeys::NewKey {
+                org: org.org,
+                role: *role,
+                email: email.as_deref(),
+                is_admin: false,
+            };
+            let (key, secret) = apikeys::create(&conn, new, Clock::system().now())?;
+            say(&format!("{} {secret}", key.id));
+            say(&format!(
+                "a {role} key of {}; the key is shown once; store it now",
+                org.name
+            ));
         }
-        KeysCommand::List => {
-            for key in apikeys::list(&conn)? {
-                let owner = key.email.unwrap_or_else(|| "(admin)".to_owned());
+        KeysCommand::List { org } => {
+            let org = org.as_deref().map(|org| find_org(&conn, org)).transpose()?;
+            let names: std::collections::HashMap<_, _> = orgs::list(&conn, None, i64::MAX)?
+                .into_iter()
+                .map(|org| (org.org, org.name))
+                .collect();
+            for key in apikeys::list(&conn, org.map(|org| org.org))? {
+                let owner = match (&key.email, key.is_admin) {
+                    (_, true) => "(admin)".to_owned(),
+                    (Some(email), false) => email.clone(),
+                    (None, false) => "-".to_owned(),
+                };
                 let state = if key.revoked_at.is_some() {
                     "revoked"
                 } else {
                     "active"
                 };
-                say(&format!("{} {owner} {state}", key.id));
+                let org = names.get(&key.org).map_or("?", String::as_str);
+                say(&format!("{} {org} {} {owner} {state}", key.id, key.role));
             }
         }
         KeysCommand::Revoke { id } => {
-            if !apikeys::revoke(&conn, id, Clock::system().now())? {
-                anyhow::bail!("no active key has the id {id}");
+            if apikeys::revoke(&conn, None, id, Clock::system().now())?.is_err() {
+                anyhow::bail!("no key has the id {id}");
             }
             say(&format!("revoked {id}"));
         }
@@ -224,6 +349,7 @@ fn main() -> anyhow::Result<()> {
             .enable_all()
             .build()?
             .block_on(mandate_host::serve(config)),
+        Command::Orgs { command } => orgs(&config, command),
         Command::Keys { command } => keys(&config, command),
         Command::SigningKey {
             command: SigningKeyCommand::Rotate,

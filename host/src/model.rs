@@ -665,3 +665,128 @@ pub struct GraphBody {
 pub struct Health {
     pub status: String,
 }
+
+/// An organisation's quotas; `null` is no limit.
+#[derive(Debug, Clone, Copy, Default, Serialize, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct QuotasBody {
+    /// Records (allowed, denied and pending alike) per UTC day.
+    #[serde(default)]
+    #[schema(minimum = 0, maximum = 1_000_000_000_000_i64)]
+    pub records_per_day: Option<u64>,
+    /// Tokens neither revoked nor expired.
+    #[serde(default)]
+    #[schema(minimum = 0, maximum = 1_000_000_000_000_i64)]
+    pub tokens_outstanding: Option<u64>,
+}
+
+/// `POST /v1/orgs`.
+#[derive(Debug, Clone, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct CreateOrgRequest {
+    /// 1–64 of `a-z 0-9 . _ -`, starting with a letter or digit; unique.
+    #[schema(pattern = r"^[a-z0-9][a-z0-9._-]{0,63}$")]
+    pub name: String,
+    /// The e-mail of the first owner key, if it has one.
+    #[serde(default)]
+    #[schema(format = Email)]
+    pub owner_email: Option<String>,
+    #[serde(default)]
+    pub quotas: Option<QuotasBody>,
+}
+
+/// `PATCH /v1/orgs/{org_id}`.
+#[derive(Debug, Clone, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct UpdateOrgRequest {
+    /// The quotas from now on (both replaced).
+    pub quotas: QuotasBody,
+}
+
+/// An organisation.
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+pub struct OrgBody {
+    pub org_id: String,
+    pub name: String,
+    pub created_at: String,
+    pub quotas: QuotasBody,
+}
+
+/// An organisation as a key names it.
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+pub struct OrgRef {
+    pub org_id: String,
+    pub name: String,
+}
+
+/// A page of organisations, oldest first.
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+pub struct OrgPage {
+    pub orgs: Vec<OrgBody>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub next_cursor: Option<String>,
+}
+
+/// `POST /v1/keys`.
+#[derive(Debug, Clone, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct CreateKeyRequest {
+    /// `owner`, `developer`, `reviewer` or `auditor`.
+    #[schema(pattern = "^(owner|developer|reviewer|auditor)$")]
+    pub role: String,
+    /// Whose key it is; required for a developer, who issues tokens only for
+    /// this address.
+    #[serde(default)]
+    #[schema(format = Email)]
+    pub email: Option<String>,
+}
+
+/// A key just made: the only answer that holds the key itself.
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+pub struct IssuedKeyBody {
+    pub key_id: String,
+    /// `mk_…`: shown once; store it now.
+    pub api_key: String,
+    pub role: String,
+    pub email: Option<String>,
+    pub created_at: String,
+}
+
+/// An organisation created, with its first owner key.
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+pub struct OrgCreatedBody {
+    pub org: OrgBody,
+    pub owner_key: IssuedKeyBody,
+}
+
+/// An API key as listed (never the key itself).
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+pub struct KeyBody {
+    pub key_id: String,
+    pub role: String,
+    pub email: Option<String>,
+    /// The deployment's admin key.
+    pub admin: bool,
+    pub created_at: String,
+    pub revoked_at: Option<String>,
+}
+
+/// The keys of the caller's organisation, newest first.
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+pub struct KeyList {
+    pub keys: Vec<KeyBody>,
+}
+
+/// `GET /v1/me`: the key a request is made with.
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+pub struct MeBody {
+    pub key_id: String,
+    pub email: Option<String>,
+    pub role: String,
+    /// The deployment's admin key, which also manages organisations.
+    pub admin: bool,
+    /// What the role allows: `read`, `issue`, `issue_for_anyone`, `rate`,
+    /// `revoke`, `manage_keys`.
+    pub permissions: Vec<String>,
+    pub org: OrgRef,
+}

@@ -4,6 +4,10 @@
 //! that `api` turns into response bodies, and failures a typed
 //! [`QueryError`].
 //!
+//! Every read is of one organisation's objects: another organisation's
+//! record, token, agent or workflow is unknown, exactly like one that does
+//! not exist, and lists never show one.
+//!
 //! Every read runs under the store's time budget. A read stopped there fails
 //! with [`QueryError::TooBroad`], saying what the caller can narrow.
 
@@ -13,7 +17,9 @@ use mandate_core::{Outcome, ReputationCounts, Status, SummaryRow, WorkflowSummar
 use rusqlite::types::Value;
 use rusqlite::{Connection, OptionalExtension, params_from_iter};
 
+use crate::apikeys::{self, KeyInfo};
 use crate::store::StoreError;
+use crate::store::orgs::{self as org_rows, Org, OrgRow};
 use crate::store::records::{self, Record};
 use crate::store::tokens::{self, After, TokenRow};
 
@@ -115,9 +121,11 @@ fn decode_cursor(cursor: &str, kind: char) -> Result<String, QueryError> {
     Ok(rest.to_owned())
 }
 
-/// One record in full.
-pub fn record(conn: &Connection, aar_id: &str) -> Result<Record, QueryError> {
-    records::by_id(conn, aar_id)?.ok_or(QueryError::UnknownRecord)
+/// One record of `org` in full.
+pub fn record(conn: &Connection, org: Org, aar_id: &str) -> Result<Record, QueryError> {
+    records::by_id(conn, aar_id)?
+        .filter(|record| record.org() == org)
+        .ok_or(QueryError::UnknownRecord)
 }
 
 /// Filters of a record query; all optional, combined with AND.
@@ -138,50 +146,22 @@ pub struct RecordFilter {
     pub cursor: Option<String>,
 }
 
-/// The first and the last `seq`. Each in a subquery of its own: SQLite
-/// finds a lone `min` or `max` at an end of the key, but reads every record
-/// for the two together.
-const SEQ_BOUNDS: &str = "SELECT (SELECT min(seq) FROM records), (SELECT max(seq) FROM records)";
-/// When the first record at or after a `seq` was created.
-const CREATED_AT_FROM: &str = "SELECT created_at FROM records WHERE seq >= ?1 ORDER BY seq LIMIT 1";
-
-/// The first `seq` of a record created at or after `at_ms` (one past the
-/// last record when none is). `created_at` never decreases along `seq`, so a
-/// binary search over `seq` finds it in some twenty-odd index lookups.
-fn first_seq_at(conn: &Connection, at_ms: i64) -> Result<i64, QueryError> {
-    let (low, high): (Option<i64>, Option<i64>) = conn
-        .prepare_cached(SEQ_BOUNDS)?
-        .query_row([], |row| Ok((row.get(0)?, row.get(1)?)))?;
-    let (Some(mut low), Some(high)) = (low, high) else {
-        return Ok(0);
-    };
-    let mut high = high + 1;
-    let mut created_at = conn.prepare_cached(CREATED_AT_FROM)?;
-    while low < high {
-        let middle = low + (high - low) / 2;
-        let at: Option<i64> = created_at
-            .query_row([middle], |row| row.get(0))
-            .optional()?;
-        if at.is_some_and(|at| at >= at_ms) {
-            high = middle;
-        } else {
-            low = middle + 1;
-        }
-    }
-    Ok(low)
+/// Records of `org` matching a filter, newest first, one page.
+pub fn records(
+    conn: &Connection,
+    org: Org,
+    filter: &RecordFilter,
+) -> Result<Page<Record>, QueryError> {
+    record_page(conn, org, filter).map_err(narrow(RECORDS_TOO_BROAD))
 }
 
-/// Records matching a filter, newest first, one page.
-pub fn records(conn: &Connection, filter: &RecordFilter) -> Result<Page<Record>, QueryError> {
-    record_page(conn, filter).map_err(narrow(RECORDS_TOO_BROAD))
-}
-
-/// The statement and parameters of a record query. agent_id,
-/// provenance_ref and vat_jti each have an index; since, until and the
-/// cursor become a range of `seq`, the table's own key. The other filters
-/// are checked row by row.
+/// The statement and parameters of a record query. The organisation, since,
+/// until and the cursor become a range of `seq`, the table's own key;
+/// agent_id, provenance_ref and vat_jti each have an index ending in `seq`,
+/// searched within that range. The other filters are checked row by row.
 fn record_query(
     conn: &Connection,
+    org: Org,
     filter: &RecordFilter,
 ) -> Result<(String, Vec<Value>), QueryError> {
     let mut sql = records::select_sql();
@@ -215,32 +195,36 @@ fn record_query(
             }
         }
     }
+    // One lower and one upper bound of `seq`, the tightest: SQLite bounds a
+    // range of the key by one of each, and might pick a looser one.
+    let mut seqs = org.seqs();
     if let Some(since) = filter.since {
-        clauses.push("seq >= ?");
-        values.push(Value::Integer(first_seq_at(conn, since)?));
+        seqs.start = seqs.start.max(records::first_seq_at(conn, org, since)?);
     }
     if let Some(until) = filter.until {
-        clauses.push("seq < ?");
-        values.push(Value::Integer(first_seq_at(conn, until)?));
+        seqs.end = seqs.end.min(records::first_seq_at(conn, org, until)?);
     }
     if let Some(cursor) = &filter.cursor {
         let seq: i64 = decode_cursor(cursor, 'r')?
             .parse()
             .map_err(|_| QueryError::InvalidCursor)?;
-        clauses.push("seq < ?");
-        values.push(Value::Integer(seq));
+        seqs.end = seqs.end.min(seq);
     }
-    if !clauses.is_empty() {
-        sql.push_str(" WHERE ");
-        sql.push_str(&clauses.join(" AND "));
-    }
+    clauses.extend(["seq >= ?", "seq < ?"]);
+    values.extend([Value::Integer(seqs.start), Value::Integer(seqs.end)]);
+    sql.push_str(" WHERE ");
+    sql.push_str(&clauses.join(" AND "));
     sql.push_str(" ORDER BY seq DESC LIMIT ?");
     values.push(Value::Integer(i64::from(filter.limit) + 1));
     Ok((sql, values))
 }
 
-fn record_page(conn: &Connection, filter: &RecordFilter) -> Result<Page<Record>, QueryError> {
-    let (sql, values) = record_query(conn, filter)?;
+fn record_page(
+    conn: &Connection,
+    org: Org,
+    filter: &RecordFilter,
+) -> Result<Page<Record>, QueryError> {
+    let (sql, values) = record_query(conn, org, filter)?;
     let mut statement = conn.prepare_cached(&sql)?;
     let mut page = statement
         .query_map(params_from_iter(values), records::from_row)?
@@ -256,42 +240,55 @@ fn record_page(conn: &Connection, filter: &RecordFilter) -> Result<Page<Record>,
     })
 }
 
-/// An agent's counters, which its reputation is computed from.
-pub fn agent_counts(conn: &Connection, agent_id: &str) -> Result<ReputationCounts, QueryError> {
-    conn
-        .prepare_cached(
-            "SELECT successes, failures, pending, approved, flagged, rejected FROM agents WHERE agent_id = ?1",
-        )?
-        .query_row([agent_id], |row| {
-            Ok(ReputationCounts {
-                successes: count(row.get(0)?),
-                failures: count(row.get(1)?),
-                pending: count(row.get(2)?),
-                approved: count(row.get(3)?),
-                flagged: count(row.get(4)?),
-                rejected: count(row.get(5)?),
-            })
+/// The counters of an agent of `org`, which its reputation is computed
+/// from.
+pub fn agent_counts(
+    conn: &Connection,
+    org: Org,
+    agent_id: &str,
+) -> Result<ReputationCounts, QueryError> {
+    conn.prepare_cached(
+        "SELECT successes, failures, pending, approved, flagged, rejected FROM agents
+             WHERE org = ?1 AND agent_id = ?2",
+    )?
+    .query_row(rusqlite::params![org, agent_id], |row| {
+        Ok(ReputationCounts {
+            successes: count(row.get(0)?),
+            failures: count(row.get(1)?),
+            pending: count(row.get(2)?),
+            approved: count(row.get(3)?),
+            flagged: count(row.get(4)?),
+            rejected: count(row.get(5)?),
         })
-        .optional()?
-        .ok_or(QueryError::UnknownAgent)
+    })
+    .optional()?
+    .ok_or(QueryError::UnknownAgent)
 }
 
-/// The human at the root of a workflow and how they were verified.
-fn workflow_root(conn: &Connection, provenance_ref: &str) -> Result<(String, String), QueryError> {
+/// The human at the root of a workflow of `org` and how they were
+/// verified.
+fn workflow_root(
+    conn: &Connection,
+    org: Org,
+    provenance_ref: &str,
+) -> Result<(String, String), QueryError> {
     conn.prepare_cached(
-        "SELECT human_ref, assurance_level FROM workflows WHERE provenance_ref = ?1",
+        "SELECT human_ref, assurance_level FROM workflows WHERE provenance_ref = ?1 AND org = ?2",
     )?
-    .query_row([provenance_ref], |row| Ok((row.get(0)?, row.get(1)?)))
+    .query_row(rusqlite::params![provenance_ref, org], |row| {
+        Ok((row.get(0)?, row.get(1)?))
+    })
     .optional()?
     .ok_or(QueryError::UnknownWorkflow)
 }
 
-/// The spec's workflow summary (2.4).
+/// The spec's workflow summary (2.4), of a workflow of `org`.
 pub fn workflow_summary(
     conn: &Connection,
+    org: Org,
     provenance_ref: &str,
 ) -> Result<WorkflowSummary, QueryError> {
-    workflow_root(conn, provenance_ref)?;
+    workflow_root(conn, org, provenance_ref)?;
     let mut statement = conn.prepare_cached(
         "SELECT agent_id, action, result_key, count FROM workflow_counts WHERE provenance_ref = ?1",
     )?;
@@ -331,21 +328,24 @@ pub struct TokenTree {
     pub descendants: Page<TokenRow>,
 }
 
-/// A token and a page of its descendants.
+/// A token of `org` and a page of its descendants (which are all of `org`:
+/// a token delegates only within its organisation).
 pub fn token_tree(
     conn: &Connection,
+    org: Org,
     jti: &str,
     page: &DescendantPage,
 ) -> Result<TokenTree, QueryError> {
-    read_token_tree(conn, jti, page).map_err(narrow(TOKEN_TOO_BROAD))
+    read_token_tree(conn, org, jti, page).map_err(narrow(TOKEN_TOO_BROAD))
 }
 
 fn read_token_tree(
     conn: &Connection,
+    org: Org,
     jti: &str,
     page: &DescendantPage,
 ) -> Result<TokenTree, QueryError> {
-    let token = tokens::by_jti(conn, jti)?.ok_or(QueryError::UnknownToken)?;
+    let token = tokens::by_jti(conn, org, jti)?.ok_or(QueryError::UnknownToken)?;
     let after = match page.cursor.as_deref() {
         None => After::start(),
         Some(cursor) => {
@@ -396,23 +396,30 @@ pub struct Graph {
     pub truncated: bool,
 }
 
-/// The execution graph of a workflow: the human, every token, and the newest
-/// `limit` records.
+/// The execution graph of a workflow of `org`: the human, every token, and
+/// the newest `limit` records.
 pub fn workflow_graph(
     conn: &Connection,
+    org: Org,
     provenance_ref: &str,
     limit: u32,
 ) -> Result<Graph, QueryError> {
-    graph(conn, provenance_ref, limit).map_err(narrow(GRAPH_TOO_BROAD))
+    graph(conn, org, provenance_ref, limit).map_err(narrow(GRAPH_TOO_BROAD))
 }
 
-fn graph(conn: &Connection, provenance_ref: &str, limit: u32) -> Result<Graph, QueryError> {
-    let (human_ref, assurance_level) = workflow_root(conn, provenance_ref)?;
+fn graph(
+    conn: &Connection,
+    org: Org,
+    provenance_ref: &str,
+    limit: u32,
+) -> Result<Graph, QueryError> {
+    let (human_ref, assurance_level) = workflow_root(conn, org, provenance_ref)?;
     let mut tokens = tokens::of_workflow(conn, provenance_ref, i64::from(limit) + 1)?;
     let tokens_truncated = tokens.len() > limit as usize;
     tokens.truncate(limit as usize);
     let page = record_page(
         conn,
+        org,
         &RecordFilter {
             provenance_ref: Some(provenance_ref.to_owned()),
             limit,
@@ -460,20 +467,31 @@ pub struct Workflow {
     pub last_activity: i64,
 }
 
-/// Workflows, most recently active first.
-pub fn workflows(conn: &Connection, filter: &WorkflowFilter) -> Result<Page<Workflow>, QueryError> {
-    workflow_page(conn, filter).map_err(narrow(WORKFLOWS_TOO_BROAD))
+/// Workflows of `org`, most recently active first.
+pub fn workflows(
+    conn: &Connection,
+    org: Org,
+    filter: &WorkflowFilter,
+) -> Result<Page<Workflow>, QueryError> {
+    workflow_page(conn, org, filter).map_err(narrow(WORKFLOWS_TOO_BROAD))
 }
 
-fn workflow_page(conn: &Connection, filter: &WorkflowFilter) -> Result<Page<Workflow>, QueryError> {
+fn workflow_page(
+    conn: &Connection,
+    org: Org,
+    filter: &WorkflowFilter,
+) -> Result<Page<Workflow>, QueryError> {
     let mut sql = String::from(
         "SELECT provenance_ref, root_jti, root_agent_id, human_ref, assurance_level, total_records,
                 created_at, last_activity FROM workflows",
     );
-    let mut clauses: Vec<&str> = Vec::new();
-    let mut values: Vec<Value> = Vec::new();
+    let mut clauses: Vec<&str> = vec!["org = ?"];
+    let mut values: Vec<Value> = vec![Value::Integer(org.number())];
     if let Some(agent) = &filter.agent_id {
-        clauses.push("provenance_ref IN (SELECT provenance_ref FROM tokens WHERE agent_id = ?)");
+        clauses.push(
+            "provenance_ref IN (SELECT provenance_ref FROM tokens WHERE org = ? AND agent_id = ?)",
+        );
+        values.push(Value::Integer(org.number()));
         values.push(Value::Text(agent.clone()));
     }
     if let Some(provenance_ref) = &filter.provenance_ref {
@@ -501,10 +519,8 @@ fn workflow_page(conn: &Connection, filter: &WorkflowFilter) -> Result<Page<Work
             Value::Text(provenance_ref),
         ]);
     }
-    if !clauses.is_empty() {
-        sql.push_str(" WHERE ");
-        sql.push_str(&clauses.join(" AND "));
-    }
+    sql.push_str(" WHERE ");
+    sql.push_str(&clauses.join(" AND "));
     sql.push_str(" ORDER BY last_activity DESC, provenance_ref DESC LIMIT ?");
     values.push(Value::Integer(i64::from(filter.limit) + 1));
     let mut statement = conn.prepare_cached(&sql)?;
@@ -535,6 +551,49 @@ fn workflow_page(conn: &Connection, filter: &WorkflowFilter) -> Result<Page<Work
     })
 }
 
+/// A page of the deployment's organisations, oldest first.
+pub fn orgs(
+    conn: &Connection,
+    limit: u32,
+    cursor: Option<&str>,
+) -> Result<Page<OrgRow>, QueryError> {
+    let after = cursor
+        .map(|cursor| {
+            decode_cursor(cursor, 'o')?
+                .parse::<i64>()
+                .map(Org::from_number)
+                .map_err(|_| QueryError::InvalidCursor)
+        })
+        .transpose()?;
+    let mut page = org_rows::list(conn, after, i64::from(limit) + 1)?;
+    let more = page.len() > limit as usize;
+    page.truncate(limit as usize);
+    let next_cursor = more
+        .then(|| {
+            page.last()
+                .map(|o| encode_cursor(&format!("o:{}", o.org.number())))
+        })
+        .flatten();
+    Ok(Page {
+        items: page,
+        next_cursor,
+    })
+}
+
+/// An organisation by its number (a key's own).
+pub fn org(conn: &Connection, org: Org) -> Result<OrgRow, QueryError> {
+    org_rows::by_number(conn, org)?.ok_or_else(|| {
+        QueryError::Store(StoreError::Internal(
+            "a key's organisation is missing".to_owned(),
+        ))
+    })
+}
+
+/// The API keys of an organisation, newest first.
+pub fn keys(conn: &Connection, org: Org) -> Result<Vec<KeyInfo>, QueryError> {
+    Ok(apikeys::list(conn, Some(org))?)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -552,7 +611,7 @@ mod tests {
 
     /// How SQLite would run the record query of `filter`.
     fn plan(conn: &Connection, filter: RecordFilter) -> String {
-        let (sql, values) = record_query(conn, &filter).unwrap();
+        let (sql, values) = record_query(conn, Org::from_number(2), &filter).unwrap();
         steps(conn, &sql, values)
     }
 
@@ -577,21 +636,21 @@ mod tests {
                     agent_id: text("bot"),
                     ..others.clone()
                 },
-                "SEARCH records USING INDEX records_by_agent (agent_id=?)",
+                "SEARCH records USING INDEX records_by_agent (agent_id=? AND seq>? AND seq<?)",
             ),
             (
                 RecordFilter {
                     provenance_ref: text("prov_x"),
                     ..others.clone()
                 },
-                "SEARCH records USING INDEX records_by_provenance (provenance_ref=?)",
+                "SEARCH records USING INDEX records_by_provenance (provenance_ref=? AND seq>? AND seq<?)",
             ),
             (
                 RecordFilter {
                     vat_jti: text("vat_root_x"),
                     ..others.clone()
                 },
-                "SEARCH records USING INDEX records_by_token (jti=?)",
+                "SEARCH records USING INDEX records_by_token (jti=? AND seq>? AND seq<?)",
             ),
             (
                 RecordFilter {
@@ -606,9 +665,13 @@ mod tests {
             let described = format!("{filter:?}");
             assert_eq!(plan(&conn, filter), expected, "{described}");
         }
-        // Without one of them the newest records are read until a page is
-        // full; the read budget, not an index, bounds how many.
-        assert_eq!(plan(&conn, others), "SCAN records");
+        // Without one of them the organisation's newest records are read
+        // until a page is full; the read budget, not an index, bounds how
+        // many, and no other organisation's record is read.
+        assert_eq!(
+            plan(&conn, others),
+            "SEARCH records USING INTEGER PRIMARY KEY (rowid>? AND rowid<?)"
+        );
     }
 
     #[test]
@@ -616,12 +679,12 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let conn = crate::store::open_writer(&dir.path().join("plans.db")).unwrap();
         assert_eq!(
-            steps(&conn, SEQ_BOUNDS, Vec::new()),
-            "SCAN CONSTANT ROW\nSCALAR SUBQUERY 1\nSEARCH records\nSCALAR SUBQUERY 2\nSEARCH records"
-        );
-        assert_eq!(
-            steps(&conn, CREATED_AT_FROM, vec![Value::Integer(1)]),
-            "SEARCH records USING INTEGER PRIMARY KEY (rowid>?)"
+            steps(
+                &conn,
+                records::CREATED_AT_FROM,
+                vec![Value::Integer(1), Value::Integer(2)]
+            ),
+            "SEARCH records USING INTEGER PRIMARY KEY (rowid>? AND rowid<?)"
         );
     }
 }

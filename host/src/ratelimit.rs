@@ -1,5 +1,7 @@
-//! Rate limits per API key, per agent token and per client address, each a
-//! keyed GCRA limiter (governor). A refusal is a 429 with `Retry-After`.
+//! Rate limits per API key, per agent token, per organisation and per
+//! client address, each a keyed GCRA limiter (governor). An organisation's
+//! limit counts every request of its keys and tokens together, so one
+//! organisation's many keys cannot take what the others need. A refusal is a 429 with `Retry-After`.
 //! An IPv6 client is counted by its /64 network, not its address: a host
 //! owns a whole /64 and can pick a fresh address for every request.
 
@@ -12,6 +14,7 @@ use governor::{DefaultKeyedRateLimiter, Quota, RateLimiter};
 
 use crate::config::RateLimits;
 use crate::error::{ApiError, ApiResult};
+use crate::store::orgs::Org;
 
 type Keyed<K> = DefaultKeyedRateLimiter<K>;
 
@@ -20,6 +23,7 @@ type Keyed<K> = DefaultKeyedRateLimiter<K>;
 pub struct Limiters {
     api_keys: Option<Keyed<String>>,
     tokens: Option<Keyed<String>>,
+    orgs: Option<Keyed<Org>>,
     addresses: Option<Keyed<IpAddr>>,
     trusted_proxies: Vec<IpAddr>,
 }
@@ -53,6 +57,7 @@ impl Limiters {
         Limiters {
             api_keys: keyed(limits.per_api_key, limits.burst),
             tokens: keyed(limits.per_token, limits.burst),
+            orgs: keyed(limits.per_org, limits.burst),
             addresses: keyed(limits.per_ip, limits.burst),
             trusted_proxies,
         }
@@ -66,6 +71,11 @@ impl Limiters {
     /// Counts a request made with an agent token (by jti).
     pub fn token(&self, jti: &str) -> ApiResult<()> {
         check(self.tokens.as_ref(), &jti.to_owned())
+    }
+
+    /// Counts a request made with a key or a token of an organisation.
+    pub fn org(&self, org: Org) -> ApiResult<()> {
+        check(self.orgs.as_ref(), &org)
     }
 
     /// Counts a request from a client address (an IPv6 client by its /64).
@@ -103,6 +113,9 @@ impl Limiters {
         for limiter in [&self.api_keys, &self.tokens].into_iter().flatten() {
             limiter.retain_recent();
         }
+        if let Some(limiter) = &self.orgs {
+            limiter.retain_recent();
+        }
         if let Some(limiter) = &self.addresses {
             limiter.retain_recent();
         }
@@ -134,6 +147,7 @@ mod tests {
             &RateLimits {
                 per_api_key: 1,
                 per_token: 0,
+                per_org: 0,
                 per_ip: 0,
                 burst: 2,
             },
@@ -185,10 +199,31 @@ mod tests {
         }
     }
 
+    #[test]
+    fn one_organisation_spends_only_its_own_allowance() {
+        let limiters = Limiters::new(
+            &RateLimits {
+                per_org: 1,
+                burst: 2,
+                ..RateLimits::off()
+            },
+            vec![],
+        );
+        let noisy = Org::from_number(1);
+        assert!(limiters.org(noisy).is_ok());
+        assert!(limiters.org(noisy).is_ok());
+        let refused = limiters.org(noisy).unwrap_err();
+        assert_eq!(refused.status.as_u16(), 429);
+        assert!(refused.retry_after().is_some());
+        assert!(limiters.org(Org::DEFAULT).is_ok());
+        assert!(limiters.org(Org::from_number(2)).is_ok());
+    }
+
     fn per_ip(per_second: u32, burst: u32, trusted_proxies: Vec<IpAddr>) -> Limiters {
         let limits = RateLimits {
             per_api_key: 0,
             per_token: 0,
+            per_org: 0,
             per_ip: per_second,
             burst,
         };

@@ -18,11 +18,13 @@ use std::os::unix::fs::{DirBuilderExt as _, OpenOptionsExt as _, PermissionsExt 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+use mandate_core::Role;
 use rusqlite::{Connection, OptionalExtension, params};
 
 use crate::clock::Now;
 use crate::keyring::{self, Ring, SECRET_KEY};
 use crate::secrets::{CHECK_KEY, Kek, Purpose};
+use crate::store::orgs::Org;
 use crate::store::{DB_FILE, open_writer};
 use crate::{apikeys, random};
 
@@ -243,6 +245,15 @@ fn read_secret(conn: &Connection, kek: &Kek) -> anyhow::Result<Option<[u8; 32]>>
         .transpose()
 }
 
+/// The deployment's admin key: the owner of `default`, which also manages
+/// organisations.
+const ADMIN: apikeys::NewKey<'static> = apikeys::NewKey {
+    org: Org::DEFAULT,
+    role: Role::Owner,
+    email: None,
+    is_admin: true,
+};
+
 /// Creates the secret, the first signing key and the admin key in one
 /// transaction, the secrets sealed under `kek`; the admin key file is
 /// written and synced before it commits.
@@ -257,7 +268,7 @@ fn first_start(conn: &Connection, data_dir: &Path, kek: &Kek, now: Now) -> anyho
         ],
     )?;
     keyring::rotate(&tx, kek, now)?;
-    let (_, admin_key) = apikeys::create(&tx, None, true, now)?;
+    let (_, admin_key) = apikeys::create(&tx, ADMIN, now)?;
     let path = data_dir.join(ADMIN_KEY_FILE);
     let mut file = OpenOptions::new()
         .write(true)
@@ -276,6 +287,10 @@ fn first_start(conn: &Connection, data_dir: &Path, kek: &Kek, now: Now) -> anyho
 mod tests {
     use mandate_core::{Identity, Jwks, SigningKey, VerifyOptions, human_ref, verify};
     use serde_json::{Value, json};
+
+    use base64::Engine as _;
+    use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+    use sha2::{Digest as _, Sha256};
 
     use super::*;
     use crate::clock::now_s;
@@ -319,8 +334,13 @@ mod tests {
             )
             .unwrap();
         }
-        let (_, admin_key) =
-            apikeys::create(&conn, None, true, crate::clock::Clock::system().now()).unwrap();
+        let admin_key = format!("{}{}", apikeys::PREFIX, URL_SAFE_NO_PAD.encode([0x3c; 32]));
+        conn.execute(
+            "INSERT INTO api_keys (id, hash, email, is_admin, created_at)
+             VALUES ('key_01kaqv3f0000000000000000ad', ?1, NULL, 1, ?2)",
+            params![Sha256::digest(admin_key.as_bytes()).as_slice(), now],
+        )
+        .unwrap();
         std::fs::write(data.join(ADMIN_KEY_FILE), format!("{admin_key}\n")).unwrap();
         conn.close().unwrap();
         admin_key

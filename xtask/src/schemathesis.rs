@@ -191,7 +191,7 @@ pub(crate) fn schemathesis_run(root: &Path, args: &[&str]) -> Result<()> {
     let config = scratch.join("mandate.toml");
     std::fs::write(
         &config,
-        "[rate_limits]\nper_api_key = 0\nper_token = 0\nper_ip = 0\n",
+        "[rate_limits]\nper_api_key = 0\nper_token = 0\nper_org = 0\nper_ip = 0\n",
     )?;
     let data = scratch.join("data");
     let mut server = Command::new(target_dir(root)?.join("debug").join("mandate"))

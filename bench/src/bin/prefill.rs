@@ -1,6 +1,7 @@
 //! Fills a stopped server's data folder with `count` completed records of
-//! an existing token, written by the statements the ledger writes them
-//! with, for the growth runs of `cargo xtask bench`.
+//! an existing token, in its organisation after its last record, written
+//! by the statements the ledger writes them with, for the growth runs of
+//! `cargo xtask bench`.
 //! `prefill <data-dir> <jti> <count>`
 
 use mandate_core::{AarId, Claims, CountsChange, Jti, Outcome, RecordState, Ulid, Usd};
@@ -21,7 +22,10 @@ fn main() -> anyhow::Result<()> {
     let claims = tokens::claims_text(&conn, &jti.hash())?
         .ok_or_else(|| anyhow::anyhow!("no token has the jti {jti}"))?;
     let token: Claims = serde_json::from_str(&claims)?;
-    let last = records::latest_created_at(&conn)?.unwrap_or(0);
+    let org = tokens::standing(&conn, &jti.hash())?
+        .ok_or_else(|| anyhow::anyhow!("no token has the jti {jti}"))?
+        .org;
+    let (mut seq, last) = records::tail(&conn, org)?.unwrap_or((org.seqs().start - 1, 0));
     let now = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)?
         .as_millis() as i64;
@@ -47,8 +51,10 @@ fn main() -> anyhow::Result<()> {
             let mut random = [0u8; 10];
             random[2..].copy_from_slice(&n.to_be_bytes());
             let aar_id = AarId::new(Ulid::new(at as u64, random)?);
+            seq += 1;
             records::insert(
                 &tx,
+                seq,
                 &NewRecord {
                     aar_id: &aar_id,
                     token: &token,
@@ -68,7 +74,7 @@ fn main() -> anyhow::Result<()> {
             successes: added,
             ..CountsChange::default()
         };
-        records::count_for_agent(&tx, &agent_id, &change)?;
+        records::count_for_agent(&tx, org, &agent_id, &change)?;
         records::count_for_workflow(&tx, token.svc_prov.as_str(), added, stamp(end - 1))?;
         for (action, added) in ACTIONS.iter().zip(per_action) {
             let key = SummaryKey {

@@ -72,7 +72,7 @@ pub(crate) async fn record_action(
     let acting = call
         .acting(&state, now, body.vat_jti.as_deref(), Need::TokenOrJti)
         .await?;
-    let key = key.map(|k| k.scoped("record_action", acting.jti.as_str()));
+    let key = key.map(|k| k.scoped(acting.org, "record_action", acting.jti.as_str()));
     let attempt = attempt(acting, &body.action, &body.resource, body.spend_usd)?;
     let result = input::outcome(&body.result)?;
     let result_hash = input::result_hash(body.result_hash.as_deref())?;
@@ -127,7 +127,7 @@ pub(crate) async fn authorize(
     let acting = call
         .acting(&state, now, body.vat_jti.as_deref(), Need::TokenOrJti)
         .await?;
-    let key = key.map(|k| k.scoped("authorize", acting.jti.as_str()));
+    let key = key.map(|k| k.scoped(acting.org, "authorize", acting.jti.as_str()));
     let attempt = attempt(acting, &body.action, &body.resource, body.spend_usd)?;
     let (attempted, rendered) = once(
         &state,
@@ -216,11 +216,11 @@ pub(crate) async fn delegate(
     IdempotentJson { body, key }: IdempotentJson<DelegateRequest>,
 ) -> ApiResult<Rendered> {
     let now = state.clock.now();
-    let parent = call
+    let acting = call
         .acting(&state, now, body.vat_jti.as_deref(), Need::Token)
-        .await?
-        .jti;
-    let key = key.map(|k| k.scoped("delegate", parent.as_str()));
+        .await?;
+    let parent = acting.jti;
+    let key = key.map(|k| k.scoped(acting.org, "delegate", parent.as_str()));
     let request = input::token_request(&body)?;
     let delegation = Delegation {
         parent,

@@ -60,7 +60,7 @@ pub(crate) async fn issue_l2(
         issuer: who.issuer,
         subject: who.subject,
     };
-    let key = key.map(|k| k.scoped("issue_l2", &principal.id));
+    let key = key.map(|k| k.scoped(principal.org, "issue_l2", &principal.id));
     let root = Root {
         identity: &identity,
         level: AssuranceLevel::L2,
@@ -98,7 +98,7 @@ pub(crate) async fn auth_capture(
         verifier: body.verifier,
         subject: verified.subject,
     };
-    let key = key.map(|k| k.scoped("auth_capture", &principal.id));
+    let key = key.map(|k| k.scoped(principal.org, "auth_capture", &principal.id));
     let root = Root {
         identity: &identity,
         level: AssuranceLevel::L3,

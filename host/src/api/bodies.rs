@@ -3,15 +3,18 @@
 
 use mandate_core::{AarId, Claims, ReputationCounts, TokenStatus, WorkflowSummary, reputation};
 
+use crate::apikeys::{KeyInfo, Principal};
 use crate::clock::{Now, iso_ms, iso_s};
 use crate::error::{ApiError, ApiResult};
-use crate::ledger::Revoked;
+use crate::ledger::{OrgCreated, Revoked};
 use crate::model::{
-    GraphBody, GraphEdge, GraphNode, IssuedToken, RecordBody, RecordPage, ReputationBody,
+    GraphBody, GraphEdge, GraphNode, IssuedKeyBody, IssuedToken, KeyBody, KeyList, MeBody, OrgBody,
+    OrgCreatedBody, OrgPage, OrgRef, QuotasBody, RecordBody, RecordPage, ReputationBody,
     ReputationCountsBody, RevokeResponse, SummaryBody, TokenStatus as TokenStatusBody,
     TokenSummary, WorkflowBody, WorkflowPage,
 };
 use crate::queries::{Graph, Page, TokenTree, Workflow};
+use crate::store::orgs::{OrgRow, Quotas};
 use crate::store::records::Record;
 use crate::store::tokens::TokenRow;
 
@@ -259,5 +262,81 @@ pub(crate) fn workflow_page(page: Page<Workflow>) -> WorkflowPage {
             })
             .collect(),
         next_cursor: page.next_cursor,
+    }
+}
+
+fn quotas(quotas: Quotas) -> QuotasBody {
+    QuotasBody {
+        records_per_day: quotas.records_per_day,
+        tokens_outstanding: quotas.tokens_outstanding,
+    }
+}
+
+pub(crate) fn org(org: OrgRow) -> OrgBody {
+    OrgBody {
+        org_id: org.id,
+        name: org.name,
+        created_at: iso_ms(org.created_at),
+        quotas: quotas(org.quotas),
+    }
+}
+
+pub(crate) fn org_page(page: Page<OrgRow>) -> OrgPage {
+    OrgPage {
+        orgs: page.items.into_iter().map(org).collect(),
+        next_cursor: page.next_cursor,
+    }
+}
+
+pub(crate) fn issued_key(key: KeyInfo, api_key: String) -> IssuedKeyBody {
+    IssuedKeyBody {
+        key_id: key.id,
+        api_key,
+        role: key.role.as_str().to_owned(),
+        email: key.email,
+        created_at: iso_s(key.created_at),
+    }
+}
+
+pub(crate) fn org_created(created: OrgCreated) -> OrgCreatedBody {
+    OrgCreatedBody {
+        org: org(created.org),
+        owner_key: issued_key(created.owner, created.owner_key),
+    }
+}
+
+pub(crate) fn key(key: KeyInfo) -> KeyBody {
+    KeyBody {
+        key_id: key.id,
+        role: key.role.as_str().to_owned(),
+        email: key.email,
+        admin: key.is_admin,
+        created_at: iso_s(key.created_at),
+        revoked_at: key.revoked_at.map(iso_s),
+    }
+}
+
+pub(crate) fn key_list(keys: Vec<KeyInfo>) -> KeyList {
+    KeyList {
+        keys: keys.into_iter().map(key).collect(),
+    }
+}
+
+pub(crate) fn me(principal: Principal, org: OrgRow) -> MeBody {
+    MeBody {
+        key_id: principal.id,
+        email: principal.email,
+        role: principal.role.as_str().to_owned(),
+        admin: principal.is_admin,
+        permissions: principal
+            .role
+            .permissions()
+            .iter()
+            .map(|p| p.as_str().to_owned())
+            .collect(),
+        org: OrgRef {
+            org_id: org.id,
+            name: org.name,
+        },
     }
 }

@@ -2,8 +2,8 @@
 //! table of which credentials each operation takes, and the error responses
 //! every operation may give. Operations describe themselves with
 //! `#[utoipa::path]` on their handlers; [`served`] finishes the document the
-//! router collected from them. What an operation really accepts is enforced
-//! by the extractors (`extract.rs`), not here: this module only states it.
+//! router collected from them, with each operation's `security` from the
+//! access table (`access.rs`), which the extractors enforce.
 
 use serde_json::{Value, json};
 use utoipa::openapi::path::{Operation, PathItem};
@@ -11,6 +11,7 @@ use utoipa::openapi::security::SecurityRequirement;
 use utoipa::openapi::{OpenApi as Document, Server};
 use utoipa::{IntoResponses, Modify, OpenApi};
 
+use super::access::{Access, ROUTES};
 use crate::config::{AgentAuth, Config};
 use crate::error::Problem;
 use crate::model::forms::{ProvenanceRef, ResultFilter};
@@ -55,55 +56,6 @@ pub(crate) enum Errors {
     Unavailable(Problem),
 }
 
-/// The credentials an operation takes: the alternatives its `security` lists.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Access {
-    /// None: the public key set, health, this document.
-    Public,
-    /// An API key.
-    ApiKey,
-    /// An API key, or nothing from a loopback client when the deployment
-    /// opens `/metrics` there (and trusts no proxy).
-    ApiKeyOrLoopback,
-    /// The agent's token itself: Bearer, or DPoP with its proof when bound.
-    Token,
-    /// The token itself, or (unless the deployment sets `agent_auth =
-    /// "bearer"`) no credential but what the request names: a bare
-    /// `vat_jti` for `record/action` and `authorize`, the record's `aar_id`
-    /// for `complete`.
-    TokenOrNamed,
-    /// An API key, or the revoking agent's token itself.
-    ApiKeyOrToken,
-}
-
-/// Which credentials each operation takes, by method and path: the only
-/// source of the document's `security`. A test checks that it names every
-/// operation the router serves, and only those.
-#[rustfmt::skip]
-const SECURITY: [(&str, &str, Access); 21] = [
-    ("post", "/v1/vat/issue/l1",                              Access::ApiKey),
-    ("post", "/v1/vat/issue/l2",                              Access::ApiKey),
-    ("post", "/v1/vat/auth/capture",                          Access::ApiKey),
-    ("post", "/v1/vat/record/action",                         Access::TokenOrNamed),
-    ("post", "/v1/vat/authorize",                             Access::TokenOrNamed),
-    ("post", "/v1/vat/aar/{aar_id}/complete",                 Access::TokenOrNamed),
-    ("post", "/v1/vat/aar/{aar_id}/feedback",                 Access::ApiKey),
-    ("get",  "/v1/vat/reputation/{agent_id}",                 Access::ApiKey),
-    ("get",  "/v1/vat/aar/provenance/{provenance_ref}",       Access::ApiKey),
-    ("get",  "/v1/vat/aar/provenance/{provenance_ref}/graph", Access::ApiKey),
-    ("post", "/v1/vat/delegate",                              Access::Token),
-    ("post", "/v1/vat/revoke",                                Access::ApiKeyOrToken),
-    ("get",  "/v1/vat/tokens/{jti}",                          Access::ApiKey),
-    ("get",  "/v1/vat/aar/{aar_id}",                          Access::ApiKey),
-    ("get",  "/v1/vat/aar",                                   Access::ApiKey),
-    ("get",  "/v1/vat/workflows",                             Access::ApiKey),
-    ("get",  "/.well-known/jwks.json",                        Access::Public),
-    ("get",  "/healthz",                                      Access::Public),
-    ("get",  "/readyz",                                       Access::Public),
-    ("get",  "/metrics",                                      Access::ApiKeyOrLoopback),
-    ("get",  "/v1/openapi.json",                              Access::Public),
-];
-
 /// `Authorization: Bearer mk_…`.
 const API_KEY: &str = "api_key";
 /// `Authorization: Bearer <compact_jwt>`: an unbound token.
@@ -113,36 +65,34 @@ const DPOP_TOKEN: &str = "dpop_token";
 /// The `DPoP` header: the holder's proof for this request.
 const DPOP_PROOF: &str = "dpop_proof";
 
-impl Access {
-    /// The alternatives of the operation's `security` in this deployment.
-    fn requirements(self, config: &Config) -> Vec<SecurityRequirement> {
-        let api_key = || SecurityRequirement::new(API_KEY, Vec::<String>::new());
-        let token = || {
-            [
-                SecurityRequirement::new(AGENT_TOKEN, Vec::<String>::new()),
-                SecurityRequirement::new(DPOP_TOKEN, Vec::<String>::new())
-                    .add(DPOP_PROOF, Vec::<String>::new()),
-            ]
-        };
-        // An empty requirement: the call may be made without any scheme.
-        let none = SecurityRequirement::default;
-        let metrics_open = config.metrics_open_on_loopback && config.trusted_proxies.is_empty();
-        match self {
-            Access::Public => Vec::new(),
-            Access::ApiKey => vec![api_key()],
-            Access::ApiKeyOrLoopback if metrics_open => vec![api_key(), none()],
-            Access::ApiKeyOrLoopback => vec![api_key()],
-            Access::Token => token().into(),
-            Access::TokenOrNamed if config.agent_auth == AgentAuth::Jti => {
-                token().into_iter().chain([none()]).collect()
-            }
-            Access::TokenOrNamed => token().into(),
-            Access::ApiKeyOrToken => [api_key()].into_iter().chain(token()).collect(),
+/// The alternatives of an operation's `security` in this deployment.
+fn requirements(access: Access, config: &Config) -> Vec<SecurityRequirement> {
+    let api_key = || SecurityRequirement::new(API_KEY, Vec::<String>::new());
+    let token = || {
+        [
+            SecurityRequirement::new(AGENT_TOKEN, Vec::<String>::new()),
+            SecurityRequirement::new(DPOP_TOKEN, Vec::<String>::new())
+                .add(DPOP_PROOF, Vec::<String>::new()),
+        ]
+    };
+    // An empty requirement: the call may be made without any scheme.
+    let none = SecurityRequirement::default;
+    let metrics_open = config.metrics_open_on_loopback && config.trusted_proxies.is_empty();
+    match access {
+        Access::Public => Vec::new(),
+        Access::ApiKey(_) => vec![api_key()],
+        Access::AdminOrLoopback if metrics_open => vec![api_key(), none()],
+        Access::AdminOrLoopback => vec![api_key()],
+        Access::Token => token().into(),
+        Access::TokenOrNamed if config.agent_auth == AgentAuth::Jti => {
+            token().into_iter().chain([none()]).collect()
         }
+        Access::TokenOrNamed => token().into(),
+        Access::ApiKeyOrToken(_) => [api_key()].into_iter().chain(token()).collect(),
     }
 }
 
-/// The security schemes [`SECURITY`] refers to. Written as JSON because
+/// The security schemes the access table's operations refer to. Written as JSON because
 /// utoipa's HTTP schemes lack `DPoP`, which RFC 9449 §12.4 registers as an
 /// HTTP authentication scheme (§7.1).
 fn security_schemes() -> Value {
@@ -190,7 +140,7 @@ fn operations(item: &mut PathItem) -> impl Iterator<Item = (&'static str, &mut O
     .filter_map(|(method, operation)| operation.as_mut().map(|o| (method, o)))
 }
 
-/// Gives every operation its `security` from [`SECURITY`], replacing what
+/// Gives every operation its `security` from [`ROUTES`], replacing what
 /// a handler declares. An operation the table misses gets none, so the gap
 /// shows: validators refuse the document.
 struct OperationSecurity<'a>(&'a Config);
@@ -199,10 +149,10 @@ impl Modify for OperationSecurity<'_> {
     fn modify(&self, openapi: &mut Document) {
         for (path, item) in &mut openapi.paths.paths {
             for (method, operation) in operations(item) {
-                operation.security = SECURITY
+                operation.security = ROUTES
                     .iter()
                     .find(|(m, p, _)| *m == method && p == path)
-                    .map(|(_, _, access)| access.requirements(self.0));
+                    .map(|(_, _, access)| requirements(*access, self.0));
             }
         }
     }
@@ -231,7 +181,7 @@ impl Modify for EdgeLimit {
 }
 
 /// The document as served: the operations the router collected, each with
-/// its credentials from [`SECURITY`] and the edge's 429; the server (the
+/// its credentials from [`ROUTES`] and the edge's 429; the server (the
 /// deployment's `public_url`, else `/`: the host the document was fetched
 /// from); the security schemes; and `uniqueItems` where core refuses
 /// duplicates.
@@ -269,7 +219,10 @@ mod tests {
 
     use serde_json::{Value, json};
 
-    use super::{Access, SECURITY};
+    use mandate_core::Permission;
+
+    use super::requirements as of;
+    use crate::api::access::{Access, KeyNeeds, ROUTES};
     use crate::config::{AgentAuth, Config};
 
     /// `(method, path)` of every operation the router serves.
@@ -292,17 +245,17 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn the_security_table_names_every_operation_once() {
-        let rows: BTreeSet<(String, String)> = SECURITY
+    async fn the_access_table_names_every_operation_once() {
+        let rows: BTreeSet<(String, String)> = ROUTES
             .iter()
             .map(|(method, path, _)| ((*method).to_owned(), (*path).to_owned()))
             .collect();
-        assert_eq!(rows.len(), SECURITY.len(), "a row is repeated");
+        assert_eq!(rows.len(), ROUTES.len(), "a row is repeated");
         assert_eq!(rows, served_operations().await);
     }
 
     fn requirements(access: Access, config: &Config) -> Value {
-        serde_json::to_value(access.requirements(config)).unwrap()
+        serde_json::to_value(of(access, config)).unwrap()
     }
 
     #[test]
@@ -311,7 +264,11 @@ mod tests {
         let mut config = Config::default();
         assert_eq!(requirements(Access::Public, &config), json!([]));
         assert_eq!(
-            requirements(Access::ApiKeyOrLoopback, &config),
+            requirements(Access::ApiKey(KeyNeeds::Admin), &config),
+            json!([{"api_key": []}])
+        );
+        assert_eq!(
+            requirements(Access::AdminOrLoopback, &config),
             json!([{"api_key": []}, {}])
         );
         assert_eq!(requirements(Access::Token, &config), token);
@@ -320,14 +277,14 @@ mod tests {
             json!([{"agent_token": []}, {"dpop_proof": [], "dpop_token": []}, {}])
         );
         assert_eq!(
-            requirements(Access::ApiKeyOrToken, &config),
+            requirements(Access::ApiKeyOrToken(Permission::Revoke), &config),
             json!([{"api_key": []}, {"agent_token": []}, {"dpop_proof": [], "dpop_token": []}])
         );
         config.agent_auth = AgentAuth::Bearer;
         config.trusted_proxies = vec!["192.0.2.1".parse().unwrap()];
         assert_eq!(requirements(Access::TokenOrNamed, &config), token);
         assert_eq!(
-            requirements(Access::ApiKeyOrLoopback, &config),
+            requirements(Access::AdminOrLoopback, &config),
             json!([{"api_key": []}])
         );
     }

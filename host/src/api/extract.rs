@@ -5,7 +5,7 @@
 //! by the holder's key, RFC 9449).
 
 use axum::body::Bytes;
-use axum::extract::{FromRequest, FromRequestParts, Request};
+use axum::extract::{FromRequest, FromRequestParts, MatchedPath, Request};
 use axum::http::request::Parts;
 use axum::http::{HeaderMap, Method, StatusCode, header};
 use mandate_core::{
@@ -16,15 +16,18 @@ use serde::de::DeserializeOwned;
 use sha2::{Digest as _, Sha256};
 use std::sync::Arc;
 
+use super::access::{self, Access, KeyNeeds};
 use crate::AppState;
 use crate::apikeys::{self, Principal};
 use crate::clock::Now;
 use crate::config::AgentAuth;
 use crate::error::{ApiError, ApiResult, truncate_chars};
-use crate::ledger::IdempotencyKey;
+use crate::ledger::{IdempotencyKey, LedgerError};
 use crate::proofs::Refused;
 use crate::store::StoreError;
+use crate::store::orgs::Org;
 use crate::store::records::Credential;
+use crate::store::tokens;
 
 /// A JSON request body. Wrong content type → 415, too large → 413, not JSON
 /// → 400, JSON of the wrong shape → 422; each a problem body.
@@ -218,9 +221,11 @@ impl Presented {
         })
     }
 
-    /// The key within a route and a credential (an API key's id, a jti).
-    pub(crate) fn scoped(self, route: &str, credential: &str) -> IdempotencyKey {
+    /// The key within an organisation, a route and a credential (an API
+    /// key's id, a jti).
+    pub(crate) fn scoped(self, org: Org, route: &str, credential: &str) -> IdempotencyKey {
         IdempotencyKey {
+            org,
             scope: format!("{route} {credential}"),
             key: self.key,
             body_sha256: self.body_sha256,
@@ -271,31 +276,86 @@ fn bearer(headers: &HeaderMap) -> ApiResult<Option<&str>> {
     }
 }
 
-/// A caller authenticated by API key.
+/// The operation a request matched: its method and route template, which
+/// the access table is keyed by.
+#[derive(Debug, Clone)]
+pub(crate) struct Operation {
+    method: Method,
+    route: Option<String>,
+}
+
+impl<S: Send + Sync> FromRequestParts<S> for Operation {
+    type Rejection = std::convert::Infallible;
+
+    async fn from_request_parts(parts: &mut Parts, _: &S) -> Result<Operation, Self::Rejection> {
+        Ok(Operation {
+            method: parts.method.clone(),
+            route: parts
+                .extensions
+                .get::<MatchedPath>()
+                .map(|path| path.as_str().to_owned()),
+        })
+    }
+}
+
+impl Operation {
+    /// What an API key must be allowed for this operation, from the access
+    /// table.
+    fn key_needs(&self) -> ApiResult<KeyNeeds> {
+        self.route
+            .as_deref()
+            .and_then(|route| access::of(&self.method, route))
+            .and_then(Access::key_needs)
+            .ok_or_else(|| {
+                ApiError::internal("an operation that takes an API key is not in the access table")
+            })
+    }
+
+    /// Looks up the API key of a request and checks that the access table
+    /// allows it this operation: 401 when missing, unknown or revoked, 403
+    /// when its role does not allow the operation, 429 past the key's or
+    /// its organisation's rate limit.
+    pub(crate) async fn api_key(
+        &self,
+        state: &AppState,
+        headers: &HeaderMap,
+    ) -> ApiResult<Principal> {
+        let needs = self.key_needs()?;
+        let presented = bearer(headers)?
+            .filter(|c| apikeys::looks_like_key(c))
+            .ok_or_else(|| {
+                ApiError::unauthorized(
+                    "unauthorized",
+                    "an API key is required: Authorization: Bearer mk_…",
+                )
+            })?
+            .to_owned();
+        let principal = state
+            .store
+            .read_keys(move |conn| Ok::<_, StoreError>(apikeys::lookup(conn, &presented)?))
+            .await?
+            .ok_or_else(|| {
+                ApiError::unauthorized("unauthorized", "the API key is unknown or revoked")
+            })?;
+        state.limiters.api_key(&principal.id)?;
+        state.limiters.org(principal.org)?;
+        match needs {
+            KeyNeeds::Role(permission) if !principal.may(permission) => {
+                Err(ApiError::role_forbidden(principal.role, permission))
+            }
+            KeyNeeds::Admin if !principal.is_admin => Err(ApiError::forbidden(
+                "admin_required",
+                "only the deployment's admin key may do this",
+            )),
+            _ => Ok(principal),
+        }
+    }
+}
+
+/// A caller authenticated by API key and allowed the operation by the
+/// access table.
 #[derive(Debug, Clone)]
 pub(crate) struct ApiKeyAuth(pub(crate) Principal);
-
-/// Looks up the API key of a request; 401 when missing, unknown or revoked.
-pub(crate) async fn api_key(state: &AppState, headers: &HeaderMap) -> ApiResult<Principal> {
-    let presented = bearer(headers)?
-        .filter(|c| apikeys::looks_like_key(c))
-        .ok_or_else(|| {
-            ApiError::unauthorized(
-                "unauthorized",
-                "an API key is required: Authorization: Bearer mk_…",
-            )
-        })?
-        .to_owned();
-    let principal = state
-        .store
-        .read_keys(move |conn| Ok::<_, StoreError>(apikeys::lookup(conn, &presented)?))
-        .await?
-        .ok_or_else(|| {
-            ApiError::unauthorized("unauthorized", "the API key is unknown or revoked")
-        })?;
-    state.limiters.api_key(&principal.id)?;
-    Ok(principal)
-}
 
 impl FromRequestParts<AppState> for ApiKeyAuth {
     type Rejection = ApiError;
@@ -304,7 +364,13 @@ impl FromRequestParts<AppState> for ApiKeyAuth {
         parts: &mut Parts,
         state: &AppState,
     ) -> Result<ApiKeyAuth, ApiError> {
-        api_key(state, &parts.headers).await.map(ApiKeyAuth)
+        let operation = Operation::from_request_parts(parts, state)
+            .await
+            .unwrap_or_else(|never| match never {});
+        operation
+            .api_key(state, &parts.headers)
+            .await
+            .map(ApiKeyAuth)
     }
 }
 
@@ -369,11 +435,13 @@ pub(crate) enum Need {
     TokenOrJti,
 }
 
-/// The token an agent call acts with, and what the caller proved about it.
+/// The token an agent call acts with, what the caller proved about it, and
+/// its organisation.
 #[derive(Debug, Clone)]
 pub(crate) struct Acting {
     pub(crate) jti: Jti,
     pub(crate) credential: Credential,
+    pub(crate) org: Org,
 }
 
 /// An agent call: what it needs to authenticate the token it presents —
@@ -506,10 +574,7 @@ impl AgentCall {
                 "token_mismatch",
                 "vat_jti is not the jti of the token presented",
             )),
-            (Some(jti), _) => Ok(Acting {
-                jti,
-                credential: Credential::Token,
-            }),
+            (Some(jti), _) => acting_in_org(state, jti, Credential::Token).await,
             (None, Some(_)) if need == Need::Token => Err(ApiError::token_required(
                 "this call changes authority and needs the token itself: \
                  Authorization: Bearer <compact_jwt> (DPoP <compact_jwt> with a proof when bound); \
@@ -523,10 +588,7 @@ impl AgentCall {
             }
             (None, Some(jti)) => {
                 state.limiters.token(jti.as_str())?;
-                Ok(Acting {
-                    jti,
-                    credential: Credential::Jti,
-                })
+                acting_in_org(state, jti, Credential::Jti).await
             }
             (None, None) if need == Need::Token => Err(ApiError::token_required(
                 "this call needs the token itself: Authorization: Bearer <compact_jwt> \
@@ -553,6 +615,42 @@ impl AgentCall {
         }
         Ok(presented)
     }
+}
+
+/// The token an agent acts with, in its organisation, counted against the
+/// organisation's rate limit. A token this server does not hold is refused
+/// as the ledger would refuse it.
+async fn acting_in_org(state: &AppState, jti: Jti, credential: Credential) -> ApiResult<Acting> {
+    let Some(org) = org_of_token(state, &jti).await? else {
+        return Err(match credential {
+            Credential::Jti => LedgerError::TokenInactive,
+            Credential::Token => LedgerError::HolderInactive { expired: false },
+        }
+        .into());
+    };
+    state.limiters.org(org)?;
+    Ok(Acting {
+        jti,
+        credential,
+        org,
+    })
+}
+
+/// The organisation of a token: remembered, or read once (a token never
+/// changes organisation).
+async fn org_of_token(state: &AppState, jti: &Jti) -> ApiResult<Option<Org>> {
+    if let Some(org) = state.token_orgs.get(jti) {
+        return Ok(Some(org));
+    }
+    let text = jti.as_str().to_owned();
+    let org = state
+        .store
+        .read_keys(move |conn| Ok::<_, StoreError>(tokens::org_of(conn, &text)?))
+        .await?;
+    if let Some(org) = org {
+        state.token_orgs.insert(jti, org);
+    }
+    Ok(org)
 }
 
 /// Verifies a compact token against the published keys, reading them again

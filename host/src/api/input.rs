@@ -3,13 +3,15 @@
 
 use mandate_core::{
     Action, AgentId, Constraints, Framework, HolderKey, Identity, Jkt, Outcome, Policy, Rating,
-    Resource, ResultHash, Scope, ScopeError, TokenRequest, Usd,
+    Resource, ResultHash, Role, Scope, ScopeError, TokenRequest, Usd,
 };
 
 use crate::error::{ApiError, ApiResult};
 use crate::model::{
     CaptureRequest, ConstraintsBody, DelegateRequest, IssueL1Request, IssueL2Request, PolicyBody,
+    QuotasBody,
 };
+use crate::store::orgs::Quotas;
 
 /// Longest note accepted with a rating, in characters.
 pub(crate) const MAX_NOTE_CHARS: usize = 2048;
@@ -25,7 +27,65 @@ pub(crate) fn agent_id(text: &str) -> ApiResult<AgentId> {
 }
 
 pub(crate) fn email(text: &str) -> ApiResult<Identity> {
-    Identity::email(text).map_err(|e| invalid("developer_email", e.code(), e))
+    email_in("developer_email", text)
+}
+
+/// An e-mail address given as `field`.
+pub(crate) fn email_in(field: &str, text: &str) -> ApiResult<Identity> {
+    Identity::email(text).map_err(|e| invalid(field, e.code(), e))
+}
+
+/// Longest organisation name, in characters.
+pub(crate) const MAX_ORG_NAME_CHARS: usize = 64;
+
+/// An organisation's name: 1–64 of `a-z 0-9 . _ -`, starting with a
+/// letter or digit, so it reads the same in a URL, a log and a shell.
+pub(crate) fn org_name(text: &str) -> ApiResult<String> {
+    let valid = text.len() <= MAX_ORG_NAME_CHARS
+        && text
+            .bytes()
+            .next()
+            .is_some_and(|b| b.is_ascii_lowercase() || b.is_ascii_digit())
+        && text.bytes().all(|b| {
+            b.is_ascii_lowercase() || b.is_ascii_digit() || matches!(b, b'.' | b'_' | b'-')
+        });
+    if !valid {
+        return Err(invalid(
+            "name",
+            "invalid_org_name",
+            "name must be 1 to 64 of a-z 0-9 . _ -, starting with a letter or digit",
+        ));
+    }
+    Ok(text.to_owned())
+}
+
+/// A key's role.
+pub(crate) fn role(text: &str) -> ApiResult<Role> {
+    text.parse::<Role>()
+        .map_err(|e| invalid("role", "invalid_role", e))
+}
+
+/// Largest quota accepted.
+pub(crate) const MAX_QUOTA: u64 = 1_000_000_000_000;
+
+/// Quotas as stored.
+pub(crate) fn quotas(body: &QuotasBody) -> ApiResult<Quotas> {
+    for (field, value) in [
+        ("quotas.records_per_day", body.records_per_day),
+        ("quotas.tokens_outstanding", body.tokens_outstanding),
+    ] {
+        if value.is_some_and(|n| n > MAX_QUOTA) {
+            return Err(invalid(
+                field,
+                "quota_too_large",
+                format!("{field} may be at most {MAX_QUOTA}"),
+            ));
+        }
+    }
+    Ok(Quotas {
+        records_per_day: body.records_per_day,
+        tokens_outstanding: body.tokens_outstanding,
+    })
 }
 
 pub(crate) fn action(text: &str) -> ApiResult<Action> {

@@ -4,7 +4,8 @@
 use axum::extract::State;
 use axum::http::StatusCode;
 use mandate_core::{
-    AssuranceLevel, Identity, IssueError, RootIssue, TokenRequest, human_ref, issue_root, sign,
+    AssuranceLevel, Identity, IssueError, Permission, RootIssue, TokenRequest, human_ref,
+    issue_root, sign,
 };
 
 use super::bodies;
@@ -35,7 +36,7 @@ pub(crate) async fn issue_l1(
 ) -> ApiResult<Rendered> {
     let now = state.clock.now();
     let identity = input::email(&body.developer_email)?;
-    if !principal.is_admin {
+    if !principal.may(Permission::IssueForAnyone) {
         let own = principal
             .email
             .as_deref()
@@ -48,7 +49,7 @@ pub(crate) async fn issue_l1(
         }
     }
     let request = input::token_request(&body)?;
-    let key = key.map(|k| k.scoped("issue_l1", &principal.id));
+    let key = key.map(|k| k.scoped(principal.org, "issue_l1", &principal.id));
     let root = Root {
         identity: &identity,
         level: AssuranceLevel::L1,
@@ -94,12 +95,13 @@ pub(crate) async fn issue_root_token(
     let compact = sign(&claims, &ring.active).map_err(ApiError::internal)?;
     let kid = ring.active.kid().to_owned();
     let by = principal.id.clone();
+    let org = principal.org;
     let (_, rendered) = once(
         state,
         key,
         now,
         move |ledger| {
-            ledger.store_root(&claims, &kid, &by, now)?;
+            ledger.store_root(org, &claims, &kid, &by, now)?;
             Ok((claims, compact))
         },
         |(claims, compact)| match bodies::issued(claims, compact.clone(), None) {

@@ -7,7 +7,7 @@ use axum::response::{IntoResponse, Response};
 use mandate_core::JwkSet;
 
 use super::docs::Errors;
-use super::extract::{Peer, api_key};
+use super::extract::{Operation, Peer};
 use crate::AppState;
 use crate::error::ApiResult;
 use crate::model::Health;
@@ -64,7 +64,8 @@ fn is_loopback(ip: std::net::IpAddr) -> bool {
 }
 
 /// Prometheus metrics: open to loopback clients (when configured and no
-/// proxy is trusted), else an API key is needed.
+/// proxy is trusted), else the admin key is needed (they count requests of
+/// every organisation).
 #[utoipa::path(
     get,
     path = "/metrics",
@@ -74,6 +75,7 @@ fn is_loopback(ip: std::net::IpAddr) -> bool {
 pub(crate) async fn metrics(
     State(state): State<AppState>,
     Peer(peer): Peer,
+    operation: Operation,
     headers: HeaderMap,
 ) -> ApiResult<Response> {
     // Behind a reverse proxy every client's connection comes from the proxy,
@@ -82,7 +84,7 @@ pub(crate) async fn metrics(
         && state.config.trusted_proxies.is_empty()
         && peer.is_some_and(|addr| is_loopback(addr.ip()));
     if !open {
-        api_key(&state, &headers).await?;
+        operation.api_key(&state, &headers).await?;
     }
     let mut response = state.metrics.render().into_response();
     response.headers_mut().insert(

@@ -3,6 +3,7 @@
 //! limits, security headers, metrics and logs; the body cap; panics as 500
 //! problems; problem bodies for unknown routes and methods).
 
+mod access;
 mod agent;
 mod assurance;
 mod bodies;
@@ -11,6 +12,7 @@ mod extract;
 mod input;
 mod issue;
 mod meta;
+mod orgs;
 mod problems;
 mod query;
 mod records;
@@ -207,6 +209,11 @@ pub fn app(state: AppState) -> Router {
         .routes(routes!(records::record))
         .routes(routes!(records::records))
         .routes(routes!(workflows::workflows))
+        .routes(routes!(orgs::me))
+        .routes(routes!(orgs::create_org, orgs::list_orgs))
+        .routes(routes!(orgs::update_org))
+        .routes(routes!(orgs::create_key, orgs::list_keys))
+        .routes(routes!(orgs::revoke_key))
         .routes(routes!(meta::jwks))
         .routes(routes!(meta::healthz))
         .routes(routes!(meta::readyz))

@@ -1,10 +1,11 @@
 //! The one mapping from the typed failures of the write side, the read side
 //! and the store to HTTP: status, code and detail of each problem.
 
+use axum::http::StatusCode;
 use mandate_core::{DenyReason, IssueError, RecordError};
 
 use crate::error::{ApiError, ViolationBody};
-use crate::ledger::{LedgerError, Refusal};
+use crate::ledger::{LedgerError, QuotaExceeded, Refusal};
 use crate::queries::QueryError;
 use crate::store::StoreError;
 use crate::store::records::Credential;
@@ -74,6 +75,22 @@ impl From<LedgerError> for ApiError {
             LedgerError::IdempotencyKeyReused => {
                 ApiError::invalid("Idempotency-Key", "idempotency_key_reused", message)
             }
+            LedgerError::QuotaExceeded(exceeded) => {
+                let problem =
+                    ApiError::new(StatusCode::TOO_MANY_REQUESTS, "quota_exceeded", message);
+                match exceeded {
+                    QuotaExceeded::RecordsPerDay { retry_after_s, .. } => {
+                        problem.with_retry_after(retry_after_s)
+                    }
+                    QuotaExceeded::TokensOutstanding { .. } => problem,
+                }
+            }
+            LedgerError::UnknownOrg => ApiError::not_found("org_not_found", message),
+            LedgerError::OrgExists => ApiError::conflict("org_exists", message),
+            LedgerError::TooManyOrgs => ApiError::conflict("too_many_orgs", message),
+            LedgerError::UnknownKey => ApiError::not_found("key_not_found", message),
+            LedgerError::AdminKey => ApiError::conflict("admin_key", message),
+            LedgerError::LastOwner => ApiError::conflict("last_owner", message),
             LedgerError::Store(error) => error.into(),
         }
     }

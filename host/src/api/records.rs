@@ -27,7 +27,7 @@ use crate::queries::{self, DEFAULT_LIMIT, MAX_LIMIT, RecordFilter};
 )]
 pub(crate) async fn feedback(
     State(state): State<AppState>,
-    _: ApiKeyAuth,
+    ApiKeyAuth(principal): ApiKeyAuth,
     Path(aar_id): Path<String>,
     Json(body): Json<FeedbackRequest>,
 ) -> ApiResult<axum::Json<FeedbackResponse>> {
@@ -36,7 +36,7 @@ pub(crate) async fn feedback(
     let rating = input::rating(&body.rating)?;
     let note = input::text("note", body.note.as_deref(), MAX_NOTE_CHARS)?;
     let rated = state
-        .write(move |ledger| ledger.rate(&aar_id, rating, note.as_deref(), now))
+        .write(move |ledger| ledger.rate(principal.org, &aar_id, rating, note.as_deref(), now))
         .await?;
     Ok(axum::Json(FeedbackResponse {
         aar_id: rated.aar_id.to_string(),
@@ -55,13 +55,13 @@ pub(crate) async fn feedback(
 )]
 pub(crate) async fn record(
     State(state): State<AppState>,
-    _: ApiKeyAuth,
+    ApiKeyAuth(principal): ApiKeyAuth,
     Path(aar_id): Path<String>,
 ) -> ApiResult<axum::Json<RecordBody>> {
     let aar_id = record_id(&aar_id)?;
     let record = state
         .store
-        .lookup(move |conn| queries::record(conn, aar_id.as_str()))
+        .lookup(move |conn| queries::record(conn, principal.org, aar_id.as_str()))
         .await?;
     Ok(axum::Json(bodies::record(record)))
 }
@@ -109,7 +109,7 @@ pub(crate) struct RecordQuery {
 )]
 pub(crate) async fn records(
     State(state): State<AppState>,
-    _: ApiKeyAuth,
+    ApiKeyAuth(principal): ApiKeyAuth,
     Query(query): Query<RecordQuery>,
 ) -> ApiResult<axum::Json<RecordPage>> {
     let filter = RecordFilter {
@@ -126,7 +126,7 @@ pub(crate) async fn records(
     };
     let page = state
         .store
-        .read(move |conn| queries::records(conn, &filter))
+        .read(move |conn| queries::records(conn, principal.org, &filter))
         .await?;
     Ok(axum::Json(bodies::record_page(page)))
 }

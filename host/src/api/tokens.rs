@@ -10,7 +10,7 @@ use utoipa::IntoParams;
 
 use super::bodies;
 use super::docs::Errors;
-use super::extract::{AgentCall, Json, Need, has_api_key, parse_jti};
+use super::extract::{AgentCall, Json, Need, Operation, has_api_key, parse_jti};
 use super::input::{self, MAX_REASON_CHARS};
 use super::query::{Query, limit};
 use crate::AppState;
@@ -29,14 +29,14 @@ use crate::queries::{self, DescendantPage, QueryError};
 )]
 pub(crate) async fn revoke(
     State(state): State<AppState>,
+    operation: Operation,
     headers: HeaderMap,
     call: AgentCall,
     Json(body): Json<RevokeRequest>,
 ) -> ApiResult<axum::Json<RevokeResponse>> {
     let now = state.clock.now();
     let by = if has_api_key(&headers) {
-        super::extract::api_key(&state, &headers).await?;
-        Revoker::ApiKey
+        Revoker::ApiKey(operation.api_key(&state, &headers).await?.org)
     } else if headers.contains_key(axum::http::header::AUTHORIZATION) || body.vat_jti.is_some() {
         let acting = call
             .acting(&state, now, body.vat_jti.as_deref(), Need::Token)
@@ -78,7 +78,7 @@ pub(crate) struct TokenQuery {
 )]
 pub(crate) async fn token(
     State(state): State<AppState>,
-    _: super::extract::ApiKeyAuth,
+    super::extract::ApiKeyAuth(principal): super::extract::ApiKeyAuth,
     Path(jti): Path<String>,
     Query(query): Query<TokenQuery>,
 ) -> ApiResult<axum::Json<TokenStatus>> {
@@ -90,7 +90,7 @@ pub(crate) async fn token(
     };
     let tree = state
         .store
-        .read(move |conn| queries::token_tree(conn, jti.as_str(), &page))
+        .read(move |conn| queries::token_tree(conn, principal.org, jti.as_str(), &page))
         .await?;
     Ok(axum::Json(bodies::token_tree(tree, now)))
 }

@@ -25,7 +25,7 @@ use crate::queries::{self, DEFAULT_LIMIT, MAX_LIMIT, QueryError, WorkflowFilter}
 )]
 pub(crate) async fn reputation(
     State(state): State<AppState>,
-    _: ApiKeyAuth,
+    ApiKeyAuth(principal): ApiKeyAuth,
     Path(agent_id): Path<String>,
 ) -> ApiResult<axum::Json<ReputationBody>> {
     let agent =
@@ -33,7 +33,7 @@ pub(crate) async fn reputation(
     let id = agent.as_str().to_owned();
     let counts = state
         .store
-        .lookup(move |conn| queries::agent_counts(conn, &id))
+        .lookup(move |conn| queries::agent_counts(conn, principal.org, &id))
         .await?;
     Ok(axum::Json(bodies::reputation_of(agent.as_str(), &counts)))
 }
@@ -48,13 +48,13 @@ pub(crate) async fn reputation(
 )]
 pub(crate) async fn provenance_summary(
     State(state): State<AppState>,
-    _: ApiKeyAuth,
+    ApiKeyAuth(principal): ApiKeyAuth,
     Path(provenance_ref): Path<String>,
 ) -> ApiResult<axum::Json<SummaryBody>> {
     let provenance_ref = provenance(&provenance_ref)?;
     let summary = state
         .store
-        .lookup(move |conn| queries::workflow_summary(conn, provenance_ref.as_str()))
+        .lookup(move |conn| queries::workflow_summary(conn, principal.org, provenance_ref.as_str()))
         .await?;
     Ok(axum::Json(bodies::summary(summary)))
 }
@@ -78,7 +78,7 @@ pub(crate) struct GraphQuery {
 )]
 pub(crate) async fn graph(
     State(state): State<AppState>,
-    _: ApiKeyAuth,
+    ApiKeyAuth(principal): ApiKeyAuth,
     Path(provenance_ref): Path<String>,
     Query(query): Query<GraphQuery>,
 ) -> ApiResult<axum::Json<GraphBody>> {
@@ -88,7 +88,7 @@ pub(crate) async fn graph(
     let id = provenance_ref.as_str().to_owned();
     let graph = state
         .store
-        .read(move |conn| queries::workflow_graph(conn, &id, limit))
+        .read(move |conn| queries::workflow_graph(conn, principal.org, &id, limit))
         .await?;
     Ok(axum::Json(bodies::graph(
         provenance_ref.to_string(),
@@ -130,7 +130,7 @@ pub(crate) struct WorkflowQuery {
 )]
 pub(crate) async fn workflows(
     State(state): State<AppState>,
-    _: ApiKeyAuth,
+    ApiKeyAuth(principal): ApiKeyAuth,
     Query(query): Query<WorkflowQuery>,
 ) -> ApiResult<axum::Json<WorkflowPage>> {
     let filter = WorkflowFilter {
@@ -143,7 +143,7 @@ pub(crate) async fn workflows(
     };
     let page = state
         .store
-        .read(move |conn| queries::workflows(conn, &filter))
+        .read(move |conn| queries::workflows(conn, principal.org, &filter))
         .await?;
     Ok(axum::Json(bodies::workflow_page(page)))
 }

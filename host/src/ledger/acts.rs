@@ -11,6 +11,7 @@ use mandate_core::{
 
 use super::{Ledger, LedgerError, Token, internal, new_aar_id};
 use crate::clock::Now;
+use crate::store::orgs::Org;
 use crate::store::records::{self, Credential, NewRecord, Record, SummaryKey, micros};
 
 /// What an agent asks to do.
@@ -88,30 +89,35 @@ impl Ledger {
         now: Now,
         event: impl FnOnce(Result<(), DenyReason>) -> RecordEvent,
     ) -> Result<Attempted, LedgerError> {
-        let at = self.record_time(now.ms())?;
         let token = self
             .token(&attempt.jti)?
             .ok_or(LedgerError::TokenInactive)?;
         if attempt.credential == Credential::Jti && token.claims.cnf.is_some() {
             return Err(LedgerError::DpopRequired);
         }
+        let org = token.standing.org;
+        let at = self.record_time(org, now.ms())?;
+        self.check_record_quota(org, at)?;
         let (decision, budgeted) = self.judge(&token, attempt, at / 1000)?;
         let state = transition(None, event(decision)).map_err(internal)?;
         let aar_id = new_aar_id(at, attempt.random)?;
         let allowed = decision.is_ok();
         let spend = if allowed { attempt.spend } else { Usd::ZERO };
-        self.insert_record(&NewRecord {
-            aar_id: &aar_id,
-            token: &token.claims,
-            action: attempt.action.as_str(),
-            resource: attempt.resource.as_str(),
-            state,
-            result_hash: if allowed { result_hash } else { None },
-            spend,
-            created_at: at,
-            delegated_jti: None,
-            credential: attempt.credential,
-        })?;
+        self.insert_record(
+            org,
+            &NewRecord {
+                aar_id: &aar_id,
+                token: &token.claims,
+                action: attempt.action.as_str(),
+                resource: attempt.resource.as_str(),
+                state,
+                result_hash: if allowed { result_hash } else { None },
+                spend,
+                created_at: at,
+                delegated_jti: None,
+                credential: attempt.credential,
+            },
+        )?;
         if allowed {
             self.charge(&budgeted, micros(spend), 1)?;
         }
@@ -207,6 +213,7 @@ impl Ledger {
             at,
         )?;
         self.counters.count_for_agent(
+            record.org(),
             &record.agent_id,
             CountsChange::of(Some(&record.state), &state),
         );
@@ -229,21 +236,25 @@ impl Ledger {
         Ok(record)
     }
 
-    /// Gives a completed record its one human rating.
+    /// Gives a completed record of `org` its one human rating. A record of
+    /// another organisation is unknown.
     pub fn rate(
         &mut self,
+        org: Org,
         aar_id: &AarId,
         rating: Rating,
         note: Option<&str>,
         now: Now,
     ) -> Result<Rated, LedgerError> {
-        let record =
-            records::by_id(&self.conn, aar_id.as_str())?.ok_or(LedgerError::UnknownRecord)?;
+        let record = records::by_id(&self.conn, aar_id.as_str())?
+            .filter(|record| record.org() == org)
+            .ok_or(LedgerError::UnknownRecord)?;
         let rated: RecordState = transition(Some(record.state), RecordEvent::Rate(rating))
             .map_err(LedgerError::Lifecycle)?;
         let at = now.ms();
         records::rate(&self.conn, aar_id.as_str(), rating, note, at)?;
         self.counters.count_for_agent(
+            org,
             &record.agent_id,
             CountsChange::of(Some(&record.state), &rated),
         );

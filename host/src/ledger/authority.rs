@@ -9,6 +9,7 @@ use mandate_core::{
 
 use super::{Ledger, LedgerError, Token, internal, new_aar_id};
 use crate::clock::Now;
+use crate::store::orgs::Org;
 use crate::store::records::{self, Credential, NewRecord, NewWorkflow};
 use crate::store::tokens::{self, NewToken};
 
@@ -61,8 +62,9 @@ pub enum Delegated {
 /// Who is revoking.
 #[derive(Debug, Clone)]
 pub enum Revoker {
-    /// A human or operator with an API key: may revoke any token.
-    ApiKey,
+    /// A human with an API key of an organisation: may revoke any token of
+    /// it; another organisation's token is unknown.
+    ApiKey(Org),
     /// An agent presenting its own token: may revoke it or a descendant.
     Token(Jti),
 }
@@ -87,8 +89,11 @@ impl Ledger {
     /// as a child of `parent`, a root one opens its workflow. The key is
     /// checked first, so a key revoked since the caller read the key ring
     /// leaves nothing changed.
+    /// The caller checked the quotas ([`Ledger::check_token_quota`]) before
+    /// writing anything.
     fn store_token(
         &mut self,
+        org: Org,
         claims: &Claims,
         parent: Option<&Jti>,
         kid: &str,
@@ -101,17 +106,19 @@ impl Ledger {
         tokens::insert(
             &self.conn,
             &NewToken {
+                org,
                 claims,
                 parent,
                 kid,
                 issued_by,
             },
         )?;
-        records::add_agent(&self.conn, claims.agent_id().as_str())?;
+        records::add_agent(&self.conn, org, claims.agent_id().as_str())?;
         if claims.svc_depth == 0 {
             records::open_workflow(
                 &self.conn,
                 &NewWorkflow {
+                    org,
                     root: claims,
                     created_at: now_ms,
                 },
@@ -120,16 +127,18 @@ impl Ledger {
         Ok(())
     }
 
-    /// Stores a root token the caller signed with `kid`, issued on the API
-    /// key `issued_by`.
+    /// Stores a root token of `org` the caller signed with `kid`, issued on
+    /// the API key `issued_by`.
     pub fn store_root(
         &mut self,
+        org: Org,
         claims: &Claims,
         kid: &str,
         issued_by: &str,
         now: Now,
     ) -> Result<(), LedgerError> {
-        self.store_token(claims, None, kid, Some(issued_by), now.ms())
+        self.check_token_quota(org, now.s())?;
+        self.store_token(org, claims, None, kid, Some(issued_by), now.ms())
     }
 
     /// Delegates from a parent token presented by its holder: core decides,
@@ -141,10 +150,12 @@ impl Ledger {
         key: &SigningKey,
         now: Now,
     ) -> Result<Delegated, LedgerError> {
-        let at = self.record_time(now.ms())?;
         let parent = self
             .token(&delegation.parent)?
             .ok_or(LedgerError::HolderInactive { expired: false })?;
+        let org = parent.standing.org;
+        let at = self.record_time(org, now.ms())?;
+        self.check_record_quota(org, at)?;
         let child_agent = format!("agent:{}", delegation.request.agent_id);
         let aar_id = new_aar_id(at, delegation.record_random)?;
         let record = |state, delegated_jti| NewRecord {
@@ -167,12 +178,13 @@ impl Ledger {
                 Err(refusal) => {
                     let state = transition(None, RecordEvent::Authorize(Err(refusal.reason())))
                         .map_err(internal)?;
-                    self.insert_record(&record(state, None))?;
+                    self.insert_record(org, &record(state, None))?;
                     return Ok(Delegated::Refused { aar_id, refusal });
                 }
             };
+        self.check_token_quota(org, at / 1000)?;
         let compact_jwt = sign(&child, key).map_err(internal)?;
-        self.store_token(&child, Some(&delegation.parent), key.kid(), None, at)?;
+        self.store_token(org, &child, Some(&delegation.parent), key.kid(), None, at)?;
         let state = transition(
             None,
             RecordEvent::RecordAction {
@@ -181,7 +193,7 @@ impl Ledger {
             },
         )
         .map_err(internal)?;
-        self.insert_record(&record(state, Some(&child.jti)))?;
+        self.insert_record(org, &record(state, Some(&child.jti)))?;
         self.charge(&budgeted, 0, 1)?;
         Ok(Delegated::Issued {
             child: Box::new(child),
@@ -238,6 +250,11 @@ impl Ledger {
     ) -> Result<Revoked, LedgerError> {
         let now_s = now.s();
         let token = self.token(target)?.ok_or(LedgerError::UnknownToken)?;
+        if let Revoker::ApiKey(org) = by
+            && token.standing.org != *org
+        {
+            return Err(LedgerError::UnknownToken);
+        }
         if let Revoker::Token(revoker) = by {
             let own = self
                 .token(revoker)?

@@ -1,6 +1,6 @@
 //! `Idempotency-Key`: a retried write returns the answer of the first
-//! attempt and changes nothing. The key is scoped to the route and the
-//! credential (API key or token) that sent it; the stored answer remembers
+//! attempt and changes nothing. The key is scoped to the organisation, the
+//! route and the credential (API key or token) that sent it; the stored answer remembers
 //! the SHA-256 of the request body, so the same key with another body is
 //! refused. The check, the write and the stored answer share the writer's
 //! transaction, so two concurrent retries cannot both act. Answers are kept
@@ -9,6 +9,7 @@
 use super::{Ledger, LedgerError};
 use crate::clock::Now;
 use crate::store::idempotency::{self, StoredReply};
+use crate::store::orgs::Org;
 
 /// How long an answer is remembered.
 pub const RETENTION_MS: i64 = 24 * 3600 * 1000;
@@ -17,6 +18,8 @@ pub const RETENTION_MS: i64 = 24 * 3600 * 1000;
 /// the digest of the request body.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct IdempotencyKey {
+    /// The organisation of the credential.
+    pub org: Org,
     /// `<route> <credential id>`.
     pub scope: String,
     pub key: String,
@@ -49,7 +52,7 @@ impl Ledger {
             return write(self).map(|outcome| Reply::Fresh(outcome, None));
         };
         let since = now.ms() - RETENTION_MS;
-        if let Some(stored) = idempotency::find(&self.conn, &key.scope, &key.key, since)? {
+        if let Some(stored) = idempotency::find(&self.conn, key.org, &key.scope, &key.key, since)? {
             if stored.request_sha256 != key.body_sha256 {
                 return Err(LedgerError::IdempotencyKeyReused);
             }
@@ -59,6 +62,7 @@ impl Ledger {
         let reply = answer(&outcome);
         idempotency::store(
             &self.conn,
+            key.org,
             &key.scope,
             &key.key,
             &key.body_sha256,

@@ -24,6 +24,7 @@
 mod acts;
 mod authority;
 mod idempotency;
+mod orgs;
 #[cfg(test)]
 mod tests;
 
@@ -36,12 +37,14 @@ use mandate_core::{
 };
 use rusqlite::Connection;
 
+use crate::store::orgs::{self as org_rows, Org, Quotas};
 use crate::store::records::{self, SummaryKey};
 use crate::store::{Owned, StoreError, tokens};
 
 pub use acts::{Attempt, Attempted, Completion, Rated};
 pub use authority::{Delegated, Delegation, REVOKED_LIST_LIMIT, Refusal, Revoked, Revoker};
 pub use idempotency::{IdempotencyKey, Reply};
+pub use orgs::{NewOrg, OrgCreated, create_org};
 
 /// How many parsed claim sets the ledger keeps.
 const CLAIMS_CACHE_LIMIT: usize = 50_000;
@@ -115,6 +118,30 @@ pub enum LedgerError {
     /// An `Idempotency-Key` sent again with another request body.
     #[error("this Idempotency-Key was used with another request body")]
     IdempotencyKeyReused,
+    /// The organisation has used a quota up; nothing was written.
+    #[error("{0}")]
+    QuotaExceeded(QuotaExceeded),
+    /// No organisation has this id (or the caller may not see it).
+    #[error("no organisation has this id")]
+    UnknownOrg,
+    /// Another organisation has this name.
+    #[error("an organisation with this name exists")]
+    OrgExists,
+    /// The deployment holds as many organisations as it can.
+    #[error("this deployment holds as many organisations as it can")]
+    TooManyOrgs,
+    /// No key of the caller's organisation has this id.
+    #[error("no API key of this organisation has this id")]
+    UnknownKey,
+    /// The admin key is revoked by its operator, not over the API.
+    #[error(
+        "the deployment's admin key is revoked only with `mandate keys revoke` by its operator"
+    )]
+    AdminKey,
+    /// Revoking the organisation's last active owner would lock its keys
+    /// away.
+    #[error("this is the organisation's last active owner key; create another owner first")]
+    LastOwner,
     /// The store failed.
     #[error(transparent)]
     Store(#[from] StoreError),
@@ -126,13 +153,29 @@ impl From<rusqlite::Error> for LedgerError {
     }
 }
 
+/// A quota an organisation has used up.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum QuotaExceeded {
+    /// Records per UTC day; a new day starts in `retry_after_s` seconds.
+    #[error(
+        "the organisation has written its {limit} records of today (UTC), its records_per_day quota"
+    )]
+    RecordsPerDay { limit: u64, retry_after_s: u64 },
+    /// Tokens neither revoked nor expired.
+    #[error(
+        "the organisation holds {limit} tokens neither revoked nor expired, its tokens_outstanding quota; revoke some or wait for them to expire"
+    )]
+    TokensOutstanding { limit: u64 },
+}
+
 /// Mandate's own fault: something stored that should be there is not, or
 /// has the wrong shape.
 fn internal(cause: impl std::fmt::Display) -> LedgerError {
     LedgerError::Store(StoreError::Internal(cause.to_string()))
 }
 
-/// A token as the ledger sees it: its claims and its standing.
+/// A token as the ledger sees it: its claims and its standing (with its
+/// organisation).
 #[derive(Debug, Clone)]
 struct Token {
     claims: Arc<Claims>,
@@ -156,7 +199,7 @@ type Budgeted = Vec<(Jth, Constraints)>;
 /// these counters.
 #[derive(Debug, Default)]
 struct Counters {
-    agents: HashMap<String, CountsChange>,
+    agents: HashMap<(Org, String), CountsChange>,
     /// Records added and the latest activity, per workflow.
     workflows: HashMap<String, (i64, i64)>,
     /// Changes to workflow summaries, keyed by provenance ref, agent,
@@ -167,9 +210,9 @@ struct Counters {
 }
 
 impl Counters {
-    fn count_for_agent(&mut self, agent_id: &str, change: CountsChange) {
+    fn count_for_agent(&mut self, org: Org, agent_id: &str, change: CountsChange) {
         self.agents
-            .entry(agent_id.to_owned())
+            .entry((org, agent_id.to_owned()))
             .or_default()
             .add(change);
     }
@@ -213,8 +256,8 @@ impl Counters {
             summaries,
             ..
         } = std::mem::take(self);
-        for (agent_id, change) in &agents {
-            records::count_for_agent(conn, agent_id, change)?;
+        for ((org, agent_id), change) in &agents {
+            records::count_for_agent(conn, *org, agent_id, change)?;
         }
         for (provenance_ref, (added, at_ms)) in &workflows {
             records::count_for_workflow(conn, provenance_ref, *added, *at_ms)?;
@@ -244,16 +287,40 @@ impl Counters {
     }
 }
 
+/// The newest record of an organisation: where its next `seq` follows, and
+/// the time no later record may be created before.
+#[derive(Debug, Clone, Copy)]
+struct Tail {
+    seq: i64,
+    created_at: i64,
+}
+
+/// Records an organisation with a `records_per_day` quota wrote on one UTC
+/// day.
+#[derive(Debug, Clone, Copy)]
+struct DayCount {
+    day: i64,
+    records: u64,
+}
+
+/// Milliseconds of a day.
+const DAY_MS: i64 = 86_400_000;
+
 /// The write side's state, owned by the writer thread: the connection,
 /// parsed claims (claims never change once issued, so a cached copy is
 /// always right; revocation and usage are always read from the database),
-/// the counters of the current group, and when the last record was made.
+/// the counters of the current group, and per organisation its newest
+/// record, its quotas and what it wrote today. What the database says
+/// decides: everything but the claims is forgotten when a group rolls back
+/// and read again.
 #[derive(Debug)]
 pub struct Ledger {
     conn: Connection,
     claims: HashMap<Jth, Arc<Claims>>,
     counters: Counters,
-    last_record_ms: Option<i64>,
+    tails: HashMap<Org, Tail>,
+    quotas: HashMap<Org, Quotas>,
+    days: HashMap<Org, DayCount>,
 }
 
 impl Owned for Ledger {
@@ -267,6 +334,9 @@ impl Owned for Ledger {
 
     fn after_rollback(&mut self) {
         self.counters = Counters::default();
+        self.tails.clear();
+        self.quotas.clear();
+        self.days.clear();
     }
 
     fn close(self) {
@@ -283,7 +353,9 @@ impl Ledger {
             conn,
             claims: HashMap::new(),
             counters: Counters::default(),
-            last_record_ms: None,
+            tails: HashMap::new(),
+            quotas: HashMap::new(),
+            days: HashMap::new(),
         }
     }
 
@@ -357,26 +429,114 @@ impl Ledger {
         Ok(())
     }
 
-    /// The creation time of a new record: `now`, but never before the last
-    /// record's, so `created_at` never decreases along `seq` even when the
-    /// clock steps back (record queries turn time ranges into `seq` ranges).
-    fn record_time(&mut self, now_ms: i64) -> Result<i64, LedgerError> {
-        let last = match self.last_record_ms {
-            Some(last) => last,
-            None => records::latest_created_at(&self.conn)?.unwrap_or(0),
+    /// The newest record of `org`.
+    fn tail(&mut self, org: Org) -> Result<Tail, LedgerError> {
+        if let Some(tail) = self.tails.get(&org) {
+            return Ok(*tail);
+        }
+        let tail = match records::tail(&self.conn, org)? {
+            Some((seq, created_at)) => Tail { seq, created_at },
+            None => Tail {
+                seq: org.seqs().start - 1,
+                created_at: 0,
+            },
         };
-        let at = now_ms.max(last);
-        self.last_record_ms = Some(at);
-        Ok(at)
+        self.tails.insert(org, tail);
+        Ok(tail)
     }
 
-    /// Stores a record and counts it for its agent and workflow.
-    fn insert_record(&mut self, record: &records::NewRecord<'_>) -> Result<(), LedgerError> {
-        records::insert(&self.conn, record)?;
+    /// The creation time of the next record of `org`: `now`, but never
+    /// before its last record's, so `created_at` never decreases along an
+    /// organisation's `seq` even when the clock steps back (record queries
+    /// turn time ranges into `seq` ranges).
+    fn record_time(&mut self, org: Org, now_ms: i64) -> Result<i64, LedgerError> {
+        Ok(now_ms.max(self.tail(org)?.created_at))
+    }
+
+    /// An organisation's quotas.
+    fn quotas(&mut self, org: Org) -> Result<Quotas, LedgerError> {
+        if let Some(quotas) = self.quotas.get(&org) {
+            return Ok(*quotas);
+        }
+        let quotas = org_rows::by_number(&self.conn, org)?
+            .ok_or_else(|| internal("an organisation of a stored object is missing"))?
+            .quotas;
+        self.quotas.insert(org, quotas);
+        Ok(quotas)
+    }
+
+    /// Refuses one more record of `org` at `at_ms` beyond its
+    /// `records_per_day` quota. Only an organisation with the quota is
+    /// counted: its records of the day are counted once, then kept.
+    fn check_record_quota(&mut self, org: Org, at_ms: i64) -> Result<(), LedgerError> {
+        let Some(limit) = self.quotas(org)?.records_per_day else {
+            return Ok(());
+        };
+        let day = at_ms.div_euclid(DAY_MS);
+        let records = match self.days.get(&org) {
+            Some(count) if count.day == day => count.records,
+            _ => {
+                let from = records::first_seq_at(&self.conn, org, day * DAY_MS)?;
+                let records = records::count_in(&self.conn, from..org.seqs().end)?;
+                self.days.insert(org, DayCount { day, records });
+                records
+            }
+        };
+        if records >= limit {
+            let next_day_ms = (day + 1) * DAY_MS;
+            let retry_after_s = u64::try_from((next_day_ms - at_ms + 999) / 1000).unwrap_or(1);
+            return Err(LedgerError::QuotaExceeded(QuotaExceeded::RecordsPerDay {
+                limit,
+                retry_after_s,
+            }));
+        }
+        Ok(())
+    }
+
+    /// Refuses one more token of `org` beyond its `tokens_outstanding`
+    /// quota.
+    fn check_token_quota(&mut self, org: Org, now_s: i64) -> Result<(), LedgerError> {
+        let Some(limit) = self.quotas(org)?.tokens_outstanding else {
+            return Ok(());
+        };
+        if tokens::outstanding(&self.conn, org, now_s, limit)? >= limit {
+            return Err(LedgerError::QuotaExceeded(
+                QuotaExceeded::TokensOutstanding { limit },
+            ));
+        }
+        Ok(())
+    }
+
+    /// Stores a record of `org` made at `record.created_at` (from
+    /// [`Ledger::record_time`]) after its last one, and counts it for its
+    /// agent, its workflow and the organisation's day. The caller checked
+    /// the quota ([`Ledger::check_record_quota`]) before writing anything.
+    fn insert_record(
+        &mut self,
+        org: Org,
+        record: &records::NewRecord<'_>,
+    ) -> Result<(), LedgerError> {
+        let seq = self.tail(org)?.seq + 1;
+        if !org.seqs().contains(&seq) {
+            return Err(internal(
+                "the organisation's records fill their range of seq",
+            ));
+        }
+        records::insert(&self.conn, seq, record)?;
+        self.tails.insert(
+            org,
+            Tail {
+                seq,
+                created_at: record.created_at,
+            },
+        );
+        if let Some(count) = self.days.get_mut(&org) {
+            count.records += 1;
+        }
         let claims = record.token;
         let agent_id = claims.agent_id().as_str();
         self.counters
-            .count_for_agent(agent_id, CountsChange::of(None, &record.state));
+            .count_for_agent(org, agent_id, CountsChange::of(None, &record.state));
         self.counters
             .touch_workflow(claims.svc_prov.as_str(), 1, record.created_at);
         self.counters.count_in_summary(

@@ -74,7 +74,8 @@ impl Fixture {
 
     fn store_root(&mut self, claims: &Claims) -> Result<(), LedgerError> {
         let kid = self.key.kid().to_owned();
-        self.ledger.store_root(claims, &kid, "key_test", at(0))
+        self.ledger
+            .store_root(Org::DEFAULT, claims, &kid, "key_test", at(0))
     }
 
     fn root(&mut self, actions: &[&str], constraints: Constraints, ttl: u64) -> Claims {
@@ -228,7 +229,7 @@ fn a_revoked_or_expired_token_is_denied_with_its_reason() {
         "a token is expired at its exp"
     );
     f.ledger
-        .revoke(&root.jti, None, &Revoker::ApiKey, at(10))
+        .revoke(&root.jti, None, &Revoker::ApiKey(Org::DEFAULT), at(10))
         .unwrap();
     assert_eq!(
         f.act(&root, "read", at(11)).denied,
@@ -315,7 +316,7 @@ fn after_its_token_ends_a_completion_reports_up_to_the_reservation() {
     let root = f.root(&["read"], Constraints::default(), 3600);
     let pending = f.authorize(&root, Credential::Jti, usd(2.0));
     f.ledger
-        .revoke(&root.jti, None, &Revoker::ApiKey, at(3))
+        .revoke(&root.jti, None, &Revoker::ApiKey(Org::DEFAULT), at(3))
         .unwrap();
     let over = Completion {
         aar_id: pending.aar_id.clone(),
@@ -376,12 +377,18 @@ fn a_record_is_rated_once_and_the_rating_counts() {
     let done = f.act(&root, "read", at(2));
     let rated = f
         .ledger
-        .rate(&done.aar_id, Rating::Approved, Some("fine"), at(5))
+        .rate(
+            Org::DEFAULT,
+            &done.aar_id,
+            Rating::Approved,
+            Some("fine"),
+            at(5),
+        )
         .unwrap();
     assert_eq!(rated.at, at(5).ms());
     assert_eq!(
         f.ledger
-            .rate(&done.aar_id, Rating::Rejected, None, at(6))
+            .rate(Org::DEFAULT, &done.aar_id, Rating::Rejected, None, at(6))
             .unwrap_err(),
         LedgerError::Lifecycle(RecordError::AlreadyRated)
     );
@@ -544,6 +551,7 @@ fn an_idempotency_key_answers_its_first_reply_and_refuses_another_body() {
     let mut f = Fixture::new();
     let root = f.root(&["read"], Constraints::default(), 3600);
     let key = IdempotencyKey {
+        org: Org::DEFAULT,
         scope: format!("record_action {}", root.jti),
         key: "retry-1".to_owned(),
         body_sha256: [1; 32],

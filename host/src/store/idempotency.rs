@@ -1,8 +1,10 @@
 //! The `idempotency` table: answers stored under an `Idempotency-Key`,
-//! within a scope (the route and the credential that sent the key), with
-//! the SHA-256 of the request body they answered.
+//! within an organisation and a scope (the route and the credential that
+//! sent the key), with the SHA-256 of the request body they answered.
 
 use rusqlite::{Connection, OptionalExtension, params};
+
+use super::orgs::Org;
 
 /// An answer as stored and replayed: an HTTP status and its body.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -18,17 +20,20 @@ pub struct Stored {
     pub reply: StoredReply,
 }
 
-/// The answer stored under `key` in `scope` at or after `since_ms`.
+/// The answer stored under `key` in `org` and `scope` at or after
+/// `since_ms`.
 pub fn find(
     conn: &Connection,
+    org: Org,
     scope: &str,
     key: &str,
     since_ms: i64,
 ) -> rusqlite::Result<Option<Stored>> {
     conn.prepare_cached(
-        "SELECT request_hash, status, body FROM idempotency WHERE scope = ?1 AND key = ?2 AND created_at > ?3",
+        "SELECT request_hash, status, body FROM idempotency
+         WHERE org = ?1 AND scope = ?2 AND key = ?3 AND created_at > ?4",
     )?
-    .query_row(params![scope, key, since_ms], |row| {
+    .query_row(params![org, scope, key, since_ms], |row| {
         Ok(Stored {
             request_sha256: row.get(0)?,
             reply: StoredReply {
@@ -40,10 +45,11 @@ pub fn find(
     .optional()
 }
 
-/// Stores the answer to a request under `key` in `scope`, replacing an
-/// expired one.
+/// Stores the answer to a request under `key` in `org` and `scope`,
+/// replacing an expired one.
 pub fn store(
     conn: &Connection,
+    org: Org,
     scope: &str,
     key: &str,
     request_sha256: &[u8; 32],
@@ -51,10 +57,11 @@ pub fn store(
     at_ms: i64,
 ) -> rusqlite::Result<()> {
     conn.prepare_cached(
-        "INSERT OR REPLACE INTO idempotency (scope, key, request_hash, status, body, created_at)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+        "INSERT OR REPLACE INTO idempotency (org, scope, key, request_hash, status, body, created_at)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
     )?
     .execute(params![
+        org,
         scope,
         key,
         request_sha256.as_slice(),

@@ -11,6 +11,7 @@
 //! nothing of it is acknowledged (see `writer`).
 
 pub mod idempotency;
+pub mod orgs;
 pub mod records;
 pub(crate) mod schema;
 pub mod tokens;
@@ -22,7 +23,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use mandate_core::{Jti, Outcome, Status, result_key};
+use mandate_core::{Jti, OrgId, Outcome, Status, result_key};
 use prometheus_client::metrics::gauge::Gauge;
 use rusqlite::{Connection, OpenFlags, params};
 use tokio::sync::Semaphore;
@@ -160,6 +161,11 @@ fn migrate(conn: &Connection) -> anyhow::Result<()> {
         tx.execute_batch(schema::AUTHORITY)?;
         hash_token_ids(&tx)?;
         tx.execute_batch(schema::AUTHORITY_INDEX)?;
+    }
+    if version < 4 {
+        tx.execute_batch(schema::ORGANISATIONS)?;
+        let now = crate::clock::Clock::system().now();
+        orgs::add_default(&tx, &OrgId::new(crate::random::ulid(now)), now.ms())?;
     }
     tx.pragma_update(None, "user_version", schema::VERSION)?;
     tx.commit()?;

@@ -13,6 +13,8 @@ use mandate_core::{
 };
 use rusqlite::{Connection, OptionalExtension, Row, params};
 
+use super::orgs::Org;
+
 /// What the caller proved it held when a record was made.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Credential {
@@ -44,7 +46,8 @@ impl Credential {
 /// A stored action record.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Record {
-    /// Insertion order: the table's key and the record cursor.
+    /// Insertion order within its organisation, whose number is its high
+    /// bits: the table's key and the record cursor.
     pub seq: i64,
     pub aar_id: String,
     pub provenance_ref: String,
@@ -187,12 +190,60 @@ pub fn by_id(conn: &Connection, aar_id: &str) -> rusqlite::Result<Option<Record>
         .optional()
 }
 
-/// When the newest record was created (unix ms), found at the end of `seq`
-/// (`max(created_at)` would read every record).
-pub fn latest_created_at(conn: &Connection) -> rusqlite::Result<Option<i64>> {
-    conn.prepare_cached("SELECT created_at FROM records ORDER BY seq DESC LIMIT 1")?
-        .query_row([], |row| row.get(0))
-        .optional()
+impl Record {
+    /// The organisation the record stands in.
+    pub fn org(&self) -> Org {
+        Org::of_seq(self.seq)
+    }
+}
+
+/// The newest record of an organisation: its `seq` and when it was created
+/// (unix ms), found at the end of the organisation's range of `seq`.
+pub fn tail(conn: &Connection, org: Org) -> rusqlite::Result<Option<(i64, i64)>> {
+    let seqs = org.seqs();
+    conn.prepare_cached(
+        "SELECT seq, created_at FROM records WHERE seq >= ?1 AND seq < ?2 ORDER BY seq DESC LIMIT 1",
+    )?
+    .query_row([seqs.start, seqs.end], |row| Ok((row.get(0)?, row.get(1)?)))
+    .optional()
+}
+
+/// When the first record of `org` at or after a `seq` was created.
+pub(crate) const CREATED_AT_FROM: &str =
+    "SELECT created_at FROM records WHERE seq >= ?1 AND seq < ?2 ORDER BY seq LIMIT 1";
+
+/// The first `seq` of a record of `org` created at or after `at_ms` (one
+/// past its last record when none is). `created_at` never decreases along
+/// an organisation's `seq`, so a binary search over its range finds it in
+/// some forty index lookups.
+pub fn first_seq_at(conn: &Connection, org: Org, at_ms: i64) -> rusqlite::Result<i64> {
+    let Some((last, _)) = tail(conn, org)? else {
+        return Ok(org.seqs().start);
+    };
+    let seqs = org.seqs();
+    let mut low = seqs.start;
+    let mut high = last + 1;
+    let mut created_at = conn.prepare_cached(CREATED_AT_FROM)?;
+    while low < high {
+        let middle = low + (high - low) / 2;
+        let at: Option<i64> = created_at
+            .query_row([middle, seqs.end], |row| row.get(0))
+            .optional()?;
+        if at.is_some_and(|at| at >= at_ms) {
+            high = middle;
+        } else {
+            low = middle + 1;
+        }
+    }
+    Ok(low)
+}
+
+/// How many records have a `seq` in `seqs`.
+pub fn count_in(conn: &Connection, seqs: std::ops::Range<i64>) -> rusqlite::Result<u64> {
+    let counted: i64 = conn
+        .prepare_cached("SELECT count(*) FROM records WHERE seq >= ?1 AND seq < ?2")?
+        .query_row([seqs.start, seqs.end], |row| row.get(0))?;
+    Ok(u64::try_from(counted).unwrap_or(0))
 }
 
 /// A record about to be stored, made with `token`.
@@ -216,16 +267,18 @@ pub fn micros(amount: Usd) -> i64 {
     i64::try_from(amount.micros()).unwrap_or(i64::MAX)
 }
 
-/// Stores a new record. The counters it changes are the caller's to add.
-pub fn insert(conn: &Connection, record: &NewRecord<'_>) -> rusqlite::Result<()> {
+/// Stores a new record as `seq`, which lies in the range of the token's
+/// organisation after its last record. The counters it changes are the
+/// caller's to add.
+pub fn insert(conn: &Connection, seq: i64, record: &NewRecord<'_>) -> rusqlite::Result<()> {
     let claims = record.token;
     let completed_at =
         matches!(record.state.status(), Status::Completed).then_some(record.created_at);
     conn.prepare_cached(
         "INSERT INTO records (aar_id, provenance_ref, jti, agent_id, action, resource, status, result,
             deny_reason, result_hash, spend_micros, trust_score, delegation_depth, human_ref,
-            assurance_level, created_at, completed_at, delegated_jti, credential)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19)",
+            assurance_level, created_at, completed_at, delegated_jti, credential, seq)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20)",
     )?
     .execute(params![
         record.aar_id.as_str(),
@@ -247,6 +300,7 @@ pub fn insert(conn: &Connection, record: &NewRecord<'_>) -> rusqlite::Result<()>
         completed_at,
         record.delegated_jti.map(Jti::as_str),
         record.credential.as_str(),
+        seq,
     ])?;
     Ok(())
 }
@@ -290,23 +344,24 @@ pub fn rate(
     Ok(())
 }
 
-/// Makes an agent known, with no counts.
-pub fn add_agent(conn: &Connection, agent_id: &str) -> rusqlite::Result<()> {
-    conn.prepare_cached("INSERT OR IGNORE INTO agents (agent_id) VALUES (?1)")?
-        .execute([agent_id])?;
+/// Makes an agent of `org` known, with no counts.
+pub fn add_agent(conn: &Connection, org: Org, agent_id: &str) -> rusqlite::Result<()> {
+    conn.prepare_cached("INSERT OR IGNORE INTO agents (org, agent_id) VALUES (?1, ?2)")?
+        .execute(params![org, agent_id])?;
     Ok(())
 }
 
-/// Adds `change` to an agent's counters.
+/// Adds `change` to the counters of an agent of `org`.
 pub fn count_for_agent(
     conn: &Connection,
+    org: Org,
     agent_id: &str,
     change: &CountsChange,
 ) -> rusqlite::Result<()> {
     conn.prepare_cached(
         "UPDATE agents SET successes = successes + ?1, failures = failures + ?2, pending = pending + ?3,
             approved = approved + ?4, flagged = flagged + ?5, rejected = rejected + ?6
-         WHERE agent_id = ?7",
+         WHERE org = ?7 AND agent_id = ?8",
     )?
     .execute(params![
         change.successes,
@@ -315,6 +370,7 @@ pub fn count_for_agent(
         change.approved,
         change.flagged,
         change.rejected,
+        org,
         agent_id
     ])?;
     Ok(())
@@ -323,6 +379,7 @@ pub fn count_for_agent(
 /// A workflow, opened when its root token is issued.
 #[derive(Debug, Clone, Copy)]
 pub struct NewWorkflow<'a> {
+    pub org: Org,
     pub root: &'a Claims,
     /// Unix milliseconds.
     pub created_at: i64,
@@ -333,8 +390,8 @@ pub fn open_workflow(conn: &Connection, workflow: &NewWorkflow<'_>) -> rusqlite:
     let root = workflow.root;
     conn.prepare_cached(
         "INSERT INTO workflows (provenance_ref, root_jti, root_agent_id, human_ref, assurance_level,
-            created_at, last_activity)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?6)",
+            created_at, last_activity, org)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?6, ?7)",
     )?
     .execute(params![
         root.svc_prov.as_str(),
@@ -343,6 +400,7 @@ pub fn open_workflow(conn: &Connection, workflow: &NewWorkflow<'_>) -> rusqlite:
         root.svc_human.as_str(),
         root.svc_assurance.as_str(),
         workflow.created_at,
+        workflow.org,
     ])?;
     Ok(())
 }

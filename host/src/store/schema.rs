@@ -22,9 +22,81 @@
 //!   `workflow_counts` counts the records of a workflow by agent, action and
 //!   result key (core's `result_key`: the result, `denied` or `pending`).
 //! - `idempotency`: responses stored under `Idempotency-Key`.
+//! - `orgs`: organisations, each with a number (`num`) that is the high bits
+//!   of its records' `seq` (see [`crate::store::orgs::Org`]), and its quotas.
+//!
+//! Every object stands in one organisation: keys, tokens, workflows and
+//! idempotency keys carry its number in `org`; agents are keyed by `(org,
+//! agent_id)`; a record's organisation is its `seq >> 40` (the generated
+//! column `org`), so the organisation costs records no index of their own:
+//! an organisation's records are one range of the table's key, and each
+//! record index, ending in `seq`, is searched within that range.
 
 /// The schema version this build writes.
-pub(crate) const VERSION: i64 = 3;
+pub(crate) const VERSION: i64 = 4;
+
+/// Version 4: organisations. Everything stored before joins `default`
+/// (number 0, so no record's `seq` changes); the admin key becomes its
+/// owner, every other key a developer. The default organisation's row is
+/// added by the migration, with a fresh id.
+pub(crate) const ORGANISATIONS: &str = r#"
+CREATE TABLE orgs (
+    num                INTEGER PRIMARY KEY,
+    id                 TEXT NOT NULL UNIQUE,
+    name               TEXT NOT NULL UNIQUE,
+    created_at         INTEGER NOT NULL,
+    records_per_day    INTEGER,
+    tokens_outstanding INTEGER
+) STRICT;
+
+ALTER TABLE api_keys ADD COLUMN org INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE api_keys ADD COLUMN role TEXT NOT NULL DEFAULT 'developer';
+UPDATE api_keys SET role = 'owner' WHERE is_admin = 1;
+CREATE INDEX api_keys_by_org ON api_keys(org, created_at);
+
+ALTER TABLE tokens ADD COLUMN org INTEGER NOT NULL DEFAULT 0;
+DROP INDEX tokens_by_agent;
+CREATE INDEX tokens_by_agent ON tokens(org, agent_id);
+CREATE INDEX tokens_by_expiry ON tokens(org, expires_at);
+
+ALTER TABLE records ADD COLUMN org INTEGER GENERATED ALWAYS AS (seq >> 40) VIRTUAL;
+
+CREATE TABLE agents_v4 (
+    org        INTEGER NOT NULL,
+    agent_id   TEXT NOT NULL,
+    successes  INTEGER NOT NULL DEFAULT 0,
+    failures   INTEGER NOT NULL DEFAULT 0,
+    pending    INTEGER NOT NULL DEFAULT 0,
+    approved   INTEGER NOT NULL DEFAULT 0,
+    flagged    INTEGER NOT NULL DEFAULT 0,
+    rejected   INTEGER NOT NULL DEFAULT 0,
+    PRIMARY KEY (org, agent_id)
+) STRICT, WITHOUT ROWID;
+INSERT INTO agents_v4 (org, agent_id, successes, failures, pending, approved, flagged, rejected)
+    SELECT 0, agent_id, successes, failures, pending, approved, flagged, rejected FROM agents;
+DROP TABLE agents;
+ALTER TABLE agents_v4 RENAME TO agents;
+
+ALTER TABLE workflows ADD COLUMN org INTEGER NOT NULL DEFAULT 0;
+DROP INDEX workflows_by_activity;
+CREATE INDEX workflows_by_activity ON workflows(org, last_activity);
+
+CREATE TABLE idempotency_v4 (
+    org          INTEGER NOT NULL,
+    scope        TEXT NOT NULL,
+    key          TEXT NOT NULL,
+    request_hash BLOB NOT NULL,
+    status       INTEGER NOT NULL,
+    body         BLOB NOT NULL,
+    created_at   INTEGER NOT NULL,
+    PRIMARY KEY (org, scope, key)
+) STRICT;
+INSERT INTO idempotency_v4 (org, scope, key, request_hash, status, body, created_at)
+    SELECT 0, scope, key, request_hash, status, body, created_at FROM idempotency;
+DROP TABLE idempotency;
+ALTER TABLE idempotency_v4 RENAME TO idempotency;
+CREATE INDEX idempotency_by_age ON idempotency(created_at);
+"#;
 
 /// Version 3: tokens found by jti hash (the `root` column, never read,
 /// becomes `jth`, filled by the migration); children counted for the

@@ -6,6 +6,8 @@
 use mandate_core::{Claims, Jth, Jti, Usage, Usd};
 use rusqlite::{Connection, OptionalExtension, Row, params};
 
+use super::orgs::Org;
+
 /// The claims a token was issued with, as stored (JSON), by jti hash.
 pub fn claims_text(conn: &Connection, jth: &Jth) -> rusqlite::Result<Option<String>> {
     conn.prepare_cached("SELECT claims FROM tokens WHERE jth = ?1")?
@@ -13,9 +15,10 @@ pub fn claims_text(conn: &Connection, jth: &Jth) -> rusqlite::Result<Option<Stri
         .optional()
 }
 
-/// What changes about a token after it is issued.
+/// A token's organisation and what changes about it after it is issued.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Standing {
+    pub org: Org,
     pub revoked: bool,
     /// Tokens delegated from it.
     pub children: u64,
@@ -23,14 +26,37 @@ pub struct Standing {
 
 /// A token's standing, by jti hash; `None` for a token never issued here.
 pub fn standing(conn: &Connection, jth: &Jth) -> rusqlite::Result<Option<Standing>> {
-    conn.prepare_cached("SELECT revoked_at IS NOT NULL, children FROM tokens WHERE jth = ?1")?
+    conn.prepare_cached("SELECT org, revoked_at IS NOT NULL, children FROM tokens WHERE jth = ?1")?
         .query_row([jth.as_str()], |row| {
             Ok(Standing {
-                revoked: row.get(0)?,
-                children: u64::try_from(row.get::<_, i64>(1)?).unwrap_or(0),
+                org: row.get(0)?,
+                revoked: row.get(1)?,
+                children: u64::try_from(row.get::<_, i64>(2)?).unwrap_or(0),
             })
         })
         .optional()
+}
+
+/// The organisation of the token with this jti, if there is one.
+pub fn org_of(conn: &Connection, jti: &str) -> rusqlite::Result<Option<Org>> {
+    conn.prepare_cached("SELECT org FROM tokens WHERE jti = ?1")?
+        .query_row([jti], |row| row.get(0))
+        .optional()
+}
+
+/// How many tokens of `org` are neither revoked nor expired at `now_s`,
+/// counting no further than `limit`.
+pub fn outstanding(conn: &Connection, org: Org, now_s: i64, limit: u64) -> rusqlite::Result<u64> {
+    let counted: i64 = conn
+        .prepare_cached(
+            "SELECT count(*) FROM (SELECT 1 FROM tokens
+                 WHERE org = ?1 AND expires_at > ?2 AND revoked_at IS NULL LIMIT ?3)",
+        )?
+        .query_row(
+            params![org, now_s, i64::try_from(limit).unwrap_or(i64::MAX)],
+            |row| row.get(0),
+        )?;
+    Ok(u64::try_from(counted).unwrap_or(0))
 }
 
 /// What a token's subtree has spent, for its budget.
@@ -80,6 +106,7 @@ pub fn note_signed(conn: &Connection, kid: &str, exp: i64) -> rusqlite::Result<b
 /// A token about to be stored.
 #[derive(Debug, Clone, Copy)]
 pub struct NewToken<'a> {
+    pub org: Org,
     pub claims: &'a Claims,
     /// The parent's jti, for a delegated token.
     pub parent: Option<&'a Jti>,
@@ -95,8 +122,8 @@ pub fn insert(conn: &Connection, token: &NewToken<'_>) -> rusqlite::Result<()> {
         .map_err(|e| rusqlite::Error::ToSqlConversionFailure(Box::new(e)))?;
     conn.prepare_cached(
         "INSERT INTO tokens (jti, parent, jth, provenance_ref, agent_id, depth, claims, kid, issued_at,
-            expires_at, issued_by)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
+            expires_at, issued_by, org)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
     )?
     .execute(params![
         claims.jti.as_str(),
@@ -110,6 +137,7 @@ pub fn insert(conn: &Connection, token: &NewToken<'_>) -> rusqlite::Result<()> {
         claims.iat,
         claims.exp,
         token.issued_by,
+        token.org,
     ])?;
     if let Some(parent) = token.parent {
         conn.prepare_cached("UPDATE tokens SET children = children + 1 WHERE jti = ?1")?
@@ -176,12 +204,12 @@ fn token_row(row: &Row<'_>) -> rusqlite::Result<TokenRow> {
     })
 }
 
-/// The token with this jti, if any.
-pub fn by_jti(conn: &Connection, jti: &str) -> rusqlite::Result<Option<TokenRow>> {
+/// The token of `org` with this jti, if any.
+pub fn by_jti(conn: &Connection, org: Org, jti: &str) -> rusqlite::Result<Option<TokenRow>> {
     conn.prepare_cached(&format!(
-        "SELECT {TOKEN_COLUMNS} FROM tokens WHERE jti = ?1"
+        "SELECT {TOKEN_COLUMNS} FROM tokens WHERE jti = ?1 AND org = ?2"
     ))?
-    .query_row([jti], token_row)
+    .query_row(params![jti, org], token_row)
     .optional()
 }
 

@@ -2,7 +2,6 @@
 
 use std::time::Duration;
 
-use mandate_host::{apikeys, store};
 use reqwest::StatusCode;
 use serde_json::{Value, json};
 
@@ -459,25 +458,43 @@ async fn api_keys_are_required_checked_and_revocable() {
     )
     .await;
 
-    let db = app.dir.as_ref().unwrap().path().join(store::DB_FILE);
-    let conn = store::open_writer(&db).unwrap();
-    let (id, key) =
-        apikeys::create(&conn, Some("Alice@Example.com"), false, app.clock.now()).unwrap();
+    let created = expect_json(
+        app.post_auth(
+            "/v1/keys",
+            &app.admin_key,
+            &json!({"role": "developer", "email": "Alice@Example.com"}),
+        )
+        .await,
+        StatusCode::CREATED,
+    )
+    .await;
+    let (id, key) = (text(&created["key_id"]), text(&created["api_key"]));
     let own = json!({"developer_email": "alice@example.com", "agent_id": "bot", "resources": ["crm:*"], "actions": ["read"]});
     expect_json(
-        app.post_auth("/v1/vat/issue/l1", &key, &own).await,
+        app.post_auth("/v1/vat/issue/l1", key, &own).await,
         StatusCode::CREATED,
     )
     .await;
     expect_problem(
-        app.post_auth("/v1/vat/issue/l1", &key, &body).await,
+        app.post_auth("/v1/vat/issue/l1", key, &body).await,
         StatusCode::FORBIDDEN,
         "email_mismatch",
     )
     .await;
-    assert!(apikeys::revoke(&conn, &id, app.clock.now()).unwrap());
+    let revoked = expect_json(
+        app.send(
+            reqwest::Method::DELETE,
+            &format!("/v1/keys/{id}"),
+            &app.admin_key,
+            None,
+        )
+        .await,
+        StatusCode::OK,
+    )
+    .await;
+    assert!(revoked["revoked_at"].is_string());
     expect_problem(
-        app.post_auth("/v1/vat/issue/l1", &key, &own).await,
+        app.post_auth("/v1/vat/issue/l1", key, &own).await,
         StatusCode::UNAUTHORIZED,
         "unauthorized",
     )

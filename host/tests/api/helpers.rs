@@ -109,6 +109,56 @@ impl TestApp {
             .unwrap()
     }
 
+    /// Sends `method` to `path` with an API key or token, and a JSON body
+    /// when given.
+    pub async fn send(
+        &self,
+        method: reqwest::Method,
+        path: &str,
+        bearer: &str,
+        body: Option<&Value>,
+    ) -> Response {
+        let mut request = self
+            .client
+            .request(method, self.url(path))
+            .bearer_auth(bearer);
+        if let Some(body) = body {
+            request = request.json(body);
+        }
+        request.send().await.unwrap()
+    }
+
+    /// Creates an organisation with the admin key; returns its id and its
+    /// owner key.
+    pub async fn org(&self, name: &str) -> (String, String) {
+        let created = expect_json(
+            self.post_auth("/v1/orgs", &self.admin_key, &json!({"name": name}))
+                .await,
+            StatusCode::CREATED,
+        )
+        .await;
+        (
+            text(&created["org"]["org_id"]).to_owned(),
+            text(&created["owner_key"]["api_key"]).to_owned(),
+        )
+    }
+
+    /// Creates a key with `role` (and `email`) in the organisation of
+    /// `owner_key`; returns the key.
+    pub async fn key(&self, owner_key: &str, role: &str, email: Option<&str>) -> String {
+        let created = expect_json(
+            self.post_auth(
+                "/v1/keys",
+                owner_key,
+                &json!({"role": role, "email": email}),
+            )
+            .await,
+            StatusCode::CREATED,
+        )
+        .await;
+        text(&created["api_key"]).to_owned()
+    }
+
     /// Issues a root token with the admin key; panics unless 201.
     pub async fn issue(&self, body: Value) -> Value {
         let response = self

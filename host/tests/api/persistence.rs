@@ -178,7 +178,37 @@ fn downgrade_to_version_1(db: &std::path::Path, root_jti: &str, child_jti: &str)
     )
     .unwrap();
     conn.execute_batch(
-        "DROP INDEX tokens_by_jth;
+        "DROP TABLE orgs;
+         DROP INDEX api_keys_by_org;
+         ALTER TABLE api_keys DROP COLUMN org;
+         ALTER TABLE api_keys DROP COLUMN role;
+         DROP INDEX tokens_by_agent;
+         DROP INDEX tokens_by_expiry;
+         ALTER TABLE tokens DROP COLUMN org;
+         CREATE INDEX tokens_by_agent ON tokens(agent_id);
+         ALTER TABLE records DROP COLUMN org;
+         CREATE TABLE agents_v3 (
+             agent_id TEXT PRIMARY KEY, successes INTEGER NOT NULL DEFAULT 0,
+             failures INTEGER NOT NULL DEFAULT 0, pending INTEGER NOT NULL DEFAULT 0,
+             approved INTEGER NOT NULL DEFAULT 0, flagged INTEGER NOT NULL DEFAULT 0,
+             rejected INTEGER NOT NULL DEFAULT 0) STRICT;
+         INSERT INTO agents_v3 SELECT agent_id, successes, failures, pending, approved, flagged,
+             rejected FROM agents;
+         DROP TABLE agents;
+         ALTER TABLE agents_v3 RENAME TO agents;
+         DROP INDEX workflows_by_activity;
+         ALTER TABLE workflows DROP COLUMN org;
+         CREATE INDEX workflows_by_activity ON workflows(last_activity);
+         CREATE TABLE idempotency_v3 (
+             scope TEXT NOT NULL, key TEXT NOT NULL, request_hash BLOB NOT NULL,
+             status INTEGER NOT NULL, body BLOB NOT NULL, created_at INTEGER NOT NULL,
+             PRIMARY KEY (scope, key)) STRICT;
+         INSERT INTO idempotency_v3 SELECT scope, key, request_hash, status, body, created_at
+             FROM idempotency;
+         DROP TABLE idempotency;
+         ALTER TABLE idempotency_v3 RENAME TO idempotency;
+         CREATE INDEX idempotency_by_age ON idempotency(created_at);
+         DROP INDEX tokens_by_jth;
          ALTER TABLE tokens DROP COLUMN children;
          ALTER TABLE tokens RENAME COLUMN jth TO root;
          CREATE INDEX tokens_by_root ON tokens(root);

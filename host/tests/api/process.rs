@@ -125,7 +125,7 @@ pub fn config_without_limits(dir: &Path) -> PathBuf {
     let path = dir.join("mandate.toml");
     std::fs::write(
         &path,
-        "[rate_limits]\nper_api_key = 0\nper_token = 0\nper_ip = 0\n",
+        "[rate_limits]\nper_api_key = 0\nper_token = 0\nper_org = 0\nper_ip = 0\n",
     )
     .unwrap();
     path

@@ -189,7 +189,8 @@ impl Server {
     }
 }
 
-pub(super) const NO_LIMITS: &str = "[rate_limits]\nper_api_key = 0\nper_token = 0\nper_ip = 0\n";
+pub(super) const NO_LIMITS: &str =
+    "[rate_limits]\nper_api_key = 0\nper_token = 0\nper_org = 0\nper_ip = 0\n";
 
 /// Interleaves `a` and `b` for `plan.rounds` rounds; returns their loads.
 pub(super) fn compare(

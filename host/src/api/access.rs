@@ -1,0 +1,101 @@
+//! Who may call what: the one table of the credentials each operation takes
+//! and, for an API key, what its role must allow (core's permission table,
+//! `Role::permissions`) or whether only the deployment's admin key will
+//! do. The API-key extractors enforce it for the route a request matched;
+//! the OpenAPI document's `security` is written from it; tests walk it.
+
+use axum::http::Method;
+use mandate_core::Permission;
+
+/// What an API key must be allowed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum KeyNeeds {
+    /// Its role holds the permission.
+    Role(Permission),
+    /// It is the deployment's admin key.
+    Admin,
+}
+
+/// The credentials an operation takes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Access {
+    /// None: the public key set, health, the OpenAPI document.
+    Public,
+    /// An API key allowed this.
+    ApiKey(KeyNeeds),
+    /// The admin key, or nothing from a loopback client when the deployment
+    /// opens `/metrics` there (and trusts no proxy).
+    AdminOrLoopback,
+    /// The agent's token itself: Bearer, or DPoP with its proof when bound.
+    Token,
+    /// The token itself, or (unless the deployment sets `agent_auth =
+    /// "bearer"`) no credential but what the request names: a bare
+    /// `vat_jti` for `record/action` and `authorize`, the record's `aar_id`
+    /// for `complete`.
+    TokenOrNamed,
+    /// An API key whose role holds the permission, or the acting agent's
+    /// token itself.
+    ApiKeyOrToken(Permission),
+}
+
+impl Access {
+    /// What an API key presented to the operation must be allowed; `None`
+    /// when the operation takes no API key.
+    pub(crate) fn key_needs(self) -> Option<KeyNeeds> {
+        match self {
+            Access::ApiKey(needs) => Some(needs),
+            Access::ApiKeyOrToken(permission) => Some(KeyNeeds::Role(permission)),
+            Access::AdminOrLoopback => Some(KeyNeeds::Admin),
+            Access::Public | Access::Token | Access::TokenOrNamed => None,
+        }
+    }
+}
+
+const READ: Access = Access::ApiKey(KeyNeeds::Role(Permission::Read));
+const ISSUE: Access = Access::ApiKey(KeyNeeds::Role(Permission::Issue));
+const KEYS: Access = Access::ApiKey(KeyNeeds::Role(Permission::ManageKeys));
+const ADMIN: Access = Access::ApiKey(KeyNeeds::Admin);
+
+/// Every operation by method and path, with the credentials it takes. A
+/// test checks that it names every operation the router serves, and only
+/// those.
+#[rustfmt::skip]
+pub(crate) const ROUTES: [(&str, &str, Access); 28] = [
+    ("post",   "/v1/vat/issue/l1",                              ISSUE),
+    ("post",   "/v1/vat/issue/l2",                              ISSUE),
+    ("post",   "/v1/vat/auth/capture",                          ISSUE),
+    ("post",   "/v1/vat/record/action",                         Access::TokenOrNamed),
+    ("post",   "/v1/vat/authorize",                             Access::TokenOrNamed),
+    ("post",   "/v1/vat/aar/{aar_id}/complete",                 Access::TokenOrNamed),
+    ("post",   "/v1/vat/aar/{aar_id}/feedback",                 Access::ApiKey(KeyNeeds::Role(Permission::Rate))),
+    ("get",    "/v1/vat/reputation/{agent_id}",                 READ),
+    ("get",    "/v1/vat/aar/provenance/{provenance_ref}",       READ),
+    ("get",    "/v1/vat/aar/provenance/{provenance_ref}/graph", READ),
+    ("post",   "/v1/vat/delegate",                              Access::Token),
+    ("post",   "/v1/vat/revoke",                                Access::ApiKeyOrToken(Permission::Revoke)),
+    ("get",    "/v1/vat/tokens/{jti}",                          READ),
+    ("get",    "/v1/vat/aar/{aar_id}",                          READ),
+    ("get",    "/v1/vat/aar",                                   READ),
+    ("get",    "/v1/vat/workflows",                             READ),
+    ("get",    "/v1/me",                                        READ),
+    ("post",   "/v1/orgs",                                      ADMIN),
+    ("get",    "/v1/orgs",                                      ADMIN),
+    ("patch",  "/v1/orgs/{org_id}",                             ADMIN),
+    ("post",   "/v1/keys",                                      KEYS),
+    ("get",    "/v1/keys",                                      KEYS),
+    ("delete", "/v1/keys/{key_id}",                             KEYS),
+    ("get",    "/.well-known/jwks.json",                        Access::Public),
+    ("get",    "/healthz",                                      Access::Public),
+    ("get",    "/readyz",                                       Access::Public),
+    ("get",    "/metrics",                                      Access::AdminOrLoopback),
+    ("get",    "/v1/openapi.json",                              Access::Public),
+];
+
+/// The credentials of the operation at `route` (a route template, as the
+/// router matched it) with `method`.
+pub(crate) fn of(method: &Method, route: &str) -> Option<Access> {
+    ROUTES
+        .iter()
+        .find(|(m, p, _)| m.eq_ignore_ascii_case(method.as_str()) && *p == route)
+        .map(|(_, _, access)| *access)
+}

@@ -1,0 +1,243 @@
+//! The `orgs` table, and how an organisation is named inside the store: by
+//! its number ([`Org`]), which is also the high bits of every `seq` of its
+//! records. Outside the store an organisation is its id, `org_<ulid>`.
+
+use mandate_core::OrgId;
+use rusqlite::{Connection, OptionalExtension, Row, params};
+
+/// Bits of a record's `seq` below the organisation's number: each
+/// organisation holds 2^40 (about 10^12) records, and 2^23 organisations
+/// fit in a positive `seq`.
+pub const SEQ_BITS: u32 = 40;
+
+/// The most organisations a deployment can hold: the last one's `seq`
+/// range still ends within a positive `i64`.
+pub const MAX_ORGS: i64 = (1 << (63 - SEQ_BITS)) - 1;
+
+/// An organisation as the store names it: its number.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Org(i64);
+
+impl Org {
+    /// The organisation everything stored before organisations joined, and
+    /// the admin key's own.
+    pub const DEFAULT: Org = Org(0);
+
+    /// The organisation stored as `number`.
+    pub fn from_number(number: i64) -> Org {
+        Org(number)
+    }
+
+    /// The number the tables store.
+    pub fn number(self) -> i64 {
+        self.0
+    }
+
+    /// The `seq` range of its records: `first..end`.
+    pub fn seqs(self) -> std::ops::Range<i64> {
+        (self.0 << SEQ_BITS)..((self.0 + 1) << SEQ_BITS)
+    }
+
+    /// The organisation a record's `seq` belongs to.
+    pub fn of_seq(seq: i64) -> Org {
+        Org(seq >> SEQ_BITS)
+    }
+}
+
+impl rusqlite::ToSql for Org {
+    fn to_sql(&self) -> rusqlite::Result<rusqlite::types::ToSqlOutput<'_>> {
+        self.0.to_sql()
+    }
+}
+
+impl rusqlite::types::FromSql for Org {
+    fn column_result(value: rusqlite::types::ValueRef<'_>) -> rusqlite::types::FromSqlResult<Org> {
+        i64::column_result(value).map(Org)
+    }
+}
+
+/// An organisation's limits; `None` is no limit.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Quotas {
+    /// Records (of every kind: allowed, denied, pending) per UTC day.
+    pub records_per_day: Option<u64>,
+    /// Tokens neither revoked nor expired.
+    pub tokens_outstanding: Option<u64>,
+}
+
+/// An organisation.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OrgRow {
+    pub org: Org,
+    pub id: String,
+    pub name: String,
+    /// Unix milliseconds.
+    pub created_at: i64,
+    pub quotas: Quotas,
+}
+
+const ORG_COLUMNS: &str = "num, id, name, created_at, records_per_day, tokens_outstanding";
+
+fn quota(value: Option<i64>) -> Option<u64> {
+    value.map(|n| u64::try_from(n).unwrap_or(0))
+}
+
+fn stored_quota(value: Option<u64>) -> Option<i64> {
+    value.map(|n| i64::try_from(n).unwrap_or(i64::MAX))
+}
+
+fn org_row(row: &Row<'_>) -> rusqlite::Result<OrgRow> {
+    Ok(OrgRow {
+        org: row.get(0)?,
+        id: row.get(1)?,
+        name: row.get(2)?,
+        created_at: row.get(3)?,
+        quotas: Quotas {
+            records_per_day: quota(row.get(4)?),
+            tokens_outstanding: quota(row.get(5)?),
+        },
+    })
+}
+
+/// Stores the default organisation (number 0), unless it exists.
+pub fn add_default(conn: &Connection, id: &OrgId, created_at_ms: i64) -> rusqlite::Result<()> {
+    conn.execute(
+        "INSERT OR IGNORE INTO orgs (num, id, name, created_at) VALUES (0, ?1, 'default', ?2)",
+        params![id.as_str(), created_at_ms],
+    )?;
+    Ok(())
+}
+
+/// Why an organisation was not created.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum NotCreated {
+    /// Another organisation has the name.
+    NameTaken,
+    /// The deployment holds [`MAX_ORGS`] already.
+    Full,
+}
+
+/// Stores a new organisation under the next free number.
+pub fn create(
+    conn: &Connection,
+    id: &OrgId,
+    name: &str,
+    quotas: Quotas,
+    created_at_ms: i64,
+) -> rusqlite::Result<Result<OrgRow, NotCreated>> {
+    if by_name(conn, name)?.is_some() {
+        return Ok(Err(NotCreated::NameTaken));
+    }
+    let next: i64 = conn.query_row("SELECT coalesce(max(num), -1) + 1 FROM orgs", [], |row| {
+        row.get(0)
+    })?;
+    if next >= MAX_ORGS {
+        return Ok(Err(NotCreated::Full));
+    }
+    conn.prepare_cached(
+        "INSERT INTO orgs (num, id, name, created_at, records_per_day, tokens_outstanding)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+    )?
+    .execute(params![
+        next,
+        id.as_str(),
+        name,
+        created_at_ms,
+        stored_quota(quotas.records_per_day),
+        stored_quota(quotas.tokens_outstanding),
+    ])?;
+    Ok(Ok(OrgRow {
+        org: Org(next),
+        id: id.as_str().to_owned(),
+        name: name.to_owned(),
+        created_at: created_at_ms,
+        quotas,
+    }))
+}
+
+/// The organisation with this id, if any.
+pub fn by_id(conn: &Connection, id: &str) -> rusqlite::Result<Option<OrgRow>> {
+    conn.prepare_cached(&format!("SELECT {ORG_COLUMNS} FROM orgs WHERE id = ?1"))?
+        .query_row([id], org_row)
+        .optional()
+}
+
+/// The organisation with this name, if any.
+pub fn by_name(conn: &Connection, name: &str) -> rusqlite::Result<Option<OrgRow>> {
+    conn.prepare_cached(&format!("SELECT {ORG_COLUMNS} FROM orgs WHERE name = ?1"))?
+        .query_row([name], org_row)
+        .optional()
+}
+
+/// The organisation with this number, if any.
+pub fn by_number(conn: &Connection, org: Org) -> rusqlite::Result<Option<OrgRow>> {
+    conn.prepare_cached(&format!("SELECT {ORG_COLUMNS} FROM orgs WHERE num = ?1"))?
+        .query_row([org], org_row)
+        .optional()
+}
+
+/// Up to `limit` organisations numbered above `after`, in order.
+pub fn list(conn: &Connection, after: Option<Org>, limit: i64) -> rusqlite::Result<Vec<OrgRow>> {
+    conn.prepare_cached(&format!(
+        "SELECT {ORG_COLUMNS} FROM orgs WHERE num > ?1 ORDER BY num LIMIT ?2"
+    ))?
+    .query_map(params![after.map_or(-1, Org::number), limit], org_row)?
+    .collect()
+}
+
+/// Replaces an organisation's quotas; `false` if there is no such
+/// organisation.
+pub fn set_quotas(conn: &Connection, org: Org, quotas: Quotas) -> rusqlite::Result<bool> {
+    let changed = conn
+        .prepare_cached(
+            "UPDATE orgs SET records_per_day = ?1, tokens_outstanding = ?2 WHERE num = ?3",
+        )?
+        .execute(params![
+            stored_quota(quotas.records_per_day),
+            stored_quota(quotas.tokens_outstanding),
+            org
+        ])?;
+    Ok(changed == 1)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn each_organisation_holds_one_range_of_seq() {
+        assert_eq!(Org::DEFAULT.seqs(), 0..(1 << 40));
+        let org = Org::from_number(3);
+        assert_eq!(Org::of_seq(org.seqs().start), org);
+        assert_eq!(Org::of_seq(org.seqs().end - 1), org);
+        assert_eq!(Org::of_seq(org.seqs().end), Org::from_number(4));
+        let last = Org::from_number(MAX_ORGS - 1);
+        assert!(last.seqs().end - 1 <= i64::MAX && last.seqs().start > 0);
+    }
+
+    #[test]
+    fn names_are_unique_and_numbers_follow_each_other() {
+        let conn = crate::store::open_in_memory().unwrap();
+        let default = by_name(&conn, "default").unwrap().unwrap();
+        assert_eq!(default.org, Org::DEFAULT);
+        let id = |n: u8| OrgId::new(mandate_core::Ulid::new(1, [n; 10]).unwrap());
+        let acme = create(&conn, &id(1), "acme", Quotas::default(), 5)
+            .unwrap()
+            .unwrap();
+        assert_eq!(acme.org, Org::from_number(1));
+        assert_eq!(
+            create(&conn, &id(2), "acme", Quotas::default(), 6).unwrap(),
+            Err(NotCreated::NameTaken)
+        );
+        let quotas = Quotas {
+            records_per_day: Some(10),
+            tokens_outstanding: None,
+        };
+        assert!(set_quotas(&conn, acme.org, quotas).unwrap());
+        assert_eq!(by_id(&conn, &acme.id).unwrap().unwrap().quotas, quotas);
+        assert!(!set_quotas(&conn, Org::from_number(9), quotas).unwrap());
+        let listed = list(&conn, None, 10).unwrap();
+        assert_eq!(listed.len(), 2);
+        assert_eq!(list(&conn, Some(Org::DEFAULT), 10).unwrap()[0].name, "acme");
+    }
+}
