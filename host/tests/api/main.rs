@@ -17,6 +17,7 @@ mod idempotency;
 mod key_revocation;
 mod logs;
 mod openapi;
+mod orgs;
 mod persistence;
 mod process;
 mod races;
