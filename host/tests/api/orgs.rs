@@ -309,7 +309,6 @@ fn allowed(role: &str, path: &str, method: &Method) -> bool {
     let issue = path.starts_with("/v1/vat/issue") || path == "/v1/vat/auth/capture";
     let rate = path.ends_with("/feedback");
     let revoke = path == "/v1/vat/revoke";
-    let keys = path.starts_with("/v1/keys");
     let admin_only = path.starts_with("/v1/orgs") || path == "/metrics";
     match role {
         "admin" => true,
