@@ -1,12 +1,13 @@
 //! Organisations tried as a second customer would: another organisation's
 //! objects answer exactly like missing ones and change not at all; every
 //! role against every API-key operation; per-organisation rate limits and
-//! quotas; key management.
+//! quotas; key management, over the API and by the operator.
 
 use reqwest::{Method, StatusCode};
 use serde_json::{Value, json};
 
 use crate::helpers::{TestApp, expect_json, expect_problem, text};
+use crate::process::{Server, admin_key, config_without_limits, operator};
 
 /// One organisation's objects: a root token that delegates, a child, a
 /// completed and a pending record, all of agent `shared-bot` (the same id
@@ -498,6 +499,40 @@ async fn a_noisy_organisation_spends_only_its_own_rate_limit() {
     let refused = refused.expect("beta's keys together were never limited");
     assert!(refused.headers().contains_key("retry-after"));
     expect_problem(refused, StatusCode::TOO_MANY_REQUESTS, "rate_limited").await;
+    // beta's agents count against the same allowance, with a bare jti or
+    // the token itself.
+    let (_, gamma_owner) = app.org("gamma").await;
+    let token = expect_json(
+        app.post_auth(
+            "/v1/vat/issue/l1",
+            &gamma_owner,
+            &json!({"developer_email": "dev@gamma.test", "agent_id": "bot", "resources": ["crm:*"], "actions": ["read"]}),
+        )
+        .await,
+        StatusCode::CREATED,
+    )
+    .await;
+    let mut refused = None;
+    for n in 0..20 {
+        let response = if n % 2 == 0 {
+            app.act(text(&token["jti"]), "read", "crm:a", "success")
+                .await
+        } else {
+            app.post_auth(
+                "/v1/vat/record/action",
+                text(&token["compact_jwt"]),
+                &json!({"action": "read", "resource": "crm:a", "result": "success"}),
+            )
+            .await
+        };
+        if response.status() == StatusCode::TOO_MANY_REQUESTS {
+            refused = Some(response);
+            break;
+        }
+    }
+    let refused = refused.expect("gamma's agent was never limited");
+    assert!(refused.headers().contains_key("retry-after"));
+    expect_problem(refused, StatusCode::TOO_MANY_REQUESTS, "rate_limited").await;
     // The default organisation is untouched by beta's traffic.
     expect_json(
         app.get_auth("/v1/vat/workflows", &app.admin_key).await,
@@ -677,4 +712,98 @@ async fn owners_manage_their_keys_and_cannot_lock_themselves_out() {
     )
     .await;
     assert_eq!(listed(&orgs, "orgs", "name"), ["default", "beta"]);
+}
+
+#[tokio::test]
+async fn operators_create_organisations_and_keys_with_roles() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    let (status, stdout, stderr) = operator(
+        &data,
+        &[
+            "orgs",
+            "create",
+            "acme",
+            "--owner-email",
+            "ops@acme.test",
+            "--records-per-day",
+            "10",
+        ],
+    );
+    assert!(status.success(), "{stderr}");
+    let mut lines = stdout
+        .lines()
+        .filter(|l| !l.starts_with("created the data folder"));
+    let org_line = lines.next().unwrap();
+    assert!(
+        org_line.starts_with("org_") && org_line.ends_with(" acme"),
+        "{stdout}"
+    );
+    let owner_key = lines.next().unwrap().split(' ').nth(1).unwrap().to_owned();
+    assert!(owner_key.starts_with("mk_"), "{stdout}");
+    let (status, _, stderr) = operator(&data, &["orgs", "create", "acme"]);
+    assert!(!status.success());
+    assert!(stderr.contains("exists"), "{stderr}");
+    let (status, _, stderr) = operator(
+        &data,
+        &["keys", "create", "--org", "acme", "--role", "developer"],
+    );
+    assert!(!status.success());
+    assert!(stderr.contains("--email"), "{stderr}");
+    let (status, _, stderr) = operator(
+        &data,
+        &["keys", "create", "--org", "nowhere", "--role", "auditor"],
+    );
+    assert!(!status.success());
+    assert!(stderr.contains("nowhere"), "{stderr}");
+    let (status, stdout, stderr) = operator(
+        &data,
+        &[
+            "keys",
+            "create",
+            "--org",
+            "acme",
+            "--role",
+            "reviewer",
+            "--email",
+            "r@acme.test",
+        ],
+    );
+    assert!(status.success(), "{stderr}");
+    let reviewer = stdout.split_whitespace().nth(1).unwrap().to_owned();
+    let (_, listed, _) = operator(&data, &["orgs", "list"]);
+    assert!(
+        listed.contains(" default ")
+            && listed.contains(" acme records_per_day=10 tokens_outstanding=unlimited"),
+        "{listed}"
+    );
+    let (_, keys, _) = operator(&data, &["keys", "list", "--org", "acme"]);
+    assert_eq!(keys.lines().count(), 2, "{keys}");
+    assert!(keys.contains(" acme reviewer r@acme.test active"), "{keys}");
+
+    let server = Server::start(&data, &config_without_limits(dir.path()));
+    let client = reqwest::Client::new();
+    let me: Value = client
+        .get(server.url("/v1/me"))
+        .bearer_auth(&reviewer)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(me["role"], "reviewer");
+    assert_eq!(me["org"]["name"], "acme");
+    assert_eq!(me["permissions"], json!(["read", "rate", "revoke"]));
+    let quotas: Value = client
+        .get(server.url("/v1/orgs"))
+        .bearer_auth(admin_key(&data))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(quotas["orgs"][1]["quotas"]["records_per_day"], 10);
+    server.kill();
 }
