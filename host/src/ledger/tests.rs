@@ -615,3 +615,130 @@ fn an_idempotency_key_answers_its_first_reply_and_refuses_another_body() {
     ));
     assert_eq!(f.ledger.forget_old_replies(expired).unwrap(), 0);
 }
+
+/// Creates an organisation through the ledger.
+fn organisation(fixture: &mut Fixture, name: &str, quotas: Quotas) -> Org {
+    let new = NewOrg {
+        id: mandate_core::OrgId::new(fixture.ulid()),
+        name: name.to_owned(),
+        quotas,
+        owner_email: None,
+    };
+    fixture.ledger.create_org(&new, at(0)).unwrap().org.org
+}
+
+#[test]
+fn organisations_write_records_into_their_own_ranges_of_seq() {
+    let mut fixture = Fixture::new();
+    let beta = organisation(&mut fixture, "beta", Quotas::default());
+    let alpha_token = fixture.root(&["read"], Constraints::default(), 3600);
+    let beta_token = fixture.issue(request(
+        "bot",
+        &["crm:*"],
+        &["read"],
+        Constraints::default(),
+        None,
+    ));
+    let kid = fixture.key.kid().to_owned();
+    fixture
+        .ledger
+        .store_root(beta, &beta_token, &kid, "key_beta", at(0))
+        .unwrap();
+    let mut ids = Vec::new();
+    for n in 0..3 {
+        ids.push(fixture.act(&alpha_token, "read", at(n)).aar_id);
+        ids.push(fixture.act(&beta_token, "read", at(n)).aar_id);
+    }
+    fixture.commit();
+    let seqs: Vec<(Org, i64)> = ids
+        .iter()
+        .map(|id| {
+            let record = records::by_id(&fixture.ledger.conn, id.as_str())
+                .unwrap()
+                .unwrap();
+            (record.org(), record.seq)
+        })
+        .collect();
+    assert_eq!(
+        seqs,
+        [
+            (Org::DEFAULT, 0),
+            (beta, beta.seqs().start),
+            (Org::DEFAULT, 1),
+            (beta, beta.seqs().start + 1),
+            (Org::DEFAULT, 2),
+            (beta, beta.seqs().start + 2),
+        ]
+    );
+    // The same agent id in two organisations: two agents.
+    for org in [Org::DEFAULT, beta] {
+        let successes: i64 = fixture
+            .ledger
+            .conn
+            .query_row(
+                "SELECT successes FROM agents WHERE org = ?1 AND agent_id = 'bot'",
+                [org],
+                |row| row.get(0),
+            )
+            .unwrap();
+        assert_eq!(successes, 3);
+    }
+    // A ledger started again on the same database carries on after each
+    // organisation's newest record.
+    let conn = std::mem::replace(
+        &mut fixture.ledger,
+        Ledger::new(store::open_in_memory().unwrap()),
+    )
+    .conn;
+    fixture.ledger = Ledger::new(conn);
+    let next = fixture.act(&beta_token, "read", at(9)).aar_id;
+    let record = records::by_id(&fixture.ledger.conn, next.as_str())
+        .unwrap()
+        .unwrap();
+    assert_eq!(record.seq, beta.seqs().start + 3);
+}
+
+#[test]
+fn a_records_per_day_quota_counts_the_day_and_starts_again_the_next() {
+    let mut fixture = Fixture::new();
+    let token = fixture.root(&["read"], Constraints::default(), 86_400 * 3);
+    fixture.act(&token, "read", at(0));
+    let quotas = Quotas {
+        records_per_day: Some(2),
+        tokens_outstanding: None,
+    };
+    let default_id: String = fixture
+        .ledger
+        .conn
+        .query_row("SELECT id FROM orgs WHERE num = 0", [], |row| row.get(0))
+        .unwrap();
+    fixture
+        .ledger
+        .set_quotas(&mandate_core::OrgId::parse(&default_id).unwrap(), quotas)
+        .unwrap();
+    fixture.act(&token, "read", at(1));
+    let attempt = fixture.attempt(&token.jti, Credential::Token, "read", Usd::ZERO);
+    let refused = fixture
+        .ledger
+        .record_action(&attempt, Outcome::Success, None, at(2));
+    let Err(LedgerError::QuotaExceeded(QuotaExceeded::RecordsPerDay {
+        limit: 2,
+        retry_after_s,
+    })) = refused
+    else {
+        panic!("not refused: {refused:?}");
+    };
+    // T0 is 08:00 UTC: the day ends 16 hours later.
+    assert_eq!(retry_after_s, 16 * 3600 - 2);
+    // A rolled-back group forgets the count; it is read again, the same.
+    fixture.ledger.after_rollback();
+    let attempt = fixture.attempt(&token.jti, Credential::Token, "read", Usd::ZERO);
+    assert!(
+        fixture
+            .ledger
+            .record_action(&attempt, Outcome::Success, None, at(3))
+            .is_err()
+    );
+    // The next UTC day starts from nothing.
+    fixture.act(&token, "read", at(16 * 3600));
+}
