@@ -184,6 +184,15 @@ fn object<'de, D: serde::Deserializer<'de>, T: Deserialize<'de>>(
     deserializer.deserialize_option(Object(std::marker::PhantomData))
 }
 
+/// A member that must be a JSON object (not null, not a list): see
+/// [`object`].
+fn required_object<'de, D: serde::Deserializer<'de>, T: Deserialize<'de>>(
+    deserializer: D,
+) -> Result<T, D::Error> {
+    object(deserializer)?
+        .ok_or_else(|| serde::de::Error::custom("expected a JSON object, not null"))
+}
+
 /// Budget limits, as sent.
 #[derive(Debug, Clone, Default, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
@@ -691,7 +700,7 @@ pub struct CreateOrgRequest {
     #[serde(default)]
     #[schema(format = Email)]
     pub owner_email: Option<String>,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "object")]
     pub quotas: Option<QuotasBody>,
 }
 
@@ -700,6 +709,7 @@ pub struct CreateOrgRequest {
 #[serde(deny_unknown_fields)]
 pub struct UpdateOrgRequest {
     /// The quotas from now on (both replaced).
+    #[serde(deserialize_with = "required_object")]
     pub quotas: QuotasBody,
 }
 
