@@ -604,16 +604,18 @@ impl AgentCall {
 
     /// The token presented with a completion, if any: verified as for any
     /// call, but whatever its lifetime, since a completion reports what the
-    /// token did while it was valid.
+    /// token did while it was valid; counted against its organisation's
+    /// rate limit. A completion by `aar_id` alone is counted by address.
     pub(crate) async fn completer(&self, state: &AppState, now: Now) -> ApiResult<Option<Jti>> {
         let presented = self.presented(state, now, Lifetime::Ignored).await?;
-        if presented.is_none() && state.config.agent_auth == AgentAuth::Bearer {
-            return Err(ApiError::token_required(
+        match presented {
+            Some(jti) => Ok(Some(acting_in_org(state, jti, Credential::Token).await?.jti)),
+            None if state.config.agent_auth == AgentAuth::Bearer => Err(ApiError::token_required(
                 "this deployment takes agent calls with the token itself: \
                  Authorization: Bearer <compact_jwt> (DPoP <compact_jwt> with a proof when bound)",
-            ));
+            )),
+            None => Ok(None),
         }
-        Ok(presented)
     }
 }
 
