@@ -214,3 +214,81 @@ test("writes carry an Idempotency-Key when asked to", async () => {
     ],
   );
 });
+
+test("organisation and key calls go on the API key, each with its method and body", async () => {
+  const key = { key_id: "key_1", role: "auditor", email: null, admin: false, created_at: "2026-11-23T10:00:00Z", revoked_at: null };
+  const { calls, client: c } = client(
+    { status: 200, body: { key_id: "key_0", email: null, role: "owner", admin: true, permissions: ["read", "manage_keys"], org: { org_id: "org_0", name: "default" } } },
+    { status: 201, body: { org: { org_id: "org_1", name: "acme" }, owner_key: { key_id: "key_2", api_key: "mk_new" } } },
+    { status: 200, body: { orgs: [{ org_id: "org_1", name: "acme" }] } },
+    { status: 200, body: { org_id: "org_1", quotas: { records_per_day: 10, tokens_outstanding: null } } },
+    { status: 201, body: { ...key, api_key: "mk_auditor" } },
+    { status: 200, body: { keys: [key] } },
+    { status: 200, body: { ...key, revoked_at: "2026-11-23T11:00:00Z" } },
+  );
+  const me = await c.me();
+  const created = await c.createOrg({ name: "acme", owner_email: "ops@acme.test", quotas: { records_per_day: 100000 } });
+  const page = await c.listOrgs({ limit: 10, cursor: "c1" });
+  const updated = await c.updateOrg("org_1/..", { quotas: { records_per_day: 10, tokens_outstanding: null } });
+  const issued = await c.createKey({ role: "auditor" });
+  const listed = await c.listKeys();
+  const revoked = await c.revokeKey("key_1");
+  assert.deepEqual(
+    calls.map(({ method, url, headers }) => [method, url.slice(BASE.length), headers.authorization, headers["content-type"]]),
+    [
+      ["GET", "/v1/me", `Bearer ${KEY}`, undefined],
+      ["POST", "/v1/orgs", `Bearer ${KEY}`, "application/json"],
+      ["GET", "/v1/orgs?limit=10&cursor=c1", `Bearer ${KEY}`, undefined],
+      ["PATCH", "/v1/orgs/org_1%2F..", `Bearer ${KEY}`, "application/json"],
+      ["POST", "/v1/keys", `Bearer ${KEY}`, "application/json"],
+      ["GET", "/v1/keys", `Bearer ${KEY}`, undefined],
+      ["DELETE", "/v1/keys/key_1", `Bearer ${KEY}`, undefined],
+    ],
+  );
+  assert.deepEqual(
+    calls.map((call) => call.body),
+    [
+      undefined,
+      { name: "acme", owner_email: "ops@acme.test", quotas: { records_per_day: 100000 } },
+      undefined,
+      { quotas: { records_per_day: 10, tokens_outstanding: null } },
+      { role: "auditor" },
+      undefined,
+      undefined,
+    ],
+  );
+  assert.deepEqual([me.org.name, me.role, me.admin], ["default", "owner", true]);
+  assert.equal(created.owner_key.api_key, "mk_new");
+  assert.deepEqual(page.orgs.map((org) => org.name), ["acme"]);
+  assert.equal(updated.quotas.tokens_outstanding, null);
+  assert.equal(issued.api_key, "mk_auditor");
+  assert.deepEqual(listed.keys, [key]);
+  assert.equal(revoked.revoked_at, "2026-11-23T11:00:00Z");
+});
+
+test("a refused key or organisation call is a MandateError with the server's code", async () => {
+  const problem = (status, code, title, detail) => ({ status, body: { type: `urn:mandate:problem:${code}`, title, status, detail, code } });
+  const { client: c } = client(
+    problem(403, "role_forbidden", "Role forbidden", "this key's role does not allow `manage_keys`"),
+    problem(409, "last_owner", "Last owner", "the organisation's last active owner cannot be revoked"),
+    problem(409, "org_exists", "Organisation exists", "an organisation named `acme` exists"),
+    problem(404, "key_not_found", "Key not found", "no key has this key_id"),
+  );
+  const refusals = [
+    await c.listKeys().catch((e) => e),
+    await c.revokeKey("key_owner").catch((e) => e),
+    await c.createOrg({ name: "acme" }).catch((e) => e),
+    await c.revokeKey("key_elsewhere").catch((e) => e),
+  ];
+  for (const error of refusals) assert.ok(error instanceof MandateError);
+  assert.deepEqual(
+    refusals.map((error) => [error.status, error.code]),
+    [
+      [403, "role_forbidden"],
+      [409, "last_owner"],
+      [409, "org_exists"],
+      [404, "key_not_found"],
+    ],
+  );
+  assert.equal(refusals[0].detail, "this key's role does not allow `manage_keys`");
+});

@@ -194,6 +194,37 @@ export type WorkflowQuery = WithInstants<NonNullable<operations["workflows"]["pa
 export type Workflow = Narrowed<Sent<Schemas["WorkflowBody"]>, { assurance_level: AssuranceLevel }>;
 export type WorkflowPage = Narrowed<Sent<Schemas["WorkflowPage"]>, { workflows: Workflow[] }>;
 
+// Organisations and keys. Unlike the rest of the API, these answers send
+// `null` for an absent e-mail, revocation time or quota rather than leaving
+// the member out, so their types keep the document's `null`s.
+
+/** The role of an API key within its organisation. */
+export type Role = "owner" | "developer" | "reviewer" | "auditor";
+/** What a role allows; `GET /v1/me` lists the caller's. */
+export type Permission = "read" | "issue" | "issue_for_anyone" | "rate" | "revoke" | "manage_keys";
+
+/** `GET /v1/me`: the key a request is made with, its organisation and what its role allows. */
+export type Me = Narrowed<Schemas["MeBody"], { email: string | null; role: Role; permissions: Permission[] }>;
+
+/** An organisation's quotas as sent; `null` is no limit. */
+export type Quotas = Narrowed<
+  Schemas["QuotasBody"],
+  { records_per_day: number | null; tokens_outstanding: number | null }
+>;
+export type Org = Narrowed<Schemas["OrgBody"], { quotas: Quotas }>;
+export type CreateOrgRequest = Schemas["CreateOrgRequest"];
+export type UpdateOrgRequest = Schemas["UpdateOrgRequest"];
+export type OrgQuery = NonNullable<operations["list_orgs"]["parameters"]["query"]>;
+export type OrgPage = Narrowed<Schemas["OrgPage"], { orgs: Org[]; next_cursor?: string }>;
+
+export type CreateKeyRequest = Narrowed<Schemas["CreateKeyRequest"], { role: Role }>;
+/** A key just made: the only answer that holds the key itself (`api_key`). */
+export type IssuedKey = Narrowed<Schemas["IssuedKeyBody"], { role: Role; email: string | null }>;
+/** An API key as listed, never the key itself. */
+export type ApiKey = Narrowed<Schemas["KeyBody"], { role: Role; email: string | null; revoked_at: string | null }>;
+export type KeyList = Narrowed<Schemas["KeyList"], { keys: ApiKey[] }>;
+export type OrgCreated = Narrowed<Schemas["OrgCreatedBody"], { org: Org; owner_key: IssuedKey }>;
+
 /**
  * An RFC 9457 problem body. Any member may be missing: the client makes
  * problems of its own (`network_error`), and a proxy in front of the server
@@ -308,7 +339,7 @@ export class MandateClient {
   }
 
   async #call<T>(
-    method: "GET" | "POST",
+    method: "GET" | "POST" | "PATCH" | "DELETE",
     path: string,
     credential: Credential,
     body?: unknown,
@@ -475,6 +506,41 @@ export class MandateClient {
   /** `GET /v1/vat/tokens/{jti}`: a token's status and a page of its descendants. */
   token(jti: string, query: TokenQuery = {}): Promise<TokenStatus> {
     return this.#call("GET", `/v1/vat/tokens/${segment(jti)}${queryString(query)}`, this.#key());
+  }
+
+  /** `GET /v1/me`: the API key's organisation, role and permissions; any key may ask. */
+  me(): Promise<Me> {
+    return this.#call("GET", "/v1/me", this.#key());
+  }
+
+  /** `POST /v1/orgs`: a new organisation and its first owner key, shown only in this answer; the admin key only. */
+  createOrg(request: CreateOrgRequest): Promise<OrgCreated> {
+    return this.#call("POST", "/v1/orgs", this.#key(), request);
+  }
+
+  /** `GET /v1/orgs`: one page of the deployment's organisations, oldest first; the admin key only. */
+  listOrgs(query: OrgQuery = {}): Promise<OrgPage> {
+    return this.#call("GET", `/v1/orgs${queryString(query)}`, this.#key());
+  }
+
+  /** `PATCH /v1/orgs/{org_id}`: replaces an organisation's quotas; the admin key only. */
+  updateOrg(orgId: string, request: UpdateOrgRequest): Promise<Org> {
+    return this.#call("PATCH", `/v1/orgs/${segment(orgId)}`, this.#key(), request);
+  }
+
+  /** `POST /v1/keys`: a new API key of the caller's organisation, shown only in this answer; an owner key only. */
+  createKey(request: CreateKeyRequest): Promise<IssuedKey> {
+    return this.#call("POST", "/v1/keys", this.#key(), request);
+  }
+
+  /** `GET /v1/keys`: the organisation's API keys, newest first; an owner key only. */
+  listKeys(): Promise<KeyList> {
+    return this.#call("GET", "/v1/keys", this.#key());
+  }
+
+  /** `DELETE /v1/keys/{key_id}`: revokes an API key at once; an owner key only. */
+  revokeKey(keyId: string): Promise<ApiKey> {
+    return this.#call("DELETE", `/v1/keys/${segment(keyId)}`, this.#key());
   }
 
   /** `GET /.well-known/jwks.json`: the public keys tokens are signed with. */
