@@ -1,11 +1,14 @@
-// The dashboard's shell: the header and navigation, sign-in, and the views
-// chosen by the hash route. Each view renders into a fresh container.
+// The dashboard's shell: the header with the navigation and who is signed
+// in, sign-in, and the views chosen by the hash route. Each view renders
+// into a fresh container. A view that needs a permission the key's role
+// lacks is neither linked nor shown.
 
 import "./style.css";
+import type { Me, Permission } from "mandate-sdk/web";
 import { h, replace } from "./dom.js";
 import { type Route, currentRoute } from "./router.js";
-import { apiKey, signOut } from "./session.js";
-import { whenSignedOut } from "./ui.js";
+import { apiKey, can, loadIdentity, signOut, whoAmI } from "./session.js";
+import { loading, problemBox, signedOut, whenSignedOut } from "./ui.js";
 import { agentView } from "./views/agent.js";
 import { signInView } from "./views/signin.js";
 import { tokensView } from "./views/tokens.js";
@@ -14,7 +17,7 @@ import { workflowsView } from "./views/workflows.js";
 
 type View = (root: HTMLElement, route: Route) => Promise<void | (() => void)>;
 
-const VIEWS: Record<string, { view: View; title: string; nav: string }> = {
+const VIEWS: Record<string, { view: View; title: string; nav: string; needs?: Permission }> = {
   "": { view: workflowsView, title: "Workflows", nav: "workflows" },
   workflow: { view: workflowView, title: "Workflow", nav: "workflows" },
   agent: { view: agentView, title: "Agent", nav: "agent" },
@@ -23,6 +26,8 @@ const VIEWS: Record<string, { view: View; title: string; nav: string }> = {
 
 const main = document.getElementById("main") as HTMLElement;
 const nav = document.getElementById("nav") as HTMLElement;
+const account = document.getElementById("account") as HTMLElement;
+const identity = document.getElementById("identity") as HTMLElement;
 const signOutButton = document.getElementById("sign-out") as HTMLButtonElement;
 
 let cleanup: (() => void) | undefined;
@@ -37,10 +42,40 @@ function markNav(current: string | undefined): void {
   }
 }
 
+/** The header's account: the organisation, the role, and whether it is the admin key. */
+function showAccount(me: Me): void {
+  identity.dataset.org = me.org.name;
+  identity.dataset.role = me.role;
+  identity.dataset.admin = String(me.admin);
+  identity.title = `${me.email ?? "no e-mail"} · ${me.key_id}`;
+  replace(
+    identity,
+    h("span", { class: "visually-hidden" }, "Signed in to organisation "),
+    h("span", { class: "identity-org" }, me.org.name),
+    h("span", { class: "visually-hidden" }, " as "),
+    h("span", { class: "identity-role" }, me.role),
+    me.admin
+      ? h(
+          "span",
+          { class: "identity-role identity-admin" },
+          h("span", { class: "visually-hidden" }, ", with the "),
+          "admin",
+          h("span", { class: "visually-hidden" }, " key"),
+        )
+      : null,
+  );
+  for (const anchor of nav.querySelectorAll<HTMLAnchorElement>("a[data-needs]")) {
+    anchor.hidden = !can(anchor.dataset.needs as Permission);
+  }
+  nav.hidden = false;
+  account.hidden = false;
+}
+
 function showSignIn(why?: unknown): void {
   cleanup?.();
   cleanup = undefined;
   nav.hidden = true;
+  account.hidden = true;
   document.title = "Sign in · Mandate";
   const root = h("div", { class: "view" });
   replace(main, root);
@@ -54,17 +89,54 @@ async function render(): Promise<void> {
   }
   cleanup?.();
   cleanup = undefined;
-  nav.hidden = false;
-  const current = currentRoute();
-  const chosen = VIEWS[current.segments[0] ?? ""];
   const root = h("div", { class: "view" });
   replace(main, root);
+  let me = whoAmI();
+  if (me === undefined) {
+    root.append(loading("this key's organisation and role"));
+    try {
+      me = await loadIdentity();
+    } catch (error) {
+      if (!signedOut(error)) {
+        // Signing out stays possible while the server cannot say who this is.
+        replace(identity);
+        account.hidden = false;
+        replace(root, problemBox(error));
+      }
+      return;
+    }
+    if (!main.contains(root)) {
+      // A newer render took over while the server was asked.
+      return;
+    }
+    replace(root);
+  }
+  showAccount(me);
+  const current = currentRoute();
+  const chosen = VIEWS[current.segments[0] ?? ""];
   if (chosen === undefined) {
     markNav(undefined);
     document.title = "Not found · Mandate";
     root.append(
       h("h1", { tabindex: -1 }, "Not found"),
       h("p", {}, "There is no such page. ", h("a", { href: "#/" }, "See the workflows.")),
+    );
+    root.querySelector("h1")?.focus();
+    return;
+  }
+  if (chosen.needs !== undefined && !can(chosen.needs)) {
+    markNav(undefined);
+    document.title = "Not allowed · Mandate";
+    root.append(
+      h("h1", { tabindex: -1 }, "Not allowed"),
+      h(
+        "p",
+        {},
+        `${chosen.title} needs the `,
+        h("code", {}, chosen.needs),
+        ` permission, which this ${me.role} key of ${me.org.name} does not hold. `,
+        h("a", { href: "#/" }, "See the workflows."),
+      ),
     );
     root.querySelector("h1")?.focus();
     return;

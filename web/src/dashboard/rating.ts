@@ -1,10 +1,11 @@
 // Rating a record: approve, flag or reject with an optional note. A record
 // takes one rating; once rated it shows the rating, and nothing changes it.
+// A key whose role does not allow `rate` sees the record read-only.
 
 import { type ActionRecord, MandateError, type Rating } from "mandate-sdk/web";
 import { h, replace } from "./dom.js";
 import { badge, time } from "./format.js";
-import { client } from "./session.js";
+import { can, client, whoAmI } from "./session.js";
 import { problemBox, signedOut } from "./ui.js";
 
 const CHOICES: Array<{ rating: Rating; label: string }> = [
@@ -25,11 +26,33 @@ function given(record: ActionRecord & { rating: Rating }): HTMLElement {
   );
 }
 
+/** Says that this key reads records but does not rate them. */
+function readOnly(): HTMLElement {
+  const role = whoAmI()?.role;
+  return h(
+    "p",
+    { class: "read-only" },
+    h("strong", {}, "Read-only. "),
+    `This ${role === undefined ? "" : `${role} `}key may read records but not rate them (it lacks the `,
+    h("code", {}, "rate"),
+    " permission).",
+  );
+}
+
 /**
  * The rating of `record`, or the controls to rate it when it is completed
- * and unrated. `rated` gets the record as it is after a rating.
+ * and unrated and the key may rate. `rated` gets the record as it is after
+ * a rating.
  */
 export function ratingControls(record: ActionRecord, rated: (record: ActionRecord) => void): HTMLElement {
+  if (!can("rate")) {
+    const box = h("div", {});
+    if (record.rating !== undefined) {
+      box.append(given({ ...record, rating: record.rating }));
+    }
+    box.append(readOnly());
+    return box;
+  }
   if (record.rating !== undefined) {
     return given({ ...record, rating: record.rating });
   }

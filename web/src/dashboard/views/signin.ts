@@ -1,5 +1,5 @@
-// Signing in with an API key: checked against the server with one read,
-// then kept in sessionStorage for this tab.
+// Signing in with an API key: the server says what it is (`GET /v1/me`,
+// which any key may ask), then it is kept in sessionStorage for this tab.
 
 import { h, replace } from "../dom.js";
 import { client, signIn } from "../session.js";
@@ -33,9 +33,9 @@ export function signInView(root: HTMLElement, signedIn: () => void, why?: unknow
       {},
       "Sign in with a Mandate API key. The first start of the server writes the admin key to ",
       h("code", {}, "admin.key"),
-      " in its data folder; ",
-      h("code", {}, "mandate keys create --email …"),
-      " makes more. The key stays in this tab only.",
+      " in its data folder; an owner makes more on the Keys page, or the operator with ",
+      h("code", {}, "mandate keys create"),
+      ". The key stays in this tab only.",
     ),
     field("API key", key),
     submit,
@@ -46,8 +46,7 @@ export function signInView(root: HTMLElement, signedIn: () => void, why?: unknow
     submit.disabled = true;
     replace(outcome, h("p", { role: "status" }, "Checking the key…"));
     try {
-      await client(value).workflowsPage({ limit: 1 });
-      signIn(value);
+      signIn(value, await client(value).me());
       signedIn();
     } catch (error) {
       replace(outcome, problemBox(error));

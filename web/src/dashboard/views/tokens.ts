@@ -1,11 +1,12 @@
 // A token's status and every descendant's, and revocation with a
-// confirmation step: revoking a token ends it and its whole subtree.
+// confirmation step: revoking a token ends it and its whole subtree. Only a
+// key whose role allows `revoke` is offered it.
 
 import type { TokenStatus } from "mandate-sdk/web";
 import { entry, h, link, replace } from "../dom.js";
 import { badge, timeElement } from "../format.js";
 import { type Route, navigate, route } from "../router.js";
-import { client } from "../session.js";
+import { can, client } from "../session.js";
 import { field, load, problemBox, signedOut } from "../ui.js";
 
 function lookup(current: string): HTMLFormElement {
@@ -143,11 +144,21 @@ function statusView(status: TokenStatus, reload: () => void): HTMLElement {
   }
   const container = h("div", { class: "token-status", "data-status": status.status });
   container.append(h("dl", { class: "detail" }, ...rows), chainTable(status));
-  if (status.status === "active") {
+  if (status.status === "active" && can("revoke")) {
     const dialog = revokeDialog(status, reload);
     container.append(
       h("button", { type: "button", class: "danger", onclick: () => dialog.showModal() }, "Revoke…"),
       dialog,
+    );
+  } else if (status.status === "active") {
+    container.append(
+      h(
+        "p",
+        { class: "read-only" },
+        "This key may not revoke tokens (it lacks the ",
+        h("code", {}, "revoke"),
+        " permission).",
+      ),
     );
   }
   return container;
@@ -158,7 +169,13 @@ export async function tokensView(root: HTMLElement, current: Route): Promise<voi
   root.append(h("h1", { tabindex: -1 }, "Tokens"), lookup(jti));
   if (jti === "") {
     root.append(
-      h("p", { class: "lede" }, "Name a token to see its status and its descendants', and to revoke it with its whole chain."),
+      h(
+        "p",
+        { class: "lede" },
+        can("revoke")
+          ? "Name a token to see its status and its descendants', and to revoke it with its whole chain."
+          : "Name a token to see its status and its descendants'.",
+      ),
     );
     return;
   }
