@@ -10,6 +10,7 @@ import { type Route, currentRoute } from "./router.js";
 import { apiKey, can, loadIdentity, signOut, whoAmI } from "./session.js";
 import { loading, problemBox, signedOut, whenSignedOut } from "./ui.js";
 import { agentView } from "./views/agent.js";
+import { keysView } from "./views/keys.js";
 import { signInView } from "./views/signin.js";
 import { tokensView } from "./views/tokens.js";
 import { workflowView } from "./views/workflow.js";
@@ -22,6 +23,7 @@ const VIEWS: Record<string, { view: View; title: string; nav: string; needs?: Pe
   workflow: { view: workflowView, title: "Workflow", nav: "workflows" },
   agent: { view: agentView, title: "Agent", nav: "agent" },
   tokens: { view: tokensView, title: "Tokens", nav: "tokens" },
+  keys: { view: keysView, title: "Keys", nav: "keys", needs: "manage_keys" },
 };
 
 const main = document.getElementById("main") as HTMLElement;
