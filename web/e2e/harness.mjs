@@ -110,6 +110,26 @@ export class Api {
     return this.call("POST", "/v1/vat/record/action", { vat_jti: jti, action, resource, result }, { key: null });
   }
 
+  /** `GET /v1/me` for `key` (default the admin key). */
+  me(key) {
+    return this.call("GET", "/v1/me", undefined, { key });
+  }
+
+  /** A new API key of the admin key's organisation (`default`): `{ role, email? }`. */
+  createKey(body) {
+    return this.call("POST", "/v1/keys", body);
+  }
+
+  /** A new organisation and its owner key: `{ name, owner_email?, quotas? }`. */
+  createOrg(body) {
+    return this.call("POST", "/v1/orgs", body);
+  }
+
+  /** A rating of a completed record, made with `key`. */
+  rate(aarId, rating, { key } = {}) {
+    return this.call("POST", `/v1/vat/aar/${encodeURIComponent(aarId)}/feedback`, { rating }, { key });
+  }
+
   /** An out-of-scope attempt: refused, and written down as a denied record. */
   async attempt(jti, action, resource) {
     try {
