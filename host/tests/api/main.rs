@@ -16,6 +16,7 @@ mod hostile_bodies;
 mod idempotency;
 mod key_revocation;
 mod logs;
+mod migration;
 mod openapi;
 mod orgs;
 mod persistence;
