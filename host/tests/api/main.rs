@@ -1,5 +1,6 @@
-//! The host's one integration-test binary: every test starts a real server on
-//! port 0 with a fresh data folder.
+//! The host's one integration-test binary: the tests start a real server on
+//! port 0 with a fresh data folder, except `migration`, which opens a data
+//! folder made by the release before organisations.
 
 mod abuse;
 mod assurance;
@@ -16,6 +17,7 @@ mod hostile_bodies;
 mod idempotency;
 mod key_revocation;
 mod logs;
+mod migration;
 mod openapi;
 mod orgs;
 mod persistence;
