@@ -609,7 +609,9 @@ impl AgentCall {
     pub(crate) async fn completer(&self, state: &AppState, now: Now) -> ApiResult<Option<Jti>> {
         let presented = self.presented(state, now, Lifetime::Ignored).await?;
         match presented {
-            Some(jti) => Ok(Some(acting_in_org(state, jti, Credential::Token).await?.jti)),
+            Some(jti) => Ok(Some(
+                acting_in_org(state, jti, Credential::Token).await?.jti,
+            )),
             None if state.config.agent_auth == AgentAuth::Bearer => Err(ApiError::token_required(
                 "this deployment takes agent calls with the token itself: \
                  Authorization: Bearer <compact_jwt> (DPoP <compact_jwt> with a proof when bound)",
