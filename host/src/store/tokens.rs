@@ -190,7 +190,14 @@ pub struct TokenRow {
 
 const TOKEN_COLUMNS: &str = "jti, parent, agent_id, depth, provenance_ref, issued_at, expires_at, revoked_at, revoke_reason";
 
-fn token_row(row: &Row<'_>) -> rusqlite::Result<TokenRow> {
+/// `SELECT <the columns of a TokenRow> FROM tokens`, for queries to extend
+/// with `WHERE` and `ORDER BY`; rows are read with [`token_row`].
+pub fn select_sql() -> String {
+    format!("SELECT {TOKEN_COLUMNS} FROM tokens")
+}
+
+/// Reads a row selected with [`select_sql`].
+pub fn token_row(row: &Row<'_>) -> rusqlite::Result<TokenRow> {
     Ok(TokenRow {
         jti: row.get(0)?,
         parent: row.get(1)?,

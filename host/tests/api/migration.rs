@@ -129,22 +129,6 @@ fn count(value: i64) -> u64 {
     u64::try_from(value).unwrap()
 }
 
-const TOKEN_COLUMNS: &str = "jti, parent, agent_id, depth, provenance_ref, issued_at, expires_at, revoked_at, revoke_reason";
-
-fn token_row(row: &rusqlite::Row<'_>) -> rusqlite::Result<TokenRow> {
-    Ok(TokenRow {
-        jti: row.get(0)?,
-        parent: row.get(1)?,
-        agent_id: row.get(2)?,
-        depth: row.get(3)?,
-        provenance_ref: row.get(4)?,
-        issued_at: row.get(5)?,
-        expires_at: row.get(6)?,
-        revoked_at: row.get(7)?,
-        revoke_reason: row.get(8)?,
-    })
-}
-
 /// Reads the fixture at schema 3.
 fn read_before(conn: &Connection) -> Before {
     assert_eq!(user_version(conn), 3);
@@ -269,9 +253,9 @@ fn read_before(conn: &Connection) -> Before {
 
     // Descendants come from the store's own reading, which needs no `org`.
     let trees = conn
-        .prepare(&format!("SELECT {TOKEN_COLUMNS} FROM tokens ORDER BY jti"))
+        .prepare(&format!("{} ORDER BY jti", tokens::select_sql()))
         .unwrap()
-        .query_map([], token_row)
+        .query_map([], tokens::token_row)
         .unwrap()
         .collect::<Result<Vec<_>, _>>()
         .unwrap()

@@ -1,8 +1,9 @@
 // Pieces every view shares: the loading state, problem boxes that show a
-// problem's title and detail, and the pager for cursor-paginated lists.
+// problem's title and detail, the pager for cursor-paginated lists, and the
+// dialog that asks before an act that cannot be undone.
 
 import { MandateError } from "mandate-sdk/web";
-import { h, replace } from "./dom.js";
+import { type Child, h, replace } from "./dom.js";
 
 let onSignedOut: (problem: MandateError) => void = () => undefined;
 
@@ -140,6 +141,67 @@ export class Pages {
       ),
     );
   }
+}
+
+/** What a confirmation dialog says and does. */
+export interface Confirmation {
+  /** The id of its heading, which labels the dialog. */
+  headingId: string;
+  heading: string;
+  /** What the act does, and any fields it takes. */
+  body: Child[];
+  /** The confirm button's label. */
+  confirm: string;
+  /** What the dialog says while `act` runs. */
+  pending: string;
+  act: () => Promise<void>;
+  /** Called once `act` succeeded and the dialog closed. */
+  done: () => void;
+}
+
+/**
+ * A modal dialog asking before an act that cannot be undone: Cancel, or the
+ * confirm button, which runs the act; a refusal is shown in the dialog (a
+ * refused API key signs out instead).
+ */
+export function confirmDialog(asked: Confirmation): HTMLDialogElement {
+  const outcome = h("div", { "aria-live": "polite" });
+  const confirm = h("button", { type: "submit", class: "danger" }, asked.confirm);
+  const dialog = h("dialog", { class: "confirm", "aria-labelledby": asked.headingId });
+  const run = async (): Promise<void> => {
+    confirm.disabled = true;
+    replace(outcome, h("p", { role: "status" }, asked.pending));
+    try {
+      await asked.act();
+      dialog.close();
+      asked.done();
+    } catch (error) {
+      confirm.disabled = false;
+      if (!signedOut(error)) {
+        replace(outcome, problemBox(error));
+      }
+    }
+  };
+  const form = h(
+    "form",
+    {
+      onsubmit: (event) => {
+        event.preventDefault();
+        void run();
+      },
+    },
+    h("h2", { id: asked.headingId }, asked.heading),
+    ...asked.body,
+    outcome,
+    h(
+      "div",
+      { class: "dialog-actions" },
+      h("button", { type: "button", onclick: () => dialog.close() }, "Cancel"),
+      confirm,
+    ),
+  );
+  dialog.append(form);
+  return dialog;
 }
 
 /** A labelled form field. */

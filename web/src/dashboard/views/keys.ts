@@ -8,7 +8,7 @@ import type { ApiKey, IssuedKey, Role } from "mandate-sdk/web";
 import { h, replace } from "../dom.js";
 import { badge, idElement, timeElement } from "../format.js";
 import { client, whoAmI } from "../session.js";
-import { field, load, problemBox, signedOut } from "../ui.js";
+import { confirmDialog, field, load, problemBox, signedOut } from "../ui.js";
 
 const ROLES: Array<{ role: Role; label: string }> = [
   { role: "auditor", label: "auditor — reads" },
@@ -133,53 +133,30 @@ function createForm(created: (key: IssuedKey) => void): HTMLFormElement {
 /** The confirmation step: a modal dialog naming the key and what revoking it does. */
 function revokeDialog(key: ApiKey, done: () => void): HTMLDialogElement {
   const own = key.key_id === whoAmI()?.key_id;
-  const outcome = h("div", { "aria-live": "polite" });
-  const confirm = h("button", { type: "submit", class: "danger" }, "Revoke key");
-  const dialog = h("dialog", { class: "confirm", "aria-labelledby": "revoke-key-title" });
-  dialog.addEventListener("close", () => dialog.remove());
-  const form = h(
-    "form",
-    {
-      onsubmit: (event) => {
-        event.preventDefault();
-        void revoke();
-      },
-    },
-    h("h2", { id: "revoke-key-title" }, "Revoke this key?"),
-    h(
-      "p",
-      {},
-      "The ",
-      key.role,
-      " key ",
-      h("code", {}, key.key_id),
-      key.email === null ? "" : ` of ${key.email}`,
-      " stops working at once: every call made with it is refused. Revocation cannot be undone.",
-    ),
-    own ? h("p", { class: "warning" }, h("strong", {}, "This is the key you are signed in with: "), "you will be signed out.") : null,
-    outcome,
-    h(
-      "div",
-      { class: "dialog-actions" },
-      h("button", { type: "button", onclick: () => dialog.close() }, "Cancel"),
-      confirm,
-    ),
-  );
-  dialog.append(form);
-  const revoke = async (): Promise<void> => {
-    confirm.disabled = true;
-    replace(outcome, h("p", { role: "status" }, "Revoking…"));
-    try {
+  const dialog = confirmDialog({
+    headingId: "revoke-key-title",
+    heading: "Revoke this key?",
+    body: [
+      h(
+        "p",
+        {},
+        "The ",
+        key.role,
+        " key ",
+        h("code", {}, key.key_id),
+        key.email === null ? "" : ` of ${key.email}`,
+        " stops working at once: every call made with it is refused. Revocation cannot be undone.",
+      ),
+      own ? h("p", { class: "warning" }, h("strong", {}, "This is the key you are signed in with: "), "you will be signed out.") : null,
+    ],
+    confirm: "Revoke key",
+    pending: "Revoking…",
+    act: async () => {
       await client().revokeKey(key.key_id);
-      dialog.close();
-      done();
-    } catch (error) {
-      confirm.disabled = false;
-      if (!signedOut(error)) {
-        replace(outcome, problemBox(error));
-      }
-    }
-  };
+    },
+    done,
+  });
+  dialog.addEventListener("close", () => dialog.remove());
   return dialog;
 }
 

@@ -3,11 +3,11 @@
 // key whose role allows `revoke` is offered it.
 
 import type { TokenStatus } from "mandate-sdk/web";
-import { entry, h, link, replace } from "../dom.js";
+import { entry, h, link } from "../dom.js";
 import { badge, timeElement } from "../format.js";
 import { type Route, navigate, route } from "../router.js";
 import { can, client } from "../session.js";
-import { field, load, problemBox, signedOut } from "../ui.js";
+import { confirmDialog, field, load } from "../ui.js";
 
 function lookup(current: string): HTMLFormElement {
   const input = h("input", {
@@ -74,54 +74,30 @@ function chainTable(status: TokenStatus): HTMLElement {
 function revokeDialog(status: TokenStatus, done: () => void): HTMLDialogElement {
   const count = 1 + status.descendants.length;
   const reason = h("input", { name: "reason", maxlength: 256, autocomplete: "off" });
-  const outcome = h("div", { "aria-live": "polite" });
-  const confirm = h("button", { type: "submit", class: "danger" }, `Revoke ${count} token${count === 1 ? "" : "s"}`);
-  const dialog = h("dialog", { class: "confirm", "aria-labelledby": "revoke-title" });
-  const form = h(
-    "form",
-    {
-      onsubmit: (event) => {
-        event.preventDefault();
-        void revoke();
-      },
-    },
-    h("h2", { id: "revoke-title" }, "Revoke this token?"),
-    h(
-      "p",
-      {},
-      "This ends ",
-      h("code", {}, status.jti),
-      status.descendants.length === 0
-        ? " at once. "
-        : ` and its ${status.descendants.length} descendant${status.descendants.length === 1 ? "" : "s"} at once. `,
-      "A revoked token authorizes nothing, and revocation cannot be undone.",
-    ),
-    field("Reason (optional)", reason),
-    outcome,
-    h(
-      "div",
-      { class: "dialog-actions" },
-      h("button", { type: "button", onclick: () => dialog.close() }, "Cancel"),
-      confirm,
-    ),
-  );
-  dialog.append(form);
-  const revoke = async (): Promise<void> => {
-    confirm.disabled = true;
-    replace(outcome, h("p", { role: "status" }, "Revoking…"));
-    const text = reason.value.trim();
-    try {
+  return confirmDialog({
+    headingId: "revoke-title",
+    heading: "Revoke this token?",
+    body: [
+      h(
+        "p",
+        {},
+        "This ends ",
+        h("code", {}, status.jti),
+        status.descendants.length === 0
+          ? " at once. "
+          : ` and its ${status.descendants.length} descendant${status.descendants.length === 1 ? "" : "s"} at once. `,
+        "A revoked token authorizes nothing, and revocation cannot be undone.",
+      ),
+      field("Reason (optional)", reason),
+    ],
+    confirm: `Revoke ${count} token${count === 1 ? "" : "s"}`,
+    pending: "Revoking…",
+    act: async () => {
+      const text = reason.value.trim();
       await client().revoke(text === "" ? { jti: status.jti } : { jti: status.jti, reason: text });
-      dialog.close();
-      done();
-    } catch (error) {
-      confirm.disabled = false;
-      if (!signedOut(error)) {
-        replace(outcome, problemBox(error));
-      }
-    }
-  };
-  return dialog;
+    },
+    done,
+  });
 }
 
 function statusView(status: TokenStatus, reload: () => void): HTMLElement {
