@@ -3,10 +3,10 @@
 //! be reversed — so a stolen database holds no usable key. Each key belongs
 //! to one organisation and has a role in it (core's permission table).
 
+use crate::store::sql::{self, Connection, OptionalExtension, Row, params};
 use base64::Engine as _;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use mandate_core::{KeyId, Permission, Role};
-use rusqlite::{Connection, OptionalExtension, Row, params};
 use sha2::{Digest as _, Sha256};
 
 use crate::clock::Now;
@@ -74,15 +74,14 @@ pub fn looks_like_key(text: &str) -> bool {
     })
 }
 
-fn stored_role(row: &Row<'_>, column: usize) -> rusqlite::Result<Role> {
+fn stored_role(row: &Row<'_>, column: usize) -> sql::Result<Role> {
     let text: String = row.get(column)?;
-    text.parse().map_err(|e| {
-        rusqlite::Error::FromSqlConversionFailure(column, rusqlite::types::Type::Text, Box::new(e))
-    })
+    text.parse()
+        .map_err(|e| sql::Error::corrupt(format_args!("api_keys column {column}"), e))
 }
 
 /// Creates a key; returns it as listed and the key, which is shown once.
-pub fn create(conn: &Connection, new: NewKey<'_>, now: Now) -> rusqlite::Result<(KeyInfo, String)> {
+pub fn create(conn: &Connection, new: NewKey<'_>, now: Now) -> sql::Result<(KeyInfo, String)> {
     let key = format!(
         "{PREFIX}{}",
         URL_SAFE_NO_PAD.encode(crate::random::bytes::<32>())
@@ -115,7 +114,7 @@ pub fn create(conn: &Connection, new: NewKey<'_>, now: Now) -> rusqlite::Result<
 
 const KEY_COLUMNS: &str = "id, email, org, role, is_admin, created_at, revoked_at";
 
-fn key_info(row: &Row<'_>) -> rusqlite::Result<KeyInfo> {
+fn key_info(row: &Row<'_>) -> sql::Result<KeyInfo> {
     Ok(KeyInfo {
         id: row.get(0)?,
         email: row.get(1)?,
@@ -129,9 +128,9 @@ fn key_info(row: &Row<'_>) -> rusqlite::Result<KeyInfo> {
 
 /// The keys of an organisation, or of every organisation with `None`,
 /// newest first.
-pub fn list(conn: &Connection, org: Option<Org>) -> rusqlite::Result<Vec<KeyInfo>> {
-    let mut statement = conn.prepare(&format!(
-        "SELECT {KEY_COLUMNS} FROM api_keys WHERE ?1 IS NULL OR org = ?1
+pub fn list(conn: &Connection, org: Option<Org>) -> sql::Result<Vec<KeyInfo>> {
+    let mut statement = conn.prepare_cached(&format!(
+        "SELECT {KEY_COLUMNS} FROM api_keys WHERE CAST(?1 AS BIGINT) IS NULL OR org = ?1
          ORDER BY created_at DESC, id DESC"
     ))?;
     let rows = statement.query_map([org], key_info)?;
@@ -157,10 +156,10 @@ pub fn revoke(
     org: Option<Org>,
     id: &str,
     now: Now,
-) -> rusqlite::Result<Result<KeyInfo, NotRevoked>> {
+) -> sql::Result<Result<KeyInfo, NotRevoked>> {
     let Some(key) = conn
         .prepare_cached(&format!(
-            "SELECT {KEY_COLUMNS} FROM api_keys WHERE id = ?1 AND (?2 IS NULL OR org = ?2)"
+            "SELECT {KEY_COLUMNS} FROM api_keys WHERE id = ?1 AND (CAST(?2 AS BIGINT) IS NULL OR org = ?2)"
         ))?
         .query_row(params![id, org], key_info)
         .optional()?
@@ -194,7 +193,7 @@ pub fn revoke(
 }
 
 /// The active key matching a presented key, if any.
-pub fn lookup(conn: &Connection, presented: &str) -> rusqlite::Result<Option<Principal>> {
+pub fn lookup(conn: &Connection, presented: &str) -> sql::Result<Option<Principal>> {
     if !looks_like_key(presented) {
         return Ok(None);
     }

@@ -10,6 +10,7 @@ use std::time::Duration;
 use serde::Deserialize;
 
 use crate::secrets::KEY_FILE;
+use crate::store::{DB_FILE, Database};
 
 /// Requests per second allowed per caller, with the burst a caller may use
 /// at once. `0` turns a limit off.
@@ -165,14 +166,24 @@ impl Verifier {
 /// them takes (see docs/decisions.md).
 const DEFAULT_QUERY_BUDGET_MS: NonZeroU64 = NonZeroU64::new(500).unwrap();
 
+/// Where the database is (`[database]`).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct DatabaseConfig {
+    /// `postgres://…` for PostgreSQL, shared by any number of hosts;
+    /// unset for the embedded SQLite in the data folder.
+    pub url: Option<String>,
+}
+
 /// Everything the server can be told.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct Config {
     /// Address to listen on.
     pub listen: SocketAddr,
-    /// Folder of the database and the admin key.
+    /// Folder of the database (SQLite), the key file and the admin key.
     pub data_dir: PathBuf,
+    pub database: DatabaseConfig,
     /// The key-encryption key's file (relative to the config file), which
     /// seals the signing keys and the human-reference secret; by default
     /// [`KEY_FILE`] in the data folder. See [`Config::key_file_path`].
@@ -215,6 +226,7 @@ impl Default for Config {
         Config {
             listen: SocketAddr::from(([127, 0, 0, 1], 8080)),
             data_dir: PathBuf::from("./.mandate"),
+            database: DatabaseConfig::default(),
             key_file: None,
             issuer: "mandate".to_owned(),
             public_url: None,
@@ -268,6 +280,15 @@ impl Config {
         self.key_file
             .clone()
             .unwrap_or_else(|| self.data_dir.join(KEY_FILE))
+    }
+
+    /// The database in force: `[database] url`, else SQLite in the data
+    /// folder.
+    pub fn database(&self) -> anyhow::Result<Database> {
+        match &self.database.url {
+            Some(url) => Database::from_url(url),
+            None => Ok(Database::Sqlite(self.data_dir.join(DB_FILE))),
+        }
     }
 
     /// `query_budget_ms` as a duration.

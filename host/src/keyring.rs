@@ -16,8 +16,9 @@
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::{Duration, Instant};
 
+use crate::store::orgs;
+use crate::store::sql::{Connection, Dialect, OptionalExtension, params};
 use mandate_core::{JwkSet, Jwks, SigningKey};
-use rusqlite::{Connection, OptionalExtension, params};
 
 use crate::clock::Now;
 use crate::secrets::{Kek, Purpose};
@@ -180,12 +181,18 @@ pub struct KeyRevocation {
 /// signed, with every descendant, is revoked with reason
 /// [`KEY_REVOKED_REASON`]. Revoking the active key rotates first, so a new
 /// key signs. `None` when no key has this kid. Run it inside a transaction.
+/// On PostgreSQL it first takes every organisation's lock (as each write
+/// takes its own, first): no host then judges a write by a token the
+/// revocation is ending.
 pub fn revoke(
     conn: &Connection,
     kek: &Kek,
     kid: &str,
     now: Now,
 ) -> Result<Option<KeyRevocation>, StoreError> {
+    if conn.dialect() == Dialect::Postgres {
+        orgs::lock_all(conn)?;
+    }
     let state: Option<(bool, bool)> = conn
         .query_row(
             "SELECT retired_at IS NULL, revoked_at IS NOT NULL FROM signing_keys WHERE kid = ?1",

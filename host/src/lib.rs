@@ -106,14 +106,23 @@ impl AppState {
         clock: Clock,
     ) -> anyhow::Result<(AppState, Option<String>)> {
         let assurance = Assurance::load(&config)?;
-        let prepared = setup::prepare(&config.data_dir, &config.key_file_path(), clock.now())?;
+        let database = config.database()?;
         let metrics = Arc::new(Metrics::new());
         let lanes = Lanes {
             readers: config.readers,
             budget: config.query_budget(),
             max_batch: config.max_batch,
         };
-        let store = Store::open(&prepared.db_path, lanes, metrics.clone(), Ledger::new)?;
+        let (prepared, store) = store::off_runtime(|| {
+            let prepared = setup::prepare(
+                &config.data_dir,
+                &database,
+                &config.key_file_path(),
+                clock.now(),
+            )?;
+            let store = Store::open(&database, lanes, metrics.clone(), Ledger::new)?;
+            Ok((prepared, store))
+        })?;
         let limiters = Limiters::new(&config.rate_limits, config.trusted_proxies.clone());
         let state = AppState(Arc::new(Shared {
             config,

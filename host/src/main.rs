@@ -11,7 +11,7 @@ use mandate_host::clock::Clock;
 use mandate_host::config::Config;
 use mandate_host::ledger::{NewOrg, create_org};
 use mandate_host::secrets::Kek;
-use mandate_host::store::orgs;
+use mandate_host::store::{Connection, orgs};
 use mandate_host::{apikeys, keyring, setup, store};
 
 /// mimalloc: the server allocates small, short-lived buffers per request on
@@ -37,6 +37,10 @@ struct Cli {
     /// key-encryption.key in the data folder]
     #[arg(long, global = true, env = "MANDATE_KEY_FILE")]
     key_file: Option<PathBuf>,
+    /// PostgreSQL URL (postgres://user:password@host:port/database), shared
+    /// by any number of hosts [default: SQLite in the data folder]
+    #[arg(long = "database", global = true, env = "MANDATE_DATABASE_URL")]
+    database_url: Option<String>,
     #[command(subcommand)]
     command: Command,
 }
@@ -49,6 +53,9 @@ enum Command {
         #[arg(long, env = "MANDATE_LISTEN")]
         listen: Option<SocketAddr>,
     },
+    /// Create or upgrade the database's schema (and, on first use, the
+    /// deployment's keys), then exit
+    Migrate,
     /// Manage organisations
     Orgs {
         #[command(subcommand)]
@@ -137,6 +144,9 @@ fn config(cli: &Cli) -> anyhow::Result<Config> {
     if let Some(file) = &cli.key_file {
         config.key_file = Some(file.clone());
     }
+    if let Some(url) = &cli.database_url {
+        config.database.url = Some(url.clone());
+    }
     if let Command::Serve {
         listen: Some(listen),
     } = &cli.command
@@ -146,10 +156,12 @@ fn config(cli: &Cli) -> anyhow::Result<Config> {
     Ok(config)
 }
 
-/// The database of the data folder, and the key that opens its secrets.
-fn operator_connection(config: &Config) -> anyhow::Result<(rusqlite::Connection, Arc<Kek>)> {
+/// The database, and the key that opens its secrets.
+fn operator_connection(config: &Config) -> anyhow::Result<(Connection, Arc<Kek>)> {
+    let database = config.database()?;
     let prepared = setup::prepare(
         &config.data_dir,
+        &database,
         &config.key_file_path(),
         Clock::system().now(),
     )?;
@@ -160,7 +172,18 @@ fn operator_connection(config: &Config) -> anyhow::Result<(rusqlite::Connection,
             setup::admin_key_notice(&config.data_dir, &key, to_terminal)
         ));
     }
-    Ok((store::open_writer(&prepared.db_path)?, prepared.kek))
+    Ok((database.open_writer()?, prepared.kek))
+}
+
+fn migrate(config: &Config) -> anyhow::Result<()> {
+    let (conn, _) = operator_connection(config)?;
+    conn.close()?;
+    say(&format!(
+        "the {} is at schema version {}",
+        config.database()?.describe(),
+        store::SCHEMA_VERSION
+    ));
+    Ok(())
 }
 
 #[allow(clippy::print_stdout, reason = "operator commands answer on stdout")]
@@ -169,7 +192,7 @@ fn say(line: &str) {
 }
 
 /// An organisation by name or id.
-fn find_org(conn: &rusqlite::Connection, name_or_id: &str) -> anyhow::Result<orgs::OrgRow> {
+fn find_org(conn: &Connection, name_or_id: &str) -> anyhow::Result<orgs::OrgRow> {
     let found = match OrgId::parse(name_or_id) {
         Ok(id) => orgs::by_id(conn, id.as_str())?,
         Err(_) => orgs::by_name(conn, name_or_id)?,
@@ -349,6 +372,7 @@ fn main() -> anyhow::Result<()> {
             .enable_all()
             .build()?
             .block_on(mandate_host::serve(config)),
+        Command::Migrate => migrate(&config),
         Command::Orgs { command } => orgs(&config, command),
         Command::Keys { command } => keys(&config, command),
         Command::SigningKey {

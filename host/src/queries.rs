@@ -11,11 +11,11 @@
 //! Every read runs under the store's time budget. A read stopped there fails
 //! with [`QueryError::TooBroad`], saying what the caller can narrow.
 
+use crate::store::sql::types::Value;
+use crate::store::sql::{self, Connection, OptionalExtension, params_from_iter};
 use base64::Engine as _;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use mandate_core::{Outcome, ReputationCounts, Status, SummaryRow, WorkflowSummary, summarize};
-use rusqlite::types::Value;
-use rusqlite::{Connection, OptionalExtension, params_from_iter};
 
 use crate::apikeys::{self, KeyInfo};
 use crate::store::StoreError;
@@ -60,8 +60,8 @@ impl From<StoreError> for QueryError {
     }
 }
 
-impl From<rusqlite::Error> for QueryError {
-    fn from(error: rusqlite::Error) -> QueryError {
+impl From<sql::Error> for QueryError {
+    fn from(error: sql::Error) -> QueryError {
         StoreError::from(error).into()
     }
 }
@@ -251,7 +251,7 @@ pub fn agent_counts(
         "SELECT successes, failures, pending, approved, flagged, rejected FROM agents
              WHERE org = ?1 AND agent_id = ?2",
     )?
-    .query_row(rusqlite::params![org, agent_id], |row| {
+    .query_row(sql::params![org, agent_id], |row| {
         Ok(ReputationCounts {
             successes: count(row.get(0)?),
             failures: count(row.get(1)?),
@@ -275,7 +275,7 @@ fn workflow_root(
     conn.prepare_cached(
         "SELECT human_ref, assurance_level FROM workflows WHERE provenance_ref = ?1 AND org = ?2",
     )?
-    .query_row(rusqlite::params![provenance_ref, org], |row| {
+    .query_row(sql::params![provenance_ref, org], |row| {
         Ok((row.get(0)?, row.get(1)?))
     })
     .optional()?
@@ -600,7 +600,9 @@ mod tests {
 
     /// How SQLite would run `sql`, one line a step.
     fn steps(conn: &Connection, sql: &str, values: Vec<Value>) -> String {
-        let mut statement = conn.prepare(&format!("EXPLAIN QUERY PLAN {sql}")).unwrap();
+        let mut statement = conn
+            .prepare_cached(&format!("EXPLAIN QUERY PLAN {sql}"))
+            .unwrap();
         let steps = statement
             .query_map(params_from_iter(values), |row| row.get::<_, String>(3))
             .unwrap()

@@ -15,17 +15,19 @@
 use std::fs::{DirBuilder, OpenOptions, Permissions};
 use std::io::Write as _;
 use std::os::unix::fs::{DirBuilderExt as _, OpenOptionsExt as _, PermissionsExt as _};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::Arc;
 
+use crate::store::sql::{self, Connection, OptionalExtension, params};
 use mandate_core::Role;
-use rusqlite::{Connection, OptionalExtension, params};
 
 use crate::clock::Now;
 use crate::keyring::{self, Ring, SECRET_KEY};
 use crate::secrets::{CHECK_KEY, Kek, Purpose};
+use crate::store::Database;
+use crate::store::database::SETUP_LOCK;
 use crate::store::orgs::Org;
-use crate::store::{DB_FILE, open_writer};
+use crate::store::sql::Dialect;
 use crate::{apikeys, random};
 
 /// The admin key's file inside the data folder (mode 0600).
@@ -46,10 +48,9 @@ pub fn admin_key_notice(data_dir: &Path, key: &str, to_terminal: bool) -> String
     }
 }
 
-/// What a start needs from the data folder.
+/// What a start needs from the data folder and the database.
 #[derive(Debug)]
 pub struct Prepared {
-    pub db_path: PathBuf,
     pub ring: Ring,
     pub human_secret: [u8; 32],
     /// The key-encryption key the secrets were opened with.
@@ -58,17 +59,26 @@ pub struct Prepared {
     pub new_admin_key: Option<String>,
 }
 
-/// Opens the data folder, creating everything on first start, and opens
-/// its secrets with the key file (see the module's rules).
-pub fn prepare(data_dir: &Path, key_file: &Path, now: Now) -> anyhow::Result<Prepared> {
+/// Opens the data folder and the database, creating everything on first
+/// start, and opens the secrets with the key file (see the module's rules).
+/// On PostgreSQL, hosts starting together take turns (an advisory lock):
+/// the first creates the deployment, the others find it.
+pub fn prepare(
+    data_dir: &Path,
+    database: &Database,
+    key_file: &Path,
+    now: Now,
+) -> anyhow::Result<Prepared> {
     DirBuilder::new()
         .recursive(true)
         .mode(0o700)
         .create(data_dir)
         .map_err(|e| anyhow::anyhow!("cannot create data folder {}: {e}", data_dir.display()))?;
     tighten(data_dir)?;
-    let db_path = data_dir.join(DB_FILE);
-    let conn = open_writer(&db_path)?;
+    let conn = database.open_writer()?;
+    if conn.dialect() == Dialect::Postgres {
+        conn.execute("SELECT pg_advisory_lock(?1)", params![SETUP_LOCK])?;
+    }
     let kek = unlock(&conn, key_file)?;
     let new_admin_key = match read_secret(&conn, &kek)? {
         Some(_) => None,
@@ -78,9 +88,8 @@ pub fn prepare(data_dir: &Path, key_file: &Path, now: Now) -> anyhow::Result<Pre
         .ok_or_else(|| anyhow::anyhow!("the deployment secret is missing after set-up"))?;
     let ring = keyring::load(&conn, &kek, now)
         .map_err(|e| anyhow::anyhow!("cannot load signing keys: {e}"))?;
-    conn.close().map_err(|(_, e)| e)?;
+    conn.close()?;
     Ok(Prepared {
-        db_path,
         ring,
         human_secret,
         kek: Arc::new(kek),
@@ -88,7 +97,7 @@ pub fn prepare(data_dir: &Path, key_file: &Path, now: Now) -> anyhow::Result<Pre
     })
 }
 
-fn read_meta(conn: &Connection, key: &str) -> rusqlite::Result<Option<Vec<u8>>> {
+fn read_meta(conn: &Connection, key: &str) -> sql::Result<Option<Vec<u8>>> {
     conn.query_row("SELECT value FROM meta WHERE key = ?1", [key], |row| {
         row.get(0)
     })
@@ -138,12 +147,14 @@ fn seal_plaintext(conn: &Connection, kek: &Kek, key_file: &Path) -> anyhow::Resu
             )
         })
     };
-    conn.pragma_update(None, "secure_delete", "ON")?;
+    if let Some(sqlite) = conn.as_sqlite() {
+        sqlite.pragma_update(None, "secure_delete", "ON")?;
+    }
     let tx = conn.unchecked_transaction()?;
     let keys: Vec<(String, Vec<u8>)> = tx
-        .prepare("SELECT kid, secret FROM signing_keys")?
+        .prepare_cached("SELECT kid, secret FROM signing_keys")?
         .query_map([], |row| Ok((row.get(0)?, row.get(1)?)))?
-        .collect::<rusqlite::Result<_>>()?;
+        .collect::<sql::Result<_>>()?;
     for (kid, secret) in &keys {
         let secret = plain(&format!("the signing key {kid}"), secret)?;
         let sealed = kek.seal(Purpose::SigningKey, kid, &secret)?;
@@ -166,7 +177,9 @@ fn seal_plaintext(conn: &Connection, kek: &Kek, key_file: &Path) -> anyhow::Resu
         params![CHECK_KEY, kek.check_value()],
     )?;
     tx.commit()?;
-    conn.pragma_update(None, "secure_delete", "OFF")?;
+    if let Some(sqlite) = conn.as_sqlite() {
+        sqlite.pragma_update(None, "secure_delete", "OFF")?;
+    }
     if keys.is_empty() && human.is_none() {
         return Ok(());
     }
@@ -296,7 +309,7 @@ mod tests {
     use crate::clock::now_s;
     use crate::config::Config;
     use crate::secrets::KEY_FILE;
-    use crate::store::schema;
+    use crate::store::{DB_FILE, schema};
 
     const HUMAN_SECRET: [u8; 32] = [0x5a; 32];
     const RETIRED_KEY: [u8; 32] = [0x6b; 32];
@@ -306,14 +319,14 @@ mod tests {
     /// version 2, the secrets in plain rows (one signing key retired while
     /// its tokens live, one active), an admin key.
     fn plaintext_folder(data: &Path) -> String {
-        let conn = Connection::open(data.join(DB_FILE)).unwrap();
+        let conn = rusqlite::Connection::open(data.join(DB_FILE)).unwrap();
         conn.pragma_update(None, "journal_mode", "WAL").unwrap();
         conn.execute_batch(schema::SCHEMA).unwrap();
         conn.execute_batch(schema::WORKFLOW_COUNTS).unwrap();
         conn.pragma_update(None, "user_version", 2).unwrap();
         conn.execute(
             "INSERT INTO meta (key, value) VALUES (?1, ?2)",
-            params![SECRET_KEY, HUMAN_SECRET.as_slice()],
+            rusqlite::params![SECRET_KEY, HUMAN_SECRET.as_slice()],
         )
         .unwrap();
         let now = now_s();
@@ -324,7 +337,7 @@ mod tests {
             conn.execute(
                 "INSERT INTO signing_keys (kid, secret, created_at, retired_at, max_exp)
                  VALUES (?1, ?2, ?3, ?4, ?5)",
-                params![
+                rusqlite::params![
                     SigningKey::from_secret(&secret).kid(),
                     secret.as_slice(),
                     created,
@@ -338,7 +351,7 @@ mod tests {
         conn.execute(
             "INSERT INTO api_keys (id, hash, email, is_admin, created_at)
              VALUES ('key_01kaqv3f0000000000000000ad', ?1, NULL, 1, ?2)",
-            params![Sha256::digest(admin_key.as_bytes()).as_slice(), now],
+            rusqlite::params![Sha256::digest(admin_key.as_bytes()).as_slice(), now],
         )
         .unwrap();
         std::fs::write(data.join(ADMIN_KEY_FILE), format!("{admin_key}\n")).unwrap();

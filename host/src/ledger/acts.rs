@@ -155,8 +155,14 @@ impl Ledger {
 
     /// A stored record, with the token it was made with.
     fn record(&mut self, aar_id: &AarId) -> Result<(Record, Token), LedgerError> {
-        let record =
+        let mut record =
             records::by_id(&self.conn, aar_id.as_str())?.ok_or(LedgerError::UnknownRecord)?;
+        if self.enter(record.org())? {
+            // Read again under the organisation's lock: another host may
+            // have changed it since.
+            record =
+                records::by_id(&self.conn, aar_id.as_str())?.ok_or(LedgerError::UnknownRecord)?;
+        }
         let jti = Jti::parse(&record.jti).map_err(internal)?;
         let token = self
             .token(&jti)?
@@ -246,6 +252,7 @@ impl Ledger {
         note: Option<&str>,
         now: Now,
     ) -> Result<Rated, LedgerError> {
+        self.enter(org)?;
         let record = records::by_id(&self.conn, aar_id.as_str())?
             .filter(|record| record.org() == org)
             .ok_or(LedgerError::UnknownRecord)?;

@@ -137,6 +137,7 @@ impl Ledger {
         issued_by: &str,
         now: Now,
     ) -> Result<(), LedgerError> {
+        self.enter(org)?;
         self.check_token_quota(org, now.s())?;
         self.store_token(org, claims, None, kid, Some(issued_by), now.ms())
     }

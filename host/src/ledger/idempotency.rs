@@ -51,6 +51,7 @@ impl Ledger {
         let Some(key) = key else {
             return write(self).map(|outcome| Reply::Fresh(outcome, None));
         };
+        self.enter(key.org)?;
         let since = now.ms() - RETENTION_MS;
         if let Some(stored) = idempotency::find(&self.conn, key.org, &key.scope, &key.key, since)? {
             if stored.request_sha256 != key.body_sha256 {

@@ -28,14 +28,14 @@ mod orgs;
 #[cfg(test)]
 mod tests;
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
+use crate::store::sql::{self, Connection, Dialect};
 use mandate_core::{
     AarId, BudgetExceeded, Claims, Constraints, CountsChange, DenyReason, IssueError, Jth, Jti,
     RecordError, ScopeError, TokenStatus, Ulid, Usage,
 };
-use rusqlite::Connection;
 
 use crate::store::orgs::{self as org_rows, Org, Quotas};
 use crate::store::records::{self, SummaryKey};
@@ -147,8 +147,8 @@ pub enum LedgerError {
     Store(#[from] StoreError),
 }
 
-impl From<rusqlite::Error> for LedgerError {
-    fn from(error: rusqlite::Error) -> LedgerError {
+impl From<sql::Error> for LedgerError {
+    fn from(error: sql::Error) -> LedgerError {
         LedgerError::Store(error.into())
     }
 }
@@ -321,6 +321,10 @@ pub struct Ledger {
     tails: HashMap<Org, Tail>,
     quotas: HashMap<Org, Quotas>,
     days: HashMap<Org, DayCount>,
+    /// Whether other processes write to the database too (PostgreSQL).
+    shared: bool,
+    /// Organisations locked by the current group (see [`Ledger::enter`]).
+    locked: HashSet<Org>,
 }
 
 impl Owned for Ledger {
@@ -332,7 +336,18 @@ impl Owned for Ledger {
         self.counters.flush(&self.conn)
     }
 
+    fn after_commit(&mut self) {
+        self.locked.clear();
+        if self.shared {
+            // Other hosts may change them before the next group.
+            self.tails.clear();
+            self.quotas.clear();
+            self.days.clear();
+        }
+    }
+
     fn after_rollback(&mut self) {
+        self.locked.clear();
         self.counters = Counters::default();
         self.tails.clear();
         self.quotas.clear();
@@ -340,7 +355,7 @@ impl Owned for Ledger {
     }
 
     fn close(self) {
-        if let Err((_, error)) = self.conn.close() {
+        if let Err(error) = self.conn.close() {
             tracing::error!(%error, "closing the database failed");
         }
     }
@@ -350,6 +365,8 @@ impl Ledger {
     /// A ledger writing through `conn`, which has the schema.
     pub fn new(conn: Connection) -> Ledger {
         Ledger {
+            shared: conn.dialect() == Dialect::Postgres,
+            locked: HashSet::new(),
             conn,
             claims: HashMap::new(),
             counters: Counters::default(),
@@ -380,6 +397,11 @@ impl Ledger {
     /// here.
     fn token(&mut self, jti: &Jti) -> Result<Option<Token>, LedgerError> {
         let jth = jti.hash();
+        if self.shared
+            && let Some(org) = tokens::org_by_jth(&self.conn, &jth)?
+        {
+            self.enter(org)?;
+        }
         let Some(standing) = tokens::standing(&self.conn, &jth)? else {
             return Ok(None);
         };
@@ -387,6 +409,25 @@ impl Ledger {
             .claims(&jth)?
             .ok_or_else(|| internal("a token row vanished"))?;
         Ok(Some(Token { claims, standing }))
+    }
+
+    /// Takes the lock of `org` for the rest of the group; answers whether
+    /// it was taken just now. On PostgreSQL, where other hosts write too,
+    /// every write locks its organisation's row (`FOR UPDATE`) before it
+    /// reads anything a decision of it depends on: one organisation's
+    /// writes take turns across hosts, each seeing what the others
+    /// committed (what this ledger remembers of an organisation — its
+    /// newest record, quotas, today's count — is forgotten after every
+    /// commit on PostgreSQL, and read again under the lock). One lock
+    /// per organisation, taken first, is one order of locking, so hosts
+    /// never deadlock within an organisation. On SQLite the single writer's
+    /// `BEGIN IMMEDIATE` already excludes everyone: nothing to do.
+    fn enter(&mut self, org: Org) -> Result<bool, LedgerError> {
+        if !self.shared || !self.locked.insert(org) {
+            return Ok(false);
+        }
+        org_rows::lock(&self.conn, org)?;
+        Ok(true)
     }
 
     /// The tokens of `claims`' chain that carry a budget.

@@ -3,8 +3,9 @@
 //! key are stored together, and a quota changed is the one the next write
 //! is judged by.
 
+use crate::store::database::ORGS_LOCK;
+use crate::store::sql::{Connection, Dialect, params};
 use mandate_core::{OrgId, Role};
-use rusqlite::Connection;
 
 use super::{Ledger, LedgerError};
 use crate::apikeys::{self, KeyInfo, NewKey, NotRevoked};
@@ -32,6 +33,10 @@ pub struct OrgCreated {
 /// Creates an organisation and its first `owner` key through `conn` (the
 /// ledger's, or an operator command's in its own transaction).
 pub fn create_org(conn: &Connection, new: &NewOrg, now: Now) -> Result<OrgCreated, LedgerError> {
+    if conn.dialect() == Dialect::Postgres {
+        // Hosts hand out organisation numbers one at a time.
+        conn.execute("SELECT pg_advisory_xact_lock(?1)", params![ORGS_LOCK])?;
+    }
     let org = orgs::create(conn, &new.id, &new.name, new.quotas, now.ms())?.map_err(|refused| {
         match refused {
             NotCreated::NameTaken => LedgerError::OrgExists,
@@ -66,6 +71,7 @@ impl Ledger {
     /// Replaces the quotas of the organisation with this id.
     pub fn set_quotas(&mut self, id: &OrgId, quotas: Quotas) -> Result<OrgRow, LedgerError> {
         let mut org = orgs::by_id(&self.conn, id.as_str())?.ok_or(LedgerError::UnknownOrg)?;
+        self.enter(org.org)?;
         orgs::set_quotas(&self.conn, org.org, quotas)?;
         self.quotas.insert(org.org, quotas);
         self.days.remove(&org.org);
@@ -86,6 +92,7 @@ impl Ledger {
     /// Revokes an API key of `org`, unless it is the admin key or the
     /// organisation's last active owner.
     pub fn revoke_key(&mut self, org: Org, id: &str, now: Now) -> Result<KeyInfo, LedgerError> {
+        self.enter(org)?;
         apikeys::revoke(&self.conn, Some(org), id, now)?.map_err(|refused| match refused {
             NotRevoked::Unknown => LedgerError::UnknownKey,
             NotRevoked::AdminKey => LedgerError::AdminKey,

@@ -1,6 +1,7 @@
 //! The ledger on an in-memory database: every write path, with the attacks
 //! and the edge cases that decide who may do what with what they hold.
 
+use crate::store::sql;
 use mandate_core::{
     AgentId, AssuranceLevel, Claims, Constraints, DenyReason, Identity, IssueError, Jti, Limit,
     Outcome, Policy, Rating, RecordError, RecordState, RootIssue, Scope, SigningKey, TokenRequest,
@@ -33,7 +34,7 @@ impl Fixture {
         let key = SigningKey::from_secret(&[7; 32]);
         conn.execute(
             "INSERT INTO signing_keys (kid, secret, created_at) VALUES (?1, x'00', ?2)",
-            rusqlite::params![key.kid(), T0 / 1000],
+            sql::params![key.kid(), T0 / 1000],
         )
         .unwrap();
         Fixture {

@@ -2,7 +2,7 @@
 //! within an organisation and a scope (the route and the credential that
 //! sent the key), with the SHA-256 of the request body they answered.
 
-use rusqlite::{Connection, OptionalExtension, params};
+use crate::store::sql::{self, Connection, OptionalExtension, params};
 
 use super::orgs::Org;
 
@@ -28,7 +28,7 @@ pub fn find(
     scope: &str,
     key: &str,
     since_ms: i64,
-) -> rusqlite::Result<Option<Stored>> {
+) -> sql::Result<Option<Stored>> {
     conn.prepare_cached(
         "SELECT request_hash, status, body FROM idempotency
          WHERE org = ?1 AND scope = ?2 AND key = ?3 AND created_at > ?4",
@@ -55,10 +55,12 @@ pub fn store(
     request_sha256: &[u8; 32],
     reply: &StoredReply,
     at_ms: i64,
-) -> rusqlite::Result<()> {
+) -> sql::Result<()> {
     conn.prepare_cached(
-        "INSERT OR REPLACE INTO idempotency (org, scope, key, request_hash, status, body, created_at)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+        "INSERT INTO idempotency (org, scope, key, request_hash, status, body, created_at)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)
+         ON CONFLICT (org, scope, key) DO UPDATE SET request_hash = excluded.request_hash,
+             status = excluded.status, body = excluded.body, created_at = excluded.created_at",
     )?
     .execute(params![
         org,
@@ -73,7 +75,7 @@ pub fn store(
 }
 
 /// Deletes the answers stored before `before_ms`; returns how many.
-pub fn forget_before(conn: &Connection, before_ms: i64) -> rusqlite::Result<usize> {
+pub fn forget_before(conn: &Connection, before_ms: i64) -> sql::Result<usize> {
     conn.prepare_cached("DELETE FROM idempotency WHERE created_at <= ?1")?
         .execute([before_ms])
 }

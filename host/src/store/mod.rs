@@ -1,7 +1,9 @@
-//! Storage: one SQLite database in WAL mode with `synchronous=FULL`, written
+//! Storage: one database — the embedded SQLite in WAL mode with
+//! `synchronous=FULL`, or PostgreSQL shared by any number of hosts — written
 //! by a single writer thread that commits concurrent requests together (group
 //! commit), and read through read-only connections in three lanes, so that
-//! a long read never delays the API-key check every request waits for.
+//! a long read never delays the API-key check every request waits for. Both
+//! engines run the same statements through [`sql::Connection`].
 //!
 //! A write is a closure run in the writer's current transaction. Its answer
 //! is delivered only after the transaction commits, so a 2xx for a write
@@ -10,25 +12,29 @@
 //! or a commit that fails (a full disk), fails every write of the group and
 //! nothing of it is acknowledged (see `writer`).
 
+pub mod database;
 pub mod idempotency;
 pub mod orgs;
 pub mod records;
 pub(crate) mod schema;
+pub mod sql;
 pub mod tokens;
 mod writer;
 
 use std::os::unix::fs::OpenOptionsExt as _;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use mandate_core::{Jti, OrgId, Outcome, Status, result_key};
 use prometheus_client::metrics::gauge::Gauge;
-use rusqlite::{Connection, OpenFlags, params};
+use rusqlite::OpenFlags;
 use tokio::sync::Semaphore;
 
 use crate::metrics::Metrics;
+pub use database::Database;
+pub use sql::Connection;
 pub use writer::Owned;
 use writer::Writer;
 
@@ -47,6 +53,19 @@ pub enum StoreError {
     /// of the wrong shape. The text is for the log, never for a client.
     #[error("{0}")]
     Internal(String),
+}
+
+impl From<sql::Error> for StoreError {
+    fn from(error: sql::Error) -> StoreError {
+        match error {
+            sql::Error::Sqlite(error) => StoreError::from(error),
+            sql::Error::Postgres(error) => database::store_error(&error),
+            other => {
+                tracing::error!(error = %other, "a stored value has the wrong shape");
+                StoreError::Internal(other.to_string())
+            }
+        }
+    }
 }
 
 impl From<rusqlite::Error> for StoreError {
@@ -75,12 +94,15 @@ pub fn is_storage_failure(error: &rusqlite::Error) -> bool {
     )
 }
 
+/// The schema version this build writes, on both engines.
+pub const SCHEMA_VERSION: i64 = schema::VERSION;
+
 /// The database file's name inside the data folder.
 pub const DB_FILE: &str = "mandate.db";
 
 /// Opens a connection with the pragmas every connection needs.
-fn open(path: &Path, flags: OpenFlags) -> rusqlite::Result<Connection> {
-    let conn = Connection::open_with_flags(path, flags)?;
+fn open(path: &Path, flags: OpenFlags) -> rusqlite::Result<rusqlite::Connection> {
+    let conn = rusqlite::Connection::open_with_flags(path, flags)?;
     conn.busy_timeout(std::time::Duration::from_secs(5))?;
     conn.pragma_update(None, "foreign_keys", "ON")?;
     // Statement journals and sorts stay in memory, not in temporary files.
@@ -102,8 +124,8 @@ fn create_private(path: &Path) -> anyhow::Result<()> {
         .map_err(|e| anyhow::anyhow!("cannot create the database {}: {e}", path.display()))
 }
 
-/// Opens the writer connection, enforces WAL and `synchronous=FULL`, and
-/// creates or migrates the schema.
+/// Opens the SQLite writer connection, enforces WAL and `synchronous=FULL`,
+/// and creates or migrates the schema.
 pub fn open_writer(path: &Path) -> anyhow::Result<Connection> {
     create_private(path)?;
     let conn = open(
@@ -125,19 +147,19 @@ pub fn open_writer(path: &Path) -> anyhow::Result<Connection> {
         anyhow::bail!("SQLite refused synchronous=FULL (got {synchronous})");
     }
     migrate(&conn)?;
-    Ok(conn)
+    Ok(Connection::sqlite(conn))
 }
 
 /// A private in-memory database with the schema, for tests of what runs on
 /// the write connection.
 pub fn open_in_memory() -> anyhow::Result<Connection> {
-    let conn = Connection::open_in_memory()?;
+    let conn = rusqlite::Connection::open_in_memory()?;
     conn.pragma_update(None, "foreign_keys", "ON")?;
     migrate(&conn)?;
-    Ok(conn)
+    Ok(Connection::sqlite(conn))
 }
 
-fn migrate(conn: &Connection) -> anyhow::Result<()> {
+fn migrate(conn: &rusqlite::Connection) -> anyhow::Result<()> {
     let version: i64 = conn.pragma_query_value(None, "user_version", |row| row.get(0))?;
     if version > schema::VERSION {
         anyhow::bail!(
@@ -165,7 +187,10 @@ fn migrate(conn: &Connection) -> anyhow::Result<()> {
     if version < 4 {
         tx.execute_batch(schema::ORGANISATIONS)?;
         let now = crate::clock::Clock::system().now();
-        orgs::add_default(&tx, &OrgId::new(crate::random::ulid(now)), now.ms())?;
+        tx.execute(
+            orgs::ADD_DEFAULT,
+            rusqlite::params![OrgId::new(crate::random::ulid(now)).as_str(), now.ms()],
+        )?;
     }
     tx.pragma_update(None, "user_version", schema::VERSION)?;
     tx.commit()?;
@@ -177,7 +202,7 @@ fn migrate(conn: &Connection) -> anyhow::Result<()> {
 /// delegated before keep their signed text, which still carries jtis: the
 /// server reads the stored claims, so they keep working with a bare
 /// `vat_jti`, but as `Authorization: Bearer` they no longer verify.
-fn hash_token_ids(conn: &Connection) -> anyhow::Result<()> {
+fn hash_token_ids(conn: &rusqlite::Connection) -> anyhow::Result<()> {
     use serde_json::Value;
     let hash = |value: &Value| -> anyhow::Result<Value> {
         let text = value
@@ -203,14 +228,18 @@ fn hash_token_ids(conn: &Connection) -> anyhow::Result<()> {
         }
         let claims = serde_json::to_string(&claims)?;
         serde_json::from_str::<mandate_core::Claims>(&claims)?;
-        update.execute(params![Jti::parse(&jti)?.hash().as_str(), claims, jti])?;
+        update.execute(rusqlite::params![
+            Jti::parse(&jti)?.hash().as_str(),
+            claims,
+            jti
+        ])?;
     }
     Ok(())
 }
 
 /// Fills `workflow_counts` from the records already stored (upgrading a
 /// version 1 database), with core's result keys.
-fn count_workflows(conn: &Connection) -> anyhow::Result<()> {
+fn count_workflows(conn: &rusqlite::Connection) -> anyhow::Result<()> {
     let mut groups = conn.prepare(
         "SELECT provenance_ref, agent_id, action, status, result, count(*) FROM records
          GROUP BY provenance_ref, agent_id, action, status, result",
@@ -227,7 +256,7 @@ fn count_workflows(conn: &Connection) -> anyhow::Result<()> {
             .get::<_, Option<String>>(4)?
             .map(|r| r.parse::<Outcome>())
             .transpose()?;
-        insert.execute(params![
+        insert.execute(rusqlite::params![
             row.get::<_, String>(0)?,
             row.get::<_, String>(1)?,
             row.get::<_, String>(2)?,
@@ -249,12 +278,13 @@ const BUDGET_CHECK_STEPS: std::ffi::c_int = 1000;
 
 /// Read-only connections handed out to blocking tasks, a fixed number at a
 /// time. In a pool with a budget, a statement still running when the budget
-/// has passed since the read began, or when nobody waits for its answer any
-/// more, is interrupted (SQLite's progress handler) and fails with
-/// `OperationInterrupted`.
+/// has passed since the read began is stopped: on SQLite by its progress
+/// handler (which also stops a read nobody waits for any more), on
+/// PostgreSQL by the connection's `statement_timeout`. A connection found
+/// lost (the database server restarted) is dropped and a new one opened.
 #[derive(Debug)]
 struct ReaderPool {
-    path: PathBuf,
+    database: Database,
     idle: Mutex<Vec<Connection>>,
     permits: Arc<Semaphore>,
     budget: Option<Duration>,
@@ -263,14 +293,14 @@ struct ReaderPool {
 
 impl ReaderPool {
     fn new(
-        path: &Path,
+        database: &Database,
         size: usize,
         budget: Option<Duration>,
         metrics: &Metrics,
         lane: &'static str,
     ) -> Arc<ReaderPool> {
         Arc::new(ReaderPool {
-            path: path.to_path_buf(),
+            database: database.clone(),
             idle: Mutex::new(Vec::new()),
             permits: Arc::new(Semaphore::new(size.max(1))),
             budget,
@@ -278,20 +308,25 @@ impl ReaderPool {
         })
     }
 
-    fn open_reader(&self) -> rusqlite::Result<Connection> {
-        let conn = open(
-            &self.path,
-            OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,
-        )?;
-        conn.pragma_update(None, "query_only", "ON")?;
-        Ok(conn)
+    fn open_reader(&self) -> Result<Connection, StoreError> {
+        match &self.database {
+            Database::Sqlite(path) => {
+                let conn = open(
+                    path,
+                    OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+                )?;
+                conn.pragma_update(None, "query_only", "ON")?;
+                Ok(Connection::sqlite(conn))
+            }
+            Database::Postgres(config) => database::open_reader(config, self.budget),
+        }
     }
 
-    fn take(&self) -> rusqlite::Result<Connection> {
+    fn take(&self) -> Result<Connection, StoreError> {
         let idle = self.idle.lock().ok().and_then(|mut idle| idle.pop());
         match idle {
-            Some(conn) => Ok(conn),
-            None => self.open_reader(),
+            Some(conn) if !conn.is_lost() => Ok(conn),
+            _ => self.open_reader(),
         }
     }
 
@@ -319,18 +354,39 @@ impl ReaderPool {
             .map_err(|_| StoreError::Unavailable("the store is closed"))?;
         let pool = self.clone();
         let abandon = Abandon::default();
-        let abandoned = abandon.0.clone();
+        let abandoned = abandon.flag.clone();
+        let cancel = abandon.cancel.clone();
         tokio::task::spawn_blocking(move || {
             let _busy = Busy::start(&pool.busy);
-            let mut conn = pool.take().map_err(StoreError::from)?;
-            if let Some(deadline) = pool.budget.and_then(|b| Instant::now().checked_add(b)) {
-                conn.progress_handler(
-                    BUDGET_CHECK_STEPS,
-                    Some(move || abandoned.load(Ordering::Relaxed) || Instant::now() >= deadline),
-                )
-                .map_err(StoreError::from)?;
+            let mut conn = pool.take()?;
+            let set_cancel = |token| {
+                if let Ok(mut slot) = cancel.lock() {
+                    *slot = token;
+                }
+            };
+            set_cancel(conn.cancel_token());
+            // Abandoned before its cancel token was in place: Abandon's drop
+            // set the flag before it looked for a token (both sequentially
+            // consistent), so one of the two sees the other.
+            if abandon_seen(&abandoned) {
+                set_cancel(None);
+                pool.give_back(conn);
+                return Err(StoreError::OverBudget.into());
+            }
+            if let (Some(sqlite), Some(budget)) = (conn.as_sqlite_mut(), pool.budget) {
+                let deadline = Instant::now().checked_add(budget);
+                sqlite
+                    .progress_handler(
+                        BUDGET_CHECK_STEPS,
+                        Some(move || {
+                            abandoned.load(Ordering::Relaxed)
+                                || deadline.is_some_and(|d| Instant::now() >= d)
+                        }),
+                    )
+                    .map_err(StoreError::from)?;
             }
             let result = work(&conn);
+            set_cancel(None);
             pool.give_back(conn);
             drop(permit);
             result
@@ -340,16 +396,86 @@ impl ReaderPool {
     }
 }
 
+impl Drop for ReaderPool {
+    /// Closes the idle connections on a thread of their own: closing a
+    /// PostgreSQL client blocks, which an async task must never do.
+    fn drop(&mut self) {
+        let idle = self.idle.get_mut().map(std::mem::take).unwrap_or_default();
+        if idle
+            .iter()
+            .any(|conn| conn.dialect() == sql::Dialect::Postgres)
+        {
+            let closing = std::thread::Builder::new()
+                .name("mandate-close".into())
+                .spawn(move || drop(idle));
+            if let Err(error) = closing {
+                tracing::warn!(%error, "cannot start a thread to close idle connections");
+            }
+        }
+    }
+}
+
+/// Runs `open` on a thread of its own and waits for it: opening PostgreSQL
+/// connections blocks, and a caller may be an async task.
+pub fn off_runtime<T: Send>(open: impl FnOnce() -> anyhow::Result<T> + Send) -> anyhow::Result<T> {
+    std::thread::scope(|scope| {
+        scope
+            .spawn(open)
+            .join()
+            .unwrap_or_else(|_| Err(anyhow::anyhow!("opening the database panicked")))
+    })
+}
+
 /// Marks a read abandoned when dropped: when the request waiting for it goes
-/// away (its client disconnected), the read stops at its next check instead
-/// of holding its connection until the budget. Dropped after an answer too,
-/// when it changes nothing.
+/// away (its client disconnected), the read stops instead of holding its
+/// connection until the budget — on SQLite at its progress handler's next
+/// check, on PostgreSQL by a cancel request for the statement running.
+/// Dropped after an answer too, when it changes nothing (the read no longer
+/// holds a cancel token then).
 #[derive(Default)]
-struct Abandon(Arc<AtomicBool>);
+struct Abandon {
+    flag: Arc<AtomicBool>,
+    cancel: Arc<Mutex<Option<postgres::CancelToken>>>,
+}
+
+fn abandon_seen(flag: &AtomicBool) -> bool {
+    flag.load(Ordering::SeqCst)
+}
+
+/// How often, and how many times at most, an abandoned PostgreSQL read is
+/// asked to stop: a cancel request stops the statement running when it
+/// arrives, and a read may be between two statements then.
+const CANCEL_EVERY: Duration = Duration::from_millis(50);
+const CANCEL_TRIES: u32 = 200;
 
 impl Drop for Abandon {
     fn drop(&mut self) {
-        self.0.store(true, Ordering::Relaxed);
+        self.flag.store(true, Ordering::SeqCst);
+        let running = |slot: &Mutex<Option<postgres::CancelToken>>| {
+            slot.lock().ok().and_then(|token| token.clone())
+        };
+        if running(&self.cancel).is_none() {
+            return;
+        }
+        let slot = self.cancel.clone();
+        // Cancel requests block: not on an async task.
+        let sent = std::thread::Builder::new()
+            .name("mandate-cancel".into())
+            .spawn(move || {
+                for _ in 0..CANCEL_TRIES {
+                    let Some(token) = running(&slot) else {
+                        return;
+                    };
+                    if let Err(error) = token.cancel_query(postgres::NoTls) {
+                        tracing::warn!(%error, "cancelling an abandoned read failed");
+                        return;
+                    }
+                    std::thread::sleep(CANCEL_EVERY);
+                }
+            });
+        if let Err(error) = sent {
+            tracing::warn!(%error, "cannot start a thread to cancel an abandoned read");
+        }
     }
 }
 
@@ -417,24 +543,30 @@ pub struct Lanes {
 }
 
 impl<S: Owned> Store<S> {
-    /// Opens (creating if needed) the database at `path`, hands the write
+    /// Opens (creating if needed) the database, hands the write
     /// connection to `own` and starts the writer thread on what it makes.
     pub fn open(
-        path: &Path,
+        database: &Database,
         lanes: Lanes,
         metrics: Arc<Metrics>,
         own: impl FnOnce(Connection) -> S,
     ) -> anyhow::Result<Store<S>> {
-        let conn = open_writer(path)?;
-        let keys = ReaderPool::new(path, KEY_READERS, None, &metrics, "keys");
+        let conn = database.open_writer()?;
+        let keys = ReaderPool::new(database, KEY_READERS, None, &metrics, "keys");
         let lookups = ReaderPool::new(
-            path,
+            database,
             LOOKUP_READERS,
             Some(lanes.budget),
             &metrics,
             "lookups",
         );
-        let queries = ReaderPool::new(path, lanes.readers, Some(lanes.budget), &metrics, "queries");
+        let queries = ReaderPool::new(
+            database,
+            lanes.readers,
+            Some(lanes.budget),
+            &metrics,
+            "queries",
+        );
         let writer = Writer::start(own(conn), lanes.max_batch, metrics)?;
         Ok(Store {
             writer,

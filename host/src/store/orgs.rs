@@ -2,8 +2,9 @@
 //! its number ([`Org`]), which is also the high bits of every `seq` of its
 //! records. Outside the store an organisation is its id, `org_<ulid>`.
 
+use crate::store::sql::types::{FromSql, ToSql, ValueRef};
+use crate::store::sql::{self, Connection, OptionalExtension, Row, params};
 use mandate_core::OrgId;
-use rusqlite::{Connection, OptionalExtension, Row, params};
 
 /// Bits of a record's `seq` below the organisation's number: each
 /// organisation holds 2^40 (about 10^12) records, and 2^23 organisations
@@ -44,15 +45,15 @@ impl Org {
     }
 }
 
-impl rusqlite::ToSql for Org {
-    fn to_sql(&self) -> rusqlite::Result<rusqlite::types::ToSqlOutput<'_>> {
-        self.0.to_sql()
+impl ToSql for Org {
+    fn to_sql(&self) -> sql::Result<ValueRef<'_>> {
+        Ok(ValueRef::Integer(self.0))
     }
 }
 
-impl rusqlite::types::FromSql for Org {
-    fn column_result(value: rusqlite::types::ValueRef<'_>) -> rusqlite::types::FromSqlResult<Org> {
-        i64::column_result(value).map(Org)
+impl FromSql for Org {
+    fn from_sql(value: ValueRef<'_>) -> sql::Result<Org> {
+        i64::from_sql(value).map(Org)
     }
 }
 
@@ -86,7 +87,7 @@ fn stored_quota(value: Option<u64>) -> Option<i64> {
     value.map(|n| i64::try_from(n).unwrap_or(i64::MAX))
 }
 
-fn org_row(row: &Row<'_>) -> rusqlite::Result<OrgRow> {
+fn org_row(row: &Row<'_>) -> sql::Result<OrgRow> {
     Ok(OrgRow {
         org: row.get(0)?,
         id: row.get(1)?,
@@ -99,14 +100,32 @@ fn org_row(row: &Row<'_>) -> rusqlite::Result<OrgRow> {
     })
 }
 
-/// Stores the default organisation (number 0), unless it exists.
-pub fn add_default(conn: &Connection, id: &OrgId, created_at_ms: i64) -> rusqlite::Result<()> {
-    conn.execute(
-        "INSERT OR IGNORE INTO orgs (num, id, name, created_at) VALUES (0, ?1, 'default', ?2)",
-        params![id.as_str(), created_at_ms],
-    )?;
+/// Locks an organisation's row until the transaction ends (PostgreSQL:
+/// see `Ledger::enter`).
+pub fn lock(conn: &Connection, org: Org) -> sql::Result<()> {
+    conn.prepare_cached("SELECT num FROM orgs WHERE num = ?1 FOR UPDATE")?
+        .query([org])?;
     Ok(())
 }
+
+/// Locks every organisation's row, in the order of their numbers, until the
+/// transaction ends.
+pub fn lock_all(conn: &Connection) -> sql::Result<()> {
+    conn.prepare_cached("SELECT num FROM orgs ORDER BY num FOR UPDATE")?
+        .query([])?;
+    Ok(())
+}
+
+/// Stores the default organisation (number 0), unless it exists.
+pub fn add_default(conn: &Connection, id: &OrgId, created_at_ms: i64) -> sql::Result<()> {
+    conn.execute(ADD_DEFAULT, params![id.as_str(), created_at_ms])?;
+    Ok(())
+}
+
+/// Adds the default organisation unless it exists: `?1` its id, `?2` its
+/// creation time.
+pub(crate) const ADD_DEFAULT: &str = "INSERT INTO orgs (num, id, name, created_at)
+     VALUES (0, ?1, 'default', ?2) ON CONFLICT DO NOTHING";
 
 /// Why an organisation was not created.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -124,7 +143,7 @@ pub fn create(
     name: &str,
     quotas: Quotas,
     created_at_ms: i64,
-) -> rusqlite::Result<Result<OrgRow, NotCreated>> {
+) -> sql::Result<Result<OrgRow, NotCreated>> {
     if by_name(conn, name)?.is_some() {
         return Ok(Err(NotCreated::NameTaken));
     }
@@ -156,28 +175,28 @@ pub fn create(
 }
 
 /// The organisation with this id, if any.
-pub fn by_id(conn: &Connection, id: &str) -> rusqlite::Result<Option<OrgRow>> {
+pub fn by_id(conn: &Connection, id: &str) -> sql::Result<Option<OrgRow>> {
     conn.prepare_cached(&format!("SELECT {ORG_COLUMNS} FROM orgs WHERE id = ?1"))?
         .query_row([id], org_row)
         .optional()
 }
 
 /// The organisation with this name, if any.
-pub fn by_name(conn: &Connection, name: &str) -> rusqlite::Result<Option<OrgRow>> {
+pub fn by_name(conn: &Connection, name: &str) -> sql::Result<Option<OrgRow>> {
     conn.prepare_cached(&format!("SELECT {ORG_COLUMNS} FROM orgs WHERE name = ?1"))?
         .query_row([name], org_row)
         .optional()
 }
 
 /// The organisation with this number, if any.
-pub fn by_number(conn: &Connection, org: Org) -> rusqlite::Result<Option<OrgRow>> {
+pub fn by_number(conn: &Connection, org: Org) -> sql::Result<Option<OrgRow>> {
     conn.prepare_cached(&format!("SELECT {ORG_COLUMNS} FROM orgs WHERE num = ?1"))?
         .query_row([org], org_row)
         .optional()
 }
 
 /// Up to `limit` organisations numbered above `after`, in order.
-pub fn list(conn: &Connection, after: Option<Org>, limit: i64) -> rusqlite::Result<Vec<OrgRow>> {
+pub fn list(conn: &Connection, after: Option<Org>, limit: i64) -> sql::Result<Vec<OrgRow>> {
     conn.prepare_cached(&format!(
         "SELECT {ORG_COLUMNS} FROM orgs WHERE num > ?1 ORDER BY num LIMIT ?2"
     ))?
@@ -187,7 +206,7 @@ pub fn list(conn: &Connection, after: Option<Org>, limit: i64) -> rusqlite::Resu
 
 /// Replaces an organisation's quotas; `false` if there is no such
 /// organisation.
-pub fn set_quotas(conn: &Connection, org: Org, quotas: Quotas) -> rusqlite::Result<bool> {
+pub fn set_quotas(conn: &Connection, org: Org, quotas: Quotas) -> sql::Result<bool> {
     let changed = conn
         .prepare_cached(
             "UPDATE orgs SET records_per_day = ?1, tokens_outstanding = ?2 WHERE num = ?3",

@@ -7,11 +7,11 @@
 //! comes back typed: the record's state, its spend, its times, the
 //! credential it was made with.
 
+use crate::store::sql::{self, Connection, OptionalExtension, Row, params};
 use mandate_core::{
     AarId, Claims, CountsChange, DenyReason, Jti, Outcome, Rating, RecordError, RecordState,
     ResultHash, Status, Usd,
 };
-use rusqlite::{Connection, OptionalExtension, Row, params};
 
 use super::orgs::Org;
 
@@ -121,30 +121,26 @@ pub fn select_sql() -> String {
     format!("SELECT {COLUMNS} FROM records")
 }
 
-fn get<T: rusqlite::types::FromSql>(row: &Row<'_>, column: Column) -> rusqlite::Result<T> {
+fn get<T: sql::types::FromSql>(row: &Row<'_>, column: Column) -> sql::Result<T> {
     row.get(column as usize)
 }
 
 /// A stored value that does not have the form the writer gave it.
-fn corrupt(column: Column, cause: impl std::fmt::Display) -> rusqlite::Error {
-    rusqlite::Error::FromSqlConversionFailure(
-        column as usize,
-        rusqlite::types::Type::Text,
-        format!("records column {}: {cause}", column as usize).into(),
-    )
+fn corrupt(column: Column, cause: impl std::fmt::Display) -> sql::Error {
+    sql::Error::corrupt(format_args!("records column {}", column as usize), cause)
 }
 
 fn parsed<T: std::str::FromStr<Err = RecordError>>(
     row: &Row<'_>,
     column: Column,
-) -> rusqlite::Result<Option<T>> {
+) -> sql::Result<Option<T>> {
     get::<Option<String>>(row, column)?
         .map(|text| text.parse().map_err(|e| corrupt(column, e)))
         .transpose()
 }
 
 /// Reads a row selected with [`select_sql`].
-pub fn from_row(row: &Row<'_>) -> rusqlite::Result<Record> {
+pub fn from_row(row: &Row<'_>) -> sql::Result<Record> {
     let status: Status =
         parsed(row, Column::status)?.ok_or_else(|| corrupt(Column::status, "no status"))?;
     let state = RecordState::from_parts(
@@ -184,7 +180,7 @@ pub fn from_row(row: &Row<'_>) -> rusqlite::Result<Record> {
 }
 
 /// The record with this id, if any.
-pub fn by_id(conn: &Connection, aar_id: &str) -> rusqlite::Result<Option<Record>> {
+pub fn by_id(conn: &Connection, aar_id: &str) -> sql::Result<Option<Record>> {
     conn.prepare_cached(&format!("{} WHERE aar_id = ?1", select_sql()))?
         .query_row([aar_id], from_row)
         .optional()
@@ -199,7 +195,7 @@ impl Record {
 
 /// The newest record of an organisation: its `seq` and when it was created
 /// (unix ms), found at the end of the organisation's range of `seq`.
-pub fn tail(conn: &Connection, org: Org) -> rusqlite::Result<Option<(i64, i64)>> {
+pub fn tail(conn: &Connection, org: Org) -> sql::Result<Option<(i64, i64)>> {
     let seqs = org.seqs();
     conn.prepare_cached(
         "SELECT seq, created_at FROM records WHERE seq >= ?1 AND seq < ?2 ORDER BY seq DESC LIMIT 1",
@@ -216,7 +212,7 @@ pub(crate) const CREATED_AT_FROM: &str =
 /// past its last record when none is). `created_at` never decreases along
 /// an organisation's `seq`, so a binary search over its range finds it in
 /// some forty index lookups.
-pub fn first_seq_at(conn: &Connection, org: Org, at_ms: i64) -> rusqlite::Result<i64> {
+pub fn first_seq_at(conn: &Connection, org: Org, at_ms: i64) -> sql::Result<i64> {
     let Some((last, _)) = tail(conn, org)? else {
         return Ok(org.seqs().start);
     };
@@ -239,7 +235,7 @@ pub fn first_seq_at(conn: &Connection, org: Org, at_ms: i64) -> rusqlite::Result
 }
 
 /// How many records have a `seq` in `seqs`.
-pub fn count_in(conn: &Connection, seqs: std::ops::Range<i64>) -> rusqlite::Result<u64> {
+pub fn count_in(conn: &Connection, seqs: std::ops::Range<i64>) -> sql::Result<u64> {
     let counted: i64 = conn
         .prepare_cached("SELECT count(*) FROM records WHERE seq >= ?1 AND seq < ?2")?
         .query_row([seqs.start, seqs.end], |row| row.get(0))?;
@@ -270,7 +266,7 @@ pub fn micros(amount: Usd) -> i64 {
 /// Stores a new record as `seq`, which lies in the range of the token's
 /// organisation after its last record. The counters it changes are the
 /// caller's to add.
-pub fn insert(conn: &Connection, seq: i64, record: &NewRecord<'_>) -> rusqlite::Result<()> {
+pub fn insert(conn: &Connection, seq: i64, record: &NewRecord<'_>) -> sql::Result<()> {
     let claims = record.token;
     let completed_at =
         matches!(record.state.status(), Status::Completed).then_some(record.created_at);
@@ -313,7 +309,7 @@ pub fn complete(
     result_hash: Option<&ResultHash>,
     spend: Usd,
     at_ms: i64,
-) -> rusqlite::Result<()> {
+) -> sql::Result<()> {
     conn.prepare_cached(
         "UPDATE records SET status = ?1, result = ?2, result_hash = ?3, spend_micros = ?4, completed_at = ?5
          WHERE aar_id = ?6",
@@ -336,7 +332,7 @@ pub fn rate(
     rating: Rating,
     note: Option<&str>,
     at_ms: i64,
-) -> rusqlite::Result<()> {
+) -> sql::Result<()> {
     conn.prepare_cached(
         "UPDATE records SET rating = ?1, note = ?2, feedback_at = ?3 WHERE aar_id = ?4",
     )?
@@ -345,9 +341,11 @@ pub fn rate(
 }
 
 /// Makes an agent of `org` known, with no counts.
-pub fn add_agent(conn: &Connection, org: Org, agent_id: &str) -> rusqlite::Result<()> {
-    conn.prepare_cached("INSERT OR IGNORE INTO agents (org, agent_id) VALUES (?1, ?2)")?
-        .execute(params![org, agent_id])?;
+pub fn add_agent(conn: &Connection, org: Org, agent_id: &str) -> sql::Result<()> {
+    conn.prepare_cached(
+        "INSERT INTO agents (org, agent_id) VALUES (?1, ?2) ON CONFLICT DO NOTHING",
+    )?
+    .execute(params![org, agent_id])?;
     Ok(())
 }
 
@@ -357,7 +355,7 @@ pub fn count_for_agent(
     org: Org,
     agent_id: &str,
     change: &CountsChange,
-) -> rusqlite::Result<()> {
+) -> sql::Result<()> {
     conn.prepare_cached(
         "UPDATE agents SET successes = successes + ?1, failures = failures + ?2, pending = pending + ?3,
             approved = approved + ?4, flagged = flagged + ?5, rejected = rejected + ?6
@@ -386,7 +384,7 @@ pub struct NewWorkflow<'a> {
 }
 
 /// Stores a new workflow, with no records yet.
-pub fn open_workflow(conn: &Connection, workflow: &NewWorkflow<'_>) -> rusqlite::Result<()> {
+pub fn open_workflow(conn: &Connection, workflow: &NewWorkflow<'_>) -> sql::Result<()> {
     let root = workflow.root;
     conn.prepare_cached(
         "INSERT INTO workflows (provenance_ref, root_jti, root_agent_id, human_ref, assurance_level,
@@ -412,9 +410,9 @@ pub fn count_for_workflow(
     provenance_ref: &str,
     records: i64,
     at_ms: i64,
-) -> rusqlite::Result<()> {
+) -> sql::Result<()> {
     conn.prepare_cached(
-        "UPDATE workflows SET total_records = total_records + ?1, last_activity = max(last_activity, ?2)
+        "UPDATE workflows SET total_records = total_records + ?1, last_activity = CASE WHEN last_activity > ?2 THEN last_activity ELSE ?2 END
          WHERE provenance_ref = ?3",
     )?
     .execute(params![records, at_ms, provenance_ref])?;
@@ -432,15 +430,12 @@ pub struct SummaryKey<'a> {
 }
 
 /// Adds `change` records to a group of a workflow's summary.
-pub fn count_in_summary(
-    conn: &Connection,
-    key: &SummaryKey<'_>,
-    change: i64,
-) -> rusqlite::Result<()> {
+pub fn count_in_summary(conn: &Connection, key: &SummaryKey<'_>, change: i64) -> sql::Result<()> {
     conn.prepare_cached(
         "INSERT INTO workflow_counts (provenance_ref, agent_id, action, result_key, count)
          VALUES (?1, ?2, ?3, ?4, ?5)
-         ON CONFLICT DO UPDATE SET count = count + excluded.count",
+         ON CONFLICT (provenance_ref, agent_id, action, result_key)
+         DO UPDATE SET count = workflow_counts.count + excluded.count",
     )?
     .execute(params![
         key.provenance_ref,
@@ -464,7 +459,7 @@ mod tests {
         assert_eq!(names[Column::credential as usize], "credential");
         assert_eq!(names[Column::seq as usize], "seq");
         let conn = crate::store::open_in_memory().unwrap();
-        let statement = conn.prepare(&select_sql()).unwrap();
-        assert_eq!(statement.column_names().collect::<Vec<_>>(), names);
+        let statement = conn.prepare_cached(&select_sql()).unwrap();
+        assert_eq!(statement.column_names(), names);
     }
 }

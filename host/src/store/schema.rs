@@ -1,4 +1,6 @@
-//! The SQLite schema, created on first start and migrated by `user_version`.
+//! The schema: SQLite's, created on first start and migrated by
+//! `user_version`, and PostgreSQL's, the same tables at the current version
+//! ([`POSTGRES`]; its version is kept in `mandate_schema`).
 //!
 //! Tables:
 //! - `meta`: deployment-wide values (the human-reference secret, sealed, and
@@ -34,6 +36,149 @@
 
 /// The schema version this build writes.
 pub(crate) const VERSION: i64 = 4;
+
+/// PostgreSQL's schema at [`VERSION`]: SQLite's tables with PostgreSQL's
+/// types (every integer a `BIGINT`, blobs `BYTEA`, text compared byte by
+/// byte, `COLLATE "C"`, as SQLite does). A record's `org` is stored, since
+/// PostgreSQL 15 has no virtual generated columns; `seq` is still the
+/// table's key and every record index ends in it.
+pub(crate) const POSTGRES: &str = r#"
+CREATE TABLE meta (
+    key   TEXT COLLATE "C" PRIMARY KEY,
+    value BYTEA NOT NULL
+);
+
+CREATE TABLE signing_keys (
+    kid        TEXT COLLATE "C" PRIMARY KEY,
+    secret     BYTEA NOT NULL,
+    created_at BIGINT NOT NULL,
+    retired_at BIGINT,
+    max_exp    BIGINT NOT NULL DEFAULT 0,
+    revoked_at BIGINT
+);
+
+CREATE TABLE orgs (
+    num                BIGINT PRIMARY KEY,
+    id                 TEXT COLLATE "C" NOT NULL UNIQUE,
+    name               TEXT COLLATE "C" NOT NULL UNIQUE,
+    created_at         BIGINT NOT NULL,
+    records_per_day    BIGINT,
+    tokens_outstanding BIGINT
+);
+
+CREATE TABLE api_keys (
+    id         TEXT COLLATE "C" PRIMARY KEY,
+    hash       BYTEA NOT NULL UNIQUE,
+    email      TEXT COLLATE "C",
+    is_admin   BIGINT NOT NULL,
+    created_at BIGINT NOT NULL,
+    revoked_at BIGINT,
+    org        BIGINT NOT NULL DEFAULT 0,
+    role       TEXT COLLATE "C" NOT NULL DEFAULT 'developer'
+);
+CREATE INDEX api_keys_by_org ON api_keys(org, created_at);
+
+CREATE TABLE tokens (
+    jti            TEXT COLLATE "C" PRIMARY KEY,
+    parent         TEXT COLLATE "C" REFERENCES tokens(jti),
+    jth            TEXT COLLATE "C" NOT NULL,
+    provenance_ref TEXT COLLATE "C" NOT NULL,
+    agent_id       TEXT COLLATE "C" NOT NULL,
+    depth          BIGINT NOT NULL,
+    claims         TEXT COLLATE "C" NOT NULL,
+    kid            TEXT COLLATE "C" NOT NULL,
+    issued_at      BIGINT NOT NULL,
+    expires_at     BIGINT NOT NULL,
+    revoked_at     BIGINT,
+    revoke_reason  TEXT COLLATE "C",
+    issued_by      TEXT COLLATE "C",
+    spent_micros   BIGINT NOT NULL DEFAULT 0,
+    actions        BIGINT NOT NULL DEFAULT 0,
+    children       BIGINT NOT NULL DEFAULT 0,
+    org            BIGINT NOT NULL DEFAULT 0
+);
+CREATE INDEX tokens_by_parent ON tokens(parent);
+CREATE INDEX tokens_by_provenance ON tokens(provenance_ref);
+CREATE INDEX tokens_by_agent ON tokens(org, agent_id);
+CREATE INDEX tokens_by_expiry ON tokens(org, expires_at);
+CREATE UNIQUE INDEX tokens_by_jth ON tokens(jth);
+
+CREATE TABLE records (
+    seq              BIGINT PRIMARY KEY,
+    aar_id           TEXT COLLATE "C" NOT NULL UNIQUE,
+    provenance_ref   TEXT COLLATE "C" NOT NULL,
+    jti              TEXT COLLATE "C" NOT NULL,
+    agent_id         TEXT COLLATE "C" NOT NULL,
+    action           TEXT COLLATE "C" NOT NULL,
+    resource         TEXT COLLATE "C" NOT NULL,
+    status           TEXT COLLATE "C" NOT NULL,
+    result           TEXT COLLATE "C",
+    deny_reason      TEXT COLLATE "C",
+    result_hash      TEXT COLLATE "C",
+    spend_micros     BIGINT NOT NULL,
+    trust_score      DOUBLE PRECISION NOT NULL,
+    delegation_depth BIGINT NOT NULL,
+    human_ref        TEXT COLLATE "C" NOT NULL,
+    assurance_level  TEXT COLLATE "C" NOT NULL,
+    rating           TEXT COLLATE "C",
+    note             TEXT COLLATE "C",
+    feedback_at      BIGINT,
+    created_at       BIGINT NOT NULL,
+    completed_at     BIGINT,
+    delegated_jti    TEXT COLLATE "C",
+    credential       TEXT COLLATE "C" NOT NULL DEFAULT 'jti',
+    org              BIGINT GENERATED ALWAYS AS (seq >> 40) STORED
+);
+CREATE INDEX records_by_provenance ON records(provenance_ref, seq);
+CREATE INDEX records_by_agent ON records(agent_id, seq);
+CREATE INDEX records_by_token ON records(jti, seq);
+
+CREATE TABLE agents (
+    org        BIGINT NOT NULL,
+    agent_id   TEXT COLLATE "C" NOT NULL,
+    successes  BIGINT NOT NULL DEFAULT 0,
+    failures   BIGINT NOT NULL DEFAULT 0,
+    pending    BIGINT NOT NULL DEFAULT 0,
+    approved   BIGINT NOT NULL DEFAULT 0,
+    flagged    BIGINT NOT NULL DEFAULT 0,
+    rejected   BIGINT NOT NULL DEFAULT 0,
+    PRIMARY KEY (org, agent_id)
+);
+
+CREATE TABLE workflows (
+    provenance_ref  TEXT COLLATE "C" PRIMARY KEY,
+    root_jti        TEXT COLLATE "C" NOT NULL,
+    root_agent_id   TEXT COLLATE "C" NOT NULL,
+    human_ref       TEXT COLLATE "C" NOT NULL,
+    assurance_level TEXT COLLATE "C" NOT NULL,
+    created_at      BIGINT NOT NULL,
+    total_records   BIGINT NOT NULL DEFAULT 0,
+    last_activity   BIGINT NOT NULL,
+    org             BIGINT NOT NULL DEFAULT 0
+);
+CREATE INDEX workflows_by_activity ON workflows(org, last_activity);
+
+CREATE TABLE workflow_counts (
+    provenance_ref TEXT COLLATE "C" NOT NULL,
+    agent_id       TEXT COLLATE "C" NOT NULL,
+    action         TEXT COLLATE "C" NOT NULL,
+    result_key     TEXT COLLATE "C" NOT NULL,
+    count          BIGINT NOT NULL,
+    PRIMARY KEY (provenance_ref, agent_id, action, result_key)
+);
+
+CREATE TABLE idempotency (
+    org          BIGINT NOT NULL,
+    scope        TEXT COLLATE "C" NOT NULL,
+    key          TEXT COLLATE "C" NOT NULL,
+    request_hash BYTEA NOT NULL,
+    status       BIGINT NOT NULL,
+    body         BYTEA NOT NULL,
+    created_at   BIGINT NOT NULL,
+    PRIMARY KEY (org, scope, key)
+);
+CREATE INDEX idempotency_by_age ON idempotency(created_at);
+"#;
 
 /// Version 4: organisations. Everything stored before joins `default`
 /// (number 0, so no record's `seq` changes); the admin key becomes its

@@ -3,13 +3,13 @@
 //! descendants name their ancestors); the read side by jti (how callers name
 //! them).
 
+use crate::store::sql::{self, Connection, OptionalExtension, Row, params};
 use mandate_core::{Claims, Jth, Jti, Usage, Usd};
-use rusqlite::{Connection, OptionalExtension, Row, params};
 
 use super::orgs::Org;
 
 /// The claims a token was issued with, as stored (JSON), by jti hash.
-pub fn claims_text(conn: &Connection, jth: &Jth) -> rusqlite::Result<Option<String>> {
+pub fn claims_text(conn: &Connection, jth: &Jth) -> sql::Result<Option<String>> {
     conn.prepare_cached("SELECT claims FROM tokens WHERE jth = ?1")?
         .query_row([jth.as_str()], |row| row.get(0))
         .optional()
@@ -25,7 +25,7 @@ pub struct Standing {
 }
 
 /// A token's standing, by jti hash; `None` for a token never issued here.
-pub fn standing(conn: &Connection, jth: &Jth) -> rusqlite::Result<Option<Standing>> {
+pub fn standing(conn: &Connection, jth: &Jth) -> sql::Result<Option<Standing>> {
     conn.prepare_cached("SELECT org, revoked_at IS NOT NULL, children FROM tokens WHERE jth = ?1")?
         .query_row([jth.as_str()], |row| {
             Ok(Standing {
@@ -37,8 +37,16 @@ pub fn standing(conn: &Connection, jth: &Jth) -> rusqlite::Result<Option<Standin
         .optional()
 }
 
+/// The organisation of the token with this jti hash, if there is one (it
+/// never changes).
+pub fn org_by_jth(conn: &Connection, jth: &Jth) -> sql::Result<Option<Org>> {
+    conn.prepare_cached("SELECT org FROM tokens WHERE jth = ?1")?
+        .query_row([jth.as_str()], |row| row.get(0))
+        .optional()
+}
+
 /// The organisation of the token with this jti, if there is one.
-pub fn org_of(conn: &Connection, jti: &str) -> rusqlite::Result<Option<Org>> {
+pub fn org_of(conn: &Connection, jti: &str) -> sql::Result<Option<Org>> {
     conn.prepare_cached("SELECT org FROM tokens WHERE jti = ?1")?
         .query_row([jti], |row| row.get(0))
         .optional()
@@ -46,11 +54,11 @@ pub fn org_of(conn: &Connection, jti: &str) -> rusqlite::Result<Option<Org>> {
 
 /// How many tokens of `org` are neither revoked nor expired at `now_s`,
 /// counting no further than `limit`.
-pub fn outstanding(conn: &Connection, org: Org, now_s: i64, limit: u64) -> rusqlite::Result<u64> {
+pub fn outstanding(conn: &Connection, org: Org, now_s: i64, limit: u64) -> sql::Result<u64> {
     let counted: i64 = conn
         .prepare_cached(
             "SELECT count(*) FROM (SELECT 1 FROM tokens
-                 WHERE org = ?1 AND expires_at > ?2 AND revoked_at IS NULL LIMIT ?3)",
+                 WHERE org = ?1 AND expires_at > ?2 AND revoked_at IS NULL LIMIT ?3) AS counted",
         )?
         .query_row(
             params![org, now_s, i64::try_from(limit).unwrap_or(i64::MAX)],
@@ -60,17 +68,12 @@ pub fn outstanding(conn: &Connection, org: Org, now_s: i64, limit: u64) -> rusql
 }
 
 /// What a token's subtree has spent, for its budget.
-pub fn usage(conn: &Connection, jth: &Jth) -> rusqlite::Result<Usage> {
+pub fn usage(conn: &Connection, jth: &Jth) -> sql::Result<Usage> {
     let (spent, actions): (i64, i64) = conn
         .prepare_cached("SELECT spent_micros, actions FROM tokens WHERE jth = ?1")?
         .query_row([jth.as_str()], |row| Ok((row.get(0)?, row.get(1)?)))?;
-    let spent = Usd::from_micros(u64::try_from(spent).unwrap_or(0)).map_err(|e| {
-        rusqlite::Error::FromSqlConversionFailure(
-            0,
-            rusqlite::types::Type::Integer,
-            format!("tokens.spent_micros: {e}").into(),
-        )
-    })?;
+    let spent = Usd::from_micros(u64::try_from(spent).unwrap_or(0))
+        .map_err(|e| sql::Error::corrupt("tokens.spent_micros", e))?;
     Ok(Usage {
         spent,
         actions: u64::try_from(actions).unwrap_or(0),
@@ -79,12 +82,7 @@ pub fn usage(conn: &Connection, jth: &Jth) -> rusqlite::Result<Usage> {
 
 /// Adds spend (which may be negative: a released reservation) and actions
 /// to a token's usage.
-pub fn charge(
-    conn: &Connection,
-    jth: &Jth,
-    spend_micros: i64,
-    actions: i64,
-) -> rusqlite::Result<()> {
+pub fn charge(conn: &Connection, jth: &Jth, spend_micros: i64, actions: i64) -> sql::Result<()> {
     conn.prepare_cached(
         "UPDATE tokens SET spent_micros = spent_micros + ?1, actions = actions + ?2 WHERE jth = ?3",
     )?
@@ -94,10 +92,10 @@ pub fn charge(
 
 /// Notes that a token signed by `kid` expires at `exp`, so the key stays
 /// published until then; `false` when the key is revoked (nothing changes).
-pub fn note_signed(conn: &Connection, kid: &str, exp: i64) -> rusqlite::Result<bool> {
+pub fn note_signed(conn: &Connection, kid: &str, exp: i64) -> sql::Result<bool> {
     let changed = conn
         .prepare_cached(
-            "UPDATE signing_keys SET max_exp = max(max_exp, ?1) WHERE kid = ?2 AND revoked_at IS NULL",
+            "UPDATE signing_keys SET max_exp = CASE WHEN max_exp > ?1 THEN max_exp ELSE ?1 END WHERE kid = ?2 AND revoked_at IS NULL",
         )?
         .execute(params![exp, kid])?;
     Ok(changed > 0)
@@ -116,10 +114,9 @@ pub struct NewToken<'a> {
 }
 
 /// Stores a token, and counts it as a child of its parent.
-pub fn insert(conn: &Connection, token: &NewToken<'_>) -> rusqlite::Result<()> {
+pub fn insert(conn: &Connection, token: &NewToken<'_>) -> sql::Result<()> {
     let claims = token.claims;
-    let json = serde_json::to_string(claims)
-        .map_err(|e| rusqlite::Error::ToSqlConversionFailure(Box::new(e)))?;
+    let json = serde_json::to_string(claims).map_err(|e| sql::Error::Conversion(e.to_string()))?;
     conn.prepare_cached(
         "INSERT INTO tokens (jti, parent, jth, provenance_ref, agent_id, depth, claims, kid, issued_at,
             expires_at, issued_by, org)
@@ -155,10 +152,11 @@ pub fn revoke_subtree(
     at_s: i64,
     reason: Option<&str>,
     mut each: impl FnMut(String),
-) -> rusqlite::Result<()> {
+) -> sql::Result<()> {
     let mut statement = conn.prepare_cached(
         "WITH RECURSIVE subtree(jti) AS (
-             SELECT ?1 UNION ALL SELECT t.jti FROM tokens t JOIN subtree s ON t.parent = s.jti
+             SELECT jti FROM tokens WHERE jti = ?1
+             UNION ALL SELECT t.jti FROM tokens t JOIN subtree s ON t.parent = s.jti
          )
          UPDATE tokens SET revoked_at = coalesce(revoked_at, ?2), revoke_reason = coalesce(revoke_reason, ?3)
          WHERE jti IN (SELECT jti FROM subtree)
@@ -197,7 +195,7 @@ pub fn select_sql() -> String {
 }
 
 /// Reads a row selected with [`select_sql`].
-pub fn token_row(row: &Row<'_>) -> rusqlite::Result<TokenRow> {
+pub fn token_row(row: &Row<'_>) -> sql::Result<TokenRow> {
     Ok(TokenRow {
         jti: row.get(0)?,
         parent: row.get(1)?,
@@ -212,7 +210,7 @@ pub fn token_row(row: &Row<'_>) -> rusqlite::Result<TokenRow> {
 }
 
 /// The token of `org` with this jti, if any.
-pub fn by_jti(conn: &Connection, org: Org, jti: &str) -> rusqlite::Result<Option<TokenRow>> {
+pub fn by_jti(conn: &Connection, org: Org, jti: &str) -> sql::Result<Option<TokenRow>> {
     conn.prepare_cached(&format!(
         "SELECT {TOKEN_COLUMNS} FROM tokens WHERE jti = ?1 AND org = ?2"
     ))?
@@ -246,7 +244,7 @@ pub fn descendants(
     jti: &str,
     after: &After,
     limit: i64,
-) -> rusqlite::Result<Vec<TokenRow>> {
+) -> sql::Result<Vec<TokenRow>> {
     let mut statement = conn.prepare_cached(&format!(
         "WITH RECURSIVE subtree(jti) AS (
              SELECT jti FROM tokens WHERE parent = ?1
@@ -270,7 +268,7 @@ pub fn of_workflow(
     conn: &Connection,
     provenance_ref: &str,
     limit: i64,
-) -> rusqlite::Result<Vec<TokenRow>> {
+) -> sql::Result<Vec<TokenRow>> {
     let mut statement = conn.prepare_cached(&format!(
         "SELECT {TOKEN_COLUMNS} FROM tokens WHERE provenance_ref = ?1
          ORDER BY depth, issued_at, jti LIMIT ?2"

@@ -22,7 +22,7 @@ use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 
-use rusqlite::Connection;
+use crate::store::sql::{self, Connection};
 use tokio::sync::{mpsc, oneshot};
 
 use super::StoreError;
@@ -39,6 +39,8 @@ pub trait Owned: Send + 'static {
     /// Runs just before `COMMIT`, in the group's transaction: writes what
     /// the group kept in memory.
     fn before_commit(&mut self) -> Result<(), StoreError>;
+    /// Runs after a group committed.
+    fn after_commit(&mut self);
     /// Runs after a group was rolled back: forgets what it kept.
     fn after_rollback(&mut self);
     /// Closes the connection, once the last write has committed.
@@ -154,7 +156,7 @@ impl<S: Owned> Writer<S> {
     }
 }
 
-fn exec(conn: &Connection, sql: &str) -> rusqlite::Result<()> {
+fn exec(conn: &Connection, sql: &str) -> sql::Result<()> {
     conn.prepare_cached(sql)?.execute([]).map(|_| ())
 }
 
@@ -196,9 +198,7 @@ fn commit_group<S: Owned>(
 ) -> (Vec<Delivery>, Result<(), StoreError>) {
     let mut deliveries = Vec::with_capacity(jobs.len());
     let mut pending = jobs.into_iter();
-    let mut failure = exec(owned.connection(), "BEGIN IMMEDIATE")
-        .err()
-        .map(StoreError::from);
+    let mut failure = owned.connection().begin().err().map(StoreError::from);
     if failure.is_none() {
         for job in pending.by_ref() {
             match run_job(owned, job) {
@@ -223,6 +223,7 @@ fn commit_group<S: Owned>(
             .map(StoreError::from);
     }
     let Some(error) = failure else {
+        owned.after_commit();
         return (deliveries, Ok(()));
     };
     // Nothing of this group is kept; every caller hears of it.

@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 
 use mandate_host::clock::{iso_ms, parse_iso_ms};
 use mandate_host::config::Config;
-use mandate_host::store;
+use mandate_host::store::sql::Dialect;
 use reqwest::{Response, StatusCode};
 use serde_json::Value;
 use tokio::task::JoinHandle;
@@ -25,52 +25,90 @@ fn budget_ms(ms: u64) -> impl FnOnce(&mut Config) {
 /// Writes `count` completed `read` records of `jti` on `crm:bulk`, stamped
 /// `at` (unix ms), straight into the database of a running server.
 fn plant_records(app: &TestApp, jti: &str, count: u64, at: i64) {
-    let conn = store::open_writer(&app.dir.as_ref().unwrap().path().join(store::DB_FILE)).unwrap();
-    conn.execute(
-        &format!(
-            "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < {count})
-             INSERT INTO records (aar_id, provenance_ref, jti, agent_id, action, resource, status, result,
-                 spend_micros, trust_score, delegation_depth, human_ref, assurance_level, created_at, completed_at)
-             SELECT printf('aar_%026d', i), t.provenance_ref, t.jti, t.agent_id, 'read', 'crm:bulk',
-                 'completed', 'success', 0, 0.4, t.depth, w.human_ref, w.assurance_level, {at}, {at}
-             FROM n, tokens t JOIN workflows w ON w.provenance_ref = t.provenance_ref
-             WHERE t.jti = ?1"
+    let (numbers, id, seq) = match dialect(app) {
+        Dialect::Sqlite => (
+            format!(
+                "(WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < {count}) SELECT i FROM n) AS n"
+            ),
+            "printf('aar_%026d', i)",
+            "NULL",
         ),
-        [jti],
-    )
-    .unwrap();
+        Dialect::Postgres => (
+            format!("generate_series(1, {count}) AS n(i)"),
+            "'aar_' || lpad(i::text, 26, '0')",
+            "(SELECT coalesce(max(seq), -1) FROM records WHERE seq < 1099511627776) + i",
+        ),
+    };
+    app.with_database(|conn| {
+        conn.execute(
+            &format!(
+                "INSERT INTO records (seq, aar_id, provenance_ref, jti, agent_id, action, resource, status, result,
+                     spend_micros, trust_score, delegation_depth, human_ref, assurance_level, created_at, completed_at)
+                 SELECT {seq}, {id}, t.provenance_ref, t.jti, t.agent_id, 'read', 'crm:bulk',
+                     'completed', 'success', 0, 0.4, t.depth, w.human_ref, w.assurance_level, {at}, {at}
+                 FROM {numbers}, tokens t JOIN workflows w ON w.provenance_ref = t.provenance_ref
+                 WHERE t.jti = ?1"
+            ),
+            [jti],
+        )
+        .unwrap();
+        if conn.dialect() == Dialect::Postgres {
+            // Rows arrive over time in service and autovacuum keeps the
+            // planner's statistics; 200 000 at once need them made now.
+            conn.execute_batch("ANALYZE records").unwrap();
+        }
+    });
+}
+
+/// The engine the suite runs on.
+fn dialect(app: &TestApp) -> Dialect {
+    app.with_database(|conn| conn.dialect())
 }
 
 /// Adds a token that is its own parent under the workflow of `jti`; the
 /// query of its descendants never ends. Returns its jti.
 fn plant_endless_token(app: &TestApp, jti: &str) -> String {
     let endless = "vat_del_00000000000000000000000000";
-    let conn = store::open_writer(&app.dir.as_ref().unwrap().path().join(store::DB_FILE)).unwrap();
-    conn.execute(
-        "INSERT INTO tokens (jti, parent, jth, provenance_ref, agent_id, depth, claims, kid, issued_at, expires_at)
-         SELECT ?1, ?1, 'planted-endless', provenance_ref, agent_id, 1, claims, kid, issued_at, expires_at
-         FROM tokens WHERE jti = ?2",
-        [endless, jti],
-    )
-    .unwrap();
+    app.with_database(|conn| {
+        conn.execute(
+            "INSERT INTO tokens (jti, parent, jth, provenance_ref, agent_id, depth, claims, kid, issued_at, expires_at)
+             SELECT ?1, ?1, 'planted-endless', provenance_ref, agent_id, 1, claims, kid, issued_at, expires_at
+             FROM tokens WHERE jti = ?2",
+            [endless, jti],
+        )
+        .unwrap()
+    });
     endless.to_owned()
 }
 
 /// Writes `count` children of the root token `jti`, held by `fan-bot`,
 /// straight into the database of a running server.
 fn plant_children(app: &TestApp, jti: &str, count: u64) {
-    let conn = store::open_writer(&app.dir.as_ref().unwrap().path().join(store::DB_FILE)).unwrap();
-    conn.execute(
-        &format!(
-            "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < {count})
-             INSERT INTO tokens (jti, parent, jth, provenance_ref, agent_id, depth, claims, kid, issued_at, expires_at)
-             SELECT printf('vat_del_%026d', i), t.jti, printf('planted-%d', i), t.provenance_ref, 'fan-bot', 1,
-                 t.claims, t.kid, t.issued_at, t.expires_at
-             FROM n, tokens t WHERE t.jti = ?1"
+    let (numbers, id, jth) = match dialect(app) {
+        Dialect::Sqlite => (
+            format!(
+                "(WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < {count}) SELECT i FROM n) AS n"
+            ),
+            "printf('vat_del_%026d', i)",
+            "printf('planted-%d', i)",
         ),
-        [jti],
-    )
-    .unwrap();
+        Dialect::Postgres => (
+            format!("generate_series(1, {count}) AS n(i)"),
+            "'vat_del_' || lpad(i::text, 26, '0')",
+            "'planted-' || i",
+        ),
+    };
+    app.with_database(|conn| {
+        conn.execute(
+            &format!(
+                "INSERT INTO tokens (jti, parent, jth, provenance_ref, agent_id, depth, claims, kid, issued_at, expires_at)
+                 SELECT {id}, t.jti, {jth}, t.provenance_ref, 'fan-bot', 1, t.claims, t.kid, t.issued_at, t.expires_at
+                 FROM {numbers}, tokens t WHERE t.jti = ?1"
+            ),
+            [jti],
+        )
+        .unwrap()
+    });
 }
 
 /// A GET with the admin key, sent on its own task.

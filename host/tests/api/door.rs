@@ -9,7 +9,6 @@ use mandate_core::{
 };
 use mandate_host::clock::now_s;
 use mandate_host::secrets::{self, Kek, Purpose};
-use mandate_host::store;
 use reqwest::StatusCode;
 use serde_json::json;
 
@@ -21,14 +20,14 @@ fn signing_secret(app: &TestApp) -> [u8; 32] {
     let kek = Kek::read_file(&data.join(secrets::KEY_FILE))
         .unwrap()
         .unwrap();
-    let conn = store::open_writer(&data.join(store::DB_FILE)).unwrap();
-    let (kid, sealed): (String, Vec<u8>) = conn
-        .query_row(
+    let (kid, sealed): (String, Vec<u8>) = app.with_database(|conn| {
+        conn.query_row(
             "SELECT kid, secret FROM signing_keys WHERE retired_at IS NULL",
             [],
             |row| Ok((row.get(0)?, row.get(1)?)),
         )
-        .unwrap();
+        .unwrap()
+    });
     kek.open(Purpose::SigningKey, &kid, &sealed).unwrap()
 }
 

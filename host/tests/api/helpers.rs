@@ -1,16 +1,86 @@
 //! `TestApp`: a real server on port 0 with a fresh data folder, and small
 //! request helpers.
 
+use std::path::Path;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use mandate_host::AppState;
 use mandate_host::clock::Clock;
 use mandate_host::config::{Config, RateLimits};
+use mandate_host::store::{Connection, Database};
 use reqwest::{Response, StatusCode};
 use serde_json::{Value, json};
 use tempfile::TempDir;
 use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
+
+/// The database of the data folder `dir`: on the PostgreSQL pass its own
+/// database there, else SQLite in the folder.
+pub fn database_of(dir: &Path) -> Database {
+    let mut config = Config::for_test(dir);
+    config.database.url = test_database(dir);
+    config.database().unwrap()
+}
+
+/// Runs `work` on a connection to the database of the data folder `dir`,
+/// on a thread of its own: the PostgreSQL client blocks, and tests are
+/// async tasks.
+pub fn with_database<T: Send>(dir: &Path, work: impl FnOnce(&Connection) -> T + Send) -> T {
+    let database = database_of(dir);
+    std::thread::scope(|scope| {
+        scope
+            .spawn(move || {
+                let conn = database.open_writer().unwrap();
+                let answer = work(&conn);
+                conn.close().unwrap();
+                answer
+            })
+            .join()
+            .unwrap()
+    })
+}
+
+/// The PostgreSQL server the suite runs against (`MANDATE_TEST_POSTGRES`,
+/// which `cargo xtask test` sets for the suite's second pass), or none for
+/// the embedded SQLite.
+pub fn postgres_server() -> Option<String> {
+    std::env::var("MANDATE_TEST_POSTGRES")
+        .ok()
+        .filter(|url| !url.is_empty())
+}
+
+/// On the PostgreSQL pass, the URL of a database of the data folder `dir`'s
+/// own: created on first use and named in the folder, so a restart on the
+/// same folder finds it again.
+pub fn test_database(dir: &Path) -> Option<String> {
+    static CREATED: AtomicU64 = AtomicU64::new(0);
+    let server = postgres_server()?;
+    std::fs::create_dir_all(dir).unwrap();
+    let named = dir.join("test-database");
+    let name = match std::fs::read_to_string(&named) {
+        Ok(name) => name,
+        Err(_) => {
+            let name = format!(
+                "t_{}_{}",
+                std::process::id(),
+                CREATED.fetch_add(1, Ordering::Relaxed)
+            );
+            let (url, create) = (server.clone(), format!("CREATE DATABASE {name}"));
+            // The synchronous client blocks: never on an async task.
+            std::thread::spawn(move || {
+                let mut client = postgres::Client::connect(&url, postgres::NoTls).unwrap();
+                client.batch_execute(&create).unwrap();
+            })
+            .join()
+            .unwrap();
+            std::fs::write(&named, &name).unwrap();
+            name
+        }
+    };
+    let (server_root, _) = server.rsplit_once('/').unwrap();
+    Some(format!("{server_root}/{name}"))
+}
 
 pub struct TestApp {
     pub base: String,
@@ -38,6 +108,7 @@ impl TestApp {
     pub async fn spawn_in(dir: TempDir, edit: impl FnOnce(&mut Config)) -> TestApp {
         mandate_host::install_tls_provider();
         let mut config = Config::for_test(dir.path());
+        config.database.url = test_database(dir.path());
         config.rate_limits = RateLimits::off();
         edit(&mut config);
         let clock = Clock::shifted();
@@ -64,6 +135,12 @@ impl TestApp {
             shutdown: Some(shutdown),
             server: Some(server),
         }
+    }
+
+    /// Runs `work` on a connection to the server's database (see
+    /// [`with_database`]).
+    pub fn with_database<T: Send>(&self, work: impl FnOnce(&Connection) -> T + Send) -> T {
+        with_database(self.dir.as_ref().unwrap().path(), work)
     }
 
     /// Shuts the server down gracefully and hands back its data folder.

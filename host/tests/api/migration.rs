@@ -17,13 +17,13 @@ use mandate_host::queries::{
     self, DescendantPage, MAX_LIMIT, Page, QueryError, RecordFilter, TokenTree, Workflow,
     WorkflowFilter,
 };
+use mandate_host::store::Connection;
 use mandate_host::store::idempotency::{self, Stored, StoredReply};
 use mandate_host::store::orgs::{self, Org, Quotas};
 use mandate_host::store::records::{self, Record};
+use mandate_host::store::sql::types::Value;
 use mandate_host::store::tokens::{self, After, TokenRow};
 use mandate_host::store::{self, DB_FILE};
-use rusqlite::Connection;
-use rusqlite::types::Value;
 
 /// The data folder's database as the release before organisations left it,
 /// without the rows of `meta` and `signing_keys`, and without its
@@ -82,19 +82,24 @@ struct Before {
 }
 
 fn load_fixture(path: &Path) {
-    let conn = Connection::open(path).unwrap();
+    let conn = Connection::sqlite(rusqlite::Connection::open(path).unwrap());
     conn.execute_batch(FIXTURE).unwrap();
-    conn.pragma_update(None, "user_version", 3).unwrap();
+    conn.as_sqlite()
+        .unwrap()
+        .pragma_update(None, "user_version", 3)
+        .unwrap();
 }
 
 fn user_version(conn: &Connection) -> i64 {
-    conn.pragma_query_value(None, "user_version", |row| row.get(0))
+    conn.as_sqlite()
+        .unwrap()
+        .pragma_query_value(None, "user_version", |row| row.get(0))
         .unwrap()
 }
 
 fn columns(conn: &Connection, table: &str) -> Vec<String> {
     let mut statement = conn
-        .prepare(&format!("SELECT name FROM pragma_table_info('{table}')"))
+        .prepare_cached(&format!("SELECT name FROM pragma_table_info('{table}')"))
         .unwrap();
     statement
         .query_map([], |row| row.get(0))
@@ -105,7 +110,7 @@ fn columns(conn: &Connection, table: &str) -> Vec<String> {
 
 /// Every row of `sql`, every column as stored.
 fn rows(conn: &Connection, sql: &str) -> Vec<Vec<Value>> {
-    let mut statement = conn.prepare(sql).unwrap();
+    let mut statement = conn.prepare_cached(sql).unwrap();
     let width = statement.column_count();
     statement
         .query_map([], |row| (0..width).map(|i| row.get(i)).collect())
@@ -146,7 +151,9 @@ fn read_before(conn: &Connection) -> Before {
         .collect();
 
     let keys = conn
-        .prepare("SELECT id, email, is_admin, created_at, revoked_at FROM api_keys ORDER BY id")
+        .prepare_cached(
+            "SELECT id, email, is_admin, created_at, revoked_at FROM api_keys ORDER BY id",
+        )
         .unwrap()
         .query_map([], |row| {
             Ok(OldKey {
@@ -163,7 +170,7 @@ fn read_before(conn: &Connection) -> Before {
 
     // The record columns the store reads all exist in schema 3.
     let records = conn
-        .prepare(&format!("{} ORDER BY seq", records::select_sql()))
+        .prepare_cached(&format!("{} ORDER BY seq", records::select_sql()))
         .unwrap()
         .query_map([], records::from_row)
         .unwrap()
@@ -171,7 +178,7 @@ fn read_before(conn: &Connection) -> Before {
         .unwrap();
 
     let agents = conn
-        .prepare(
+        .prepare_cached(
             "SELECT agent_id, successes, failures, pending, approved, flagged, rejected
              FROM agents ORDER BY agent_id",
         )
@@ -194,7 +201,7 @@ fn read_before(conn: &Connection) -> Before {
         .unwrap();
 
     let workflows = conn
-        .prepare(
+        .prepare_cached(
             "SELECT provenance_ref, root_jti, root_agent_id, human_ref, assurance_level,
                     total_records, created_at, last_activity
              FROM workflows ORDER BY last_activity DESC, provenance_ref DESC",
@@ -218,7 +225,7 @@ fn read_before(conn: &Connection) -> Before {
 
     // A summary as schema 3 answered it: its `workflow_counts`, folded.
     let counts: Vec<(String, String, String, String, i64)> = conn
-        .prepare(
+        .prepare_cached(
             "SELECT provenance_ref, agent_id, action, result_key, count FROM workflow_counts
              ORDER BY provenance_ref, agent_id, action, result_key",
         )
@@ -253,7 +260,7 @@ fn read_before(conn: &Connection) -> Before {
 
     // Descendants come from the store's own reading, which needs no `org`.
     let trees = conn
-        .prepare(&format!("{} ORDER BY jti", tokens::select_sql()))
+        .prepare_cached(&format!("{} ORDER BY jti", tokens::select_sql()))
         .unwrap()
         .query_map([], tokens::token_row)
         .unwrap()
@@ -269,7 +276,7 @@ fn read_before(conn: &Connection) -> Before {
         .collect();
 
     let idempotency = conn
-        .prepare(
+        .prepare_cached(
             "SELECT scope, key, request_hash, status, body FROM idempotency ORDER BY scope, key",
         )
         .unwrap()
@@ -682,7 +689,7 @@ fn snapshot(conn: &Connection) -> Snapshot {
         "SELECT type, name, tbl_name, sql FROM sqlite_master ORDER BY type, name",
     );
     let tables: Vec<String> = conn
-        .prepare("SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name")
+        .prepare_cached("SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name")
         .unwrap()
         .query_map([], |row| row.get(0))
         .unwrap()
@@ -713,7 +720,7 @@ fn a_database_of_the_release_before_organisations_joins_the_default_organisation
     let path = dir.path().join(DB_FILE);
     load_fixture(&path);
     let before = {
-        let conn = Connection::open(&path).unwrap();
+        let conn = Connection::sqlite(rusqlite::Connection::open(&path).unwrap());
         read_before(&conn)
     };
     assert_fixture_is_rich(&before);

@@ -95,15 +95,15 @@ async fn records_keys_and_api_keys_survive_a_restart() {
 async fn rotated_keys_stay_published_while_their_tokens_live() {
     let app = TestApp::spawn().await;
     let old = app.root("bot", &["crm:*"], &["read"]).await;
-    let db = app.dir.as_ref().unwrap().path().join(store::DB_FILE);
     let kek = Kek::read_file(&app.dir.as_ref().unwrap().path().join(secrets::KEY_FILE))
         .unwrap()
         .unwrap();
-    let conn = store::open_writer(&db).unwrap();
-    let tx = conn.unchecked_transaction().unwrap();
-    let new_kid = keyring::rotate(&tx, &kek, app.clock.now()).unwrap();
-    tx.commit().unwrap();
-    drop(conn);
+    let new_kid = app.with_database(|conn| {
+        let tx = conn.unchecked_transaction().unwrap();
+        let new_kid = keyring::rotate(&tx, &kek, app.clock.now()).unwrap();
+        tx.commit().unwrap();
+        new_kid
+    });
     // A token naming the new kid makes the server re-read its keys at once;
     // until then the periodic refresh picks the rotation up.
     let dir = app.stop().await;

@@ -7,6 +7,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
+use crate::helpers::test_database;
+
 /// A `mandate serve` process.
 pub struct Server {
     child: Child,
@@ -44,6 +46,9 @@ impl Server {
             .arg(data_dir)
             .arg("--config")
             .arg(config);
+        if let Some(url) = test_database(data_dir) {
+            command.env("MANDATE_DATABASE_URL", url);
+        }
         match level {
             Some(level) => command.env("RUST_LOG", level),
             None => command.env_remove("RUST_LOG"),
@@ -106,13 +111,16 @@ impl Drop for Server {
 /// Runs an operator command of the binary on a data folder, stdout and
 /// stderr piped; returns its exit status, stdout and stderr.
 pub fn operator(data_dir: &Path, args: &[&str]) -> (std::process::ExitStatus, String, String) {
-    let output = Command::new(env!("CARGO_BIN_EXE_mandate"))
+    let mut command = Command::new(env!("CARGO_BIN_EXE_mandate"));
+    command
         .args(args)
         .arg("--data-dir")
         .arg(data_dir)
-        .stdin(Stdio::null())
-        .output()
-        .unwrap();
+        .stdin(Stdio::null());
+    if let Some(url) = test_database(data_dir) {
+        command.env("MANDATE_DATABASE_URL", url);
+    }
+    let output = command.output().unwrap();
     (
         output.status,
         String::from_utf8(output.stdout).unwrap(),

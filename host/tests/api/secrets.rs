@@ -10,7 +10,7 @@ use mandate_host::store::DB_FILE;
 use reqwest::StatusCode;
 use rusqlite::{Connection, OpenFlags};
 
-use crate::helpers::{TestApp, expect_json, text};
+use crate::helpers::{TestApp, expect_json, test_database, text};
 use crate::process::operator;
 
 /// Every stored file of the database, concatenated.
@@ -100,6 +100,7 @@ async fn no_secret_reaches_the_database_files() {
 /// The message a start on `data` with this key file fails with.
 fn refusal(data: &Path, key_file: &Path) -> String {
     let mut config = Config::for_test(data);
+    config.database.url = test_database(data);
     config.key_file = Some(key_file.to_owned());
     AppState::open(config).unwrap_err().to_string()
 }

@@ -1,0 +1,209 @@
+//! Where the database is ([`Database`]): the embedded SQLite in the data
+//! folder, or PostgreSQL shared by any number of hosts. For PostgreSQL:
+//! connecting, the schema and its versioned migrations (run under an
+//! advisory lock, so hosts starting together take turns), the durability
+//! check, and what its errors mean to a caller.
+
+use std::fmt;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use mandate_core::OrgId;
+use postgres::error::SqlState;
+
+use super::sql::{Connection, OptionalExtension as _, params};
+use super::{StoreError, orgs, schema};
+
+/// Where the database is.
+#[derive(Clone)]
+pub enum Database {
+    /// The SQLite file at this path.
+    Sqlite(PathBuf),
+    /// A PostgreSQL database.
+    Postgres(Box<postgres::Config>),
+}
+
+impl fmt::Debug for Database {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.describe())
+    }
+}
+
+/// How long a host waits for PostgreSQL to accept a connection.
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// The advisory lock migrations run under: one host migrates, the others
+/// wait and then find the schema current.
+const MIGRATION_LOCK: i64 = 0x4d41_4e44_0000_0001;
+
+/// The advisory lock a first start runs under: one host creates the
+/// deployment's secrets, signing key and admin key; the others then find
+/// them.
+pub(crate) const SETUP_LOCK: i64 = 0x4d41_4e44_0000_0002;
+
+/// The advisory lock organisation numbers are handed out under.
+pub(crate) const ORGS_LOCK: i64 = 0x4d41_4e44_0000_0003;
+
+impl Database {
+    /// The database a `--database` URL names: `postgres://…` or
+    /// `postgresql://…` (libpq's URL form, `sslmode=disable` or `prefer`:
+    /// TLS to the database is not built yet).
+    pub fn from_url(url: &str) -> anyhow::Result<Database> {
+        if !(url.starts_with("postgres://") || url.starts_with("postgresql://")) {
+            anyhow::bail!(
+                "the database URL must start with postgres:// or postgresql:// (leave it unset for the embedded SQLite)"
+            );
+        }
+        let mut config: postgres::Config = url
+            .parse()
+            .map_err(|e| anyhow::anyhow!("the database URL is not valid: {e}"))?;
+        if config.get_ssl_mode() == postgres::config::SslMode::Require {
+            anyhow::bail!(
+                "sslmode=require is not supported yet: Mandate connects to PostgreSQL without TLS (use a private network or a local socket proxy)"
+            );
+        }
+        if config.get_connect_timeout().is_none() {
+            config.connect_timeout(CONNECT_TIMEOUT);
+        }
+        if config.get_application_name().is_none() {
+            config.application_name("mandate");
+        }
+        Ok(Database::Postgres(Box::new(config)))
+    }
+
+    /// Where it is, for logs and messages (never a password).
+    pub fn describe(&self) -> String {
+        match self {
+            Database::Sqlite(path) => format!("SQLite at {}", path.display()),
+            Database::Postgres(config) => {
+                let hosts: Vec<String> = config
+                    .get_hosts()
+                    .iter()
+                    .map(|host| match host {
+                        postgres::config::Host::Tcp(name) => name.clone(),
+                        postgres::config::Host::Unix(path) => path.display().to_string(),
+                    })
+                    .collect();
+                let port = config.get_ports().first().copied().unwrap_or(5432);
+                format!(
+                    "PostgreSQL database {} on {}:{port}",
+                    config.get_dbname().unwrap_or("(default)"),
+                    hosts.join(",")
+                )
+            }
+        }
+    }
+
+    /// The writer's connection: the schema created or migrated, and
+    /// durability checked (SQLite: WAL with `synchronous=FULL`; PostgreSQL:
+    /// `fsync` and `synchronous_commit` on).
+    pub fn open_writer(&self) -> anyhow::Result<Connection> {
+        match self {
+            Database::Sqlite(path) => super::open_writer(path),
+            Database::Postgres(config) => {
+                let conn = Connection::postgres(config, WRITER_SESSION).map_err(|e| {
+                    anyhow::anyhow!("cannot connect to the {}: {e}", self.describe())
+                })?;
+                check_durable(&conn)?;
+                migrate(&conn)?;
+                Ok(conn)
+            }
+        }
+    }
+}
+
+/// Every write transaction reads what was committed before each of its
+/// statements; the ledger takes row locks where a decision depends on a
+/// row another host may change.
+const WRITER_SESSION: &str = "SET default_transaction_isolation = 'read committed';
+SET synchronous_commit = on;
+SET lock_timeout = '10s';
+SET idle_in_transaction_session_timeout = '60s'";
+
+/// Refuses a server that may lose committed transactions.
+fn check_durable(conn: &Connection) -> anyhow::Result<()> {
+    for (setting, refused) in [("fsync", "off"), ("synchronous_commit", "off")] {
+        let value: String = conn.query_row(&format!("SHOW {setting}"), [], |row| row.get(0))?;
+        if value.eq_ignore_ascii_case(refused) {
+            anyhow::bail!(
+                "PostgreSQL runs with {setting} = {value}: a commit could be lost, and Mandate answers a write only once it is durable"
+            );
+        }
+    }
+    Ok(())
+}
+
+/// A connection for one read lane: read-only, and with the lane's time
+/// budget as `statement_timeout`.
+pub(super) fn open_reader(
+    config: &postgres::Config,
+    budget: Option<Duration>,
+) -> Result<Connection, StoreError> {
+    let timeout_ms = budget.map_or(0, |b| b.as_millis().max(1));
+    let session =
+        format!("SET default_transaction_read_only = on; SET statement_timeout = {timeout_ms}");
+    Ok(Connection::postgres(config, &session)?)
+}
+
+/// Creates or migrates the schema, one host at a time.
+fn migrate(conn: &Connection) -> anyhow::Result<()> {
+    let tx = conn.unchecked_transaction()?;
+    tx.execute("SELECT pg_advisory_xact_lock(?1)", params![MIGRATION_LOCK])?;
+    tx.execute_batch("CREATE TABLE IF NOT EXISTS mandate_schema (version BIGINT NOT NULL)")?;
+    let version: Option<i64> = tx
+        .query_row("SELECT version FROM mandate_schema", [], |row| row.get(0))
+        .optional()?;
+    match version {
+        Some(version) if version > schema::VERSION => anyhow::bail!(
+            "the database has schema version {version}, newer than this build understands ({})",
+            schema::VERSION
+        ),
+        Some(version) if version == schema::VERSION => return Ok(()),
+        Some(version) => anyhow::bail!(
+            "the database has schema version {version}, which PostgreSQL never had (its first is {})",
+            schema::VERSION
+        ),
+        None => {
+            tx.execute_batch(schema::POSTGRES)?;
+            let now = crate::clock::Clock::system().now();
+            orgs::add_default(&tx, &OrgId::new(crate::random::ulid(now)), now.ms())?;
+            tx.execute(
+                "INSERT INTO mandate_schema (version) VALUES (?1)",
+                params![schema::VERSION],
+            )?;
+        }
+    }
+    tx.commit()?;
+    Ok(())
+}
+
+/// What a PostgreSQL error means to the caller.
+pub(super) fn store_error(error: &postgres::Error) -> StoreError {
+    let code = error.code();
+    if code == Some(&SqlState::QUERY_CANCELED) {
+        return StoreError::OverBudget;
+    }
+    let unavailable = error.is_closed()
+        || match code {
+            None => true,
+            Some(code) => {
+                let class = code.code().get(..2).unwrap_or_default();
+                // Connection, resources, operator intervention, conflicts
+                // with another transaction, a read-only standby.
+                matches!(class, "08" | "53" | "57" | "40")
+                    || [
+                        SqlState::LOCK_NOT_AVAILABLE,
+                        SqlState::READ_ONLY_SQL_TRANSACTION,
+                        SqlState::IDLE_IN_TRANSACTION_SESSION_TIMEOUT,
+                    ]
+                    .contains(code)
+            }
+        };
+    if unavailable {
+        tracing::error!(%error, "the database cannot take this now");
+        StoreError::Unavailable("the database cannot be reached or is busy; retry later")
+    } else {
+        tracing::error!(%error, "a statement failed");
+        StoreError::Internal(error.to_string())
+    }
+}

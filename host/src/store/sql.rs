@@ -1,0 +1,906 @@
+//! One connection type over the two storage engines, the embedded SQLite
+//! and PostgreSQL, so that every statement of the store, the ledger and the
+//! read side is written once and runs on either.
+//!
+//! The interface is the part of rusqlite's that Mandate uses (prepared and
+//! cached statements, `params!`, rows read by position or name,
+//! `optional()`), and values have SQLite's five storage classes on both
+//! engines: null, integer, real, text and blob. On PostgreSQL an integer
+//! binds to whatever integer, boolean or float type the statement expects
+//! and reads back from any of them, so Rust code never depends on which
+//! engine typed a column. Statements are written in the SQL both engines
+//! speak, with `?NNN` or `?` placeholders (rewritten to `$NNN` for
+//! PostgreSQL); the few that differ ask [`Connection::dialect`].
+
+use std::cell::{Cell, RefCell};
+use std::collections::HashMap;
+use std::fmt;
+
+use postgres::types::{IsNull, ToSql as PgTo, Type, to_sql_checked};
+
+/// Which engine a connection speaks to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Dialect {
+    Sqlite,
+    Postgres,
+}
+
+/// What a statement can fail with.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    #[error(transparent)]
+    Sqlite(#[from] rusqlite::Error),
+    #[error(transparent)]
+    Postgres(#[from] postgres::Error),
+    /// `query_row` found no row (see [`OptionalExtension::optional`]).
+    #[error("the query returned no rows")]
+    QueryReturnedNoRows,
+    /// A value that does not fit the Rust type asked for, or a parameter
+    /// the column cannot take.
+    #[error("{0}")]
+    Conversion(String),
+}
+
+impl Error {
+    /// A stored value without the form its writer gave it.
+    pub fn corrupt(what: impl fmt::Display, cause: impl fmt::Display) -> Error {
+        Error::Conversion(format!("{what}: {cause}"))
+    }
+}
+
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// `query_row(…).optional()`: no row is `None`, not an error.
+pub trait OptionalExtension<T> {
+    fn optional(self) -> Result<Option<T>>;
+}
+
+impl<T> OptionalExtension<T> for Result<T> {
+    fn optional(self) -> Result<Option<T>> {
+        match self {
+            Ok(value) => Ok(Some(value)),
+            Err(
+                Error::QueryReturnedNoRows | Error::Sqlite(rusqlite::Error::QueryReturnedNoRows),
+            ) => Ok(None),
+            Err(error) => Err(error),
+        }
+    }
+}
+
+pub mod types {
+    //! Values as both engines store them: SQLite's storage classes.
+
+    use super::{Error, Result};
+
+    /// A value borrowed from a row or a parameter.
+    #[derive(Debug, Clone, Copy, PartialEq)]
+    pub enum ValueRef<'a> {
+        Null,
+        Integer(i64),
+        Real(f64),
+        Text(&'a str),
+        Blob(&'a [u8]),
+    }
+
+    /// An owned value, for statements whose parameters are built at run
+    /// time.
+    #[derive(Debug, Clone, PartialEq)]
+    pub enum Value {
+        Null,
+        Integer(i64),
+        Real(f64),
+        Text(String),
+        Blob(Vec<u8>),
+    }
+
+    impl ValueRef<'_> {
+        pub(super) fn kind(&self) -> &'static str {
+            match self {
+                ValueRef::Null => "null",
+                ValueRef::Integer(_) => "an integer",
+                ValueRef::Real(_) => "a real",
+                ValueRef::Text(_) => "text",
+                ValueRef::Blob(_) => "a blob",
+            }
+        }
+    }
+
+    /// A Rust value a statement can take as a parameter.
+    pub trait ToSql {
+        fn to_sql(&self) -> Result<ValueRef<'_>>;
+    }
+
+    /// A Rust value a column can be read into.
+    pub trait FromSql: Sized {
+        fn from_sql(value: ValueRef<'_>) -> Result<Self>;
+    }
+
+    fn mismatch<T>(value: ValueRef<'_>, wanted: &str) -> Result<T> {
+        Err(Error::Conversion(format!(
+            "a column holds {} where {wanted} was expected",
+            value.kind()
+        )))
+    }
+
+    impl<T: ToSql + ?Sized> ToSql for &T {
+        fn to_sql(&self) -> Result<ValueRef<'_>> {
+            (**self).to_sql()
+        }
+    }
+
+    impl<T: ToSql> ToSql for Option<T> {
+        fn to_sql(&self) -> Result<ValueRef<'_>> {
+            match self {
+                Some(value) => value.to_sql(),
+                None => Ok(ValueRef::Null),
+            }
+        }
+    }
+
+    impl ToSql for Value {
+        fn to_sql(&self) -> Result<ValueRef<'_>> {
+            Ok(match self {
+                Value::Null => ValueRef::Null,
+                Value::Integer(i) => ValueRef::Integer(*i),
+                Value::Real(f) => ValueRef::Real(*f),
+                Value::Text(s) => ValueRef::Text(s),
+                Value::Blob(b) => ValueRef::Blob(b),
+            })
+        }
+    }
+
+    impl ToSql for str {
+        fn to_sql(&self) -> Result<ValueRef<'_>> {
+            Ok(ValueRef::Text(self))
+        }
+    }
+
+    impl ToSql for String {
+        fn to_sql(&self) -> Result<ValueRef<'_>> {
+            Ok(ValueRef::Text(self))
+        }
+    }
+
+    impl ToSql for [u8] {
+        fn to_sql(&self) -> Result<ValueRef<'_>> {
+            Ok(ValueRef::Blob(self))
+        }
+    }
+
+    impl ToSql for Vec<u8> {
+        fn to_sql(&self) -> Result<ValueRef<'_>> {
+            Ok(ValueRef::Blob(self))
+        }
+    }
+
+    impl<const N: usize> ToSql for [u8; N] {
+        fn to_sql(&self) -> Result<ValueRef<'_>> {
+            Ok(ValueRef::Blob(self))
+        }
+    }
+
+    impl ToSql for f64 {
+        fn to_sql(&self) -> Result<ValueRef<'_>> {
+            Ok(ValueRef::Real(*self))
+        }
+    }
+
+    impl ToSql for bool {
+        fn to_sql(&self) -> Result<ValueRef<'_>> {
+            Ok(ValueRef::Integer(i64::from(*self)))
+        }
+    }
+
+    macro_rules! integers {
+        ($($int:ty),*) => {$(
+            impl ToSql for $int {
+                fn to_sql(&self) -> Result<ValueRef<'_>> {
+                    i64::try_from(*self).map(ValueRef::Integer).map_err(|_| {
+                        Error::Conversion(format!("{self} does not fit a 64-bit integer column"))
+                    })
+                }
+            }
+
+            impl FromSql for $int {
+                fn from_sql(value: ValueRef<'_>) -> Result<$int> {
+                    match value {
+                        ValueRef::Integer(i) => <$int>::try_from(i).map_err(|_| {
+                            Error::Conversion(format!(
+                                "the stored integer {i} does not fit {}",
+                                stringify!($int)
+                            ))
+                        }),
+                        other => mismatch(other, "an integer"),
+                    }
+                }
+            }
+        )*};
+    }
+
+    integers!(i64, i32, u8, u16, u32, u64, usize);
+
+    impl<T: FromSql> FromSql for Option<T> {
+        fn from_sql(value: ValueRef<'_>) -> Result<Option<T>> {
+            match value {
+                ValueRef::Null => Ok(None),
+                other => T::from_sql(other).map(Some),
+            }
+        }
+    }
+
+    impl FromSql for bool {
+        fn from_sql(value: ValueRef<'_>) -> Result<bool> {
+            match value {
+                ValueRef::Integer(i) => Ok(i != 0),
+                other => mismatch(other, "a boolean"),
+            }
+        }
+    }
+
+    impl FromSql for f64 {
+        fn from_sql(value: ValueRef<'_>) -> Result<f64> {
+            match value {
+                ValueRef::Real(f) => Ok(f),
+                #[allow(clippy::cast_precision_loss, reason = "SQLite's own conversion")]
+                ValueRef::Integer(i) => Ok(i as f64),
+                other => mismatch(other, "a real"),
+            }
+        }
+    }
+
+    impl FromSql for String {
+        fn from_sql(value: ValueRef<'_>) -> Result<String> {
+            match value {
+                ValueRef::Text(s) => Ok(s.to_owned()),
+                other => mismatch(other, "text"),
+            }
+        }
+    }
+
+    impl FromSql for Vec<u8> {
+        fn from_sql(value: ValueRef<'_>) -> Result<Vec<u8>> {
+            match value {
+                ValueRef::Blob(b) => Ok(b.to_vec()),
+                other => mismatch(other, "a blob"),
+            }
+        }
+    }
+
+    impl FromSql for Value {
+        fn from_sql(value: ValueRef<'_>) -> Result<Value> {
+            Ok(match value {
+                ValueRef::Null => Value::Null,
+                ValueRef::Integer(i) => Value::Integer(i),
+                ValueRef::Real(f) => Value::Real(f),
+                ValueRef::Text(s) => Value::Text(s.to_owned()),
+                ValueRef::Blob(b) => Value::Blob(b.to_vec()),
+            })
+        }
+    }
+}
+
+use types::{FromSql, ToSql, Value, ValueRef};
+
+/// The parameters of one execution of a statement.
+pub trait Params {
+    /// The parameters' values, in order.
+    fn values(&self) -> Result<Vec<ValueRef<'_>>>;
+}
+
+impl Params for &[&dyn ToSql] {
+    fn values(&self) -> Result<Vec<ValueRef<'_>>> {
+        self.iter().map(|value| value.to_sql()).collect()
+    }
+}
+
+impl Params for [&dyn ToSql; 0] {
+    fn values(&self) -> Result<Vec<ValueRef<'_>>> {
+        Ok(Vec::new())
+    }
+}
+
+macro_rules! array_params {
+    ($($n:literal),*) => {$(
+        impl<T: ToSql> Params for [T; $n] {
+            fn values(&self) -> Result<Vec<ValueRef<'_>>> {
+                self.iter().map(ToSql::to_sql).collect()
+            }
+        }
+    )*};
+}
+
+array_params!(1, 2, 3, 4, 5, 6, 7, 8);
+
+/// Parameters built at run time (see [`params_from_iter`]).
+#[derive(Debug)]
+pub struct ParamsFromIter(Vec<Value>);
+
+impl Params for ParamsFromIter {
+    fn values(&self) -> Result<Vec<ValueRef<'_>>> {
+        self.0.iter().map(ToSql::to_sql).collect()
+    }
+}
+
+/// Parameters from a list built at run time.
+pub fn params_from_iter(values: impl IntoIterator<Item = Value>) -> ParamsFromIter {
+    ParamsFromIter(values.into_iter().collect())
+}
+
+/// A statement's parameters, as rusqlite's `params!` writes them.
+#[macro_export]
+macro_rules! sql_params {
+    () => {
+        &[] as &[&dyn $crate::store::sql::types::ToSql]
+    };
+    ($($param:expr),+ $(,)?) => {
+        &[$(&$param as &dyn $crate::store::sql::types::ToSql),+] as &[&dyn $crate::store::sql::types::ToSql]
+    };
+}
+pub use sql_params as params;
+
+/// How a column is named in [`Row::get`]: by position or by name.
+pub trait RowIndex: rusqlite::RowIndex + postgres::row::RowIndex + fmt::Display + Copy {}
+impl RowIndex for usize {}
+impl RowIndex for &str {}
+
+/// One row of a result.
+pub enum Row<'r> {
+    Sqlite(&'r rusqlite::Row<'r>),
+    Postgres(&'r postgres::Row),
+}
+
+impl fmt::Debug for Row<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("Row")
+    }
+}
+
+impl Row<'_> {
+    /// The column `index`, read into `T`.
+    pub fn get<I: RowIndex, T: FromSql>(&self, index: I) -> Result<T> {
+        let read = match self {
+            Row::Sqlite(row) => T::from_sql(sqlite_value(row.get_ref(index)?)),
+            Row::Postgres(row) => T::from_sql(row.try_get::<I, PgValue<'_>>(index)?.0),
+        };
+        read.map_err(|e| Error::corrupt(format_args!("column {index}"), e))
+    }
+}
+
+fn sqlite_value(value: rusqlite::types::ValueRef<'_>) -> ValueRef<'_> {
+    use rusqlite::types::ValueRef as V;
+    match value {
+        V::Null => ValueRef::Null,
+        V::Integer(i) => ValueRef::Integer(i),
+        V::Real(f) => ValueRef::Real(f),
+        V::Text(t) => std::str::from_utf8(t).map_or(ValueRef::Blob(t), ValueRef::Text),
+        V::Blob(b) => ValueRef::Blob(b),
+    }
+}
+
+/// A parameter as SQLite binds it.
+struct SqliteBind<'a>(ValueRef<'a>);
+
+impl rusqlite::ToSql for SqliteBind<'_> {
+    fn to_sql(&self) -> rusqlite::Result<rusqlite::types::ToSqlOutput<'_>> {
+        use rusqlite::types::{ToSqlOutput, ValueRef as V};
+        Ok(ToSqlOutput::Borrowed(match self.0 {
+            ValueRef::Null => V::Null,
+            ValueRef::Integer(i) => V::Integer(i),
+            ValueRef::Real(f) => V::Real(f),
+            ValueRef::Text(s) => V::Text(s.as_bytes()),
+            ValueRef::Blob(b) => V::Blob(b),
+        }))
+    }
+}
+
+/// A parameter as PostgreSQL binds it: in the type the statement expects.
+struct PgBind<'a>(ValueRef<'a>);
+
+/// Only the kind of value: the PostgreSQL client logs its parameters at
+/// debug level, and no token, key or id may reach a log.
+impl fmt::Debug for PgBind<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "<{}>", self.0.kind())
+    }
+}
+
+impl postgres::types::ToSql for PgBind<'_> {
+    fn to_sql(
+        &self,
+        ty: &Type,
+        out: &mut postgres::types::private::BytesMut,
+    ) -> std::result::Result<IsNull, Box<dyn std::error::Error + Sync + Send>> {
+        let wrong = || -> Box<dyn std::error::Error + Sync + Send> {
+            format!(
+                "{} cannot be bound to a parameter of type {ty}",
+                self.0.kind()
+            )
+            .into()
+        };
+        match (self.0, ty) {
+            (ValueRef::Null, _) => Ok(IsNull::Yes),
+            (ValueRef::Integer(i), &Type::INT8) => PgTo::to_sql(&i, ty, out),
+            (ValueRef::Integer(i), &Type::INT4) => PgTo::to_sql(&i32::try_from(i)?, ty, out),
+            (ValueRef::Integer(i), &Type::INT2) => PgTo::to_sql(&i16::try_from(i)?, ty, out),
+            (ValueRef::Integer(i), &Type::BOOL) => PgTo::to_sql(&(i != 0), ty, out),
+            #[allow(clippy::cast_precision_loss, reason = "SQLite's own conversion")]
+            (ValueRef::Integer(i), &Type::FLOAT8) => PgTo::to_sql(&(i as f64), ty, out),
+            (ValueRef::Real(f), &Type::FLOAT8) => PgTo::to_sql(&f, ty, out),
+            (ValueRef::Text(s), &Type::TEXT | &Type::VARCHAR | &Type::BPCHAR | &Type::NAME) => {
+                PgTo::to_sql(&s, ty, out)
+            }
+            (ValueRef::Blob(b), &Type::BYTEA) => PgTo::to_sql(&b, ty, out),
+            _ => Err(wrong()),
+        }
+    }
+
+    fn accepts(_: &Type) -> bool {
+        true
+    }
+
+    to_sql_checked!();
+}
+
+/// A column as PostgreSQL returns it, in SQLite's storage classes.
+struct PgValue<'a>(ValueRef<'a>);
+
+impl<'a> postgres::types::FromSql<'a> for PgValue<'a> {
+    fn from_sql(
+        ty: &Type,
+        raw: &'a [u8],
+    ) -> std::result::Result<PgValue<'a>, Box<dyn std::error::Error + Sync + Send>> {
+        use postgres::types::FromSql as PgFrom;
+        let value = match *ty {
+            Type::INT8 => ValueRef::Integer(<i64 as PgFrom>::from_sql(ty, raw)?),
+            Type::INT4 => ValueRef::Integer(<i32 as PgFrom>::from_sql(ty, raw)?.into()),
+            Type::INT2 => ValueRef::Integer(<i16 as PgFrom>::from_sql(ty, raw)?.into()),
+            Type::BOOL => ValueRef::Integer(<bool as PgFrom>::from_sql(ty, raw)?.into()),
+            Type::FLOAT8 => ValueRef::Real(<f64 as PgFrom>::from_sql(ty, raw)?),
+            Type::FLOAT4 => ValueRef::Real(<f32 as PgFrom>::from_sql(ty, raw)?.into()),
+            Type::TEXT | Type::VARCHAR | Type::BPCHAR | Type::NAME => {
+                ValueRef::Text(<&str as PgFrom>::from_sql(ty, raw)?)
+            }
+            Type::BYTEA => ValueRef::Blob(raw),
+            _ => {
+                return Err(format!(
+                    "a column of type {ty} has no storage class (cast it to BIGINT, TEXT or BYTEA)"
+                )
+                .into());
+            }
+        };
+        Ok(PgValue(value))
+    }
+
+    fn from_sql_null(
+        _: &Type,
+    ) -> std::result::Result<PgValue<'a>, Box<dyn std::error::Error + Sync + Send>> {
+        Ok(PgValue(ValueRef::Null))
+    }
+
+    fn accepts(_: &Type) -> bool {
+        true
+    }
+}
+
+/// A statement with `?NNN` (or `?`) placeholders, with PostgreSQL's `$NNN`.
+fn numbered(sql: &str) -> String {
+    let mut out = String::with_capacity(sql.len() + 8);
+    let mut next = 0;
+    let mut chars = sql.chars().peekable();
+    let mut quoted = false;
+    while let Some(c) = chars.next() {
+        match c {
+            '\'' => {
+                quoted = !quoted;
+                out.push(c);
+            }
+            '?' if !quoted => {
+                out.push('$');
+                if chars.peek().is_some_and(char::is_ascii_digit) {
+                    while let Some(digit) = chars.next_if(char::is_ascii_digit) {
+                        out.push(digit);
+                    }
+                } else {
+                    next += 1;
+                    out.push_str(&next.to_string());
+                }
+            }
+            _ => out.push(c),
+        }
+    }
+    out
+}
+
+/// A PostgreSQL connection: where it connects and the settings it starts
+/// its session with (to connect again after losing the server), the client,
+/// its prepared statements by text, and how many rows its statements
+/// changed.
+struct Pg {
+    config: postgres::Config,
+    session: String,
+    client: RefCell<postgres::Client>,
+    statements: RefCell<HashMap<String, postgres::Statement>>,
+    changes: Cell<u64>,
+}
+
+impl Pg {
+    fn connect(config: &postgres::Config, session: &str) -> Result<postgres::Client> {
+        let mut client = config.connect(postgres::NoTls)?;
+        if !session.is_empty() {
+            client.batch_execute(session)?;
+        }
+        Ok(client)
+    }
+
+    /// Connects again if the server was lost.
+    fn reconnect_if_lost(&self) -> Result<()> {
+        if self.client.borrow().is_closed() {
+            let client = Pg::connect(&self.config, &self.session)?;
+            *self.client.borrow_mut() = client;
+            self.statements.borrow_mut().clear();
+        }
+        Ok(())
+    }
+
+    fn statement(&self, sql: &str) -> Result<postgres::Statement> {
+        if let Some(statement) = self.statements.borrow().get(sql) {
+            return Ok(statement.clone());
+        }
+        let statement = self.noted(self.client.borrow_mut().prepare(&numbered(sql)))?;
+        self.statements
+            .borrow_mut()
+            .insert(sql.to_owned(), statement.clone());
+        Ok(statement)
+    }
+
+    /// Counts a failed statement as a change: on PostgreSQL a failed
+    /// statement aborts its transaction, so the writer must roll it back.
+    fn noted<T>(&self, result: std::result::Result<T, postgres::Error>) -> Result<T> {
+        result.map_err(|error| {
+            self.changes.set(self.changes.get() + 1);
+            Error::Postgres(error)
+        })
+    }
+
+    fn run<T>(
+        &self,
+        statement: &postgres::Statement,
+        params: &dyn Params,
+        f: impl FnOnce(
+            &mut postgres::Client,
+            &postgres::Statement,
+            &[&(dyn postgres::types::ToSql + Sync)],
+        ) -> std::result::Result<T, postgres::Error>,
+    ) -> Result<T> {
+        let values = params.values()?;
+        let binds: Vec<PgBind<'_>> = values.into_iter().map(PgBind).collect();
+        let refs: Vec<&(dyn postgres::types::ToSql + Sync)> = binds
+            .iter()
+            .map(|bind| bind as &(dyn postgres::types::ToSql + Sync))
+            .collect();
+        let result = f(&mut self.client.borrow_mut(), statement, &refs);
+        self.noted(result)
+    }
+}
+
+enum Engine {
+    Sqlite(rusqlite::Connection),
+    Postgres(Box<Pg>),
+}
+
+/// A connection to either engine.
+pub struct Connection(Engine);
+
+impl fmt::Debug for Connection {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_tuple("Connection").field(&self.dialect()).finish()
+    }
+}
+
+impl Connection {
+    /// Wraps an open SQLite connection.
+    pub fn sqlite(conn: rusqlite::Connection) -> Connection {
+        Connection(Engine::Sqlite(conn))
+    }
+
+    /// Connects to PostgreSQL and runs `session` (statements that set up
+    /// the session, run again on every reconnection).
+    pub fn postgres(config: &postgres::Config, session: &str) -> Result<Connection> {
+        let client = Pg::connect(config, session)?;
+        Ok(Connection(Engine::Postgres(Box::new(Pg {
+            config: config.clone(),
+            session: session.to_owned(),
+            client: RefCell::new(client),
+            statements: RefCell::new(HashMap::new()),
+            changes: Cell::new(0),
+        }))))
+    }
+
+    /// The engine this connection speaks to.
+    pub fn dialect(&self) -> Dialect {
+        match &self.0 {
+            Engine::Sqlite(_) => Dialect::Sqlite,
+            Engine::Postgres(_) => Dialect::Postgres,
+        }
+    }
+
+    /// The SQLite connection underneath, for what only SQLite has
+    /// (pragmas, the progress handler).
+    pub fn as_sqlite(&self) -> Option<&rusqlite::Connection> {
+        match &self.0 {
+            Engine::Sqlite(conn) => Some(conn),
+            Engine::Postgres(_) => None,
+        }
+    }
+
+    /// The SQLite connection underneath, to change (the progress handler).
+    pub fn as_sqlite_mut(&mut self) -> Option<&mut rusqlite::Connection> {
+        match &mut self.0 {
+            Engine::Sqlite(conn) => Some(conn),
+            Engine::Postgres(_) => None,
+        }
+    }
+
+    /// What stops the statement this connection runs from another thread
+    /// (PostgreSQL; SQLite's reads are stopped by their progress handler).
+    pub fn cancel_token(&self) -> Option<postgres::CancelToken> {
+        match &self.0 {
+            Engine::Sqlite(_) => None,
+            Engine::Postgres(pg) => Some(pg.client.borrow().cancel_token()),
+        }
+    }
+
+    /// Whether the connection is known to be lost (PostgreSQL's server
+    /// went away); an SQLite connection never is.
+    pub fn is_lost(&self) -> bool {
+        match &self.0 {
+            Engine::Sqlite(_) => false,
+            Engine::Postgres(pg) => pg.client.borrow().is_closed(),
+        }
+    }
+
+    /// Rows changed since the connection opened (on PostgreSQL, failed
+    /// statements count too: they abort the transaction).
+    pub fn total_changes(&self) -> u64 {
+        match &self.0 {
+            Engine::Sqlite(conn) => conn.total_changes(),
+            Engine::Postgres(pg) => pg.changes.get(),
+        }
+    }
+
+    /// Prepares `sql`, or finds it prepared before.
+    pub fn prepare_cached(&self, sql: &str) -> Result<Statement<'_>> {
+        Ok(Statement(match &self.0 {
+            Engine::Sqlite(conn) => Prepared::Sqlite(conn.prepare_cached(sql)?),
+            Engine::Postgres(pg) => {
+                Prepared::Postgres(pg, pg.statement(sql)?, sql.contains("RETURNING"))
+            }
+        }))
+    }
+
+    /// Runs one statement.
+    pub fn execute<P: Params>(&self, sql: &str, params: P) -> Result<usize> {
+        self.prepare_cached(sql)?.execute(params)
+    }
+
+    /// Runs one statement and reads its first row.
+    pub fn query_row<T, P: Params>(
+        &self,
+        sql: &str,
+        params: P,
+        f: impl FnOnce(&Row<'_>) -> Result<T>,
+    ) -> Result<T> {
+        self.prepare_cached(sql)?.query_row(params, f)
+    }
+
+    /// Runs statements without parameters, separated by `;`.
+    pub fn execute_batch(&self, sql: &str) -> Result<()> {
+        match &self.0 {
+            Engine::Sqlite(conn) => Ok(conn.execute_batch(sql)?),
+            Engine::Postgres(pg) => {
+                let result = pg.client.borrow_mut().batch_execute(sql);
+                pg.noted(result)
+            }
+        }
+    }
+
+    /// Starts a write transaction: SQLite's `BEGIN IMMEDIATE` takes the
+    /// write lock at once; PostgreSQL takes row locks as it writes. A
+    /// PostgreSQL connection lost since the last transaction (the server
+    /// restarted) connects again first.
+    pub fn begin(&self) -> Result<()> {
+        match &self.0 {
+            Engine::Sqlite(_) => self.execute_batch("BEGIN IMMEDIATE"),
+            Engine::Postgres(pg) => {
+                pg.reconnect_if_lost()?;
+                self.execute_batch("BEGIN")
+            }
+        }
+    }
+
+    /// A transaction on a shared reference, rolled back unless committed.
+    pub fn unchecked_transaction(&self) -> Result<Transaction<'_>> {
+        self.execute_batch(match self.dialect() {
+            Dialect::Sqlite => "BEGIN DEFERRED",
+            Dialect::Postgres => "BEGIN",
+        })?;
+        Ok(Transaction {
+            conn: self,
+            done: false,
+        })
+    }
+
+    /// Closes the connection.
+    pub fn close(self) -> Result<()> {
+        match self.0 {
+            Engine::Sqlite(conn) => conn.close().map_err(|(_, e)| Error::Sqlite(e)),
+            Engine::Postgres(pg) => Ok(pg.client.into_inner().close()?),
+        }
+    }
+}
+
+/// A transaction: committed by [`Transaction::commit`], rolled back when
+/// dropped without it.
+#[derive(Debug)]
+pub struct Transaction<'c> {
+    conn: &'c Connection,
+    done: bool,
+}
+
+impl Transaction<'_> {
+    pub fn commit(mut self) -> Result<()> {
+        self.done = true;
+        self.conn.execute_batch("COMMIT")
+    }
+}
+
+impl std::ops::Deref for Transaction<'_> {
+    type Target = Connection;
+    fn deref(&self) -> &Connection {
+        self.conn
+    }
+}
+
+impl Drop for Transaction<'_> {
+    fn drop(&mut self) {
+        if !self.done {
+            let _ = self.conn.execute_batch("ROLLBACK");
+        }
+    }
+}
+
+enum Prepared<'c> {
+    Sqlite(rusqlite::CachedStatement<'c>),
+    /// The connection, the statement, and whether it returns changed rows.
+    Postgres(&'c Pg, postgres::Statement, bool),
+}
+
+/// A prepared statement.
+pub struct Statement<'c>(Prepared<'c>);
+
+impl fmt::Debug for Statement<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("Statement")
+    }
+}
+
+impl Statement<'_> {
+    /// The names of the columns it returns.
+    pub fn column_names(&self) -> Vec<&str> {
+        match &self.0 {
+            Prepared::Sqlite(statement) => statement.column_names().collect(),
+            Prepared::Postgres(_, statement, _) => {
+                statement.columns().iter().map(|c| c.name()).collect()
+            }
+        }
+    }
+
+    /// How many columns it returns.
+    pub fn column_count(&self) -> usize {
+        self.column_names().len()
+    }
+
+    /// Runs it; answers how many rows it changed.
+    pub fn execute<P: Params>(&mut self, params: P) -> Result<usize> {
+        match &mut self.0 {
+            Prepared::Sqlite(statement) => {
+                let values = params.values()?;
+                let binds: Vec<SqliteBind<'_>> = values.into_iter().map(SqliteBind).collect();
+                Ok(statement.execute(rusqlite::params_from_iter(binds.iter()))?)
+            }
+            Prepared::Postgres(pg, statement, returning) => {
+                let changed = pg.run(statement, &params, |client, statement, refs| {
+                    client.execute(statement, refs)
+                })?;
+                // PostgreSQL counts the rows a SELECT returned as well.
+                if statement.columns().is_empty() || *returning {
+                    pg.changes.set(pg.changes.get() + changed);
+                }
+                usize::try_from(changed).map_err(|e| Error::Conversion(e.to_string()))
+            }
+        }
+    }
+
+    /// Runs it and reads every row.
+    pub fn query<P: Params>(&mut self, params: P) -> Result<Rows<'_>> {
+        match &mut self.0 {
+            Prepared::Sqlite(statement) => {
+                let values = params.values()?;
+                let binds: Vec<SqliteBind<'_>> = values.into_iter().map(SqliteBind).collect();
+                Ok(Rows(RowsInner::Sqlite(
+                    statement.query(rusqlite::params_from_iter(binds.iter()))?,
+                )))
+            }
+            Prepared::Postgres(pg, statement, returning) => {
+                let rows = pg.run(statement, &params, |client, statement, refs| {
+                    client.query(statement, refs)
+                })?;
+                if *returning {
+                    pg.changes.set(pg.changes.get() + rows.len() as u64);
+                }
+                Ok(Rows(RowsInner::Postgres(rows, 0)))
+            }
+        }
+    }
+
+    /// Runs it and reads its first row; no row is
+    /// [`Error::QueryReturnedNoRows`].
+    pub fn query_row<T, P: Params>(
+        &mut self,
+        params: P,
+        f: impl FnOnce(&Row<'_>) -> Result<T>,
+    ) -> Result<T> {
+        let mut rows = self.query(params)?;
+        match rows.next()? {
+            Some(row) => f(&row),
+            None => Err(Error::QueryReturnedNoRows),
+        }
+    }
+
+    /// Runs it and reads every row with `f`.
+    pub fn query_map<T, P: Params>(
+        &mut self,
+        params: P,
+        mut f: impl FnMut(&Row<'_>) -> Result<T>,
+    ) -> Result<std::vec::IntoIter<Result<T>>> {
+        let mut rows = self.query(params)?;
+        let mut mapped = Vec::new();
+        while let Some(row) = rows.next()? {
+            mapped.push(f(&row));
+        }
+        Ok(mapped.into_iter())
+    }
+}
+
+enum RowsInner<'s> {
+    Sqlite(rusqlite::Rows<'s>),
+    /// The rows, and how many were read.
+    Postgres(Vec<postgres::Row>, usize),
+}
+
+/// The rows of a query, read one at a time.
+pub struct Rows<'s>(RowsInner<'s>);
+
+impl fmt::Debug for Rows<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("Rows")
+    }
+}
+
+impl Rows<'_> {
+    /// The next row, if any.
+    #[allow(
+        clippy::should_implement_trait,
+        reason = "a lending iterator: a row borrows the rows, as rusqlite's does"
+    )]
+    pub fn next(&mut self) -> Result<Option<Row<'_>>> {
+        match &mut self.0 {
+            RowsInner::Sqlite(rows) => Ok(rows.next()?.map(Row::Sqlite)),
+            RowsInner::Postgres(rows, read) => {
+                let row = rows.get(*read).map(Row::Postgres);
+                *read += 1;
+                Ok(row)
+            }
+        }
+    }
+}
