@@ -203,6 +203,9 @@ async fn housekeeping(state: AppState) {
         state.limiters.forget_idle();
         let now = state.clock.now();
         state.proofs.forget_lapsed(now.s());
+        if let Err(error) = state.store.forget_lapsed_proofs(now.s()).await {
+            tracing::warn!(%error, "forgetting lapsed proofs failed");
+        }
         if round % IDEMPOTENCY_SWEEP_ROUNDS == 0
             && let Err(error) = state
                 .write(move |ledger| ledger.forget_old_replies(now))

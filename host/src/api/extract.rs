@@ -550,6 +550,14 @@ impl AgentCall {
                         "too many proofs of possession are in flight to remember one more; retry",
                     ),
                 })?;
+            // Other hosts on the same database may have seen it.
+            if !state
+                .store
+                .first_use_of_proof(proof.replay_key(), proof.remember_until(), now)
+                .await?
+            {
+                return Err(ApiError::dpop_invalid(&DpopError::Replayed));
+            }
         }
         state.limiters.token(claims.jti.as_str())?;
         Ok(Some(claims.jti.clone()))

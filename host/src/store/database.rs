@@ -32,6 +32,10 @@ impl fmt::Debug for Database {
 /// How long a host waits for PostgreSQL to accept a connection.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
 
+/// How long data sent to PostgreSQL may stay unacknowledged, and an idle
+/// connection unchecked, before the connection counts as lost.
+const UNANSWERED_TIMEOUT: Duration = Duration::from_secs(10);
+
 /// The advisory lock migrations run under: one host migrates, the others
 /// wait and then find the schema current.
 const MIGRATION_LOCK: i64 = 0x4d41_4e44_0000_0001;
@@ -68,6 +72,12 @@ impl Database {
         if config.get_application_name().is_none() {
             config.application_name("mandate");
         }
+        // A server that stops answering (a partition, a crashed machine) is
+        // given up on within seconds, never waited for: writes answer 503.
+        if config.get_tcp_user_timeout().is_none() {
+            config.tcp_user_timeout(UNANSWERED_TIMEOUT);
+        }
+        config.keepalives_idle(UNANSWERED_TIMEOUT);
         Ok(Database::Postgres(Box::new(config)))
     }
 
@@ -118,6 +128,7 @@ impl Database {
 const WRITER_SESSION: &str = "SET default_transaction_isolation = 'read committed';
 SET synchronous_commit = on;
 SET lock_timeout = '10s';
+SET statement_timeout = '30s';
 SET idle_in_transaction_session_timeout = '60s'";
 
 /// Refuses a server that may lose committed transactions.
@@ -133,15 +144,20 @@ fn check_durable(conn: &Connection) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// A connection for one read lane: read-only, and with the lane's time
+/// A connection for one lane: read-only unless `writable` (the proofs
+/// lane, whose writes commit one statement at a time), with the lane's time
 /// budget as `statement_timeout`.
 pub(super) fn open_reader(
     config: &postgres::Config,
     budget: Option<Duration>,
+    writable: bool,
 ) -> Result<Connection, StoreError> {
     let timeout_ms = budget.map_or(0, |b| b.as_millis().max(1));
-    let session =
-        format!("SET default_transaction_read_only = on; SET statement_timeout = {timeout_ms}");
+    let read_only = if writable { "off" } else { "on" };
+    let session = format!(
+        "SET default_transaction_read_only = {read_only}; SET statement_timeout = {timeout_ms}; \
+         SET synchronous_commit = on"
+    );
     Ok(Connection::postgres(config, &session)?)
 }
 

@@ -15,6 +15,7 @@
 pub mod database;
 pub mod idempotency;
 pub mod orgs;
+mod proofs;
 pub mod records;
 pub(crate) mod schema;
 pub mod sql;
@@ -272,6 +273,8 @@ fn count_workflows(conn: &rusqlite::Connection) -> anyhow::Result<()> {
 const KEY_READERS: usize = 2;
 /// Connections of the lane of single-item reads.
 const LOOKUP_READERS: usize = 2;
+/// Connections that store DPoP proofs (PostgreSQL).
+const PROOF_WRITERS: usize = 2;
 /// SQLite virtual-machine steps between two looks at the clock of a read
 /// with a budget: some 25 µs of a scan, against ~30 ns for reading the clock.
 const BUDGET_CHECK_STEPS: std::ffi::c_int = 1000;
@@ -285,6 +288,8 @@ const BUDGET_CHECK_STEPS: std::ffi::c_int = 1000;
 #[derive(Debug)]
 struct ReaderPool {
     database: Database,
+    /// Whether its connections may write (the `proofs` lane).
+    writable: bool,
     idle: Mutex<Vec<Connection>>,
     permits: Arc<Semaphore>,
     budget: Option<Duration>,
@@ -301,6 +306,7 @@ impl ReaderPool {
     ) -> Arc<ReaderPool> {
         Arc::new(ReaderPool {
             database: database.clone(),
+            writable: false,
             idle: Mutex::new(Vec::new()),
             permits: Arc::new(Semaphore::new(size.max(1))),
             budget,
@@ -318,7 +324,7 @@ impl ReaderPool {
                 conn.pragma_update(None, "query_only", "ON")?;
                 Ok(Connection::sqlite(conn))
             }
-            Database::Postgres(config) => database::open_reader(config, self.budget),
+            Database::Postgres(config) => database::open_reader(config, self.budget, self.writable),
         }
     }
 
@@ -508,6 +514,8 @@ pub struct Store<S> {
     keys: Arc<ReaderPool>,
     lookups: Arc<ReaderPool>,
     queries: Arc<ReaderPool>,
+    /// PostgreSQL only: connections that record DPoP proofs for every host.
+    proofs: Option<Arc<ReaderPool>>,
 }
 
 impl<S> Clone for Store<S> {
@@ -517,6 +525,7 @@ impl<S> Clone for Store<S> {
             keys: self.keys.clone(),
             lookups: self.lookups.clone(),
             queries: self.queries.clone(),
+            proofs: self.proofs.clone(),
         }
     }
 }
@@ -567,13 +576,54 @@ impl<S: Owned> Store<S> {
             &metrics,
             "queries",
         );
+        let proofs = matches!(database, Database::Postgres(_)).then(|| {
+            let mut lane = ReaderPool::new(
+                database,
+                PROOF_WRITERS,
+                Some(lanes.budget),
+                &metrics,
+                "proofs",
+            );
+            if let Some(lane) = Arc::get_mut(&mut lane) {
+                lane.writable = true;
+            }
+            lane
+        });
         let writer = Writer::start(own(conn), lanes.max_batch, metrics)?;
         Ok(Store {
             writer,
             keys,
             lookups,
             queries,
+            proofs,
         })
+    }
+
+    /// Records the first use of a DPoP proof (by its replay key, good until
+    /// `until`) for every host: `false` when any host saw it before. On
+    /// PostgreSQL the proof is stored, committed before the call goes on;
+    /// SQLite serves one process, whose memory (`crate::proofs`) is enough:
+    /// always `true`.
+    pub async fn first_use_of_proof(
+        &self,
+        key: [u8; 32],
+        until: i64,
+        now: i64,
+    ) -> Result<bool, StoreError> {
+        let Some(lane) = &self.proofs else {
+            return Ok(true);
+        };
+        lane.run(move |conn| Ok(proofs::first_use(conn, &key, until, now)?))
+            .await
+    }
+
+    /// Forgets the stored proofs no longer accepted anyway (PostgreSQL).
+    pub async fn forget_lapsed_proofs(&self, now: i64) -> Result<(), StoreError> {
+        let Some(lane) = &self.proofs else {
+            return Ok(());
+        };
+        lane.run(move |conn| Ok(proofs::forget_lapsed(conn, now)?))
+            .await
     }
 
     /// Runs `work` in the writer; answers once its group has committed.

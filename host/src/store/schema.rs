@@ -24,6 +24,9 @@
 //!   `workflow_counts` counts the records of a workflow by agent, action and
 //!   result key (core's `result_key`: the result, `denied` or `pending`).
 //! - `idempotency`: responses stored under `Idempotency-Key`.
+//! - `dpop_proofs` (PostgreSQL only): the DPoP proofs every host has
+//!   accepted, by replay key, until they lapse; SQLite serves one process,
+//!   which remembers them in memory.
 //! - `orgs`: organisations, each with a number (`num`) that is the high bits
 //!   of its records' `seq` (see [`crate::store::orgs::Org`]), and its quotas.
 //!
@@ -178,6 +181,12 @@ CREATE TABLE idempotency (
     PRIMARY KEY (org, scope, key)
 );
 CREATE INDEX idempotency_by_age ON idempotency(created_at);
+
+CREATE TABLE dpop_proofs (
+    key   BYTEA PRIMARY KEY,
+    until BIGINT NOT NULL
+);
+CREATE INDEX dpop_proofs_by_age ON dpop_proofs(until);
 "#;
 
 /// Version 4: organisations. Everything stored before joins `default`

@@ -137,6 +137,22 @@ impl TestApp {
         }
     }
 
+    /// Another host on this server's database (the PostgreSQL pass): a
+    /// data folder of its own holding the same key file and admin key, and
+    /// naming the same database.
+    pub async fn another_host(&self, edit: impl FnOnce(&mut Config)) -> TestApp {
+        let from = self.dir.as_ref().unwrap().path();
+        let dir = tempfile::tempdir().unwrap();
+        for file in [
+            mandate_host::secrets::KEY_FILE,
+            mandate_host::setup::ADMIN_KEY_FILE,
+            "test-database",
+        ] {
+            std::fs::copy(from.join(file), dir.path().join(file)).unwrap();
+        }
+        TestApp::spawn_in(dir, edit).await
+    }
+
     /// Runs `work` on a connection to the server's database (see
     /// [`with_database`]).
     pub fn with_database<T: Send>(&self, work: impl FnOnce(&Connection) -> T + Send) -> T {

@@ -14,6 +14,7 @@ mod files;
 mod flows;
 mod helpers;
 mod hostile_bodies;
+mod hosts;
 mod idempotency;
 mod key_revocation;
 mod logs;

@@ -1,0 +1,315 @@
+//! Several hosts on one PostgreSQL database (this module runs on the
+//! PostgreSQL pass only; `cargo xtask test` skips it on SQLite, which serves
+//! one process): a token issued on one host acts on another, a revocation on
+//! one is refused by the others the moment it returns, spenders spread over
+//! the hosts never pass a budget, concurrent ratings have one winner, an
+//! Idempotency-Key retried on another host gets the first answer, and a
+//! DPoP proof used on one host is refused on another.
+
+use std::sync::Arc;
+
+use reqwest::StatusCode;
+use serde_json::{Value, json};
+use tokio::sync::Barrier;
+
+use mandate_host::config::Config;
+
+use crate::helpers::{Holder, TestApp, expect_json, expect_problem, text};
+
+/// The address clients reach the hosts at, behind one load balancer: DPoP
+/// proofs name it, so a proof is good at every host.
+const PUBLIC_URL: &str = "https://mandate.example";
+
+/// Three hosts on one database, behind one public address.
+async fn three_hosts() -> Vec<TestApp> {
+    let public = |config: &mut Config| config.public_url = Some(PUBLIC_URL.to_owned());
+    let first = TestApp::spawn_with(public).await;
+    let second = first.another_host(public).await;
+    let third = first.another_host(public).await;
+    vec![first, second, third]
+}
+
+async fn stop_all(hosts: Vec<TestApp>) {
+    for host in hosts {
+        host.stop().await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_token_issued_on_one_host_acts_on_the_others_and_a_revocation_holds_everywhere() {
+    let hosts = three_hosts().await;
+    let root = hosts[0]
+        .root("bot", &["crm:*"], &["read", "delegate"])
+        .await;
+    let jti = text(&root["jti"]);
+    for host in &hosts {
+        expect_json(
+            host.act(jti, "read", "crm:a", "success").await,
+            StatusCode::CREATED,
+        )
+        .await;
+    }
+    let child = expect_json(
+        hosts[1]
+            .delegate(
+                &root,
+                json!({"agent_id": "helper", "resources": ["crm:a"], "actions": ["read"]}),
+            )
+            .await,
+        StatusCode::CREATED,
+    )
+    .await;
+    // Every host counts the same four records of the workflow.
+    for host in &hosts {
+        let summary = expect_json(
+            host.get_auth(
+                &format!("/v1/vat/aar/provenance/{}", text(&root["provenance_ref"])),
+                &host.admin_key,
+            )
+            .await,
+            StatusCode::OK,
+        )
+        .await;
+        assert_eq!(summary["total_records"], 4, "{summary}");
+    }
+    // Revoked on the third host: the first and second refuse at once.
+    expect_json(
+        hosts[2]
+            .post_auth("/v1/vat/revoke", &hosts[2].admin_key, &json!({"jti": jti}))
+            .await,
+        StatusCode::OK,
+    )
+    .await;
+    for host in &hosts[..2] {
+        for token in [&root, &child] {
+            let refused = host
+                .post_auth(
+                    "/v1/vat/record/action",
+                    text(&token["compact_jwt"]),
+                    &json!({"action": "read", "resource": "crm:a", "result": "success"}),
+                )
+                .await;
+            assert_eq!(refused.status(), StatusCode::UNAUTHORIZED);
+        }
+    }
+    stop_all(hosts).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn thirty_two_spenders_over_three_hosts_never_pass_a_budget() {
+    let hosts = three_hosts().await;
+    for trial in 0..5 {
+        let root = hosts[0]
+            .issue(json!({
+                "developer_email": "dev@example.com", "agent_id": "spender",
+                "resources": ["shop:*"], "actions": ["buy"],
+                "constraints": {"max_spend_usd": 1, "max_actions": 9}
+            }))
+            .await;
+        let jti = text(&root["jti"]).to_owned();
+        let barrier = Arc::new(Barrier::new(32));
+        let mut tasks = Vec::new();
+        for i in 0..32 {
+            let host = &hosts[i % hosts.len()];
+            let (client, url, jti, barrier) = (
+                host.client.clone(),
+                host.url("/v1/vat/record/action"),
+                jti.clone(),
+                barrier.clone(),
+            );
+            let spend = if i % 2 == 0 { 0.15 } else { 0.05 };
+            tasks.push(tokio::spawn(async move {
+                barrier.wait().await;
+                let body = json!({"vat_jti": jti, "action": "buy", "resource": "shop:x",
+                                  "result": "success", "spend_usd": spend});
+                let status = client.post(url).json(&body).send().await.unwrap().status();
+                (status, spend)
+            }));
+        }
+        let (mut spent, mut actions) = (0.0, 0);
+        for task in tasks {
+            match task.await.unwrap() {
+                (StatusCode::CREATED, spend) => {
+                    spent += spend;
+                    actions += 1;
+                }
+                (StatusCode::FORBIDDEN, _) => {}
+                (other, _) => panic!("trial {trial}: {other}"),
+            }
+        }
+        assert!(spent <= 1.0 + 1e-9, "trial {trial}: spent {spent}");
+        assert!(actions <= 9, "trial {trial}: {actions} actions");
+        assert!(actions >= 6, "trial {trial}: only {actions} actions");
+        // What the token's counters say agrees with what was answered.
+        let status = expect_json(
+            hosts[1]
+                .get_auth(&format!("/v1/vat/tokens/{jti}"), &hosts[1].admin_key)
+                .await,
+            StatusCode::OK,
+        )
+        .await;
+        assert_eq!(status["status"], "active", "{status}");
+        let records = expect_json(
+            hosts[2]
+                .get_auth(
+                    &format!("/v1/vat/aar?vat_jti={jti}&limit=100"),
+                    &hosts[2].admin_key,
+                )
+                .await,
+            StatusCode::OK,
+        )
+        .await;
+        let allowed = records["records"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|r| r["status"] != "denied")
+            .count();
+        assert_eq!(allowed, actions, "trial {trial}");
+    }
+    stop_all(hosts).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn eight_ratings_over_three_hosts_have_one_winner() {
+    let hosts = three_hosts().await;
+    let root = hosts[0].root("bot", &["crm:*"], &["read"]).await;
+    for trial in 0..5 {
+        let record = expect_json(
+            hosts[trial % 3]
+                .act(text(&root["jti"]), "read", "crm:a", "success")
+                .await,
+            StatusCode::CREATED,
+        )
+        .await;
+        let path = format!("/v1/vat/aar/{}/feedback", text(&record["aar_id"]));
+        let barrier = Arc::new(Barrier::new(8));
+        let mut tasks = Vec::new();
+        for i in 0..8 {
+            let host = &hosts[i % hosts.len()];
+            let (client, url, key, barrier) = (
+                host.client.clone(),
+                host.url(&path),
+                host.admin_key.clone(),
+                barrier.clone(),
+            );
+            let rating = ["approved", "flagged", "rejected"][i % 3];
+            tasks.push(tokio::spawn(async move {
+                barrier.wait().await;
+                client
+                    .post(url)
+                    .bearer_auth(key)
+                    .json(&json!({"rating": rating}))
+                    .send()
+                    .await
+                    .unwrap()
+                    .status()
+            }));
+        }
+        let mut winners = 0;
+        for task in tasks {
+            match task.await.unwrap() {
+                StatusCode::OK => winners += 1,
+                StatusCode::CONFLICT => {}
+                other => panic!("trial {trial}: {other}"),
+            }
+        }
+        assert_eq!(winners, 1, "trial {trial}");
+    }
+    let reputation = expect_json(
+        hosts[2]
+            .get_auth("/v1/vat/reputation/bot", &hosts[2].admin_key)
+            .await,
+        StatusCode::OK,
+    )
+    .await;
+    let counts = &reputation["counts"];
+    let rated: i64 = ["approved", "flagged", "rejected"]
+        .iter()
+        .map(|k| counts[k].as_i64().unwrap())
+        .sum();
+    assert_eq!(rated, 5, "{reputation}");
+    stop_all(hosts).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn an_idempotency_key_retried_on_another_host_gets_the_first_answer() {
+    let hosts = three_hosts().await;
+    let root = hosts[0].root("bot", &["crm:*"], &["read"]).await;
+    let body = json!({"vat_jti": text(&root["jti"]), "action": "read",
+                      "resource": "crm:a", "result": "success"});
+    let send = |host: &TestApp, body: &Value| {
+        host.client
+            .post(host.url("/v1/vat/record/action"))
+            .header("Idempotency-Key", "retry-me-across-hosts")
+            .json(body)
+            .send()
+    };
+    let first = expect_json(send(&hosts[0], &body).await.unwrap(), StatusCode::CREATED).await;
+    for host in &hosts[1..] {
+        let again = expect_json(send(host, &body).await.unwrap(), StatusCode::CREATED).await;
+        assert_eq!(again, first);
+    }
+    let other = json!({"vat_jti": text(&root["jti"]), "action": "read",
+                       "resource": "crm:b", "result": "success"});
+    expect_problem(
+        send(&hosts[2], &other).await.unwrap(),
+        StatusCode::UNPROCESSABLE_ENTITY,
+        "idempotency_key_reused",
+    )
+    .await;
+    let records = expect_json(
+        hosts[1]
+            .get_auth(
+                &format!("/v1/vat/aar?vat_jti={}", text(&root["jti"])),
+                &hosts[1].admin_key,
+            )
+            .await,
+        StatusCode::OK,
+    )
+    .await;
+    assert_eq!(records["records"].as_array().unwrap().len(), 1);
+    stop_all(hosts).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_proof_of_possession_used_on_one_host_is_refused_on_another() {
+    let hosts = three_hosts().await;
+    let holder = Holder::new();
+    let root = hosts[0]
+        .issue(json!({
+            "developer_email": "dev@example.com", "agent_id": "bound-bot",
+            "resources": ["crm:*"], "actions": ["read"], "holder_key": holder.jwk(),
+        }))
+        .await;
+    let token = text(&root["compact_jwt"]);
+    let body = json!({"action": "read", "resource": "crm:a", "result": "success"});
+    let proof = holder.proof("POST", &format!("{PUBLIC_URL}/v1/vat/record/action"), token);
+    expect_json(
+        hosts[0]
+            .post_dpop("/v1/vat/record/action", token, Some(&proof), &body)
+            .await,
+        StatusCode::CREATED,
+    )
+    .await;
+    // The same proof, captured and replayed to the other hosts.
+    for host in &hosts[1..] {
+        expect_problem(
+            host.post_dpop("/v1/vat/record/action", token, Some(&proof), &body)
+                .await,
+            StatusCode::UNAUTHORIZED,
+            "dpop_invalid",
+        )
+        .await;
+    }
+    // A fresh proof acts on any host.
+    let fresh = holder.proof("POST", &format!("{PUBLIC_URL}/v1/vat/record/action"), token);
+    expect_json(
+        hosts[2]
+            .post_dpop("/v1/vat/record/action", token, Some(&fresh), &body)
+            .await,
+        StatusCode::CREATED,
+    )
+    .await;
+    stop_all(hosts).await;
+}
