@@ -336,6 +336,16 @@ impl ReaderPool {
         }
     }
 
+    /// Drops every idle connection, on a thread of its own (see `Drop`).
+    fn forget_idle(&self) {
+        let idle = self
+            .idle
+            .lock()
+            .map(|mut idle| std::mem::take(&mut *idle))
+            .unwrap_or_default();
+        close_elsewhere(idle);
+    }
+
     fn give_back(&self, conn: Connection) {
         if let Ok(mut idle) = self.idle.lock() {
             idle.push(conn);
@@ -346,7 +356,7 @@ impl ReaderPool {
     /// waiting for a free one first.
     async fn run<T, E>(
         self: &Arc<ReaderPool>,
-        work: impl FnOnce(&Connection) -> Result<T, E> + Send + 'static,
+        work: impl Fn(&Connection) -> Result<T, E> + Send + 'static,
     ) -> Result<T, E>
     where
         T: Send + 'static,
@@ -391,8 +401,19 @@ impl ReaderPool {
                     )
                     .map_err(StoreError::from)?;
             }
-            let result = work(&conn);
+            let mut result = work(&conn);
             set_cancel(None);
+            if conn.is_lost() {
+                // The server went away since the connection was last used
+                // (a restart): every idle connection is as stale. A read
+                // changes nothing, so it runs again on a new connection.
+                drop(conn);
+                pool.forget_idle();
+                conn = pool.take()?;
+                set_cancel(conn.cancel_token());
+                result = work(&conn);
+                set_cancel(None);
+            }
             pool.give_back(conn);
             drop(permit);
             result
@@ -403,20 +424,24 @@ impl ReaderPool {
 }
 
 impl Drop for ReaderPool {
-    /// Closes the idle connections on a thread of their own: closing a
-    /// PostgreSQL client blocks, which an async task must never do.
     fn drop(&mut self) {
         let idle = self.idle.get_mut().map(std::mem::take).unwrap_or_default();
-        if idle
-            .iter()
-            .any(|conn| conn.dialect() == sql::Dialect::Postgres)
-        {
-            let closing = std::thread::Builder::new()
-                .name("mandate-close".into())
-                .spawn(move || drop(idle));
-            if let Err(error) = closing {
-                tracing::warn!(%error, "cannot start a thread to close idle connections");
-            }
+        close_elsewhere(idle);
+    }
+}
+
+/// Closes connections on a thread of their own: closing a PostgreSQL client
+/// blocks, which an async task must never do.
+fn close_elsewhere(conns: Vec<Connection>) {
+    if conns
+        .iter()
+        .any(|conn| conn.dialect() == sql::Dialect::Postgres)
+    {
+        let closing = std::thread::Builder::new()
+            .name("mandate-close".into())
+            .spawn(move || drop(conns));
+        if let Err(error) = closing {
+            tracing::warn!(%error, "cannot start a thread to close idle connections");
         }
     }
 }
@@ -643,7 +668,7 @@ impl<S: Owned> Store<S> {
     /// [`StoreError::OverBudget`].
     pub async fn read<T, E>(
         &self,
-        work: impl FnOnce(&Connection) -> Result<T, E> + Send + 'static,
+        work: impl Fn(&Connection) -> Result<T, E> + Send + 'static,
     ) -> Result<T, E>
     where
         T: Send + 'static,
@@ -656,7 +681,7 @@ impl<S: Owned> Store<S> {
     /// under the time budget. Slow queries never hold these connections.
     pub async fn lookup<T, E>(
         &self,
-        work: impl FnOnce(&Connection) -> Result<T, E> + Send + 'static,
+        work: impl Fn(&Connection) -> Result<T, E> + Send + 'static,
     ) -> Result<T, E>
     where
         T: Send + 'static,
@@ -670,7 +695,7 @@ impl<S: Owned> Store<S> {
     /// uses. It has no budget: only indexed reads of a few rows belong here.
     pub async fn read_keys<T, E>(
         &self,
-        work: impl FnOnce(&Connection) -> Result<T, E> + Send + 'static,
+        work: impl Fn(&Connection) -> Result<T, E> + Send + 'static,
     ) -> Result<T, E>
     where
         T: Send + 'static,

@@ -17,7 +17,7 @@ use serde_json::{Value, json};
 use crate::helpers::{expect_json, text, with_database};
 use crate::process::{Server, admin_key, config_without_limits};
 
-async fn issue(server: &Server, key: &str, constraints: Value) -> String {
+pub async fn issue(server: &Server, key: &str, constraints: Value) -> String {
     let body = json!({
         "developer_email": "dev@example.com", "agent_id": "crash-bot",
         "resources": ["crm:*"], "actions": ["read"], "constraints": constraints, "ttl_seconds": 86400
@@ -35,15 +35,15 @@ async fn issue(server: &Server, key: &str, constraints: Value) -> String {
 
 /// What a client was told: the record id and what it sent.
 #[derive(Debug, Clone, PartialEq)]
-struct Ack {
-    jti: String,
-    resource: String,
-    status: &'static str,
+pub struct Ack {
+    pub jti: String,
+    pub resource: String,
+    pub status: &'static str,
 }
 
 /// Records actions on `tokens` until the server goes away; collects every
 /// acknowledged record (201 or a 403 naming a denied record).
-async fn writer_client(
+pub async fn writer_client(
     base: String,
     tokens: Vec<String>,
     acks: Arc<Mutex<BTreeMap<String, Ack>>>,
@@ -85,12 +85,12 @@ async fn writer_client(
     }
 }
 
-fn random_below(bound: u64) -> u64 {
+pub fn random_below(bound: u64) -> u64 {
     u64::from_le_bytes(mandate_host::random::bytes()) % bound
 }
 
 /// Checks every acknowledged record against the server; returns the bodies.
-async fn check_acks(
+pub async fn check_acks(
     server: &Server,
     key: &str,
     acks: &BTreeMap<String, Ack>,
@@ -117,7 +117,7 @@ async fn check_acks(
 /// SQLite's integrity check ("ok" on PostgreSQL, which checks its own
 /// pages as it reads them), the records stored, and how many distinct ids
 /// they have.
-fn integrity(data_dir: &Path) -> (String, i64, i64) {
+pub fn integrity(data_dir: &Path) -> (String, i64, i64) {
     with_database(data_dir, |conn| {
         let check: String = match conn.as_sqlite() {
             Some(sqlite) => sqlite
@@ -254,7 +254,7 @@ async fn kill_nine_loses_nothing_acknowledged() {
     clippy::print_stderr,
     reason = "the reliability figures are read from the test output"
 )]
-fn report(line: &str) {
+pub fn report(line: &str) {
     eprintln!("{line}");
 }
 

@@ -3,10 +3,16 @@
 //! one process): a token issued on one host acts on another, a revocation on
 //! one is refused by the others the moment it returns, spenders spread over
 //! the hosts never pass a budget, concurrent ratings have one winner, an
-//! Idempotency-Key retried on another host gets the first answer, and a
-//! DPoP proof used on one host is refused on another.
+//! Idempotency-Key retried on another host gets the first answer, a DPoP
+//! proof used on one host is refused on another; `kill -9` of one host
+//! under load loses nothing either host acknowledged; and a PostgreSQL
+//! restart under load (run alone) answers 503 meanwhile and loses nothing.
 
-use std::sync::Arc;
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
 use reqwest::StatusCode;
 use serde_json::{Value, json};
@@ -14,7 +20,9 @@ use tokio::sync::Barrier;
 
 use mandate_host::config::Config;
 
+use crate::crash::{Ack, check_acks, integrity, issue, random_below, report, writer_client};
 use crate::helpers::{Holder, TestApp, expect_json, expect_problem, text};
+use crate::process::{Server, admin_key, config_without_limits};
 
 /// The address clients reach the hosts at, behind one load balancer: DPoP
 /// proofs name it, so a proof is good at every host.
@@ -312,4 +320,203 @@ async fn a_proof_of_possession_used_on_one_host_is_refused_on_another() {
     )
     .await;
     stop_all(hosts).await;
+}
+
+/// A data folder for another host process on the database of the folder
+/// `data`: the same key file, admin key and database.
+fn another_folder(data: &Path, folder: &Path) {
+    std::fs::create_dir_all(folder).unwrap();
+    for file in [
+        mandate_host::secrets::KEY_FILE,
+        mandate_host::setup::ADMIN_KEY_FILE,
+        "test-database",
+    ] {
+        std::fs::copy(data.join(file), folder.join(file)).unwrap();
+    }
+}
+
+/// Writers load two host processes; one is killed (`kill -9`) at a random
+/// moment, again and again, while the other goes on; every write either
+/// host acknowledged is there, unchanged, once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn kill_nine_of_one_host_loses_nothing_either_acknowledged() {
+    let dir = tempfile::tempdir().unwrap();
+    let (data, other) = (dir.path().join("a"), dir.path().join("b"));
+    let config = config_without_limits(dir.path());
+    let survivor = Server::start(&data, &config);
+    let key = admin_key(&data);
+    another_folder(&data, &other);
+    let tokens = vec![
+        issue(&survivor, &key, json!({})).await,
+        issue(&survivor, &key, json!({})).await,
+    ];
+    let acks = Arc::new(Mutex::new(BTreeMap::new()));
+    let steady: Vec<_> = (0..3)
+        .map(|seed| {
+            tokio::spawn(writer_client(
+                survivor.base.clone(),
+                tokens.clone(),
+                acks.clone(),
+                seed * 1_000_000,
+            ))
+        })
+        .collect();
+    for cycle in 0..4 {
+        let victim = Server::start(&other, &config);
+        let writers: Vec<_> = (0..3)
+            .map(|seed| {
+                tokio::spawn(writer_client(
+                    victim.base.clone(),
+                    tokens.clone(),
+                    acks.clone(),
+                    (seed + 3) * 1_000_000 + cycle * 10_000,
+                ))
+            })
+            .collect();
+        let before = acks.lock().unwrap().len();
+        let started = Instant::now();
+        while acks.lock().unwrap().len() < before + 200
+            && started.elapsed() < Duration::from_secs(10)
+        {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        tokio::time::sleep(Duration::from_millis(random_below(300))).await;
+        victim.kill();
+        for writer in writers {
+            writer.await.unwrap();
+        }
+    }
+    survivor.stop();
+    for writer in steady {
+        writer.await.unwrap();
+    }
+    let acks = acks.lock().unwrap().clone();
+    assert!(acks.len() > 500, "only {} acknowledged writes", acks.len());
+    let server = Server::start(&other, &config);
+    check_acks(&server, &key, &acks, &mut BTreeMap::new()).await;
+    server.stop();
+    let (_, records, distinct) = integrity(&data);
+    assert_eq!(records, distinct, "a record is duplicated");
+    assert!(records as usize >= acks.len());
+}
+
+/// PostgreSQL restarted under load (`cargo xtask test` runs this alone, with
+/// `MANDATE_TEST_POSTGRES_RESTART` naming the command that restarts the
+/// server): while it is down writes answer 503 with `Retry-After` and
+/// `/readyz` 503, never a hang; once it is back the host serves again
+/// without a restart of its own, and nothing it acknowledged is lost.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+#[ignore = "restarts the PostgreSQL server: cargo xtask test runs it alone"]
+async fn a_postgresql_restart_under_load_loses_nothing_acknowledged() {
+    let restart = std::env::var("MANDATE_TEST_POSTGRES_RESTART")
+        .expect("MANDATE_TEST_POSTGRES_RESTART names the command that restarts PostgreSQL");
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    let config = config_without_limits(dir.path());
+    let server = Server::start(&data, &config);
+    let key = admin_key(&data);
+    let tokens = vec![issue(&server, &key, json!({})).await];
+    let acks = Arc::new(Mutex::new(BTreeMap::new()));
+    let (unavailable, stop) = (
+        Arc::new(AtomicU64::new(0)),
+        Arc::new(AtomicBool::new(false)),
+    );
+    let writers: Vec<_> = (0..4)
+        .map(|seed| {
+            let (base, tokens, acks, unavailable, stop) = (
+                server.base.clone(),
+                tokens.clone(),
+                acks.clone(),
+                unavailable.clone(),
+                stop.clone(),
+            );
+            tokio::spawn(async move {
+                let client = reqwest::Client::builder()
+                    .timeout(Duration::from_secs(20))
+                    .build()
+                    .unwrap();
+                let mut n = seed * 1_000_000;
+                while !stop.load(Ordering::Relaxed) {
+                    n += 1;
+                    let resource = format!("crm:item{n}");
+                    let body = json!({"vat_jti": tokens[0], "action": "read",
+                                      "resource": resource, "result": "success"});
+                    let response = client
+                        .post(format!("{base}/v1/vat/record/action"))
+                        .json(&body)
+                        .send()
+                        .await
+                        .expect("the host answers, also while the database is down");
+                    match response.status() {
+                        StatusCode::CREATED => {
+                            let reply: Value = response.json().await.unwrap();
+                            acks.lock().unwrap().insert(
+                                text(&reply["aar_id"]).to_owned(),
+                                Ack {
+                                    jti: tokens[0].clone(),
+                                    resource,
+                                    status: "completed",
+                                },
+                            );
+                        }
+                        StatusCode::SERVICE_UNAVAILABLE => {
+                            assert!(response.headers().contains_key("retry-after"));
+                            unavailable.fetch_add(1, Ordering::Relaxed);
+                            tokio::time::sleep(Duration::from_millis(50)).await;
+                        }
+                        other => panic!("{other}: {}", response.text().await.unwrap()),
+                    }
+                }
+            })
+        })
+        .collect();
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let restarted = tokio::task::spawn_blocking(move || {
+        std::process::Command::new("sh")
+            .args(["-c", &restart])
+            .status()
+            .unwrap()
+    });
+    // While it restarts, readiness says so (or the restart was quicker).
+    let ready = server
+        .client
+        .get(server.url("/readyz"))
+        .send()
+        .await
+        .unwrap()
+        .status();
+    assert!(
+        ready == StatusCode::OK || ready == StatusCode::SERVICE_UNAVAILABLE,
+        "{ready}"
+    );
+    assert!(restarted.await.unwrap().success(), "the restart failed");
+    // Back: the host serves again without being restarted.
+    let acked_before = acks.lock().unwrap().len();
+    let started = Instant::now();
+    while acks.lock().unwrap().len() < acked_before + 100 {
+        assert!(
+            started.elapsed() < Duration::from_secs(30),
+            "the host did not take writes again after PostgreSQL came back"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    stop.store(true, Ordering::Relaxed);
+    for writer in writers {
+        writer.await.unwrap();
+    }
+    let ready = server
+        .client
+        .get(server.url("/readyz"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(ready.status(), StatusCode::OK);
+    let acks = acks.lock().unwrap().clone();
+    check_acks(&server, &key, &acks, &mut BTreeMap::new()).await;
+    report(&format!(
+        "PostgreSQL restart under load: {} writes acknowledged, {} answered 503 while it was down, 0 lost",
+        acks.len(),
+        unavailable.load(Ordering::Relaxed)
+    ));
+    server.stop();
 }
