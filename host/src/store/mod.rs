@@ -446,6 +446,32 @@ fn close_elsewhere(conns: Vec<Connection>) {
     }
 }
 
+/// Takes the data folder's serve lock (an exclusive `flock` on
+/// `mandate.db.serve-lock`, held by the writer thread until it closes the
+/// database): SQLite serves one process, whose writer hands out record
+/// numbers from memory. Operator commands take no lock: they write through
+/// SQLite's own locking, as before.
+fn serve_lock(db: &Path) -> anyhow::Result<std::fs::File> {
+    let path = db.with_extension("db.serve-lock");
+    let file = std::fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .mode(0o600)
+        .open(&path)
+        .map_err(|e| anyhow::anyhow!("cannot create {}: {e}", path.display()))?;
+    rustix::fs::flock(&file, rustix::fs::FlockOperation::NonBlockingLockExclusive).map_err(
+        |_| {
+            anyhow::anyhow!(
+                "another `mandate serve` serves {}; SQLite serves one process \
+                 (for several hosts, give them one PostgreSQL database: --database postgres://…)",
+                db.display()
+            )
+        },
+    )?;
+    Ok(file)
+}
+
 /// Runs `open` on a thread of its own and waits for it: opening PostgreSQL
 /// connections blocks, and a caller may be an async task.
 pub fn off_runtime<T: Send>(open: impl FnOnce() -> anyhow::Result<T> + Send) -> anyhow::Result<T> {
@@ -614,7 +640,11 @@ impl<S: Owned> Store<S> {
             }
             lane
         });
-        let writer = Writer::start(own(conn), lanes.max_batch, metrics)?;
+        let guard = match database {
+            Database::Sqlite(path) => Some(serve_lock(path)?),
+            Database::Postgres(_) => None,
+        };
+        let writer = Writer::start(own(conn), guard, lanes.max_batch, metrics)?;
         Ok(Store {
             writer,
             keys,

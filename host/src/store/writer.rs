@@ -108,16 +108,21 @@ impl<S> std::fmt::Debug for Writer<S> {
 }
 
 impl<S: Owned> Writer<S> {
-    /// Starts the writer thread, which owns `owned`.
+    /// Starts the writer thread, which owns `owned`, and `guard` until it
+    /// has closed the database (the data folder's serve lock on SQLite).
     pub(crate) fn start(
         owned: S,
+        guard: Option<std::fs::File>,
         max_batch: usize,
         metrics: Arc<Metrics>,
     ) -> anyhow::Result<Writer<S>> {
         let (queue, jobs) = mpsc::channel(QUEUE_DEPTH);
         let thread = std::thread::Builder::new()
             .name("mandate-writer".into())
-            .spawn(move || run(owned, jobs, max_batch.max(1), &metrics))?;
+            .spawn(move || {
+                run(owned, jobs, max_batch.max(1), &metrics);
+                drop(guard);
+            })?;
         Ok(Writer {
             queue,
             thread: Arc::new(Mutex::new(Some(thread))),

@@ -291,3 +291,21 @@ async fn an_upgrade_from_schema_1_keeps_every_workflow_and_token() {
     )
     .await;
 }
+
+/// SQLite serves one process: a second server on a served data folder is
+/// refused with a message naming the way to several hosts; once the first
+/// stops, the folder serves again.
+#[tokio::test]
+async fn a_second_server_on_a_served_sqlite_folder_is_refused() {
+    let app = TestApp::spawn().await;
+    let config = mandate_host::config::Config::for_test(app.dir.as_ref().unwrap().path());
+    let refused = mandate_host::AppState::open(config)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        refused.contains("another `mandate serve` serves") && refused.contains("PostgreSQL"),
+        "{refused}"
+    );
+    let dir = app.stop().await;
+    TestApp::spawn_in(dir, |_| {}).await.stop().await;
+}
