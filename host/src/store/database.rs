@@ -11,7 +11,7 @@ use std::time::Duration;
 use mandate_core::OrgId;
 use postgres::error::SqlState;
 
-use super::sql::{Connection, OptionalExtension as _, params};
+use super::sql::{self, Connection, OptionalExtension as _, params};
 use super::{StoreError, orgs, schema};
 
 /// Where the database is.
@@ -66,6 +66,15 @@ impl Database {
                 "sslmode=require is not supported yet: Mandate connects to PostgreSQL without TLS (use a private network or a local socket proxy)"
             );
         }
+        if config.get_user().is_none() {
+            // As libpq does: the operating system's user.
+            let user = std::env::var("USER")
+                .or_else(|_| std::env::var("LOGNAME"))
+                .map_err(|_| {
+                    anyhow::anyhow!("the database URL names no user (postgres://USER@…)")
+                })?;
+            config.user(&user);
+        }
         if config.get_connect_timeout().is_none() {
             config.connect_timeout(CONNECT_TIMEOUT);
         }
@@ -112,7 +121,7 @@ impl Database {
             Database::Sqlite(path) => super::open_writer(path),
             Database::Postgres(config) => {
                 let conn = Connection::postgres(config, WRITER_SESSION).map_err(|e| {
-                    anyhow::anyhow!("cannot connect to the {}: {e}", self.describe())
+                    anyhow::anyhow!("cannot connect to the {}: {}", self.describe(), explain(&e))
                 })?;
                 check_durable(&conn)?;
                 migrate(&conn)?;
@@ -125,11 +134,23 @@ impl Database {
 /// Every write transaction reads what was committed before each of its
 /// statements; the ledger takes row locks where a decision depends on a
 /// row another host may change.
-const WRITER_SESSION: &str = "SET default_transaction_isolation = 'read committed';
+const WRITER_SESSION: &str = "SET client_min_messages = warning;
+SET default_transaction_isolation = 'read committed';
 SET synchronous_commit = on;
 SET lock_timeout = '10s';
 SET statement_timeout = '30s';
 SET idle_in_transaction_session_timeout = '60s'";
+
+/// What went wrong, with the server's own message when it sent one.
+fn explain(error: &sql::Error) -> String {
+    match error {
+        sql::Error::Postgres(e) => match e.as_db_error() {
+            Some(db) => format!("{} ({})", db.message(), db.code().code()),
+            None => std::error::Error::source(e).map_or_else(|| e.to_string(), ToString::to_string),
+        },
+        other => other.to_string(),
+    }
+}
 
 /// Refuses a server that may lose committed transactions.
 fn check_durable(conn: &Connection) -> anyhow::Result<()> {
