@@ -173,6 +173,10 @@ pub struct DatabaseConfig {
     /// `postgres://…` for PostgreSQL, shared by any number of hosts;
     /// unset for the embedded SQLite in the data folder.
     pub url: Option<String>,
+    /// PEM file of the certificate authorities that may sign the database
+    /// server's certificate (relative to the config file); by default the
+    /// system's.
+    pub ca_file: Option<PathBuf>,
 }
 
 /// Everything the server can be told.
@@ -263,6 +267,9 @@ impl Config {
         if let Some(file) = &mut config.key_file {
             *file = base.join(&*file);
         }
+        if let Some(file) = &mut config.database.ca_file {
+            *file = base.join(&*file);
+        }
         for issuer in &mut config.oidc.issuer {
             if let Some(file) = &mut issuer.jwks_file {
                 *file = base.join(&*file);
@@ -286,7 +293,7 @@ impl Config {
     /// folder.
     pub fn database(&self) -> anyhow::Result<Database> {
         match &self.database.url {
-            Some(url) => Database::from_url(url),
+            Some(url) => Database::from_url(url, self.database.ca_file.as_deref()),
             None => Ok(Database::Sqlite(self.data_dir.join(DB_FILE))),
         }
     }

@@ -41,6 +41,10 @@ struct Cli {
     /// by any number of hosts [default: SQLite in the data folder]
     #[arg(long = "database", global = true, env = "MANDATE_DATABASE_URL")]
     database_url: Option<String>,
+    /// PEM file of the authorities that may sign the PostgreSQL server's
+    /// certificate [default: the system's]
+    #[arg(long, global = true, env = "MANDATE_DATABASE_CA_FILE")]
+    database_ca_file: Option<PathBuf>,
     #[command(subcommand)]
     command: Command,
 }
@@ -146,6 +150,9 @@ fn config(cli: &Cli) -> anyhow::Result<Config> {
     }
     if let Some(url) = &cli.database_url {
         config.database.url = Some(url.clone());
+    }
+    if let Some(file) = &cli.database_ca_file {
+        config.database.ca_file = Some(file.clone());
     }
     if let Command::Serve {
         listen: Some(listen),

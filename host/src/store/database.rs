@@ -5,13 +5,14 @@
 //! check, and what its errors mean to a caller.
 
 use std::fmt;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::Duration;
 
 use mandate_core::OrgId;
 use postgres::error::SqlState;
 
-use super::sql::{self, Connection, OptionalExtension as _, params};
+use super::sql::{self, Connection, OptionalExtension as _, Tls, params};
 use super::{StoreError, orgs, schema};
 
 /// Where the database is.
@@ -20,7 +21,22 @@ pub enum Database {
     /// The SQLite file at this path.
     Sqlite(PathBuf),
     /// A PostgreSQL database.
-    Postgres(Box<postgres::Config>),
+    Postgres(Box<Postgres>),
+}
+
+/// A PostgreSQL database: where it is and how to reach it.
+#[derive(Clone)]
+pub struct Postgres {
+    pub config: postgres::Config,
+    pub tls: Tls,
+}
+
+impl fmt::Debug for Postgres {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Postgres")
+            .field("tls", &self.tls)
+            .finish_non_exhaustive()
+    }
 }
 
 impl fmt::Debug for Database {
@@ -50,9 +66,11 @@ pub(crate) const ORGS_LOCK: i64 = 0x4d41_4e44_0000_0003;
 
 impl Database {
     /// The database a `--database` URL names: `postgres://…` or
-    /// `postgresql://…` (libpq's URL form, `sslmode=disable` or `prefer`:
-    /// TLS to the database is not built yet).
-    pub fn from_url(url: &str) -> anyhow::Result<Database> {
+    /// `postgresql://…` (libpq's URL form). TLS follows `sslmode`:
+    /// `disable`, `prefer` (the default: TLS when the server offers it) or
+    /// `require`; the server's certificate is always verified, against
+    /// `ca_file` (PEM) when given, else the system's roots.
+    pub fn from_url(url: &str, ca_file: Option<&Path>) -> anyhow::Result<Database> {
         if !(url.starts_with("postgres://") || url.starts_with("postgresql://")) {
             anyhow::bail!(
                 "the database URL must start with postgres:// or postgresql:// (leave it unset for the embedded SQLite)"
@@ -61,11 +79,6 @@ impl Database {
         let mut config: postgres::Config = url
             .parse()
             .map_err(|e| anyhow::anyhow!("the database URL is not valid: {e}"))?;
-        if config.get_ssl_mode() == postgres::config::SslMode::Require {
-            anyhow::bail!(
-                "sslmode=require is not supported yet: Mandate connects to PostgreSQL without TLS (use a private network or a local socket proxy)"
-            );
-        }
         if config.get_user().is_none() {
             // As libpq does: the operating system's user.
             let user = std::env::var("USER")
@@ -87,14 +100,16 @@ impl Database {
             config.tcp_user_timeout(UNANSWERED_TIMEOUT);
         }
         config.keepalives_idle(UNANSWERED_TIMEOUT);
-        Ok(Database::Postgres(Box::new(config)))
+        let tls = tls(&config, ca_file)?;
+        Ok(Database::Postgres(Box::new(Postgres { config, tls })))
     }
 
     /// Where it is, for logs and messages (never a password).
     pub fn describe(&self) -> String {
         match self {
             Database::Sqlite(path) => format!("SQLite at {}", path.display()),
-            Database::Postgres(config) => {
+            Database::Postgres(pg) => {
+                let config = &pg.config;
                 let hosts: Vec<String> = config
                     .get_hosts()
                     .iter()
@@ -119,10 +134,15 @@ impl Database {
     pub fn open_writer(&self) -> anyhow::Result<Connection> {
         match self {
             Database::Sqlite(path) => super::open_writer(path),
-            Database::Postgres(config) => {
-                let conn = Connection::postgres(config, WRITER_SESSION).map_err(|e| {
-                    anyhow::anyhow!("cannot connect to the {}: {}", self.describe(), explain(&e))
-                })?;
+            Database::Postgres(pg) => {
+                let conn =
+                    Connection::postgres(&pg.config, &pg.tls, WRITER_SESSION).map_err(|e| {
+                        anyhow::anyhow!(
+                            "cannot connect to the {}: {}",
+                            self.describe(),
+                            explain(&e)
+                        )
+                    })?;
                 check_durable(&conn)?;
                 migrate(&conn)?;
                 Ok(conn)
@@ -141,12 +161,64 @@ SET lock_timeout = '10s';
 SET statement_timeout = '30s';
 SET idle_in_transaction_session_timeout = '60s'";
 
+/// How connections to `config` are made (see [`Database::from_url`]).
+fn tls(config: &postgres::Config, ca_file: Option<&Path>) -> anyhow::Result<Tls> {
+    use rustls_pki_types::CertificateDer;
+    use rustls_pki_types::pem::PemObject as _;
+    if config.get_ssl_mode() == postgres::config::SslMode::Disable {
+        return Ok(Tls::None);
+    }
+    let mut roots = rustls::RootCertStore::empty();
+    match ca_file {
+        Some(file) => {
+            let certs = CertificateDer::pem_file_iter(file)
+                .and_then(Iterator::collect::<Result<Vec<_>, _>>)
+                .map_err(|e| anyhow::anyhow!("cannot read the CA file {}: {e}", file.display()))?;
+            if certs.is_empty() {
+                anyhow::bail!("the CA file {} holds no certificate", file.display());
+            }
+            for cert in certs {
+                roots.add(cert).map_err(|e| {
+                    anyhow::anyhow!(
+                        "the CA file {} holds a bad certificate: {e}",
+                        file.display()
+                    )
+                })?;
+            }
+        }
+        None => {
+            let found = rustls_native_certs::load_native_certs();
+            roots.add_parsable_certificates(found.certs);
+        }
+    }
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let client = rustls::ClientConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .map_err(|e| anyhow::anyhow!("TLS to the database: {e}"))?
+        .with_root_certificates(roots)
+        .with_no_client_auth();
+    Ok(Tls::Rustls(tokio_postgres_rustls::MakeRustlsConnect::new(
+        client,
+    )))
+}
+
 /// What went wrong, with the server's own message when it sent one.
 fn explain(error: &sql::Error) -> String {
     match error {
         sql::Error::Postgres(e) => match e.as_db_error() {
             Some(db) => format!("{} ({})", db.message(), db.code().code()),
-            None => std::error::Error::source(e).map_or_else(|| e.to_string(), ToString::to_string),
+            None => {
+                let cause =
+                    std::error::Error::source(e).map_or_else(|| e.to_string(), ToString::to_string);
+                if cause.contains("certificate") {
+                    format!(
+                        "{cause} (name the authority that signed the server's certificate with \
+                         [database] ca_file, or connect without TLS: sslmode=disable)"
+                    )
+                } else {
+                    cause
+                }
+            }
         },
         other => other.to_string(),
     }
@@ -169,7 +241,7 @@ fn check_durable(conn: &Connection) -> anyhow::Result<()> {
 /// lane, whose writes commit one statement at a time), with the lane's time
 /// budget as `statement_timeout`.
 pub(super) fn open_reader(
-    config: &postgres::Config,
+    pg: &Postgres,
     budget: Option<Duration>,
     writable: bool,
 ) -> Result<Connection, StoreError> {
@@ -179,7 +251,7 @@ pub(super) fn open_reader(
         "SET default_transaction_read_only = {read_only}; SET statement_timeout = {timeout_ms}; \
          SET synchronous_commit = on"
     );
-    Ok(Connection::postgres(config, &session)?)
+    Ok(Connection::postgres(&pg.config, &pg.tls, &session)?)
 }
 
 /// Creates or migrates the schema, one host at a time.

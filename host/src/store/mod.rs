@@ -324,7 +324,7 @@ impl ReaderPool {
                 conn.pragma_update(None, "query_only", "ON")?;
                 Ok(Connection::sqlite(conn))
             }
-            Database::Postgres(config) => database::open_reader(config, self.budget, self.writable),
+            Database::Postgres(pg) => database::open_reader(pg, self.budget, self.writable),
         }
     }
 
@@ -380,7 +380,7 @@ impl ReaderPool {
                     *slot = token;
                 }
             };
-            set_cancel(conn.cancel_token());
+            set_cancel(conn.canceller());
             // Abandoned before its cancel token was in place: Abandon's drop
             // set the flag before it looked for a token (both sequentially
             // consistent), so one of the two sees the other.
@@ -410,7 +410,7 @@ impl ReaderPool {
                 drop(conn);
                 pool.forget_idle();
                 conn = pool.take()?;
-                set_cancel(conn.cancel_token());
+                set_cancel(conn.canceller());
                 result = work(&conn);
                 set_cancel(None);
             }
@@ -492,7 +492,7 @@ pub fn off_runtime<T: Send>(open: impl FnOnce() -> anyhow::Result<T> + Send) -> 
 #[derive(Default)]
 struct Abandon {
     flag: Arc<AtomicBool>,
-    cancel: Arc<Mutex<Option<postgres::CancelToken>>>,
+    cancel: Arc<Mutex<Option<sql::Canceller>>>,
 }
 
 fn abandon_seen(flag: &AtomicBool) -> bool {
@@ -508,9 +508,8 @@ const CANCEL_TRIES: u32 = 200;
 impl Drop for Abandon {
     fn drop(&mut self) {
         self.flag.store(true, Ordering::SeqCst);
-        let running = |slot: &Mutex<Option<postgres::CancelToken>>| {
-            slot.lock().ok().and_then(|token| token.clone())
-        };
+        let running =
+            |slot: &Mutex<Option<sql::Canceller>>| slot.lock().ok().and_then(|token| token.clone());
         if running(&self.cancel).is_none() {
             return;
         }
@@ -523,7 +522,7 @@ impl Drop for Abandon {
                     let Some(token) = running(&slot) else {
                         return;
                     };
-                    if let Err(error) = token.cancel_query(postgres::NoTls) {
+                    if let Err(error) = token.cancel() {
                         tracing::warn!(%error, "cancelling an abandoned read failed");
                         return;
                     }

@@ -517,15 +517,62 @@ fn numbered(sql: &str) -> String {
 /// changed.
 struct Pg {
     config: postgres::Config,
+    tls: Tls,
     session: String,
     client: RefCell<postgres::Client>,
     statements: RefCell<HashMap<String, postgres::Statement>>,
     changes: Cell<u64>,
 }
 
+/// How a PostgreSQL connection is made: in the clear (`sslmode=disable`),
+/// or with rustls (`prefer` falls back to the clear when the server offers
+/// no TLS, `require` does not; certificates are always verified).
+#[derive(Clone)]
+pub enum Tls {
+    None,
+    Rustls(tokio_postgres_rustls::MakeRustlsConnect),
+}
+
+impl fmt::Debug for Tls {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Tls::None => "Tls::None",
+            Tls::Rustls(_) => "Tls::Rustls",
+        })
+    }
+}
+
+/// What stops the statement a PostgreSQL connection runs, from another
+/// thread.
+#[derive(Clone)]
+pub struct Canceller {
+    token: postgres::CancelToken,
+    tls: Tls,
+}
+
+impl fmt::Debug for Canceller {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("Canceller")
+    }
+}
+
+impl Canceller {
+    /// Asks the server to stop the statement running now, if any (blocks).
+    pub fn cancel(&self) -> Result<()> {
+        match &self.tls {
+            Tls::None => self.token.cancel_query(postgres::NoTls)?,
+            Tls::Rustls(tls) => self.token.cancel_query(tls.clone())?,
+        }
+        Ok(())
+    }
+}
+
 impl Pg {
-    fn connect(config: &postgres::Config, session: &str) -> Result<postgres::Client> {
-        let mut client = config.connect(postgres::NoTls)?;
+    fn connect(config: &postgres::Config, tls: &Tls, session: &str) -> Result<postgres::Client> {
+        let mut client = match tls {
+            Tls::None => config.connect(postgres::NoTls)?,
+            Tls::Rustls(tls) => config.connect(tls.clone())?,
+        };
         if !session.is_empty() {
             client.batch_execute(session)?;
         }
@@ -535,7 +582,7 @@ impl Pg {
     /// Connects again if the server was lost.
     fn reconnect_if_lost(&self) -> Result<()> {
         if self.client.borrow().is_closed() {
-            let client = Pg::connect(&self.config, &self.session)?;
+            let client = Pg::connect(&self.config, &self.tls, &self.session)?;
             *self.client.borrow_mut() = client;
             self.statements.borrow_mut().clear();
         }
@@ -605,10 +652,11 @@ impl Connection {
 
     /// Connects to PostgreSQL and runs `session` (statements that set up
     /// the session, run again on every reconnection).
-    pub fn postgres(config: &postgres::Config, session: &str) -> Result<Connection> {
-        let client = Pg::connect(config, session)?;
+    pub fn postgres(config: &postgres::Config, tls: &Tls, session: &str) -> Result<Connection> {
+        let client = Pg::connect(config, tls, session)?;
         Ok(Connection(Engine::Postgres(Box::new(Pg {
             config: config.clone(),
+            tls: tls.clone(),
             session: session.to_owned(),
             client: RefCell::new(client),
             statements: RefCell::new(HashMap::new()),
@@ -643,10 +691,13 @@ impl Connection {
 
     /// What stops the statement this connection runs from another thread
     /// (PostgreSQL; SQLite's reads are stopped by their progress handler).
-    pub fn cancel_token(&self) -> Option<postgres::CancelToken> {
+    pub fn canceller(&self) -> Option<Canceller> {
         match &self.0 {
             Engine::Sqlite(_) => None,
-            Engine::Postgres(pg) => Some(pg.client.borrow().cancel_token()),
+            Engine::Postgres(pg) => Some(Canceller {
+                token: pg.client.borrow().cancel_token(),
+                tls: pg.tls.clone(),
+            }),
         }
     }
 

@@ -67,6 +67,7 @@ pub fn test_database(dir: &Path) -> Option<String> {
                 CREATED.fetch_add(1, Ordering::Relaxed)
             );
             let (url, create) = (server.clone(), format!("CREATE DATABASE {name}"));
+            let url = url.replace("sslmode=require", "sslmode=disable");
             // The synchronous client blocks: never on an async task.
             std::thread::spawn(move || {
                 let mut client = postgres::Client::connect(&url, postgres::NoTls).unwrap();
@@ -78,8 +79,14 @@ pub fn test_database(dir: &Path) -> Option<String> {
             name
         }
     };
-    let (server_root, _) = server.rsplit_once('/').unwrap();
-    Some(format!("{server_root}/{name}"))
+    let (path, query) = server.split_once('?').unwrap_or((&server, ""));
+    let (server_root, _) = path.rsplit_once('/').unwrap();
+    let query = if query.is_empty() {
+        String::new()
+    } else {
+        format!("?{query}")
+    };
+    Some(format!("{server_root}/{name}{query}"))
 }
 
 pub struct TestApp {

@@ -21,7 +21,7 @@ use tokio::sync::Barrier;
 use mandate_host::config::Config;
 
 use crate::crash::{Ack, check_acks, integrity, issue, random_below, report, writer_client};
-use crate::helpers::{Holder, TestApp, expect_json, expect_problem, text};
+use crate::helpers::{Holder, TestApp, expect_json, expect_problem, test_database, text};
 use crate::process::{Server, admin_key, config_without_limits};
 
 /// The address clients reach the hosts at, behind one load balancer: DPoP
@@ -519,4 +519,55 @@ async fn a_postgresql_restart_under_load_loses_nothing_acknowledged() {
         unavailable.load(Ordering::Relaxed)
     ));
     server.stop();
+}
+
+/// TLS to PostgreSQL (`cargo xtask test` serves its cluster with a
+/// certificate of its own authority, `MANDATE_TEST_POSTGRES_CA`): with
+/// `sslmode=require` and that authority every connection is encrypted; with
+/// the system's roots, which never signed it, the host refuses to start.
+/// The server lets each client choose, and the rest of the suite asks for
+/// none.
+#[tokio::test]
+async fn tls_to_postgresql_is_verified_and_used() {
+    let ca = std::env::var("MANDATE_TEST_POSTGRES_CA")
+        .expect("MANDATE_TEST_POSTGRES_CA names the test cluster's certificate authority");
+    let dir = tempfile::tempdir().unwrap();
+    // The suite's other connections ask for no TLS (`sslmode=disable`).
+    let url = test_database(dir.path())
+        .unwrap()
+        .replace("sslmode=disable", "sslmode=require");
+    assert!(url.ends_with("sslmode=require"), "{url}");
+    let app = TestApp::spawn_in(dir, |config| {
+        config.database.url = Some(url.clone());
+        config.database.ca_file = Some(ca.into());
+    })
+    .await;
+    let root = app.root("bot", &["crm:*"], &["read"]).await;
+    expect_json(
+        app.act(text(&root["jti"]), "read", "crm:a", "success")
+            .await,
+        StatusCode::CREATED,
+    )
+    .await;
+    let encrypted: Vec<bool> = app.with_database(|conn| {
+        conn.prepare_cached(
+            "SELECT s.ssl FROM pg_stat_ssl s JOIN pg_stat_activity a ON a.pid = s.pid
+             WHERE a.application_name = 'mandate' AND a.datname = current_database()
+                 AND a.pid <> pg_backend_pid()",
+        )
+        .unwrap()
+        .query_map([], |row| row.get(0))
+        .unwrap()
+        .collect::<Result<_, _>>()
+        .unwrap()
+    });
+    assert!(encrypted.len() >= 2, "{encrypted:?}");
+    assert!(encrypted.iter().all(|ssl| *ssl), "{encrypted:?}");
+    let dir = app.stop().await;
+    let mut untrusting = Config::for_test(dir.path());
+    untrusting.database.url = Some(url);
+    let refused = mandate_host::AppState::open(untrusting)
+        .unwrap_err()
+        .to_string();
+    assert!(refused.contains("cannot connect"), "{refused}");
 }
