@@ -13,6 +13,8 @@
 //! - `bench [--quick] [--only budget]`: measure against peers and ceilings;
 //!   write BENCHMARKS.md (not with `--only`, which measures some rows).
 //! - `web`: build the dashboard and the widget into `web/dist`.
+//! - `postgres`: a throwaway PostgreSQL cluster (and its URL) to try
+//!   `mandate serve --database` by hand, until standard input closes.
 
 #![allow(
     clippy::print_stderr,
@@ -25,6 +27,7 @@ use std::process::Command;
 mod bench;
 mod fuzz;
 mod openapi;
+mod postgres;
 mod schemathesis;
 mod vectors;
 mod wasm;
@@ -46,9 +49,16 @@ fn root() -> PathBuf {
 
 /// Announces and runs a command in the workspace root; fails on a non-zero exit.
 fn run(program: &str, args: &[&str]) -> Result<()> {
-    eprintln!("\n$ {program} {}", args.join(" "));
+    run_with(program, args, &[])
+}
+
+/// [`run`] with these environment variables set.
+fn run_with(program: &str, args: &[&str], envs: &[(&str, &str)]) -> Result<()> {
+    let shown: Vec<String> = envs.iter().map(|(k, v)| format!("{k}={v} ")).collect();
+    eprintln!("\n$ {}{program} {}", shown.concat(), args.join(" "));
     let status = Command::new(program)
         .args(args)
+        .envs(envs.iter().copied())
         .current_dir(root())
         .status()?;
     if !status.success() {
@@ -73,7 +83,9 @@ fn test() -> Result<()> {
             "warnings",
         ],
     )?;
-    run("cargo", &["test", "--workspace"])?;
+    // The multi-host suite needs PostgreSQL: it runs in the second pass.
+    run("cargo", &["test", "--workspace", "--", "--skip", "hosts::"])?;
+    postgres_pass()?;
     wasm::test(&root)?;
     openapi::check(&root)?;
     fuzz::smoke(&root)?;
@@ -91,6 +103,59 @@ fn test() -> Result<()> {
     web::test(&root)?;
     eprintln!("\nall suites passed");
     Ok(())
+}
+
+/// Tests that look at SQLite's own files or data folders (migrations from
+/// earlier releases, the serve lock, the database files' bytes, a full disk):
+/// they stay on the first pass.
+const SQLITE_ONLY: [&str; 6] = [
+    "migration::",
+    "files::",
+    "crash::a_full_disk_gives_503_loses_nothing_and_recovers",
+    "persistence::an_upgrade_from_schema_1_keeps_every_workflow_and_token",
+    "persistence::a_second_server_on_a_served_sqlite_folder_is_refused",
+    "secrets::no_secret_reaches_the_database_files",
+];
+
+/// The host's API suite again on a throwaway PostgreSQL cluster (installed
+/// from Debian when missing), with the multi-host suite, then the restart
+/// of PostgreSQL under load alone; the cluster is removed either way.
+fn postgres_pass() -> Result<()> {
+    let cluster = postgres::Cluster::start(&postgres::ensure_installed()?)?;
+    let server = cluster.url("postgres");
+    let ca = cluster.ca_file();
+    let ca = ca
+        .to_str()
+        .ok_or("the temporary folder's path is not UTF-8")?;
+    let envs = [
+        ("MANDATE_TEST_POSTGRES", server.as_str()),
+        ("MANDATE_TEST_POSTGRES_CA", ca),
+    ];
+    let mut args = vec!["test", "-p", "mandate-host", "--test", "api", "--"];
+    for test in SQLITE_ONLY {
+        args.extend(["--skip", test]);
+    }
+    run_with("cargo", &args, &envs)?;
+    let restart = cluster.restart_command();
+    run_with(
+        "cargo",
+        &[
+            "test",
+            "-p",
+            "mandate-host",
+            "--test",
+            "api",
+            "--",
+            "--ignored",
+            "--exact",
+            "hosts::a_postgresql_restart_under_load_loses_nothing_acknowledged",
+        ],
+        &[
+            envs[0],
+            envs[1],
+            ("MANDATE_TEST_POSTGRES_RESTART", &restart),
+        ],
+    )
 }
 
 /// Builds the pages and the server and runs `mandate serve` with the
@@ -125,10 +190,11 @@ fn main() {
         "serve" => serve(&rest),
         "wasm" => wasm::build(&root()),
         "openapi" => openapi::check(&root()),
+        "postgres" => postgres::serve(),
         "web" => web::build(&root()),
         _ => {
             eprintln!(
-                "usage: cargo xtask <test | vectors [--check] | serve | wasm | openapi | web | fuzz | schemathesis | bench [--quick] [--only budget]>"
+                "usage: cargo xtask <test | vectors [--check] | serve | postgres | wasm | openapi | web | fuzz | schemathesis | bench [--quick] [--only budget]>"
             );
             std::process::exit(2);
         }
