@@ -41,6 +41,19 @@ pub fn with_database<T: Send>(dir: &Path, work: impl FnOnce(&Connection) -> T + 
     })
 }
 
+/// Makes the data folder `to` another host's of the database of the folder
+/// `from` (the PostgreSQL pass): the same key file, admin key and database.
+pub fn share_database(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for file in [
+        mandate_host::secrets::KEY_FILE,
+        mandate_host::setup::ADMIN_KEY_FILE,
+        "test-database",
+    ] {
+        std::fs::copy(from.join(file), to.join(file)).unwrap();
+    }
+}
+
 /// The PostgreSQL server the suite runs against (`MANDATE_TEST_POSTGRES`,
 /// which `cargo xtask test` sets for the suite's second pass), or none for
 /// the embedded SQLite.
@@ -148,15 +161,8 @@ impl TestApp {
     /// data folder of its own holding the same key file and admin key, and
     /// naming the same database.
     pub async fn another_host(&self, edit: impl FnOnce(&mut Config)) -> TestApp {
-        let from = self.dir.as_ref().unwrap().path();
         let dir = tempfile::tempdir().unwrap();
-        for file in [
-            mandate_host::secrets::KEY_FILE,
-            mandate_host::setup::ADMIN_KEY_FILE,
-            "test-database",
-        ] {
-            std::fs::copy(from.join(file), dir.path().join(file)).unwrap();
-        }
+        share_database(self.dir.as_ref().unwrap().path(), dir.path());
         TestApp::spawn_in(dir, edit).await
     }
 

@@ -9,7 +9,6 @@
 //! restart under load (run alone) answers 503 meanwhile and loses nothing.
 
 use std::collections::BTreeMap;
-use std::path::Path;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -21,8 +20,11 @@ use tokio::sync::Barrier;
 use mandate_host::config::Config;
 
 use crate::crash::{Ack, check_acks, integrity, issue, random_below, report, writer_client};
-use crate::helpers::{Holder, TestApp, expect_json, expect_problem, test_database, text};
+use crate::helpers::{
+    Holder, TestApp, expect_json, expect_problem, share_database, test_database, text,
+};
 use crate::process::{Server, admin_key, config_without_limits};
+use crate::races::spenders_race;
 
 /// The address clients reach the hosts at, behind one load balancer: DPoP
 /// proofs name it, so a proof is good at every host.
@@ -107,47 +109,7 @@ async fn a_token_issued_on_one_host_acts_on_the_others_and_a_revocation_holds_ev
 async fn thirty_two_spenders_over_three_hosts_never_pass_a_budget() {
     let hosts = three_hosts().await;
     for trial in 0..5 {
-        let root = hosts[0]
-            .issue(json!({
-                "developer_email": "dev@example.com", "agent_id": "spender",
-                "resources": ["shop:*"], "actions": ["buy"],
-                "constraints": {"max_spend_usd": 1, "max_actions": 9}
-            }))
-            .await;
-        let jti = text(&root["jti"]).to_owned();
-        let barrier = Arc::new(Barrier::new(32));
-        let mut tasks = Vec::new();
-        for i in 0..32 {
-            let host = &hosts[i % hosts.len()];
-            let (client, url, jti, barrier) = (
-                host.client.clone(),
-                host.url("/v1/vat/record/action"),
-                jti.clone(),
-                barrier.clone(),
-            );
-            let spend = if i % 2 == 0 { 0.15 } else { 0.05 };
-            tasks.push(tokio::spawn(async move {
-                barrier.wait().await;
-                let body = json!({"vat_jti": jti, "action": "buy", "resource": "shop:x",
-                                  "result": "success", "spend_usd": spend});
-                let status = client.post(url).json(&body).send().await.unwrap().status();
-                (status, spend)
-            }));
-        }
-        let (mut spent, mut actions) = (0.0, 0);
-        for task in tasks {
-            match task.await.unwrap() {
-                (StatusCode::CREATED, spend) => {
-                    spent += spend;
-                    actions += 1;
-                }
-                (StatusCode::FORBIDDEN, _) => {}
-                (other, _) => panic!("trial {trial}: {other}"),
-            }
-        }
-        assert!(spent <= 1.0 + 1e-9, "trial {trial}: spent {spent}");
-        assert!(actions <= 9, "trial {trial}: {actions} actions");
-        assert!(actions >= 6, "trial {trial}: only {actions} actions");
+        let (jti, actions) = spenders_race(&hosts.iter().collect::<Vec<_>>(), 32, trial).await;
         // What the token's counters say agrees with what was answered.
         let status = expect_json(
             hosts[1]
@@ -322,19 +284,6 @@ async fn a_proof_of_possession_used_on_one_host_is_refused_on_another() {
     stop_all(hosts).await;
 }
 
-/// A data folder for another host process on the database of the folder
-/// `data`: the same key file, admin key and database.
-fn another_folder(data: &Path, folder: &Path) {
-    std::fs::create_dir_all(folder).unwrap();
-    for file in [
-        mandate_host::secrets::KEY_FILE,
-        mandate_host::setup::ADMIN_KEY_FILE,
-        "test-database",
-    ] {
-        std::fs::copy(data.join(file), folder.join(file)).unwrap();
-    }
-}
-
 /// Writers load two host processes; one is killed (`kill -9`) at a random
 /// moment, again and again, while the other goes on; every write either
 /// host acknowledged is there, unchanged, once.
@@ -345,7 +294,7 @@ async fn kill_nine_of_one_host_loses_nothing_either_acknowledged() {
     let config = config_without_limits(dir.path());
     let survivor = Server::start(&data, &config);
     let key = admin_key(&data);
-    another_folder(&data, &other);
+    share_database(&data, &other);
     let tokens = vec![
         issue(&survivor, &key, json!({})).await,
         issue(&survivor, &key, json!({})).await,

@@ -86,51 +86,60 @@ async fn double_rating_has_exactly_one_winner_every_time() {
 async fn concurrent_spenders_never_pass_a_budget() {
     let app = TestApp::spawn().await;
     for trial in 0..10 {
-        let root = app
-            .issue(json!({
-                "developer_email": "dev@example.com", "agent_id": "spender",
-                "resources": ["shop:*"], "actions": ["buy"],
-                "constraints": {"max_spend_usd": 1, "max_actions": 9}
-            }))
-            .await;
-        let jti = text(&root["jti"]).to_owned();
-        let barrier = Arc::new(Barrier::new(24));
-        let mut tasks = Vec::new();
-        for i in 0..24 {
-            let (client, url, jti, barrier) = (
-                app.client.clone(),
-                app.url("/v1/vat/record/action"),
-                jti.clone(),
-                barrier.clone(),
-            );
-            // Alternate spends so either limit may bind first.
-            let spend = if i % 2 == 0 { 0.15 } else { 0.05 };
-            tasks.push(tokio::spawn(async move {
-                barrier.wait().await;
-                let body = json!({"vat_jti": jti, "action": "buy", "resource": "shop:x", "result": "success", "spend_usd": spend});
-                let status = client.post(url).json(&body).send().await.unwrap().status();
-                (status, spend)
-            }));
-        }
-        let (mut spent, mut actions) = (0.0, 0);
-        for task in tasks {
-            let (status, spend) = task.await.unwrap();
-            match status {
-                StatusCode::CREATED => {
-                    spent += spend;
-                    actions += 1;
-                }
-                StatusCode::FORBIDDEN => {}
-                other => panic!("trial {trial}: {other}"),
-            }
-        }
-        assert!(spent <= 1.0 + 1e-9, "trial {trial}: spent {spent}");
-        assert!(actions <= 9, "trial {trial}: {actions} actions");
-        assert!(
-            actions >= 6,
-            "trial {trial}: only {actions} actions; the budget was not used"
-        );
+        spenders_race(&[&app], 24, trial).await;
     }
+}
+
+/// `spenders` concurrent record/action calls, spread over `hosts` in turn,
+/// against a fresh root token with a budget of $1 and 9 actions,
+/// alternating spends of $0.15 and $0.05 so either limit may bind first:
+/// the budget is never passed, and mostly used. Returns the token's jti
+/// and how many spends passed.
+pub async fn spenders_race(hosts: &[&TestApp], spenders: usize, trial: usize) -> (String, usize) {
+    let root = hosts[0]
+        .issue(json!({
+            "developer_email": "dev@example.com", "agent_id": "spender",
+            "resources": ["shop:*"], "actions": ["buy"],
+            "constraints": {"max_spend_usd": 1, "max_actions": 9}
+        }))
+        .await;
+    let jti = text(&root["jti"]).to_owned();
+    let barrier = Arc::new(Barrier::new(spenders));
+    let mut tasks = Vec::new();
+    for i in 0..spenders {
+        let host = hosts[i % hosts.len()];
+        let (client, url, jti, barrier) = (
+            host.client.clone(),
+            host.url("/v1/vat/record/action"),
+            jti.clone(),
+            barrier.clone(),
+        );
+        let spend = if i % 2 == 0 { 0.15 } else { 0.05 };
+        tasks.push(tokio::spawn(async move {
+            barrier.wait().await;
+            let body = json!({"vat_jti": jti, "action": "buy", "resource": "shop:x", "result": "success", "spend_usd": spend});
+            let status = client.post(url).json(&body).send().await.unwrap().status();
+            (status, spend)
+        }));
+    }
+    let (mut spent, mut actions) = (0.0, 0);
+    for task in tasks {
+        match task.await.unwrap() {
+            (StatusCode::CREATED, spend) => {
+                spent += spend;
+                actions += 1;
+            }
+            (StatusCode::FORBIDDEN, _) => {}
+            (other, _) => panic!("trial {trial}: {other}"),
+        }
+    }
+    assert!(spent <= 1.0 + 1e-9, "trial {trial}: spent {spent}");
+    assert!(actions <= 9, "trial {trial}: {actions} actions");
+    assert!(
+        actions >= 6,
+        "trial {trial}: only {actions} actions; the budget was not used"
+    );
+    (jti, actions)
 }
 
 /// Thirty-two spenders at once through a root and its two children, which

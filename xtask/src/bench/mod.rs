@@ -24,8 +24,8 @@ use crate::{Result, fail, run};
 use parsing::{Spread, errors, p99_ratio, ratio};
 use report::Report;
 use running::{
-    budget, cold_starts, ensure_wrk, filled, growth, http, json_of, machine, reference_verifier,
-    today, wasm_sizes,
+    budget, cold_starts, ensure_wrk, filled, growth, http, json_of, machine, postgres,
+    reference_verifier, today, wasm_sizes,
 };
 
 /// How long and how often: full runs for the table, quick ones for CI.
@@ -150,6 +150,8 @@ pub(crate) fn bench(root: &Path, args: &[&str]) -> Result<()> {
         &scripts,
         "growth-bot",
     )?;
+    eprintln!("PostgreSQL");
+    let postgres = postgres(plan, &bins.join("mandate"), &scratch, &scripts)?;
     let cold = cold_starts(&bins.join("mandate"), &scratch, if quick { 1 } else { 5 })?;
     let (wasm_raw, wasm_gzip) = wasm_sizes(root)?;
     let _ = std::fs::remove_dir_all(&scratch);
@@ -165,6 +167,14 @@ pub(crate) fn bench(root: &Path, args: &[&str]) -> Result<()> {
                 Spread::from_json(&node["jose_over_verifyToken"]).median,
             ),
             ("record/healthz", ratio(&http.record, &http.healthz).median),
+            (
+                "PostgreSQL/SQLite",
+                ratio(&postgres.record, &postgres.sqlite).median,
+            ),
+            (
+                "three hosts/one host",
+                ratio(&postgres.three_hosts, &postgres.one_host).median,
+            ),
             (
                 "API-key read p99 beside slow reads / alone",
                 p99_ratio(&budget.beside_slow, &budget.alone).median,
@@ -184,7 +194,10 @@ pub(crate) fn bench(root: &Path, args: &[&str]) -> Result<()> {
             + errors(&http.healthz)
             + errors(&http.record_by_token)
             + errors(&http.full_control)
-            + errors(&http.delegate);
+            + errors(&http.delegate)
+            + errors(&postgres.record)
+            + errors(&postgres.one_host)
+            + errors(&postgres.three_hosts);
         if lost > 0 {
             return fail(format!("bench sanity: {lost} failed requests under load"));
         }
@@ -201,6 +214,7 @@ pub(crate) fn bench(root: &Path, args: &[&str]) -> Result<()> {
         http,
         growth,
         budget,
+        postgres,
         cold,
         wasm: (wasm_raw, wasm_gzip),
         plan,

@@ -8,7 +8,7 @@ use serde_json::Value;
 
 use super::Plan;
 use super::parsing::{Spread, p, p99_ratio, ratio, rps};
-use super::running::{BUDGET_MS, Budget, Growth, Http, READERS};
+use super::running::{BUDGET_MS, Budget, Growth, Http, Postgres, READERS};
 
 impl Spread {
     /// `median (min–max)` with `digits` decimals.
@@ -182,6 +182,47 @@ impl Budget {
     }
 }
 
+impl Postgres {
+    /// The rows of the absolute figures: (what, figure).
+    fn figures(&self) -> [(String, String); 8] {
+        [
+            (
+                "record/action on PostgreSQL, one host (req/s)",
+                rps(&self.record).show(0),
+            ),
+            (
+                "record/action on PostgreSQL p99 (ms)",
+                p(&self.record, |l| l.p99_ms).show(2),
+            ),
+            (
+                "record/action on SQLite, same rounds (req/s)",
+                rps(&self.sqlite).show(0),
+            ),
+            (
+                "record/action, PostgreSQL / SQLite (same machine, same rounds)",
+                format!("{}×", ratio(&self.record, &self.sqlite).show(3)),
+            ),
+            (
+                "record/action, one host on PostgreSQL, in turns with three (req/s)",
+                rps(&self.one_host).show(0),
+            ),
+            (
+                "record/action, three hosts on one PostgreSQL database, together (req/s)",
+                rps(&self.three_hosts).show(0),
+            ),
+            (
+                "three hosts p99, the worst host's (ms)",
+                p(&self.three_hosts, |l| l.p99_ms).show(2),
+            ),
+            (
+                "three hosts / one host on the same 2 cores (coordination cost, not scale)",
+                format!("{}×", ratio(&self.three_hosts, &self.one_host).show(3)),
+            ),
+        ]
+        .map(|(what, figure)| (what.to_owned(), figure))
+    }
+}
+
 /// Everything a full run measured, and where.
 pub(super) struct Report {
     /// The machine measured on, and the day.
@@ -195,6 +236,7 @@ pub(super) struct Report {
     pub(super) http: Http,
     pub(super) growth: Growth,
     pub(super) budget: Budget,
+    pub(super) postgres: Postgres,
     pub(super) cold: Spread,
     pub(super) wasm: (u64, u64),
     pub(super) plan: Plan,
@@ -417,6 +459,7 @@ impl Report {
             .into_iter()
             .map(|(what, figure)| (what.to_owned(), figure))
             .chain(self.budget.figures())
+            .chain(self.postgres.figures())
             .collect()
     }
 
@@ -542,6 +585,12 @@ mod tests {
                 alone: loads(25086.0, 4.03, 3),
                 beside_slow: loads(10680.0, 26.32, 4),
                 unbounded_ms: 5410.4,
+            },
+            postgres: Postgres {
+                record: loads(9500.0, 12.5, 0),
+                sqlite: loads(31000.0, 4.5, 1),
+                one_host: loads(9400.0, 12.0, 2),
+                three_hosts: loads(8100.0, 30.0, 3),
             },
             cold: Spread::of(&[9.1, 9.4, 12.0, 9.0, 10.2]),
             wasm: (411_721, 191_773),

@@ -693,3 +693,126 @@ pub(super) fn filled(
     )?;
     Ok((data, agent))
 }
+
+/// The rows of the PostgreSQL section.
+pub(super) struct Postgres {
+    /// record/action on PostgreSQL, in turns with `sqlite`.
+    pub(super) record: Vec<Load>,
+    /// record/action on SQLite, the same load in the same rounds.
+    pub(super) sqlite: Vec<Load>,
+    /// record/action on one host of a PostgreSQL database, in turns with
+    /// `three_hosts`.
+    pub(super) one_host: Vec<Load>,
+    /// The same load spread over three hosts on one database (a third of
+    /// the connections each), their loads added up.
+    pub(super) three_hosts: Vec<Load>,
+}
+
+/// Three wrk runs at once, each against its own URL with a third of the
+/// connections: requests and errors added up, the worst p99.
+fn wrk_spread(urls: &[String], script: &Path, env: &[(&str, &str)], seconds: u32) -> Result<Load> {
+    let per_host = 64 / u32::try_from(urls.len().max(1))?;
+    let children = urls
+        .iter()
+        .map(|url| {
+            wrk_command(url, Some(script), env, seconds, per_host)
+                .stdout(Stdio::piped())
+                .spawn()
+        })
+        .collect::<std::io::Result<Vec<_>>>()?;
+    let mut total = Load {
+        rps: 0.0,
+        p50_ms: 0.0,
+        p99_ms: 0.0,
+        errors: 0,
+    };
+    for child in children {
+        let output = child.wait_with_output()?;
+        if !output.status.success() {
+            return fail("wrk failed");
+        }
+        let load = parse_wrk(&String::from_utf8_lossy(&output.stdout));
+        total.rps += load.rps;
+        total.p50_ms = total.p50_ms.max(load.p50_ms);
+        total.p99_ms = total.p99_ms.max(load.p99_ms);
+        total.errors += load.errors;
+    }
+    Ok(total)
+}
+
+/// record/action on PostgreSQL against SQLite, and on three hosts of one
+/// PostgreSQL database against one, on a throwaway cluster.
+pub(super) fn postgres(plan: Plan, bin: &Path, scratch: &Path, scripts: &Path) -> Result<Postgres> {
+    let cluster = crate::postgres::Cluster::start(&crate::postgres::ensure_installed()?)?;
+    let config = |database: &str| -> Result<String> {
+        cluster.createdb(database)?;
+        Ok(format!(
+            "[database]\nurl = \"{}\"\n{NO_LIMITS}",
+            cluster.url(database)
+        ))
+    };
+    let script = scripts.join("record.lua");
+    let on_postgres = Server::start(bin, &scratch.join("postgres"), &config("bench")?)?;
+    let on_sqlite = Server::start(bin, &scratch.join("sqlite"), NO_LIMITS)?;
+    let (pg_jti, lite_jti) = (
+        on_postgres.token("bench-bot", &["read"])?,
+        on_sqlite.token("bench-bot", &["read"])?,
+    );
+    let (pg_url, lite_url) = (
+        format!("{}/v1/vat/record/action", on_postgres.base),
+        format!("{}/v1/vat/record/action", on_sqlite.base),
+    );
+    let (record, sqlite) = compare(
+        plan,
+        &|| {
+            wrk(
+                &pg_url,
+                Some(&script),
+                &[("JTI", pg_jti.as_str())],
+                plan.seconds,
+            )
+        },
+        &|| {
+            wrk(
+                &lite_url,
+                Some(&script),
+                &[("JTI", lite_jti.as_str())],
+                plan.seconds,
+            )
+        },
+    )?;
+    on_postgres.stop();
+    on_sqlite.stop();
+
+    let hosts_config = config("hosts")?;
+    let first = Server::start(bin, &scratch.join("host-0"), &hosts_config)?;
+    let mut hosts = vec![first];
+    for n in 1..3 {
+        let data = scratch.join(format!("host-{n}"));
+        std::fs::create_dir_all(&data)?;
+        for file in ["key-encryption.key", "admin.key"] {
+            std::fs::copy(hosts[0].data.join(file), data.join(file))?;
+        }
+        hosts.push(Server::start(bin, &data, &hosts_config)?);
+    }
+    let jti = hosts[0].token("bench-bot", &["read"])?;
+    let env = [("JTI", jti.as_str())];
+    let urls: Vec<String> = hosts
+        .iter()
+        .map(|host| format!("{}/v1/vat/record/action", host.base))
+        .collect();
+    let (one_host, three_hosts) = compare(
+        plan,
+        &|| wrk(&urls[0], Some(&script), &env, plan.seconds),
+        &|| wrk_spread(&urls, &script, &env, plan.seconds),
+    )?;
+    for host in hosts {
+        host.stop();
+    }
+    Ok(Postgres {
+        record,
+        sqlite,
+        one_host,
+        three_hosts,
+    })
+}
