@@ -27,6 +27,7 @@ pub mod secrets;
 pub mod setup;
 pub mod store;
 pub mod token_orgs;
+pub mod transfer;
 pub mod verified;
 pub mod web;
 

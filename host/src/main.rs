@@ -2,6 +2,7 @@
 
 use std::io::IsTerminal as _;
 use std::net::SocketAddr;
+use std::os::unix::fs::OpenOptionsExt as _;
 use std::path::PathBuf;
 use std::sync::Arc;
 
@@ -12,7 +13,7 @@ use mandate_host::config::Config;
 use mandate_host::ledger::{NewOrg, create_org};
 use mandate_host::secrets::Kek;
 use mandate_host::store::{Connection, orgs};
-use mandate_host::{apikeys, keyring, setup, store};
+use mandate_host::{apikeys, keyring, setup, store, transfer};
 
 /// mimalloc: the server allocates small, short-lived buffers per request on
 /// several threads, where it beats the system allocator.
@@ -60,6 +61,12 @@ enum Command {
     /// Create or upgrade the database's schema (and, on first use, the
     /// deployment's keys), then exit
     Migrate,
+    /// Write every row of the database to FILE (JSON Lines, mode 0600; the
+    /// secrets in it stay sealed under the key file, which it does not hold)
+    Export { file: PathBuf },
+    /// Load an export into a new database (e.g. --database postgres://…),
+    /// in one transaction; its hosts need the key file of the source
+    Import { file: PathBuf },
     /// Manage organisations
     Orgs {
         #[command(subcommand)]
@@ -190,6 +197,42 @@ fn migrate(config: &Config) -> anyhow::Result<()> {
         config.database()?.describe(),
         store::SCHEMA_VERSION
     ));
+    Ok(())
+}
+
+fn export(config: &Config, file: &std::path::Path) -> anyhow::Result<()> {
+    let database = config.database()?;
+    let conn = database.open_writer()?;
+    let out = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .open(file)
+        .map_err(|e| {
+            anyhow::anyhow!("cannot create {} (it must not exist): {e}", file.display())
+        })?;
+    let rows = transfer::export(&conn, &mut std::io::BufWriter::new(out))?;
+    conn.close()?;
+    say(&format!(
+        "exported {rows} rows of the {} to {}",
+        database.describe(),
+        file.display()
+    ));
+    Ok(())
+}
+
+fn import(config: &Config, file: &std::path::Path) -> anyhow::Result<()> {
+    let database = config.database()?;
+    let input = std::fs::File::open(file)
+        .map_err(|e| anyhow::anyhow!("cannot read {}: {e}", file.display()))?;
+    let conn = database.open_writer()?;
+    let rows = transfer::import(&conn, std::io::BufReader::new(input))?;
+    conn.close()?;
+    say(&format!(
+        "imported {rows} rows into the {}",
+        database.describe()
+    ));
+    say("start its hosts with the key file of the source (--key-file)");
     Ok(())
 }
 
@@ -380,6 +423,8 @@ fn main() -> anyhow::Result<()> {
             .build()?
             .block_on(mandate_host::serve(config)),
         Command::Migrate => migrate(&config),
+        Command::Export { file } => export(&config, file),
+        Command::Import { file } => import(&config, file),
         Command::Orgs { command } => orgs(&config, command),
         Command::Keys { command } => keys(&config, command),
         Command::SigningKey {

@@ -26,4 +26,5 @@ mod process;
 mod races;
 mod secrets;
 mod surface;
+mod transfer;
 mod web;

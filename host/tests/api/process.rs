@@ -111,13 +111,23 @@ impl Drop for Server {
 /// Runs an operator command of the binary on a data folder, stdout and
 /// stderr piped; returns its exit status, stdout and stderr.
 pub fn operator(data_dir: &Path, args: &[&str]) -> (std::process::ExitStatus, String, String) {
+    operator_on(data_dir, test_database(data_dir), args)
+}
+
+/// [`operator`] on the database at `url` (`None`: SQLite in the folder).
+pub fn operator_on(
+    data_dir: &Path,
+    url: Option<String>,
+    args: &[&str],
+) -> (std::process::ExitStatus, String, String) {
     let mut command = Command::new(env!("CARGO_BIN_EXE_mandate"));
     command
         .args(args)
         .arg("--data-dir")
         .arg(data_dir)
+        .env_remove("MANDATE_DATABASE_URL")
         .stdin(Stdio::null());
-    if let Some(url) = test_database(data_dir) {
+    if let Some(url) = url {
         command.env("MANDATE_DATABASE_URL", url);
     }
     let output = command.output().unwrap();
