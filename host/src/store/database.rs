@@ -205,7 +205,7 @@ fn tls(config: &postgres::Config, ca_file: Option<&Path>) -> anyhow::Result<Tls>
 /// What went wrong, with the server's own message when it sent one.
 fn explain(error: &sql::Error) -> String {
     match error {
-        sql::Error::Postgres(e) => match e.as_db_error() {
+        sql::Error::Postgres(e) | sql::Error::Connect(e) => match e.as_db_error() {
             Some(db) => format!("{} ({})", db.message(), db.code().code()),
             None => {
                 let cause =

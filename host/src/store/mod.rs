@@ -61,6 +61,10 @@ impl From<sql::Error> for StoreError {
         match error {
             sql::Error::Sqlite(error) => StoreError::from(error),
             sql::Error::Postgres(error) => database::store_error(&error),
+            sql::Error::Connect(error) => {
+                tracing::error!(%error, "cannot connect to the database");
+                StoreError::Unavailable("the database cannot be reached; retry later")
+            }
             other => {
                 tracing::error!(error = %other, "a stored value has the wrong shape");
                 StoreError::Internal(other.to_string())

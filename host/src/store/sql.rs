@@ -32,6 +32,10 @@ pub enum Error {
     Sqlite(#[from] rusqlite::Error),
     #[error(transparent)]
     Postgres(#[from] postgres::Error),
+    /// PostgreSQL could not be connected to (unreachable, shutting down,
+    /// refusing connections, refusing the credentials).
+    #[error("cannot connect: {0}")]
+    Connect(postgres::Error),
     /// `query_row` found no row (see [`OptionalExtension::optional`]).
     #[error("the query returned no rows")]
     QueryReturnedNoRows,
@@ -569,12 +573,13 @@ impl Canceller {
 
 impl Pg {
     fn connect(config: &postgres::Config, tls: &Tls, session: &str) -> Result<postgres::Client> {
-        let mut client = match tls {
-            Tls::None => config.connect(postgres::NoTls)?,
-            Tls::Rustls(tls) => config.connect(tls.clone())?,
+        let connected = match tls {
+            Tls::None => config.connect(postgres::NoTls),
+            Tls::Rustls(tls) => config.connect(tls.clone()),
         };
+        let mut client = connected.map_err(Error::Connect)?;
         if !session.is_empty() {
-            client.batch_execute(session)?;
+            client.batch_execute(session).map_err(Error::Connect)?;
         }
         Ok(client)
     }

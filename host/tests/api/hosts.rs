@@ -21,7 +21,8 @@ use mandate_host::config::Config;
 
 use crate::crash::{Ack, check_acks, integrity, issue, random_below, report, writer_client};
 use crate::helpers::{
-    Holder, TestApp, expect_json, expect_problem, share_database, test_database, text,
+    Holder, TestApp, expect_json, expect_problem, postgres_server, share_database, test_database,
+    text,
 };
 use crate::process::{Server, admin_key, config_without_limits};
 use crate::races::spenders_race;
@@ -519,4 +520,93 @@ async fn tls_to_postgresql_is_verified_and_used() {
         .unwrap_err()
         .to_string();
     assert!(refused.contains("cannot connect"), "{refused}");
+}
+
+/// Rate limits are per host (docs/decisions.md): with one key allowed a
+/// burst of 2 at 1 request a second, each of two hosts serves its own 2
+/// before refusing.
+#[tokio::test]
+async fn rate_limits_are_per_host() {
+    let limited = |config: &mut Config| {
+        config.rate_limits.per_api_key = 1;
+        config.rate_limits.burst = 2;
+    };
+    let first = TestApp::spawn_with(limited).await;
+    let second = first.another_host(limited).await;
+    for host in [&first, &second] {
+        let mut statuses = Vec::new();
+        for _ in 0..3 {
+            let response = host
+                .get_auth("/v1/vat/reputation/bot", &host.admin_key)
+                .await;
+            statuses.push(response.status().as_u16());
+        }
+        assert_eq!(statuses, [404, 404, 429]);
+    }
+    stop_all(vec![first, second]).await;
+}
+
+/// While the database takes no connections, a host answers writes and
+/// `/readyz` with 503 `unavailable` and `Retry-After` at once (never a
+/// hang), and serves again, without a restart, as soon as it does.
+/// (PostgreSQL is made to refuse this test's database alone: its
+/// connections are ended and new ones refused.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_database_that_goes_away_answers_503_and_comes_back() {
+    let app = TestApp::spawn().await;
+    let root = app.root("bot", &["crm:*"], &["read"]).await;
+    let name = app.with_database(|conn| {
+        conn.query_row("SELECT current_database()", [], |row| {
+            row.get::<_, String>(0)
+        })
+        .unwrap()
+    });
+    let refuse = |allow: bool| {
+        let name = name.clone();
+        // Another database's session changes this one.
+        let admin = postgres_server().unwrap();
+        std::thread::spawn(move || {
+            let mut client = ::postgres::Client::connect(&admin, ::postgres::NoTls).unwrap();
+            client
+                .batch_execute(&format!("ALTER DATABASE {name} ALLOW_CONNECTIONS {allow}"))
+                .unwrap();
+            if !allow {
+                client
+                    .execute(
+                        "SELECT pg_terminate_backend(pid) FROM pg_stat_activity
+                         WHERE datname = $1 AND pid <> pg_backend_pid()",
+                        &[&name],
+                    )
+                    .unwrap();
+            }
+        })
+        .join()
+        .unwrap();
+    };
+    refuse(false);
+    for _ in 0..3 {
+        let started = Instant::now();
+        let written = app
+            .act(text(&root["jti"]), "read", "crm:a", "success")
+            .await;
+        assert_eq!(written.status(), StatusCode::SERVICE_UNAVAILABLE);
+        assert!(written.headers().contains_key("retry-after"));
+        let ready = app.client.get(app.url("/readyz")).send().await.unwrap();
+        assert_eq!(ready.status(), StatusCode::SERVICE_UNAVAILABLE);
+        assert!(
+            started.elapsed() < Duration::from_secs(5),
+            "{:?}",
+            started.elapsed()
+        );
+    }
+    refuse(true);
+    let ready = app.client.get(app.url("/readyz")).send().await.unwrap();
+    assert_eq!(ready.status(), StatusCode::OK);
+    expect_json(
+        app.act(text(&root["jti"]), "read", "crm:a", "success")
+            .await,
+        StatusCode::CREATED,
+    )
+    .await;
+    app.stop().await;
 }
