@@ -960,3 +960,84 @@ impl Rows<'_> {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::types::{FromSql, Value, ValueRef};
+    use super::*;
+
+    #[test]
+    fn placeholders_become_postgresql_numbers_outside_quotes() {
+        assert_eq!(
+            numbered("SELECT a FROM t WHERE b = ?1 AND c = ?12 AND d = ?1"),
+            "SELECT a FROM t WHERE b = $1 AND c = $12 AND d = $1"
+        );
+        assert_eq!(
+            numbered("WHERE a = ? AND b = ? LIMIT ?"),
+            "WHERE a = $1 AND b = $2 LIMIT $3"
+        );
+        assert_eq!(
+            numbered("SELECT '?' || note FROM t WHERE x = ?"),
+            "SELECT '?' || note FROM t WHERE x = $1"
+        );
+    }
+
+    #[test]
+    fn values_read_back_as_written_and_refuse_what_does_not_fit() {
+        let conn = Connection::sqlite(rusqlite::Connection::open_in_memory().unwrap());
+        conn.execute_batch("CREATE TABLE t (i INTEGER, r REAL, s TEXT, b BLOB, n INTEGER)")
+            .unwrap();
+        conn.execute(
+            "INSERT INTO t VALUES (?1, ?2, ?3, ?4, ?5)",
+            params![i64::MAX, 0.25, "text", [1u8, 2, 3], None::<i64>],
+        )
+        .unwrap();
+        let row: (i64, f64, String, Vec<u8>, Option<i64>) = conn
+            .query_row("SELECT i, r, s, b, n FROM t", [], |row| {
+                Ok((
+                    row.get(0)?,
+                    row.get("r")?,
+                    row.get(2)?,
+                    row.get(3)?,
+                    row.get(4)?,
+                ))
+            })
+            .unwrap();
+        assert_eq!(
+            row,
+            (i64::MAX, 0.25, "text".to_owned(), vec![1, 2, 3], None)
+        );
+        // A stored integer too large for the type asked for, and text where
+        // a number is asked for, are errors, never truncated.
+        let narrow = conn.query_row("SELECT i FROM t", [], |row| row.get::<_, u32>(0));
+        assert!(matches!(narrow, Err(Error::Conversion(_))), "{narrow:?}");
+        let text = conn.query_row("SELECT s FROM t", [], |row| row.get::<_, i64>(0));
+        assert!(matches!(text, Err(Error::Conversion(_))), "{text:?}");
+        assert_eq!(u64::MAX.to_sql().ok(), None);
+        assert!(bool::from_sql(ValueRef::Integer(1)).unwrap());
+        assert_eq!(
+            Value::from_sql(ValueRef::Blob(&[7])).unwrap(),
+            Value::Blob(vec![7])
+        );
+    }
+
+    #[test]
+    fn no_row_is_none_only_when_asked() {
+        let conn = Connection::sqlite(rusqlite::Connection::open_in_memory().unwrap());
+        let none: Option<i64> = conn
+            .query_row("SELECT 1 WHERE 0", [], |row| row.get(0))
+            .optional()
+            .unwrap();
+        assert_eq!(none, None);
+        assert!(matches!(
+            conn.query_row("SELECT 1 WHERE 0", [], |row| row.get::<_, i64>(0)),
+            Err(Error::QueryReturnedNoRows)
+        ));
+    }
+
+    #[test]
+    fn postgresql_parameters_are_never_printed() {
+        let bound = PgBind(ValueRef::Text("vat_root_secret"));
+        assert_eq!(format!("{bound:?}"), "<text>");
+    }
+}
