@@ -131,7 +131,9 @@ fn postgres_pass() -> Result<()> {
         ("MANDATE_TEST_POSTGRES", server.as_str()),
         ("MANDATE_TEST_POSTGRES_CA", ca),
     ];
-    let mut args = vec!["test", "-p", "mandate-host", "--test", "api", "--"];
+    // `--workspace`, as the first pass: the same features, so nothing is
+    // built again.
+    let mut args = vec!["test", "--workspace", "--test", "api", "--"];
     for test in SQLITE_ONLY {
         args.extend(["--skip", test]);
     }
@@ -141,8 +143,7 @@ fn postgres_pass() -> Result<()> {
         "cargo",
         &[
             "test",
-            "-p",
-            "mandate-host",
+            "--workspace",
             "--test",
             "api",
             "--",
