@@ -279,6 +279,9 @@ const KEY_READERS: usize = 2;
 const LOOKUP_READERS: usize = 2;
 /// Connections that store DPoP proofs (PostgreSQL).
 const PROOF_WRITERS: usize = 2;
+/// The least time budget of a read or write of one item by its key on
+/// PostgreSQL (see `Store::open`).
+const ONE_ITEM_FLOOR: Duration = Duration::from_millis(100);
 /// SQLite virtual-machine steps between two looks at the clock of a read
 /// with a budget: some 25 µs of a scan, against ~30 ns for reading the clock.
 const BUDGET_CHECK_STEPS: std::ffi::c_int = 1000;
@@ -616,10 +619,19 @@ impl<S: Owned> Store<S> {
     ) -> anyhow::Result<Store<S>> {
         let conn = database.open_writer()?;
         let keys = ReaderPool::new(database, KEY_READERS, None, &metrics, "keys");
+        // PostgreSQL's timeout counts wall-clock time, waiting for a CPU
+        // included; SQLite's budget counts a read's steps, which a read of
+        // one item by its key never runs out of. Such reads get at least
+        // `ONE_ITEM_FLOOR` on PostgreSQL, so a busy machine never refuses
+        // them; reads that may scan keep the budget as configured.
+        let one_item = match database {
+            Database::Postgres(_) => lanes.budget.max(ONE_ITEM_FLOOR),
+            Database::Sqlite(_) => lanes.budget,
+        };
         let lookups = ReaderPool::new(
             database,
             LOOKUP_READERS,
-            Some(lanes.budget),
+            Some(one_item),
             &metrics,
             "lookups",
         );
@@ -634,7 +646,7 @@ impl<S: Owned> Store<S> {
             let mut lane = ReaderPool::new(
                 database,
                 PROOF_WRITERS,
-                Some(lanes.budget),
+                Some(one_item),
                 &metrics,
                 "proofs",
             );
