@@ -643,13 +643,8 @@ impl<S: Owned> Store<S> {
             "queries",
         );
         let proofs = matches!(database, Database::Postgres(_)).then(|| {
-            let mut lane = ReaderPool::new(
-                database,
-                PROOF_WRITERS,
-                Some(one_item),
-                &metrics,
-                "proofs",
-            );
+            let mut lane =
+                ReaderPool::new(database, PROOF_WRITERS, Some(one_item), &metrics, "proofs");
             if let Some(lane) = Arc::get_mut(&mut lane) {
                 lane.writable = true;
             }
