@@ -15,7 +15,6 @@ use std::time::{Duration, Instant};
 
 use reqwest::StatusCode;
 use serde_json::{Value, json};
-use tokio::sync::Barrier;
 
 use mandate_host::config::Config;
 
@@ -25,7 +24,7 @@ use crate::helpers::{
     text,
 };
 use crate::process::{Server, admin_key, config_without_limits};
-use crate::races::spenders_race;
+use crate::races::{ratings_counted, ratings_race, spenders_race};
 
 /// The address clients reach the hosts at, behind one load balancer: DPoP
 /// proofs name it, so a proof is good at every host.
@@ -145,61 +144,11 @@ async fn thirty_two_spenders_over_three_hosts_never_pass_a_budget() {
 async fn eight_ratings_over_three_hosts_have_one_winner() {
     let hosts = three_hosts().await;
     let root = hosts[0].root("bot", &["crm:*"], &["read"]).await;
+    let all: Vec<&TestApp> = hosts.iter().collect();
     for trial in 0..5 {
-        let record = expect_json(
-            hosts[trial % 3]
-                .act(text(&root["jti"]), "read", "crm:a", "success")
-                .await,
-            StatusCode::CREATED,
-        )
-        .await;
-        let path = format!("/v1/vat/aar/{}/feedback", text(&record["aar_id"]));
-        let barrier = Arc::new(Barrier::new(8));
-        let mut tasks = Vec::new();
-        for i in 0..8 {
-            let host = &hosts[i % hosts.len()];
-            let (client, url, key, barrier) = (
-                host.client.clone(),
-                host.url(&path),
-                host.admin_key.clone(),
-                barrier.clone(),
-            );
-            let rating = ["approved", "flagged", "rejected"][i % 3];
-            tasks.push(tokio::spawn(async move {
-                barrier.wait().await;
-                client
-                    .post(url)
-                    .bearer_auth(key)
-                    .json(&json!({"rating": rating}))
-                    .send()
-                    .await
-                    .unwrap()
-                    .status()
-            }));
-        }
-        let mut winners = 0;
-        for task in tasks {
-            match task.await.unwrap() {
-                StatusCode::OK => winners += 1,
-                StatusCode::CONFLICT => {}
-                other => panic!("trial {trial}: {other}"),
-            }
-        }
-        assert_eq!(winners, 1, "trial {trial}");
+        ratings_race(&all, &root, trial).await;
     }
-    let reputation = expect_json(
-        hosts[2]
-            .get_auth("/v1/vat/reputation/bot", &hosts[2].admin_key)
-            .await,
-        StatusCode::OK,
-    )
-    .await;
-    let counts = &reputation["counts"];
-    let rated: i64 = ["approved", "flagged", "rejected"]
-        .iter()
-        .map(|k| counts[k].as_i64().unwrap())
-        .sum();
-    assert_eq!(rated, 5, "{reputation}");
+    assert_eq!(ratings_counted(&hosts[2], "bot").await, 5);
     stop_all(hosts).await;
 }
 

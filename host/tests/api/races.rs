@@ -19,67 +19,82 @@ async fn double_rating_has_exactly_one_winner_every_time() {
     let app = TestApp::spawn().await;
     let root = app.root("bot", &["crm:*"], &["read"]).await;
     for trial in 0..TRIALS {
-        let record = expect_json(
-            app.act(text(&root["jti"]), "read", "crm:a", "success")
-                .await,
-            StatusCode::CREATED,
-        )
-        .await;
-        let url = app.url(&format!("/v1/vat/aar/{}/feedback", text(&record["aar_id"])));
-        let barrier = Arc::new(Barrier::new(8));
-        let mut tasks = Vec::new();
-        for i in 0..8 {
-            let (client, url, key, barrier) = (
-                app.client.clone(),
-                url.clone(),
-                app.admin_key.clone(),
-                barrier.clone(),
-            );
-            let rating = ["approved", "flagged", "rejected"][i % 3];
-            tasks.push(tokio::spawn(async move {
-                barrier.wait().await;
-                let status = client
-                    .post(url)
-                    .bearer_auth(key)
-                    .json(&json!({"rating": rating}))
-                    .send()
-                    .await
-                    .unwrap()
-                    .status();
-                (status, rating)
-            }));
+        ratings_race(&[&app], &root, trial).await;
+    }
+    assert_eq!(ratings_counted(&app, "bot").await, TRIALS as u64);
+}
+
+/// Eight ratings at once of a new record of `root`, spread over `hosts` in
+/// turn: exactly one wins, and the record holds its rating.
+pub async fn ratings_race(hosts: &[&TestApp], root: &Value, trial: usize) {
+    let record = expect_json(
+        hosts[trial % hosts.len()]
+            .act(text(&root["jti"]), "read", "crm:a", "success")
+            .await,
+        StatusCode::CREATED,
+    )
+    .await;
+    let path = format!("/v1/vat/aar/{}/feedback", text(&record["aar_id"]));
+    let barrier = Arc::new(Barrier::new(8));
+    let mut tasks = Vec::new();
+    for i in 0..8 {
+        let host = hosts[i % hosts.len()];
+        let (client, url, key, barrier) = (
+            host.client.clone(),
+            host.url(&path),
+            host.admin_key.clone(),
+            barrier.clone(),
+        );
+        let rating = ["approved", "flagged", "rejected"][i % 3];
+        tasks.push(tokio::spawn(async move {
+            barrier.wait().await;
+            let status = client
+                .post(url)
+                .bearer_auth(key)
+                .json(&json!({"rating": rating}))
+                .send()
+                .await
+                .unwrap()
+                .status();
+            (status, rating)
+        }));
+    }
+    let mut winners = Vec::new();
+    for task in tasks {
+        match task.await.unwrap() {
+            (StatusCode::OK, rating) => winners.push(rating),
+            (StatusCode::CONFLICT, _) => {}
+            (other, _) => panic!("trial {trial}: {other}"),
         }
-        let mut winners = Vec::new();
-        for task in tasks {
-            match task.await.unwrap() {
-                (StatusCode::OK, rating) => winners.push(rating),
-                (StatusCode::CONFLICT, _) => {}
-                (other, _) => panic!("trial {trial}: {other}"),
-            }
-        }
-        assert_eq!(winners.len(), 1, "trial {trial}");
-        let stored = expect_json(
-            app.get_auth(
+    }
+    assert_eq!(winners.len(), 1, "trial {trial}");
+    let reader = hosts[hosts.len() - 1];
+    let stored = expect_json(
+        reader
+            .get_auth(
                 &format!("/v1/vat/aar/{}", text(&record["aar_id"])),
-                &app.admin_key,
+                &reader.admin_key,
             )
             .await,
-            StatusCode::OK,
-        )
-        .await;
-        assert_eq!(stored["rating"], winners[0], "trial {trial}");
-    }
+        StatusCode::OK,
+    )
+    .await;
+    assert_eq!(stored["rating"], winners[0], "trial {trial}");
+}
+
+/// How many ratings `agent`'s reputation counts.
+pub async fn ratings_counted(app: &TestApp, agent: &str) -> u64 {
     let reputation = expect_json(
-        app.get_auth("/v1/vat/reputation/bot", &app.admin_key).await,
+        app.get_auth(&format!("/v1/vat/reputation/{agent}"), &app.admin_key)
+            .await,
         StatusCode::OK,
     )
     .await;
     let counts = &reputation["counts"];
-    let ratings: u64 = ["approved", "flagged", "rejected"]
+    ["approved", "flagged", "rejected"]
         .iter()
         .map(|r| counts[r].as_u64().unwrap())
-        .sum();
-    assert_eq!(ratings, TRIALS as u64);
+        .sum()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
