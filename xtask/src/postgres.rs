@@ -297,3 +297,63 @@ pub fn serve() -> Result<()> {
     std::io::copy(&mut std::io::stdin().lock(), &mut std::io::sink())?;
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Asks the cluster one question with `psql`; its answer, trimmed.
+    fn psql(url: &str, query: &str) -> String {
+        let output = Command::new("psql")
+            .args([url, "-X", "-tAc", query])
+            .output()
+            .expect("psql runs");
+        assert!(
+            output.status.success(),
+            "psql {url} failed: {}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+        String::from_utf8_lossy(&output.stdout).trim().to_owned()
+    }
+
+    /// A cluster answers on its port, without TLS as the suites connect and
+    /// with TLS verified against its own authority, and leaves neither a
+    /// server nor its folder behind. Skipped (never installing anything)
+    /// where PostgreSQL, psql or openssl is missing: `cargo xtask test`
+    /// installs them only for its PostgreSQL pass.
+    #[test]
+    fn a_cluster_answers_plainly_and_over_tls_and_leaves_nothing_behind() {
+        let tools = ["psql", "openssl"]
+            .iter()
+            .all(|tool| Command::new(tool).arg("--version").output().is_ok());
+        let Some(bin) = find_bin().filter(|_| tools) else {
+            eprintln!("skipped: PostgreSQL, psql or openssl is not installed");
+            return;
+        };
+        let cluster = Cluster::start(&bin).expect("the cluster starts");
+        let dir = cluster.dir.clone();
+        assert_eq!(psql(&cluster.url("postgres"), "select 1"), "1");
+
+        cluster.createdb("mandate_check").expect("createdb");
+        let verified = format!(
+            "postgres://postgres@127.0.0.1:{}/mandate_check?sslmode=verify-full&sslrootcert={}",
+            cluster.port,
+            cluster.ca_file().display()
+        );
+        assert_eq!(
+            psql(
+                &verified,
+                "select ssl from pg_stat_ssl where pid = pg_backend_pid()"
+            ),
+            "t"
+        );
+
+        let port = cluster.port;
+        drop(cluster);
+        assert!(!dir.exists(), "{} is left behind", dir.display());
+        assert!(
+            std::net::TcpStream::connect(("127.0.0.1", port)).is_err(),
+            "the server still listens on {port}"
+        );
+    }
+}
