@@ -166,6 +166,53 @@ impl Verifier {
 /// them takes (see docs/decisions.md).
 const DEFAULT_QUERY_BUDGET_MS: NonZeroU64 = NonZeroU64::new(500).unwrap();
 
+/// The record log (`[log]`): every token issued, delegated and revoked and
+/// every record created, completed and rated is a leaf of one Merkle log
+/// whose signed checkpoints anyone can check (docs/log.md).
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct LogConfig {
+    /// Append to the log. Off, nothing is appended and nothing new is
+    /// tamper-evident: `mandate audit verify` then reports every later
+    /// change as missing from the log. Kept for measuring the log's cost
+    /// and for deployments that take their records on the operator's word.
+    pub enabled: bool,
+    /// The log's name, the first line of every checkpoint and its key's
+    /// name: a schema-less URL such as `mandate.example.com/v1/log`. Fixed
+    /// at the first start (stored in the database); a later start naming
+    /// another is refused. By default the `public_url` without its scheme
+    /// and `/v1/log`, else `mandate.invalid/` and a random name.
+    pub origin: Option<String>,
+}
+
+impl Default for LogConfig {
+    fn default() -> LogConfig {
+        LogConfig {
+            enabled: true,
+            origin: None,
+        }
+    }
+}
+
+/// Token status lists (`[status]`): what offline verifiers read to refuse a
+/// revoked token.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct StatusConfig {
+    /// How long a verifier may keep a status list before fetching it again
+    /// (its `ttl` claim and `Cache-Control: max-age`), seconds: how late a
+    /// revocation may reach the edge.
+    pub ttl_seconds: NonZeroU64,
+}
+
+impl Default for StatusConfig {
+    fn default() -> StatusConfig {
+        StatusConfig {
+            ttl_seconds: NonZeroU64::new(60).unwrap_or(NonZeroU64::MIN),
+        }
+    }
+}
+
 /// Where the database is (`[database]`).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
 #[serde(deny_unknown_fields, default)]
@@ -223,6 +270,10 @@ pub struct Config {
     pub oidc: Oidc,
     /// Identity verifiers for L3 (`[[verifier]]`).
     pub verifier: Vec<Verifier>,
+    /// The record log (`[log]`).
+    pub log: LogConfig,
+    /// Token status lists (`[status]`).
+    pub status: StatusConfig,
 }
 
 impl Default for Config {
@@ -243,6 +294,8 @@ impl Default for Config {
             metrics_open_on_loopback: true,
             oidc: Oidc::default(),
             verifier: Vec::new(),
+            log: LogConfig::default(),
+            status: StatusConfig::default(),
         }
     }
 }

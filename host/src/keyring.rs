@@ -16,8 +16,7 @@
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::{Duration, Instant};
 
-use crate::store::orgs;
-use crate::store::sql::{Connection, Dialect, OptionalExtension, params};
+use crate::store::sql::{Connection, OptionalExtension, params};
 use mandate_core::{JwkSet, Jwks, SigningKey};
 
 use crate::clock::Now;
@@ -177,22 +176,17 @@ pub struct KeyRevocation {
 }
 
 /// Revokes a signing key: it is never loaded again (so it leaves the
-/// published JWKS at a running server's next refresh), and every token it
-/// signed, with every descendant, is revoked with reason
-/// [`KEY_REVOKED_REASON`]. Revoking the active key rotates first, so a new
-/// key signs. `None` when no key has this kid. Run it inside a transaction.
-/// On PostgreSQL it first takes every organisation's lock (as each write
-/// takes its own, first): no host then judges a write by a token the
-/// revocation is ending.
-pub fn revoke(
+/// published JWKS at a running server's next refresh). Revoking the active
+/// key rotates first, so a new key signs. `None` when no key has this kid.
+/// The tokens it signed are the ledger's to revoke
+/// (`Ledger::revoke_signing_key`, which calls this); `tokens_revoked` is 0
+/// here. Run it inside a transaction.
+pub fn revoke_key(
     conn: &Connection,
     kek: &Kek,
     kid: &str,
     now: Now,
 ) -> Result<Option<KeyRevocation>, StoreError> {
-    if conn.dialect() == Dialect::Postgres {
-        orgs::lock_all(conn)?;
-    }
     let state: Option<(bool, bool)> = conn
         .query_row(
             "SELECT retired_at IS NULL, revoked_at IS NOT NULL FROM signing_keys WHERE kid = ?1",
@@ -208,25 +202,15 @@ pub fn revoke(
     } else {
         None
     };
-    let now = now.s();
     conn.execute(
         "UPDATE signing_keys SET revoked_at = coalesce(revoked_at, ?1),
              retired_at = coalesce(retired_at, ?1)
          WHERE kid = ?2",
-        params![now, kid],
-    )?;
-    let tokens_revoked = conn.execute(
-        "WITH RECURSIVE subtree(jti) AS (
-             SELECT jti FROM tokens WHERE kid = ?1
-             UNION SELECT t.jti FROM tokens t JOIN subtree s ON t.parent = s.jti
-         )
-         UPDATE tokens SET revoked_at = ?2, revoke_reason = ?3
-         WHERE jti IN (SELECT jti FROM subtree) AND revoked_at IS NULL",
-        params![kid, now, KEY_REVOKED_REASON],
+        params![now.s(), kid],
     )?;
     Ok(Some(KeyRevocation {
         new_kid,
-        tokens_revoked,
+        tokens_revoked: 0,
         already_revoked,
     }))
 }

@@ -23,8 +23,10 @@ pub mod proofs;
 pub mod queries;
 pub mod random;
 pub mod ratelimit;
+pub mod recordlog;
 pub mod secrets;
 pub mod setup;
+pub mod status;
 pub mod store;
 pub mod token_orgs;
 pub mod transfer;
@@ -42,10 +44,11 @@ use assurance::Assurance;
 use clock::Clock;
 use config::Config;
 use keyring::KeyRing;
-use ledger::{Ledger, LedgerError};
+use ledger::{Ledger, LedgerError, LogSetup};
 use metrics::Metrics;
 use proofs::SeenProofs;
 use ratelimit::Limiters;
+use recordlog::LogKeys;
 use store::{Lanes, Store, StoreError};
 use token_orgs::TokenOrgs;
 use verified::VerifiedTokens;
@@ -83,6 +86,12 @@ pub struct Shared {
     pub metrics: Arc<Metrics>,
     /// OIDC issuers (L2) and identity verifiers (L3).
     pub assurance: Assurance,
+    /// The record log's name (`origin`) and the keys that sign its
+    /// checkpoints.
+    pub log_origin: String,
+    pub log_keys: Arc<LogKeys>,
+    /// Token status lists signed lately, served again until they are due.
+    pub status_lists: status::SignedLists,
 }
 
 impl std::ops::Deref for AppState {
@@ -114,15 +123,18 @@ impl AppState {
             budget: config.query_budget(),
             max_batch: config.max_batch,
         };
-        let (prepared, store) = store::off_runtime(|| {
-            let prepared = setup::prepare(
-                &config.data_dir,
-                &database,
-                &config.key_file_path(),
-                clock.now(),
-            )?;
-            let store = Store::open(&database, lanes, metrics.clone(), Ledger::new)?;
-            Ok((prepared, store))
+        let (prepared, log_keys, store) = store::off_runtime(|| {
+            let prepared = setup::prepare(&config, &database, clock.now())?;
+            let log_keys = Arc::new(LogKeys::new(prepared.log.signers));
+            let setup = LogSetup {
+                enabled: config.log.enabled,
+                origin: prepared.log.origin.clone(),
+                keys: log_keys.clone(),
+            };
+            let store = Store::open(&database, lanes, metrics.clone(), move |conn| {
+                Ledger::new(conn, setup)
+            })?;
+            Ok((prepared, log_keys, store))
         })?;
         let limiters = Limiters::new(&config.rate_limits, config.trusted_proxies.clone());
         let state = AppState(Arc::new(Shared {
@@ -138,6 +150,9 @@ impl AppState {
             limiters,
             metrics,
             assurance,
+            log_origin: prepared.log.origin,
+            log_keys,
+            status_lists: status::SignedLists::default(),
         }));
         Ok((state, prepared.new_admin_key))
     }
@@ -172,6 +187,19 @@ impl AppState {
         Ok(())
     }
 
+    /// Re-reads the keys that sign the record log's checkpoints (after a
+    /// rotation or retirement by the CLI).
+    pub async fn refresh_log_keys(&self) -> Result<(), StoreError> {
+        let kek = self.kek.clone();
+        let origin = self.log_origin.clone();
+        let signers = self
+            .store
+            .read_keys(move |conn| recordlog::keys::load(conn, &kek, &origin))
+            .await?;
+        self.log_keys.replace(signers);
+        Ok(())
+    }
+
     /// Re-reads the signing keys because a token names a kid the ring does
     /// not know, at most once a second however many such tokens arrive: a
     /// flood of forged kids costs one database read a second, not one each.
@@ -200,6 +228,9 @@ async fn housekeeping(state: AppState) {
         ticks.tick().await;
         if let Err(error) = state.refresh_keys().await {
             tracing::warn!(%error, "refreshing signing keys failed");
+        }
+        if let Err(error) = state.refresh_log_keys().await {
+            tracing::warn!(%error, "refreshing the record log's keys failed");
         }
         state.limiters.forget_idle();
         let now = state.clock.now();

@@ -10,7 +10,8 @@ use clap::{Parser, Subcommand};
 use mandate_core::{OrgId, Role};
 use mandate_host::clock::Clock;
 use mandate_host::config::Config;
-use mandate_host::ledger::{NewOrg, create_org};
+use mandate_host::ledger::{Ledger, LogSetup, NewOrg, create_org};
+use mandate_host::recordlog::{self, LogKeys};
 use mandate_host::secrets::Kek;
 use mandate_host::store::{Connection, orgs};
 use mandate_host::{apikeys, keyring, setup, store, transfer};
@@ -81,6 +82,57 @@ enum Command {
     SigningKey {
         #[command(subcommand)]
         command: SigningKeyCommand,
+    },
+    /// Manage the keys that sign the record log's checkpoints
+    LogKey {
+        #[command(subcommand)]
+        command: LogKeyCommand,
+    },
+    /// Check the record log (docs/log.md)
+    Audit {
+        #[command(subcommand)]
+        command: AuditCommand,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+enum LogKeyCommand {
+    /// Add a new log key: from the next checkpoint on it signs beside the
+    /// keys already signing; retire the old one once monitors trust the new
+    Rotate,
+    /// Stop a log key from signing (it stays published: the checkpoints it
+    /// signed still verify); the last signing key cannot be retired
+    Retire {
+        /// The key's verifier key, as `GET /v1/log/key` lists it
+        vkey: String,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+enum AuditCommand {
+    /// Recompute the record log from the database — every leaf from the
+    /// stored records and tokens, the tree from the leaves — and check every
+    /// checkpoint ever signed; exits non-zero naming the first difference
+    Verify,
+    /// Follow a deployment's checkpoints (checking each new one's
+    /// signature and its consistency with the last) and alert on a fork
+    Watch {
+        /// The deployment's address, e.g. https://mandate.example
+        url: String,
+        /// A verifier key of its log to trust (`GET /v1/log/key`; give it
+        /// from a source other than the deployment itself)
+        #[arg(long, required = true)]
+        vkey: Vec<String>,
+        /// Seconds between two checks
+        #[arg(long, default_value_t = 10)]
+        interval: u64,
+        /// File that keeps the last checkpoint trusted, between runs
+        #[arg(long)]
+        state: Option<PathBuf>,
+        /// Check once and exit (0: consistent, 1: a fork or an invalid
+        /// checkpoint)
+        #[arg(long)]
+        once: bool,
     },
 }
 
@@ -170,15 +222,13 @@ fn config(cli: &Cli) -> anyhow::Result<Config> {
     Ok(config)
 }
 
-/// The database, and the key that opens its secrets.
-fn operator_connection(config: &Config) -> anyhow::Result<(Connection, Arc<Kek>)> {
+/// The database, the key that opens its secrets, and the record log's
+/// name and keys.
+fn operator_connection(
+    config: &Config,
+) -> anyhow::Result<(Connection, Arc<Kek>, recordlog::Prepared)> {
     let database = config.database()?;
-    let prepared = setup::prepare(
-        &config.data_dir,
-        &database,
-        &config.key_file_path(),
-        Clock::system().now(),
-    )?;
+    let prepared = setup::prepare(config, &database, Clock::system().now())?;
     if let Some(key) = prepared.new_admin_key {
         let to_terminal = std::io::stdout().is_terminal();
         say(&format!(
@@ -186,11 +236,22 @@ fn operator_connection(config: &Config) -> anyhow::Result<(Connection, Arc<Kek>)
             setup::admin_key_notice(&config.data_dir, &key, to_terminal)
         ));
     }
-    Ok((database.open_writer()?, prepared.kek))
+    Ok((database.open_writer()?, prepared.kek, prepared.log))
+}
+
+/// A ledger on the operator's connection, logging as the server does.
+fn operator_ledger(config: &Config) -> anyhow::Result<(Ledger, Arc<Kek>)> {
+    let (conn, kek, log) = operator_connection(config)?;
+    let setup = LogSetup {
+        enabled: config.log.enabled,
+        origin: log.origin,
+        keys: Arc::new(LogKeys::new(log.signers)),
+    };
+    Ok((Ledger::new(conn, setup), kek))
 }
 
 fn migrate(config: &Config) -> anyhow::Result<()> {
-    let (conn, _) = operator_connection(config)?;
+    let (conn, _, _) = operator_connection(config)?;
     conn.close()?;
     say(&format!(
         "the {} is at schema version {}",
@@ -255,7 +316,7 @@ fn quota(value: Option<u64>) -> String {
 }
 
 fn orgs(config: &Config, command: &OrgsCommand) -> anyhow::Result<()> {
-    let (conn, _) = operator_connection(config)?;
+    let (conn, _, _) = operator_connection(config)?;
     match command {
         OrgsCommand::Create {
             name,
@@ -302,7 +363,7 @@ fn orgs(config: &Config, command: &OrgsCommand) -> anyhow::Result<()> {
 }
 
 fn keys(config: &Config, command: &KeysCommand) -> anyhow::Result<()> {
-    let (conn, _) = operator_connection(config)?;
+    let (conn, _, _) = operator_connection(config)?;
     match command {
         KeysCommand::Create { email, org, role } => {
             if let Some(email) = email {
@@ -358,7 +419,7 @@ fn keys(config: &Config, command: &KeysCommand) -> anyhow::Result<()> {
 }
 
 fn rotate(config: &Config) -> anyhow::Result<()> {
-    let (conn, kek) = operator_connection(config)?;
+    let (conn, kek, _) = operator_connection(config)?;
     let tx = conn.unchecked_transaction()?;
     let kid = keyring::rotate(&tx, &kek, Clock::system().now())?;
     tx.commit()?;
@@ -369,12 +430,13 @@ fn rotate(config: &Config) -> anyhow::Result<()> {
 }
 
 fn revoke_signing_key(config: &Config, kid: &str) -> anyhow::Result<()> {
-    let (conn, kek) = operator_connection(config)?;
-    let tx = conn.unchecked_transaction()?;
-    let Some(done) = keyring::revoke(&tx, &kek, kid, Clock::system().now())? else {
+    let (mut ledger, kek) = operator_ledger(config)?;
+    let now = Clock::system().now();
+    let done = ledger.transact(|ledger| ledger.revoke_signing_key(&kek, kid, now))?;
+    drop(ledger);
+    let Some(done) = done else {
         anyhow::bail!("no signing key has the kid {kid}");
     };
-    tx.commit()?;
     if let Some(new_kid) = &done.new_kid {
         say(&format!("new signing key {new_kid} signs from now on"));
     }
@@ -393,6 +455,73 @@ fn revoke_signing_key(config: &Config, kid: &str) -> anyhow::Result<()> {
     );
     Ok(())
 }
+
+fn log_key(config: &Config, command: &LogKeyCommand) -> anyhow::Result<()> {
+    let (conn, kek, log) = operator_connection(config)?;
+    let now = Clock::system().now();
+    let tx = conn.unchecked_transaction()?;
+    match command {
+        LogKeyCommand::Rotate => {
+            let vkey = recordlog::keys::rotate(&tx, &kek, &log.origin, now)?;
+            tx.commit()?;
+            say(&format!(
+                "new log key {vkey} signs checkpoints from the next one on (a running server \
+                 within 10 seconds), beside the keys already signing"
+            ));
+        }
+        LogKeyCommand::Retire { vkey } => {
+            let was_signing = recordlog::keys::retire(&tx, vkey, now)?;
+            tx.commit()?;
+            say(&if was_signing {
+                format!("log key {vkey} signs no more checkpoints (it stays published)")
+            } else {
+                format!("log key {vkey} was retired before")
+            });
+        }
+    }
+    conn.close()?;
+    Ok(())
+}
+
+fn audit(config: &Config, command: &AuditCommand) -> anyhow::Result<()> {
+    match command {
+        AuditCommand::Verify => {
+            let (conn, _, log) = operator_connection(config)?;
+            let report = recordlog::audit::verify(&conn, &log.origin)?;
+            conn.close()?;
+            say(&report.summary());
+            if let Some(first) = report.findings.first() {
+                for finding in report.findings.iter().take(AUDIT_FINDINGS_SHOWN) {
+                    say(&format!("  {finding}"));
+                }
+                if report.findings.len() > AUDIT_FINDINGS_SHOWN {
+                    say(&format!(
+                        "  … and {} more",
+                        report.findings.len() - AUDIT_FINDINGS_SHOWN
+                    ));
+                }
+                anyhow::bail!("the record log and the database differ: first, {first}");
+            }
+            Ok(())
+        }
+        AuditCommand::Watch {
+            url,
+            vkey,
+            interval,
+            state,
+            once,
+        } => recordlog::watch::run(&recordlog::watch::Watch {
+            url: url.clone(),
+            vkeys: vkey.clone(),
+            interval: std::time::Duration::from_secs((*interval).max(1)),
+            state: state.clone(),
+            once: *once,
+        }),
+    }
+}
+
+/// Differences `mandate audit verify` lists before counting the rest.
+const AUDIT_FINDINGS_SHOWN: usize = 20;
 
 fn main() -> anyhow::Result<()> {
     // Everything this process creates is its user's alone: the data folder
@@ -433,6 +562,8 @@ fn main() -> anyhow::Result<()> {
         Command::SigningKey {
             command: SigningKeyCommand::Revoke { kid },
         } => revoke_signing_key(&config, kid),
+        Command::LogKey { command } => log_key(&config, command),
+        Command::Audit { command } => audit(&config, command),
     }
 }
 

@@ -669,6 +669,41 @@ pub struct GraphBody {
     pub truncated: bool,
 }
 
+/// A consistency proof between two sizes of the record log (RFC 6962).
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct ConsistencyBody {
+    pub old: u64,
+    pub new: u64,
+    /// The proof's hashes, standard base64, in RFC 6962 order.
+    pub proof: Vec<String>,
+}
+
+/// One event of a record in the record log.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct LogEventBody {
+    /// `record.created`, `record.completed` or `record.rated`.
+    pub kind: String,
+    /// The leaf's index in the log.
+    pub index: u64,
+    /// The leaf's bytes (RFC 8785 canonical JSON), standard base64.
+    pub leaf: String,
+    /// A C2SP `tlog-proof@v1`: the index, the inclusion proof and the
+    /// signed checkpoint.
+    pub proof: String,
+}
+
+/// A record's events in the record log, each proven against one
+/// checkpoint.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct RecordProofBody {
+    pub aar_id: String,
+    /// The log's name, the first line of its checkpoints.
+    pub origin: String,
+    /// The signed checkpoint (C2SP `tlog-checkpoint`) every proof leads to.
+    pub checkpoint: String,
+    pub events: Vec<LogEventBody>,
+}
+
 /// `GET /healthz` and `GET /readyz`.
 #[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
 pub struct Health {

@@ -34,6 +34,16 @@ pub enum QueryError {
     UnknownWorkflow,
     #[error("no token has this jti")]
     UnknownToken,
+    /// The record was written while the record log was off.
+    #[error("this record was written while the record log was off: it has no proof")]
+    NotInLog,
+    /// The log has no such tile (yet): a full tile past its tree, or a
+    /// partial one wider than its tree's.
+    #[error("the log's newest checkpoint has no such tile")]
+    UnknownTile,
+    /// No token status list has this number (yet).
+    #[error("no token status list has this number")]
+    UnknownStatusList,
     /// A query parameter outside its form.
     #[error("{0}")]
     InvalidQuery(&'static str),

@@ -52,6 +52,9 @@ pub enum Purpose {
     SigningKey,
     /// The human-reference secret; its id is its `meta` key.
     HumanRefSecret,
+    /// An Ed25519 key that signs the record log's checkpoints; its id is
+    /// its verifier key (C2SP `signed-note` vkey).
+    LogKey,
 }
 
 impl Purpose {
@@ -59,6 +62,7 @@ impl Purpose {
         match self {
             Purpose::SigningKey => b"signing_key",
             Purpose::HumanRefSecret => b"human_ref_secret",
+            Purpose::LogKey => b"log_key",
         }
     }
 }

@@ -22,7 +22,9 @@ use crate::store::sql::{self, Connection, OptionalExtension, params};
 use mandate_core::Role;
 
 use crate::clock::Now;
+use crate::config::Config;
 use crate::keyring::{self, Ring, SECRET_KEY};
+use crate::recordlog;
 use crate::secrets::{CHECK_KEY, Kek, Purpose};
 use crate::store::Database;
 use crate::store::database::SETUP_LOCK;
@@ -57,18 +59,19 @@ pub struct Prepared {
     pub kek: Arc<Kek>,
     /// The admin key, when this start created it.
     pub new_admin_key: Option<String>,
+    /// The record log's name and keys.
+    pub log: recordlog::Prepared,
 }
 
-/// Opens the data folder and the database, creating everything on first
-/// start, and opens the secrets with the key file (see the module's rules).
-/// On PostgreSQL, hosts starting together take turns (an advisory lock):
-/// the first creates the deployment, the others find it.
-pub fn prepare(
-    data_dir: &Path,
-    database: &Database,
-    key_file: &Path,
-    now: Now,
-) -> anyhow::Result<Prepared> {
+/// Opens the data folder and the database of `config`, creating everything
+/// on first start, and opens the secrets with the key file (see the
+/// module's rules); sets the record log up (`recordlog::prepare`). On
+/// PostgreSQL, hosts starting together take turns (an advisory lock): the
+/// first creates the deployment, the others find it.
+pub fn prepare(config: &Config, database: &Database, now: Now) -> anyhow::Result<Prepared> {
+    let data_dir = config.data_dir.as_path();
+    let key_file = config.key_file_path();
+    let key_file = key_file.as_path();
     DirBuilder::new()
         .recursive(true)
         .mode(0o700)
@@ -88,12 +91,14 @@ pub fn prepare(
         .ok_or_else(|| anyhow::anyhow!("the deployment secret is missing after set-up"))?;
     let ring = keyring::load(&conn, &kek, now)
         .map_err(|e| anyhow::anyhow!("cannot load signing keys: {e}"))?;
+    let log = recordlog::prepare(&conn, &kek, &config.log, config.public_url.as_deref(), now)?;
     conn.close()?;
     Ok(Prepared {
         ring,
         human_secret,
         kek: Arc::new(kek),
         new_admin_key,
+        log,
     })
 }
 

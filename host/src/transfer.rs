@@ -23,12 +23,12 @@ use crate::store::sql::{Connection, params_from_iter};
 /// The export format's version.
 const FORMAT_VERSION: u64 = 1;
 
-/// Every table of schema 4 with its columns (a record's `org` is derived
+/// Every table of schema 5 with its columns (a record's `org` is derived
 /// from its `seq`, and PostgreSQL's `dpop_proofs` live seconds: neither is
 /// exported), in an order that inserts parents before what refers to them,
 /// and the key each is written in the order of (tokens by depth, so a
 /// parent comes before its children).
-const TABLES: [(&str, &[&str], &str); 10] = [
+const TABLES: [(&str, &[&str], &str); 16] = [
     ("meta", &["key", "value"], "key"),
     (
         "signing_keys",
@@ -88,6 +88,10 @@ const TABLES: [(&str, &[&str], &str); 10] = [
             "actions",
             "children",
             "org",
+            "status_idx",
+            "log_issued",
+            "log_revoked",
+            "revoke_cause",
         ],
         "depth, jti",
     ),
@@ -117,6 +121,11 @@ const TABLES: [(&str, &[&str], &str); 10] = [
             "completed_at",
             "delegated_jti",
             "credential",
+            "reserved_micros",
+            "rated_by",
+            "log_created",
+            "log_completed",
+            "log_rated",
         ],
         "seq",
     ),
@@ -172,6 +181,24 @@ const TABLES: [(&str, &[&str], &str); 10] = [
             "created_at",
         ],
         "org, scope, key",
+    ),
+    ("log_leaves", &["idx", "hash", "leaf"], "idx"),
+    ("log_nodes", &["level", "idx", "hash"], "level, idx"),
+    ("log_checkpoints", &["size", "root", "note", "created_at"], "size"),
+    (
+        "log_keys",
+        &["key_id", "secret", "created_at", "retired_at"],
+        "key_id",
+    ),
+    (
+        "ledger_state",
+        &["id", "log_frontier", "next_status_idx"],
+        "id",
+    ),
+    (
+        "status_lists",
+        &["list", "bits", "revision", "updated_at"],
+        "list",
     ),
 ];
 
@@ -279,9 +306,10 @@ pub fn import(conn: &Connection, input: impl BufRead) -> anyhow::Result<u64> {
         );
     }
     let tx = conn.unchecked_transaction()?;
-    // A new database holds the default organisation its schema made; the
-    // export has its own.
+    // A new database holds the default organisation and the empty log's
+    // state its schema made; the export has its own.
     tx.execute("DELETE FROM orgs", [])?;
+    tx.execute("DELETE FROM ledger_state", [])?;
     let mut insert: Option<(String, usize)> = None;
     let mut total = 0u64;
     loop {

@@ -1,10 +1,15 @@
 //! Fills a stopped server's data folder with `count` completed records of
 //! an existing token, in its organisation after its last record, written
-//! by the statements the ledger writes them with, for the growth runs of
-//! `cargo xtask bench`.
+//! by the statements the ledger writes them with — each with its leaf in
+//! the record log, and a checkpoint signed per transaction — for the
+//! growth runs of `cargo xtask bench`.
 //! `prefill <data-dir> <jti> <count>`
 
-use mandate_core::{AarId, Claims, CountsChange, Jti, Outcome, RecordState, Ulid, Usd};
+use mandate_core::{AarId, Claims, CountsChange, Jti, Outcome, OrgId, RecordState, Ulid, Usd};
+use mandate_host::recordlog::{self, events};
+use mandate_host::secrets::{KEY_FILE, Kek};
+use mandate_host::store::log::{self as log_rows, LedgerState};
+use mandate_host::store::orgs;
 use mandate_host::store::records::{self, Credential, NewRecord, SummaryKey};
 use mandate_host::store::{DB_FILE, open_writer, tokens};
 
@@ -17,7 +22,17 @@ fn main() -> anyhow::Result<()> {
         anyhow::bail!("usage: prefill <data-dir> <jti> <count>");
     };
     let count: u64 = count.parse()?;
-    let conn = open_writer(&std::path::Path::new(data_dir).join(DB_FILE))?;
+    let data_dir = std::path::Path::new(data_dir);
+    let conn = open_writer(&data_dir.join(DB_FILE))?;
+    let kek = Kek::read_file(&data_dir.join(KEY_FILE))?
+        .ok_or_else(|| anyhow::anyhow!("the data folder has no key file"))?;
+    let origin: Vec<u8> = conn.query_row(
+        "SELECT value FROM meta WHERE key = ?1",
+        [recordlog::ORIGIN_KEY],
+        |row| row.get(0),
+    )?;
+    let origin = String::from_utf8(origin)?;
+    let signers = recordlog::keys::load(&conn, &kek, &origin)?;
     let jti = Jti::parse(jti)?;
     let claims = tokens::claims_text(&conn, &jti.hash())?
         .ok_or_else(|| anyhow::anyhow!("no token has the jti {jti}"))?;
@@ -25,6 +40,11 @@ fn main() -> anyhow::Result<()> {
     let org = tokens::standing(&conn, &jti.hash())?
         .ok_or_else(|| anyhow::anyhow!("no token has the jti {jti}"))?
         .org;
+    let org_id = OrgId::parse(
+        &orgs::by_number(&conn, org)?
+            .ok_or_else(|| anyhow::anyhow!("the token's organisation is missing"))?
+            .id,
+    )?;
     let (mut seq, last) = records::tail(&conn, org)?.unwrap_or((org.seqs().start - 1, 0));
     let now = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)?
@@ -40,6 +60,7 @@ fn main() -> anyhow::Result<()> {
         result: Outcome::Success,
     };
     let agent_id = token.agent_id().as_str().to_owned();
+    let (mut frontier, next_status_idx) = recordlog::frontier(&conn, false)?;
     let mut written = 0;
     while written < count {
         let tx = conn.unchecked_transaction()?;
@@ -52,22 +73,33 @@ fn main() -> anyhow::Result<()> {
             random[2..].copy_from_slice(&n.to_be_bytes());
             let aar_id = AarId::new(Ulid::new(at as u64, random)?);
             seq += 1;
-            records::insert(
-                &tx,
-                seq,
-                &NewRecord {
-                    aar_id: &aar_id,
-                    token: &token,
-                    action: ACTIONS[(n % 3) as usize],
-                    resource: &format!("crm:item{}", n % 1000),
-                    state,
-                    result_hash: None,
-                    spend: Usd::ZERO,
-                    created_at: at,
-                    delegated_jti: None,
-                    credential: Credential::Jti,
-                },
-            )?;
+            let record = NewRecord {
+                aar_id: &aar_id,
+                token: &token,
+                action: ACTIONS[(n % 3) as usize],
+                resource: &format!("crm:item{}", n % 1000),
+                state,
+                result_hash: None,
+                spend: Usd::ZERO,
+                created_at: at,
+                delegated_jti: None,
+                credential: Credential::Jti,
+            };
+            let created = events::record_created(&events::Created {
+                aar_id: aar_id.as_str(),
+                jti: token.jti.as_str(),
+                agent_id: &agent_id,
+                provenance_ref: token.svc_prov.as_str(),
+                action: record.action,
+                resource: record.resource,
+                state,
+                result_hash: None,
+                spend_micros: 0,
+                credential: Credential::Jti,
+                delegated_jti: None,
+            })?;
+            let index = recordlog::append(&tx, &mut frontier, &org_id, at, created)?;
+            records::insert(&tx, seq, &record, Some(index))?;
         }
         let added = (end - written) as i64;
         let change = CountsChange {
@@ -85,6 +117,21 @@ fn main() -> anyhow::Result<()> {
             };
             records::count_in_summary(&tx, &key, added)?;
         }
+        log_rows::save_state(
+            &tx,
+            &LedgerState {
+                frontier: frontier.to_bytes(),
+                next_status_idx,
+            },
+        )?;
+        let checkpoint = recordlog::sign_checkpoint(
+            &signers,
+            &origin,
+            frontier.size(),
+            frontier.root(),
+            stamp(end - 1),
+        )?;
+        log_rows::insert_checkpoint(&tx, &checkpoint)?;
         written = end;
         tx.commit()?;
     }

@@ -60,7 +60,7 @@ const ADMIN: Access = Access::ApiKey(KeyNeeds::Admin);
 /// test checks that it names every operation the router serves, and only
 /// those.
 #[rustfmt::skip]
-pub(crate) const ROUTES: [(&str, &str, Access); 28] = [
+pub(crate) const ROUTES: [(&str, &str, Access); 33] = [
     ("post",   "/v1/vat/issue/l1",                              ISSUE),
     ("post",   "/v1/vat/issue/l2",                              ISSUE),
     ("post",   "/v1/vat/auth/capture",                          ISSUE),
@@ -84,6 +84,11 @@ pub(crate) const ROUTES: [(&str, &str, Access); 28] = [
     ("post",   "/v1/keys",                                      KEYS),
     ("get",    "/v1/keys",                                      KEYS),
     ("delete", "/v1/keys/{key_id}",                             KEYS),
+    ("get",    "/v1/vat/status/{list}",                         Access::Public),
+    ("get",    "/v1/log/checkpoint",                            Access::Public),
+    ("get",    "/v1/log/key",                                   Access::Public),
+    ("get",    "/v1/log/consistency",                           Access::Public),
+    ("get",    "/v1/vat/aar/{aar_id}/proof",                    READ),
     ("get",    "/.well-known/jwks.json",                        Access::Public),
     ("get",    "/healthz",                                      Access::Public),
     ("get",    "/readyz",                                       Access::Public),

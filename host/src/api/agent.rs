@@ -5,7 +5,7 @@
 //! `delegate` changes authority and always needs the token itself.
 
 use axum::extract::{Path, State};
-use axum::http::StatusCode;
+use axum::http::{HeaderMap, StatusCode};
 use mandate_core::{DenyReason, Usd};
 
 use super::bodies;
@@ -14,6 +14,7 @@ use super::extract::{Acting, AgentCall, IdempotentJson, Json, Need};
 use super::input;
 use super::problems::{denial, refusal};
 use super::query::record_id;
+use super::status::public_base;
 use super::write::{Rendered, once};
 use crate::error::ApiResult;
 use crate::ledger::{Attempt, Attempted, Completion, Delegated, Delegation};
@@ -213,6 +214,7 @@ pub(crate) async fn complete(
 pub(crate) async fn delegate(
     State(state): State<AppState>,
     call: AgentCall,
+    headers: HeaderMap,
     IdempotentJson { body, key }: IdempotentJson<DelegateRequest>,
 ) -> ApiResult<Rendered> {
     let now = state.clock.now();
@@ -227,6 +229,7 @@ pub(crate) async fn delegate(
         request,
         child_random: random::bytes(),
         record_random: random::bytes(),
+        status_base: public_base(&state, &headers),
     };
     let signing_key = state.keys.current().active.clone();
     let (delegated, rendered) = once(

@@ -3,12 +3,14 @@
 //! the human is whoever the ID token or the verifier names.
 
 use axum::extract::State;
+use axum::http::HeaderMap;
 use mandate_core::{AssuranceLevel, Identity};
 
 use super::docs::Errors;
 use super::extract::{ApiKeyAuth, IdempotentJson};
 use super::input;
 use super::issue::{Root, issue_root_token};
+use super::status::public_base;
 use super::write::Rendered;
 use crate::AppState;
 use crate::error::{ApiError, ApiResult};
@@ -33,6 +35,7 @@ const MAX_ID_TOKEN_BYTES: usize = 16 * 1024;
 pub(crate) async fn issue_l2(
     State(state): State<AppState>,
     ApiKeyAuth(principal): ApiKeyAuth,
+    headers: HeaderMap,
     IdempotentJson { body, key }: IdempotentJson<IssueL2Request>,
 ) -> ApiResult<Rendered> {
     let now = state.clock.now();
@@ -65,6 +68,7 @@ pub(crate) async fn issue_l2(
         identity: &identity,
         level: AssuranceLevel::L2,
         request,
+        status_base: public_base(&state, &headers),
     };
     issue_root_token(&state, &principal, key, root, now).await
 }
@@ -85,6 +89,7 @@ pub(crate) async fn issue_l2(
 pub(crate) async fn auth_capture(
     State(state): State<AppState>,
     ApiKeyAuth(principal): ApiKeyAuth,
+    headers: HeaderMap,
     IdempotentJson { body, key }: IdempotentJson<CaptureRequest>,
 ) -> ApiResult<Rendered> {
     let now = state.clock.now();
@@ -103,6 +108,7 @@ pub(crate) async fn auth_capture(
         identity: &identity,
         level: AssuranceLevel::L3,
         request,
+        status_base: public_base(&state, &headers),
     };
     issue_root_token(&state, &principal, key, root, now).await
 }

@@ -2,16 +2,18 @@
 //! assurance level ends in (sign, store, answer once per idempotency key).
 
 use axum::extract::State;
+use axum::http::HeaderMap;
 use axum::http::StatusCode;
 use mandate_core::{
     AssuranceLevel, Identity, IssueError, Permission, RootIssue, TokenRequest, human_ref,
-    issue_root, sign,
+    issue_root,
 };
 
 use super::bodies;
 use super::docs::Errors;
 use super::extract::{ApiKeyAuth, IdempotentJson};
 use super::input;
+use super::status::public_base;
 use super::write::{Rendered, once};
 use crate::apikeys::Principal;
 use crate::clock::Now;
@@ -32,6 +34,7 @@ use crate::{AppState, random};
 pub(crate) async fn issue_l1(
     State(state): State<AppState>,
     ApiKeyAuth(principal): ApiKeyAuth,
+    headers: HeaderMap,
     IdempotentJson { body, key }: IdempotentJson<IssueL1Request>,
 ) -> ApiResult<Rendered> {
     let now = state.clock.now();
@@ -54,6 +57,7 @@ pub(crate) async fn issue_l1(
         identity: &identity,
         level: AssuranceLevel::L1,
         request,
+        status_base: public_base(&state, &headers),
     };
     issue_root_token(&state, &principal, key, root, now).await
 }
@@ -64,6 +68,9 @@ pub(crate) struct Root<'a> {
     pub(crate) identity: &'a Identity,
     pub(crate) level: AssuranceLevel,
     pub(crate) request: TokenRequest,
+    /// The server's public address, under which the token's status list
+    /// is (see `status::public_base`).
+    pub(crate) status_base: String,
 }
 
 /// Issues, signs and stores a root token for a verified human, whatever the
@@ -72,7 +79,7 @@ pub(crate) struct Root<'a> {
 pub(crate) async fn issue_root_token(
     state: &AppState,
     principal: &Principal,
-    key: Option<IdempotencyKey>,
+    key_for_replay: Option<IdempotencyKey>,
     root: Root<'_>,
     now: Now,
 ) -> ApiResult<Rendered> {
@@ -92,18 +99,15 @@ pub(crate) async fn issue_root_token(
         IssueError::TtlOutOfRange => LedgerError::TtlOutOfRange(e).into(),
         other => ApiError::internal(other),
     })?;
-    let compact = sign(&claims, &ring.active).map_err(ApiError::internal)?;
-    let kid = ring.active.kid().to_owned();
+    let key = ring.active.clone();
     let by = principal.id.clone();
     let org = principal.org;
+    let base = root.status_base;
     let (_, rendered) = once(
         state,
-        key,
+        key_for_replay,
         now,
-        move |ledger| {
-            ledger.store_root(org, &claims, &kid, &by, now)?;
-            Ok((claims, compact))
-        },
+        move |ledger| ledger.store_root(org, claims, &key, &by, &base, now),
         |(claims, compact)| match bodies::issued(claims, compact.clone(), None) {
             Ok(token) => Rendered::json(StatusCode::CREATED, &token),
             Err(error) => Rendered::problem(&error),

@@ -11,11 +11,13 @@ mod docs;
 mod extract;
 mod input;
 mod issue;
+mod log;
 mod meta;
 mod orgs;
 mod problems;
 mod query;
 mod records;
+mod status;
 mod tokens;
 mod workflows;
 mod write;
@@ -214,6 +216,11 @@ pub fn app(state: AppState) -> Router {
         .routes(routes!(orgs::update_org))
         .routes(routes!(orgs::create_key, orgs::list_keys))
         .routes(routes!(orgs::revoke_key))
+        .routes(routes!(status::status_list))
+        .routes(routes!(log::checkpoint))
+        .routes(routes!(log::key))
+        .routes(routes!(log::consistency))
+        .routes(routes!(log::record_proof))
         .routes(routes!(meta::jwks))
         .routes(routes!(meta::healthz))
         .routes(routes!(meta::readyz))
@@ -222,6 +229,7 @@ pub fn app(state: AppState) -> Router {
         .split_for_parts();
     let document = Document(Arc::new(docs::served(document, &state.config)));
     router
+        .route("/v1/log/tile/{*path}", axum::routing::get(log::tile))
         .merge(crate::web::routes())
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)

@@ -36,7 +36,16 @@ pub(crate) async fn feedback(
     let rating = input::rating(&body.rating)?;
     let note = input::text("note", body.note.as_deref(), MAX_NOTE_CHARS)?;
     let rated = state
-        .write(move |ledger| ledger.rate(principal.org, &aar_id, rating, note.as_deref(), now))
+        .write(move |ledger| {
+            ledger.rate(
+                principal.org,
+                &aar_id,
+                rating,
+                note.as_deref(),
+                &principal.id,
+                now,
+            )
+        })
         .await?;
     Ok(axum::Json(FeedbackResponse {
         aar_id: rated.aar_id.to_string(),

@@ -11,6 +11,7 @@ use mandate_core::{
 
 use super::{Ledger, LedgerError, Token, internal, new_aar_id};
 use crate::clock::Now;
+use crate::recordlog::events;
 use crate::store::orgs::Org;
 use crate::store::records::{self, Credential, NewRecord, Record, SummaryKey, micros};
 
@@ -210,21 +211,31 @@ impl Ledger {
         }
         self.charge(&budgeted, micros(spend) - micros(record.spend), 0)?;
         let at = now.ms();
+        let before = record.state;
+        record.state = state;
+        record.result_hash = completion.result_hash.as_ref().map(ResultHash::to_string);
+        record.spend = spend;
+        record.completed_at = Some(at);
+        let completed = events::record_completed(&record)?;
+        record.log.completed = self.append(record.org(), at, completed)?;
         records::complete(
             &self.conn,
             &record.aar_id,
-            state,
-            completion.result_hash.as_ref(),
-            spend,
-            at,
+            &records::Completed {
+                state,
+                result_hash: completion.result_hash.as_ref(),
+                spend,
+                at,
+                log: record.log.completed,
+            },
         )?;
         self.counters.count_for_agent(
             record.org(),
             &record.agent_id,
-            CountsChange::of(Some(&record.state), &state),
+            CountsChange::of(Some(&before), &state),
         );
         self.counters.touch_workflow(&record.provenance_ref, 0, at);
-        for (state, change) in [(record.state, -1), (state, 1)] {
+        for (state, change) in [(before, -1), (state, 1)] {
             self.counters.count_in_summary(
                 &SummaryKey {
                     provenance_ref: &record.provenance_ref,
@@ -235,35 +246,48 @@ impl Ledger {
                 change,
             );
         }
-        record.state = state;
-        record.result_hash = completion.result_hash.as_ref().map(ResultHash::to_string);
-        record.spend = spend;
-        record.completed_at = Some(at);
         Ok(record)
     }
 
-    /// Gives a completed record of `org` its one human rating. A record of
-    /// another organisation is unknown.
+    /// Gives a completed record of `org` its one human rating, by the API
+    /// key `by`. A record of another organisation is unknown.
     pub fn rate(
         &mut self,
         org: Org,
         aar_id: &AarId,
         rating: Rating,
         note: Option<&str>,
+        by: &str,
         now: Now,
     ) -> Result<Rated, LedgerError> {
         self.enter(org)?;
-        let record = records::by_id(&self.conn, aar_id.as_str())?
+        let mut record = records::by_id(&self.conn, aar_id.as_str())?
             .filter(|record| record.org() == org)
             .ok_or(LedgerError::UnknownRecord)?;
-        let rated: RecordState = transition(Some(record.state), RecordEvent::Rate(rating))
+        let before = record.state;
+        let rated: RecordState = transition(Some(before), RecordEvent::Rate(rating))
             .map_err(LedgerError::Lifecycle)?;
         let at = now.ms();
-        records::rate(&self.conn, aar_id.as_str(), rating, note, at)?;
+        record.state = rated;
+        record.note = note.map(str::to_owned);
+        record.rated_by = Some(by.to_owned());
+        let event = events::record_rated(&record)?;
+        let log = self.append(org, at, event)?;
+        records::rate(
+            &self.conn,
+            aar_id.as_str(),
+            &records::NewRating {
+                rating,
+                note,
+                by,
+                at,
+                log,
+            },
+        )?;
         self.counters.count_for_agent(
             org,
             &record.agent_id,
-            CountsChange::of(Some(&record.state), &rated),
+            CountsChange::of(Some(&before), &rated),
         );
         Ok(Rated {
             aar_id: aar_id.clone(),

@@ -4,12 +4,17 @@
 
 use mandate_core::{
     AarId, BudgetExceeded, Claims, DenyReason, IssueError, Jti, Outcome, RecordEvent, SigningKey,
-    TokenRequest, Ulid, Usd, check_chain_budgets, check_fan_out, delegate, sign, transition,
+    TokenRequest, Ulid, Usd, check_chain_budgets, check_fan_out, delegate, sign,
+    transition,
 };
 
 use super::{Ledger, LedgerError, Token, internal, new_aar_id};
 use crate::clock::Now;
-use crate::store::orgs::Org;
+use crate::keyring::{self, KeyRevocation};
+use mandate_core::status_list::StatusClaim;
+use crate::recordlog::events;
+use crate::secrets::Kek;
+use crate::store::orgs::{self as org_rows, Org};
 use crate::store::records::{self, Credential, NewRecord, NewWorkflow};
 use crate::store::tokens::{self, NewToken};
 
@@ -20,6 +25,8 @@ pub struct Delegation {
     pub request: TokenRequest,
     pub child_random: [u8; 10],
     pub record_random: [u8; 10],
+    /// The server's public address, under which the child's status list is.
+    pub status_base: String,
 }
 
 /// Why a delegation was refused; its denied `delegate` record is written.
@@ -85,10 +92,10 @@ pub struct Revoked {
 }
 
 impl Ledger {
-    /// Stores a token this server signed with `kid`; a delegated one counts
-    /// as a child of `parent`, a root one opens its workflow. The key is
-    /// checked first, so a key revoked since the caller read the key ring
-    /// leaves nothing changed.
+    /// Stores a token this server signed with `kid`, and appends its issue
+    /// to the record log; a delegated one counts as a child of `parent`, a
+    /// root one opens its workflow. The key is checked first, so a key
+    /// revoked since the caller read the key ring leaves nothing changed.
     /// The caller checked the quotas ([`Ledger::check_token_quota`]) before
     /// writing anything.
     fn store_token(
@@ -103,6 +110,10 @@ impl Ledger {
         if !tokens::note_signed(&self.conn, kid, claims.exp)? {
             return Err(LedgerError::SigningKeyRevoked);
         }
+        let claims_text = tokens::claims_json(claims)?;
+        let issued = events::token_issued(claims, &claims_text, kid);
+        // A token's issue is logged at its `iat`, which its row keeps.
+        let log_issued = self.append(org, claims.iat.saturating_mul(1000), issued)?;
         tokens::insert(
             &self.conn,
             &NewToken {
@@ -111,6 +122,8 @@ impl Ledger {
                 parent,
                 kid,
                 issued_by,
+                claims_text: &claims_text,
+                log_issued,
             },
         )?;
         records::add_agent(&self.conn, org, claims.agent_id().as_str())?;
@@ -127,19 +140,32 @@ impl Ledger {
         Ok(())
     }
 
-    /// Stores a root token of `org` the caller signed with `kid`, issued on
-    /// the API key `issued_by`.
+    /// The status list reference of the next token: its index, and the
+    /// list's URI under `base` (the server's public address).
+    fn next_status(&mut self, base: &str) -> Result<StatusClaim, LedgerError> {
+        let idx = self.allocate_status_idx()?;
+        StatusClaim::for_index(base, idx).map_err(internal)
+    }
+
+    /// Signs and stores a root token of `org` issued on the API key
+    /// `issued_by`, with the next status list index (the list's URI under
+    /// `status_base`): the claims as core made them, signed here so the
+    /// index is the ledger's to hand out.
     pub fn store_root(
         &mut self,
         org: Org,
-        claims: &Claims,
-        kid: &str,
+        mut claims: Claims,
+        key: &SigningKey,
         issued_by: &str,
+        status_base: &str,
         now: Now,
-    ) -> Result<(), LedgerError> {
+    ) -> Result<(Claims, String), LedgerError> {
         self.enter(org)?;
         self.check_token_quota(org, now.s())?;
-        self.store_token(org, claims, None, kid, Some(issued_by), now.ms())
+        claims.status = Some(self.next_status(status_base)?);
+        let compact = sign(&claims, key).map_err(internal)?;
+        self.store_token(org, &claims, None, key.kid(), Some(issued_by), now.ms())?;
+        Ok((claims, compact))
     }
 
     /// Delegates from a parent token presented by its holder: core decides,
@@ -173,7 +199,7 @@ impl Ledger {
         };
         let ulid =
             Ulid::new(u64::try_from(at).unwrap_or(0), delegation.child_random).map_err(internal)?;
-        let (child, budgeted) =
+        let (mut child, budgeted) =
             match self.judge_delegation(&parent, delegation.request, at, ulid)? {
                 Ok(allowed) => allowed,
                 Err(refusal) => {
@@ -184,6 +210,7 @@ impl Ledger {
                 }
             };
         self.check_token_quota(org, at / 1000)?;
+        child.status = Some(self.next_status(&delegation.status_base)?);
         let compact_jwt = sign(&child, key).map_err(internal)?;
         self.store_token(org, &child, Some(&delegation.parent), key.kid(), None, at)?;
         let state = transition(
@@ -271,17 +298,79 @@ impl Ledger {
         }
         let mut jtis = Vec::new();
         let mut count = 0u64;
-        tokens::revoke_subtree(&self.conn, target, now_s, reason, |jti| {
+        let cause = target.hash();
+        for token in tokens::subtree(&self.conn, target)? {
             count += 1;
-            if jtis.len() < REVOKED_LIST_LIMIT {
-                jtis.push(jti);
+            if !token.revoked {
+                self.end_token(&token, cause.as_str(), reason, now)?;
             }
-        })?;
+            if jtis.len() < REVOKED_LIST_LIMIT {
+                jtis.push(token.jti);
+            }
+        }
         jtis.sort();
         Ok(Revoked {
             jtis,
             count,
             at: now_s,
         })
+    }
+
+    /// Revokes one token not revoked before, because `cause` (its jti hash,
+    /// itself or an ancestor) was revoked: the row, its leaf in the record
+    /// log, and its bit in its status list.
+    fn end_token(
+        &mut self,
+        token: &tokens::InSubtree,
+        cause: &str,
+        reason: Option<&str>,
+        now: Now,
+    ) -> Result<(), LedgerError> {
+        let event = events::token_revoked(&token.jth, cause, reason)?;
+        // Logged at the second its row keeps.
+        let log = self.append(token.org, now.s().saturating_mul(1000), event)?;
+        tokens::revoke(
+            &self.conn,
+            &token.jti,
+            &tokens::Revocation {
+                at: now.s(),
+                reason,
+                cause,
+                log,
+            },
+        )?;
+        if let Some(idx) = token.status_idx {
+            self.set_revoked(idx, now.ms())?;
+        }
+        Ok(())
+    }
+
+    /// Revokes a signing key, and with it every token it signed and every
+    /// descendant (reason [`keyring::KEY_REVOKED_REASON`]; each token is its
+    /// own cause); revoking the active key rotates first. `None` when no key
+    /// has this kid. On PostgreSQL it takes the record log's lock, then
+    /// every organisation's (as each write takes its own, first): no host
+    /// then judges a write by a token the revocation is ending.
+    pub fn revoke_signing_key(
+        &mut self,
+        kek: &Kek,
+        kid: &str,
+        now: Now,
+    ) -> Result<Option<KeyRevocation>, LedgerError> {
+        if self.shared {
+            self.group_log()?;
+            org_rows::lock_all(&self.conn)?;
+        }
+        let Some(mut revocation) = keyring::revoke_key(&self.conn, kek, kid, now)? else {
+            return Ok(None);
+        };
+        for token in tokens::signed_with(&self.conn, kid)? {
+            if !token.revoked {
+                let jth = token.jth.clone();
+                self.end_token(&token, &jth, Some(keyring::KEY_REVOKED_REASON), now)?;
+                revocation.tokens_revoked += 1;
+            }
+        }
+        Ok(Some(revocation))
     }
 }

@@ -24,6 +24,7 @@
 mod acts;
 mod authority;
 mod idempotency;
+mod log;
 mod orgs;
 #[cfg(test)]
 mod tests;
@@ -37,6 +38,7 @@ use mandate_core::{
     RecordError, ScopeError, TokenStatus, Ulid, Usage,
 };
 
+use crate::recordlog::events;
 use crate::store::orgs::{self as org_rows, Org, Quotas};
 use crate::store::records::{self, SummaryKey};
 use crate::store::{Owned, StoreError, tokens};
@@ -44,6 +46,7 @@ use crate::store::{Owned, StoreError, tokens};
 pub use acts::{Attempt, Attempted, Completion, Rated};
 pub use authority::{Delegated, Delegation, REVOKED_LIST_LIMIT, Refusal, Revoked, Revoker};
 pub use idempotency::{IdempotencyKey, Reply};
+pub use log::LogSetup;
 pub use orgs::{NewOrg, OrgCreated, create_org};
 
 /// How many parsed claim sets the ledger keeps.
@@ -325,6 +328,12 @@ pub struct Ledger {
     shared: bool,
     /// Organisations locked by the current group (see [`Ledger::enter`]).
     locked: HashSet<Org>,
+    /// How the record log is written.
+    log: LogSetup,
+    /// The record log and status lists as the current group changes them.
+    group: Option<log::GroupLog>,
+    /// Organisation ids by number (they never change), for log leaves.
+    org_ids: HashMap<Org, mandate_core::OrgId>,
 }
 
 impl Owned for Ledger {
@@ -333,10 +342,15 @@ impl Owned for Ledger {
     }
 
     fn before_commit(&mut self) -> Result<(), StoreError> {
+        self.flush_log().map_err(|error| match error {
+            LedgerError::Store(error) => error,
+            other => StoreError::Internal(other.to_string()),
+        })?;
         self.counters.flush(&self.conn)
     }
 
     fn after_commit(&mut self) {
+        self.group = None;
         self.locked.clear();
         if self.shared {
             // Other hosts may change them before the next group.
@@ -347,6 +361,7 @@ impl Owned for Ledger {
     }
 
     fn after_rollback(&mut self) {
+        self.group = None;
         self.locked.clear();
         self.counters = Counters::default();
         self.tails.clear();
@@ -362,17 +377,47 @@ impl Owned for Ledger {
 }
 
 impl Ledger {
-    /// A ledger writing through `conn`, which has the schema.
-    pub fn new(conn: Connection) -> Ledger {
+    /// A ledger writing through `conn`, which has the schema, logging as
+    /// `log` says.
+    pub fn new(conn: Connection, log: LogSetup) -> Ledger {
         Ledger {
             shared: conn.dialect() == Dialect::Postgres,
             locked: HashSet::new(),
+            log,
+            group: None,
+            org_ids: HashMap::new(),
             conn,
             claims: HashMap::new(),
             counters: Counters::default(),
             tails: HashMap::new(),
             quotas: HashMap::new(),
             days: HashMap::new(),
+        }
+    }
+
+    /// Runs `work` in a transaction of its own and commits it as the writer
+    /// commits a group (what the group kept in memory written first): for
+    /// operator commands, which change the database without a server.
+    pub fn transact<T>(
+        &mut self,
+        work: impl FnOnce(&mut Ledger) -> Result<T, LedgerError>,
+    ) -> Result<T, LedgerError> {
+        self.conn.begin()?;
+        let outcome = work(self).and_then(|value| {
+            self.before_commit()?;
+            self.conn.execute_batch("COMMIT")?;
+            Ok(value)
+        });
+        match outcome {
+            Ok(value) => {
+                self.after_commit();
+                Ok(value)
+            }
+            Err(error) => {
+                let _ = self.conn.execute_batch("ROLLBACK");
+                self.after_rollback();
+                Err(error)
+            }
         }
     }
 
@@ -420,12 +465,17 @@ impl Ledger {
     /// newest record, quotas, today's count — is forgotten after every
     /// commit on PostgreSQL, and read again under the lock). One lock
     /// per organisation, taken first, is one order of locking, so hosts
-    /// never deadlock within an organisation. On SQLite the single writer's
-    /// `BEGIN IMMEDIATE` already excludes everyone: nothing to do.
+    /// never deadlock within an organisation. Before its first organisation
+    /// a group locks the record log's state row: every group appends to the
+    /// one log, and taking that lock first keeps one order of locks across
+    /// organisations too. On SQLite the single writer's `BEGIN IMMEDIATE`
+    /// already excludes everyone: nothing to do.
     fn enter(&mut self, org: Org) -> Result<bool, LedgerError> {
-        if !self.shared || !self.locked.insert(org) {
+        if !self.shared || self.locked.contains(&org) {
             return Ok(false);
         }
+        self.group_log()?;
+        self.locked.insert(org);
         org_rows::lock(&self.conn, org)?;
         Ok(true)
     }
@@ -563,7 +613,22 @@ impl Ledger {
                 "the organisation's records fill their range of seq",
             ));
         }
-        records::insert(&self.conn, seq, record)?;
+        let claims = record.token;
+        let created = events::record_created(&events::Created {
+            aar_id: record.aar_id.as_str(),
+            jti: claims.jti.as_str(),
+            agent_id: claims.agent_id().as_str(),
+            provenance_ref: claims.svc_prov.as_str(),
+            action: record.action,
+            resource: record.resource,
+            state: record.state,
+            result_hash: record.result_hash.map(mandate_core::ResultHash::as_str),
+            spend_micros: record.spend.micros(),
+            credential: record.credential,
+            delegated_jti: record.delegated_jti.map(Jti::as_str),
+        })?;
+        let log_created = self.append(org, record.created_at, created)?;
+        records::insert(&self.conn, seq, record, log_created)?;
         self.tails.insert(
             org,
             Tail {
@@ -574,7 +639,6 @@ impl Ledger {
         if let Some(count) = self.days.get_mut(&org) {
             count.records += 1;
         }
-        let claims = record.token;
         let agent_id = claims.agent_id().as_str();
         self.counters
             .count_for_agent(org, agent_id, CountsChange::of(None, &record.state));

@@ -38,7 +38,7 @@ impl Fixture {
         )
         .unwrap();
         Fixture {
-            ledger: Ledger::new(conn),
+            ledger: Ledger::new(conn, LogSetup::for_test()),
             key,
             ids: 0,
         }
@@ -688,10 +688,10 @@ fn organisations_write_records_into_their_own_ranges_of_seq() {
     // organisation's newest record.
     let conn = std::mem::replace(
         &mut fixture.ledger,
-        Ledger::new(store::open_in_memory().unwrap()),
+        Ledger::new(store::open_in_memory().unwrap(), LogSetup::for_test()),
     )
     .conn;
-    fixture.ledger = Ledger::new(conn);
+    fixture.ledger = Ledger::new(conn, LogSetup::for_test());
     let next = fixture.act(&beta_token, "read", at(9)).aar_id;
     let record = records::by_id(&fixture.ledger.conn, next.as_str())
         .unwrap()

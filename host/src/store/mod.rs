@@ -197,6 +197,9 @@ fn migrate(conn: &rusqlite::Connection) -> anyhow::Result<()> {
             rusqlite::params![OrgId::new(crate::random::ulid(now)).as_str(), now.ms()],
         )?;
     }
+    if version < 5 {
+        tx.execute_batch(schema::LOG)?;
+    }
     tx.pragma_update(None, "user_version", schema::VERSION)?;
     tx.commit()?;
     Ok(())

@@ -74,6 +74,21 @@ pub struct Record {
     /// The child token, for `delegate` records.
     pub delegated_jti: Option<String>,
     pub credential: Credential,
+    /// What `authorize` reserved, for a record made pending.
+    pub reserved: Option<Usd>,
+    /// The API key that rated it.
+    pub rated_by: Option<String>,
+    /// Where its events are in the record log.
+    pub log: LogIndices,
+}
+
+/// The leaf indices of a record's events in the record log; `None` for an
+/// event it has not had, or had while the log was off.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct LogIndices {
+    pub created: Option<u64>,
+    pub completed: Option<u64>,
+    pub rated: Option<u64>,
 }
 
 /// Declares the columns a [`Record`] is read from, once: the list the
@@ -113,6 +128,11 @@ record_columns!(
     completed_at,
     delegated_jti,
     credential,
+    reserved_micros,
+    rated_by,
+    log_created,
+    log_completed,
+    log_rated,
 );
 
 /// `SELECT <every record column> FROM records`, for queries to extend with
@@ -154,6 +174,12 @@ pub fn from_row(row: &Row<'_>) -> sql::Result<Record> {
     let spend = Usd::from_micros(u64::try_from(spend_micros).unwrap_or(0))
         .map_err(|e| corrupt(Column::spend_micros, e))?;
     let credential: String = get(row, Column::credential)?;
+    let reserved = get::<Option<i64>>(row, Column::reserved_micros)?
+        .map(|micros| {
+            Usd::from_micros(u64::try_from(micros).unwrap_or(0))
+                .map_err(|e| corrupt(Column::reserved_micros, e))
+        })
+        .transpose()?;
     Ok(Record {
         seq: get(row, Column::seq)?,
         aar_id: get(row, Column::aar_id)?,
@@ -176,6 +202,13 @@ pub fn from_row(row: &Row<'_>) -> sql::Result<Record> {
         delegated_jti: get(row, Column::delegated_jti)?,
         credential: Credential::parse(&credential)
             .ok_or_else(|| corrupt(Column::credential, credential))?,
+        reserved,
+        rated_by: get(row, Column::rated_by)?,
+        log: LogIndices {
+            created: get(row, Column::log_created)?,
+            completed: get(row, Column::log_completed)?,
+            rated: get(row, Column::log_rated)?,
+        },
     })
 }
 
@@ -264,17 +297,26 @@ pub fn micros(amount: Usd) -> i64 {
 }
 
 /// Stores a new record as `seq`, which lies in the range of the token's
-/// organisation after its last record. The counters it changes are the
-/// caller's to add.
-pub fn insert(conn: &Connection, seq: i64, record: &NewRecord<'_>) -> sql::Result<()> {
+/// organisation after its last record, with the leaf index of its creation
+/// in the record log. A pending record keeps its spend as what was
+/// reserved. The counters it changes are the caller's to add.
+pub fn insert(
+    conn: &Connection,
+    seq: i64,
+    record: &NewRecord<'_>,
+    log_created: Option<u64>,
+) -> sql::Result<()> {
     let claims = record.token;
     let completed_at =
         matches!(record.state.status(), Status::Completed).then_some(record.created_at);
+    let reserved =
+        matches!(record.state.status(), Status::Pending).then_some(micros(record.spend));
     conn.prepare_cached(
         "INSERT INTO records (aar_id, provenance_ref, jti, agent_id, action, resource, status, result,
             deny_reason, result_hash, spend_micros, trust_score, delegation_depth, human_ref,
-            assurance_level, created_at, completed_at, delegated_jti, credential, seq)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20)",
+            assurance_level, created_at, completed_at, delegated_jti, credential, seq,
+            reserved_micros, log_created)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21, ?22)",
     )?
     .execute(params![
         record.aar_id.as_str(),
@@ -297,46 +339,70 @@ pub fn insert(conn: &Connection, seq: i64, record: &NewRecord<'_>) -> sql::Resul
         record.delegated_jti.map(Jti::as_str),
         record.credential.as_str(),
         seq,
+        reserved,
+        log_created,
     ])?;
     Ok(())
 }
 
+/// A pending record's completion.
+#[derive(Debug, Clone, Copy)]
+pub struct Completed<'a> {
+    pub state: RecordState,
+    pub result_hash: Option<&'a ResultHash>,
+    pub spend: Usd,
+    /// Unix milliseconds.
+    pub at: i64,
+    /// The leaf index of the completion in the record log.
+    pub log: Option<u64>,
+}
+
 /// Stores a pending record's completion.
-pub fn complete(
-    conn: &Connection,
-    aar_id: &str,
-    state: RecordState,
-    result_hash: Option<&ResultHash>,
-    spend: Usd,
-    at_ms: i64,
-) -> sql::Result<()> {
+pub fn complete(conn: &Connection, aar_id: &str, completed: &Completed<'_>) -> sql::Result<()> {
     conn.prepare_cached(
-        "UPDATE records SET status = ?1, result = ?2, result_hash = ?3, spend_micros = ?4, completed_at = ?5
-         WHERE aar_id = ?6",
+        "UPDATE records SET status = ?1, result = ?2, result_hash = ?3, spend_micros = ?4, completed_at = ?5,
+            log_completed = ?6
+         WHERE aar_id = ?7",
     )?
     .execute(params![
-        state.status().as_str(),
-        state.result().map(Outcome::as_str),
-        result_hash.map(ResultHash::as_str),
-        micros(spend),
-        at_ms,
+        completed.state.status().as_str(),
+        completed.state.result().map(Outcome::as_str),
+        completed.result_hash.map(ResultHash::as_str),
+        micros(completed.spend),
+        completed.at,
+        completed.log,
         aar_id,
     ])?;
     Ok(())
 }
 
+/// A completed record's one rating.
+#[derive(Debug, Clone, Copy)]
+pub struct NewRating<'a> {
+    pub rating: Rating,
+    pub note: Option<&'a str>,
+    /// The API key that rated.
+    pub by: &'a str,
+    /// Unix milliseconds.
+    pub at: i64,
+    /// The leaf index of the rating in the record log.
+    pub log: Option<u64>,
+}
+
 /// Stores a completed record's rating.
-pub fn rate(
-    conn: &Connection,
-    aar_id: &str,
-    rating: Rating,
-    note: Option<&str>,
-    at_ms: i64,
-) -> sql::Result<()> {
+pub fn rate(conn: &Connection, aar_id: &str, rated: &NewRating<'_>) -> sql::Result<()> {
     conn.prepare_cached(
-        "UPDATE records SET rating = ?1, note = ?2, feedback_at = ?3 WHERE aar_id = ?4",
+        "UPDATE records SET rating = ?1, note = ?2, feedback_at = ?3, rated_by = ?4, log_rated = ?5
+         WHERE aar_id = ?6",
     )?
-    .execute(params![rating.as_str(), note, at_ms, aar_id])?;
+    .execute(params![
+        rated.rating.as_str(),
+        rated.note,
+        rated.at,
+        rated.by,
+        rated.log,
+        aar_id
+    ])?;
     Ok(())
 }
 

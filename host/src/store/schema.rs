@@ -29,6 +29,19 @@
 //!   which remembers them in memory.
 //! - `orgs`: organisations, each with a number (`num`) that is the high bits
 //!   of its records' `seq` (see [`crate::store::orgs::Org`]), and its quotas.
+//! - The record log (`crate::store::log`): `log_leaves` (every leaf's bytes
+//!   and hash, by index: the level-0 tiles), `log_nodes` (the tile entries
+//!   of levels 1 and up), `log_checkpoints` (every checkpoint signed, by
+//!   tree size), `log_keys` (the Ed25519 keys that sign checkpoints, sealed)
+//!   and `ledger_state` (one row: the log's right edge and the next token
+//!   status index). A token's `log_issued` and `log_revoked`, a record's
+//!   `log_created`, `log_completed` and `log_rated` are the indices of their
+//!   events' leaves; a revoked token keeps the jti hash of the token its
+//!   revocation named (`revoke_cause`); a record keeps what `authorize` reserved
+//!   (`reserved_micros`) and the key that rated it (`rated_by`), which its
+//!   leaves name.
+//! - `status_lists`: the token status lists (`crate::store::status_lists`),
+//!   one bit per token, by list number; a token's `status_idx` is its place.
 //!
 //! Every object stands in one organisation: keys, tokens, workflows and
 //! idempotency keys carry its number in `org`; agents are keyed by `(org,
@@ -38,7 +51,7 @@
 //! record index, ending in `seq`, is searched within that range.
 
 /// The schema version this build writes.
-pub(crate) const VERSION: i64 = 4;
+pub(crate) const VERSION: i64 = 5;
 
 /// PostgreSQL's schema at [`VERSION`]: SQLite's tables with PostgreSQL's
 /// types (every integer a `BIGINT`, blobs `BYTEA`, text compared byte by
@@ -98,7 +111,11 @@ CREATE TABLE tokens (
     spent_micros   BIGINT NOT NULL DEFAULT 0,
     actions        BIGINT NOT NULL DEFAULT 0,
     children       BIGINT NOT NULL DEFAULT 0,
-    org            BIGINT NOT NULL DEFAULT 0
+    org            BIGINT NOT NULL DEFAULT 0,
+    status_idx     BIGINT,
+    log_issued     BIGINT,
+    log_revoked    BIGINT,
+    revoke_cause   TEXT COLLATE "C"
 );
 CREATE INDEX tokens_by_parent ON tokens(parent);
 CREATE INDEX tokens_by_provenance ON tokens(provenance_ref);
@@ -130,7 +147,12 @@ CREATE TABLE records (
     completed_at     BIGINT,
     delegated_jti    TEXT COLLATE "C",
     credential       TEXT COLLATE "C" NOT NULL DEFAULT 'jti',
-    org              BIGINT GENERATED ALWAYS AS (seq >> 40) STORED
+    org              BIGINT GENERATED ALWAYS AS (seq >> 40) STORED,
+    reserved_micros  BIGINT,
+    rated_by         TEXT COLLATE "C",
+    log_created      BIGINT,
+    log_completed    BIGINT,
+    log_rated        BIGINT
 );
 CREATE INDEX records_by_provenance ON records(provenance_ref, seq);
 CREATE INDEX records_by_agent ON records(agent_id, seq);
@@ -187,6 +209,105 @@ CREATE TABLE dpop_proofs (
     until BIGINT NOT NULL
 );
 CREATE INDEX dpop_proofs_by_age ON dpop_proofs(until);
+
+CREATE TABLE log_leaves (
+    idx  BIGINT PRIMARY KEY,
+    hash BYTEA NOT NULL,
+    leaf BYTEA NOT NULL
+);
+
+CREATE TABLE log_nodes (
+    level BIGINT NOT NULL,
+    idx   BIGINT NOT NULL,
+    hash  BYTEA NOT NULL,
+    PRIMARY KEY (level, idx)
+);
+
+CREATE TABLE log_checkpoints (
+    size       BIGINT PRIMARY KEY,
+    root       BYTEA NOT NULL,
+    note       TEXT COLLATE "C" NOT NULL,
+    created_at BIGINT NOT NULL
+);
+
+CREATE TABLE log_keys (
+    key_id     TEXT COLLATE "C" PRIMARY KEY,
+    secret     BYTEA NOT NULL,
+    created_at BIGINT NOT NULL,
+    retired_at BIGINT
+);
+
+CREATE TABLE ledger_state (
+    id              BIGINT PRIMARY KEY CHECK (id = 1),
+    log_frontier    BYTEA NOT NULL,
+    next_status_idx BIGINT NOT NULL
+);
+INSERT INTO ledger_state (id, log_frontier, next_status_idx) VALUES (1, ''::bytea, 0);
+
+CREATE TABLE status_lists (
+    list       BIGINT PRIMARY KEY,
+    bits       BYTEA NOT NULL,
+    revision   BIGINT NOT NULL,
+    updated_at BIGINT NOT NULL
+);
+"#;
+
+/// Version 5: the record log and token status lists (see the module's
+/// table list). A pending record's spend is its reservation. The log's
+/// first leaves, for what was stored before, are appended at the next
+/// start (`crate::recordlog::backfill`).
+pub(crate) const LOG: &str = r#"
+CREATE TABLE log_leaves (
+    idx  INTEGER PRIMARY KEY,
+    hash BLOB NOT NULL,
+    leaf BLOB NOT NULL
+) STRICT;
+
+CREATE TABLE log_nodes (
+    level INTEGER NOT NULL,
+    idx   INTEGER NOT NULL,
+    hash  BLOB NOT NULL,
+    PRIMARY KEY (level, idx)
+) STRICT, WITHOUT ROWID;
+
+CREATE TABLE log_checkpoints (
+    size       INTEGER PRIMARY KEY,
+    root       BLOB NOT NULL,
+    note       TEXT NOT NULL,
+    created_at INTEGER NOT NULL
+) STRICT;
+
+CREATE TABLE log_keys (
+    key_id     TEXT PRIMARY KEY,
+    secret     BLOB NOT NULL,
+    created_at INTEGER NOT NULL,
+    retired_at INTEGER
+) STRICT;
+
+CREATE TABLE ledger_state (
+    id              INTEGER PRIMARY KEY CHECK (id = 1),
+    log_frontier    BLOB NOT NULL,
+    next_status_idx INTEGER NOT NULL
+) STRICT;
+INSERT INTO ledger_state (id, log_frontier, next_status_idx) VALUES (1, x'', 0);
+
+CREATE TABLE status_lists (
+    list       INTEGER PRIMARY KEY,
+    bits       BLOB NOT NULL,
+    revision   INTEGER NOT NULL,
+    updated_at INTEGER NOT NULL
+) STRICT;
+
+ALTER TABLE tokens ADD COLUMN status_idx INTEGER;
+ALTER TABLE tokens ADD COLUMN log_issued INTEGER;
+ALTER TABLE tokens ADD COLUMN log_revoked INTEGER;
+ALTER TABLE tokens ADD COLUMN revoke_cause TEXT;
+ALTER TABLE records ADD COLUMN reserved_micros INTEGER;
+ALTER TABLE records ADD COLUMN rated_by TEXT;
+ALTER TABLE records ADD COLUMN log_created INTEGER;
+ALTER TABLE records ADD COLUMN log_completed INTEGER;
+ALTER TABLE records ADD COLUMN log_rated INTEGER;
+UPDATE records SET reserved_micros = spend_micros WHERE status = 'pending';
 "#;
 
 /// Version 4: organisations. Everything stored before joins `default`

@@ -111,16 +111,25 @@ pub struct NewToken<'a> {
     pub kid: &'a str,
     /// The API key that issued a root token.
     pub issued_by: Option<&'a str>,
+    /// Its claims as stored (JSON), which its leaf in the record log hashes.
+    pub claims_text: &'a str,
+    /// The leaf index of its issue in the record log.
+    pub log_issued: Option<u64>,
+}
+
+/// A token's claims as the table stores them.
+pub fn claims_json(claims: &Claims) -> sql::Result<String> {
+    serde_json::to_string(claims).map_err(|e| sql::Error::Conversion(e.to_string()))
 }
 
 /// Stores a token, and counts it as a child of its parent.
 pub fn insert(conn: &Connection, token: &NewToken<'_>) -> sql::Result<()> {
     let claims = token.claims;
-    let json = serde_json::to_string(claims).map_err(|e| sql::Error::Conversion(e.to_string()))?;
+    let status_idx = claims.status.as_ref().map(|status| status.idx());
     conn.prepare_cached(
         "INSERT INTO tokens (jti, parent, jth, provenance_ref, agent_id, depth, claims, kid, issued_at,
-            expires_at, issued_by, org)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
+            expires_at, issued_by, org, status_idx, log_issued)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)",
     )?
     .execute(params![
         claims.jti.as_str(),
@@ -129,12 +138,14 @@ pub fn insert(conn: &Connection, token: &NewToken<'_>) -> sql::Result<()> {
         claims.svc_prov.as_str(),
         claims.agent_id().as_str(),
         claims.svc_depth,
-        json,
+        token.claims_text,
         token.kid,
         claims.iat,
         claims.exp,
         token.issued_by,
         token.org,
+        status_idx,
+        token.log_issued,
     ])?;
     if let Some(parent) = token.parent {
         conn.prepare_cached("UPDATE tokens SET children = children + 1 WHERE jti = ?1")?
@@ -143,29 +154,83 @@ pub fn insert(conn: &Connection, token: &NewToken<'_>) -> sql::Result<()> {
     Ok(())
 }
 
-/// Revokes a token and every descendant at `at_s` (unix seconds), keeping
-/// an earlier revocation's time and reason. Calls `each` with every jti of
-/// the subtree.
-pub fn revoke_subtree(
-    conn: &Connection,
-    jti: &Jti,
-    at_s: i64,
-    reason: Option<&str>,
-    mut each: impl FnMut(String),
-) -> sql::Result<()> {
-    let mut statement = conn.prepare_cached(
+/// A token of a subtree being revoked.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct InSubtree {
+    pub jti: String,
+    pub jth: String,
+    pub org: Org,
+    /// Its place in the token status lists (tokens issued before them have
+    /// none).
+    pub status_idx: Option<u64>,
+    /// Revoked before (it keeps its revocation's time and reason).
+    pub revoked: bool,
+}
+
+/// A token and every descendant, in no order.
+pub fn subtree(conn: &Connection, jti: &Jti) -> sql::Result<Vec<InSubtree>> {
+    conn.prepare_cached(
         "WITH RECURSIVE subtree(jti) AS (
              SELECT jti FROM tokens WHERE jti = ?1
              UNION ALL SELECT t.jti FROM tokens t JOIN subtree s ON t.parent = s.jti
          )
-         UPDATE tokens SET revoked_at = coalesce(revoked_at, ?2), revoke_reason = coalesce(revoke_reason, ?3)
-         WHERE jti IN (SELECT jti FROM subtree)
-         RETURNING jti",
-    )?;
-    let mut rows = statement.query(params![jti.as_str(), at_s, reason])?;
-    while let Some(row) = rows.next()? {
-        each(row.get(0)?);
-    }
+         SELECT jti, jth, org, status_idx, revoked_at IS NOT NULL FROM tokens
+         WHERE jti IN (SELECT jti FROM subtree)",
+    )?
+    .query_map([jti.as_str()], in_subtree)?
+    .collect()
+}
+
+fn in_subtree(row: &Row<'_>) -> sql::Result<InSubtree> {
+    Ok(InSubtree {
+        jti: row.get(0)?,
+        jth: row.get(1)?,
+        org: row.get(2)?,
+        status_idx: row.get(3)?,
+        revoked: row.get(4)?,
+    })
+}
+
+/// Every token signed with `kid`, and every descendant, in no order.
+pub fn signed_with(conn: &Connection, kid: &str) -> sql::Result<Vec<InSubtree>> {
+    conn.prepare_cached(
+        "WITH RECURSIVE subtree(jti) AS (
+             SELECT jti FROM tokens WHERE kid = ?1
+             UNION SELECT t.jti FROM tokens t JOIN subtree s ON t.parent = s.jti
+         )
+         SELECT jti, jth, org, status_idx, revoked_at IS NOT NULL FROM tokens
+         WHERE jti IN (SELECT jti FROM subtree)",
+    )?
+    .query_map([kid], in_subtree)?
+    .collect()
+}
+
+/// A token's revocation.
+#[derive(Debug, Clone, Copy)]
+pub struct Revocation<'a> {
+    /// Unix seconds.
+    pub at: i64,
+    pub reason: Option<&'a str>,
+    /// The jti hash of the token the revocation named (this one, an
+    /// ancestor, or this one again when its signing key was revoked).
+    pub cause: &'a str,
+    /// The leaf index of the revocation in the record log.
+    pub log: Option<u64>,
+}
+
+/// Revokes one token not revoked before.
+pub fn revoke(conn: &Connection, jti: &str, revocation: &Revocation<'_>) -> sql::Result<()> {
+    conn.prepare_cached(
+        "UPDATE tokens SET revoked_at = ?1, revoke_reason = ?2, revoke_cause = ?3, log_revoked = ?4
+         WHERE jti = ?5 AND revoked_at IS NULL",
+    )?
+    .execute(params![
+        revocation.at,
+        revocation.reason,
+        revocation.cause,
+        revocation.log,
+        jti
+    ])?;
     Ok(())
 }
 

@@ -1,0 +1,179 @@
+//! The record log over HTTP: the newest checkpoint and the verifier keys
+//! (public, for anyone to check), consistency proofs and tiles (public, for
+//! monitors and mirrors: hashes only), and a record's events with their
+//! proofs (an API key of its organisation: leaves hold its data).
+
+use axum::extract::{Path, State};
+use axum::http::{HeaderValue, header};
+use axum::response::{IntoResponse, Response};
+use base64::Engine as _;
+use base64::engine::general_purpose::STANDARD;
+use mandate_core::tlog::TileId;
+use serde::Deserialize;
+use utoipa::IntoParams;
+
+use super::docs::Errors;
+use super::extract::ApiKeyAuth;
+use super::query::{Query, record_id};
+use crate::AppState;
+use crate::error::ApiResult;
+use crate::model::{ConsistencyBody, LogEventBody, RecordProofBody};
+use crate::queries::QueryError;
+use crate::recordlog::proofs;
+
+/// A text answer, with how long it may be kept.
+fn text(body: String, cache: &'static str) -> Response {
+    let mut response = body.into_response();
+    let headers = response.headers_mut();
+    headers.insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("text/plain; charset=utf-8"),
+    );
+    headers.insert(header::CACHE_CONTROL, HeaderValue::from_static(cache));
+    // Public: any monitor, page or edge worker may read it.
+    headers.insert(
+        header::ACCESS_CONTROL_ALLOW_ORIGIN,
+        HeaderValue::from_static("*"),
+    );
+    response
+}
+
+/// The newest checkpoint of the record log: a C2SP `tlog-checkpoint`
+/// signed note (origin, tree size, root hash), signed by every log key in
+/// force.
+#[utoipa::path(
+    get,
+    path = "/v1/log/checkpoint",
+    tag = "log",
+    responses((status = 200, description = "The signed checkpoint", body = String, content_type = "text/plain"), Errors)
+)]
+pub(crate) async fn checkpoint(State(state): State<AppState>) -> ApiResult<Response> {
+    let checkpoint = state.store.lookup(proofs::latest).await?;
+    Ok(text(checkpoint.note, "public, max-age=1"))
+}
+
+/// The record log's verifier keys (C2SP `signed-note` vkeys), one per line:
+/// those signing checkpoints first, newest first, then retired ones (which
+/// signed older checkpoints).
+#[utoipa::path(
+    get,
+    path = "/v1/log/key",
+    tag = "log",
+    responses((status = 200, description = "The verifier keys, one per line", body = String, content_type = "text/plain"))
+)]
+pub(crate) async fn key(State(state): State<AppState>) -> Response {
+    let mut keys = state.log_keys.current().vkeys.join("\n");
+    keys.push('\n');
+    text(keys, "public, max-age=60")
+}
+
+/// Query of a consistency proof.
+#[derive(Debug, Clone, Deserialize, IntoParams)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct ConsistencyQuery {
+    /// The older tree size.
+    pub(crate) old: u64,
+    /// The newer tree size, at most the newest checkpoint's.
+    pub(crate) new: u64,
+}
+
+/// An RFC 6962 consistency proof between two sizes of the record log.
+#[utoipa::path(
+    get,
+    path = "/v1/log/consistency",
+    tag = "log",
+    params(ConsistencyQuery),
+    responses((status = 200, description = "The consistency proof", body = ConsistencyBody), Errors)
+)]
+pub(crate) async fn consistency(
+    State(state): State<AppState>,
+    Query(query): Query<ConsistencyQuery>,
+) -> ApiResult<Response> {
+    let ConsistencyQuery { old, new } = query;
+    let hashes = state
+        .store
+        .lookup(move |conn| proofs::consistency(conn, old, new))
+        .await?;
+    let body = ConsistencyBody {
+        old,
+        new,
+        proof: hashes.iter().map(|hash| STANDARD.encode(hash)).collect(),
+    };
+    let mut response = axum::Json(body).into_response();
+    response.headers_mut().insert(
+        header::ACCESS_CONTROL_ALLOW_ORIGIN,
+        HeaderValue::from_static("*"),
+    );
+    Ok(response)
+}
+
+/// A tile of the record log's Merkle tree (C2SP `tlog-tiles`), at
+/// `/v1/log/tile/<L>/<N>[.p/<W>]`: level `L`, index `N` in 3-digit path
+/// elements, `.p/W` for a partial tile. Public, like the checkpoint. Leaves
+/// are not served here (they hold organisations' data): a record's own are
+/// in its proof. Routed outside the OpenAPI document, whose path templates
+/// cannot span several segments (docs/api.md describes it).
+pub(crate) async fn tile(
+    State(state): State<AppState>,
+    Path(path): Path<String>,
+) -> ApiResult<Response> {
+    let id = TileId::parse(&format!("tile/{path}")).map_err(|_| QueryError::UnknownTile)?;
+    let bytes = state
+        .store
+        .lookup(move |conn| proofs::tile(conn, id))
+        .await?;
+    let mut response = bytes.into_response();
+    let headers = response.headers_mut();
+    headers.insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("application/octet-stream"),
+    );
+    // A tile never changes: a partial one is a prefix of what follows.
+    headers.insert(
+        header::CACHE_CONTROL,
+        HeaderValue::from_static("public, max-age=31536000, immutable"),
+    );
+    headers.insert(
+        header::ACCESS_CONTROL_ALLOW_ORIGIN,
+        HeaderValue::from_static("*"),
+    );
+    Ok(response)
+}
+
+/// Every event of a record in the record log — its creation, completion
+/// and rating — each with its leaf (RFC 8785 canonical JSON, base64) and a
+/// C2SP `tlog-proof@v1` against the newest checkpoint, which covers every
+/// acknowledged write.
+#[utoipa::path(
+    get,
+    path = "/v1/vat/aar/{aar_id}/proof",
+    tag = "log",
+    params(("aar_id" = String, Path, description = "The record, `aar_<ulid>`")),
+    responses((status = 200, description = "The record's events and their proofs", body = RecordProofBody), Errors)
+)]
+pub(crate) async fn record_proof(
+    State(state): State<AppState>,
+    ApiKeyAuth(principal): ApiKeyAuth,
+    Path(aar_id): Path<String>,
+) -> ApiResult<axum::Json<RecordProofBody>> {
+    let aar_id = record_id(&aar_id)?;
+    let proof = state
+        .store
+        .lookup(move |conn| proofs::record_proof(conn, principal.org, aar_id.as_str()))
+        .await?;
+    Ok(axum::Json(RecordProofBody {
+        aar_id: proof.aar_id,
+        origin: state.log_origin.clone(),
+        checkpoint: proof.checkpoint,
+        events: proof
+            .events
+            .into_iter()
+            .map(|event| LogEventBody {
+                kind: event.kind.to_owned(),
+                index: event.index,
+                leaf: STANDARD.encode(event.leaf),
+                proof: event.proof,
+            })
+            .collect(),
+    }))
+}

@@ -1,0 +1,120 @@
+//! Token status lists (IETF Token Status List), public: the list a token's
+//! `status.status_list.uri` names, signed by a key of the JWKS, for
+//! verifiers that check tokens offline (edge workers, pages, mandate-sdk's
+//! `Verifier`).
+
+use axum::extract::{Path, State};
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use mandate_core::limits::STATUS_LIST_SIZE;
+use mandate_core::status_list::{STATUS_LIST_MEDIA_TYPE, StatusUri};
+
+use super::docs::Errors;
+use crate::AppState;
+use crate::error::{ApiError, ApiResult};
+use crate::queries::QueryError;
+use crate::store::{log as log_rows, status_lists};
+
+/// The base URL the server's status lists are named under: `public_url`,
+/// else `http://` and the request's `Host` when it is a plain authority
+/// (`host[:port]`), else the address the server listens on.
+pub(crate) fn public_base(state: &AppState, headers: &HeaderMap) -> String {
+    if let Some(base) = &state.config.public_url {
+        return base.trim_end_matches('/').to_owned();
+    }
+    let host = headers
+        .get(header::HOST)
+        .and_then(|host| host.to_str().ok())
+        .filter(|host| {
+            !host.is_empty()
+                && host
+                    .bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || b".-:[]".contains(&b))
+        });
+    match host {
+        Some(host) => format!("http://{host}"),
+        None => format!("http://{}", state.config.listen),
+    }
+}
+
+/// A token status list: one bit per token (`1` revoked), as a signed
+/// `statuslist+jwt` whose `sub` is this URL. Lists hold 65,536 tokens each;
+/// a token's `status.status_list` names its list and index.
+#[utoipa::path(
+    get,
+    path = "/v1/vat/status/{list}",
+    tag = "tokens",
+    params(("list" = u64, Path, description = "The list's number, as tokens' `status.status_list.uri` names it")),
+    responses(
+        (status = 200, description = "The signed status list", body = String, content_type = "application/statuslist+jwt"),
+        (status = 304, description = "Unchanged since the `ETag` sent in `If-None-Match`"),
+        Errors
+    )
+)]
+pub(crate) async fn status_list(
+    State(state): State<AppState>,
+    Path(list): Path<String>,
+    headers: HeaderMap,
+) -> ApiResult<Response> {
+    let list: u64 = list
+        .parse()
+        .map_err(|_| ApiError::from(QueryError::UnknownStatusList))?;
+    let (next_idx, stored) = state
+        .store
+        .lookup(move |conn| {
+            let next = log_rows::state(conn, false)?.next_status_idx;
+            Ok::<_, QueryError>((next, status_lists::get(conn, list)?))
+        })
+        .await?;
+    if list.saturating_mul(STATUS_LIST_SIZE) >= next_idx {
+        return Err(QueryError::UnknownStatusList.into());
+    }
+    let uri = StatusUri::for_list(&public_base(&state, &headers), list)
+        .map_err(ApiError::internal)?;
+    let revision = stored.as_ref().map_or(0, |stored| stored.revision);
+    let etag = format!("W/\"{list}.{revision}\"");
+    let ttl = state.config.status.ttl_seconds.get();
+    let cache = HeaderValue::from_str(&format!("public, max-age={ttl}"))
+        .map_err(ApiError::internal)?;
+    let matches = headers
+        .get_all(header::IF_NONE_MATCH)
+        .iter()
+        .filter_map(|value| value.to_str().ok())
+        .flat_map(|value| value.split(','))
+        .any(|tag| {
+            let tag = tag.trim();
+            tag == "*" || tag.trim_start_matches("W/") == etag.trim_start_matches("W/")
+        });
+    let mut response = if matches {
+        StatusCode::NOT_MODIFIED.into_response()
+    } else {
+        let key = state.keys.current().active.clone();
+        let now = state.clock.now().s();
+        let signed = state
+            .status_lists
+            .get(list, stored, &uri, &key, ttl, now)
+            .map_err(ApiError::internal)?;
+        let mut response = signed.jwt.to_string().into_response();
+        response.headers_mut().insert(
+            header::CONTENT_TYPE,
+            HeaderValue::from_static(STATUS_LIST_MEDIA_TYPE),
+        );
+        response
+    };
+    let out = response.headers_mut();
+    out.insert(header::CACHE_CONTROL, cache);
+    out.insert(
+        header::ETAG,
+        HeaderValue::from_str(&etag).map_err(ApiError::internal)?,
+    );
+    // Public: any page or edge worker may fetch it to check tokens offline.
+    out.insert(
+        header::ACCESS_CONTROL_ALLOW_ORIGIN,
+        HeaderValue::from_static("*"),
+    );
+    out.insert(
+        header::ACCESS_CONTROL_EXPOSE_HEADERS,
+        HeaderValue::from_static("etag"),
+    );
+    Ok(response)
+}

@@ -1,0 +1,206 @@
+//! What a group of writes does to the record log and the token status
+//! lists, in the group's transaction.
+//!
+//! The log's right edge, the next status index and the lists a group
+//! changes are read at the group's first need and written once before it
+//! commits, with one checkpoint signed for every group that appended: a
+//! proof of each write is there the moment it is acknowledged, and a group
+//! of hundreds of writes costs one signature. On PostgreSQL the state row
+//! is locked first in every group (before any organisation's row, see
+//! [`Ledger::enter`]): appends to the one log take turns across hosts, in
+//! one order of locks. A rolled-back group forgets it all; the next reads
+//! the stored state again.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use mandate_core::tlog::{Frontier, LogEvent};
+use mandate_core::OrgId;
+use mandate_core::status_list::{Bits, StatusList, StatusType, location};
+use mandate_core::limits::STATUS_LIST_SIZE;
+
+use super::{Ledger, LedgerError, internal};
+use crate::recordlog::{self, LogKeys};
+use crate::store::log::{self as rows, LedgerState};
+use crate::store::orgs::{self as org_rows, Org};
+use crate::store::status_lists::{self, StoredList};
+
+/// How the ledger logs: whether it appends, under which name, with which
+/// keys.
+#[derive(Debug, Clone)]
+pub struct LogSetup {
+    pub enabled: bool,
+    pub origin: String,
+    pub keys: Arc<LogKeys>,
+}
+
+impl LogSetup {
+    /// A log named `test.invalid/log`, signed by a fixed key, for tests.
+    #[cfg(test)]
+    pub fn for_test() -> LogSetup {
+        let signer = mandate_core::tlog::NoteSigner::new(&[9; 32], "test.invalid/log")
+            .unwrap_or_else(|e| panic!("{e}"));
+        let vkeys = vec![signer.vkey()];
+        LogSetup {
+            enabled: true,
+            origin: "test.invalid/log".to_owned(),
+            keys: Arc::new(LogKeys::new(recordlog::Signers {
+                signing: vec![signer],
+                vkeys,
+            })),
+        }
+    }
+}
+
+/// The log and status state of the current group.
+#[derive(Debug)]
+pub(super) struct GroupLog {
+    frontier: Frontier,
+    next_status_idx: u64,
+    /// Whether the group appended a leaf or allocated a status index.
+    changed: bool,
+    appended: bool,
+    /// Lists the group changed, with the revision they will be stored at.
+    lists: BTreeMap<u64, (StatusList, u64)>,
+    /// The time of the group's latest event (unix ms), the checkpoint's.
+    last_at: i64,
+}
+
+impl Ledger {
+    /// The group's log state, read (and on PostgreSQL locked) at its first
+    /// need.
+    pub(super) fn group_log(&mut self) -> Result<&mut GroupLog, LedgerError> {
+        if self.group.is_none() {
+            let (frontier, next_status_idx) = recordlog::frontier(&self.conn, true)?;
+            self.group = Some(GroupLog {
+                frontier,
+                next_status_idx,
+                changed: false,
+                appended: false,
+                lists: BTreeMap::new(),
+                last_at: 0,
+            });
+        }
+        self.group
+            .as_mut()
+            .ok_or_else(|| internal("the group's log state vanished"))
+    }
+
+    /// The id of organisation `org` (ids never change, so they are kept).
+    fn org_id(&mut self, org: Org) -> Result<OrgId, LedgerError> {
+        if let Some(id) = self.org_ids.get(&org) {
+            return Ok(id.clone());
+        }
+        let row = org_rows::by_number(&self.conn, org)?
+            .ok_or_else(|| internal("an organisation of a stored object is missing"))?;
+        let id = OrgId::parse(&row.id).map_err(internal)?;
+        self.org_ids.insert(org, id.clone());
+        Ok(id)
+    }
+
+    /// Appends an event of `org` at `at_ms` to the log; its leaf index, or
+    /// `None` when the log is off.
+    pub(super) fn append(
+        &mut self,
+        org: Org,
+        at_ms: i64,
+        event: LogEvent,
+    ) -> Result<Option<u64>, LedgerError> {
+        if !self.log.enabled {
+            return Ok(None);
+        }
+        let org = self.org_id(org)?;
+        self.group_log()?;
+        let Ledger { conn, group, .. } = self;
+        let group = group
+            .as_mut()
+            .ok_or_else(|| internal("the group's log state vanished"))?;
+        let idx = recordlog::append(conn, &mut group.frontier, &org, at_ms, event)?;
+        group.changed = true;
+        group.appended = true;
+        group.last_at = group.last_at.max(at_ms);
+        Ok(Some(idx))
+    }
+
+    /// The next token status index.
+    pub(super) fn allocate_status_idx(&mut self) -> Result<u64, LedgerError> {
+        let group = self.group_log()?;
+        let idx = group.next_status_idx;
+        group.next_status_idx = idx
+            .checked_add(1)
+            .ok_or_else(|| internal("the status lists are full"))?;
+        group.changed = true;
+        Ok(idx)
+    }
+
+    /// Marks the token at status index `idx` revoked (INVALID) in its list
+    /// at `at_ms`.
+    pub(super) fn set_revoked(&mut self, idx: u64, at_ms: i64) -> Result<(), LedgerError> {
+        let (list, offset) = location(idx);
+        if !self.group_log()?.lists.contains_key(&list) {
+            let entry = match status_lists::get(&self.conn, list)? {
+                Some(StoredList { bytes, revision }) => (
+                    StatusList::from_bytes(Bits::One, bytes).map_err(internal)?,
+                    revision + 1,
+                ),
+                None => (
+                    StatusList::new(STATUS_LIST_SIZE).map_err(internal)?,
+                    1,
+                ),
+            };
+            self.group_log()?.lists.insert(list, entry);
+        }
+        let group = self.group_log()?;
+        let (status, _) = group
+            .lists
+            .get_mut(&list)
+            .ok_or_else(|| internal("a status list vanished"))?;
+        status
+            .set(offset, StatusType::INVALID)
+            .map_err(internal)?;
+        group.changed = true;
+        group.last_at = group.last_at.max(at_ms);
+        Ok(())
+    }
+
+    /// Writes what the group changed: every status list it touched, the
+    /// log's right edge and the next status index, and a checkpoint of the
+    /// tree when it appended, signed by every log key.
+    pub(super) fn flush_log(&mut self) -> Result<(), LedgerError> {
+        let Some(group) = self.group.take() else {
+            return Ok(());
+        };
+        if !group.changed {
+            return Ok(());
+        }
+        for (list, (status, revision)) in &group.lists {
+            status_lists::put(
+                &self.conn,
+                *list,
+                &StoredList {
+                    bytes: status.as_bytes().to_vec(),
+                    revision: *revision,
+                },
+                group.last_at,
+            )?;
+        }
+        rows::save_state(
+            &self.conn,
+            &LedgerState {
+                frontier: group.frontier.to_bytes(),
+                next_status_idx: group.next_status_idx,
+            },
+        )?;
+        if group.appended {
+            let checkpoint = recordlog::sign_checkpoint(
+                &self.log.keys.current(),
+                &self.log.origin,
+                group.frontier.size(),
+                group.frontier.root(),
+                group.last_at,
+            )?;
+            rows::insert_checkpoint(&self.conn, &checkpoint)?;
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,173 @@
+//! The events of tokens and records as the record log states them (core's
+//! `LogEvent`), made from what the tables hold: the ledger appends these
+//! as it writes, and `mandate audit verify` makes them again from the
+//! stored rows and compares, so one function per event serves both.
+
+use mandate_core::tlog::{
+    self, LogEvent, RecordCompleted, RecordCreated, RecordRated, TokenIssued, TokenRevoked,
+};
+use mandate_core::{
+    AarId, Action, AgentId, Claims, ClaimsDigest, Jth, Jti, KeyId, ProvenanceRef, RecordState,
+    Resource, ResultHash, Status,
+};
+
+use crate::store::StoreError;
+use crate::store::records::{Credential, Record};
+
+fn internal(cause: impl std::fmt::Display) -> StoreError {
+    StoreError::Internal(format!("a stored value the record log cannot state: {cause}"))
+}
+
+/// `token.issued`: a token as stored, with its claims' stored text and the
+/// key that signed it.
+pub fn token_issued(claims: &Claims, claims_text: &str, kid: &str) -> LogEvent {
+    LogEvent::TokenIssued(TokenIssued {
+        jth: claims.jth(),
+        parent: claims.svc_parent.clone(),
+        agent_id: claims.agent_id(),
+        provenance_ref: claims.svc_prov.clone(),
+        depth: claims.svc_depth,
+        human_ref: claims.svc_human.clone(),
+        assurance: claims.svc_assurance,
+        exp: claims.exp,
+        kid: kid.to_owned(),
+        claims_sha256: ClaimsDigest::of(claims_text),
+        jkt: claims.cnf.as_ref().map(|cnf| cnf.jkt.clone()),
+        status_idx: claims.status.as_ref().map(|status| status.idx()),
+    })
+}
+
+/// `token.revoked`: the token `jth` ended by the revocation of `cause`
+/// (itself or an ancestor; for a revoked signing key, itself).
+pub fn token_revoked(jth: &str, cause: &str, reason: Option<&str>) -> Result<LogEvent, StoreError> {
+    Ok(LogEvent::TokenRevoked(TokenRevoked {
+        jth: Jth::parse(jth).map_err(internal)?,
+        cause: Jth::parse(cause).map_err(internal)?,
+        reason: reason.map(str::to_owned),
+    }))
+}
+
+/// What a record was when it was created: its `state` and `spend` then.
+#[derive(Debug, Clone, Copy)]
+pub struct Created<'a> {
+    pub aar_id: &'a str,
+    pub jti: &'a str,
+    pub agent_id: &'a str,
+    pub provenance_ref: &'a str,
+    pub action: &'a str,
+    pub resource: &'a str,
+    pub state: RecordState,
+    pub result_hash: Option<&'a str>,
+    pub spend_micros: u64,
+    pub credential: Credential,
+    pub delegated_jti: Option<&'a str>,
+}
+
+fn jth_of(jti: &str) -> Result<Jth, StoreError> {
+    Ok(Jti::parse(jti).map_err(internal)?.hash())
+}
+
+fn result_hash(text: Option<&str>) -> Result<Option<ResultHash>, StoreError> {
+    text.map(|hash| ResultHash::parse(hash).map_err(internal))
+        .transpose()
+}
+
+/// `record.created`.
+pub fn record_created(created: &Created<'_>) -> Result<LogEvent, StoreError> {
+    Ok(LogEvent::RecordCreated(RecordCreated {
+        aar_id: AarId::parse(created.aar_id).map_err(internal)?,
+        jth: jth_of(created.jti)?,
+        agent_id: AgentId::parse(created.agent_id).map_err(internal)?,
+        provenance_ref: ProvenanceRef::parse(created.provenance_ref).map_err(internal)?,
+        action: Action::parse(created.action).map_err(internal)?,
+        resource: Resource::parse(created.resource).map_err(internal)?,
+        status: created.state.status(),
+        result: created.state.result(),
+        deny_reason: created.state.deny_reason(),
+        result_hash: result_hash(created.result_hash)?,
+        spend_micros: created.spend_micros,
+        credential: match created.credential {
+            Credential::Jti => tlog::Credential::Jti,
+            Credential::Token => tlog::Credential::Token,
+        },
+        delegated_jth: created.delegated_jti.map(jth_of).transpose()?,
+    }))
+}
+
+/// A state without its rating (the rating has a leaf of its own).
+fn unrated(state: RecordState) -> RecordState {
+    match state {
+        RecordState::Rated { result, .. } => RecordState::Completed { result },
+        other => other,
+    }
+}
+
+/// Whether a stored record was made pending (by `authorize`): its
+/// completion, if any, has a leaf of its own.
+pub fn made_pending(record: &Record) -> bool {
+    record.reserved.is_some()
+}
+
+/// A stored record as it was created: pending with its reservation when
+/// `authorize` made it, else as it stands, without a rating.
+pub fn created_of(record: &Record) -> Created<'_> {
+    let (state, spend, hash) = match record.reserved {
+        Some(reserved) => (RecordState::Pending, reserved, None),
+        None => (
+            unrated(record.state),
+            record.spend,
+            record.result_hash.as_deref(),
+        ),
+    };
+    Created {
+        aar_id: &record.aar_id,
+        jti: &record.jti,
+        agent_id: &record.agent_id,
+        provenance_ref: &record.provenance_ref,
+        action: &record.action,
+        resource: &record.resource,
+        state,
+        result_hash: hash,
+        spend_micros: spend.micros(),
+        credential: record.credential,
+        delegated_jti: record.delegated_jti.as_deref(),
+    }
+}
+
+/// `record.completed`, for a stored record completed after it was made
+/// pending.
+pub fn record_completed(record: &Record) -> Result<LogEvent, StoreError> {
+    Ok(LogEvent::RecordCompleted(RecordCompleted {
+        aar_id: AarId::parse(&record.aar_id).map_err(internal)?,
+        result: record
+            .state
+            .result()
+            .ok_or_else(|| internal("a completed record has no result"))?,
+        result_hash: result_hash(record.result_hash.as_deref())?,
+        spend_micros: record.spend.micros(),
+    }))
+}
+
+/// `record.rated`, for a stored rated record.
+pub fn record_rated(record: &Record) -> Result<LogEvent, StoreError> {
+    Ok(LogEvent::RecordRated(RecordRated {
+        aar_id: AarId::parse(&record.aar_id).map_err(internal)?,
+        rating: record
+            .state
+            .rating()
+            .ok_or_else(|| internal("a rated record has no rating"))?,
+        note: record.note.clone(),
+        by: record
+            .rated_by
+            .as_deref()
+            .map(KeyId::parse)
+            .transpose()
+            .map_err(internal)?,
+    }))
+}
+
+/// Whether a stored record's state needs a `record.completed` leaf: made
+/// pending, and no longer pending.
+pub fn needs_completion(record: &Record) -> bool {
+    made_pending(record) && record.state.status() != Status::Pending
+}

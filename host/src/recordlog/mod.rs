@@ -1,0 +1,351 @@
+//! The record log: one append-only Merkle log (RFC 6962) of every state
+//! change — a token issued, delegated or revoked; a record created,
+//! completed or rated — with checkpoints signed as C2SP signed notes, so
+//! an edited, inserted or deleted record is caught by anyone holding a
+//! checkpoint (docs/log.md).
+//!
+//! The rules (leaf bytes, tree hashing, proofs, notes) are core's `tlog`;
+//! this module holds what the host adds: the log's name (`origin`, fixed at
+//! the first start), its keys ([`keys`]), the tiles read from the tables
+//! ([`TableTiles`]), signing a checkpoint, and setting all of it up at
+//! start. The ledger appends (`crate::ledger`); the read side serves
+//! checkpoints, tiles and proofs (`crate::queries`); `mandate audit`
+//! checks the whole log against the database ([`audit`]) or follows a
+//! remote one ([`watch`]).
+
+pub mod audit;
+pub mod events;
+pub mod keys;
+pub mod proofs;
+pub mod watch;
+
+use std::collections::HashMap;
+
+use mandate_core::tlog::{self, Checkpoint, Frontier, Hash, LogEntry, LogEvent, TileReader};
+use mandate_core::{Claims, OrgId};
+
+use crate::clock::Now;
+use crate::config::LogConfig;
+use crate::secrets::Kek;
+use crate::store::log::{self as rows, StoredCheckpoint};
+use crate::store::orgs::Org;
+use crate::store::records::{self, Record};
+use crate::store::sql::{self, Connection, OptionalExtension, params};
+use crate::store::StoreError;
+
+pub use keys::{LogKeys, Signers};
+
+/// The `meta` key of the log's origin.
+pub const ORIGIN_KEY: &str = "log_origin";
+
+/// Reads the tiles of the log from its tables: leaf hashes for level 0,
+/// stored nodes above.
+#[derive(Debug)]
+pub struct TableTiles<'a> {
+    conn: &'a Connection,
+}
+
+impl<'a> TableTiles<'a> {
+    pub fn new(conn: &'a Connection) -> TableTiles<'a> {
+        TableTiles { conn }
+    }
+}
+
+impl TileReader for TableTiles<'_> {
+    type Error = sql::Error;
+
+    fn tile(&mut self, level: u8, index: u64, width: u16) -> Result<Vec<Hash>, sql::Error> {
+        let start = index.saturating_mul(tlog_width());
+        let hashes = rows::tile_hashes(self.conn, level, start, u64::from(width))?;
+        if hashes.len() != usize::from(width) {
+            return Err(sql::Error::corrupt(
+                format_args!("log tile {level}/{index}"),
+                format_args!("{} hashes stored, {width} expected", hashes.len()),
+            ));
+        }
+        Ok(hashes)
+    }
+}
+
+/// Hashes in a full tile.
+fn tlog_width() -> u64 {
+    u64::try_from(mandate_core::limits::LOG_TILE_WIDTH).unwrap_or(256)
+}
+
+/// The log's current right edge, as stored.
+pub fn frontier(conn: &Connection, lock: bool) -> Result<(Frontier, u64), StoreError> {
+    let state = rows::state(conn, lock)?;
+    let frontier = if state.frontier.is_empty() {
+        Frontier::new()
+    } else {
+        Frontier::from_bytes(&state.frontier)
+            .map_err(|e| StoreError::Internal(format!("the log's stored right edge: {e}")))?
+    };
+    Ok((frontier, state.next_status_idx))
+}
+
+/// A checkpoint of the tree at `size` with `root`, signed by every signing
+/// key (one signature line each, newest key first).
+pub fn sign_checkpoint(
+    signers: &Signers,
+    origin: &str,
+    size: u64,
+    root: Hash,
+    at_ms: i64,
+) -> Result<StoredCheckpoint, StoreError> {
+    let body = Checkpoint::new(origin, size, root).body();
+    let mut note = format!("{body}\n");
+    for signer in &signers.signing {
+        let line = signer
+            .signature_line(&body)
+            .map_err(|e| StoreError::Internal(format!("signing a checkpoint: {e}")))?;
+        note.push_str(&line);
+    }
+    Ok(StoredCheckpoint {
+        size,
+        root,
+        note,
+        created_at: at_ms,
+    })
+}
+
+/// Whether `origin` may name a log: non-empty, without spaces, `+` or
+/// control characters (a C2SP key name and checkpoint origin line).
+fn valid_origin(origin: &str) -> bool {
+    !origin.is_empty()
+        && origin.len() <= 256
+        && !origin
+            .chars()
+            .any(|c| c.is_whitespace() || c == '+' || c.is_control())
+}
+
+/// The default origin: `public_url` without its scheme, and `/v1/log`;
+/// without one, `mandate.invalid/` and 16 random hex digits (a name, not an
+/// address).
+fn default_origin(public_url: Option<&str>) -> String {
+    if let Some(url) = public_url {
+        let rest = url
+            .split_once("://")
+            .map_or(url, |(_, rest)| rest)
+            .trim_end_matches('/');
+        return format!("{rest}/v1/log");
+    }
+    let random: [u8; 8] = crate::random::bytes();
+    let hex: String = random.iter().map(|b| format!("{b:02x}")).collect();
+    format!("mandate.invalid/{hex}")
+}
+
+/// The log's origin: stored at the first start (from `[log] origin`, else
+/// the default) and the same ever after; a configuration naming another is
+/// refused.
+fn origin(conn: &Connection, config: &LogConfig, public_url: Option<&str>) -> anyhow::Result<String> {
+    let stored: Option<Vec<u8>> = conn
+        .query_row("SELECT value FROM meta WHERE key = ?1", [ORIGIN_KEY], |row| {
+            row.get(0)
+        })
+        .optional()?;
+    if let Some(stored) = stored {
+        let stored = String::from_utf8(stored)
+            .map_err(|_| anyhow::anyhow!("the stored log origin is not UTF-8"))?;
+        if let Some(configured) = &config.origin
+            && configured != &stored
+        {
+            anyhow::bail!(
+                "[log] origin is {configured}, but this deployment's log is {stored}: a log's \
+                 name never changes (monitors and proofs name it); remove the setting or give \
+                 the stored name"
+            );
+        }
+        return Ok(stored);
+    }
+    let origin = config
+        .origin
+        .clone()
+        .unwrap_or_else(|| default_origin(public_url));
+    if !valid_origin(&origin) {
+        anyhow::bail!(
+            "the log origin {origin:?} is not a valid name: no spaces, '+' or control characters, \
+             at most 256 bytes (set [log] origin)"
+        );
+    }
+    conn.execute(
+        "INSERT INTO meta (key, value) VALUES (?1, ?2)",
+        params![ORIGIN_KEY, origin.as_bytes()],
+    )?;
+    Ok(origin)
+}
+
+/// What a start needs of the log.
+#[derive(Debug)]
+pub struct Prepared {
+    pub origin: String,
+    pub signers: Signers,
+}
+
+/// Sets the log up at start, in one transaction: its origin, a first key,
+/// and a checkpoint of the tree as it stands when none covers it yet (a
+/// new deployment's empty tree, or the leaves an upgrade appended for what
+/// was stored before the log).
+pub fn prepare(
+    conn: &Connection,
+    kek: &Kek,
+    config: &LogConfig,
+    public_url: Option<&str>,
+    now: Now,
+) -> anyhow::Result<Prepared> {
+    let tx = conn.unchecked_transaction()?;
+    let origin = origin(&tx, config, public_url)?;
+    let keys: i64 = tx.query_row("SELECT count(*) FROM log_keys", [], |row| row.get(0))?;
+    if keys == 0 {
+        keys::rotate(&tx, kek, &origin, now)?;
+    }
+    let signers = keys::load(&tx, kek, &origin)?;
+    let (mut frontier, next_status_idx) = frontier(&tx, true)?;
+    if config.enabled && frontier.size() == 0 {
+        let appended = backfill(&tx, &mut frontier)?;
+        if appended > 0 {
+            rows::save_state(
+                &tx,
+                &rows::LedgerState {
+                    frontier: frontier.to_bytes(),
+                    next_status_idx,
+                },
+            )?;
+            tracing::warn!(
+                leaves = appended,
+                "the record log starts with what was stored before it: every token and record \
+                 as it stands now"
+            );
+        }
+    }
+    let latest = rows::latest_checkpoint(&tx)?.map(|checkpoint| checkpoint.size);
+    if latest != Some(frontier.size()) {
+        let checkpoint =
+            sign_checkpoint(&signers, &origin, frontier.size(), frontier.root(), now.ms())?;
+        rows::insert_checkpoint(&tx, &checkpoint)?;
+    }
+    tx.commit()?;
+    Ok(Prepared { origin, signers })
+}
+
+/// Appends an event of organisation `org` at `at` (unix ms) to the log whose
+/// right edge is `frontier`: its leaf and hash, and the tile entries it
+/// completes, stored through `conn`. Answers the leaf's index. The caller
+/// stores the frontier (`store::log::save_state`) and signs a checkpoint
+/// before its transaction commits.
+pub fn append(
+    conn: &Connection,
+    frontier: &mut Frontier,
+    org: &OrgId,
+    at: i64,
+    event: LogEvent,
+) -> Result<u64, StoreError> {
+    let leaf = LogEntry::new(org.clone(), at, event)
+        .to_leaf()
+        .map_err(|e| StoreError::Internal(format!("an event the log refuses: {e}")))?;
+    let hash = tlog::leaf_hash(&leaf);
+    let index = frontier.size();
+    let nodes = frontier
+        .push(hash)
+        .map_err(|e| StoreError::Internal(format!("the log cannot grow: {e}")))?;
+    rows::insert_leaf(conn, index, &hash, &leaf)?;
+    for node in nodes {
+        rows::insert_node(conn, node.level, node.index, &node.hash)?;
+    }
+    Ok(index)
+}
+
+/// Fills an empty log with what the database held before the log existed
+/// (an upgrade, or a deployment that turns the log on): every token's
+/// issue, every record's events, every revocation, each as its row stands
+/// now, with the rows pointing at their leaves. Answers how many leaves.
+fn backfill(conn: &Connection, frontier: &mut Frontier) -> anyhow::Result<u64> {
+    let orgs: HashMap<Org, OrgId> = conn
+        .prepare_cached("SELECT num, id FROM orgs")?
+        .query_map([], |row| Ok((row.get::<_, Org>(0)?, row.get::<_, String>(1)?)))?
+        .map(|row| {
+            let (org, id) = row?;
+            Ok((org, OrgId::parse(&id)?))
+        })
+        .collect::<anyhow::Result<_>>()?;
+    let org_id = |org: Org| {
+        orgs.get(&org)
+            .cloned()
+            .ok_or_else(|| anyhow::anyhow!("a stored object stands in no organisation"))
+    };
+    let tokens: Vec<(String, Org, String, String, Option<i64>, Option<String>)> = conn
+        .prepare_cached(
+            "SELECT jti, org, claims, kid, revoked_at, revoke_reason FROM tokens
+             ORDER BY issued_at, depth, jti",
+        )?
+        .query_map([], |row| {
+            Ok((row.get(0)?, row.get(1)?, row.get(2)?, row.get(3)?, row.get(4)?, row.get(5)?))
+        })?
+        .collect::<sql::Result<_>>()?;
+    for (jti, org, text, kid, _, _) in &tokens {
+        let claims: Claims = serde_json::from_str(text)?;
+        let index = append(
+            conn,
+            frontier,
+            &org_id(*org)?,
+            claims.iat.saturating_mul(1000),
+            events::token_issued(&claims, text, kid),
+        )?;
+        conn.execute("UPDATE tokens SET log_issued = ?1 WHERE jti = ?2", params![index, jti])?;
+    }
+    let select = format!("{} ORDER BY seq", records::select_sql());
+    let stored: Vec<Record> = conn
+        .prepare_cached(&select)?
+        .query_map([], records::from_row)?
+        .collect::<sql::Result<_>>()?;
+    for record in &stored {
+        let org = org_id(record.org())?;
+        let created = events::record_created(&events::created_of(record))?;
+        let index = append(conn, frontier, &org, record.created_at, created)?;
+        conn.execute(
+            "UPDATE records SET log_created = ?1 WHERE seq = ?2",
+            params![index, record.seq],
+        )?;
+        if events::needs_completion(record) {
+            let completed = events::record_completed(record)?;
+            let at = record.completed_at.unwrap_or(record.created_at);
+            let index = append(conn, frontier, &org, at, completed)?;
+            conn.execute(
+                "UPDATE records SET log_completed = ?1 WHERE seq = ?2",
+                params![index, record.seq],
+            )?;
+        }
+        if record.state.rating().is_some() {
+            let rated = events::record_rated(record)?;
+            let at = record.feedback_at.unwrap_or(record.created_at);
+            let index = append(conn, frontier, &org, at, rated)?;
+            conn.execute(
+                "UPDATE records SET log_rated = ?1 WHERE seq = ?2",
+                params![index, record.seq],
+            )?;
+        }
+    }
+    for (jti, org, text, _, revoked_at, reason) in &tokens {
+        let Some(revoked_at) = revoked_at else { continue };
+        let claims: Claims = serde_json::from_str(text)?;
+        let jth = claims.jth();
+        let event = events::token_revoked(jth.as_str(), jth.as_str(), reason.as_deref())?;
+        let index = append(
+            conn,
+            frontier,
+            &org_id(*org)?,
+            revoked_at.saturating_mul(1000),
+            event,
+        )?;
+        conn.execute(
+            "UPDATE tokens SET log_revoked = ?1, revoke_cause = ?2 WHERE jti = ?3",
+            params![index, jth.as_str(), jti],
+        )?;
+    }
+    Ok(frontier.size())
+}
+
+/// The root of the tree at `size`, from the tables.
+pub fn root_at(conn: &Connection, size: u64) -> Result<Hash, tlog::ReadError<sql::Error>> {
+    tlog::tree_root(&mut TableTiles::new(conn), size)
+}

@@ -1,0 +1,194 @@
+//! The record log's tables: every statement that reads or writes them, once,
+//! for the ledger (appending), the read side (proofs, tiles, checkpoints)
+//! and `mandate audit verify`.
+//!
+//! - `log_leaves`: by index, each leaf's bytes and its RFC 6962 leaf hash;
+//!   the hashes are the level-0 tiles (C2SP `tlog-tiles`).
+//! - `log_nodes`: the tile entries of levels 1 and up, each the root of a
+//!   full tile of the level below, written once when that tile fills.
+//! - `log_checkpoints`: every checkpoint signed, by tree size.
+//! - `ledger_state`: one row, the log's right edge (core's `Frontier` in
+//!   its byte form) and the next token status index.
+//!
+//! Hashes and leaves are bytes here; what they mean is core's (`tlog`).
+
+use crate::store::sql::{self, Connection, Dialect, OptionalExtension, params};
+
+/// A 32-byte hash as stored.
+pub type Hash = [u8; 32];
+
+fn hash_of(bytes: Vec<u8>) -> sql::Result<Hash> {
+    Hash::try_from(bytes.as_slice())
+        .map_err(|_| sql::Error::corrupt("a log hash", "not 32 bytes"))
+}
+
+/// The log's right edge and the next token status index.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LedgerState {
+    /// Core's `Frontier` in its byte form (empty for an empty log).
+    pub frontier: Vec<u8>,
+    pub next_status_idx: u64,
+}
+
+/// The ledger's state row. With `lock` on PostgreSQL the row is locked until
+/// the transaction ends: every group of writes takes it first (see
+/// `Ledger::enter`), so appends to the one log take turns across hosts.
+pub fn state(conn: &Connection, lock: bool) -> sql::Result<LedgerState> {
+    let sql = if lock && conn.dialect() == Dialect::Postgres {
+        "SELECT log_frontier, next_status_idx FROM ledger_state WHERE id = 1 FOR UPDATE"
+    } else {
+        "SELECT log_frontier, next_status_idx FROM ledger_state WHERE id = 1"
+    };
+    conn.prepare_cached(sql)?.query_row([], |row| {
+        Ok(LedgerState {
+            frontier: row.get(0)?,
+            next_status_idx: unrow.get(1)?,
+        })
+    })
+}
+
+/// Stores the ledger's state row.
+pub fn save_state(conn: &Connection, state: &LedgerState) -> sql::Result<()> {
+    conn.prepare_cached(
+        "UPDATE ledger_state SET log_frontier = ?1, next_status_idx = ?2 WHERE id = 1",
+    )?
+    .execute(params![state.frontier, state.next_status_idx])?;
+    Ok(())
+}
+
+/// Stores a leaf and its hash at `idx`.
+pub fn insert_leaf(conn: &Connection, idx: u64, hash: &Hash, leaf: &[u8]) -> sql::Result<()> {
+    conn.prepare_cached("INSERT INTO log_leaves (idx, hash, leaf) VALUES (?1, ?2, ?3)")?
+        .execute(params![idx, hash.as_slice(), leaf])?;
+    Ok(())
+}
+
+/// Stores a tile entry of `level` (1 and up) at `idx`.
+pub fn insert_node(conn: &Connection, level: u8, idx: u64, hash: &Hash) -> sql::Result<()> {
+    conn.prepare_cached("INSERT INTO log_nodes (level, idx, hash) VALUES (?1, ?2, ?3)")?
+        .execute(params![level, idx, hash.as_slice()])?;
+    Ok(())
+}
+
+/// The leaf at `idx`, if the log has one there.
+pub fn leaf(conn: &Connection, idx: u64) -> sql::Result<Option<Vec<u8>>> {
+    conn.prepare_cached("SELECT leaf FROM log_leaves WHERE idx = ?1")?
+        .query_row([idx], |row| row.get(0))
+        .optional()
+}
+
+/// The hashes of tile entries `start .. start + count` of `level`: leaf
+/// hashes at level 0, stored nodes above. Fewer come back when the log has
+/// fewer.
+pub fn tile_hashes(conn: &Connection, level: u8, start: u64, count: u64) -> sql::Result<Vec<Hash>> {
+    let end = start.saturating_add(count);
+    let rows: Vec<Vec<u8>> = if level == 0 {
+        conn.prepare_cached("SELECT hash FROM log_leaves WHERE idx >= ?1 AND idx < ?2 ORDER BY idx")?
+            .query_map(params![start, end], |row| row.get(0))?
+            .collect::<sql::Result<_>>()?
+    } else {
+        conn.prepare_cached(
+            "SELECT hash FROM log_nodes WHERE level = ?1 AND idx >= ?2 AND idx < ?3 ORDER BY idx",
+        )?
+        .query_map(params![level, start, end], |row| row.get(0))?
+        .collect::<sql::Result<_>>()?
+    };
+    rows.into_iter().map(hash_of).collect()
+}
+
+/// A signed checkpoint as stored.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StoredCheckpoint {
+    pub size: u64,
+    pub root: Hash,
+    /// The signed note (C2SP `tlog-checkpoint`).
+    pub note: String,
+    /// Unix milliseconds.
+    pub created_at: i64,
+}
+
+/// Stores a checkpoint of the tree at `size`.
+pub fn insert_checkpoint(conn: &Connection, checkpoint: &StoredCheckpoint) -> sql::Result<()> {
+    conn.prepare_cached(
+        "INSERT INTO log_checkpoints (size, root, note, created_at) VALUES (?1, ?2, ?3, ?4)",
+    )?
+    .execute(params![
+        checkpoint.size,
+        checkpoint.root.as_slice(),
+        checkpoint.note,
+        checkpoint.created_at
+    ])?;
+    Ok(())
+}
+
+fn checkpoint_row(row: &sql::Row<'_>) -> sql::Result<(u64, Vec<u8>, String, i64)> {
+    Ok((row.get(0)?, row.get(1)?, row.get(2)?, row.get(3)?))
+}
+
+fn checkpoint_of(
+    (size, root, note, created_at): (u64, Vec<u8>, String, i64),
+) -> sql::Result<StoredCheckpoint> {
+    Ok(StoredCheckpoint {
+        size: unsize,
+        root: hash_of(root)?,
+        note,
+        created_at,
+    })
+}
+
+/// The newest checkpoint, if any was signed.
+pub fn latest_checkpoint(conn: &Connection) -> sql::Result<Option<StoredCheckpoint>> {
+    conn.prepare_cached(
+        "SELECT size, root, note, created_at FROM log_checkpoints ORDER BY size DESC LIMIT 1",
+    )?
+    .query_row([], checkpoint_row)
+    .optional()?
+    .map(checkpoint_of)
+    .transpose()
+}
+
+/// Up to `limit` checkpoints of sizes from `from` on, smallest first.
+pub fn checkpoints_from(
+    conn: &Connection,
+    from: u64,
+    limit: u64,
+) -> sql::Result<Vec<StoredCheckpoint>> {
+    conn.prepare_cached(
+        "SELECT size, root, note, created_at FROM log_checkpoints WHERE size >= ?1 ORDER BY size LIMIT ?2",
+    )?
+    .query_map(params![from, limit], checkpoint_row)?
+    .map(|row| row.and_then(checkpoint_of))
+    .collect()
+}
+
+/// Up to `limit` leaves from `start` on, with their hashes, in order.
+pub fn leaves_from(
+    conn: &Connection,
+    start: u64,
+    limit: u64,
+) -> sql::Result<Vec<(u64, Hash, Vec<u8>)>> {
+    conn.prepare_cached(
+        "SELECT idx, hash, leaf FROM log_leaves WHERE idx >= ?1 ORDER BY idx LIMIT ?2",
+    )?
+    .query_map(params![start, limit], |row| {
+        Ok((row.get::<_, u64>(0)?, row.get::<_, Vec<u8>>(1)?, row.get(2)?))
+    })?
+    .map(|row| {
+        let (idx, hash, leaf) = row?;
+        Ok((unidx, hash_of(hash)?, leaf))
+    })
+    .collect()
+}
+
+/// Every stored tile entry of levels 1 and up, by level and index.
+pub fn nodes(conn: &Connection) -> sql::Result<Vec<(u8, u64, Hash)>> {
+    conn.prepare_cached("SELECT level, idx, hash FROM log_nodes ORDER BY level, idx")?
+        .query_map([], |row| {
+            Ok((row.get::<_, u8>(0)?, row.get::<_, u64>(1)?, row.get::<_, Vec<u8>>(2)?))
+        })?
+        .map(|row| {
+            let (level, idx, hash) = row?;
+            Ok((level, unidx, hash_of(hash)?))
+        })
+        .collect()
+}
