@@ -14,6 +14,17 @@ pub(crate) const ENGINE: GeneralPurpose = GeneralPurpose::new(
         .with_decode_allow_trailing_bits(false),
 );
 
+/// Standard base64 (RFC 4648 §4) with its padding, strictly: the form of
+/// signed notes, checkpoints and tlog proofs. Missing or extra padding and
+/// stray trailing bits fail to decode.
+pub(crate) const STANDARD: GeneralPurpose = GeneralPurpose::new(
+    &base64::alphabet::STANDARD,
+    GeneralPurposeConfig::new()
+        .with_encode_padding(true)
+        .with_decode_padding_mode(DecodePaddingMode::RequireCanonical)
+        .with_decode_allow_trailing_bits(false),
+);
+
 /// Encodes bytes as unpadded base64url.
 pub(crate) fn encode(bytes: impl AsRef<[u8]>) -> String {
     ENGINE.encode(bytes)
@@ -30,5 +41,9 @@ mod tests {
             assert!(ENGINE.decode(bad).is_err(), "{bad}");
         }
         assert_eq!(encode([0xff, 0xef]), "_-8");
+        assert_eq!(STANDARD.decode("/+8=").unwrap(), vec![0xff, 0xef]);
+        for bad in ["/+8", "/+8==", "_-8=", "/+9=", "/+8= "] {
+            assert!(STANDARD.decode(bad).is_err(), "{bad}");
+        }
     }
 }

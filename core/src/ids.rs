@@ -355,6 +355,21 @@ b64_digest_id!(
     "jkt"
 );
 
+b64_digest_id!(
+    /// base64url SHA-256 of a token's stored claims JSON text, as the record
+    /// log names what was issued.
+    ClaimsDigest,
+    "claims_sha256"
+);
+
+impl ClaimsDigest {
+    /// The digest of a claims JSON text.
+    pub fn of(claims_json: &str) -> ClaimsDigest {
+        use sha2::Digest as _;
+        ClaimsDigest::from_digest(&sha2::Sha256::digest(claims_json.as_bytes()).into())
+    }
+}
+
 /// The id a developer gives an agent at issue time. In tokens it appears as
 /// `sub = "agent:<agent_id>"`; the reputation endpoint returns it the same way.
 ///

@@ -3,8 +3,9 @@
 //! The pure rules of Mandate: identifiers, scopes and their narrowing, keys
 //! and key sets, token claims with issuing, delegation, signing and
 //! verification, proofs of possession for bound tokens (DPoP), human
-//! references, the action-record lifecycle, budgets, reputation and
-//! workflow summaries.
+//! references, the action-record lifecycle, budgets, reputation,
+//! workflow summaries, and the record log's Merkle tree, signed checkpoints
+//! and proofs.
 //!
 //! This crate refuses to know about the world: it does no I/O, reads no
 //! clock, draws no randomness and starts no thread. Callers pass `now` (unix
@@ -42,6 +43,7 @@ pub mod reputation;
 pub mod roles;
 pub mod scope;
 pub mod summary;
+pub mod tlog;
 pub mod token;
 
 pub use budget::{
@@ -54,8 +56,8 @@ pub use dpop::{
 };
 pub use human::{EmailError, Identity, human_ref};
 pub use ids::{
-    AarId, AgentId, HumanRef, IdError, Jkt, Jth, Jti, JtiKind, KeyId, OrgId, ProvenanceRef,
-    ResultHash, Ulid,
+    AarId, AgentId, ClaimsDigest, HumanRef, IdError, Jkt, Jth, Jti, JtiKind, KeyId, OrgId,
+    ProvenanceRef, ResultHash, Ulid,
 };
 pub use keys::{
     HolderKey, Jwk, JwkSet, Jwks, JwksError, PrivateJwk, PublicJwk, SigningKey, jkt, thumbprint,
@@ -72,6 +74,11 @@ pub use scope::{
     ScopeDenial, ScopeError, Violation, Widening, check_narrowing, permits,
 };
 pub use summary::{SummaryRow, WorkflowSummary, summarize};
+pub use tlog::{
+    Checkpoint, Frontier, LogEntry, LogError, LogEvent, NoteSigner, NoteVerifier, OpenedNote,
+    ReadError, TileEntry, TileId, TileReader, TlogProof, open_checkpoint, open_note,
+    verify_consistency, verify_inclusion, verify_tlog_proof,
+};
 pub use token::{
     Actor, AssuranceLevel, Claims, Confirmation, Header, IssueError, RootIssue, SignError,
     TokenRequest, TokenStatus, VerifiedToken, VerifyError, VerifyOptions, check_fan_out,

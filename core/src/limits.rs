@@ -61,3 +61,33 @@ pub const MAX_PROOF_BYTES: usize = 8 * 1024;
 pub const MIN_PROOF_JTI_LEN: usize = 16;
 /// Longest `jti` of a DPoP proof; verifiers remember each for the window.
 pub const MAX_PROOF_JTI_LEN: usize = 128;
+
+/// Levels of the Merkle tree one tile spans (C2SP tlog-tiles).
+pub const LOG_TILE_HEIGHT: u32 = 8;
+/// Hashes in a full tile: 2^[`LOG_TILE_HEIGHT`].
+pub const LOG_TILE_WIDTH: usize = 256;
+/// Highest tile level a path may name (tlog-tiles: 0 to 63).
+pub const MAX_TILE_LEVEL: u8 = 63;
+/// Longest inclusion or consistency proof accepted, in hashes: a tree of up
+/// to 2^64 leaves needs no more.
+pub const MAX_PROOF_HASHES: usize = 64;
+/// Most signatures a signed note may carry (signed-note asks verifiers to
+/// accept at least 16).
+pub const MAX_NOTE_SIGNATURES: usize = 100;
+/// Longest signed note, in bytes.
+pub const MAX_NOTE_BYTES: usize = 1024 * 1024;
+/// Longest tlog-proof text: a note and a proof of the most hashes.
+pub const MAX_TLOG_PROOF_BYTES: usize = MAX_NOTE_BYTES + 4096;
+/// Longest leaf: tlog-tiles entry bundles prefix each entry with a 16-bit
+/// length.
+pub const MAX_LEAF_BYTES: usize = 65_535;
+/// Largest number a log entry may hold, 2^53 − 1: every integer up to it is
+/// exact in JSON (I-JSON, RFC 7493) and written alike by JCS and plain
+/// decimal.
+pub const MAX_JSON_SAFE_INTEGER: u64 = (1 << 53) - 1;
+/// Longest key id (`kid`) a log entry names.
+pub const MAX_KID_LEN: usize = 128;
+/// Longest note accepted with a rating, in characters.
+pub const MAX_RATING_NOTE_CHARS: usize = 2048;
+/// Longest revocation reason, in characters.
+pub const MAX_REVOKE_REASON_CHARS: usize = 512;

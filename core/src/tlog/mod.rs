@@ -1,0 +1,48 @@
+//! The record log's rules: one append-only Merkle tree of every state
+//! change, its signed checkpoints, and the proofs that bind a leaf or an
+//! older tree to a checkpoint.
+//!
+//! - `hash`: RFC 6962 §2.1 leaf and node hashes, [`Hash`];
+//! - `tiles`: the tree as C2SP tlog-tiles stores it — tile paths, which
+//!   tiles a size has, and [`tree_root`], [`inclusion_proof`] and
+//!   [`consistency_proof`] over the caller's [`TileReader`];
+//! - `frontier`: [`Frontier`], the right edge a writer appends to, and the
+//!   tile entries each leaf completes;
+//! - `verify`: [`verify_inclusion`] and [`verify_consistency`], RFC 9162's
+//!   algorithms;
+//! - `note`: C2SP signed notes with Ed25519 ([`NoteSigner`],
+//!   [`NoteVerifier`], [`open_note`]);
+//! - `checkpoint`: C2SP tlog-checkpoint ([`Checkpoint`],
+//!   [`open_checkpoint`]);
+//! - `proof`: C2SP tlog-proof@v1 ([`TlogProof`], [`verify_tlog_proof`]);
+//! - `entry`: the leaves, [`LogEntry`] as RFC 8785 canonical JSON.
+//!
+//! Not here: where tiles, leaves and checkpoints are stored, when a
+//! checkpoint is signed, and the signing key's custody (the server's); the
+//! clock (`at` is the caller's). Every number is in [`crate::limits`].
+
+mod checkpoint;
+mod entry;
+mod error;
+mod frontier;
+mod hash;
+mod note;
+mod proof;
+mod tiles;
+mod verify;
+
+pub use checkpoint::{Checkpoint, open_checkpoint};
+pub use entry::{
+    Credential, LOG_ENTRY_VERSION, LogEntry, LogEvent, RecordCompleted, RecordCreated, RecordRated,
+    TokenIssued, TokenRevoked,
+};
+pub use error::{LogError, ReadError};
+pub use frontier::{Frontier, TileEntry};
+pub use hash::{Hash, empty_root, leaf_hash, node_hash};
+pub use note::{ED25519_TYPE, NoteSigner, NoteVerifier, OpenedNote, key_id, open_note};
+pub use proof::{TLOG_PROOF_HEADER, TlogProof, verify_tlog_proof};
+pub use tiles::{
+    TileId, TileReader, consistency_proof, inclusion_proof, parse_tile_path, partial_tiles,
+    tile_path, tile_width, tiles, tree_root,
+};
+pub use verify::{verify_consistency, verify_inclusion};
