@@ -123,18 +123,17 @@ impl AppState {
             budget: config.query_budget(),
             max_batch: config.max_batch,
         };
-        let (prepared, log_keys, store) = store::off_runtime(|| {
+        let (prepared, store) = store::off_runtime(|| {
             let prepared = setup::prepare(&config, &database, clock.now())?;
-            let log_keys = Arc::new(LogKeys::new(prepared.log.signers));
             let setup = LogSetup {
                 enabled: config.log.enabled,
                 origin: prepared.log.origin.clone(),
-                keys: log_keys.clone(),
+                keys: prepared.log.keys.clone(),
             };
             let store = Store::open(&database, lanes, metrics.clone(), move |conn| {
                 Ledger::new(conn, setup)
             })?;
-            Ok((prepared, log_keys, store))
+            Ok((prepared, store))
         })?;
         let limiters = Limiters::new(&config.rate_limits, config.trusted_proxies.clone());
         let state = AppState(Arc::new(Shared {
@@ -151,7 +150,7 @@ impl AppState {
             metrics,
             assurance,
             log_origin: prepared.log.origin,
-            log_keys,
+            log_keys: prepared.log.keys,
             status_lists: status::SignedLists::default(),
         }));
         Ok((state, prepared.new_admin_key))

@@ -11,7 +11,7 @@ use mandate_core::{OrgId, Role};
 use mandate_host::clock::Clock;
 use mandate_host::config::Config;
 use mandate_host::ledger::{Ledger, LogSetup, NewOrg, create_org};
-use mandate_host::recordlog::{self, LogKeys};
+use mandate_host::recordlog;
 use mandate_host::secrets::Kek;
 use mandate_host::store::{Connection, orgs};
 use mandate_host::{apikeys, keyring, setup, store, transfer};
@@ -245,7 +245,7 @@ fn operator_ledger(config: &Config) -> anyhow::Result<(Ledger, Arc<Kek>)> {
     let setup = LogSetup {
         enabled: config.log.enabled,
         origin: log.origin,
-        keys: Arc::new(LogKeys::new(log.signers)),
+        keys: log.keys,
     };
     Ok((Ledger::new(conn, setup), kek))
 }

@@ -173,8 +173,9 @@ pub struct RecordRated {
     pub aar_id: AarId,
     pub rating: Rating,
     pub note: Option<String>,
-    /// The API key that rated.
-    pub by: KeyId,
+    /// The API key that rated; absent for a rating given before the
+    /// deployment had a record log (its key was not kept then).
+    pub by: Option<KeyId>,
 }
 
 /// The `kind` member.
@@ -393,7 +394,7 @@ impl LogEntry {
                 wire.aar_id = Some(e.aar_id);
                 wire.rating = Some(e.rating);
                 wire.note = e.note;
-                wire.by = Some(e.by);
+                wire.by = e.by;
             }
         }
         wire
@@ -450,7 +451,7 @@ impl LogEntry {
                 aar_id: required(wire.aar_id.take())?,
                 rating: required(wire.rating.take())?,
                 note: wire.note.take(),
-                by: required(wire.by.take())?,
+                by: wire.by.take(),
             }),
         };
         if !wire.is_spent() {
@@ -643,7 +644,7 @@ mod tests {
                 aar_id: AarId::new(ulid(7)),
                 rating: Rating::Flagged,
                 note: Some("tab\there".into()),
-                by: KeyId::new(ulid(9)),
+                by: Some(KeyId::new(ulid(9))),
             }),
         ]
         .into_iter()

@@ -167,7 +167,7 @@ fn check_checkpoint(
 ) {
     let size = checkpoint.size;
     let at = size.saturating_sub(1);
-    match open_checkpoint(&checkpoint.note, origin, verifiers) {
+    match open_checkpoint(&checkpoint.note, Some(origin), verifiers) {
         Err(error) => audit.at(
             at,
             format!("the checkpoint of size {size} does not verify: {error}"),

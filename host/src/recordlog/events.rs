@@ -24,7 +24,7 @@ pub fn token_issued(claims: &Claims, claims_text: &str, kid: &str) -> LogEvent {
     LogEvent::TokenIssued(TokenIssued {
         jth: claims.jth(),
         parent: claims.svc_parent.clone(),
-        agent_id: claims.agent_id(),
+        agent_id: claims.agent_id().clone(),
         provenance_ref: claims.svc_prov.clone(),
         depth: claims.svc_depth,
         human_ref: claims.svc_human.clone(),

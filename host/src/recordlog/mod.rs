@@ -20,6 +20,7 @@ pub mod proofs;
 pub mod watch;
 
 use std::collections::HashMap;
+use std::sync::Arc;
 
 use mandate_core::tlog::{self, Checkpoint, Frontier, Hash, LogEntry, LogEvent, TileReader};
 use mandate_core::{Claims, OrgId};
@@ -176,10 +177,10 @@ fn origin(conn: &Connection, config: &LogConfig, public_url: Option<&str>) -> an
 }
 
 /// What a start needs of the log.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub struct Prepared {
     pub origin: String,
-    pub signers: Signers,
+    pub keys: Arc<LogKeys>,
 }
 
 /// Sets the log up at start, in one transaction: its origin, a first key,
@@ -225,7 +226,10 @@ pub fn prepare(
         rows::insert_checkpoint(&tx, &checkpoint)?;
     }
     tx.commit()?;
-    Ok(Prepared { origin, signers })
+    Ok(Prepared {
+        origin,
+        keys: Arc::new(LogKeys::new(signers)),
+    })
 }
 
 /// Appends an event of organisation `org` at `at` (unix ms) to the log whose

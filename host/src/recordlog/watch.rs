@@ -59,7 +59,7 @@ pub fn judge(
     verifiers: &[NoteVerifier],
     consistency: impl FnOnce(u64, u64) -> anyhow::Result<Vec<Hash>>,
 ) -> anyhow::Result<Seen> {
-    let checkpoint = open_checkpoint(note, origin, verifiers)
+    let checkpoint = open_checkpoint(note, Some(origin), verifiers)
         .map_err(|e| anyhow::anyhow!("the deployment's checkpoint does not verify: {e}"))?;
     let new = Trusted {
         checkpoint,
@@ -157,7 +157,7 @@ pub fn run(watch: &Watch) -> anyhow::Result<()> {
     let mut trusted = match &watch.state {
         Some(path) if path.exists() => {
             let note = std::fs::read_to_string(path)?;
-            let checkpoint = open_checkpoint(&note, &origin, &verifiers).map_err(|e| {
+            let checkpoint = open_checkpoint(&note, Some(&origin), &verifiers).map_err(|e| {
                 anyhow::anyhow!("the state file {} does not verify: {e}", path.display())
             })?;
             Some(Trusted { checkpoint, note })
@@ -169,7 +169,7 @@ pub fn run(watch: &Watch) -> anyhow::Result<()> {
             let note = fetch_text(&client, &format!("{base}/v1/log/checkpoint")).await?;
             let proof = match &trusted {
                 Some(old) => {
-                    let new = open_checkpoint(&note, &origin, &verifiers).ok();
+                    let new = open_checkpoint(&note, Some(&origin), &verifiers).ok();
                     match new {
                         Some(new) if new.size > old.checkpoint.size => Some(
                             fetch_consistency(&client, &base, old.checkpoint.size, new.size)

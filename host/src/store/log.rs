@@ -42,7 +42,7 @@ pub fn state(conn: &Connection, lock: bool) -> sql::Result<LedgerState> {
     conn.prepare_cached(sql)?.query_row([], |row| {
         Ok(LedgerState {
             frontier: row.get(0)?,
-            next_status_idx: unrow.get(1)?,
+            next_status_idx: row.get(1)?,
         })
     })
 }
@@ -129,7 +129,7 @@ fn checkpoint_of(
     (size, root, note, created_at): (u64, Vec<u8>, String, i64),
 ) -> sql::Result<StoredCheckpoint> {
     Ok(StoredCheckpoint {
-        size: unsize,
+        size,
         root: hash_of(root)?,
         note,
         created_at,
@@ -175,7 +175,7 @@ pub fn leaves_from(
     })?
     .map(|row| {
         let (idx, hash, leaf) = row?;
-        Ok((unidx, hash_of(hash)?, leaf))
+        Ok((idx, hash_of(hash)?, leaf))
     })
     .collect()
 }
@@ -188,7 +188,7 @@ pub fn nodes(conn: &Connection) -> sql::Result<Vec<(u8, u64, Hash)>> {
         })?
         .map(|row| {
             let (level, idx, hash) = row?;
-            Ok((level, unidx, hash_of(hash)?))
+            Ok((level, idx, hash_of(hash)?))
         })
         .collect()
 }

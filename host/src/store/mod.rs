@@ -14,11 +14,13 @@
 
 pub mod database;
 pub mod idempotency;
+pub mod log;
 pub mod orgs;
 mod proofs;
 pub mod records;
 pub(crate) mod schema;
 pub mod sql;
+pub mod status_lists;
 pub mod tokens;
 mod writer;
 
