@@ -2,9 +2,9 @@
 //!
 //! The pure rules of Mandate: identifiers, scopes and their narrowing, keys
 //! and key sets, token claims with issuing, delegation, signing and
-//! verification, proofs of possession for bound tokens (DPoP), human
-//! references, the action-record lifecycle, budgets, reputation and
-//! workflow summaries.
+//! verification, proofs of possession for bound tokens (DPoP), token status
+//! lists (the IETF Token Status List), human references, the action-record
+//! lifecycle, budgets, reputation and workflow summaries.
 //!
 //! This crate refuses to know about the world: it does no I/O, reads no
 //! clock, draws no randomness and starts no thread. Callers pass `now` (unix
@@ -41,6 +41,7 @@ pub mod record;
 pub mod reputation;
 pub mod roles;
 pub mod scope;
+pub mod status_list;
 pub mod summary;
 pub mod token;
 
@@ -70,6 +71,11 @@ pub use roles::{Permission, Role, UnknownRole};
 pub use scope::{
     Action, Constraints, Framework, Grant, Limit, Policy, Resource, ResourcePattern, Scope,
     ScopeDenial, ScopeError, Violation, Widening, check_narrowing, permits,
+};
+pub use status_list::{
+    Bits, StatusCheckError, StatusClaim, StatusList, StatusListClaims, StatusListError,
+    StatusListRef, StatusType, StatusUri, VerifiedStatusList, check_status, check_status_with,
+    sign_status_list, verify_status_list,
 };
 pub use summary::{SummaryRow, WorkflowSummary, summarize};
 pub use token::{
