@@ -640,6 +640,7 @@ mod tests {
                 now: 1_000,
                 jti: crate::Ulid::new(1, [1; 10]).unwrap(),
                 provenance: crate::Ulid::new(1, [2; 10]).unwrap(),
+                status: None,
             },
         )
         .unwrap();

@@ -2,10 +2,10 @@
 //!
 //! The pure rules of Mandate: identifiers, scopes and their narrowing, keys
 //! and key sets, token claims with issuing, delegation, signing and
-//! verification, proofs of possession for bound tokens (DPoP), human
-//! references, the action-record lifecycle, budgets, reputation,
-//! workflow summaries, and the record log's Merkle tree, signed checkpoints
-//! and proofs.
+//! verification, proofs of possession for bound tokens (DPoP), token status
+//! lists (the IETF Token Status List), human references, the action-record
+//! lifecycle, budgets, reputation, workflow summaries, and the record log's
+//! Merkle tree, signed checkpoints and proofs.
 //!
 //! This crate refuses to know about the world: it does no I/O, reads no
 //! clock, draws no randomness and starts no thread. Callers pass `now` (unix
@@ -42,6 +42,7 @@ pub mod record;
 pub mod reputation;
 pub mod roles;
 pub mod scope;
+pub mod status_list;
 pub mod summary;
 pub mod tlog;
 pub mod token;
@@ -72,6 +73,11 @@ pub use roles::{Permission, Role, UnknownRole};
 pub use scope::{
     Action, Constraints, Framework, Grant, Limit, Policy, Resource, ResourcePattern, Scope,
     ScopeDenial, ScopeError, Violation, Widening, check_narrowing, permits,
+};
+pub use status_list::{
+    Bits, StatusCheckError, StatusClaim, StatusList, StatusListClaims, StatusListError,
+    StatusListRef, StatusType, StatusUri, VerifiedStatusList, check_status, check_status_with,
+    sign_status_list, verify_status_list,
 };
 pub use summary::{SummaryRow, WorkflowSummary, summarize};
 pub use tlog::{

@@ -91,3 +91,24 @@ pub const MAX_KID_LEN: usize = 128;
 pub const MAX_RATING_NOTE_CHARS: usize = 2048;
 /// Longest revocation reason, in characters.
 pub const MAX_REVOKE_REASON_CHARS: usize = 512;
+/// Tokens per status list: a token's place in the deployment's sequence of
+/// status entries is list `n = i / STATUS_LIST_SIZE`, offset
+/// `i % STATUS_LIST_SIZE` (see [`crate::status_list::location`]). At one bit
+/// per token a list is 8 KiB before compression.
+pub const STATUS_LIST_SIZE: u64 = 65_536;
+/// Longest status list URI a token may name.
+pub const MAX_STATUS_URI_LEN: usize = 512;
+/// Largest status list index a token may carry: 2^53 - 1, the largest
+/// integer JavaScript numbers hold exactly, so the SDK reads what the server
+/// wrote.
+pub const MAX_STATUS_INDEX: u64 = (1 << 53) - 1;
+/// Compact status list tokens longer than this are refused before any
+/// decoding. Mandate's own list, at worst (half its tokens revoked at
+/// random), compresses to about 8 KiB, a token of 15 KB (`lst` is base64url
+/// inside the base64url payload).
+pub const MAX_STATUS_LIST_TOKEN_BYTES: usize = 64 * 1024;
+/// The most bytes a status list may inflate to; a `lst` that would inflate
+/// further is refused (a zip bomb) before more is allocated. 2^20 tokens at
+/// 8 bits, the size of the largest test vectors of the IETF draft; Mandate's
+/// own lists are 8 KiB.
+pub const MAX_STATUS_LIST_BYTES: usize = 1 << 20;

@@ -63,7 +63,7 @@ fn delegation_inherits_and_narrows() {
     let parent = root();
     let mut req = request(&["crm:contacts"], &["read", "delegate"]);
     req.agent_id = AgentId::parse("helper").unwrap();
-    let child = delegate(&parent, req, NOW + 5, ulid(3)).unwrap();
+    let child = delegate(&parent, req, NOW + 5, ulid(3), None).unwrap();
     assert_eq!(child.jti.kind(), JtiKind::Delegated);
     assert_eq!(child.svc_depth, 1);
     assert_eq!(child.svc_parent, Some(parent.jti.hash()));
@@ -80,6 +80,7 @@ fn delegation_inherits_and_narrows() {
         request(&["crm:contacts"], &["read"]),
         NOW + 6,
         ulid(4),
+        None,
     )
     .unwrap();
     assert_eq!(grandchild.svc_depth, 2);
@@ -109,9 +110,17 @@ fn no_token_carries_an_ancestors_jti() {
         request(&["crm:contacts"], &["read", "delegate"]),
         NOW,
         ulid(3),
+        None,
     )
     .unwrap();
-    let grandchild = delegate(&child, request(&["crm:contacts"], &["read"]), NOW, ulid(4)).unwrap();
+    let grandchild = delegate(
+        &child,
+        request(&["crm:contacts"], &["read"]),
+        NOW,
+        ulid(4),
+        None,
+    )
+    .unwrap();
     for (token, ancestors) in [
         (&child, vec![&parent]),
         (&grandchild, vec![&parent, &child]),
@@ -129,17 +138,29 @@ fn no_token_carries_an_ancestors_jti() {
 fn delegation_refusals() {
     let parent = root();
     assert_eq!(
-        delegate(&parent, request(&["crm:*"], &["read"]), parent.exp, ulid(3)),
+        delegate(
+            &parent,
+            request(&["crm:*"], &["read"]),
+            parent.exp,
+            ulid(3),
+            None
+        ),
         Err(IssueError::ParentExpired)
     );
     let no_delegate = root_with(request(&["crm:*"], &["read"]));
     assert_eq!(
-        delegate(&no_delegate, request(&["crm:*"], &["read"]), NOW, ulid(3)),
+        delegate(
+            &no_delegate,
+            request(&["crm:*"], &["read"]),
+            NOW,
+            ulid(3),
+            None
+        ),
         Err(IssueError::DelegateNotHeld)
     );
     let mut long = request(&["crm:*"], &["read"]);
     long.ttl_seconds = Some(DEFAULT_TTL_SECONDS + 1);
-    let err = delegate(&parent, long, NOW, ulid(3)).unwrap_err();
+    let err = delegate(&parent, long, NOW, ulid(3), None).unwrap_err();
     assert_eq!(err.code(), "scope_widening");
     let IssueError::Widening(widening) = err else {
         unreachable!()
@@ -154,7 +175,7 @@ fn delegation_refusals() {
     let mut zero = request(&["crm:*"], &["read"]);
     zero.ttl_seconds = Some(0);
     assert_eq!(
-        delegate(&parent, zero, NOW, ulid(3)),
+        delegate(&parent, zero, NOW, ulid(3), None),
         Err(IssueError::TtlOutOfRange)
     );
 }
@@ -168,32 +189,44 @@ fn refusals_are_recorded_with_a_deny_reason() {
     let mut deepest = parent.clone();
     for depth in 1..=MAX_DELEGATION_DEPTH {
         let next = request(&["crm:*"], &["read", "delegate"]);
-        deepest = delegate(&deepest, next, NOW, ulid(10 + depth as u8)).unwrap();
+        deepest = delegate(&deepest, next, NOW, ulid(10 + depth as u8), None).unwrap();
     }
     let mut zero = request(&["crm:*"], &["read"]);
     zero.ttl_seconds = Some(0);
     let refused = [
         (
-            delegate(&parent, request(&["crm:*"], &["read"]), parent.exp, ulid(3)),
+            delegate(
+                &parent,
+                request(&["crm:*"], &["read"]),
+                parent.exp,
+                ulid(3),
+                None,
+            ),
             Some(DenyReason::TokenExpired),
         ),
         (
-            delegate(&no_delegate, request(&["crm:*"], &["read"]), NOW, ulid(3)),
+            delegate(
+                &no_delegate,
+                request(&["crm:*"], &["read"]),
+                NOW,
+                ulid(3),
+                None,
+            ),
             Some(DenyReason::ActionNotPermitted),
         ),
         (
-            delegate(&deepest, request(&["crm:*"], &["read"]), NOW, ulid(3)),
+            delegate(&deepest, request(&["crm:*"], &["read"]), NOW, ulid(3), None),
             Some(DenyReason::DelegationTooDeep),
         ),
         (
-            delegate(&parent, request(&["bank:*"], &["read"]), NOW, ulid(3)),
+            delegate(&parent, request(&["bank:*"], &["read"]), NOW, ulid(3), None),
             Some(DenyReason::ScopeWidening),
         ),
         (
             check_fan_out(MAX_CHILDREN_PER_TOKEN).map(|()| parent.clone()),
             Some(DenyReason::TooManyChildren),
         ),
-        (delegate(&parent, zero, NOW, ulid(3)), None),
+        (delegate(&parent, zero, NOW, ulid(3), None), None),
     ];
     for (outcome, reason) in refused {
         let error = outcome.unwrap_err();
@@ -237,10 +270,18 @@ fn a_token_is_governed_by_itself_and_its_ancestors() {
         request(&["crm:*"], &["read", "delegate"]),
         NOW,
         ulid(3),
+        None,
     )
     .unwrap();
-    let grandchild = delegate(&child, request(&["crm:contacts"], &["read"]), NOW, ulid(4)).unwrap();
-    let sibling = delegate(&parent, request(&["crm:*"], &["read"]), NOW, ulid(5)).unwrap();
+    let grandchild = delegate(
+        &child,
+        request(&["crm:contacts"], &["read"]),
+        NOW,
+        ulid(4),
+        None,
+    )
+    .unwrap();
+    let sibling = delegate(&parent, request(&["crm:*"], &["read"]), NOW, ulid(5), None).unwrap();
     // Another line: a root token of its own.
     let other = Claims {
         jti: Jti::root(ulid(6)),
@@ -277,13 +318,20 @@ fn delegation_depth_is_bounded() {
             request(&["crm:*"], &["read", "delegate"]),
             NOW,
             ulid(depth as u8),
+            None,
         )
         .unwrap();
         let token = sign(&current, &key(1)).unwrap();
         assert!(verify(&token, &jwks(), NOW, &VerifyOptions::default()).is_ok());
     }
     assert_eq!(
-        delegate(&current, request(&["crm:*"], &["read"]), NOW, ulid(99)),
+        delegate(
+            &current,
+            request(&["crm:*"], &["read"]),
+            NOW,
+            ulid(99),
+            None
+        ),
         Err(IssueError::DepthExceeded)
     );
 }
@@ -306,7 +354,7 @@ fn what_a_delegation_leaves_out_it_inherits() {
     let mut asked = request(&["crm:*"], &["read"]);
     asked.constraints.max_actions = Some(5);
     asked.policy = Policy::new(vec![framework("hipaa")]).unwrap();
-    let child = delegate(&parent, asked, NOW, ulid(3)).unwrap();
+    let child = delegate(&parent, asked, NOW, ulid(3), None).unwrap();
     assert_eq!(
         child.constraints(),
         Constraints {
@@ -321,7 +369,8 @@ fn what_a_delegation_leaves_out_it_inherits() {
     // Only an explicitly wider value is refused, naming the field.
     let mut wider = request(&["crm:*"], &["read"]);
     wider.constraints.max_spend_usd = Some(Usd::from_f64(5.000001).unwrap());
-    let IssueError::Widening(widening) = delegate(&parent, wider, NOW, ulid(3)).unwrap_err() else {
+    let IssueError::Widening(widening) = delegate(&parent, wider, NOW, ulid(3), None).unwrap_err()
+    else {
         unreachable!()
     };
     assert_eq!(
@@ -347,17 +396,22 @@ fn binding_is_kept_or_moved_never_dropped() {
     let json = serde_json::to_value(&bound).unwrap();
     assert_eq!(json["cnf"]["jkt"], holder.jkt().as_str());
     // A child left unbound in the request stays bound to the parent's key.
-    let inherited = delegate(&bound, request(&["crm:*"], &["read"]), NOW, ulid(3)).unwrap();
+    let inherited = delegate(&bound, request(&["crm:*"], &["read"]), NOW, ulid(3), None).unwrap();
     assert_eq!(inherited.cnf, bound.cnf);
     // A child of a bound token may be bound to another key.
     let mut moved = request(&["crm:*"], &["read"]);
     moved.holder = Some(other.jkt().clone());
-    let moved = delegate(&bound, moved, NOW, ulid(4)).unwrap();
+    let moved = delegate(&bound, moved, NOW, ulid(4), None).unwrap();
     assert_eq!(moved.cnf.unwrap().jkt, *other.jkt());
     // An unbound parent may bind its child.
     let mut bind = request(&["crm:*"], &["read"]);
     bind.holder = Some(other.jkt().clone());
-    assert!(delegate(&root(), bind, NOW, ulid(5)).unwrap().cnf.is_some());
+    assert!(
+        delegate(&root(), bind, NOW, ulid(5), None)
+            .unwrap()
+            .cnf
+            .is_some()
+    );
     let token = sign(&inherited, &key(1)).unwrap();
     assert_eq!(
         verify(&token, &jwks(), NOW, &VerifyOptions::default())
@@ -392,6 +446,7 @@ fn root_ttl_bounds() {
             now: NOW,
             jti: ulid(1),
             provenance: ulid(2),
+            status: None,
         },
     )
     .unwrap_err();

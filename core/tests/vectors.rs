@@ -6,10 +6,13 @@
 
 mod rules;
 
+use std::collections::BTreeMap;
+
 use mandate_core::{
     Action, Constraints, Grant, IssueError, Jkt, Jth, Jti, Jwks, Policy, ProofRequest,
-    ReputationCounts, Resource, Scope, ScopeError, VerifyOptions, check_binding, check_narrowing,
-    delegated_grant, reputation, verify, verify_chain, verify_proof,
+    ReputationCounts, Resource, Scope, ScopeError, StatusUri, VerifiedStatusList, VerifyOptions,
+    check_binding, check_narrowing, check_status, check_status_with, delegated_grant, reputation,
+    verify, verify_chain, verify_proof, verify_status_list,
 };
 use serde::Deserialize;
 use serde_json::Value;
@@ -18,6 +21,7 @@ const TOKENS: &str = include_str!("../../tests/vectors/tokens.json");
 const DPOP: &str = include_str!("../../tests/vectors/dpop.json");
 const SCOPE: &str = include_str!("../../tests/vectors/scope.json");
 const REPUTATION: &str = include_str!("../../tests/vectors/reputation.json");
+const STATUS_LIST: &str = include_str!("../../tests/vectors/status_list.json");
 
 #[derive(Deserialize)]
 struct TokenFile {
@@ -426,4 +430,88 @@ fn budget_vectors() {
 #[test]
 fn role_vectors() {
     rules::roles();
+}
+
+#[test]
+fn status_list_encoding_vectors() {
+    rules::status_list_encodings();
+}
+
+#[derive(Deserialize)]
+struct StatusListFile {
+    jwks: Value,
+    cases: Vec<StatusListCase>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct StatusListCase {
+    name: String,
+    description: String,
+    list: String,
+    token: String,
+    now: i64,
+    uri: Option<String>,
+    max_staleness_seconds: Option<u64>,
+    expect: Expect,
+    verifier: VerifierExpect,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct VerifierExpect {
+    set: String,
+    verify_error: Option<String>,
+}
+
+#[test]
+fn status_list_vectors() {
+    let file: StatusListFile = serde_json::from_str(STATUS_LIST).unwrap();
+    assert!(
+        file.cases.len() >= 30,
+        "only {} status list cases",
+        file.cases.len()
+    );
+    let jwks = parse_jwks(&file.jwks).unwrap();
+    for case in &file.cases {
+        assert!(!case.description.is_empty());
+        let claims = verify(&case.token, &jwks, case.now, &VerifyOptions::default())
+            .unwrap()
+            .claims;
+        let outcome = verify_status_list(&case.list, &jwks, case.now, case.uri.as_deref())
+            .map_err(|e| ("status_list", e.code()))
+            .and_then(|list| {
+                check_status(&claims, &list, case.now, case.max_staleness_seconds)
+                    .map_err(|e| ("status", e.code()))
+            });
+        match outcome {
+            Ok(()) => assert!(case.expect.valid, "{}: unexpectedly valid", case.name),
+            Err((stage, code)) => {
+                assert!(!case.expect.valid, "{}: {stage} {code}", case.name);
+                assert_eq!(Some(stage), case.expect.stage.as_deref(), "{}", case.name);
+                assert_eq!(Some(code), case.expect.error.as_deref(), "{}", case.name);
+            }
+        }
+
+        // A verifier that keeps lists by their own subject and finds a
+        // token's list by the token's uri.
+        let mut held: BTreeMap<StatusUri, VerifiedStatusList> = BTreeMap::new();
+        let set = match verify_status_list(&case.list, &jwks, case.now, None) {
+            Ok(list) => {
+                held.insert(list.uri.clone(), list);
+                "ok".to_owned()
+            }
+            Err(error) => error.code().to_owned(),
+        };
+        assert_eq!(set, case.verifier.set, "{}", case.name);
+        let verified = check_status_with(
+            &claims,
+            |uri| held.get(uri),
+            case.now,
+            case.max_staleness_seconds,
+        )
+        .err()
+        .map(|e| e.code().to_owned());
+        assert_eq!(verified, case.verifier.verify_error, "{}", case.name);
+    }
 }

@@ -139,6 +139,7 @@ mod tests {
                     now: 1_000,
                     jti: Ulid::new(1, [1; 10]).unwrap(),
                     provenance: Ulid::new(1, [2; 10]).unwrap(),
+                    status: None,
                 },
             )
             .unwrap(),

@@ -17,10 +17,13 @@ use base64::Engine as _;
 use base64::engine::general_purpose::{STANDARD_NO_PAD, URL_SAFE_NO_PAD};
 use ed25519_dalek::Signer as _;
 use hmac::{Hmac, Mac as _};
+use mandate_core::status_list::{compress, location};
 use mandate_core::{
-    AgentId, AssuranceLevel, Claims, Constraints, Framework, HumanRef, Identity, Jwks, NewProof,
-    Policy, ReputationCounts, RootIssue, Scope, SigningKey, TokenRequest, Ulid, Usd, delegate,
-    human_ref, issue_root, reputation, sign, sign_proof,
+    AgentId, AssuranceLevel, Bits, Claims, Constraints, Framework, HumanRef, Identity, Jwks,
+    NewProof, Policy, ReputationCounts, RootIssue, Scope, SigningKey, StatusClaim, StatusList,
+    StatusListClaims, StatusType, StatusUri, TokenRequest, Ulid, Usd, check_status, delegate,
+    human_ref, issue_root, reputation, sign, sign_proof, sign_status_list, verify,
+    verify_status_list,
 };
 use serde_json::{Value, json};
 use sha2::{Digest as _, Sha256};
@@ -189,6 +192,7 @@ fn token_vectors(rng: &mut Rng, key: &Keys, issuer: &str, now: i64) -> Value {
             now: iat,
             jti: rng.ulid(iat),
             provenance: rng.ulid(iat),
+            status: None,
         },
     )
     .expect("root issues");
@@ -206,13 +210,19 @@ fn token_vectors(rng: &mut Rng, key: &Keys, issuer: &str, now: i64) -> Value {
     ])
     .expect("valid policy");
     child_request.ttl_seconds = Some(1800);
-    let child =
-        delegate(&root, child_request, iat + 10, rng.ulid(iat + 10)).expect("child delegates");
+    let child = delegate(&root, child_request, iat + 10, rng.ulid(iat + 10), None)
+        .expect("child delegates");
     let mut grandchild_request = request("reader", &["crm:contacts"], &["read"]);
     grandchild_request.constraints = child.constraints();
     grandchild_request.policy = child.svc_policy.clone().unwrap_or_default();
-    let grandchild = delegate(&child, grandchild_request, iat + 20, rng.ulid(iat + 20))
-        .expect("grandchild delegates");
+    let grandchild = delegate(
+        &child,
+        grandchild_request,
+        iat + 20,
+        rng.ulid(iat + 20),
+        None,
+    )
+    .expect("grandchild delegates");
 
     let holder = Keys::new(rng, "holder key");
     let mut bound_request = request("courier", &["mail:outbox"], &["write", "delegate"]);
@@ -226,6 +236,7 @@ fn token_vectors(rng: &mut Rng, key: &Keys, issuer: &str, now: i64) -> Value {
             now: iat,
             jti: rng.ulid(iat),
             provenance: rng.ulid(iat),
+            status: None,
         },
     )
     .expect("bound root issues");
@@ -234,6 +245,7 @@ fn token_vectors(rng: &mut Rng, key: &Keys, issuer: &str, now: i64) -> Value {
         request("courier-helper", &["mail:outbox"], &["write"]),
         iat + 10,
         rng.ulid(iat + 10),
+        None,
     )
     .expect("bound child delegates");
     let mut unbound_child = bound_child.clone();
@@ -741,6 +753,124 @@ fn token_vectors(rng: &mut Rng, key: &Keys, issuer: &str, now: i64) -> Value {
         now,
         "malformed_claims",
     );
+    // The status claim (IETF Token Status List): typed, every member once,
+    // nothing else.
+    {
+        let status = StatusClaim::for_index(issuer, 3).expect("the vector issuer is a valid base");
+        let mut with_status = bound_child.clone();
+        with_status.status = Some(status.clone());
+        t.valid(
+            "valid_with_status",
+            "a bound child carrying its status list entry (written after cnf, before act)",
+            &sign(&with_status, &key.core).expect("signs"),
+            now,
+            &with_status,
+        );
+        let uri = status.uri().as_str();
+        for (name, description, value) in [
+            (
+                "status_unknown_member",
+                "status_list with a member other than idx and uri",
+                json!({"status_list": {"idx": 3, "uri": uri, "bits": 1}}),
+            ),
+            (
+                "status_other_mechanism",
+                "a status mechanism other than status_list",
+                json!({"status_list": {"idx": 3, "uri": uri}, "status_crl": {}}),
+            ),
+            ("status_empty", "a status naming no mechanism", json!({})),
+            (
+                "status_idx_negative",
+                "a negative idx",
+                json!({"status_list": {"idx": -1, "uri": uri}}),
+            ),
+            (
+                "status_idx_fraction",
+                "a fractional idx",
+                json!({"status_list": {"idx": 3.5, "uri": uri}}),
+            ),
+            (
+                "status_idx_beyond_2_53",
+                "an idx JavaScript cannot hold exactly",
+                json!({"status_list": {"idx": 9_007_199_254_740_992_u64, "uri": uri}}),
+            ),
+            (
+                "status_uri_relative",
+                "a uri without scheme and host",
+                json!({"status_list": {"idx": 3, "uri": "/v1/vat/status/0"}}),
+            ),
+            (
+                "status_uri_fragment",
+                "a uri with a fragment",
+                json!({"status_list": {"idx": 3, "uri": format!("{uri}#x")}}),
+            ),
+            (
+                "status_uri_userinfo",
+                "a uri with user information",
+                json!({"status_list": {"idx": 3, "uri": "https://user@mandate.example/v1/vat/status/0"}}),
+            ),
+            (
+                "status_uri_javascript",
+                "a uri of another scheme",
+                json!({"status_list": {"idx": 3, "uri": "javascript:alert(1)"}}),
+            ),
+            (
+                "status_uri_too_long",
+                "a uri over 512 characters",
+                json!({"status_list": {"idx": 3, "uri": format!("{uri}/{}", "x".repeat(512))}}),
+            ),
+        ] {
+            t.invalid(
+                name,
+                description,
+                &resign(&|p| p["status"] = value.clone()),
+                now,
+                "malformed_claims",
+            );
+        }
+        let mut payload = claims_value(&root);
+        payload["status"] = json!({"status_list": {"idx": 3, "uri": uri}});
+        let text = payload
+            .to_string()
+            .replacen("\"idx\":3", "\"idx\":4,\"idx\":3", 1);
+        t.invalid(
+            "status_idx_twice",
+            "idx twice inside status_list (a parser keeping the first would be fooled)",
+            &key.sign_raw(&header, &text),
+            now,
+            "malformed_claims",
+        );
+        let text = payload.to_string().replacen(
+            "\"status\":",
+            &format!("\"status\":{{\"status_list\":{{\"idx\":4,\"uri\":\"{uri}\"}}}},\"status\":"),
+            1,
+        );
+        t.invalid(
+            "status_twice",
+            "status twice",
+            &key.sign_raw(&header, &text),
+            now,
+            "duplicate_claim",
+        );
+        let list = sign_status_list(
+            &StatusList::new(mandate_core::limits::STATUS_LIST_SIZE).expect("list size"),
+            &StatusListClaims {
+                sub: status.uri().clone(),
+                iat: now - 60,
+                exp: now + 3600,
+                ttl: 300,
+            },
+            &key.core,
+        )
+        .expect("the list signs");
+        t.invalid(
+            "status_list_as_token",
+            "a status list token presented as a token",
+            &list,
+            now,
+            "invalid_typ",
+        );
+    }
     {
         let mut payload = claims_value(&child);
         payload["svc_chain"] = json!([]);
@@ -895,6 +1025,7 @@ fn dpop_vectors(rng: &mut Rng, key: &Keys, issuer: &str, now: i64) -> Value {
                 now: now - 600,
                 jti: rng.ulid(now - 600),
                 provenance: rng.ulid(now - 600),
+                status: None,
             },
         )
         .expect("root issues");
@@ -1480,6 +1611,7 @@ fn governance_vectors(rng: &mut Rng) -> Value {
             now: NOW,
             jti: rng.ulid(NOW),
             provenance: rng.ulid(NOW),
+            status: None,
         },
     )
     .expect("root issues");
@@ -1489,6 +1621,7 @@ fn governance_vectors(rng: &mut Rng) -> Value {
             request(agent, &["crm:*"], actions),
             NOW,
             rng.ulid(NOW),
+            None,
         )
         .expect("delegation succeeds")
     };
@@ -1506,6 +1639,7 @@ fn governance_vectors(rng: &mut Rng) -> Value {
             now: NOW,
             jti: rng.ulid(NOW),
             provenance: rng.ulid(NOW),
+            status: None,
         },
     )
     .expect("root issues");
@@ -1888,6 +2022,742 @@ fn budget_vectors() -> Value {
     })
 }
 
+/// The compressed lists of the draft's test vectors of 2^20 entries
+/// (draft-ietf-oauth-status-list, "Test vectors for Status List encoding"),
+/// as it gives them, line breaks removed.
+const DRAFT_1BIT_LONG_LST: &str = "eNrt3AENwCAMAEGogklACtKQPg9LugC9k_ACvreiogEAAKkeCQAAAAAAAAAAAAAAAAAAAIBylgQAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAXG9IAAAAAAAAAPwsJAAAAAAAAAAAAAAAvhsSAAAAAAAAAAAA7KpLAAAAAAAAAAAAAAAAAAAAAJsLCQAAAAAAAAAAADjelAAAAAAAAAAAKjDMAQAAAACAZC8L2AEb";
+const DRAFT_2BIT_LONG_LST: &str = "eNrt2zENACEQAEEuoaBABP5VIO01fCjIHTMStt9ovGVIAAAAAABAbiEBAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAEB5WwIAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAID0ugQAAAAAAAAAAAAAAAAAQG12SgAAAAAAAAAAAAAAAAAAAAAAAAAAAOCSIQEAAAAAAAAAAAAAAAAAAAAAAAD8ExIAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAwJEuAQAAAAAAAAAAAAAAAAAAAAAAAMB9SwIAAAAAAAAAAAAAAAAAAACoYUoAAAAAAAAAAAAAAEBqH81gAQw";
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// The draft's own encoding examples: statuses in, the packed bytes, their
+/// compressed form and `lst` out (the short ones), or `lst` in and the
+/// statuses out (the long ones, whose unlisted entries are 0). Each is
+/// checked here against core before it is written.
+fn status_list_encodings() -> Value {
+    let short =
+        |name: &str, bits: Bits, statuses: &[u8], bytes: &str, compressed: &str, lst: &str| {
+            let mut list = StatusList::with_bits(bits, statuses.len() as u64).expect("small list");
+            for (idx, value) in statuses.iter().enumerate() {
+                list.set(idx as u64, StatusType(*value)).expect("fits");
+            }
+            assert_eq!(hex(list.as_bytes()), bytes, "{name}");
+            assert_eq!(hex(&list.compress()), compressed, "{name}");
+            assert_eq!(list.lst(), lst, "{name}");
+            json!({
+                "name": name, "bits": bits.get(), "statuses": statuses,
+                "bytes_hex": bytes, "compressed_hex": compressed, "lst": lst,
+            })
+        };
+    let long = |name: &str, bits: Bits, set: &[(u64, u8)], lst: &str| {
+        let list = StatusList::from_lst(bits, lst).expect("the draft's lst decodes");
+        assert_eq!(list.len(), 1 << 20, "{name}");
+        for idx in 0..list.len() {
+            let want = set.iter().find(|(i, _)| *i == idx).map_or(0, |(_, v)| *v);
+            assert_eq!(list.get(idx), Some(StatusType(want)), "{name} {idx}");
+        }
+        json!({
+            "name": name, "bits": bits.get(), "size": 1 << 20,
+            "set": set.iter().map(|(i, v)| json!([i, v])).collect::<Vec<_>>(), "lst": lst,
+        })
+    };
+    json!([
+        short(
+            "draft_1bit_16",
+            Bits::One,
+            &[1, 0, 0, 1, 1, 1, 0, 1, 1, 1, 0, 0, 0, 1, 0, 1],
+            "b9a3",
+            "78dadbb918000217015d",
+            "eNrbuRgAAhcBXQ",
+        ),
+        short(
+            "draft_2bit_12",
+            Bits::Two,
+            &[1, 2, 0, 3, 0, 1, 0, 1, 1, 2, 3, 3],
+            "c944f9",
+            "78da3be9f2130003df0207",
+            "eNo76fITAAPfAgc",
+        ),
+        long(
+            "draft_1bit_2^20",
+            Bits::One,
+            &[
+                (0, 1),
+                (1993, 1),
+                (25460, 1),
+                (159495, 1),
+                (495669, 1),
+                (554353, 1),
+                (645645, 1),
+                (723232, 1),
+                (854545, 1),
+                (934534, 1),
+                (1000345, 1),
+            ],
+            DRAFT_1BIT_LONG_LST,
+        ),
+        long(
+            "draft_2bit_2^20",
+            Bits::Two,
+            &[
+                (0, 1),
+                (1993, 2),
+                (25460, 1),
+                (159495, 3),
+                (495669, 1),
+                (554353, 1),
+                (645645, 2),
+                (723232, 1),
+                (854545, 1),
+                (934534, 2),
+                (1000345, 3),
+            ],
+            DRAFT_2BIT_LONG_LST,
+        ),
+    ])
+}
+
+/// One case of [`status_list_vectors`]: `list` verified against the key set
+/// at `now` (with `uri` as the expected subject when it is set), then the
+/// status of `token` (valid at `now`) checked in it with
+/// `max_staleness_seconds`. The expectation is computed by core here, and
+/// must equal the one the case states, so the generator cannot write a
+/// verdict core does not reach.
+struct StatusListCase<'a> {
+    name: &'a str,
+    description: &'a str,
+    list: &'a str,
+    token: &'a str,
+    uri: Option<&'a str>,
+    max_staleness_seconds: Option<u64>,
+    /// `None` for valid, else the stage and code.
+    expect: Option<(&'a str, &'a str)>,
+}
+
+fn status_list_case(case: StatusListCase<'_>, jwks: &Jwks, now: i64) -> Value {
+    let claims = verify(case.token, jwks, now, &Default::default())
+        .expect("vector tokens are valid at now")
+        .claims;
+    let got = match verify_status_list(case.list, jwks, now, case.uri) {
+        Err(error) => Some(("status_list", error.code())),
+        Ok(list) => check_status(&claims, &list, now, case.max_staleness_seconds)
+            .err()
+            .map(|error| ("status", error.code())),
+    };
+    assert_eq!(got, case.expect, "{}", case.name);
+    let expect = match case.expect {
+        None => json!({"valid": true}),
+        Some((stage, error)) => json!({"valid": false, "stage": stage, "error": error}),
+    };
+    // A verifier holding lists by their own `sub` (the SDK's Verifier) is
+    // given the list without an expected subject, and looks the token's
+    // list up by the token's uri: a list for another uri is not found.
+    let (set, verify_error) = match case.expect {
+        Some(("status_list", "subject_mismatch")) | Some(("status", "status_uri_mismatch")) => {
+            (json!("ok"), json!("status_unknown"))
+        }
+        Some(("status_list", error)) => (json!(error), json!("status_unknown")),
+        Some((_, error)) => (json!("ok"), json!(error)),
+        None => (json!("ok"), Value::Null),
+    };
+    json!({
+        "name": case.name,
+        "description": case.description,
+        "list": case.list,
+        "token": case.token,
+        "now": now,
+        "uri": case.uri,
+        "max_staleness_seconds": case.max_staleness_seconds,
+        "expect": expect,
+        "verifier": {"set": set, "verify_error": verify_error},
+    })
+}
+
+fn status_list_vectors(rng: &mut Rng, key: &Keys, now: i64) -> Value {
+    let other = Keys::new(rng, "status list other key");
+    let deployment_secret = rng.bytes("status deployment secret");
+    let uri = |list: u64| StatusUri::for_list(ISSUER, list).expect("valid base");
+    let (list0, list1, list2) = (uri(0), uri(1), uri(2));
+    let size = mandate_core::limits::STATUS_LIST_SIZE;
+    assert_eq!(location(size + 5), (1, 5));
+
+    // Tokens, each issued with its own entry (index = list * size + idx).
+    let issue = |agent: &str, index: Option<u64>, rng: &mut Rng| {
+        let claims = issue_root(
+            request(agent, &["crm:*"], &["read"]),
+            RootIssue {
+                issuer: ISSUER.to_owned(),
+                human: human(&deployment_secret),
+                level: AssuranceLevel::L1,
+                now: now - 600,
+                jti: rng.ulid(now - 600),
+                provenance: rng.ulid(now - 600),
+                status: index
+                    .map(|index| StatusClaim::for_index(ISSUER, index).expect("valid base")),
+            },
+        )
+        .expect("root issues");
+        sign(&claims, &key.core).expect("signs")
+    };
+    let valid = issue("active-bot", Some(3), rng);
+    let revoked = issue("revoked-bot", Some(7), rng);
+    let last = issue("last-entry-bot", Some(size - 1), rng);
+    let before_last = issue("second-to-last-bot", Some(size - 2), rng);
+    let on_list1 = issue("other-list-bot", Some(size + 3), rng);
+    let unlisted = issue("old-bot", None, rng);
+    let suspended = issue("suspended-bot", Some(2 * size + 2), rng);
+    let two_bit_valid = issue("two-bit-bot", Some(2 * size), rng);
+    let two_bit_revoked = issue("two-bit-revoked-bot", Some(2 * size + 1), rng);
+    let unrecognised = issue("odd-status-bot", Some(2 * size + 3), rng);
+    // An index beyond the end of a list: a token of another deployment's
+    // list size, as a hand-made claim.
+    let beyond = {
+        let mut claims = verify(
+            &valid,
+            &Jwks::from_signing_keys([&key.core]),
+            now,
+            &Default::default(),
+        )
+        .expect("valid")
+        .claims;
+        claims.status = Some(
+            serde_json::from_value(json!({"status_list": {"idx": size, "uri": list0.as_str()}}))
+                .expect("a valid claim"),
+        );
+        sign(&claims, &key.core).expect("signs")
+    };
+
+    // List 0: 1 bit per token; entries 7, 8, 1000 and the last revoked.
+    let mut bits0 = StatusList::new(size).expect("list size");
+    for idx in [7, 8, 1000, size - 1] {
+        bits0.set(idx, StatusType::INVALID).expect("in range");
+    }
+    // List 2: 2 bits per token (Mandate writes 1; the reader takes both).
+    let mut bits2 = StatusList::with_bits(Bits::Two, size).expect("list size");
+    for (idx, value) in [(1, 1), (2, 2), (3, 3)] {
+        bits2.set(idx, StatusType(value)).expect("fits");
+    }
+    let signed = |list: &StatusList, sub: &StatusUri, iat: i64, exp: i64| {
+        sign_status_list(
+            list,
+            &StatusListClaims {
+                sub: sub.clone(),
+                iat,
+                exp,
+                ttl: 300,
+            },
+            &key.core,
+        )
+        .expect("the list signs")
+    };
+    let good = signed(&bits0, &list0, now - 60, now + 3600);
+    let good1 = signed(
+        &StatusList::new(size).expect("size"),
+        &list1,
+        now - 60,
+        now + 3600,
+    );
+    let two_bit = signed(&bits2, &list2, now - 60, now + 3600);
+    let old = signed(&bits0, &list0, now - 7200, now + 3600);
+    let expired = signed(&bits0, &list0, now - 7200, now - 61);
+    let expired_in_leeway = signed(&bits0, &list0, now - 7200, now - 59);
+    let future = signed(&bits0, &list0, now + 61, now + 3600);
+
+    // Hand-made lists: any header, any claims.
+    let header = |typ: &str| {
+        format!(
+            r#"{{"alg":"EdDSA","typ":"{typ}","kid":"{}"}}"#,
+            key.core.kid()
+        )
+    };
+    let list_header = header("statuslist+jwt");
+    let claims = json!({
+        "sub": list0.as_str(), "iat": now - 60, "exp": now + 3600, "ttl": 300,
+        "status_list": {"bits": 1, "lst": bits0.lst()},
+    });
+    let with = |edit: &dyn Fn(&mut Value)| {
+        let mut c = claims.clone();
+        edit(&mut c);
+        key.sign_raw(&list_header, &c.to_string())
+    };
+    let payload = claims.to_string();
+    let hand_made = key.sign_raw(&list_header, &payload);
+    let tampered = {
+        let (h, rest) = good.split_once('.').expect("three segments");
+        let (_, signature) = rest.split_once('.').expect("three segments");
+        let all_valid = StatusList::new(size).expect("size");
+        let mut c = claims.clone();
+        c["status_list"]["lst"] = json!(all_valid.lst());
+        format!("{h}.{}.{signature}", b64(c.to_string()))
+    };
+    let bomb = b64(compress(
+        &vec![0; 2 * mandate_core::limits::MAX_STATUS_LIST_BYTES],
+    ));
+    let huge = with(&|c| {
+        c["pad"] = json!("x".repeat(mandate_core::limits::MAX_STATUS_LIST_TOKEN_BYTES * 3 / 4))
+    });
+    let duplicate = key.sign_raw(
+        &list_header,
+        &payload.replacen(
+            "\"status_list\":",
+            "\"status_list\":{\"bits\":1,\"lst\":\"eNoDAAAAAAE\"},\"status_list\":",
+            1,
+        ),
+    );
+    let unsigned = format!(
+        "{}.{}.",
+        b64(format!(
+            r#"{{"alg":"none","typ":"statuslist+jwt","kid":"{}"}}"#,
+            key.core.kid()
+        )),
+        b64(&payload)
+    );
+    let jku = {
+        let h = json!({"alg": "EdDSA", "typ": "statuslist+jwt", "kid": key.core.kid(), "jku": "https://attacker.example/jwks.json"});
+        key.sign_raw(&h.to_string(), &payload)
+    };
+
+    let jwks = Jwks::from_signing_keys([&key.core]);
+    let u0 = Some(list0.as_str());
+    let u2 = Some(list2.as_str());
+    let case = |name, description, list, token, uri, max_staleness_seconds, expect| {
+        status_list_case(
+            StatusListCase {
+                name,
+                description,
+                list,
+                token,
+                uri,
+                max_staleness_seconds,
+                expect,
+            },
+            &jwks,
+            now,
+        )
+    };
+    let revoked_code = Some(("status", "token_revoked"));
+    let cases = vec![
+        case(
+            "valid",
+            "a token whose bit is 0",
+            &good,
+            &valid,
+            u0,
+            None,
+            None,
+        ),
+        case(
+            "revoked",
+            "a token whose bit is 1",
+            &good,
+            &revoked,
+            u0,
+            None,
+            revoked_code,
+        ),
+        case(
+            "revoked_last_entry",
+            "the last entry of a list, revoked",
+            &good,
+            &last,
+            u0,
+            None,
+            revoked_code,
+        ),
+        case(
+            "valid_before_last",
+            "the entry before the last, valid",
+            &good,
+            &before_last,
+            u0,
+            None,
+            None,
+        ),
+        case(
+            "no_status_claim",
+            "a token issued without a status claim passes",
+            &good,
+            &unlisted,
+            u0,
+            None,
+            None,
+        ),
+        case(
+            "valid_without_expected_uri",
+            "the list verified without naming the uri; the check compares it",
+            &good,
+            &valid,
+            None,
+            None,
+            None,
+        ),
+        case(
+            "hand_made_valid",
+            "the same list hand-signed",
+            &hand_made,
+            &valid,
+            u0,
+            None,
+            None,
+        ),
+        case(
+            "revoked_fresh_enough",
+            "revoked, within the staleness bound",
+            &good,
+            &revoked,
+            u0,
+            Some(60),
+            revoked_code,
+        ),
+        case(
+            "out_of_range",
+            "an index beyond the end of the list",
+            &good,
+            &beyond,
+            u0,
+            None,
+            Some(("status", "status_index_out_of_range")),
+        ),
+        case(
+            "subject_mismatch",
+            "the list of another uri than the token names",
+            &good,
+            &on_list1,
+            Some(list1.as_str()),
+            None,
+            Some(("status_list", "subject_mismatch")),
+        ),
+        case(
+            "uri_mismatch",
+            "verified without an expected uri, the list is for another uri",
+            &good,
+            &on_list1,
+            None,
+            None,
+            Some(("status", "status_uri_mismatch")),
+        ),
+        case(
+            "other_list_valid",
+            "a token of list 1 against list 1",
+            &good1,
+            &on_list1,
+            Some(list1.as_str()),
+            None,
+            None,
+        ),
+        case(
+            "stale",
+            "a list signed two hours ago, one hour accepted",
+            &old,
+            &valid,
+            u0,
+            Some(3600),
+            Some(("status", "status_stale")),
+        ),
+        case(
+            "stale_edge",
+            "a list exactly as old as accepted",
+            &old,
+            &valid,
+            u0,
+            Some(7200),
+            None,
+        ),
+        case(
+            "old_without_bound",
+            "an old list, no staleness bound: only exp counts",
+            &old,
+            &valid,
+            u0,
+            None,
+            None,
+        ),
+        case(
+            "expired_list",
+            "a list whose exp passed by more than the leeway",
+            &expired,
+            &valid,
+            u0,
+            None,
+            Some(("status_list", "status_list_expired")),
+        ),
+        case(
+            "expired_within_leeway",
+            "a list whose exp passed by less than the leeway",
+            &expired_in_leeway,
+            &valid,
+            u0,
+            None,
+            None,
+        ),
+        case(
+            "issued_in_future",
+            "a list whose iat is beyond the leeway ahead",
+            &future,
+            &valid,
+            u0,
+            None,
+            Some(("status_list", "status_list_not_yet_valid")),
+        ),
+        case(
+            "two_bit_valid",
+            "a 2-bit list, value 0",
+            &two_bit,
+            &two_bit_valid,
+            u2,
+            None,
+            None,
+        ),
+        case(
+            "two_bit_revoked",
+            "a 2-bit list, value 1 (INVALID)",
+            &two_bit,
+            &two_bit_revoked,
+            u2,
+            None,
+            revoked_code,
+        ),
+        case(
+            "suspended",
+            "a 2-bit list, value 2 (SUSPENDED)",
+            &two_bit,
+            &suspended,
+            u2,
+            None,
+            Some(("status", "token_suspended")),
+        ),
+        case(
+            "unrecognised_status",
+            "a 2-bit list, value 3 (application-specific, undefined here)",
+            &two_bit,
+            &unrecognised,
+            u2,
+            None,
+            Some(("status", "status_unrecognised")),
+        ),
+        case(
+            "typ_jwt",
+            "typ JWT",
+            &key.sign_raw(&header("JWT"), &payload),
+            &valid,
+            u0,
+            None,
+            Some(("status_list", "invalid_typ")),
+        ),
+        case(
+            "typ_vat",
+            "a token's typ",
+            &key.sign_raw(&header("vat+jwt"), &payload),
+            &valid,
+            u0,
+            None,
+            Some(("status_list", "invalid_typ")),
+        ),
+        case(
+            "typ_missing",
+            "no typ",
+            &key.sign_raw(
+                &format!(r#"{{"alg":"EdDSA","kid":"{}"}}"#, key.core.kid()),
+                &payload,
+            ),
+            &valid,
+            u0,
+            None,
+            Some(("status_list", "invalid_typ")),
+        ),
+        case(
+            "token_as_list",
+            "a Mandate token given as a status list",
+            &valid,
+            &valid,
+            u0,
+            None,
+            Some(("status_list", "invalid_typ")),
+        ),
+        case(
+            "alg_none",
+            "an unsigned list",
+            &unsigned,
+            &valid,
+            u0,
+            None,
+            Some(("status_list", "unsupported_alg")),
+        ),
+        case(
+            "wrong_key",
+            "signed by another key under the trusted kid",
+            &other.sign_raw(&list_header, &payload),
+            &valid,
+            u0,
+            None,
+            Some(("status_list", "invalid_signature")),
+        ),
+        case(
+            "unknown_kid",
+            "a kid not in the key set",
+            &other.sign_raw(
+                &format!(
+                    r#"{{"alg":"EdDSA","typ":"statuslist+jwt","kid":"{}"}}"#,
+                    other.core.kid()
+                ),
+                &payload,
+            ),
+            &valid,
+            u0,
+            None,
+            Some(("status_list", "unknown_kid")),
+        ),
+        case(
+            "header_jku",
+            "a header member that chooses a key",
+            &jku,
+            &valid,
+            u0,
+            None,
+            Some(("status_list", "forbidden_header_param")),
+        ),
+        case(
+            "tampered_lst",
+            "lst replaced by an all-valid list under the old signature",
+            &tampered,
+            &revoked,
+            u0,
+            None,
+            Some(("status_list", "invalid_signature")),
+        ),
+        case(
+            "lst_not_zlib",
+            "a signed lst that is not ZLIB data",
+            &with(&|c| c["status_list"]["lst"] = json!(b64(b"not zlib at all"))),
+            &valid,
+            u0,
+            None,
+            Some(("status_list", "invalid_compression")),
+        ),
+        case(
+            "lst_padded",
+            "lst with base64 padding",
+            &with(&|c| c["status_list"]["lst"] = json!(format!("{}==", bits0.lst()))),
+            &valid,
+            u0,
+            None,
+            Some(("status_list", "invalid_lst")),
+        ),
+        case(
+            "zip_bomb",
+            "a signed lst of a few KiB that inflates to 2 MiB",
+            &with(&|c| c["status_list"]["lst"] = json!(bomb)),
+            &valid,
+            u0,
+            None,
+            Some(("status_list", "list_too_large")),
+        ),
+        case(
+            "bits_3",
+            "bits other than 1, 2, 4 or 8",
+            &with(&|c| c["status_list"]["bits"] = json!(3)),
+            &valid,
+            u0,
+            None,
+            Some(("status_list", "invalid_bits")),
+        ),
+        case(
+            "aggregation_uri",
+            "a status_list member Mandate does not write (the draft's optional aggregation_uri)",
+            &with(&|c| c["status_list"]["aggregation_uri"] = json!("https://mandate.example/agg")),
+            &valid,
+            u0,
+            None,
+            Some(("status_list", "malformed_claims")),
+        ),
+        case(
+            "unknown_claim",
+            "a claim Mandate does not write",
+            &with(&|c| c["iss"] = json!(ISSUER)),
+            &valid,
+            u0,
+            None,
+            Some(("status_list", "malformed_claims")),
+        ),
+        case(
+            "duplicate_claim",
+            "status_list twice (a parser keeping the first would be fooled)",
+            &duplicate,
+            &revoked,
+            u0,
+            None,
+            Some(("status_list", "duplicate_claim")),
+        ),
+        case(
+            "exp_missing",
+            "no exp",
+            &with(&|c| {
+                c.as_object_mut().map(|o| o.remove("exp"));
+            }),
+            &valid,
+            u0,
+            None,
+            Some(("status_list", "malformed_claims")),
+        ),
+        case(
+            "ttl_zero",
+            "ttl 0",
+            &with(&|c| c["ttl"] = json!(0)),
+            &valid,
+            u0,
+            None,
+            Some(("status_list", "invalid_claim")),
+        ),
+        case(
+            "ttl_fraction",
+            "ttl 0.5",
+            &with(&|c| c["ttl"] = json!(0.5)),
+            &valid,
+            u0,
+            None,
+            Some(("status_list", "malformed_claims")),
+        ),
+        case(
+            "sub_relative",
+            "a sub that is not an absolute URI",
+            &with(&|c| c["sub"] = json!("/v1/vat/status/0")),
+            &valid,
+            None,
+            None,
+            Some(("status_list", "invalid_claim")),
+        ),
+        case(
+            "iat_after_exp",
+            "iat after exp",
+            &with(&|c| c["iat"] = json!(now + 4000)),
+            &valid,
+            u0,
+            None,
+            Some(("status_list", "invalid_claim")),
+        ),
+        case(
+            "over_64_kib",
+            "longer than 64 KiB",
+            &huge,
+            &valid,
+            u0,
+            None,
+            Some(("status_list", "status_list_too_large")),
+        ),
+    ];
+    let jwks_json = json!({ "keys": [key.public_jwk()] });
+    json!({
+        "description": "Token status list vectors (draft-ietf-oauth-status-list). `encodings`: the draft's own examples — set `statuses` (or, for the long ones, `set` [index, value] pairs over `size` zero entries) at `bits` each, and expect the packed bytes, their ZLIB compression at the highest level and `lst` (base64url, no padding); or read `lst` back. `cases`: verify `list` (a statuslist+jwt) against `jwks` at `now`, naming `uri` as the expected subject when it is not null, then check the status of `token` (a token valid at `now`) in it, refusing a list older than `max_staleness_seconds` when it is not null. `expect` gives validity, or the stage that refuses (`status_list`: the list; `status`: the token's status in it) and the code. `verifier`: what a verifier that holds lists by their own subject answers — `set`, the outcome of giving it `list` (`ok` or a code), and `verify_error`, its refusal of `token` (null when valid).",
+        "generator": "cargo xtask vectors",
+        "now": now,
+        "jwks": jwks_json,
+        "encodings": status_list_encodings(),
+        "cases": cases,
+    })
+}
+
 /// Every vector file: its name in `tests/vectors/` and its pretty JSON text.
 pub fn files() -> Vec<(&'static str, String)> {
     let mut rng = Rng { counter: 0 };
@@ -1902,6 +2772,7 @@ pub fn files() -> Vec<(&'static str, String)> {
         ("refusals.json", refusal_vectors()),
         ("counts.json", counts_vectors()),
         ("budgets.json", budget_vectors()),
+        ("status_list.json", status_list_vectors(&mut rng, &key, NOW)),
     ]
     .into_iter()
     .map(|(name, value)| {

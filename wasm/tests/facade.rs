@@ -70,6 +70,7 @@ fn root() -> Claims {
             now: NOW,
             jti: ulid(1),
             provenance: ulid(2),
+            status: None,
         },
     )
     .unwrap()
@@ -81,6 +82,7 @@ fn child(parent: &Claims) -> Claims {
         request("reader", &["crm:contacts"], &["read"]),
         NOW,
         ulid(3),
+        None,
     )
     .unwrap()
 }

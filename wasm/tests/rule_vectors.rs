@@ -1,6 +1,7 @@
 //! The rule vectors of `tests/vectors/` that the SDK has no export for
 //! (token status, governance, refusals, counts changes, budget chains,
-//! the permission table of roles),
+//! the permission table of roles, the status list encodings of the IETF
+//! draft),
 //! judged by core compiled for wasm32 and run under Node
 //! (`wasm-bindgen-test`). The judge is core's own, the same source its
 //! native `vectors` test runs, so both builds must reach the same verdicts;
@@ -41,4 +42,9 @@ fn budget_vectors() {
 #[wasm_bindgen_test]
 fn role_vectors() {
     rules::roles();
+}
+
+#[wasm_bindgen_test]
+fn status_list_encoding_vectors() {
+    rules::status_list_encodings();
 }

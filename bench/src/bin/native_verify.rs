@@ -47,6 +47,7 @@ fn typical_claims(now: i64) -> Claims {
             now,
             jti: Ulid::new(1, [1; 10]).expect("valid"),
             provenance: Ulid::new(1, [2; 10]).expect("valid"),
+            status: None,
         },
     )
     .expect("issues")

@@ -14,6 +14,7 @@ use crate::ids::{AgentId, HumanRef, Jkt, Jth, Jti, JtiKind, ProvenanceRef};
 use crate::json::{NumericDate, has_duplicate_member};
 use crate::limits::{MAX_DELEGATION_DEPTH, TRUST_L1, TRUST_L2, TRUST_L3};
 use crate::scope::{Constraints, Grant, Policy, Scope};
+use crate::status_list::StatusClaim;
 
 /// How the human at the root of a chain was verified.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -103,6 +104,10 @@ pub struct Claims {
     /// The holder's key, for a bound token.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub cnf: Option<Confirmation>,
+    /// Where the token's status is published (IETF Token Status List); none
+    /// on tokens issued before Mandate published status lists.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub status: Option<StatusClaim>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub act: Option<Actor>,
 }
@@ -275,6 +280,8 @@ struct RawClaims {
     #[serde(default)]
     cnf: Option<Confirmation>,
     #[serde(default)]
+    status: Option<StatusClaim>,
+    #[serde(default)]
     act: Option<Actor>,
 }
 
@@ -313,6 +320,7 @@ impl RawClaims {
             svc_parent: self.svc_parent,
             svc_chain: self.svc_chain,
             cnf: self.cnf,
+            status: self.status,
             act: self.act,
         };
         claims.check_consistency()?;

@@ -4,7 +4,8 @@
 //! [`DenyReason`] a refusal of authority is recorded with.
 //!
 //! It builds claims and signs nothing (see `jws`); it draws no randomness
-//! and reads no clock: the caller passes `now` and the new ids.
+//! and reads no clock: the caller passes `now`, the new ids and the new
+//! token's status list entry, which the server allocates.
 
 use super::claims::{Actor, AssuranceLevel, Claims, Confirmation};
 use crate::ids::{AgentId, HumanRef, IdError, Jkt, Jti, ProvenanceRef, Ulid};
@@ -16,6 +17,7 @@ use crate::record::DenyReason;
 use crate::scope::{
     Constraints, DELEGATE_ACTION, Grant, Policy, Scope, ScopeError, Widening, check_narrowing,
 };
+use crate::status_list::StatusClaim;
 
 /// What an agent is to be allowed, as asked for at issue or delegation.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -113,6 +115,10 @@ pub struct RootIssue {
     pub jti: Ulid,
     /// The new workflow's id, `prov_<ulid>`.
     pub provenance: Ulid,
+    /// The new token's status list entry (`status`), allocated by the
+    /// server; `None` issues a token without one, which no status list can
+    /// revoke at the edge.
+    pub status: Option<StatusClaim>,
 }
 
 /// Builds the claims of a root token.
@@ -142,6 +148,7 @@ pub fn issue_root(request: TokenRequest, issue: RootIssue) -> Result<Claims, Iss
         svc_parent: None,
         svc_chain: None,
         cnf: request.holder.map(|jkt| Confirmation { jkt }),
+        status: issue.status,
         act: None,
     })
 }
@@ -189,13 +196,16 @@ pub fn check_fan_out(children: u64) -> Result<(), IssueError> {
 /// assurance, trust and workflow; depth + 1; the parent's jti hash appended
 /// to the chain; the parent's agent as the nearest actor; the grant of
 /// [`delegated_grant`]; bound to the requested holder key, else to the
-/// parent's. Refused unless the parent is unexpired, holds `delegate`, and
-/// the request is no wider than the parent.
+/// parent's; carrying `status`, its own status list entry (allocated by the
+/// server: a child never shares its parent's entry, and revoking the parent
+/// sets the bits of both). Refused unless the parent is unexpired, holds
+/// `delegate`, and the request is no wider than the parent.
 pub fn delegate(
     parent: &Claims,
     request: TokenRequest,
     now: i64,
     jti: Ulid,
+    status: Option<StatusClaim>,
 ) -> Result<Claims, IssueError> {
     if now >= parent.exp {
         return Err(IssueError::ParentExpired);
@@ -243,6 +253,7 @@ pub fn delegate(
             .holder
             .map(|jkt| Confirmation { jkt })
             .or_else(|| parent.cnf.clone()),
+        status,
         act: Some(Actor {
             sub: parent.sub.subject(),
             act: parent.act.clone().map(Box::new),

@@ -22,6 +22,11 @@
 //! The claims of a token are read without checking its signature only through
 //! [`decode_unverified`].
 //!
+//! Steps 1 to 4 are shared, crate-internally, with the other compact JWS
+//! Mandate signs: the status list tokens of [`crate::status_list`]. Each kind
+//! names its own `typ` and size limit ([`Kind`]); a status list token is
+//! never accepted as a token, nor a token as a status list.
+//!
 //! It owns the bytes of a token, not the meaning of its claims (see
 //! `claims`) nor how they are chosen (see `issue`).
 
@@ -41,6 +46,21 @@ use crate::limits::{DEFAULT_LEEWAY_SECONDS, MAX_TOKEN_BYTES};
 pub const ALG: &str = "EdDSA";
 /// The JWS `typ` of every Mandate token.
 pub const TYP: &str = "vat+jwt";
+
+/// Which kind of compact JWS is expected: the `typ` its header must carry
+/// and the most bytes it may take. Everything else about the compact form
+/// (alg, refused header members, kid, signature) is the same for every kind.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Kind {
+    pub(crate) typ: &'static str,
+    pub(crate) max_bytes: usize,
+}
+
+/// A Mandate token (VAT).
+const TOKEN: Kind = Kind {
+    typ: TYP,
+    max_bytes: MAX_TOKEN_BYTES,
+};
 
 /// The protected header of a Mandate token.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -221,8 +241,8 @@ struct Segments<'a> {
     signing_input: &'a str,
 }
 
-fn split(compact: &str) -> Result<Segments<'_>, VerifyError> {
-    if compact.len() > MAX_TOKEN_BYTES {
+fn split(compact: &str, kind: Kind) -> Result<Segments<'_>, VerifyError> {
+    if compact.len() > kind.max_bytes {
         return Err(VerifyError::TokenTooLarge);
     }
     let mut parts = compact.split('.');
@@ -248,8 +268,8 @@ fn decode(segment: &str, which: Segment) -> Result<Vec<u8>, VerifyError> {
         .map_err(|_| VerifyError::InvalidBase64(which))
 }
 
-/// Reads and checks the header; returns the kid.
-fn read_header(bytes: &[u8]) -> Result<String, VerifyError> {
+/// Reads and checks the header of a JWS of `kind`; returns the kid.
+fn read_header(bytes: &[u8], kind: Kind) -> Result<String, VerifyError> {
     let header: RawHeader =
         serde_json::from_slice(bytes).map_err(|_| VerifyError::MalformedHeader)?;
     if header.alg.as_deref() != Some(ALG) {
@@ -258,7 +278,7 @@ fn read_header(bytes: &[u8]) -> Result<String, VerifyError> {
     if let Some(member) = header.forbidden_member() {
         return Err(VerifyError::ForbiddenHeaderParam(member));
     }
-    if header.typ.as_deref() != Some(TYP) {
+    if header.typ.as_deref() != Some(kind.typ) {
         return Err(VerifyError::InvalidTyp);
     }
     header.kid.ok_or(VerifyError::MissingKid)
@@ -285,21 +305,8 @@ pub fn verify_ignoring_lifetime(
     keys: &Jwks,
     options: &VerifyOptions,
 ) -> Result<VerifiedToken, VerifyError> {
-    let segments = split(compact)?;
-    let header_bytes = decode(segments.header, Segment::Header)?;
-    let payload_bytes = decode(segments.payload, Segment::Payload)?;
-    let signature_bytes = decode(segments.signature, Segment::Signature)?;
-    let kid = read_header(&header_bytes)?;
-    let key = keys.find(&kid).ok_or(VerifyError::UnknownKid)?;
-    let signature: [u8; 64] = signature_bytes
-        .try_into()
-        .map_err(|_| VerifyError::MalformedSignature)?;
-    key.verify_strict(
-        segments.signing_input.as_bytes(),
-        &Signature::from_bytes(&signature),
-    )
-    .map_err(|_| VerifyError::InvalidSignature)?;
-    let claims = read_claims(&payload_bytes)?;
+    let signed = verify_signature(compact, keys, TOKEN)?;
+    let claims = read_claims(&signed.payload)?;
     if options
         .issuer
         .as_ref()
@@ -311,20 +318,53 @@ pub fn verify_ignoring_lifetime(
         header: Header {
             alg: ALG,
             typ: TYP,
-            kid,
+            kid: signed.kid,
         },
         claims,
     })
+}
+
+/// A compact JWS whose size, form, header and signature passed (steps 1 to
+/// 4 of [`verify`]); its payload is still to be read.
+pub(crate) struct Signed {
+    pub(crate) kid: String,
+    pub(crate) payload: Vec<u8>,
+}
+
+/// Steps 1 to 4 of [`verify`] for a compact JWS of `kind`: size, three
+/// strict base64url segments, the header (alg exactly EdDSA, no member that
+/// chooses a key, `typ` of the kind, a kid in `keys`) and a signature that
+/// passes `verify_strict` under that key.
+pub(crate) fn verify_signature(
+    compact: &str,
+    keys: &Jwks,
+    kind: Kind,
+) -> Result<Signed, VerifyError> {
+    let segments = split(compact, kind)?;
+    let header_bytes = decode(segments.header, Segment::Header)?;
+    let payload = decode(segments.payload, Segment::Payload)?;
+    let signature_bytes = decode(segments.signature, Segment::Signature)?;
+    let kid = read_header(&header_bytes, kind)?;
+    let key = keys.find(&kid).ok_or(VerifyError::UnknownKid)?;
+    let signature: [u8; 64] = signature_bytes
+        .try_into()
+        .map_err(|_| VerifyError::MalformedSignature)?;
+    key.verify_strict(
+        segments.signing_input.as_bytes(),
+        &Signature::from_bytes(&signature),
+    )
+    .map_err(|_| VerifyError::InvalidSignature)?;
+    Ok(Signed { kid, payload })
 }
 
 /// Reads a token's header and claims **without checking its signature, its
 /// issuer or its lifetime**. For display and debugging only: nothing read this
 /// way may be trusted.
 pub fn decode_unverified(compact: &str) -> Result<VerifiedToken, VerifyError> {
-    let segments = split(compact)?;
+    let segments = split(compact, TOKEN)?;
     let header_bytes = decode(segments.header, Segment::Header)?;
     let payload_bytes = decode(segments.payload, Segment::Payload)?;
-    let kid = read_header(&header_bytes)?;
+    let kid = read_header(&header_bytes, TOKEN)?;
     let claims = read_claims(&payload_bytes)?;
     Ok(VerifiedToken {
         header: Header {
@@ -357,20 +397,31 @@ impl SignError {
 
 /// Signs claims into a compact token.
 pub fn sign(claims: &Claims, key: &SigningKey) -> Result<String, SignError> {
+    let payload = serde_json::to_vec(claims).map_err(|_| SignError::Serialize)?;
+    sign_payload(&payload, key, TOKEN)
+}
+
+/// Signs a payload into a compact JWS of `kind` under the header
+/// `{"alg":"EdDSA","typ":<kind>,"kid":<the key's kid>}`; refused when the
+/// result would be longer than the kind allows.
+pub(crate) fn sign_payload(
+    payload: &[u8],
+    key: &SigningKey,
+    kind: Kind,
+) -> Result<String, SignError> {
     let header = Header {
         alg: ALG,
-        typ: TYP,
+        typ: kind.typ,
         kid: key.kid().to_owned(),
     };
     let header = serde_json::to_vec(&header).map_err(|_| SignError::Serialize)?;
-    let payload = serde_json::to_vec(claims).map_err(|_| SignError::Serialize)?;
     let mut compact = b64::encode(header);
     compact.push('.');
     compact.push_str(&b64::encode(payload));
     let signature = key.sign(compact.as_bytes());
     compact.push('.');
     compact.push_str(&b64::encode(signature));
-    if compact.len() > MAX_TOKEN_BYTES {
+    if compact.len() > kind.max_bytes {
         return Err(SignError::TooLarge);
     }
     Ok(compact)

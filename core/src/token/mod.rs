@@ -28,4 +28,5 @@ pub use jws::{
     ALG, Header, Segment, SignError, TYP, VerifiedToken, VerifyError, VerifyOptions,
     decode_unverified, sign, verify, verify_ignoring_lifetime,
 };
+pub(crate) use jws::{Kind, sign_payload, verify_signature};
 pub use status::TokenStatus;

@@ -32,19 +32,21 @@ pub fn request(resources: &[&str], actions: &[&str]) -> TokenRequest {
     }
 }
 
+/// How the test root is issued: at `NOW`, without a status list entry.
+pub fn root_issue() -> RootIssue {
+    RootIssue {
+        issuer: "https://mandate.test".into(),
+        human: HumanRef::from_digest(&[9; 32]),
+        level: AssuranceLevel::L1,
+        now: NOW,
+        jti: ulid(1),
+        provenance: ulid(2),
+        status: None,
+    }
+}
+
 pub fn root_with(request: TokenRequest) -> Claims {
-    issue_root(
-        request,
-        RootIssue {
-            issuer: "https://mandate.test".into(),
-            human: HumanRef::from_digest(&[9; 32]),
-            level: AssuranceLevel::L1,
-            now: NOW,
-            jti: ulid(1),
-            provenance: ulid(2),
-        },
-    )
-    .unwrap()
+    issue_root(request, root_issue()).unwrap()
 }
 
 pub fn root() -> Claims {

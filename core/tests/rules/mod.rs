@@ -1,6 +1,7 @@
 //! The judge of the rule vectors in `tests/vectors/` (`status`,
-//! `governance`, `refusals`, `counts`, `budgets`, `roles`): rules the server applies
-//! and the SDK does not export. This one source is compiled twice: into
+//! `governance`, `refusals`, `counts`, `budgets`, `roles`, and the draft's
+//! encoding examples of `status_list`): rules the server applies and the
+//! SDK does not export. This one source is compiled twice: into
 //! core's native `vectors` test, and into the wasm façade's
 //! `rule_vectors` test, which runs it as wasm32 under Node. Each function
 //! panics at the first case whose verdict differs from the file's.
@@ -8,10 +9,10 @@
 use std::collections::BTreeMap;
 
 use mandate_core::{
-    AgentId, AssuranceLevel, Claims, Constraints, CountsChange, DenyReason, Framework, HumanRef,
-    IssueError, Jti, Outcome, Permission, Policy, Rating, RecordState, Role, RootIssue, Scope,
-    Status, TokenRequest, TokenStatus, Ulid, Usage, Usd, check_chain_budgets,
-    check_chain_extra_spend, check_fan_out, delegate, issue_root,
+    AgentId, AssuranceLevel, Bits, Claims, Constraints, CountsChange, DenyReason, Framework,
+    HumanRef, IssueError, Jti, Outcome, Permission, Policy, Rating, RecordState, Role, RootIssue,
+    Scope, Status, StatusList, StatusType, TokenRequest, TokenStatus, Ulid, Usage, Usd,
+    check_chain_budgets, check_chain_extra_spend, check_fan_out, delegate, issue_root,
 };
 use serde::Deserialize;
 
@@ -21,6 +22,7 @@ const REFUSALS: &str = include_str!("../../../tests/vectors/refusals.json");
 const COUNTS: &str = include_str!("../../../tests/vectors/counts.json");
 const BUDGETS: &str = include_str!("../../../tests/vectors/budgets.json");
 const ROLES: &str = include_str!("../../../tests/vectors/roles.json");
+const STATUS_LIST: &str = include_str!("../../../tests/vectors/status_list.json");
 
 fn read<T: serde::de::DeserializeOwned>(text: &str) -> T {
     serde_json::from_str(text).unwrap()
@@ -201,6 +203,7 @@ fn root(issued_at: i64, request: TokenRequest, now: i64) -> Result<Claims, Issue
             now,
             jti: ulid(issued_at, 1),
             provenance: ulid(issued_at, 2),
+            status: None,
         },
     )
 }
@@ -215,7 +218,7 @@ fn parent(issued_at: i64, asked: &Asked) -> Claims {
             policy: Policy::default(),
             ..asked.request()
         };
-        parent = delegate(&parent, same, issued_at, ulid(issued_at, 10 + n)).unwrap();
+        parent = delegate(&parent, same, issued_at, ulid(issued_at, 10 + n), None).unwrap();
     }
     assert_eq!(parent.svc_depth, asked.depth);
     parent
@@ -229,7 +232,13 @@ pub fn refusals() {
     for case in &file.delegations {
         let parent = parent(file.issued_at, &case.parent);
         let jti = ulid(file.issued_at, 99);
-        let got = Refusal::of(delegate(&parent, case.request.request(), case.now, jti));
+        let got = Refusal::of(delegate(
+            &parent,
+            case.request.request(),
+            case.now,
+            jti,
+            None,
+        ));
         assert_eq!(got, case.expect, "{}", case.name);
     }
     for case in &file.fan_out {
@@ -386,6 +395,76 @@ pub fn roles() {
                     .any(|c| c.role == role && c.permission == permission),
                 "{role} {permission:?} is not in the file"
             );
+        }
+    }
+}
+
+#[derive(Deserialize)]
+struct StatusListFile {
+    encodings: Vec<Encoding>,
+}
+
+#[derive(Deserialize)]
+struct Encoding {
+    name: String,
+    bits: u64,
+    lst: String,
+    /// Short examples: every status, the packed bytes and their compression.
+    #[serde(default)]
+    statuses: Option<Vec<u8>>,
+    #[serde(default)]
+    bytes_hex: Option<String>,
+    #[serde(default)]
+    compressed_hex: Option<String>,
+    /// Long examples: `size` entries, zero but for `set`.
+    #[serde(default)]
+    size: Option<u64>,
+    #[serde(default)]
+    set: Vec<(u64, u8)>,
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// The IETF draft's encoding examples: statuses packed from the least
+/// significant bit, compressed as the draft shows, and `lst` read back.
+pub fn status_list_encodings() {
+    let file: StatusListFile = read(STATUS_LIST);
+    assert!(file.encodings.len() >= 4);
+    for case in &file.encodings {
+        let bits = Bits::from_number(case.bits).unwrap();
+        let read = StatusList::from_lst(bits, &case.lst).unwrap();
+        if let Some(statuses) = &case.statuses {
+            let mut list = StatusList::with_bits(bits, statuses.len() as u64).unwrap();
+            for (idx, value) in statuses.iter().enumerate() {
+                list.set(idx as u64, StatusType(*value)).unwrap();
+            }
+            assert_eq!(Some(hex(list.as_bytes())), case.bytes_hex, "{}", case.name);
+            assert_eq!(
+                Some(hex(&list.compress())),
+                case.compressed_hex,
+                "{}",
+                case.name
+            );
+            assert_eq!(list.lst(), case.lst, "{}", case.name);
+            assert_eq!(read, list, "{}", case.name);
+        }
+        if let Some(size) = case.size {
+            assert_eq!(read.len(), size, "{}", case.name);
+            let mut expected = StatusList::with_bits(bits, size).unwrap();
+            for (idx, value) in &case.set {
+                expected.set(*idx, StatusType(*value)).unwrap();
+            }
+            assert_eq!(read, expected, "{}", case.name);
+            for (idx, value) in &case.set {
+                assert_eq!(
+                    read.get(*idx),
+                    Some(StatusType(*value)),
+                    "{} {idx}",
+                    case.name
+                );
+            }
         }
     }
 }

@@ -93,6 +93,8 @@ pub(crate) async fn issue_root_token(
             now: now.s(),
             jti: random::ulid(now),
             provenance: random::ulid(now),
+            // No status list entry yet: the server does not publish lists.
+            status: None,
         },
     )
     .map_err(|e| match e {

@@ -245,7 +245,8 @@ impl Ledger {
             return Ok(Err(Refusal::Inactive(reason)));
         }
         let child = match check_fan_out(parent.standing.children)
-            .and_then(|()| delegate(&parent.claims, request, at_ms / 1000, ulid))
+            // No status list entry yet: the server does not publish lists.
+            .and_then(|()| delegate(&parent.claims, request, at_ms / 1000, ulid, None))
         {
             Ok(child) => child,
             Err(error @ IssueError::TtlOutOfRange) => {

@@ -69,6 +69,7 @@ impl Fixture {
             now: at(0).s(),
             jti: self.ulid(),
             provenance: self.ulid(),
+            status: None,
         };
         issue_root(request, issue).unwrap()
     }

@@ -57,6 +57,7 @@ async fn every_hostile_token_is_refused_with_its_code() {
             now: now_s() - 7200,
             jti: Ulid::new(1, [1; 10]).unwrap(),
             provenance: Ulid::new(1, [2; 10]).unwrap(),
+            status: None,
         },
     )
     .unwrap();
