@@ -184,7 +184,11 @@ const TABLES: [(&str, &[&str], &str); 16] = [
     ),
     ("log_leaves", &["idx", "hash", "leaf"], "idx"),
     ("log_nodes", &["level", "idx", "hash"], "level, idx"),
-    ("log_checkpoints", &["size", "root", "note", "created_at"], "size"),
+    (
+        "log_checkpoints",
+        &["size", "root", "note", "created_at"],
+        "size",
+    ),
     (
         "log_keys",
         &["key_id", "secret", "created_at", "retired_at"],

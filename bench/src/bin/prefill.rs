@@ -5,7 +5,7 @@
 //! growth runs of `cargo xtask bench`.
 //! `prefill <data-dir> <jti> <count>`
 
-use mandate_core::{AarId, Claims, CountsChange, Jti, Outcome, OrgId, RecordState, Ulid, Usd};
+use mandate_core::{AarId, Claims, CountsChange, Jti, OrgId, Outcome, RecordState, Ulid, Usd};
 use mandate_host::recordlog::{self, events};
 use mandate_host::secrets::{KEY_FILE, Kek};
 use mandate_host::store::log::{self as log_rows, LedgerState};

@@ -164,9 +164,7 @@ impl From<QueryError> for ApiError {
             QueryError::UnknownToken => ApiError::not_found("token_not_found", message),
             QueryError::NotInLog => ApiError::new(StatusCode::CONFLICT, "not_in_log", message),
             QueryError::UnknownTile => ApiError::not_found("tile_not_found", message),
-            QueryError::UnknownStatusList => {
-                ApiError::not_found("status_list_not_found", message)
-            }
+            QueryError::UnknownStatusList => ApiError::not_found("status_list_not_found", message),
             QueryError::InvalidQuery(detail) => ApiError::bad_request("invalid_query", detail),
             QueryError::InvalidCursor => ApiError::bad_request("invalid_cursor", message),
             QueryError::TooBroad(detail) => ApiError::query_too_broad(detail),

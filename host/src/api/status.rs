@@ -69,13 +69,13 @@ pub(crate) async fn status_list(
     if list.saturating_mul(STATUS_LIST_SIZE) >= next_idx {
         return Err(QueryError::UnknownStatusList.into());
     }
-    let uri = StatusUri::for_list(&public_base(&state, &headers), list)
-        .map_err(ApiError::internal)?;
+    let uri =
+        StatusUri::for_list(&public_base(&state, &headers), list).map_err(ApiError::internal)?;
     let revision = stored.as_ref().map_or(0, |stored| stored.revision);
     let etag = format!("W/\"{list}.{revision}\"");
     let ttl = state.config.status.ttl_seconds.get();
-    let cache = HeaderValue::from_str(&format!("public, max-age={ttl}"))
-        .map_err(ApiError::internal)?;
+    let cache =
+        HeaderValue::from_str(&format!("public, max-age={ttl}")).map_err(ApiError::internal)?;
     let matches = headers
         .get_all(header::IF_NONE_MATCH)
         .iter()

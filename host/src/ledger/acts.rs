@@ -265,8 +265,8 @@ impl Ledger {
             .filter(|record| record.org() == org)
             .ok_or(LedgerError::UnknownRecord)?;
         let before = record.state;
-        let rated: RecordState = transition(Some(before), RecordEvent::Rate(rating))
-            .map_err(LedgerError::Lifecycle)?;
+        let rated: RecordState =
+            transition(Some(before), RecordEvent::Rate(rating)).map_err(LedgerError::Lifecycle)?;
         let at = now.ms();
         record.state = rated;
         record.note = note.map(str::to_owned);

@@ -4,19 +4,18 @@
 
 use mandate_core::{
     AarId, BudgetExceeded, Claims, DenyReason, IssueError, Jti, Outcome, RecordEvent, SigningKey,
-    TokenRequest, Ulid, Usd, check_chain_budgets, check_fan_out, delegate, sign,
-    transition,
+    TokenRequest, Ulid, Usd, check_chain_budgets, check_fan_out, delegate, sign, transition,
 };
 
 use super::{Ledger, LedgerError, Token, internal, new_aar_id};
 use crate::clock::Now;
 use crate::keyring::{self, KeyRevocation};
-use mandate_core::status_list::StatusClaim;
 use crate::recordlog::events;
 use crate::secrets::Kek;
 use crate::store::orgs::{self as org_rows, Org};
 use crate::store::records::{self, Credential, NewRecord, NewWorkflow};
 use crate::store::tokens::{self, NewToken};
+use mandate_core::status_list::StatusClaim;
 
 /// A delegation request that reached its parent token.
 #[derive(Debug)]

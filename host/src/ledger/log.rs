@@ -14,10 +14,10 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use mandate_core::tlog::{Frontier, LogEvent};
 use mandate_core::OrgId;
-use mandate_core::status_list::{Bits, StatusList, StatusType, location};
 use mandate_core::limits::STATUS_LIST_SIZE;
+use mandate_core::status_list::{Bits, StatusList, StatusType, location};
+use mandate_core::tlog::{Frontier, LogEvent};
 
 use super::{Ledger, LedgerError, internal};
 use crate::recordlog::{self, LogKeys};
@@ -32,24 +32,6 @@ pub struct LogSetup {
     pub enabled: bool,
     pub origin: String,
     pub keys: Arc<LogKeys>,
-}
-
-impl LogSetup {
-    /// A log named `test.invalid/log`, signed by a fixed key, for tests.
-    #[cfg(test)]
-    pub fn for_test() -> LogSetup {
-        let signer = mandate_core::tlog::NoteSigner::new(&[9; 32], "test.invalid/log")
-            .unwrap_or_else(|e| panic!("{e}"));
-        let vkeys = vec![signer.vkey()];
-        LogSetup {
-            enabled: true,
-            origin: "test.invalid/log".to_owned(),
-            keys: Arc::new(LogKeys::new(recordlog::Signers {
-                signing: vec![signer],
-                vkeys,
-            })),
-        }
-    }
 }
 
 /// The log and status state of the current group.
@@ -143,10 +125,7 @@ impl Ledger {
                     StatusList::from_bytes(Bits::One, bytes).map_err(internal)?,
                     revision + 1,
                 ),
-                None => (
-                    StatusList::new(STATUS_LIST_SIZE).map_err(internal)?,
-                    1,
-                ),
+                None => (StatusList::new(STATUS_LIST_SIZE).map_err(internal)?, 1),
             };
             self.group_log()?.lists.insert(list, entry);
         }
@@ -155,9 +134,7 @@ impl Ledger {
             .lists
             .get_mut(&list)
             .ok_or_else(|| internal("a status list vanished"))?;
-        status
-            .set(offset, StatusType::INVALID)
-            .map_err(internal)?;
+        status.set(offset, StatusType::INVALID).map_err(internal)?;
         group.changed = true;
         group.last_at = group.last_at.max(at_ms);
         Ok(())

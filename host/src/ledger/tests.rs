@@ -22,6 +22,27 @@ fn at(seconds: i64) -> Now {
     Now::from_ms(T0 + seconds * 1000)
 }
 
+/// A log named `test.invalid/log`, signed by a fixed key.
+fn test_log() -> LogSetup {
+    let origin = "test.invalid/log";
+    let signer = mandate_core::tlog::NoteSigner::new(&[9; 32], origin).unwrap();
+    let vkeys = vec![signer.vkey()];
+    LogSetup {
+        enabled: true,
+        origin: origin.to_owned(),
+        keys: std::sync::Arc::new(crate::recordlog::LogKeys::new(crate::recordlog::Signers {
+            signing: vec![signer],
+            vkeys,
+        })),
+    }
+}
+
+/// The API key that rates and issues in these tests.
+const RATER: &str = "key_01kaqv3f00000000000000000r";
+
+/// Where the test server's status lists are.
+const STATUS_BASE: &str = "https://mandate.test";
+
 struct Fixture {
     ledger: Ledger,
     key: SigningKey,
@@ -38,7 +59,7 @@ impl Fixture {
         )
         .unwrap();
         Fixture {
-            ledger: Ledger::new(conn, LogSetup::for_test()),
+            ledger: Ledger::new(conn, test_log()),
             key,
             ids: 0,
         }
@@ -74,16 +95,17 @@ impl Fixture {
         issue_root(request, issue).unwrap()
     }
 
-    fn store_root(&mut self, claims: &Claims) -> Result<(), LedgerError> {
-        let kid = self.key.kid().to_owned();
+    /// Signs and stores a root token; its claims as stored (with their
+    /// status list index).
+    fn store_root(&mut self, claims: Claims) -> Result<Claims, LedgerError> {
         self.ledger
-            .store_root(Org::DEFAULT, claims, &kid, "key_test", at(0))
+            .store_root(Org::DEFAULT, claims, &self.key, RATER, STATUS_BASE, at(0))
+            .map(|(claims, _)| claims)
     }
 
     fn root(&mut self, actions: &[&str], constraints: Constraints, ttl: u64) -> Claims {
         let claims = self.issue(request("bot", &["crm:*"], actions, constraints, Some(ttl)));
-        self.store_root(&claims).unwrap();
-        claims
+        self.store_root(claims).unwrap()
     }
 
     fn delegate(&mut self, parent: &Claims, request: TokenRequest, now: Now) -> Delegated {
@@ -92,6 +114,7 @@ impl Fixture {
             request,
             child_random: self.random(),
             record_random: self.random(),
+            status_base: STATUS_BASE.to_owned(),
         };
         let key = SigningKey::from_secret(&[7; 32]);
         self.ledger.delegate(delegation, &key, now).unwrap()
@@ -251,7 +274,7 @@ fn a_bound_token_named_by_its_bare_jti_is_refused() {
     request.holder =
         Some(mandate_core::Jkt::parse("0ZcOCORZNYy-DWpqq30jZyJGHTN0d2HglBV3uiguA4I").unwrap());
     let claims = f.issue(request);
-    f.store_root(&claims).unwrap();
+    let claims = f.store_root(claims).unwrap();
     let attempt = f.attempt(&claims.jti, Credential::Jti, "read", Usd::ZERO);
     assert_eq!(
         f.ledger.authorize(&attempt, at(1)).unwrap_err(),
@@ -384,13 +407,21 @@ fn a_record_is_rated_once_and_the_rating_counts() {
             &done.aar_id,
             Rating::Approved,
             Some("fine"),
+            RATER,
             at(5),
         )
         .unwrap();
     assert_eq!(rated.at, at(5).ms());
     assert_eq!(
         f.ledger
-            .rate(Org::DEFAULT, &done.aar_id, Rating::Rejected, None, at(6))
+            .rate(
+                Org::DEFAULT,
+                &done.aar_id,
+                Rating::Rejected,
+                None,
+                RATER,
+                at(6),
+            )
             .unwrap_err(),
         LedgerError::Lifecycle(RecordError::AlreadyRated)
     );
@@ -457,6 +488,7 @@ fn a_lifetime_out_of_range_is_bad_input_and_records_nothing() {
         ),
         child_random: f.random(),
         record_random: f.random(),
+        status_base: STATUS_BASE.to_owned(),
     };
     let key = SigningKey::from_secret(&[7; 32]);
     assert!(matches!(
@@ -527,7 +559,7 @@ fn a_signing_key_revoked_since_signing_stores_nothing() {
         None,
     ));
     assert_eq!(
-        f.store_root(&claims).unwrap_err(),
+        f.store_root(claims).unwrap_err(),
         LedgerError::SigningKeyRevoked
     );
 }
@@ -641,10 +673,16 @@ fn organisations_write_records_into_their_own_ranges_of_seq() {
         Constraints::default(),
         None,
     ));
-    let kid = fixture.key.kid().to_owned();
-    fixture
+    let (beta_token, _) = fixture
         .ledger
-        .store_root(beta, &beta_token, &kid, "key_beta", at(0))
+        .store_root(
+            beta,
+            beta_token,
+            &fixture.key,
+            "key_beta",
+            STATUS_BASE,
+            at(0),
+        )
         .unwrap();
     let mut ids = Vec::new();
     for n in 0..3 {
@@ -689,10 +727,10 @@ fn organisations_write_records_into_their_own_ranges_of_seq() {
     // organisation's newest record.
     let conn = std::mem::replace(
         &mut fixture.ledger,
-        Ledger::new(store::open_in_memory().unwrap(), LogSetup::for_test()),
+        Ledger::new(store::open_in_memory().unwrap(), test_log()),
     )
     .conn;
-    fixture.ledger = Ledger::new(conn, LogSetup::for_test());
+    fixture.ledger = Ledger::new(conn, test_log());
     let next = fixture.act(&beta_token, "read", at(9)).aar_id;
     let record = records::by_id(&fixture.ledger.conn, next.as_str())
         .unwrap()
@@ -733,6 +771,9 @@ fn a_records_per_day_quota_counts_the_day_and_starts_again_the_next() {
     // T0 is 08:00 UTC: the day ends 16 hours later.
     assert_eq!(retry_after_s, 16 * 3600 - 2);
     // A rolled-back group forgets the count; it is read again, the same.
+    // (The fixture runs without transactions: what was written stays, so
+    // the group's log state is stored first, as a commit would.)
+    fixture.commit();
     fixture.ledger.after_rollback();
     let attempt = fixture.attempt(&token.jti, Credential::Token, "read", Usd::ZERO);
     assert!(

@@ -22,14 +22,16 @@
 use std::collections::{BTreeMap, HashMap};
 use std::fmt;
 
-use mandate_core::tlog::{Frontier, Hash, LogEntry, LogEvent, NoteVerifier, leaf_hash, open_checkpoint};
+use mandate_core::tlog::{
+    Frontier, Hash, LogEntry, LogEvent, NoteVerifier, leaf_hash, open_checkpoint,
+};
 use mandate_core::{Claims, OrgId};
 
 use super::events;
 use crate::store::log::{self as rows, StoredCheckpoint};
+use crate::store::orgs::Org;
 use crate::store::records::{self, Record};
 use crate::store::sql::{self, Connection, params};
-use crate::store::orgs::Org;
 
 /// Rows read at a time.
 const PAGE: u64 = 10_000;
@@ -373,25 +375,31 @@ fn compare(
     audit: &mut Audit,
 ) -> Result<(), AuditError> {
     let Some(index) = expected.index else {
-        audit.general(format!("{} is in the database but not in the log", expected.what));
+        audit.general(format!(
+            "{} is in the database but not in the log",
+            expected.what
+        ));
         return Ok(());
     };
     if index >= expected.leaves {
-        audit.at(index, format!("{} names a leaf the log does not hold", expected.what));
+        audit.at(
+            index,
+            format!("{} names a leaf the log does not hold", expected.what),
+        );
         return Ok(());
     }
     let Some(org) = expected.orgs.get(&expected.org) else {
-        audit.at(index, format!("{} stands in an unknown organisation", expected.what));
+        audit.at(
+            index,
+            format!("{} stands in an unknown organisation", expected.what),
+        );
         return Ok(());
     };
-    let made = expected
-        .event
-        .map_err(|e| e.to_string())
-        .and_then(|event| {
-            LogEntry::new(org.clone(), expected.at, event)
-                .to_leaf()
-                .map_err(|e| e.to_string())
-        });
+    let made = expected.event.map_err(|e| e.to_string()).and_then(|event| {
+        LogEntry::new(org.clone(), expected.at, event)
+            .to_leaf()
+            .map_err(|e| e.to_string())
+    });
     let leaf = rows::leaf(conn, index)?.unwrap_or_default();
     match made {
         Err(error) => audit.at(index, format!("{}: {error}", expected.what)),
@@ -402,7 +410,11 @@ fn compare(
         }
         Ok(made) => audit.at(
             index,
-            format!("{} differs from its leaf: {}", expected.what, differences(&made, &leaf)),
+            format!(
+                "{} differs from its leaf: {}",
+                expected.what,
+                differences(&made, &leaf)
+            ),
         ),
     }
     Ok(())
@@ -421,7 +433,13 @@ fn differences(database: &[u8], log: &[u8]) -> String {
     };
     keys.into_iter()
         .filter(|key| database.get(*key) != log.get(*key))
-        .map(|key| format!("{key} {} in the database, {} in the log", shown(database.get(key)), shown(log.get(key))))
+        .map(|key| {
+            format!(
+                "{key} {} in the database, {} in the log",
+                shown(database.get(key)),
+                shown(log.get(key))
+            )
+        })
         .collect::<Vec<_>>()
         .join("; ")
 }
@@ -435,7 +453,10 @@ fn check_records(
 ) -> Result<u64, AuditError> {
     let mut count = 0u64;
     let mut after = i64::MIN;
-    let select = format!("{} WHERE seq > ?1 ORDER BY seq LIMIT ?2", records::select_sql());
+    let select = format!(
+        "{} WHERE seq > ?1 ORDER BY seq LIMIT ?2",
+        records::select_sql()
+    );
     loop {
         let page: Vec<Record> = conn
             .prepare_cached(&select)?
@@ -473,7 +494,12 @@ fn check_record(
     let created = events::record_created(&events::created_of(record));
     compare(
         conn,
-        expect(format!("record {name}"), record.created_at, created, record.log.created),
+        expect(
+            format!("record {name}"),
+            record.created_at,
+            created,
+            record.log.created,
+        ),
         claimed,
         audit,
     )?;
@@ -490,7 +516,10 @@ fn check_record(
             audit,
         )?;
     } else if let Some(index) = record.log.completed {
-        audit.at(index, format!("record {name} names a completion it never had"));
+        audit.at(
+            index,
+            format!("record {name} names a completion it never had"),
+        );
     }
     if record.state.rating().is_some() {
         compare(
@@ -617,7 +646,10 @@ fn check_token(
         }
         None => {
             if let Some(index) = token.log_revoked {
-                audit.at(index, format!("token {jth} names a revocation it never had"));
+                audit.at(
+                    index,
+                    format!("token {jth} names a revocation it never had"),
+                );
             }
         }
     }

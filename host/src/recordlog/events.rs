@@ -15,7 +15,9 @@ use crate::store::StoreError;
 use crate::store::records::{Credential, Record};
 
 fn internal(cause: impl std::fmt::Display) -> StoreError {
-    StoreError::Internal(format!("a stored value the record log cannot state: {cause}"))
+    StoreError::Internal(format!(
+        "a stored value the record log cannot state: {cause}"
+    ))
 }
 
 /// `token.issued`: a token as stored, with its claims' stored text and the

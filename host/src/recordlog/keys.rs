@@ -101,9 +101,7 @@ pub fn load(conn: &Connection, kek: &Kek, origin: &str) -> Result<Signers, Store
 pub fn rotate(conn: &Connection, kek: &Kek, origin: &str, now: Now) -> Result<String, StoreError> {
     let seed: [u8; 32] = crate::random::bytes();
     let vkey = NoteSigner::new(&seed, origin).map_err(internal)?.vkey();
-    let sealed = kek
-        .seal(Purpose::LogKey, &vkey, &seed)
-        .map_err(internal)?;
+    let sealed = kek.seal(Purpose::LogKey, &vkey, &seed).map_err(internal)?;
     conn.execute(
         "INSERT INTO log_keys (key_id, secret, created_at) VALUES (?1, ?2, ?3)",
         params![vkey, sealed, now.s()],

@@ -28,11 +28,11 @@ use mandate_core::{Claims, OrgId};
 use crate::clock::Now;
 use crate::config::LogConfig;
 use crate::secrets::Kek;
+use crate::store::StoreError;
 use crate::store::log::{self as rows, StoredCheckpoint};
 use crate::store::orgs::Org;
 use crate::store::records::{self, Record};
 use crate::store::sql::{self, Connection, OptionalExtension, params};
-use crate::store::StoreError;
 
 pub use keys::{LogKeys, Signers};
 
@@ -139,11 +139,17 @@ fn default_origin(public_url: Option<&str>) -> String {
 /// The log's origin: stored at the first start (from `[log] origin`, else
 /// the default) and the same ever after; a configuration naming another is
 /// refused.
-fn origin(conn: &Connection, config: &LogConfig, public_url: Option<&str>) -> anyhow::Result<String> {
+fn origin(
+    conn: &Connection,
+    config: &LogConfig,
+    public_url: Option<&str>,
+) -> anyhow::Result<String> {
     let stored: Option<Vec<u8>> = conn
-        .query_row("SELECT value FROM meta WHERE key = ?1", [ORIGIN_KEY], |row| {
-            row.get(0)
-        })
+        .query_row(
+            "SELECT value FROM meta WHERE key = ?1",
+            [ORIGIN_KEY],
+            |row| row.get(0),
+        )
         .optional()?;
     if let Some(stored) = stored {
         let stored = String::from_utf8(stored)
@@ -221,8 +227,13 @@ pub fn prepare(
     }
     let latest = rows::latest_checkpoint(&tx)?.map(|checkpoint| checkpoint.size);
     if latest != Some(frontier.size()) {
-        let checkpoint =
-            sign_checkpoint(&signers, &origin, frontier.size(), frontier.root(), now.ms())?;
+        let checkpoint = sign_checkpoint(
+            &signers,
+            &origin,
+            frontier.size(),
+            frontier.root(),
+            now.ms(),
+        )?;
         rows::insert_checkpoint(&tx, &checkpoint)?;
     }
     tx.commit()?;
@@ -266,7 +277,9 @@ pub fn append(
 fn backfill(conn: &Connection, frontier: &mut Frontier) -> anyhow::Result<u64> {
     let orgs: HashMap<Org, OrgId> = conn
         .prepare_cached("SELECT num, id FROM orgs")?
-        .query_map([], |row| Ok((row.get::<_, Org>(0)?, row.get::<_, String>(1)?)))?
+        .query_map([], |row| {
+            Ok((row.get::<_, Org>(0)?, row.get::<_, String>(1)?))
+        })?
         .map(|row| {
             let (org, id) = row?;
             Ok((org, OrgId::parse(&id)?))
@@ -283,7 +296,14 @@ fn backfill(conn: &Connection, frontier: &mut Frontier) -> anyhow::Result<u64> {
              ORDER BY issued_at, depth, jti",
         )?
         .query_map([], |row| {
-            Ok((row.get(0)?, row.get(1)?, row.get(2)?, row.get(3)?, row.get(4)?, row.get(5)?))
+            Ok((
+                row.get(0)?,
+                row.get(1)?,
+                row.get(2)?,
+                row.get(3)?,
+                row.get(4)?,
+                row.get(5)?,
+            ))
         })?
         .collect::<sql::Result<_>>()?;
     for (jti, org, text, kid, _, _) in &tokens {
@@ -295,7 +315,10 @@ fn backfill(conn: &Connection, frontier: &mut Frontier) -> anyhow::Result<u64> {
             claims.iat.saturating_mul(1000),
             events::token_issued(&claims, text, kid),
         )?;
-        conn.execute("UPDATE tokens SET log_issued = ?1 WHERE jti = ?2", params![index, jti])?;
+        conn.execute(
+            "UPDATE tokens SET log_issued = ?1 WHERE jti = ?2",
+            params![index, jti],
+        )?;
     }
     let select = format!("{} ORDER BY seq", records::select_sql());
     let stored: Vec<Record> = conn
@@ -330,7 +353,9 @@ fn backfill(conn: &Connection, frontier: &mut Frontier) -> anyhow::Result<u64> {
         }
     }
     for (jti, org, text, _, revoked_at, reason) in &tokens {
-        let Some(revoked_at) = revoked_at else { continue };
+        let Some(revoked_at) = revoked_at else {
+            continue;
+        };
         let claims: Claims = serde_json::from_str(text)?;
         let jth = claims.jth();
         let event = events::token_revoked(jth.as_str(), jth.as_str(), reason.as_deref())?;

@@ -67,9 +67,12 @@ pub fn record_proof(conn: &Connection, org: Org, aar_id: &str) -> Result<RecordP
     ] {
         let Some(index) = index else { continue };
         if index >= checkpoint.size {
-            return Err(internal("a record's leaf lies beyond the newest checkpoint"));
+            return Err(internal(
+                "a record's leaf lies beyond the newest checkpoint",
+            ));
         }
-        let leaf = rows::leaf(conn, index)?.ok_or_else(|| internal("a record's leaf is missing"))?;
+        let leaf =
+            rows::leaf(conn, index)?.ok_or_else(|| internal("a record's leaf is missing"))?;
         let path = tlog::inclusion_proof(&mut tiles, index, checkpoint.size).map_err(read_error)?;
         let proof = TlogProof {
             extra: None,

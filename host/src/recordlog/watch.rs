@@ -95,7 +95,9 @@ pub fn judge(
         Ok(()) => Ok(Seen::Grown(new)),
         Err(error) => Ok(Seen::Fork {
             new,
-            why: format!("the tree of {new_size} leaves does not extend the tree of {old_size}: {error}"),
+            why: format!(
+                "the tree of {new_size} leaves does not extend the tree of {old_size}: {error}"
+            ),
         }),
     }
 }
@@ -117,7 +119,13 @@ async fn fetch_consistency(
     new: u64,
 ) -> anyhow::Result<Vec<Hash>> {
     let url = format!("{base}/v1/log/consistency?old={old}&new={new}");
-    let body: ConsistencyBody = client.get(url).send().await?.error_for_status()?.json().await?;
+    let body: ConsistencyBody = client
+        .get(url)
+        .send()
+        .await?
+        .error_for_status()?
+        .json()
+        .await?;
     body.proof
         .iter()
         .map(|hash| {
@@ -172,8 +180,7 @@ pub fn run(watch: &Watch) -> anyhow::Result<()> {
                     let new = open_checkpoint(&note, Some(&origin), &verifiers).ok();
                     match new {
                         Some(new) if new.size > old.checkpoint.size => Some(
-                            fetch_consistency(&client, &base, old.checkpoint.size, new.size)
-                                .await,
+                            fetch_consistency(&client, &base, old.checkpoint.size, new.size).await,
                         ),
                         _ => None,
                     }

@@ -18,8 +18,7 @@ use crate::store::sql::{self, Connection, Dialect, OptionalExtension, params};
 pub type Hash = [u8; 32];
 
 fn hash_of(bytes: Vec<u8>) -> sql::Result<Hash> {
-    Hash::try_from(bytes.as_slice())
-        .map_err(|_| sql::Error::corrupt("a log hash", "not 32 bytes"))
+    Hash::try_from(bytes.as_slice()).map_err(|_| sql::Error::corrupt("a log hash", "not 32 bytes"))
 }
 
 /// The log's right edge and the next token status index.
@@ -83,9 +82,11 @@ pub fn leaf(conn: &Connection, idx: u64) -> sql::Result<Option<Vec<u8>>> {
 pub fn tile_hashes(conn: &Connection, level: u8, start: u64, count: u64) -> sql::Result<Vec<Hash>> {
     let end = start.saturating_add(count);
     let rows: Vec<Vec<u8>> = if level == 0 {
-        conn.prepare_cached("SELECT hash FROM log_leaves WHERE idx >= ?1 AND idx < ?2 ORDER BY idx")?
-            .query_map(params![start, end], |row| row.get(0))?
-            .collect::<sql::Result<_>>()?
+        conn.prepare_cached(
+            "SELECT hash FROM log_leaves WHERE idx >= ?1 AND idx < ?2 ORDER BY idx",
+        )?
+        .query_map(params![start, end], |row| row.get(0))?
+        .collect::<sql::Result<_>>()?
     } else {
         conn.prepare_cached(
             "SELECT hash FROM log_nodes WHERE level = ?1 AND idx >= ?2 AND idx < ?3 ORDER BY idx",
@@ -171,7 +172,11 @@ pub fn leaves_from(
         "SELECT idx, hash, leaf FROM log_leaves WHERE idx >= ?1 ORDER BY idx LIMIT ?2",
     )?
     .query_map(params![start, limit], |row| {
-        Ok((row.get::<_, u64>(0)?, row.get::<_, Vec<u8>>(1)?, row.get(2)?))
+        Ok((
+            row.get::<_, u64>(0)?,
+            row.get::<_, Vec<u8>>(1)?,
+            row.get(2)?,
+        ))
     })?
     .map(|row| {
         let (idx, hash, leaf) = row?;
@@ -184,7 +189,11 @@ pub fn leaves_from(
 pub fn nodes(conn: &Connection) -> sql::Result<Vec<(u8, u64, Hash)>> {
     conn.prepare_cached("SELECT level, idx, hash FROM log_nodes ORDER BY level, idx")?
         .query_map([], |row| {
-            Ok((row.get::<_, u8>(0)?, row.get::<_, u64>(1)?, row.get::<_, Vec<u8>>(2)?))
+            Ok((
+                row.get::<_, u8>(0)?,
+                row.get::<_, u64>(1)?,
+                row.get::<_, Vec<u8>>(2)?,
+            ))
         })?
         .map(|row| {
             let (level, idx, hash) = row?;

@@ -309,8 +309,7 @@ pub fn insert(
     let claims = record.token;
     let completed_at =
         matches!(record.state.status(), Status::Completed).then_some(record.created_at);
-    let reserved =
-        matches!(record.state.status(), Status::Pending).then_some(micros(record.spend));
+    let reserved = matches!(record.state.status(), Status::Pending).then_some(micros(record.spend));
     conn.prepare_cached(
         "INSERT INTO records (aar_id, provenance_ref, jti, agent_id, action, resource, status, result,
             deny_reason, result_hash, spend_micros, trust_score, delegation_depth, human_ref,

@@ -6,7 +6,8 @@
 //! Idempotency-Key retried on another host gets the first answer, a DPoP
 //! proof used on one host is refused on another; `kill -9` of one host
 //! under load loses nothing either host acknowledged; and a PostgreSQL
-//! restart under load (run alone) answers 503 meanwhile and loses nothing.
+//! restart under load (run alone) answers 503 meanwhile and loses nothing;
+//! hosts writing at once append to one record log.
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -558,4 +559,124 @@ async fn a_database_that_goes_away_answers_503_and_comes_back() {
     )
     .await;
     app.stop().await;
+}
+
+/// Hosts writing at once, for two organisations, append to one log: every
+/// leaf in one tree, whose every checkpoint `mandate audit verify` finds
+/// consistent with the database; a record written on one host is proven
+/// by another; a revocation on one host is in the status list another
+/// serves.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn hosts_writing_at_once_append_to_one_log() {
+    let hosts = three_hosts().await;
+    let (_, owner) = hosts[0].org("second").await;
+    let issued = expect_json(
+        hosts[1]
+            .post_auth(
+                "/v1/vat/issue/l1",
+                &owner,
+                &json!({"developer_email": "dev@example.com", "agent_id": "bot",
+                        "resources": ["crm:*"], "actions": ["read"]}),
+            )
+            .await,
+        StatusCode::CREATED,
+    )
+    .await;
+    let roots = [hosts[0].root("bot", &["crm:*"], &["read"]).await, issued];
+    let mut writers = Vec::new();
+    for (n, host) in hosts.iter().enumerate() {
+        for root in &roots {
+            let (client, url, jti) = (
+                host.client.clone(),
+                host.url("/v1/vat/record/action"),
+                text(&root["jti"]).to_owned(),
+            );
+            writers.push(tokio::spawn(async move {
+                let mut ids = Vec::new();
+                for i in 0..15 {
+                    let response = client
+                        .post(&url)
+                        .json(&json!({"vat_jti": jti, "action": "read",
+                                      "resource": format!("crm:{n}-{i}"), "result": "success"}))
+                        .send()
+                        .await
+                        .unwrap();
+                    let body: Value = expect_json(response, StatusCode::CREATED).await;
+                    ids.push(text(&body["aar_id"]).to_owned());
+                }
+                ids
+            }));
+        }
+    }
+    let mut ids = Vec::new();
+    for writer in writers {
+        ids.extend(writer.await.unwrap());
+    }
+    assert_eq!(ids.len(), 90);
+    // Written on the first host (its organisation's), proven by the third.
+    let proof = expect_json(
+        hosts[2]
+            .get_auth(
+                &format!("/v1/vat/aar/{}/proof", ids[0]),
+                &hosts[2].admin_key,
+            )
+            .await,
+        StatusCode::OK,
+    )
+    .await;
+    assert_eq!(proof["events"].as_array().unwrap().len(), 1);
+    // Revoked on the second host, revoked in the list the third serves.
+    expect_json(
+        hosts[1]
+            .post_auth(
+                "/v1/vat/revoke",
+                &hosts[1].admin_key,
+                &json!({"jti": text(&roots[0]["jti"])}),
+            )
+            .await,
+        StatusCode::OK,
+    )
+    .await;
+    let claims = mandate_core::decode_unverified(text(&roots[0]["compact_jwt"]))
+        .unwrap()
+        .claims;
+    let status = claims.status.as_ref().unwrap();
+    let list = hosts[2]
+        .client
+        .get(hosts[2].url(&format!("/v1/vat/status/{}", status.idx() / 65_536)))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    let jwks = hosts[2]
+        .client
+        .get(hosts[2].url("/.well-known/jwks.json"))
+        .send()
+        .await
+        .unwrap()
+        .bytes()
+        .await
+        .unwrap();
+    let jwks = mandate_core::Jwks::parse(&jwks).unwrap();
+    let now = hosts[2].clock.now().s();
+    let list = mandate_core::verify_status_list(&list, &jwks, now, None).unwrap();
+    assert_eq!(
+        mandate_core::check_status(&claims, &list, now, None),
+        Err(mandate_core::StatusCheckError::Revoked)
+    );
+    let report = hosts[0].with_database(|conn| {
+        let origin: Vec<u8> = conn
+            .query_row(
+                "SELECT value FROM meta WHERE key = ?1",
+                [mandate_host::recordlog::ORIGIN_KEY],
+                |row| row.get(0),
+            )
+            .unwrap();
+        mandate_host::recordlog::audit::verify(conn, &String::from_utf8(origin).unwrap()).unwrap()
+    });
+    assert_eq!(report.findings, [], "{}", report.summary());
+    assert_eq!(report.records, 90);
+    stop_all(hosts).await;
 }

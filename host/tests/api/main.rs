@@ -17,6 +17,7 @@ mod hostile_bodies;
 mod hosts;
 mod idempotency;
 mod key_revocation;
+mod log;
 mod logs;
 mod migration;
 mod openapi;

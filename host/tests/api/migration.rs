@@ -1,8 +1,9 @@
-//! The migration to schema 4 (organisations), on a database made by the
-//! release before it (`tests/fixtures/v3-data.sql`, schema 3): everything
-//! stored joins the `default` organisation and answers exactly as it did,
-//! opening the database again changes nothing, and a new organisation sees
-//! none of it.
+//! The migrations to schemas 4 (organisations) and 5 (the record log), on a
+//! database made by the release before organisations
+//! (`tests/fixtures/v3-data.sql`, schema 3): everything stored joins the
+//! `default` organisation and answers exactly as it did, opening the
+//! database again changes nothing, a new organisation sees none of it, and
+//! the first start begins the record log with all of it.
 //!
 //! The expected answers are read from the fixture before it is migrated,
 //! with plain SQL and with the store's functions that need no `org` column,
@@ -168,9 +169,15 @@ fn read_before(conn: &Connection) -> Before {
         .collect::<Result<Vec<_>, _>>()
         .unwrap();
 
-    // The record columns the store reads all exist in schema 3.
+    // The record columns the store reads all exist in schema 3 but those of
+    // schema 5, which the migration to it fills so: a pending record's spend
+    // is its reservation; the log's columns wait for the log's first start.
+    let schema_3 = records::select_sql().replace(
+        "reserved_micros, rated_by, log_created, log_completed, log_rated",
+        "CASE WHEN status = 'pending' THEN spend_micros END, NULL, NULL, NULL, NULL",
+    );
     let records = conn
-        .prepare_cached(&format!("{} ORDER BY seq", records::select_sql()))
+        .prepare_cached(&format!("{schema_3} ORDER BY seq"))
         .unwrap()
         .query_map([], records::from_row)
         .unwrap()
@@ -372,7 +379,7 @@ fn newest_first(before: &Before, keep: impl Fn(&Record) -> bool) -> Vec<Record> 
 }
 
 fn check_migrated(conn: &Connection, before: &Before) {
-    assert_eq!(user_version(conn), 4);
+    assert_eq!(user_version(conn), store::SCHEMA_VERSION);
 
     // One organisation, `default`, number 0.
     let listed = orgs::list(conn, None, 10).unwrap();
@@ -820,4 +827,55 @@ fn check_migrated_after_second(conn: &Connection, before: &Before) {
             Ok(*counts)
         );
     }
+}
+
+/// At its first start on the upgraded database, the record log begins with
+/// everything the release before stored, each as it stands: every record
+/// has its proof, and `mandate audit verify` finds the log and the database
+/// in agreement.
+#[tokio::test]
+async fn an_upgraded_database_starts_its_log_with_what_it_held() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join(DB_FILE);
+    load_fixture(&path);
+    let before = {
+        let conn = Connection::sqlite(rusqlite::Connection::open(&path).unwrap());
+        read_before(&conn)
+    };
+    let app = crate::helpers::TestApp::spawn_in(dir, |_| {}).await;
+    for record in &before.records {
+        let proof = crate::helpers::expect_json(
+            app.get_auth(
+                &format!("/v1/vat/aar/{}/proof", record.aar_id),
+                &app.admin_key,
+            )
+            .await,
+            reqwest::StatusCode::OK,
+        )
+        .await;
+        let kinds: Vec<&str> = proof["events"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|event| event["kind"].as_str().unwrap())
+            .collect();
+        let mut expected = vec!["record.created"];
+        if record.state.rating().is_some() {
+            expected.push("record.rated");
+        }
+        assert_eq!(kinds, expected, "{}", record.aar_id);
+    }
+    let dir = app.stop().await;
+    let conn = store::open_writer(&dir.path().join(DB_FILE)).unwrap();
+    let origin: Vec<u8> = conn
+        .query_row(
+            "SELECT value FROM meta WHERE key = ?1",
+            [mandate_host::recordlog::ORIGIN_KEY],
+            |row| row.get(0),
+        )
+        .unwrap();
+    let report =
+        mandate_host::recordlog::audit::verify(&conn, &String::from_utf8(origin).unwrap()).unwrap();
+    assert_eq!(report.findings, [], "{}", report.summary());
+    assert_eq!(report.records, before.records.len() as u64);
 }

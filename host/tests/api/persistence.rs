@@ -178,7 +178,23 @@ fn downgrade_to_version_1(db: &std::path::Path, root_jti: &str, child_jti: &str)
     )
     .unwrap();
     conn.execute_batch(
-        "DROP TABLE orgs;
+        "DROP TABLE log_leaves;
+         DROP TABLE log_nodes;
+         DROP TABLE log_checkpoints;
+         DROP TABLE log_keys;
+         DROP TABLE ledger_state;
+         DROP TABLE status_lists;
+         DELETE FROM meta WHERE key = 'log_origin';
+         ALTER TABLE tokens DROP COLUMN status_idx;
+         ALTER TABLE tokens DROP COLUMN log_issued;
+         ALTER TABLE tokens DROP COLUMN log_revoked;
+         ALTER TABLE tokens DROP COLUMN revoke_cause;
+         ALTER TABLE records DROP COLUMN reserved_micros;
+         ALTER TABLE records DROP COLUMN rated_by;
+         ALTER TABLE records DROP COLUMN log_created;
+         ALTER TABLE records DROP COLUMN log_completed;
+         ALTER TABLE records DROP COLUMN log_rated;
+         DROP TABLE orgs;
          DROP INDEX api_keys_by_org;
          ALTER TABLE api_keys DROP COLUMN org;
          ALTER TABLE api_keys DROP COLUMN role;

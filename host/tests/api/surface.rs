@@ -49,6 +49,11 @@ async fn openapi_lists_every_route() {
         ("/readyz", "get"),
         ("/metrics", "get"),
         ("/v1/openapi.json", "get"),
+        ("/v1/vat/status/{list}", "get"),
+        ("/v1/log/checkpoint", "get"),
+        ("/v1/log/key", "get"),
+        ("/v1/log/consistency", "get"),
+        ("/v1/vat/aar/{aar_id}/proof", "get"),
     ];
     for (path, method) in expected {
         assert!(
@@ -56,7 +61,7 @@ async fn openapi_lists_every_route() {
             "{method} {path} missing"
         );
     }
-    assert_eq!(paths.len(), 26, "paths (some with two methods)");
+    assert_eq!(paths.len(), 31, "paths (some with two methods)");
     assert!(document["components"]["securitySchemes"]["api_key"].is_object());
     assert!(document["components"]["schemas"]["Problem"].is_object());
     let mut references = Vec::new();
