@@ -21,10 +21,10 @@ use std::path::Path;
 
 use crate::wasm::target_dir;
 use crate::{Result, fail, run};
-use parsing::{Spread, errors, p99_ratio, ratio};
+use parsing::{Spread, errors, p, p99_ratio, ratio};
 use report::Report;
 use running::{
-    budget, cold_starts, ensure_wrk, filled, growth, http, json_of, machine, postgres,
+    budget, cold_starts, ensure_wrk, filled, growth, http, json_of, machine, postgres, record_log,
     reference_verifier, today, wasm_sizes,
 };
 
@@ -122,12 +122,20 @@ pub(crate) fn bench(root: &Path, args: &[&str]) -> Result<()> {
     let mut node_args = vec!["bench/verify.mjs", "--json"];
     node_args.extend_from_slice(flag);
     let node = json_of(Path::new("node"), &node_args, &root.join("wasm"))?;
+    eprintln!("record proofs in Node");
+    let mut log_args = vec!["bench/log.mjs", "--json"];
+    log_args.extend_from_slice(flag);
+    let node_log = json_of(Path::new("node"), &log_args, &root.join("wasm"))?;
+    eprintln!("status list sizes");
+    let status_sizes = json_of(&bins.join("status_sizes"), &[], root)?;
     eprintln!("plugin calls");
     let mut plugin_args = vec![plugin.to_str().ok_or("path")?];
     plugin_args.extend_from_slice(flag);
     let plugin_cost = json_of(&bins.join("plugin_cost"), &plugin_args, root)?;
     eprintln!("durable writes over HTTP");
     let http = http(plan, &bins.join("mandate"), &scratch, &scripts)?;
+    eprintln!("the record log");
+    let log = record_log(plan, &bins.join("mandate"), &scratch, &scripts)?;
     let sizes: &[u64] = if quick {
         &[1_000]
     } else {
@@ -183,6 +191,21 @@ pub(crate) fn bench(root: &Path, args: &[&str]) -> Result<()> {
                 "plugin call ns",
                 Spread::from_json(&plugin_cost["call_ns"]).median,
             ),
+            (
+                "record/action with the log / without",
+                ratio(&log.with_log, &log.without_log).median,
+            ),
+            ("proof p99 ms", p(&log.proof, |l| l.p99_ms).median),
+            (
+                "node sdk/independent log proof",
+                Spread::from_json(&node_log["sdk_over_independent"]).median,
+            ),
+            (
+                "status list bytes, 10 % revoked",
+                status_sizes["revoked_percent"]["10"]["signed"]
+                    .as_f64()
+                    .unwrap_or(f64::NAN),
+            ),
         ];
         for (name, value) in sane {
             eprintln!("{name}: {value:.3}");
@@ -197,7 +220,10 @@ pub(crate) fn bench(root: &Path, args: &[&str]) -> Result<()> {
             + errors(&http.delegate)
             + errors(&postgres.record)
             + errors(&postgres.one_host)
-            + errors(&postgres.three_hosts);
+            + errors(&postgres.three_hosts)
+            + errors(&log.with_log)
+            + errors(&log.without_log)
+            + errors(&log.proof);
         if lost > 0 {
             return fail(format!("bench sanity: {lost} failed requests under load"));
         }
@@ -215,6 +241,9 @@ pub(crate) fn bench(root: &Path, args: &[&str]) -> Result<()> {
         growth,
         budget,
         postgres,
+        log,
+        status_sizes,
+        node_log,
         cold,
         wasm: (wasm_raw, wasm_gzip),
         plan,

@@ -8,7 +8,7 @@ use serde_json::Value;
 
 use super::Plan;
 use super::parsing::{Spread, p, p99_ratio, ratio, rps};
-use super::running::{BUDGET_MS, Budget, Growth, Http, Postgres, READERS};
+use super::running::{BUDGET_MS, Budget, Growth, Http, LogRows, Postgres, READERS};
 
 impl Spread {
     /// `median (min–max)` with `digits` decimals.
@@ -223,6 +223,47 @@ impl Postgres {
     }
 }
 
+impl LogRows {
+    /// The row of the targets table.
+    fn target(&self) -> Row {
+        Row::new(
+            "6. record/action with the record log / without it (req/s)",
+            Target::AtLeast(0.9, Unit::Times),
+            ratio(&self.with_log, &self.without_log),
+            3,
+        )
+    }
+
+    /// The rows of the absolute figures: (what, figure).
+    fn figures(&self) -> [(String, String); 4] {
+        [
+            (
+                "record/action with the record log (req/s)".to_owned(),
+                rps(&self.with_log).show(0),
+            ),
+            (
+                "record/action without it, same rounds (req/s)".to_owned(),
+                rps(&self.without_log).show(0),
+            ),
+            (
+                format!(
+                    "a record's proof (`GET /v1/vat/aar/{{id}}/proof`), log of {} leaves, p50 / p99 (ms)",
+                    self.records
+                ),
+                format!(
+                    "{} / {}",
+                    p(&self.proof, |l| l.p50_ms).show(2),
+                    p(&self.proof, |l| l.p99_ms).show(2)
+                ),
+            ),
+            (
+                "a record's proof (req/s)".to_owned(),
+                rps(&self.proof).show(0),
+            ),
+        ]
+    }
+}
+
 /// Everything a full run measured, and where.
 pub(super) struct Report {
     /// The machine measured on, and the day.
@@ -237,6 +278,11 @@ pub(super) struct Report {
     pub(super) growth: Growth,
     pub(super) budget: Budget,
     pub(super) postgres: Postgres,
+    pub(super) log: LogRows,
+    /// `status_sizes`: the signed status lists of a million tokens.
+    pub(super) status_sizes: Value,
+    /// `bench/log.mjs`: record proofs verified in Node.
+    pub(super) node_log: Value,
     pub(super) cold: Spread,
     pub(super) wasm: (u64, u64),
     pub(super) plan: Plan,
@@ -337,6 +383,13 @@ impl Report {
             }
         }
         rows.extend(self.budget.targets());
+        rows.push(self.log.target());
+        rows.push(Row::new(
+            "6. a record proof verified in Node: mandate-sdk (wasm) / an independent JavaScript verifier",
+            AtMost(2.0, Times),
+            Spread::from_json(&self.node_log["sdk_over_independent"]),
+            2,
+        ));
         rows
     }
 
@@ -455,11 +508,42 @@ impl Report {
                 ),
             ),
         ];
+        let audits = g.audit_seconds.iter().map(|(size, seconds)| {
+            (
+                format!("`mandate audit verify` on {size} records (s)"),
+                format!("{seconds:.1}"),
+            )
+        });
+        let sizes = &self.status_sizes["revoked_percent"];
+        let status = [0, 1, 10].map(|percent| {
+            let size = &sizes[percent.to_string()];
+            (
+                format!(
+                    "status lists of 1 M tokens, {percent} % revoked, compressed / signed (bytes)"
+                ),
+                format!("{} / {}", size["compressed"], size["signed"]),
+            )
+        });
+        let node_log = |k: &str| Spread::from_json(&self.node_log["ns"][k]);
+        let proofs = [
+            (
+                "a record proof verified in Node, mandate-sdk `verifyLogProof` (ns)".to_owned(),
+                node_log("sdk").show(0),
+            ),
+            (
+                "the same, the independent JavaScript verifier (ns)".to_owned(),
+                node_log("independent").show(0),
+            ),
+        ];
         lines
             .into_iter()
             .map(|(what, figure)| (what.to_owned(), figure))
             .chain(self.budget.figures())
             .chain(self.postgres.figures())
+            .chain(self.log.figures())
+            .chain(proofs)
+            .chain(audits)
+            .chain(status)
             .collect()
     }
 
@@ -579,6 +663,7 @@ mod tests {
                 restart_ms: 7.2,
                 prefill_seconds: 27.3,
                 peak_rss_mib: 237.91,
+                audit_seconds: vec![(1_000_000, 21.4), (5_000_000, 108.2)],
             },
             budget: Budget {
                 unindexed: loads(7.8, 516.0, 2),
@@ -592,6 +677,28 @@ mod tests {
                 one_host: loads(9400.0, 12.0, 2),
                 three_hosts: loads(8100.0, 30.0, 3),
             },
+            log: LogRows {
+                with_log: loads(34100.0, 4.4, 0),
+                without_log: loads(36200.0, 4.1, 1),
+                proof: loads(9100.0, 9.8, 2),
+                records: 412_000,
+            },
+            status_sizes: json!({
+                "tokens": 1_000_000,
+                "lists": 16,
+                "revoked_percent": {
+                    "0": {"compressed": 400, "signed": 1900},
+                    "1": {"compressed": 70000, "signed": 96000},
+                    "10": {"compressed": 390000, "signed": 525000},
+                },
+            }),
+            node_log: json!({
+                "sdk_over_independent": spread(1.4, 1.2, 1.7),
+                "ns": {
+                    "sdk": spread(160000.0, 150000.0, 190000.0),
+                    "independent": spread(110000.0, 100000.0, 130000.0),
+                },
+            }),
             cold: Spread::of(&[9.1, 9.4, 12.0, 9.0, 10.2]),
             wasm: (411_721, 191_773),
             plan: Plan {

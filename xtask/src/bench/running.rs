@@ -342,6 +342,8 @@ pub(super) struct Growth {
     pub(super) restart_ms: f64,
     pub(super) prefill_seconds: f64,
     pub(super) peak_rss_mib: f64,
+    /// Records stored → seconds `mandate audit verify` took on them.
+    pub(super) audit_seconds: Vec<(u64, f64)>,
 }
 
 pub(super) fn db_bytes(data: &Path) -> u64 {
@@ -387,6 +389,7 @@ pub(super) fn growth(
     let mut peak_rss_mib = f64::NAN;
     let mut summary = Vec::new();
     let mut query = Vec::new();
+    let mut audit_seconds = Vec::new();
     for (i, &size) in sizes.iter().enumerate() {
         if size > stored {
             let started = Instant::now();
@@ -396,6 +399,12 @@ pub(super) fn growth(
             )?;
             prefill_seconds += started.elapsed().as_secs_f64();
             stored = size;
+            let started = Instant::now();
+            run(
+                &bin.to_string_lossy(),
+                &["audit", "verify", "--data-dir", &data.to_string_lossy()],
+            )?;
+            audit_seconds.push((size, started.elapsed().as_secs_f64()));
         }
         let server = Server::start(bin, &data, NO_LIMITS)?;
         restart_ms = server.started_ms;
@@ -453,6 +462,96 @@ pub(super) fn growth(
         restart_ms,
         prefill_seconds,
         peak_rss_mib,
+        audit_seconds,
+    })
+}
+
+/// The rows of the record-log section.
+pub(super) struct LogRows {
+    /// record/action with the log, in turns with `without_log`.
+    pub(super) with_log: Vec<Load>,
+    pub(super) without_log: Vec<Load>,
+    /// `GET /v1/vat/aar/{id}/proof` of one record, a few thousand records in.
+    pub(super) proof: Vec<Load>,
+    /// Records in the log when the proofs were fetched.
+    pub(super) records: u64,
+}
+
+/// record/action with the record log and without it (`[log] enabled =
+/// false`), in turns, on servers of their own; then proofs fetched.
+pub(super) fn record_log(
+    plan: Plan,
+    bin: &Path,
+    scratch: &Path,
+    scripts: &Path,
+) -> Result<LogRows> {
+    let logged = Server::start(bin, &scratch.join("logged"), NO_LIMITS)?;
+    let unlogged = Server::start(
+        bin,
+        &scratch.join("unlogged"),
+        &format!("{NO_LIMITS}[log]\nenabled = false\n"),
+    )?;
+    let script = scripts.join("record.lua");
+    let logged_jti = logged.token("bench-bot", &["read"])?;
+    let unlogged_jti = unlogged.token("bench-bot", &["read"])?;
+    let logged_url = format!("{}/v1/vat/record/action", logged.base);
+    let unlogged_url = format!("{}/v1/vat/record/action", unlogged.base);
+    let (with_log, without_log) = compare(
+        plan,
+        &|| {
+            wrk(
+                &logged_url,
+                Some(&script),
+                &[("JTI", logged_jti.as_str())],
+                plan.seconds,
+            )
+        },
+        &|| {
+            wrk(
+                &unlogged_url,
+                Some(&script),
+                &[("JTI", unlogged_jti.as_str())],
+                plan.seconds,
+            )
+        },
+    )?;
+    unlogged.stop();
+    let key = logged.key()?;
+    let made = logged.post(
+        "/v1/vat/record/action",
+        None,
+        &json!({"vat_jti": logged_jti, "action": "read", "resource": "crm:proof", "result": "success"}),
+    )?;
+    let aar_id = made["aar_id"]
+        .as_str()
+        .ok_or_else(|| format!("record/action failed: {made}"))?
+        .to_owned();
+    let checkpoint = Command::new("curl")
+        .args(["-sS", &format!("{}/v1/log/checkpoint", logged.base)])
+        .output()?;
+    let records = String::from_utf8_lossy(&checkpoint.stdout)
+        .lines()
+        .nth(1)
+        .and_then(|size| size.parse().ok())
+        .unwrap_or(0);
+    let proof_path = format!("/v1/vat/aar/{aar_id}/proof");
+    let get_script = scripts.join("get.lua");
+    let proof = (0..plan.rounds)
+        .map(|_| {
+            wrk(
+                &logged.base,
+                Some(&get_script),
+                &[("KEY", &key), ("PATH_QUERY", &proof_path)],
+                plan.seconds,
+            )
+        })
+        .collect::<Result<Vec<_>>>()?;
+    logged.stop();
+    Ok(LogRows {
+        with_log,
+        without_log,
+        proof,
+        records,
     })
 }
 
