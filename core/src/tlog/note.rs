@@ -146,9 +146,9 @@ impl NoteVerifier {
     /// a key name with spaces or `+`, a weak key, and an id that is not the
     /// one the name and key give.
     pub fn parse(vkey: &str) -> Result<NoteVerifier, LogError> {
-        let mut parts = vkey.split('+');
-        let (Some(name), Some(id), Some(material), None) =
-            (parts.next(), parts.next(), parts.next(), parts.next())
+        // The name holds no `+` and the id is hex; the base64 key may.
+        let mut parts = vkey.splitn(3, '+');
+        let (Some(name), Some(id), Some(material)) = (parts.next(), parts.next(), parts.next())
         else {
             return Err(LogError::VkeyMalformed);
         };
