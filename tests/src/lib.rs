@@ -25,6 +25,8 @@ use mandate_core::{
 use serde_json::{Value, json};
 use sha2::{Digest as _, Sha256};
 
+mod log;
+
 /// The seed every byte of the vectors derives from.
 const SEED: &str = "mandate conformance vectors v1";
 /// The `now` of every token case unless a case says otherwise (2027-01-15).
@@ -57,6 +59,10 @@ impl Rng {
             }
         }
         out
+    }
+
+    fn ulid_ms(&mut self, unix_millis: u64, label: &str) -> Ulid {
+        Ulid::new(unix_millis, self.bytes(label)).expect("vector time fits a ULID")
     }
 
     fn ulid(&mut self, unix_seconds: i64) -> Ulid {
@@ -1902,6 +1908,7 @@ pub fn files() -> Vec<(&'static str, String)> {
         ("refusals.json", refusal_vectors()),
         ("counts.json", counts_vectors()),
         ("budgets.json", budget_vectors()),
+        ("log.json", log::log_vectors(&mut rng)),
     ]
     .into_iter()
     .map(|(name, value)| {
