@@ -588,10 +588,16 @@ impl LogEntry {
     }
 
     /// The leaf bytes: the entry's canonical JSON (RFC 8785, written by
-    /// serde_jcs), after checking the entry's rules.
+    /// serde_jcs; by serde_json in the wasm build, see
+    /// [`LogEntry::from_leaf`]), after checking the entry's rules.
     pub fn to_leaf(&self) -> Result<Vec<u8>, LogError> {
         self.check()?;
-        let leaf = serde_jcs::to_vec(&self.members()).map_err(|_| LogError::LeafMalformed)?;
+        #[cfg(not(target_arch = "wasm32"))]
+        let leaf = serde_jcs::to_vec(&self.members());
+        // The same bytes (see `from_leaf`), without a second JSON writer.
+        #[cfg(target_arch = "wasm32")]
+        let leaf = serde_json::to_vec(&self.members());
+        let leaf = leaf.map_err(|_| LogError::LeafMalformed)?;
         if leaf.len() > MAX_LEAF_BYTES {
             return Err(LogError::LeafTooLarge);
         }
