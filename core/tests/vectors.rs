@@ -515,3 +515,182 @@ fn status_list_vectors() {
         assert_eq!(verified, case.verifier.verify_error, "{}", case.name);
     }
 }
+
+mod log {
+    //! `log.json`: the record log's checkpoints, proofs, keys and leaves.
+
+    use base64::Engine as _;
+    use base64::engine::general_purpose::STANDARD;
+    use mandate_core::tlog::{Hash, LogEntry, NoteVerifier, TlogProof};
+    use mandate_core::{open_checkpoint, verify_consistency, verify_tlog_proof};
+    use serde_json::{Value, json};
+
+    const LOG: &str = include_str!("../../tests/vectors/log.json");
+
+    fn hash(value: &Value) -> Hash {
+        STANDARD
+            .decode(value.as_str().unwrap())
+            .unwrap()
+            .try_into()
+            .unwrap()
+    }
+
+    fn verdict<T>(
+        outcome: Result<T, mandate_core::LogError>,
+        ok: impl FnOnce(T) -> Value,
+    ) -> Value {
+        match outcome {
+            Ok(value) => ok(value),
+            Err(error) => json!({ "valid": false, "error": error.code() }),
+        }
+    }
+
+    fn keys(values: &Value) -> Vec<NoteVerifier> {
+        values
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|v| NoteVerifier::parse(v.as_str().unwrap()).unwrap())
+            .collect()
+    }
+
+    #[test]
+    fn inclusion() {
+        let file: Value = serde_json::from_str(LOG).unwrap();
+        let origin = file["origin"].as_str().unwrap();
+        let trusted = keys(&json!([file["key"]["vkey"]]));
+        let cases = file["inclusion"].as_array().unwrap();
+        assert!(cases.len() >= 30, "only {} inclusion cases", cases.len());
+        for case in cases {
+            let leaf = STANDARD.decode(case["leaf"].as_str().unwrap()).unwrap();
+            let proof = case["proof"].as_str().unwrap();
+            let outcome = verify_tlog_proof(proof, &leaf, Some(origin), &trusted);
+            let got = verdict(outcome, |checkpoint| {
+                LogEntry::from_leaf(&leaf).unwrap();
+                json!({
+                    "valid": true,
+                    "index": TlogProof::parse(proof).unwrap().index,
+                    "size": checkpoint.size,
+                    "root": STANDARD.encode(checkpoint.root),
+                })
+            });
+            assert_eq!(got, case["expect"], "{}", case["name"]);
+        }
+    }
+
+    #[test]
+    fn consistency() {
+        let file: Value = serde_json::from_str(LOG).unwrap();
+        let cases = file["consistency"].as_array().unwrap();
+        assert!(cases.len() >= 20);
+        for case in cases {
+            let proof: Vec<Hash> = case["proof"].as_array().unwrap().iter().map(hash).collect();
+            let outcome = verify_consistency(
+                case["old_size"].as_u64().unwrap(),
+                case["new_size"].as_u64().unwrap(),
+                &hash(&case["old_root"]),
+                &hash(&case["new_root"]),
+                &proof,
+            );
+            let got = verdict(outcome, |()| json!({ "valid": true }));
+            assert_eq!(got, case["expect"], "{}", case["name"]);
+        }
+    }
+
+    #[test]
+    fn checkpoints_and_keys() {
+        let file: Value = serde_json::from_str(LOG).unwrap();
+        for case in file["checkpoints"].as_array().unwrap() {
+            let outcome = open_checkpoint(
+                case["note"].as_str().unwrap(),
+                case["origin"].as_str(),
+                &keys(&case["vkeys"]),
+            );
+            let got = verdict(
+                outcome,
+                |c| json!({ "valid": true, "origin": c.origin, "size": c.size, "root": STANDARD.encode(c.root) }),
+            );
+            assert_eq!(got, case["expect"], "{}", case["name"]);
+        }
+        for case in file["vkeys"].as_array().unwrap() {
+            let outcome = NoteVerifier::parse(case["vkey"].as_str().unwrap());
+            let got = verdict(
+                outcome,
+                |key| json!({ "valid": true, "name": key.name(), "key_id": format!("{:08x}", key.key_id()) }),
+            );
+            assert_eq!(got, case["expect"], "{}", case["name"]);
+        }
+    }
+
+    #[test]
+    fn leaves() {
+        let file: Value = serde_json::from_str(LOG).unwrap();
+        let cases = file["leaves"].as_array().unwrap();
+        assert!(cases.len() >= 15);
+        for case in cases {
+            let leaf = STANDARD.decode(case["leaf"].as_str().unwrap()).unwrap();
+            let got = match LogEntry::from_leaf(&leaf) {
+                Ok(entry) => {
+                    assert_eq!(entry.to_leaf().unwrap(), leaf);
+                    json!({ "ok": true, "entry": serde_json::to_value(&entry).unwrap() })
+                }
+                Err(error) => json!({ "ok": false, "error": error.code() }),
+            };
+            assert_eq!(got, case["expect"], "{}", case["name"]);
+        }
+    }
+
+    #[test]
+    fn record_proofs_and_monitor_fixtures() {
+        let file: Value = serde_json::from_str(LOG).unwrap();
+        let origin = file["origin"].as_str();
+        let trusted = keys(&json!([file["key"]["vkey"]]));
+        let valid = &file["record_proofs"][0];
+        assert_eq!(valid["name"], "valid");
+        for event in valid["response"]["events"].as_array().unwrap() {
+            let leaf = STANDARD.decode(event["leaf"].as_str().unwrap()).unwrap();
+            verify_tlog_proof(event["proof"].as_str().unwrap(), &leaf, origin, &trusted).unwrap();
+            let entry = LogEntry::from_leaf(&leaf).unwrap();
+            assert_eq!(entry.event.kind(), event["kind"]);
+            assert_eq!(
+                entry.event.aar_id().unwrap().as_str(),
+                valid["response"]["aar_id"]
+            );
+        }
+        let monitor = &file["monitor"];
+        let checkpoint = |log: &str, size: &str| {
+            open_checkpoint(
+                monitor[log]["checkpoints"][size].as_str().unwrap(),
+                origin,
+                &trusted,
+            )
+            .unwrap()
+        };
+        for (log, old, new, consistent) in [
+            ("log", "257", "1000", true),
+            ("log", "1000", "1100", true),
+            ("fork", "1000", "1100", true),
+        ] {
+            let (a, b) = (checkpoint(log, old), checkpoint(log, new));
+            let proof: Vec<Hash> = monitor[log]["consistency"][format!("{old}-{new}")]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(hash)
+                .collect();
+            let outcome = verify_consistency(a.size, b.size, &a.root, &b.root, &proof);
+            assert_eq!(outcome.is_ok(), consistent, "{log} {old}-{new}");
+        }
+        // The fork agrees with the log up to 900 leaves, not at 1000.
+        let (log_1000, fork_1000) = (checkpoint("log", "1000"), checkpoint("fork", "1000"));
+        assert_ne!(log_1000.root, fork_1000.root);
+        let proof: Vec<Hash> = monitor["fork"]["consistency"]["1000-1100"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(hash)
+            .collect();
+        let fork_1100 = checkpoint("fork", "1100");
+        assert!(verify_consistency(1000, 1100, &log_1000.root, &fork_1100.root, &proof).is_err());
+    }
+}

@@ -28,6 +28,8 @@ use mandate_core::{
 use serde_json::{Value, json};
 use sha2::{Digest as _, Sha256};
 
+mod log;
+
 /// The seed every byte of the vectors derives from.
 const SEED: &str = "mandate conformance vectors v1";
 /// The `now` of every token case unless a case says otherwise (2027-01-15).
@@ -60,6 +62,10 @@ impl Rng {
             }
         }
         out
+    }
+
+    fn ulid_ms(&mut self, unix_millis: u64, label: &str) -> Ulid {
+        Ulid::new(unix_millis, self.bytes(label)).expect("vector time fits a ULID")
     }
 
     fn ulid(&mut self, unix_seconds: i64) -> Ulid {
@@ -2780,6 +2786,7 @@ pub fn files() -> Vec<(&'static str, String)> {
         ("counts.json", counts_vectors()),
         ("budgets.json", budget_vectors()),
         ("status_list.json", status_list_vectors(&mut rng, &key, NOW)),
+        ("log.json", log::log_vectors(&mut rng)),
     ]
     .into_iter()
     .map(|(name, value)| {

@@ -5,6 +5,7 @@ import sdk from "../pkg/node/index.js";
 
 export const {
   AgentKey,
+  LogMonitor,
   MandateClient,
   MandateError,
   Verifier,
@@ -12,12 +13,17 @@ export const {
   decodeTokenUnverified,
   delegatedGrant,
   generateAgentKey,
+  parseLogLeaf,
   permits,
   reputation,
   sha256Ref,
   summarizeWorkflow,
   verifyChain,
+  verifyCheckpoint,
+  verifyConsistency,
+  verifyLogProof,
   verifyProof,
+  verifyRecordProof,
   verifyToken,
 } = sdk;
 

@@ -25,6 +25,8 @@ pub(crate) enum Stage {
     Chain,
     /// A bound token's proof of possession was missing or refused.
     Dpop,
+    /// A record log checkpoint, proof, key or leaf was refused.
+    Log,
 }
 
 /// A refusal as JavaScript sees it: `{ code, message, stage, index? }`.

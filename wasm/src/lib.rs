@@ -32,6 +32,7 @@
 
 mod agent_key;
 mod js;
+mod log;
 mod verifier;
 
 use std::cell::RefCell;
@@ -54,6 +55,7 @@ use crate::js::{
 };
 
 pub use crate::agent_key::AgentKey;
+pub use crate::log::{parse_log_leaf, verify_checkpoint, verify_consistency, verify_log_proof};
 pub use crate::verifier::Verifier;
 
 #[wasm_bindgen(typescript_custom_section)]

@@ -18,8 +18,8 @@ export interface Jwk {
 export interface ErrorInfo {
   code: string;
   message: string;
-  /** `input`: an argument; `jwks`: the key set; `verify`: a token; `chain`: a chain's links; `dpop`: a bound token's proof. */
-  stage: "input" | "jwks" | "verify" | "chain" | "dpop";
+  /** `input`: an argument; `jwks`: the key set; `verify`: a token; `chain`: a chain's links; `dpop`: a bound token's proof; `log`: a record log checkpoint, proof, key or leaf. */
+  stage: "input" | "jwks" | "verify" | "chain" | "dpop" | "log";
   /** The position of the offending token in a chain. */
   index?: number;
 }
@@ -246,3 +246,106 @@ export interface WorkflowSummary {
   actions_by_type: Record<string, number>;
   results_by_type: Record<string, number>;
 }
+
+/** A record log checkpoint (C2SP tlog-checkpoint) whose signature verified. */
+export interface LogCheckpoint {
+  /** The log's identity, e.g. `mandate.example/log`. */
+  origin: string;
+  /** How many leaves the tree has. */
+  size: number;
+  /** The tree's RFC 6962 root, standard base64. */
+  root: string;
+  /** Extension lines, when the checkpoint has any. */
+  extensions?: string[];
+}
+
+export type CheckpointResult =
+  | { valid: true; checkpoint: LogCheckpoint }
+  | { valid: false; error: ErrorInfo };
+
+/** One leaf of the record log: a state change, as its canonical JSON (RFC 8785). */
+export type LogEntry = {
+  v: 1;
+  org: string;
+  /** Unix milliseconds. */
+  at: number;
+} & (
+  | {
+      kind: "token.issued";
+      /** The token's jti hash. */
+      jth: string;
+      /** The parent's jti hash, for a delegated token. */
+      parent?: string;
+      agent_id: string;
+      provenance_ref: string;
+      depth: number;
+      human_ref: string;
+      assurance: AssuranceLevel;
+      /** Unix seconds. */
+      exp: number;
+      kid: string;
+      /** base64url SHA-256 of the token's stored claims JSON text. */
+      claims_sha256: string;
+      jkt?: string;
+      status_idx?: number;
+    }
+  | {
+      kind: "token.revoked";
+      jth: string;
+      /** The token the revocation named. */
+      cause: string;
+      reason?: string;
+    }
+  | {
+      kind: "record.created";
+      aar_id: string;
+      /** The jti hash of the token the record was made with. */
+      jth: string;
+      agent_id: string;
+      provenance_ref: string;
+      action: string;
+      resource: string;
+      status: "pending" | "completed" | "denied";
+      result?: "success" | "error" | "timeout" | "cancelled";
+      deny_reason?: string;
+      result_hash?: string;
+      spend_micros: number;
+      credential: "jti" | "token";
+      delegated_jth?: string;
+    }
+  | {
+      kind: "record.completed";
+      aar_id: string;
+      result: "success" | "error" | "timeout" | "cancelled";
+      result_hash?: string;
+      spend_micros: number;
+    }
+  | {
+      kind: "record.rated";
+      aar_id: string;
+      rating: "approved" | "flagged" | "rejected";
+      note?: string;
+      /** The API key that rated. */
+      by: string;
+    }
+);
+
+export type LogProofResult =
+  | { valid: true; index: number; checkpoint: LogCheckpoint; entry: LogEntry }
+  | { valid: false; error: ErrorInfo };
+
+/** A consistency proof between two trees, as `GET /v1/log/consistency` gives its hashes, with the roots the caller holds. */
+export interface ConsistencyCheck {
+  old_size: number;
+  /** standard base64 */
+  old_root: string;
+  new_size: number;
+  /** standard base64 */
+  new_root: string;
+  /** The proof's hashes, standard base64. */
+  proof: string[];
+}
+
+export type ConsistencyResult = { valid: true } | { valid: false; error: ErrorInfo };
+
+export type LogLeafResult = { ok: true; entry: LogEntry } | { ok: false; error: ErrorInfo };

@@ -225,6 +225,37 @@ export type ApiKey = Narrowed<Schemas["KeyBody"], { role: Role; email: string | 
 export type KeyList = Narrowed<Schemas["KeyList"], { keys: ApiKey[] }>;
 export type OrgCreated = Narrowed<Schemas["OrgCreatedBody"], { org: Org; owner_key: IssuedKey }>;
 
+// The record log's endpoints, typed by hand until the server's OpenAPI
+// document describes them; then each becomes `Sent<Schemas["…"]>` like the
+// others (the checkpoint and the key are text/plain, and stay strings).
+
+/** One event of a record, as `GET /v1/vat/aar/{aar_id}/proof` lists it. */
+export interface RecordProofEvent {
+  /** The event's kind: `record.created`, `record.completed` or `record.rated`. */
+  kind: string;
+  /** The leaf's index in the log. */
+  index: number;
+  /** The leaf's bytes, standard base64. */
+  leaf: string;
+  /** A C2SP tlog-proof@v1 text: the leaf's inclusion in the checkpoint it carries. */
+  proof: string;
+}
+
+/** `GET /v1/vat/aar/{aar_id}/proof`: every event of a record with its proof. */
+export interface RecordProof {
+  aar_id: string;
+  /** The signed checkpoint (a C2SP signed note) the proofs lead to. */
+  checkpoint: string;
+  events: RecordProofEvent[];
+}
+
+/** `GET /v1/log/consistency?old=N&new=M`: RFC 6962 consistency proof hashes, standard base64. */
+export interface LogConsistency {
+  old: number;
+  new: number;
+  proof: string[];
+}
+
 /**
  * An RFC 9457 problem body. Any member may be missing: the client makes
  * problems of its own (`network_error`), and a proxy in front of the server
@@ -336,6 +367,27 @@ export class MandateClient {
       throw new MandateError(0, { code: made.error.code, title: "No proof", detail: made.error.message });
     }
     return { authorization: `DPoP ${auth.token}`, dpop: made.proof };
+  }
+
+  /** A GET answered with text (`text/plain`): the text, or a MandateError. */
+  async #text(path: string): Promise<string> {
+    let response;
+    try {
+      response = await this.#fetch(`${this.#base}${path}`, { method: "GET", headers: { accept: "text/plain" } });
+    } catch (cause) {
+      throw new MandateError(0, { code: "network_error", title: "Network error", detail: String(cause) }, { cause });
+    }
+    const text = await response.text();
+    if (!response.ok) {
+      let data: unknown;
+      try {
+        data = JSON.parse(text);
+      } catch {
+        data = undefined;
+      }
+      throw new MandateError(response.status, isObject(data) ? data : { title: response.statusText || undefined });
+    }
+    return text;
   }
 
   async #call<T>(
@@ -541,6 +593,26 @@ export class MandateClient {
   /** `DELETE /v1/keys/{key_id}`: revokes an API key at once; an owner key only. */
   revokeKey(keyId: string): Promise<ApiKey> {
     return this.#call("DELETE", `/v1/keys/${segment(keyId)}`, this.#key());
+  }
+
+  /** `GET /v1/vat/aar/{aar_id}/proof`: every event of a record with its inclusion proof; check it with `verifyRecordProof`. */
+  recordProof(aarId: string): Promise<RecordProof> {
+    return this.#call("GET", `/v1/vat/aar/${segment(aarId)}/proof`, this.#key());
+  }
+
+  /** `GET /v1/log/checkpoint`: the record log's latest signed checkpoint (a C2SP signed note); check it with `verifyCheckpoint`. */
+  logCheckpoint(): Promise<string> {
+    return this.#text("/v1/log/checkpoint");
+  }
+
+  /** `GET /v1/log/key`: the log's verifier keys (signed-note vkeys), one a line, the active one first. */
+  logKey(): Promise<string> {
+    return this.#text("/v1/log/key");
+  }
+
+  /** `GET /v1/log/consistency?old=N&new=M`: the proof that the tree of `newSize` leaves extends the tree of `oldSize`. */
+  logConsistency(oldSize: number, newSize: number): Promise<LogConsistency> {
+    return this.#call("GET", `/v1/log/consistency${queryString({ old: oldSize, new: newSize })}`, this.#key());
   }
 
   /** `GET /.well-known/jwks.json`: the public keys tokens are signed with. */

@@ -20,6 +20,9 @@
 //! `result_hash` only with a result; texts are capped and hold no control
 //! characters but newline and tab.
 
+use std::collections::BTreeMap;
+use std::str::FromStr as _;
+
 use serde::{Deserialize, Serialize};
 
 use super::error::LogError;
@@ -70,10 +73,10 @@ pub enum LogEvent {
 impl LogEvent {
     /// The `kind` member.
     pub fn kind(&self) -> &'static str {
-        self.wire_kind().as_str()
+        self.kind_of().as_str()
     }
 
-    fn wire_kind(&self) -> Kind {
+    fn kind_of(&self) -> Kind {
         match self {
             LogEvent::TokenIssued(_) => Kind::TokenIssued,
             LogEvent::TokenRevoked(_) => Kind::TokenRevoked,
@@ -129,13 +132,31 @@ pub struct TokenRevoked {
 }
 
 /// What an agent proved it held when a record was made.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Credential {
     /// A bare `vat_jti`, which proves nothing.
     Jti,
     /// The token itself.
     Token,
+}
+
+impl Credential {
+    /// `jti` or `token`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Credential::Jti => "jti",
+            Credential::Token => "token",
+        }
+    }
+
+    /// Reads `jti` or `token`.
+    pub fn parse(text: &str) -> Option<Credential> {
+        match text {
+            "jti" => Some(Credential::Jti),
+            "token" => Some(Credential::Token),
+            _ => None,
+        }
+    }
 }
 
 /// `record.created`.
@@ -179,21 +200,24 @@ pub struct RecordRated {
 }
 
 /// The `kind` member.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Kind {
-    #[serde(rename = "token.issued")]
     TokenIssued,
-    #[serde(rename = "token.revoked")]
     TokenRevoked,
-    #[serde(rename = "record.created")]
     RecordCreated,
-    #[serde(rename = "record.completed")]
     RecordCompleted,
-    #[serde(rename = "record.rated")]
     RecordRated,
 }
 
 impl Kind {
+    const ALL: [Kind; 5] = [
+        Kind::TokenIssued,
+        Kind::TokenRevoked,
+        Kind::RecordCreated,
+        Kind::RecordCompleted,
+        Kind::RecordRated,
+    ];
+
     fn as_str(self) -> &'static str {
         match self {
             Kind::TokenIssued => "token.issued",
@@ -203,80 +227,104 @@ impl Kind {
             Kind::RecordRated => "record.rated",
         }
     }
+
+    fn parse(text: &str) -> Option<Kind> {
+        Kind::ALL.into_iter().find(|kind| kind.as_str() == text)
+    }
 }
 
-/// Every member any kind has, flat, in the order JCS sorts them (so plain
-/// serde_json writes this struct canonically too; a test holds the two
-/// writers to the same bytes).
-#[derive(Debug, Default, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct Wire {
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    aar_id: Option<AarId>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    action: Option<Action>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    agent_id: Option<AgentId>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    assurance: Option<AssuranceLevel>,
-    at: i64,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    by: Option<KeyId>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    cause: Option<Jth>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    claims_sha256: Option<ClaimsDigest>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    credential: Option<Credential>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    delegated_jth: Option<Jth>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    deny_reason: Option<DenyReason>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    depth: Option<u32>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    exp: Option<i64>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    human_ref: Option<HumanRef>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    jkt: Option<Jkt>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    jth: Option<Jth>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    kid: Option<String>,
-    kind: Option<Kind>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    note: Option<String>,
-    org: Option<OrgId>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    parent: Option<Jth>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    provenance_ref: Option<ProvenanceRef>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    rating: Option<Rating>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    reason: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    resource: Option<Resource>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    result: Option<Outcome>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    result_hash: Option<ResultHash>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    spend_micros: Option<u64>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    status: Option<Status>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    status_idx: Option<u64>,
-    v: u32,
+/// A member's value: every member of an entry is a string or an integer
+/// (`null` is read, to be refused as not canonical or as missing).
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Scalar {
+    Str(String),
+    Int(i64),
+    Null,
 }
 
-/// Takes a member the kind requires.
-fn required<T>(value: Option<T>) -> Result<T, LogError> {
-    value.ok_or(LogError::LeafMalformed)
+impl Serialize for Scalar {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        match self {
+            Scalar::Str(text) => serializer.serialize_str(text),
+            Scalar::Int(number) => serializer.serialize_i64(*number),
+            Scalar::Null => serializer.serialize_unit(),
+        }
+    }
 }
 
-/// Whether a number fits JSON exactly (an I-JSON integer), not negative.
+impl<'de> Deserialize<'de> for Scalar {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Scalar, D::Error> {
+        struct Visitor;
+
+        impl serde::de::Visitor<'_> for Visitor {
+            type Value = Scalar;
+
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a string or an integer")
+            }
+            fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<Scalar, E> {
+                Ok(Scalar::Str(v.to_owned()))
+            }
+            fn visit_string<E: serde::de::Error>(self, v: String) -> Result<Scalar, E> {
+                Ok(Scalar::Str(v))
+            }
+            fn visit_i64<E: serde::de::Error>(self, v: i64) -> Result<Scalar, E> {
+                Ok(Scalar::Int(v))
+            }
+            fn visit_u64<E: serde::de::Error>(self, v: u64) -> Result<Scalar, E> {
+                i64::try_from(v)
+                    .map(Scalar::Int)
+                    .map_err(|_| E::custom("integer out of range"))
+            }
+            fn visit_unit<E: serde::de::Error>(self) -> Result<Scalar, E> {
+                Ok(Scalar::Null)
+            }
+        }
+
+        deserializer.deserialize_any(Visitor)
+    }
+}
+
+/// An entry's members by name. Read from JSON, a name given twice is
+/// refused (serde_json's maps would keep the last).
+#[derive(Debug, Default)]
+struct Members(BTreeMap<String, Scalar>);
+
+impl Serialize for Members {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        self.0.serialize(serializer)
+    }
+}
+
+impl<'de> Deserialize<'de> for Members {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Members, D::Error> {
+        struct Visitor;
+
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = Members;
+
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a JSON object")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> Result<Members, A::Error> {
+                let mut members = BTreeMap::new();
+                while let Some((name, value)) = map.next_entry::<String, Scalar>()? {
+                    if members.insert(name, value).is_some() {
+                        return Err(serde::de::Error::custom("a member given twice"));
+                    }
+                }
+                Ok(Members(members))
+            }
+        }
+
+        deserializer.deserialize_map(Visitor)
+    }
+}
+
+/// Every integer of an entry: not negative, at most 2^53 − 1.
 fn safe(value: u64) -> bool {
     value <= MAX_JSON_SAFE_INTEGER
 }
@@ -284,6 +332,78 @@ fn safe(value: u64) -> bool {
 fn safe_signed(value: i64) -> bool {
     u64::try_from(value).is_ok_and(safe)
 }
+
+impl Members {
+    fn put(&mut self, name: &str, value: Option<impl Into<String>>) {
+        if let Some(value) = value {
+            self.0.insert(name.to_owned(), Scalar::Str(value.into()));
+        }
+    }
+
+    fn put_int(&mut self, name: &str, value: Option<i64>) {
+        if let Some(value) = value {
+            self.0.insert(name.to_owned(), Scalar::Int(value));
+        }
+    }
+
+    /// Takes an optional text member (`null` reads as absent).
+    fn text(&mut self, name: &str) -> Result<Option<String>, LogError> {
+        match self.0.remove(name) {
+            None | Some(Scalar::Null) => Ok(None),
+            Some(Scalar::Str(text)) => Ok(Some(text)),
+            Some(Scalar::Int(_)) => Err(LogError::LeafMalformed),
+        }
+    }
+
+    /// Takes an optional member parsed from its text.
+    fn parsed<T, E>(
+        &mut self,
+        name: &str,
+        parse: impl FnOnce(&str) -> Result<T, E>,
+    ) -> Result<Option<T>, LogError> {
+        self.text(name)?
+            .map(|text| parse(&text).map_err(|_| LogError::LeafMalformed))
+            .transpose()
+    }
+
+    /// Takes a required member parsed from its text.
+    fn required<T, E>(
+        &mut self,
+        name: &str,
+        parse: impl FnOnce(&str) -> Result<T, E>,
+    ) -> Result<T, LogError> {
+        self.parsed(name, parse)?.ok_or(LogError::LeafMalformed)
+    }
+
+    /// Takes an optional integer member: 0 to 2^53 − 1.
+    fn int(&mut self, name: &str) -> Result<Option<u64>, LogError> {
+        match self.0.remove(name) {
+            None | Some(Scalar::Null) => Ok(None),
+            Some(Scalar::Int(n)) => u64::try_from(n)
+                .ok()
+                .filter(|n| safe(*n))
+                .map(Some)
+                .ok_or(LogError::LeafMalformed),
+            Some(Scalar::Str(_)) => Err(LogError::LeafMalformed),
+        }
+    }
+
+    fn required_int(&mut self, name: &str) -> Result<u64, LogError> {
+        self.int(name)?.ok_or(LogError::LeafMalformed)
+    }
+}
+
+/// A number read from an entry as the type its member has.
+fn narrow<T: TryFrom<u64>>(value: u64) -> Result<T, LogError> {
+    T::try_from(value).map_err(|_| LogError::LeafMalformed)
+}
+
+/// Reads an enum spelled as its `as_str`.
+fn one_of<T: Copy>(all: &[T], as_str: fn(T) -> &'static str) -> impl Fn(&str) -> Result<T, ()> {
+    move |text| all.iter().copied().find(|v| as_str(*v) == text).ok_or(())
+}
+
+const LEVELS: [AssuranceLevel; 3] = [AssuranceLevel::L1, AssuranceLevel::L2, AssuranceLevel::L3];
 
 /// A free text of at most `max` characters, no control characters but
 /// newline and tab.
@@ -341,135 +461,144 @@ impl LogEntry {
         if ok { Ok(()) } else { Err(malformed) }
     }
 
-    fn to_wire(&self) -> Wire {
-        let mut wire = Wire {
-            v: self.v,
-            org: Some(self.org.clone()),
-            at: self.at,
-            kind: Some(self.event.wire_kind()),
-            ..Wire::default()
-        };
-        match self.event.clone() {
+    /// The entry's members, flat.
+    fn members(&self) -> Members {
+        let mut m = Members::default();
+        m.put_int("v", Some(i64::from(self.v)));
+        m.put("org", Some(self.org.as_str()));
+        m.put_int("at", Some(self.at));
+        m.put("kind", Some(self.event.kind()));
+        // Integers were checked to be at most 2^53 − 1, so they fit i64.
+        let int = |n: u64| i64::try_from(n).unwrap_or(i64::MAX);
+        match &self.event {
             LogEvent::TokenIssued(e) => {
-                wire.jth = Some(e.jth);
-                wire.parent = e.parent;
-                wire.agent_id = Some(e.agent_id);
-                wire.provenance_ref = Some(e.provenance_ref);
-                wire.depth = Some(e.depth);
-                wire.human_ref = Some(e.human_ref);
-                wire.assurance = Some(e.assurance);
-                wire.exp = Some(e.exp);
-                wire.kid = Some(e.kid);
-                wire.claims_sha256 = Some(e.claims_sha256);
-                wire.jkt = e.jkt;
-                wire.status_idx = e.status_idx;
+                m.put("jth", Some(e.jth.as_str()));
+                m.put("parent", e.parent.as_ref().map(Jth::as_str));
+                m.put("agent_id", Some(e.agent_id.as_str()));
+                m.put("provenance_ref", Some(e.provenance_ref.as_str()));
+                m.put_int("depth", Some(i64::from(e.depth)));
+                m.put("human_ref", Some(e.human_ref.as_str()));
+                m.put("assurance", Some(e.assurance.as_str()));
+                m.put_int("exp", Some(e.exp));
+                m.put("kid", Some(e.kid.as_str()));
+                m.put("claims_sha256", Some(e.claims_sha256.as_str()));
+                m.put("jkt", e.jkt.as_ref().map(Jkt::as_str));
+                m.put_int("status_idx", e.status_idx.map(int));
             }
             LogEvent::TokenRevoked(e) => {
-                wire.jth = Some(e.jth);
-                wire.cause = Some(e.cause);
-                wire.reason = e.reason;
+                m.put("jth", Some(e.jth.as_str()));
+                m.put("cause", Some(e.cause.as_str()));
+                m.put("reason", e.reason.as_deref());
             }
             LogEvent::RecordCreated(e) => {
-                wire.aar_id = Some(e.aar_id);
-                wire.jth = Some(e.jth);
-                wire.agent_id = Some(e.agent_id);
-                wire.provenance_ref = Some(e.provenance_ref);
-                wire.action = Some(e.action);
-                wire.resource = Some(e.resource);
-                wire.status = Some(e.status);
-                wire.result = e.result;
-                wire.deny_reason = e.deny_reason;
-                wire.result_hash = e.result_hash;
-                wire.spend_micros = Some(e.spend_micros);
-                wire.credential = Some(e.credential);
-                wire.delegated_jth = e.delegated_jth;
+                m.put("aar_id", Some(e.aar_id.as_str()));
+                m.put("jth", Some(e.jth.as_str()));
+                m.put("agent_id", Some(e.agent_id.as_str()));
+                m.put("provenance_ref", Some(e.provenance_ref.as_str()));
+                m.put("action", Some(e.action.as_str()));
+                m.put("resource", Some(e.resource.as_str()));
+                m.put("status", Some(e.status.as_str()));
+                m.put("result", e.result.map(Outcome::as_str));
+                m.put("deny_reason", e.deny_reason.map(DenyReason::code));
+                m.put(
+                    "result_hash",
+                    e.result_hash.as_ref().map(ResultHash::as_str),
+                );
+                m.put_int("spend_micros", Some(int(e.spend_micros)));
+                m.put("credential", Some(e.credential.as_str()));
+                m.put("delegated_jth", e.delegated_jth.as_ref().map(Jth::as_str));
             }
             LogEvent::RecordCompleted(e) => {
-                wire.aar_id = Some(e.aar_id);
-                wire.result = Some(e.result);
-                wire.result_hash = e.result_hash;
-                wire.spend_micros = Some(e.spend_micros);
+                m.put("aar_id", Some(e.aar_id.as_str()));
+                m.put("result", Some(e.result.as_str()));
+                m.put(
+                    "result_hash",
+                    e.result_hash.as_ref().map(ResultHash::as_str),
+                );
+                m.put_int("spend_micros", Some(int(e.spend_micros)));
             }
             LogEvent::RecordRated(e) => {
-                wire.aar_id = Some(e.aar_id);
-                wire.rating = Some(e.rating);
-                wire.note = e.note;
-                wire.by = e.by;
+                m.put("aar_id", Some(e.aar_id.as_str()));
+                m.put("rating", Some(e.rating.as_str()));
+                m.put("note", e.note.as_deref());
+                m.put("by", e.by.as_ref().map(KeyId::as_str));
             }
         }
-        wire
+        m
     }
 
-    /// The typed entry of a wire form, refusing members its kind does not
-    /// have.
-    fn from_wire(mut wire: Wire) -> Result<LogEntry, LogError> {
-        let kind = required(wire.kind.take())?;
-        let org = required(wire.org.take())?;
-        // Each kind takes its members out; any left over is refused.
+    /// The typed entry of its members, refusing a missing or mistyped
+    /// member and any member its kind does not have.
+    fn from_members(mut m: Members) -> Result<LogEntry, LogError> {
+        let v = narrow(m.required_int("v")?)?;
+        let org = m.required("org", OrgId::parse)?;
+        let at = narrow(m.required_int("at")?)?;
+        let kind = m.required("kind", |k| Kind::parse(k).ok_or(()))?;
         let event = match kind {
             Kind::TokenIssued => LogEvent::TokenIssued(TokenIssued {
-                jth: required(wire.jth.take())?,
-                parent: wire.parent.take(),
-                agent_id: required(wire.agent_id.take())?,
-                provenance_ref: required(wire.provenance_ref.take())?,
-                depth: required(wire.depth.take())?,
-                human_ref: required(wire.human_ref.take())?,
-                assurance: required(wire.assurance.take())?,
-                exp: required(wire.exp.take())?,
-                kid: required(wire.kid.take())?,
-                claims_sha256: required(wire.claims_sha256.take())?,
-                jkt: wire.jkt.take(),
-                status_idx: wire.status_idx.take(),
+                jth: m.required("jth", Jth::parse)?,
+                parent: m.parsed("parent", Jth::parse)?,
+                agent_id: m.required("agent_id", AgentId::parse)?,
+                provenance_ref: m.required("provenance_ref", ProvenanceRef::parse)?,
+                depth: narrow(m.required_int("depth")?)?,
+                human_ref: m.required("human_ref", HumanRef::parse)?,
+                assurance: m.required("assurance", one_of(&LEVELS, AssuranceLevel::as_str))?,
+                exp: narrow(m.required_int("exp")?)?,
+                kid: m.required("kid", |k| Ok::<_, ()>(k.to_owned()))?,
+                claims_sha256: m.required("claims_sha256", ClaimsDigest::parse)?,
+                jkt: m.parsed("jkt", Jkt::parse)?,
+                status_idx: m.int("status_idx")?,
             }),
             Kind::TokenRevoked => LogEvent::TokenRevoked(TokenRevoked {
-                jth: required(wire.jth.take())?,
-                cause: required(wire.cause.take())?,
-                reason: wire.reason.take(),
+                jth: m.required("jth", Jth::parse)?,
+                cause: m.required("cause", Jth::parse)?,
+                reason: m.text("reason")?,
             }),
             Kind::RecordCreated => LogEvent::RecordCreated(RecordCreated {
-                aar_id: required(wire.aar_id.take())?,
-                jth: required(wire.jth.take())?,
-                agent_id: required(wire.agent_id.take())?,
-                provenance_ref: required(wire.provenance_ref.take())?,
-                action: required(wire.action.take())?,
-                resource: required(wire.resource.take())?,
-                status: required(wire.status.take())?,
-                result: wire.result.take(),
-                deny_reason: wire.deny_reason.take(),
-                result_hash: wire.result_hash.take(),
-                spend_micros: required(wire.spend_micros.take())?,
-                credential: required(wire.credential.take())?,
-                delegated_jth: wire.delegated_jth.take(),
+                aar_id: m.required("aar_id", AarId::parse)?,
+                jth: m.required("jth", Jth::parse)?,
+                agent_id: m.required("agent_id", AgentId::parse)?,
+                provenance_ref: m.required("provenance_ref", ProvenanceRef::parse)?,
+                action: m.required("action", Action::parse)?,
+                resource: m.required("resource", Resource::parse)?,
+                status: m.required("status", Status::from_str)?,
+                result: m.parsed("result", Outcome::from_str)?,
+                deny_reason: m.parsed("deny_reason", DenyReason::from_str)?,
+                result_hash: m.parsed("result_hash", ResultHash::parse)?,
+                spend_micros: m.required_int("spend_micros")?,
+                credential: m.required("credential", |c| Credential::parse(c).ok_or(()))?,
+                delegated_jth: m.parsed("delegated_jth", Jth::parse)?,
             }),
             Kind::RecordCompleted => LogEvent::RecordCompleted(RecordCompleted {
-                aar_id: required(wire.aar_id.take())?,
-                result: required(wire.result.take())?,
-                result_hash: wire.result_hash.take(),
-                spend_micros: required(wire.spend_micros.take())?,
+                aar_id: m.required("aar_id", AarId::parse)?,
+                result: m.required("result", Outcome::from_str)?,
+                result_hash: m.parsed("result_hash", ResultHash::parse)?,
+                spend_micros: m.required_int("spend_micros")?,
             }),
             Kind::RecordRated => LogEvent::RecordRated(RecordRated {
-                aar_id: required(wire.aar_id.take())?,
-                rating: required(wire.rating.take())?,
-                note: wire.note.take(),
-                by: wire.by.take(),
+                aar_id: m.required("aar_id", AarId::parse)?,
+                rating: m.required("rating", Rating::from_str)?,
+                note: m.text("note")?,
+                by: m.parsed("by", KeyId::parse)?,
             }),
         };
-        if !wire.is_spent() {
+        if !m.0.is_empty() {
             return Err(LogError::LeafMalformed);
         }
-        Ok(LogEntry {
-            v: wire.v,
-            org,
-            at: wire.at,
-            event,
-        })
+        Ok(LogEntry { v, org, at, event })
     }
 
-    /// The leaf bytes: the entry's canonical JSON (RFC 8785), after checking
-    /// the entry's rules.
+    /// The leaf bytes: the entry's canonical JSON (RFC 8785, written by
+    /// serde_jcs; by serde_json in the wasm build, see
+    /// [`LogEntry::from_leaf`]), after checking the entry's rules.
     pub fn to_leaf(&self) -> Result<Vec<u8>, LogError> {
         self.check()?;
-        let leaf = serde_jcs::to_vec(&self.to_wire()).map_err(|_| LogError::LeafMalformed)?;
+        #[cfg(not(target_arch = "wasm32"))]
+        let leaf = serde_jcs::to_vec(&self.members());
+        // The same bytes (see `from_leaf`), without a second JSON writer.
+        #[cfg(target_arch = "wasm32")]
+        let leaf = serde_json::to_vec(&self.members());
+        let leaf = leaf.map_err(|_| LogError::LeafMalformed)?;
         if leaf.len() > MAX_LEAF_BYTES {
             return Err(LogError::LeafTooLarge);
         }
@@ -477,94 +606,43 @@ impl LogEntry {
     }
 
     /// Reads a leaf, refusing anything but the canonical form of a valid
-    /// entry: `leaf_malformed` for what is not an entry (not JSON, an
-    /// unknown kind or member, a missing or mistyped member, a broken
-    /// rule), `leaf_not_canonical` for an entry written another way.
+    /// entry: `leaf_malformed` for what is not an entry (not a JSON object,
+    /// an unknown kind or member, a missing or mistyped member, a member
+    /// twice, a broken rule), `leaf_not_canonical` for an entry written
+    /// another way.
+    ///
+    /// The entry is written again and compared. For the values an entry
+    /// holds (ASCII member names, strings, integers up to 2^53 − 1) the
+    /// canonical form is the members sorted by name and written by
+    /// serde_json; this needs no second JSON writer in the wasm build, and
+    /// a property test holds the two writers to the same bytes.
     pub fn from_leaf(bytes: &[u8]) -> Result<LogEntry, LogError> {
         if bytes.len() > MAX_LEAF_BYTES {
             return Err(LogError::LeafTooLarge);
         }
-        let wire: Wire = serde_json::from_slice(bytes).map_err(|_| LogError::LeafMalformed)?;
-        let entry = LogEntry::from_wire(wire)?;
-        if entry.to_leaf()? != bytes {
+        let members: Members =
+            serde_json::from_slice(bytes).map_err(|_| LogError::LeafMalformed)?;
+        let entry = LogEntry::from_members(members)?;
+        entry.check()?;
+        let canonical =
+            serde_json::to_vec(&entry.members()).map_err(|_| LogError::LeafMalformed)?;
+        if canonical != bytes {
             return Err(LogError::LeafNotCanonical);
         }
         Ok(entry)
     }
-}
 
-impl Wire {
-    /// Whether every member a kind may take has been taken.
-    fn is_spent(&self) -> bool {
-        let Wire {
-            aar_id,
-            action,
-            agent_id,
-            assurance,
-            at: _,
-            by,
-            cause,
-            claims_sha256,
-            credential,
-            delegated_jth,
-            deny_reason,
-            depth,
-            exp,
-            human_ref,
-            jkt,
-            jth,
-            kid,
-            kind,
-            note,
-            org,
-            parent,
-            provenance_ref,
-            rating,
-            reason,
-            resource,
-            result,
-            result_hash,
-            spend_micros,
-            status,
-            status_idx,
-            v: _,
-        } = self;
-        kind.is_none()
-            && org.is_none()
-            && aar_id.is_none()
-            && action.is_none()
-            && agent_id.is_none()
-            && assurance.is_none()
-            && by.is_none()
-            && cause.is_none()
-            && claims_sha256.is_none()
-            && credential.is_none()
-            && delegated_jth.is_none()
-            && deny_reason.is_none()
-            && depth.is_none()
-            && exp.is_none()
-            && human_ref.is_none()
-            && jkt.is_none()
-            && jth.is_none()
-            && kid.is_none()
-            && note.is_none()
-            && parent.is_none()
-            && provenance_ref.is_none()
-            && rating.is_none()
-            && reason.is_none()
-            && resource.is_none()
-            && result.is_none()
-            && result_hash.is_none()
-            && spend_micros.is_none()
-            && status.is_none()
-            && status_idx.is_none()
+    /// The canonical form as serde_json writes it (see [`LogEntry::from_leaf`]).
+    #[cfg(test)]
+    pub(crate) fn canonical_by_serde_json(&self) -> Vec<u8> {
+        serde_json::to_vec(&self.members()).unwrap_or_default()
     }
 }
 
 /// The entry's JSON: the flat members of its leaf.
 impl Serialize for LogEntry {
     fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        self.to_wire().serialize(serializer)
+        self.members().serialize(serializer)
     }
 }
 
@@ -572,7 +650,7 @@ impl Serialize for LogEntry {
 /// form is [`LogEntry::from_leaf`]'s business), with the entry's rules.
 impl<'de> Deserialize<'de> for LogEntry {
     fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<LogEntry, D::Error> {
-        let entry = LogEntry::from_wire(Wire::deserialize(deserializer)?)
+        let entry = LogEntry::from_members(Members::deserialize(deserializer)?)
             .map_err(serde::de::Error::custom)?;
         entry.check().map_err(serde::de::Error::custom)?;
         Ok(entry)
@@ -660,7 +738,7 @@ mod tests {
             // JCS sorts members; the wire struct declares them sorted, so
             // plain serde_json writes the same bytes.
             assert_eq!(
-                serde_json::to_vec(&entry).unwrap(),
+                entry.canonical_by_serde_json(),
                 leaf,
                 "{}",
                 entry.event.kind()
@@ -669,6 +747,33 @@ mod tests {
             assert!(text.starts_with('{') && !text.contains(": "), "{text}");
             assert!(text.contains(&format!("\"kind\":\"{}\"", entry.event.kind())));
             assert!(!text.contains("vat_root_"), "a leaf carries no jti");
+        }
+    }
+
+    proptest::proptest! {
+        /// serde_jcs (which writes leaves) and serde_json over sorted
+        /// members (which checks them) write the same bytes for any text
+        /// and any number an entry may hold.
+        #[test]
+        fn both_writers_agree(
+            reason in "[\\PC\n\t\"\\\\/\u{2028}\u{2029}\u{fffd}]{0,40}",
+            note in proptest::option::of("\\PC{0,40}"),
+            at in 0i64..=(1 << 53) - 1,
+            spend in 0u64..=1_000_000_000_000_000,
+        ) {
+            let mut entries = samples();
+            entries[1].at = at;
+            let LogEvent::TokenRevoked(revoked) = &mut entries[1].event else { unreachable!() };
+            revoked.reason = Some(reason);
+            let LogEvent::RecordRated(rated) = &mut entries[4].event else { unreachable!() };
+            rated.note = note;
+            let LogEvent::RecordCompleted(completed) = &mut entries[3].event else { unreachable!() };
+            completed.spend_micros = spend;
+            for entry in entries {
+                let leaf = entry.to_leaf().unwrap();
+                proptest::prop_assert_eq!(&entry.canonical_by_serde_json(), &leaf);
+                proptest::prop_assert_eq!(LogEntry::from_leaf(&leaf), Ok(entry));
+            }
         }
     }
 

@@ -146,8 +146,7 @@ impl NoteVerifier {
     /// a key name with spaces or `+`, a weak key, and an id that is not the
     /// one the name and key give.
     pub fn parse(vkey: &str) -> Result<NoteVerifier, LogError> {
-        // The key material is standard base64, which may hold `+`: only the
-        // first two separate parts.
+        // The name holds no `+` and the id is hex; the base64 key may.
         let mut parts = vkey.splitn(3, '+');
         let (Some(name), Some(id), Some(material)) = (parts.next(), parts.next(), parts.next())
         else {
