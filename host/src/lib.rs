@@ -285,6 +285,12 @@ pub async fn serve_until(
     .await?;
     keeper.abort();
     let _ = keeper.await;
+    // The log's end is signed before the database closes: no leaf is left
+    // without a checkpoint that covers it.
+    let now = state.clock.now();
+    if let Err(error) = state.write(move |ledger| ledger.checkpoint(now)).await {
+        tracing::warn!(%error, "signing the record log's last checkpoint failed");
+    }
     // Every other holder of the state is gone with the server; dropping the
     // last one leaves the store's handle as the writer's only sender.
     let store = state.store.clone();

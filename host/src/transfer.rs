@@ -194,11 +194,7 @@ const TABLES: [(&str, &[&str], &str); 16] = [
         &["key_id", "secret", "created_at", "retired_at"],
         "key_id",
     ),
-    (
-        "ledger_state",
-        &["id", "log_frontier", "next_status_idx"],
-        "id",
-    ),
+    ("ledger_state", &["id", "next_status_idx"], "id"),
     (
         "status_lists",
         &["list", "bits", "revision", "updated_at"],

@@ -8,7 +8,7 @@
 use mandate_core::{AarId, Claims, CountsChange, Jti, OrgId, Outcome, RecordState, Ulid, Usd};
 use mandate_host::recordlog::{self, events};
 use mandate_host::secrets::{KEY_FILE, Kek};
-use mandate_host::store::log::{self as log_rows, LedgerState};
+use mandate_host::store::log as log_rows;
 use mandate_host::store::orgs;
 use mandate_host::store::records::{self, Credential, NewRecord, SummaryKey};
 use mandate_host::store::{DB_FILE, open_writer, tokens};
@@ -60,7 +60,7 @@ fn main() -> anyhow::Result<()> {
         result: Outcome::Success,
     };
     let agent_id = token.agent_id().as_str().to_owned();
-    let (mut frontier, next_status_idx) = recordlog::frontier(&conn, false)?;
+    let mut frontier = recordlog::frontier(&conn)?;
     let mut written = 0;
     while written < count {
         let tx = conn.unchecked_transaction()?;
@@ -117,13 +117,6 @@ fn main() -> anyhow::Result<()> {
             };
             records::count_in_summary(&tx, &key, added)?;
         }
-        log_rows::save_state(
-            &tx,
-            &LedgerState {
-                frontier: frontier.to_bytes(),
-                next_status_idx,
-            },
-        )?;
         let checkpoint = recordlog::sign_checkpoint(
             &signers,
             &origin,

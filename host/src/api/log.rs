@@ -20,6 +20,7 @@ use crate::error::ApiResult;
 use crate::model::{ConsistencyBody, LogEventBody, RecordProofBody};
 use crate::queries::QueryError;
 use crate::recordlog::proofs;
+use crate::store::log::{self as log_rows, StoredCheckpoint};
 
 /// A text answer, with how long it may be kept.
 fn text(body: String, cache: &'static str) -> Response {
@@ -48,8 +49,24 @@ fn text(body: String, cache: &'static str) -> Response {
     responses((status = 200, description = "The signed checkpoint", body = String, content_type = "text/plain"), Errors)
 )]
 pub(crate) async fn checkpoint(State(state): State<AppState>) -> ApiResult<Response> {
-    let checkpoint = state.store.lookup(proofs::latest).await?;
+    let checkpoint = fresh_checkpoint(&state).await?;
     Ok(text(checkpoint.note, "public, max-age=1"))
+}
+
+/// The newest checkpoint, signed now if the log has grown since the last
+/// one: checkpoints are signed when a read needs one, not by every write
+/// (docs/decisions.md), so a proof is there as soon as its write is
+/// acknowledged. Signing is a write of its own, once per size.
+async fn fresh_checkpoint(state: &AppState) -> ApiResult<StoredCheckpoint> {
+    let (latest, size) = state
+        .store
+        .lookup(|conn| Ok::<_, QueryError>((proofs::latest(conn)?, log_rows::size(conn)?)))
+        .await?;
+    if latest.size >= size {
+        return Ok(latest);
+    }
+    let now = state.clock.now();
+    Ok(state.write(move |ledger| ledger.checkpoint(now)).await?)
 }
 
 /// The record log's verifier keys (C2SP `signed-note` vkeys), one per line:
@@ -157,6 +174,7 @@ pub(crate) async fn record_proof(
     Path(aar_id): Path<String>,
 ) -> ApiResult<axum::Json<RecordProofBody>> {
     let aar_id = record_id(&aar_id)?;
+    fresh_checkpoint(&state).await?;
     let proof = state
         .store
         .lookup(move |conn| proofs::record_proof(conn, principal.org, aar_id.as_str()))

@@ -62,7 +62,7 @@ pub(crate) async fn status_list(
     let (next_idx, stored) = state
         .store
         .lookup(move |conn| {
-            let next = log_rows::state(conn, false)?.next_status_idx;
+            let next = log_rows::next_status_idx(conn)?;
             Ok::<_, QueryError>((next, status_lists::get(conn, list)?))
         })
         .await?;

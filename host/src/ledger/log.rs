@@ -1,15 +1,23 @@
 //! What a group of writes does to the record log and the token status
-//! lists, in the group's transaction.
+//! lists, in the group's transaction; and signing checkpoints.
 //!
-//! The log's right edge, the next status index and the lists a group
-//! changes are read at the group's first need and written once before it
-//! commits, with one checkpoint signed for every group that appended: a
-//! proof of each write is there the moment it is acknowledged, and a group
-//! of hundreds of writes costs one signature. On PostgreSQL the state row
-//! is locked first in every group (before any organisation's row, see
+//! A write appends its leaf (and the tile entries it completes) as it
+//! happens. The log's right edge is kept between groups and checked at a
+//! group's first need against the size of the stored log (one index
+//! lookup): another process may have appended (a PostgreSQL host, an
+//! operator command), and then it is read again from the tiles. The next
+//! status index and the lists a group changes are read at that first need
+//! and written once before it commits. On PostgreSQL the state row is
+//! locked first in every group (before any organisation's row, see
 //! [`Ledger::enter`]): appends to the one log take turns across hosts, in
-//! one order of locks. A rolled-back group forgets it all; the next reads
-//! the stored state again.
+//! one order of locks. A rolled-back group forgets it all.
+//!
+//! Checkpoints are not signed by every group: a signature and a row per
+//! commit cost more write throughput than the log's target allows
+//! (measured, docs/decisions.md). [`Ledger::checkpoint`] signs one of the
+//! committed tree when asked — by a read that needs one (a proof, the
+//! newest checkpoint), so a write's proof is there as soon as it is
+//! acknowledged — and never signs twice for one size.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -20,8 +28,9 @@ use mandate_core::status_list::{Bits, StatusList, StatusType, location};
 use mandate_core::tlog::{Frontier, LogEvent};
 
 use super::{Ledger, LedgerError, internal};
+use crate::clock::Now;
 use crate::recordlog::{self, LogKeys};
-use crate::store::log::{self as rows, LedgerState};
+use crate::store::log::{self as rows, StoredCheckpoint};
 use crate::store::orgs::{self as org_rows, Org};
 use crate::store::status_lists::{self, StoredList};
 
@@ -37,28 +46,32 @@ pub struct LogSetup {
 /// The log and status state of the current group.
 #[derive(Debug)]
 pub(super) struct GroupLog {
-    frontier: Frontier,
+    pub(super) frontier: Frontier,
     next_status_idx: u64,
-    /// Whether the group appended a leaf or allocated a status index.
-    changed: bool,
-    appended: bool,
+    /// Whether the group allocated a status index.
+    status_allocated: bool,
     /// Lists the group changed, with the revision they will be stored at.
     lists: BTreeMap<u64, (StatusList, u64)>,
-    /// The time of the group's latest event (unix ms), the checkpoint's.
+    /// The time of the group's latest status change (unix ms).
     last_at: i64,
 }
 
 impl Ledger {
     /// The group's log state, read (and on PostgreSQL locked) at its first
-    /// need.
+    /// need, with the right edge kept from the last group when the stored
+    /// log has not grown since.
     pub(super) fn group_log(&mut self) -> Result<&mut GroupLog, LedgerError> {
         if self.group.is_none() {
-            let (frontier, next_status_idx) = recordlog::frontier(&self.conn, true)?;
+            let next_status_idx = rows::lock_state(&self.conn)?;
+            let size = rows::size(&self.conn)?;
+            let frontier = match self.frontier.take() {
+                Some(kept) if kept.size() == size => kept,
+                _ => recordlog::frontier_at(&self.conn, size)?,
+            };
             self.group = Some(GroupLog {
                 frontier,
                 next_status_idx,
-                changed: false,
-                appended: false,
+                status_allocated: false,
                 lists: BTreeMap::new(),
                 last_at: 0,
             });
@@ -98,9 +111,6 @@ impl Ledger {
             .as_mut()
             .ok_or_else(|| internal("the group's log state vanished"))?;
         let idx = recordlog::append(conn, &mut group.frontier, &org, at_ms, event)?;
-        group.changed = true;
-        group.appended = true;
-        group.last_at = group.last_at.max(at_ms);
         Ok(Some(idx))
     }
 
@@ -111,7 +121,7 @@ impl Ledger {
         group.next_status_idx = idx
             .checked_add(1)
             .ok_or_else(|| internal("the status lists are full"))?;
-        group.changed = true;
+        group.status_allocated = true;
         Ok(idx)
     }
 
@@ -135,21 +145,18 @@ impl Ledger {
             .get_mut(&list)
             .ok_or_else(|| internal("a status list vanished"))?;
         status.set(offset, StatusType::INVALID).map_err(internal)?;
-        group.changed = true;
         group.last_at = group.last_at.max(at_ms);
         Ok(())
     }
 
-    /// Writes what the group changed: every status list it touched, the
-    /// log's right edge and the next status index, and a checkpoint of the
-    /// tree when it appended, signed by every log key.
+    /// Writes what the group changed: every status list it touched, and
+    /// the next status index when it allocated one. The right edge stays in
+    /// the group until it commits (kept for the next group) or rolls back
+    /// (forgotten).
     pub(super) fn flush_log(&mut self) -> Result<(), LedgerError> {
-        let Some(group) = self.group.take() else {
+        let Some(group) = self.group.as_ref() else {
             return Ok(());
         };
-        if !group.changed {
-            return Ok(());
-        }
         for (list, (status, revision)) in &group.lists {
             status_lists::put(
                 &self.conn,
@@ -161,23 +168,34 @@ impl Ledger {
                 group.last_at,
             )?;
         }
-        rows::save_state(
-            &self.conn,
-            &LedgerState {
-                frontier: group.frontier.to_bytes(),
-                next_status_idx: group.next_status_idx,
-            },
-        )?;
-        if group.appended {
-            let checkpoint = recordlog::sign_checkpoint(
-                &self.log.keys.current(),
-                &self.log.origin,
-                group.frontier.size(),
-                group.frontier.root(),
-                group.last_at,
-            )?;
-            rows::insert_checkpoint(&self.conn, &checkpoint)?;
+        if group.status_allocated {
+            rows::save_next_status_idx(&self.conn, group.next_status_idx)?;
         }
         Ok(())
+    }
+
+    /// Signs a checkpoint of the log as committed, at `now`, unless the
+    /// newest one is of its size already; the newest checkpoint either way.
+    /// Run it as a write of its own: the tree it signs is the one the
+    /// group's lock sees.
+    pub fn checkpoint(&mut self, now: Now) -> Result<StoredCheckpoint, LedgerError> {
+        let size = self.group_log()?.frontier.size();
+        let latest = rows::latest_checkpoint(&self.conn)?;
+        if let Some(latest) = latest
+            && latest.size >= size
+        {
+            return Ok(latest);
+        }
+        let frontier = &self.group_log()?.frontier;
+        let (size, root) = (frontier.size(), frontier.root());
+        let checkpoint = recordlog::sign_checkpoint(
+            &self.log.keys.current(),
+            &self.log.origin,
+            size,
+            root,
+            now.ms(),
+        )?;
+        rows::insert_checkpoint(&self.conn, &checkpoint)?;
+        Ok(checkpoint)
     }
 }

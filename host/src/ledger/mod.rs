@@ -332,6 +332,8 @@ pub struct Ledger {
     log: LogSetup,
     /// The record log and status lists as the current group changes them.
     group: Option<log::GroupLog>,
+    /// The log's right edge as the last committed group left it.
+    frontier: Option<mandate_core::tlog::Frontier>,
     /// Organisation ids by number (they never change), for log leaves.
     org_ids: HashMap<Org, mandate_core::OrgId>,
 }
@@ -350,7 +352,9 @@ impl Owned for Ledger {
     }
 
     fn after_commit(&mut self) {
-        self.group = None;
+        if let Some(group) = self.group.take() {
+            self.frontier = Some(group.frontier);
+        }
         self.locked.clear();
         if self.shared {
             // Other hosts may change them before the next group.
@@ -362,6 +366,7 @@ impl Owned for Ledger {
 
     fn after_rollback(&mut self) {
         self.group = None;
+        self.frontier = None;
         self.locked.clear();
         self.counters = Counters::default();
         self.tails.clear();
@@ -385,6 +390,7 @@ impl Ledger {
             locked: HashSet::new(),
             log,
             group: None,
+            frontier: None,
             org_ids: HashMap::new(),
             conn,
             claims: HashMap::new(),

@@ -73,16 +73,19 @@ fn tlog_width() -> u64 {
     u64::try_from(mandate_core::limits::LOG_TILE_WIDTH).unwrap_or(256)
 }
 
-/// The log's current right edge, as stored.
-pub fn frontier(conn: &Connection, lock: bool) -> Result<(Frontier, u64), StoreError> {
-    let state = rows::state(conn, lock)?;
-    let frontier = if state.frontier.is_empty() {
-        Frontier::new()
-    } else {
-        Frontier::from_bytes(&state.frontier)
-            .map_err(|e| StoreError::Internal(format!("the log's stored right edge: {e}")))?
-    };
-    Ok((frontier, state.next_status_idx))
+/// The right edge of the stored log of `size` leaves, read from its tiles.
+pub fn frontier_at(conn: &Connection, size: u64) -> Result<Frontier, StoreError> {
+    Frontier::read(&mut TableTiles::new(conn), size).map_err(|error| match error {
+        tlog::ReadError::Reader(error) => error.into(),
+        tlog::ReadError::Log(error) => {
+            StoreError::Internal(format!("the stored log breaks a rule: {error}"))
+        }
+    })
+}
+
+/// The right edge of the stored log as it stands.
+pub fn frontier(conn: &Connection) -> Result<Frontier, StoreError> {
+    frontier_at(conn, rows::size(conn)?)
 }
 
 /// A checkpoint of the tree at `size` with `root`, signed by every signing
@@ -207,17 +210,11 @@ pub fn prepare(
         keys::rotate(&tx, kek, &origin, now)?;
     }
     let signers = keys::load(&tx, kek, &origin)?;
-    let (mut frontier, next_status_idx) = frontier(&tx, true)?;
+    rows::lock_state(&tx)?;
+    let mut frontier = frontier(&tx)?;
     if config.enabled && frontier.size() == 0 {
         let appended = backfill(&tx, &mut frontier)?;
         if appended > 0 {
-            rows::save_state(
-                &tx,
-                &rows::LedgerState {
-                    frontier: frontier.to_bytes(),
-                    next_status_idx,
-                },
-            )?;
             tracing::warn!(
                 leaves = appended,
                 "the record log starts with what was stored before it: every token and record \
@@ -245,9 +242,7 @@ pub fn prepare(
 
 /// Appends an event of organisation `org` at `at` (unix ms) to the log whose
 /// right edge is `frontier`: its leaf and hash, and the tile entries it
-/// completes, stored through `conn`. Answers the leaf's index. The caller
-/// stores the frontier (`store::log::save_state`) and signs a checkpoint
-/// before its transaction commits.
+/// completes, stored through `conn`. Answers the leaf's index.
 pub fn append(
     conn: &Connection,
     frontier: &mut Frontier,

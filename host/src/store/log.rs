@@ -7,8 +7,8 @@
 //! - `log_nodes`: the tile entries of levels 1 and up, each the root of a
 //!   full tile of the level below, written once when that tile fills.
 //! - `log_checkpoints`: every checkpoint signed, by tree size.
-//! - `ledger_state`: one row, the log's right edge (core's `Frontier` in
-//!   its byte form) and the next token status index.
+//! - `ledger_state`: one row, the next token status index, whose lock on
+//!   PostgreSQL every group takes first.
 //!
 //! Hashes and leaves are bytes here; what they mean is core's (`tlog`).
 
@@ -21,38 +21,38 @@ fn hash_of(bytes: Vec<u8>) -> sql::Result<Hash> {
     Hash::try_from(bytes.as_slice()).map_err(|_| sql::Error::corrupt("a log hash", "not 32 bytes"))
 }
 
-/// The log's right edge and the next token status index.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct LedgerState {
-    /// Core's `Frontier` in its byte form (empty for an empty log).
-    pub frontier: Vec<u8>,
-    pub next_status_idx: u64,
-}
-
-/// The ledger's state row. With `lock` on PostgreSQL the row is locked until
-/// the transaction ends: every group of writes takes it first (see
+/// The next token status index. On PostgreSQL the state row is locked
+/// until the transaction ends: every group of writes takes it first (see
 /// `Ledger::enter`), so appends to the one log take turns across hosts.
-pub fn state(conn: &Connection, lock: bool) -> sql::Result<LedgerState> {
-    let sql = if lock && conn.dialect() == Dialect::Postgres {
-        "SELECT log_frontier, next_status_idx FROM ledger_state WHERE id = 1 FOR UPDATE"
+pub fn lock_state(conn: &Connection) -> sql::Result<u64> {
+    let sql = if conn.dialect() == Dialect::Postgres {
+        "SELECT next_status_idx FROM ledger_state WHERE id = 1 FOR UPDATE"
     } else {
-        "SELECT log_frontier, next_status_idx FROM ledger_state WHERE id = 1"
+        "SELECT next_status_idx FROM ledger_state WHERE id = 1"
     };
-    conn.prepare_cached(sql)?.query_row([], |row| {
-        Ok(LedgerState {
-            frontier: row.get(0)?,
-            next_status_idx: row.get(1)?,
-        })
-    })
+    conn.prepare_cached(sql)?.query_row([], |row| row.get(0))
 }
 
-/// Stores the ledger's state row.
-pub fn save_state(conn: &Connection, state: &LedgerState) -> sql::Result<()> {
-    conn.prepare_cached(
-        "UPDATE ledger_state SET log_frontier = ?1, next_status_idx = ?2 WHERE id = 1",
-    )?
-    .execute(params![state.frontier, state.next_status_idx])?;
+/// The next token status index, read without a lock.
+pub fn next_status_idx(conn: &Connection) -> sql::Result<u64> {
+    conn.prepare_cached("SELECT next_status_idx FROM ledger_state WHERE id = 1")?
+        .query_row([], |row| row.get(0))
+}
+
+/// Stores the next token status index.
+pub fn save_next_status_idx(conn: &Connection, next: u64) -> sql::Result<()> {
+    conn.prepare_cached("UPDATE ledger_state SET next_status_idx = ?1 WHERE id = 1")?
+        .execute([next])?;
     Ok(())
+}
+
+/// How many leaves the log holds (its leaves are numbered from 0 with no
+/// gap: the last one's index, plus one).
+pub fn size(conn: &Connection) -> sql::Result<u64> {
+    let last: Option<u64> = conn
+        .prepare_cached("SELECT max(idx) FROM log_leaves")?
+        .query_row([], |row| row.get(0))?;
+    Ok(last.map_or(0, |last| last + 1))
 }
 
 /// Stores a leaf and its hash at `idx`.

@@ -33,8 +33,8 @@
 //!   and hash, by index: the level-0 tiles), `log_nodes` (the tile entries
 //!   of levels 1 and up), `log_checkpoints` (every checkpoint signed, by
 //!   tree size), `log_keys` (the Ed25519 keys that sign checkpoints, sealed)
-//!   and `ledger_state` (one row: the log's right edge and the next token
-//!   status index). A token's `log_issued` and `log_revoked`, a record's
+//!   and `ledger_state` (one row: the next token status index, whose lock
+//!   orders writes across PostgreSQL hosts). A token's `log_issued` and `log_revoked`, a record's
 //!   `log_created`, `log_completed` and `log_rated` are the indices of their
 //!   events' leaves; a revoked token keeps the jti hash of the token its
 //!   revocation named (`revoke_cause`); a record keeps what `authorize` reserved
@@ -239,10 +239,9 @@ CREATE TABLE log_keys (
 
 CREATE TABLE ledger_state (
     id              BIGINT PRIMARY KEY CHECK (id = 1),
-    log_frontier    BYTEA NOT NULL,
     next_status_idx BIGINT NOT NULL
 );
-INSERT INTO ledger_state (id, log_frontier, next_status_idx) VALUES (1, ''::bytea, 0);
+INSERT INTO ledger_state (id, next_status_idx) VALUES (1, 0);
 
 CREATE TABLE status_lists (
     list       BIGINT PRIMARY KEY,
@@ -286,10 +285,9 @@ CREATE TABLE log_keys (
 
 CREATE TABLE ledger_state (
     id              INTEGER PRIMARY KEY CHECK (id = 1),
-    log_frontier    BLOB NOT NULL,
     next_status_idx INTEGER NOT NULL
 ) STRICT;
-INSERT INTO ledger_state (id, log_frontier, next_status_idx) VALUES (1, x'', 0);
+INSERT INTO ledger_state (id, next_status_idx) VALUES (1, 0);
 
 CREATE TABLE status_lists (
     list       INTEGER PRIMARY KEY,
