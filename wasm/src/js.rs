@@ -25,6 +25,10 @@ pub(crate) enum Stage {
     Chain,
     /// A bound token's proof of possession was missing or refused.
     Dpop,
+    /// A status list token was refused.
+    StatusList,
+    /// A verified token's status refuses it, or could not be established.
+    Status,
 }
 
 /// A refusal as JavaScript sees it: `{ code, message, stage, index? }`.

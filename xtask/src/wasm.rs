@@ -27,12 +27,15 @@ const PROFILE: &str = "wasm-release";
 /// release's verifier, raised to 420 000 with the second release's measured
 /// additions (docs/decisions.md, "Size"): the checks of bound tokens' proofs
 /// (+53 KB) and the agent's own key, whose Ed25519 signing brings the
-/// 30 KB basepoint table (+60 KB).
-const BUDGET_BYTES: u64 = 420_000;
+/// 30 KB basepoint table (+60 KB); then to 460 000 for token status lists
+/// (+39.9 KB, 411,721 to 451,641 bytes: miniz_oxide's inflater, the parsers
+/// of the status claim and the list token, the checks and the exports).
+const BUDGET_BYTES: u64 = 460_000;
 /// The Node suites that need no server.
-const NODE_TESTS: [&str; 4] = [
+const NODE_TESTS: [&str; 5] = [
     "test/vectors.test.mjs",
     "test/sdk.test.mjs",
+    "test/status.test.mjs",
     "test/client.test.mjs",
     "test/package.test.mjs",
 ];
