@@ -5,10 +5,15 @@ import sdk from "../pkg/node/index.js";
 
 export const {
   AgentKey,
+  MAX_STATUS_TTL_SECONDS,
+  MIN_STATUS_TTL_SECONDS,
   MandateClient,
   MandateError,
+  RemoteVerifier,
+  STATUS_LIST_MEDIA_TYPE,
   Verifier,
   checkNarrowing,
+  createRemoteVerifier,
   decodeTokenUnverified,
   delegatedGrant,
   generateAgentKey,
@@ -18,6 +23,7 @@ export const {
   summarizeWorkflow,
   verifyChain,
   verifyProof,
+  verifyStatusList,
   verifyToken,
 } = sdk;
 

@@ -3,3 +3,4 @@
 
 export * from "./mandate_wasm.js";
 export * from "./client.js";
+export * from "./remote.js";
