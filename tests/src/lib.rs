@@ -754,9 +754,10 @@ fn token_vectors(rng: &mut Rng, key: &Keys, issuer: &str, now: i64) -> Value {
         "malformed_claims",
     );
     // The status claim (IETF Token Status List): typed, every member once,
-    // nothing else.
+    // nothing else. Lists live at the vectors' own base, whatever the
+    // issuer (`hostile_tokens` is called with issuers that are no URL).
     {
-        let status = StatusClaim::for_index(issuer, 3).expect("the vector issuer is a valid base");
+        let status = StatusClaim::for_index(ISSUER, 3).expect("the vectors' base is a URL");
         let mut with_status = bound_child.clone();
         with_status.status = Some(status.clone());
         t.valid(
