@@ -454,14 +454,22 @@ struct StatusListCase {
     uri: Option<String>,
     max_staleness_seconds: Option<u64>,
     expect: Expect,
-    verifier: VerifierExpect,
+    sdk: SdkExpect,
 }
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
-struct VerifierExpect {
-    set: String,
-    verify_error: Option<String>,
+struct SdkExpect {
+    verify_token: Option<StageCode>,
+    set_status_list: String,
+    verifier: Option<String>,
+}
+
+#[derive(Deserialize, Debug, PartialEq)]
+#[serde(deny_unknown_fields)]
+struct StageCode {
+    stage: String,
+    error: String,
 }
 
 #[test]
@@ -493,6 +501,25 @@ fn status_list_vectors() {
             }
         }
 
+        // verifyToken with the list: the token's own uri expected.
+        let with_list = match &claims.status {
+            None => None,
+            Some(status) => {
+                match verify_status_list(&case.list, &jwks, case.now, Some(status.uri().as_str())) {
+                    Err(error) => Some(("status_list", error.code())),
+                    Ok(list) => check_status(&claims, &list, case.now, case.max_staleness_seconds)
+                        .err()
+                        .map(|error| ("status", error.code())),
+                }
+            }
+        };
+        let expected = case
+            .sdk
+            .verify_token
+            .as_ref()
+            .map(|e| (e.stage.as_str(), e.error.as_str()));
+        assert_eq!(with_list, expected, "{}", case.name);
+
         // A verifier that keeps lists by their own subject and finds a
         // token's list by the token's uri.
         let mut held: BTreeMap<StatusUri, VerifiedStatusList> = BTreeMap::new();
@@ -503,7 +530,7 @@ fn status_list_vectors() {
             }
             Err(error) => error.code().to_owned(),
         };
-        assert_eq!(set, case.verifier.set, "{}", case.name);
+        assert_eq!(set, case.sdk.set_status_list, "{}", case.name);
         let verified = check_status_with(
             &claims,
             |uri| held.get(uri),
@@ -512,7 +539,7 @@ fn status_list_vectors() {
         )
         .err()
         .map(|e| e.code().to_owned());
-        assert_eq!(verified, case.verifier.verify_error, "{}", case.name);
+        assert_eq!(verified, case.sdk.verifier, "{}", case.name);
     }
 }
 

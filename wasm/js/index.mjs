@@ -6,10 +6,15 @@ import sdk from "../pkg/node/index.js";
 export const {
   AgentKey,
   LogMonitor,
+  MAX_STATUS_TTL_SECONDS,
+  MIN_STATUS_TTL_SECONDS,
   MandateClient,
   MandateError,
+  RemoteVerifier,
+  STATUS_LIST_MEDIA_TYPE,
   Verifier,
   checkNarrowing,
+  createRemoteVerifier,
   decodeTokenUnverified,
   delegatedGrant,
   generateAgentKey,
@@ -24,6 +29,7 @@ export const {
   verifyLogProof,
   verifyProof,
   verifyRecordProof,
+  verifyStatusList,
   verifyToken,
 } = sdk;
 

@@ -27,6 +27,10 @@ pub(crate) enum Stage {
     Dpop,
     /// A record log checkpoint, proof, key or leaf was refused.
     Log,
+    /// A status list token was refused.
+    StatusList,
+    /// A verified token's status refuses it, or could not be established.
+    Status,
 }
 
 /// A refusal as JavaScript sees it: `{ code, message, stage, index? }`.

@@ -43,8 +43,9 @@ use js_sys::{ArrayBuffer, Uint8Array};
 use mandate_core::{
     Action, ChainError, ChainFault, Claims, Constraints, DpopError, Grant, Header, IssueError, Jkt,
     Jth, Jti, Jwks, JwksError, Outcome, Policy, ProofRequest, RecordError, ReputationCounts,
-    Resource, Scope, ScopeDenial, ScopeError, Status, SummaryRow, VerifiedProof, VerifiedToken,
-    VerifyError, VerifyOptions, WorkflowSummary,
+    Resource, Scope, ScopeDenial, ScopeError, Status, StatusCheckError, StatusListError,
+    SummaryRow, VerifiedProof, VerifiedStatusList, VerifiedToken, VerifyError, VerifyOptions,
+    WorkflowSummary,
 };
 use serde::{Deserialize, Serialize};
 use wasm_bindgen::prelude::*;
@@ -155,6 +156,14 @@ fn dpop_failure(error: &DpopError) -> Failure {
     Failure::new(Stage::Dpop, error.code(), error)
 }
 
+fn status_list_failure(error: &StatusListError) -> Failure {
+    Failure::new(Stage::StatusList, error.code(), error)
+}
+
+fn status_failure(error: &StatusCheckError) -> Failure {
+    Failure::new(Stage::Status, error.code(), error)
+}
+
 /// The request a proof of possession is checked against, as JavaScript
 /// gives it.
 #[derive(Debug, Deserialize)]
@@ -189,9 +198,22 @@ impl RequestInput {
     }
 }
 
-/// Options of `verifyToken`, `verifyChain` and `new Verifier`, read by one
-/// parser. `now` is not an option of `new Verifier` (it is an argument of
-/// `verify`), and `cacheSize` is one of `new Verifier` only.
+/// Which function options are read for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Use {
+    /// `verifyToken` and `verifyChain`.
+    Token,
+    /// `new Verifier`.
+    Verifier,
+    /// `verifyStatusList`.
+    StatusList,
+}
+
+/// Options of `verifyToken`, `verifyChain`, `new Verifier` and
+/// `verifyStatusList`, read by one parser (one parser is also less code in
+/// the module than one per function). `now` is not an option of `new
+/// Verifier` (it is an argument of `verify`); `cacheSize` and `checkStatus`
+/// are of `new Verifier` only; `verifyStatusList` takes `uri` and `now` only.
 #[derive(Debug, Default, Deserialize)]
 #[serde(default, deny_unknown_fields, rename_all = "camelCase")]
 struct Options {
@@ -205,21 +227,56 @@ struct Options {
     /// `verifyToken` only: check a bound token without its proof, to show
     /// it; never to authorize a request with it.
     skip_proof_of_possession: bool,
+    /// `verifyToken` only: the status list token to check the token's
+    /// status in.
+    status_list: Option<String>,
+    /// `new Verifier` only: refuse a token whose status cannot be checked
+    /// in a list given to `setStatusList`.
+    check_status: bool,
+    /// With `statusList` or `checkStatus`: the oldest list (by its `iat`)
+    /// accepted, in seconds.
+    max_staleness_seconds: Option<u64>,
+    /// `verifyStatusList` only: the `uri` of the token whose status is
+    /// wanted; the list's `sub` must equal it.
+    uri: Option<String>,
 }
 
 impl Options {
-    fn read(value: Option<JsValue>, for_verifier: bool) -> Result<Options, Failure> {
+    fn read(value: Option<JsValue>, purpose: Use) -> Result<Options, Failure> {
         let options: Options = options_from_js(value, "options")?;
-        let for_token_only = options.request.is_some() || options.skip_proof_of_possession;
-        let stray = match (for_verifier, options.now, options.cache_size) {
-            (true, Some(_), _) => Some("now is an argument of verifier.verify"),
-            (false, _, Some(_)) => Some("cacheSize is an option of new Verifier"),
-            (true, _, _) if for_token_only => Some(
-                "request and skipProofOfPossession are options of verifyToken; use verifier.verifyRequest",
+        let for_token_only = options.request.is_some()
+            || options.skip_proof_of_possession
+            || options.status_list.is_some();
+        let checks_status = options.status_list.is_some() || options.check_status;
+        let for_tokens = options.leeway_seconds.is_some()
+            || options.issuer.is_some()
+            || !options.revoked.is_empty()
+            || options.cache_size.is_some()
+            || for_token_only
+            || checks_status
+            || options.max_staleness_seconds.is_some();
+        let stray = match purpose {
+            Use::StatusList if for_tokens => {
+                Some("verifyStatusList takes uri and now; verify the token with verifyToken")
+            }
+            Use::StatusList => None,
+            _ if options.uri.is_some() => Some("uri is an option of verifyStatusList"),
+            Use::Verifier if options.now.is_some() => Some("now is an argument of verifier.verify"),
+            Use::Token if options.cache_size.is_some() => {
+                Some("cacheSize is an option of new Verifier")
+            }
+            Use::Token if options.check_status => Some(
+                "checkStatus is an option of new Verifier; give verifyToken the list as statusList",
+            ),
+            Use::Verifier if for_token_only => Some(
+                "request, skipProofOfPossession and statusList are options of verifyToken; use verifier.verifyRequest and verifier.setStatusList",
             ),
             _ if options.request.is_some() && options.skip_proof_of_possession => {
                 Some("request and skipProofOfPossession exclude each other")
             }
+            _ if options.max_staleness_seconds.is_some() && !checks_status => Some(
+                "maxStalenessSeconds applies to status lists: give statusList (verifyToken) or checkStatus (new Verifier)",
+            ),
             _ => None,
         };
         match stray {
@@ -238,15 +295,14 @@ pub(crate) struct Checks {
     cache_size: usize,
     request: Option<RequestInput>,
     skip_proof_of_possession: bool,
+    status_list: Option<String>,
+    check_status: bool,
+    max_staleness_seconds: Option<u64>,
 }
 
 impl Checks {
-    fn read(
-        jwks: &JsValue,
-        options: Option<JsValue>,
-        for_verifier: bool,
-    ) -> Result<Checks, Failure> {
-        let options = Options::read(options, for_verifier)?;
+    fn read(jwks: &JsValue, options: Option<JsValue>, purpose: Use) -> Result<Checks, Failure> {
+        let options = Options::read(options, purpose)?;
         Ok(Checks {
             revoked: parse_revoked(&options.revoked)?,
             keys: parse_jwks(jwks)?,
@@ -255,8 +311,30 @@ impl Checks {
             options: verify_options(options.leeway_seconds, options.issuer),
             request: options.request,
             skip_proof_of_possession: options.skip_proof_of_possession,
+            status_list: options.status_list,
+            check_status: options.check_status,
+            max_staleness_seconds: options.max_staleness_seconds,
         })
     }
+}
+
+/// The status of a verified token in the status list token `list`, verified
+/// against `keys` for the token's uri. A token without a status claim
+/// passes, and its list is not looked at.
+fn check_in_list(
+    claims: &Claims,
+    list: &str,
+    keys: &Jwks,
+    now: i64,
+    max_staleness_seconds: Option<u64>,
+) -> Result<(), Failure> {
+    let Some(status) = &claims.status else {
+        return Ok(());
+    };
+    let list = mandate_core::verify_status_list(list, keys, now, Some(status.uri().as_str()))
+        .map_err(|e| status_list_failure(&e))?;
+    mandate_core::check_status(claims, &list, now, max_staleness_seconds)
+        .map_err(|e| status_failure(&e))
 }
 
 fn try_verify_token(
@@ -265,7 +343,7 @@ fn try_verify_token(
     options: Option<JsValue>,
 ) -> Result<VerifiedToken, Failure> {
     let token = string_arg(token, "token")?;
-    let checks = Checks::read(jwks, options, false)?;
+    let checks = Checks::read(jwks, options, Use::Token)?;
     let now = now_or_clock(checks.now);
     let verified = mandate_core::verify(&token, &checks.keys, now, &checks.options)
         .map_err(|e| verify_failure(&e))?;
@@ -274,6 +352,15 @@ fn try_verify_token(
         .first_revoked(|jth| checks.revoked.contains(jth))
     {
         return Err(revoked_failure(jth));
+    }
+    if let Some(list) = &checks.status_list {
+        check_in_list(
+            &verified.claims,
+            list,
+            &checks.keys,
+            now,
+            checks.max_staleness_seconds,
+        )?;
     }
     if !checks.skip_proof_of_possession {
         match &checks.request {
@@ -292,9 +379,13 @@ fn try_verify_token(
 /// Verifies a compact token against a key set (an object or JSON text):
 /// signature, header, claims, issuer and lifetime, exactly as the server
 /// does; with `revoked`, also that neither the token nor an ancestor is
-/// revoked. A bound token is refused (`dpop_required`) unless `request`
-/// carries its proof for that request (no replay check: a `Verifier`
-/// remembers proofs), or `skipProofOfPossession` says it is only shown.
+/// revoked; with `statusList` (a status list token, verified against the
+/// same key set for the token's status uri), that the token's status is
+/// VALID in it, refusing a list older than `maxStalenessSeconds` (a token
+/// without a status claim passes). A bound token is refused
+/// (`dpop_required`) unless `request` carries its proof for that request
+/// (no replay check: a `Verifier` remembers proofs), or
+/// `skipProofOfPossession` says it is only shown.
 #[wasm_bindgen(js_name = verifyToken, unchecked_return_type = "VerifyResult")]
 pub fn verify_token(
     #[wasm_bindgen(unchecked_param_type = "string")] token: JsValue,
@@ -354,11 +445,11 @@ fn try_verify_chain(
 ) -> Result<Vec<VerifiedToken>, Failure> {
     let tokens: Vec<String> =
         from_js(tokens, "tokens").map_err(|message| Failure::input("invalid_argument", message))?;
-    let checks = Checks::read(jwks, options, false)?;
-    if checks.request.is_some() || checks.skip_proof_of_possession {
+    let checks = Checks::read(jwks, options, Use::Token)?;
+    if checks.request.is_some() || checks.skip_proof_of_possession || checks.status_list.is_some() {
         return Err(Failure::input(
             "invalid_options",
-            "request and skipProofOfPossession are options of verifyToken",
+            "request, skipProofOfPossession and statusList are options of verifyToken",
         ));
     }
     let tokens: Vec<&str> = tokens.iter().map(String::as_str).collect();
@@ -398,6 +489,78 @@ pub fn verify_chain(
                     claims: &token.claims,
                 })
                 .collect(),
+        }),
+        Err(failure) => invalid(failure),
+    }
+}
+
+/// A verified list as JavaScript sees it: what it says about itself, not
+/// its entries.
+#[derive(Serialize)]
+pub(crate) struct ListInfo<'a> {
+    uri: &'a str,
+    kid: &'a str,
+    iat: i64,
+    exp: i64,
+    ttl: u64,
+    bits: u8,
+    size: u64,
+}
+
+impl<'a> ListInfo<'a> {
+    pub(crate) fn of(list: &'a VerifiedStatusList) -> ListInfo<'a> {
+        ListInfo {
+            uri: list.uri.as_str(),
+            kid: &list.kid,
+            iat: list.iat,
+            exp: list.exp,
+            ttl: list.ttl,
+            bits: list.list.bits().get(),
+            size: list.list.len(),
+        }
+    }
+}
+
+fn try_verify_status_list(
+    jwt: &JsValue,
+    jwks: &JsValue,
+    options: Option<JsValue>,
+) -> Result<VerifiedStatusList, Failure> {
+    let jwt = string_arg(jwt, "jwt")?;
+    let options = Options::read(options, Use::StatusList)?;
+    let keys = parse_jwks(jwks)?;
+    mandate_core::verify_status_list(
+        &jwt,
+        &keys,
+        now_or_clock(options.now),
+        options.uri.as_deref(),
+    )
+    .map_err(|e| status_list_failure(&e))
+}
+
+/// Verifies a status list token (IETF Token Status List, `statuslist+jwt`)
+/// against a key set at `now`, with the strictness of token verification;
+/// with `uri`, its `sub` must equal it (the `uri` of the token whose status
+/// is wanted). Answers what the list says about itself: `uri`, `kid`,
+/// `iat`, `exp`, `ttl`, `bits` and `size` (entries). To check a token's
+/// status, give the list to `verifyToken` (`statusList`) or to a
+/// `Verifier` (`setStatusList`).
+#[wasm_bindgen(js_name = verifyStatusList, unchecked_return_type = "StatusListResult")]
+pub fn verify_status_list(
+    #[wasm_bindgen(unchecked_param_type = "string")] jwt: JsValue,
+    #[wasm_bindgen(unchecked_param_type = "Jwks | string")] jwks: JsValue,
+    #[wasm_bindgen(unchecked_optional_param_type = "StatusListCheck")] options: Option<JsValue>,
+) -> JsValue {
+    #[derive(Serialize)]
+    struct Valid<'a> {
+        valid: bool,
+        #[serde(flatten)]
+        info: ListInfo<'a>,
+    }
+    match try_verify_status_list(&jwt, &jwks, options) {
+        Ok(list) => to_js(&Valid {
+            valid: true,
+            info: ListInfo::of(&list),
         }),
         Err(failure) => invalid(failure),
     }

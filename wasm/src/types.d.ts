@@ -18,8 +18,12 @@ export interface Jwk {
 export interface ErrorInfo {
   code: string;
   message: string;
-  /** `input`: an argument; `jwks`: the key set; `verify`: a token; `chain`: a chain's links; `dpop`: a bound token's proof; `log`: a record log checkpoint, proof, key or leaf. */
-  stage: "input" | "jwks" | "verify" | "chain" | "dpop" | "log";
+  /**
+   * `input`: an argument; `jwks`: the key set; `verify`: a token; `chain`: a chain's links; `dpop`: a bound token's proof;
+   * `log`: a record log checkpoint, proof, key or leaf; `status_list`: a status list token; `status`: a token's status in its
+   * list (`token_revoked`, `status_unknown`, `status_stale`…).
+   */
+  stage: "input" | "jwks" | "verify" | "chain" | "dpop" | "log" | "status_list" | "status";
   /** The position of the offending token in a chain. */
   index?: number;
 }
@@ -82,7 +86,14 @@ export interface Claims {
   svc_chain?: string[];
   /** A bound token: the RFC 7638 thumbprint of its holder's key (RFC 9449). */
   cnf?: { jkt: string };
+  /** Where the token's status is published (IETF Token Status List); absent on tokens issued before lists were. */
+  status?: StatusClaim;
   act?: Actor;
+}
+
+/** The `status` claim: entry `idx` of the status list at `uri`. */
+export interface StatusClaim {
+  status_list: { idx: number; uri: string };
 }
 
 /** A token that passed every check. */
@@ -104,6 +115,13 @@ export interface VerifyOptions {
   request?: { method: string; url: string; proof?: string };
   /** Check a bound token without its proof: to show it, never to authorize with it. */
   skipProofOfPossession?: boolean;
+  /**
+   * A status list token (`statuslist+jwt`) for the token's status uri, verified against the same key set: the token is
+   * refused unless its entry is VALID (`token_revoked`, `token_suspended`…). A token without a status claim passes.
+   */
+  statusList?: string;
+  /** With `statusList`: refuse a list signed longer ago than this (`status_stale`). */
+  maxStalenessSeconds?: number;
 }
 
 export type VerifyResult =
@@ -122,7 +140,48 @@ export interface VerifierOptions {
   cacheSize?: number;
   /** Revoked tokens, by jti or jti hash; a revoked token voids its descendants too. */
   revoked?: string[];
+  /**
+   * Refuse a token that carries a status claim unless a list given to `setStatusList` for its uri says it is VALID:
+   * `token_revoked`, or, failing closed, `status_unknown` (no list held) and `status_stale` (see `maxStalenessSeconds`).
+   */
+  checkStatus?: boolean;
+  /** With `checkStatus`: refuse a token whose list was signed longer ago than this (`status_stale`). */
+  maxStalenessSeconds?: number;
 }
+
+/** What `verifyStatusList` checks a status list token against. */
+export interface StatusListCheck {
+  /** The `uri` of the token whose status is wanted: the list's `sub` must equal it. */
+  uri?: string;
+  /** Unix seconds; default the JavaScript clock. */
+  now?: number;
+}
+
+/** What a verified status list token says about itself. */
+export interface StatusListInfo {
+  /** Its `sub`: the URI tokens name it by. */
+  uri: string;
+  kid: string;
+  /** When it was signed (unix seconds); its age is counted from here. */
+  iat: number;
+  /** When it stops being good (unix seconds). */
+  exp: number;
+  /** Seconds it may be kept before it is fetched again. */
+  ttl: number;
+  /** Bits per token. */
+  bits: 1 | 2 | 4 | 8;
+  /** Entries. */
+  size: number;
+}
+
+export type StatusListResult =
+  | ({ valid: true } & StatusListInfo)
+  | { valid: false; error: ErrorInfo };
+
+/** `held`: whether this list is now the one checked against (false when one of its uri signed later is held). */
+export type SetStatusListResult =
+  | ({ ok: true; held: boolean } & StatusListInfo)
+  | { ok: false; error: ErrorInfo };
 
 /** The request `verifier.verifyRequest` checks a token against. */
 export interface RequestCheck {

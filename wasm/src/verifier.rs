@@ -1,16 +1,20 @@
 //! The prepared verifier for hot paths: a key set parsed once, a revocation
-//! set, an optional bounded cache of tokens that already verified, so an
-//! edge worker that sees the same token many times checks its signature
-//! once, and a memory of the DPoP proofs it accepted, so none is used twice.
+//! set, the status lists it was given (IETF Token Status List), an optional
+//! bounded cache of tokens that already verified, so an edge worker that sees
+//! the same token many times checks its signature once, and a memory of the
+//! DPoP proofs it accepted, so none is used twice.
 //!
 //! A cache hit is not a free pass: every hit re-checks the token's lifetime
 //! with core's `Claims::check_time`, its line (the token and every ancestor
-//! it names) against the revocation set, and its binding, exactly as a miss
-//! does.
+//! it names) against the revocation set, its status in the list it holds for
+//! the token's uri (when status checking is on), and its binding, exactly as
+//! a miss does.
 
 use std::collections::{BTreeSet, HashMap};
 
-use mandate_core::{Claims, DpopError, Jth, Jwks, VerifiedProof, VerifyOptions};
+use mandate_core::{
+    Claims, DpopError, Jth, Jwks, VerifiedProof, VerifiedStatusList, VerifyOptions,
+};
 use serde::{Deserialize, Serialize};
 use wasm_bindgen::prelude::*;
 
@@ -18,11 +22,60 @@ use crate::js::{
     Failure, from_js, from_json_text, invalid, not_ok, now_or_clock, object_from_js, to_js,
 };
 use crate::{
-    Checks, RequestInput, dpop_failure, parse_revoked, revoked_failure, valid_json, verify_failure,
+    Checks, ListInfo, RequestInput, Use, dpop_failure, parse_revoked, revoked_failure,
+    status_failure, status_list_failure, valid_json, verify_failure,
 };
 
 /// Most proofs a verifier remembers at once (about 3 MiB).
 const PROOF_MEMORY: usize = 65_536;
+/// Most status lists a verifier holds at once (a Mandate list is 8 KiB);
+/// past it, the list signed longest ago is dropped, and a token of that list
+/// is refused (`status_unknown`) until it is given again.
+const MAX_HELD_LISTS: usize = 256;
+
+/// Status checking: the lists held, newest per uri, and the oldest list
+/// accepted. A few lists are held (one per 65,536 tokens), so a vector
+/// searched in order is enough, and smaller in the module than a map.
+#[derive(Debug, Default)]
+struct StatusLists {
+    max_staleness_seconds: Option<u64>,
+    lists: Vec<VerifiedStatusList>,
+}
+
+impl StatusLists {
+    /// The token's status in the list held for its uri: a token without a
+    /// status claim passes; one whose list is not held is `status_unknown`.
+    fn check(&self, claims: &Claims, now: i64) -> Result<(), Failure> {
+        mandate_core::check_status_with(
+            claims,
+            |uri| self.lists.iter().find(|list| list.uri == *uri),
+            now,
+            self.max_staleness_seconds,
+        )
+        .map_err(|e| status_failure(&e))
+    }
+
+    /// Whether a list of `list`'s uri signed later than it is held.
+    fn has_newer(&self, list: &VerifiedStatusList) -> bool {
+        self.lists
+            .iter()
+            .any(|held| held.uri == list.uri && held.iat > list.iat)
+    }
+
+    /// Holds `list` for its uri, in place of the one held, if any; when the
+    /// verifier holds as many lists as it may, the list signed longest ago
+    /// makes room.
+    fn hold(&mut self, list: VerifiedStatusList) {
+        self.lists.retain(|held| held.uri != list.uri);
+        if self.lists.len() >= MAX_HELD_LISTS {
+            let oldest = (0..self.lists.len()).min_by_key(|i| self.lists.get(*i).map(|l| l.iat));
+            if let Some(oldest) = oldest {
+                self.lists.swap_remove(oldest);
+            }
+        }
+        self.lists.push(list);
+    }
+}
 
 /// A token that verified, with its result ready to hand out again.
 #[derive(Debug)]
@@ -103,18 +156,22 @@ impl<V> Cache<V> {
 ///
 /// The constructor never throws: when the key set or the options are
 /// unusable, `error` says why and every `verify` returns that error.
-/// Revocation, then the binding rule: a bound token needs a valid proof for
-/// `request`; without a request, a bound token is refused. Returns the proof
-/// to remember.
+/// Revocation, the token's status (when checked), then the binding rule: a
+/// bound token needs a valid proof for `request`; without a request, a bound
+/// token is refused. Returns the proof to remember.
 fn judge(
     claims: &Claims,
     revoked: &BTreeSet<Jth>,
+    status: Option<&StatusLists>,
     token: &str,
     now: i64,
     request: Option<&RequestInput>,
 ) -> Result<Option<VerifiedProof>, Failure> {
     if let Some(jth) = claims.first_revoked(|jth| revoked.contains(jth)) {
         return Err(revoked_failure(jth));
+    }
+    if let Some(status) = status {
+        status.check(claims, now)?;
     }
     match request {
         Some(request) => request.check(claims, token, now),
@@ -132,6 +189,8 @@ pub struct Verifier {
     cache: Cache<Entry>,
     /// Replay keys of accepted proofs, with the last second each is good for.
     proofs: HashMap<[u8; 32], i64>,
+    /// With `checkStatus`, the status lists held; `None` checks no status.
+    status: Option<StatusLists>,
 }
 
 /// The request `verifyRequest` checks a token against.
@@ -147,19 +206,28 @@ struct RequestOptions {
 #[wasm_bindgen]
 impl Verifier {
     /// Parses the key set (an object or JSON text) and the options
-    /// `{ leewaySeconds?, issuer?, cacheSize?, revoked? }`.
+    /// `{ leewaySeconds?, issuer?, cacheSize?, revoked?, checkStatus?,
+    /// maxStalenessSeconds? }`. With `checkStatus`, a token carrying a status
+    /// claim is refused unless a list given to `setStatusList` for its uri
+    /// says it is VALID, and that list was signed at most
+    /// `maxStalenessSeconds` ago (fail closed: `status_unknown`,
+    /// `status_stale`).
     #[wasm_bindgen(constructor)]
     pub fn new(
         #[wasm_bindgen(unchecked_param_type = "Jwks | string")] jwks: JsValue,
         #[wasm_bindgen(unchecked_optional_param_type = "VerifierOptions")] options: Option<JsValue>,
     ) -> Verifier {
-        match Checks::read(&jwks, options, true) {
+        match Checks::read(&jwks, options, Use::Verifier) {
             Ok(checks) => Verifier {
                 keys: Ok(checks.keys),
                 revoked: checks.revoked,
                 cache: Cache::new(checks.cache_size),
                 options: checks.options,
                 proofs: HashMap::new(),
+                status: checks.check_status.then(|| StatusLists {
+                    max_staleness_seconds: checks.max_staleness_seconds,
+                    lists: Vec::new(),
+                }),
             },
             Err(failure) => Verifier {
                 keys: Err(failure),
@@ -167,6 +235,7 @@ impl Verifier {
                 revoked: BTreeSet::new(),
                 cache: Cache::new(0),
                 proofs: HashMap::new(),
+                status: None,
             },
         }
     }
@@ -250,7 +319,14 @@ impl Verifier {
                 self.cache.remove(token);
                 return Err(verify_failure(&error));
             }
-            let proof = judge(&entry.claims, &self.revoked, token, now, request)?;
+            let proof = judge(
+                &entry.claims,
+                &self.revoked,
+                self.status.as_ref(),
+                token,
+                now,
+                request,
+            )?;
             let result = entry.result.clone();
             if let Some(proof) = proof {
                 self.first_use(&proof, now)?;
@@ -259,7 +335,14 @@ impl Verifier {
         }
         let verified = mandate_core::verify(token, keys, now, &self.options)
             .map_err(|e| verify_failure(&e))?;
-        if let Some(proof) = judge(&verified.claims, &self.revoked, token, now, request)? {
+        if let Some(proof) = judge(
+            &verified.claims,
+            &self.revoked,
+            self.status.as_ref(),
+            token,
+            now,
+            request,
+        )? {
             self.first_use(&proof, now)?;
         }
         let result = from_json_text(&valid_json(&verified));
@@ -322,7 +405,63 @@ impl Verifier {
         }
     }
 
-    /// Forgets every cached token (the revocation set stays).
+    /// Verifies a status list token against the verifier's key set at `now`
+    /// (unix seconds; default the JavaScript clock) and holds it for its
+    /// `sub`, unless a list of that uri signed later is held. Answers
+    /// `{ ok: true, held, uri, kid, iat, exp, ttl, bits, size }` (`held`:
+    /// whether this list is now the one checked against), or the list's
+    /// refusal. Refused when the verifier was not made with `checkStatus`.
+    #[wasm_bindgen(js_name = setStatusList, unchecked_return_type = "SetStatusListResult")]
+    pub fn set_status_list(
+        &mut self,
+        #[wasm_bindgen(unchecked_param_type = "string")] jwt: JsValue,
+        #[wasm_bindgen(unchecked_optional_param_type = "number")] now: Option<JsValue>,
+    ) -> JsValue {
+        #[derive(Serialize)]
+        struct Set<'a> {
+            ok: bool,
+            held: bool,
+            #[serde(flatten)]
+            info: ListInfo<'a>,
+        }
+        let now = match now.map(|now| now.as_f64()) {
+            None => now_or_clock(None),
+            Some(Some(now)) => now_or_clock(Some(now)),
+            Some(None) => {
+                return not_ok(Failure::input("invalid_argument", "now must be a number"));
+            }
+        };
+        let Some(jwt) = jwt.as_string() else {
+            return not_ok(Failure::input("invalid_argument", "jwt must be a string"));
+        };
+        let keys = match &self.keys {
+            Ok(keys) => keys,
+            Err(failure) => return not_ok(failure.clone()),
+        };
+        let Some(status) = self.status.as_mut() else {
+            return not_ok(Failure::input(
+                "status_checking_off",
+                "this verifier checks no status: make it with checkStatus: true",
+            ));
+        };
+        match mandate_core::verify_status_list(&jwt, keys, now, None) {
+            Ok(list) => {
+                let held = !status.has_newer(&list);
+                let result = to_js(&Set {
+                    ok: true,
+                    held,
+                    info: ListInfo::of(&list),
+                });
+                if held {
+                    status.hold(list);
+                }
+                result
+            }
+            Err(error) => not_ok(status_list_failure(&error)),
+        }
+    }
+
+    /// Forgets every cached token (the revocation set and status lists stay).
     #[wasm_bindgen(js_name = clearCache)]
     pub fn clear_cache(&mut self) {
         self.cache.clear();

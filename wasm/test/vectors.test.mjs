@@ -173,3 +173,53 @@ test("reputation vectors", () => {
     assert.deepEqual(sdk.reputation(testCase.counts), testCase.expect, JSON.stringify(testCase.counts));
   }
 });
+
+// The status list vectors: verifyStatusList alone, verifyToken with the list
+// as its statusList, and a Verifier that checks status and is given the list.
+const statusLists = vectors("status_list");
+
+function stageCode(result) {
+  return result.valid ? null : { stage: result.error.stage, error: result.error.code };
+}
+
+test("status list vectors: verifyStatusList", () => {
+  assert.ok(statusLists.cases.length >= 40, `only ${statusLists.cases.length} status list cases`);
+  for (const testCase of statusLists.cases) {
+    const options = { now: testCase.now };
+    if (testCase.uri !== null) options.uri = testCase.uri;
+    const result = sdk.verifyStatusList(testCase.list, statusLists.jwks, options);
+    const expected = testCase.expect.stage === "status_list" ? { stage: "status_list", error: testCase.expect.error } : null;
+    assert.deepEqual(stageCode(result), expected, testCase.name);
+    if (result.valid) {
+      assert.equal(typeof result.iat, "number", testCase.name);
+      assert.ok([1, 2, 4, 8].includes(result.bits), testCase.name);
+    }
+  }
+});
+
+test("status list vectors: verifyToken with statusList", () => {
+  for (const testCase of statusLists.cases) {
+    const options = { now: testCase.now, statusList: testCase.list, skipProofOfPossession: true };
+    if (testCase.max_staleness_seconds !== null) options.maxStalenessSeconds = testCase.max_staleness_seconds;
+    const result = sdk.verifyToken(testCase.token, statusLists.jwks, options);
+    assert.deepEqual(stageCode(result), testCase.sdk.verify_token, testCase.name);
+  }
+});
+
+test("status list vectors: Verifier.setStatusList, uncached and cached", () => {
+  for (const cacheSize of [0, 16]) {
+    for (const testCase of statusLists.cases) {
+      const options = { checkStatus: true, cacheSize };
+      if (testCase.max_staleness_seconds !== null) options.maxStalenessSeconds = testCase.max_staleness_seconds;
+      const verifier = new sdk.Verifier(statusLists.jwks, options);
+      const name = `${testCase.name}, cacheSize ${cacheSize}`;
+      const set = verifier.setStatusList(testCase.list, testCase.now);
+      assert.equal(set.ok ? "ok" : set.error.code, testCase.sdk.set_status_list, name);
+      for (let round = 0; round < 2; round++) {
+        const result = verifier.verify(testCase.token, testCase.now);
+        assert.equal(result.valid ? null : result.error.code, testCase.sdk.verifier, name);
+      }
+      verifier.free();
+    }
+  }
+});

@@ -7,6 +7,7 @@ import initWasm, { type InitInput } from "./mandate_wasm.js";
 export * from "./mandate_wasm.js";
 export * from "./client.js";
 export * from "./log.js";
+export * from "./remote.js";
 
 /**
  * Loads the WebAssembly module; call once, before anything else. `input` is

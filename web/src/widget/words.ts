@@ -25,6 +25,16 @@ const WORDS: Record<string, string> = {
   not_yet_valid: "The token is not valid yet",
   revoked: "The token or one of its ancestors is revoked",
   binding_dropped: "The token's parent is bound to a key and this token is not",
+  token_revoked: "The token's status list says it is revoked",
+  token_suspended: "The token's status list says it is suspended",
+  status_unknown: "No status list is known for the token",
+  status_stale: "The token's status list is too old to rely on",
+  status_list_expired: "The token's status list has expired",
+  status_index_out_of_range: "The token's entry is beyond the end of its status list",
+  status_uri_mismatch: "The status list is not the one the token names",
+  status_unrecognised: "The token's status list gives a status Mandate does not define",
+  status_origin_not_allowed: "The token's status list is on a host this verifier does not ask",
+  subject_mismatch: "The status list is not the one the token names",
 };
 
 /** A sentence for a verification error code; the code itself when unknown. */
