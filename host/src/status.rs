@@ -5,8 +5,10 @@
 //! A signed list is kept and served again while its bits are unchanged
 //! (same revision), the same key signs, and it is younger than half its
 //! `ttl`; otherwise it is signed anew. Every host signs its own copies;
-//! the revision, stored with the bits, is the same on all of them, and so
-//! is the `ETag` derived from it.
+//! a signed copy's `ETag` names its bits' revision and when it was signed,
+//! so a verifier that asks again with `If-None-Match` gets 304 only for the
+//! copy it holds, and a newer copy (younger, for its staleness limit) as
+//! soon as there is one.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -32,7 +34,8 @@ const KEPT: usize = 4096;
 pub struct Signed {
     pub revision: u64,
     kid: String,
-    iat: i64,
+    /// When it was signed (unix seconds).
+    pub iat: i64,
     pub jwt: Arc<str>,
 }
 

@@ -39,7 +39,10 @@ pub(crate) fn public_base(state: &AppState, headers: &HeaderMap) -> String {
 
 /// A token status list: one bit per token (`1` revoked), as a signed
 /// `statuslist+jwt` whose `sub` is this URL. Lists hold 65,536 tokens each;
-/// a token's `status.status_list` names its list and index.
+/// a token's `status.status_list` names its list and index. The `ETag`
+/// names the copy (its bits' revision and signing time): a copy is signed
+/// again once half its `ttl` has passed, so a verifier asking with
+/// `If-None-Match` gets a younger one by then.
 #[utoipa::path(
     get,
     path = "/v1/vat/status/{list}",
@@ -71,11 +74,16 @@ pub(crate) async fn status_list(
     }
     let uri =
         StatusUri::for_list(&public_base(&state, &headers), list).map_err(ApiError::internal)?;
-    let revision = stored.as_ref().map_or(0, |stored| stored.revision);
-    let etag = format!("W/\"{list}.{revision}\"");
     let ttl = state.config.status.ttl_seconds.get();
     let cache =
         HeaderValue::from_str(&format!("public, max-age={ttl}")).map_err(ApiError::internal)?;
+    let key = state.keys.current().active.clone();
+    let now = state.clock.now().s();
+    let signed = state
+        .status_lists
+        .get(list, stored, &uri, &key, ttl, now)
+        .map_err(ApiError::internal)?;
+    let etag = format!("W/\"{list}.{}.{}\"", signed.revision, signed.iat);
     let matches = headers
         .get_all(header::IF_NONE_MATCH)
         .iter()
@@ -88,12 +96,6 @@ pub(crate) async fn status_list(
     let mut response = if matches {
         StatusCode::NOT_MODIFIED.into_response()
     } else {
-        let key = state.keys.current().active.clone();
-        let now = state.clock.now().s();
-        let signed = state
-            .status_lists
-            .get(list, stored, &uri, &key, ttl, now)
-            .map_err(ApiError::internal)?;
         let mut response = signed.jwt.to_string().into_response();
         response.headers_mut().insert(
             header::CONTENT_TYPE,
