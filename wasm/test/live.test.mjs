@@ -2,7 +2,9 @@
 // client issues, records on both integration paths, delegates, rates and
 // reads back; the token verifies offline against the fetched key set; a
 // tampered token fails with the right code; a real three-deep chain verifies
-// until its root is revoked. MANDATE_BIN names the server binary
+// until its root is revoked; the record log's proofs, consistency proofs and
+// checkpoints, checked by the SDK and by the independent verifier
+// (tests/independent/tlog-verify.mjs). MANDATE_BIN names the server binary
 // (`cargo xtask test` sets it); without it these tests fail.
 import assert from "node:assert/strict";
 import { spawn } from "node:child_process";
@@ -13,8 +15,11 @@ import { createInterface } from "node:readline";
 import { createRequire } from "node:module";
 import { after, before, test } from "node:test";
 
+import * as tlog from "../../tests/independent/tlog-verify.mjs";
+
 const {
   AgentKey,
+  LogMonitor,
   MandateClient,
   MandateError,
   generateAgentKey,
@@ -22,6 +27,9 @@ const {
   sha256Ref,
   summarizeWorkflow,
   verifyChain,
+  verifyCheckpoint,
+  verifyConsistency,
+  verifyRecordProof,
   verifyToken,
 } = createRequire(import.meta.url)("..");
 
@@ -293,4 +301,115 @@ test("a retried write with its Idempotency-Key acts once", async () => {
     422,
     "idempotency_key_reused",
   );
+});
+
+test("the record log: a record's proof and the log's growth, checked by the SDK and by the independent verifier", async () => {
+  const vkeys = await client.logKey();
+  const keys = tlog.parseVkeys(vkeys);
+  assert.ok(keys.length >= 1, "the log publishes a key");
+  const token = await client.issueL1({
+    developer_email: "dev@example.com",
+    agent_id: "logged",
+    resources: ["crm:*"],
+    actions: ["write"],
+  });
+
+  // The checkpoint before the record's writes, and a monitor that trusts it.
+  const oldNote = await client.logCheckpoint();
+  const origin = oldNote.split("\n")[0];
+  assert.equal(keys[0].name, origin, "the log's key is named after its origin");
+  const monitor = new LogMonitor({ client, vkeys, origin });
+  const first = await monitor.check();
+  assert.equal(first.status, "first");
+  assert.equal(monitor.trusted, oldNote);
+
+  // A record with three events: created (authorize), completed, rated.
+  const sizeBefore = first.checkpoint.size;
+  const authorized = await client.authorize({ vat_jti: token.jti, action: "write", resource: "crm:notes", spend_usd: 1 });
+  await client.complete(authorized.aar_id, { result: "success", spend_usd: 0.5 });
+  await client.feedback(authorized.aar_id, { rating: "approved" });
+
+  const proof = await client.recordProof(authorized.aar_id);
+  assert.equal(proof.aar_id, authorized.aar_id);
+  assert.equal(proof.origin, origin);
+  assert.deepEqual(
+    proof.events.map((event) => [event.kind, event.index]),
+    [
+      ["record.created", sizeBefore],
+      ["record.completed", sizeBefore + 1],
+      ["record.rated", sizeBefore + 2],
+    ],
+    "each write appended its event at the end of the log",
+  );
+
+  // The SDK (core's rules in wasm).
+  const checked = verifyRecordProof(proof, vkeys, { origin });
+  assert.equal(checked.valid, true, JSON.stringify(checked.error));
+  assert.deepEqual(checked.checkpoint, verifyCheckpoint(proof.checkpoint, vkeys, origin).checkpoint);
+  assert.equal(checked.checkpoint.size, sizeBefore + 3);
+  assert.deepEqual(
+    checked.events.map(({ index, entry }) => [entry.kind, index, entry.aar_id]),
+    proof.events.map((event) => [event.kind, event.index, authorized.aar_id]),
+  );
+  assert.equal(checked.events[1].entry.result, "success");
+  assert.equal(checked.events[2].entry.rating, "approved");
+
+  // The independent verifier (node:crypto and the standards' texts).
+  const checkpoint = tlog.openCheckpoint(proof.checkpoint, keys, origin);
+  assert.equal(checkpoint.size, BigInt(checked.checkpoint.size));
+  assert.equal(checkpoint.root.toString("base64"), checked.checkpoint.root);
+  for (const event of proof.events) {
+    const leaf = Buffer.from(event.leaf, "base64");
+    const verified = tlog.verifyTlogProof(event.proof, leaf, vkeys, origin);
+    assert.equal(verified.index, BigInt(event.index));
+    assert.ok(verified.checkpoint.root.equals(checkpoint.root), "every event leads to the answer's checkpoint");
+    const entry = JSON.parse(leaf.toString("utf8"));
+    assert.deepEqual([entry.kind, entry.aar_id], [event.kind, authorized.aar_id]);
+  }
+  // Both refuse the same altered leaf with the same code.
+  const altered = Buffer.from(proof.events[0].leaf, "base64");
+  altered[20] ^= 0x01;
+  const tampered = { ...proof, events: [{ ...proof.events[0], leaf: altered.toString("base64") }, ...proof.events.slice(1)] };
+  const refused = verifyRecordProof(tampered, vkeys, { origin });
+  assert.deepEqual([refused.valid, refused.error.code, refused.error.index], [false, "log_root_mismatch", 0]);
+  assert.throws(() => tlog.verifyTlogProof(proof.events[0].proof, altered, vkeys, origin), { code: "log_root_mismatch" });
+
+  // More writes, then the proof that the newer tree extends the older one.
+  await client.recordAction({ vat_jti: token.jti, action: "write", resource: "crm:contacts", result: "success" });
+  const newNote = await client.logCheckpoint();
+  const oldHead = verifyCheckpoint(oldNote, vkeys, origin).checkpoint;
+  const newHead = verifyCheckpoint(newNote, vkeys, origin).checkpoint;
+  assert.equal(newHead.size, oldHead.size + 4);
+  const consistency = await client.logConsistency(oldHead.size, newHead.size);
+  assert.deepEqual([consistency.old, consistency.new], [oldHead.size, newHead.size]);
+  assert.ok(consistency.proof.length > 0);
+  const claim = { old_size: oldHead.size, old_root: oldHead.root, new_size: newHead.size, new_root: newHead.root };
+  const consistent = verifyConsistency({ ...claim, proof: consistency.proof });
+  assert.equal(consistent.valid, true, JSON.stringify(consistent.error));
+  const hashes = consistency.proof.map(tlog.decodeBase64);
+  const [oldTree, newTree] = [tlog.openCheckpoint(oldNote, keys, origin), tlog.openCheckpoint(newNote, keys, origin)];
+  tlog.verifyConsistency(oldTree.size, newTree.size, oldTree.root, newTree.root, hashes);
+  // A changed hash fails both.
+  const bent = Buffer.from(hashes[0]);
+  bent[0] ^= 0x01;
+  const bentProof = [bent.toString("base64"), ...consistency.proof.slice(1)];
+  assert.equal(verifyConsistency({ ...claim, proof: bentProof }).error.code, "log_root_mismatch");
+  assert.throws(
+    () => tlog.verifyConsistency(oldTree.size, newTree.size, oldTree.root, newTree.root, bentProof.map(tlog.decodeBase64)),
+    { code: "log_root_mismatch" },
+  );
+
+  // The monitor: the log grew, consistently; then nothing changed.
+  const grew = await monitor.check();
+  assert.equal(grew.status, "grew", JSON.stringify(grew.error));
+  assert.deepEqual([grew.old.size, grew.new.size], [oldHead.size, newHead.size]);
+  assert.equal(grew.new.root, newHead.root);
+  assert.equal(monitor.trusted, newNote);
+  assert.equal((await monitor.check()).status, "unchanged");
+  // Resumed from the old checkpoint, a fresh monitor reaches the same verdict.
+  const resumed = await new LogMonitor({ baseUrl, vkeys, origin, trusted: oldNote }).check();
+  assert.deepEqual([resumed.status, resumed.new.size], ["grew", newHead.size]);
+  // Checkpoints of another log are not trusted.
+  const elsewhere = await new LogMonitor({ client, vkeys, origin: "other.example/log" }).check();
+  assert.deepEqual([elsewhere.status, elsewhere.error.code], ["invalid", "checkpoint_origin_mismatch"]);
 });

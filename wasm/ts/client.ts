@@ -225,36 +225,23 @@ export type ApiKey = Narrowed<Schemas["KeyBody"], { role: Role; email: string | 
 export type KeyList = Narrowed<Schemas["KeyList"], { keys: ApiKey[] }>;
 export type OrgCreated = Narrowed<Schemas["OrgCreatedBody"], { org: Org; owner_key: IssuedKey }>;
 
-// The record log's endpoints, typed by hand until the server's OpenAPI
-// document describes them; then each becomes `Sent<Schemas["…"]>` like the
-// others (the checkpoint and the key are text/plain, and stay strings).
+// The record log's JSON answers; the checkpoint and the keys are
+// text/plain, and the client returns them as strings.
 
 /** One event of a record, as `GET /v1/vat/aar/{aar_id}/proof` lists it. */
-export interface RecordProofEvent {
-  /** The event's kind: `record.created`, `record.completed` or `record.rated`. */
-  kind: string;
-  /** The leaf's index in the log. */
-  index: number;
-  /** The leaf's bytes, standard base64. */
-  leaf: string;
-  /** A C2SP tlog-proof@v1 text: the leaf's inclusion in the checkpoint it carries. */
-  proof: string;
-}
+export type RecordProofEvent = Narrowed<
+  Sent<Schemas["LogEventBody"]>,
+  {
+    /** The event's kind, which the document lists in prose. */
+    kind: "record.created" | "record.completed" | "record.rated";
+  }
+>;
 
 /** `GET /v1/vat/aar/{aar_id}/proof`: every event of a record with its proof. */
-export interface RecordProof {
-  aar_id: string;
-  /** The signed checkpoint (a C2SP signed note) the proofs lead to. */
-  checkpoint: string;
-  events: RecordProofEvent[];
-}
+export type RecordProof = Narrowed<Sent<Schemas["RecordProofBody"]>, { events: RecordProofEvent[] }>;
 
 /** `GET /v1/log/consistency?old=N&new=M`: RFC 6962 consistency proof hashes, standard base64. */
-export interface LogConsistency {
-  old: number;
-  new: number;
-  proof: string[];
-}
+export type LogConsistency = Sent<Schemas["ConsistencyBody"]>;
 
 /**
  * An RFC 9457 problem body. Any member may be missing: the client makes

@@ -8,7 +8,7 @@
 
 import assert from "node:assert/strict";
 import { spawn } from "node:child_process";
-import { mkdirSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { createInterface } from "node:readline";
@@ -30,12 +30,21 @@ const CHROMIUM_ARGS = [
   "--disable-sync",
 ];
 
-/** Starts `mandate serve` on a free port with a fresh data folder. */
-export async function startServer() {
+/**
+ * Starts `mandate serve` on a free port with a fresh data folder; `config`,
+ * when given, is the text of its TOML configuration file.
+ */
+export async function startServer({ config } = {}) {
   const binary = process.env.MANDATE_BIN;
   assert.ok(binary, "MANDATE_BIN must name the mandate binary (cargo xtask test sets it)");
   const dataDir = mkdtempSync(join(tmpdir(), "mandate-e2e-"));
-  const child = spawn(binary, ["serve", "--listen", "127.0.0.1:0", "--data-dir", dataDir], {
+  const args = ["serve", "--listen", "127.0.0.1:0", "--data-dir", dataDir];
+  if (config !== undefined) {
+    const file = join(dataDir, "config.toml");
+    writeFileSync(file, config, { mode: 0o600 });
+    args.push("--config", file);
+  }
+  const child = spawn(binary, args, {
     stdio: ["ignore", "pipe", "inherit"],
     env: { ...process.env, RUST_LOG: process.env.RUST_LOG ?? "warn" },
   });
@@ -108,6 +117,33 @@ export class Api {
 
   act(jti, action, resource, result) {
     return this.call("POST", "/v1/vat/record/action", { vat_jti: jti, action, resource, result }, { key: null });
+  }
+
+  /** Asks before acting, naming the token by `vat_jti`: `{ authorized, aar_id, … }`. */
+  authorize(jti, action, resource) {
+    return this.call("POST", "/v1/vat/authorize", { vat_jti: jti, action, resource }, { key: null });
+  }
+
+  /** Completes an authorized (pending) record with its result. */
+  complete(aarId, result) {
+    return this.call("POST", `/v1/vat/aar/${encodeURIComponent(aarId)}/complete`, { result }, { key: null });
+  }
+
+  /** A record's events in the record log with their proofs. */
+  recordProof(aarId) {
+    return this.call("GET", `/v1/vat/aar/${encodeURIComponent(aarId)}/proof`);
+  }
+
+  /** A public text answer (the log's checkpoint or keys). */
+  async text(path) {
+    const response = await fetch(`${this.base}${path}`);
+    assert.equal(response.status, 200, path);
+    return response.text();
+  }
+
+  /** The size of the record log's newest checkpoint (its second line). */
+  async logSize() {
+    return Number((await this.text("/v1/log/checkpoint")).split("\n")[1]);
   }
 
   /** `GET /v1/me` for `key` (default the admin key). */

@@ -1,11 +1,13 @@
 // The records table: filters, cursor pages, and each record's full detail in
-// a dialog with its rating controls. Used by the workflow view (records of
-// one provenance_ref) and the agent view (records of one agent).
+// a dialog with its rating controls and its place in the record log. Used
+// by the workflow view (records of one provenance_ref) and the agent view
+// (records of one agent).
 
 import type { ActionRecord, RecordQuery } from "mandate-sdk/web";
 import { type Child, entry, h, link, replace } from "./dom.js";
 import { badge, fromLocalInput, idElement, outcome, score, time, timeElement, usd } from "./format.js";
 import { ratingControls } from "./rating.js";
+import { recordLog } from "./recordlog.js";
 import { route } from "./router.js";
 import { client } from "./session.js";
 import { Pages, field, load, problemBox, signedOut } from "./ui.js";
@@ -229,15 +231,24 @@ export class RecordsPanel {
     return body;
   }
 
-  /** Shows a record's full detail and its rating controls. */
+  /**
+   * Shows a record's full detail, its rating controls and its place in the
+   * record log, checked in this browser (again after a rating, which the
+   * log records too).
+   */
   show(record: ActionRecord): void {
+    let log = recordLog(record.aar_id);
     this.#openDialog(
       `${record.action} · ${record.resource}`,
       detail(record),
       ratingControls(record, (updated) => {
+        const fresh = recordLog(record.aar_id);
+        log.replaceWith(fresh);
+        log = fresh;
         this.#options.onRated?.(updated);
         void this.reload();
       }),
+      log,
     );
   }
 
