@@ -265,6 +265,16 @@ pub fn append(
     Ok(index)
 }
 
+/// A token as the backfill reads it.
+struct StoredToken {
+    jti: String,
+    org: Org,
+    claims: String,
+    kid: String,
+    revoked_at: Option<i64>,
+    reason: Option<String>,
+}
+
 /// Fills an empty log with what the database held before the log existed
 /// (an upgrade, or a deployment that turns the log on): every token's
 /// issue, every record's events, every revocation, each as its row stands
@@ -285,23 +295,30 @@ fn backfill(conn: &Connection, frontier: &mut Frontier) -> anyhow::Result<u64> {
             .cloned()
             .ok_or_else(|| anyhow::anyhow!("a stored object stands in no organisation"))
     };
-    let tokens: Vec<(String, Org, String, String, Option<i64>, Option<String>)> = conn
+    let tokens: Vec<StoredToken> = conn
         .prepare_cached(
             "SELECT jti, org, claims, kid, revoked_at, revoke_reason FROM tokens
              ORDER BY issued_at, depth, jti",
         )?
         .query_map([], |row| {
-            Ok((
-                row.get(0)?,
-                row.get(1)?,
-                row.get(2)?,
-                row.get(3)?,
-                row.get(4)?,
-                row.get(5)?,
-            ))
+            Ok(StoredToken {
+                jti: row.get(0)?,
+                org: row.get(1)?,
+                claims: row.get(2)?,
+                kid: row.get(3)?,
+                revoked_at: row.get(4)?,
+                reason: row.get(5)?,
+            })
         })?
         .collect::<sql::Result<_>>()?;
-    for (jti, org, text, kid, _, _) in &tokens {
+    for StoredToken {
+        jti,
+        org,
+        claims: text,
+        kid,
+        ..
+    } in &tokens
+    {
         let claims: Claims = serde_json::from_str(text)?;
         let index = append(
             conn,
@@ -347,7 +364,15 @@ fn backfill(conn: &Connection, frontier: &mut Frontier) -> anyhow::Result<u64> {
             )?;
         }
     }
-    for (jti, org, text, _, revoked_at, reason) in &tokens {
+    for StoredToken {
+        jti,
+        org,
+        claims: text,
+        revoked_at,
+        reason,
+        ..
+    } in &tokens
+    {
         let Some(revoked_at) = revoked_at else {
             continue;
         };
