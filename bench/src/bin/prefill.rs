@@ -85,18 +85,18 @@ fn main() -> anyhow::Result<()> {
                 delegated_jti: None,
                 credential: Credential::Jti,
             };
-            let created = events::record_created(&events::Created {
-                aar_id: aar_id.as_str(),
-                jti: token.jti.as_str(),
-                agent_id: &agent_id,
-                provenance_ref: token.svc_prov.as_str(),
+            let created = events::record_created(events::Created {
+                aar_id: &aar_id,
+                jth: token.jth(),
+                agent_id: token.agent_id(),
+                provenance_ref: &token.svc_prov,
                 action: record.action,
                 resource: record.resource,
                 state,
                 result_hash: None,
                 spend_micros: 0,
                 credential: Credential::Jti,
-                delegated_jti: None,
+                delegated_jth: None,
             })?;
             let index = recordlog::append(&tx, &mut frontier, &org_id, at, created)?;
             records::insert(&tx, seq, &record, Some(index))?;

@@ -620,18 +620,18 @@ impl Ledger {
             ));
         }
         let claims = record.token;
-        let created = events::record_created(&events::Created {
-            aar_id: record.aar_id.as_str(),
-            jti: claims.jti.as_str(),
-            agent_id: claims.agent_id().as_str(),
-            provenance_ref: claims.svc_prov.as_str(),
+        let created = events::record_created(events::Created {
+            aar_id: record.aar_id,
+            jth: claims.jth(),
+            agent_id: claims.agent_id(),
+            provenance_ref: &claims.svc_prov,
             action: record.action,
             resource: record.resource,
             state: record.state,
-            result_hash: record.result_hash.map(mandate_core::ResultHash::as_str),
+            result_hash: record.result_hash,
             spend_micros: record.spend.micros(),
             credential: record.credential,
-            delegated_jti: record.delegated_jti.map(Jti::as_str),
+            delegated_jth: record.delegated_jti.map(Jti::hash),
         })?;
         let log_created = self.append(org, record.created_at, created)?;
         records::insert(&self.conn, seq, record, log_created)?;

@@ -495,7 +495,7 @@ fn check_record(
         leaves,
         orgs,
     };
-    let created = events::record_created(&events::created_of(record));
+    let created = events::created_of(record);
     compare(
         conn,
         expect(

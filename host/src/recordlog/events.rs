@@ -49,20 +49,46 @@ pub fn token_revoked(jth: &str, cause: &str, reason: Option<&str>) -> Result<Log
     }))
 }
 
-/// What a record was when it was created: its `state` and `spend` then.
-#[derive(Debug, Clone, Copy)]
+/// A record as it was created (its `state` and spend then), in typed
+/// values: the ledger has them at hand; the audit reads them from a row
+/// ([`created_of`]).
+#[derive(Debug, Clone)]
 pub struct Created<'a> {
-    pub aar_id: &'a str,
-    pub jti: &'a str,
-    pub agent_id: &'a str,
-    pub provenance_ref: &'a str,
+    pub aar_id: &'a AarId,
+    /// The jti hash of the token it was made with.
+    pub jth: Jth,
+    pub agent_id: &'a AgentId,
+    pub provenance_ref: &'a ProvenanceRef,
     pub action: &'a str,
     pub resource: &'a str,
     pub state: RecordState,
-    pub result_hash: Option<&'a str>,
+    pub result_hash: Option<&'a ResultHash>,
     pub spend_micros: u64,
     pub credential: Credential,
-    pub delegated_jti: Option<&'a str>,
+    /// The jti hash of the token a `delegate` record made.
+    pub delegated_jth: Option<Jth>,
+}
+
+/// `record.created`.
+pub fn record_created(created: Created<'_>) -> Result<LogEvent, StoreError> {
+    Ok(LogEvent::RecordCreated(RecordCreated {
+        aar_id: created.aar_id.clone(),
+        jth: created.jth,
+        agent_id: created.agent_id.clone(),
+        provenance_ref: created.provenance_ref.clone(),
+        action: Action::parse(created.action).map_err(internal)?,
+        resource: Resource::parse(created.resource).map_err(internal)?,
+        status: created.state.status(),
+        result: created.state.result(),
+        deny_reason: created.state.deny_reason(),
+        result_hash: created.result_hash.cloned(),
+        spend_micros: created.spend_micros,
+        credential: match created.credential {
+            Credential::Jti => tlog::Credential::Jti,
+            Credential::Token => tlog::Credential::Token,
+        },
+        delegated_jth: created.delegated_jth,
+    }))
 }
 
 fn jth_of(jti: &str) -> Result<Jth, StoreError> {
@@ -72,28 +98,6 @@ fn jth_of(jti: &str) -> Result<Jth, StoreError> {
 fn result_hash(text: Option<&str>) -> Result<Option<ResultHash>, StoreError> {
     text.map(|hash| ResultHash::parse(hash).map_err(internal))
         .transpose()
-}
-
-/// `record.created`.
-pub fn record_created(created: &Created<'_>) -> Result<LogEvent, StoreError> {
-    Ok(LogEvent::RecordCreated(RecordCreated {
-        aar_id: AarId::parse(created.aar_id).map_err(internal)?,
-        jth: jth_of(created.jti)?,
-        agent_id: AgentId::parse(created.agent_id).map_err(internal)?,
-        provenance_ref: ProvenanceRef::parse(created.provenance_ref).map_err(internal)?,
-        action: Action::parse(created.action).map_err(internal)?,
-        resource: Resource::parse(created.resource).map_err(internal)?,
-        status: created.state.status(),
-        result: created.state.result(),
-        deny_reason: created.state.deny_reason(),
-        result_hash: result_hash(created.result_hash)?,
-        spend_micros: created.spend_micros,
-        credential: match created.credential {
-            Credential::Jti => tlog::Credential::Jti,
-            Credential::Token => tlog::Credential::Token,
-        },
-        delegated_jth: created.delegated_jti.map(jth_of).transpose()?,
-    }))
 }
 
 /// A state without its rating (the rating has a leaf of its own).
@@ -110,30 +114,30 @@ pub fn made_pending(record: &Record) -> bool {
     record.reserved.is_some()
 }
 
-/// A stored record as it was created: pending with its reservation when
-/// `authorize` made it, else as it stands, without a rating.
-pub fn created_of(record: &Record) -> Created<'_> {
+/// The `record.created` of a stored record: pending with its reservation
+/// when `authorize` made it, else as it stands, without a rating.
+pub fn created_of(record: &Record) -> Result<LogEvent, StoreError> {
     let (state, spend, hash) = match record.reserved {
         Some(reserved) => (RecordState::Pending, reserved, None),
         None => (
             unrated(record.state),
             record.spend,
-            record.result_hash.as_deref(),
+            result_hash(record.result_hash.as_deref())?,
         ),
     };
-    Created {
-        aar_id: &record.aar_id,
-        jti: &record.jti,
-        agent_id: &record.agent_id,
-        provenance_ref: &record.provenance_ref,
+    record_created(Created {
+        aar_id: &AarId::parse(&record.aar_id).map_err(internal)?,
+        jth: jth_of(&record.jti)?,
+        agent_id: &AgentId::parse(&record.agent_id).map_err(internal)?,
+        provenance_ref: &ProvenanceRef::parse(&record.provenance_ref).map_err(internal)?,
         action: &record.action,
         resource: &record.resource,
         state,
-        result_hash: hash,
+        result_hash: hash.as_ref(),
         spend_micros: spend.micros(),
         credential: record.credential,
-        delegated_jti: record.delegated_jti.as_deref(),
-    }
+        delegated_jth: record.delegated_jti.as_deref().map(jth_of).transpose()?,
+    })
 }
 
 /// `record.completed`, for a stored record completed after it was made
