@@ -518,7 +518,10 @@ export interface paths {
         /**
          * A token status list: one bit per token (`1` revoked), as a signed
          *     `statuslist+jwt` whose `sub` is this URL. Lists hold 65,536 tokens each;
-         *     a token's `status.status_list` names its list and index.
+         *     a token's `status.status_list` names its list and index. The `ETag`
+         *     names the copy (its bits' revision and signing time): a copy is signed
+         *     again once half its `ttl` has passed, so a verifier asking with
+         *     `If-None-Match` gets a younger one by then.
          */
         get: operations["status_list"];
         put?: never;
