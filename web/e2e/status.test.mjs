@@ -199,7 +199,9 @@ describe("status lists against mandate serve (the server's contract)", () => {
     await server.api.call("POST", "/v1/vat/revoke", { jti: seeded.researcher.jti });
     for (const token of [seeded.researcher, seeded.summarizer]) {
       const { page, context, errors, text } = await look(token, "revoked");
-      assert.match(text, /Revoked/);
+      // The badge's text (its style shows it in capitals).
+      assert.equal(await page.locator("mandate-verify .verdict-revoked .badge").textContent(), "Revoked");
+      assert.match(text, /it has been revoked: it authorizes nothing/);
       if (token === seeded.summarizer) await screenshot(page, "widget-served-revoked");
       assert.deepEqual(errors, []);
       await context.close();
