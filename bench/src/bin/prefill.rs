@@ -26,12 +26,9 @@ fn main() -> anyhow::Result<()> {
     let conn = open_writer(&data_dir.join(DB_FILE))?;
     let kek = Kek::read_file(&data_dir.join(KEY_FILE))?
         .ok_or_else(|| anyhow::anyhow!("the data folder has no key file"))?;
-    let origin: Vec<u8> = conn.query_row(
-        "SELECT value FROM meta WHERE key = ?1",
-        [recordlog::ORIGIN_KEY],
-        |row| row.get(0),
-    )?;
-    let origin = String::from_utf8(origin)?;
+    let origin = recordlog::stored_origin(&conn)?.ok_or_else(|| {
+        anyhow::anyhow!("the data folder's log has no origin: start the server once")
+    })?;
     let signers = recordlog::keys::load(&conn, &kek, &origin)?;
     let jti = Jti::parse(jti)?;
     let claims = tokens::claims_text(&conn, &jti.hash())?

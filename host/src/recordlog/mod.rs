@@ -142,11 +142,8 @@ fn default_origin(public_url: Option<&str>) -> String {
 /// The log's origin: stored at the first start (from `[log] origin`, else
 /// the default) and the same ever after; a configuration naming another is
 /// refused.
-fn origin(
-    conn: &Connection,
-    config: &LogConfig,
-    public_url: Option<&str>,
-) -> anyhow::Result<String> {
+/// The log's origin as the database keeps it, once a start has fixed it.
+pub fn stored_origin(conn: &Connection) -> anyhow::Result<Option<String>> {
     let stored: Option<Vec<u8>> = conn
         .query_row(
             "SELECT value FROM meta WHERE key = ?1",
@@ -154,9 +151,20 @@ fn origin(
             |row| row.get(0),
         )
         .optional()?;
-    if let Some(stored) = stored {
-        let stored = String::from_utf8(stored)
-            .map_err(|_| anyhow::anyhow!("the stored log origin is not UTF-8"))?;
+    stored
+        .map(|bytes| {
+            String::from_utf8(bytes)
+                .map_err(|_| anyhow::anyhow!("the stored log origin is not UTF-8"))
+        })
+        .transpose()
+}
+
+fn origin(
+    conn: &Connection,
+    config: &LogConfig,
+    public_url: Option<&str>,
+) -> anyhow::Result<String> {
+    if let Some(stored) = stored_origin(conn)? {
         if let Some(configured) = &config.origin
             && configured != &stored
         {

@@ -667,14 +667,10 @@ async fn hosts_writing_at_once_append_to_one_log() {
         Err(mandate_core::StatusCheckError::Revoked)
     );
     let report = hosts[0].with_database(|conn| {
-        let origin: Vec<u8> = conn
-            .query_row(
-                "SELECT value FROM meta WHERE key = ?1",
-                [mandate_host::recordlog::ORIGIN_KEY],
-                |row| row.get(0),
-            )
+        let origin = mandate_host::recordlog::stored_origin(conn)
+            .unwrap()
             .unwrap();
-        mandate_host::recordlog::audit::verify(conn, &String::from_utf8(origin).unwrap()).unwrap()
+        mandate_host::recordlog::audit::verify(conn, &origin).unwrap()
     });
     assert_eq!(report.findings, [], "{}", report.summary());
     assert_eq!(report.records, 90);

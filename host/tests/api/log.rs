@@ -508,14 +508,7 @@ fn open(dir: &Path) -> Connection {
 }
 
 fn origin(conn: &Connection) -> String {
-    let bytes: Vec<u8> = conn
-        .query_row(
-            "SELECT value FROM meta WHERE key = ?1",
-            [recordlog::ORIGIN_KEY],
-            |row| row.get(0),
-        )
-        .unwrap();
-    String::from_utf8(bytes).unwrap()
+    recordlog::stored_origin(conn).unwrap().unwrap()
 }
 
 /// `mandate audit verify` on a data folder: its exit status and what it

@@ -867,15 +867,10 @@ async fn an_upgraded_database_starts_its_log_with_what_it_held() {
     }
     let dir = app.stop().await;
     let conn = store::open_writer(&dir.path().join(DB_FILE)).unwrap();
-    let origin: Vec<u8> = conn
-        .query_row(
-            "SELECT value FROM meta WHERE key = ?1",
-            [mandate_host::recordlog::ORIGIN_KEY],
-            |row| row.get(0),
-        )
+    let origin = mandate_host::recordlog::stored_origin(&conn)
+        .unwrap()
         .unwrap();
-    let report =
-        mandate_host::recordlog::audit::verify(&conn, &String::from_utf8(origin).unwrap()).unwrap();
+    let report = mandate_host::recordlog::audit::verify(&conn, &origin).unwrap();
     assert_eq!(report.findings, [], "{}", report.summary());
     assert_eq!(report.records, before.records.len() as u64);
 }
