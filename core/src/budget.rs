@@ -67,7 +67,7 @@ pub fn check_extra_spend(
 ) -> Result<(), BudgetExceeded> {
     let counted = Constraints {
         max_spend_usd: constraints.max_spend_usd,
-        max_actions: None,
+        ..Constraints::default()
     };
     check_budget(&counted, used, extra)
 }
@@ -129,6 +129,7 @@ mod tests {
         let c = Constraints {
             max_spend_usd: Some(usd(100)),
             max_actions: None,
+            require_approval: None,
         };
         assert_eq!(check_budget(&c, used(60, 0), usd(40)), Ok(()));
         assert_eq!(
@@ -143,6 +144,7 @@ mod tests {
         let c = Constraints {
             max_spend_usd: None,
             max_actions: Some(2),
+            require_approval: None,
         };
         assert_eq!(check_budget(&c, used(0, 1), Usd::ZERO), Ok(()));
         assert_eq!(
@@ -152,6 +154,7 @@ mod tests {
         let none = Constraints {
             max_spend_usd: None,
             max_actions: Some(0),
+            require_approval: None,
         };
         assert_eq!(
             check_budget(&none, used(0, 0), Usd::ZERO),
@@ -164,6 +167,7 @@ mod tests {
         let c = Constraints {
             max_spend_usd: Some(usd(1)),
             max_actions: Some(0),
+            require_approval: None,
         };
         let err = check_budget(&c, used(0, 0), usd(2)).unwrap_err();
         assert_eq!(err, BudgetExceeded(Limit::MaxSpendUsd));
@@ -178,6 +182,7 @@ mod tests {
         Constraints {
             max_spend_usd: spend.map(usd),
             max_actions: actions,
+            require_approval: None,
         }
     }
 
@@ -185,7 +190,7 @@ mod tests {
     fn a_chain_is_checked_root_first() {
         let root = (limits(Some(100), Some(10)), used(50, 3));
         let child = (limits(Some(20), None), used(15, 3));
-        let chain = [root, child];
+        let chain = [root, child.clone()];
         assert_eq!(check_chain_budgets(&chain, usd(5)), Ok(()));
         // The second token fails.
         assert_eq!(
@@ -242,6 +247,7 @@ mod tests {
         let c = Constraints {
             max_spend_usd: Some(usd(10)),
             max_actions: Some(1),
+            require_approval: None,
         };
         assert_eq!(check_extra_spend(&c, used(5, 1), usd(5)), Ok(()));
         assert_eq!(

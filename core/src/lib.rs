@@ -3,8 +3,8 @@
 //! The pure rules of Mandate: identifiers, scopes and their narrowing, keys
 //! and key sets, token claims with issuing, delegation, signing and
 //! verification, proofs of possession for bound tokens (DPoP), token status
-//! lists (the IETF Token Status List), human references, the action-record
-//! lifecycle, budgets, reputation, workflow summaries, and the record log's
+//! lists (the IETF Token Status List), human references, approval
+//! requirements, the action-record lifecycle, budgets, reputation, workflow summaries, and the record log's
 //! Merkle tree, signed checkpoints and proofs.
 //!
 //! This crate refuses to know about the world: it does no I/O, reads no
@@ -28,6 +28,7 @@
     )
 )]
 
+pub mod approval;
 mod b64;
 pub mod budget;
 pub mod chain;
@@ -47,6 +48,7 @@ pub mod summary;
 pub mod tlog;
 pub mod token;
 
+pub use approval::{ApprovalRequirement, chain_requires_approval};
 pub use budget::{
     BudgetExceeded, Usage, check_budget, check_chain_budgets, check_chain_extra_spend,
     check_extra_spend,

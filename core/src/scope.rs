@@ -20,14 +20,17 @@
 //! # Narrowing
 //! A child grant is narrower than (or equal to) its parent when every child
 //! resource pattern is covered by a parent pattern, every child action is held
-//! by the parent, every parent constraint is kept and not raised, every parent
-//! framework is kept, and the child expires no later than the parent.
+//! by the parent, every parent constraint is kept and not raised, the
+//! child's approval requirement asks for approval wherever the parent's does
+//! (see [`crate::approval`]), every parent framework is kept, and the child
+//! expires no later than the parent.
 //! [`check_narrowing`] reports every way a child is wider, not just the first.
 
 use std::fmt;
 
 use serde::{Deserialize, Serialize};
 
+use crate::approval::{ApprovalRequirement, check_covers};
 use crate::limits::{
     MAX_ACTIONS_LIMIT, MAX_LIST_LEN, MAX_NAME_LEN, MAX_NAMESPACE_LEN, MAX_RESOURCE_LEN,
 };
@@ -59,6 +62,8 @@ pub enum ScopeError {
     Duplicate { field: &'static str, value: String },
     #[error("max_actions must be at most {MAX_ACTIONS_LIMIT}")]
     MaxActionsTooLarge,
+    #[error("require_approval must have actions, resources or spend_over_usd")]
+    ApprovalRequirementEmpty,
 }
 
 impl ScopeError {
@@ -73,6 +78,7 @@ impl ScopeError {
             ScopeError::TooMany(_) => "list_too_long",
             ScopeError::Duplicate { .. } => "duplicate_entry",
             ScopeError::MaxActionsTooLarge => "max_actions_too_large",
+            ScopeError::ApprovalRequirementEmpty => "empty_approval_requirement",
         }
     }
 }
@@ -209,7 +215,9 @@ impl ResourcePattern {
     }
 }
 
-fn check_list<T: PartialEq + fmt::Display>(
+/// Checks a list of entries: not empty unless `allow_empty`, at most 64,
+/// no entry twice.
+pub(crate) fn check_list<T: PartialEq + fmt::Display>(
     field: &'static str,
     items: &[T],
     allow_empty: bool,
@@ -334,15 +342,19 @@ pub fn permits(scope: &Scope, action: &Action, resource: &Resource) -> bool {
     scope.check(action, resource).is_ok()
 }
 
-/// Budget limits of a token, cumulative over the token and its descendants
-/// (`svc_constraints`). An absent limit is no limit.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+/// The constraints of a token (`svc_constraints`): budget limits,
+/// cumulative over the token and its descendants, and when an action needs
+/// a human's approval first. An absent limit is no limit; an absent
+/// requirement asks for no approval.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(try_from = "RawConstraints")]
 pub struct Constraints {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub max_spend_usd: Option<Usd>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub max_actions: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub require_approval: Option<ApprovalRequirement>,
 }
 
 #[derive(Deserialize)]
@@ -352,6 +364,8 @@ struct RawConstraints {
     max_spend_usd: Option<Usd>,
     #[serde(default)]
     max_actions: Option<u64>,
+    #[serde(default)]
+    require_approval: Option<ApprovalRequirement>,
 }
 
 impl TryFrom<RawConstraints> for Constraints {
@@ -363,14 +377,20 @@ impl TryFrom<RawConstraints> for Constraints {
         Ok(Constraints {
             max_spend_usd: raw.max_spend_usd,
             max_actions: raw.max_actions,
+            require_approval: raw.require_approval,
         })
     }
 }
 
 impl Constraints {
-    /// Whether no limit is set.
+    /// Whether no constraint is set: no limit and no approval requirement.
     pub fn is_empty(&self) -> bool {
-        self.max_spend_usd.is_none() && self.max_actions.is_none()
+        !self.has_budget() && self.require_approval.is_none()
+    }
+
+    /// Whether a budget limit is set.
+    pub fn has_budget(&self) -> bool {
+        self.max_spend_usd.is_some() || self.max_actions.is_some()
     }
 }
 
@@ -450,6 +470,18 @@ pub enum Violation {
     ConstraintRaised(Limit),
     /// A limit the parent sets and the child leaves out.
     ConstraintDropped(Limit),
+    /// The parent requires approval and the child requires none.
+    ApprovalDropped,
+    /// An action the parent's approval requirement lists and the child's
+    /// does not.
+    ApprovalActionDropped(Action),
+    /// A resource pattern of the parent's approval requirement that no
+    /// pattern of the child's covers.
+    ApprovalResourceNotCovered(ResourcePattern),
+    /// The child needs approval only above a higher spend than the parent.
+    ApprovalThresholdRaised,
+    /// The parent needs approval above a spend and the child at no spend.
+    ApprovalThresholdDropped,
     /// A framework the parent asserts and the child leaves out.
     FrameworkDropped(Framework),
     /// The child would outlive its parent.
@@ -465,6 +497,16 @@ impl Violation {
             Violation::ConstraintRaised(limit) | Violation::ConstraintDropped(limit) => {
                 format!("constraints.{}", limit.as_str())
             }
+            Violation::ApprovalDropped => "constraints.require_approval".to_owned(),
+            Violation::ApprovalActionDropped(_) => {
+                "constraints.require_approval.actions".to_owned()
+            }
+            Violation::ApprovalResourceNotCovered(_) => {
+                "constraints.require_approval.resources".to_owned()
+            }
+            Violation::ApprovalThresholdRaised | Violation::ApprovalThresholdDropped => {
+                "constraints.require_approval.spend_over_usd".to_owned()
+            }
             Violation::FrameworkDropped(_) => "policy.frameworks".to_owned(),
             Violation::LifetimeBeyondParent { .. } => "exp".to_owned(),
         }
@@ -477,6 +519,11 @@ impl Violation {
             Violation::ActionNotHeld(_) => "action_not_held",
             Violation::ConstraintRaised(_) => "constraint_raised",
             Violation::ConstraintDropped(_) => "constraint_dropped",
+            Violation::ApprovalDropped => "approval_dropped",
+            Violation::ApprovalActionDropped(_) => "approval_action_dropped",
+            Violation::ApprovalResourceNotCovered(_) => "approval_resource_not_covered",
+            Violation::ApprovalThresholdRaised => "approval_threshold_raised",
+            Violation::ApprovalThresholdDropped => "approval_threshold_dropped",
             Violation::FrameworkDropped(_) => "framework_dropped",
             Violation::LifetimeBeyondParent { .. } => "lifetime_beyond_parent",
         }
@@ -498,6 +545,23 @@ impl fmt::Display for Violation {
             }
             Violation::ConstraintDropped(l) => {
                 write!(f, "{} is set by the parent and must be kept", l.as_str())
+            }
+            Violation::ApprovalDropped => f.write_str(
+                "the parent requires approval (require_approval) and the child must too",
+            ),
+            Violation::ApprovalActionDropped(a) => write!(
+                f,
+                "action `{a}` needs approval under the parent and must stay in require_approval.actions"
+            ),
+            Violation::ApprovalResourceNotCovered(p) => write!(
+                f,
+                "resource `{p}` needs approval under the parent and no pattern of require_approval.resources covers it"
+            ),
+            Violation::ApprovalThresholdRaised => {
+                f.write_str("require_approval.spend_over_usd is higher than the parent's")
+            }
+            Violation::ApprovalThresholdDropped => {
+                f.write_str("require_approval.spend_over_usd is set by the parent and must be kept")
             }
             Violation::FrameworkDropped(fw) => {
                 write!(f, "policy framework `{fw}` of the parent must be kept")
@@ -581,6 +645,11 @@ pub fn check_narrowing(child: &Grant, parent: &Grant) -> Result<(), Widening> {
         Limit::MaxActions,
         child.constraints.max_actions,
         parent.constraints.max_actions,
+        &mut violations,
+    );
+    check_covers(
+        child.constraints.require_approval.as_ref(),
+        parent.constraints.require_approval.as_ref(),
         &mut violations,
     );
     for framework in parent.policy.frameworks() {
@@ -742,12 +811,14 @@ mod tests {
         parent.constraints = Constraints {
             max_spend_usd: Some(Usd::from_micros(10).unwrap()),
             max_actions: Some(5),
+            require_approval: None,
         };
         parent.policy = Policy::new(vec![Framework::parse("hipaa").unwrap()]).unwrap();
         let mut child = grant(&["crm:*", "mail:x"], &["read", "write"]);
         child.constraints = Constraints {
             max_spend_usd: Some(Usd::from_micros(11).unwrap()),
             max_actions: None,
+            require_approval: None,
         };
         child.expires_at = 1_001;
         let err = check_narrowing(&child, &parent).unwrap_err();

@@ -4,9 +4,9 @@ mod common;
 
 use common::{NOW, key, root};
 use mandate_core::{
-    Action, Constraints, Framework, Grant, Jwks, Policy, Reputation, ReputationCounts, Resource,
-    ResourcePattern, Scope, Usd, VerifyOptions, check_narrowing, delegated_grant, permits,
-    reputation, sign, verify,
+    Action, ApprovalRequirement, Constraints, Framework, Grant, Jwks, Policy, Reputation,
+    ReputationCounts, Resource, ResourcePattern, Scope, Usd, VerifyOptions,
+    chain_requires_approval, check_narrowing, delegated_grant, permits, reputation, sign, verify,
 };
 use proptest::prelude::*;
 
@@ -32,6 +32,52 @@ fn action() -> impl Strategy<Value = Action> {
     (0..4usize).prop_map(|i| Action::parse(ACTIONS[i]).unwrap())
 }
 
+/// Pattern `i` of 12: each namespace's three names, then its `*`.
+fn pattern_at(i: usize) -> ResourcePattern {
+    let name = NAMES.get(i % 4).copied().unwrap_or("*");
+    ResourcePattern::parse(&format!("{}:{name}", NAMESPACES[i / 4])).unwrap()
+}
+
+fn usd(micros: u64) -> Usd {
+    Usd::from_micros(micros).unwrap()
+}
+
+/// Spends around the thresholds requirements are drawn with.
+fn spend() -> impl Strategy<Value = Usd> {
+    (0..120u64).prop_map(usd)
+}
+
+/// A requirement of 0–2 actions, 0–2 patterns and perhaps a threshold,
+/// with at least one member.
+fn requirement() -> impl Strategy<Value = ApprovalRequirement> {
+    (
+        prop::collection::btree_set(0..4usize, 0..3),
+        prop::collection::btree_set(0..12usize, 0..3),
+        prop::option::of(0..100u64),
+    )
+        .prop_filter_map(
+            "a requirement has a member",
+            |(actions, patterns, spend)| {
+                let actions: Vec<Action> = actions
+                    .into_iter()
+                    .map(|i| Action::parse(ACTIONS[i]).unwrap())
+                    .collect();
+                let patterns: Vec<ResourcePattern> = patterns.into_iter().map(pattern_at).collect();
+                ApprovalRequirement::from_members(
+                    Some(actions).filter(|a| !a.is_empty()),
+                    Some(patterns).filter(|p| !p.is_empty()),
+                    spend.map(usd),
+                )
+                .ok()
+            },
+        )
+}
+
+/// Whether `requirement` (if any) asks for approval of the attempt.
+fn asks(requirement: Option<&ApprovalRequirement>, a: &Action, r: &Resource, s: Usd) -> bool {
+    requirement.is_some_and(|req| req.applies(a, r, s))
+}
+
 fn grant() -> impl Strategy<Value = Grant> {
     (
         prop::collection::btree_set(0..12usize, 1..5),
@@ -40,44 +86,49 @@ fn grant() -> impl Strategy<Value = Grant> {
         prop::option::of(0..10u64),
         prop::collection::btree_set(0..3usize, 0..3),
         0..100i64,
+        prop::option::of(requirement()),
     )
-        .prop_map(|(resources, actions, spend, count, frameworks, exp)| {
-            let resources: Vec<ResourcePattern> = resources
-                .into_iter()
-                .map(|i| {
-                    let name = NAMES.get(i % 4).copied().unwrap_or("*");
-                    ResourcePattern::parse(&format!("{}:{name}", NAMESPACES[i / 4])).unwrap()
-                })
-                .collect();
-            let actions = actions
-                .into_iter()
-                .map(|i| Action::parse(ACTIONS[i]).unwrap())
-                .collect();
-            Grant {
-                scope: Scope::new(resources, actions).unwrap(),
-                constraints: Constraints {
-                    max_spend_usd: spend.map(|s| Usd::from_micros(s).unwrap()),
-                    max_actions: count,
-                },
-                policy: Policy::new(
-                    frameworks
-                        .into_iter()
-                        .map(|i| Framework::parse(FRAMEWORKS[i]).unwrap())
-                        .collect(),
-                )
-                .unwrap(),
-                expires_at: exp,
-            }
-        })
+        .prop_map(
+            |(resources, actions, spend, count, frameworks, exp, approval)| {
+                let resources: Vec<ResourcePattern> =
+                    resources.into_iter().map(pattern_at).collect();
+                let actions = actions
+                    .into_iter()
+                    .map(|i| Action::parse(ACTIONS[i]).unwrap())
+                    .collect();
+                Grant {
+                    scope: Scope::new(resources, actions).unwrap(),
+                    constraints: Constraints {
+                        max_spend_usd: spend.map(usd),
+                        max_actions: count,
+                        require_approval: approval,
+                    },
+                    policy: Policy::new(
+                        frameworks
+                            .into_iter()
+                            .map(|i| Framework::parse(FRAMEWORKS[i]).unwrap())
+                            .collect(),
+                    )
+                    .unwrap(),
+                    expires_at: exp,
+                }
+            },
+        )
 }
 
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(2000))]
 
-    /// A child that passes narrowing permits nothing its parent does not.
+    /// A child that passes narrowing permits nothing its parent does not,
+    /// and asks for approval wherever its parent does.
     #[test]
-    fn narrowing_never_widens(child in grant(), parent in grant(), a in action(), r in resource()) {
+    fn narrowing_never_widens(
+        child in grant(), parent in grant(), a in action(), r in resource(), s in spend(),
+    ) {
         if check_narrowing(&child, &parent).is_ok() {
+            if asks(parent.constraints.require_approval.as_ref(), &a, &r, s) {
+                prop_assert!(asks(child.constraints.require_approval.as_ref(), &a, &r, s));
+            }
             if permits(&child.scope, &a, &r) {
                 prop_assert!(permits(&parent.scope, &a, &r));
             }
@@ -109,8 +160,77 @@ proptest! {
                 child.constraints.max_actions,
                 asked.constraints.max_actions.or(parent.constraints.max_actions)
             );
+            let (child_req, parent_req, asked_req) = (
+                child.constraints.require_approval.as_ref(),
+                parent.constraints.require_approval.as_ref(),
+                asked.constraints.require_approval.as_ref(),
+            );
+            prop_assert_eq!(child_req.is_some(), parent_req.is_some() || asked_req.is_some());
+            if let Some(child_req) = child_req {
+                for action in parent_req.iter().chain(&asked_req).flat_map(|q| q.actions()) {
+                    prop_assert!(child_req.actions().contains(action));
+                }
+                for pattern in parent_req.iter().chain(&asked_req).flat_map(|q| q.resources()) {
+                    prop_assert!(child_req.resources().contains(pattern));
+                }
+                prop_assert_eq!(
+                    child_req.spend_over_usd(),
+                    asked_req
+                        .and_then(ApprovalRequirement::spend_over_usd)
+                        .or(parent_req.and_then(ApprovalRequirement::spend_over_usd))
+                );
+            }
             prop_assert_eq!(child.scope, asked.scope);
         }
+    }
+
+    /// A delegated grant asks for approval wherever its parent does, and
+    /// wherever its request asked to.
+    #[test]
+    fn a_delegated_requirement_covers_the_parents(
+        asked in grant(), parent in grant(), a in action(), r in resource(), s in spend(),
+    ) {
+        if let Ok(child) = delegated_grant(asked.clone(), &parent) {
+            let child_asks = asks(child.constraints.require_approval.as_ref(), &a, &r, s);
+            if asks(parent.constraints.require_approval.as_ref(), &a, &r, s) {
+                prop_assert!(child_asks);
+            }
+            if asks(asked.constraints.require_approval.as_ref(), &a, &r, s) {
+                prop_assert!(child_asks);
+            }
+        }
+    }
+
+    /// A delegation is refused for its approval requirement only when it
+    /// sets a higher threshold than the parent's.
+    #[test]
+    fn only_a_higher_threshold_refuses_a_requirement(asked in requirement(), parent in requirement()) {
+        let scope = Scope::parse(&["crm:*"], &["read"]).unwrap();
+        let of = |requirement: ApprovalRequirement| Grant {
+            scope: scope.clone(),
+            constraints: Constraints { require_approval: Some(requirement), ..Constraints::default() },
+            policy: Policy::default(),
+            expires_at: 10,
+        };
+        let raised = matches!(
+            (asked.spend_over_usd(), parent.spend_over_usd()),
+            (Some(a), Some(p)) if a > p
+        );
+        let outcome = delegated_grant(of(asked), &of(parent));
+        prop_assert_eq!(outcome.is_err(), raised);
+    }
+
+    /// Over a chain, an attempt needs approval when any token's
+    /// requirement matches it.
+    #[test]
+    fn a_chain_requires_approval_when_any_token_does(
+        chain in prop::collection::vec(grant(), 0..4), a in action(), r in resource(), s in spend(),
+    ) {
+        let constraints: Vec<Constraints> = chain.into_iter().map(|g| g.constraints).collect();
+        let any = constraints
+            .iter()
+            .any(|c| asks(c.require_approval.as_ref(), &a, &r, s));
+        prop_assert_eq!(chain_requires_approval(&constraints, &a, &r, s), any);
     }
 
     /// Narrowing is transitive.

@@ -7,9 +7,10 @@ use mandate_core::limits::{
     DEFAULT_TTL_SECONDS, MAX_CHILDREN_PER_TOKEN, MAX_DELEGATION_DEPTH, TRUST_L1,
 };
 use mandate_core::{
-    AgentId, Claims, Confirmation, Constraints, DenyReason, Framework, IdError, IssueError, Jti,
-    JtiKind, Jwks, Limit, Policy, ScopeError, Usd, VerifyError, VerifyOptions, Violation, Widening,
-    check_fan_out, decode_unverified, delegate, sign, verify,
+    AgentId, ApprovalRequirement, ChainError, ChainFault, Claims, Confirmation, Constraints,
+    DenyReason, Framework, IdError, IssueError, Jti, JtiKind, Jwks, Limit, Policy, ScopeError, Usd,
+    VerifyError, VerifyOptions, Violation, Widening, check_fan_out, decode_unverified, delegate,
+    sign, verify, verify_chain,
 };
 
 fn jwks() -> Jwks {
@@ -346,6 +347,7 @@ fn what_a_delegation_leaves_out_it_inherits() {
     req.constraints = Constraints {
         max_spend_usd: Some(Usd::from_f64(5.0).unwrap()),
         max_actions: None,
+        require_approval: None,
     };
     req.policy = Policy::new(vec![framework("gdpr")]).unwrap();
     let parent = root_with(req);
@@ -360,6 +362,7 @@ fn what_a_delegation_leaves_out_it_inherits() {
         Constraints {
             max_spend_usd: Some(Usd::from_f64(5.0).unwrap()),
             max_actions: Some(5),
+            require_approval: None,
         }
     );
     assert_eq!(
@@ -378,6 +381,84 @@ fn what_a_delegation_leaves_out_it_inherits() {
         vec![Violation::ConstraintRaised(Limit::MaxSpendUsd)]
     );
     assert_eq!(widening.violations[0].field(), "constraints.max_spend_usd");
+}
+
+fn requirement(actions: &[&str], spend_over_usd: Option<f64>) -> ApprovalRequirement {
+    let spend = spend_over_usd.map(|usd| Usd::from_f64(usd).unwrap());
+    ApprovalRequirement::parse::<&str, &str>(Some(actions), None, spend).unwrap()
+}
+
+#[test]
+fn an_approval_requirement_travels_with_the_chain() {
+    let mut req = request(&["bank:*"], &["read", "pay", "delegate"]);
+    req.constraints.require_approval = Some(requirement(&["pay"], Some(100.0)));
+    let root = root_with(req);
+    let json = serde_json::to_value(&root).unwrap();
+    assert_eq!(
+        json["svc_constraints"],
+        serde_json::json!({"require_approval": {"actions": ["pay"], "spend_over_usd": 100.0}})
+    );
+    let root_token = sign(&root, &key(1)).unwrap();
+    let verified = verify(&root_token, &jwks(), NOW, &VerifyOptions::default()).unwrap();
+    assert_eq!(verified.claims, root);
+
+    // Left out, the requirement is inherited; set, it is added to.
+    let child = delegate(&root, request(&["bank:*"], &["pay"]), NOW, ulid(3), None).unwrap();
+    assert_eq!(child.constraints(), root.constraints());
+    let mut stricter = request(&["bank:*"], &["read", "pay"]);
+    stricter.constraints.require_approval = Some(requirement(&["read"], Some(10.0)));
+    let stricter = delegate(&root, stricter, NOW, ulid(4), None).unwrap();
+    assert_eq!(
+        stricter.constraints().require_approval,
+        Some(requirement(&["pay", "read"], Some(10.0)))
+    );
+    // A higher threshold is refused, naming the field.
+    let mut laxer = request(&["bank:*"], &["pay"]);
+    laxer.constraints.require_approval = Some(requirement(&["pay"], Some(100.5)));
+    let IssueError::Widening(widening) = delegate(&root, laxer, NOW, ulid(5), None).unwrap_err()
+    else {
+        unreachable!()
+    };
+    assert_eq!(
+        widening.violations,
+        vec![Violation::ApprovalThresholdRaised]
+    );
+    assert_eq!(
+        widening.violations[0].field(),
+        "constraints.require_approval.spend_over_usd"
+    );
+
+    // Offline, a chain whose child dropped the requirement is refused.
+    let child_token = sign(&child, &key(1)).unwrap();
+    assert!(
+        verify_chain(
+            &[&root_token, &child_token],
+            &jwks(),
+            NOW,
+            &VerifyOptions::default(),
+            |_| false
+        )
+        .is_ok()
+    );
+    let mut dropped = child.clone();
+    dropped.svc_constraints = None;
+    let dropped_token = sign(&dropped, &key(1)).unwrap();
+    assert_eq!(
+        verify_chain(
+            &[&root_token, &dropped_token],
+            &jwks(),
+            NOW,
+            &VerifyOptions::default(),
+            |_| false
+        )
+        .map(|_| ()),
+        Err(ChainError::Link {
+            index: 1,
+            fault: ChainFault::Widening(Widening {
+                violations: vec![Violation::ApprovalDropped]
+            })
+        })
+    );
 }
 
 #[test]

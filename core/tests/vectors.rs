@@ -290,7 +290,7 @@ impl GrantJson {
     fn grant(&self) -> Grant {
         Grant {
             scope: Scope::parse(&self.resources, &self.actions).unwrap(),
-            constraints: self.constraints,
+            constraints: self.constraints.clone(),
             policy: self.policy.clone(),
             expires_at: self.exp,
         }

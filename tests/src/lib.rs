@@ -183,6 +183,7 @@ fn token_vectors(rng: &mut Rng, key: &Keys, issuer: &str, now: i64) -> Value {
     root_request.constraints = Constraints {
         max_spend_usd: Some(Usd::from_f64(50.0).expect("valid amount")),
         max_actions: Some(100),
+        require_approval: None,
     };
     root_request.policy = Policy::new(vec![
         Framework::parse("gdpr").expect("valid"),

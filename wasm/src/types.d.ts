@@ -41,10 +41,22 @@ export interface Scope {
   actions: string[];
 }
 
-/** Budget limits, cumulative over a token and its descendants. */
+/** When an action needs a human's approval first: any member matching. */
+export interface ApprovalRequirement {
+  /** Actions that always need approval. */
+  actions?: string[];
+  /** Resource patterns whose resources always need approval. */
+  resources?: string[];
+  /** Spending strictly more than this (USD) needs approval. */
+  spend_over_usd?: number;
+}
+
+/** Budget limits, cumulative over a token and its descendants, and when an
+ * action needs a human's approval first. */
 export interface Constraints {
   max_spend_usd?: number;
   max_actions?: number;
+  require_approval?: ApprovalRequirement;
 }
 
 /** Compliance frameworks a token asserts. */

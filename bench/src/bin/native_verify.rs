@@ -35,6 +35,7 @@ fn typical_claims(now: i64) -> Claims {
             constraints: Constraints {
                 max_spend_usd: Some(Usd::from_f64(50.0).expect("valid")),
                 max_actions: Some(100),
+                require_approval: None,
             },
             policy: Policy::new(vec![Framework::parse("gdpr").expect("valid")]).expect("valid"),
             ttl_seconds: Some(3600),

@@ -126,15 +126,16 @@ impl Claims {
     pub fn grant(&self) -> Grant {
         Grant {
             scope: self.svc_scope.clone(),
-            constraints: self.svc_constraints.unwrap_or_default(),
+            constraints: self.constraints(),
             policy: self.svc_policy.clone().unwrap_or_default(),
             expires_at: self.exp,
         }
     }
 
-    /// The budget constraints (empty when the token sets none).
+    /// The constraints: budget limits and approval requirement (empty when
+    /// the token sets none).
     pub fn constraints(&self) -> Constraints {
-        self.svc_constraints.unwrap_or_default()
+        self.svc_constraints.clone().unwrap_or_default()
     }
 
     /// The jti hashes of this token's ancestors, root first (empty for a

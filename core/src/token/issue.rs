@@ -1,6 +1,7 @@
 //! Issuing and delegating: the claims of a new root token, and of a token
 //! delegated from a parent, with every refusal ([`IssueError`]): lifetime,
-//! the `delegate` action, depth, fan-out and narrowing, and the
+//! the `delegate` action, depth, fan-out and narrowing (approval
+//! requirements included), and the
 //! [`DenyReason`] a refusal of authority is recorded with.
 //!
 //! It builds claims and signs nothing (see `jws`); it draws no randomness
@@ -153,10 +154,22 @@ pub fn issue_root(request: TokenRequest, issue: RootIssue) -> Result<Claims, Iss
     })
 }
 
-/// What a delegation grants: the request, with every limit and framework it
-/// leaves out taken from the parent, refused if it is wider than the parent
-/// anyway (a resource, an action, a raised limit or a longer life).
+/// What a delegation grants: the request, with every limit, framework and
+/// approval requirement it leaves out taken from the parent, refused if it
+/// is wider than the parent anyway (a resource, an action, a raised limit,
+/// a raised approval threshold or a longer life).
+///
+/// Frameworks and the lists of an approval requirement (actions, resource
+/// patterns) the request sets are added to the parent's, so a request can
+/// only add to them; a limit or an approval threshold the request sets
+/// replaces the parent's, and is refused when higher
+/// ([`crate::approval::ApprovalRequirement::merged`]).
 pub fn delegated_grant(requested: Grant, parent: &Grant) -> Result<Grant, IssueError> {
+    let inherited = parent.constraints.require_approval.as_ref();
+    let require_approval = match (inherited, requested.constraints.require_approval) {
+        (Some(inherited), Some(asked)) => Some(inherited.merged(&asked)?),
+        (inherited, asked) => asked.or_else(|| inherited.cloned()),
+    };
     let constraints = Constraints {
         max_spend_usd: requested
             .constraints
@@ -166,6 +179,7 @@ pub fn delegated_grant(requested: Grant, parent: &Grant) -> Result<Grant, IssueE
             .constraints
             .max_actions
             .or(parent.constraints.max_actions),
+        require_approval,
     };
     let mut frameworks = parent.policy.frameworks().to_vec();
     for framework in requested.policy.frameworks() {

@@ -347,7 +347,7 @@ pub fn budgets() {
                     spent: token.used.spent,
                     actions: token.used.actions,
                 };
-                (token.constraints, used)
+                (token.constraints.clone(), used)
             })
             .collect();
         let code = |outcome: Result<(), mandate_core::BudgetExceeded>| {

@@ -153,9 +153,12 @@ fn scope_field(error: &ScopeError) -> &'static str {
         | ScopeError::TooMany(field)
         | ScopeError::Duplicate { field, .. } => match *field {
             "frameworks" => "policy.frameworks",
+            "require_approval.actions" => "constraints.require_approval.actions",
+            "require_approval.resources" => "constraints.require_approval.resources",
             other => other,
         },
         ScopeError::MaxActionsTooLarge => "constraints.max_actions",
+        ScopeError::ApprovalRequirementEmpty => "constraints.require_approval",
     }
 }
 
@@ -174,6 +177,9 @@ fn constraints(body: Option<&ConstraintsBody>) -> ApiResult<Constraints> {
     Ok(Constraints {
         max_spend_usd: amount("constraints.max_spend_usd", body.max_spend_usd)?,
         max_actions,
+        // The body has no `require_approval`: a delegation inherits its
+        // parent's whole (core's `delegated_grant`), and a root sets none.
+        require_approval: None,
     })
 }
 

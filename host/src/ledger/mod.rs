@@ -508,7 +508,7 @@ impl Ledger {
     fn usage(&self, budgeted: &Budgeted) -> Result<Vec<(Constraints, Usage)>, LedgerError> {
         budgeted
             .iter()
-            .map(|(jth, constraints)| Ok((*constraints, tokens::usage(&self.conn, jth)?)))
+            .map(|(jth, constraints)| Ok((constraints.clone(), tokens::usage(&self.conn, jth)?)))
             .collect()
     }
 

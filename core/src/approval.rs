@@ -1,0 +1,235 @@
+//! Approval before the act: when a grant needs a human's yes before an
+//! action is done (`require_approval` in `svc_constraints`), and how a
+//! delegation keeps that requirement.
+//!
+//! # Form
+//! `{"actions": [...], "resources": [...], "spend_over_usd": n}`, every
+//! member optional but at least one present. The lists hold 1–64 distinct
+//! entries (actions and resource patterns in the forms of [`crate::scope`]);
+//! an empty list is refused rather than read as absent, so each requirement
+//! has one spelling. Unknown members are refused.
+//!
+//! # Matching
+//! An attempt (action, resource, spend) needs approval when any member
+//! matches: the action is listed, a listed pattern covers the resource, or
+//! the spend is strictly over `spend_over_usd`. Over a chain, an attempt
+//! needs approval when the requirement of any token of the chain matches
+//! ([`chain_requires_approval`]); a child carries its parent's requirement,
+//! so this is defence in depth.
+//!
+//! # Narrowing
+//! A child's requirement must ask for approval wherever its parent's does:
+//! every parent action stays listed, every parent pattern is covered by a
+//! child pattern, and the threshold may only go down. A delegation request
+//! that leaves `require_approval` out inherits the parent's; one that sets
+//! it adds its actions and patterns to the parent's and replaces the
+//! threshold (refused when higher) — see [`ApprovalRequirement::merged`].
+//!
+//! This module knows nothing of who approves, how long an approval waits or
+//! where it is stored: those are the server's.
+
+use serde::{Deserialize, Serialize};
+
+use crate::money::Usd;
+use crate::scope::{
+    Action, Constraints, Resource, ResourcePattern, ScopeError, Violation, check_list,
+};
+
+/// When an action needs a human's approval before it is done.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(try_from = "RawApprovalRequirement")]
+pub struct ApprovalRequirement {
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    actions: Vec<Action>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    resources: Vec<ResourcePattern>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    spend_over_usd: Option<Usd>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawApprovalRequirement {
+    #[serde(default)]
+    actions: Option<Vec<Action>>,
+    #[serde(default)]
+    resources: Option<Vec<ResourcePattern>>,
+    #[serde(default)]
+    spend_over_usd: Option<Usd>,
+}
+
+impl TryFrom<RawApprovalRequirement> for ApprovalRequirement {
+    type Error = ScopeError;
+    fn try_from(raw: RawApprovalRequirement) -> Result<ApprovalRequirement, ScopeError> {
+        ApprovalRequirement::from_members(raw.actions, raw.resources, raw.spend_over_usd)
+    }
+}
+
+/// The request field of a requirement's actions.
+const ACTIONS_FIELD: &str = "require_approval.actions";
+/// The request field of a requirement's resource patterns.
+const RESOURCES_FIELD: &str = "require_approval.resources";
+
+impl ApprovalRequirement {
+    /// A requirement of the members given (`None`: absent). A present list
+    /// holds 1–64 distinct entries; at least one member is present.
+    pub fn from_members(
+        actions: Option<Vec<Action>>,
+        resources: Option<Vec<ResourcePattern>>,
+        spend_over_usd: Option<Usd>,
+    ) -> Result<ApprovalRequirement, ScopeError> {
+        if actions.is_none() && resources.is_none() && spend_over_usd.is_none() {
+            return Err(ScopeError::ApprovalRequirementEmpty);
+        }
+        Ok(ApprovalRequirement {
+            actions: present(ACTIONS_FIELD, actions)?,
+            resources: present(RESOURCES_FIELD, resources)?,
+            spend_over_usd,
+        })
+    }
+
+    /// Parses a requirement given as text, as [`ApprovalRequirement::from_members`]
+    /// takes it.
+    pub fn parse<A: AsRef<str>, R: AsRef<str>>(
+        actions: Option<&[A]>,
+        resources: Option<&[R]>,
+        spend_over_usd: Option<Usd>,
+    ) -> Result<ApprovalRequirement, ScopeError> {
+        let actions = actions
+            .map(|list| parse_list(ACTIONS_FIELD, list, Action::parse))
+            .transpose()?;
+        let resources = resources
+            .map(|list| parse_list(RESOURCES_FIELD, list, ResourcePattern::parse))
+            .transpose()?;
+        ApprovalRequirement::from_members(actions, resources, spend_over_usd)
+    }
+
+    /// The actions that always need approval (empty when none is listed).
+    pub fn actions(&self) -> &[Action] {
+        &self.actions
+    }
+
+    /// The resource patterns whose resources always need approval (empty
+    /// when none is listed).
+    pub fn resources(&self) -> &[ResourcePattern] {
+        &self.resources
+    }
+
+    /// Spending strictly more than this needs approval.
+    pub fn spend_over_usd(&self) -> Option<Usd> {
+        self.spend_over_usd
+    }
+
+    /// Whether an attempt of `action` on `resource` spending `spend` needs
+    /// approval: the action is listed, a listed pattern covers the
+    /// resource, or the spend is strictly over the threshold.
+    pub fn applies(&self, action: &Action, resource: &Resource, spend: Usd) -> bool {
+        self.actions.contains(action)
+            || self.resources.iter().any(|p| p.covers(resource))
+            || self
+                .spend_over_usd
+                .is_some_and(|threshold| spend > threshold)
+    }
+
+    /// The requirement of a delegated token: the parent's (`self`), with
+    /// the request's actions and patterns added (each once, the parent's
+    /// first) and the request's threshold in place of the parent's when it
+    /// sets one. A higher threshold is not refused here: the merged result
+    /// keeps it and [`crate::scope::check_narrowing`] reports it, so the
+    /// refusal names the field. Fails only when a list would pass 64 entries.
+    pub fn merged(&self, request: &ApprovalRequirement) -> Result<ApprovalRequirement, ScopeError> {
+        let mut actions = self.actions.clone();
+        for action in &request.actions {
+            if !actions.contains(action) {
+                actions.push(action.clone());
+            }
+        }
+        let mut resources = self.resources.clone();
+        for pattern in &request.resources {
+            if !resources.contains(pattern) {
+                resources.push(pattern.clone());
+            }
+        }
+        check_list(ACTIONS_FIELD, &actions, true)?;
+        check_list(RESOURCES_FIELD, &resources, true)?;
+        Ok(ApprovalRequirement {
+            actions,
+            resources,
+            spend_over_usd: request.spend_over_usd.or(self.spend_over_usd),
+        })
+    }
+}
+
+/// A list member as given: absent (held as empty), or 1–64 distinct
+/// entries.
+fn present<T: PartialEq + std::fmt::Display>(
+    field: &'static str,
+    items: Option<Vec<T>>,
+) -> Result<Vec<T>, ScopeError> {
+    let Some(items) = items else {
+        return Ok(Vec::new());
+    };
+    check_list(field, &items, false)?;
+    Ok(items)
+}
+
+fn parse_list<T, S: AsRef<str>>(
+    field: &'static str,
+    list: &[S],
+    parse: fn(&str) -> Result<T, ScopeError>,
+) -> Result<Vec<T>, ScopeError> {
+    if list.len() > crate::limits::MAX_LIST_LEN {
+        return Err(ScopeError::TooMany(field));
+    }
+    list.iter().map(|item| parse(item.as_ref())).collect()
+}
+
+/// Whether `child` asks for approval wherever `parent` does; pushes a
+/// violation for each way it does not.
+pub(crate) fn check_covers(
+    child: Option<&ApprovalRequirement>,
+    parent: Option<&ApprovalRequirement>,
+    violations: &mut Vec<Violation>,
+) {
+    let Some(parent) = parent else {
+        return;
+    };
+    let Some(child) = child else {
+        violations.push(Violation::ApprovalDropped);
+        return;
+    };
+    for action in &parent.actions {
+        if !child.actions.contains(action) {
+            violations.push(Violation::ApprovalActionDropped(action.clone()));
+        }
+    }
+    for pattern in &parent.resources {
+        if !child.resources.iter().any(|c| c.covers_pattern(pattern)) {
+            violations.push(Violation::ApprovalResourceNotCovered(pattern.clone()));
+        }
+    }
+    match (child.spend_over_usd, parent.spend_over_usd) {
+        (None, Some(_)) => violations.push(Violation::ApprovalThresholdDropped),
+        (Some(c), Some(p)) if c > p => violations.push(Violation::ApprovalThresholdRaised),
+        _ => {}
+    }
+}
+
+/// Whether an attempt needs approval under any token of a chain: `chain`
+/// is the constraints of the ancestors, root first, and of the token
+/// itself last, as [`crate::check_chain_budgets`] takes them (pass
+/// `chain.iter().map(|(constraints, _)| constraints)`); tokens without a
+/// requirement may be left out or passed.
+pub fn chain_requires_approval<'a>(
+    chain: impl IntoIterator<Item = &'a Constraints>,
+    action: &Action,
+    resource: &Resource,
+    spend: Usd,
+) -> bool {
+    chain.into_iter().any(|constraints| {
+        constraints
+            .require_approval
+            .as_ref()
+            .is_some_and(|requirement| requirement.applies(action, resource, spend))
+    })
+}
