@@ -89,6 +89,8 @@ pub const MAX_JSON_SAFE_INTEGER: u64 = (1 << 53) - 1;
 pub const MAX_KID_LEN: usize = 128;
 /// Longest note accepted with a rating, in characters.
 pub const MAX_RATING_NOTE_CHARS: usize = 2048;
+/// Longest note accepted with an approval's decision, in characters.
+pub const MAX_APPROVAL_NOTE_CHARS: usize = 2048;
 /// Longest revocation reason, in characters.
 pub const MAX_REVOKE_REASON_CHARS: usize = 512;
 /// Tokens per status list: a token's place in the deployment's sequence of

@@ -1,27 +1,45 @@
 //! The action-record (AAR) lifecycle, as one pure transition function.
 //!
 //! ```text
-//!                 authorize (in scope, within budget)
-//!   (none) ─────────────────────────────────────────▶ pending
-//!     │  │                                              │
-//!     │  │ authorize / record_action (refused)          │ complete(result)
-//!     │  └─────────────────────────────────▶ denied     ▼
-//!     │                                             completed ──rate(r)──▶ rated
-//!     └──── record_action (in scope, within budget) ───▲
+//!            authorize (allowed, needs approval)
+//!   (none) ────────────────────────────────────▶ awaiting_approval ─deny_approval──┐
+//!    │ │ │                                          │              expire_approval │
+//!    │ │ │                                          │ approve                      ▼
+//!    │ │ │  authorize (allowed)                     ▼                            denied
+//!    │ │ └────────────────────────────────────▶ pending                            ▲
+//!    │ │                                            │ complete(result)             │
+//!    │ │                                            ▼                              │
+//!    │ └─ record_action (allowed) ────────────▶ completed ──rate(r)──▶ rated       │
+//!    │                                                                             │
+//!    └── authorize / record_action (refused; record_action needing approval) ──────┘
 //! ```
 //!
+//! "Allowed" is in scope and within budget (and, on the paths to `pending`
+//! and `completed`, needing no approval); "needs approval" is a
+//! `require_approval` of the token's chain matching the attempt.
+//!
 //! - `authorize` creates a `pending` record, or a `denied` one when refused:
-//!   refusals are recorded too, because accountability includes them.
+//!   refusals are recorded too, because accountability includes them. An
+//!   allowed attempt that a grant's `require_approval` matches
+//!   (`request_approval`, see [`RecordEvent::authorize`]) waits in
+//!   `awaiting_approval` instead.
 //! - `record_action` is authorize + complete in one step: `completed`, or
-//!   `denied`.
+//!   `denied`. An attempt that needs approval is refused
+//!   (`approval_required`): the act is already done, nobody was asked.
+//! - `approve` moves an awaiting record to `pending`, and it goes on as any
+//!   authorized one; `deny_approval` and `expire_approval` close it
+//!   `denied` (`approval_denied`, `approval_expired`). Each needs a record
+//!   awaiting approval (`not_awaiting_approval`): a decision is made once.
 //! - `complete` closes a `pending` record with a result. A completed or rated
-//!   record cannot be completed again (409); a denied one never can.
+//!   record cannot be completed again (409); a denied one never can, nor
+//!   one still awaiting approval (`approval_pending`).
 //! - `rate` gives a completed record its one human rating. A rating never
-//!   changes; pending and denied records cannot be rated.
+//!   changes; pending, awaiting and denied records cannot be rated.
 //!
 //! Results an agent may report: `success`, `error`, `timeout`, `cancelled`.
-//! A denied record has no result; in summaries it counts under `denied`, and
-//! a pending record under `pending`.
+//! A denied record has no result; in summaries it counts under `denied`, a
+//! pending record under `pending` and one awaiting approval under
+//! `awaiting_approval`.
 
 use std::fmt;
 use std::str::FromStr;
@@ -98,6 +116,57 @@ impl FromStr for Rating {
     }
 }
 
+/// What became of an approval an attempt waited for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ApprovalDecision {
+    /// A human approved: the record goes on as authorized (`pending`).
+    Approved,
+    /// A human denied: the record is `denied` (`approval_denied`).
+    Denied,
+    /// Nobody decided in time: the record is `denied` (`approval_expired`).
+    Expired,
+}
+
+impl ApprovalDecision {
+    /// Every decision.
+    pub const ALL: [ApprovalDecision; 3] = [
+        ApprovalDecision::Approved,
+        ApprovalDecision::Denied,
+        ApprovalDecision::Expired,
+    ];
+
+    /// The wire name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ApprovalDecision::Approved => "approved",
+            ApprovalDecision::Denied => "denied",
+            ApprovalDecision::Expired => "expired",
+        }
+    }
+
+    /// Reads a wire name.
+    pub fn parse(text: &str) -> Option<ApprovalDecision> {
+        ApprovalDecision::ALL
+            .into_iter()
+            .find(|decision| decision.as_str() == text)
+    }
+
+    /// The event this decision is to the record that waited for it.
+    pub fn event(self) -> RecordEvent {
+        match self {
+            ApprovalDecision::Approved => RecordEvent::Approve,
+            ApprovalDecision::Denied => RecordEvent::DenyApproval,
+            ApprovalDecision::Expired => RecordEvent::ExpireApproval,
+        }
+    }
+
+    /// Whether a person made it (approved or denied), rather than time.
+    pub fn is_human(self) -> bool {
+        !matches!(self, ApprovalDecision::Expired)
+    }
+}
+
 /// Why an attempt was refused and recorded as denied.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -120,6 +189,13 @@ pub enum DenyReason {
     TokenRevoked,
     /// The token has expired.
     TokenExpired,
+    /// `record/action` of an action a grant requires approval for: the act
+    /// was done without asking first.
+    ApprovalRequired,
+    /// A human denied the approval the attempt waited for.
+    ApprovalDenied,
+    /// Nobody decided the approval before it expired.
+    ApprovalExpired,
 }
 
 impl DenyReason {
@@ -135,7 +211,36 @@ impl DenyReason {
             DenyReason::TooManyChildren => "too_many_children",
             DenyReason::TokenRevoked => "token_revoked",
             DenyReason::TokenExpired => "token_expired",
+            DenyReason::ApprovalRequired => "approval_required",
+            DenyReason::ApprovalDenied => "approval_denied",
+            DenyReason::ApprovalExpired => "approval_expired",
         }
+    }
+
+    /// Every reason, in declaration order.
+    pub const ALL: [DenyReason; 12] = [
+        DenyReason::ActionNotPermitted,
+        DenyReason::ResourceNotPermitted,
+        DenyReason::BudgetMaxSpendUsd,
+        DenyReason::BudgetMaxActions,
+        DenyReason::ScopeWidening,
+        DenyReason::DelegationTooDeep,
+        DenyReason::TooManyChildren,
+        DenyReason::TokenRevoked,
+        DenyReason::TokenExpired,
+        DenyReason::ApprovalRequired,
+        DenyReason::ApprovalDenied,
+        DenyReason::ApprovalExpired,
+    ];
+
+    /// Whether the record was denied by an approval's decision (denied or
+    /// expired): the agent asked first and was told no, which counts
+    /// apart from failures ([`crate::CountsChange`]).
+    pub fn is_approval_decision(self) -> bool {
+        matches!(
+            self,
+            DenyReason::ApprovalDenied | DenyReason::ApprovalExpired
+        )
     }
 }
 
@@ -160,37 +265,37 @@ impl From<BudgetExceeded> for DenyReason {
 impl FromStr for DenyReason {
     type Err = RecordError;
     fn from_str(text: &str) -> Result<DenyReason, RecordError> {
-        [
-            DenyReason::ActionNotPermitted,
-            DenyReason::ResourceNotPermitted,
-            DenyReason::BudgetMaxSpendUsd,
-            DenyReason::BudgetMaxActions,
-            DenyReason::ScopeWidening,
-            DenyReason::DelegationTooDeep,
-            DenyReason::TooManyChildren,
-            DenyReason::TokenRevoked,
-            DenyReason::TokenExpired,
-        ]
-        .into_iter()
-        .find(|reason| reason.code() == text)
-        .ok_or(RecordError::UnknownDenyReason)
+        DenyReason::ALL
+            .into_iter()
+            .find(|reason| reason.code() == text)
+            .ok_or(RecordError::UnknownDenyReason)
     }
 }
 
 /// Where a record stands.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum RecordState {
+    /// Allowed, but waiting for a human's approval before the act.
+    AwaitingApproval,
     Pending,
-    Completed { result: Outcome },
-    Denied { reason: DenyReason },
-    Rated { result: Outcome, rating: Rating },
+    Completed {
+        result: Outcome,
+    },
+    Denied {
+        reason: DenyReason,
+    },
+    Rated {
+        result: Outcome,
+        rating: Rating,
+    },
 }
 
-/// The three lifecycle statuses stored with a record (a rated record is
+/// The lifecycle statuses stored with a record (a rated record is
 /// `completed` with a rating).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Status {
+    AwaitingApproval,
     Pending,
     Completed,
     Denied,
@@ -200,6 +305,7 @@ impl Status {
     /// The wire name.
     pub fn as_str(self) -> &'static str {
         match self {
+            Status::AwaitingApproval => "awaiting_approval",
             Status::Pending => "pending",
             Status::Completed => "completed",
             Status::Denied => "denied",
@@ -211,6 +317,7 @@ impl FromStr for Status {
     type Err = RecordError;
     fn from_str(text: &str) -> Result<Status, RecordError> {
         match text {
+            "awaiting_approval" => Ok(Status::AwaitingApproval),
             "pending" => Ok(Status::Pending),
             "completed" => Ok(Status::Completed),
             "denied" => Ok(Status::Denied),
@@ -223,6 +330,7 @@ impl RecordState {
     /// The stored status.
     pub fn status(self) -> Status {
         match self {
+            RecordState::AwaitingApproval => Status::AwaitingApproval,
             RecordState::Pending => Status::Pending,
             RecordState::Completed { .. } | RecordState::Rated { .. } => Status::Completed,
             RecordState::Denied { .. } => Status::Denied,
@@ -233,7 +341,9 @@ impl RecordState {
     pub fn result(self) -> Option<Outcome> {
         match self {
             RecordState::Completed { result } | RecordState::Rated { result, .. } => Some(result),
-            RecordState::Pending | RecordState::Denied { .. } => None,
+            RecordState::AwaitingApproval | RecordState::Pending | RecordState::Denied { .. } => {
+                None
+            }
         }
     }
 
@@ -254,7 +364,7 @@ impl RecordState {
     }
 
     /// The key a record counts under in `results_by_type`: its result,
-    /// `denied` or `pending`.
+    /// `denied`, `pending` or `awaiting_approval`.
     pub fn result_key(self) -> &'static str {
         result_key(self.status(), self.result())
     }
@@ -268,6 +378,7 @@ impl RecordState {
         reason: Option<DenyReason>,
     ) -> Result<RecordState, RecordError> {
         match (status, result, rating, reason) {
+            (Status::AwaitingApproval, None, None, None) => Ok(RecordState::AwaitingApproval),
             (Status::Pending, None, None, None) => Ok(RecordState::Pending),
             (Status::Completed, Some(result), None, None) => Ok(RecordState::Completed { result }),
             (Status::Completed, Some(result), Some(rating), None) => {
@@ -281,7 +392,7 @@ impl RecordState {
 
 /// The key a record of this status and result counts under in
 /// `results_by_type`: the result of a completed record, else the status
-/// (`denied`, `pending`).
+/// (`denied`, `pending`, `awaiting_approval`).
 pub fn result_key(status: Status, result: Option<Outcome>) -> &'static str {
     match (status, result) {
         (Status::Completed, Some(result)) => result.as_str(),
@@ -297,12 +408,45 @@ pub type Decision = Result<(), DenyReason>;
 pub enum RecordEvent {
     /// Pre-flight check of an action (full-control path).
     Authorize(Decision),
+    /// Pre-flight check of an action that is allowed (in scope, within
+    /// budget) but that a grant requires a human's approval for.
+    RequestApproval,
     /// Authorize and complete in one step (simple path).
     RecordAction { decision: Decision, result: Outcome },
+    /// A human approves the action awaiting approval.
+    Approve,
+    /// A human denies the action awaiting approval.
+    DenyApproval,
+    /// The approval was not decided in time.
+    ExpireApproval,
     /// The agent reports how a pending action ended.
     Complete(Outcome),
     /// A human rates a completed action.
     Rate(Rating),
+}
+
+impl RecordEvent {
+    /// The event of an `authorize`: refused when `decision` is a denial
+    /// (a refusal wins over an approval requirement: nobody is asked to
+    /// approve what the token cannot do), else waiting for approval when
+    /// `needs_approval`, else allowed.
+    pub fn authorize(decision: Decision, needs_approval: bool) -> RecordEvent {
+        match decision {
+            Ok(()) if needs_approval => RecordEvent::RequestApproval,
+            decision => RecordEvent::Authorize(decision),
+        }
+    }
+
+    /// The event of a `record/action`: refused when `decision` is a denial,
+    /// else refused `approval_required` when `needs_approval` (the act was
+    /// done without asking), else completed with `result`.
+    pub fn record_action(decision: Decision, needs_approval: bool, result: Outcome) -> RecordEvent {
+        let decision = match decision {
+            Ok(()) if needs_approval => Err(DenyReason::ApprovalRequired),
+            decision => decision,
+        };
+        RecordEvent::RecordAction { decision, result }
+    }
 }
 
 /// An illegal transition or an unknown value.
@@ -316,6 +460,12 @@ pub enum RecordError {
     AlreadyCompleted,
     #[error("a denied record cannot be completed")]
     NotCompletable,
+    #[error("the record awaits a human's approval; it can be completed once approved")]
+    ApprovalPending,
+    #[error(
+        "the record is not awaiting approval: its approval was decided, or it never needed one"
+    )]
+    NotAwaitingApproval,
     #[error("the record is already rated; a rating never changes")]
     AlreadyRated,
     #[error("only a completed record can be rated")]
@@ -338,6 +488,8 @@ impl RecordError {
             RecordError::NoRecord => "record_not_found",
             RecordError::AlreadyCompleted => "already_completed",
             RecordError::NotCompletable => "not_completable",
+            RecordError::ApprovalPending => "approval_pending",
+            RecordError::NotAwaitingApproval => "not_awaiting_approval",
             RecordError::AlreadyRated => "already_rated",
             RecordError::NotRatable => "not_ratable",
             RecordError::UnknownResult => "unknown_result",
@@ -373,8 +525,25 @@ pub fn transition(
                 result,
             },
         ) => Ok(S::Completed { result }),
-        (None, E::Complete(_) | E::Rate(_)) => Err(RecordError::NoRecord),
-        (Some(_), E::Authorize(_) | E::RecordAction { .. }) => Err(RecordError::AlreadyExists),
+        (None, E::RequestApproval) => Ok(S::AwaitingApproval),
+        (None, E::Complete(_) | E::Rate(_) | E::Approve | E::DenyApproval | E::ExpireApproval) => {
+            Err(RecordError::NoRecord)
+        }
+        (Some(_), E::Authorize(_) | E::RequestApproval | E::RecordAction { .. }) => {
+            Err(RecordError::AlreadyExists)
+        }
+        (Some(S::AwaitingApproval), E::Approve) => Ok(S::Pending),
+        (Some(S::AwaitingApproval), E::DenyApproval) => Ok(S::Denied {
+            reason: DenyReason::ApprovalDenied,
+        }),
+        (Some(S::AwaitingApproval), E::ExpireApproval) => Ok(S::Denied {
+            reason: DenyReason::ApprovalExpired,
+        }),
+        (Some(_), E::Approve | E::DenyApproval | E::ExpireApproval) => {
+            Err(RecordError::NotAwaitingApproval)
+        }
+        (Some(S::AwaitingApproval), E::Complete(_)) => Err(RecordError::ApprovalPending),
+        (Some(S::AwaitingApproval), E::Rate(_)) => Err(RecordError::NotRatable),
         (Some(S::Pending), E::Complete(result)) => Ok(S::Completed { result }),
         (Some(S::Completed { .. } | S::Rated { .. }), E::Complete(_)) => {
             Err(RecordError::AlreadyCompleted)
@@ -495,6 +664,113 @@ mod tests {
     }
 
     #[test]
+    fn approval_paths() {
+        let awaiting = transition(None, E::RequestApproval).unwrap();
+        assert_eq!(awaiting, S::AwaitingApproval);
+        let approved = transition(Some(awaiting), E::Approve).unwrap();
+        assert_eq!(approved, S::Pending);
+        assert_eq!(
+            transition(Some(approved), E::Complete(OK)),
+            Ok(S::Completed { result: OK })
+        );
+        assert_eq!(
+            transition(Some(awaiting), E::DenyApproval),
+            Ok(S::Denied {
+                reason: DenyReason::ApprovalDenied
+            })
+        );
+        assert_eq!(
+            transition(Some(awaiting), E::ExpireApproval),
+            Ok(S::Denied {
+                reason: DenyReason::ApprovalExpired
+            })
+        );
+    }
+
+    #[test]
+    fn events_of_an_attempt() {
+        let denied = Err(DenyReason::BudgetMaxActions);
+        assert_eq!(RecordEvent::authorize(Ok(()), true), E::RequestApproval);
+        assert_eq!(RecordEvent::authorize(Ok(()), false), E::Authorize(Ok(())));
+        // A refusal wins: nobody is asked to approve what cannot be done.
+        assert_eq!(RecordEvent::authorize(denied, true), E::Authorize(denied));
+        assert_eq!(
+            RecordEvent::record_action(Ok(()), true, OK),
+            E::RecordAction {
+                decision: Err(DenyReason::ApprovalRequired),
+                result: OK
+            }
+        );
+        assert_eq!(
+            RecordEvent::record_action(Ok(()), false, OK),
+            E::RecordAction {
+                decision: Ok(()),
+                result: OK
+            }
+        );
+        assert_eq!(
+            RecordEvent::record_action(denied, true, OK),
+            E::RecordAction {
+                decision: denied,
+                result: OK
+            }
+        );
+    }
+
+    #[test]
+    fn approval_events_out_of_place_are_typed() {
+        let settled = [
+            S::Pending,
+            S::Completed { result: OK },
+            S::Rated {
+                result: OK,
+                rating: Rating::Approved,
+            },
+            S::Denied {
+                reason: DenyReason::ApprovalDenied,
+            },
+        ];
+        for event in [E::Approve, E::DenyApproval, E::ExpireApproval] {
+            assert_eq!(transition(None, event), Err(RecordError::NoRecord));
+            for state in settled {
+                assert_eq!(
+                    transition(Some(state), event),
+                    Err(RecordError::NotAwaitingApproval),
+                    "{state:?} {event:?}"
+                );
+            }
+        }
+        let awaiting = Some(S::AwaitingApproval);
+        assert_eq!(
+            transition(awaiting, E::Complete(OK)),
+            Err(RecordError::ApprovalPending)
+        );
+        assert_eq!(
+            transition(awaiting, E::Rate(Rating::Approved)),
+            Err(RecordError::NotRatable)
+        );
+        for event in [
+            E::RequestApproval,
+            E::Authorize(Ok(())),
+            E::RecordAction {
+                decision: Ok(()),
+                result: OK,
+            },
+        ] {
+            assert_eq!(transition(awaiting, event), Err(RecordError::AlreadyExists));
+            assert_eq!(
+                transition(Some(S::Pending), E::RequestApproval),
+                Err(RecordError::AlreadyExists)
+            );
+        }
+        assert_eq!(RecordError::ApprovalPending.code(), "approval_pending");
+        assert_eq!(
+            RecordError::NotAwaitingApproval.code(),
+            "not_awaiting_approval"
+        );
+    }
+
+    #[test]
     fn parse_wire_values() {
         assert_eq!("success".parse::<Outcome>(), Ok(Outcome::Success));
         assert_eq!("cancelled".parse::<Outcome>(), Ok(Outcome::Cancelled));
@@ -505,18 +781,34 @@ mod tests {
         assert_eq!("flagged".parse::<Rating>(), Ok(Rating::Flagged));
         assert_eq!("meh".parse::<Rating>(), Err(RecordError::UnknownRating));
         assert_eq!(RecordError::UnknownRating.code(), "unknown_rating");
-        for reason in [
-            DenyReason::TokenRevoked,
-            DenyReason::BudgetMaxActions,
-            DenyReason::ResourceNotPermitted,
-        ] {
+        for reason in DenyReason::ALL {
             assert_eq!(reason.code().parse::<DenyReason>(), Ok(reason));
+            assert_eq!(serde_json::to_value(reason).unwrap(), reason.code());
         }
+        assert_eq!(DenyReason::ApprovalRequired.code(), "approval_required");
+        assert_eq!(
+            "approval_expired".parse::<DenyReason>(),
+            Ok(DenyReason::ApprovalExpired)
+        );
+        for status in [
+            Status::AwaitingApproval,
+            Status::Pending,
+            Status::Completed,
+            Status::Denied,
+        ] {
+            assert_eq!(status.as_str().parse::<Status>(), Ok(status));
+            assert_eq!(serde_json::to_value(status).unwrap(), status.as_str());
+        }
+        assert_eq!(
+            "awaiting_approval".parse::<Status>(),
+            Ok(Status::AwaitingApproval)
+        );
     }
 
     #[test]
     fn parts_round_trip() {
         let states = [
+            S::AwaitingApproval,
             S::Pending,
             S::Completed {
                 result: Outcome::Timeout,
@@ -543,6 +835,11 @@ mod tests {
             Err(RecordError::Inconsistent)
         );
         assert_eq!(S::Pending.result_key(), "pending");
+        assert_eq!(S::AwaitingApproval.result_key(), "awaiting_approval");
+        assert_eq!(
+            RecordState::from_parts(Status::AwaitingApproval, None, None, Some(DENY)),
+            Err(RecordError::Inconsistent)
+        );
         assert_eq!(S::Denied { reason: DENY }.result_key(), "denied");
         assert_eq!(
             S::Rated {

@@ -4,12 +4,15 @@
 //! starts at 0.5 rather than at 0 or 1, and a few outcomes move it gently:
 //!
 //! - `execution_score = (successes + 1) / (outcomes + 2)`, where outcomes are
-//!   completed records (any result) and denied records;
+//!   completed records (any result) and denied records, but for those denied
+//!   by an approval's decision (denied or expired): the agent asked first,
+//!   as it should, and was told no, which is no failure of its own; they are
+//!   counted apart as `denied_requests`;
 //! - `feedback_score = (approved + 0.5 · flagged + 1) / (ratings + 2)`;
 //! - `combined_reputation = 0.6 · execution_score + 0.4 · feedback_score`.
 //!
-//! `total_actions` counts every record of the agent: pending, completed and
-//! denied.
+//! `total_actions` counts every record of the agent: pending (awaiting
+//! approval included), completed and denied.
 //!
 //! The counts are kept by the caller; [`CountsChange::of`] says how one
 //! record's change of state moves them.
@@ -26,12 +29,18 @@ pub struct ReputationCounts {
     /// Completed records with result `success`.
     #[serde(default)]
     pub successes: u64,
-    /// Completed records with any other result, plus denied records.
+    /// Completed records with any other result, plus denied records but
+    /// those of `denied_requests`.
     #[serde(default)]
     pub failures: u64,
-    /// Records still pending (count only towards `total_actions`).
+    /// Records still pending or awaiting approval (count only towards
+    /// `total_actions`).
     #[serde(default)]
     pub pending: u64,
+    /// Records denied by an approval's decision, denied or expired (count
+    /// only towards `total_actions`).
+    #[serde(default)]
+    pub denied_requests: u64,
     #[serde(default)]
     pub approved: u64,
     #[serde(default)]
@@ -48,6 +57,7 @@ pub struct CountsChange {
     pub successes: i64,
     pub failures: i64,
     pub pending: i64,
+    pub denied_requests: i64,
     pub approved: i64,
     pub flagged: i64,
     pub rejected: i64,
@@ -57,16 +67,19 @@ impl CountsChange {
     /// The change when a record goes from `before` (`None`: it did not
     /// exist) to `after`:
     ///
-    /// - a new record counts once by its state: pending; a success (completed
-    ///   or rated with result `success`); or a failure (any other result, or
-    ///   denied);
-    /// - a pending record that changes state leaves `pending` and counts by
-    ///   its new state (so one that stays pending changes nothing);
+    /// - a new record counts once by its state: pending (or awaiting
+    ///   approval); a success (completed or rated with result `success`); a
+    ///   denied request (denied by an approval's decision: `approval_denied`,
+    ///   `approval_expired`); or a failure (any other result, or denied for
+    ///   any other reason);
+    /// - a pending or awaiting record that changes state leaves `pending`
+    ///   and counts by its new state (so one that stays pending, or is
+    ///   approved, changes nothing);
     /// - a record that was not pending counts only a rating it receives.
     pub fn of(before: Option<&RecordState>, after: &RecordState) -> CountsChange {
         match (before, after) {
             (None, after) => CountsChange::of_new(after),
-            (Some(RecordState::Pending), after) => {
+            (Some(RecordState::Pending | RecordState::AwaitingApproval), after) => {
                 let mut change = CountsChange::of_new(after);
                 change.pending -= 1;
                 change
@@ -79,8 +92,12 @@ impl CountsChange {
     /// How a new record in `state` counts.
     fn of_new(state: &RecordState) -> CountsChange {
         match state {
-            RecordState::Pending => CountsChange {
+            RecordState::Pending | RecordState::AwaitingApproval => CountsChange {
                 pending: 1,
+                ..CountsChange::default()
+            },
+            RecordState::Denied { reason } if reason.is_approval_decision() => CountsChange {
+                denied_requests: 1,
                 ..CountsChange::default()
             },
             RecordState::Completed {
@@ -123,6 +140,7 @@ impl CountsChange {
         self.successes = self.successes.saturating_add(other.successes);
         self.failures = self.failures.saturating_add(other.failures);
         self.pending = self.pending.saturating_add(other.pending);
+        self.denied_requests = self.denied_requests.saturating_add(other.denied_requests);
         self.approved = self.approved.saturating_add(other.approved);
         self.flagged = self.flagged.saturating_add(other.flagged);
         self.rejected = self.rejected.saturating_add(other.rejected);
@@ -156,7 +174,9 @@ pub fn reputation(counts: &ReputationCounts) -> Reputation {
     let feedback_score = (feedback_sum + 1.0) / (ratings as f64 + 2.0);
     let combined = EXECUTION_WEIGHT * execution_score + FEEDBACK_WEIGHT * feedback_score;
     Reputation {
-        total_actions: outcomes.saturating_add(counts.pending),
+        total_actions: outcomes
+            .saturating_add(counts.pending)
+            .saturating_add(counts.denied_requests),
         execution_score: execution_score.clamp(0.0, 1.0),
         feedback_score: feedback_score.clamp(0.0, 1.0),
         combined_reputation: combined.clamp(0.0, 1.0),
@@ -184,12 +204,13 @@ mod tests {
             successes: 8,
             failures: 2,
             pending: 1,
+            denied_requests: 2,
             approved: 3,
             flagged: 1,
             rejected: 1,
         };
         let r = reputation(&counts);
-        assert_eq!(r.total_actions, 11);
+        assert_eq!(r.total_actions, 13);
         assert!((r.execution_score - 9.0 / 12.0).abs() < 1e-12);
         assert!((r.feedback_score - 4.5 / 7.0).abs() < 1e-12);
         assert!((r.combined_reputation - (0.6 * 0.75 + 0.4 * 4.5 / 7.0)).abs() < 1e-12);
@@ -301,6 +322,40 @@ mod tests {
     }
 
     #[test]
+    fn an_awaiting_record_counts_as_pending_and_a_no_as_a_denied_request() {
+        use crate::record::DenyReason;
+        let awaiting = RecordState::AwaitingApproval;
+        let no = |reason| RecordState::Denied { reason };
+        assert_eq!(CountsChange::of(None, &awaiting), change(|c| c.pending = 1));
+        // Approved: still not an outcome.
+        assert!(CountsChange::of(Some(&awaiting), &RecordState::Pending).is_zero());
+        for reason in [DenyReason::ApprovalDenied, DenyReason::ApprovalExpired] {
+            assert_eq!(
+                CountsChange::of(Some(&awaiting), &no(reason)),
+                change(|c| {
+                    c.pending = -1;
+                    c.denied_requests = 1;
+                })
+            );
+            assert_eq!(
+                CountsChange::of(None, &no(reason)),
+                change(|c| c.denied_requests = 1)
+            );
+        }
+        // A record/action that needed approval is a refused attempt: a
+        // failure, as every other refused record/action.
+        assert_eq!(
+            CountsChange::of(None, &no(DenyReason::ApprovalRequired)),
+            change(|c| c.failures = 1)
+        );
+        let r = reputation(&ReputationCounts {
+            denied_requests: 3,
+            ..ReputationCounts::default()
+        });
+        assert_eq!((r.total_actions, r.execution_score), (3, 0.5));
+    }
+
+    #[test]
     fn changes_add_up_and_saturate() {
         let mut total = CountsChange::default();
         assert!(total.is_zero());
@@ -337,7 +392,7 @@ mod tests {
         let json = serde_json::to_value(change(|c| c.pending = -1)).unwrap();
         assert_eq!(
             json,
-            serde_json::json!({"successes": 0, "failures": 0, "pending": -1, "approved": 0, "flagged": 0, "rejected": 0})
+            serde_json::json!({"successes": 0, "failures": 0, "pending": -1, "denied_requests": 0, "approved": 0, "flagged": 0, "rejected": 0})
         );
         assert_eq!(
             serde_json::from_value::<CountsChange>(json).unwrap(),
@@ -351,6 +406,7 @@ mod tests {
             successes: u64::MAX,
             failures: u64::MAX,
             pending: u64::MAX,
+            denied_requests: u64::MAX,
             approved: u64::MAX,
             flagged: u64::MAX,
             rejected: u64::MAX,

@@ -259,14 +259,22 @@ proptest! {
     #[test]
     fn combined_reputation_formula(
         successes in 0..1_000_000u64, failures in 0..1_000_000u64, pending in 0..1000u64,
+        denied_requests in 0..1000u64,
         approved in 0..1000u64, flagged in 0..1000u64, rejected in 0..1000u64,
     ) {
-        let r: Reputation = reputation(&ReputationCounts { successes, failures, pending, approved, flagged, rejected });
+        let r: Reputation = reputation(&ReputationCounts {
+            successes, failures, pending, denied_requests, approved, flagged, rejected,
+        });
         prop_assert!((r.combined_reputation - (0.6 * r.execution_score + 0.4 * r.feedback_score)).abs() < 1e-12);
         for score in [r.execution_score, r.feedback_score, r.combined_reputation] {
             prop_assert!((0.0..=1.0).contains(&score));
         }
-        prop_assert_eq!(r.total_actions, successes + failures + pending);
+        prop_assert_eq!(r.total_actions, successes + failures + pending + denied_requests);
+        let without = reputation(&ReputationCounts {
+            successes, failures, pending, approved, flagged, rejected, ..ReputationCounts::default()
+        });
+        // Denied requests are no outcome: they move no score.
+        prop_assert_eq!(r.execution_score, without.execution_score);
     }
 }
 

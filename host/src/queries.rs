@@ -266,6 +266,9 @@ pub fn agent_counts(
             successes: count(row.get(0)?),
             failures: count(row.get(1)?),
             pending: count(row.get(2)?),
+            // No column: this server makes no record wait for approval, so
+            // none is denied by an approval's decision.
+            denied_requests: 0,
             approved: count(row.get(3)?),
             flagged: count(row.get(4)?),
             rejected: count(row.get(5)?),

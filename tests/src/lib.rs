@@ -1530,6 +1530,16 @@ fn reputation_vectors() -> Value {
             approved: 3,
             flagged: 1,
             rejected: 1,
+            ..Default::default()
+        },
+        ReputationCounts {
+            successes: 8,
+            failures: 2,
+            pending: 1,
+            denied_requests: 4,
+            approved: 3,
+            flagged: 1,
+            rejected: 1,
         },
         ReputationCounts {
             successes: 1000,
@@ -1538,6 +1548,7 @@ fn reputation_vectors() -> Value {
             approved: 0,
             flagged: 0,
             rejected: 40,
+            ..Default::default()
         },
         ReputationCounts {
             successes: 0,
@@ -1546,6 +1557,7 @@ fn reputation_vectors() -> Value {
             approved: 0,
             flagged: 2,
             rejected: 0,
+            ..Default::default()
         },
         ReputationCounts {
             successes: u64::MAX,
@@ -1554,6 +1566,7 @@ fn reputation_vectors() -> Value {
             approved: 1,
             flagged: 0,
             rejected: 0,
+            ..Default::default()
         },
     ]
     .iter()
@@ -1863,12 +1876,16 @@ fn counts_vectors() -> Value {
     };
     let states = [
         state(json!({"status": "pending"}), "pending", None),
+        state(json!({"status": "awaiting_approval"}), "pending", None),
         state(completed("success"), "successes", None),
         state(completed("error"), "failures", None),
         state(completed("timeout"), "failures", None),
         state(completed("cancelled"), "failures", None),
         state(denied("action_not_permitted"), "failures", None),
         state(denied("token_revoked"), "failures", None),
+        state(denied("approval_required"), "failures", None),
+        state(denied("approval_denied"), "denied_requests", None),
+        state(denied("approval_expired"), "denied_requests", None),
         state(rated("success", "approved"), "successes", Some("approved")),
         state(rated("success", "flagged"), "successes", Some("flagged")),
         state(rated("success", "rejected"), "successes", Some("rejected")),
@@ -1878,7 +1895,7 @@ fn counts_vectors() -> Value {
     for before in std::iter::once(None).chain(states.iter().map(Some)) {
         for after in &states {
             let mut change = json!({
-                "successes": 0, "failures": 0, "pending": 0,
+                "successes": 0, "failures": 0, "pending": 0, "denied_requests": 0,
                 "approved": 0, "flagged": 0, "rejected": 0,
             });
             match before.map(|b| b.counts_as) {
@@ -1901,7 +1918,7 @@ fn counts_vectors() -> Value {
         }
     }
     json!({
-        "description": "Counts vectors: how an agent's reputation counts move when one of its records goes from `before` (null: it did not exist) to `after`, for every pair of states. A state is its stored parts (status, result, rating, deny reason). A new record counts once: pending, a success, or a failure (any other result, or denied); a pending record that changes leaves pending; a settled record counts only a rating it receives.",
+        "description": "Counts vectors: how an agent's reputation counts move when one of its records goes from `before` (null: it did not exist) to `after`, for every pair of states. A state is its stored parts (status, result, rating, deny reason). A new record counts once: pending (awaiting approval too), a success, a denied request (denied by an approval's decision: approval_denied, approval_expired), or a failure (any other result, or denied for any other reason); a pending or awaiting record that changes leaves pending; a settled record counts only a rating it receives.",
         "generator": "cargo xtask vectors",
         "cases": cases,
     })

@@ -288,6 +288,8 @@ export interface ReputationCounts {
   successes?: number;
   failures?: number;
   pending?: number;
+  /** Records denied by an approval's decision (denied or expired). */
+  denied_requests?: number;
   approved?: number;
   flagged?: number;
   rejected?: number;
@@ -305,7 +307,7 @@ export interface Reputation {
 export interface SummaryRecord {
   agent_id: string;
   action: string;
-  status: "pending" | "completed" | "denied";
+  status: "awaiting_approval" | "pending" | "completed" | "denied";
   result?: "success" | "error" | "timeout" | "cancelled" | null;
   provenance_ref?: string;
 }
@@ -376,7 +378,7 @@ export type LogEntry = {
       provenance_ref: string;
       action: string;
       resource: string;
-      status: "pending" | "completed" | "denied";
+      status: "awaiting_approval" | "pending" | "completed" | "denied";
       result?: "success" | "error" | "timeout" | "cancelled";
       deny_reason?: string;
       result_hash?: string;
@@ -398,6 +400,15 @@ export type LogEntry = {
       note?: string;
       /** The API key that rated. */
       by: string;
+    }
+  | {
+      kind: "approval.decided";
+      aar_id: string;
+      decision: "approved" | "denied" | "expired";
+      /** Never on an expiry. */
+      note?: string;
+      /** The API key that decided; absent for an expiry. */
+      by?: string;
     }
 );
 

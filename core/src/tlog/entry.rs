@@ -19,9 +19,12 @@
 //! The rules an entry must follow (checked both ways, so the server cannot
 //! log what a verifier would refuse): a token at depth 0 has no `parent`
 //! and one below it has one; a record's `result` is there exactly when it
-//! is `completed`, its `deny_reason` exactly when it is `denied`, and a
-//! `result_hash` only with a result; texts are capped and hold no control
-//! characters but newline and tab.
+//! is `completed`, its `deny_reason` exactly when it is `denied` (so a
+//! record created `awaiting_approval` has neither), and a `result_hash`
+//! only with a result; an approval's decision names the deciding key (`by`)
+//! exactly when a person decided (`approved`, `denied`), and an expiry has
+//! no `note`; texts are capped and hold no control characters but newline
+//! and tab.
 
 use std::collections::BTreeMap;
 use std::str::FromStr as _;
@@ -33,10 +36,10 @@ use crate::ids::{
     AarId, AgentId, ClaimsDigest, HumanRef, Jkt, Jth, KeyId, OrgId, ProvenanceRef, ResultHash,
 };
 use crate::limits::{
-    MAX_DELEGATION_DEPTH, MAX_JSON_SAFE_INTEGER, MAX_KID_LEN, MAX_LEAF_BYTES,
-    MAX_RATING_NOTE_CHARS, MAX_REVOKE_REASON_CHARS, MAX_USD, MICROS_PER_USD,
+    MAX_APPROVAL_NOTE_CHARS, MAX_DELEGATION_DEPTH, MAX_JSON_SAFE_INTEGER, MAX_KID_LEN,
+    MAX_LEAF_BYTES, MAX_RATING_NOTE_CHARS, MAX_REVOKE_REASON_CHARS, MAX_USD, MICROS_PER_USD,
 };
-use crate::record::{DenyReason, Outcome, Rating, Status};
+use crate::record::{ApprovalDecision, DenyReason, Outcome, Rating, Status};
 use crate::scope::{Action, Resource};
 use crate::token::AssuranceLevel;
 
@@ -54,8 +57,7 @@ pub struct LogEntry {
     pub event: LogEvent,
 }
 
-/// What changed. New kinds (`approval.decided`) may be added: match with a
-/// wildcard arm.
+/// What changed. New kinds may be added: match with a wildcard arm.
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum LogEvent {
@@ -64,13 +66,16 @@ pub enum LogEvent {
     /// `token.revoked`: a token revoked (one entry per token the
     /// revocation voided, each naming the token it named).
     TokenRevoked(TokenRevoked),
-    /// `record.created`: an action record written (pending, completed or
-    /// denied).
+    /// `record.created`: an action record written (pending, awaiting
+    /// approval, completed or denied).
     RecordCreated(RecordCreated),
     /// `record.completed`: a pending record closed with its result.
     RecordCompleted(RecordCompleted),
     /// `record.rated`: a completed record given its human rating.
     RecordRated(RecordRated),
+    /// `approval.decided`: the approval a record awaited approved, denied
+    /// or expired.
+    ApprovalDecided(ApprovalDecided),
 }
 
 impl LogEvent {
@@ -86,6 +91,7 @@ impl LogEvent {
             LogEvent::RecordCreated(_) => Kind::RecordCreated,
             LogEvent::RecordCompleted(_) => Kind::RecordCompleted,
             LogEvent::RecordRated(_) => Kind::RecordRated,
+            LogEvent::ApprovalDecided(_) => Kind::ApprovalDecided,
         }
     }
 
@@ -95,6 +101,7 @@ impl LogEvent {
             LogEvent::RecordCreated(e) => Some(&e.aar_id),
             LogEvent::RecordCompleted(e) => Some(&e.aar_id),
             LogEvent::RecordRated(e) => Some(&e.aar_id),
+            LogEvent::ApprovalDecided(e) => Some(&e.aar_id),
             LogEvent::TokenIssued(_) | LogEvent::TokenRevoked(_) => None,
         }
     }
@@ -202,6 +209,19 @@ pub struct RecordRated {
     pub by: Option<KeyId>,
 }
 
+/// `approval.decided`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ApprovalDecided {
+    /// The record that awaited the approval.
+    pub aar_id: AarId,
+    pub decision: ApprovalDecision,
+    /// The reviewer's note; never on an expiry.
+    pub note: Option<String>,
+    /// The API key that decided: there exactly when a person decided
+    /// (`approved`, `denied`), absent for an expiry.
+    pub by: Option<KeyId>,
+}
+
 /// The `kind` member.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Kind {
@@ -210,15 +230,17 @@ enum Kind {
     RecordCreated,
     RecordCompleted,
     RecordRated,
+    ApprovalDecided,
 }
 
 impl Kind {
-    const ALL: [Kind; 5] = [
+    const ALL: [Kind; 6] = [
         Kind::TokenIssued,
         Kind::TokenRevoked,
         Kind::RecordCreated,
         Kind::RecordCompleted,
         Kind::RecordRated,
+        Kind::ApprovalDecided,
     ];
 
     fn as_str(self) -> &'static str {
@@ -228,6 +250,7 @@ impl Kind {
             Kind::RecordCreated => "record.created",
             Kind::RecordCompleted => "record.completed",
             Kind::RecordRated => "record.rated",
+            Kind::ApprovalDecided => "approval.decided",
         }
     }
 
@@ -493,6 +516,13 @@ impl LogEntry {
                 .note
                 .as_deref()
                 .is_none_or(|n| valid_text(n, MAX_RATING_NOTE_CHARS)),
+            LogEvent::ApprovalDecided(e) => {
+                e.by.is_some() == e.decision.is_human()
+                    && (e.note.is_none() || e.decision.is_human())
+                    && e.note
+                        .as_deref()
+                        .is_none_or(|n| valid_text(n, MAX_APPROVAL_NOTE_CHARS))
+            }
         };
         if ok { Ok(()) } else { Err(malformed) }
     }
@@ -559,6 +589,12 @@ impl LogEntry {
                 m.put("note", e.note.as_deref());
                 m.put("by", e.by.as_ref().map(KeyId::as_str));
             }
+            LogEvent::ApprovalDecided(e) => {
+                m.put("aar_id", Some(e.aar_id.as_str()));
+                m.put("decision", Some(e.decision.as_str()));
+                m.put("note", e.note.as_deref());
+                m.put("by", e.by.as_ref().map(KeyId::as_str));
+            }
         }
         m.sorted()
     }
@@ -614,6 +650,12 @@ impl LogEntry {
             Kind::RecordRated => LogEvent::RecordRated(RecordRated {
                 aar_id: m.required("aar_id", AarId::parse)?,
                 rating: m.required("rating", Rating::from_str)?,
+                note: m.text("note")?,
+                by: m.parsed("by", KeyId::parse)?,
+            }),
+            Kind::ApprovalDecided => LogEvent::ApprovalDecided(ApprovalDecided {
+                aar_id: m.required("aar_id", AarId::parse)?,
+                decision: m.required("decision", |d| ApprovalDecision::parse(d).ok_or(()))?,
                 note: m.text("note")?,
                 by: m.parsed("by", KeyId::parse)?,
             }),
@@ -743,7 +785,7 @@ mod tests {
                 cause: jth(3),
                 reason: Some("compromised \"key\"\n\u{e9}\u{1f600}".into()),
             }),
-            LogEvent::RecordCreated(created),
+            LogEvent::RecordCreated(created.clone()),
             LogEvent::RecordCompleted(RecordCompleted {
                 aar_id: AarId::new(ulid(7)),
                 result: Outcome::Error,
@@ -755,6 +797,24 @@ mod tests {
                 rating: Rating::Flagged,
                 note: Some("tab\there".into()),
                 by: Some(KeyId::new(ulid(9))),
+            }),
+            LogEvent::ApprovalDecided(ApprovalDecided {
+                aar_id: AarId::new(ulid(7)),
+                decision: ApprovalDecision::Approved,
+                note: Some("ok for \"Q3\"\n".into()),
+                by: Some(KeyId::new(ulid(9))),
+            }),
+            LogEvent::ApprovalDecided(ApprovalDecided {
+                aar_id: AarId::new(ulid(7)),
+                decision: ApprovalDecision::Expired,
+                note: None,
+                by: None,
+            }),
+            LogEvent::RecordCreated(RecordCreated {
+                status: Status::AwaitingApproval,
+                result: None,
+                result_hash: None,
+                ..created.clone()
             }),
         ]
         .into_iter()
@@ -915,6 +975,29 @@ mod tests {
         };
         rated.note = Some("bell\u{7}".into());
         entries[3].v = 2;
+        let LogEvent::ApprovalDecided(approved) = &mut entries[5].event else {
+            panic!()
+        };
+        approved.by = None;
+        let LogEvent::ApprovalDecided(expired) = &mut entries[6].event else {
+            panic!()
+        };
+        expired.note = Some("too late".into());
+        let LogEvent::RecordCreated(awaiting) = &mut entries[7].event else {
+            panic!()
+        };
+        awaiting.deny_reason = Some(DenyReason::ApprovalRequired);
+        let mut more = samples();
+        let LogEvent::ApprovalDecided(expired) = &mut more[6].event else {
+            panic!()
+        };
+        expired.by = Some(KeyId::new(ulid(9)));
+        let LogEvent::ApprovalDecided(long) = &mut more[5].event else {
+            panic!()
+        };
+        long.note = Some("n".repeat(MAX_APPROVAL_NOTE_CHARS + 1));
+        entries.push(more.swap_remove(6));
+        entries.push(more.swap_remove(5));
         for entry in entries {
             assert_eq!(
                 entry.to_leaf(),

@@ -33,8 +33,8 @@ mod verify;
 
 pub use checkpoint::{Checkpoint, open_checkpoint};
 pub use entry::{
-    Credential, LOG_ENTRY_VERSION, LogEntry, LogEvent, RecordCompleted, RecordCreated, RecordRated,
-    TokenIssued, TokenRevoked,
+    ApprovalDecided, Credential, LOG_ENTRY_VERSION, LogEntry, LogEvent, RecordCompleted,
+    RecordCreated, RecordRated, TokenIssued, TokenRevoked,
 };
 pub use error::{LogError, ReadError};
 pub use frontier::{Frontier, TileEntry};

@@ -29,7 +29,9 @@ fn lifecycle(error: RecordError) -> ApiError {
         RecordError::AlreadyCompleted
         | RecordError::AlreadyRated
         | RecordError::NotCompletable
-        | RecordError::NotRatable => ApiError::conflict(error.code(), error.to_string()),
+        | RecordError::NotRatable
+        | RecordError::ApprovalPending
+        | RecordError::NotAwaitingApproval => ApiError::conflict(error.code(), error.to_string()),
         other => ApiError::internal(other),
     }
 }
@@ -122,6 +124,17 @@ pub(crate) fn denial(reason: DenyReason, credential: Credential) -> ApiError {
         DenyReason::ScopeWidening | DenyReason::DelegationTooDeep | DenyReason::TooManyChildren => {
             ApiError::forbidden(reason.code(), "the delegation was refused")
         }
+        DenyReason::ApprovalRequired => ApiError::forbidden(
+            reason.code(),
+            "this action needs a human's approval first: ask for it with authorize",
+        ),
+        DenyReason::ApprovalDenied => {
+            ApiError::forbidden(reason.code(), "a human denied the approval of this action")
+        }
+        DenyReason::ApprovalExpired => ApiError::forbidden(
+            reason.code(),
+            "the approval of this action expired before anyone decided",
+        ),
     }
 }
 

@@ -200,6 +200,7 @@ fn read_before(conn: &Connection) -> Before {
                     approved: count(row.get(4)?),
                     flagged: count(row.get(5)?),
                     rejected: count(row.get(6)?),
+                    ..ReputationCounts::default()
                 },
             ))
         })
