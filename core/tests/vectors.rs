@@ -437,6 +437,31 @@ fn status_list_encoding_vectors() {
     rules::status_list_encodings();
 }
 
+#[test]
+fn approval_requirement_vectors() {
+    rules::approvals::approval_requirements();
+}
+
+#[test]
+fn approval_matching_vectors() {
+    rules::approvals::approval_matching();
+}
+
+#[test]
+fn approval_narrowing_vectors() {
+    rules::approvals::approval_narrowing();
+}
+
+#[test]
+fn approval_lifecycle_vectors() {
+    rules::approvals::approval_lifecycle();
+}
+
+#[test]
+fn approval_leaf_vectors() {
+    rules::approvals::approval_leaves();
+}
+
 #[derive(Deserialize)]
 struct StatusListFile {
     jwks: Value,

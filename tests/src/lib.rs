@@ -28,6 +28,7 @@ use mandate_core::{
 use serde_json::{Value, json};
 use sha2::{Digest as _, Sha256};
 
+mod approvals;
 mod log;
 
 /// The seed every byte of the vectors derives from.
@@ -2829,6 +2830,7 @@ pub fn files() -> Vec<(&'static str, String)> {
         ("budgets.json", budget_vectors()),
         ("status_list.json", status_list_vectors(&mut rng, &key, NOW)),
         ("log.json", log::log_vectors(&mut rng)),
+        ("approvals.json", approvals::approvals_vectors()),
     ]
     .into_iter()
     .map(|(name, value)| {

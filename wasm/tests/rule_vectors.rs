@@ -1,7 +1,7 @@
 //! The rule vectors of `tests/vectors/` that the SDK has no export for
 //! (token status, governance, refusals, counts changes, budget chains,
 //! the permission table of roles, the status list encodings of the IETF
-//! draft),
+//! draft, approval before the act),
 //! judged by core compiled for wasm32 and run under Node
 //! (`wasm-bindgen-test`). The judge is core's own, the same source its
 //! native `vectors` test runs, so both builds must reach the same verdicts;
@@ -47,4 +47,29 @@ fn role_vectors() {
 #[wasm_bindgen_test]
 fn status_list_encoding_vectors() {
     rules::status_list_encodings();
+}
+
+#[wasm_bindgen_test]
+fn approval_requirement_vectors() {
+    rules::approvals::approval_requirements();
+}
+
+#[wasm_bindgen_test]
+fn approval_matching_vectors() {
+    rules::approvals::approval_matching();
+}
+
+#[wasm_bindgen_test]
+fn approval_narrowing_vectors() {
+    rules::approvals::approval_narrowing();
+}
+
+#[wasm_bindgen_test]
+fn approval_lifecycle_vectors() {
+    rules::approvals::approval_lifecycle();
+}
+
+#[wasm_bindgen_test]
+fn approval_leaf_vectors() {
+    rules::approvals::approval_leaves();
 }

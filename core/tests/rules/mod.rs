@@ -1,7 +1,7 @@
 //! The judge of the rule vectors in `tests/vectors/` (`status`,
-//! `governance`, `refusals`, `counts`, `budgets`, `roles`, and the draft's
-//! encoding examples of `status_list`): rules the server applies and the
-//! SDK does not export. This one source is compiled twice: into
+//! `governance`, `refusals`, `counts`, `budgets`, `roles`, `approvals`,
+//! and the draft's encoding examples of `status_list`): rules the server
+//! applies and the SDK does not export. This one source is compiled twice: into
 //! core's native `vectors` test, and into the wasm façade's
 //! `rule_vectors` test, which runs it as wasm32 under Node. Each function
 //! panics at the first case whose verdict differs from the file's.
@@ -15,6 +15,8 @@ use mandate_core::{
     check_chain_budgets, check_chain_extra_spend, check_fan_out, delegate, issue_root,
 };
 use serde::Deserialize;
+
+pub mod approvals;
 
 const STATUS: &str = include_str!("../../../tests/vectors/status.json");
 const GOVERNANCE: &str = include_str!("../../../tests/vectors/governance.json");
