@@ -4,8 +4,10 @@
 //! and key sets, token claims with issuing, delegation, signing and
 //! verification, proofs of possession for bound tokens (DPoP), token status
 //! lists (the IETF Token Status List), human references, approval
-//! requirements, the action-record lifecycle, budgets, reputation, workflow summaries, and the record log's
-//! Merkle tree, signed checkpoints and proofs.
+//! requirements, the action-record lifecycle, budgets, reputation, workflow
+//! summaries, the record log's Merkle tree, signed checkpoints and proofs,
+//! webhooks (Standard Webhooks signatures and Mandate's event payloads) and
+//! W3C trace context.
 //!
 //! This crate refuses to know about the world: it does no I/O, reads no
 //! clock, draws no randomness and starts no thread. Callers pass `now` (unix
@@ -47,6 +49,8 @@ pub mod status_list;
 pub mod summary;
 pub mod tlog;
 pub mod token;
+pub mod trace;
+pub mod webhook;
 
 pub use approval::{ApprovalRequirement, chain_requires_approval};
 pub use budget::{
@@ -93,6 +97,8 @@ pub use token::{
     decode_unverified, delegate, delegated_grant, issue_root, sign, verify,
     verify_ignoring_lifetime,
 };
+pub use trace::{SpanId, TraceError, TraceFlags, TraceId, TraceParent};
+pub use webhook::{EventTime, EventType, MessageId, WebhookError};
 
 /// SHA-256 of bytes as `sha256:<hex>`, the form of `result_hash`.
 pub fn sha256_ref(data: &[u8]) -> ResultHash {

@@ -114,3 +114,19 @@ pub const MAX_STATUS_LIST_TOKEN_BYTES: usize = 64 * 1024;
 /// 8 bits, the size of the largest test vectors of the IETF draft; Mandate's
 /// own lists are 8 KiB.
 pub const MAX_STATUS_LIST_BYTES: usize = 1 << 20;
+
+/// Random bytes of a webhook signing secret Mandate makes: HMAC-SHA256's
+/// output length, the shortest key RFC 2104 §3 recommends; Standard
+/// Webhooks asks for 24 to 64.
+pub const WEBHOOK_SECRET_BYTES: usize = 32;
+/// Fewest bytes of a webhook secret accepted (Standard Webhooks: 24).
+pub const MIN_WEBHOOK_SECRET_BYTES: usize = 24;
+/// Most bytes of a webhook secret accepted (Standard Webhooks: 64, also
+/// HMAC-SHA256's block, so no secret is hashed before use).
+pub const MAX_WEBHOOK_SECRET_BYTES: usize = 64;
+/// How far a webhook's `webhook-timestamp` may be from the receiver's clock,
+/// either way, unless the receiver says otherwise: the five minutes of the
+/// Standard Webhooks reference libraries.
+pub const WEBHOOK_TOLERANCE_SECONDS: u64 = 300;
+/// Longest `webhook-id` accepted.
+pub const MAX_WEBHOOK_ID_LEN: usize = 128;
