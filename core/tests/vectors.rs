@@ -8,11 +8,12 @@ mod rules;
 
 use std::collections::BTreeMap;
 
+use mandate_core::webhook::WebhookError;
 use mandate_core::{
-    Action, Constraints, Grant, IssueError, Jkt, Jth, Jti, Jwks, Policy, ProofRequest,
+    Action, Constraints, Grant, IssueError, Jkt, Jth, Jti, Jwks, MessageId, Policy, ProofRequest,
     ReputationCounts, Resource, Scope, ScopeError, StatusUri, VerifiedStatusList, VerifyOptions,
     check_binding, check_narrowing, check_status, check_status_with, delegated_grant, reputation,
-    verify, verify_chain, verify_proof, verify_status_list,
+    verify, verify_chain, verify_proof, verify_status_list, webhook,
 };
 use serde::Deserialize;
 use serde_json::Value;
@@ -460,6 +461,158 @@ fn approval_lifecycle_vectors() {
 #[test]
 fn approval_leaf_vectors() {
     rules::approvals::approval_leaves();
+}
+
+#[test]
+fn webhook_payload_vectors() {
+    rules::webhook_payloads();
+}
+
+#[test]
+fn traceparent_vectors() {
+    rules::traceparents();
+}
+
+const WEBHOOKS: &str = include_str!("../../tests/vectors/webhooks.json");
+
+#[derive(Deserialize)]
+struct WebhookFile {
+    tolerance_seconds: u64,
+    signatures: Vec<SignatureCase>,
+    secrets: Vec<SecretCase>,
+    cases: Vec<WebhookCase>,
+}
+
+#[derive(Deserialize)]
+struct SignatureCase {
+    name: String,
+    secret: String,
+    id: String,
+    timestamp: i64,
+    body: String,
+    signature: String,
+}
+
+#[derive(Deserialize)]
+struct SecretCase {
+    name: String,
+    secret: String,
+    expect: SecretExpect,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct SecretExpect {
+    valid: bool,
+    #[serde(default)]
+    error: Option<String>,
+}
+
+#[derive(Deserialize)]
+struct WebhookCase {
+    name: String,
+    secrets: Vec<String>,
+    headers: Vec<(String, String)>,
+    body: String,
+    now: i64,
+    #[serde(default)]
+    tolerance_seconds: Option<u64>,
+    expect: WebhookExpect,
+}
+
+#[derive(Deserialize, Debug, PartialEq)]
+#[serde(deny_unknown_fields)]
+struct WebhookExpect {
+    valid: bool,
+    #[serde(default)]
+    error: Option<String>,
+    #[serde(default)]
+    id: Option<String>,
+    #[serde(default)]
+    timestamp: Option<i64>,
+    #[serde(default)]
+    secret_index: Option<usize>,
+    #[serde(default)]
+    event: Option<Value>,
+}
+
+impl WebhookExpect {
+    fn refused(error: &WebhookError) -> WebhookExpect {
+        WebhookExpect {
+            valid: false,
+            error: Some(error.code().to_owned()),
+            id: None,
+            timestamp: None,
+            secret_index: None,
+            event: None,
+        }
+    }
+}
+
+/// The message, as a receiver judges it: the headers picked, the
+/// signature and timestamp verified, the payload read.
+fn receive(file: &WebhookFile, case: &WebhookCase) -> Result<WebhookExpect, WebhookError> {
+    let secrets = case
+        .secrets
+        .iter()
+        .map(|s| webhook::Secret::parse(s))
+        .collect::<Result<Vec<_>, _>>()?;
+    let headers = webhook::Headers::from_pairs(
+        case.headers
+            .iter()
+            .map(|(name, value)| (name.as_str(), value.as_str())),
+    )?;
+    let tolerance = case.tolerance_seconds.unwrap_or(file.tolerance_seconds);
+    let verified = webhook::verify(
+        &secrets,
+        &headers,
+        case.body.as_bytes(),
+        case.now,
+        tolerance,
+    )?;
+    let event = webhook::parse_event(case.body.as_bytes())?;
+    let data: Value = serde_json::from_str(event.data).unwrap();
+    Ok(WebhookExpect {
+        valid: true,
+        error: None,
+        id: Some(verified.id.to_string()),
+        timestamp: Some(verified.timestamp),
+        secret_index: Some(verified.secret_index),
+        event: Some(serde_json::json!({
+            "type": event.event_type,
+            "timestamp": event.timestamp,
+            "data": data,
+        })),
+    })
+}
+
+#[test]
+fn webhook_vectors() {
+    let file: WebhookFile = serde_json::from_str(WEBHOOKS).unwrap();
+    assert_eq!(file.tolerance_seconds, webhook::WEBHOOK_TOLERANCE_SECONDS);
+    assert!(file.signatures.len() >= 5);
+    for case in &file.signatures {
+        let secret = webhook::Secret::parse(&case.secret).unwrap();
+        let id = MessageId::parse(&case.id).unwrap();
+        let signature = webhook::sign(&secret, &id, case.timestamp, case.body.as_bytes());
+        assert_eq!(signature, case.signature, "{}", case.name);
+    }
+    for case in &file.secrets {
+        // A secret read is written back as it was given.
+        let got = webhook::Secret::parse(&case.secret)
+            .map(|secret| secret.to_whsec())
+            .map_err(|e| e.code().to_owned());
+        let expected = match &case.expect {
+            SecretExpect { valid: true, .. } => Ok(case.secret.clone()),
+            SecretExpect { error, .. } => Err(error.clone().unwrap_or_default()),
+        };
+        assert_eq!(got, expected, "{}", case.name);
+    }
+    assert!(file.cases.len() >= 60, "only {} cases", file.cases.len());
+    for case in &file.cases {
+        let got = receive(&file, case).unwrap_or_else(|e| WebhookExpect::refused(&e));
+        assert_eq!(got, case.expect, "{}", case.name);
+    }
 }
 
 #[derive(Deserialize)]

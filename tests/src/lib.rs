@@ -30,6 +30,8 @@ use sha2::{Digest as _, Sha256};
 
 mod approvals;
 mod log;
+mod trace;
+mod webhooks;
 
 /// The seed every byte of the vectors derives from.
 const SEED: &str = "mandate conformance vectors v1";
@@ -2831,6 +2833,8 @@ pub fn files() -> Vec<(&'static str, String)> {
         ("status_list.json", status_list_vectors(&mut rng, &key, NOW)),
         ("log.json", log::log_vectors(&mut rng)),
         ("approvals.json", approvals::approvals_vectors()),
+        ("webhooks.json", webhooks::webhook_vectors(&mut rng)),
+        ("traceparent.json", trace::traceparent_vectors(&mut rng)),
     ]
     .into_iter()
     .map(|(name, value)| {

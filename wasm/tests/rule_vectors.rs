@@ -1,7 +1,8 @@
 //! The rule vectors of `tests/vectors/` that the SDK has no export for
 //! (token status, governance, refusals, counts changes, budget chains,
 //! the permission table of roles, the status list encodings of the IETF
-//! draft, approval before the act),
+//! draft, approval before the act, Mandate's webhook payloads and event
+//! times, W3C `traceparent`),
 //! judged by core compiled for wasm32 and run under Node
 //! (`wasm-bindgen-test`). The judge is core's own, the same source its
 //! native `vectors` test runs, so both builds must reach the same verdicts;
@@ -72,4 +73,14 @@ fn approval_lifecycle_vectors() {
 #[wasm_bindgen_test]
 fn approval_leaf_vectors() {
     rules::approvals::approval_leaves();
+}
+
+#[wasm_bindgen_test]
+fn webhook_payload_vectors() {
+    rules::webhook_payloads();
+}
+
+#[wasm_bindgen_test]
+fn traceparent_vectors() {
+    rules::traceparents();
 }

@@ -1,7 +1,8 @@
 //! The judge of the rule vectors in `tests/vectors/` (`status`,
 //! `governance`, `refusals`, `counts`, `budgets`, `roles`, `approvals`,
-//! and the draft's encoding examples of `status_list`): rules the server
-//! applies and the SDK does not export. This one source is compiled twice: into
+//! the draft's encoding examples of `status_list`, the payloads and event
+//! times of `webhooks`, and `traceparent`): rules the server applies and the
+//! SDK does not export. This one source is compiled twice: into
 //! core's native `vectors` test, and into the wasm façade's
 //! `rule_vectors` test, which runs it as wasm32 under Node. Each function
 //! panics at the first case whose verdict differs from the file's.
@@ -14,6 +15,7 @@ use mandate_core::{
     Scope, Status, StatusList, StatusType, TokenRequest, TokenStatus, Ulid, Usage, Usd,
     check_chain_budgets, check_chain_extra_spend, check_fan_out, delegate, issue_root,
 };
+use mandate_core::{EventTime, EventType, SpanId, TraceError, TraceId, TraceParent, webhook};
 use serde::Deserialize;
 
 pub mod approvals;
@@ -468,5 +470,213 @@ pub fn status_list_encodings() {
                 );
             }
         }
+    }
+}
+
+const WEBHOOKS: &str = include_str!("../../../tests/vectors/webhooks.json");
+const TRACEPARENT: &str = include_str!("../../../tests/vectors/traceparent.json");
+
+#[derive(Deserialize)]
+struct WebhookFile {
+    event_types: Vec<String>,
+    payloads: Vec<PayloadCase>,
+    event_times: EventTimes,
+}
+
+#[derive(Deserialize)]
+struct PayloadCase {
+    name: String,
+    #[serde(rename = "type")]
+    event_type: String,
+    at_ms: i64,
+    data: serde_json::Value,
+    expect: PayloadExpect,
+}
+
+#[derive(Deserialize, Debug, PartialEq)]
+#[serde(deny_unknown_fields)]
+struct PayloadExpect {
+    #[serde(default)]
+    body: Option<String>,
+    #[serde(default)]
+    error: Option<String>,
+}
+
+#[derive(Deserialize)]
+struct EventTimes {
+    valid: Vec<EventTimeCase>,
+    invalid: Vec<EventTimeRefusal>,
+}
+
+#[derive(Deserialize)]
+struct EventTimeCase {
+    at_ms: i64,
+    text: String,
+}
+
+#[derive(Deserialize)]
+struct EventTimeRefusal {
+    text: String,
+    error: String,
+}
+
+/// Mandate's event payloads as `payload` writes them (RFC 8785), the
+/// event types' names, and event times both ways.
+pub fn webhook_payloads() {
+    let file: WebhookFile = read(WEBHOOKS);
+    let names: Vec<&str> = EventType::ALL.iter().map(|e| e.as_str()).collect();
+    assert_eq!(file.event_types, names);
+    assert!(file.payloads.len() >= 15);
+    for case in &file.payloads {
+        let written = case.event_type.parse::<EventType>().and_then(|event_type| {
+            let at = EventTime::from_unix_millis(case.at_ms)?;
+            webhook::payload(event_type, at, &case.data)
+        });
+        let got = match written {
+            Ok(bytes) => PayloadExpect {
+                body: Some(String::from_utf8(bytes).unwrap()),
+                error: None,
+            },
+            Err(error) => PayloadExpect {
+                body: None,
+                error: Some(error.code().to_owned()),
+            },
+        };
+        assert_eq!(got, case.expect, "{}", case.name);
+    }
+    for case in &file.event_times.valid {
+        let time = EventTime::from_unix_millis(case.at_ms).unwrap();
+        assert_eq!(time.to_string(), case.text);
+        assert_eq!(EventTime::parse(&case.text), Ok(time));
+    }
+    for case in &file.event_times.invalid {
+        let got = EventTime::parse(&case.text).map_err(|e| e.code());
+        assert_eq!(got, Err(case.error.as_str()), "{}", case.text);
+    }
+}
+
+#[derive(Deserialize)]
+struct TraceFile {
+    parse: Vec<TraceCase>,
+    children: Vec<ChildCase>,
+    starts: Vec<StartCase>,
+}
+
+#[derive(Deserialize)]
+struct TraceCase {
+    name: String,
+    header: String,
+    expect: TraceExpect,
+}
+
+#[derive(Deserialize, Debug, PartialEq)]
+#[serde(deny_unknown_fields)]
+struct TraceExpect {
+    valid: bool,
+    #[serde(default)]
+    trace_id: Option<String>,
+    #[serde(default)]
+    parent_id: Option<String>,
+    #[serde(default)]
+    flags: Option<u8>,
+    #[serde(default)]
+    sampled: Option<bool>,
+    #[serde(default)]
+    random: Option<bool>,
+    #[serde(default)]
+    header: Option<String>,
+    #[serde(default)]
+    error: Option<String>,
+}
+
+#[derive(Deserialize, Debug, PartialEq)]
+#[serde(deny_unknown_fields)]
+struct HeaderExpect {
+    #[serde(default)]
+    header: Option<String>,
+    #[serde(default)]
+    error: Option<String>,
+}
+
+impl HeaderExpect {
+    fn of(outcome: Result<TraceParent, TraceError>) -> HeaderExpect {
+        match outcome {
+            Ok(header) => HeaderExpect {
+                header: Some(header.to_string()),
+                error: None,
+            },
+            Err(error) => HeaderExpect {
+                header: None,
+                error: Some(error.code().to_owned()),
+            },
+        }
+    }
+}
+
+#[derive(Deserialize)]
+struct ChildCase {
+    name: String,
+    parent: String,
+    span_id: String,
+    expect: HeaderExpect,
+}
+
+#[derive(Deserialize)]
+struct StartCase {
+    name: String,
+    trace_id: String,
+    span_id: String,
+    sampled: bool,
+    expect: HeaderExpect,
+}
+
+fn bytes_of<const N: usize>(hex: &str) -> [u8; N] {
+    let bytes: Vec<u8> = (0..hex.len())
+        .step_by(2)
+        .map(|i| u8::from_str_radix(&hex[i..i + 2], 16).unwrap())
+        .collect();
+    bytes.try_into().unwrap()
+}
+
+/// W3C `traceparent` values read, child spans' headers and new traces.
+pub fn traceparents() {
+    let file: TraceFile = read(TRACEPARENT);
+    assert!(file.parse.len() >= 40);
+    for case in &file.parse {
+        let got = match TraceParent::parse(&case.header) {
+            Ok(parsed) => TraceExpect {
+                valid: true,
+                trace_id: Some(parsed.trace_id.to_string()),
+                parent_id: Some(parsed.parent_id.to_string()),
+                flags: Some(parsed.flags.bits()),
+                sampled: Some(parsed.flags.sampled()),
+                random: Some(parsed.flags.random()),
+                header: Some(parsed.to_string()),
+                error: None,
+            },
+            Err(error) => TraceExpect {
+                valid: false,
+                trace_id: None,
+                parent_id: None,
+                flags: None,
+                sampled: None,
+                random: None,
+                header: None,
+                error: Some(error.code().to_owned()),
+            },
+        };
+        assert_eq!(got, case.expect, "{}", case.name);
+    }
+    for case in &file.children {
+        let child = TraceParent::parse(&case.parent)
+            .and_then(|parent| Ok(parent.child(SpanId::from_bytes(bytes_of(&case.span_id))?)));
+        assert_eq!(HeaderExpect::of(child), case.expect, "{}", case.name);
+    }
+    for case in &file.starts {
+        let started = TraceId::from_bytes(bytes_of(&case.trace_id)).and_then(|trace| {
+            let span = SpanId::from_bytes(bytes_of(&case.span_id))?;
+            Ok(TraceParent::start(trace, span, case.sampled))
+        });
+        assert_eq!(HeaderExpect::of(started), case.expect, "{}", case.name);
     }
 }
