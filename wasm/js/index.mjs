@@ -31,6 +31,8 @@ export const {
   verifyRecordProof,
   verifyStatusList,
   verifyToken,
+  verifyWebhook,
+  verifyWebhookPairs,
 } = sdk;
 
 export default sdk;

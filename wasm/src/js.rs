@@ -8,7 +8,7 @@ use std::fmt::Display;
 use js_sys::JSON;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
-use wasm_bindgen::JsValue;
+use wasm_bindgen::{JsCast as _, JsValue};
 
 /// Where a call failed, so codes that two stages share (`missing_kid`) stay
 /// distinct.
@@ -31,6 +31,9 @@ pub(crate) enum Stage {
     StatusList,
     /// A verified token's status refuses it, or could not be established.
     Status,
+    /// A webhook's secret, headers, signature, timestamp or payload was
+    /// refused.
+    Webhook,
 }
 
 /// A refusal as JavaScript sees it: `{ code, message, stage, index? }`.
@@ -160,4 +163,17 @@ pub(crate) fn now_or_clock(now: Option<f64>) -> i64 {
     // `as` saturates and maps NaN to 0, so a nonsense `now` fails closed
     // (expired or not yet valid).
     now.unwrap_or_else(|| js_sys::Date::now() / 1000.0).floor() as i64
+}
+
+/// The bytes of a string (as UTF-8), a `Uint8Array` (a Node `Buffer` too)
+/// or an `ArrayBuffer`; `None` for anything else.
+pub(crate) fn bytes_arg(data: &JsValue) -> Option<Vec<u8>> {
+    if let Some(text) = data.as_string() {
+        Some(text.into_bytes())
+    } else if let Some(array) = data.dyn_ref::<js_sys::Uint8Array>() {
+        Some(array.to_vec())
+    } else {
+        data.dyn_ref::<js_sys::ArrayBuffer>()
+            .map(|buffer| js_sys::Uint8Array::new(buffer).to_vec())
+    }
 }

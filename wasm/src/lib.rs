@@ -34,12 +34,12 @@ mod agent_key;
 mod js;
 mod log;
 mod verifier;
+mod webhook;
 
 use std::cell::RefCell;
 use std::collections::BTreeSet;
 use std::str::FromStr as _;
 
-use js_sys::{ArrayBuffer, Uint8Array};
 use mandate_core::{
     Action, ChainError, ChainFault, Claims, Constraints, DpopError, Grant, Header, IssueError, Jkt,
     Jth, Jti, Jwks, JwksError, Outcome, Policy, ProofRequest, RecordError, ReputationCounts,
@@ -51,13 +51,14 @@ use serde::{Deserialize, Serialize};
 use wasm_bindgen::prelude::*;
 
 use crate::js::{
-    Failure, Stage, from_js, from_json_text, has_member, invalid, json_text, member, not_ok,
-    now_or_clock, object_from_js, options_from_js, string_arg, to_js,
+    Failure, Stage, bytes_arg, from_js, from_json_text, has_member, invalid, json_text, member,
+    not_ok, now_or_clock, object_from_js, options_from_js, string_arg, to_js,
 };
 
 pub use crate::agent_key::AgentKey;
 pub use crate::log::{parse_log_leaf, verify_checkpoint, verify_consistency, verify_log_proof};
 pub use crate::verifier::Verifier;
+pub use crate::webhook::verify_webhook_pairs;
 
 #[wasm_bindgen(typescript_custom_section)]
 const TYPES: &str = include_str!("types.d.ts");
@@ -871,16 +872,10 @@ impl ViolationOut {
 pub fn sha256_ref(
     #[wasm_bindgen(unchecked_param_type = "string | Uint8Array | ArrayBuffer")] data: JsValue,
 ) -> JsValue {
-    let bytes = if let Some(text) = data.as_string() {
-        text.into_bytes()
-    } else if let Some(array) = data.dyn_ref::<Uint8Array>() {
-        array.to_vec()
-    } else if let Some(buffer) = data.dyn_ref::<ArrayBuffer>() {
-        Uint8Array::new(buffer).to_vec()
-    } else {
-        return JsValue::NULL;
-    };
-    JsValue::from_str(mandate_core::sha256_ref(&bytes).as_str())
+    match bytes_arg(&data) {
+        Some(bytes) => JsValue::from_str(mandate_core::sha256_ref(&bytes).as_str()),
+        None => JsValue::NULL,
+    }
 }
 
 /// `{ error }`, the refusal of the functions that otherwise return numbers

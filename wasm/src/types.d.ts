@@ -21,9 +21,10 @@ export interface ErrorInfo {
   /**
    * `input`: an argument; `jwks`: the key set; `verify`: a token; `chain`: a chain's links; `dpop`: a bound token's proof;
    * `log`: a record log checkpoint, proof, key or leaf; `status_list`: a status list token; `status`: a token's status in its
-   * list (`token_revoked`, `status_unknown`, `status_stale`…).
+   * list (`token_revoked`, `status_unknown`, `status_stale`…); `webhook`: a webhook's secret, headers, signature, timestamp or
+   * payload (`webhook_signature_invalid`, `webhook_timestamp_too_old`…).
    */
-  stage: "input" | "jwks" | "verify" | "chain" | "dpop" | "log" | "status_list" | "status";
+  stage: "input" | "jwks" | "verify" | "chain" | "dpop" | "log" | "status_list" | "status" | "webhook";
   /** The position of the offending token in a chain. */
   index?: number;
 }
@@ -431,3 +432,30 @@ export interface ConsistencyCheck {
 export type ConsistencyResult = { valid: true } | { valid: false; error: ErrorInfo };
 
 export type LogLeafResult = { ok: true; entry: LogEntry } | { ok: false; error: ErrorInfo };
+
+/** The events Mandate sends as webhooks. */
+export type WebhookEventType =
+  | "record.denied"
+  | "record.failed"
+  | "record.rated"
+  | "token.revoked"
+  | "approval.requested"
+  | "approval.decided"
+  | "budget.threshold";
+
+/** A webhook's payload (Standard Webhooks' `{ type, timestamp, data }`). */
+export interface WebhookEvent {
+  type: WebhookEventType;
+  /** When the event happened: RFC 3339 in UTC with milliseconds (`2027-01-15T08:00:00.000Z`). */
+  timestamp: string;
+  /** The event's members; which ones depends on `type`. */
+  data: Record<string, unknown>;
+}
+
+/**
+ * A webhook checked: `id` is its `webhook-id`, the same on every retry of one event (remember it to process an event
+ * once).
+ */
+export type WebhookResult =
+  | { valid: true; id: string; event: WebhookEvent }
+  | { valid: false; error: ErrorInfo };

@@ -143,6 +143,13 @@ test("TypeScript: the declarations type-check a strict consumer", () => {
       }
     }
     void flow;
+    const hook: WebhookResult = verifyWebhook(["whsec_a", "whsec_b"], { "webhook-id": "x", "webhook-signature": ["a", "b"], host: undefined }, new Uint8Array(), { toleranceSeconds: 60, now: 1 });
+    if (hook.valid) {
+      const type: WebhookEventType = hook.event.type;
+      use(type, hook.id, hook.event.timestamp, hook.event.data);
+    } else {
+      use(hook.error.code, hook.error.stage);
+    }
     // ${from}
   `;
   const imports = `{
@@ -150,6 +157,7 @@ test("TypeScript: the declarations type-check a strict consumer", () => {
     summarizeWorkflow, Verifier, MandateClient, MandateError, AgentKey, generateAgentKey,
     type Jwks, type VerifyResult, type ChainResult, type PermitResult, type NarrowingResult,
     type DecodeResult, type IssuedToken, type RecordActionResponse, type DelegatedToken,
+    verifyWebhook, type WebhookResult, type WebhookEventType,
   }`;
   write("check.ts", `import ${imports} from "mandate-sdk";\n${usage("CommonJS")}`);
   write("check-esm.mts", `import sdk, ${imports} from "mandate-sdk";\n${usage("ESM")}\nuse(typeof sdk.verifyToken);`);

@@ -5,3 +5,4 @@ export * from "./mandate_wasm.js";
 export * from "./client.js";
 export * from "./log.js";
 export * from "./remote.js";
+export * from "./webhooks.js";

@@ -8,6 +8,7 @@ export * from "./mandate_wasm.js";
 export * from "./client.js";
 export * from "./log.js";
 export * from "./remote.js";
+export * from "./webhooks.js";
 
 /**
  * Loads the WebAssembly module; call once, before anything else. `input` is
