@@ -2,6 +2,7 @@
 //! file (`--config`) overrides them; command-line flags and their
 //! environment variables override the file.
 
+use std::collections::BTreeMap;
 use std::net::{IpAddr, SocketAddr};
 use std::num::NonZeroU64;
 use std::path::{Path, PathBuf};
@@ -213,6 +214,54 @@ impl Default for StatusConfig {
     }
 }
 
+/// OpenTelemetry (`[otel]`): each action record exported as a span over
+/// OTLP/HTTP (see `otel.rs` and docs/decisions.md). Off while `endpoint` is
+/// unset: nothing is started then.
+#[derive(Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct OtelConfig {
+    /// The collector's OTLP/HTTP base address, such as
+    /// `http://collector:4318`; spans are sent to `<endpoint>/v1/traces`.
+    pub endpoint: Option<String>,
+    /// `service.name` of the spans' resource.
+    pub service_name: String,
+    /// Headers sent with every export, such as an `authorization` token the
+    /// collector asks for. Their values are never logged.
+    pub headers: BTreeMap<String, String>,
+    /// Longest one export may take, retries included, in milliseconds.
+    pub timeout_ms: NonZeroU64,
+}
+
+impl Default for OtelConfig {
+    fn default() -> OtelConfig {
+        OtelConfig {
+            endpoint: None,
+            service_name: "mandate".to_owned(),
+            headers: BTreeMap::new(),
+            timeout_ms: NonZeroU64::new(10_000).unwrap_or(NonZeroU64::MIN),
+        }
+    }
+}
+
+/// Shows header names only: a header may carry the collector's token.
+impl std::fmt::Debug for OtelConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("OtelConfig")
+            .field("endpoint", &self.endpoint)
+            .field("service_name", &self.service_name)
+            .field("headers", &self.headers.keys().collect::<Vec<_>>())
+            .field("timeout_ms", &self.timeout_ms)
+            .finish()
+    }
+}
+
+impl OtelConfig {
+    /// `timeout_ms` as a duration.
+    pub fn timeout(&self) -> Duration {
+        Duration::from_millis(self.timeout_ms.get())
+    }
+}
+
 /// Where the database is (`[database]`).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
 #[serde(deny_unknown_fields, default)]
@@ -274,6 +323,8 @@ pub struct Config {
     pub log: LogConfig,
     /// Token status lists (`[status]`).
     pub status: StatusConfig,
+    /// OpenTelemetry export of action records (`[otel]`); off by default.
+    pub otel: OtelConfig,
 }
 
 impl Default for Config {
@@ -296,6 +347,7 @@ impl Default for Config {
             verifier: Vec::new(),
             log: LogConfig::default(),
             status: StatusConfig::default(),
+            otel: OtelConfig::default(),
         }
     }
 }
@@ -403,6 +455,33 @@ mod tests {
         assert_eq!(config.query_budget(), Duration::from_millis(250));
         assert!(toml::from_str::<Config>("query_budget_ms = 0").is_err());
         assert!(toml::from_str::<Config>("query_budget_ms = -1").is_err());
+    }
+
+    #[test]
+    fn otel_is_off_by_default_and_hides_its_header_values() {
+        let config = Config::default();
+        assert_eq!(config.otel.endpoint, None);
+        assert_eq!(config.otel.service_name, "mandate");
+        assert_eq!(config.otel.timeout(), Duration::from_secs(10));
+        let config: Config = toml::from_str(
+            r#"
+            [otel]
+            endpoint = "http://collector:4318"
+            headers = { authorization = "Bearer sekrit" }
+            timeout_ms = 2500
+            "#,
+        )
+        .unwrap();
+        assert_eq!(
+            config.otel.endpoint.as_deref(),
+            Some("http://collector:4318")
+        );
+        assert_eq!(config.otel.service_name, "mandate");
+        assert_eq!(config.otel.timeout(), Duration::from_millis(2500));
+        let shown = format!("{config:?}");
+        assert!(shown.contains("authorization") && !shown.contains("sekrit"));
+        assert!(toml::from_str::<Config>("[otel]\nendpiont = \"x\"").is_err());
+        assert!(toml::from_str::<Config>("[otel]\ntimeout_ms = 0").is_err());
     }
 
     #[test]
