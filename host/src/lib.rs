@@ -19,6 +19,7 @@ pub mod keyring;
 pub mod ledger;
 pub mod metrics;
 pub mod model;
+pub mod otel;
 pub mod proofs;
 pub mod queries;
 pub mod random;
@@ -92,6 +93,9 @@ pub struct Shared {
     pub log_keys: Arc<LogKeys>,
     /// Token status lists signed lately, served again until they are due.
     pub status_lists: status::SignedLists,
+    /// The OpenTelemetry exporter of action records, when `[otel] endpoint`
+    /// is set; handlers call `record` after a record's write has committed.
+    pub telemetry: Option<otel::Telemetry>,
 }
 
 impl std::ops::Deref for AppState {
@@ -116,6 +120,7 @@ impl AppState {
         clock: Clock,
     ) -> anyhow::Result<(AppState, Option<String>)> {
         let assurance = Assurance::load(&config)?;
+        let telemetry = otel::Telemetry::start(&config.otel)?;
         let database = config.database()?;
         let metrics = Arc::new(Metrics::new());
         let lanes = Lanes {
@@ -152,6 +157,7 @@ impl AppState {
             log_origin: prepared.log.origin,
             log_keys: prepared.log.keys,
             status_lists: status::SignedLists::default(),
+            telemetry,
         }));
         Ok((state, prepared.new_admin_key))
     }
@@ -290,6 +296,16 @@ pub async fn serve_until(
     let now = state.clock.now();
     if let Err(error) = state.write(move |ledger| ledger.checkpoint(now)).await {
         tracing::warn!(%error, "signing the record log's last checkpoint failed");
+    }
+    // Every request has finished, so every span is recorded: the last ones
+    // are sent now (or given up after the export timeout).
+    if let Some(telemetry) = &state.telemetry
+        && let Err(error) = telemetry.shutdown().await
+    {
+        tracing::warn!(
+            error = format!("{error:#}"),
+            "sending the last spans failed"
+        );
     }
     // Every other holder of the state is gone with the server; dropping the
     // last one leaves the store's handle as the writer's only sender.
