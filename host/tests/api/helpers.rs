@@ -126,6 +126,17 @@ impl TestApp {
 
     /// A server on an existing data folder (a restart).
     pub async fn spawn_in(dir: TempDir, edit: impl FnOnce(&mut Config)) -> TestApp {
+        TestApp::spawn_inspecting(dir, edit, |_| {}).await
+    }
+
+    /// A server on `dir` whose state `inspect` sees before it serves, to
+    /// keep a part of it (keeping the state itself would hold the database
+    /// open past `stop`).
+    pub async fn spawn_inspecting(
+        dir: TempDir,
+        edit: impl FnOnce(&mut Config),
+        inspect: impl FnOnce(&AppState),
+    ) -> TestApp {
         mandate_host::install_tls_provider();
         let mut config = Config::for_test(dir.path());
         config.database.url = test_database(dir.path());
@@ -133,6 +144,7 @@ impl TestApp {
         edit(&mut config);
         let clock = Clock::shifted();
         let (state, _) = AppState::open_with_clock(config, clock.clone()).unwrap();
+        inspect(&state);
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let base = format!("http://{}", listener.local_addr().unwrap());
         let (shutdown, stop) = oneshot::channel::<()>();

@@ -22,6 +22,7 @@ mod logs;
 mod migration;
 mod openapi;
 mod orgs;
+mod otel;
 mod persistence;
 mod process;
 mod races;
