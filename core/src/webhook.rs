@@ -46,8 +46,10 @@ use std::fmt;
 use std::str::FromStr;
 
 use base64::Engine as _;
+use hmac::digest::KeyInit;
+use hmac::{Hmac, Mac as _};
 use serde::{Deserialize, Serialize};
-use sha2::{Digest as _, Sha256};
+use sha2::Sha256;
 use subtle::ConstantTimeEq as _;
 
 use crate::b64;
@@ -183,23 +185,15 @@ impl Secret {
     }
 
     /// HMAC-SHA256 (RFC 2104) of the signed text of a message,
-    /// `{id}.{timestamp}.{body}`. A secret is at most one block long, so
-    /// its zero-padded block is HMAC's key as it is.
+    /// `{id}.{timestamp}.{body}`. A secret is at most one block long, so its
+    /// zero-padded block is HMAC's key as it is, and the fixed-size
+    /// (infallible) constructor takes it.
     fn mac(&self, id: &str, timestamp: &str, body: &[u8]) -> [u8; 32] {
-        let pad = |byte: u8| self.block.map(|k| k ^ byte);
-        let inner = Sha256::new()
-            .chain_update(pad(0x36))
-            .chain_update(id)
-            .chain_update(".")
-            .chain_update(timestamp)
-            .chain_update(".")
-            .chain_update(body)
-            .finalize();
-        Sha256::new()
-            .chain_update(pad(0x5c))
-            .chain_update(inner)
-            .finalize()
-            .into()
+        let mut mac = <Hmac<Sha256> as KeyInit>::new(&self.block.into());
+        for part in [id.as_bytes(), b".", timestamp.as_bytes(), b".", body] {
+            mac.update(part);
+        }
+        mac.finalize().into_bytes().into()
     }
 }
 
@@ -915,25 +909,6 @@ mod tests {
             sign(&secret, &id(), 1_614_265_330, br#"{"test": 2432232314}"#),
             "v1,g0hM9SsE+OTPJTGt/tmIKtSyZlE3uFJELVlNIOLJ1OE="
         );
-    }
-
-    /// The HMAC written here against the RustCrypto one, for every secret
-    /// length accepted.
-    #[test]
-    fn hmac_equals_rustcrypto() {
-        use hmac::{Hmac, Mac as _};
-        for len in MIN_WEBHOOK_SECRET_BYTES..=MAX_WEBHOOK_SECRET_BYTES {
-            let bytes: Vec<u8> = (0..len).map(|i| i as u8 ^ 0xa5).collect();
-            let secret = Secret::parse(&format!("whsec_{}", b64::STANDARD.encode(&bytes))).unwrap();
-            for body in [&b""[..], b"body", &[7u8; 200]] {
-                let mut mac =
-                    <Hmac<Sha256> as hmac::digest::KeyInit>::new_from_slice(&bytes).unwrap();
-                mac.update(b"msg_1.5.");
-                mac.update(body);
-                let expected: [u8; 32] = mac.finalize().into_bytes().into();
-                assert_eq!(secret.mac("msg_1", "5", body), expected, "{len}");
-            }
-        }
     }
 
     #[test]
