@@ -36,17 +36,23 @@ pub enum Permission {
     Revoke,
     /// Create, list and revoke the organisation's API keys.
     ManageKeys,
+    /// Approve or deny an action awaiting a human's approval.
+    Decide,
+    /// Create, change and delete the organisation's webhooks.
+    ManageWebhooks,
 }
 
 impl Permission {
     /// Every permission, in the order the table lists them.
-    pub const ALL: [Permission; 6] = [
+    pub const ALL: [Permission; 8] = [
         Permission::Read,
         Permission::Issue,
         Permission::IssueForAnyone,
         Permission::Rate,
         Permission::Revoke,
         Permission::ManageKeys,
+        Permission::Decide,
+        Permission::ManageWebhooks,
     ];
 
     /// The permission's name on the wire.
@@ -58,6 +64,8 @@ impl Permission {
             Permission::Rate => "rate",
             Permission::Revoke => "revoke",
             Permission::ManageKeys => "manage_keys",
+            Permission::Decide => "decide",
+            Permission::ManageWebhooks => "manage_webhooks",
         }
     }
 }
@@ -83,11 +91,22 @@ impl Role {
 
     /// The permission table: what each role may do.
     pub fn permissions(self) -> &'static [Permission] {
-        use Permission::{Issue, IssueForAnyone, ManageKeys, Rate, Read, Revoke};
+        use Permission::{
+            Decide, Issue, IssueForAnyone, ManageKeys, ManageWebhooks, Rate, Read, Revoke,
+        };
         match self {
-            Role::Owner => &[Read, Issue, IssueForAnyone, Rate, Revoke, ManageKeys],
+            Role::Owner => &[
+                Read,
+                Issue,
+                IssueForAnyone,
+                Rate,
+                Revoke,
+                ManageKeys,
+                Decide,
+                ManageWebhooks,
+            ],
             Role::Developer => &[Read, Issue],
-            Role::Reviewer => &[Read, Rate, Revoke],
+            Role::Reviewer => &[Read, Rate, Revoke, Decide],
             Role::Auditor => &[Read],
         }
     }

@@ -201,7 +201,15 @@ export type WorkflowPage = Narrowed<Sent<Schemas["WorkflowPage"]>, { workflows: 
 /** The role of an API key within its organisation. */
 export type Role = "owner" | "developer" | "reviewer" | "auditor";
 /** What a role allows; `GET /v1/me` lists the caller's. */
-export type Permission = "read" | "issue" | "issue_for_anyone" | "rate" | "revoke" | "manage_keys";
+export type Permission =
+  | "read"
+  | "issue"
+  | "issue_for_anyone"
+  | "rate"
+  | "revoke"
+  | "manage_keys"
+  | "decide"
+  | "manage_webhooks";
 
 /** `GET /v1/me`: the key a request is made with, its organisation and what its role allows. */
 export type Me = Narrowed<Schemas["MeBody"], { email: string | null; role: Role; permissions: Permission[] }>;
