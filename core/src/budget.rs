@@ -97,6 +97,58 @@ pub fn check_chain_extra_spend(
         .try_for_each(|(constraints, used)| check_extra_spend(constraints, *used, extra))
 }
 
+/// The shares of a limit, in percent, whose reaching is reported
+/// (`budget.threshold`): nearly spent, and spent.
+pub const BUDGET_THRESHOLDS: [u32; 2] = [80, 100];
+
+/// A budget's use reaching one of [`BUDGET_THRESHOLDS`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ThresholdReached {
+    pub limit: Limit,
+    /// 80 or 100.
+    pub percent: u32,
+}
+
+/// The thresholds of `constraints`' limits that a change of usage from
+/// `before` to `after` reaches: a threshold `t` of a limit `L` is reached
+/// when `before < t% of L <= after`, so each is reported once as use
+/// grows, and again only if it fell below first (a released
+/// reservation). A zero limit has no thresholds (nothing is ever allowed
+/// under it). Spend before actions, each in ascending order.
+pub fn thresholds_reached(
+    constraints: &Constraints,
+    before: Usage,
+    after: Usage,
+) -> Vec<ThresholdReached> {
+    let mut reached = Vec::new();
+    let limits = [
+        (
+            Limit::MaxSpendUsd,
+            constraints.max_spend_usd.map(Usd::micros),
+            before.spent.micros(),
+            after.spent.micros(),
+        ),
+        (
+            Limit::MaxActions,
+            constraints.max_actions,
+            before.actions,
+            after.actions,
+        ),
+    ];
+    for (limit, max, before, after) in limits {
+        let Some(max) = max.filter(|max| *max > 0) else {
+            continue;
+        };
+        for percent in BUDGET_THRESHOLDS {
+            let mark = u128::from(max) * u128::from(percent);
+            if u128::from(before) * 100 < mark && mark <= u128::from(after) * 100 {
+                reached.push(ThresholdReached { limit, percent });
+            }
+        }
+    }
+    reached
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -254,5 +306,53 @@ mod tests {
             check_extra_spend(&c, used(5, 1), usd(6)),
             Err(BudgetExceeded(Limit::MaxSpendUsd))
         );
+    }
+
+    #[test]
+    fn thresholds_are_reached_once_each_as_use_grows() {
+        let c = Constraints {
+            max_spend_usd: Some(usd(100)),
+            max_actions: Some(10),
+            require_approval: None,
+        };
+        let spend = |percent| ThresholdReached {
+            limit: Limit::MaxSpendUsd,
+            percent,
+        };
+        let actions = |percent| ThresholdReached {
+            limit: Limit::MaxActions,
+            percent,
+        };
+        assert_eq!(thresholds_reached(&c, used(0, 0), used(79, 7)), vec![]);
+        assert_eq!(
+            thresholds_reached(&c, used(79, 7), used(80, 8)),
+            vec![spend(80), actions(80)]
+        );
+        assert_eq!(thresholds_reached(&c, used(80, 8), used(99, 9)), vec![]);
+        assert_eq!(
+            thresholds_reached(&c, used(0, 9), used(100, 10)),
+            vec![spend(80), spend(100), actions(100)]
+        );
+        // Falling back (a released reservation) reports nothing; reaching
+        // again reports again.
+        assert_eq!(thresholds_reached(&c, used(100, 10), used(50, 9)), vec![]);
+        assert_eq!(
+            thresholds_reached(&c, used(50, 9), used(85, 9)),
+            vec![spend(80)]
+        );
+    }
+
+    #[test]
+    fn unlimited_and_zero_limits_have_no_thresholds() {
+        assert_eq!(
+            thresholds_reached(&Constraints::default(), used(0, 0), used(1 << 40, 1 << 40)),
+            vec![]
+        );
+        let zero = Constraints {
+            max_spend_usd: Some(usd(0)),
+            max_actions: Some(0),
+            require_approval: None,
+        };
+        assert_eq!(thresholds_reached(&zero, used(0, 0), used(5, 5)), vec![]);
     }
 }

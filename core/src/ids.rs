@@ -210,6 +210,18 @@ ulid_id!(
     "key_id",
     "key_"
 );
+ulid_id!(
+    /// An approval a record waits for, `apr_<ulid>`.
+    ApprovalId,
+    "approval_id",
+    "apr_"
+);
+ulid_id!(
+    /// A webhook endpoint of an organisation, `wh_<ulid>`.
+    WebhookId,
+    "webhook_id",
+    "wh_"
+);
 
 /// Whether a token is the root of its chain or was delegated.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -54,8 +54,8 @@ pub mod webhook;
 
 pub use approval::{ApprovalRequirement, chain_requires_approval};
 pub use budget::{
-    BudgetExceeded, Usage, check_budget, check_chain_budgets, check_chain_extra_spend,
-    check_extra_spend,
+    BUDGET_THRESHOLDS, BudgetExceeded, ThresholdReached, Usage, check_budget, check_chain_budgets,
+    check_chain_extra_spend, check_extra_spend, thresholds_reached,
 };
 pub use chain::{ChainError, ChainFault, verify_chain};
 pub use dpop::{
@@ -63,8 +63,8 @@ pub use dpop::{
 };
 pub use human::{EmailError, Identity, human_ref};
 pub use ids::{
-    AarId, AgentId, ClaimsDigest, HumanRef, IdError, Jkt, Jth, Jti, JtiKind, KeyId, OrgId,
-    ProvenanceRef, ResultHash, Ulid,
+    AarId, AgentId, ApprovalId, ClaimsDigest, HumanRef, IdError, Jkt, Jth, Jti, JtiKind, KeyId,
+    OrgId, ProvenanceRef, ResultHash, Ulid, WebhookId,
 };
 pub use keys::{
     HolderKey, Jwk, JwkSet, Jwks, JwksError, PrivateJwk, PublicJwk, SigningKey, jkt, thumbprint,
