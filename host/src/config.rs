@@ -262,6 +262,90 @@ impl OtelConfig {
     }
 }
 
+/// Approval before the act (`[approvals]`).
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct ApprovalsConfig {
+    /// How long an approval waits for a decision before it expires (and
+    /// never past the token's own expiry), seconds: 1 to 604800 (a week).
+    pub ttl_seconds: NonZeroU64,
+}
+
+impl Default for ApprovalsConfig {
+    fn default() -> ApprovalsConfig {
+        ApprovalsConfig {
+            ttl_seconds: NonZeroU64::new(900).unwrap_or(NonZeroU64::MIN),
+        }
+    }
+}
+
+/// The longest approval lifetime accepted, seconds.
+pub const MAX_APPROVAL_TTL_SECONDS: u64 = 7 * 24 * 3600;
+
+impl ApprovalsConfig {
+    /// `ttl_seconds` in milliseconds.
+    pub fn ttl_ms(&self) -> i64 {
+        i64::try_from(self.ttl_seconds.get().saturating_mul(1000)).unwrap_or(i64::MAX)
+    }
+}
+
+/// Events (`[events]`): the outbox webhooks and `GET /v1/events` deliver.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct EventsConfig {
+    /// Write events to the outbox. Off, nothing is reported: no webhook
+    /// is called and `GET /v1/events` stays silent. Kept for measuring the
+    /// outbox's cost.
+    pub enabled: bool,
+    /// How long delivered events are kept for `Last-Event-ID` resumes,
+    /// hours (at least 24, the webhook retry window). An event not yet sent
+    /// to every webhook of its organisation is kept until it is.
+    pub retain_hours: NonZeroU64,
+}
+
+impl Default for EventsConfig {
+    fn default() -> EventsConfig {
+        EventsConfig {
+            enabled: true,
+            retain_hours: NonZeroU64::new(72).unwrap_or(NonZeroU64::MIN),
+        }
+    }
+}
+
+/// Webhooks (`[webhooks]`).
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct WebhooksConfig {
+    /// Allow webhook URLs that name or resolve to private, loopback,
+    /// link-local or other non-public addresses (and plain `http`). Off,
+    /// such URLs are refused when a webhook is created and every delivery
+    /// checks the addresses it connects to.
+    pub allow_private: bool,
+    /// Longest one delivery attempt may take, milliseconds.
+    pub timeout_ms: NonZeroU64,
+    /// The delay before the first retry, milliseconds; each next one
+    /// doubles (with jitter) up to an hour.
+    pub retry_first_delay_ms: NonZeroU64,
+    /// How long an event is retried before its endpoint is disabled, hours.
+    pub retry_for_hours: NonZeroU64,
+    /// Deliveries in flight to one endpoint at once. Events of one endpoint
+    /// are sent in order; with more than one in flight, a later event may
+    /// arrive before an earlier one that is being retried.
+    pub per_endpoint_concurrency: NonZeroU64,
+}
+
+impl Default for WebhooksConfig {
+    fn default() -> WebhooksConfig {
+        WebhooksConfig {
+            allow_private: false,
+            timeout_ms: NonZeroU64::new(10_000).unwrap_or(NonZeroU64::MIN),
+            retry_first_delay_ms: NonZeroU64::new(5_000).unwrap_or(NonZeroU64::MIN),
+            retry_for_hours: NonZeroU64::new(24).unwrap_or(NonZeroU64::MIN),
+            per_endpoint_concurrency: NonZeroU64::MIN,
+        }
+    }
+}
+
 /// Where the database is (`[database]`).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
 #[serde(deny_unknown_fields, default)]
@@ -325,6 +409,12 @@ pub struct Config {
     pub status: StatusConfig,
     /// OpenTelemetry export of action records (`[otel]`); off by default.
     pub otel: OtelConfig,
+    /// Approval before the act (`[approvals]`).
+    pub approvals: ApprovalsConfig,
+    /// The events outbox (`[events]`).
+    pub events: EventsConfig,
+    /// Webhook delivery (`[webhooks]`).
+    pub webhooks: WebhooksConfig,
 }
 
 impl Default for Config {
@@ -348,6 +438,9 @@ impl Default for Config {
             log: LogConfig::default(),
             status: StatusConfig::default(),
             otel: OtelConfig::default(),
+            approvals: ApprovalsConfig::default(),
+            events: EventsConfig::default(),
+            webhooks: WebhooksConfig::default(),
         }
     }
 }
@@ -365,6 +458,18 @@ impl Config {
         {
             anyhow::bail!(
                 "invalid config {}: public_url must be an absolute http(s) URL without user information",
+                path.display()
+            );
+        }
+        if config.approvals.ttl_seconds.get() > MAX_APPROVAL_TTL_SECONDS {
+            anyhow::bail!(
+                "invalid config {}: [approvals] ttl_seconds may be at most {MAX_APPROVAL_TTL_SECONDS}",
+                path.display()
+            );
+        }
+        if config.events.retain_hours.get() < 24 {
+            anyhow::bail!(
+                "invalid config {}: [events] retain_hours must be at least 24 (the webhook retry window)",
                 path.display()
             );
         }

@@ -15,6 +15,7 @@ pub mod assurance;
 pub mod clock;
 pub mod config;
 pub mod error;
+pub mod events;
 pub mod keyring;
 pub mod ledger;
 pub mod metrics;
@@ -27,8 +28,10 @@ pub mod ratelimit;
 pub mod recordlog;
 pub mod secrets;
 pub mod setup;
+pub mod spans;
 pub mod status;
 pub mod store;
+pub mod timers;
 pub mod token_orgs;
 pub mod transfer;
 pub mod verified;
@@ -96,6 +99,10 @@ pub struct Shared {
     /// The OpenTelemetry exporter of action records, when `[otel] endpoint`
     /// is set; handlers call `record` after a record's write has committed.
     pub telemetry: Option<otel::Telemetry>,
+    /// Counts the writes this process committed: approval waits and event
+    /// streams wake on it to read again (and poll besides, for what other
+    /// hosts commit).
+    pub committed: tokio::sync::watch::Sender<u64>,
 }
 
 impl std::ops::Deref for AppState {
@@ -135,8 +142,12 @@ impl AppState {
                 origin: prepared.log.origin.clone(),
                 keys: prepared.log.keys.clone(),
             };
+            let events = config.events.enabled;
+            let approval_ttl_ms = config.approvals.ttl_ms();
             let store = Store::open(&database, lanes, metrics.clone(), move |conn| {
                 Ledger::new(conn, setup)
+                    .with_events(events)
+                    .with_approval_ttl(approval_ttl_ms)
             })?;
             Ok((prepared, store))
         })?;
@@ -158,6 +169,7 @@ impl AppState {
             log_keys: prepared.log.keys,
             status_lists: status::SignedLists::default(),
             telemetry,
+            committed: tokio::sync::watch::Sender::new(0),
         }));
         Ok((state, prepared.new_admin_key))
     }
@@ -171,6 +183,10 @@ impl AppState {
         work: impl FnOnce(&mut Ledger) -> Result<T, LedgerError> + Send + 'static,
     ) -> Result<T, LedgerError> {
         let outcome = self.store.write(work).await;
+        if outcome.is_ok() {
+            self.committed
+                .send_modify(|count| *count = count.wrapping_add(1));
+        }
         if matches!(outcome, Err(LedgerError::SigningKeyRevoked))
             && let Err(error) = self.refresh_keys().await
         {
@@ -283,14 +299,18 @@ pub async fn serve_until(
 ) -> anyhow::Result<()> {
     let router = app(state.clone());
     let keeper = tokio::spawn(housekeeping(state.clone()));
+    let expirer = tokio::spawn(timers::expire_approvals(state.clone()));
+    let pruner = tokio::spawn(timers::prune_events(state.clone()));
     axum::serve(
         listener,
         router.into_make_service_with_connect_info::<SocketAddr>(),
     )
     .with_graceful_shutdown(shutdown)
     .await?;
-    keeper.abort();
-    let _ = keeper.await;
+    for task in [keeper, expirer, pruner] {
+        task.abort();
+        let _ = task.await;
+    }
     // The log's end is signed before the database closes: no leaf is left
     // without a checkpoint that covers it.
     let now = state.clock.now();

@@ -78,8 +78,8 @@ pub mod forms {
         Cancelled,
     }
 
-    /// The `result` filter of a record query: a result, `denied` or
-    /// `pending`.
+    /// The `result` filter of a record query: a result, `denied`,
+    /// `pending` or `awaiting_approval`.
     #[derive(Debug, ToSchema)]
     #[schema(rename_all = "snake_case")]
     pub enum ResultFilter {
@@ -89,7 +89,31 @@ pub mod forms {
         Cancelled,
         Denied,
         Pending,
+        AwaitingApproval,
     }
+
+    /// What a person decides on an approval.
+    #[derive(Debug, ToSchema)]
+    #[schema(rename_all = "snake_case")]
+    pub enum Decision {
+        Approve,
+        Deny,
+    }
+
+    /// Where an approval stands.
+    #[derive(Debug, ToSchema)]
+    #[schema(rename_all = "snake_case")]
+    pub enum ApprovalStatus {
+        Pending,
+        Approved,
+        Denied,
+        Expired,
+    }
+
+    /// An approval id, `apr_<ulid>`.
+    #[derive(Debug, ToSchema)]
+    #[schema(value_type = String, pattern = r"^apr_[0-7][0-9A-HJKMNP-TV-Z]{25}$")]
+    pub struct ApprovalId(String);
 
     /// A human's rating.
     #[derive(Debug, ToSchema)]
@@ -204,6 +228,26 @@ pub struct ConstraintsBody {
     #[schema(minimum = 0, maximum = 1_000_000_000)]
     #[serde(default, deserialize_with = "whole_number")]
     pub max_actions: Option<u64>,
+    /// Actions that need a human's approval before they are done. A
+    /// delegation that leaves it out inherits its parent's; one that sets
+    /// it adds to the parent's and may only lower the threshold.
+    pub require_approval: Option<ApprovalRequirementBody>,
+}
+
+/// When an action needs a human's approval: any member matching is enough;
+/// at least one member.
+#[derive(Debug, Clone, Default, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ApprovalRequirementBody {
+    /// These actions always need approval.
+    #[schema(value_type = Option<Vec<forms::Action>>, min_items = 1, max_items = 64)]
+    pub actions: Option<Vec<String>>,
+    /// Resources these patterns cover always need approval.
+    #[schema(value_type = Option<Vec<forms::ResourcePattern>>, min_items = 1, max_items = 64)]
+    pub resources: Option<Vec<String>>,
+    /// Spending strictly more than this needs approval.
+    #[schema(minimum = 0, maximum = 1_000_000_000, multiple_of = 0.000001)]
+    pub spend_over_usd: Option<f64>,
 }
 
 /// Policy assertions, as sent.
@@ -375,9 +419,85 @@ pub struct AuthorizeResponse {
     pub provenance_ref: String,
     pub human_ref: String,
     pub assurance_level: String,
-    /// Why not, when `authorized` is false.
+    /// Why not, when `authorized` is false and no approval is awaited.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,
+    /// The approval the action waits for (answered 202): a grant requires
+    /// a human's yes first.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub approval: Option<ApprovalRef>,
+}
+
+/// The approval an authorized action waits for.
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+pub struct ApprovalRef {
+    #[schema(value_type = forms::ApprovalId)]
+    pub approval_id: String,
+    #[schema(value_type = forms::ApprovalStatus)]
+    pub status: String,
+    pub expires_at: String,
+}
+
+/// An approval, with what the agent asks to do and the chain it acts for.
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+pub struct ApprovalBody {
+    #[schema(value_type = forms::ApprovalId)]
+    pub approval_id: String,
+    pub aar_id: String,
+    #[schema(value_type = forms::ApprovalStatus)]
+    pub status: String,
+    /// `agent:<agent_id>` of the agent asking.
+    pub agent_id: String,
+    pub provenance_ref: String,
+    pub action: String,
+    pub resource: String,
+    /// What the action would spend (reserved while it waits).
+    pub spend_usd: f64,
+    pub delegation_depth: u32,
+    pub human_ref: String,
+    pub assurance_level: String,
+    /// The agents of the chain, root first, the asking agent last.
+    pub chain: Vec<ChainLink>,
+    /// The record's status now: `awaiting_approval`, then `pending` (and
+    /// on) or `denied`.
+    pub record_status: String,
+    pub requested_at: String,
+    pub expires_at: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub decided_at: Option<String>,
+    /// The API key that decided (absent for an expiry).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub decided_by: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
+}
+
+/// One token of a chain.
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+pub struct ChainLink {
+    /// `agent:<agent_id>`.
+    pub agent_id: String,
+    pub delegation_depth: u32,
+}
+
+/// A page of approvals, newest first.
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+pub struct ApprovalPage {
+    pub approvals: Vec<ApprovalBody>,
+    /// Pass back as `cursor` for the next page; absent on the last page.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub next_cursor: Option<String>,
+}
+
+/// `POST /v1/vat/approvals/{approval_id}/decision`.
+#[derive(Debug, Clone, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct DecisionRequest {
+    #[schema(value_type = forms::Decision)]
+    pub decision: String,
+    /// Why, for the record (at most 2048 characters).
+    #[schema(value_type = Option<forms::Text>, max_length = 2048)]
+    pub note: Option<String>,
 }
 
 /// `POST /v1/vat/aar/{aar_id}/complete`.
@@ -470,6 +590,9 @@ pub struct ReputationCountsBody {
     pub successes: u64,
     pub failures: u64,
     pub pending: u64,
+    /// Records denied by an approval's decision (denied or expired): they
+    /// count towards `total_actions` only.
+    pub denied_requests: u64,
     pub approved: u64,
     pub flagged: u64,
     pub rejected: u64,

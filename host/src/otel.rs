@@ -96,12 +96,19 @@ impl SpanOutcome {
     /// The outcome of a record in `state`.
     pub fn of(state: &RecordState) -> SpanOutcome {
         match *state {
+            RecordState::AwaitingApproval => SpanOutcome::AwaitingApproval,
             RecordState::Pending => SpanOutcome::Pending,
             RecordState::Completed { result } | RecordState::Rated { result, .. } => {
                 SpanOutcome::Completed(result)
             }
             RecordState::Denied { reason } => SpanOutcome::Denied(reason),
         }
+    }
+
+    /// Whether the record has ended (completed or denied): its span is
+    /// exported then, once.
+    pub fn ends(self) -> bool {
+        matches!(self, SpanOutcome::Completed(_) | SpanOutcome::Denied(_))
     }
 
     /// `mandate.outcome`.

@@ -19,6 +19,7 @@ use mandate_core::{Outcome, ReputationCounts, Status, SummaryRow, WorkflowSummar
 
 use crate::apikeys::{self, KeyInfo};
 use crate::store::StoreError;
+use crate::store::approvals;
 use crate::store::orgs::{self as org_rows, Org, OrgRow};
 use crate::store::records::{self, Record};
 use crate::store::tokens::{self, After, TokenRow};
@@ -44,6 +45,9 @@ pub enum QueryError {
     /// No token status list has this number (yet).
     #[error("no token status list has this number")]
     UnknownStatusList,
+    /// No approval of the caller's organisation has this id.
+    #[error("no approval has this approval_id")]
+    UnknownApproval,
     /// A query parameter outside its form.
     #[error("{0}")]
     InvalidQuery(&'static str),
@@ -131,6 +135,98 @@ fn decode_cursor(cursor: &str, kind: char) -> Result<String, QueryError> {
     Ok(rest.to_owned())
 }
 
+/// An approval, with its record and the agents of the record's chain
+/// (root first).
+#[derive(Debug, Clone)]
+pub struct ApprovalInFull {
+    pub approval: approvals::Approval,
+    pub record: Record,
+    /// Agent ids (bare) and depths, root first.
+    pub chain: Vec<(String, u32)>,
+}
+
+/// The agents of the chain of the token `jti`, root first.
+fn chain_of(conn: &Connection, jti: &str) -> Result<Vec<(String, u32)>, QueryError> {
+    let mut chain = Vec::new();
+    let mut next = Some(jti.to_owned());
+    let mut statement =
+        conn.prepare_cached("SELECT agent_id, depth, parent FROM tokens WHERE jti = ?1")?;
+    while let Some(jti) = next.take() {
+        let found: Option<(String, u32, Option<String>)> = statement
+            .query_row([jti.as_str()], |row| {
+                Ok((row.get(0)?, row.get(1)?, row.get(2)?))
+            })
+            .optional()?;
+        let Some((agent_id, depth, parent)) = found else {
+            break;
+        };
+        chain.push((agent_id, depth));
+        if chain.len() > mandate_core::limits::MAX_DELEGATION_DEPTH as usize + 1 {
+            break;
+        }
+        next = parent;
+    }
+    chain.reverse();
+    Ok(chain)
+}
+
+fn in_full(conn: &Connection, approval: approvals::Approval) -> Result<ApprovalInFull, QueryError> {
+    let record = records::by_id(conn, &approval.aar_id)?.ok_or(QueryError::UnknownApproval)?;
+    let chain = chain_of(conn, &record.jti)?;
+    Ok(ApprovalInFull {
+        approval,
+        record,
+        chain,
+    })
+}
+
+/// An approval of `org`, in full.
+pub fn approval(conn: &Connection, org: Org, id: &str) -> Result<ApprovalInFull, QueryError> {
+    let approval = approvals::by_id(conn, id)?
+        .filter(|approval| approval.org == org)
+        .ok_or(QueryError::UnknownApproval)?;
+    in_full(conn, approval)
+}
+
+/// A page of the approvals of `org`, newest first, in `status` when given.
+pub fn approvals(
+    conn: &Connection,
+    org: Org,
+    status: Option<approvals::ApprovalStatus>,
+    limit: u32,
+    cursor: Option<&str>,
+) -> Result<Page<ApprovalInFull>, QueryError> {
+    let before = cursor
+        .map(|cursor| {
+            let text = decode_cursor(cursor, 'a')?;
+            let (at, id) = text.split_once(':').ok_or(QueryError::InvalidCursor)?;
+            let at: i64 = at.parse().map_err(|_| QueryError::InvalidCursor)?;
+            Ok::<_, QueryError>((at, id.to_owned()))
+        })
+        .transpose()?;
+    let mut found = approvals::list(
+        conn,
+        org,
+        status,
+        before.as_ref().map(|(at, id)| (*at, id.as_str())),
+        limit + 1,
+    )?;
+    let more = found.len() > limit as usize;
+    found.truncate(limit as usize);
+    let next_cursor = more
+        .then(|| {
+            found
+                .last()
+                .map(|a| encode_cursor(&format!("a:{}:{}", a.requested_at, a.id)))
+        })
+        .flatten();
+    let items = found
+        .into_iter()
+        .map(|approval| in_full(conn, approval))
+        .collect::<Result<Vec<_>, _>>()?;
+    Ok(Page { items, next_cursor })
+}
+
 /// One record of `org` in full.
 pub fn record(conn: &Connection, org: Org, aar_id: &str) -> Result<Record, QueryError> {
     records::by_id(conn, aar_id)?
@@ -143,7 +239,7 @@ pub fn record(conn: &Connection, org: Org, aar_id: &str) -> Result<Record, Query
 pub struct RecordFilter {
     pub agent_id: Option<String>,
     pub action: Option<String>,
-    /// A result, `denied` or `pending`.
+    /// A result, `denied`, `pending` or `awaiting_approval`.
     pub result: Option<String>,
     pub resource: Option<String>,
     pub provenance_ref: Option<String>,
@@ -190,14 +286,14 @@ fn record_query(
     equal("jti = ?", &filter.vat_jti, &mut values);
     if let Some(result) = &filter.result {
         match result.parse::<Status>() {
-            Ok(status @ (Status::Denied | Status::Pending)) => {
+            Ok(status @ (Status::Denied | Status::Pending | Status::AwaitingApproval)) => {
                 clauses.push("status = ?");
                 values.push(Value::Text(status.as_str().to_owned()));
             }
             _ => {
                 let outcome: Outcome = result.parse().map_err(|_| {
                     QueryError::InvalidQuery(
-                        "result must be success, error, timeout, cancelled, denied or pending",
+                        "result must be success, error, timeout, cancelled, denied, pending or awaiting_approval",
                     )
                 })?;
                 clauses.push("status = 'completed' AND result = ?");
@@ -258,17 +354,15 @@ pub fn agent_counts(
     agent_id: &str,
 ) -> Result<ReputationCounts, QueryError> {
     conn.prepare_cached(
-        "SELECT successes, failures, pending, approved, flagged, rejected FROM agents
-             WHERE org = ?1 AND agent_id = ?2",
+        "SELECT successes, failures, pending, approved, flagged, rejected, denied_requests
+             FROM agents WHERE org = ?1 AND agent_id = ?2",
     )?
     .query_row(sql::params![org, agent_id], |row| {
         Ok(ReputationCounts {
             successes: count(row.get(0)?),
             failures: count(row.get(1)?),
             pending: count(row.get(2)?),
-            // No column: this server makes no record wait for approval, so
-            // none is denied by an approval's decision.
-            denied_requests: 0,
+            denied_requests: count(row.get(6)?),
             approved: count(row.get(3)?),
             flagged: count(row.get(4)?),
             rejected: count(row.get(5)?),

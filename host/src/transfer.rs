@@ -3,7 +3,7 @@
 //! PostgreSQL) or to copy it.
 //!
 //! The file: a header line `{"format":"mandate-export","version":1,
-//! "schema":4}`; per table a line `{"table":…,"columns":[…]}` and one JSON
+//! "schema":6}`; per table a line `{"table":…,"columns":[…]}` and one JSON
 //! array per row, in the order of the table's key (null, numbers, text, and
 //! blobs as `{"b64":…}`, base64url without padding); and a last line
 //! `{"end":true,"rows":N}`, so a cut file is refused. Secrets stay sealed
@@ -23,12 +23,12 @@ use crate::store::sql::{Connection, params_from_iter};
 /// The export format's version.
 const FORMAT_VERSION: u64 = 1;
 
-/// Every table of schema 5 with its columns (a record's `org` is derived
+/// Every table of schema 6 with its columns (a record's `org` is derived
 /// from its `seq`, and PostgreSQL's `dpop_proofs` live seconds: neither is
 /// exported), in an order that inserts parents before what refers to them,
 /// and the key each is written in the order of (tokens by depth, so a
 /// parent comes before its children).
-const TABLES: [(&str, &[&str], &str); 16] = [
+const TABLES: [(&str, &[&str], &str); 20] = [
     ("meta", &["key", "value"], "key"),
     (
         "signing_keys",
@@ -126,6 +126,7 @@ const TABLES: [(&str, &[&str], &str); 16] = [
             "log_created",
             "log_completed",
             "log_rated",
+            "traceparent",
         ],
         "seq",
     ),
@@ -140,6 +141,7 @@ const TABLES: [(&str, &[&str], &str); 16] = [
             "approved",
             "flagged",
             "rejected",
+            "denied_requests",
         ],
         "org, agent_id",
     ),
@@ -194,11 +196,76 @@ const TABLES: [(&str, &[&str], &str); 16] = [
         &["key_id", "secret", "created_at", "retired_at"],
         "key_id",
     ),
-    ("ledger_state", &["id", "next_status_idx"], "id"),
+    (
+        "ledger_state",
+        &["id", "next_status_idx", "next_event_seq"],
+        "id",
+    ),
     (
         "status_lists",
         &["list", "bits", "revision", "updated_at"],
         "list",
+    ),
+    (
+        "approvals",
+        &[
+            "id",
+            "aar_id",
+            "org",
+            "status",
+            "requested_at",
+            "expires_at",
+            "decided_at",
+            "decided_by",
+            "note",
+            "log_decided",
+        ],
+        "id",
+    ),
+    (
+        "events",
+        &["seq", "id", "org", "type", "created_at", "payload"],
+        "seq",
+    ),
+    (
+        "webhooks",
+        &[
+            "id",
+            "org",
+            "url",
+            "events",
+            "secret",
+            "previous_secret",
+            "previous_until",
+            "created_at",
+            "created_by",
+            "enabled",
+            "disabled_at",
+            "disabled_reason",
+            "cursor",
+            "attempts",
+            "first_attempt_at",
+            "next_attempt_at",
+            "lease_until",
+            "lease_owner",
+        ],
+        "id",
+    ),
+    (
+        "deliveries",
+        &[
+            "webhook",
+            "event_seq",
+            "attempt",
+            "message_id",
+            "type",
+            "at",
+            "outcome",
+            "http_status",
+            "error",
+            "duration_ms",
+        ],
+        "webhook, event_seq, attempt",
     ),
 ];
 

@@ -60,7 +60,7 @@ const ADMIN: Access = Access::ApiKey(KeyNeeds::Admin);
 /// test checks that it names every operation the router serves, and only
 /// those.
 #[rustfmt::skip]
-pub(crate) const ROUTES: [(&str, &str, Access); 33] = [
+pub(crate) const ROUTES: [(&str, &str, Access); 37] = [
     ("post",   "/v1/vat/issue/l1",                              ISSUE),
     ("post",   "/v1/vat/issue/l2",                              ISSUE),
     ("post",   "/v1/vat/auth/capture",                          ISSUE),
@@ -72,6 +72,10 @@ pub(crate) const ROUTES: [(&str, &str, Access); 33] = [
     ("get",    "/v1/vat/aar/provenance/{provenance_ref}",       READ),
     ("get",    "/v1/vat/aar/provenance/{provenance_ref}/graph", READ),
     ("post",   "/v1/vat/delegate",                              Access::Token),
+    ("get",    "/v1/vat/approvals",                             READ),
+    ("get",    "/v1/vat/approvals/{approval_id}",               Access::ApiKeyOrToken(Permission::Read)),
+    ("post",   "/v1/vat/approvals/{approval_id}/decision",      Access::ApiKey(KeyNeeds::Role(Permission::Decide))),
+    ("get",    "/v1/events",                                    READ),
     ("post",   "/v1/vat/revoke",                                Access::ApiKeyOrToken(Permission::Revoke)),
     ("get",    "/v1/vat/tokens/{jti}",                          READ),
     ("get",    "/v1/vat/aar/{aar_id}",                          READ),

@@ -16,17 +16,20 @@ use super::problems::{denial, refusal};
 use super::query::record_id;
 use super::status::public_base;
 use super::write::{Rendered, once};
+use crate::clock::iso_ms;
 use crate::error::ApiResult;
 use crate::ledger::{Attempt, Attempted, Completion, Delegated, Delegation};
 use crate::model::{
-    AuthorizeRequest, AuthorizeResponse, CompleteRequest, DelegateRequest, IssuedToken,
-    RecordActionRequest, RecordActionResponse, RecordBody,
+    ApprovalRef, AuthorizeRequest, AuthorizeResponse, CompleteRequest, DelegateRequest,
+    IssuedToken, RecordActionRequest, RecordActionResponse, RecordBody,
 };
-use crate::{AppState, random};
+use crate::store::approvals::ApprovalStatus;
+use crate::{AppState, random, spans};
 
 /// What an agent asks to do, checked.
 fn attempt(
     acting: Acting,
+    call: &AgentCall,
     action: &str,
     resource: &str,
     spend_usd: Option<f64>,
@@ -38,17 +41,21 @@ fn attempt(
         resource: input::resource(resource)?,
         spend: input::amount("spend_usd", spend_usd)?.unwrap_or(Usd::ZERO),
         random: random::bytes(),
+        traceparent: call.traceparent(),
     })
 }
 
-/// Counts a record written now (not a replayed answer's).
+/// Counts a record written now (not a replayed answer's), and exports its
+/// span once it has ended.
 fn count_record(state: &AppState, attempted: Option<&Attempted>, allowed_status: &str) {
     if let Some(attempted) = attempted {
-        let status = match attempted.denied {
-            Some(_) => "denied",
-            None => allowed_status,
+        let status = match (attempted.denied, &attempted.approval) {
+            (Some(_), _) => "denied",
+            (None, Some(_)) => "awaiting_approval",
+            (None, None) => allowed_status,
         };
         state.metrics.record_written(status);
+        spans::export(state, &attempted.aar_id);
     }
 }
 
@@ -74,7 +81,7 @@ pub(crate) async fn record_action(
         .acting(&state, now, body.vat_jti.as_deref(), Need::TokenOrJti)
         .await?;
     let key = key.map(|k| k.scoped(acting.org, "record_action", acting.jti.as_str()));
-    let attempt = attempt(acting, &body.action, &body.resource, body.spend_usd)?;
+    let attempt = attempt(acting, &call, &body.action, &body.resource, body.spend_usd)?;
     let result = input::outcome(&body.result)?;
     let result_hash = input::result_hash(body.result_hash.as_deref())?;
     let (attempted, rendered) = once(
@@ -107,7 +114,8 @@ fn render_recorded(attempted: &Attempted) -> Rendered {
     }
 }
 
-/// Pre-flight check of an action; creates a pending record (or a denied one).
+/// Pre-flight check of an action; creates a pending record (or a denied
+/// one, or one awaiting a human's approval).
 #[utoipa::path(
     post,
     path = "/v1/vat/authorize",
@@ -116,6 +124,7 @@ fn render_recorded(attempted: &Attempted) -> Rendered {
     request_body = AuthorizeRequest,
     responses(
         (status = 200, description = "The decision; a refusal is `authorized: false`", body = AuthorizeResponse),
+        (status = 202, description = "A grant requires a human's approval first: `authorized: false` with the `approval` to wait for (`GET /v1/vat/approvals/{approval_id}`)", body = AuthorizeResponse),
         Errors,
     )
 )]
@@ -129,7 +138,7 @@ pub(crate) async fn authorize(
         .acting(&state, now, body.vat_jti.as_deref(), Need::TokenOrJti)
         .await?;
     let key = key.map(|k| k.scoped(acting.org, "authorize", acting.jti.as_str()));
-    let attempt = attempt(acting, &body.action, &body.resource, body.spend_usd)?;
+    let attempt = attempt(acting, &call, &body.action, &body.resource, body.spend_usd)?;
     let (attempted, rendered) = once(
         &state,
         key,
@@ -149,16 +158,25 @@ fn render_decision(attempted: &Attempted) -> Rendered {
         );
     }
     let claims = &attempted.claims;
+    let status = match attempted.approval {
+        Some(_) => StatusCode::ACCEPTED,
+        None => StatusCode::OK,
+    };
     Rendered::json(
-        StatusCode::OK,
+        status,
         &AuthorizeResponse {
-            authorized: attempted.denied.is_none(),
+            authorized: attempted.denied.is_none() && attempted.approval.is_none(),
             aar_id: attempted.aar_id.to_string(),
             trust_score: claims.svc_trust_score,
             provenance_ref: claims.svc_prov.to_string(),
             human_ref: claims.svc_human.to_string(),
             assurance_level: claims.svc_assurance.as_str().to_owned(),
             reason: attempted.denied.map(|r| r.code().to_owned()),
+            approval: attempted.approval.as_ref().map(|approval| ApprovalRef {
+                approval_id: approval.approval_id.to_string(),
+                status: ApprovalStatus::Pending.as_str().to_owned(),
+                expires_at: iso_ms(approval.expires_at),
+            }),
         },
     )
 }
@@ -192,10 +210,12 @@ pub(crate) async fn complete(
         presented,
     };
     let presented_token = completion.presented.is_some();
+    let completed_id = completion.aar_id.clone();
     let record = state
         .write(move |ledger| ledger.complete(&completion, now))
         .await?;
     state.metrics.record_written("completed");
+    spans::export(&state, &completed_id);
     Ok(axum::Json(bodies::completed(record, presented_token)))
 }
 
@@ -230,6 +250,7 @@ pub(crate) async fn delegate(
         child_random: random::bytes(),
         record_random: random::bytes(),
         status_base: public_base(&state, &headers),
+        traceparent: call.traceparent(),
     };
     let signing_key = state.keys.current().active.clone();
     let (delegated, rendered) = once(
@@ -241,11 +262,12 @@ pub(crate) async fn delegate(
     )
     .await?;
     if let Some(delegated) = delegated {
-        let status = match delegated {
-            Delegated::Issued { .. } => "completed",
-            Delegated::Refused { .. } => "denied",
+        let (status, aar_id) = match &delegated {
+            Delegated::Issued { aar_id, .. } => ("completed", aar_id),
+            Delegated::Refused { aar_id, .. } => ("denied", aar_id),
         };
         state.metrics.record_written(status);
+        spans::export(&state, aar_id);
     }
     Ok(rendered)
 }

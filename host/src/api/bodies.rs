@@ -103,6 +103,7 @@ pub(crate) fn reputation_of(agent_id: &str, counts: &ReputationCounts) -> Reputa
             successes: counts.successes,
             failures: counts.failures,
             pending: counts.pending,
+            denied_requests: counts.denied_requests,
             approved: counts.approved,
             flagged: counts.flagged,
             rejected: counts.rejected,

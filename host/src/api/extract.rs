@@ -475,6 +475,20 @@ enum Lifetime {
 }
 
 impl AgentCall {
+    /// The W3C `traceparent` the call carries, as sent, when it is one
+    /// (Trace Context §4.2: a header that does not parse is ignored, as if
+    /// absent, and a request with two is ignored too).
+    pub(crate) fn traceparent(&self) -> Option<String> {
+        let mut values = self.headers.get_all("traceparent").iter();
+        let (Some(value), None) = (values.next(), values.next()) else {
+            return None;
+        };
+        let text = value.to_str().ok()?;
+        mandate_core::trace::TraceParent::parse(text)
+            .ok()
+            .map(|parent| parent.to_string())
+    }
+
     /// The URL the request was sent to, as a proof's `htu` names it.
     fn url(&self, state: &AppState) -> String {
         match &state.config.public_url {

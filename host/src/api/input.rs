@@ -2,8 +2,8 @@
 //! anything core refuses.
 
 use mandate_core::{
-    Action, AgentId, Constraints, Framework, HolderKey, Identity, Jkt, Outcome, Policy, Rating,
-    Resource, ResultHash, Role, Scope, ScopeError, TokenRequest, Usd,
+    Action, AgentId, ApprovalRequirement, Constraints, Framework, HolderKey, Identity, Jkt,
+    Outcome, Policy, Rating, Resource, ResultHash, Role, Scope, ScopeError, TokenRequest, Usd,
 };
 
 use crate::error::{ApiError, ApiResult};
@@ -174,12 +174,35 @@ fn constraints(body: Option<&ConstraintsBody>) -> ApiResult<Constraints> {
     if max_actions.is_some_and(|n| n > mandate_core::limits::MAX_ACTIONS_LIMIT) {
         return Err(scope_error(ScopeError::MaxActionsTooLarge));
     }
+    let require_approval = body
+        .require_approval
+        .as_ref()
+        .map(|requirement| {
+            let spend_over_usd = amount(
+                "constraints.require_approval.spend_over_usd",
+                requirement.spend_over_usd,
+            )?;
+            ApprovalRequirement::parse(
+                requirement.actions.as_deref(),
+                requirement.resources.as_deref(),
+                spend_over_usd,
+            )
+            .map_err(|error| {
+                let field = match error {
+                    ScopeError::InvalidAction => "constraints.require_approval.actions",
+                    ScopeError::InvalidResource | ScopeError::InvalidPattern => {
+                        "constraints.require_approval.resources"
+                    }
+                    _ => scope_field(&error),
+                };
+                invalid(field, error.code(), &error)
+            })
+        })
+        .transpose()?;
     Ok(Constraints {
         max_spend_usd: amount("constraints.max_spend_usd", body.max_spend_usd)?,
         max_actions,
-        // The body has no `require_approval`: a delegation inherits its
-        // parent's whole (core's `delegated_grant`), and a root sets none.
-        require_approval: None,
+        require_approval,
     })
 }
 

@@ -5,9 +5,11 @@
 
 mod access;
 mod agent;
+mod approvals;
 mod assurance;
 mod bodies;
 mod docs;
+mod events;
 mod extract;
 mod input;
 mod issue;
@@ -206,6 +208,10 @@ pub fn app(state: AppState) -> Router {
         .routes(routes!(workflows::provenance_summary))
         .routes(routes!(workflows::graph))
         .routes(routes!(agent::delegate))
+        .routes(routes!(approvals::approvals))
+        .routes(routes!(approvals::approval))
+        .routes(routes!(approvals::decide))
+        .routes(routes!(events::events))
         .routes(routes!(tokens::revoke))
         .routes(routes!(tokens::token))
         .routes(routes!(records::record))

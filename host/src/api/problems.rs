@@ -48,6 +48,7 @@ impl From<LedgerError> for ApiError {
             LedgerError::NotAnAncestor => ApiError::forbidden("not_an_ancestor", message),
             LedgerError::UnknownToken => ApiError::not_found("token_not_found", message),
             LedgerError::UnknownRecord => ApiError::not_found("record_not_found", message),
+            LedgerError::UnknownApproval => ApiError::not_found("approval_not_found", message),
             LedgerError::Lifecycle(error) => lifecycle(error),
             LedgerError::BeyondReservation {
                 aar_id,
@@ -178,6 +179,7 @@ impl From<QueryError> for ApiError {
             QueryError::NotInLog => ApiError::new(StatusCode::CONFLICT, "not_in_log", message),
             QueryError::UnknownTile => ApiError::not_found("tile_not_found", message),
             QueryError::UnknownStatusList => ApiError::not_found("status_list_not_found", message),
+            QueryError::UnknownApproval => ApiError::not_found("approval_not_found", message),
             QueryError::InvalidQuery(detail) => ApiError::bad_request("invalid_query", detail),
             QueryError::InvalidCursor => ApiError::bad_request("invalid_cursor", message),
             QueryError::TooBroad(detail) => ApiError::query_too_broad(detail),

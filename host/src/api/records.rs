@@ -84,7 +84,7 @@ pub(crate) struct RecordQuery {
     pub(crate) agent_id: Option<String>,
     #[param(value_type = Option<forms::Action>)]
     pub(crate) action: Option<String>,
-    /// A result (`success`, `error`, `timeout`, `cancelled`), `denied` or `pending`.
+    /// A result (`success`, `error`, `timeout`, `cancelled`), `denied`, `pending` or `awaiting_approval`.
     #[param(value_type = Option<forms::ResultFilter>)]
     pub(crate) result: Option<String>,
     #[param(value_type = Option<forms::Resource>)]

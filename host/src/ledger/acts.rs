@@ -3,12 +3,14 @@
 
 use std::sync::Arc;
 
+use mandate_core::webhook::EventType;
 use mandate_core::{
-    AarId, Action, Claims, CountsChange, DenyReason, Jti, Outcome, Rating, RecordEvent,
-    RecordState, Resource, ResultHash, Usd, check_chain_budgets, check_chain_extra_spend,
-    transition,
+    AarId, Action, ApprovalId, Claims, CountsChange, Decision, DenyReason, Jti, Outcome, Rating,
+    RecordEvent, RecordState, Resource, ResultHash, Usd, chain_requires_approval,
+    check_chain_budgets, check_chain_extra_spend, transition,
 };
 
+use super::outbox::ChargedBy;
 use super::{Ledger, LedgerError, Token, internal, new_aar_id};
 use crate::clock::Now;
 use crate::recordlog::events;
@@ -25,6 +27,8 @@ pub struct Attempt {
     pub spend: Usd,
     /// Random bits of the record id.
     pub random: [u8; 10],
+    /// The W3C `traceparent` the call carried, kept on the record.
+    pub traceparent: Option<String>,
 }
 
 /// What came of an attempt that reached a token: a record, allowed or
@@ -37,6 +41,17 @@ pub struct Attempted {
     pub credential: Credential,
     /// `None` when allowed; otherwise why the attempt was denied.
     pub denied: Option<DenyReason>,
+    /// The approval an allowed attempt waits for, when a grant requires
+    /// one.
+    pub approval: Option<AwaitedApproval>,
+}
+
+/// The approval an authorized attempt waits for.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AwaitedApproval {
+    pub approval_id: ApprovalId,
+    /// Unix milliseconds.
+    pub expires_at: i64,
 }
 
 /// What an agent reports when completing a pending record.
@@ -71,24 +86,26 @@ impl Ledger {
         result_hash: Option<&ResultHash>,
         now: Now,
     ) -> Result<Attempted, LedgerError> {
-        self.attempt(attempt, result_hash, now, |decision| {
-            RecordEvent::RecordAction { decision, result }
+        self.attempt(attempt, result_hash, now, |decision, needs_approval| {
+            RecordEvent::record_action(decision, needs_approval, result)
         })
     }
 
-    /// Pre-flight check (`authorize`): a pending record, or a denied one.
+    /// Pre-flight check (`authorize`): a pending record, a denied one, or
+    /// one awaiting a human's approval (with its spend reserved).
     pub fn authorize(&mut self, attempt: &Attempt, now: Now) -> Result<Attempted, LedgerError> {
-        self.attempt(attempt, None, now, RecordEvent::Authorize)
+        self.attempt(attempt, None, now, RecordEvent::authorize)
     }
 
     /// Judges an attempt — the token's standing, then scope, then every
-    /// budget of its chain — and records the outcome.
+    /// budget of its chain, then whether a grant of the chain requires
+    /// approval — and records the outcome.
     fn attempt(
         &mut self,
         attempt: &Attempt,
         result_hash: Option<&ResultHash>,
         now: Now,
-        event: impl FnOnce(Result<(), DenyReason>) -> RecordEvent,
+        event: impl FnOnce(Decision, bool) -> RecordEvent,
     ) -> Result<Attempted, LedgerError> {
         let token = self
             .token(&attempt.jti)?
@@ -100,33 +117,51 @@ impl Ledger {
         let at = self.record_time(org, now.ms())?;
         self.check_record_quota(org, at)?;
         let (decision, budgeted) = self.judge(&token, attempt, at / 1000)?;
-        let state = transition(None, event(decision)).map_err(internal)?;
+        let needs_approval = decision.is_ok()
+            && chain_requires_approval(
+                budgeted.iter().map(|(_, constraints)| constraints),
+                &attempt.action,
+                &attempt.resource,
+                attempt.spend,
+            );
+        let state = transition(None, event(decision, needs_approval)).map_err(internal)?;
         let aar_id = new_aar_id(at, attempt.random)?;
-        let allowed = decision.is_ok();
+        let allowed = !matches!(state, RecordState::Denied { .. });
         let spend = if allowed { attempt.spend } else { Usd::ZERO };
-        self.insert_record(
-            org,
-            &NewRecord {
-                aar_id: &aar_id,
-                token: &token.claims,
-                action: attempt.action.as_str(),
-                resource: attempt.resource.as_str(),
-                state,
-                result_hash: if allowed { result_hash } else { None },
-                spend,
-                created_at: at,
-                delegated_jti: None,
-                credential: attempt.credential,
-            },
-        )?;
+        let record = NewRecord {
+            aar_id: &aar_id,
+            token: &token.claims,
+            action: attempt.action.as_str(),
+            resource: attempt.resource.as_str(),
+            state,
+            result_hash: if allowed { result_hash } else { None },
+            spend,
+            created_at: at,
+            delegated_jti: None,
+            credential: attempt.credential,
+            traceparent: attempt.traceparent.as_deref(),
+        };
+        self.insert_record(org, &record)?;
+        let approval = match state {
+            RecordState::AwaitingApproval => {
+                Some(self.request_approval(org, &record, token.claims.exp)?)
+            }
+            _ => None,
+        };
         if allowed {
-            self.charge(&budgeted, micros(spend), 1)?;
+            let by = ChargedBy {
+                org,
+                aar_id: &aar_id,
+                at_ms: at,
+            };
+            self.charge(&budgeted, micros(spend), 1, by)?;
         }
         Ok(Attempted {
             aar_id,
             claims: token.claims,
             credential: attempt.credential,
-            denied: decision.err(),
+            denied: state.deny_reason(),
+            approval,
         })
     }
 
@@ -209,8 +244,14 @@ impl Ledger {
                 });
             }
         }
-        self.charge(&budgeted, micros(spend) - micros(record.spend), 0)?;
         let at = now.ms();
+        let aar_id = completion.aar_id.clone();
+        let by = ChargedBy {
+            org: record.org(),
+            aar_id: &aar_id,
+            at_ms: at,
+        };
+        self.charge(&budgeted, micros(spend) - micros(record.spend), 0, by)?;
         let before = record.state;
         record.state = state;
         record.result_hash = completion.result_hash.as_ref().map(ResultHash::to_string);
@@ -234,6 +275,12 @@ impl Ledger {
             &record.agent_id,
             CountsChange::of(Some(&before), &state),
         );
+        if state
+            .result()
+            .is_some_and(|result| result != Outcome::Success)
+        {
+            self.emit_record(EventType::RecordFailed, &record, at)?;
+        }
         self.counters.touch_workflow(&record.provenance_ref, 0, at);
         for (state, change) in [(before, -1), (state, 1)] {
             self.counters.count_in_summary(
@@ -289,6 +336,7 @@ impl Ledger {
             &record.agent_id,
             CountsChange::of(Some(&before), &rated),
         );
+        self.emit_record(EventType::RecordRated, &record, at)?;
         Ok(Rated {
             aar_id: aar_id.clone(),
             rating,

@@ -7,8 +7,11 @@ use mandate_core::{
     TokenRequest, Ulid, Usd, check_chain_budgets, check_fan_out, delegate, sign, transition,
 };
 
+use mandate_core::webhook::EventType;
+
 use super::{Ledger, LedgerError, Token, internal, new_aar_id};
-use crate::clock::Now;
+use crate::clock::{Now, iso_s};
+use crate::events::TokenRevokedData;
 use crate::keyring::{self, KeyRevocation};
 use crate::recordlog::events;
 use crate::secrets::Kek;
@@ -26,6 +29,8 @@ pub struct Delegation {
     pub record_random: [u8; 10],
     /// The server's public address, under which the child's status list is.
     pub status_base: String,
+    /// The W3C `traceparent` the call carried, kept on its record.
+    pub traceparent: Option<String>,
 }
 
 /// Why a delegation was refused; its denied `delegate` record is written.
@@ -195,6 +200,7 @@ impl Ledger {
             created_at: at,
             delegated_jti,
             credential: Credential::Token,
+            traceparent: delegation.traceparent.as_deref(),
         };
         let ulid =
             Ulid::new(u64::try_from(at).unwrap_or(0), delegation.child_random).map_err(internal)?;
@@ -221,7 +227,12 @@ impl Ledger {
         )
         .map_err(internal)?;
         self.insert_record(org, &record(state, Some(&child.jti)))?;
-        self.charge(&budgeted, 0, 1)?;
+        let by = super::outbox::ChargedBy {
+            org,
+            aar_id: &aar_id,
+            at_ms: at,
+        };
+        self.charge(&budgeted, 0, 1, by)?;
         Ok(Delegated::Issued {
             child: Box::new(child),
             compact_jwt,
@@ -297,23 +308,51 @@ impl Ledger {
             }
         }
         let mut jtis = Vec::new();
+        let mut ended = Vec::new();
         let mut count = 0u64;
         let cause = target.hash();
         for token in tokens::subtree(&self.conn, target)? {
             count += 1;
             if !token.revoked {
                 self.end_token(&token, cause.as_str(), reason, now)?;
+                ended.push(token.jti.clone());
             }
             if jtis.len() < REVOKED_LIST_LIMIT {
                 jtis.push(token.jti);
             }
         }
         jtis.sort();
+        if !ended.is_empty() {
+            self.report_revocation(&token, reason, ended.len() as u64, now)?;
+            self.expire_approvals_of(&ended, now)?;
+        }
         Ok(Revoked {
             jtis,
             count,
             at: now_s,
         })
+    }
+
+    /// Reports a revocation of `token` that ended `count` tokens (it and
+    /// its descendants not revoked before) as `token.revoked`.
+    fn report_revocation(
+        &mut self,
+        token: &Token,
+        reason: Option<&str>,
+        count: u64,
+        now: Now,
+    ) -> Result<(), LedgerError> {
+        let claims = &token.claims;
+        let data = TokenRevokedData {
+            jth: claims.jth().to_string(),
+            agent_id: claims.agent_id().to_string(),
+            provenance_ref: claims.svc_prov.to_string(),
+            delegation_depth: claims.svc_depth,
+            reason: reason.map(str::to_owned),
+            tokens_revoked: count,
+            revoked_at: iso_s(now.s()),
+        };
+        self.emit(token.standing.org, now.ms(), EventType::TokenRevoked, &data)
     }
 
     /// Revokes one token not revoked before, because `cause` (its jti hash,
@@ -364,13 +403,25 @@ impl Ledger {
         let Some(mut revocation) = keyring::revoke_key(&self.conn, kek, kid, now)? else {
             return Ok(None);
         };
+        let mut ended = Vec::new();
         for token in tokens::signed_with(&self.conn, kid)? {
             if !token.revoked {
                 let jth = token.jth.clone();
                 self.end_token(&token, &jth, Some(keyring::KEY_REVOKED_REASON), now)?;
                 revocation.tokens_revoked += 1;
+                let jti = Jti::parse(&token.jti).map_err(internal)?;
+                if let Some(ended_token) = self.token(&jti)? {
+                    self.report_revocation(
+                        &ended_token,
+                        Some(keyring::KEY_REVOKED_REASON),
+                        1,
+                        now,
+                    )?;
+                }
+                ended.push(token.jti);
             }
         }
+        self.expire_approvals_of(&ended, now)?;
         Ok(Some(revocation))
     }
 }

@@ -48,6 +48,10 @@ pub struct LogSetup {
 pub(super) struct GroupLog {
     pub(super) frontier: Frontier,
     next_status_idx: u64,
+    /// The `seq` of the next event the group writes to the outbox.
+    next_event_seq: i64,
+    /// Whether the group wrote an event.
+    events_written: bool,
     /// Whether the group allocated a status index.
     status_allocated: bool,
     /// Lists the group changed, with the revision they will be stored at.
@@ -62,7 +66,7 @@ impl Ledger {
     /// log has not grown since.
     pub(super) fn group_log(&mut self) -> Result<&mut GroupLog, LedgerError> {
         if self.group.is_none() {
-            let next_status_idx = rows::lock_state(&self.conn)?;
+            let state = rows::lock_state(&self.conn)?;
             let size = rows::size(&self.conn)?;
             let frontier = match self.frontier.take() {
                 Some(kept) if kept.size() == size => kept,
@@ -70,7 +74,9 @@ impl Ledger {
             };
             self.group = Some(GroupLog {
                 frontier,
-                next_status_idx,
+                next_status_idx: state.next_status_idx,
+                next_event_seq: state.next_event_seq,
+                events_written: false,
                 status_allocated: false,
                 lists: BTreeMap::new(),
                 last_at: 0,
@@ -125,6 +131,15 @@ impl Ledger {
         Ok(idx)
     }
 
+    /// The `seq` of the next event of the outbox.
+    pub(super) fn allocate_event_seq(&mut self) -> Result<i64, LedgerError> {
+        let group = self.group_log()?;
+        let seq = group.next_event_seq;
+        group.next_event_seq = seq + 1;
+        group.events_written = true;
+        Ok(seq)
+    }
+
     /// Marks the token at status index `idx` revoked (INVALID) in its list
     /// at `at_ms`.
     pub(super) fn set_revoked(&mut self, idx: u64, at_ms: i64) -> Result<(), LedgerError> {
@@ -150,7 +165,7 @@ impl Ledger {
     }
 
     /// Writes what the group changed: every status list it touched, and
-    /// the next status index when it allocated one. The right edge stays in
+    /// the next status index and event `seq` when it took one. The right edge stays in
     /// the group until it commits (kept for the next group) or rolls back
     /// (forgotten).
     pub(super) fn flush_log(&mut self) -> Result<(), LedgerError> {
@@ -170,6 +185,9 @@ impl Ledger {
         }
         if group.status_allocated {
             rows::save_next_status_idx(&self.conn, group.next_status_idx)?;
+        }
+        if group.events_written {
+            rows::save_next_event_seq(&self.conn, group.next_event_seq)?;
         }
         Ok(())
     }

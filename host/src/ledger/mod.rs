@@ -22,10 +22,12 @@
 //! ```
 
 mod acts;
+mod approvals;
 mod authority;
 mod idempotency;
 mod log;
 mod orgs;
+mod outbox;
 #[cfg(test)]
 mod tests;
 
@@ -35,19 +37,27 @@ use std::sync::Arc;
 use crate::store::sql::{self, Connection, Dialect};
 use mandate_core::{
     AarId, BudgetExceeded, Claims, Constraints, CountsChange, DenyReason, IssueError, Jth, Jti,
-    RecordError, ScopeError, TokenStatus, Ulid, Usage,
+    RecordError, ScopeError, TokenStatus, Ulid, Usage, Usd,
 };
+
+use mandate_core::Outcome;
+use mandate_core::webhook::EventType;
 
 use crate::recordlog::events;
 use crate::store::orgs::{self as org_rows, Org, Quotas};
 use crate::store::records::{self, SummaryKey};
 use crate::store::{Owned, StoreError, tokens};
 
-pub use acts::{Attempt, Attempted, Completion, Rated};
+pub use acts::{Attempt, Attempted, AwaitedApproval, Completion, Rated};
+pub use approvals::{ApprovalView, EXPIRY_BATCH, approval_id_of};
 pub use authority::{Delegated, Delegation, REVOKED_LIST_LIMIT, Refusal, Revoked, Revoker};
 pub use idempotency::{IdempotencyKey, Reply};
 pub use log::LogSetup;
 pub use orgs::{NewOrg, OrgCreated, create_org};
+
+/// How long an approval waits for a decision unless configured
+/// (`[approvals] ttl_seconds`): fifteen minutes.
+pub const DEFAULT_APPROVAL_TTL_MS: i64 = 15 * 60 * 1000;
 
 /// How many parsed claim sets the ledger keeps.
 const CLAIMS_CACHE_LIMIT: usize = 50_000;
@@ -88,6 +98,9 @@ pub enum LedgerError {
     /// No record has this id.
     #[error("no record has this aar_id")]
     UnknownRecord,
+    /// No approval of the caller's organisation has this id.
+    #[error("no approval has this approval_id")]
+    UnknownApproval,
     /// The record is not in a state for this (already completed, rated…).
     #[error(transparent)]
     Lifecycle(RecordError),
@@ -336,6 +349,10 @@ pub struct Ledger {
     frontier: Option<mandate_core::tlog::Frontier>,
     /// Organisation ids by number (they never change), for log leaves.
     org_ids: HashMap<Org, mandate_core::OrgId>,
+    /// Whether events are written to the outbox.
+    events: bool,
+    /// How long an approval waits for a decision, in milliseconds.
+    approval_ttl_ms: i64,
 }
 
 impl Owned for Ledger {
@@ -392,6 +409,8 @@ impl Ledger {
             group: None,
             frontier: None,
             org_ids: HashMap::new(),
+            events: true,
+            approval_ttl_ms: DEFAULT_APPROVAL_TTL_MS,
             conn,
             claims: HashMap::new(),
             counters: Counters::default(),
@@ -399,6 +418,19 @@ impl Ledger {
             quotas: HashMap::new(),
             days: HashMap::new(),
         }
+    }
+
+    /// The ledger writing events to the outbox or not (`[events] enabled`;
+    /// on by default).
+    pub fn with_events(mut self, enabled: bool) -> Ledger {
+        self.events = enabled;
+        self
+    }
+
+    /// The ledger giving approvals `ttl_ms` to be decided.
+    pub fn with_approval_ttl(mut self, ttl_ms: i64) -> Ledger {
+        self.approval_ttl_ms = ttl_ms;
+        self
     }
 
     /// Runs `work` in a transaction of its own and commits it as the writer
@@ -513,15 +545,28 @@ impl Ledger {
     }
 
     /// Adds spend and actions to the usage of every budgeted token of a
-    /// chain.
+    /// chain, for the record `by`, and reports each budget threshold the
+    /// charge makes a token's usage reach.
     fn charge(
-        &self,
+        &mut self,
         budgeted: &Budgeted,
         spend_micros: i64,
         actions: i64,
+        by: outbox::ChargedBy<'_>,
     ) -> Result<(), LedgerError> {
-        for (jth, _) in budgeted {
-            tokens::charge(&self.conn, jth, spend_micros, actions)?;
+        for (jth, constraints) in budgeted {
+            let after = tokens::charge(&self.conn, jth, spend_micros, actions)?;
+            if spend_micros > 0 || actions > 0 {
+                let undo = |now: u64, delta: i64| {
+                    u64::try_from(i128::from(now) - i128::from(delta)).unwrap_or(0)
+                };
+                let before = Usage {
+                    spent: Usd::from_micros(undo(after.spent.micros(), spend_micros))
+                        .map_err(internal)?,
+                    actions: undo(after.actions, actions),
+                };
+                self.report_thresholds(jth, constraints, before, after, by)?;
+            }
         }
         Ok(())
     }
@@ -635,6 +680,21 @@ impl Ledger {
         })?;
         let log_created = self.append(org, record.created_at, created)?;
         records::insert(&self.conn, seq, record, log_created)?;
+        let reported = match record.state {
+            mandate_core::RecordState::Denied { .. } => Some(EventType::RecordDenied),
+            mandate_core::RecordState::Completed { result } if result != Outcome::Success => {
+                Some(EventType::RecordFailed)
+            }
+            _ => None,
+        };
+        if let Some(kind) = reported {
+            self.emit(
+                org,
+                record.created_at,
+                kind,
+                &outbox::new_record_data(record),
+            )?;
+        }
         self.tails.insert(
             org,
             Tail {

@@ -8,6 +8,8 @@ use mandate_core::{
     Ulid, Usd, human_ref, issue_root,
 };
 
+mod approvals;
+
 use super::idempotency::RETENTION_MS;
 use super::*;
 use crate::clock::Now;
@@ -115,6 +117,7 @@ impl Fixture {
             child_random: self.random(),
             record_random: self.random(),
             status_base: STATUS_BASE.to_owned(),
+            traceparent: None,
         };
         let key = SigningKey::from_secret(&[7; 32]);
         self.ledger.delegate(delegation, &key, now).unwrap()
@@ -136,6 +139,7 @@ impl Fixture {
             resource: mandate_core::Resource::parse("crm:lead/1").unwrap(),
             spend,
             random: self.random(),
+            traceparent: None,
         }
     }
 
@@ -489,6 +493,7 @@ fn a_lifetime_out_of_range_is_bad_input_and_records_nothing() {
         child_random: f.random(),
         record_random: f.random(),
         status_base: STATUS_BASE.to_owned(),
+        traceparent: None,
     };
     let key = SigningKey::from_secret(&[7; 32]);
     assert!(matches!(

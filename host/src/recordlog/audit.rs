@@ -28,6 +28,7 @@ use mandate_core::tlog::{
 use mandate_core::{Claims, OrgId};
 
 use super::events;
+use crate::store::approvals::{self, Approval, ApprovalStatus};
 use crate::store::log::{self as rows, StoredCheckpoint};
 use crate::store::orgs::Org;
 use crate::store::records::{self, Record};
@@ -457,6 +458,7 @@ fn check_records(
 ) -> Result<u64, AuditError> {
     let mut count = 0u64;
     let mut after = i64::MIN;
+    let approvals = approvals_by_record(conn)?;
     let select = format!(
         "{} WHERE seq > ?1 ORDER BY seq LIMIT ?2",
         records::select_sql()
@@ -472,7 +474,25 @@ fn check_records(
         after = last.seq;
         for record in &page {
             count += 1;
-            check_record(conn, record, orgs, leaves, claimed, audit)?;
+            let approval = approvals.get(&record.aar_id);
+            check_record(conn, record, approval, orgs, leaves, claimed, audit)?;
+        }
+    }
+}
+
+/// Every approval, by the record that waited for it (records wait for
+/// approval far more rarely than they are made).
+fn approvals_by_record(conn: &Connection) -> Result<HashMap<String, Approval>, AuditError> {
+    let mut found = HashMap::new();
+    let mut after = String::new();
+    loop {
+        let page = approvals::page_by_id(conn, &after, PAGE)?;
+        let Some(last) = page.last() else {
+            return Ok(found);
+        };
+        after = last.id.clone();
+        for approval in page {
+            found.insert(approval.aar_id.clone(), approval);
         }
     }
 }
@@ -480,6 +500,7 @@ fn check_records(
 fn check_record(
     conn: &Connection,
     record: &Record,
+    approval: Option<&Approval>,
     orgs: &HashMap<Org, OrgId>,
     leaves: u64,
     claimed: &mut [bool],
@@ -495,7 +516,7 @@ fn check_record(
         leaves,
         orgs,
     };
-    let created = events::created_of(record);
+    let created = events::created_of(record, approval.is_some());
     compare(
         conn,
         expect(
@@ -524,6 +545,29 @@ fn check_record(
             index,
             format!("record {name} names a completion it never had"),
         );
+    }
+    if let Some(approval) = approval {
+        match approval.status {
+            ApprovalStatus::Decided(_) => compare(
+                conn,
+                expect(
+                    format!("the approval decision of record {name}"),
+                    approval.decided_at.unwrap_or_default(),
+                    events::approval_decided(approval),
+                    approval.log_decided,
+                ),
+                claimed,
+                audit,
+            )?,
+            ApprovalStatus::Pending => {
+                if let Some(index) = approval.log_decided {
+                    audit.at(
+                        index,
+                        format!("record {name} names an approval decision it never had"),
+                    );
+                }
+            }
+        }
     }
     if record.state.rating().is_some() {
         compare(

@@ -4,14 +4,16 @@
 //! stored rows and compares, so one function per event serves both.
 
 use mandate_core::tlog::{
-    self, LogEvent, RecordCompleted, RecordCreated, RecordRated, TokenIssued, TokenRevoked,
+    self, ApprovalDecided, LogEvent, RecordCompleted, RecordCreated, RecordRated, TokenIssued,
+    TokenRevoked,
 };
 use mandate_core::{
     AarId, Action, AgentId, Claims, ClaimsDigest, Jth, Jti, KeyId, ProvenanceRef, RecordState,
-    Resource, ResultHash, Status,
+    Resource, ResultHash,
 };
 
 use crate::store::StoreError;
+use crate::store::approvals::{Approval, ApprovalStatus};
 use crate::store::records::{Credential, Record};
 
 fn internal(cause: impl std::fmt::Display) -> StoreError {
@@ -108,16 +110,18 @@ fn unrated(state: RecordState) -> RecordState {
     }
 }
 
-/// Whether a stored record was made pending (by `authorize`): its
-/// completion, if any, has a leaf of its own.
+/// Whether a stored record was made pending or awaiting approval (by
+/// `authorize`): its completion, if any, has a leaf of its own.
 pub fn made_pending(record: &Record) -> bool {
     record.reserved.is_some()
 }
 
-/// The `record.created` of a stored record: pending with its reservation
-/// when `authorize` made it, else as it stands, without a rating.
-pub fn created_of(record: &Record) -> Result<LogEvent, StoreError> {
+/// The `record.created` of a stored record: awaiting approval (when it
+/// waited for one, `awaited`) or pending, with its reservation, when
+/// `authorize` made it; else as it stands, without a rating.
+pub fn created_of(record: &Record, awaited: bool) -> Result<LogEvent, StoreError> {
     let (state, spend, hash) = match record.reserved {
+        Some(reserved) if awaited => (RecordState::AwaitingApproval, reserved, None),
         Some(reserved) => (RecordState::Pending, reserved, None),
         None => (
             unrated(record.state),
@@ -173,7 +177,25 @@ pub fn record_rated(record: &Record) -> Result<LogEvent, StoreError> {
 }
 
 /// Whether a stored record's state needs a `record.completed` leaf: made
-/// pending, and no longer pending.
+/// pending (or awaiting approval), and completed since.
 pub fn needs_completion(record: &Record) -> bool {
-    made_pending(record) && record.state.status() != Status::Pending
+    made_pending(record) && record.state.result().is_some()
+}
+
+/// `approval.decided`, for a stored decided approval.
+pub fn approval_decided(approval: &Approval) -> Result<LogEvent, StoreError> {
+    let ApprovalStatus::Decided(decision) = approval.status else {
+        return Err(internal("a pending approval has no decision"));
+    };
+    Ok(LogEvent::ApprovalDecided(ApprovalDecided {
+        aar_id: AarId::parse(&approval.aar_id).map_err(internal)?,
+        decision,
+        note: approval.note.clone(),
+        by: approval
+            .decided_by
+            .as_deref()
+            .map(KeyId::parse)
+            .transpose()
+            .map_err(internal)?,
+    }))
 }

@@ -347,7 +347,7 @@ fn backfill(conn: &Connection, frontier: &mut Frontier) -> anyhow::Result<u64> {
         .collect::<sql::Result<_>>()?;
     for record in &stored {
         let org = org_id(record.org())?;
-        let created = events::created_of(record)?;
+        let created = events::created_of(record, false)?;
         let index = append(conn, frontier, &org, record.created_at, created)?;
         conn.execute(
             "UPDATE records SET log_created = ?1 WHERE seq = ?2",

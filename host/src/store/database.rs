@@ -268,12 +268,19 @@ fn migrate(conn: &Connection) -> anyhow::Result<()> {
             schema::VERSION
         ),
         Some(version) if version == schema::VERSION => return Ok(()),
+        Some(5) => {
+            tx.execute_batch(schema::POSTGRES_EVENTS)?;
+            tx.execute(
+                "UPDATE mandate_schema SET version = ?1",
+                params![schema::VERSION],
+            )?;
+        }
         Some(version) => anyhow::bail!(
-            "the database has schema version {version}, which PostgreSQL never had (its first is {})",
-            schema::VERSION
+            "the database has schema version {version}, which PostgreSQL never had (its first is 5)"
         ),
         None => {
             tx.execute_batch(schema::POSTGRES)?;
+            tx.execute_batch(schema::POSTGRES_EVENTS)?;
             let now = crate::clock::Clock::system().now();
             orgs::add_default(&tx, &OrgId::new(crate::random::ulid(now)), now.ms())?;
             tx.execute(

@@ -21,16 +21,37 @@ fn hash_of(bytes: Vec<u8>) -> sql::Result<Hash> {
     Hash::try_from(bytes.as_slice()).map_err(|_| sql::Error::corrupt("a log hash", "not 32 bytes"))
 }
 
-/// The next token status index. On PostgreSQL the state row is locked
+/// The ledger's counters. On PostgreSQL the state row is locked
 /// until the transaction ends: every group of writes takes it first (see
 /// `Ledger::enter`), so appends to the one log take turns across hosts.
-pub fn lock_state(conn: &Connection) -> sql::Result<u64> {
+pub fn lock_state(conn: &Connection) -> sql::Result<LedgerState> {
     let sql = if conn.dialect() == Dialect::Postgres {
-        "SELECT next_status_idx FROM ledger_state WHERE id = 1 FOR UPDATE"
+        "SELECT next_status_idx, next_event_seq FROM ledger_state WHERE id = 1 FOR UPDATE"
     } else {
-        "SELECT next_status_idx FROM ledger_state WHERE id = 1"
+        "SELECT next_status_idx, next_event_seq FROM ledger_state WHERE id = 1"
     };
-    conn.prepare_cached(sql)?.query_row([], |row| row.get(0))
+    conn.prepare_cached(sql)?.query_row([], |row| {
+        Ok(LedgerState {
+            next_status_idx: row.get(0)?,
+            next_event_seq: row.get(1)?,
+        })
+    })
+}
+
+/// The counters of the one `ledger_state` row.
+#[derive(Debug, Clone, Copy)]
+pub struct LedgerState {
+    /// The next token status index.
+    pub next_status_idx: u64,
+    /// The `seq` of the next event of the outbox.
+    pub next_event_seq: i64,
+}
+
+/// Stores the `seq` of the next event.
+pub fn save_next_event_seq(conn: &Connection, next: i64) -> sql::Result<()> {
+    conn.prepare_cached("UPDATE ledger_state SET next_event_seq = ?1 WHERE id = 1")?
+        .execute([next])?;
+    Ok(())
 }
 
 /// The next token status index, read without a lock.

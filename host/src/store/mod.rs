@@ -12,7 +12,9 @@
 //! or a commit that fails (a full disk), fails every write of the group and
 //! nothing of it is acknowledged (see `writer`).
 
+pub mod approvals;
 pub mod database;
+pub mod events;
 pub mod idempotency;
 pub mod log;
 pub mod orgs;
@@ -201,6 +203,9 @@ fn migrate(conn: &rusqlite::Connection) -> anyhow::Result<()> {
     }
     if version < 5 {
         tx.execute_batch(schema::LOG)?;
+    }
+    if version < 6 {
+        tx.execute_batch(schema::EVENTS)?;
     }
     tx.pragma_update(None, "user_version", schema::VERSION)?;
     tx.commit()?;

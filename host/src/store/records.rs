@@ -80,6 +80,8 @@ pub struct Record {
     pub rated_by: Option<String>,
     /// Where its events are in the record log.
     pub log: LogIndices,
+    /// The W3C `traceparent` of the call that made it.
+    pub traceparent: Option<String>,
 }
 
 /// The leaf indices of a record's events in the record log; `None` for an
@@ -133,6 +135,7 @@ record_columns!(
     log_created,
     log_completed,
     log_rated,
+    traceparent,
 );
 
 /// `SELECT <every record column> FROM records`, for queries to extend with
@@ -209,6 +212,7 @@ pub fn from_row(row: &Row<'_>) -> sql::Result<Record> {
             completed: get(row, Column::log_completed)?,
             rated: get(row, Column::log_rated)?,
         },
+        traceparent: get(row, Column::traceparent)?,
     })
 }
 
@@ -289,6 +293,8 @@ pub struct NewRecord<'a> {
     pub created_at: i64,
     pub delegated_jti: Option<&'a Jti>,
     pub credential: Credential,
+    /// The W3C `traceparent` the call carried.
+    pub traceparent: Option<&'a str>,
 }
 
 /// An amount as the tables store it.
@@ -299,7 +305,8 @@ pub fn micros(amount: Usd) -> i64 {
 /// Stores a new record as `seq`, which lies in the range of the token's
 /// organisation after its last record, with the leaf index of its creation
 /// in the record log. A pending record keeps its spend as what was
-/// reserved. The counters it changes are the caller's to add.
+/// reserved, as does one awaiting approval. The counters it changes are
+/// the caller's to add.
 pub fn insert(
     conn: &Connection,
     seq: i64,
@@ -309,13 +316,17 @@ pub fn insert(
     let claims = record.token;
     let completed_at =
         matches!(record.state.status(), Status::Completed).then_some(record.created_at);
-    let reserved = matches!(record.state.status(), Status::Pending).then_some(micros(record.spend));
+    let reserved = matches!(
+        record.state.status(),
+        Status::Pending | Status::AwaitingApproval
+    )
+    .then_some(micros(record.spend));
     conn.prepare_cached(
         "INSERT INTO records (aar_id, provenance_ref, jti, agent_id, action, resource, status, result,
             deny_reason, result_hash, spend_micros, trust_score, delegation_depth, human_ref,
             assurance_level, created_at, completed_at, delegated_jti, credential, seq,
-            reserved_micros, log_created)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21, ?22)",
+            reserved_micros, log_created, traceparent)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21, ?22, ?23)",
     )?
     .execute(params![
         record.aar_id.as_str(),
@@ -340,6 +351,23 @@ pub fn insert(
         seq,
         reserved,
         log_created,
+        record.traceparent,
+    ])?;
+    Ok(())
+}
+
+/// Stores the outcome of the approval a record awaited: `pending` when
+/// approved, else `denied` with nothing spent (what was reserved stays in
+/// `reserved_micros`).
+pub fn decide(conn: &Connection, aar_id: &str, state: RecordState, spend: Usd) -> sql::Result<()> {
+    conn.prepare_cached(
+        "UPDATE records SET status = ?1, deny_reason = ?2, spend_micros = ?3 WHERE aar_id = ?4",
+    )?
+    .execute(params![
+        state.status().as_str(),
+        state.deny_reason().map(DenyReason::code),
+        micros(spend),
+        aar_id,
     ])?;
     Ok(())
 }
@@ -423,8 +451,9 @@ pub fn count_for_agent(
 ) -> sql::Result<()> {
     conn.prepare_cached(
         "UPDATE agents SET successes = successes + ?1, failures = failures + ?2, pending = pending + ?3,
-            approved = approved + ?4, flagged = flagged + ?5, rejected = rejected + ?6
-         WHERE org = ?7 AND agent_id = ?8",
+            approved = approved + ?4, flagged = flagged + ?5, rejected = rejected + ?6,
+            denied_requests = denied_requests + ?7
+         WHERE org = ?8 AND agent_id = ?9",
     )?
     .execute(params![
         change.successes,
@@ -433,6 +462,7 @@ pub fn count_for_agent(
         change.approved,
         change.flagged,
         change.rejected,
+        change.denied_requests,
         org,
         agent_id
     ])?;

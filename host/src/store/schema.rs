@@ -42,6 +42,18 @@
 //!   leaves name.
 //! - `status_lists`: the token status lists (`crate::store::status_lists`),
 //!   one bit per token, by list number; a token's `status_idx` is its place.
+//! - `approvals`: the approval each record awaiting one waits for (one per
+//!   record), its expiry and its decision; a decision's leaf is
+//!   `log_decided`. An agent's `denied_requests` counts its records denied
+//!   by an approval's decision; a record keeps the W3C `traceparent` its
+//!   call carried.
+//! - `events`: the outbox (`crate::store::events`), one row per event with
+//!   its payload as delivered, numbered by `seq` from `ledger_state`'s
+//!   `next_event_seq` in the transaction of the write it reports.
+//!   `webhooks`: each endpoint, its sealed secrets (the previous one during a
+//!   rotation), the `seq` it has been sent up to (`cursor`), the attempts at
+//!   its next event and the host leasing its delivery; `deliveries`: every
+//!   attempt.
 //!
 //! Every object stands in one organisation: keys, tokens, workflows and
 //! idempotency keys carry its number in `org`; agents are keyed by `(org,
@@ -51,9 +63,10 @@
 //! record index, ending in `seq`, is searched within that range.
 
 /// The schema version this build writes.
-pub(crate) const VERSION: i64 = 5;
+pub(crate) const VERSION: i64 = 6;
 
-/// PostgreSQL's schema at [`VERSION`]: SQLite's tables with PostgreSQL's
+/// PostgreSQL's schema at version 5 (version 6 adds [`POSTGRES_EVENTS`]
+/// to it): SQLite's tables with PostgreSQL's
 /// types (every integer a `BIGINT`, blobs `BYTEA`, text compared byte by
 /// byte, `COLLATE "C"`, as SQLite does). A record's `org` is stored, since
 /// PostgreSQL 15 has no virtual generated columns; `seq` is still the
@@ -249,6 +262,144 @@ CREATE TABLE status_lists (
     revision   BIGINT NOT NULL,
     updated_at BIGINT NOT NULL
 );
+"#;
+
+/// Version 6 on PostgreSQL, over version 5: approvals, events, webhooks.
+pub(crate) const POSTGRES_EVENTS: &str = r#"
+ALTER TABLE agents ADD COLUMN denied_requests BIGINT NOT NULL DEFAULT 0;
+ALTER TABLE records ADD COLUMN traceparent TEXT COLLATE "C";
+ALTER TABLE ledger_state ADD COLUMN next_event_seq BIGINT NOT NULL DEFAULT 1;
+
+CREATE TABLE approvals (
+    id           TEXT COLLATE "C" PRIMARY KEY,
+    aar_id       TEXT COLLATE "C" NOT NULL UNIQUE,
+    org          BIGINT NOT NULL,
+    status       TEXT COLLATE "C" NOT NULL,
+    requested_at BIGINT NOT NULL,
+    expires_at   BIGINT NOT NULL,
+    decided_at   BIGINT,
+    decided_by   TEXT COLLATE "C",
+    note         TEXT COLLATE "C",
+    log_decided  BIGINT
+);
+CREATE INDEX approvals_by_org ON approvals(org, status, requested_at);
+CREATE INDEX approvals_due ON approvals(expires_at) WHERE status = 'pending';
+
+CREATE TABLE events (
+    seq        BIGINT PRIMARY KEY,
+    id         TEXT COLLATE "C" NOT NULL UNIQUE,
+    org        BIGINT NOT NULL,
+    type       TEXT COLLATE "C" NOT NULL,
+    created_at BIGINT NOT NULL,
+    payload    BYTEA NOT NULL
+);
+CREATE INDEX events_by_org ON events(org, seq);
+
+CREATE TABLE webhooks (
+    id               TEXT COLLATE "C" PRIMARY KEY,
+    org              BIGINT NOT NULL,
+    url              TEXT COLLATE "C" NOT NULL,
+    events           TEXT COLLATE "C" NOT NULL,
+    secret           BYTEA NOT NULL,
+    previous_secret  BYTEA,
+    previous_until   BIGINT,
+    created_at       BIGINT NOT NULL,
+    created_by       TEXT COLLATE "C" NOT NULL,
+    enabled          BIGINT NOT NULL,
+    disabled_at      BIGINT,
+    disabled_reason  TEXT COLLATE "C",
+    cursor           BIGINT NOT NULL,
+    attempts         BIGINT NOT NULL DEFAULT 0,
+    first_attempt_at BIGINT,
+    next_attempt_at  BIGINT,
+    lease_until      BIGINT,
+    lease_owner      TEXT COLLATE "C"
+);
+CREATE INDEX webhooks_by_org ON webhooks(org, created_at);
+
+CREATE TABLE deliveries (
+    webhook     TEXT COLLATE "C" NOT NULL,
+    event_seq   BIGINT NOT NULL,
+    attempt     BIGINT NOT NULL,
+    message_id  TEXT COLLATE "C" NOT NULL,
+    type        TEXT COLLATE "C" NOT NULL,
+    at          BIGINT NOT NULL,
+    outcome     TEXT COLLATE "C" NOT NULL,
+    http_status BIGINT,
+    error       TEXT COLLATE "C",
+    duration_ms BIGINT NOT NULL,
+    PRIMARY KEY (webhook, event_seq, attempt)
+);
+"#;
+
+/// Version 6: approvals, the events outbox, webhooks and their delivery
+/// log; an agent's `denied_requests`, a record's `traceparent`, and the
+/// next event's `seq` in `ledger_state`.
+pub(crate) const EVENTS: &str = r#"
+ALTER TABLE agents ADD COLUMN denied_requests INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE records ADD COLUMN traceparent TEXT;
+ALTER TABLE ledger_state ADD COLUMN next_event_seq INTEGER NOT NULL DEFAULT 1;
+
+CREATE TABLE approvals (
+    id           TEXT PRIMARY KEY,
+    aar_id       TEXT NOT NULL UNIQUE,
+    org          INTEGER NOT NULL,
+    status       TEXT NOT NULL,
+    requested_at INTEGER NOT NULL,
+    expires_at   INTEGER NOT NULL,
+    decided_at   INTEGER,
+    decided_by   TEXT,
+    note         TEXT,
+    log_decided  INTEGER
+) STRICT;
+CREATE INDEX approvals_by_org ON approvals(org, status, requested_at);
+CREATE INDEX approvals_due ON approvals(expires_at) WHERE status = 'pending';
+
+CREATE TABLE events (
+    seq        INTEGER PRIMARY KEY,
+    id         TEXT NOT NULL UNIQUE,
+    org        INTEGER NOT NULL,
+    type       TEXT NOT NULL,
+    created_at INTEGER NOT NULL,
+    payload    BLOB NOT NULL
+) STRICT;
+CREATE INDEX events_by_org ON events(org, seq);
+
+CREATE TABLE webhooks (
+    id               TEXT PRIMARY KEY,
+    org              INTEGER NOT NULL,
+    url              TEXT NOT NULL,
+    events           TEXT NOT NULL,
+    secret           BLOB NOT NULL,
+    previous_secret  BLOB,
+    previous_until   INTEGER,
+    created_at       INTEGER NOT NULL,
+    created_by       TEXT NOT NULL,
+    enabled          INTEGER NOT NULL,
+    disabled_at      INTEGER,
+    disabled_reason  TEXT,
+    cursor           INTEGER NOT NULL,
+    attempts         INTEGER NOT NULL DEFAULT 0,
+    first_attempt_at INTEGER,
+    next_attempt_at  INTEGER,
+    lease_until      INTEGER,
+    lease_owner      TEXT
+) STRICT;
+CREATE INDEX webhooks_by_org ON webhooks(org, created_at);
+
+CREATE TABLE deliveries (
+    webhook     TEXT NOT NULL,
+    event_seq   INTEGER NOT NULL,
+    attempt     INTEGER NOT NULL,
+    message_id  TEXT NOT NULL,
+    type        TEXT NOT NULL,
+    at          INTEGER NOT NULL,
+    outcome     TEXT NOT NULL,
+    http_status INTEGER,
+    error       TEXT,
+    duration_ms INTEGER NOT NULL,
+    PRIMARY KEY (webhook, event_seq, attempt)
+) STRICT, WITHOUT ROWID;
 "#;
 
 /// Version 5: the record log and token status lists (see the module's

@@ -81,13 +81,21 @@ pub fn usage(conn: &Connection, jth: &Jth) -> sql::Result<Usage> {
 }
 
 /// Adds spend (which may be negative: a released reservation) and actions
-/// to a token's usage.
-pub fn charge(conn: &Connection, jth: &Jth, spend_micros: i64, actions: i64) -> sql::Result<()> {
-    conn.prepare_cached(
-        "UPDATE tokens SET spent_micros = spent_micros + ?1, actions = actions + ?2 WHERE jth = ?3",
-    )?
-    .execute(params![spend_micros, actions, jth.as_str()])?;
-    Ok(())
+/// to a token's usage; answers the usage after.
+pub fn charge(conn: &Connection, jth: &Jth, spend_micros: i64, actions: i64) -> sql::Result<Usage> {
+    let (spent, actions): (i64, i64) = conn
+        .prepare_cached(
+            "UPDATE tokens SET spent_micros = spent_micros + ?1, actions = actions + ?2 WHERE jth = ?3
+             RETURNING spent_micros, actions",
+        )?
+        .query_row(params![spend_micros, actions, jth.as_str()], |row| {
+            Ok((row.get(0)?, row.get(1)?))
+        })?;
+    Ok(Usage {
+        spent: Usd::from_micros(u64::try_from(spent).unwrap_or(0))
+            .map_err(|e| sql::Error::corrupt("tokens.spent_micros", e))?,
+        actions: u64::try_from(actions).unwrap_or(0),
+    })
 }
 
 /// Notes that a token signed by `kid` expires at `exp`, so the key stays

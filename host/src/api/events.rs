@@ -1,0 +1,158 @@
+//! `GET /v1/events`: the organisation's events as Server-Sent Events (the
+//! HTML Living Standard's `text/event-stream`), read from the outbox. Each
+//! event is `id` (its message id, `msg_<ulid>`, the same as its webhook's
+//! `webhook-id`), `event` (its type) and `data` (its payload exactly as a
+//! webhook receives it). A client that reconnects with `Last-Event-ID`
+//! gets every event after that one, in order; without it, the events from
+//! now on. A comment line is sent while nothing happens, so proxies keep
+//! the connection open and the client notices a dead one.
+
+use std::collections::VecDeque;
+use std::convert::Infallible;
+use std::time::Duration;
+
+use axum::extract::State;
+use axum::http::HeaderMap;
+use axum::response::sse::{Event, KeepAlive, Sse};
+use futures_util::Stream;
+
+use super::docs::Errors;
+use super::extract::ApiKeyAuth;
+use crate::AppState;
+use crate::error::{ApiError, ApiResult};
+use crate::store::StoreError;
+use crate::store::events::{self, StoredEvent};
+use crate::store::orgs::Org;
+
+/// How often a comment is sent on a quiet stream.
+pub(crate) const HEARTBEAT: Duration = Duration::from_secs(15);
+/// How often the outbox is read again without a local write to wake the
+/// stream (another host may have written).
+const POLL: Duration = Duration::from_secs(1);
+/// Events read at once.
+const BATCH: u32 = 256;
+/// How long a stream woken by a write waits for more before reading.
+const COALESCE: Duration = Duration::from_millis(20);
+
+/// The `seq` a stream starts after: that of `Last-Event-ID`, or the
+/// newest event's.
+async fn start(state: &AppState, org: Org, headers: &HeaderMap) -> ApiResult<i64> {
+    let last = match headers.get("last-event-id") {
+        None => None,
+        Some(value) => {
+            let text = value.to_str().map_err(|_| {
+                ApiError::bad_request("invalid_last_event_id", "Last-Event-ID is not readable")
+            })?;
+            Some(text.trim().to_owned()).filter(|id| !id.is_empty())
+        }
+    };
+    match last {
+        None => Ok(state
+            .store
+            .lookup(|conn| Ok::<_, StoreError>(events::last_seq(conn)?))
+            .await?),
+        Some(id) => state
+            .store
+            .lookup(move |conn| Ok::<_, StoreError>(events::seq_of(conn, org, &id)?))
+            .await?
+            .ok_or_else(|| {
+                ApiError::bad_request(
+                    "invalid_last_event_id",
+                    "Last-Event-ID names no event of this organisation that is still kept \
+                     (events are kept for [events] retain_hours); reconnect without it",
+                )
+            }),
+    }
+}
+
+/// Where a stream stands: after which event, and the events read but not
+/// yet sent.
+struct Tail {
+    state: AppState,
+    org: Org,
+    after: i64,
+    /// Subscribed at the first wait, so a stream that never waits holds
+    /// nothing.
+    committed: Option<tokio::sync::watch::Receiver<u64>>,
+    ready: VecDeque<StoredEvent>,
+}
+
+impl Tail {
+    /// The next event, once there is one: read from the outbox, waiting
+    /// for a local write (or the poll interval) between reads.
+    async fn next(&mut self) -> StoredEvent {
+        loop {
+            if let Some(event) = self.ready.pop_front() {
+                self.after = event.seq;
+                return event;
+            }
+            let committed = self
+                .committed
+                .get_or_insert_with(|| self.state.committed.subscribe());
+            committed.mark_unchanged();
+            let (org, after) = (self.org, self.after);
+            let read = self
+                .state
+                .store
+                .lookup(move |conn| Ok::<_, StoreError>(events::after(conn, org, after, BATCH)?))
+                .await;
+            match read {
+                Ok(batch) if !batch.is_empty() => {
+                    self.ready.extend(batch);
+                    continue;
+                }
+                Ok(_) => {}
+                Err(error) => tracing::warn!(%error, "reading events for a stream failed"),
+            }
+            let committed = self
+                .committed
+                .get_or_insert_with(|| self.state.committed.subscribe());
+            tokio::select! {
+                _ = committed.changed() => {
+                    // Let a burst of writes land before reading again.
+                    tokio::time::sleep(COALESCE).await;
+                }
+                () = tokio::time::sleep(POLL) => {}
+            }
+        }
+    }
+}
+
+fn sse_event(event: &StoredEvent) -> Event {
+    Event::default()
+        .id(event.id.clone())
+        .event(event.kind.clone())
+        .data(String::from_utf8_lossy(&event.payload))
+}
+
+/// The organisation's events as they happen, as Server-Sent Events.
+#[utoipa::path(
+    get,
+    path = "/v1/events",
+    tag = "events",
+    params(("Last-Event-ID" = Option<String>, Header, description = "Resume after this event (`msg_<ulid>`), as an EventSource sends it on reconnecting")),
+    responses(
+        (status = 200, description = "`text/event-stream`: `id` the message id, `event` the type, `data` the payload as webhooks receive it", content_type = "text/event-stream", body = String),
+        Errors,
+    )
+)]
+pub(crate) async fn events(
+    State(state): State<AppState>,
+    ApiKeyAuth(principal): ApiKeyAuth,
+    headers: HeaderMap,
+) -> ApiResult<Sse<impl Stream<Item = Result<Event, Infallible>>>> {
+    let org = principal.org;
+    let after = start(&state, org, &headers).await?;
+    let tail = Tail {
+        state,
+        org,
+        after,
+        committed: None,
+        ready: VecDeque::new(),
+    };
+    let stream = futures_util::stream::unfold(tail, |mut tail| async move {
+        let event = tail.next().await;
+        Some((Ok(sse_event(&event)), tail))
+    });
+    Ok(Sse::new(stream).keep_alive(KeepAlive::new().interval(HEARTBEAT).text("heartbeat")))
+}
