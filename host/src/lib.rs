@@ -99,6 +99,9 @@ pub struct Shared {
     /// The OpenTelemetry exporter of action records, when `[otel] endpoint`
     /// is set; handlers call `record` after a record's write has committed.
     pub telemetry: Option<otel::Telemetry>,
+    /// The tasks handing finished records' spans to the exporter: waited
+    /// for at shutdown, before the exporter sends its last batch.
+    pub span_tasks: tokio_util::task::TaskTracker,
     /// Counts the writes this process committed: approval waits and event
     /// streams wake on it to read again (and poll besides, for what other
     /// hosts commit).
@@ -169,6 +172,7 @@ impl AppState {
             log_keys: prepared.log.keys,
             status_lists: status::SignedLists::default(),
             telemetry,
+            span_tasks: tokio_util::task::TaskTracker::new(),
             committed: tokio::sync::watch::Sender::new(0),
         }));
         Ok((state, prepared.new_admin_key))
@@ -317,8 +321,11 @@ pub async fn serve_until(
     if let Err(error) = state.write(move |ledger| ledger.checkpoint(now)).await {
         tracing::warn!(%error, "signing the record log's last checkpoint failed");
     }
-    // Every request has finished, so every span is recorded: the last ones
-    // are sent now (or given up after the export timeout).
+    // Every request has finished; once the spans they handed over are
+    // recorded, the last ones are sent (or given up after the export
+    // timeout).
+    state.span_tasks.close();
+    state.span_tasks.wait().await;
     if let Some(telemetry) = &state.telemetry
         && let Err(error) = telemetry.shutdown().await
     {

@@ -21,7 +21,7 @@ pub fn export(state: &AppState, aar_id: &AarId) {
     };
     let store = state.store.clone();
     let id = aar_id.to_string();
-    tokio::spawn(async move {
+    state.span_tasks.spawn(async move {
         let read = store
             .lookup(move |conn| {
                 let Some(record) = records::by_id(conn, &id)? else {

@@ -42,8 +42,14 @@ pub async fn expire_approvals(state: AppState) {
         loop {
             let now = state.clock.now();
             match state.write(move |ledger| ledger.expire_due(now)).await {
-                Ok(expired) if expired >= EXPIRY_BATCH as usize => {}
-                Ok(_) => break,
+                Ok(expired) => {
+                    for aar_id in &expired {
+                        crate::spans::export(&state, aar_id);
+                    }
+                    if expired.len() < EXPIRY_BATCH as usize {
+                        break;
+                    }
+                }
                 Err(error) => {
                     tracing::warn!(%error, "expiring approvals failed");
                     break;

@@ -135,10 +135,10 @@ impl Ledger {
     }
 
     /// Expires up to [`EXPIRY_BATCH`] approvals that lapsed by `now`;
-    /// answers how many.
-    pub fn expire_due(&mut self, now: Now) -> Result<usize, LedgerError> {
+    /// answers the records they closed.
+    pub fn expire_due(&mut self, now: Now) -> Result<Vec<AarId>, LedgerError> {
         let due = rows::due(&self.conn, now.ms(), EXPIRY_BATCH)?;
-        let mut expired = 0;
+        let mut expired = Vec::new();
         for approval in due {
             self.enter(approval.org)?;
             // Read again under the organisation's lock: another host may
@@ -149,8 +149,9 @@ impl Ledger {
                 continue;
             };
             let at = approval.expires_at.max(approval.requested_at);
+            let aar_id = AarId::parse(&approval.aar_id).map_err(internal)?;
             self.settle(approval, ApprovalDecision::Expired, None, None, at)?;
-            expired += 1;
+            expired.push(aar_id);
         }
         Ok(expired)
     }

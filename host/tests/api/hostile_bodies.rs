@@ -136,6 +136,7 @@ struct Ids {
     jti: String,
     aar_id: String,
     provenance_ref: String,
+    approval_id: String,
 }
 
 /// Evidence of the shape identity verifiers take.
@@ -215,6 +216,7 @@ fn fill_path(template: &str, ids: &Ids) -> String {
             "jti" => &ids.jti,
             "provenance_ref" => &ids.provenance_ref,
             "agent_id" => "hostile-bot",
+            "approval_id" => &ids.approval_id,
             other => panic!("no sample for the path parameter {other}"),
         });
     }
@@ -394,10 +396,29 @@ async fn no_hostile_body_gets_a_server_error_at_any_post_route() {
         StatusCode::OK,
     )
     .await;
+    let guarded = app
+        .issue(json!({
+            "developer_email": "dev@example.com",
+            "agent_id": "guarded-bot",
+            "resources": ["crm:*"],
+            "actions": ["pay"],
+            "constraints": {"require_approval": {"actions": ["pay"]}},
+        }))
+        .await;
+    let awaiting = expect_json(
+        app.post(
+            "/v1/vat/authorize",
+            &json!({"vat_jti": guarded["jti"], "action": "pay", "resource": "crm:a"}),
+        )
+        .await,
+        StatusCode::ACCEPTED,
+    )
+    .await;
     let ids = Ids {
         jti: text(&root["jti"]).to_owned(),
         aar_id: text(&pending["aar_id"]).to_owned(),
         provenance_ref: text(&root["provenance_ref"]).to_owned(),
+        approval_id: text(&awaiting["approval"]["approval_id"]).to_owned(),
     };
     let document = expect_json(
         app.client

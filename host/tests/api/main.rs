@@ -3,6 +3,7 @@
 //! folder made by the release before organisations.
 
 mod abuse;
+mod approvals;
 mod assurance;
 mod authority;
 mod budget;
@@ -10,6 +11,7 @@ mod crash;
 mod delegation;
 mod door;
 mod errors;
+mod events;
 mod files;
 mod flows;
 mod helpers;

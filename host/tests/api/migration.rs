@@ -170,11 +170,12 @@ fn read_before(conn: &Connection) -> Before {
         .unwrap();
 
     // The record columns the store reads all exist in schema 3 but those of
-    // schema 5, which the migration to it fills so: a pending record's spend
-    // is its reservation; the log's columns wait for the log's first start.
+    // schemas 5 and 6, which the migrations fill so: a pending record's
+    // spend is its reservation; the log's columns wait for the log's first
+    // start; no record had a trace context.
     let schema_3 = records::select_sql().replace(
-        "reserved_micros, rated_by, log_created, log_completed, log_rated",
-        "CASE WHEN status = 'pending' THEN spend_micros END, NULL, NULL, NULL, NULL",
+        "reserved_micros, rated_by, log_created, log_completed, log_rated, traceparent",
+        "CASE WHEN status = 'pending' THEN spend_micros END, NULL, NULL, NULL, NULL, NULL",
     );
     let records = conn
         .prepare_cached(&format!("{schema_3} ORDER BY seq"))

@@ -794,7 +794,10 @@ async fn operators_create_organisations_and_keys_with_roles() {
         .unwrap();
     assert_eq!(me["role"], "reviewer");
     assert_eq!(me["org"]["name"], "acme");
-    assert_eq!(me["permissions"], json!(["read", "rate", "revoke"]));
+    assert_eq!(
+        me["permissions"],
+        json!(["read", "rate", "revoke", "decide"])
+    );
     let quotas: Value = client
         .get(server.url("/v1/orgs"))
         .bearer_auth(admin_key(&data))

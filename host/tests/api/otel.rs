@@ -1,8 +1,10 @@
-//! OpenTelemetry export: a record's span reaches an OTLP/HTTP receiver (an
-//! axum server here, decoding protobuf with `opentelemetry-proto`, code we
-//! did not write) under the GenAI conventions' names, as a child of the
-//! agent's span, with no jti or API key in it; and the spans still queued
-//! when the server stops are sent before it has stopped.
+//! OpenTelemetry export: each record the server writes, once it has ended,
+//! reaches an OTLP/HTTP receiver (an axum server here, decoding protobuf
+//! with `opentelemetry-proto`, code we did not write) as one span under the
+//! GenAI conventions' names — a child of the agent's span when its call
+//! carried a `traceparent`, which the record keeps — with no jti or API key
+//! in it; and the spans of requests answered before the server stops are
+//! sent before it has stopped.
 
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -11,10 +13,8 @@ use axum::body::Bytes;
 use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode as HttpStatus, header};
 use axum::routing::post;
-use mandate_core::{
-    AarId, Action, AgentId, DenyReason, Jti, OrgId, Outcome, ProvenanceRef, Resource, Usd,
-};
-use mandate_host::otel::{RecordSpan, SpanOutcome, SpanParent, Telemetry};
+use mandate_core::{Jti, OrgId};
+use mandate_host::otel::Telemetry;
 use opentelemetry_proto::tonic::collector::trace::v1::{
     ExportTraceServiceRequest, ExportTraceServiceResponse,
 };
@@ -22,6 +22,8 @@ use opentelemetry_proto::tonic::common::v1::{AnyValue, KeyValue, any_value};
 use opentelemetry_proto::tonic::trace::v1::{Span, span::SpanKind, status::StatusCode};
 use prost::Message as _;
 use reqwest::StatusCode as ApiStatus;
+
+use serde_json::{Value, json};
 
 use crate::helpers::{TestApp, expect_json, expect_problem, text};
 
@@ -84,10 +86,11 @@ fn spans(exports: &Exports) -> Vec<Span> {
         .collect()
 }
 
-/// Polls until `count` spans have arrived; at most 10 s.
-async fn wait_for_spans(exports: &Exports, count: usize) -> Vec<Span> {
+/// Flushes and polls until `count` spans have arrived; at most 10 s.
+async fn wait_for_spans(telemetry: &Telemetry, exports: &Exports, count: usize) -> Vec<Span> {
     let deadline = Instant::now() + Duration::from_secs(10);
     loop {
+        telemetry.flush().await.unwrap();
         let received = spans(exports);
         if received.len() >= count {
             return received;
@@ -159,8 +162,26 @@ async fn default_org(app: &TestApp) -> OrgId {
     OrgId::parse(text(&default["org_id"])).unwrap()
 }
 
-const CREATED_MS: i64 = 1_767_225_600_000;
-const MS: u64 = 1_000_000;
+/// The agent's own span, as its `traceparent` names it.
+const TRACE_ID: [u8; 16] = *b"\x4b\xf9\x2f\x35\x77\xb3\x4d\xa6\xa3\xce\x92\x9d\x0e\x0e\x47\x36";
+const AGENT_SPAN: [u8; 8] = *b"\x00\xf0\x67\xaa\x0b\xa9\x02\xb7";
+const TRACEPARENT: &str = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
+
+/// The span whose `mandate.aar_id` is `aar_id`.
+fn span_of<'a>(spans: &'a [Span], aar_id: &str) -> &'a Span {
+    spans
+        .iter()
+        .find(|span| text_attribute(&span.attributes, "mandate.aar_id") == Some(aar_id))
+        .unwrap_or_else(|| panic!("no span for {aar_id}"))
+}
+
+/// Unix nanoseconds of an RFC 3339 time the API answered.
+fn nanos(time: &Value) -> u64 {
+    let at =
+        time::OffsetDateTime::parse(text(time), &time::format_description::well_known::Rfc3339)
+            .unwrap();
+    u64::try_from(at.unix_timestamp_nanos()).unwrap()
+}
 
 #[tokio::test]
 async fn a_record_is_a_genai_execute_tool_span_under_the_agents_span() {
@@ -180,76 +201,104 @@ async fn a_record_is_a_genai_execute_tool_span_under_the_agents_span() {
     )
     .await;
     let telemetry = telemetry.expect("[otel] endpoint set: the exporter runs");
-
-    // A real token and record, so their real jti and the admin key can be
-    // looked for in what was exported.
     let token = app.root("research-bot", &["crm:*"], &["read"]).await;
     let jti = text(&token["jti"]).to_owned();
-    assert!(jti.starts_with("vat_"));
+
+    // An action recorded with the agent's trace context: its span is a
+    // child of the agent's span, and the record keeps the context.
     let recorded = expect_json(
-        app.act(&jti, "read", "crm:contacts", "success").await,
+        app.client
+            .post(app.url("/v1/vat/record/action"))
+            .header("traceparent", TRACEPARENT)
+            .json(&json!({
+                "vat_jti": jti, "action": "read", "resource": "crm:contacts",
+                "result": "success", "spend_usd": 1.25,
+            }))
+            .send()
+            .await
+            .unwrap(),
         ApiStatus::CREATED,
     )
     .await;
-    let denied = expect_problem(
-        app.act(&jti, "write", "crm:contacts", "success").await,
-        ApiStatus::FORBIDDEN,
-        "action_not_permitted",
+    let aar_id = text(&recorded["aar_id"]).to_owned();
+    let stored = app.with_database(|conn| {
+        conn.query_row(
+            "SELECT traceparent FROM records WHERE aar_id = ?1",
+            [aar_id.as_str()],
+            |row| row.get::<_, Option<String>>(0),
+        )
+        .unwrap()
+    });
+    assert_eq!(stored.as_deref(), Some(TRACEPARENT));
+    // A trace context that does not parse is ignored, as W3C asks.
+    let ignored = expect_json(
+        app.client
+            .post(app.url("/v1/vat/record/action"))
+            .header(
+                "traceparent",
+                "00-00000000000000000000000000000000-00f067aa0ba902b7-01",
+            )
+            .json(&json!({
+                "vat_jti": jti, "action": "read", "resource": "crm:contacts", "result": "success",
+            }))
+            .send()
+            .await
+            .unwrap(),
+        ApiStatus::CREATED,
     )
     .await;
-    let jti = Jti::parse(&jti).unwrap();
-    let org_id = default_org(&app).await;
-    let record = |aar_id: &str, action: &str, outcome, parent| RecordSpan {
-        aar_id: AarId::parse(aar_id).unwrap(),
-        provenance_ref: ProvenanceRef::parse(text(&token["provenance_ref"])).unwrap(),
-        agent_id: AgentId::parse("research-bot").unwrap(),
-        org_id: org_id.clone(),
-        token_jth: jti.hash(),
-        action: Action::parse(action).unwrap(),
-        resource: Resource::parse("crm:contacts").unwrap(),
-        outcome,
-        spend: Usd::from_micros(1_250_000).unwrap(),
-        created_at_ms: CREATED_MS,
-        completed_at_ms: Some(CREATED_MS + 1_500),
-        parent,
-    };
-    let agent_span = SpanParent {
-        trace_id: *b"\x4b\xf9\x2f\x35\x77\xb3\x4d\xa6\xa3\xce\x92\x9d\x0e\x0e\x47\x36",
-        span_id: *b"\x00\xf0\x67\xaa\x0b\xa9\x02\xb7",
-    };
+    // Authorized now, completed later: one span from one to the other,
+    // sent once the record ends.
+    let pending = expect_json(
+        app.post(
+            "/v1/vat/authorize",
+            &json!({"vat_jti": jti, "action": "read", "resource": "crm:contacts"}),
+        )
+        .await,
+        ApiStatus::OK,
+    )
+    .await;
+    let pending_id = text(&pending["aar_id"]).to_owned();
+    tokio::time::sleep(Duration::from_millis(20)).await;
+    let completed = expect_json(
+        app.post(
+            &format!("/v1/vat/aar/{pending_id}/complete"),
+            &json!({"result": "timeout"}),
+        )
+        .await,
+        ApiStatus::OK,
+    )
+    .await;
 
-    // Completed, as a child of the agent's span; sent at a flush.
-    telemetry.record(&record(
-        text(&recorded["aar_id"]),
-        "read",
-        SpanOutcome::Completed(Outcome::Success),
-        Some(agent_span),
-    ));
-    telemetry.flush().await.unwrap();
-    let received = wait_for_spans(&exports, 1).await;
-    let span = &received[0];
+    let received = wait_for_spans(&telemetry, &exports, 3).await;
+    assert_eq!(received.len(), 3, "one span per record, once it ended");
+    let span = span_of(&received, &aar_id);
     assert_eq!(span.name, "execute_tool read");
     assert_eq!(span.kind, SpanKind::Internal as i32);
-    assert_eq!(span.trace_id, agent_span.trace_id);
-    assert_eq!(span.parent_span_id, agent_span.span_id);
+    assert_eq!(span.trace_id, TRACE_ID);
+    assert_eq!(span.parent_span_id, AGENT_SPAN);
     assert_eq!(span.span_id.len(), 8);
-    assert_ne!(span.span_id, agent_span.span_id);
-    assert_eq!(span.start_time_unix_nano, CREATED_MS as u64 * MS);
-    assert_eq!(span.end_time_unix_nano, (CREATED_MS as u64 + 1_500) * MS);
+    assert_ne!(span.span_id, AGENT_SPAN);
+    assert_eq!(
+        span.start_time_unix_nano,
+        nanos(&created_at(&app, &aar_id).await)
+    );
     assert_eq!(
         span.status.as_ref().map_or(0, |s| s.code),
         StatusCode::Unset as i32
     );
+    let org_id = default_org(&app).await;
+    let jth = Jti::parse(&jti).unwrap().hash();
     let attributes = &span.attributes;
     for (key, value) in [
         ("gen_ai.operation.name", "execute_tool"),
         ("gen_ai.tool.name", "read"),
         ("gen_ai.agent.id", "research-bot"),
-        ("mandate.aar_id", text(&recorded["aar_id"])),
+        ("mandate.aar_id", aar_id.as_str()),
         ("mandate.provenance_ref", text(&token["provenance_ref"])),
         ("mandate.resource", "crm:contacts"),
         ("mandate.org_id", org_id.as_str()),
-        ("mandate.token.jth", jti.hash().as_str()),
+        ("mandate.token.jth", jth.as_str()),
         ("mandate.outcome", "completed"),
         ("mandate.result", "success"),
     ] {
@@ -267,6 +316,27 @@ async fn a_record_is_a_genai_execute_tool_span_under_the_agents_span() {
     ] {
         assert_eq!(attribute(attributes, absent), None, "{absent}");
     }
+    let root = span_of(&received, text(&ignored["aar_id"]));
+    assert!(root.parent_span_id.is_empty(), "a root of its own");
+    assert_ne!(root.trace_id, TRACE_ID);
+    let timed_out = span_of(&received, &pending_id);
+    assert_eq!(
+        timed_out.start_time_unix_nano,
+        nanos(&created_at(&app, &pending_id).await)
+    );
+    assert_eq!(
+        timed_out.end_time_unix_nano,
+        nanos(&completed["completed_at"])
+    );
+    assert!(timed_out.end_time_unix_nano > timed_out.start_time_unix_nano);
+    assert_eq!(
+        text_attribute(&timed_out.attributes, "error.type"),
+        Some("timeout")
+    );
+    assert_eq!(
+        timed_out.status.as_ref().map(|s| s.code),
+        Some(StatusCode::Error as i32)
+    );
     {
         let exports = exports.lock().unwrap();
         let export = &exports[0];
@@ -286,24 +356,20 @@ async fn a_record_is_a_genai_execute_tool_span_under_the_agents_span() {
         assert_eq!(scope.schema_url, mandate_host::otel::SCHEMA_URL);
     }
 
-    // Denied, with no trace context from the agent: the root of a trace of
-    // its own. Not flushed: stopping the server sends it.
-    telemetry.record(&record(
-        text(&denied["aar_id"]),
-        "write",
-        SpanOutcome::Denied(DenyReason::ActionNotPermitted),
-        None,
-    ));
+    // Denied, and the server stopped at once: the span is sent before the
+    // server has stopped.
+    let denied = expect_problem(
+        app.act(&jti, "write", "crm:contacts", "success").await,
+        ApiStatus::FORBIDDEN,
+        "action_not_permitted",
+    )
+    .await;
     let admin_key = app.admin_key.clone();
     app.stop().await;
-    // Sent before the server stopped: no waiting.
     let received = spans(&exports);
-    assert_eq!(received.len(), 2);
-    let span = &received[1];
+    assert_eq!(received.len(), 4);
+    let span = span_of(&received, text(&denied["aar_id"]));
     assert_eq!(span.name, "execute_tool write");
-    assert!(span.parent_span_id.is_empty());
-    assert_eq!(span.trace_id.len(), 16);
-    assert_ne!(span.trace_id, agent_span.trace_id);
     assert_eq!(
         span.status.as_ref().map(|s| s.code),
         Some(StatusCode::Error as i32)
@@ -312,7 +378,6 @@ async fn a_record_is_a_genai_execute_tool_span_under_the_agents_span() {
         ("error.type", "action_not_permitted"),
         ("mandate.outcome", "denied"),
         ("mandate.deny_reason", "action_not_permitted"),
-        ("mandate.aar_id", text(&denied["aar_id"])),
     ] {
         assert_eq!(text_attribute(&span.attributes, key), Some(value), "{key}");
     }
@@ -336,7 +401,6 @@ async fn a_record_is_a_genai_execute_tool_span_under_the_agents_span() {
         }
     }
     assert!(!exported.is_empty());
-    let jth = jti.hash();
     for value in &exported {
         assert!(!value.contains(jti.as_str()) && !value.contains(&admin_key));
         // The jth is base64url, where `mk_` may occur by chance.
@@ -347,6 +411,17 @@ async fn a_record_is_a_genai_execute_tool_span_under_the_agents_span() {
             );
         }
     }
+}
+
+/// When a record was created, as the API shows it.
+async fn created_at(app: &TestApp, aar_id: &str) -> Value {
+    let record = expect_json(
+        app.get_auth(&format!("/v1/vat/aar/{aar_id}"), &app.admin_key)
+            .await,
+        ApiStatus::OK,
+    )
+    .await;
+    record["created_at"].clone()
 }
 
 #[tokio::test]

@@ -178,7 +178,12 @@ fn downgrade_to_version_1(db: &std::path::Path, root_jti: &str, child_jti: &str)
     )
     .unwrap();
     conn.execute_batch(
-        "DROP TABLE log_leaves;
+        "DROP TABLE approvals;
+         DROP TABLE events;
+         DROP TABLE webhooks;
+         DROP TABLE deliveries;
+         ALTER TABLE records DROP COLUMN traceparent;
+         DROP TABLE log_leaves;
          DROP TABLE log_nodes;
          DROP TABLE log_checkpoints;
          DROP TABLE log_keys;

@@ -54,6 +54,10 @@ async fn openapi_lists_every_route() {
         ("/v1/log/key", "get"),
         ("/v1/log/consistency", "get"),
         ("/v1/vat/aar/{aar_id}/proof", "get"),
+        ("/v1/vat/approvals", "get"),
+        ("/v1/vat/approvals/{approval_id}", "get"),
+        ("/v1/vat/approvals/{approval_id}/decision", "post"),
+        ("/v1/events", "get"),
     ];
     for (path, method) in expected {
         assert!(
@@ -61,7 +65,7 @@ async fn openapi_lists_every_route() {
             "{method} {path} missing"
         );
     }
-    assert_eq!(paths.len(), 31, "paths (some with two methods)");
+    assert_eq!(paths.len(), 35, "paths (some with two methods)");
     assert!(document["components"]["securitySchemes"]["api_key"].is_object());
     assert!(document["components"]["schemas"]["Problem"].is_object());
     let mut references = Vec::new();

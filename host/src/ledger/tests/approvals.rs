@@ -178,10 +178,10 @@ fn an_approval_nobody_decides_expires_at_its_time_and_not_before() {
     let asked = f.ask(&root, "pay", usd(1.0), at(2));
     let expires = asked.approval.clone().unwrap().expires_at;
     let before = Now::from_ms(expires - 1);
-    assert_eq!(f.ledger.expire_due(before).unwrap(), 0);
+    assert_eq!(f.ledger.expire_due(before).unwrap(), []);
     assert_eq!(
         f.ledger.expire_due(Now::from_ms(expires)).unwrap(),
-        1,
+        std::slice::from_ref(&asked.aar_id),
         "expired at its time"
     );
     let record = f.record(&asked);
