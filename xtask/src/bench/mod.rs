@@ -1,4 +1,4 @@
-//! `cargo xtask bench [--quick] [--only budget]`: measures Mandate against
+//! `cargo xtask bench [--quick] [--only budget|events]`: measures Mandate against
 //! peers and ceilings in one run and writes `BENCHMARKS.md`.
 //!
 //! Every row is a ratio of two contenders measured side by side, in
@@ -7,7 +7,8 @@
 //! build, checks loose sanity bounds and writes nothing: `cargo xtask test`
 //! runs it so the harness never rots. `--only budget` measures the
 //! read-budget rows alone on a fresh folder of 5 M records (1 000 with
-//! `--quick`), prints them and writes nothing.
+//! `--quick`), prints them and writes nothing; `--only events` the events
+//! rows alone.
 //!
 //! `running` runs wrk, the server and the bench programs; `parsing` reads
 //! their output into figures; `report` renders BENCHMARKS.md, where each
@@ -24,8 +25,8 @@ use crate::{Result, fail, run};
 use parsing::{Spread, errors, p, p99_ratio, ratio};
 use report::Report;
 use running::{
-    budget, cold_starts, ensure_wrk, filled, growth, http, json_of, machine, postgres, record_log,
-    reference_verifier, today, wasm_sizes,
+    budget, cold_starts, ensure_wrk, events, filled, growth, http, json_of, machine, postgres,
+    record_log, reference_verifier, today, wasm_sizes,
 };
 
 /// How long and how often: full runs for the table, quick ones for CI.
@@ -61,16 +62,29 @@ fn budget_only(plan: Plan, bins: &Path, scratch: &Path, scripts: &Path) -> Resul
     Ok(())
 }
 
-/// `cargo xtask bench [--quick] [--only budget]`.
+/// `cargo xtask bench --only events`: the events rows alone; prints them
+/// and writes nothing.
+fn events_only(plan: Plan, bins: &Path, scratch: &Path, scripts: &Path) -> Result<()> {
+    let rows = events(plan, &bins.join("mandate"), scratch, scripts)?;
+    let _ = std::fs::remove_dir_all(scratch);
+    eprintln!("{}", rows.target().line());
+    for (what, figure) in rows.figures() {
+        eprintln!("| {what} | {figure} |");
+    }
+    Ok(())
+}
+
+/// `cargo xtask bench [--quick] [--only budget|events]`.
 pub(crate) fn bench(root: &Path, args: &[&str]) -> Result<()> {
     let quick = args.contains(&"--quick");
     let only = match args.iter().position(|a| *a == "--only") {
         None => None,
         Some(i) => match args.get(i + 1) {
             Some(&"budget") => Some("budget"),
+            Some(&"events") => Some("events"),
             other => {
                 return fail(format!(
-                    "--only takes `budget` (the read-budget rows), not {other:?}"
+                    "--only takes `budget` (the read-budget rows) or `events` (the events rows), not {other:?}"
                 ));
             }
         },
@@ -107,8 +121,10 @@ pub(crate) fn bench(root: &Path, args: &[&str]) -> Result<()> {
     let scratch = std::env::temp_dir().join(format!("mandate-bench-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&scratch);
     std::fs::create_dir_all(&scratch)?;
-    if only.is_some() {
-        return budget_only(plan, &bins, &scratch, &scripts);
+    match only {
+        Some("budget") => return budget_only(plan, &bins, &scratch, &scripts),
+        Some(_) => return events_only(plan, &bins, &scratch, &scripts),
+        None => {}
     }
     if !quick || !root.join("wasm/pkg/web").exists() {
         crate::wasm::build(root)?;
@@ -136,6 +152,8 @@ pub(crate) fn bench(root: &Path, args: &[&str]) -> Result<()> {
     let http = http(plan, &bins.join("mandate"), &scratch, &scripts)?;
     eprintln!("the record log");
     let log = record_log(plan, &bins.join("mandate"), &scratch, &scripts)?;
+    eprintln!("events");
+    let events = events(plan, &bins.join("mandate"), &scratch, &scripts)?;
     let sizes: &[u64] = if quick {
         &[1_000]
     } else {
@@ -197,6 +215,10 @@ pub(crate) fn bench(root: &Path, args: &[&str]) -> Result<()> {
             ),
             ("proof p99 ms", p(&log.proof, |l| l.p99_ms).median),
             (
+                "record/action with events / without",
+                ratio(&events.with_events, &events.without_events).median,
+            ),
+            (
                 "node sdk/independent log proof",
                 Spread::from_json(&node_log["sdk_over_independent"]).median,
             ),
@@ -223,7 +245,9 @@ pub(crate) fn bench(root: &Path, args: &[&str]) -> Result<()> {
             + errors(&postgres.three_hosts)
             + errors(&log.with_log)
             + errors(&log.without_log)
-            + errors(&log.proof);
+            + errors(&log.proof)
+            + errors(&events.with_events)
+            + errors(&events.without_events);
         if lost > 0 {
             return fail(format!("bench sanity: {lost} failed requests under load"));
         }
@@ -242,6 +266,7 @@ pub(crate) fn bench(root: &Path, args: &[&str]) -> Result<()> {
         budget,
         postgres,
         log,
+        events,
         status_sizes,
         node_log,
         cold,

@@ -8,7 +8,7 @@ use serde_json::Value;
 
 use super::Plan;
 use super::parsing::{Spread, p, p99_ratio, ratio, rps};
-use super::running::{BUDGET_MS, Budget, Growth, Http, LogRows, Postgres, READERS};
+use super::running::{BUDGET_MS, Budget, EventRows, Growth, Http, LogRows, Postgres, READERS};
 
 impl Spread {
     /// `median (min–max)` with `digits` decimals.
@@ -264,6 +264,32 @@ impl LogRows {
     }
 }
 
+impl EventRows {
+    /// The row of the targets table.
+    pub(super) fn target(&self) -> Row {
+        Row::new(
+            "7. record/action with events on, each record one event / events off (req/s)",
+            Target::AtLeast(0.9, Unit::Times),
+            ratio(&self.with_events, &self.without_events),
+            3,
+        )
+    }
+
+    /// The rows of the absolute figures: (what, figure).
+    pub(super) fn figures(&self) -> [(String, String); 2] {
+        [
+            (
+                "record/action, each record a `record.failed` event (req/s)".to_owned(),
+                rps(&self.with_events).show(0),
+            ),
+            (
+                "the same with `[events] enabled = false`, same rounds (req/s)".to_owned(),
+                rps(&self.without_events).show(0),
+            ),
+        ]
+    }
+}
+
 /// Everything a full run measured, and where.
 pub(super) struct Report {
     /// The machine measured on, and the day.
@@ -279,6 +305,7 @@ pub(super) struct Report {
     pub(super) budget: Budget,
     pub(super) postgres: Postgres,
     pub(super) log: LogRows,
+    pub(super) events: EventRows,
     /// `status_sizes`: the signed status lists of a million tokens.
     pub(super) status_sizes: Value,
     /// `bench/log.mjs`: record proofs verified in Node.
@@ -390,6 +417,7 @@ impl Report {
             Spread::from_json(&self.node_log["sdk_over_independent"]),
             2,
         ));
+        rows.push(self.events.target());
         rows
     }
 
@@ -541,6 +569,7 @@ impl Report {
             .chain(self.budget.figures())
             .chain(self.postgres.figures())
             .chain(self.log.figures())
+            .chain(self.events.figures())
             .chain(proofs)
             .chain(audits)
             .chain(status)
@@ -573,7 +602,8 @@ impl Report {
         let _ = writeln!(
             out,
             "\nReproduce: `cargo xtask bench` (about ten minutes here; it fills 5 M records); \
-             `cargo xtask bench --only budget` measures the read-budget rows alone.\n"
+             `cargo xtask bench --only budget` measures the read-budget rows alone, \
+             `cargo xtask bench --only events` the events rows.\n"
         );
         out.push_str(&self.notes);
         out
@@ -682,6 +712,10 @@ mod tests {
                 without_log: loads(36200.0, 4.1, 1),
                 proof: loads(9100.0, 9.8, 2),
                 records: 412_000,
+            },
+            events: EventRows {
+                with_events: loads(33800.0, 4.5, 0),
+                without_events: loads(35100.0, 4.3, 1),
             },
             status_sizes: json!({
                 "tokens": 1_000_000,

@@ -555,6 +555,57 @@ pub(super) fn record_log(
     })
 }
 
+/// The rows of the events section.
+pub(super) struct EventRows {
+    /// record/action whose every record reports a failure (one
+    /// `record.failed` event each), events on, in turns with
+    /// `without_events`.
+    pub(super) with_events: Vec<Load>,
+    /// The same load with `[events] enabled = false`.
+    pub(super) without_events: Vec<Load>,
+}
+
+/// record/action whose every record is an event, with events on and off
+/// (`[events] enabled = false`), in turns, on servers of their own.
+pub(super) fn events(plan: Plan, bin: &Path, scratch: &Path, scripts: &Path) -> Result<EventRows> {
+    let on = Server::start(bin, &scratch.join("events-on"), NO_LIMITS)?;
+    let off = Server::start(
+        bin,
+        &scratch.join("events-off"),
+        &format!("{NO_LIMITS}[events]\nenabled = false\n"),
+    )?;
+    let script = scripts.join("record_failed.lua");
+    let on_jti = on.token("bench-bot", &["read"])?;
+    let off_jti = off.token("bench-bot", &["read"])?;
+    let on_url = format!("{}/v1/vat/record/action", on.base);
+    let off_url = format!("{}/v1/vat/record/action", off.base);
+    let (with_events, without_events) = compare(
+        plan,
+        &|| {
+            wrk(
+                &on_url,
+                Some(&script),
+                &[("JTI", on_jti.as_str())],
+                plan.seconds,
+            )
+        },
+        &|| {
+            wrk(
+                &off_url,
+                Some(&script),
+                &[("JTI", off_jti.as_str())],
+                plan.seconds,
+            )
+        },
+    )?;
+    on.stop();
+    off.stop();
+    Ok(EventRows {
+        with_events,
+        without_events,
+    })
+}
+
 /// Query readers (`readers`) of the server's default configuration.
 pub(super) const READERS: u32 = 4;
 
