@@ -301,6 +301,9 @@ pub struct EventsConfig {
     /// hours (at least 24, the webhook retry window). An event not yet sent
     /// to every webhook of its organisation is kept until it is.
     pub retain_hours: NonZeroU64,
+    /// Event streams (`GET /v1/events`) one organisation may hold open at
+    /// once on this process; one more is refused 429 `too_many_streams`.
+    pub max_streams_per_org: usize,
 }
 
 impl Default for EventsConfig {
@@ -308,6 +311,7 @@ impl Default for EventsConfig {
         EventsConfig {
             enabled: true,
             retain_hours: NonZeroU64::new(72).unwrap_or(NonZeroU64::MIN),
+            max_streams_per_org: 16,
         }
     }
 }

@@ -106,6 +106,8 @@ pub struct Shared {
     /// streams wake on it to read again (and poll besides, for what other
     /// hosts commit).
     pub committed: tokio::sync::watch::Sender<u64>,
+    /// The event streams each organisation holds open.
+    pub streams: api::OpenStreams,
 }
 
 impl std::ops::Deref for AppState {
@@ -174,6 +176,7 @@ impl AppState {
             telemetry,
             span_tasks: tokio_util::task::TaskTracker::new(),
             committed: tokio::sync::watch::Sender::new(0),
+            streams: api::OpenStreams::default(),
         }));
         Ok((state, prepared.new_admin_key))
     }

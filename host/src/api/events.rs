@@ -7,12 +7,13 @@
 //! now on. A comment line is sent while nothing happens, so proxies keep
 //! the connection open and the client notices a dead one.
 
-use std::collections::VecDeque;
+use std::collections::{HashMap, VecDeque};
 use std::convert::Infallible;
+use std::sync::Mutex;
 use std::time::Duration;
 
 use axum::extract::State;
-use axum::http::HeaderMap;
+use axum::http::{HeaderMap, StatusCode};
 use axum::response::sse::{Event, KeepAlive, Sse};
 use futures_util::Stream;
 
@@ -65,9 +66,59 @@ async fn start(state: &AppState, org: Org, headers: &HeaderMap) -> ApiResult<i64
     }
 }
 
+/// The event streams each organisation holds open on this process.
+#[derive(Debug, Default)]
+pub struct OpenStreams(Mutex<HashMap<Org, usize>>);
+
+/// One open stream of an organisation, counted until it is dropped (the
+/// client went away, or the server stops).
+struct StreamSlot {
+    state: AppState,
+    org: Org,
+}
+
+impl OpenStreams {
+    /// A slot for one more stream of `org`, unless it holds `max` already.
+    fn take(state: &AppState, org: Org) -> ApiResult<StreamSlot> {
+        let mut open = state.streams.0.lock().unwrap_or_else(|e| e.into_inner());
+        let count = open.entry(org).or_default();
+        if *count >= state.config.events.max_streams_per_org {
+            return Err(ApiError::new(
+                StatusCode::TOO_MANY_REQUESTS,
+                "too_many_streams",
+                "this organisation holds as many event streams open as it may; close one",
+            ));
+        }
+        *count += 1;
+        Ok(StreamSlot {
+            state: state.clone(),
+            org,
+        })
+    }
+}
+
+impl Drop for StreamSlot {
+    fn drop(&mut self) {
+        let mut open = self
+            .state
+            .streams
+            .0
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
+        if let Some(count) = open.get_mut(&self.org) {
+            *count = count.saturating_sub(1);
+            if *count == 0 {
+                open.remove(&self.org);
+            }
+        }
+    }
+}
+
 /// Where a stream stands: after which event, and the events read but not
 /// yet sent.
 struct Tail {
+    /// Held for as long as the stream is open.
+    _slot: StreamSlot,
     state: AppState,
     org: Org,
     after: i64,
@@ -142,8 +193,10 @@ pub(crate) async fn events(
     headers: HeaderMap,
 ) -> ApiResult<Sse<impl Stream<Item = Result<Event, Infallible>>>> {
     let org = principal.org;
+    let slot = OpenStreams::take(&state, org)?;
     let after = start(&state, org, &headers).await?;
     let tail = Tail {
+        _slot: slot,
         state,
         org,
         after,

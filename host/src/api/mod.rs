@@ -42,6 +42,8 @@ use utoipa_axum::routes;
 use crate::AppState;
 use crate::error::ApiError;
 
+pub use events::OpenStreams;
+
 /// Largest request body accepted.
 pub const MAX_BODY_BYTES: usize = 64 * 1024;
 

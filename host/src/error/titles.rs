@@ -232,6 +232,7 @@ const TITLES: &[(&str, &str)] = &[
     ("too_many_children",            "Too many child tokens"),
     ("too_many_keys",                "Too many keys"),
     ("too_many_orgs",                "No room for another organisation"),
+    ("too_many_streams",             "Too many event streams open"),
     ("traceparent_invalid_flags",    "Trace context flags are not two lowercase hex digits"),
     ("traceparent_invalid_parent_id", "Trace context parent id is not 16 lowercase hex digits"),
     ("traceparent_invalid_trace_id", "Trace context trace id is not 32 lowercase hex digits"),

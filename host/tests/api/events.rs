@@ -211,3 +211,33 @@ async fn a_quiet_stream_gets_heartbeats() {
     assert!(stream.next(Duration::from_secs(17)).await.is_none());
     assert!(stream.comments >= 1, "no heartbeat in 17 s");
 }
+
+#[tokio::test]
+async fn an_organisation_holds_a_bounded_number_of_streams() {
+    let app = TestApp::spawn_with(|config| config.events.max_streams_per_org = 2).await;
+    let (_, other_owner) = app.org("other").await;
+    let first = Stream::open(&app, &app.admin_key, None).await;
+    let _second = Stream::open(&app, &app.admin_key, None).await;
+    expect_problem(
+        app.get_auth("/v1/events", &app.admin_key).await,
+        StatusCode::TOO_MANY_REQUESTS,
+        "too_many_streams",
+    )
+    .await;
+    // Another organisation's streams are counted apart.
+    let _theirs = Stream::open(&app, &other_owner, None).await;
+    // A stream closed by its client gives its place back.
+    drop(first);
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+    loop {
+        let response = app.get_auth("/v1/events", &app.admin_key).await;
+        if response.status() == StatusCode::OK {
+            break;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the place stayed taken"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
