@@ -215,6 +215,7 @@ fn fill_path(template: &str, ids: &Ids) -> String {
             "jti" => &ids.jti,
             "provenance_ref" => &ids.provenance_ref,
             "agent_id" => "hostile-bot",
+            "webhook_id" => "wh_01kaqv3f00000000000000000a",
             other => panic!("no sample for the path parameter {other}"),
         });
     }

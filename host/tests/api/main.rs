@@ -30,3 +30,4 @@ mod secrets;
 mod surface;
 mod transfer;
 mod web;
+mod webhooks;
