@@ -130,3 +130,19 @@ pub const MAX_WEBHOOK_SECRET_BYTES: usize = 64;
 pub const WEBHOOK_TOLERANCE_SECONDS: u64 = 300;
 /// Longest `webhook-id` accepted.
 pub const MAX_WEBHOOK_ID_LEN: usize = 128;
+/// Longest webhook URL accepted, in bytes.
+pub const MAX_WEBHOOK_URL_LEN: usize = 2048;
+/// Longest description of a webhook, in characters.
+pub const MAX_WEBHOOK_DESCRIPTION_CHARS: usize = 256;
+/// Most entries of a webhook's list of event types.
+pub const MAX_WEBHOOK_EVENTS: usize = 64;
+/// Most webhooks one organisation may have: each is a delivery worker's
+/// lease and a cursor that keeps its organisation's events until it has
+/// them.
+pub const MAX_WEBHOOKS_PER_ORG: u64 = 32;
+/// How long a webhook's previous secret still signs deliveries after a
+/// rotation (24 hours), so receivers can switch to the new one.
+pub const WEBHOOK_ROTATION_OVERLAP_MS: i64 = 24 * 3600 * 1000;
+/// The longest wait between two attempts at one webhook delivery (an
+/// hour): retries double from the first delay up to this.
+pub const WEBHOOK_MAX_RETRY_DELAY_MS: u64 = 3600 * 1000;

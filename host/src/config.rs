@@ -325,12 +325,16 @@ pub struct WebhooksConfig {
     /// such URLs are refused when a webhook is created and every delivery
     /// checks the addresses it connects to.
     pub allow_private: bool,
-    /// Longest one delivery attempt may take, milliseconds.
+    /// Longest one delivery attempt may take, milliseconds: connecting,
+    /// sending and the answer's status. Slower is a failed attempt.
     pub timeout_ms: NonZeroU64,
     /// The delay before the first retry, milliseconds; each next one
-    /// doubles (with jitter) up to an hour.
+    /// doubles up to an hour, and each is drawn between half and all of
+    /// that (jitter).
     pub retry_first_delay_ms: NonZeroU64,
-    /// How long an event is retried before its endpoint is disabled, hours.
+    /// How long an event is retried, from its first attempt, before its
+    /// endpoint is disabled (its owner re-enables it, and it resumes from
+    /// that event), hours.
     pub retry_for_hours: NonZeroU64,
     /// Deliveries in flight to one endpoint at once. Events of one endpoint
     /// are sent in order; with more than one in flight, a later event may

@@ -36,6 +36,7 @@ pub mod token_orgs;
 pub mod transfer;
 pub mod verified;
 pub mod web;
+pub mod webhooks;
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -308,6 +309,8 @@ pub async fn serve_until(
     let keeper = tokio::spawn(housekeeping(state.clone()));
     let expirer = tokio::spawn(timers::expire_approvals(state.clone()));
     let pruner = tokio::spawn(timers::prune_events(state.clone()));
+    let (stop_delivery, delivery_stop) = tokio::sync::oneshot::channel();
+    let deliverer = tokio::spawn(webhooks::deliver(state.clone(), delivery_stop));
     axum::serve(
         listener,
         router.into_make_service_with_connect_info::<SocketAddr>(),
@@ -317,6 +320,12 @@ pub async fn serve_until(
     for task in [keeper, expirer, pruner] {
         task.abort();
         let _ = task.await;
+    }
+    // Deliveries in flight are abandoned (sent again later) and this
+    // process's leases released, while the database is still open.
+    let _ = stop_delivery.send(());
+    if deliverer.await.is_err() {
+        tracing::error!("the webhook delivery task did not stop cleanly");
     }
     // The log's end is signed before the database closes: no leaf is left
     // without a checkpoint that covers it.

@@ -3,6 +3,8 @@
 //! exactly the spec's. Requests are checked and turned into core's types in
 //! `api::input`.
 
+pub mod webhooks;
+
 use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};

@@ -11,6 +11,8 @@
 //! Every read runs under the store's time budget. A read stopped there fails
 //! with [`QueryError::TooBroad`], saying what the caller can narrow.
 
+pub mod webhooks;
+
 use crate::store::sql::types::Value;
 use crate::store::sql::{self, Connection, OptionalExtension, params_from_iter};
 use base64::Engine as _;
@@ -48,6 +50,9 @@ pub enum QueryError {
     /// No approval of the caller's organisation has this id.
     #[error("no approval has this approval_id")]
     UnknownApproval,
+    /// No webhook of the caller's organisation has this id.
+    #[error("no webhook of this organisation has this id")]
+    UnknownWebhook,
     /// A query parameter outside its form.
     #[error("{0}")]
     InvalidQuery(&'static str),

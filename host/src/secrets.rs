@@ -1,9 +1,10 @@
 //! The key-encryption key (KEK) and the secrets sealed under it.
 //!
-//! Signing keys and the human-reference secret are stored in the database
-//! sealed with XChaCha20-Poly1305 under a key derived from the KEK: 32 random
-//! bytes in a file that never enters the database (`--key-file`, 0600; by
-//! default [`KEY_FILE`] in the data folder). A sealed secret is
+//! Signing keys, the human-reference secret and webhook secrets are stored
+//! in the database sealed with XChaCha20-Poly1305 under a key derived from
+//! the KEK: 32 random bytes in a file that never enters the database
+//! (`--key-file`, 0600; by default [`KEY_FILE`] in the data folder). A
+//! sealed secret is
 //!
 //! ```text
 //! version (1 byte) ‖ nonce (24 bytes, random) ‖ ciphertext and tag (32 + 16 bytes)
@@ -15,7 +16,8 @@
 //! so a wrong key file is reported before any secret is opened.
 //!
 //! This module knows the sealing format and the key file; it does not know
-//! which rows hold secrets (`setup` and `keyring` do).
+//! which rows hold secrets (`setup`, `keyring`, the record log's keys and
+//! the webhooks do).
 
 use std::fs::{File, OpenOptions};
 use std::io::{ErrorKind, Read as _, Write as _};
@@ -55,6 +57,9 @@ pub enum Purpose {
     /// An Ed25519 key that signs the record log's checkpoints; its id is
     /// its verifier key (C2SP `signed-note` vkey).
     LogKey,
+    /// A webhook's signing secret (current or previous); its id is the
+    /// webhook's id.
+    WebhookSecret,
 }
 
 impl Purpose {
@@ -63,6 +68,7 @@ impl Purpose {
             Purpose::SigningKey => b"signing_key",
             Purpose::HumanRefSecret => b"human_ref_secret",
             Purpose::LogKey => b"log_key",
+            Purpose::WebhookSecret => b"webhook_secret",
         }
     }
 }

@@ -234,6 +234,7 @@ const TABLES: [(&str, &[&str], &str); 20] = [
             "org",
             "url",
             "events",
+            "description",
             "secret",
             "previous_secret",
             "previous_until",

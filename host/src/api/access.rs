@@ -54,13 +54,14 @@ impl Access {
 const READ: Access = Access::ApiKey(KeyNeeds::Role(Permission::Read));
 const ISSUE: Access = Access::ApiKey(KeyNeeds::Role(Permission::Issue));
 const KEYS: Access = Access::ApiKey(KeyNeeds::Role(Permission::ManageKeys));
+const HOOKS: Access = Access::ApiKey(KeyNeeds::Role(Permission::ManageWebhooks));
 const ADMIN: Access = Access::ApiKey(KeyNeeds::Admin);
 
 /// Every operation by method and path, with the credentials it takes. A
 /// test checks that it names every operation the router serves, and only
 /// those.
 #[rustfmt::skip]
-pub(crate) const ROUTES: [(&str, &str, Access); 37] = [
+pub(crate) const ROUTES: [(&str, &str, Access); 44] = [
     ("post",   "/v1/vat/issue/l1",                              ISSUE),
     ("post",   "/v1/vat/issue/l2",                              ISSUE),
     ("post",   "/v1/vat/auth/capture",                          ISSUE),
@@ -88,6 +89,13 @@ pub(crate) const ROUTES: [(&str, &str, Access); 37] = [
     ("post",   "/v1/keys",                                      KEYS),
     ("get",    "/v1/keys",                                      KEYS),
     ("delete", "/v1/keys/{key_id}",                             KEYS),
+    ("post",   "/v1/webhooks",                                  HOOKS),
+    ("get",    "/v1/webhooks",                                  HOOKS),
+    ("get",    "/v1/webhooks/{webhook_id}",                     HOOKS),
+    ("patch",  "/v1/webhooks/{webhook_id}",                     HOOKS),
+    ("delete", "/v1/webhooks/{webhook_id}",                     HOOKS),
+    ("post",   "/v1/webhooks/{webhook_id}/rotate-secret",       HOOKS),
+    ("get",    "/v1/webhooks/{webhook_id}/deliveries",          HOOKS),
     ("get",    "/v1/vat/status/{list}",                         Access::Public),
     ("get",    "/v1/log/checkpoint",                            Access::Public),
     ("get",    "/v1/log/key",                                   Access::Public),

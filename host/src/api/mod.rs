@@ -21,6 +21,7 @@ mod query;
 mod records;
 mod status;
 mod tokens;
+mod webhooks;
 mod workflows;
 mod write;
 
@@ -224,6 +225,14 @@ pub fn app(state: AppState) -> Router {
         .routes(routes!(orgs::update_org))
         .routes(routes!(orgs::create_key, orgs::list_keys))
         .routes(routes!(orgs::revoke_key))
+        .routes(routes!(webhooks::create_webhook, webhooks::list_webhooks))
+        .routes(routes!(
+            webhooks::webhook,
+            webhooks::update_webhook,
+            webhooks::delete_webhook
+        ))
+        .routes(routes!(webhooks::rotate_secret))
+        .routes(routes!(webhooks::deliveries))
         .routes(routes!(status::status_list))
         .routes(routes!(log::checkpoint))
         .routes(routes!(log::key))

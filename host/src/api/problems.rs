@@ -94,6 +94,8 @@ impl From<LedgerError> for ApiError {
             LedgerError::UnknownKey => ApiError::not_found("key_not_found", message),
             LedgerError::AdminKey => ApiError::conflict("admin_key", message),
             LedgerError::LastOwner => ApiError::conflict("last_owner", message),
+            LedgerError::UnknownWebhook => ApiError::not_found("webhook_not_found", message),
+            LedgerError::TooManyWebhooks => ApiError::conflict("too_many_webhooks", message),
             LedgerError::Store(error) => error.into(),
         }
     }
@@ -180,6 +182,7 @@ impl From<QueryError> for ApiError {
             QueryError::UnknownTile => ApiError::not_found("tile_not_found", message),
             QueryError::UnknownStatusList => ApiError::not_found("status_list_not_found", message),
             QueryError::UnknownApproval => ApiError::not_found("approval_not_found", message),
+            QueryError::UnknownWebhook => ApiError::not_found("webhook_not_found", message),
             QueryError::InvalidQuery(detail) => ApiError::bad_request("invalid_query", detail),
             QueryError::InvalidCursor => ApiError::bad_request("invalid_cursor", message),
             QueryError::TooBroad(detail) => ApiError::query_too_broad(detail),

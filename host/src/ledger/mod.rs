@@ -30,6 +30,7 @@ mod orgs;
 mod outbox;
 #[cfg(test)]
 mod tests;
+mod webhooks;
 
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
@@ -41,6 +42,7 @@ use mandate_core::{
 };
 
 use mandate_core::Outcome;
+use mandate_core::limits::MAX_WEBHOOKS_PER_ORG;
 use mandate_core::webhook::EventType;
 
 use crate::recordlog::events;
@@ -54,6 +56,7 @@ pub use authority::{Delegated, Delegation, REVOKED_LIST_LIMIT, Refusal, Revoked,
 pub use idempotency::{IdempotencyKey, Reply};
 pub use log::LogSetup;
 pub use orgs::{NewOrg, OrgCreated, create_org};
+pub use webhooks::{AttemptMade, DISABLED_BY_OWNER, NewWebhook, RoundReport, WebhookChange};
 
 /// How long an approval waits for a decision unless configured
 /// (`[approvals] ttl_seconds`): fifteen minutes.
@@ -158,6 +161,14 @@ pub enum LedgerError {
     /// away.
     #[error("this is the organisation's last active owner key; create another owner first")]
     LastOwner,
+    /// No webhook of the caller's organisation has this id.
+    #[error("no webhook of this organisation has this id")]
+    UnknownWebhook,
+    /// The organisation has as many webhooks as it may.
+    #[error(
+        "the organisation has {MAX_WEBHOOKS_PER_ORG} webhooks, as many as it may; delete one first"
+    )]
+    TooManyWebhooks,
     /// The store failed.
     #[error(transparent)]
     Store(#[from] StoreError),

@@ -24,6 +24,7 @@ pub(crate) mod schema;
 pub mod sql;
 pub mod status_lists;
 pub mod tokens;
+pub mod webhooks;
 mod writer;
 
 use std::os::unix::fs::OpenOptionsExt as _;

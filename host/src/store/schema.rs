@@ -53,7 +53,8 @@
 //!   `webhooks`: each endpoint, its sealed secrets (the previous one during a
 //!   rotation), the `seq` it has been sent up to (`cursor`), the attempts at
 //!   its next event and the host leasing its delivery; `deliveries`: every
-//!   attempt.
+//!   attempt, listed newest first (`deliveries_by_time`) and pruned by age
+//!   (`deliveries_by_age`).
 //!
 //! Every object stands in one organisation: keys, tokens, workflows and
 //! idempotency keys carry its number in `org`; agents are keyed by `(org,
@@ -300,6 +301,7 @@ CREATE TABLE webhooks (
     org              BIGINT NOT NULL,
     url              TEXT COLLATE "C" NOT NULL,
     events           TEXT COLLATE "C" NOT NULL,
+    description      TEXT COLLATE "C",
     secret           BYTEA NOT NULL,
     previous_secret  BYTEA,
     previous_until   BIGINT,
@@ -330,6 +332,8 @@ CREATE TABLE deliveries (
     duration_ms BIGINT NOT NULL,
     PRIMARY KEY (webhook, event_seq, attempt)
 );
+CREATE INDEX deliveries_by_time ON deliveries(webhook, at, event_seq, attempt);
+CREATE INDEX deliveries_by_age ON deliveries(at);
 "#;
 
 /// Version 6: approvals, the events outbox, webhooks and their delivery
@@ -370,6 +374,7 @@ CREATE TABLE webhooks (
     org              INTEGER NOT NULL,
     url              TEXT NOT NULL,
     events           TEXT NOT NULL,
+    description      TEXT,
     secret           BLOB NOT NULL,
     previous_secret  BLOB,
     previous_until   INTEGER,
@@ -400,6 +405,8 @@ CREATE TABLE deliveries (
     duration_ms INTEGER NOT NULL,
     PRIMARY KEY (webhook, event_seq, attempt)
 ) STRICT, WITHOUT ROWID;
+CREATE INDEX deliveries_by_time ON deliveries(webhook, at, event_seq, attempt);
+CREATE INDEX deliveries_by_age ON deliveries(at);
 "#;
 
 /// Version 5: the record log and token status lists (see the module's

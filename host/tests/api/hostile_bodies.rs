@@ -217,6 +217,7 @@ fn fill_path(template: &str, ids: &Ids) -> String {
             "provenance_ref" => &ids.provenance_ref,
             "agent_id" => "hostile-bot",
             "approval_id" => &ids.approval_id,
+            "webhook_id" => "wh_01kaqv3f00000000000000000a",
             other => panic!("no sample for the path parameter {other}"),
         });
     }

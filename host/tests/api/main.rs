@@ -32,3 +32,4 @@ mod secrets;
 mod surface;
 mod transfer;
 mod web;
+mod webhooks;

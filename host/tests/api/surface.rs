@@ -58,6 +58,13 @@ async fn openapi_lists_every_route() {
         ("/v1/vat/approvals/{approval_id}", "get"),
         ("/v1/vat/approvals/{approval_id}/decision", "post"),
         ("/v1/events", "get"),
+        ("/v1/webhooks", "post"),
+        ("/v1/webhooks", "get"),
+        ("/v1/webhooks/{webhook_id}", "get"),
+        ("/v1/webhooks/{webhook_id}", "patch"),
+        ("/v1/webhooks/{webhook_id}", "delete"),
+        ("/v1/webhooks/{webhook_id}/rotate-secret", "post"),
+        ("/v1/webhooks/{webhook_id}/deliveries", "get"),
     ];
     for (path, method) in expected {
         assert!(
@@ -65,7 +72,7 @@ async fn openapi_lists_every_route() {
             "{method} {path} missing"
         );
     }
-    assert_eq!(paths.len(), 35, "paths (some with two methods)");
+    assert_eq!(paths.len(), 39, "paths (some with two methods)");
     assert!(document["components"]["securitySchemes"]["api_key"].is_object());
     assert!(document["components"]["schemas"]["Problem"].is_object());
     let mut references = Vec::new();
