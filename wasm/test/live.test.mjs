@@ -4,8 +4,10 @@
 // tampered token fails with the right code; a real three-deep chain verifies
 // until its root is revoked; the record log's proofs, consistency proofs and
 // checkpoints, checked by the SDK and by the independent verifier
-// (tests/independent/tlog-verify.mjs). MANDATE_BIN names the server binary
-// (`cargo xtask test` sets it); without it these tests fail.
+// (tests/independent/tlog-verify.mjs); authorize waiting for a reviewer's
+// decision (approved, denied, expired, or still pending at the timeout).
+// MANDATE_BIN names the server binary (`cargo xtask test` sets it); without
+// it these tests fail.
 import assert from "node:assert/strict";
 import { spawn } from "node:child_process";
 import { mkdtempSync, readFileSync, rmSync } from "node:fs";
@@ -412,4 +414,107 @@ test("the record log: a record's proof and the log's growth, checked by the SDK 
   // Checkpoints of another log are not trusted.
   const elsewhere = await new LogMonitor({ client, vkeys, origin: "other.example/log" }).check();
   assert.deepEqual([elsewhere.status, elsewhere.error.code], ["invalid", "checkpoint_origin_mismatch"]);
+});
+
+/** Resolves after `ms`. */
+const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
+
+/** Resolves once `check()` is true, looking every 20 ms; fails after `seconds`. */
+async function until(what, check, seconds = 20) {
+  const deadline = Date.now() + seconds * 1000;
+  while (!(await check())) {
+    assert.ok(Date.now() < deadline, `waited ${seconds} s for ${what}`);
+    await sleep(20);
+  }
+}
+
+/** The pending approval of `resource`, once `reviewer`'s list shows it (while the agent waits). */
+async function pendingApproval(reviewer, resource) {
+  let found;
+  await until(`a pending approval of ${resource}`, async () => {
+    const page = await reviewer.approvalsPage({ status: "pending" });
+    found = page.approvals.find((approval) => approval.resource === resource);
+    return found !== undefined;
+  });
+  return found;
+}
+
+test("authorize waits for a reviewer's decision: approved, denied, expired, or still pending at the timeout", async () => {
+  const key = await client.createKey({ role: "reviewer", email: "reviewer@example.com" });
+  const reviewer = new MandateClient({ baseUrl, apiKey: key.api_key });
+  const root = await client.issueL1({
+    developer_email: "dev@example.com",
+    agent_id: "treasurer",
+    resources: ["bank:*"],
+    actions: ["pay", "delegate"],
+    constraints: { max_spend_usd: 500, require_approval: { actions: ["pay"] } },
+  });
+  // The sub-agent inherits the requirement; it holds its token and no API key.
+  const payer = await client.delegate(
+    { agent_id: "payer", resources: ["bank:*"], actions: ["pay"], constraints: { max_spend_usd: 200 } },
+    { token: root.compact_jwt },
+  );
+  const agent = new MandateClient({ baseUrl });
+  const auth = { token: payer.compact_jwt };
+  await refused(agent.recordAction({ action: "pay", resource: "bank:rent", result: "success" }, auth), 403, "approval_required");
+
+  // Approved: the wait resolves authorized, and the agent completes as usual.
+  const asking = agent.authorize(
+    { action: "pay", resource: "bank:rent", spend_usd: 120 },
+    { ...auth, waitForApproval: { timeoutSeconds: 60 } },
+  );
+  const rent = await pendingApproval(reviewer, "bank:rent");
+  assert.deepEqual(
+    [rent.status, rent.record_status, rent.agent_id, rent.action, rent.spend_usd, rent.delegation_depth, rent.assurance_level],
+    ["pending", "awaiting_approval", "agent:payer", "pay", 120, 1, "L1"],
+  );
+  assert.deepEqual(rent.chain, [
+    { agent_id: "agent:treasurer", delegation_depth: 0 },
+    { agent_id: "agent:payer", delegation_depth: 1 },
+  ]);
+  const waitingRecord = await client.record(rent.aar_id);
+  assert.deepEqual([waitingRecord.status, waitingRecord.human_ref], ["awaiting_approval", rent.human_ref]);
+  const approved = await reviewer.decide(rent.approval_id, { decision: "approve", note: "rent is due" });
+  assert.deepEqual([approved.status, approved.decided_by, approved.note], ["approved", key.key_id, "rent is due"]);
+  const yes = await asking;
+  assert.deepEqual(
+    [yes.authorized, yes.aar_id, yes.reason, yes.approval],
+    [true, rent.aar_id, undefined, { approval_id: rent.approval_id, status: "approved", expires_at: rent.expires_at }],
+  );
+  assert.equal((await client.record(rent.aar_id)).status, "pending");
+  const done = await agent.complete(rent.aar_id, { result: "success", spend_usd: 118.5 }, auth);
+  assert.deepEqual([done.status, done.result, done.spend_usd], ["completed", "success", 118.5]);
+  await refused(reviewer.decide(rent.approval_id, { decision: "deny" }), 409, "not_awaiting_approval");
+
+  // Denied: the wait resolves refused, and the record is denied.
+  const askingAgain = agent.authorize({ action: "pay", resource: "bank:yacht", spend_usd: 50 }, { ...auth, waitForApproval: { timeoutSeconds: 60 } });
+  const yacht = await pendingApproval(reviewer, "bank:yacht");
+  await reviewer.decide(yacht.approval_id, { decision: "deny", note: "no" });
+  const no = await askingAgain;
+  assert.deepEqual([no.authorized, no.reason, no.approval.status], [false, "approval_denied", "denied"]);
+  const deniedRecord = await client.record(yacht.aar_id);
+  assert.deepEqual([deniedRecord.status, deniedRecord.deny_reason], ["denied", "approval_denied"]);
+
+  // Nobody decides within the timeout: still pending, as without waiting.
+  const started = Date.now();
+  const later = await agent.authorize({ action: "pay", resource: "bank:later" }, { ...auth, waitForApproval: { timeoutSeconds: 1 } });
+  assert.ok(Date.now() - started >= 1000);
+  assert.deepEqual([later.authorized, later.reason, later.approval.status], [false, undefined, "pending"]);
+  const atOnce = await agent.authorize({ action: "pay", resource: "bank:later" }, auth);
+  assert.deepEqual([atOnce.authorized, atOnce.approval.status], [false, "pending"]);
+  const read = await agent.approval(later.approval.approval_id, { ...auth, wait: 0 });
+  assert.deepEqual([read.status, read.aar_id, read.record_status], ["pending", later.aar_id, "awaiting_approval"]);
+
+  // Expired: an approval never outlives its token (here 2 s); waited for on the API key, the record named by vat_jti.
+  const brief = await client.issueL1({
+    developer_email: "dev@example.com",
+    agent_id: "brief",
+    resources: ["bank:*"],
+    actions: ["pay"],
+    ttl_seconds: 2,
+    constraints: { require_approval: { resources: ["bank:*"] } },
+  });
+  const lapsed = await client.authorize({ vat_jti: brief.jti, action: "pay", resource: "bank:lapse" }, { waitForApproval: { timeoutSeconds: 30 } });
+  assert.deepEqual([lapsed.authorized, lapsed.reason, lapsed.approval.status], [false, "approval_expired", "expired"]);
+  assert.equal((await client.record(lapsed.aar_id)).deny_reason, "approval_expired");
 });
