@@ -145,6 +145,15 @@ test("TypeScript: the declarations type-check a strict consumer", () => {
         const decided: Approval = await client.decide(approval.approval_id, { decision: "approve", note: "fine" });
         use(state, asked.reason, decided.chain[0]?.agent_id, decided.record_status, decided.decided_by);
       }
+      for await (const event of client.events({ lastEventId: "msg_x", onOpen: () => use("open") })) {
+        if (event.type === "approval.decided") {
+          const status: "pending" | "approved" | "denied" | "expired" = event.data.status;
+          use(status, event.data.approval_id, event.id, event.timestamp);
+        } else if (event.type === "budget.threshold") {
+          const percent: 80 | 100 = event.data.threshold_percent;
+          use(percent);
+        }
+      }
       use(recorded.aar_id, verifier.cached);
       try {
         await client.feedback(recorded.aar_id, { rating: "approved" });

@@ -10,9 +10,12 @@
 // agent's key, as `Authorization: DPoP` with a fresh proof (RFC 9449) signed
 // by that key for each request; nothing for the public key set.
 //
-// `authorize` told to wait for a human's approval reads the approval again
-// and again (each read a long-poll of at most 30 s) until it is decided or
-// the caller's timeout passes.
+// Two calls last: `authorize` told to wait for a human's approval reads the
+// approval again and again (each read a long-poll of at most 30 s) until it
+// is decided or the caller's timeout passes, and `events()` reads the
+// organisation's Server-Sent Events with `fetch` (an EventSource cannot
+// send an Authorization header), parsed by eventsource-parser, connecting
+// again after a drop with `Last-Event-ID` so that no event is missed.
 
 import {
   AgentKey,
@@ -22,7 +25,9 @@ import {
   type Claims,
   type Jwks,
   type VerifierOptions,
+  type WebhookEventType,
 } from "./mandate_wasm.js";
+import { createParser } from "eventsource-parser";
 import type { components, operations } from "./openapi.js";
 
 /**
@@ -36,14 +41,30 @@ export interface AbortSignalLike {
   removeEventListener(type: "abort", listener: () => void): void;
 }
 
+/** What `events()` reads of a response body: a `ReadableStream` of bytes. */
+export interface ByteStreamLike {
+  getReader(): {
+    read(): Promise<{ done: boolean; value?: Uint8Array }>;
+    cancel(reason?: unknown): Promise<void>;
+  };
+}
+
 /**
  * The part of the Fetch API the client uses; `globalThis.fetch` fits. Only
+ * `events()` needs the response's `headers` and `body` (a stream), and only
  * the calls given a signal pass `signal`.
  */
 export type FetchLike = (
   url: string,
   init: { method: string; headers: Record<string, string>; body?: string; signal?: AbortSignalLike },
-) => Promise<{ ok: boolean; status: number; statusText: string; text(): Promise<string> }>;
+) => Promise<{
+  ok: boolean;
+  status: number;
+  statusText: string;
+  text(): Promise<string>;
+  headers?: { get(name: string): string | null };
+  body?: ByteStreamLike | null;
+}>;
 
 export interface MandateClientOptions {
   /** The server's address, e.g. `https://mandate.example.com` (a path prefix is kept). */
@@ -107,6 +128,20 @@ export interface ApprovalReadOptions extends Pick<AgentAuth, "token" | "key"> {
   wait?: number;
   /** Abandons the read: the call rejects with a MandateError `aborted`. */
   signal?: AbortSignalLike;
+}
+
+/** Options of `events()`. */
+export interface EventsOptions {
+  /**
+   * Start after this event (an event's `id`, `msg_…`): every later event the
+   * server still keeps comes first. Without it, the events from the moment
+   * the stream connects.
+   */
+  lastEventId?: string;
+  /** Ends the iteration, and the connection, when aborted. */
+  signal?: AbortSignalLike;
+  /** Called each time the stream is connected (again): events from then on will be delivered. */
+  onOpen?: () => void;
 }
 
 // The request and response types come from the server's OpenAPI document:
@@ -319,6 +354,47 @@ export type RecordProof = Narrowed<Sent<Schemas["RecordProofBody"]>, { events: R
 /** `GET /v1/log/consistency?old=N&new=M`: RFC 6962 consistency proof hashes, standard base64. */
 export type LogConsistency = Sent<Schemas["ConsistencyBody"]>;
 
+// Events (`GET /v1/events`, and the webhooks' payloads): what each type's
+// `data` holds. The document states their schemas for clients; the values
+// listed in prose are narrowed here.
+
+/** A record, as `record.denied`, `record.failed` and `record.rated` carry it. */
+export type RecordEventData = Narrowed<
+  Sent<Schemas["RecordData"]>,
+  { status: "completed" | "denied"; result?: ActionResult; rating?: Rating }
+>;
+/** `token.revoked`: the token named (by its jti hash, never its jti) and how many tokens it ended. */
+export type TokenRevokedEventData = Sent<Schemas["TokenRevokedData"]>;
+/** `approval.requested` (status `pending`) and `approval.decided` (`approved`, `denied` or `expired`). */
+export type ApprovalEventData = Narrowed<Sent<Schemas["ApprovalData"]>, { status: ApprovalStatus }>;
+/** `budget.threshold`: a chain's use of a token's budget reached 80 % or 100 %. */
+export type BudgetThresholdEventData = Narrowed<
+  Sent<Schemas["BudgetThresholdData"]>,
+  { budget: "max_spend_usd" | "max_actions"; threshold_percent: 80 | 100 }
+>;
+
+/** What each type of event carries as `data`. */
+export interface EventData {
+  "record.denied": RecordEventData;
+  "record.failed": RecordEventData;
+  "record.rated": RecordEventData;
+  "token.revoked": TokenRevokedEventData;
+  "approval.requested": ApprovalEventData;
+  "approval.decided": ApprovalEventData;
+  "budget.threshold": BudgetThresholdEventData;
+}
+
+/**
+ * One event: `id` is its message id (`msg_…`, the same as its webhook's
+ * `webhook-id`; pass it as `lastEventId` to resume after it), `timestamp`
+ * when it happened (RFC 3339, UTC, milliseconds). Narrow on `type` to read
+ * `data`. (`EventData` is indexed by the wasm build's list of types, so a
+ * type without its data fails to compile.)
+ */
+export type MandateEvent = {
+  [T in WebhookEventType]: { id: string; type: T; timestamp: string; data: EventData[T] };
+}[WebhookEventType];
+
 /**
  * An RFC 9457 problem body. Any member may be missing: the client makes
  * problems of its own (`network_error`), and a proxy in front of the server
@@ -372,10 +448,15 @@ function isObject(value: unknown): value is Record<string, unknown> {
 
 /** The longest wait the server takes on one read of an approval, seconds. */
 const MAX_APPROVAL_WAIT_SECONDS = 30;
-/** The first pause before trying again after a failed read, ms. */
+/** The first pause before trying again after a failed read or a dropped stream, ms. */
 const RETRY_MS = 1000;
 /** The longest pause between attempts, ms. */
 const MAX_RETRY_MS = 30_000;
+/**
+ * A stream silent this long is taken as dead and connected again, ms: the
+ * server sends a comment every 15 s while nothing happens.
+ */
+const STREAM_IDLE_MS = 45_000;
 
 /** Resolves after `ms`, or at once when `signal` aborts. */
 function pause(ms: number, signal: AbortSignalLike | undefined): Promise<void> {
@@ -416,6 +497,25 @@ function problemOf(text: string, statusText: string): Problem {
     data = undefined;
   }
   return isObject(data) ? data : { title: statusText || undefined };
+}
+
+/** An event of the stream from its SSE `id` and `data` (the webhook payload), or undefined if it is not one. */
+function eventOf(id: string, data: string): MandateEvent | undefined {
+  let payload: unknown;
+  try {
+    payload = JSON.parse(data);
+  } catch {
+    return undefined;
+  }
+  if (
+    !isObject(payload) ||
+    typeof payload.type !== "string" ||
+    typeof payload.timestamp !== "string" ||
+    !isObject(payload.data)
+  ) {
+    return undefined;
+  }
+  return { id, type: payload.type, timestamp: payload.timestamp, data: payload.data } as MandateEvent;
 }
 
 /** The `Authorization` value and headers a request carries. */
@@ -793,6 +893,116 @@ export class MandateClient {
    */
   decide(approvalId: string, request: DecisionRequest): Promise<Approval> {
     return this.#call("POST", `/v1/vat/approvals/${segment(approvalId)}/decision`, this.#key(), request);
+  }
+
+  /**
+   * `GET /v1/events`: the organisation's events as they happen, on the API key (any role that reads). Iterate with
+   * `for await`; the iteration ends when `signal` aborts (or the loop is left). A dropped connection, or one silent
+   * past the server's heartbeats, is connected again after a pause (growing while attempts fail, and as the stream's
+   * `retry` sets it) with `Last-Event-ID`, so every event after the last one yielded still comes, in order. A
+   * refusal that trying again cannot cure (401, 403, 400 `invalid_last_event_id` once the server no longer keeps
+   * that event) ends the iteration with a MandateError.
+   */
+  async *events(options: EventsOptions = {}): AsyncGenerator<MandateEvent, void, undefined> {
+    const { signal } = options;
+    // The standard's last event ID: kept across events and connections, sent when connecting again.
+    let lastEventId = options.lastEventId;
+    let reconnectMs = RETRY_MS;
+    let failures = 0;
+    const ready: MandateEvent[] = [];
+    let invalid: string | undefined;
+    const parser = createParser({
+      onEvent: (message) => {
+        if (invalid !== undefined) {
+          return;
+        }
+        if (message.id !== undefined) {
+          lastEventId = message.id;
+        }
+        const event = eventOf(lastEventId ?? "", message.data);
+        if (event === undefined) {
+          invalid = message.data;
+        } else {
+          ready.push(event);
+        }
+      },
+      onRetry: (ms) => {
+        reconnectMs = ms;
+      },
+    });
+    while (!signal?.aborted) {
+      const connection = new AbortController();
+      const stop = (): void => connection.abort();
+      signal?.addEventListener("abort", stop, { once: true });
+      let idle: ReturnType<typeof setTimeout> | undefined;
+      try {
+        const reader = await this.#openEvents(lastEventId, connection.signal);
+        failures = 0;
+        parser.reset();
+        options.onOpen?.();
+        const decoder = new TextDecoder();
+        for (;;) {
+          idle = setTimeout(stop, STREAM_IDLE_MS);
+          let chunk;
+          try {
+            chunk = await reader.read();
+          } catch (cause) {
+            throw new MandateError(0, { code: "network_error", title: "Stream dropped", detail: String(cause) }, { cause });
+          }
+          clearTimeout(idle);
+          if (chunk.done) {
+            break;
+          }
+          parser.feed(decoder.decode(chunk.value, { stream: true }));
+          while (ready.length > 0) {
+            yield ready.shift() as MandateEvent;
+          }
+          if (invalid !== undefined) {
+            throw new MandateError(0, {
+              code: "invalid_response",
+              title: "Invalid response",
+              detail: `an event's data is not a Mandate event: ${invalid.slice(0, 200)}`,
+            });
+          }
+        }
+      } catch (error) {
+        if (signal?.aborted) {
+          return;
+        }
+        if (!transient(error)) {
+          throw error;
+        }
+        failures += 1;
+      } finally {
+        clearTimeout(idle);
+        signal?.removeEventListener("abort", stop);
+        connection.abort();
+      }
+      await pause(Math.min(reconnectMs * 2 ** Math.max(0, failures - 1), MAX_RETRY_MS), signal);
+    }
+  }
+
+  /** Connects to the event stream (after `lastEventId`), answering the body's reader or a MandateError. */
+  async #openEvents(lastEventId: string | undefined, signal: AbortSignalLike) {
+    const headers = this.#headers("text/event-stream", this.#key());
+    if (lastEventId !== undefined && lastEventId !== "") {
+      headers["last-event-id"] = lastEventId;
+    }
+    const response = await this.#send("/v1/events", { method: "GET", headers, signal });
+    if (!response.ok) {
+      throw new MandateError(response.status, problemOf(await response.text().catch(() => ""), response.statusText));
+    }
+    const type = response.headers?.get("content-type") ?? "";
+    if (!/^text\/event-stream\s*(;|$)/i.test(type) || !response.body) {
+      throw new MandateError(response.status, {
+        code: "invalid_response",
+        title: "Invalid response",
+        detail: response.body
+          ? `the server answered ${type || "no content type"}, not text/event-stream`
+          : "this fetch gives no response body to stream",
+      });
+    }
+    return response.body.getReader();
   }
 
   /** `GET /v1/me`: the API key's organisation, role and permissions; any key may ask. */
