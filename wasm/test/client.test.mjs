@@ -322,6 +322,12 @@ test("approvals: read (with a wait, on the key or the agent's token), listed pag
   assert.deepEqual(listed, ["pending", "denied"]);
   const decided = await c.decide(APPROVAL, { decision: "deny", note: "not this week" });
   assert.equal(decided.status, "denied");
+  // A bound token without its key: refused before anything is sent, as a rejection.
+  const dpop = JSON.parse(readFileSync(new URL("../../tests/vectors/dpop.json", import.meta.url), "utf8"));
+  const unproven = c.approval(APPROVAL, { token: dpop.token });
+  assert.ok(unproven instanceof Promise);
+  const missing = await unproven.catch((e) => e);
+  assert.deepEqual([missing.status, missing.code], [0, "dpop_key_missing"]);
   assert.deepEqual(
     calls.map(({ method, url, headers, body }) => [method, url.slice(BASE.length), headers.authorization, body]),
     [

@@ -863,7 +863,7 @@ export class MandateClient {
    * answered once it is decided or after that many seconds (0–30). Read with the client's API key, or with the agent's
    * token (`token`, and `key` when bound): an agent reads the approvals of its own records and its descendants'.
    */
-  approval(approvalId: string, options: ApprovalReadOptions = {}): Promise<Approval> {
+  async approval(approvalId: string, options: ApprovalReadOptions = {}): Promise<Approval> {
     const path = `/v1/vat/approvals/${segment(approvalId)}`;
     const credential = options.token === undefined ? this.#key() : this.#agent("GET", path, options);
     return this.#call("GET", `${path}${queryString({ wait: options.wait })}`, credential, undefined, {
