@@ -292,3 +292,191 @@ test("a refused key or organisation call is a MandateError with the server's cod
   );
   assert.equal(refusals[0].detail, "this key's role does not allow `manage_keys`");
 });
+
+const APPROVAL = "apr_01mcc56a20ypjs2bgtacdn684n";
+const pending = { approval_id: APPROVAL, status: "pending", expires_at: "2026-11-25T10:15:00.000Z" };
+const waiting = {
+  authorized: false,
+  aar_id: "aar_01mcc56a20ypjs2bgtacdn684n",
+  trust_score: 0.5,
+  provenance_ref: "prov_1",
+  human_ref: "hr_1",
+  assurance_level: "L1",
+  approval: pending,
+};
+const approvalBody = (status) => ({ approval_id: APPROVAL, aar_id: waiting.aar_id, status, expires_at: pending.expires_at });
+
+test("approvals: read (with a wait, on the key or the agent's token), listed page by page, decided on the key", async () => {
+  const jwt = "eyJ.token.sig";
+  const { calls, client: c } = client(
+    { status: 200, body: approvalBody("pending") },
+    { status: 200, body: approvalBody("approved") },
+    { status: 200, body: { approvals: [approvalBody("pending")], next_cursor: "c1" } },
+    { status: 200, body: { approvals: [approvalBody("denied")] } },
+    { status: 200, body: approvalBody("denied") },
+  );
+  assert.equal((await c.approval(APPROVAL)).status, "pending");
+  assert.equal((await c.approval(`${APPROVAL}/..`, { wait: 30, token: jwt })).status, "approved");
+  const listed = [];
+  for await (const approval of c.approvals({ status: "pending", limit: 1 })) listed.push(approval.status);
+  assert.deepEqual(listed, ["pending", "denied"]);
+  const decided = await c.decide(APPROVAL, { decision: "deny", note: "not this week" });
+  assert.equal(decided.status, "denied");
+  // A bound token without its key: refused before anything is sent, as a rejection.
+  const dpop = JSON.parse(readFileSync(new URL("../../tests/vectors/dpop.json", import.meta.url), "utf8"));
+  const unproven = c.approval(APPROVAL, { token: dpop.token });
+  assert.ok(unproven instanceof Promise);
+  const missing = await unproven.catch((e) => e);
+  assert.deepEqual([missing.status, missing.code], [0, "dpop_key_missing"]);
+  assert.deepEqual(
+    calls.map(({ method, url, headers, body }) => [method, url.slice(BASE.length), headers.authorization, body]),
+    [
+      ["GET", `/v1/vat/approvals/${APPROVAL}`, `Bearer ${KEY}`, undefined],
+      ["GET", `/v1/vat/approvals/${APPROVAL}%2F..?wait=30`, `Bearer ${jwt}`, undefined],
+      ["GET", "/v1/vat/approvals?status=pending&limit=1", `Bearer ${KEY}`, undefined],
+      ["GET", "/v1/vat/approvals?status=pending&limit=1&cursor=c1", `Bearer ${KEY}`, undefined],
+      ["POST", `/v1/vat/approvals/${APPROVAL}/decision`, `Bearer ${KEY}`, { decision: "deny", note: "not this week" }],
+    ],
+  );
+});
+
+test("authorize without waitForApproval answers a 202 at once, with the pending approval", async () => {
+  const { calls, client: c } = client({ status: 202, body: waiting });
+  const answer = await c.authorize({ vat_jti: "vat_root_x", action: "pay", resource: "bank:x" });
+  assert.deepEqual(answer, waiting);
+  assert.equal(calls.length, 1);
+});
+
+test("authorize with waitForApproval reads the approval with the agent's token until it is decided", async () => {
+  const jwt = "eyJ.token.sig";
+  for (const [decision, outcome] of [
+    ["approved", { authorized: true }],
+    ["denied", { authorized: false, reason: "approval_denied" }],
+    ["expired", { authorized: false, reason: "approval_expired" }],
+  ]) {
+    const { calls, client: c } = client(
+      { status: 202, body: waiting },
+      { status: 200, body: approvalBody("pending") },
+      { status: 200, body: approvalBody(decision) },
+    );
+    const answer = await c.authorize(
+      { action: "pay", resource: "bank:x", spend_usd: 40 },
+      { token: jwt, waitForApproval: { timeoutSeconds: 600 } },
+    );
+    assert.deepEqual(answer, { ...waiting, ...outcome, approval: { ...pending, status: decision } }, decision);
+    assert.deepEqual(
+      calls.map(({ method, url, headers }) => [method, url.slice(BASE.length), headers.authorization]),
+      [
+        ["POST", "/v1/vat/authorize", `Bearer ${jwt}`],
+        ["GET", `/v1/vat/approvals/${APPROVAL}?wait=30`, `Bearer ${jwt}`],
+        ["GET", `/v1/vat/approvals/${APPROVAL}?wait=30`, `Bearer ${jwt}`],
+      ],
+    );
+  }
+});
+
+test("a bound agent's wait carries a fresh proof for the approval's URL on every read", async () => {
+  const dpop = JSON.parse(readFileSync(new URL("../../tests/vectors/dpop.json", import.meta.url), "utf8"));
+  const key = generateAgentKey();
+  // A token bound to this key is made by the server; the client only reads its cnf.
+  const header = Buffer.from(JSON.stringify({ alg: "EdDSA", typ: "vat+jwt", kid: "k" })).toString("base64url");
+  const claims = Buffer.from(JSON.stringify({ ...JSON.parse(Buffer.from(dpop.token.split(".")[1], "base64url")), cnf: { jkt: key.jkt } })).toString("base64url");
+  const token = `${header}.${claims}.sig`;
+  const { calls, client: c } = client(
+    { status: 202, body: waiting },
+    { status: 200, body: approvalBody("pending") },
+    { status: 200, body: approvalBody("approved") },
+  );
+  const answer = await c.authorize({ action: "pay", resource: "bank:x" }, { token, key, waitForApproval: { timeoutSeconds: 60 } });
+  assert.equal(answer.authorized, true);
+  const reads = calls.slice(1);
+  assert.deepEqual(reads.map((call) => call.headers.authorization), [`DPoP ${token}`, `DPoP ${token}`]);
+  assert.notEqual(reads[0].headers.dpop, reads[1].headers.dpop, "a fresh proof per read");
+  for (const call of reads) {
+    const checked = verifyProof(call.headers.dpop, {
+      method: "GET",
+      url: `${BASE}/v1/vat/approvals/${APPROVAL}`,
+      accessToken: token,
+      jkt: key.jkt,
+    });
+    assert.equal(checked.valid, true, JSON.stringify(checked.error));
+  }
+});
+
+test("the wait asks for no more than the time left, and a timeout answers the approval still pending", async () => {
+  const waits = [];
+  const fetch = async (url, init) => {
+    if (init.method === "POST") {
+      return { ok: true, status: 202, statusText: "Accepted", text: async () => JSON.stringify(waiting) };
+    }
+    const wait = Number(new URL(url).searchParams.get("wait"));
+    waits.push(wait);
+    // The server holds the read for `wait` seconds while nobody decides.
+    await new Promise((resolve) => setTimeout(resolve, wait * 1000));
+    return { ok: true, status: 200, statusText: "OK", text: async () => JSON.stringify(approvalBody("pending")) };
+  };
+  const c = new MandateClient({ baseUrl: BASE, apiKey: KEY, fetch });
+  const started = Date.now();
+  const answer = await c.authorize({ vat_jti: "vat_root_x", action: "pay", resource: "bank:x" }, { waitForApproval: { timeoutSeconds: 1.5 } });
+  const took = Date.now() - started;
+  assert.deepEqual(answer, waiting, "authorized: false with the pending approval");
+  assert.deepEqual(waits, [2]);
+  assert.ok(took >= 1500 && took < 3000, `took ${took} ms`);
+  const at0 = await c.authorize({ vat_jti: "vat_root_x", action: "pay", resource: "bank:x" }, { waitForApproval: { timeoutSeconds: 0 } });
+  assert.deepEqual([at0, waits.length], [waiting, 1], "no time to wait: no read");
+});
+
+test("the wait reads on the API key without a token, survives a server hiccup, and stops on its signal", async () => {
+  const { calls, client: c } = client(
+    { status: 202, body: waiting },
+    { status: 503, body: { code: "storage_unavailable", title: "Storage unavailable", status: 503 } },
+    new TypeError("fetch failed"),
+    { status: 200, body: approvalBody("approved") },
+  );
+  const started = Date.now();
+  const answer = await c.authorize({ vat_jti: "vat_root_x", action: "pay", resource: "bank:x" }, { waitForApproval: { timeoutSeconds: 30 } });
+  assert.equal(answer.authorized, true);
+  assert.ok(Date.now() - started >= 3000, "one pause of 1 s, then 2 s");
+  assert.deepEqual(calls.slice(1).map((call) => call.headers.authorization), Array(3).fill(`Bearer ${KEY}`));
+
+  // A refusal that no retry cures ends the wait.
+  const { client: refusing } = client(
+    { status: 202, body: waiting },
+    { status: 401, body: { code: "token_expired", title: "Token expired", status: 401 } },
+  );
+  const expired = await refusing
+    .authorize({ action: "pay", resource: "bank:x" }, { token: "eyJ.token.sig", waitForApproval: { timeoutSeconds: 30 } })
+    .catch((e) => e);
+  assert.deepEqual([expired.status, expired.code], [401, "token_expired"]);
+
+  // Nothing to read the approval with: refused before anything is sent.
+  const anonymous = new MandateClient({ baseUrl: BASE, fetch: async () => assert.fail("nothing may be sent") });
+  const unread = await anonymous
+    .authorize({ vat_jti: "vat_root_x", action: "pay", resource: "bank:x" }, { waitForApproval: { timeoutSeconds: 5 } })
+    .catch((e) => e);
+  assert.deepEqual([unread.status, unread.code], [0, "token_required"]);
+
+  // The caller's signal ends the wait, and the read it interrupts.
+  const controller = new AbortController();
+  let readSignal;
+  const hanging = new MandateClient({
+    baseUrl: BASE,
+    apiKey: KEY,
+    fetch: (url, init) => {
+      if (init.method === "POST") {
+        return Promise.resolve({ ok: true, status: 202, statusText: "", text: async () => JSON.stringify(waiting) });
+      }
+      readSignal = init.signal;
+      return new Promise((_, reject) => init.signal.addEventListener("abort", () => reject(init.signal.reason)));
+    },
+  });
+  const stopped = hanging.authorize(
+    { vat_jti: "vat_root_x", action: "pay", resource: "bank:x" },
+    { waitForApproval: { timeoutSeconds: 60, signal: controller.signal } },
+  );
+  setTimeout(() => controller.abort(), 50);
+  const error = await stopped.catch((e) => e);
+  assert.ok(error instanceof MandateError);
+  assert.deepEqual([error.status, error.code], [0, "aborted"]);
+  assert.equal(readSignal.aborted, true);
+});

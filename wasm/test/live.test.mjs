@@ -4,11 +4,15 @@
 // tampered token fails with the right code; a real three-deep chain verifies
 // until its root is revoked; the record log's proofs, consistency proofs and
 // checkpoints, checked by the SDK and by the independent verifier
-// (tests/independent/tlog-verify.mjs). MANDATE_BIN names the server binary
-// (`cargo xtask test` sets it); without it these tests fail.
+// (tests/independent/tlog-verify.mjs); authorize waiting for a reviewer's
+// decision (approved, denied, expired, or still pending at the timeout); the
+// event stream live, through a relay whose connection the test cuts, with no
+// event missed. MANDATE_BIN names the server binary (`cargo xtask test` sets
+// it); without it these tests fail.
 import assert from "node:assert/strict";
 import { spawn } from "node:child_process";
 import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { connect, createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { createInterface } from "node:readline";
@@ -36,6 +40,7 @@ const {
 let server;
 let dataDir;
 let baseUrl;
+let apiKey;
 let client;
 
 /** Starts the server and resolves with its address once it listens. */
@@ -68,7 +73,7 @@ before(async () => {
   assert.ok(binary, "set MANDATE_BIN to the mandate server binary");
   dataDir = mkdtempSync(join(tmpdir(), "mandate-sdk-live-"));
   baseUrl = await start(binary);
-  const apiKey = readFileSync(join(dataDir, "admin.key"), "utf8").trim();
+  apiKey = readFileSync(join(dataDir, "admin.key"), "utf8").trim();
   assert.match(apiKey, /^mk_/);
   client = new MandateClient({ baseUrl, apiKey });
 });
@@ -412,4 +417,234 @@ test("the record log: a record's proof and the log's growth, checked by the SDK 
   // Checkpoints of another log are not trusted.
   const elsewhere = await new LogMonitor({ client, vkeys, origin: "other.example/log" }).check();
   assert.deepEqual([elsewhere.status, elsewhere.error.code], ["invalid", "checkpoint_origin_mismatch"]);
+});
+
+/** Resolves after `ms`. */
+const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
+
+/** Resolves once `check()` is true, looking every 20 ms; fails after `seconds`. */
+async function until(what, check, seconds = 20) {
+  const deadline = Date.now() + seconds * 1000;
+  while (!(await check())) {
+    assert.ok(Date.now() < deadline, `waited ${seconds} s for ${what}`);
+    await sleep(20);
+  }
+}
+
+/** The pending approval of `resource`, once `reviewer`'s list shows it (while the agent waits). */
+async function pendingApproval(reviewer, resource) {
+  let found;
+  await until(`a pending approval of ${resource}`, async () => {
+    const page = await reviewer.approvalsPage({ status: "pending" });
+    found = page.approvals.find((approval) => approval.resource === resource);
+    return found !== undefined;
+  });
+  return found;
+}
+
+test("authorize waits for a reviewer's decision: approved, denied, expired, or still pending at the timeout", async () => {
+  const key = await client.createKey({ role: "reviewer", email: "reviewer@example.com" });
+  const reviewer = new MandateClient({ baseUrl, apiKey: key.api_key });
+  const root = await client.issueL1({
+    developer_email: "dev@example.com",
+    agent_id: "treasurer",
+    resources: ["bank:*"],
+    actions: ["pay", "delegate"],
+    constraints: { max_spend_usd: 500, require_approval: { actions: ["pay"] } },
+  });
+  // The sub-agent inherits the requirement; it holds its token and no API key.
+  const payer = await client.delegate(
+    { agent_id: "payer", resources: ["bank:*"], actions: ["pay"], constraints: { max_spend_usd: 200 } },
+    { token: root.compact_jwt },
+  );
+  const agent = new MandateClient({ baseUrl });
+  const auth = { token: payer.compact_jwt };
+  await refused(agent.recordAction({ action: "pay", resource: "bank:rent", result: "success" }, auth), 403, "approval_required");
+
+  // Approved: the wait resolves authorized, and the agent completes as usual.
+  const asking = agent.authorize(
+    { action: "pay", resource: "bank:rent", spend_usd: 120 },
+    { ...auth, waitForApproval: { timeoutSeconds: 60 } },
+  );
+  const rent = await pendingApproval(reviewer, "bank:rent");
+  assert.deepEqual(
+    [rent.status, rent.record_status, rent.agent_id, rent.action, rent.spend_usd, rent.delegation_depth, rent.assurance_level],
+    ["pending", "awaiting_approval", "agent:payer", "pay", 120, 1, "L1"],
+  );
+  assert.deepEqual(rent.chain, [
+    { agent_id: "agent:treasurer", delegation_depth: 0 },
+    { agent_id: "agent:payer", delegation_depth: 1 },
+  ]);
+  const waitingRecord = await client.record(rent.aar_id);
+  assert.deepEqual([waitingRecord.status, waitingRecord.human_ref], ["awaiting_approval", rent.human_ref]);
+  const approved = await reviewer.decide(rent.approval_id, { decision: "approve", note: "rent is due" });
+  assert.deepEqual([approved.status, approved.decided_by, approved.note], ["approved", key.key_id, "rent is due"]);
+  const yes = await asking;
+  assert.deepEqual(
+    [yes.authorized, yes.aar_id, yes.reason, yes.approval],
+    [true, rent.aar_id, undefined, { approval_id: rent.approval_id, status: "approved", expires_at: rent.expires_at }],
+  );
+  assert.equal((await client.record(rent.aar_id)).status, "pending");
+  const done = await agent.complete(rent.aar_id, { result: "success", spend_usd: 118.5 }, auth);
+  assert.deepEqual([done.status, done.result, done.spend_usd], ["completed", "success", 118.5]);
+  await refused(reviewer.decide(rent.approval_id, { decision: "deny" }), 409, "not_awaiting_approval");
+
+  // Denied: the wait resolves refused, and the record is denied.
+  const askingAgain = agent.authorize({ action: "pay", resource: "bank:yacht", spend_usd: 50 }, { ...auth, waitForApproval: { timeoutSeconds: 60 } });
+  const yacht = await pendingApproval(reviewer, "bank:yacht");
+  await reviewer.decide(yacht.approval_id, { decision: "deny", note: "no" });
+  const no = await askingAgain;
+  assert.deepEqual([no.authorized, no.reason, no.approval.status], [false, "approval_denied", "denied"]);
+  const deniedRecord = await client.record(yacht.aar_id);
+  assert.deepEqual([deniedRecord.status, deniedRecord.deny_reason], ["denied", "approval_denied"]);
+
+  // Nobody decides within the timeout: still pending, as without waiting.
+  const started = Date.now();
+  const later = await agent.authorize({ action: "pay", resource: "bank:later" }, { ...auth, waitForApproval: { timeoutSeconds: 1 } });
+  assert.ok(Date.now() - started >= 1000);
+  assert.deepEqual([later.authorized, later.reason, later.approval.status], [false, undefined, "pending"]);
+  const atOnce = await agent.authorize({ action: "pay", resource: "bank:later" }, auth);
+  assert.deepEqual([atOnce.authorized, atOnce.approval.status], [false, "pending"]);
+  const read = await agent.approval(later.approval.approval_id, { ...auth, wait: 0 });
+  assert.deepEqual([read.status, read.aar_id, read.record_status], ["pending", later.aar_id, "awaiting_approval"]);
+
+  // Expired: an approval never outlives its token (here 2 s); waited for on the API key, the record named by vat_jti.
+  const brief = await client.issueL1({
+    developer_email: "dev@example.com",
+    agent_id: "brief",
+    resources: ["bank:*"],
+    actions: ["pay"],
+    ttl_seconds: 2,
+    constraints: { require_approval: { resources: ["bank:*"] } },
+  });
+  const lapsed = await client.authorize({ vat_jti: brief.jti, action: "pay", resource: "bank:lapse" }, { waitForApproval: { timeoutSeconds: 30 } });
+  assert.deepEqual([lapsed.authorized, lapsed.reason, lapsed.approval.status], [false, "approval_expired", "expired"]);
+  assert.equal((await client.record(lapsed.aar_id)).deny_reason, "approval_expired");
+});
+
+/**
+ * A TCP relay to the server whose connections the test can cut (`drop`),
+ * and which can refuse new ones for a while (`refusing`).
+ */
+async function relay(target) {
+  const { hostname, port } = new URL(target);
+  const sockets = new Set();
+  let refusing = false;
+  const server = createServer((downstream) => {
+    if (refusing) {
+      downstream.destroy();
+      return;
+    }
+    const upstream = connect(Number(port), hostname);
+    for (const socket of [downstream, upstream]) {
+      sockets.add(socket);
+      socket.on("error", () => undefined);
+      socket.on("close", () => {
+        sockets.delete(socket);
+        downstream.destroy();
+        upstream.destroy();
+      });
+    }
+    downstream.pipe(upstream);
+    upstream.pipe(downstream);
+  });
+  await new Promise((resolve) => server.listen(0, "127.0.0.1", resolve));
+  return {
+    url: `http://127.0.0.1:${server.address().port}`,
+    set refusing(value) {
+      refusing = value;
+    },
+    drop() {
+      for (const socket of sockets) socket.destroy();
+    },
+    close() {
+      this.drop();
+      return new Promise((resolve) => server.close(resolve));
+    },
+  };
+}
+
+/** Iterates `client.events(options)` in the background: what came, how often it connected, and when it ended. */
+function watch(eventClient, options = {}) {
+  const controller = new AbortController();
+  const watcher = { events: [], opened: 0, stop: () => controller.abort() };
+  const iterable = eventClient.events({ ...options, signal: controller.signal, onOpen: () => (watcher.opened += 1) });
+  watcher.done = (async () => {
+    for await (const event of iterable) watcher.events.push(event);
+  })();
+  return watcher;
+}
+
+test("events: live from the stream; a cut connection connects again with Last-Event-ID; none missed", async () => {
+  const cut = await relay(baseUrl);
+  const token = await client.issueL1({
+    developer_email: "dev@example.com",
+    agent_id: "streamer",
+    resources: ["bank:*"],
+    actions: ["pay"],
+    constraints: { require_approval: { actions: ["pay"] } },
+  });
+  const ask = (resource) => client.authorize({ vat_jti: token.jti, action: "pay", resource });
+  const refuse = (resource) => client.authorize({ vat_jti: token.jti, action: "read", resource });
+  const ids = (watcher) => watcher.events.map((event) => event.id);
+
+  // One stream straight to the server, for reference; one through the relay.
+  const direct = watch(client);
+  const relayed = watch(new MandateClient({ baseUrl: cut.url, apiKey }));
+  await until("both streams to connect", () => direct.opened === 1 && relayed.opened === 1);
+
+  const first = await ask("bank:one");
+  const outOfScope = await refuse("bank:two");
+  await until("the first two events", () => relayed.events.length === 2);
+  const [requested, denied] = relayed.events;
+  assert.equal(requested.type, "approval.requested");
+  assert.match(requested.id, /^msg_/);
+  assert.ok(!Number.isNaN(Date.parse(requested.timestamp)));
+  assert.deepEqual(
+    [requested.data.approval_id, requested.data.aar_id, requested.data.status, requested.data.resource],
+    [first.approval.approval_id, first.aar_id, "pending", "bank:one"],
+  );
+  assert.equal(denied.type, "record.denied");
+  assert.deepEqual([denied.data.aar_id, denied.data.status, denied.data.deny_reason], [outOfScope.aar_id, "denied", "action_not_permitted"]);
+
+  // Cut the relayed stream and keep it out while three more events happen.
+  cut.refusing = true;
+  cut.drop();
+  const second = await ask("bank:three");
+  await client.decide(first.approval.approval_id, { decision: "approve" });
+  await refuse("bank:four");
+  await until("the reference stream to see five events", () => direct.events.length === 5);
+  cut.refusing = false;
+  await until("the relayed stream to catch up", () => relayed.events.length === 5);
+  assert.equal(relayed.opened, 2, "connected again once the relay let it");
+  assert.deepEqual(ids(relayed), ids(direct), "the same events, in the same order, none missed or repeated");
+  assert.deepEqual(
+    relayed.events.slice(2).map((event) => [event.type, event.data.aar_id]),
+    [
+      ["approval.requested", second.aar_id],
+      ["approval.decided", first.aar_id],
+      ["record.denied", relayed.events[4].data.aar_id],
+    ],
+  );
+  assert.equal(relayed.events[3].data.status, "approved");
+
+  // The caller stops, and later resumes after the last event it saw.
+  relayed.stop();
+  await relayed.done;
+  const last = relayed.events.at(-1).id;
+  await client.decide(second.approval.approval_id, { decision: "deny", note: "not now" });
+  await until("the reference stream to see the sixth event", () => direct.events.length === 6);
+  const resumed = watch(client, { lastEventId: last });
+  await until("the resumed stream to catch up", () => resumed.events.length === 1);
+  assert.deepEqual(ids(resumed), ids(direct).slice(5));
+  assert.deepEqual([resumed.events[0].type, resumed.events[0].data.note], ["approval.decided", "not now"]);
+
+  // An event the server no longer knows cannot be resumed after.
+  const unknown = watch(client, { lastEventId: "msg_01mcc56a20ypjs2bgtacdn684n" });
+  await assert.rejects(unknown.done, (error) => error instanceof MandateError && error.code === "invalid_last_event_id");
+
+  direct.stop();
+  resumed.stop();
+  await Promise.all([direct.done, resumed.done]);
+  await cut.close();
 });

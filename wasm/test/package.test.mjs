@@ -132,8 +132,27 @@ test("TypeScript: the declarations type-check a strict consumer", () => {
       const checked: VerifyResult = verifier.verifyRequest(child.compact_jwt, { method: "POST", url: "https://x/y", proof: "p" });
       use(tokenType, checked.valid, key.jkt);
       for await (const record of client.records({ provenance_ref: child.provenance_ref, since: new Date() })) {
-        const status: "pending" | "completed" | "denied" = record.status;
+        const status: "awaiting_approval" | "pending" | "completed" | "denied" = record.status;
         use(status);
+      }
+      const asked: AuthorizeResponse = await client.authorize(
+        { action: "pay", resource: "bank:x", spend_usd: 40 },
+        { token: issued.compact_jwt, waitForApproval: { timeoutSeconds: 600 } },
+      );
+      if (asked.approval !== undefined) {
+        const state: ApprovalStatus = asked.approval.status;
+        const approval: Approval = await client.approval(asked.approval.approval_id, { wait: 30 });
+        const decided: Approval = await client.decide(approval.approval_id, { decision: "approve", note: "fine" });
+        use(state, asked.reason, decided.chain[0]?.agent_id, decided.record_status, decided.decided_by);
+      }
+      for await (const event of client.events({ lastEventId: "msg_x", onOpen: () => use("open") })) {
+        if (event.type === "approval.decided") {
+          const status: "pending" | "approved" | "denied" | "expired" = event.data.status;
+          use(status, event.data.approval_id, event.id, event.timestamp);
+        } else if (event.type === "budget.threshold") {
+          const percent: 80 | 100 = event.data.threshold_percent;
+          use(percent);
+        }
       }
       use(recorded.aar_id, verifier.cached);
       try {
@@ -158,6 +177,7 @@ test("TypeScript: the declarations type-check a strict consumer", () => {
     type Jwks, type VerifyResult, type ChainResult, type PermitResult, type NarrowingResult,
     type DecodeResult, type IssuedToken, type RecordActionResponse, type DelegatedToken,
     verifyWebhook, type WebhookResult, type WebhookEventType,
+    type AuthorizeResponse, type Approval, type ApprovalStatus,
   }`;
   write("check.ts", `import ${imports} from "mandate-sdk";\n${usage("CommonJS")}`);
   write("check-esm.mts", `import sdk, ${imports} from "mandate-sdk";\n${usage("ESM")}\nuse(typeof sdk.verifyToken);`);

@@ -9,6 +9,13 @@
 // authorize) — as `Authorization: Bearer`, or, for a token bound to the
 // agent's key, as `Authorization: DPoP` with a fresh proof (RFC 9449) signed
 // by that key for each request; nothing for the public key set.
+//
+// Two calls last: `authorize` told to wait for a human's approval reads the
+// approval again and again (each read a long-poll of at most 30 s) until it
+// is decided or the caller's timeout passes, and `events()` reads the
+// organisation's Server-Sent Events with `fetch` (an EventSource cannot
+// send an Authorization header), parsed by eventsource-parser, connecting
+// again after a drop with `Last-Event-ID` so that no event is missed.
 
 import {
   AgentKey,
@@ -18,14 +25,46 @@ import {
   type Claims,
   type Jwks,
   type VerifierOptions,
+  type WebhookEventType,
 } from "./mandate_wasm.js";
+import { createParser } from "eventsource-parser";
 import type { components, operations } from "./openapi.js";
 
-/** The part of the Fetch API the client uses; `globalThis.fetch` fits. */
+/**
+ * An `AbortSignal`, as far as the client reads one (declared here, so Node
+ * consumers need no DOM types).
+ */
+export interface AbortSignalLike {
+  readonly aborted: boolean;
+  readonly reason?: unknown;
+  addEventListener(type: "abort", listener: () => void, options?: { once?: boolean }): void;
+  removeEventListener(type: "abort", listener: () => void): void;
+}
+
+/** What `events()` reads of a response body: a `ReadableStream` of bytes. */
+export interface ByteStreamLike {
+  getReader(): {
+    read(): Promise<{ done: boolean; value?: Uint8Array }>;
+    cancel(reason?: unknown): Promise<void>;
+  };
+}
+
+/**
+ * The part of the Fetch API the client uses; `globalThis.fetch` fits. Only
+ * `events()` needs the response's `headers` and `body` (a stream), and only
+ * the calls given a signal pass `signal`.
+ */
 export type FetchLike = (
   url: string,
-  init: { method: string; headers: Record<string, string>; body?: string },
-) => Promise<{ ok: boolean; status: number; statusText: string; text(): Promise<string> }>;
+  init: { method: string; headers: Record<string, string>; body?: string; signal?: AbortSignalLike },
+) => Promise<{
+  ok: boolean;
+  status: number;
+  statusText: string;
+  text(): Promise<string>;
+  headers?: { get(name: string): string | null };
+  body?: ByteStreamLike | null;
+}>;
 
 export interface MandateClientOptions {
   /** The server's address, e.g. `https://mandate.example.com` (a path prefix is kept). */
@@ -56,6 +95,53 @@ export interface AgentAuth extends WriteOptions {
   token?: string;
   /** The agent's own key, for a bound token: it signs a DPoP proof per request. */
   key?: AgentKey;
+}
+
+/** How `authorize` waits for a human's decision when the action needs one. */
+export interface WaitForApproval {
+  /**
+   * The longest wait, in seconds; the approval is read again (a long-poll of
+   * at most 30 s each time) until it is decided or this has passed.
+   */
+  timeoutSeconds: number;
+  /** Stops waiting: the call rejects with a MandateError `aborted`; the approval stays pending. */
+  signal?: AbortSignalLike;
+}
+
+/** Options of `authorize`. */
+export interface AuthorizeOptions extends AgentAuth {
+  /**
+   * Without it, an action that needs approval resolves at once with
+   * `authorized: false` and the pending `approval`. With it, the call waits,
+   * reading the approval with the agent's token (`token`, else the client's
+   * API key), and resolves with the outcome: approved → `authorized: true`
+   * (complete the record as usual); denied or expired → `authorized: false`
+   * with `reason` `approval_denied` or `approval_expired`; still pending at
+   * the timeout → `authorized: false` with the pending `approval`.
+   */
+  waitForApproval?: WaitForApproval;
+}
+
+/** Options of `approval`: how long to wait for a decision, and whose credential reads it. */
+export interface ApprovalReadOptions extends Pick<AgentAuth, "token" | "key"> {
+  /** Answer once the approval is decided, or after this many seconds (0–30) if it stays pending. */
+  wait?: number;
+  /** Abandons the read: the call rejects with a MandateError `aborted`. */
+  signal?: AbortSignalLike;
+}
+
+/** Options of `events()`. */
+export interface EventsOptions {
+  /**
+   * Start after this event (an event's `id`, `msg_…`): every later event the
+   * server still keeps comes first. Without it, the events from the moment
+   * the stream connects.
+   */
+  lastEventId?: string;
+  /** Ends the iteration, and the connection, when aborted. */
+  signal?: AbortSignalLike;
+  /** Called each time the stream is connected (again): events from then on will be delivered. */
+  onOpen?: () => void;
 }
 
 // The request and response types come from the server's OpenAPI document:
@@ -105,7 +191,7 @@ type WithInstants<T> = Omit<T, "since" | "until"> & { since?: Instant | null; un
 export type ActionResult = Schemas["Outcome"];
 export type Rating = Schemas["Rating"];
 // The document gives these as strings and lists their values in prose.
-export type RecordStatus = "pending" | "completed" | "denied";
+export type RecordStatus = "awaiting_approval" | "pending" | "completed" | "denied";
 export type TokenState = "active" | "revoked" | "expired";
 
 export type IssueL1Request = Schemas["IssueL1Request"];
@@ -133,8 +219,25 @@ export type DelegatedToken = Narrowed<
 export type RecordActionRequest = AgentBody<Schemas["RecordActionRequest"]>;
 export type RecordActionResponse = Narrowed<Sent<Schemas["RecordActionResponse"]>, { recorded: true }>;
 export type AuthorizeRequest = AgentBody<Schemas["AuthorizeRequest"]>;
+/** The approval an action waits for (answered 202), or, after a wait, how it was decided. */
+export type ApprovalRef = Sent<Schemas["ApprovalRef"]>;
 export type AuthorizeResponse = Narrowed<Sent<Schemas["AuthorizeResponse"]>, { assurance_level: AssuranceLevel }>;
 export type CompleteRequest = Schemas["CompleteRequest"];
+
+// Approvals: what a grant's `require_approval` makes an action wait for.
+export type ApprovalStatus = Schemas["ApprovalStatus"];
+export type ChainLink = Sent<Schemas["ChainLink"]>;
+export type Approval = Narrowed<
+  Sent<Schemas["ApprovalBody"]>,
+  {
+    assurance_level: AssuranceLevel;
+    /** The record's status now: `awaiting_approval`, then `pending` (and on) or `denied`. */
+    record_status: RecordStatus;
+  }
+>;
+export type ApprovalQuery = NonNullable<operations["approvals"]["parameters"]["query"]>;
+export type ApprovalPage = Narrowed<Sent<Schemas["ApprovalPage"]>, { approvals: Approval[] }>;
+export type DecisionRequest = Schemas["DecisionRequest"];
 
 export type ActionRecord = Narrowed<
   Sent<Schemas["RecordBody"]>,
@@ -241,7 +344,7 @@ export type RecordProofEvent = Narrowed<
   Sent<Schemas["LogEventBody"]>,
   {
     /** The event's kind, which the document lists in prose. */
-    kind: "record.created" | "record.completed" | "record.rated";
+    kind: "record.created" | "record.completed" | "record.rated" | "approval.decided";
   }
 >;
 
@@ -250,6 +353,47 @@ export type RecordProof = Narrowed<Sent<Schemas["RecordProofBody"]>, { events: R
 
 /** `GET /v1/log/consistency?old=N&new=M`: RFC 6962 consistency proof hashes, standard base64. */
 export type LogConsistency = Sent<Schemas["ConsistencyBody"]>;
+
+// Events (`GET /v1/events`, and the webhooks' payloads): what each type's
+// `data` holds. The document states their schemas for clients; the values
+// listed in prose are narrowed here.
+
+/** A record, as `record.denied`, `record.failed` and `record.rated` carry it. */
+export type RecordEventData = Narrowed<
+  Sent<Schemas["RecordData"]>,
+  { status: "completed" | "denied"; result?: ActionResult; rating?: Rating }
+>;
+/** `token.revoked`: the token named (by its jti hash, never its jti) and how many tokens it ended. */
+export type TokenRevokedEventData = Sent<Schemas["TokenRevokedData"]>;
+/** `approval.requested` (status `pending`) and `approval.decided` (`approved`, `denied` or `expired`). */
+export type ApprovalEventData = Narrowed<Sent<Schemas["ApprovalData"]>, { status: ApprovalStatus }>;
+/** `budget.threshold`: a chain's use of a token's budget reached 80 % or 100 %. */
+export type BudgetThresholdEventData = Narrowed<
+  Sent<Schemas["BudgetThresholdData"]>,
+  { budget: "max_spend_usd" | "max_actions"; threshold_percent: 80 | 100 }
+>;
+
+/** What each type of event carries as `data`. */
+export interface EventData {
+  "record.denied": RecordEventData;
+  "record.failed": RecordEventData;
+  "record.rated": RecordEventData;
+  "token.revoked": TokenRevokedEventData;
+  "approval.requested": ApprovalEventData;
+  "approval.decided": ApprovalEventData;
+  "budget.threshold": BudgetThresholdEventData;
+}
+
+/**
+ * One event: `id` is its message id (`msg_…`, the same as its webhook's
+ * `webhook-id`; pass it as `lastEventId` to resume after it), `timestamp`
+ * when it happened (RFC 3339, UTC, milliseconds). Narrow on `type` to read
+ * `data`. (`EventData` is indexed by the wasm build's list of types, so a
+ * type without its data fails to compile.)
+ */
+export type MandateEvent = {
+  [T in WebhookEventType]: { id: string; type: T; timestamp: string; data: EventData[T] };
+}[WebhookEventType];
 
 /**
  * An RFC 9457 problem body. Any member may be missing: the client makes
@@ -300,6 +444,78 @@ const segment = encodeURIComponent;
 
 function isObject(value: unknown): value is Record<string, unknown> {
   return typeof value === "object" && value !== null && !Array.isArray(value);
+}
+
+/** The longest wait the server takes on one read of an approval, seconds. */
+const MAX_APPROVAL_WAIT_SECONDS = 30;
+/** The first pause before trying again after a failed read or a dropped stream, ms. */
+const RETRY_MS = 1000;
+/** The longest pause between attempts, ms. */
+const MAX_RETRY_MS = 30_000;
+/**
+ * A stream silent this long is taken as dead and connected again, ms: the
+ * server sends a comment every 15 s while nothing happens.
+ */
+const STREAM_IDLE_MS = 45_000;
+
+/** Resolves after `ms`, or at once when `signal` aborts. */
+function pause(ms: number, signal: AbortSignalLike | undefined): Promise<void> {
+  return new Promise((resolve) => {
+    const done = (): void => {
+      clearTimeout(timer);
+      signal?.removeEventListener("abort", done);
+      resolve();
+    };
+    const timer = setTimeout(done, ms);
+    signal?.addEventListener("abort", done, { once: true });
+  });
+}
+
+/** A failure that trying again may cure: no answer, a rate limit, or the server unavailable. */
+function transient(error: unknown): boolean {
+  return (
+    error instanceof MandateError &&
+    ((error.status === 0 && error.code === "network_error") || error.status === 429 || error.status >= 500)
+  );
+}
+
+/** The problem an abandoned call rejects with. */
+function aborted(signal: AbortSignalLike): MandateError {
+  return new MandateError(
+    0,
+    { code: "aborted", title: "Aborted", detail: "the caller's signal aborted the call" },
+    { cause: signal.reason },
+  );
+}
+
+/** A problem body from an answer's text, or its status text. */
+function problemOf(text: string, statusText: string): Problem {
+  let data: unknown;
+  try {
+    data = JSON.parse(text);
+  } catch {
+    data = undefined;
+  }
+  return isObject(data) ? data : { title: statusText || undefined };
+}
+
+/** An event of the stream from its SSE `id` and `data` (the webhook payload), or undefined if it is not one. */
+function eventOf(id: string, data: string): MandateEvent | undefined {
+  let payload: unknown;
+  try {
+    payload = JSON.parse(data);
+  } catch {
+    return undefined;
+  }
+  if (
+    !isObject(payload) ||
+    typeof payload.type !== "string" ||
+    typeof payload.timestamp !== "string" ||
+    !isObject(payload.data)
+  ) {
+    return undefined;
+  }
+  return { id, type: payload.type, timestamp: payload.timestamp, data: payload.data } as MandateEvent;
 }
 
 /** The `Authorization` value and headers a request carries. */
@@ -366,23 +582,36 @@ export class MandateClient {
 
   /** A GET answered with text (`text/plain`): the text, or a MandateError. */
   async #text(path: string): Promise<string> {
-    let response;
-    try {
-      response = await this.#fetch(`${this.#base}${path}`, { method: "GET", headers: { accept: "text/plain" } });
-    } catch (cause) {
-      throw new MandateError(0, { code: "network_error", title: "Network error", detail: String(cause) }, { cause });
-    }
+    const response = await this.#send(path, { method: "GET", headers: { accept: "text/plain" } });
     const text = await response.text();
     if (!response.ok) {
-      let data: unknown;
-      try {
-        data = JSON.parse(text);
-      } catch {
-        data = undefined;
-      }
-      throw new MandateError(response.status, isObject(data) ? data : { title: response.statusText || undefined });
+      throw new MandateError(response.status, problemOf(text, response.statusText));
     }
     return text;
+  }
+
+  /** The headers of a request with `credential`. */
+  #headers(accept: string, credential: Credential): Record<string, string> {
+    const headers: Record<string, string> = { accept };
+    if (credential !== undefined) {
+      headers.authorization = credential.authorization;
+      if (credential.dpop !== undefined) {
+        headers.dpop = credential.dpop;
+      }
+    }
+    return headers;
+  }
+
+  /** Sends a request; no answer (or an abort) rejects with a MandateError. */
+  async #send(path: string, init: Parameters<FetchLike>[1]): ReturnType<FetchLike> {
+    try {
+      return await this.#fetch(`${this.#base}${path}`, init);
+    } catch (cause) {
+      if (init.signal?.aborted) {
+        throw aborted(init.signal);
+      }
+      throw new MandateError(0, { code: "network_error", title: "Network error", detail: String(cause) }, { cause });
+    }
   }
 
   async #call<T>(
@@ -390,43 +619,38 @@ export class MandateClient {
     path: string,
     credential: Credential,
     body?: unknown,
-    options?: WriteOptions,
+    options?: WriteOptions & { signal?: AbortSignalLike | undefined },
   ): Promise<T> {
-    const headers: Record<string, string> = { accept: "application/json" };
-    if (credential !== undefined) {
-      headers.authorization = credential.authorization;
-      if (credential.dpop !== undefined) {
-        headers.dpop = credential.dpop;
-      }
-    }
+    const headers = this.#headers("application/json", credential);
     if (options?.idempotencyKey !== undefined) {
       headers["idempotency-key"] = options.idempotencyKey;
     }
-    const init: { method: string; headers: Record<string, string>; body?: string } = { method, headers };
+    const init: Parameters<FetchLike>[1] = { method, headers };
     if (body !== undefined) {
       headers["content-type"] = "application/json";
       init.body = JSON.stringify(body);
     }
-    let response;
-    try {
-      response = await this.#fetch(`${this.#base}${path}`, init);
-    } catch (cause) {
-      throw new MandateError(
-        0,
-        { code: "network_error", title: "Network error", detail: String(cause) },
-        { cause },
-      );
+    if (options?.signal !== undefined) {
+      init.signal = options.signal;
     }
-    const text = await response.text();
+    const response = await this.#send(path, init);
+    let text;
+    try {
+      text = await response.text();
+    } catch (cause) {
+      if (options?.signal?.aborted) {
+        throw aborted(options.signal);
+      }
+      throw new MandateError(0, { code: "network_error", title: "Network error", detail: String(cause) }, { cause });
+    }
+    if (!response.ok) {
+      throw new MandateError(response.status, problemOf(text, response.statusText));
+    }
     let data: unknown;
     try {
       data = JSON.parse(text);
     } catch {
       data = undefined;
-    }
-    if (!response.ok) {
-      const problem: Problem = isObject(data) ? data : { title: response.statusText || undefined };
-      throw new MandateError(response.status, problem);
     }
     if (data === undefined) {
       throw new MandateError(response.status, {
@@ -459,10 +683,89 @@ export class MandateClient {
     return this.#call("POST", path, this.#agent("POST", path, auth), request, auth);
   }
 
-  /** `POST /v1/vat/authorize`: asks before acting; a refusal is `authorized: false`, not an error. */
-  async authorize(request: AuthorizeRequest, auth?: AgentAuth): Promise<AuthorizeResponse> {
+  /**
+   * `POST /v1/vat/authorize`: asks before acting; a refusal is `authorized: false`, not an error. An action a grant
+   * requires a human's approval for answers `authorized: false` with the pending `approval` — at once, or, with
+   * `waitForApproval`, once it is decided or the wait times out (see `AuthorizeOptions`).
+   */
+  async authorize(request: AuthorizeRequest, auth?: AuthorizeOptions): Promise<AuthorizeResponse> {
     const path = "/v1/vat/authorize";
-    return this.#call("POST", path, this.#agent("POST", path, auth), request, auth);
+    const wait = auth?.waitForApproval;
+    if (wait !== undefined) {
+      if (!(typeof wait.timeoutSeconds === "number" && wait.timeoutSeconds >= 0 && Number.isFinite(wait.timeoutSeconds))) {
+        throw new MandateError(0, {
+          code: "invalid_options",
+          title: "Invalid options",
+          detail: "waitForApproval.timeoutSeconds must be a finite number of seconds, 0 or more",
+        });
+      }
+      if (auth?.token === undefined && this.#apiKey === undefined) {
+        throw new MandateError(0, {
+          code: "token_required",
+          title: "Token required",
+          detail: "waiting for an approval reads it with the agent's token (auth.token) or the client's API key",
+        });
+      }
+    }
+    const answer: AuthorizeResponse = await this.#call("POST", path, this.#agent("POST", path, auth), request, auth);
+    if (wait === undefined || answer.approval?.status !== "pending") {
+      return answer;
+    }
+    return this.#awaitDecision(answer, answer.approval, wait, auth);
+  }
+
+  /**
+   * Reads the approval `pending` until it is decided or `wait` times out,
+   * and answers `answer` as the decision makes it. A failure that trying
+   * again may cure is tried again, after a pause, while time is left.
+   */
+  async #awaitDecision(
+    answer: AuthorizeResponse,
+    pending: ApprovalRef,
+    wait: WaitForApproval,
+    auth: AgentAuth | undefined,
+  ): Promise<AuthorizeResponse> {
+    const deadline = Date.now() + wait.timeoutSeconds * 1000;
+    const read: ApprovalReadOptions = { signal: wait.signal };
+    if (auth?.token !== undefined) {
+      read.token = auth.token;
+      read.key = auth.key;
+    }
+    let retry = RETRY_MS;
+    for (;;) {
+      const left = deadline - Date.now();
+      if (left <= 0) {
+        return answer;
+      }
+      let approval: Approval;
+      try {
+        approval = await this.approval(pending.approval_id, {
+          ...read,
+          wait: Math.min(MAX_APPROVAL_WAIT_SECONDS, Math.ceil(left / 1000)),
+        });
+      } catch (error) {
+        if (!transient(error) || deadline - Date.now() <= retry) {
+          throw error;
+        }
+        await pause(retry, wait.signal);
+        if (wait.signal?.aborted) {
+          throw aborted(wait.signal);
+        }
+        retry = Math.min(retry * 2, MAX_RETRY_MS);
+        continue;
+      }
+      retry = RETRY_MS;
+      if (approval.status === "pending") {
+        continue;
+      }
+      const decided: AuthorizeResponse = { ...answer, approval: { ...pending, status: approval.status } };
+      if (approval.status === "approved") {
+        decided.authorized = true;
+      } else {
+        decided.reason = approval.status === "denied" ? "approval_denied" : "approval_expired";
+      }
+      return decided;
+    }
   }
 
   /**
@@ -553,6 +856,153 @@ export class MandateClient {
   /** `GET /v1/vat/tokens/{jti}`: a token's status and a page of its descendants. */
   token(jti: string, query: TokenQuery = {}): Promise<TokenStatus> {
     return this.#call("GET", `/v1/vat/tokens/${segment(jti)}${queryString(query)}`, this.#key());
+  }
+
+  /**
+   * `GET /v1/vat/approvals/{approval_id}`: an approval, what its agent asks and the chain it acts for; with `wait`,
+   * answered once it is decided or after that many seconds (0–30). Read with the client's API key, or with the agent's
+   * token (`token`, and `key` when bound): an agent reads the approvals of its own records and its descendants'.
+   */
+  async approval(approvalId: string, options: ApprovalReadOptions = {}): Promise<Approval> {
+    const path = `/v1/vat/approvals/${segment(approvalId)}`;
+    const credential = options.token === undefined ? this.#key() : this.#agent("GET", path, options);
+    return this.#call("GET", `${path}${queryString({ wait: options.wait })}`, credential, undefined, {
+      signal: options.signal,
+    });
+  }
+
+  /** `GET /v1/vat/approvals`: one page of the organisation's approvals, newest first (`status` to choose). */
+  approvalsPage(query: ApprovalQuery = {}): Promise<ApprovalPage> {
+    return this.#call("GET", `/v1/vat/approvals${queryString(query)}`, this.#key());
+  }
+
+  /** Every approval matching `query`, newest first, page after page. */
+  async *approvals(query: ApprovalQuery = {}): AsyncGenerator<Approval, void, undefined> {
+    let cursor = query.cursor;
+    do {
+      const page = await this.approvalsPage({ ...query, cursor });
+      yield* page.approvals;
+      cursor = page.next_cursor ?? undefined;
+    } while (cursor);
+  }
+
+  /**
+   * `POST /v1/vat/approvals/{approval_id}/decision`: approves or denies, with an optional note; a key whose role
+   * may `decide` (reviewer, owner). Answers the decided approval; 409 `not_awaiting_approval` when it was decided
+   * before, `approval_expired` when it lapsed first.
+   */
+  decide(approvalId: string, request: DecisionRequest): Promise<Approval> {
+    return this.#call("POST", `/v1/vat/approvals/${segment(approvalId)}/decision`, this.#key(), request);
+  }
+
+  /**
+   * `GET /v1/events`: the organisation's events as they happen, on the API key (any role that reads). Iterate with
+   * `for await`; the iteration ends when `signal` aborts (or the loop is left). A dropped connection, or one silent
+   * past the server's heartbeats, is connected again after a pause (growing while attempts fail, and as the stream's
+   * `retry` sets it) with `Last-Event-ID`, so every event after the last one yielded still comes, in order. A
+   * refusal that trying again cannot cure (401, 403, 400 `invalid_last_event_id` once the server no longer keeps
+   * that event) ends the iteration with a MandateError.
+   */
+  async *events(options: EventsOptions = {}): AsyncGenerator<MandateEvent, void, undefined> {
+    const { signal } = options;
+    // The standard's last event ID: kept across events and connections, sent when connecting again.
+    let lastEventId = options.lastEventId;
+    let reconnectMs = RETRY_MS;
+    let failures = 0;
+    const ready: MandateEvent[] = [];
+    let invalid: string | undefined;
+    const parser = createParser({
+      onEvent: (message) => {
+        if (invalid !== undefined) {
+          return;
+        }
+        if (message.id !== undefined) {
+          lastEventId = message.id;
+        }
+        const event = eventOf(lastEventId ?? "", message.data);
+        if (event === undefined) {
+          invalid = message.data;
+        } else {
+          ready.push(event);
+        }
+      },
+      onRetry: (ms) => {
+        reconnectMs = ms;
+      },
+    });
+    while (!signal?.aborted) {
+      const connection = new AbortController();
+      const stop = (): void => connection.abort();
+      signal?.addEventListener("abort", stop, { once: true });
+      let idle: ReturnType<typeof setTimeout> | undefined;
+      try {
+        const reader = await this.#openEvents(lastEventId, connection.signal);
+        failures = 0;
+        parser.reset();
+        options.onOpen?.();
+        const decoder = new TextDecoder();
+        for (;;) {
+          idle = setTimeout(stop, STREAM_IDLE_MS);
+          let chunk;
+          try {
+            chunk = await reader.read();
+          } catch (cause) {
+            throw new MandateError(0, { code: "network_error", title: "Stream dropped", detail: String(cause) }, { cause });
+          }
+          clearTimeout(idle);
+          if (chunk.done) {
+            break;
+          }
+          parser.feed(decoder.decode(chunk.value, { stream: true }));
+          while (ready.length > 0) {
+            yield ready.shift() as MandateEvent;
+          }
+          if (invalid !== undefined) {
+            throw new MandateError(0, {
+              code: "invalid_response",
+              title: "Invalid response",
+              detail: `an event's data is not a Mandate event: ${invalid.slice(0, 200)}`,
+            });
+          }
+        }
+      } catch (error) {
+        if (signal?.aborted) {
+          return;
+        }
+        if (!transient(error)) {
+          throw error;
+        }
+        failures += 1;
+      } finally {
+        clearTimeout(idle);
+        signal?.removeEventListener("abort", stop);
+        connection.abort();
+      }
+      await pause(Math.min(reconnectMs * 2 ** Math.max(0, failures - 1), MAX_RETRY_MS), signal);
+    }
+  }
+
+  /** Connects to the event stream (after `lastEventId`), answering the body's reader or a MandateError. */
+  async #openEvents(lastEventId: string | undefined, signal: AbortSignalLike) {
+    const headers = this.#headers("text/event-stream", this.#key());
+    if (lastEventId !== undefined && lastEventId !== "") {
+      headers["last-event-id"] = lastEventId;
+    }
+    const response = await this.#send("/v1/events", { method: "GET", headers, signal });
+    if (!response.ok) {
+      throw new MandateError(response.status, problemOf(await response.text().catch(() => ""), response.statusText));
+    }
+    const type = response.headers?.get("content-type") ?? "";
+    if (!/^text\/event-stream\s*(;|$)/i.test(type) || !response.body) {
+      throw new MandateError(response.status, {
+        code: "invalid_response",
+        title: "Invalid response",
+        detail: response.body
+          ? `the server answered ${type || "no content type"}, not text/event-stream`
+          : "this fetch gives no response body to stream",
+      });
+    }
+    return response.body.getReader();
   }
 
   /** `GET /v1/me`: the API key's organisation, role and permissions; any key may ask. */

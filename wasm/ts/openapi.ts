@@ -76,6 +76,23 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/events": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The organisation's events as they happen, as Server-Sent Events. */
+        get: operations["events"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/keys": {
         parameters: {
             query?: never;
@@ -372,6 +389,57 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/vat/approvals": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The organisation's approvals, newest first. */
+        get: operations["approvals"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/vat/approvals/{approval_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** An approval; with `wait`, answered once it is decided or the wait ends. */
+        get: operations["approval"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/vat/approvals/{approval_id}/decision": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** A person approves or denies an action waiting for approval. */
+        post: operations["decide"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/vat/auth/capture": {
         parameters: {
             query?: never;
@@ -398,7 +466,10 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Pre-flight check of an action; creates a pending record (or a denied one). */
+        /**
+         * Pre-flight check of an action; creates a pending record (or a denied
+         *     one, or one awaiting a human's approval).
+         */
         post: operations["authorize"];
         delete?: never;
         options?: never;
@@ -574,6 +645,94 @@ export interface components {
         Action: string;
         /** @description A bare agent id: 1–128 of `A-Z a-z 0-9 . _ -`, starting with a letter or digit. */
         AgentId: string;
+        /** @description An approval, with what the agent asks to do and the chain it acts for. */
+        ApprovalBody: {
+            aar_id: string;
+            action: string;
+            /** @description `agent:<agent_id>` of the agent asking. */
+            agent_id: string;
+            approval_id: components["schemas"]["ApprovalId"];
+            assurance_level: string;
+            /** @description The agents of the chain, root first, the asking agent last. */
+            chain: components["schemas"]["ChainLink"][];
+            decided_at?: string | null;
+            /** @description The API key that decided (absent for an expiry). */
+            decided_by?: string | null;
+            /** Format: int32 */
+            delegation_depth: number;
+            expires_at: string;
+            human_ref: string;
+            note?: string | null;
+            provenance_ref: string;
+            /**
+             * @description The record's status now: `awaiting_approval`, then `pending` (and
+             *     on) or `denied`.
+             */
+            record_status: string;
+            requested_at: string;
+            resource: string;
+            /**
+             * Format: double
+             * @description What the action would spend (reserved while it waits).
+             */
+            spend_usd: number;
+            status: components["schemas"]["ApprovalStatus"];
+        };
+        /** @description `approval.requested` and `approval.decided`. */
+        ApprovalData: {
+            aar_id: string;
+            action: string;
+            agent_id: string;
+            approval_id: string;
+            decided_at?: string | null;
+            /** @description The API key that decided (none for an expiry). */
+            decided_by?: string | null;
+            /** Format: int32 */
+            delegation_depth: number;
+            expires_at: string;
+            note?: string | null;
+            provenance_ref: string;
+            requested_at: string;
+            resource: string;
+            /** Format: double */
+            spend_usd: number;
+            /** @description `pending`, `approved`, `denied` or `expired`. */
+            status: string;
+        };
+        /** @description An approval id, `apr_<ulid>`. */
+        ApprovalId: string;
+        /** @description A page of approvals, newest first. */
+        ApprovalPage: {
+            approvals: components["schemas"]["ApprovalBody"][];
+            /** @description Pass back as `cursor` for the next page; absent on the last page. */
+            next_cursor?: string | null;
+        };
+        /** @description The approval an authorized action waits for. */
+        ApprovalRef: {
+            approval_id: components["schemas"]["ApprovalId"];
+            expires_at: string;
+            status: components["schemas"]["ApprovalStatus"];
+        };
+        /**
+         * @description When an action needs a human's approval: any member matching is enough;
+         *     at least one member.
+         */
+        ApprovalRequirementBody: {
+            /** @description These actions always need approval. */
+            actions?: components["schemas"]["Action"][] | null;
+            /** @description Resources these patterns cover always need approval. */
+            resources?: components["schemas"]["ResourcePattern"][] | null;
+            /**
+             * Format: double
+             * @description Spending strictly more than this needs approval.
+             */
+            spend_over_usd?: number | null;
+        };
+        /**
+         * @description Where an approval stands.
+         * @enum {string}
+         */
+        ApprovalStatus: "pending" | "approved" | "denied" | "expired";
         /** @description `POST /v1/vat/authorize`. */
         AuthorizeRequest: {
             action: components["schemas"]["Action"];
@@ -588,14 +747,42 @@ export interface components {
         /** @description The answer to a pre-flight check. */
         AuthorizeResponse: {
             aar_id: string;
+            approval?: components["schemas"]["ApprovalRef"] | null;
             assurance_level: string;
             authorized: boolean;
             human_ref: string;
             provenance_ref: string;
-            /** @description Why not, when `authorized` is false. */
+            /** @description Why not, when `authorized` is false and no approval is awaited. */
             reason?: string | null;
             /** Format: double */
             trust_score: number;
+        };
+        /**
+         * @description `budget.threshold`: a token's budget, shared by its chain, reached a
+         *     threshold.
+         */
+        BudgetThresholdData: {
+            /** @description The record whose charge reached the threshold. */
+            aar_id: string;
+            agent_id: string;
+            /** @description `max_spend_usd` or `max_actions`. */
+            budget: string;
+            /** @description The jti hash of the token whose budget it is. */
+            jth: string;
+            /** Format: double */
+            limit: number;
+            provenance_ref: string;
+            /**
+             * Format: int32
+             * @description 80 or 100.
+             */
+            threshold_percent: number;
+            /**
+             * Format: double
+             * @description What the token and its descendants have used (spend in US dollars
+             *     including reservations, or actions).
+             */
+            used: number;
         };
         /** @description `POST /v1/vat/auth/capture`. */
         CaptureRequest: {
@@ -614,6 +801,13 @@ export interface components {
             ttl_seconds?: number | null;
             /** @description The name of a configured verifier. */
             verifier: string;
+        };
+        /** @description One token of a chain. */
+        ChainLink: {
+            /** @description `agent:<agent_id>`. */
+            agent_id: string;
+            /** Format: int32 */
+            delegation_depth: number;
         };
         /** @description `POST /v1/vat/aar/{aar_id}/complete`. */
         CompleteRequest: {
@@ -646,6 +840,7 @@ export interface components {
              * @description Most US dollars the token and its descendants may spend (≤ 6 decimals).
              */
             max_spend_usd?: number | null;
+            require_approval?: components["schemas"]["ApprovalRequirementBody"] | null;
         };
         /** @description `POST /v1/keys`. */
         CreateKeyRequest: {
@@ -668,6 +863,16 @@ export interface components {
              */
             owner_email?: string | null;
             quotas?: components["schemas"]["QuotasBody"] | null;
+        };
+        /**
+         * @description What a person decides on an approval.
+         * @enum {string}
+         */
+        Decision: "approve" | "deny";
+        /** @description `POST /v1/vat/approvals/{approval_id}/decision`. */
+        DecisionRequest: {
+            decision: components["schemas"]["Decision"];
+            note?: components["schemas"]["Text"] | null;
         };
         /**
          * @description `POST /v1/vat/delegate`, made with the parent token itself
@@ -1004,6 +1209,27 @@ export interface components {
              */
             vat_jti?: string | null;
         };
+        /** @description A record, as `record.*` events carry it. */
+        RecordData: {
+            aar_id: string;
+            action: string;
+            agent_id: string;
+            created_at: string;
+            /** Format: int32 */
+            delegation_depth: number;
+            deny_reason?: string | null;
+            note?: string | null;
+            provenance_ref: string;
+            /** @description The API key that rated it (`record.rated`). */
+            rated_by?: string | null;
+            rating?: string | null;
+            resource: string;
+            result?: string | null;
+            /** Format: double */
+            spend_usd: number;
+            /** @description `completed` or `denied`. */
+            status: string;
+        };
         /** @description A page of records, newest first. */
         RecordPage: {
             /** @description Pass back as `cursor` for the next page; absent on the last page. */
@@ -1041,6 +1267,12 @@ export interface components {
         ReputationCountsBody: {
             /** Format: int64 */
             approved: number;
+            /**
+             * Format: int64
+             * @description Records denied by an approval's decision (denied or expired): they
+             *     count towards `total_actions` only.
+             */
+            denied_requests: number;
             /** Format: int64 */
             failures: number;
             /** Format: int64 */
@@ -1057,11 +1289,11 @@ export interface components {
         /** @description A resource, or `<namespace>:*` for every resource of the namespace. */
         ResourcePattern: string;
         /**
-         * @description The `result` filter of a record query: a result, `denied` or
-         *     `pending`.
+         * @description The `result` filter of a record query: a result, `denied`,
+         *     `pending` or `awaiting_approval`.
          * @enum {string}
          */
-        ResultFilter: "success" | "error" | "timeout" | "cancelled" | "denied" | "pending";
+        ResultFilter: "success" | "error" | "timeout" | "cancelled" | "denied" | "pending" | "awaiting_approval";
         /** @description `POST /v1/vat/revoke`. */
         RevokeRequest: {
             /** @description The token to revoke, with every descendant. */
@@ -1102,6 +1334,25 @@ export interface components {
         };
         /** @description Free text without control characters other than tab and newline. */
         Text: string;
+        /**
+         * @description `token.revoked`: the token a revocation named, and how many tokens it
+         *     ended (the token and its descendants not revoked before).
+         */
+        TokenRevokedData: {
+            agent_id: string;
+            /** Format: int32 */
+            delegation_depth: number;
+            /** @description The jti hash of the token revoked. */
+            jth: string;
+            provenance_ref: string;
+            reason?: string | null;
+            revoked_at: string;
+            /**
+             * Format: int64
+             * @description Tokens the revocation ended: the token and descendants.
+             */
+            tokens_revoked: number;
+        };
         /** @description The status of a token and its descendants. */
         TokenStatus: {
             agent_id: string;
@@ -1357,6 +1608,122 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Health"];
+                };
+            };
+            /** @description Malformed JSON or query. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Missing or invalid API key, or a token that fails verification. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Token inactive, out of scope, over budget, widening, or not allowed. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Unknown record, workflow, agent or token. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Already completed, already rated, or not in a state for this. */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The body is larger than 64 KiB. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The body is not `application/json`. */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /**
+             * @description Well-formed JSON that breaks a rule, or a read that ran past the
+             *     query time budget (`query_too_broad`).
+             */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Rate limited; see `Retry-After`. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Storage cannot take writes right now. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    events: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Resume after this event (`msg_<ulid>`), as an EventSource sends it on reconnecting */
+                "Last-Event-ID"?: string | null;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description `text/event-stream`: `id` the message id, `event` the type, `data` the payload as webhooks receive it */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/event-stream": string;
                 };
             };
             /** @description Malformed JSON or query. */
@@ -2563,7 +2930,7 @@ export interface operations {
                 /** @description Records of this agent (bare or `agent:<id>`). */
                 agent_id?: string | null;
                 action?: components["schemas"]["Action"] | null;
-                /** @description A result (`success`, `error`, `timeout`, `cancelled`), `denied` or `pending`. */
+                /** @description A result (`success`, `error`, `timeout`, `cancelled`), `denied`, `pending` or `awaiting_approval`. */
                 result?: components["schemas"]["ResultFilter"] | null;
                 resource?: components["schemas"]["Resource"] | null;
                 provenance_ref?: components["schemas"]["ProvenanceRef"] | null;
@@ -3395,6 +3762,368 @@ export interface operations {
             };
         };
     };
+    approvals: {
+        parameters: {
+            query?: {
+                /** @description Approvals in this status only. */
+                status?: components["schemas"]["ApprovalStatus"] | null;
+                /** @description Page size, 1–500 (default 50). */
+                limit?: number | null;
+                /** @description The `next_cursor` of the previous page. */
+                cursor?: string | null;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of approvals */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApprovalPage"];
+                };
+            };
+            /** @description Malformed JSON or query. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Missing or invalid API key, or a token that fails verification. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Token inactive, out of scope, over budget, widening, or not allowed. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Unknown record, workflow, agent or token. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Already completed, already rated, or not in a state for this. */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The body is larger than 64 KiB. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The body is not `application/json`. */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /**
+             * @description Well-formed JSON that breaks a rule, or a read that ran past the
+             *     query time budget (`query_too_broad`).
+             */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Rate limited; see `Retry-After`. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Storage cannot take writes right now. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    approval: {
+        parameters: {
+            query?: {
+                /**
+                 * @description Wait up to this many seconds (0–30) for a pending approval to be
+                 *     decided before answering.
+                 */
+                wait?: number | null;
+            };
+            header?: never;
+            path: {
+                /** @description The approval, `apr_<ulid>` */
+                approval_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The approval */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApprovalBody"];
+                };
+            };
+            /** @description Malformed JSON or query. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Missing or invalid API key, or a token that fails verification. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Token inactive, out of scope, over budget, widening, or not allowed. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Unknown record, workflow, agent or token. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Already completed, already rated, or not in a state for this. */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The body is larger than 64 KiB. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The body is not `application/json`. */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /**
+             * @description Well-formed JSON that breaks a rule, or a read that ran past the
+             *     query time budget (`query_too_broad`).
+             */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Rate limited; see `Retry-After`. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Storage cannot take writes right now. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    decide: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The approval, `apr_<ulid>` */
+                approval_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["DecisionRequest"];
+            };
+        };
+        responses: {
+            /** @description The decided approval */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApprovalBody"];
+                };
+            };
+            /** @description Malformed JSON or query. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Missing or invalid API key, or a token that fails verification. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Token inactive, out of scope, over budget, widening, or not allowed. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Unknown record, workflow, agent or token. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Already completed, already rated, or not in a state for this. */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The body is larger than 64 KiB. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The body is not `application/json`. */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /**
+             * @description Well-formed JSON that breaks a rule, or a read that ran past the
+             *     query time budget (`query_too_broad`).
+             */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Rate limited; see `Retry-After`. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Storage cannot take writes right now. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
     auth_capture: {
         parameters: {
             query?: never;
@@ -3542,6 +4271,15 @@ export interface operations {
         responses: {
             /** @description The decision; a refusal is `authorized: false` */
             200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AuthorizeResponse"];
+                };
+            };
+            /** @description A grant requires a human's approval first: `authorized: false` with the `approval` to wait for (`GET /v1/vat/approvals/{approval_id}`) */
+            202: {
                 headers: {
                     [name: string]: unknown;
                 };

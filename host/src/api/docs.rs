@@ -14,6 +14,7 @@ use utoipa::{IntoResponses, Modify, OpenApi};
 use super::access::{Access, ROUTES};
 use crate::config::{AgentAuth, Config};
 use crate::error::Problem;
+use crate::events::{ApprovalData, BudgetThresholdData, RecordData, TokenRevokedData};
 use crate::model::forms::{ProvenanceRef, ResultFilter};
 
 /// Problem responses (RFC 9457) shared by the operations.
@@ -208,8 +209,18 @@ pub(super) fn served(mut document: Document, config: &Config) -> String {
         title = "Mandate",
         description = "Delegated, accountable authority for AI agents: tokens, action records, ratings and reputation."
     ),
-    // Query parameters name these by reference; utoipa does not collect them.
-    components(schemas(Problem, ProvenanceRef, ResultFilter))
+    // Query parameters name the first three by reference; utoipa does not
+    // collect them. The events' `data` (webhooks and `GET /v1/events`) is
+    // no operation's body, so its schemas are listed here for clients.
+    components(schemas(
+        Problem,
+        ProvenanceRef,
+        ResultFilter,
+        RecordData,
+        TokenRevokedData,
+        ApprovalData,
+        BudgetThresholdData
+    ))
 )]
 pub(crate) struct ApiDoc;
 

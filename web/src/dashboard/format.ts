@@ -36,12 +36,17 @@ export function shortId(id: string): string {
   return body.length > 12 ? `${id.slice(0, cut)}${body.slice(0, 6)}…${body.slice(-4)}` : id;
 }
 
+/** An agent id without the `agent:` prefix some answers give it (`agent:research-bot` → `research-bot`). */
+export function bareAgent(agentId: string): string {
+  return agentId.startsWith("agent:") ? agentId.slice("agent:".length) : agentId;
+}
+
 /** An id, shortened, with the full id as its title and accessible name. */
 export function idElement(id: string): HTMLElement {
   return h("code", { title: id, "aria-label": id }, shortId(id));
 }
 
-/** How a record ended: its result, or `denied` or `pending`. */
+/** How a record ended: its result, or its status (`denied`, `pending`, `awaiting_approval`). */
 export function outcome(record: Pick<ActionRecord, "status" | "result">): string {
   if (record.status === "completed") {
     return record.result ?? "completed";

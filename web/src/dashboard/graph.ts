@@ -23,6 +23,7 @@ const COLOURS = {
   cancelled: "#a16207",
   denied: "#991b1b",
   pending: "#64748b",
+  awaiting_approval: "#6d28d9",
   approved: "#0ea5e9",
   flagged: "#eab308",
   rejected: "#111827",
@@ -53,7 +54,7 @@ const STYLE: cytoscape.StylesheetJson = [
     style: { "background-color": COLOURS.inactive, "border-width": 3, "border-style": "dashed", "border-color": COLOURS.denied },
   },
   { selector: 'node[kind = "record"]', style: { width: 170, height: 50, "font-size": 12 } },
-  ...(["success", "error", "timeout", "cancelled", "denied", "pending"] as const).map((result) => ({
+  ...(["success", "error", "timeout", "cancelled", "denied", "pending", "awaiting_approval"] as const).map((result) => ({
     selector: `node[outcome = "${result}"]`,
     style: { "background-color": COLOURS[result] },
   })),
@@ -169,6 +170,7 @@ function legend(): HTMLElement {
     item("timeout", "timeout or cancelled"),
     item("denied", "denied"),
     item("pending", "pending"),
+    item("awaiting_approval", "awaiting approval"),
     item("approved", "approved (border)"),
     item("flagged", "flagged (dashed border)"),
     item("rejected", "rejected (border)"),

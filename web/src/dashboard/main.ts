@@ -10,6 +10,8 @@ import { type Route, currentRoute } from "./router.js";
 import { apiKey, can, loadIdentity, signOut, whoAmI } from "./session.js";
 import { loading, problemBox, signedOut, whenSignedOut } from "./ui.js";
 import { agentView } from "./views/agent.js";
+import { approvalView } from "./views/approval.js";
+import { approvalsView } from "./views/approvals.js";
 import { keysView } from "./views/keys.js";
 import { signInView } from "./views/signin.js";
 import { tokensView } from "./views/tokens.js";
@@ -23,6 +25,8 @@ const VIEWS: Record<string, { view: View; title: string; nav: string; needs?: Pe
   workflow: { view: workflowView, title: "Workflow", nav: "workflows" },
   agent: { view: agentView, title: "Agent", nav: "agent" },
   tokens: { view: tokensView, title: "Tokens", nav: "tokens" },
+  approvals: { view: approvalsView, title: "Approvals", nav: "approvals" },
+  approval: { view: approvalView, title: "Approval", nav: "approvals" },
   keys: { view: keysView, title: "Keys", nav: "keys", needs: "manage_keys" },
 };
 

@@ -14,7 +14,7 @@ import { Pages, field, load, problemBox, signedOut } from "./ui.js";
 
 const PAGE_SIZE = 25;
 
-const RESULTS = ["success", "error", "timeout", "cancelled", "denied", "pending"] as const;
+const RESULTS = ["success", "error", "timeout", "cancelled", "denied", "pending", "awaiting_approval"] as const;
 
 type Filter = "agent_id" | "action" | "result" | "since" | "until";
 
@@ -25,6 +25,19 @@ export interface RecordsOptions {
   filters: Filter[];
   /** Called after a record was rated. */
   onRated?: (record: ActionRecord) => void;
+}
+
+/**
+ * The approval a record waited for, when it is known to have had one: it
+ * awaits it, or was denied by it. A record waits for one approval at most,
+ * and the server names it after the record: `apr_` and the record's ULID.
+ */
+function approvalOf(record: ActionRecord): string | undefined {
+  const asked =
+    record.status === "awaiting_approval" ||
+    record.deny_reason === "approval_denied" ||
+    record.deny_reason === "approval_expired";
+  return asked ? `apr_${record.aar_id.slice("aar_".length)}` : undefined;
 }
 
 function detail(record: ActionRecord): HTMLElement {
@@ -53,6 +66,16 @@ function detail(record: ActionRecord): HTMLElement {
   }
   if (record.delegated_jti !== undefined) {
     rows.push(entry("Delegated to", link(route(["tokens", record.delegated_jti]), h("code", {}, record.delegated_jti))));
+  }
+  const approval = approvalOf(record);
+  if (approval !== undefined) {
+    rows.push(
+      entry(
+        "Approval",
+        link(route(["approval", approval]), h("code", {}, approval)),
+        record.status === "awaiting_approval" ? " — waiting for a person's decision" : null,
+      ),
+    );
   }
   return h("dl", { class: "detail" }, ...rows);
 }

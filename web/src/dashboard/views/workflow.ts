@@ -1,5 +1,6 @@
 // One workflow: its summary, its execution graph, and its records with
 // filters, details and ratings. A rating redraws the graph in its colours.
+// `?record=aar_…` opens that record's details once the page has loaded.
 
 import type { WorkflowSummary } from "mandate-sdk/web";
 import { entry, h } from "../dom.js";
@@ -80,5 +81,9 @@ export async function workflowView(root: HTMLElement, current: Route): Promise<(
     drawGraph(),
     records.reload(),
   ]);
+  const opened = current.params.get("record");
+  if (opened !== null && root.isConnected) {
+    void records.open(opened);
+  }
   return () => graph?.destroy();
 }
