@@ -31,9 +31,11 @@ const PROFILE: &str = "wasm-release";
 /// the record log's verification (+57.6 KB: signed notes, checkpoints,
 /// tlog proofs, consistency proofs and canonical leaves) and token status
 /// lists (+39.9 KB: miniz_oxide's inflater, the parsers of the status claim
-/// and the list token, the checks and the exports); docs/decisions.md,
-/// "Size".
-const BUDGET_BYTES: u64 = 520_000;
+/// and the list token, the checks and the exports); then to 540 000 for
+/// humans in the loop: grants' `require_approval` and the approval leaf
+/// (+9.6 KB) and Standard Webhooks verification (+12.3 KB);
+/// docs/decisions.md, "Size".
+const BUDGET_BYTES: u64 = 540_000;
 /// The Node suites that need no server.
 const NODE_TESTS: [&str; 9] = [
     "test/vectors.test.mjs",
@@ -163,6 +165,20 @@ pub(crate) fn npm_ci(dir: &Path) -> Result<()> {
     run_in(dir, "npm", &["ci", "--no-audit", "--no-fund"])
 }
 
+/// Installs the pinned npm packages of `dir` unless they are installed
+/// already from its current lockfile (npm writes `node_modules/.package-
+/// lock.json` at each install, so one older than `package-lock.json` means
+/// the lockfile changed since, as after a pull that adds a package).
+pub(crate) fn npm_ci_if_stale(dir: &Path) -> Result<()> {
+    let modified = |path: &Path| fs::metadata(path).and_then(|meta| meta.modified()).ok();
+    let installed = modified(&dir.join("node_modules/.package-lock.json"));
+    let wanted = modified(&dir.join("package-lock.json"));
+    match (installed, wanted) {
+        (Some(installed), Some(wanted)) if installed >= wanted => Ok(()),
+        _ => npm_ci(dir),
+    }
+}
+
 /// `cargo xtask wasm`: builds the package into `wasm/pkg`, writing the
 /// client's generated types first.
 pub(crate) fn build(root: &Path) -> Result<()> {
@@ -174,9 +190,7 @@ pub(crate) fn build(root: &Path) -> Result<()> {
 fn package(root: &Path, check_types: bool) -> Result<()> {
     let wasm = root.join("wasm");
     ensure_wasm_bindgen(root)?;
-    if !wasm.join("node_modules/.package-lock.json").exists() {
-        npm_ci(&wasm)?;
-    }
+    npm_ci_if_stale(&wasm)?;
     crate::openapi::client_types(root, check_types)?;
     run_in(
         root,

@@ -102,9 +102,7 @@ pub(crate) fn build(root: &Path) -> Result<()> {
         crate::wasm::build(root)?;
     }
     let web = root.join("web");
-    if !web.join("node_modules/.package-lock.json").exists() {
-        run_in(&web, "npm", &["ci", "--no-audit", "--no-fund"], &[])?;
-    }
+    crate::wasm::npm_ci_if_stale(&web)?;
     run_in(&web, "npm", &["run", "build"], &[])?;
     File::options()
         .write(true)
