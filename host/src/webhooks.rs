@@ -319,37 +319,52 @@ impl Deliverer {
         if !webhook.enabled || webhook.org != org || !ours || !due {
             return Ok(false);
         }
-        let plan = schedule::plan(
-            &events,
-            &webhook.events,
-            &delivered,
-            self.policy.concurrency,
-        );
+        let mut plan = schedule::plan(&events, &webhook.events, &delivered, self.policy.round());
         if plan.seen.is_empty() {
             return Ok(false);
         }
-        let (attempts, failed) = if plan.send.is_empty() {
-            (Vec::new(), None)
-        } else {
+        // Groups of `concurrency` at once, one group after the other, until
+        // one has a failure, or until the lease could lapse during the next
+        // group (it is renewed by the round's write); a failure's streak
+        // begins with its group.
+        let lease_until = webhook.lease.as_ref().map_or(0, |(_, until)| *until);
+        let attempt_ms = self.lease_ms.saturating_sub(LEASE_MARGIN_MS);
+        let mut attempts = Vec::with_capacity(plan.send.len());
+        let mut failed = None;
+        let mut failed_at = now;
+        if !plan.send.is_empty() {
             let secrets = self.secrets(&webhook, now)?;
-            let attempts = futures_util::future::join_all(
-                plan.send
+            for group in plan.send.chunks(self.policy.concurrency.max(1)) {
+                let sent_at = self.state.clock.now();
+                if !attempts.is_empty() && sent_at.ms().saturating_add(attempt_ms) >= lease_until {
+                    break;
+                }
+                let made = futures_util::future::join_all(
+                    group
+                        .iter()
+                        .map(|event| self.attempt(&webhook.url, &secrets, event)),
+                )
+                .await;
+                failed = made
                     .iter()
-                    .map(|event| self.attempt(&webhook.url, &secrets, event)),
-            )
-            .await;
-            let failed = attempts
-                .iter()
-                .find(|made| made.outcome == Outcome::Failed)
-                .map(|made| (made.event_seq, failure(made)));
-            (attempts, failed)
-        };
+                    .find(|made| made.outcome == Outcome::Failed)
+                    .map(|made| (made.event_seq, failure(made)));
+                attempts.extend(made);
+                if failed.is_some() {
+                    failed_at = sent_at;
+                    break;
+                }
+            }
+        }
+        if failed.is_none() {
+            plan.keep_sent(attempts.len());
+        }
         let ended = self.state.clock.now();
         let next = schedule::after_round(
             &webhook.streak,
             &plan,
             failed.as_ref().map(|(seq, error)| (*seq, error.as_str())),
-            now.ms(),
+            failed_at.ms(),
             ended.ms(),
             &self.policy,
             jitter(),

@@ -81,6 +81,7 @@ fn main() -> anyhow::Result<()> {
                 created_at: at,
                 delegated_jti: None,
                 credential: Credential::Jti,
+                traceparent: None,
             };
             let created = events::record_created(events::Created {
                 aar_id: &aar_id,

@@ -8,7 +8,9 @@
 //! its type. A round takes the events after it in `seq` order, skips those
 //! of other types (and those already delivered while an earlier one was
 //! retried), and sends up to `per_endpoint_concurrency` of the rest at once
-//! (one, by default: strict order). Afterwards the cursor moves past every
+//! (one, by default: strict order), then the next as many, up to
+//! [`BURST`] times, stopping at the first failure; what happened is written
+//! once, at the round's end. Afterwards the cursor moves past every
 //! event before the first that failed; that one heads the endpoint's queue
 //! and is retried, with every later one of the round not delivered, after
 //! a delay that doubles from `retry_first_delay_ms` up to an hour, with
@@ -35,6 +37,12 @@ pub struct Policy {
 }
 
 impl Policy {
+    /// The most events one round sends: [`BURST`] groups of
+    /// `concurrency`.
+    pub fn round(&self) -> usize {
+        self.concurrency.saturating_mul(BURST)
+    }
+
     pub fn of(config: &WebhooksConfig) -> Policy {
         Policy {
             first_delay_ms: config.retry_first_delay_ms.get(),
@@ -46,6 +54,13 @@ impl Policy {
     }
 }
 
+/// How many times a round sends `per_endpoint_concurrency` events, one
+/// after the other, before it writes their attempts and the endpoint's
+/// progress in one write. A durable write per event would bound an
+/// endpoint at the commit rate; a crash mid-round sends up to this many
+/// times the concurrency again, with the same `webhook-id`s.
+pub const BURST: usize = 32;
+
 /// What one round sends.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Plan<'a> {
@@ -56,21 +71,21 @@ pub struct Plan<'a> {
     pub seen: Vec<i64>,
 }
 
-/// The events of a round: the first `concurrency` of `events` (those after
-/// the cursor, in `seq` order) of a `subscribed` type and not `delivered`
-/// already.
+/// The events of a round: the first `most` of `events` (those after the
+/// cursor, in `seq` order) of a `subscribed` type and not `delivered`
+/// already. A round asks for [`Policy::round`] of them.
 pub fn plan<'a>(
     events: &'a [StoredEvent],
     subscribed: &[EventType],
     delivered: &[i64],
-    concurrency: usize,
+    most: usize,
 ) -> Plan<'a> {
     let mut plan = Plan {
         send: Vec::new(),
         seen: Vec::new(),
     };
     for event in events {
-        if plan.send.len() >= concurrency {
+        if plan.send.len() >= most {
             break;
         }
         plan.seen.push(event.seq);
@@ -80,6 +95,21 @@ pub fn plan<'a>(
         }
     }
     plan
+}
+
+impl Plan<'_> {
+    /// Keeps the first `sent` events to send, and of those seen only the
+    /// ones up to the last of them: a round that stopped early (its lease
+    /// nearly over) moves the cursor past what it sent, not past what it
+    /// was to send.
+    pub fn keep_sent(&mut self, sent: usize) {
+        if sent >= self.send.len() {
+            return;
+        }
+        self.send.truncate(sent);
+        let last = self.send.last().map_or(i64::MIN, |event| event.seq);
+        self.seen.retain(|seq| *seq <= last);
+    }
 }
 
 /// How a round ended for an endpoint.
@@ -119,9 +149,10 @@ pub fn retry_delay_ms(first_delay_ms: u64, attempts: i64, jitter: f64) -> u64 {
 }
 
 /// Where a round leaves an endpoint that was at `streak`: `plan` is what it
-/// sent, `failed` the first event that failed (its `seq` and why), `at` when
-/// the round began and `now` when it ended (unix milliseconds), `jitter`
-/// a random number from 0 to 1.
+/// was to send, `failed` the first event that failed (its `seq` and why;
+/// the round sent nothing after its group), `at` when that group was sent
+/// and `now` when the round ended (unix milliseconds), `jitter` a random
+/// number from 0 to 1.
 pub fn after_round(
     streak: &Streak,
     plan: &Plan<'_>,
@@ -221,6 +252,38 @@ mod tests {
         let none = plan(&events, &[EventType::BudgetThreshold], &[], 1);
         assert!(none.send.is_empty());
         assert_eq!(none.seen, [3, 5, 8, 9, 12], "everything is skipped");
+    }
+
+    #[test]
+    fn a_round_stopped_early_moves_the_cursor_past_what_it_sent_only() {
+        let events = [
+            event(3, EventType::RecordDenied),
+            event(5, EventType::RecordRated),
+            event(8, EventType::RecordDenied),
+            event(9, EventType::RecordRated),
+            event(12, EventType::RecordDenied),
+        ];
+        let mut sent = plan(&events, &[EventType::RecordDenied], &[], 3);
+        sent.keep_sent(2);
+        assert_eq!(seqs(&sent), [3, 8]);
+        assert_eq!(sent.seen, [3, 5, 8], "9 and 12 are left for the next round");
+        let streak = Streak {
+            cursor: 1,
+            ..Streak::default()
+        };
+        assert_eq!(
+            after_round(&streak, &sent, None, 30, 31, &policy(1), 0.5),
+            Next::Caught(Streak {
+                cursor: 8,
+                ..Streak::default()
+            })
+        );
+        let mut whole = plan(&events, &[EventType::RecordDenied], &[], 3);
+        whole.keep_sent(3);
+        assert_eq!(whole.seen, [3, 5, 8, 9, 12], "all sent: nothing is cut");
+        let mut nothing = plan(&events, &[EventType::RecordDenied], &[], 3);
+        nothing.keep_sent(0);
+        assert!(nothing.seen.is_empty() && nothing.send.is_empty());
     }
 
     #[test]

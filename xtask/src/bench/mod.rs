@@ -15,6 +15,7 @@
 //! target is declared once, as a bound its text is rendered from.
 
 mod parsing;
+mod receiver;
 mod report;
 mod running;
 

@@ -268,7 +268,7 @@ impl EventRows {
     /// The row of the targets table.
     pub(super) fn target(&self) -> Row {
         Row::new(
-            "7. record/action with events on, each record one event / events off (req/s)",
+            "7. record/action with events on, each record one event sent to a webhook / events off (req/s)",
             Target::AtLeast(0.9, Unit::Times),
             ratio(&self.with_events, &self.without_events),
             3,
@@ -276,15 +276,25 @@ impl EventRows {
     }
 
     /// The rows of the absolute figures: (what, figure).
-    pub(super) fn figures(&self) -> [(String, String); 2] {
+    pub(super) fn figures(&self) -> [(String, String); 3] {
         [
             (
-                "record/action, each record a `record.failed` event (req/s)".to_owned(),
+                "record/action, each record a `record.failed` event sent to a webhook (req/s)"
+                    .to_owned(),
                 rps(&self.with_events).show(0),
             ),
             (
                 "the same with `[events] enabled = false`, same rounds (req/s)".to_owned(),
                 rps(&self.without_events).show(0),
+            ),
+            (
+                "one webhook (one delivery in flight): events delivered / written by 10 s after the load; deliveries per second".to_owned(),
+                format!(
+                    "{} / {}; {:.0}",
+                    self.delivered,
+                    self.written,
+                    self.delivered as f64 / self.delivering_s
+                ),
             ),
         ]
     }
@@ -716,6 +726,9 @@ mod tests {
             events: EventRows {
                 with_events: loads(33800.0, 4.5, 0),
                 without_events: loads(35100.0, 4.3, 1),
+                delivered: 130_000,
+                written: 1_012_000,
+                delivering_s: 100.0,
             },
             status_sizes: json!({
                 "tokens": 1_000_000,

@@ -11,6 +11,7 @@ use serde_json::{Value, json};
 
 use super::Plan;
 use super::parsing::{Load, Spread, parse_wrk};
+use super::receiver::Receiver;
 use crate::wasm::target_dir;
 use crate::{Result, fail, run};
 
@@ -563,12 +564,34 @@ pub(super) struct EventRows {
     pub(super) with_events: Vec<Load>,
     /// The same load with `[events] enabled = false`.
     pub(super) without_events: Vec<Load>,
+    /// Webhook deliveries the receiver answered by ten seconds after the
+    /// last round.
+    pub(super) delivered: u64,
+    /// Records (each an event) the server with events wrote.
+    pub(super) written: u64,
+    /// Seconds from the webhook's creation to that count.
+    pub(super) delivering_s: f64,
 }
 
-/// record/action whose every record is an event, with events on and off
-/// (`[events] enabled = false`), in turns, on servers of their own.
+/// record/action whose every record is an event, with events on (and a
+/// webhook subscribed to them, delivering to a receiver on this machine)
+/// and off (`[events] enabled = false`), in turns, on servers of their own.
 pub(super) fn events(plan: Plan, bin: &Path, scratch: &Path, scripts: &Path) -> Result<EventRows> {
-    let on = Server::start(bin, &scratch.join("events-on"), NO_LIMITS)?;
+    let on = Server::start(
+        bin,
+        &scratch.join("events-on"),
+        &format!("{NO_LIMITS}[webhooks]\nallow_private = true\n"),
+    )?;
+    let receiver = Receiver::start()?;
+    let webhook = on.post(
+        "/v1/webhooks",
+        Some(&on.key()?),
+        &json!({"url": receiver.url, "events": ["record.failed"]}),
+    )?;
+    if webhook["webhook_id"].as_str().is_none() {
+        return fail(format!("the webhook was not created: {webhook}"));
+    }
+    let created = Instant::now();
     let off = Server::start(
         bin,
         &scratch.join("events-off"),
@@ -598,11 +621,21 @@ pub(super) fn events(plan: Plan, bin: &Path, scratch: &Path, scripts: &Path) -> 
             )
         },
     )?;
-    on.stop();
     off.stop();
+    // The webhook's pace: one endpoint, one delivery in flight (the
+    // default), with a backlog from the first round on; what it has been
+    // sent ten seconds after the last round, against what was written.
+    std::thread::sleep(std::time::Duration::from_secs(10));
+    let delivered = receiver.received();
+    let delivering_s = created.elapsed().as_secs_f64();
+    let written = on.records_written()?;
+    on.stop();
     Ok(EventRows {
         with_events,
         without_events,
+        delivered,
+        written,
+        delivering_s,
     })
 }
 
@@ -639,6 +672,18 @@ impl Server {
             .lines()
             .find_map(|line| line.strip_prefix(&prefix)?.trim().parse().ok())
             .unwrap_or(0))
+    }
+
+    /// Records written since the server started, from `/metrics`.
+    pub(super) fn records_written(&self) -> Result<u64> {
+        let output = Command::new("curl")
+            .args(["-sS", &format!("{}/metrics", self.base)])
+            .output()?;
+        Ok(String::from_utf8_lossy(&output.stdout)
+            .lines()
+            .filter(|line| line.starts_with("mandate_records_written_total"))
+            .filter_map(|line| line.rsplit_once(' ')?.1.parse::<f64>().ok())
+            .sum::<f64>() as u64)
     }
 
     /// Waits until no read of a load that ended still holds a query reader.
