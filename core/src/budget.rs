@@ -149,9 +149,60 @@ pub fn thresholds_reached(
     reached
 }
 
+/// The budget of `constraints` that `used` has used the largest share of,
+/// and that share in percent (above 100 when a released reservation was
+/// spent again, never below 0). A zero limit is left out, as it is from
+/// [`thresholds_reached`]; `None` when no limit is left.
+pub fn largest_share(constraints: &Constraints, used: Usage) -> Option<(Limit, f64)> {
+    let limits = [
+        (
+            Limit::MaxSpendUsd,
+            constraints.max_spend_usd.map(Usd::micros),
+            used.spent.micros(),
+        ),
+        (Limit::MaxActions, constraints.max_actions, used.actions),
+    ];
+    limits
+        .into_iter()
+        .filter_map(|(limit, max, used)| {
+            let max = max.filter(|max| *max > 0)?;
+            Some((limit, used as f64 * 100.0 / max as f64))
+        })
+        .fold(
+            None,
+            |best: Option<(Limit, f64)>, (limit, share)| match best {
+                Some((_, most)) if most >= share => best,
+                _ => Some((limit, share)),
+            },
+        )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_largest_share_is_of_the_most_used_budget() {
+        let both = Constraints {
+            max_spend_usd: Some(usd(10_000_000)),
+            max_actions: Some(10),
+            ..Constraints::default()
+        };
+        assert_eq!(
+            largest_share(&both, used(5_000_000, 8)),
+            Some((Limit::MaxActions, 80.0))
+        );
+        assert_eq!(
+            largest_share(&both, used(9_000_000, 1)),
+            Some((Limit::MaxSpendUsd, 90.0))
+        );
+        let zero = Constraints {
+            max_actions: Some(0),
+            ..Constraints::default()
+        };
+        assert_eq!(largest_share(&zero, used(0, 0)), None);
+        assert_eq!(largest_share(&Constraints::default(), used(1, 1)), None);
+    }
 
     fn usd(micros: u64) -> Usd {
         Usd::from_micros(micros).unwrap()

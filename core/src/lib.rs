@@ -55,7 +55,7 @@ pub mod webhook;
 pub use approval::{ApprovalRequirement, chain_requires_approval};
 pub use budget::{
     BUDGET_THRESHOLDS, BudgetExceeded, ThresholdReached, Usage, check_budget, check_chain_budgets,
-    check_chain_extra_spend, check_extra_spend, thresholds_reached,
+    check_chain_extra_spend, check_extra_spend, largest_share, thresholds_reached,
 };
 pub use chain::{ChainError, ChainFault, verify_chain};
 pub use dpop::{

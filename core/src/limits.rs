@@ -146,3 +146,6 @@ pub const WEBHOOK_ROTATION_OVERLAP_MS: i64 = 24 * 3600 * 1000;
 /// The longest wait between two attempts at one webhook delivery (an
 /// hour): retries double from the first delay up to this.
 pub const WEBHOOK_MAX_RETRY_DELAY_MS: u64 = 3600 * 1000;
+/// Most records one bulk rating (`POST /v1/vat/aar/feedback`) rates: one
+/// transaction of the writer, each rating a leaf in the record log.
+pub const MAX_BULK_RATINGS: usize = 1000;

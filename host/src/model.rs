@@ -3,6 +3,7 @@
 //! exactly the spec's. Requests are checked and turned into core's types in
 //! `api::input`.
 
+pub mod dashboard;
 pub mod webhooks;
 
 use std::collections::BTreeMap;
@@ -722,6 +723,9 @@ pub struct WorkflowBody {
     pub root_jti: String,
     pub root_agent_id: String,
     pub human_ref: String,
+    /// What the organisation knows the human by, when it knows.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub human_label: Option<String>,
     pub assurance_level: String,
     pub total_records: u64,
     pub created_at: String,

@@ -11,6 +11,7 @@
 //! Every read runs under the store's time budget. A read stopped there fails
 //! with [`QueryError::TooBroad`], saying what the caller can narrow.
 
+pub mod dashboard;
 pub mod webhooks;
 
 use crate::store::sql::types::Value;
@@ -98,7 +99,7 @@ pub const MAX_LIMIT: u32 = 500;
 
 /// Why a record query ran out of time, and what is indexed.
 const RECORDS_TOO_BROAD: &str = "reading the records this filter matches takes longer than the query time budget. \
-     agent_id, provenance_ref and vat_jti are served by indexes, and since and until bound the records read; \
+     agent_id, provenance_ref, vat_jti and rated=false are served by indexes, and since and until bound the records read; \
      action, result and resource are checked record by record. Add an indexed filter or narrow since and until";
 /// Why a workflow graph ran out of time.
 const GRAPH_TOO_BROAD: &str = "this workflow has more tokens and records than can be drawn within the query time budget; \
@@ -246,6 +247,8 @@ pub struct RecordFilter {
     pub action: Option<String>,
     /// A result, `denied`, `pending` or `awaiting_approval`.
     pub result: Option<String>,
+    /// Completed records rated (`true`) or awaiting a rating (`false`).
+    pub rated: Option<bool>,
     pub resource: Option<String>,
     pub provenance_ref: Option<String>,
     pub vat_jti: Option<String>,
@@ -305,6 +308,12 @@ fn record_query(
                 values.push(Value::Text(outcome.as_str().to_owned()));
             }
         }
+    }
+    match filter.rated {
+        // Exactly the partial indexes' condition, so they serve it.
+        Some(false) => clauses.push("status = 'completed' AND rating IS NULL"),
+        Some(true) => clauses.push("status = 'completed' AND rating IS NOT NULL"),
+        None => {}
     }
     // One lower and one upper bound of `seq`, the tightest: SQLite bounds a
     // range of the key by one of each, and might pick a looser one.
@@ -556,6 +565,8 @@ pub struct WorkflowFilter {
     /// Workflows in which this agent holds a token.
     pub agent_id: Option<String>,
     pub provenance_ref: Option<String>,
+    /// Workflows of this human.
+    pub human_ref: Option<String>,
     /// Last activity at or after (unix ms).
     pub since: Option<i64>,
     /// Last activity before (unix ms).
@@ -571,6 +582,8 @@ pub struct Workflow {
     pub root_jti: String,
     pub root_agent_id: String,
     pub human_ref: String,
+    /// What the organisation knows the human by, if anything.
+    pub human_label: Option<String>,
     pub assurance_level: String,
     pub total_records: u64,
     /// Unix milliseconds.
@@ -594,28 +607,33 @@ fn workflow_page(
     filter: &WorkflowFilter,
 ) -> Result<Page<Workflow>, QueryError> {
     let mut sql = String::from(
-        "SELECT provenance_ref, root_jti, root_agent_id, human_ref, assurance_level, total_records,
-                created_at, last_activity FROM workflows",
+        "SELECT w.provenance_ref, w.root_jti, w.root_agent_id, w.human_ref, w.assurance_level,
+                w.total_records, w.created_at, w.last_activity, h.label
+         FROM workflows w LEFT JOIN human_labels h ON h.org = w.org AND h.human_ref = w.human_ref",
     );
-    let mut clauses: Vec<&str> = vec!["org = ?"];
+    let mut clauses: Vec<&str> = vec!["w.org = ?"];
     let mut values: Vec<Value> = vec![Value::Integer(org.number())];
     if let Some(agent) = &filter.agent_id {
         clauses.push(
-            "provenance_ref IN (SELECT provenance_ref FROM tokens WHERE org = ? AND agent_id = ?)",
+            "w.provenance_ref IN (SELECT provenance_ref FROM tokens WHERE org = ? AND agent_id = ?)",
         );
         values.push(Value::Integer(org.number()));
         values.push(Value::Text(agent.clone()));
     }
     if let Some(provenance_ref) = &filter.provenance_ref {
-        clauses.push("provenance_ref = ?");
+        clauses.push("w.provenance_ref = ?");
         values.push(Value::Text(provenance_ref.clone()));
     }
+    if let Some(human_ref) = &filter.human_ref {
+        clauses.push("w.human_ref = ?");
+        values.push(Value::Text(human_ref.clone()));
+    }
     if let Some(since) = filter.since {
-        clauses.push("last_activity >= ?");
+        clauses.push("w.last_activity >= ?");
         values.push(Value::Integer(since));
     }
     if let Some(until) = filter.until {
-        clauses.push("last_activity < ?");
+        clauses.push("w.last_activity < ?");
         values.push(Value::Integer(until));
     }
     if let Some(cursor) = &filter.cursor {
@@ -624,7 +642,7 @@ fn workflow_page(
             .split_once(':')
             .and_then(|(at, p)| Some((at.parse::<i64>().ok()?, p.to_owned())))
             .ok_or(QueryError::InvalidCursor)?;
-        clauses.push("(last_activity < ? OR (last_activity = ? AND provenance_ref < ?))");
+        clauses.push("(w.last_activity < ? OR (w.last_activity = ? AND w.provenance_ref < ?))");
         values.extend([
             Value::Integer(at),
             Value::Integer(at),
@@ -633,7 +651,7 @@ fn workflow_page(
     }
     sql.push_str(" WHERE ");
     sql.push_str(&clauses.join(" AND "));
-    sql.push_str(" ORDER BY last_activity DESC, provenance_ref DESC LIMIT ?");
+    sql.push_str(" ORDER BY w.last_activity DESC, w.provenance_ref DESC LIMIT ?");
     values.push(Value::Integer(i64::from(filter.limit) + 1));
     let mut statement = conn.prepare_cached(&sql)?;
     let rows = statement.query_map(params_from_iter(values), |row| {
@@ -646,6 +664,7 @@ fn workflow_page(
             total_records: count(row.get(5)?),
             created_at: row.get(6)?,
             last_activity: row.get(7)?,
+            human_label: row.get(8)?,
         })
     })?;
     let mut page = rows.collect::<Result<Vec<_>, _>>()?;

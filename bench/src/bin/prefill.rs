@@ -2,12 +2,16 @@
 //! an existing token, in its organisation after its last record, written
 //! by the statements the ledger writes them with — each with its leaf in
 //! the record log, and a checkpoint signed per transaction — for the
-//! growth runs of `cargo xtask bench`.
+//! growth runs of `cargo xtask bench` (with the counters the ledger keeps
+//! with them: the agent's, the workflow's and the dashboard's).
 //! `prefill <data-dir> <jti> <count>`
+
+use std::collections::BTreeMap;
 
 use mandate_core::{AarId, Claims, CountsChange, Jti, OrgId, Outcome, RecordState, Ulid, Usd};
 use mandate_host::recordlog::{self, events};
 use mandate_host::secrets::{KEY_FILE, Kek};
+use mandate_host::store::dashboard::{self, DayCounts, HourCounts, Moved};
 use mandate_host::store::log as log_rows;
 use mandate_host::store::orgs;
 use mandate_host::store::records::{self, Credential, NewRecord, SummaryKey};
@@ -63,9 +67,19 @@ fn main() -> anyhow::Result<()> {
         let tx = conn.unchecked_transaction()?;
         let end = (written + ROWS_PER_TRANSACTION).min(count);
         let mut per_action = [0i64; ACTIONS.len()];
+        let mut days = BTreeMap::<i64, DayCounts>::new();
+        let mut hours = BTreeMap::<i64, HourCounts>::new();
+        let moved = Moved::of(None, &state);
         for n in written..end {
             per_action[(n % 3) as usize] += 1;
             let at = stamp(n);
+            days.entry(dashboard::day_of(at))
+                .or_default()
+                .add(&moved.day);
+            hours
+                .entry(dashboard::hour_of(at))
+                .or_default()
+                .add(&moved.hour);
             let mut random = [0u8; 10];
             random[2..].copy_from_slice(&n.to_be_bytes());
             let aar_id = AarId::new(Ulid::new(at as u64, random)?);
@@ -104,7 +118,14 @@ fn main() -> anyhow::Result<()> {
             successes: added,
             ..CountsChange::default()
         };
-        records::count_for_agent(&tx, org, &agent_id, &change)?;
+        records::count_for_agent(&tx, org, &agent_id, &change, Some(stamp(end - 1)))?;
+        for (day, counts) in &days {
+            dashboard::add_agent_day(&tx, org, &agent_id, *day, counts)?;
+        }
+        for (hour, counts) in &hours {
+            dashboard::add_org_hour(&tx, org, *hour, counts)?;
+        }
+        dashboard::add_inbox(&tx, org, 0, added * moved.records_unrated)?;
         records::count_for_workflow(&tx, token.svc_prov.as_str(), added, stamp(end - 1))?;
         for (action, added) in ACTIONS.iter().zip(per_action) {
             let key = SummaryKey {

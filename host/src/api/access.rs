@@ -61,7 +61,7 @@ const ADMIN: Access = Access::ApiKey(KeyNeeds::Admin);
 /// test checks that it names every operation the router serves, and only
 /// those.
 #[rustfmt::skip]
-pub(crate) const ROUTES: [(&str, &str, Access); 44] = [
+pub(crate) const ROUTES: [(&str, &str, Access); 50] = [
     ("post",   "/v1/vat/issue/l1",                              ISSUE),
     ("post",   "/v1/vat/issue/l2",                              ISSUE),
     ("post",   "/v1/vat/auth/capture",                          ISSUE),
@@ -69,6 +69,7 @@ pub(crate) const ROUTES: [(&str, &str, Access); 44] = [
     ("post",   "/v1/vat/authorize",                             Access::TokenOrNamed),
     ("post",   "/v1/vat/aar/{aar_id}/complete",                 Access::TokenOrNamed),
     ("post",   "/v1/vat/aar/{aar_id}/feedback",                 Access::ApiKey(KeyNeeds::Role(Permission::Rate))),
+    ("post",   "/v1/vat/aar/feedback",                          Access::ApiKey(KeyNeeds::Role(Permission::Rate))),
     ("get",    "/v1/vat/reputation/{agent_id}",                 READ),
     ("get",    "/v1/vat/aar/provenance/{provenance_ref}",       READ),
     ("get",    "/v1/vat/aar/provenance/{provenance_ref}/graph", READ),
@@ -82,6 +83,11 @@ pub(crate) const ROUTES: [(&str, &str, Access); 44] = [
     ("get",    "/v1/vat/aar/{aar_id}",                          READ),
     ("get",    "/v1/vat/aar",                                   READ),
     ("get",    "/v1/vat/workflows",                             READ),
+    ("get",    "/v1/vat/agents",                                READ),
+    ("get",    "/v1/vat/agents/{agent_id}/history",             READ),
+    ("get",    "/v1/vat/overview",                              READ),
+    ("get",    "/v1/vat/inbox/counts",                          READ),
+    ("get",    "/v1/vat/tokens",                                READ),
     ("get",    "/v1/me",                                        READ),
     ("post",   "/v1/orgs",                                      ADMIN),
     ("get",    "/v1/orgs",                                      ADMIN),

@@ -63,12 +63,14 @@ pub(crate) async fn issue_l2(
         issuer: who.issuer,
         subject: who.subject,
     };
+    let label = who.label;
     let key = key.map(|k| k.scoped(principal.org, "issue_l2", &principal.id));
     let root = Root {
         identity: &identity,
         level: AssuranceLevel::L2,
         request,
         status_base: public_base(&state, &headers),
+        label,
     };
     issue_root_token(&state, &principal, key, root, now).await
 }
@@ -109,6 +111,7 @@ pub(crate) async fn auth_capture(
         level: AssuranceLevel::L3,
         request,
         status_base: public_base(&state, &headers),
+        label: None,
     };
     issue_root_token(&state, &principal, key, root, now).await
 }

@@ -7,13 +7,19 @@ use crate::apikeys::{KeyInfo, Principal};
 use crate::clock::{Now, iso_ms, iso_s};
 use crate::error::{ApiError, ApiResult};
 use crate::ledger::{OrgCreated, Revoked};
+use crate::model::dashboard::{
+    AgentHistoryBody, AgentListItem, AgentPage, AgentWindowBody, BudgetUse, HistoryDayBody,
+    OverviewBody, OverviewBucket, OverviewTotals, SparkDayBody, TokenListItem, TokenPage,
+};
 use crate::model::{
     GraphBody, GraphEdge, GraphNode, IssuedKeyBody, IssuedToken, KeyBody, KeyList, MeBody, OrgBody,
     OrgCreatedBody, OrgPage, OrgRef, QuotasBody, RecordBody, RecordPage, ReputationBody,
     ReputationCountsBody, RevokeResponse, SummaryBody, TokenStatus as TokenStatusBody,
     TokenSummary, WorkflowBody, WorkflowPage,
 };
+use crate::queries::dashboard::{AgentOverview, HistoryDay, ListedToken, Overview};
 use crate::queries::{Graph, Page, TokenTree, Workflow};
+use crate::store::dashboard::{DAY_MS, HourCounts};
 use crate::store::orgs::{OrgRow, Quotas};
 use crate::store::records::Record;
 use crate::store::tokens::TokenRow;
@@ -256,6 +262,7 @@ pub(crate) fn workflow_page(page: Page<Workflow>) -> WorkflowPage {
                 root_jti: w.root_jti,
                 root_agent_id: w.root_agent_id,
                 human_ref: w.human_ref,
+                human_label: w.human_label,
                 assurance_level: w.assurance_level,
                 total_records: w.total_records,
                 created_at: iso_ms(w.created_at),
@@ -339,5 +346,167 @@ pub(crate) fn me(principal: Principal, org: OrgRow) -> MeBody {
             org_id: org.id,
             name: org.name,
         },
+    }
+}
+
+/// A UTC day (days since the epoch) as `YYYY-MM-DD`.
+fn day(day: i64) -> String {
+    iso_ms(day.saturating_mul(DAY_MS))
+        .get(..10)
+        .unwrap_or_default()
+        .to_owned()
+}
+
+/// A page of agents, each with its reputation, window and sparkline.
+pub(crate) fn agent_page(page: Page<AgentOverview>) -> AgentPage {
+    AgentPage {
+        agents: page
+            .items
+            .into_iter()
+            .map(|a| AgentListItem {
+                agent_id: format!("agent:{}", a.agent_id),
+                combined_reputation: a.reputation.combined_reputation,
+                execution_score: a.reputation.execution_score,
+                feedback_score: a.reputation.feedback_score,
+                total_actions: a.reputation.total_actions,
+                last_activity: a.last_activity.map(iso_ms),
+                window: AgentWindowBody {
+                    records: a.window.records,
+                    successes: a.window.successes,
+                    errors: a.window.errors,
+                    denied: a.window.denied,
+                    denial_rate: a.window.denial_rate,
+                    error_rate: a.window.error_rate,
+                },
+                recent: a
+                    .recent
+                    .into_iter()
+                    .map(|d| SparkDayBody {
+                        day: day(d.day),
+                        successes: d.successes,
+                        errors: d.errors,
+                        denied: d.denied,
+                    })
+                    .collect(),
+            })
+            .collect(),
+        next_cursor: page.next_cursor,
+    }
+}
+
+/// An agent's history.
+pub(crate) fn agent_history(agent_id: &str, days: Vec<HistoryDay>) -> AgentHistoryBody {
+    AgentHistoryBody {
+        agent_id: format!("agent:{agent_id}"),
+        days: days
+            .into_iter()
+            .map(|d| HistoryDayBody {
+                day: day(d.day),
+                records: d.records,
+                successes: d.successes,
+                errors: d.errors,
+                denied: d.denied,
+                approved: d.approved,
+                flagged: d.flagged,
+                rejected: d.rejected,
+                combined_reputation: d.reputation.combined_reputation,
+            })
+            .collect(),
+    }
+}
+
+/// `part / whole`, 0 when `whole` is.
+fn rate(part: i64, whole: i64) -> f64 {
+    if whole <= 0 {
+        0.0
+    } else {
+        (part as f64 / whole as f64).clamp(0.0, 1.0)
+    }
+}
+
+/// The mean approval wait of some counts, if any was decided.
+fn mean_wait(counts: &HourCounts) -> Option<f64> {
+    (counts.approvals_decided > 0)
+        .then(|| counts.approval_wait_ms as f64 / counts.approvals_decided as f64)
+}
+
+fn whole(value: i64) -> u64 {
+    u64::try_from(value).unwrap_or(0)
+}
+
+/// The organisation over a window.
+pub(crate) fn overview(overview: Overview) -> OverviewBody {
+    let t = overview.totals;
+    OverviewBody {
+        window: overview.window.as_str().to_owned(),
+        from: iso_ms(overview.from),
+        to: iso_ms(overview.to),
+        bucket: if overview.hourly { "hour" } else { "day" }.to_owned(),
+        series: overview
+            .series
+            .into_iter()
+            .map(|b| {
+                let c = b.counts;
+                OverviewBucket {
+                    start: iso_ms(b.start),
+                    records: whole(c.records),
+                    denied: whole(c.denied),
+                    errors: whole(c.errors),
+                    ratings: whole(c.ratings),
+                    approvals_decided: whole(c.approvals_decided),
+                    approval_wait_ms_mean: mean_wait(&c),
+                    approval_wait_ms_max: (c.approvals_decided > 0)
+                        .then(|| whole(c.approval_wait_max_ms)),
+                }
+            })
+            .collect(),
+        totals: OverviewTotals {
+            records: whole(t.records),
+            denied: whole(t.denied),
+            errors: whole(t.errors),
+            ratings: whole(t.ratings),
+            approvals_decided: whole(t.approvals_decided),
+            denial_rate: rate(t.denied, t.records),
+            error_rate: rate(t.errors, t.successes.saturating_add(t.errors)),
+            approval_wait_ms_mean: mean_wait(&t),
+        },
+        budgets: overview
+            .budgets
+            .into_iter()
+            .map(|b| BudgetUse {
+                jth: b.jth,
+                agent_id: format!("agent:{}", b.agent_id),
+                provenance_ref: b.provenance_ref,
+                budget: b.limit.as_str().to_owned(),
+                used: b.used,
+                limit: b.max,
+                percent: b.percent,
+            })
+            .collect(),
+    }
+}
+
+/// A page of tokens, each with its status at `now`.
+pub(crate) fn token_page(page: Page<ListedToken>, now: Now) -> TokenPage {
+    TokenPage {
+        tokens: page
+            .items
+            .into_iter()
+            .map(|t| TokenListItem {
+                status: status(&t.token, now),
+                jti: t.token.jti,
+                agent_id: t.token.agent_id,
+                parent: t.token.parent,
+                delegation_depth: t.token.depth,
+                provenance_ref: t.token.provenance_ref,
+                human_ref: t.human_ref,
+                human_label: t.human_label,
+                assurance_level: t.assurance_level,
+                issued_at: iso_s(t.token.issued_at),
+                expires_at: iso_s(t.token.expires_at),
+                revoked_at: t.token.revoked_at.map(iso_s),
+            })
+            .collect(),
+        next_cursor: page.next_cursor,
     }
 }

@@ -3,7 +3,8 @@
 
 use mandate_core::{
     Action, AgentId, ApprovalRequirement, Constraints, Framework, HolderKey, Identity, Jkt,
-    Outcome, Policy, Rating, Resource, ResultHash, Role, Scope, ScopeError, TokenRequest, Usd,
+    Outcome, Policy, ProvenanceRef, Rating, Resource, ResultHash, Role, Scope, ScopeError,
+    TokenRequest, Usd,
 };
 
 use crate::error::{ApiError, ApiResult};
@@ -99,6 +100,10 @@ pub(crate) fn resource(text: &str) -> ApiResult<Resource> {
 pub(crate) fn outcome(text: &str) -> ApiResult<Outcome> {
     text.parse::<Outcome>()
         .map_err(|e| invalid("result", e.code(), e))
+}
+
+pub(crate) fn provenance_ref(text: &str) -> ApiResult<ProvenanceRef> {
+    ProvenanceRef::parse(text).map_err(|e| invalid("provenance_ref", e.code(), e))
 }
 
 pub(crate) fn rating(text: &str) -> ApiResult<Rating> {

@@ -58,6 +58,7 @@ pub(crate) async fn issue_l1(
         level: AssuranceLevel::L1,
         request,
         status_base: public_base(&state, &headers),
+        label: Some(body.developer_email.to_lowercase()),
     };
     issue_root_token(&state, &principal, key, root, now).await
 }
@@ -71,6 +72,9 @@ pub(crate) struct Root<'a> {
     /// The server's public address, under which the token's status list
     /// is (see `status::public_base`).
     pub(crate) status_base: String,
+    /// What the organisation will know the human by: the e-mail for L1,
+    /// the ID token's `name` (else `email`) for L2, none for L3.
+    pub(crate) label: Option<String>,
 }
 
 /// Issues, signs and stores a root token for a verified human, whatever the
@@ -105,11 +109,18 @@ pub(crate) async fn issue_root_token(
     let by = principal.id.clone();
     let org = principal.org;
     let base = root.status_base;
+    let label = root.label;
     let (_, rendered) = once(
         state,
         key_for_replay,
         now,
-        move |ledger| ledger.store_root(org, claims, &key, &by, &base, now),
+        move |ledger| {
+            let issued = ledger.store_root(org, claims, &key, &by, &base, now)?;
+            if let Some(label) = &label {
+                ledger.label_human(org, &issued.0.svc_human, label, now)?;
+            }
+            Ok(issued)
+        },
         |(claims, compact)| match bodies::issued(claims, compact.clone(), None) {
             Ok(token) => Rendered::json(StatusCode::CREATED, &token),
             Err(error) => Rendered::problem(&error),

@@ -8,6 +8,7 @@ mod agent;
 mod approvals;
 mod assurance;
 mod bodies;
+mod dashboard;
 mod docs;
 mod events;
 mod extract;
@@ -207,6 +208,7 @@ pub fn app(state: AppState) -> Router {
         .routes(routes!(agent::authorize))
         .routes(routes!(agent::complete))
         .routes(routes!(records::feedback))
+        .routes(routes!(records::bulk_feedback))
         .routes(routes!(workflows::reputation))
         .routes(routes!(workflows::provenance_summary))
         .routes(routes!(workflows::graph))
@@ -220,6 +222,11 @@ pub fn app(state: AppState) -> Router {
         .routes(routes!(records::record))
         .routes(routes!(records::records))
         .routes(routes!(workflows::workflows))
+        .routes(routes!(dashboard::agents))
+        .routes(routes!(dashboard::agent_history))
+        .routes(routes!(dashboard::overview))
+        .routes(routes!(dashboard::inbox_counts))
+        .routes(routes!(tokens::tokens))
         .routes(routes!(orgs::me))
         .routes(routes!(orgs::create_org, orgs::list_orgs))
         .routes(routes!(orgs::update_org))

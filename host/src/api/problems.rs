@@ -49,6 +49,12 @@ impl From<LedgerError> for ApiError {
             LedgerError::UnknownToken => ApiError::not_found("token_not_found", message),
             LedgerError::UnknownRecord => ApiError::not_found("record_not_found", message),
             LedgerError::UnknownApproval => ApiError::not_found("approval_not_found", message),
+            LedgerError::UnknownWorkflow => ApiError::not_found("workflow_not_found", message),
+            LedgerError::TooManyRecords => ApiError::new(
+                StatusCode::UNPROCESSABLE_ENTITY,
+                "too_many_records",
+                message,
+            ),
             LedgerError::Lifecycle(error) => lifecycle(error),
             LedgerError::BeyondReservation {
                 aar_id,

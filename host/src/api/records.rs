@@ -1,4 +1,5 @@
-//! Records by API key: rating one, reading one, and the filtered list.
+//! Records by API key: rating one, or a workflow's at once, reading one,
+//! and the filtered list.
 
 use axum::extract::{Path, State};
 use mandate_core::{Action, Jti, ProvenanceRef, Resource};
@@ -13,6 +14,8 @@ use super::query::{Query, agent_filter, checked, limit, record_id, time};
 use crate::AppState;
 use crate::clock::iso_ms;
 use crate::error::ApiResult;
+use crate::ledger::BulkRating;
+use crate::model::dashboard::{BulkFeedbackRequest, BulkFeedbackResponse};
 use crate::model::{FeedbackRequest, FeedbackResponse, RecordBody, RecordPage, forms};
 use crate::queries::{self, DEFAULT_LIMIT, MAX_LIMIT, RecordFilter};
 
@@ -54,6 +57,38 @@ pub(crate) async fn feedback(
     }))
 }
 
+/// Rates at once every completed record of a workflow with one result that
+/// awaits a rating.
+#[utoipa::path(
+    post,
+    path = "/v1/vat/aar/feedback",
+    tag = "records",
+    request_body = BulkFeedbackRequest,
+    responses((status = 200, description = "The records rated", body = BulkFeedbackResponse), Errors)
+)]
+pub(crate) async fn bulk_feedback(
+    State(state): State<AppState>,
+    ApiKeyAuth(principal): ApiKeyAuth,
+    Json(body): Json<BulkFeedbackRequest>,
+) -> ApiResult<axum::Json<BulkFeedbackResponse>> {
+    let now = state.clock.now();
+    let provenance_ref = input::provenance_ref(&body.provenance_ref)?;
+    let result = input::outcome(&body.result)?;
+    let bulk = BulkRating {
+        provenance_ref,
+        result,
+        rating: input::rating(&body.rating)?,
+        note: input::text("note", body.note.as_deref(), MAX_NOTE_CHARS)?,
+    };
+    let rated = state
+        .write(move |ledger| ledger.rate_workflow(principal.org, &bulk, &principal.id, now))
+        .await?;
+    Ok(axum::Json(BulkFeedbackResponse {
+        rated: rated.len() as u64,
+        aar_ids: rated.iter().map(ToString::to_string).collect(),
+    }))
+}
+
 /// One record in full.
 #[utoipa::path(
     get,
@@ -87,6 +122,9 @@ pub(crate) struct RecordQuery {
     /// A result (`success`, `error`, `timeout`, `cancelled`), `denied`, `pending` or `awaiting_approval`.
     #[param(value_type = Option<forms::ResultFilter>)]
     pub(crate) result: Option<String>,
+    /// Completed records rated (`true`) or awaiting a rating (`false`,
+    /// served by an index).
+    pub(crate) rated: Option<bool>,
     #[param(value_type = Option<forms::Resource>)]
     pub(crate) resource: Option<String>,
     #[param(value_type = Option<forms::ProvenanceRef>)]
@@ -125,6 +163,7 @@ pub(crate) async fn records(
         agent_id: agent_filter(query.agent_id.as_deref())?,
         action: checked(query.action, Action::parse)?,
         result: query.result,
+        rated: query.rated,
         resource: checked(query.resource, Resource::parse)?,
         provenance_ref: checked(query.provenance_ref, ProvenanceRef::parse)?,
         vat_jti: checked(query.vat_jti, Jti::parse)?,

@@ -1,23 +1,25 @@
 //! Tokens after issue: revoking one with every descendant (by API key, or
 //! by an agent with its own token), and a token's status with its
-//! descendants'.
+//! descendants', and the organisation's tokens.
 
 use axum::extract::{Path, State};
 use axum::http::HeaderMap;
-use mandate_core::Jti;
+use mandate_core::{HumanRef, Jti, ProvenanceRef};
 use serde::Deserialize;
 use utoipa::IntoParams;
 
 use super::bodies;
 use super::docs::Errors;
-use super::extract::{AgentCall, Json, Need, Operation, has_api_key, parse_jti};
+use super::extract::{AgentCall, ApiKeyAuth, Json, Need, Operation, has_api_key, parse_jti};
 use super::input::{self, MAX_REASON_CHARS};
-use super::query::{Query, limit};
+use super::query::{Query, agent_filter, checked, limit};
 use crate::AppState;
 use crate::error::{ApiError, ApiResult};
 use crate::ledger::Revoker;
-use crate::model::{RevokeRequest, RevokeResponse, TokenStatus};
-use crate::queries::{self, DescendantPage, QueryError};
+use crate::model::dashboard::TokenPage;
+use crate::model::{RevokeRequest, RevokeResponse, TokenStatus, forms};
+use crate::queries::dashboard::{self, TokenFilter, TokenState};
+use crate::queries::{self, DEFAULT_LIMIT, DescendantPage, MAX_LIMIT, QueryError};
 
 /// Revokes a token and every descendant.
 #[utoipa::path(
@@ -93,4 +95,65 @@ pub(crate) async fn token(
         .read(move |conn| queries::token_tree(conn, principal.org, jti.as_str(), &page))
         .await?;
     Ok(axum::Json(bodies::token_tree(tree, now)))
+}
+
+/// Query of the token list.
+#[derive(Debug, Clone, Deserialize, IntoParams)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct TokenListQuery {
+    /// Tokens held by this agent (bare or `agent:<id>`).
+    #[param(pattern = r"^(agent:)?[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")]
+    pub(crate) agent_id: Option<String>,
+    /// Tokens of this human's workflows.
+    #[param(value_type = Option<forms::Sha256Ref>)]
+    pub(crate) human_ref: Option<String>,
+    #[param(value_type = Option<forms::ProvenanceRef>)]
+    pub(crate) provenance_ref: Option<String>,
+    /// `active`, `revoked` or `expired`.
+    #[param(pattern = "^(active|revoked|expired)$")]
+    pub(crate) status: Option<String>,
+    /// Page size, 1–500 (default 50).
+    #[param(minimum = 1, maximum = 500)]
+    pub(crate) limit: Option<u32>,
+    /// The `next_cursor` of the previous page.
+    #[param(pattern = r"^[A-Za-z0-9_-]+$")]
+    pub(crate) cursor: Option<String>,
+}
+
+/// The organisation's tokens: active ones first, then newest issued.
+#[utoipa::path(
+    get,
+    path = "/v1/vat/tokens",
+    tag = "tokens",
+    params(TokenListQuery),
+    responses((status = 200, description = "A page of tokens", body = TokenPage), Errors)
+)]
+pub(crate) async fn tokens(
+    State(state): State<AppState>,
+    ApiKeyAuth(principal): ApiKeyAuth,
+    Query(query): Query<TokenListQuery>,
+) -> ApiResult<axum::Json<TokenPage>> {
+    let now = state.clock.now();
+    let status = query
+        .status
+        .as_deref()
+        .map(|text| {
+            TokenState::parse(text).ok_or_else(|| {
+                ApiError::bad_request("invalid_query", "status must be active, revoked or expired")
+            })
+        })
+        .transpose()?;
+    let filter = TokenFilter {
+        agent_id: agent_filter(query.agent_id.as_deref())?,
+        human_ref: checked(query.human_ref, HumanRef::parse)?,
+        provenance_ref: checked(query.provenance_ref, ProvenanceRef::parse)?,
+        status,
+        limit: limit(query.limit, DEFAULT_LIMIT, MAX_LIMIT)?,
+        cursor: query.cursor,
+    };
+    let page = state
+        .store
+        .read(move |conn| dashboard::tokens(conn, principal.org, &filter, now.s()))
+        .await?;
+    Ok(axum::Json(bodies::token_page(page, now)))
 }

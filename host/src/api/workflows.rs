@@ -2,7 +2,7 @@
 //! summary and execution graph, and the list of recent workflows.
 
 use axum::extract::{Path, State};
-use mandate_core::{AgentId, ProvenanceRef};
+use mandate_core::{AgentId, HumanRef, ProvenanceRef};
 use serde::Deserialize;
 use utoipa::IntoParams;
 
@@ -106,6 +106,9 @@ pub(crate) struct WorkflowQuery {
     pub(crate) agent_id: Option<String>,
     #[param(value_type = Option<forms::ProvenanceRef>)]
     pub(crate) provenance_ref: Option<String>,
+    /// Workflows of this human.
+    #[param(value_type = Option<forms::Sha256Ref>)]
+    pub(crate) human_ref: Option<String>,
     /// Last activity at or after (RFC 3339).
     #[param(format = DateTime)]
     pub(crate) since: Option<String>,
@@ -136,6 +139,7 @@ pub(crate) async fn workflows(
     let filter = WorkflowFilter {
         agent_id: agent_filter(query.agent_id.as_deref())?,
         provenance_ref: checked(query.provenance_ref, ProvenanceRef::parse)?,
+        human_ref: checked(query.human_ref, HumanRef::parse)?,
         since: time("since", query.since.as_deref())?,
         until: time("until", query.until.as_deref())?,
         limit: limit(query.limit, DEFAULT_LIMIT, MAX_LIMIT)?,

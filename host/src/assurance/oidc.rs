@@ -56,6 +56,22 @@ const ALGORITHMS: [&str; 3] = ["RS256", "ES256", "EdDSA"];
 pub struct OidcIdentity {
     pub issuer: String,
     pub subject: String,
+    /// What to show the human as: the ID token's `name`, else its `email`
+    /// (each only when 1–256 characters with no control character); it
+    /// names, never identifies.
+    pub label: Option<String>,
+}
+
+/// The longest label kept from an ID token.
+const MAX_LABEL_CHARS: usize = 256;
+
+/// A claim fit to show as a label.
+fn label(claim: Option<String>) -> Option<String> {
+    claim.map(|text| text.trim().to_owned()).filter(|text| {
+        !text.is_empty()
+            && text.chars().count() <= MAX_LABEL_CHARS
+            && !text.chars().any(char::is_control)
+    })
 }
 
 fn refused(code: &'static str, detail: &str) -> ApiError {
@@ -376,6 +392,10 @@ struct IdClaims {
     iat: i64,
     #[serde(default)]
     nonce: Option<String>,
+    #[serde(default)]
+    name: Option<String>,
+    #[serde(default)]
+    email: Option<String>,
 }
 
 #[derive(Deserialize)]
@@ -514,6 +534,7 @@ impl OidcIssuers {
         Ok(OidcIdentity {
             issuer: issuer.config.issuer.clone(),
             subject: claims.sub,
+            label: label(claims.name).or_else(|| label(claims.email)),
         })
     }
 }

@@ -233,6 +233,7 @@ const TITLES: &[(&str, &str)] = &[
     ("too_many_children",            "Too many child tokens"),
     ("too_many_keys",                "Too many keys"),
     ("too_many_orgs",                "No room for another organisation"),
+    ("too_many_records",             "Too many records to rate at once"),
     ("too_many_streams",             "Too many event streams open"),
     ("too_many_webhooks",            "Organisation has as many webhooks as it may"),
     ("traceparent_invalid_flags",    "Trace context flags are not two lowercase hex digits"),

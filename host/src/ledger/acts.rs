@@ -5,9 +5,9 @@ use std::sync::Arc;
 
 use mandate_core::webhook::EventType;
 use mandate_core::{
-    AarId, Action, ApprovalId, Claims, CountsChange, Decision, DenyReason, Jti, Outcome, Rating,
-    RecordEvent, RecordState, Resource, ResultHash, Usd, chain_requires_approval,
-    check_chain_budgets, check_chain_extra_spend, transition,
+    AarId, Action, ApprovalId, Claims, Decision, DenyReason, Jti, Outcome, Rating, RecordEvent,
+    RecordState, Resource, ResultHash, Usd, chain_requires_approval, check_chain_budgets,
+    check_chain_extra_spend, transition,
 };
 
 use super::outbox::ChargedBy;
@@ -16,6 +16,8 @@ use crate::clock::Now;
 use crate::recordlog::events;
 use crate::store::orgs::Org;
 use crate::store::records::{self, Credential, NewRecord, Record, SummaryKey, micros};
+use mandate_core::ProvenanceRef;
+use mandate_core::limits::MAX_BULK_RATINGS;
 
 /// What an agent asks to do.
 #[derive(Debug, Clone)]
@@ -65,6 +67,16 @@ pub struct Completion {
     /// The token presented with the call (verified, with its proof when
     /// bound), if any.
     pub presented: Option<Jti>,
+}
+
+/// The records of a workflow to rate at once: those completed with
+/// `result` that await a rating.
+#[derive(Debug, Clone)]
+pub struct BulkRating {
+    pub provenance_ref: ProvenanceRef,
+    pub result: Outcome,
+    pub rating: Rating,
+    pub note: Option<String>,
 }
 
 /// A rating given.
@@ -270,11 +282,8 @@ impl Ledger {
                 log: record.log.completed,
             },
         )?;
-        self.counters.count_for_agent(
-            record.org(),
-            &record.agent_id,
-            CountsChange::of(Some(&before), &state),
-        );
+        self.counters
+            .record_moved(record.org(), &record.agent_id, at, Some(&before), &state);
         if state
             .result()
             .is_some_and(|result| result != Outcome::Success)
@@ -331,16 +340,45 @@ impl Ledger {
                 log,
             },
         )?;
-        self.counters.count_for_agent(
-            org,
-            &record.agent_id,
-            CountsChange::of(Some(&before), &rated),
-        );
+        self.counters
+            .record_moved(org, &record.agent_id, at, Some(&before), &rated);
         self.emit_record(EventType::RecordRated, &record, at)?;
         Ok(Rated {
             aar_id: aar_id.clone(),
             rating,
             at,
         })
+    }
+
+    /// Rates every completed record of a workflow of `org` with `result`
+    /// that awaits a rating, each exactly as [`Ledger::rate`] rates one,
+    /// in one transaction; more than `MAX_BULK_RATINGS` of them rates
+    /// none. A record rated already is left alone, so a second call rates
+    /// nothing.
+    pub fn rate_workflow(
+        &mut self,
+        org: Org,
+        bulk: &BulkRating,
+        by: &str,
+        now: Now,
+    ) -> Result<Vec<AarId>, LedgerError> {
+        self.enter(org)?;
+        let workflow = bulk.provenance_ref.as_str();
+        if !records::workflow_exists(&self.conn, org, workflow)? {
+            return Err(LedgerError::UnknownWorkflow);
+        }
+        let limit = i64::try_from(MAX_BULK_RATINGS).unwrap_or(i64::MAX) + 1;
+        let found = records::unrated_of_workflow(&self.conn, org, workflow, bulk.result, limit)?;
+        if found.len() > MAX_BULK_RATINGS {
+            return Err(LedgerError::TooManyRecords);
+        }
+        found
+            .iter()
+            .map(|id| {
+                let aar_id = AarId::parse(id).map_err(internal)?;
+                self.rate(org, &aar_id, bulk.rating, bulk.note.as_deref(), by, now)
+                    .map(|rated| rated.aar_id)
+            })
+            .collect()
     }
 }

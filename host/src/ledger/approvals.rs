@@ -6,9 +6,7 @@
 
 use mandate_core::tlog::{ApprovalDecided, LogEvent};
 use mandate_core::webhook::EventType;
-use mandate_core::{
-    AarId, ApprovalDecision, ApprovalId, CountsChange, Jti, KeyId, RecordState, Usd, transition,
-};
+use mandate_core::{AarId, ApprovalDecision, ApprovalId, Jti, KeyId, RecordState, Usd, transition};
 
 use super::acts::AwaitedApproval;
 use super::outbox::ChargedBy;
@@ -229,11 +227,15 @@ impl Ledger {
             };
             self.charge(&budgeted, -micros(reserved), -1, by)?;
         }
-        self.counters.count_for_agent(
-            record.org(),
-            &record.agent_id,
-            CountsChange::of(Some(&before), &state),
-        );
+        self.counters
+            .record_moved(record.org(), &record.agent_id, at_ms, Some(&before), &state);
+        if by.is_some() {
+            self.counters.approval_decided(
+                record.org(),
+                at_ms,
+                at_ms.saturating_sub(approval.requested_at).max(0),
+            );
+        }
         for (key_state, change) in [(before, -1), (state, 1)] {
             self.counters.count_in_summary(
                 &SummaryKey {

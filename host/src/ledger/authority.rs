@@ -3,8 +3,9 @@
 //! with every descendant.
 
 use mandate_core::{
-    AarId, BudgetExceeded, Claims, DenyReason, IssueError, Jti, Outcome, RecordEvent, SigningKey,
-    TokenRequest, Ulid, Usd, check_chain_budgets, check_fan_out, delegate, sign, transition,
+    AarId, BudgetExceeded, Claims, DenyReason, HumanRef, IssueError, Jti, Outcome, RecordEvent,
+    SigningKey, TokenRequest, Ulid, Usd, check_chain_budgets, check_fan_out, delegate, sign,
+    transition,
 };
 
 use mandate_core::webhook::EventType;
@@ -15,6 +16,7 @@ use crate::events::TokenRevokedData;
 use crate::keyring::{self, KeyRevocation};
 use crate::recordlog::events;
 use crate::secrets::Kek;
+use crate::store::dashboard;
 use crate::store::orgs::{self as org_rows, Org};
 use crate::store::records::{self, Credential, NewRecord, NewWorkflow};
 use crate::store::tokens::{self, NewToken};
@@ -170,6 +172,19 @@ impl Ledger {
         let compact = sign(&claims, key).map_err(internal)?;
         self.store_token(org, &claims, None, key.kid(), Some(issued_by), now.ms())?;
         Ok((claims, compact))
+    }
+
+    /// Stores what `org` knows the human `human` by (the newest label wins),
+    /// in the transaction of the issue that tells it.
+    pub fn label_human(
+        &mut self,
+        org: Org,
+        human: &HumanRef,
+        label: &str,
+        now: Now,
+    ) -> Result<(), LedgerError> {
+        dashboard::label_human(&self.conn, org, human.as_str(), label, now.ms())?;
+        Ok(())
     }
 
     /// Delegates from a parent token presented by its holder: core decides,

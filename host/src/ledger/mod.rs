@@ -38,19 +38,19 @@ use std::sync::Arc;
 use crate::store::sql::{self, Connection, Dialect};
 use mandate_core::{
     AarId, BudgetExceeded, Claims, Constraints, CountsChange, DenyReason, IssueError, Jth, Jti,
-    RecordError, ScopeError, TokenStatus, Ulid, Usage, Usd,
+    RecordError, RecordState, ScopeError, TokenStatus, Ulid, Usage, Usd,
 };
 
 use mandate_core::Outcome;
-use mandate_core::limits::MAX_WEBHOOKS_PER_ORG;
+use mandate_core::limits::{MAX_BULK_RATINGS, MAX_WEBHOOKS_PER_ORG};
 use mandate_core::webhook::EventType;
 
 use crate::recordlog::events;
 use crate::store::orgs::{self as org_rows, Org, Quotas};
 use crate::store::records::{self, SummaryKey};
-use crate::store::{Owned, StoreError, tokens};
+use crate::store::{Owned, StoreError, dashboard, tokens};
 
-pub use acts::{Attempt, Attempted, AwaitedApproval, Completion, Rated};
+pub use acts::{Attempt, Attempted, AwaitedApproval, BulkRating, Completion, Rated};
 pub use approvals::{ApprovalView, EXPIRY_BATCH, approval_id_of};
 pub use authority::{Delegated, Delegation, REVOKED_LIST_LIMIT, Refusal, Revoked, Revoker};
 pub use idempotency::{IdempotencyKey, Reply};
@@ -104,6 +104,14 @@ pub enum LedgerError {
     /// No approval of the caller's organisation has this id.
     #[error("no approval has this approval_id")]
     UnknownApproval,
+    /// No workflow of the caller's organisation has this provenance_ref.
+    #[error("no workflow has this provenance_ref")]
+    UnknownWorkflow,
+    /// A bulk rating matched more records than one may rate.
+    #[error(
+        "more than {MAX_BULK_RATINGS} records match; nothing was rated. Rate them one by one, or narrow the workflow"
+    )]
+    TooManyRecords,
     /// The record is not in a state for this (already completed, rated…).
     #[error(transparent)]
     Lifecycle(RecordError),
@@ -226,7 +234,14 @@ type Budgeted = Vec<(Jth, Constraints)>;
 /// these counters.
 #[derive(Debug, Default)]
 struct Counters {
-    agents: HashMap<(Org, String), CountsChange>,
+    /// Reputation counts and the latest activity, per agent.
+    agents: HashMap<(Org, String), (CountsChange, Option<i64>)>,
+    /// The dashboard's: per agent and UTC day, per organisation and UTC
+    /// hour, and each organisation's inbox (approvals pending, records
+    /// unrated).
+    days: HashMap<(Org, String, i64), dashboard::DayCounts>,
+    hours: HashMap<(Org, i64), dashboard::HourCounts>,
+    inboxes: HashMap<Org, (i64, i64)>,
     /// Records added and the latest activity, per workflow.
     workflows: HashMap<String, (i64, i64)>,
     /// Changes to workflow summaries, keyed by provenance ref, agent,
@@ -237,11 +252,50 @@ struct Counters {
 }
 
 impl Counters {
-    fn count_for_agent(&mut self, org: Org, agent_id: &str, change: CountsChange) {
-        self.agents
-            .entry((org, agent_id.to_owned()))
+    /// Counts a record of an agent of `org` going from `before` (`None`:
+    /// made now) to `after` at `at_ms`: its agent's reputation counts and
+    /// activity, and the dashboard's counters.
+    fn record_moved(
+        &mut self,
+        org: Org,
+        agent_id: &str,
+        at_ms: i64,
+        before: Option<&RecordState>,
+        after: &RecordState,
+    ) {
+        let moved = dashboard::Moved::of(before, after);
+        let agent = self.agents.entry((org, agent_id.to_owned())).or_default();
+        agent.0.add(moved.day.counts);
+        if moved.activity {
+            agent.1 = Some(agent.1.map_or(at_ms, |at| at.max(at_ms)));
+        }
+        self.days
+            .entry((org, agent_id.to_owned(), dashboard::day_of(at_ms)))
             .or_default()
-            .add(change);
+            .add(&moved.day);
+        self.hours
+            .entry((org, dashboard::hour_of(at_ms)))
+            .or_default()
+            .add(&moved.hour);
+        if moved.approvals_pending != 0 || moved.records_unrated != 0 {
+            let inbox = self.inboxes.entry(org).or_default();
+            inbox.0 += moved.approvals_pending;
+            inbox.1 += moved.records_unrated;
+        }
+    }
+
+    /// Counts an approval of `org` decided by a person at `at_ms` after
+    /// waiting `wait_ms`.
+    fn approval_decided(&mut self, org: Org, at_ms: i64, wait_ms: i64) {
+        self.hours
+            .entry((org, dashboard::hour_of(at_ms)))
+            .or_default()
+            .add(&dashboard::HourCounts {
+                approvals_decided: 1,
+                approval_wait_ms: wait_ms,
+                approval_wait_max_ms: wait_ms,
+                ..dashboard::HourCounts::default()
+            });
     }
 
     fn touch_workflow(&mut self, provenance_ref: &str, records: i64, at_ms: i64) {
@@ -279,12 +333,24 @@ impl Counters {
     fn flush(&mut self, conn: &Connection) -> Result<(), StoreError> {
         let Counters {
             agents,
+            days,
+            hours,
+            inboxes,
             workflows,
             summaries,
             ..
         } = std::mem::take(self);
-        for ((org, agent_id), change) in &agents {
-            records::count_for_agent(conn, *org, agent_id, change)?;
+        for ((org, agent_id), (change, active_at)) in &agents {
+            records::count_for_agent(conn, *org, agent_id, change, *active_at)?;
+        }
+        for ((org, agent_id, day), counts) in &days {
+            dashboard::add_agent_day(conn, *org, agent_id, *day, counts)?;
+        }
+        for ((org, hour), counts) in &hours {
+            dashboard::add_org_hour(conn, *org, *hour, counts)?;
+        }
+        for (org, (approvals_pending, records_unrated)) in &inboxes {
+            dashboard::add_inbox(conn, *org, *approvals_pending, *records_unrated)?;
         }
         for (provenance_ref, (added, at_ms)) in &workflows {
             records::count_for_workflow(conn, provenance_ref, *added, *at_ms)?;
@@ -567,6 +633,7 @@ impl Ledger {
     ) -> Result<(), LedgerError> {
         for (jth, constraints) in budgeted {
             let after = tokens::charge(&self.conn, jth, spend_micros, actions)?;
+            dashboard::note_budget_share(&self.conn, jth.as_str(), constraints, after)?;
             if spend_micros > 0 || actions > 0 {
                 let undo = |now: u64, delta: i64| {
                     u64::try_from(i128::from(now) - i128::from(delta)).unwrap_or(0)
@@ -718,7 +785,7 @@ impl Ledger {
         }
         let agent_id = claims.agent_id().as_str();
         self.counters
-            .count_for_agent(org, agent_id, CountsChange::of(None, &record.state));
+            .record_moved(org, agent_id, record.created_at, None, &record.state);
         self.counters
             .touch_workflow(claims.svc_prov.as_str(), 1, record.created_at);
         self.counters.count_in_summary(

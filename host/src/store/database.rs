@@ -268,8 +268,12 @@ fn migrate(conn: &Connection) -> anyhow::Result<()> {
             schema::VERSION
         ),
         Some(version) if version == schema::VERSION => return Ok(()),
-        Some(5) => {
-            tx.execute_batch(schema::POSTGRES_EVENTS)?;
+        Some(version @ (5 | 6)) => {
+            if version == 5 {
+                tx.execute_batch(schema::POSTGRES_EVENTS)?;
+            }
+            tx.execute_batch(schema::POSTGRES_DASHBOARD)?;
+            super::dashboard::backfill(&tx)?;
             tx.execute(
                 "UPDATE mandate_schema SET version = ?1",
                 params![schema::VERSION],
@@ -281,6 +285,7 @@ fn migrate(conn: &Connection) -> anyhow::Result<()> {
         None => {
             tx.execute_batch(schema::POSTGRES)?;
             tx.execute_batch(schema::POSTGRES_EVENTS)?;
+            tx.execute_batch(schema::POSTGRES_DASHBOARD)?;
             let now = crate::clock::Clock::system().now();
             orgs::add_default(&tx, &OrgId::new(crate::random::ulid(now)), now.ms())?;
             tx.execute(

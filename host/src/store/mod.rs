@@ -13,6 +13,7 @@
 //! nothing of it is acknowledged (see `writer`).
 
 pub mod approvals;
+pub mod dashboard;
 pub mod database;
 pub mod events;
 pub mod idempotency;
@@ -156,8 +157,9 @@ pub fn open_writer(path: &Path) -> anyhow::Result<Connection> {
     if synchronous != 2 {
         anyhow::bail!("SQLite refused synchronous=FULL (got {synchronous})");
     }
+    let conn = Connection::sqlite(conn);
     migrate(&conn)?;
-    Ok(Connection::sqlite(conn))
+    Ok(conn)
 }
 
 /// A private in-memory database with the schema, for tests of what runs on
@@ -165,11 +167,17 @@ pub fn open_writer(path: &Path) -> anyhow::Result<Connection> {
 pub fn open_in_memory() -> anyhow::Result<Connection> {
     let conn = rusqlite::Connection::open_in_memory()?;
     conn.pragma_update(None, "foreign_keys", "ON")?;
+    let conn = Connection::sqlite(conn);
     migrate(&conn)?;
-    Ok(Connection::sqlite(conn))
+    Ok(conn)
 }
 
-fn migrate(conn: &rusqlite::Connection) -> anyhow::Result<()> {
+/// Creates or migrates SQLite's schema; counters a version adds are filled
+/// through `wrapped`, the same connection as both engines' statements use.
+fn migrate(wrapped: &Connection) -> anyhow::Result<()> {
+    let conn = wrapped
+        .as_sqlite()
+        .ok_or_else(|| anyhow::anyhow!("SQLite's migrations ran on another engine"))?;
     let version: i64 = conn.pragma_query_value(None, "user_version", |row| row.get(0))?;
     if version > schema::VERSION {
         anyhow::bail!(
@@ -207,6 +215,10 @@ fn migrate(conn: &rusqlite::Connection) -> anyhow::Result<()> {
     }
     if version < 6 {
         tx.execute_batch(schema::EVENTS)?;
+    }
+    if version < 7 {
+        tx.execute_batch(schema::DASHBOARD)?;
+        dashboard::backfill(wrapped)?;
     }
     tx.pragma_update(None, "user_version", schema::VERSION)?;
     tx.commit()?;

@@ -433,6 +433,38 @@ pub fn rate(conn: &Connection, aar_id: &str, rated: &NewRating<'_>) -> sql::Resu
     Ok(())
 }
 
+/// Whether `org` has a workflow with this provenance ref.
+pub fn workflow_exists(conn: &Connection, org: Org, provenance_ref: &str) -> sql::Result<bool> {
+    Ok(conn
+        .prepare_cached("SELECT 1 FROM workflows WHERE provenance_ref = ?1 AND org = ?2")?
+        .query_row(params![provenance_ref, org], |row| row.get::<_, i64>(0))
+        .optional()?
+        .is_some())
+}
+
+/// Up to `limit` ids of the completed records of a workflow of `org` with
+/// `result` that await a rating, oldest first (`records_by_provenance`,
+/// within the organisation's range of `seq`).
+pub fn unrated_of_workflow(
+    conn: &Connection,
+    org: Org,
+    provenance_ref: &str,
+    result: Outcome,
+    limit: i64,
+) -> sql::Result<Vec<String>> {
+    let seqs = org.seqs();
+    conn.prepare_cached(
+        "SELECT aar_id FROM records WHERE provenance_ref = ?1 AND seq >= ?2 AND seq < ?3
+            AND status = 'completed' AND rating IS NULL AND result = ?4
+         ORDER BY seq LIMIT ?5",
+    )?
+    .query_map(
+        params![provenance_ref, seqs.start, seqs.end, result.as_str(), limit],
+        |row| row.get(0),
+    )?
+    .collect()
+}
+
 /// Makes an agent of `org` known, with no counts.
 pub fn add_agent(conn: &Connection, org: Org, agent_id: &str) -> sql::Result<()> {
     conn.prepare_cached(
@@ -442,18 +474,22 @@ pub fn add_agent(conn: &Connection, org: Org, agent_id: &str) -> sql::Result<()>
     Ok(())
 }
 
-/// Adds `change` to the counters of an agent of `org`.
+/// Adds `change` to the counters of an agent of `org`, and moves its last
+/// activity to `active_at` (unix ms) if that is later.
 pub fn count_for_agent(
     conn: &Connection,
     org: Org,
     agent_id: &str,
     change: &CountsChange,
+    active_at: Option<i64>,
 ) -> sql::Result<()> {
     conn.prepare_cached(
         "UPDATE agents SET successes = successes + ?1, failures = failures + ?2, pending = pending + ?3,
             approved = approved + ?4, flagged = flagged + ?5, rejected = rejected + ?6,
-            denied_requests = denied_requests + ?7
-         WHERE org = ?8 AND agent_id = ?9",
+            denied_requests = denied_requests + ?7,
+            last_activity = CASE WHEN last_activity IS NULL OR last_activity < ?8 THEN ?8
+                ELSE last_activity END
+         WHERE org = ?9 AND agent_id = ?10",
     )?
     .execute(params![
         change.successes,
@@ -463,6 +499,7 @@ pub fn count_for_agent(
         change.flagged,
         change.rejected,
         change.denied_requests,
+        active_at,
         org,
         agent_id
     ])?;

@@ -56,6 +56,19 @@
 //!   attempt, listed newest first (`deliveries_by_time`) and pruned by age
 //!   (`deliveries_by_age`).
 //!
+//! - The reviewer's dashboard (`crate::store::dashboard`): `agent_days`
+//!   counts each agent's records by UTC day (created; successes, errors and
+//!   denials by the day of the change; the changes of its reputation
+//!   counts, core's `CountsChange`, by the day they happened), so windows,
+//!   sparklines and reputation over time never read records; `org_hours`
+//!   counts an organisation's records, denials, errors, ratings and
+//!   approval decisions (with their waits) by UTC hour; `org_counts` holds
+//!   its inbox (approvals pending, completed records unrated); an agent's
+//!   `last_activity`; a token's `budget_percent`, the largest share of a
+//!   budget its subtree used (`tokens_by_budget`); `human_labels`, what
+//!   the organisation knows a human by. Completed records awaiting a rating
+//!   have partial indexes (`records_unrated`, `records_unrated_by_agent`).
+//!
 //! Every object stands in one organisation: keys, tokens, workflows and
 //! idempotency keys carry its number in `org`; agents are keyed by `(org,
 //! agent_id)`; a record's organisation is its `seq >> 40` (the generated
@@ -64,10 +77,10 @@
 //! record index, ending in `seq`, is searched within that range.
 
 /// The schema version this build writes.
-pub(crate) const VERSION: i64 = 6;
+pub(crate) const VERSION: i64 = 7;
 
 /// PostgreSQL's schema at version 5 (version 6 adds [`POSTGRES_EVENTS`]
-/// to it): SQLite's tables with PostgreSQL's
+/// to it, version 7 [`POSTGRES_DASHBOARD`]): SQLite's tables with PostgreSQL's
 /// types (every integer a `BIGINT`, blobs `BYTEA`, text compared byte by
 /// byte, `COLLATE "C"`, as SQLite does). A record's `org` is stored, since
 /// PostgreSQL 15 has no virtual generated columns; `seq` is still the
@@ -334,6 +347,133 @@ CREATE TABLE deliveries (
 );
 CREATE INDEX deliveries_by_time ON deliveries(webhook, at, event_seq, attempt);
 CREATE INDEX deliveries_by_age ON deliveries(at);
+"#;
+
+/// Version 7: the reviewer's dashboard's counters and indexes (see the
+/// module's table list). What was stored before is counted into them by
+/// `crate::store::dashboard::backfill` in the same transaction.
+pub(crate) const DASHBOARD: &str = r#"
+ALTER TABLE agents ADD COLUMN last_activity INTEGER;
+ALTER TABLE tokens ADD COLUMN budget_percent REAL;
+ALTER TABLE tokens ADD COLUMN budget_limit TEXT;
+
+CREATE TABLE agent_days (
+    org             INTEGER NOT NULL,
+    agent_id        TEXT NOT NULL,
+    day             INTEGER NOT NULL,
+    records         INTEGER NOT NULL DEFAULT 0,
+    successes       INTEGER NOT NULL DEFAULT 0,
+    errors          INTEGER NOT NULL DEFAULT 0,
+    denied          INTEGER NOT NULL DEFAULT 0,
+    failures        INTEGER NOT NULL DEFAULT 0,
+    pending         INTEGER NOT NULL DEFAULT 0,
+    denied_requests INTEGER NOT NULL DEFAULT 0,
+    approved        INTEGER NOT NULL DEFAULT 0,
+    flagged         INTEGER NOT NULL DEFAULT 0,
+    rejected        INTEGER NOT NULL DEFAULT 0,
+    PRIMARY KEY (org, agent_id, day)
+) STRICT, WITHOUT ROWID;
+CREATE INDEX agent_days_by_day ON agent_days(org, day);
+
+CREATE TABLE org_hours (
+    org                  INTEGER NOT NULL,
+    hour                 INTEGER NOT NULL,
+    records              INTEGER NOT NULL DEFAULT 0,
+    successes            INTEGER NOT NULL DEFAULT 0,
+    errors               INTEGER NOT NULL DEFAULT 0,
+    denied               INTEGER NOT NULL DEFAULT 0,
+    ratings              INTEGER NOT NULL DEFAULT 0,
+    approvals_decided    INTEGER NOT NULL DEFAULT 0,
+    approval_wait_ms     INTEGER NOT NULL DEFAULT 0,
+    approval_wait_max_ms INTEGER NOT NULL DEFAULT 0,
+    PRIMARY KEY (org, hour)
+) STRICT, WITHOUT ROWID;
+
+CREATE TABLE org_counts (
+    org               INTEGER PRIMARY KEY,
+    approvals_pending INTEGER NOT NULL DEFAULT 0,
+    records_unrated   INTEGER NOT NULL DEFAULT 0
+) STRICT;
+
+CREATE TABLE human_labels (
+    org        INTEGER NOT NULL,
+    human_ref  TEXT NOT NULL,
+    label      TEXT NOT NULL,
+    first_seen INTEGER NOT NULL,
+    PRIMARY KEY (org, human_ref)
+) STRICT, WITHOUT ROWID;
+
+CREATE INDEX records_unrated ON records(seq) WHERE status = 'completed' AND rating IS NULL;
+CREATE INDEX records_unrated_by_agent ON records(agent_id, seq)
+    WHERE status = 'completed' AND rating IS NULL;
+DROP INDEX tokens_by_agent;
+CREATE INDEX tokens_by_agent ON tokens(org, agent_id, issued_at);
+CREATE INDEX tokens_by_issue ON tokens(org, issued_at);
+CREATE INDEX tokens_by_budget ON tokens(org, budget_percent) WHERE budget_percent IS NOT NULL;
+CREATE INDEX workflows_by_human ON workflows(org, human_ref, last_activity);
+"#;
+
+/// Version 7 on PostgreSQL, over version 6: [`DASHBOARD`] with
+/// PostgreSQL's types.
+pub(crate) const POSTGRES_DASHBOARD: &str = r#"
+ALTER TABLE agents ADD COLUMN last_activity BIGINT;
+ALTER TABLE tokens ADD COLUMN budget_percent DOUBLE PRECISION;
+ALTER TABLE tokens ADD COLUMN budget_limit TEXT COLLATE "C";
+
+CREATE TABLE agent_days (
+    org             BIGINT NOT NULL,
+    agent_id        TEXT COLLATE "C" NOT NULL,
+    day             BIGINT NOT NULL,
+    records         BIGINT NOT NULL DEFAULT 0,
+    successes       BIGINT NOT NULL DEFAULT 0,
+    errors          BIGINT NOT NULL DEFAULT 0,
+    denied          BIGINT NOT NULL DEFAULT 0,
+    failures        BIGINT NOT NULL DEFAULT 0,
+    pending         BIGINT NOT NULL DEFAULT 0,
+    denied_requests BIGINT NOT NULL DEFAULT 0,
+    approved        BIGINT NOT NULL DEFAULT 0,
+    flagged         BIGINT NOT NULL DEFAULT 0,
+    rejected        BIGINT NOT NULL DEFAULT 0,
+    PRIMARY KEY (org, agent_id, day)
+);
+CREATE INDEX agent_days_by_day ON agent_days(org, day);
+
+CREATE TABLE org_hours (
+    org                  BIGINT NOT NULL,
+    hour                 BIGINT NOT NULL,
+    records              BIGINT NOT NULL DEFAULT 0,
+    successes            BIGINT NOT NULL DEFAULT 0,
+    errors               BIGINT NOT NULL DEFAULT 0,
+    denied               BIGINT NOT NULL DEFAULT 0,
+    ratings              BIGINT NOT NULL DEFAULT 0,
+    approvals_decided    BIGINT NOT NULL DEFAULT 0,
+    approval_wait_ms     BIGINT NOT NULL DEFAULT 0,
+    approval_wait_max_ms BIGINT NOT NULL DEFAULT 0,
+    PRIMARY KEY (org, hour)
+);
+
+CREATE TABLE org_counts (
+    org               BIGINT PRIMARY KEY,
+    approvals_pending BIGINT NOT NULL DEFAULT 0,
+    records_unrated   BIGINT NOT NULL DEFAULT 0
+);
+
+CREATE TABLE human_labels (
+    org        BIGINT NOT NULL,
+    human_ref  TEXT COLLATE "C" NOT NULL,
+    label      TEXT COLLATE "C" NOT NULL,
+    first_seen BIGINT NOT NULL,
+    PRIMARY KEY (org, human_ref)
+);
+
+CREATE INDEX records_unrated ON records(seq) WHERE status = 'completed' AND rating IS NULL;
+CREATE INDEX records_unrated_by_agent ON records(agent_id, seq)
+    WHERE status = 'completed' AND rating IS NULL;
+DROP INDEX tokens_by_agent;
+CREATE INDEX tokens_by_agent ON tokens(org, agent_id, issued_at);
+CREATE INDEX tokens_by_issue ON tokens(org, issued_at);
+CREATE INDEX tokens_by_budget ON tokens(org, budget_percent) WHERE budget_percent IS NOT NULL;
+CREATE INDEX workflows_by_human ON workflows(org, human_ref, last_activity);
 "#;
 
 /// Version 6: approvals, the events outbox, webhooks and their delivery

@@ -982,3 +982,45 @@ async fn provider_attestations_must_be_signed_by_the_provider() {
     }
     chain_behaves_as_under_l1(&app, &root).await;
 }
+
+/// The token list shows an L2 human by the ID token's `name`, else its
+/// `email`; the newest issue's label wins.
+#[tokio::test]
+async fn l2_humans_are_labelled_by_their_name_or_email() {
+    let key = TestKey::rsa("rsa-1");
+    let idp = TestIdp::start(&[&key]).await;
+    let app = l2_app(&idp).await;
+    let issued = expect_json(
+        issue_l2(
+            &app,
+            &key.sign(&idp.claims(|c| c["email"] = json!("ada@idp.example"))),
+        )
+        .await,
+        StatusCode::CREATED,
+    )
+    .await;
+    let human = text(&issued["claims"]["svc_human"]).to_owned();
+    let path = format!("/v1/vat/tokens?human_ref={human}");
+    let label = || {
+        let (app, path) = (&app, &path);
+        async move {
+            let page = expect_json(app.get_auth(path, &app.admin_key).await, StatusCode::OK).await;
+            page["tokens"][0]["human_label"].clone()
+        }
+    };
+    assert_eq!(label().await, "ada@idp.example");
+    let named = key.sign(&idp.claims(|c| {
+        c["email"] = json!("ada@idp.example");
+        c["name"] = json!("Ada Lovelace");
+    }));
+    expect_json(issue_l2(&app, &named).await, StatusCode::CREATED).await;
+    assert_eq!(label().await, "Ada Lovelace");
+    let listed = expect_json(app.get_auth(&path, &app.admin_key).await, StatusCode::OK).await;
+    assert!(
+        listed["tokens"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|t| t["human_label"] == "Ada Lovelace" && t["assurance_level"] == "L2")
+    );
+}

@@ -28,6 +28,7 @@ mod otel;
 mod persistence;
 mod process;
 mod races;
+mod reviewer;
 mod secrets;
 mod surface;
 mod transfer;

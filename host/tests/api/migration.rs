@@ -212,8 +212,10 @@ fn read_before(conn: &Connection) -> Before {
     let workflows = conn
         .prepare_cached(
             "SELECT provenance_ref, root_jti, root_agent_id, human_ref, assurance_level,
-                    total_records, created_at, last_activity
-             FROM workflows ORDER BY last_activity DESC, provenance_ref DESC",
+                    total_records, created_at, last_activity,
+                    (SELECT k.email FROM tokens t JOIN api_keys k ON k.id = t.issued_by
+                     WHERE t.jti = w.root_jti AND k.is_admin = 0 AND w.assurance_level = 'L1')
+             FROM workflows w ORDER BY last_activity DESC, provenance_ref DESC",
         )
         .unwrap()
         .query_map([], |row| {
@@ -226,6 +228,9 @@ fn read_before(conn: &Connection) -> Before {
                 total_records: count(row.get(5)?),
                 created_at: row.get(6)?,
                 last_activity: row.get(7)?,
+                // A developer key issues only for its own e-mail: the
+                // migration to schema 7 labels its humans with it.
+                human_label: row.get(8)?,
             })
         })
         .unwrap()
@@ -736,6 +741,7 @@ fn a_database_of_the_release_before_organisations_joins_the_default_organisation
 
     let conn = store::open_writer(&path).unwrap();
     check_migrated(&conn, &before);
+    check_dashboard(&conn, &before);
     let migrated = snapshot(&conn);
     drop(conn);
 
@@ -816,6 +822,57 @@ fn a_database_of_the_release_before_organisations_joins_the_default_organisation
     }
     assert_eq!(apikeys::list(&conn, Some(other)).unwrap(), []);
     check_migrated_after_second(&conn, &before);
+}
+
+/// The dashboard's counters, filled by the migration to schema 7, add up
+/// to what the records say: every agent's days to its counts, the inbox to
+/// the completed records unrated.
+fn check_dashboard(conn: &Connection, before: &Before) {
+    use mandate_host::store::dashboard;
+    for (agent, counts) in &before.agents {
+        let days = dashboard::agent_days_from(conn, Org::DEFAULT, agent, i64::MIN).unwrap();
+        let mut sum = dashboard::DayCounts::default();
+        for (_, day) in &days {
+            sum.add(day);
+        }
+        let c = sum.counts;
+        assert_eq!(
+            [
+                c.successes,
+                c.failures,
+                c.pending,
+                c.approved,
+                c.flagged,
+                c.rejected
+            ],
+            [
+                counts.successes,
+                counts.failures,
+                counts.pending,
+                counts.approved,
+                counts.flagged,
+                counts.rejected
+            ]
+            .map(|n| n as i64),
+            "{agent}"
+        );
+        let made = before
+            .records
+            .iter()
+            .filter(|r| &r.agent_id == agent)
+            .count();
+        assert_eq!(sum.records, made as i64, "{agent}");
+    }
+    let unrated = before
+        .records
+        .iter()
+        .filter(|r| matches!(r.state, mandate_core::RecordState::Completed { .. }))
+        .count();
+    assert_eq!(
+        dashboard::inbox(conn, Org::DEFAULT).unwrap(),
+        (0, unrated as i64)
+    );
+    assert!(unrated > 0 && unrated < before.records.len());
 }
 
 /// `default` answers as before once a second organisation exists, except

@@ -89,7 +89,7 @@ async fn every_operation_declares_the_credentials_its_door_takes() {
             assert_ne!(status, StatusCode::UNAUTHORIZED, "{path} is declared open");
         }
     }
-    assert_eq!(api_key_only, 29);
+    assert_eq!(api_key_only, 35);
 }
 
 #[tokio::test]
@@ -278,7 +278,7 @@ async fn the_document_states_cores_limits() {
             }
         }
     }
-    assert_eq!(agent_patterns.len(), 3);
+    assert_eq!(agent_patterns.len(), 4);
     for pattern in agent_patterns {
         assert_eq!(
             quantifiers(pattern),

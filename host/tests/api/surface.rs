@@ -65,6 +65,12 @@ async fn openapi_lists_every_route() {
         ("/v1/webhooks/{webhook_id}", "delete"),
         ("/v1/webhooks/{webhook_id}/rotate-secret", "post"),
         ("/v1/webhooks/{webhook_id}/deliveries", "get"),
+        ("/v1/vat/aar/feedback", "post"),
+        ("/v1/vat/agents", "get"),
+        ("/v1/vat/agents/{agent_id}/history", "get"),
+        ("/v1/vat/overview", "get"),
+        ("/v1/vat/inbox/counts", "get"),
+        ("/v1/vat/tokens", "get"),
     ];
     for (path, method) in expected {
         assert!(
@@ -72,7 +78,7 @@ async fn openapi_lists_every_route() {
             "{method} {path} missing"
         );
     }
-    assert_eq!(paths.len(), 39, "paths (some with two methods)");
+    assert_eq!(paths.len(), 45, "paths (some with two methods)");
     assert!(document["components"]["securitySchemes"]["api_key"].is_object());
     assert!(document["components"]["schemas"]["Problem"].is_object());
     let mut references = Vec::new();
