@@ -23,12 +23,12 @@ use crate::store::sql::{Connection, params_from_iter};
 /// The export format's version.
 const FORMAT_VERSION: u64 = 1;
 
-/// Every table of schema 6 with its columns (a record's `org` is derived
+/// Every table of schema 7 with its columns (a record's `org` is derived
 /// from its `seq`, and PostgreSQL's `dpop_proofs` live seconds: neither is
 /// exported), in an order that inserts parents before what refers to them,
 /// and the key each is written in the order of (tokens by depth, so a
 /// parent comes before its children).
-const TABLES: [(&str, &[&str], &str); 20] = [
+const TABLES: [(&str, &[&str], &str); 24] = [
     ("meta", &["key", "value"], "key"),
     (
         "signing_keys",
@@ -92,6 +92,8 @@ const TABLES: [(&str, &[&str], &str); 20] = [
             "log_issued",
             "log_revoked",
             "revoke_cause",
+            "budget_percent",
+            "budget_limit",
         ],
         "depth, jti",
     ),
@@ -142,8 +144,54 @@ const TABLES: [(&str, &[&str], &str); 20] = [
             "flagged",
             "rejected",
             "denied_requests",
+            "last_activity",
         ],
         "org, agent_id",
+    ),
+    (
+        "agent_days",
+        &[
+            "org",
+            "agent_id",
+            "day",
+            "records",
+            "successes",
+            "errors",
+            "denied",
+            "failures",
+            "pending",
+            "denied_requests",
+            "approved",
+            "flagged",
+            "rejected",
+        ],
+        "org, agent_id, day",
+    ),
+    (
+        "org_hours",
+        &[
+            "org",
+            "hour",
+            "records",
+            "successes",
+            "errors",
+            "denied",
+            "ratings",
+            "approvals_decided",
+            "approval_wait_ms",
+            "approval_wait_max_ms",
+        ],
+        "org, hour",
+    ),
+    (
+        "org_counts",
+        &["org", "approvals_pending", "records_unrated"],
+        "org",
+    ),
+    (
+        "human_labels",
+        &["org", "human_ref", "label", "first_seen"],
+        "org, human_ref",
     ),
     (
         "workflows",

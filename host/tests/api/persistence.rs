@@ -178,7 +178,19 @@ fn downgrade_to_version_1(db: &std::path::Path, root_jti: &str, child_jti: &str)
     )
     .unwrap();
     conn.execute_batch(
-        "DROP TABLE approvals;
+        "DROP TABLE agent_days;
+         DROP TABLE org_hours;
+         DROP TABLE org_counts;
+         DROP TABLE human_labels;
+         DROP INDEX records_unrated;
+         DROP INDEX records_unrated_by_agent;
+         DROP INDEX tokens_by_issue;
+         DROP INDEX tokens_by_budget;
+         DROP INDEX workflows_by_human;
+         ALTER TABLE tokens DROP COLUMN budget_percent;
+         ALTER TABLE tokens DROP COLUMN budget_limit;
+         ALTER TABLE agents DROP COLUMN last_activity;
+         DROP TABLE approvals;
          DROP TABLE events;
          DROP TABLE webhooks;
          DROP TABLE deliveries;
