@@ -282,6 +282,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/vat/aar/feedback": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Rates at once every completed record of a workflow with one result that
+         *     awaits a rating.
+         */
+        post: operations["bulk_feedback"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/vat/aar/provenance/{provenance_ref}": {
         parameters: {
             query?: never;
@@ -381,6 +401,40 @@ export interface paths {
          *     acknowledged write.
          */
         get: operations["record_proof"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/vat/agents": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The organisation's agents with their reputation, window and recent days. */
+        get: operations["agents"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/vat/agents/{agent_id}/history": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** An agent's days: what happened each, and its reputation as each ended. */
+        get: operations["agent_history"];
         put?: never;
         post?: never;
         delete?: never;
@@ -494,6 +548,23 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/vat/inbox/counts": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** What waits for a reviewer: approvals pending and records unrated. */
+        get: operations["inbox_counts"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/vat/issue/l1": {
         parameters: {
             query?: never;
@@ -522,6 +593,26 @@ export interface paths {
         put?: never;
         /** Issues a root token on an OIDC sign-in (assurance level L2). */
         post: operations["issue_l2"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/vat/overview": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The organisation over a window: records, denials, errors, ratings and
+         *     approval decisions per bucket, and the budgets nearest their end.
+         */
+        get: operations["overview"];
+        put?: never;
+        post?: never;
         delete?: never;
         options?: never;
         head?: never;
@@ -595,6 +686,23 @@ export interface paths {
          *     `If-None-Match` gets a younger one by then.
          */
         get: operations["status_list"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/vat/tokens": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The organisation's tokens: active ones first, then newest issued. */
+        get: operations["tokens"];
         put?: never;
         post?: never;
         delete?: never;
@@ -725,8 +833,71 @@ export interface components {
     schemas: {
         /** @description An action: `a-z` first, then `a-z 0-9 _ . -`, at most 64. */
         Action: string;
+        /** @description An agent's history, oldest day first. */
+        AgentHistoryBody: {
+            /** @description `agent:<agent_id>`. */
+            agent_id: string;
+            days: components["schemas"]["HistoryDayBody"][];
+        };
         /** @description A bare agent id: 1–128 of `A-Z a-z 0-9 . _ -`, starting with a letter or digit. */
         AgentId: string;
+        /** @description An agent in the list. */
+        AgentListItem: {
+            /** @description `agent:<agent_id>`. */
+            agent_id: string;
+            /** Format: double */
+            combined_reputation: number;
+            /** Format: double */
+            execution_score: number;
+            /** Format: double */
+            feedback_score: number;
+            /** @description When it last made or completed a record; absent if never. */
+            last_activity?: string | null;
+            /** @description The last 14 UTC days, oldest first, days without records included. */
+            recent: components["schemas"]["SparkDayBody"][];
+            /** Format: int64 */
+            total_actions: number;
+            window: components["schemas"]["AgentWindowBody"];
+        };
+        /** @description A page of agents. */
+        AgentPage: {
+            agents: components["schemas"]["AgentListItem"][];
+            /**
+             * @description Pass back as `cursor` (with the same `sort` and `order`) for the
+             *     next page; absent on the last page.
+             */
+            next_cursor?: string | null;
+        };
+        /** @description An agent's counts over the window asked for. */
+        AgentWindowBody: {
+            /**
+             * Format: double
+             * @description `denied / records` (0 without records).
+             */
+            denial_rate: number;
+            /**
+             * Format: int64
+             * @description Records denied.
+             */
+            denied: number;
+            /**
+             * Format: double
+             * @description `errors / (successes + errors)` (0 without outcomes).
+             */
+            error_rate: number;
+            /**
+             * Format: int64
+             * @description Records completed with a result other than `success`.
+             */
+            errors: number;
+            /**
+             * Format: int64
+             * @description Records made.
+             */
+            records: number;
+            /** Format: int64 */
+            successes: number;
+        };
         /** @description An approval, with what the agent asks to do and the chain it acts for. */
         ApprovalBody: {
             aar_id: string;
@@ -865,6 +1036,42 @@ export interface components {
              *     including reservations, or actions).
              */
             used: number;
+        };
+        /** @description A budget among the most used. */
+        BudgetUse: {
+            /** @description `agent:<agent_id>`. */
+            agent_id: string;
+            /** @description `max_spend_usd` or `max_actions`. */
+            budget: string;
+            /**
+             * @description The token's jti hash (as events name it; a list never shows a jti
+             *     of a chain's root).
+             */
+            jth: string;
+            /** Format: double */
+            limit: number;
+            /**
+             * Format: double
+             * @description `used / limit` in percent.
+             */
+            percent: number;
+            provenance_ref: string;
+            /** Format: double */
+            used: number;
+        };
+        /** @description `POST /v1/vat/aar/feedback`. */
+        BulkFeedbackRequest: {
+            note?: components["schemas"]["Text"] | null;
+            provenance_ref: components["schemas"]["ProvenanceRef"];
+            rating: components["schemas"]["Rating"];
+            /** @description The result of the records to rate. */
+            result: components["schemas"]["Outcome"];
+        };
+        /** @description The records a bulk rating rated. */
+        BulkFeedbackResponse: {
+            aar_ids: string[];
+            /** Format: int64 */
+            rated: number;
         };
         /** @description `POST /v1/vat/auth/capture`. */
         CaptureRequest: {
@@ -1093,6 +1300,36 @@ export interface components {
         Health: {
             status: string;
         };
+        /** @description One UTC day of an agent's history. */
+        HistoryDayBody: {
+            /** Format: int64 */
+            approved: number;
+            /**
+             * Format: double
+             * @description The agent's combined reputation as the day ended.
+             */
+            combined_reputation: number;
+            /** @description `YYYY-MM-DD` (UTC). */
+            day: string;
+            /** Format: int64 */
+            denied: number;
+            /** Format: int64 */
+            errors: number;
+            /** Format: int64 */
+            flagged: number;
+            /**
+             * Format: int64
+             * @description Records made that day.
+             */
+            records: number;
+            /** Format: int64 */
+            rejected: number;
+            /**
+             * Format: int64
+             * @description Outcomes, denials and ratings that happened that day.
+             */
+            successes: number;
+        };
         /**
          * @description A holder's public Ed25519 key as a JWK (RFC 8037): the token is bound
          *     to it (RFC 9449), and every call made with the token carries a proof
@@ -1105,6 +1342,16 @@ export interface components {
             kty: string;
             /** @description The 32-byte public key, base64url. */
             x: string;
+        };
+        /** @description What waits for a reviewer. */
+        InboxCounts: {
+            /** Format: int64 */
+            approvals_pending: number;
+            /**
+             * Format: int64
+             * @description Completed records without a rating.
+             */
+            records_unrated: number;
         };
         /** @description `POST /v1/vat/issue/l1`. */
         IssueL1Request: {
@@ -1236,6 +1483,76 @@ export interface components {
          * @enum {string}
          */
         Outcome: "success" | "error" | "timeout" | "cancelled";
+        /** @description The organisation over a window. */
+        OverviewBody: {
+            /** @description `hour` (24h) or `day`. */
+            bucket: string;
+            /**
+             * @description The 10 budgets of tokens alive in the window with the largest share
+             *     used, largest first.
+             */
+            budgets: components["schemas"]["BudgetUse"][];
+            from: string;
+            /** @description Every bucket from `from` to `to`, oldest first. */
+            series: components["schemas"]["OverviewBucket"][];
+            to: string;
+            totals: components["schemas"]["OverviewTotals"];
+            /** @description `24h`, `7d` or `30d`. */
+            window: string;
+        };
+        /** @description One bucket (hour or day) of the overview. */
+        OverviewBucket: {
+            /** Format: int64 */
+            approval_wait_ms_max?: number | null;
+            /**
+             * Format: double
+             * @description Their mean and longest wait, in milliseconds; absent without any.
+             */
+            approval_wait_ms_mean?: number | null;
+            /**
+             * Format: int64
+             * @description Approvals decided by a person (expiries are not decisions).
+             */
+            approvals_decided: number;
+            /** Format: int64 */
+            denied: number;
+            /** Format: int64 */
+            errors: number;
+            /**
+             * Format: int64
+             * @description Ratings given.
+             */
+            ratings: number;
+            /** Format: int64 */
+            records: number;
+            /** @description The bucket's start (RFC 3339, UTC). */
+            start: string;
+        };
+        /** @description The overview's window, summed. */
+        OverviewTotals: {
+            /** Format: double */
+            approval_wait_ms_mean?: number | null;
+            /** Format: int64 */
+            approvals_decided: number;
+            /**
+             * Format: double
+             * @description `denied / records` (0 without records).
+             */
+            denial_rate: number;
+            /** Format: int64 */
+            denied: number;
+            /**
+             * Format: double
+             * @description `errors / (successes + errors)` (0 without outcomes).
+             */
+            error_rate: number;
+            /** Format: int64 */
+            errors: number;
+            /** Format: int64 */
+            ratings: number;
+            /** Format: int64 */
+            records: number;
+        };
         /** @description Policy assertions, as sent. */
         PolicyBody: {
             /** @description Compliance frameworks (`hipaa`, `gdpr`, `soc2`, …). */
@@ -1467,6 +1784,17 @@ export interface components {
         };
         /** @description `sha256:` and 64 lowercase hex digits. */
         Sha256Ref: string;
+        /** @description One UTC day of an agent's sparkline. */
+        SparkDayBody: {
+            /** @description `YYYY-MM-DD` (UTC). */
+            day: string;
+            /** Format: int64 */
+            denied: number;
+            /** Format: int64 */
+            errors: number;
+            /** Format: int64 */
+            successes: number;
+        };
         /** @description Every action of a workflow, counted (spec 2.4). */
         SummaryBody: {
             actions_by_type: {
@@ -1483,6 +1811,35 @@ export interface components {
         };
         /** @description Free text without control characters other than tab and newline. */
         Text: string;
+        /** @description A token in the list. */
+        TokenListItem: {
+            agent_id: string;
+            assurance_level: string;
+            /** Format: int32 */
+            delegation_depth: number;
+            expires_at: string;
+            /**
+             * @description What the organisation knows the human by: the e-mail a token was
+             *     issued for (L1), the ID token's name or e-mail (L2).
+             */
+            human_label?: string | null;
+            human_ref: string;
+            issued_at: string;
+            jti: string;
+            parent?: string | null;
+            provenance_ref: string;
+            revoked_at?: string | null;
+            /** @description `active`, `revoked` or `expired`. */
+            status: string;
+        };
+        /**
+         * @description A page of tokens: active ones first, then the others, newest issued
+         *     first.
+         */
+        TokenPage: {
+            next_cursor?: string | null;
+            tokens: components["schemas"]["TokenListItem"][];
+        };
         /**
          * @description `token.revoked`: the token a revocation named, and how many tokens it
          *     ended (the token and its descendants not revoked before).
@@ -1606,6 +1963,8 @@ export interface components {
         WorkflowBody: {
             assurance_level: string;
             created_at: string;
+            /** @description What the organisation knows the human by, when it knows. */
+            human_label?: string | null;
             human_ref: string;
             last_activity: string;
             provenance_ref: string;
@@ -3139,6 +3498,11 @@ export interface operations {
                 action?: components["schemas"]["Action"] | null;
                 /** @description A result (`success`, `error`, `timeout`, `cancelled`), `denied`, `pending` or `awaiting_approval`. */
                 result?: components["schemas"]["ResultFilter"] | null;
+                /**
+                 * @description Completed records rated (`true`) or awaiting a rating (`false`,
+                 *     served by an index).
+                 */
+                rated?: boolean | null;
                 resource?: components["schemas"]["Resource"] | null;
                 provenance_ref?: components["schemas"]["ProvenanceRef"] | null;
                 /** @description Records of this token. */
@@ -3165,6 +3529,123 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["RecordPage"];
+                };
+            };
+            /** @description Malformed JSON or query. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Missing or invalid API key, or a token that fails verification. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Token inactive, out of scope, over budget, widening, or not allowed. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Unknown record, workflow, agent or token. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Already completed, already rated, or not in a state for this. */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The body is larger than 64 KiB. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The body is not `application/json`. */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /**
+             * @description Well-formed JSON that breaks a rule, or a read that ran past the
+             *     query time budget (`query_too_broad`).
+             */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Rate limited; see `Retry-After`. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Storage cannot take writes right now. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    bulk_feedback: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["BulkFeedbackRequest"];
+            };
+        };
+        responses: {
+            /** @description The records rated */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["BulkFeedbackResponse"];
                 };
             };
             /** @description Malformed JSON or query. */
@@ -3872,6 +4353,251 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["RecordProofBody"];
+                };
+            };
+            /** @description Malformed JSON or query. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Missing or invalid API key, or a token that fails verification. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Token inactive, out of scope, over budget, widening, or not allowed. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Unknown record, workflow, agent or token. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Already completed, already rated, or not in a state for this. */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The body is larger than 64 KiB. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The body is not `application/json`. */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /**
+             * @description Well-formed JSON that breaks a rule, or a read that ran past the
+             *     query time budget (`query_too_broad`).
+             */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Rate limited; see `Retry-After`. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Storage cannot take writes right now. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    agents: {
+        parameters: {
+            query?: {
+                /** @description `24h` (today's and yesterday's UTC days), `7d` or `30d` (default `7d`). */
+                window?: string | null;
+                /** @description Agents whose id starts with this (bare or as `agent:<prefix>`). */
+                q?: string | null;
+                /** @description `agent_id`, `reputation`, `activity` (default), `actions`, `denial_rate` or `error_rate`. */
+                sort?: string | null;
+                /** @description `asc` or `desc` (default `desc`, but `asc` for `agent_id`). */
+                order?: string | null;
+                /** @description Page size, 1–500 (default 50). */
+                limit?: number | null;
+                /** @description The `next_cursor` of the previous page. */
+                cursor?: string | null;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of agents */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AgentPage"];
+                };
+            };
+            /** @description Malformed JSON or query. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Missing or invalid API key, or a token that fails verification. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Token inactive, out of scope, over budget, widening, or not allowed. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Unknown record, workflow, agent or token. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Already completed, already rated, or not in a state for this. */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The body is larger than 64 KiB. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The body is not `application/json`. */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /**
+             * @description Well-formed JSON that breaks a rule, or a read that ran past the
+             *     query time budget (`query_too_broad`).
+             */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Rate limited; see `Retry-After`. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Storage cannot take writes right now. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    agent_history: {
+        parameters: {
+            query?: {
+                /** @description UTC days up to today, 1–90 (default 30). */
+                days?: number | null;
+            };
+            header?: never;
+            path: {
+                /** @description The agent, bare or as `agent:<id>` */
+                agent_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The agent's history */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AgentHistoryBody"];
                 };
             };
             /** @description Malformed JSON or query. */
@@ -4709,6 +5435,119 @@ export interface operations {
             };
         };
     };
+    inbox_counts: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The inbox's counts */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["InboxCounts"];
+                };
+            };
+            /** @description Malformed JSON or query. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Missing or invalid API key, or a token that fails verification. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Token inactive, out of scope, over budget, widening, or not allowed. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Unknown record, workflow, agent or token. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Already completed, already rated, or not in a state for this. */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The body is larger than 64 KiB. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The body is not `application/json`. */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /**
+             * @description Well-formed JSON that breaks a rule, or a read that ran past the
+             *     query time budget (`query_too_broad`).
+             */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Rate limited; see `Retry-After`. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Storage cannot take writes right now. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
     issue_l1: {
         parameters: {
             query?: never;
@@ -4940,6 +5779,122 @@ export interface operations {
             };
             /** @description The identity provider's keys cannot be fetched */
             502: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Storage cannot take writes right now. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    overview: {
+        parameters: {
+            query?: {
+                /** @description `24h` (hourly buckets; default), `7d` or `30d` (daily buckets). */
+                window?: string | null;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The overview */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OverviewBody"];
+                };
+            };
+            /** @description Malformed JSON or query. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Missing or invalid API key, or a token that fails verification. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Token inactive, out of scope, over budget, widening, or not allowed. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Unknown record, workflow, agent or token. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Already completed, already rated, or not in a state for this. */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The body is larger than 64 KiB. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The body is not `application/json`. */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /**
+             * @description Well-formed JSON that breaks a rule, or a read that ran past the
+             *     query time budget (`query_too_broad`).
+             */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Rate limited; see `Retry-After`. */
+            429: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -5434,6 +6389,131 @@ export interface operations {
             };
         };
     };
+    tokens: {
+        parameters: {
+            query?: {
+                /** @description Tokens held by this agent (bare or `agent:<id>`). */
+                agent_id?: string | null;
+                /** @description Tokens of this human's workflows. */
+                human_ref?: components["schemas"]["Sha256Ref"] | null;
+                provenance_ref?: components["schemas"]["ProvenanceRef"] | null;
+                /** @description `active`, `revoked` or `expired`. */
+                status?: string | null;
+                /** @description Page size, 1–500 (default 50). */
+                limit?: number | null;
+                /** @description The `next_cursor` of the previous page. */
+                cursor?: string | null;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of tokens */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["TokenPage"];
+                };
+            };
+            /** @description Malformed JSON or query. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Missing or invalid API key, or a token that fails verification. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Token inactive, out of scope, over budget, widening, or not allowed. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Unknown record, workflow, agent or token. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Already completed, already rated, or not in a state for this. */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The body is larger than 64 KiB. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The body is not `application/json`. */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /**
+             * @description Well-formed JSON that breaks a rule, or a read that ran past the
+             *     query time budget (`query_too_broad`).
+             */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Rate limited; see `Retry-After`. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Storage cannot take writes right now. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
     token: {
         parameters: {
             query?: {
@@ -5561,6 +6641,8 @@ export interface operations {
                 /** @description Workflows in which this agent holds a token. */
                 agent_id?: string | null;
                 provenance_ref?: components["schemas"]["ProvenanceRef"] | null;
+                /** @description Workflows of this human. */
+                human_ref?: components["schemas"]["Sha256Ref"] | null;
                 /** @description Last activity at or after (RFC 3339). */
                 since?: string | null;
                 /** @description Last activity before (RFC 3339). */

@@ -286,6 +286,9 @@ fn migrate(conn: &Connection) -> anyhow::Result<()> {
             tx.execute_batch(schema::POSTGRES)?;
             tx.execute_batch(schema::POSTGRES_EVENTS)?;
             tx.execute_batch(schema::POSTGRES_DASHBOARD)?;
+            // Nothing to count yet; run anyway, so every new database
+            // checks the statements an upgrade from version 6 runs.
+            super::dashboard::backfill(&tx)?;
             let now = crate::clock::Clock::system().now();
             orgs::add_default(&tx, &OrgId::new(crate::random::ulid(now)), now.ms())?;
             tx.execute(
