@@ -109,6 +109,10 @@ pub struct Shared {
     pub committed: tokio::sync::watch::Sender<u64>,
     /// The event streams each organisation holds open.
     pub streams: api::OpenStreams,
+    /// Cancelled when the server begins to stop: event streams end and
+    /// approval waits answer at once, so graceful shutdown is not held
+    /// open by a client that never hangs up.
+    pub stopping: tokio_util::sync::CancellationToken,
 }
 
 impl std::ops::Deref for AppState {
@@ -178,6 +182,7 @@ impl AppState {
             span_tasks: tokio_util::task::TaskTracker::new(),
             committed: tokio::sync::watch::Sender::new(0),
             streams: api::OpenStreams::default(),
+            stopping: tokio_util::sync::CancellationToken::new(),
         }));
         Ok((state, prepared.new_admin_key))
     }
@@ -311,11 +316,15 @@ pub async fn serve_until(
     let pruner = tokio::spawn(timers::prune_events(state.clone()));
     let (stop_delivery, delivery_stop) = tokio::sync::oneshot::channel();
     let deliverer = tokio::spawn(webhooks::deliver(state.clone(), delivery_stop));
+    let stopping = state.stopping.clone();
     axum::serve(
         listener,
         router.into_make_service_with_connect_info::<SocketAddr>(),
     )
-    .with_graceful_shutdown(shutdown)
+    .with_graceful_shutdown(async move {
+        shutdown.await;
+        stopping.cancel();
+    })
     .await?;
     for task in [keeper, expirer, pruner] {
         task.abort();

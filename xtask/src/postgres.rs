@@ -218,7 +218,9 @@ impl Cluster {
     }
 
     /// A shell command that restarts the server (fast shutdown: open
-    /// connections are cut), for the restart test.
+    /// connections are cut), for the restart test. The shutdown checkpoint
+    /// follows the whole API suite's writes, so on a busy machine it may
+    /// take longer than `pg_ctl`'s default minute: it is given five.
     pub fn restart_command(&self) -> String {
         let pg_ctl = self.bin.join("pg_ctl");
         let data = self.dir.join("data");
@@ -228,7 +230,7 @@ impl Cluster {
             ""
         };
         format!(
-            "{run_as}{} -D {} -w -m fast restart >/dev/null",
+            "{run_as}{} -D {} -w -t 300 -m fast restart >/dev/null",
             pg_ctl.display(),
             data.display()
         )

@@ -175,6 +175,10 @@ pub(crate) async fn approval(
         tokio::select! {
             _ = committed.changed() => {}
             () = tokio::time::sleep_until(poll.min(deadline)) => {}
+            // The server is stopping: answered as it stands.
+            () = state.stopping.cancelled() => {
+                return Ok(axum::Json(approval_body(full)));
+            }
         }
     }
 }

@@ -15,7 +15,7 @@ use std::time::Duration;
 use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::sse::{Event, KeepAlive, Sse};
-use futures_util::Stream;
+use futures_util::{Stream, StreamExt as _};
 
 use super::docs::Errors;
 use super::extract::ApiKeyAuth;
@@ -203,9 +203,11 @@ pub(crate) async fn events(
         committed: None,
         ready: VecDeque::new(),
     };
+    let stopping = tail.state.stopping.clone().cancelled_owned();
     let stream = futures_util::stream::unfold(tail, |mut tail| async move {
         let event = tail.next().await;
         Some((Ok(sse_event(&event)), tail))
-    });
+    })
+    .take_until(stopping);
     Ok(Sse::new(stream).keep_alive(KeepAlive::new().interval(HEARTBEAT).text("heartbeat")))
 }

@@ -513,3 +513,21 @@ async fn a_requirement_is_checked_like_any_grant_field() {
         assert_eq!(problem["field"], field, "{requirement}");
     }
 }
+
+#[tokio::test]
+async fn a_stopping_server_answers_a_waiting_agent_at_once() {
+    let app = TestApp::spawn().await;
+    let token = guarded_root(&app, "billing-bot").await;
+    let (approval_id, _) = awaiting(&app, &token, 5.0).await;
+    let url = app.url(&format!("/v1/vat/approvals/{approval_id}?wait=30"));
+    let waiting = app.client.get(url).bearer_auth(&app.admin_key).send();
+    let waiting = tokio::spawn(waiting);
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    tokio::time::timeout(Duration::from_secs(10), app.stop())
+        .await
+        .expect("the server did not stop within 10 s while an agent waited");
+    let answer = waiting.await.unwrap().unwrap();
+    assert_eq!(answer.status(), StatusCode::OK);
+    let body: Value = answer.json().await.unwrap();
+    assert_eq!(body["status"], "pending", "answered as it stands");
+}

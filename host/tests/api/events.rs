@@ -241,3 +241,14 @@ async fn an_organisation_holds_a_bounded_number_of_streams() {
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
 }
+
+#[tokio::test]
+async fn a_stopping_server_ends_its_streams_instead_of_waiting_for_them() {
+    let app = TestApp::spawn().await;
+    let mut stream = Stream::open(&app, &app.admin_key, None).await;
+    // A client that never hangs up does not hold the server open.
+    tokio::time::timeout(Duration::from_secs(10), app.stop())
+        .await
+        .expect("the server did not stop within 10 s with a stream open");
+    assert!(stream.next(Duration::from_secs(5)).await.is_none());
+}
