@@ -6,6 +6,7 @@
 import "./style.css";
 import type { Me, Permission } from "mandate-sdk/web";
 import { h, replace } from "./dom.js";
+import { goLive, stopLive } from "./live.js";
 import { type Route, currentRoute } from "./router.js";
 import { apiKey, can, loadIdentity, signOut, whoAmI } from "./session.js";
 import { loading, problemBox, signedOut, whenSignedOut } from "./ui.js";
@@ -35,6 +36,7 @@ const nav = document.getElementById("nav") as HTMLElement;
 const account = document.getElementById("account") as HTMLElement;
 const identity = document.getElementById("identity") as HTMLElement;
 const signOutButton = document.getElementById("sign-out") as HTMLButtonElement;
+const liveIndicator = document.getElementById("live") as HTMLElement;
 
 let cleanup: (() => void) | undefined;
 
@@ -75,6 +77,7 @@ function showAccount(me: Me): void {
   }
   nav.hidden = false;
   account.hidden = false;
+  goLive(liveIndicator);
 }
 
 function showSignIn(why?: unknown): void {
@@ -163,11 +166,13 @@ async function render(): Promise<void> {
 
 whenSignedOut((problem) => {
   signOut();
+  stopLive();
   showSignIn(problem);
 });
 
 signOutButton.addEventListener("click", () => {
   signOut();
+  stopLive();
   showSignIn();
 });
 

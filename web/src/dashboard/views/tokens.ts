@@ -9,6 +9,9 @@ import { type Route, navigate, route } from "../router.js";
 import { can, client } from "../session.js";
 import { confirmDialog, field, load } from "../ui.js";
 
+/** Longest reason the server takes (`MAX_REVOKE_REASON_CHARS`). */
+const REASON_MAX = 512;
+
 function lookup(current: string): HTMLFormElement {
   const input = h("input", {
     name: "jti",
@@ -73,7 +76,7 @@ function chainTable(status: TokenStatus): HTMLElement {
 /** The confirmation step: a modal dialog naming what ends, with an optional reason. */
 function revokeDialog(status: TokenStatus, done: () => void): HTMLDialogElement {
   const count = 1 + status.descendants.length;
-  const reason = h("input", { name: "reason", maxlength: 256, autocomplete: "off" });
+  const reason = h("input", { name: "reason", maxlength: REASON_MAX, autocomplete: "off" });
   return confirmDialog({
     headingId: "revoke-title",
     heading: "Revoke this token?",
