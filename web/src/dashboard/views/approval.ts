@@ -111,7 +111,7 @@ function readOnly(): HTMLElement {
  * server answers it, `settled` the refusal of one decided elsewhere or
  * lapsed first.
  */
-function decisionForm(
+export function decisionForm(
   approval: Approval,
   decided: (approval: Approval) => void,
   settled: (refusal: MandateError) => void,
