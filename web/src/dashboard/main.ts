@@ -14,10 +14,12 @@ import { type Route, currentRoute } from "./router.js";
 import { apiKey, can, loadIdentity, signOut, whoAmI } from "./session.js";
 import { loading, problemBox, signedOut, whenSignedOut } from "./ui.js";
 import { agentView } from "./views/agent.js";
+import { agentsView } from "./views/agents.js";
 import { approvalView } from "./views/approval.js";
 import { approvalsView } from "./views/approvals.js";
 import { inboxView } from "./views/inbox.js";
 import { keysView } from "./views/keys.js";
+import { overviewView } from "./views/overview.js";
 import { signInView } from "./views/signin.js";
 import { tokensView } from "./views/tokens.js";
 import { workflowView } from "./views/workflow.js";
@@ -29,7 +31,9 @@ const VIEWS: Record<string, { view: View; title: string; nav: string; needs?: Pe
   inbox: { view: inboxView, title: "Inbox", nav: "inbox" },
   workflows: { view: workflowsView, title: "Workflows", nav: "workflows" },
   workflow: { view: workflowView, title: "Workflow", nav: "workflows" },
-  agent: { view: agentView, title: "Agent", nav: "agent" },
+  overview: { view: overviewView, title: "Overview", nav: "overview" },
+  agents: { view: agentsView, title: "Agents", nav: "agents" },
+  agent: { view: agentView, title: "Agent", nav: "agents" },
   tokens: { view: tokensView, title: "Tokens", nav: "tokens" },
   approvals: { view: approvalsView, title: "Approvals", nav: "approvals" },
   approval: { view: approvalView, title: "Approval", nav: "approvals" },
