@@ -51,12 +51,21 @@ async function serve(binary, args) {
   return { child, base };
 }
 
-/** Ends a server process and waits for it to exit. */
+/** How long a server may take to finish in-flight requests after SIGTERM before it is killed. */
+const GRACE_MS = 3_000;
+
+/**
+ * Ends a server process and waits for it to exit: SIGTERM, then SIGKILL
+ * after `GRACE_MS` (a graceful shutdown waits for open event streams, which
+ * a page keeps open; the data is durable either way).
+ */
 async function end(child) {
   if (child.exitCode === null) {
     const exited = new Promise((resolve) => child.once("exit", resolve));
     child.kill("SIGTERM");
+    const timer = setTimeout(() => child.kill("SIGKILL"), GRACE_MS);
     await exited;
+    clearTimeout(timer);
   }
 }
 
