@@ -3,7 +3,7 @@
 // reader, so every chart is an image with a one-line summary for its name
 // and a table twin in a `<details>` below it holding every number drawn.
 // The chart is as wide as its container and is drawn again when that
-// changes (phone width included).
+// changes (phone width included); its times are UTC.
 
 import uPlot from "uplot";
 import "uplot/dist/uPlot.min.css";
@@ -83,6 +83,8 @@ export function chart(chart: Chart): { element: HTMLElement; destroy: () => void
   const options: uPlot.Options = {
     width: 600,
     height: HEIGHT,
+    // Times in UTC, as everywhere in the dashboard.
+    tzDate: (seconds) => uPlot.tzDate(new Date(seconds * 1000), "Etc/UTC"),
     scales: { x: { time: true }, y: { range: (_plot, _min, max) => [0, Math.max(max, chart.yMax ?? 1)] } },
     axes: [{}, { size: 48 }],
     legend: { live: false },
