@@ -133,10 +133,15 @@ function agentRow(agent: AgentSummary): HTMLTableRowElement {
     h(
       "td",
       { "data-label": "Reputation", class: "number" },
-      h("strong", {}, score(agent.combined_reputation)),
-      h("span", { class: "muted scores" }, ` exec ${score(agent.execution_score)} · feedback ${score(agent.feedback_score)}`),
+      // One child each: a cell is a two-column grid (label, value) on a phone.
+      h(
+        "span",
+        {},
+        h("strong", {}, score(agent.combined_reputation)),
+        h("span", { class: "muted" }, ` exec ${score(agent.execution_score)} · feedback ${score(agent.feedback_score)}`),
+      ),
     ),
-    h("td", { "data-label": "Actions", class: "number" }, `${agent.window.records}`, h("span", { class: "muted" }, ` of ${agent.total_actions}`)),
+    h("td", { "data-label": "Actions", class: "number" }, h("span", {}, `${agent.window.records}`, h("span", { class: "muted" }, ` of ${agent.total_actions}`))),
     h("td", { "data-label": "Denial rate", class: "number" }, percent(agent.window.denial_rate)),
     h("td", { "data-label": "Error rate", class: "number" }, percent(agent.window.error_rate)),
     h("td", { "data-label": "Last activity" }, time(agent.last_activity)),

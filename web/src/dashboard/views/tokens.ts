@@ -200,7 +200,12 @@ function tokenRow(item: TokenItem): HTMLTableRowElement {
     "tr",
     { "data-jti": item.jti, "data-status": item.status },
     h("td", { "data-label": "Token" }, link(route(["tokens", item.jti]), idElement(item.jti))),
-    h("td", { "data-label": "Agent" }, link(route(["agent", item.agent_id]), item.agent_id), item.delegation_depth > 0 ? ` (depth ${item.delegation_depth})` : ""),
+    h(
+      "td",
+      { "data-label": "Agent" },
+      // One child: a cell is a two-column grid (label, value) on a phone.
+      h("span", {}, link(route(["agent", item.agent_id]), item.agent_id), item.delegation_depth > 0 ? ` (depth ${item.delegation_depth})` : ""),
+    ),
     h("td", { "data-label": "Human" }, link(route(["tokens"], { human_ref: item.human_ref }), human(item))),
     h("td", { "data-label": "Workflow" }, link(route(["workflow", item.provenance_ref]), idElement(item.provenance_ref))),
     h("td", { "data-label": "Status" }, badge(item.status)),
