@@ -142,6 +142,8 @@ export interface EventsOptions {
   signal?: AbortSignalLike;
   /** Called each time the stream is connected (again): events from then on will be delivered. */
   onOpen?: () => void;
+  /** Called each time a connection drops or cannot be made, before the pause that precedes the next attempt. */
+  onDrop?: () => void;
 }
 
 // The request and response types come from the server's OpenAPI document:
@@ -977,6 +979,9 @@ export class MandateClient {
         clearTimeout(idle);
         signal?.removeEventListener("abort", stop);
         connection.abort();
+      }
+      if (!signal?.aborted) {
+        options.onDrop?.();
       }
       await pause(Math.min(reconnectMs * 2 ** Math.max(0, failures - 1), MAX_RETRY_MS), signal);
     }

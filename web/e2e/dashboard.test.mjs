@@ -54,6 +54,9 @@ describe("dashboard", () => {
     await signIn(page, server.base, server.adminKey);
     assert.ok(!page.url().includes(server.adminKey), "the key never enters the URL");
     assert.equal(await page.evaluate(() => sessionStorage.getItem("mandate.api_key")), server.adminKey);
+    // An owner may decide and rate: it lands on the inbox.
+    await page.getByRole("heading", { name: "Inbox", level: 1 }).waitFor();
+    await page.getByRole("navigation", { name: "Main" }).getByRole("link", { name: "Workflows" }).click();
     const row = page.locator(`tr[data-provenance-ref="${seeded.root.provenance_ref}"]`);
     await row.waitFor();
     assert.match(await row.innerText(), /orchestrator/);
@@ -237,6 +240,7 @@ describe("dashboard", () => {
       await screenshot(phone.page, `phone-${name}`, options);
     };
     await signIn(phone.page, server.base, server.adminKey);
+    await phone.page.goto(`${server.base}/#/workflows`);
     await phone.page.locator("tr[data-provenance-ref]").first().waitFor();
     await fits("workflows");
     await phone.page.goto(`${server.base}/#/workflow/${seeded.root.provenance_ref}`);

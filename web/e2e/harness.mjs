@@ -30,20 +30,8 @@ const CHROMIUM_ARGS = [
   "--disable-sync",
 ];
 
-/**
- * Starts `mandate serve` on a free port with a fresh data folder; `config`,
- * when given, is the text of its TOML configuration file.
- */
-export async function startServer({ config } = {}) {
-  const binary = process.env.MANDATE_BIN;
-  assert.ok(binary, "MANDATE_BIN must name the mandate binary (cargo xtask test sets it)");
-  const dataDir = mkdtempSync(join(tmpdir(), "mandate-e2e-"));
-  const args = ["serve", "--listen", "127.0.0.1:0", "--data-dir", dataDir];
-  if (config !== undefined) {
-    const file = join(dataDir, "config.toml");
-    writeFileSync(file, config, { mode: 0o600 });
-    args.push("--config", file);
-  }
+/** Runs `mandate serve` with `args`; answers the child and its address once it listens. */
+async function serve(binary, args) {
   const child = spawn(binary, args, {
     stdio: ["ignore", "pipe", "inherit"],
     env: { ...process.env, RUST_LOG: process.env.RUST_LOG ?? "warn" },
@@ -60,17 +48,54 @@ export async function startServer({ config } = {}) {
       }
     });
   });
+  return { child, base };
+}
+
+/** How long a server may take to finish in-flight requests after SIGTERM before it is killed. */
+const GRACE_MS = 3_000;
+
+/**
+ * Ends a server process and waits for it to exit: SIGTERM, then SIGKILL
+ * after `GRACE_MS` (a graceful shutdown waits for open event streams, which
+ * a page keeps open; the data is durable either way).
+ */
+async function end(child) {
+  if (child.exitCode === null) {
+    const exited = new Promise((resolve) => child.once("exit", resolve));
+    child.kill("SIGTERM");
+    const timer = setTimeout(() => child.kill("SIGKILL"), GRACE_MS);
+    await exited;
+    clearTimeout(timer);
+  }
+}
+
+/**
+ * Starts `mandate serve` on a free port with a fresh data folder; `config`,
+ * when given, is the text of its TOML configuration file. `restart()` stops
+ * it and serves the same data folder again at the same address.
+ */
+export async function startServer({ config } = {}) {
+  const binary = process.env.MANDATE_BIN;
+  assert.ok(binary, "MANDATE_BIN must name the mandate binary (cargo xtask test sets it)");
+  const dataDir = mkdtempSync(join(tmpdir(), "mandate-e2e-"));
+  const args = ["serve", "--data-dir", dataDir];
+  if (config !== undefined) {
+    const file = join(dataDir, "config.toml");
+    writeFileSync(file, config, { mode: 0o600 });
+    args.push("--config", file);
+  }
+  let { child, base } = await serve(binary, [...args, "--listen", "127.0.0.1:0"]);
   const adminKey = readFileSync(join(dataDir, "admin.key"), "utf8").trim();
   return {
     base,
     adminKey,
     api: new Api(base, adminKey),
+    async restart() {
+      await end(child);
+      ({ child } = await serve(binary, [...args, "--listen", new URL(base).host]));
+    },
     async stop() {
-      if (child.exitCode === null) {
-        const exited = new Promise((resolve) => child.once("exit", resolve));
-        child.kill("SIGTERM");
-        await exited;
-      }
+      await end(child);
       rmSync(dataDir, { recursive: true, force: true });
     },
   };
@@ -246,10 +271,10 @@ export async function screenshot(page, name, { fullPage = true } = {}) {
   await page.screenshot({ path: join(SCREENSHOTS, `${name}.png`), fullPage });
 }
 
-/** Signs in through the form with `key`. */
+/** Signs in through the form with `key`; the landing page is the inbox or the workflows, as the key's role has it. */
 export async function signIn(page, base, key) {
   await page.goto(`${base}/`);
   await page.getByLabel("API key").fill(key);
   await page.getByRole("button", { name: "Sign in" }).click();
-  await page.getByRole("heading", { name: "Workflows", level: 1 }).waitFor();
+  await page.getByRole("heading", { name: /^(Inbox|Workflows)$/, level: 1 }).waitFor();
 }

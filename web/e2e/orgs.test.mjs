@@ -236,6 +236,7 @@ describe("organisations and roles", () => {
     await signIn(page, server.base, acme.owner_key.api_key);
     const who = await identity(page);
     assert.deepEqual([who.org, who.role, who.admin], ["acme", "owner", "false"]);
+    await page.goto(`${server.base}/#/workflows`);
     await page.getByText("No workflow matches.").waitFor();
 
     await page.getByRole("link", { name: "Keys" }).click();

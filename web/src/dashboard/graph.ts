@@ -16,13 +16,15 @@ cytoscape.use(dagre);
 const COLOURS = {
   human: "#334155",
   token: "#1d4ed8",
-  inactive: "#6b7280",
+  // An ended token is pale with dark text, so it never reads as a pending record's slate.
+  inactive: "#fef2f2",
+  inactiveText: "#7f1d1d",
   success: "#15803d",
   error: "#c2410c",
   timeout: "#a16207",
   cancelled: "#a16207",
   denied: "#991b1b",
-  pending: "#64748b",
+  pending: "#475569",
   awaiting_approval: "#6d28d9",
   approved: "#0ea5e9",
   flagged: "#eab308",
@@ -51,7 +53,13 @@ const STYLE: cytoscape.StylesheetJson = [
   { selector: 'node[kind = "token"]', style: { "background-color": COLOURS.token, height: 58, "font-weight": "bold" } },
   {
     selector: 'node[kind = "token"][status != "active"]',
-    style: { "background-color": COLOURS.inactive, "border-width": 3, "border-style": "dashed", "border-color": COLOURS.denied },
+    style: {
+      "background-color": COLOURS.inactive,
+      color: COLOURS.inactiveText,
+      "border-width": 3,
+      "border-style": "dashed",
+      "border-color": COLOURS.denied,
+    },
   },
   { selector: 'node[kind = "record"]', style: { width: 170, height: 50, "font-size": 12 } },
   ...(["success", "error", "timeout", "cancelled", "denied", "pending", "awaiting_approval"] as const).map((result) => ({

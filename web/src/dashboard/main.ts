@@ -1,18 +1,25 @@
-// The dashboard's shell: the header with the navigation and who is signed
-// in, sign-in, and the views chosen by the hash route. Each view renders
-// into a fresh container. A view that needs a permission the key's role
-// lacks is neither linked nor shown.
+// The dashboard's shell: the header with the navigation (the inbox's count
+// of what waits, kept current by the events) and who is signed in, sign-in,
+// and the views chosen by the hash route. Each view renders into a fresh
+// container. A view that needs a permission the key's role lacks is neither
+// linked nor shown. The landing page is the inbox for a key that may decide
+// or rate, the workflows otherwise.
 
 import "./style.css";
 import type { Me, Permission } from "mandate-sdk/web";
 import { h, replace } from "./dom.js";
+import { follow, goLive, stopLive } from "./live.js";
+import { inboxCounts } from "./reviewing.js";
 import { type Route, currentRoute } from "./router.js";
 import { apiKey, can, loadIdentity, signOut, whoAmI } from "./session.js";
 import { loading, problemBox, signedOut, whenSignedOut } from "./ui.js";
 import { agentView } from "./views/agent.js";
+import { agentsView } from "./views/agents.js";
 import { approvalView } from "./views/approval.js";
 import { approvalsView } from "./views/approvals.js";
+import { inboxView } from "./views/inbox.js";
 import { keysView } from "./views/keys.js";
+import { overviewView } from "./views/overview.js";
 import { signInView } from "./views/signin.js";
 import { tokensView } from "./views/tokens.js";
 import { workflowView } from "./views/workflow.js";
@@ -21,9 +28,12 @@ import { workflowsView } from "./views/workflows.js";
 type View = (root: HTMLElement, route: Route) => Promise<void | (() => void)>;
 
 const VIEWS: Record<string, { view: View; title: string; nav: string; needs?: Permission }> = {
-  "": { view: workflowsView, title: "Workflows", nav: "workflows" },
+  inbox: { view: inboxView, title: "Inbox", nav: "inbox" },
+  workflows: { view: workflowsView, title: "Workflows", nav: "workflows" },
   workflow: { view: workflowView, title: "Workflow", nav: "workflows" },
-  agent: { view: agentView, title: "Agent", nav: "agent" },
+  overview: { view: overviewView, title: "Overview", nav: "overview" },
+  agents: { view: agentsView, title: "Agents", nav: "agents" },
+  agent: { view: agentView, title: "Agent", nav: "agents" },
   tokens: { view: tokensView, title: "Tokens", nav: "tokens" },
   approvals: { view: approvalsView, title: "Approvals", nav: "approvals" },
   approval: { view: approvalView, title: "Approval", nav: "approvals" },
@@ -35,6 +45,46 @@ const nav = document.getElementById("nav") as HTMLElement;
 const account = document.getElementById("account") as HTMLElement;
 const identity = document.getElementById("identity") as HTMLElement;
 const signOutButton = document.getElementById("sign-out") as HTMLButtonElement;
+const liveIndicator = document.getElementById("live") as HTMLElement;
+const inboxCount = nav.querySelector<HTMLElement>('[data-count="inbox"]') as HTMLElement;
+
+/** How often the inbox's count is asked again (a success, which may wait for a rating, has no event). */
+const COUNTS_POLL_MS = 30_000;
+
+let stopCounts: (() => void) | undefined;
+
+/** Keeps the inbox's count in the navigation current; a server that cannot say leaves it out. */
+function followCounts(): void {
+  stopCounts ??= follow({
+    wanted: (event) => event.type !== "token.revoked" && event.type !== "budget.threshold",
+    reload: async () => {
+      try {
+        const counts = await inboxCounts();
+        const waiting = counts.approvals_pending + counts.records_unrated;
+        inboxCount.hidden = waiting === 0;
+        replace(
+          inboxCount,
+          ` ${waiting}`,
+          h(
+            "span",
+            { class: "visually-hidden" },
+            ` waiting: ${counts.approvals_pending} approval${counts.approvals_pending === 1 ? "" : "s"}, ${counts.records_unrated} record${counts.records_unrated === 1 ? "" : "s"} to rate`,
+          ),
+        );
+      } catch (error) {
+        inboxCount.hidden = true;
+        signedOut(error);
+      }
+    },
+    pollMs: COUNTS_POLL_MS,
+  });
+}
+
+function stopFollowing(): void {
+  stopCounts?.();
+  stopCounts = undefined;
+  stopLive();
+}
 
 let cleanup: (() => void) | undefined;
 
@@ -75,6 +125,8 @@ function showAccount(me: Me): void {
   }
   nav.hidden = false;
   account.hidden = false;
+  goLive(liveIndicator);
+  followCounts();
 }
 
 function showSignIn(why?: unknown): void {
@@ -119,13 +171,14 @@ async function render(): Promise<void> {
   }
   showAccount(me);
   const current = currentRoute();
-  const chosen = VIEWS[current.segments[0] ?? ""];
+  const landing = can("decide") || can("rate") ? "inbox" : "workflows";
+  const chosen = VIEWS[current.segments[0] ?? landing];
   if (chosen === undefined) {
     markNav(undefined);
     document.title = "Not found · Mandate";
     root.append(
       h("h1", { tabindex: -1 }, "Not found"),
-      h("p", {}, "There is no such page. ", h("a", { href: "#/" }, "See the workflows.")),
+      h("p", {}, "There is no such page. ", h("a", { href: "#/workflows" }, "See the workflows.")),
     );
     root.querySelector("h1")?.focus();
     return;
@@ -141,7 +194,7 @@ async function render(): Promise<void> {
         `${chosen.title} needs the `,
         h("code", {}, chosen.needs),
         ` permission, which this ${me.role} key of ${me.org.name} does not hold. `,
-        h("a", { href: "#/" }, "See the workflows."),
+        h("a", { href: "#/workflows" }, "See the workflows."),
       ),
     );
     root.querySelector("h1")?.focus();
@@ -163,11 +216,13 @@ async function render(): Promise<void> {
 
 whenSignedOut((problem) => {
   signOut();
+  stopFollowing();
   showSignIn(problem);
 });
 
 signOutButton.addEventListener("click", () => {
   signOut();
+  stopFollowing();
   showSignIn();
 });
 

@@ -3,7 +3,7 @@
 // by the workflow view (records of one provenance_ref) and the agent view
 // (records of one agent).
 
-import type { ActionRecord, RecordQuery } from "mandate-sdk/web";
+import type { ActionRecord, RecordPage, RecordQuery } from "mandate-sdk/web";
 import { type Child, entry, h, link, replace } from "./dom.js";
 import { badge, fromLocalInput, idElement, outcome, score, time, timeElement, usd } from "./format.js";
 import { ratingControls } from "./rating.js";
@@ -87,6 +87,8 @@ export class RecordsPanel {
   readonly #results = h("div", { class: "results", "aria-live": "polite" });
   readonly #dialog = h("dialog", { class: "record-dialog", "aria-labelledby": "record-dialog-title" });
   #filters: RecordQuery = {};
+  /** The page shown, as the server sent it: a refresh that finds it unchanged leaves the table (and the focus in it) alone. */
+  #shown: string | undefined;
 
   constructor(options: RecordsOptions) {
     this.#options = options;
@@ -215,25 +217,40 @@ export class RecordsPanel {
     );
   }
 
+  #fetch(): Promise<RecordPage> {
+    const query: RecordQuery = { ...this.#options.fixed, ...this.#filters, limit: PAGE_SIZE };
+    if (this.#pages.current !== undefined) {
+      query.cursor = this.#pages.current;
+    }
+    return client().recordsPage(query);
+  }
+
+  #render(page: RecordPage): Node {
+    this.#shown = JSON.stringify(page);
+    this.#pages.loaded(page.next_cursor);
+    const fragment = document.createDocumentFragment();
+    fragment.append(this.#table(page.records), this.#pages.controls("Record", () => void this.reload()));
+    return fragment;
+  }
+
   /** Loads the current page with the current filters. */
   async reload(): Promise<void> {
-    await load(
-      this.#results,
-      "records",
-      () => {
-        const query: RecordQuery = { ...this.#options.fixed, ...this.#filters, limit: PAGE_SIZE };
-        if (this.#pages.current !== undefined) {
-          query.cursor = this.#pages.current;
-        }
-        return client().recordsPage(query);
-      },
-      (page) => {
-        this.#pages.loaded(page.next_cursor);
-        const fragment = document.createDocumentFragment();
-        fragment.append(this.#table(page.records), this.#pages.controls("Record", () => void this.reload()));
-        return fragment;
-      },
-    );
+    await load(this.#results, "records", () => this.#fetch(), (page) => this.#render(page));
+  }
+
+  /**
+   * Loads the current page again without a loading state (a live update),
+   * replacing the table only if it changed; a failure leaves it as it was.
+   */
+  async refresh(): Promise<void> {
+    try {
+      const page = await this.#fetch();
+      if (JSON.stringify(page) !== this.#shown) {
+        replace(this.#results, this.#render(page));
+      }
+    } catch (error) {
+      signedOut(error);
+    }
   }
 
   #openDialog(title: string, ...content: Child[]): HTMLElement {

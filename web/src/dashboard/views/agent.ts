@@ -1,12 +1,55 @@
-// An agent: its reputation with the numbers behind it, and its records.
+// An agent: its reputation with the numbers behind it, its history
+// (reputation over time and outcomes per day, each chart with its table
+// twin), and its records.
 
 import type { AgentReputation } from "mandate-sdk/web";
-import { entry, h } from "../dom.js";
+import { entry, h, link } from "../dom.js";
 import { score } from "../format.js";
 import { RecordsPanel } from "../records.js";
 import { type Route, navigate, route } from "../router.js";
 import { client } from "../session.js";
+import { type AgentHistory, agentHistory } from "../reviewing.js";
 import { field, load } from "../ui.js";
+
+/** How many days of history the page offers. */
+const SPANS = [14, 30, 90];
+
+function history(value: AgentHistory, chart: typeof import("../charts.js").chart): { element: HTMLElement; destroy: () => void } {
+  const times = value.days.map((day) => day.day);
+  const timeLabel = (iso: string): string => iso.slice(0, 10);
+  const last = value.days.at(-1);
+  const sum = (pick: (day: AgentHistory["days"][number]) => number): number => value.days.reduce((total, day) => total + pick(day), 0);
+  const charts = [
+    chart({
+      title: "Combined reputation",
+      summary: last === undefined ? "No history yet." : `Now ${score(last.combined_reputation)}.`,
+      times,
+      timeLabel,
+      series: [{ label: "Combined reputation", values: value.days.map((day) => day.combined_reputation), colour: "#1d4ed8", format: score }],
+      yMax: 1,
+    }),
+    chart({
+      title: "Outcomes per day",
+      summary: `${sum((day) => day.successes)} successes, ${sum((day) => day.errors)} errors, ${sum((day) => day.denied)} denied; rated ${sum((day) => day.approved)} approved, ${sum((day) => day.flagged)} flagged, ${sum((day) => day.rejected)} rejected.`,
+      times,
+      timeLabel,
+      series: [
+        { label: "Successes", values: value.days.map((day) => day.successes), colour: "#15803d", bars: true },
+        { label: "Errors", values: value.days.map((day) => day.errors), colour: "#c2410c" },
+        { label: "Denied", values: value.days.map((day) => day.denied), colour: "#991b1b" },
+        { label: "Flagged or rejected", values: value.days.map((day) => day.flagged + day.rejected), colour: "#a16207" },
+      ],
+    }),
+  ];
+  return {
+    element: h("div", { class: "charts" }, ...charts.map((item) => item.element)),
+    destroy: () => {
+      for (const item of charts) {
+        item.destroy();
+      }
+    },
+  };
+}
 
 function meter(label: string, value: number, name: string): HTMLElement {
   const id = `score-${name}`;
@@ -61,14 +104,25 @@ function lookup(current: string): HTMLFormElement {
   );
 }
 
-export async function agentView(root: HTMLElement, current: Route): Promise<void> {
+export async function agentView(root: HTMLElement, current: Route): Promise<() => void> {
   const agentId = current.segments[1] ?? "";
   root.append(h("h1", { tabindex: -1 }, agentId === "" ? "Agents" : `Agent ${agentId}`), lookup(agentId));
   if (agentId === "") {
-    root.append(h("p", { class: "lede" }, "Name an agent to see its reputation and records."));
-    return;
+    root.append(h("p", { class: "lede" }, "Name an agent to see its reputation and records, or ", link(route(["agents"]), "see every agent"), "."));
+    return () => undefined;
   }
+  const days = SPANS.find((span) => String(span) === current.params.get("days")) ?? SPANS[0] ?? 14;
   const reputationRegion = h("div", { "aria-live": "polite" });
+  const historyRegion = h("div", {});
+  const span = h(
+    "select",
+    {
+      name: "days",
+      onchange: () => navigate(route(["agent", agentId], { days: span.value })),
+    },
+    ...SPANS.map((value) => h("option", { value, selected: value === days }, `${value} days`)),
+  );
+  let stopCharts: () => void = () => undefined;
   const records = new RecordsPanel({
     fixed: { agent_id: agentId },
     filters: ["action", "result", "since", "until"],
@@ -76,10 +130,24 @@ export async function agentView(root: HTMLElement, current: Route): Promise<void
   });
   root.append(
     h("section", { "aria-labelledby": "reputation-title" }, h("h2", { id: "reputation-title" }, "Reputation"), reputationRegion),
+    h(
+      "section",
+      { "aria-labelledby": "history-title" },
+      h("h2", { id: "history-title" }, "History"),
+      h("div", { class: "filters" }, field("Show the last", span)),
+      historyRegion,
+    ),
     h("section", { "aria-labelledby": "records-title" }, h("h2", { id: "records-title" }, "Recent records"), records.element),
   );
   await Promise.all([
     load(reputationRegion, "the reputation", () => client().reputation(agentId), reputation),
+    // The chart library is loaded with the first chart, not with the dashboard.
+    load(historyRegion, "the history", () => Promise.all([agentHistory(agentId, days), import("../charts.js")]), ([value, { chart }]) => {
+      const drawn = history(value, chart);
+      stopCharts = drawn.destroy;
+      return drawn.element;
+    }),
     records.reload(),
   ]);
+  return () => stopCharts();
 }

@@ -111,7 +111,7 @@ function readOnly(): HTMLElement {
  * server answers it, `settled` the refusal of one decided elsewhere or
  * lapsed first.
  */
-function decisionForm(
+export function decisionForm(
   approval: Approval,
   decided: (approval: Approval) => void,
   settled: (refusal: MandateError) => void,
@@ -162,11 +162,9 @@ function decisionForm(
 export async function approvalView(root: HTMLElement, current: Route): Promise<() => void> {
   const id = current.segments[1] ?? "";
   const region = h("div", { "aria-live": "polite" });
-  const live = h("p", { class: "live muted", role: "status" });
   root.append(
     h("h1", { tabindex: -1 }, "Approval ", idElement(id)),
     h("p", {}, link(route(["approvals"]), "← Pending approvals")),
-    live,
     region,
   );
   // The decision form while it is shown: a reload that finds the approval
@@ -222,6 +220,5 @@ export async function approvalView(root: HTMLElement, current: Route): Promise<(
   return follow({
     wanted: (event) => event.type === "approval.decided" && event.data.approval_id === id,
     reload,
-    status: live,
   });
 }

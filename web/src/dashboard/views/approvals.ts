@@ -106,7 +106,6 @@ export async function approvalsView(root: HTMLElement, current: Route): Promise<
   const status = chosenStatus(current.params);
   const pages = new Pages();
   const results = h("div", { class: "results", "aria-live": "polite" });
-  const live = h("p", { class: "live muted", role: "status" });
   root.append(
     h("h1", { tabindex: -1 }, "Approvals"),
     h(
@@ -117,7 +116,6 @@ export async function approvalsView(root: HTMLElement, current: Route): Promise<
         : "Actions a grant says a person must approve before they are done. Open one to see what the agent asks.",
     ),
     statusForm(status),
-    live,
     results,
   );
   const fetchPage = (): Promise<ApprovalPage> => {
@@ -155,6 +153,5 @@ export async function approvalsView(root: HTMLElement, current: Route): Promise<
   return follow({
     wanted: (event) => event.type === "approval.requested" || event.type === "approval.decided",
     reload: show,
-    status: live,
   });
 }

@@ -1,13 +1,23 @@
-// A token's status and every descendant's, and revocation with a
-// confirmation step: revoking a token ends it and its whole subtree. Only a
-// key whose role allows `revoke` is offered it.
+// The organisation's tokens (active first; filtered by agent, human,
+// workflow and status), each human shown by the label the organisation
+// knows it by; a token's status and every descendant's, and revocation
+// with a confirmation step: revoking a token ends it and its whole
+// subtree. Only a key whose role allows `revoke` is offered it.
 
 import type { TokenStatus } from "mandate-sdk/web";
 import { entry, h, link } from "../dom.js";
-import { badge, timeElement } from "../format.js";
+import { badge, idElement, time, timeElement } from "../format.js";
+import { type TokenItem, type TokenList, type TokenListQuery, type TokenState, tokens } from "../reviewing.js";
 import { type Route, navigate, route } from "../router.js";
 import { can, client } from "../session.js";
-import { confirmDialog, field, load } from "../ui.js";
+import { Pages, confirmDialog, field, load } from "../ui.js";
+
+const PAGE_SIZE = 50;
+
+const STATES: TokenState[] = ["active", "revoked", "expired"];
+
+/** Longest reason the server takes (`MAX_REVOKE_REASON_CHARS`). */
+const REASON_MAX = 512;
 
 function lookup(current: string): HTMLFormElement {
   const input = h("input", {
@@ -73,7 +83,7 @@ function chainTable(status: TokenStatus): HTMLElement {
 /** The confirmation step: a modal dialog naming what ends, with an optional reason. */
 function revokeDialog(status: TokenStatus, done: () => void): HTMLDialogElement {
   const count = 1 + status.descendants.length;
-  const reason = h("input", { name: "reason", maxlength: 256, autocomplete: "off" });
+  const reason = h("input", { name: "reason", maxlength: REASON_MAX, autocomplete: "off" });
   return confirmDialog({
     headingId: "revoke-title",
     heading: "Revoke this token?",
@@ -140,6 +150,115 @@ function statusView(status: TokenStatus, reload: () => void): HTMLElement {
   return container;
 }
 
+/** A human as the organisation knows them: its label, the reference itself only as a tooltip and for a screen reader. */
+function human(item: TokenItem): HTMLElement {
+  return item.human_label === undefined
+    ? h("span", {}, h("span", { class: "muted" }, "unlabelled "), idElement(item.human_ref))
+    : h("span", { title: item.human_ref }, item.human_label);
+}
+
+function listFilters(params: URLSearchParams): HTMLFormElement {
+  const input = (name: string): HTMLInputElement =>
+    h("input", { name, value: params.get(name) ?? "", autocomplete: "off", spellcheck: false });
+  const agent = input("agent_id");
+  const humanRef = input("human_ref");
+  const workflow = input("provenance_ref");
+  const status = h(
+    "select",
+    { name: "status" },
+    h("option", { value: "" }, "any"),
+    ...STATES.map((state) => h("option", { value: state, selected: params.get("status") === state }, state)),
+  );
+  return h(
+    "form",
+    {
+      class: "filters",
+      role: "search",
+      "aria-label": "Filter tokens",
+      onsubmit: (event) => {
+        event.preventDefault();
+        navigate(
+          route(["tokens"], {
+            agent_id: agent.value.trim(),
+            human_ref: humanRef.value.trim(),
+            provenance_ref: workflow.value.trim(),
+            status: status.value,
+          }),
+        );
+      },
+    },
+    field("Agent", agent),
+    field("Human reference", humanRef),
+    field("Workflow (provenance_ref)", workflow),
+    field("Status", status),
+    h("div", { class: "filter-actions" }, h("button", { type: "submit" }, "Filter"), link(route(["tokens"]), "Clear")),
+  );
+}
+
+function tokenRow(item: TokenItem): HTMLTableRowElement {
+  return h(
+    "tr",
+    { "data-jti": item.jti, "data-status": item.status },
+    h("td", { "data-label": "Token" }, link(route(["tokens", item.jti]), idElement(item.jti))),
+    h(
+      "td",
+      { "data-label": "Agent" },
+      // One child: a cell is a two-column grid (label, value) on a phone.
+      h("span", {}, link(route(["agent", item.agent_id]), item.agent_id), item.delegation_depth > 0 ? ` (depth ${item.delegation_depth})` : ""),
+    ),
+    h("td", { "data-label": "Human" }, link(route(["tokens"], { human_ref: item.human_ref }), human(item))),
+    h("td", { "data-label": "Workflow" }, link(route(["workflow", item.provenance_ref]), idElement(item.provenance_ref))),
+    h("td", { "data-label": "Status" }, badge(item.status)),
+    h("td", { "data-label": item.status === "revoked" ? "Revoked" : "Expires" }, time(item.status === "revoked" ? item.revoked_at : item.expires_at)),
+  );
+}
+
+/** The organisation's tokens, a page at a time. */
+async function tokenList(root: HTMLElement, params: URLSearchParams): Promise<void> {
+  const pages = new Pages();
+  const results = h("div", { class: "results", "aria-live": "polite" });
+  root.append(listFilters(params), results);
+  const query: TokenListQuery = { limit: PAGE_SIZE };
+  for (const name of ["agent_id", "human_ref", "provenance_ref"] as const) {
+    const value = params.get(name);
+    if (value !== null && value !== "") {
+      query[name] = value;
+    }
+  }
+  const status = STATES.find((state) => state === params.get("status"));
+  if (status !== undefined) {
+    query.status = status;
+  }
+  const show = (): Promise<void> =>
+    load(
+      results,
+      "the tokens",
+      () => (pages.current === undefined ? tokens(query) : tokens({ ...query, cursor: pages.current })),
+      (page: TokenList) => {
+        pages.loaded(page.next_cursor);
+        const fragment = document.createDocumentFragment();
+        fragment.append(
+          page.tokens.length === 0
+            ? h("p", { class: "empty" }, "No token matches.")
+            : h(
+                "table",
+                { class: "list tokens" },
+                h("caption", { class: "visually-hidden" }, "Tokens, active first"),
+                h(
+                  "thead",
+                  {},
+                  h("tr", {}, ...["Token", "Agent", "Human", "Workflow", "Status", "Expires or revoked"].map((name) => h("th", { scope: "col" }, name))),
+                ),
+                h("tbody", {}, ...page.tokens.map(tokenRow)),
+              ),
+          pages.controls("Token", () => void show()),
+        );
+        return fragment;
+      },
+    );
+  await show();
+}
+
 export async function tokensView(root: HTMLElement, current: Route): Promise<void> {
   const jti = current.segments[1] ?? "";
   root.append(h("h1", { tabindex: -1 }, "Tokens"), lookup(jti));
@@ -149,10 +268,11 @@ export async function tokensView(root: HTMLElement, current: Route): Promise<voi
         "p",
         { class: "lede" },
         can("revoke")
-          ? "Name a token to see its status and its descendants', and to revoke it with its whole chain."
-          : "Name a token to see its status and its descendants'.",
+          ? "The organisation's tokens, active first. Open one to see its status and its descendants', and to revoke it with its whole chain."
+          : "The organisation's tokens, active first. Open one to see its status and its descendants'.",
       ),
     );
+    await tokenList(root, current.params);
     return;
   }
   const region = h("section", { "aria-live": "polite", "aria-label": "Token status" });

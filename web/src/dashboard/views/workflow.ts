@@ -1,15 +1,20 @@
 // One workflow: its summary, its execution graph, and its records with
-// filters, details and ratings. A rating redraws the graph in its colours.
+// filters, details and ratings. A rating redraws the graph in its colours;
+// records written meanwhile appear without a reload.
 // `?record=aar_…` opens that record's details once the page has loaded.
 
 import type { WorkflowSummary } from "mandate-sdk/web";
-import { entry, h } from "../dom.js";
+import { entry, h, replace } from "../dom.js";
 import { badge, idElement } from "../format.js";
 import type { GraphView } from "../graph.js";
+import { follow } from "../live.js";
 import { RecordsPanel } from "../records.js";
 import type { Route } from "../router.js";
 import { client } from "../session.js";
-import { load } from "../ui.js";
+import { load, signedOut } from "../ui.js";
+
+/** How often an open workflow is fetched again while visible. */
+const POLL_MS = 5_000;
 
 function counts(title: string, values: Record<string, number>, asBadges: boolean): HTMLElement {
   const names = Object.keys(values).sort();
@@ -48,7 +53,15 @@ export async function workflowView(root: HTMLElement, current: Route): Promise<(
   const provenanceRef = current.segments[1] ?? "";
   const summaryRegion = h("div", { "aria-live": "polite" });
   const graphRegion = h("div", { class: "graph-region" });
+  // The summary shown and the graph drawn, as the server sent them: a live
+  // update replaces only what changed (a redraw resets the graph's zoom and pan).
+  let summed: string | undefined;
+  const showSummary = (value: WorkflowSummary): HTMLElement => {
+    summed = JSON.stringify(value);
+    return summary(value);
+  };
   let graph: GraphView | undefined;
+  let drawn: string | undefined;
   const drawGraph = async (): Promise<void> => {
     graph?.destroy();
     await load(
@@ -57,6 +70,7 @@ export async function workflowView(root: HTMLElement, current: Route): Promise<(
       // The graph library is loaded with the first graph, not with the dashboard.
       () => Promise.all([client().graph(provenanceRef), import("../graph.js")]),
       ([value, { GraphView }]) => {
+        drawn = JSON.stringify(value);
         graph = new GraphView(value, { openRecord: (aarId) => void records.open(aarId) });
         return graph.element;
       },
@@ -67,7 +81,7 @@ export async function workflowView(root: HTMLElement, current: Route): Promise<(
     filters: ["agent_id", "action", "result", "since", "until"],
     onRated: () => {
       void drawGraph();
-      void load(summaryRegion, "the summary", () => client().provenance(provenanceRef), summary);
+      void load(summaryRegion, "the summary", () => client().provenance(provenanceRef), showSummary);
     },
   });
   root.append(
@@ -77,7 +91,7 @@ export async function workflowView(root: HTMLElement, current: Route): Promise<(
     h("section", { "aria-labelledby": "records-title" }, h("h2", { id: "records-title" }, "Records"), records.element),
   );
   await Promise.all([
-    load(summaryRegion, "the summary", () => client().provenance(provenanceRef), summary),
+    load(summaryRegion, "the summary", () => client().provenance(provenanceRef), showSummary),
     drawGraph(),
     records.reload(),
   ]);
@@ -85,5 +99,37 @@ export async function workflowView(root: HTMLElement, current: Route): Promise<(
   if (opened !== null && root.isConnected) {
     void records.open(opened);
   }
-  return () => graph?.destroy();
+  // Live: what the page shows is fetched again, without loading states, at
+  // each event of this workflow and every few seconds while the page is
+  // visible (a record that ends in success has no event); only what changed
+  // is drawn again.
+  const update = async (): Promise<void> => {
+    try {
+      const [value, fresh] = await Promise.all([client().provenance(provenanceRef), client().graph(provenanceRef)]);
+      if (JSON.stringify(value) !== summed) {
+        replace(summaryRegion, showSummary(value));
+      }
+      if (JSON.stringify(fresh) !== drawn && graph !== undefined) {
+        const { GraphView } = await import("../graph.js");
+        graph.destroy();
+        drawn = JSON.stringify(fresh);
+        graph = new GraphView(fresh, { openRecord: (aarId) => void records.open(aarId) });
+        replace(graphRegion, graph.element);
+      }
+    } catch (error) {
+      // A failed update leaves the page as it was (the header says whether updates are live).
+      signedOut(error);
+    }
+    await records.refresh();
+  };
+  const stop = follow({
+    wanted: (event) => event.data.provenance_ref === provenanceRef,
+    reload: update,
+    pollMs: POLL_MS,
+    loaded: true,
+  });
+  return () => {
+    stop();
+    graph?.destroy();
+  };
 }

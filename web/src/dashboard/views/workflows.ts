@@ -44,7 +44,7 @@ function searchForm(params: URLSearchParams): HTMLFormElement {
       onsubmit: (event) => {
         event.preventDefault();
         navigate(
-          route([], {
+          route(["workflows"], {
             provenance_ref: provenance.value.trim(),
             agent_id: agent.value.trim(),
             since: fromLocalInput(since.value),
@@ -61,7 +61,7 @@ function searchForm(params: URLSearchParams): HTMLFormElement {
       "div",
       { class: "filter-actions" },
       h("button", { type: "submit" }, "Search"),
-      h("a", { href: "#/", class: "button-link" }, "Clear"),
+      h("a", { href: "#/workflows", class: "button-link" }, "Clear"),
     ),
   );
 }

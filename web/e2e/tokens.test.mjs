@@ -1,0 +1,68 @@
+// The tokens list in Chromium against a real server (it needs `GET
+// /v1/vat/tokens` with `human_label`): the organisation's tokens, active
+// first, each human by a label and never only its hash, filtered by agent
+// and status; a revoked token's badge is not a pending record's grey.
+// Desktop and phone screenshots, no sideways scroll.
+
+import assert from "node:assert/strict";
+import { after, before, describe, test } from "node:test";
+import { launchBrowser, openPage, screenshot, seedChain, signIn, startServer } from "./harness.mjs";
+
+const unexpected = (errors) => errors.filter((error) => !/\/v1\/events net::ERR_ABORTED/.test(error));
+
+describe("tokens", () => {
+  let server;
+  let browser;
+  let seeded;
+
+  before(async () => {
+    server = await startServer();
+    seeded = await seedChain(server.api);
+    await server.api.call("POST", "/v1/vat/revoke", { jti: seeded.summarizer.jti, reason: "done" });
+    browser = await launchBrowser();
+  });
+
+  after(async () => {
+    await browser?.close();
+    await server?.stop();
+  });
+
+  test("lists the tokens, active first, humans by label; filters; fits a phone", async () => {
+    const { page, errors } = await openPage(browser, { width: 1280, height: 800 });
+    await signIn(page, server.base, server.adminKey);
+    await page.getByRole("navigation", { name: "Main" }).getByRole("link", { name: "Tokens" }).click();
+    await page.locator("tr[data-jti]").first().waitFor();
+    const statuses = await page.locator("tr[data-jti]").evaluateAll((rows) => rows.map((row) => row.dataset.status));
+    assert.deepEqual(statuses, ["active", "active", "revoked"]);
+    for (const cell of await page.locator('td[data-label="Human"]').allInnerTexts()) {
+      assert.doesNotMatch(cell, /^sha256/, "a human is never shown only by its hash");
+    }
+    const revoked = await page.locator('tr[data-status="revoked"] .badge').evaluate((badge) => getComputedStyle(badge).backgroundColor);
+    const pending = await page.evaluate(() => {
+      const probe = document.createElement("span");
+      probe.className = "badge badge-pending";
+      document.body.append(probe);
+      const colour = getComputedStyle(probe).backgroundColor;
+      probe.remove();
+      return colour;
+    });
+    assert.notEqual(revoked, pending);
+    await screenshot(page, "tokens");
+
+    await page.getByLabel("Status").selectOption("revoked");
+    await page.getByRole("button", { name: "Filter" }).click();
+    await page.waitForFunction(() => document.querySelectorAll("tr[data-jti]").length === 1);
+    assert.equal(await page.locator(`tr[data-jti="${seeded.summarizer.jti}"]`).count(), 1);
+    assert.deepEqual(unexpected(errors), []);
+    await page.context().close();
+
+    const phone = await openPage(browser, { width: 390, height: 844 });
+    await signIn(phone.page, server.base, server.adminKey);
+    await phone.page.goto(`${server.base}/#/tokens`);
+    await phone.page.locator("tr[data-jti]").first().waitFor();
+    const overflow = await phone.page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
+    assert.ok(overflow <= 0, `the tokens page is ${overflow}px wider than the screen`);
+    await screenshot(phone.page, "phone-tokens");
+    await phone.context.close();
+  });
+});
