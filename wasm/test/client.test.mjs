@@ -129,6 +129,60 @@ test("records and workflows iterate page after page", async () => {
   assert.equal(calls[3].url, `${BASE}/v1/vat/workflows`);
 });
 
+test("the reviewer's dashboard: counts, unrated records, a workflow rated at once, agents, history, overview, tokens", async () => {
+  const { calls, client: c } = client(
+    { status: 200, body: { approvals_pending: 2, records_unrated: 5 } },
+    { status: 200, body: { records: [{ aar_id: "aar_1" }] } },
+    { status: 200, body: { rated: 2, aar_ids: ["aar_1", "aar_2"] } },
+    { status: 200, body: { agents: [{ agent_id: "agent:a" }], next_cursor: "c1" } },
+    { status: 200, body: { agents: [{ agent_id: "agent:b" }] } },
+    { status: 200, body: { agent_id: "agent:a", days: [] } },
+    { status: 200, body: { window: "7d", bucket: "day", series: [], budgets: [] } },
+    { status: 200, body: { tokens: [{ jti: "vat_root_1" }], next_cursor: "t1" } },
+    { status: 200, body: { tokens: [{ jti: "vat_del_2" }] } },
+    { status: 200, body: { workflows: [] } },
+  );
+  assert.deepEqual(await c.inboxCounts(), { approvals_pending: 2, records_unrated: 5 });
+  const since = new Date(Date.UTC(2026, 10, 22, 10));
+  assert.equal((await c.recordsPage({ rated: false, result: "success", since, limit: 50 })).records[0].aar_id, "aar_1");
+  const rated = await c.rateWorkflow({ provenance_ref: "prov_1", result: "success", rating: "approved", note: "fine" });
+  assert.deepEqual(rated.aar_ids, ["aar_1", "aar_2"]);
+  const agents = [];
+  for await (const agent of c.agents({ window: "24h", q: "a", sort: "error_rate", order: "asc", limit: 1 })) agents.push(agent.agent_id);
+  assert.deepEqual(agents, ["agent:a", "agent:b"]);
+  assert.equal((await c.agentHistory("agent:a/..", { days: 14 })).agent_id, "agent:a");
+  assert.equal((await c.overview({ window: "7d" })).bucket, "day");
+  const tokens = [];
+  for await (const token of c.tokens({ human_ref: "sha256:abc", status: "active" })) tokens.push(token.jti);
+  assert.deepEqual(tokens, ["vat_root_1", "vat_del_2"]);
+  await c.workflowsPage({ human_ref: "sha256:abc" });
+  assert.deepEqual(
+    calls.map(({ method, url, headers, body }) => [method, url.slice(BASE.length), headers.authorization, body]),
+    [
+      ["GET", "/v1/vat/inbox/counts", `Bearer ${KEY}`, undefined],
+      ["GET", "/v1/vat/aar?rated=false&result=success&since=2026-11-22T10%3A00%3A00.000Z&limit=50", `Bearer ${KEY}`, undefined],
+      ["POST", "/v1/vat/aar/feedback", `Bearer ${KEY}`, { provenance_ref: "prov_1", result: "success", rating: "approved", note: "fine" }],
+      ["GET", "/v1/vat/agents?window=24h&q=a&sort=error_rate&order=asc&limit=1", `Bearer ${KEY}`, undefined],
+      ["GET", "/v1/vat/agents?window=24h&q=a&sort=error_rate&order=asc&limit=1&cursor=c1", `Bearer ${KEY}`, undefined],
+      ["GET", "/v1/vat/agents/agent%3Aa%2F../history?days=14", `Bearer ${KEY}`, undefined],
+      ["GET", "/v1/vat/overview?window=7d", `Bearer ${KEY}`, undefined],
+      ["GET", "/v1/vat/tokens?human_ref=sha256%3Aabc&status=active", `Bearer ${KEY}`, undefined],
+      ["GET", "/v1/vat/tokens?human_ref=sha256%3Aabc&status=active&cursor=t1", `Bearer ${KEY}`, undefined],
+      ["GET", "/v1/vat/workflows?human_ref=sha256%3Aabc", `Bearer ${KEY}`, undefined],
+    ],
+  );
+  // Defaults send no query at all.
+  const { calls: bare, client: d } = client();
+  await d.agentsPage();
+  await d.agentHistory("a");
+  await d.overview();
+  await d.tokensPage();
+  assert.deepEqual(
+    bare.map(({ url }) => url.slice(BASE.length)),
+    ["/v1/vat/agents", "/v1/vat/agents/a/history", "/v1/vat/overview", "/v1/vat/tokens"],
+  );
+});
+
 test("a problem answer becomes a MandateError with the problem body", async () => {
   const problem = {
     type: "urn:mandate:problem:action_not_permitted",

@@ -299,6 +299,62 @@ export type WorkflowQuery = WithInstants<NonNullable<operations["workflows"]["pa
 export type Workflow = Narrowed<Sent<Schemas["WorkflowBody"]>, { assurance_level: AssuranceLevel }>;
 export type WorkflowPage = Narrowed<Sent<Schemas["WorkflowPage"]>, { workflows: Workflow[] }>;
 
+// The reviewer's dashboard: answers read from counters the server keeps in
+// each record change's transaction (docs/api.md, "The reviewer's
+// dashboard"). Windows of days are whole UTC days: `24h` is today's and
+// yesterday's day buckets on the agents list, true hours on the overview.
+
+/** A dashboard window; the document gives it as a string and lists its values in prose. */
+export type DashboardWindow = "24h" | "7d" | "30d";
+/** The agents list's sort columns. */
+export type AgentSort = "agent_id" | "reputation" | "activity" | "actions" | "denial_rate" | "error_rate";
+
+/** `GET /v1/vat/inbox/counts`: what waits for a reviewer. */
+export type InboxCounts = Sent<Schemas["InboxCounts"]>;
+/** One rating for every unrated record of a workflow with one result. */
+export type RateWorkflowRequest = Schemas["BulkFeedbackRequest"];
+export type RateWorkflowResponse = Sent<Schemas["BulkFeedbackResponse"]>;
+
+export type AgentQuery = Narrowed<
+  NonNullable<operations["agents"]["parameters"]["query"]>,
+  { window?: DashboardWindow | null; sort?: AgentSort | null; order?: "asc" | "desc" | null }
+>;
+/** One UTC day's outcomes in an agent's 14-day sparkline. */
+export type AgentDayOutcomes = Sent<Schemas["SparkDayBody"]>;
+/** What an agent did over the window asked for. */
+export type AgentWindow = Sent<Schemas["AgentWindowBody"]>;
+export type AgentSummary = Sent<Schemas["AgentListItem"]>;
+export type AgentPage = Narrowed<Sent<Schemas["AgentPage"]>, { agents: AgentSummary[] }>;
+/** Options of `agentHistory`. */
+export type AgentHistoryQuery = NonNullable<operations["agent_history"]["parameters"]["query"]>;
+export type AgentHistoryDay = Sent<Schemas["HistoryDayBody"]>;
+export type AgentHistory = Sent<Schemas["AgentHistoryBody"]>;
+
+/** Options of `overview`. */
+export type OverviewQuery = Narrowed<
+  NonNullable<operations["overview"]["parameters"]["query"]>,
+  { window?: DashboardWindow | null }
+>;
+export type OverviewBucket = Sent<Schemas["OverviewBucket"]>;
+export type OverviewTotals = Sent<Schemas["OverviewTotals"]>;
+/** A token's budget, named by its jti hash (`jth`, as events name it), never its jti. */
+export type BudgetUse = Narrowed<Sent<Schemas["BudgetUse"]>, { budget: "max_spend_usd" | "max_actions" }>;
+export type Overview = Narrowed<
+  Sent<Schemas["OverviewBody"]>,
+  { window: DashboardWindow; bucket: "hour" | "day"; budgets: BudgetUse[] }
+>;
+
+export type TokenListQuery = Narrowed<
+  NonNullable<operations["tokens"]["parameters"]["query"]>,
+  { status?: TokenState | null }
+>;
+/** A token as the organisation's list shows it; `human_label` is what the organisation knows the human by. */
+export type TokenListItem = Narrowed<
+  Sent<Schemas["TokenListItem"]>,
+  { status: TokenState; assurance_level: AssuranceLevel }
+>;
+export type TokenPage = Narrowed<Sent<Schemas["TokenPage"]>, { tokens: TokenListItem[] }>;
+
 // Organisations and keys. Unlike the rest of the API, these answers send
 // `null` for an absent e-mail, revocation time or quota rather than leaving
 // the member out, so their types keep the document's `null`s.
@@ -804,7 +860,7 @@ export class MandateClient {
     return this.#call("GET", `/v1/vat/aar/${segment(aarId)}`, this.#key());
   }
 
-  /** `GET /v1/vat/aar`: one page of records, newest first. */
+  /** `GET /v1/vat/aar`: one page of records, newest first; `rated: false` for the completed records awaiting a rating. */
   recordsPage(query: RecordQuery = {}): Promise<RecordPage> {
     return this.#call("GET", `/v1/vat/aar${queryString(query)}`, this.#key());
   }
@@ -830,6 +886,67 @@ export class MandateClient {
     do {
       const page = await this.workflowsPage({ ...query, cursor });
       yield* page.workflows;
+      cursor = page.next_cursor ?? undefined;
+    } while (cursor);
+  }
+
+  /**
+   * `POST /v1/vat/aar/feedback`: rates every completed record of a workflow with one `result` that nobody has rated
+   * yet ("approve every success"), each as `feedback` would, in one transaction; a key whose role may `rate`.
+   * Answers how many were rated and their ids (`rated: 0` when none waited); 422 `too_many_records` above 1000,
+   * and then nothing is rated.
+   */
+  rateWorkflow(request: RateWorkflowRequest): Promise<RateWorkflowResponse> {
+    return this.#call("POST", "/v1/vat/aar/feedback", this.#key(), request);
+  }
+
+  /** `GET /v1/vat/inbox/counts`: approvals pending and completed records awaiting a rating. */
+  inboxCounts(): Promise<InboxCounts> {
+    return this.#call("GET", "/v1/vat/inbox/counts", this.#key());
+  }
+
+  /**
+   * `GET /v1/vat/agents`: one page of the organisation's agents, with scores, their counts over `window` (default
+   * `7d`) and the last 14 days' outcomes; sorted by `sort` (default `activity`) and `order`.
+   */
+  agentsPage(query: AgentQuery = {}): Promise<AgentPage> {
+    return this.#call("GET", `/v1/vat/agents${queryString(query)}`, this.#key());
+  }
+
+  /** Every agent matching `query`, in its order, page after page. */
+  async *agents(query: AgentQuery = {}): AsyncGenerator<AgentSummary, void, undefined> {
+    let cursor = query.cursor;
+    do {
+      const page = await this.agentsPage({ ...query, cursor });
+      yield* page.agents;
+      cursor = page.next_cursor ?? undefined;
+    } while (cursor);
+  }
+
+  /**
+   * `GET /v1/vat/agents/{agent_id}/history`: the agent's last `days` UTC days (1–90, default 30), oldest first, with
+   * its combined reputation as each ended; the id bare or as `agent:<id>`.
+   */
+  agentHistory(agentId: string, query: AgentHistoryQuery = {}): Promise<AgentHistory> {
+    return this.#call("GET", `/v1/vat/agents/${segment(agentId)}/history${queryString(query)}`, this.#key());
+  }
+
+  /** `GET /v1/vat/overview`: the organisation over `window` (`24h` by hour, the default; `7d` or `30d` by day). */
+  overview(query: OverviewQuery = {}): Promise<Overview> {
+    return this.#call("GET", `/v1/vat/overview${queryString(query)}`, this.#key());
+  }
+
+  /** `GET /v1/vat/tokens`: one page of the organisation's tokens, active first, each newest issued first. */
+  tokensPage(query: TokenListQuery = {}): Promise<TokenPage> {
+    return this.#call("GET", `/v1/vat/tokens${queryString(query)}`, this.#key());
+  }
+
+  /** Every token matching `query`, active first, page after page. */
+  async *tokens(query: TokenListQuery = {}): AsyncGenerator<TokenListItem, void, undefined> {
+    let cursor = query.cursor;
+    do {
+      const page = await this.tokensPage({ ...query, cursor });
+      yield* page.tokens;
       cursor = page.next_cursor ?? undefined;
     } while (cursor);
   }
