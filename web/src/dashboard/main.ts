@@ -9,9 +9,8 @@ import "./style.css";
 import type { Me, Permission } from "mandate-sdk/web";
 import { h, replace } from "./dom.js";
 import { follow, goLive, stopLive } from "./live.js";
-import { inboxCounts } from "./reviewing.js";
 import { type Route, currentRoute } from "./router.js";
-import { apiKey, can, loadIdentity, signOut, whoAmI } from "./session.js";
+import { apiKey, can, client, loadIdentity, signOut, whoAmI } from "./session.js";
 import { loading, problemBox, signedOut, whenSignedOut } from "./ui.js";
 import { agentView } from "./views/agent.js";
 import { agentsView } from "./views/agents.js";
@@ -59,7 +58,7 @@ function followCounts(): void {
     wanted: (event) => event.type !== "token.revoked" && event.type !== "budget.threshold",
     reload: async () => {
       try {
-        const counts = await inboxCounts();
+        const counts = await client().inboxCounts();
         const waiting = counts.approvals_pending + counts.records_unrated;
         inboxCount.hidden = waiting === 0;
         replace(

@@ -2,8 +2,11 @@
 // problem's title and detail, the pager for cursor-paginated lists, and the
 // dialog that asks before an act that cannot be undone.
 
-import { MandateError } from "mandate-sdk/web";
+import { type DashboardWindow, MandateError } from "mandate-sdk/web";
 import { type Child, h, replace } from "./dom.js";
+
+/** The windows the agents list and the overview offer. */
+export const WINDOWS: DashboardWindow[] = ["24h", "7d", "30d"];
 
 let onSignedOut: (problem: MandateError) => void = () => undefined;
 

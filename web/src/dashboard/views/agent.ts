@@ -2,13 +2,12 @@
 // (reputation over time and outcomes per day, each chart with its table
 // twin), and its records.
 
-import type { AgentReputation } from "mandate-sdk/web";
+import type { AgentHistory, AgentReputation } from "mandate-sdk/web";
 import { entry, h, link } from "../dom.js";
 import { score } from "../format.js";
 import { RecordsPanel } from "../records.js";
 import { type Route, navigate, route } from "../router.js";
 import { client } from "../session.js";
-import { type AgentHistory, agentHistory } from "../reviewing.js";
 import { field, load } from "../ui.js";
 
 /** How many days of history the page offers. */
@@ -142,7 +141,7 @@ export async function agentView(root: HTMLElement, current: Route): Promise<() =
   await Promise.all([
     load(reputationRegion, "the reputation", () => client().reputation(agentId), reputation),
     // The chart library is loaded with the first chart, not with the dashboard.
-    load(historyRegion, "the history", () => Promise.all([agentHistory(agentId, days), import("../charts.js")]), ([value, { chart }]) => {
+    load(historyRegion, "the history", () => Promise.all([client().agentHistory(agentId, { days }), import("../charts.js")]), ([value, { chart }]) => {
       const drawn = history(value, chart);
       stopCharts = drawn.destroy;
       return drawn.element;

@@ -4,12 +4,13 @@
 // by name and sorted by any column (the sort lives in the route). The list
 // follows the organisation's events and fetches again every minute.
 
+import type { AgentDayOutcomes, AgentPage, AgentQuery, AgentSort, AgentSummary, DashboardWindow } from "mandate-sdk/web";
 import { h, link, replace } from "../dom.js";
 import { bareAgent, score, time } from "../format.js";
 import { follow } from "../live.js";
-import { type AgentPage, type AgentQuery, type AgentSort, type AgentSummary, type DayOutcomes, WINDOWS, type Window, agents } from "../reviewing.js";
 import { type Route, navigate, route } from "../router.js";
-import { Pages, field, load, signedOut } from "../ui.js";
+import { client } from "../session.js";
+import { Pages, WINDOWS, field, load, signedOut } from "../ui.js";
 
 const PAGE_SIZE = 50;
 const POLL_MS = 60_000;
@@ -26,7 +27,7 @@ const COLUMNS: Array<{ sort: AgentSort; label: string }> = [
 const percent = (value: number): string => `${(value * 100).toFixed(1)} %`;
 
 interface Chosen {
-  window: Window;
+  window: DashboardWindow;
   q: string;
   sort: AgentSort;
   order: "asc" | "desc";
@@ -47,7 +48,7 @@ function to(choice: Chosen): string {
 }
 
 /** The last 14 days as small stacked bars (successes, errors, denials), an image named by its totals. */
-export function sparkline(days: DayOutcomes[]): SVGElement {
+export function sparkline(days: AgentDayOutcomes[]): SVGElement {
   const ns = "http://www.w3.org/2000/svg";
   const most = Math.max(1, ...days.map((day) => day.successes + day.errors + day.denied));
   const svg = document.createElementNS(ns, "svg");
@@ -57,7 +58,7 @@ export function sparkline(days: DayOutcomes[]): SVGElement {
   svg.setAttribute("height", "24");
   svg.setAttribute("class", "sparkline");
   svg.setAttribute("role", "img");
-  const sum = (key: keyof Omit<DayOutcomes, "day">): number => days.reduce((total, day) => total + day[key], 0);
+  const sum = (key: keyof Omit<AgentDayOutcomes, "day">): number => days.reduce((total, day) => total + day[key], 0);
   svg.setAttribute(
     "aria-label",
     `Last ${days.length} days: ${sum("successes")} successes, ${sum("errors")} errors, ${sum("denied")} denied`,
@@ -100,7 +101,7 @@ function searchForm(choice: Chosen): HTMLFormElement {
       "aria-label": "Search agents",
       onsubmit: (event) => {
         event.preventDefault();
-        navigate(to({ ...choice, q: q.value.trim(), window: window.value as Window }));
+        navigate(to({ ...choice, q: q.value.trim(), window: window.value as DashboardWindow }));
       },
     },
     field("Agent name contains", q),
@@ -167,7 +168,7 @@ export async function agentsView(root: HTMLElement, current: Route): Promise<() 
     if (pages.current !== undefined) {
       query.cursor = pages.current;
     }
-    return agents(query);
+    return client().agentsPage(query);
   };
   let shown: string | undefined;
   const render = (page: AgentPage): Node => {

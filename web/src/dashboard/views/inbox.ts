@@ -6,11 +6,10 @@
 // success of one workflow approved at once after a confirmation). Both
 // follow the organisation's events. A key that may do neither reads them.
 
-import type { ActionRecord, Approval, ApprovalPage, Rating } from "mandate-sdk/web";
+import type { ActionRecord, ActionResult, Approval, ApprovalPage, Rating, RecordQuery } from "mandate-sdk/web";
 import { h, link, replace } from "../dom.js";
 import { badge, bareAgent, idElement, outcome, time, timeElement, usd } from "../format.js";
 import { follow } from "../live.js";
-import { rateSuccesses, unratedRecords, type UnratedQuery } from "../reviewing.js";
 import { type Route, navigate, route } from "../router.js";
 import { can, client } from "../session.js";
 import { confirmDialog, field, load, problemBox, signedOut } from "../ui.js";
@@ -36,7 +35,7 @@ const AGES: Array<{ value: string; label: string; ms: number }> = [
   { value: "7d", label: "the last 7 days", ms: 604_800_000 },
 ];
 
-const RESULTS = ["success", "error", "timeout", "cancelled"];
+const RESULTS: ActionResult[] = ["success", "error", "timeout", "cancelled"];
 
 /** `in 4 min`, `in 2 h 5 min`, or `expired`, from now to `iso`. */
 function timeLeft(iso: string, now: number): string {
@@ -140,13 +139,17 @@ function recordFilters(params: URLSearchParams): HTMLFormElement {
   );
 }
 
-function unratedQuery(params: URLSearchParams): UnratedQuery {
-  const query: UnratedQuery = { limit: RECORDS_SHOWN };
-  for (const name of ["agent_id", "action", "result"] as const) {
+function unratedQuery(params: URLSearchParams): RecordQuery {
+  const query: RecordQuery = { rated: false, limit: RECORDS_SHOWN };
+  for (const name of ["agent_id", "action"] as const) {
     const value = params.get(name);
     if (value !== null && value !== "") {
       query[name] = value;
     }
+  }
+  const result = RESULTS.find((value) => value === params.get("result"));
+  if (result !== undefined) {
+    query.result = result;
   }
   const age = AGES.find(({ value }) => value === params.get("age"));
   if (age !== undefined) {
@@ -367,7 +370,7 @@ class UnratedList {
       confirm: "Approve all successes",
       pending: "Rating…",
       act: async () => {
-        const answer = await rateSuccesses({ provenance_ref: select.value, result: "success", rating: "approved" });
+        const answer = await client().rateWorkflow({ provenance_ref: select.value, result: "success", rating: "approved" });
         replace(done, h("p", { class: "notice", role: "status" }, `Approved ${answer.rated} record${answer.rated === 1 ? "" : "s"}.`));
       },
       done: this.#reload,
@@ -420,7 +423,7 @@ export async function inboxView(root: HTMLElement, current: Route): Promise<() =
   const unrated = new UnratedList(() => void loadRecords());
   let recordsShown = false;
   const loadRecords = async (): Promise<void> => {
-    const fetchRecords = () => unratedRecords(unratedQuery(current.params));
+    const fetchRecords = () => client().recordsPage(unratedQuery(current.params));
     if (!recordsShown) {
       recordsShown = true;
       await load(recordsRegion, "the records waiting for a rating", fetchRecords, (page) => unrated.show(page.records));

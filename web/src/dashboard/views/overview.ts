@@ -4,12 +4,13 @@
 // against their limits. Each chart has its table twin (charts.ts). The page
 // follows the organisation's events and fetches again every minute.
 
+import type { BudgetUse, DashboardWindow, Overview } from "mandate-sdk/web";
 import { entry, h, link, replace } from "../dom.js";
 import { bareAgent, idElement, time } from "../format.js";
 import { follow } from "../live.js";
-import { type BudgetUse, type Overview, WINDOWS, type Window, overview } from "../reviewing.js";
 import { type Route, navigate, route } from "../router.js";
-import { field, load, signedOut } from "../ui.js";
+import { client } from "../session.js";
+import { WINDOWS, field, load, signedOut } from "../ui.js";
 
 type Charts = typeof import("../charts.js");
 
@@ -22,7 +23,7 @@ function seconds(ms: number | undefined): string {
   return ms === undefined ? "—" : `${(ms / 1000).toFixed(1)} s`;
 }
 
-function windowForm(current: Window): HTMLFormElement {
+function windowForm(current: DashboardWindow): HTMLFormElement {
   const select = h(
     "select",
     { name: "window" },
@@ -171,7 +172,7 @@ export async function overviewView(root: HTMLElement, current: Route): Promise<(
     );
   };
   // The chart library is loaded with the first chart, not with the dashboard.
-  const fetch = (): Promise<[Overview, Charts]> => Promise.all([overview(window), import("../charts.js")]);
+  const fetch = (): Promise<[Overview, Charts]> => Promise.all([client().overview({ window }), import("../charts.js")]);
   // The first load says it is loading; a live update redraws only what changed.
   const reload = async (): Promise<void> => {
     if (shown === undefined) {

@@ -4,10 +4,9 @@
 // with a confirmation step: revoking a token ends it and its whole
 // subtree. Only a key whose role allows `revoke` is offered it.
 
-import type { TokenStatus } from "mandate-sdk/web";
+import type { TokenListItem, TokenListQuery, TokenPage, TokenState, TokenStatus } from "mandate-sdk/web";
 import { entry, h, link } from "../dom.js";
 import { badge, idElement, time, timeElement } from "../format.js";
-import { type TokenItem, type TokenList, type TokenListQuery, type TokenState, tokens } from "../reviewing.js";
 import { type Route, navigate, route } from "../router.js";
 import { can, client } from "../session.js";
 import { Pages, confirmDialog, field, load } from "../ui.js";
@@ -151,7 +150,7 @@ function statusView(status: TokenStatus, reload: () => void): HTMLElement {
 }
 
 /** A human as the organisation knows them: its label, the reference itself only as a tooltip and for a screen reader. */
-function human(item: TokenItem): HTMLElement {
+function human(item: TokenListItem): HTMLElement {
   return item.human_label === undefined
     ? h("span", {}, h("span", { class: "muted" }, "unlabelled "), idElement(item.human_ref))
     : h("span", { title: item.human_ref }, item.human_label);
@@ -195,7 +194,7 @@ function listFilters(params: URLSearchParams): HTMLFormElement {
   );
 }
 
-function tokenRow(item: TokenItem): HTMLTableRowElement {
+function tokenRow(item: TokenListItem): HTMLTableRowElement {
   return h(
     "tr",
     { "data-jti": item.jti, "data-status": item.status },
@@ -233,8 +232,8 @@ async function tokenList(root: HTMLElement, params: URLSearchParams): Promise<vo
     load(
       results,
       "the tokens",
-      () => (pages.current === undefined ? tokens(query) : tokens({ ...query, cursor: pages.current })),
-      (page: TokenList) => {
+      () => (client().tokensPage(pages.current === undefined ? query : { ...query, cursor: pages.current })),
+      (page: TokenPage) => {
         pages.loaded(page.next_cursor);
         const fragment = document.createDocumentFragment();
         fragment.append(
