@@ -7,7 +7,8 @@
 // (tests/independent/tlog-verify.mjs); authorize waiting for a reviewer's
 // decision (approved, denied, expired, or still pending at the timeout); the
 // event stream live, through a relay whose connection the test cuts, with no
-// event missed. MANDATE_BIN names the server binary (`cargo xtask test` sets
+// event missed; the reviewer's dashboard calls against a fresh organisation's
+// counters. MANDATE_BIN names the server binary (`cargo xtask test` sets
 // it); without it these tests fail.
 import assert from "node:assert/strict";
 import { spawn } from "node:child_process";
@@ -647,4 +648,103 @@ test("events: live from the stream; a cut connection connects again with Last-Ev
   resumed.stop();
   await Promise.all([direct.done, resumed.done]);
   await cut.close();
+});
+
+test("the reviewer's dashboard: inbox counts, unrated records, a workflow rated at once, agents, history, overview, tokens", async () => {
+  // An organisation of its own, so that its counters hold this test's records only.
+  const created = await client.createOrg({ name: "dashboard-live", owner_email: "owner@example.com" });
+  const owner = new MandateClient({ baseUrl, apiKey: created.owner_key.api_key });
+  const root = await owner.issueL1({
+    developer_email: "alice@example.com",
+    agent_id: "clerk",
+    resources: ["crm:*"],
+    actions: ["read", "write"],
+    constraints: { max_actions: 10 },
+  });
+  const act = (action, resource, result) => owner.recordAction({ vat_jti: root.jti, action, resource, result });
+  await act("read", "crm:a", "success");
+  await act("read", "crm:b", "success");
+  const failed = await act("write", "crm:c", "error");
+  await refused(act("pay", "crm:d", "success"), 403, "action_not_permitted");
+
+  assert.deepEqual(await owner.inboxCounts(), { approvals_pending: 0, records_unrated: 3 });
+  const unrated = await owner.recordsPage({ rated: false });
+  assert.equal(unrated.records.length, 3);
+  assert.ok(unrated.records.every((record) => record.status === "completed" && record.rating === undefined));
+
+  // Every unrated success of the workflow at once; a second call finds none left.
+  const rated = await owner.rateWorkflow({ provenance_ref: root.provenance_ref, result: "success", rating: "approved" });
+  assert.equal(rated.rated, 2);
+  assert.equal((await owner.rateWorkflow({ provenance_ref: root.provenance_ref, result: "success", rating: "approved" })).rated, 0);
+  assert.deepEqual(
+    (await owner.recordsPage({ rated: false })).records.map((record) => record.aar_id),
+    [failed.aar_id],
+  );
+  assert.deepEqual(await owner.inboxCounts(), { approvals_pending: 0, records_unrated: 1 });
+  await refused(
+    owner.rateWorkflow({ provenance_ref: `prov_${"0".repeat(26)}`, result: "success", rating: "approved" }),
+    404,
+    "workflow_not_found",
+  );
+
+  // The agent over today's and yesterday's days.
+  const agents = [];
+  for await (const agent of owner.agents({ window: "24h" })) agents.push(agent);
+  assert.equal(agents.length, 1);
+  const [clerk] = agents;
+  assert.equal(clerk.agent_id, "agent:clerk");
+  assert.deepEqual(
+    [clerk.window.records, clerk.window.successes, clerk.window.errors, clerk.window.denied],
+    [4, 2, 1, 1],
+  );
+  assert.equal(clerk.window.denial_rate, 1 / 4);
+  assert.equal(clerk.window.error_rate, 1 / 3);
+  assert.equal(clerk.recent.length, 14);
+  assert.deepEqual(clerk.recent.at(-1), { day: new Date().toISOString().slice(0, 10), successes: 2, errors: 1, denied: 1 });
+  assert.equal(typeof clerk.last_activity, "string");
+  const reputation = await owner.reputation("clerk");
+  assert.equal(clerk.combined_reputation, reputation.combined_reputation);
+
+  const history = await owner.agentHistory("clerk", { days: 2 });
+  assert.equal(history.agent_id, "agent:clerk");
+  assert.equal(history.days.length, 2);
+  const today = history.days.at(-1);
+  assert.deepEqual(
+    [today.records, today.successes, today.errors, today.denied, today.approved],
+    [4, 2, 1, 1, 2],
+  );
+  assert.equal(today.combined_reputation, reputation.combined_reputation);
+  await refused(owner.agentHistory("nobody"), 404, "agent_not_found");
+
+  const overview = await owner.overview();
+  assert.deepEqual([overview.window, overview.bucket, overview.series.length], ["24h", "hour", 24]);
+  assert.deepEqual(
+    [overview.totals.records, overview.totals.denied, overview.totals.errors, overview.totals.ratings],
+    [4, 1, 1, 2],
+  );
+  // The budget is named by the token's jti hash, never its jti.
+  assert.equal(overview.budgets.length, 1);
+  const [budget] = overview.budgets;
+  assert.equal(budget.budget, "max_actions");
+  assert.equal(budget.limit, 10);
+  assert.notEqual(budget.jth, root.jti);
+  assert.equal(budget.provenance_ref, root.provenance_ref);
+  assert.equal((await owner.overview({ window: "30d" })).series.length, 30);
+  await refused(owner.overview({ window: "1y" }), 400, "invalid_query");
+
+  // The token, its human by the e-mail issued for, and the workflows of that human.
+  const tokens = [];
+  for await (const token of owner.tokens()) tokens.push(token);
+  assert.equal(tokens.length, 1);
+  const [token] = tokens;
+  assert.deepEqual(
+    [token.jti, token.agent_id, token.status, token.assurance_level, token.human_label],
+    [root.jti, "clerk", "active", "L1", "alice@example.com"],
+  );
+  const workflows = await owner.workflowsPage({ human_ref: token.human_ref });
+  assert.deepEqual(
+    workflows.workflows.map((workflow) => [workflow.provenance_ref, workflow.human_label]),
+    [[root.provenance_ref, "alice@example.com"]],
+  );
+  assert.equal((await owner.tokensPage({ status: "revoked" })).tokens.length, 0);
 });
