@@ -51,21 +51,32 @@ async function serve(binary, args) {
   return { child, base };
 }
 
-/** How long a server may take to finish in-flight requests after SIGTERM before it is killed. */
-const GRACE_MS = 3_000;
+/** How long a server may take to stop after SIGTERM; longer is a bug. */
+const STOP_MS = 10_000;
 
 /**
- * Ends a server process and waits for it to exit: SIGTERM, then SIGKILL
- * after `GRACE_MS` (a graceful shutdown waits for open event streams, which
- * a page keeps open; the data is durable either way).
+ * Ends a server process and waits for it to exit. A stopping server ends its
+ * event streams and answers approval waits at once, so one still running
+ * `STOP_MS` after SIGTERM (or one that exits with a failure) is a regression:
+ * it is killed, and the test fails saying so.
  */
 async function end(child) {
-  if (child.exitCode === null) {
-    const exited = new Promise((resolve) => child.once("exit", resolve));
-    child.kill("SIGTERM");
-    const timer = setTimeout(() => child.kill("SIGKILL"), GRACE_MS);
+  if (child.exitCode !== null || child.signalCode !== null) return;
+  const exited = new Promise((resolve) => child.once("exit", (code, signal) => resolve({ code, signal })));
+  child.kill("SIGTERM");
+  let timer;
+  const late = new Promise((resolve) => {
+    timer = setTimeout(() => resolve(undefined), STOP_MS);
+  });
+  const stopped = await Promise.race([exited, late]);
+  clearTimeout(timer);
+  if (stopped === undefined) {
+    child.kill("SIGKILL");
     await exited;
-    clearTimeout(timer);
+    throw new Error(`the server did not stop within ${STOP_MS / 1000} s of SIGTERM (a page's open event stream holds its shutdown?)`);
+  }
+  if (stopped.code !== 0) {
+    throw new Error(`the server stopped with ${stopped.code ?? stopped.signal} after SIGTERM, not 0`);
   }
 }
 
@@ -95,8 +106,11 @@ export async function startServer({ config } = {}) {
       ({ child } = await serve(binary, [...args, "--listen", new URL(base).host]));
     },
     async stop() {
-      await end(child);
-      rmSync(dataDir, { recursive: true, force: true });
+      try {
+        await end(child);
+      } finally {
+        rmSync(dataDir, { recursive: true, force: true });
+      }
     },
   };
 }
@@ -251,7 +265,8 @@ export async function launchBrowser() {
 
 /**
  * A page that remembers every console error, uncaught exception and failed
- * request, so a test can assert that none happened.
+ * request, so a test can assert that none happened. The page's own event
+ * stream, aborted when it reloads, navigates or signs out, is no failure.
  */
 export async function openPage(browser, { width = 1280, height = 900 } = {}) {
   const context = await browser.newContext({ viewport: { width, height } });
@@ -261,7 +276,12 @@ export async function openPage(browser, { width = 1280, height = 900 } = {}) {
     if (message.type() === "error") errors.push(`console: ${message.text()}`);
   });
   page.on("pageerror", (error) => errors.push(`exception: ${error.message}`));
-  page.on("requestfailed", (request) => errors.push(`request failed: ${request.url()} ${request.failure()?.errorText}`));
+  page.on("requestfailed", (request) => {
+    const why = request.failure()?.errorText;
+    if (!(new URL(request.url()).pathname === "/v1/events" && why === "net::ERR_ABORTED")) {
+      errors.push(`request failed: ${request.url()} ${why}`);
+    }
+  });
   return { page, context, errors };
 }
 

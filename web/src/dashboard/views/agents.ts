@@ -26,6 +26,13 @@ const COLUMNS: Array<{ sort: AgentSort; label: string }> = [
 
 const percent = (value: number): string => `${(value * 100).toFixed(1)} %`;
 
+/** What each window counts: whole UTC days, so `24h` is today's and yesterday's. */
+const SPANS: Record<DashboardWindow, string> = {
+  "24h": "today and yesterday",
+  "7d": "the last 7 days",
+  "30d": "the last 30 days",
+};
+
 interface Chosen {
   window: DashboardWindow;
   q: string;
@@ -91,7 +98,7 @@ function searchForm(choice: Chosen): HTMLFormElement {
   const window = h(
     "select",
     { name: "window" },
-    ...WINDOWS.map((value) => h("option", { value, selected: value === choice.window }, value)),
+    ...WINDOWS.map((value) => h("option", { value, selected: value === choice.window }, SPANS[value])),
   );
   return h(
     "form",
@@ -104,7 +111,7 @@ function searchForm(choice: Chosen): HTMLFormElement {
         navigate(to({ ...choice, q: q.value.trim(), window: window.value as DashboardWindow }));
       },
     },
-    field("Agent name contains", q),
+    field("Agent name starts with", q),
     field("Rates over", window),
     h("div", { class: "filter-actions" }, h("button", { type: "submit" }, "Search")),
   );
@@ -156,7 +163,7 @@ export async function agentsView(root: HTMLElement, current: Route): Promise<() 
   const results = h("div", { class: "results", "aria-live": "polite" });
   root.append(
     h("h1", { tabindex: -1 }, "Agents"),
-    h("p", { class: "lede" }, `Every agent of the organisation. Actions and rates count the last ${choice.window}; scores are all time.`),
+    h("p", { class: "lede" }, `Every agent of the organisation. Actions and rates count ${SPANS[choice.window]} (whole UTC days); scores are all time.`),
     searchForm(choice),
     results,
   );

@@ -180,8 +180,9 @@ function shortcuts(): HTMLElement {
  * a, f, r; a rated row leaves and the focus moves to the next.
  */
 class UnratedList {
-  readonly element = h("div", { class: "results" });
   readonly #said = h("p", { class: "visually-hidden", role: "status" });
+  /** What a bulk rating did; kept outside the list, which it reloads. */
+  readonly #notice = h("div", { class: "bulk-outcome", "aria-live": "polite" });
   #rows: HTMLTableRowElement[] = [];
 
   readonly #reload: () => void;
@@ -192,6 +193,10 @@ class UnratedList {
 
   get status(): HTMLElement {
     return this.#said;
+  }
+
+  get notice(): HTMLElement {
+    return this.#notice;
   }
 
   show(records: ActionRecord[]): Node {
@@ -354,7 +359,6 @@ class UnratedList {
     }
     const select = h("select", { name: "provenance_ref" }, ...workflows.map((ref) => h("option", { value: ref }, ref)));
     const chosen = h("code", {});
-    const done = h("div", { "aria-live": "polite" });
     const dialog = confirmDialog({
       headingId: "bulk-title",
       heading: "Approve every success of this workflow?",
@@ -371,26 +375,30 @@ class UnratedList {
       pending: "Rating…",
       act: async () => {
         const answer = await client().rateWorkflow({ provenance_ref: select.value, result: "success", rating: "approved" });
-        replace(done, h("p", { class: "notice", role: "status" }, `Approved ${answer.rated} record${answer.rated === 1 ? "" : "s"}.`));
+        replace(this.#notice, h("p", { class: "notice", role: "status" }, `Approved ${answer.rated} record${answer.rated === 1 ? "" : "s"}.`));
       },
       done: this.#reload,
     });
-    return h(
-      "form",
-      {
-        class: "bulk",
-        "aria-label": "Approve all successes of a workflow",
-        onsubmit: (event) => {
-          event.preventDefault();
-          replace(chosen, select.value);
-          dialog.showModal();
+    // The dialog holds a form of its own, so it stands beside this one, not in it.
+    const fragment = document.createDocumentFragment();
+    fragment.append(
+      h(
+        "form",
+        {
+          class: "bulk",
+          "aria-label": "Approve all successes of a workflow",
+          onsubmit: (event) => {
+            event.preventDefault();
+            replace(chosen, select.value);
+            dialog.showModal();
+          },
         },
-      },
-      field("Workflow", select),
-      h("div", { class: "filter-actions" }, h("button", { type: "submit" }, "Approve all successes…")),
-      done,
+        field("Workflow", select),
+        h("div", { class: "filter-actions" }, h("button", { type: "submit" }, "Approve all successes…")),
+      ),
       dialog,
     );
+    return fragment;
   }
 }
 
@@ -401,7 +409,8 @@ export async function inboxView(root: HTMLElement, current: Route): Promise<() =
   const showApprovals = (page: ApprovalPage): Node =>
     approvalsList(page.approvals, page.next_cursor !== undefined, () => void loadApprovals());
   // The first load says it is loading; a live update replaces the list
-  // when it has the new one, unless a note is being written.
+  // when it has the new one, unless a note is being written on an approval
+  // still pending: then only the cards decided meanwhile leave.
   let approvalsShown = false;
   const loadApprovals = async (): Promise<void> => {
     if (!approvalsShown) {
@@ -411,9 +420,17 @@ export async function inboxView(root: HTMLElement, current: Route): Promise<() =
     }
     try {
       const page = await fetchApprovals();
-      const writing = [...approvalsRegion.querySelectorAll("textarea")].some((note) => note.value !== "");
-      const still = page.approvals.every((approval) => approvalsRegion.querySelector(`[data-approval-id="${approval.approval_id}"]`));
-      if (!(writing && still)) {
+      const pending = new Set(page.approvals.map((approval) => approval.approval_id));
+      const cards = [...approvalsRegion.querySelectorAll<HTMLElement>("article[data-approval-id]")];
+      const open = (card: HTMLElement): boolean => pending.has(card.dataset.approvalId ?? "");
+      const writing = cards.some((card) => open(card) && [...card.querySelectorAll("textarea")].some((note) => note.value !== ""));
+      const still = page.approvals.every((approval) => cards.some((card) => card.dataset.approvalId === approval.approval_id));
+      if (writing && still) {
+        // The note being written stays; only the cards decided meanwhile leave.
+        for (const card of cards.filter((card) => !open(card))) {
+          card.remove();
+        }
+      } else {
         replace(approvalsRegion, showApprovals(page));
       }
     } catch (error) {
@@ -457,6 +474,7 @@ export async function inboxView(root: HTMLElement, current: Route): Promise<() =
       shortcuts(),
       recordFilters(current.params),
       unrated.status,
+      unrated.notice,
       recordsRegion,
     ),
   );

@@ -19,6 +19,8 @@ const POLL_MS = 60_000;
 
 const percent = (value: number): string => `${(value * 100).toFixed(1)} %`;
 
+const perRecord = (count: number, records: number): string => percent(records === 0 ? 0 : count / records);
+
 function seconds(ms: number | undefined): string {
   return ms === undefined ? "—" : `${(ms / 1000).toFixed(1)} s`;
 }
@@ -116,13 +118,15 @@ export async function overviewView(root: HTMLElement, current: Route): Promise<(
         ],
       }),
       chart({
-        title: "Denial and error rates",
-        summary: `Denial rate ${percent(t.denial_rate)}, error rate ${percent(t.error_rate)} over the window.`,
+        // A bucket counts no successes, so its errors are shown per record
+        // made, not as the totals' error rate (errors over outcomes).
+        title: "Denials and errors per record",
+        summary: `Denial rate ${percent(t.denial_rate)}; ${perRecord(t.errors, t.records)} errors per record made over the window.`,
         times,
         timeLabel,
         series: [
           { label: "Denial rate", values: value.series.map((b) => (b.records === 0 ? null : b.denied / b.records)), colour: "#991b1b", format: percent },
-          { label: "Error rate", values: value.series.map((b) => (b.records === 0 ? null : b.errors / b.records)), colour: "#c2410c", format: percent },
+          { label: "Errors per record", values: value.series.map((b) => (b.records === 0 ? null : b.errors / b.records)), colour: "#c2410c", format: percent },
         ],
         yMax: 1,
       }),
