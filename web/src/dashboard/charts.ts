@@ -80,12 +80,15 @@ export function chart(chart: Chart): { element: HTMLElement; destroy: () => void
   const canvas = h("div", { class: "chart-canvas", role: "img", "aria-label": `${chart.title}. ${chart.summary}` });
   const element = h("figure", { class: "chart" }, h("figcaption", {}, chart.title), canvas, tableTwin(chart));
   const bars = uPlot.paths.bars?.({ size: [0.7, 40] });
+  const xs = chart.times.map((iso) => new Date(iso).getTime() / 1000);
+  // Half a bucket either side, so that the first and last bars are whole.
+  const half = xs.length > 1 ? ((xs[1] ?? 0) - (xs[0] ?? 0)) / 2 : 1800;
   const options: uPlot.Options = {
     width: 600,
     height: HEIGHT,
     // Times in UTC, as everywhere in the dashboard.
     tzDate: (seconds) => uPlot.tzDate(new Date(seconds * 1000), "Etc/UTC"),
-    scales: { x: { time: true }, y: { range: (_plot, _min, max) => [0, Math.max(max, chart.yMax ?? 1)] } },
+    scales: { x: { time: true, range: (_plot, min, max) => [min - half, max + half] }, y: { range: (_plot, _min, max) => [0, Math.max(max, chart.yMax ?? 1)] } },
     axes: [{}, { size: 48 }],
     legend: { live: false },
     series: [
@@ -104,7 +107,7 @@ export function chart(chart: Chart): { element: HTMLElement; destroy: () => void
       }),
     ],
   };
-  const data: uPlot.AlignedData = [chart.times.map((iso) => new Date(iso).getTime() / 1000), ...chart.series.map((series) => series.values)];
+  const data: uPlot.AlignedData = [xs, ...chart.series.map((series) => series.values)];
   const plot = new uPlot(options, data, canvas);
   const resize = new ResizeObserver(() => {
     const width = Math.floor(canvas.clientWidth);
