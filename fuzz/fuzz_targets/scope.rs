@@ -1,13 +1,15 @@
 //! Resource patterns, scopes and narrowing from arbitrary text: parsing
 //! refuses cleanly, and the laws hold for whatever parses — a child that
-//! passes narrowing permits nothing its parent does not.
+//! passes narrowing permits nothing its parent does not, and asks approval
+//! for everything its parent asks approval for.
 
 #![no_main]
 
 use arbitrary::Arbitrary;
 use libfuzzer_sys::fuzz_target;
 use mandate_core::{
-    Action, Constraints, Grant, Policy, Resource, ResourcePattern, Scope, Usd, check_narrowing, permits,
+    Action, ApprovalRequirement, Constraints, Grant, Policy, Resource, ResourcePattern, Scope, Usd,
+    check_narrowing, permits,
 };
 
 #[derive(Arbitrary, Debug)]
@@ -16,7 +18,15 @@ struct Side {
     actions: Vec<String>,
     max_spend_micros: Option<u64>,
     max_actions: Option<u64>,
+    approval: Option<Approval>,
     exp: i64,
+}
+
+#[derive(Arbitrary, Debug)]
+struct Approval {
+    actions: Option<Vec<String>>,
+    resources: Option<Vec<String>>,
+    spend_over_micros: Option<u64>,
 }
 
 #[derive(Arbitrary, Debug)]
@@ -25,15 +35,30 @@ struct Input {
     parent: Side,
     action: String,
     resource: String,
+    spend_micros: u64,
 }
 
 fn grant(side: &Side) -> Option<Grant> {
     let scope = Scope::parse(&side.resources, &side.actions).ok()?;
+    let require_approval = match &side.approval {
+        Some(approval) => Some(
+            ApprovalRequirement::parse(
+                approval.actions.as_deref(),
+                approval.resources.as_deref(),
+                approval
+                    .spend_over_micros
+                    .and_then(|m| Usd::from_micros(m).ok()),
+            )
+            .ok()?,
+        ),
+        None => None,
+    };
     Some(Grant {
         scope,
         constraints: Constraints {
             max_spend_usd: side.max_spend_micros.and_then(|m| Usd::from_micros(m).ok()),
             max_actions: side.max_actions,
+            require_approval,
         },
         policy: Policy::default(),
         expires_at: side.exp,
@@ -47,11 +72,24 @@ fuzz_target!(|input: Input| {
     let (Some(child), Some(parent)) = (grant(&input.child), grant(&input.parent)) else {
         return;
     };
-    let (Ok(action), Ok(resource)) = (Action::parse(&input.action), Resource::parse(&input.resource)) else {
+    let (Ok(action), Ok(resource)) = (
+        Action::parse(&input.action),
+        Resource::parse(&input.resource),
+    ) else {
         return;
     };
-    if check_narrowing(&child, &parent).is_ok() && permits(&child.scope, &action, &resource) {
-        assert!(permits(&parent.scope, &action, &resource));
+    if check_narrowing(&child, &parent).is_ok() {
+        if permits(&child.scope, &action, &resource) {
+            assert!(permits(&parent.scope, &action, &resource));
+        }
+        if let (Some(theirs), Ok(spend)) = (
+            &parent.constraints.require_approval,
+            Usd::from_micros(input.spend_micros),
+        ) && theirs.applies(&action, &resource, spend)
+        {
+            let ours = child.constraints.require_approval.as_ref();
+            assert!(ours.is_some_and(|ours| ours.applies(&action, &resource, spend)));
+        }
     }
     assert!(check_narrowing(&parent, &parent).is_ok());
 });

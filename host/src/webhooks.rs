@@ -180,10 +180,12 @@ async fn start_due(
     let now = deliverer.state.clock.now().ms();
     let owner = deliverer.owner.clone();
     let limit = u32::try_from(MAX_SESSIONS).unwrap_or(u32::MAX);
+    // The deliverer's reads are indexed and bounded: the lookups lane, so
+    // a poll never takes a reader from the organisations' list queries.
     let due = deliverer
         .state
         .store
-        .read(move |conn| Ok::<_, StoreError>(rows::due(conn, now, &owner, limit)?))
+        .lookup(move |conn| Ok::<_, StoreError>(rows::due(conn, now, &owner, limit)?))
         .await;
     let due = match due {
         Ok(due) => due,
@@ -288,7 +290,7 @@ impl Deliverer {
         let window = self
             .state
             .store
-            .read(move |conn| {
+            .lookup(move |conn| {
                 let Some(webhook) = rows::by_id(conn, &read)? else {
                     return Ok::<_, StoreError>(None);
                 };
