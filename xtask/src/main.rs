@@ -41,7 +41,12 @@ fn fail<T>(message: impl Into<String>) -> Result<T> {
 
 /// The workspace root (the parent of xtask/).
 fn root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
+    // `cargo run` names the package's folder at run time: the checkout the
+    // command was typed in, even when another checkout built this binary
+    // into a shared target folder (whose fingerprints are relative paths).
+    let manifest = std::env::var_os("CARGO_MANIFEST_DIR")
+        .map_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")), PathBuf::from);
+    manifest
         .parent()
         .map(Path::to_path_buf)
         .unwrap_or_else(|| PathBuf::from("."))
