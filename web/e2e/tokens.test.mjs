@@ -1,7 +1,8 @@
 // The tokens list in Chromium against a real server (it needs `GET
 // /v1/vat/tokens` with `human_label`): the organisation's tokens, active
 // first, each human by a label and never only its hash, filtered by agent
-// and status; a revoked token's badge is not a pending record's grey.
+// and status; a revoked token's badge is not a pending record's grey; the
+// workflows list names each workflow's human and filters by one.
 // Desktop and phone screenshots, no sideways scroll.
 
 import assert from "node:assert/strict";
@@ -62,5 +63,27 @@ describe("tokens", () => {
     assert.ok(overflow <= 0, `the tokens page is ${overflow}px wider than the screen`);
     await screenshot(phone.page, "phone-tokens");
     await phone.context.close();
+  });
+
+  test("the workflows list names each workflow's human by label and filters by one", async () => {
+    const other = await server.api.issue({
+      developer_email: "ops@example.com",
+      agent_id: "ops-bot",
+      resources: ["crm:*"],
+      actions: ["read"],
+    });
+    await server.api.act(other.jti, "read", "crm:accounts", "success");
+    const { page, errors } = await openPage(browser, { width: 1280, height: 800 });
+    await signIn(page, server.base, server.adminKey);
+    await page.goto(`${server.base}/#/workflows`);
+    await page.locator("tr[data-provenance-ref]").first().waitFor();
+    const humans = await page.locator('td[data-label="Human"]').allInnerTexts();
+    assert.deepEqual([...humans].sort(), ["ops@example.com", "reviewer@example.com"]);
+    await page.locator('td[data-label="Human"]').getByText("ops@example.com").click();
+    await page.waitForFunction(() => document.querySelectorAll("tr[data-provenance-ref]").length === 1);
+    assert.equal(await page.locator(`tr[data-provenance-ref="${other.provenance_ref}"]`).count(), 1);
+    await screenshot(page, "workflows-by-human");
+    assert.deepEqual(errors, []);
+    await page.context().close();
   });
 });

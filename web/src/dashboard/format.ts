@@ -46,6 +46,13 @@ export function idElement(id: string): HTMLElement {
   return h("code", { title: id, "aria-label": id }, shortId(id));
 }
 
+/** A human as the organisation knows them: its label, the reference itself only as a tooltip and for a screen reader. */
+export function human(humanRef: string, label: string | undefined): HTMLElement {
+  return label === undefined
+    ? h("span", {}, h("span", { class: "muted" }, "unlabelled "), idElement(humanRef))
+    : h("span", { title: humanRef }, label);
+}
+
 /** How a record ended: its result, or its status (`denied`, `pending`, `awaiting_approval`). */
 export function outcome(record: Pick<ActionRecord, "status" | "result">): string {
   if (record.status === "completed") {

@@ -6,7 +6,7 @@
 
 import type { TokenListItem, TokenListQuery, TokenPage, TokenState, TokenStatus } from "mandate-sdk/web";
 import { entry, h, link } from "../dom.js";
-import { badge, idElement, time, timeElement } from "../format.js";
+import { badge, human, idElement, time, timeElement } from "../format.js";
 import { type Route, navigate, route } from "../router.js";
 import { can, client } from "../session.js";
 import { Pages, confirmDialog, field, load } from "../ui.js";
@@ -149,13 +149,6 @@ function statusView(status: TokenStatus, reload: () => void): HTMLElement {
   return container;
 }
 
-/** A human as the organisation knows them: its label, the reference itself only as a tooltip and for a screen reader. */
-function human(item: TokenListItem): HTMLElement {
-  return item.human_label === undefined
-    ? h("span", {}, h("span", { class: "muted" }, "unlabelled "), idElement(item.human_ref))
-    : h("span", { title: item.human_ref }, item.human_label);
-}
-
 function listFilters(params: URLSearchParams): HTMLFormElement {
   const input = (name: string): HTMLInputElement =>
     h("input", { name, value: params.get(name) ?? "", autocomplete: "off", spellcheck: false });
@@ -205,7 +198,7 @@ function tokenRow(item: TokenListItem): HTMLTableRowElement {
       // One child: a cell is a two-column grid (label, value) on a phone.
       h("span", {}, link(route(["agent", item.agent_id]), item.agent_id), item.delegation_depth > 0 ? ` (depth ${item.delegation_depth})` : ""),
     ),
-    h("td", { "data-label": "Human" }, link(route(["tokens"], { human_ref: item.human_ref }), human(item))),
+    h("td", { "data-label": "Human" }, link(route(["tokens"], { human_ref: item.human_ref }), human(item.human_ref, item.human_label))),
     h("td", { "data-label": "Workflow" }, link(route(["workflow", item.provenance_ref]), idElement(item.provenance_ref))),
     h("td", { "data-label": "Status" }, badge(item.status)),
     h("td", { "data-label": item.status === "revoked" ? "Revoked" : "Expires" }, time(item.status === "revoked" ? item.revoked_at : item.expires_at)),

@@ -1,9 +1,10 @@
 // The list of recent workflows, most recently active first, searchable by
-// provenance_ref, agent and time range (the search lives in the route).
+// provenance_ref, agent, human and time range (the search lives in the
+// route).
 
 import type { Workflow, WorkflowQuery } from "mandate-sdk/web";
 import { h, link } from "../dom.js";
-import { badge, fromLocalInput, idElement, time, toLocalInput } from "../format.js";
+import { badge, fromLocalInput, human, idElement, time, toLocalInput } from "../format.js";
 import { type Route, navigate, route } from "../router.js";
 import { client } from "../session.js";
 import { Pages, field, load } from "../ui.js";
@@ -22,6 +23,13 @@ function searchForm(params: URLSearchParams): HTMLFormElement {
     name: "agent_id",
     value: params.get("agent_id") ?? "",
     placeholder: "research-bot",
+    autocomplete: "off",
+    spellcheck: false,
+  });
+  const humanRef = h("input", {
+    name: "human_ref",
+    value: params.get("human_ref") ?? "",
+    placeholder: "sha256:…",
     autocomplete: "off",
     spellcheck: false,
   });
@@ -47,6 +55,7 @@ function searchForm(params: URLSearchParams): HTMLFormElement {
           route(["workflows"], {
             provenance_ref: provenance.value.trim(),
             agent_id: agent.value.trim(),
+            human_ref: humanRef.value.trim(),
             since: fromLocalInput(since.value),
             until: fromLocalInput(until.value),
           }),
@@ -55,6 +64,7 @@ function searchForm(params: URLSearchParams): HTMLFormElement {
     },
     field("Provenance ref", provenance),
     field("Agent", agent),
+    field("Human reference", humanRef),
     field("Active since", since),
     field("Active until", until),
     h(
@@ -72,6 +82,11 @@ function workflowRow(workflow: Workflow): HTMLTableRowElement {
     { "data-provenance-ref": workflow.provenance_ref },
     h("td", { "data-label": "Workflow" }, link(route(["workflow", workflow.provenance_ref]), idElement(workflow.provenance_ref))),
     h("td", { "data-label": "Root agent" }, link(route(["agent", workflow.root_agent_id]), workflow.root_agent_id)),
+    h(
+      "td",
+      { "data-label": "Human" },
+      link(route(["workflows"], { human_ref: workflow.human_ref }), human(workflow.human_ref, workflow.human_label)),
+    ),
     h("td", { "data-label": "Assurance" }, badge(workflow.assurance_level)),
     h("td", { "data-label": "Records", class: "number" }, workflow.total_records),
     h("td", { "data-label": "Started" }, time(workflow.created_at)),
@@ -95,6 +110,7 @@ function workflowTable(workflows: Workflow[]): HTMLElement {
         {},
         h("th", { scope: "col" }, "Workflow"),
         h("th", { scope: "col" }, "Root agent"),
+        h("th", { scope: "col" }, "Human"),
         h("th", { scope: "col" }, "Assurance"),
         h("th", { scope: "col", class: "number" }, "Records"),
         h("th", { scope: "col" }, "Started"),
@@ -108,7 +124,7 @@ function workflowTable(workflows: Workflow[]): HTMLElement {
 export async function workflowsView(root: HTMLElement, current: Route): Promise<void> {
   const params = current.params;
   const query: WorkflowQuery = { limit: PAGE_SIZE };
-  for (const name of ["provenance_ref", "agent_id", "since", "until"] as const) {
+  for (const name of ["provenance_ref", "agent_id", "human_ref", "since", "until"] as const) {
     const value = params.get(name);
     if (value !== null && value !== "") {
       query[name] = value;
