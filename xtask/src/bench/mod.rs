@@ -1,4 +1,4 @@
-//! `cargo xtask bench [--quick] [--only budget|events]`: measures Mandate against
+//! `cargo xtask bench [--quick] [--only budget|events|reviewer]`: measures Mandate against
 //! peers and ceilings in one run and writes `BENCHMARKS.md`.
 //!
 //! Every row is a ratio of two contenders measured side by side, in
@@ -8,7 +8,8 @@
 //! runs it so the harness never rots. `--only budget` measures the
 //! read-budget rows alone on a fresh folder of 5 M records (1 000 with
 //! `--quick`), prints them and writes nothing; `--only events` the events
-//! rows alone.
+//! rows alone; `--only reviewer` the dashboard's rows alone, on a fresh
+//! folder of 5 M records of several agents over 30 days.
 //!
 //! `running` runs wrk, the server and the bench programs; `parsing` reads
 //! their output into figures; `report` renders BENCHMARKS.md, where each
@@ -26,8 +27,9 @@ use crate::{Result, fail, run};
 use parsing::{Spread, errors, p, p99_ratio, ratio};
 use report::Report;
 use running::{
-    budget, cold_starts, ensure_wrk, events, filled, growth, http, json_of, machine, postgres,
-    record_log, reference_verifier, today, wasm_sizes,
+    DASHBOARD_AGENTS, budget, cold_starts, dashboard, ensure_wrk, events, filled,
+    filled_for_dashboard, growth, http, json_of, machine, postgres, record_log, reference_verifier,
+    today, wasm_sizes,
 };
 
 /// How long and how often: full runs for the table, quick ones for CI.
@@ -75,7 +77,38 @@ fn events_only(plan: Plan, bins: &Path, scratch: &Path, scripts: &Path) -> Resul
     Ok(())
 }
 
-/// `cargo xtask bench [--quick] [--only budget|events]`.
+/// `cargo xtask bench --only reviewer`: the dashboard's rows alone, on a
+/// fresh folder of 5 M records (1 000 with `--quick`) of several agents
+/// over 30 days; prints them and writes nothing.
+fn reviewer_only(plan: Plan, bins: &Path, scratch: &Path, scripts: &Path) -> Result<()> {
+    let records = if plan.quick { 1_000 } else { 5_000_000 };
+    eprintln!("filling {records} records");
+    let (data, seconds) = filled_for_dashboard(
+        &bins.join("mandate"),
+        &bins.join("prefill"),
+        scratch,
+        records,
+    )?;
+    eprintln!("the dashboard");
+    let mut rows = dashboard(
+        plan,
+        &bins.join("mandate"),
+        &data,
+        scripts,
+        DASHBOARD_AGENTS[0],
+    )?;
+    rows.prefill_seconds = Some(seconds);
+    let _ = std::fs::remove_dir_all(scratch);
+    for row in rows.targets() {
+        eprintln!("{}", row.line());
+    }
+    for (what, figure) in rows.figures() {
+        eprintln!("| {what} | {figure} |");
+    }
+    Ok(())
+}
+
+/// `cargo xtask bench [--quick] [--only budget|events|reviewer]`.
 pub(crate) fn bench(root: &Path, args: &[&str]) -> Result<()> {
     let quick = args.contains(&"--quick");
     let only = match args.iter().position(|a| *a == "--only") {
@@ -83,9 +116,10 @@ pub(crate) fn bench(root: &Path, args: &[&str]) -> Result<()> {
         Some(i) => match args.get(i + 1) {
             Some(&"budget") => Some("budget"),
             Some(&"events") => Some("events"),
+            Some(&"reviewer") => Some("reviewer"),
             other => {
                 return fail(format!(
-                    "--only takes `budget` (the read-budget rows) or `events` (the events rows), not {other:?}"
+                    "--only takes `budget` (the read-budget rows), `events` (the events rows) or `reviewer` (the dashboard's rows), not {other:?}"
                 ));
             }
         },
@@ -124,6 +158,7 @@ pub(crate) fn bench(root: &Path, args: &[&str]) -> Result<()> {
     std::fs::create_dir_all(&scratch)?;
     match only {
         Some("budget") => return budget_only(plan, &bins, &scratch, &scripts),
+        Some("reviewer") => return reviewer_only(plan, &bins, &scratch, &scripts),
         Some(_) => return events_only(plan, &bins, &scratch, &scripts),
         None => {}
     }
@@ -177,6 +212,14 @@ pub(crate) fn bench(root: &Path, args: &[&str]) -> Result<()> {
         &scripts,
         "growth-bot",
     )?;
+    eprintln!("the dashboard");
+    let dashboard = dashboard(
+        plan,
+        &bins.join("mandate"),
+        &scratch.join("growth"),
+        &scripts,
+        "growth-bot",
+    )?;
     eprintln!("PostgreSQL");
     let postgres = postgres(plan, &bins.join("mandate"), &scratch, &scripts)?;
     let cold = cold_starts(&bins.join("mandate"), &scratch, if quick { 1 } else { 5 })?;
@@ -220,6 +263,14 @@ pub(crate) fn bench(root: &Path, args: &[&str]) -> Result<()> {
                 ratio(&events.with_events, &events.without_events).median,
             ),
             (
+                "dashboard, slowest page p99 ms",
+                dashboard
+                    .targets()
+                    .iter()
+                    .map(|row| row.median())
+                    .fold(f64::NAN, f64::max),
+            ),
+            (
                 "node sdk/independent log proof",
                 Spread::from_json(&node_log["sdk_over_independent"]).median,
             ),
@@ -248,7 +299,13 @@ pub(crate) fn bench(root: &Path, args: &[&str]) -> Result<()> {
             + errors(&log.without_log)
             + errors(&log.proof)
             + errors(&events.with_events)
-            + errors(&events.without_events);
+            + errors(&events.without_events)
+            + dashboard
+                .pages
+                .iter()
+                .flat_map(|page| &page.calls)
+                .map(|(_, loads)| errors(loads))
+                .sum::<u64>();
         if lost > 0 {
             return fail(format!("bench sanity: {lost} failed requests under load"));
         }
@@ -268,6 +325,7 @@ pub(crate) fn bench(root: &Path, args: &[&str]) -> Result<()> {
         postgres,
         log,
         events,
+        dashboard,
         status_sizes,
         node_log,
         cold,

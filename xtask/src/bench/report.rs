@@ -8,7 +8,9 @@ use serde_json::Value;
 
 use super::Plan;
 use super::parsing::{Spread, p, p99_ratio, ratio, rps};
-use super::running::{BUDGET_MS, Budget, EventRows, Growth, Http, LogRows, Postgres, READERS};
+use super::running::{
+    BUDGET_MS, Budget, DashboardRows, EventRows, Growth, Http, LogRows, Postgres, READERS,
+};
 
 impl Spread {
     /// `median (min–max)` with `digits` decimals.
@@ -99,6 +101,11 @@ impl Row {
             measured,
             digits,
         }
+    }
+
+    /// The median measured.
+    pub(super) fn median(&self) -> f64 {
+        self.measured.median
     }
 
     /// The row as a line of the Markdown table.
@@ -300,6 +307,63 @@ impl EventRows {
     }
 }
 
+impl DashboardRows {
+    /// The rows of the targets table: per page, the p99 of its slowest
+    /// call in each round.
+    pub(super) fn targets(&self) -> Vec<Row> {
+        self.pages
+            .iter()
+            .map(|page| {
+                let rounds = page.calls.first().map_or(0, |(_, loads)| loads.len());
+                let slowest = (0..rounds)
+                    .map(|round| {
+                        page.calls
+                            .iter()
+                            .filter_map(|(_, loads)| loads.get(round))
+                            .map(|l| l.p99_ms)
+                            .fold(f64::NAN, f64::max)
+                    })
+                    .collect::<Vec<_>>();
+                Row::new(
+                    format!(
+                        "8. dashboard at 5 M records, {}: its slowest call's p99",
+                        page.name
+                    ),
+                    Target::AtMost(50.0, Unit::Ms),
+                    Spread::of(&slowest),
+                    2,
+                )
+            })
+            .collect()
+    }
+
+    /// The rows of the absolute figures: (what, figure).
+    pub(super) fn figures(&self) -> Vec<(String, String)> {
+        let calls = self.pages.iter().flat_map(|page| {
+            page.calls.iter().map(|(path, loads)| {
+                (
+                    format!(
+                        "dashboard, {}: `GET {path}` at 5 M records, p99 (ms) / req/s",
+                        page.name
+                    ),
+                    format!(
+                        "{} / {}",
+                        p(loads, |l| l.p99_ms).show(2),
+                        rps(loads).show(0)
+                    ),
+                )
+            })
+        });
+        let prefill = self.prefill_seconds.map(|seconds| {
+            (
+                "prefilling the dashboard's 5 M records, 6 agents over 30 days (s)".to_owned(),
+                format!("{seconds:.0}"),
+            )
+        });
+        calls.chain(prefill).collect()
+    }
+}
+
 /// Everything a full run measured, and where.
 pub(super) struct Report {
     /// The machine measured on, and the day.
@@ -316,6 +380,7 @@ pub(super) struct Report {
     pub(super) postgres: Postgres,
     pub(super) log: LogRows,
     pub(super) events: EventRows,
+    pub(super) dashboard: DashboardRows,
     /// `status_sizes`: the signed status lists of a million tokens.
     pub(super) status_sizes: Value,
     /// `bench/log.mjs`: record proofs verified in Node.
@@ -428,6 +493,7 @@ impl Report {
             2,
         ));
         rows.push(self.events.target());
+        rows.extend(self.dashboard.targets());
         rows
     }
 
@@ -580,6 +646,7 @@ impl Report {
             .chain(self.postgres.figures())
             .chain(self.log.figures())
             .chain(self.events.figures())
+            .chain(self.dashboard.figures())
             .chain(proofs)
             .chain(audits)
             .chain(status)
@@ -613,7 +680,8 @@ impl Report {
             out,
             "\nReproduce: `cargo xtask bench` (about ten minutes here; it fills 5 M records); \
              `cargo xtask bench --only budget` measures the read-budget rows alone, \
-             `cargo xtask bench --only events` the events rows.\n"
+             `cargo xtask bench --only events` the events rows, \
+             `cargo xtask bench --only reviewer` the dashboard's rows on a folder of its own.\n"
         );
         out.push_str(&self.notes);
         out
@@ -626,6 +694,7 @@ mod tests {
 
     use super::*;
     use crate::bench::parsing::Load;
+    use crate::bench::running::DashboardPage;
 
     /// Five rounds around `rps` and `p99_ms`, each figure different, so a
     /// spread shows its median and range; `turn` shifts the rounds, so the
@@ -729,6 +798,28 @@ mod tests {
                 delivered: 130_000,
                 written: 1_012_000,
                 delivering_s: 100.0,
+            },
+            dashboard: DashboardRows {
+                pages: vec![
+                    DashboardPage {
+                        name: "inbox",
+                        calls: vec![
+                            ("/v1/vat/inbox/counts".to_owned(), loads(21000.0, 5.1, 0)),
+                            (
+                                "/v1/vat/aar?rated=false&limit=50".to_owned(),
+                                loads(4200.0, 24.0, 1),
+                            ),
+                        ],
+                    },
+                    DashboardPage {
+                        name: "overview",
+                        calls: vec![(
+                            "/v1/vat/overview?window=30d".to_owned(),
+                            loads(6000.0, 17.5, 2),
+                        )],
+                    },
+                ],
+                prefill_seconds: Some(61.2),
             },
             status_sizes: json!({
                 "tokens": 1_000_000,

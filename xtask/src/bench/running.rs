@@ -1011,3 +1011,173 @@ pub(super) fn postgres(plan: Plan, bin: &Path, scratch: &Path, scripts: &Path) -
         three_hosts,
     })
 }
+
+/// The agents of the dashboard's folder: the first is `filled`'s.
+pub(super) const DASHBOARD_AGENTS: [&str; 6] = [
+    "growth-bot",
+    "billing-bot",
+    "triage-bot",
+    "search-bot",
+    "mail-bot",
+    "report-bot",
+];
+
+/// Days the dashboard's folder spreads its records over, ending now.
+pub(super) const DASHBOARD_DAYS: u32 = 30;
+
+/// Budgeted tokens issued (and partly spent) before the dashboard's rows.
+pub(super) const BUDGETED_TOKENS: u32 = 12;
+
+/// Seconds of load per call per round in the dashboard's rows (16 calls).
+pub(super) const DASHBOARD_SECONDS: u32 = 2;
+
+/// Fills a fresh data folder for the dashboard: `records` records of
+/// [`DASHBOARD_AGENTS`] (one token each) over [`DASHBOARD_DAYS`] days;
+/// returns the folder and how long the prefill took (s).
+pub(super) fn filled_for_dashboard(
+    bin: &Path,
+    prefill: &Path,
+    scratch: &Path,
+    records: u64,
+) -> Result<(PathBuf, f64)> {
+    let data = scratch.join("dashboard");
+    let server = Server::start(bin, &data, NO_LIMITS)?;
+    let jtis = DASHBOARD_AGENTS
+        .iter()
+        .map(|agent| server.token(agent, &["read", "write", "summarise"]))
+        .collect::<Result<Vec<_>>>()?;
+    server.stop();
+    let started = Instant::now();
+    run(
+        &prefill.to_string_lossy(),
+        &[
+            &data.to_string_lossy(),
+            &jtis.join(","),
+            &records.to_string(),
+            &DASHBOARD_DAYS.to_string(),
+        ],
+    )?;
+    Ok((data, started.elapsed().as_secs_f64()))
+}
+
+/// One page of the dashboard: its name and the calls it makes, each with
+/// its loads (one per round).
+pub(super) struct DashboardPage {
+    pub(super) name: &'static str,
+    pub(super) calls: Vec<(String, Vec<Load>)>,
+}
+
+/// The rows of the dashboard's section, on the largest data folder.
+pub(super) struct DashboardRows {
+    pub(super) pages: Vec<DashboardPage>,
+    /// Seconds the dashboard's prefill took (`--only reviewer`), if it ran.
+    pub(super) prefill_seconds: Option<f64>,
+}
+
+/// The dashboard's pages and their calls, for `agent`'s history.
+fn dashboard_pages(agent: &str) -> Vec<(&'static str, Vec<String>)> {
+    let mut agents = vec!["/v1/vat/agents".to_owned()];
+    for sort in [
+        "agent_id",
+        "reputation",
+        "activity",
+        "actions",
+        "denial_rate",
+        "error_rate",
+    ] {
+        agents.push(format!("/v1/vat/agents?sort={sort}"));
+    }
+    vec![
+        (
+            "inbox",
+            vec![
+                "/v1/vat/inbox/counts".to_owned(),
+                "/v1/vat/aar?rated=false&limit=50".to_owned(),
+                "/v1/vat/approvals?status=pending&limit=50".to_owned(),
+            ],
+        ),
+        ("agents", agents),
+        (
+            "an agent's history",
+            vec![format!("/v1/vat/agents/{agent}/history?days=30")],
+        ),
+        (
+            "overview",
+            ["24h", "7d", "30d"]
+                .iter()
+                .map(|w| format!("/v1/vat/overview?window={w}"))
+                .collect(),
+        ),
+        (
+            "tokens",
+            vec![
+                "/v1/vat/tokens?limit=50".to_owned(),
+                format!("/v1/vat/tokens?agent_id={agent}&limit=50"),
+            ],
+        ),
+    ]
+}
+
+/// Each dashboard page's calls on `data`, whose records are `agent`'s
+/// (among others'), after [`BUDGETED_TOKENS`] budgeted tokens are issued
+/// and spent from: wrk on 64 connections, every call in turn each round.
+pub(super) fn dashboard(
+    plan: Plan,
+    bin: &Path,
+    data: &Path,
+    scripts: &Path,
+    agent: &str,
+) -> Result<DashboardRows> {
+    let server = Server::start(bin, data, NO_LIMITS)?;
+    let key = server.key()?;
+    for n in 0..BUDGETED_TOKENS {
+        let body = json!({
+            "developer_email": "bench@example.com", "agent_id": format!("budget-bot-{n}"),
+            "resources": ["crm:*"], "actions": ["read"], "ttl_seconds": 86_400,
+            "constraints": {"max_spend_usd": 100, "max_actions": 50}
+        });
+        let issued = server.post("/v1/vat/issue/l1", Some(&key), &body)?;
+        let jti = issued["jti"]
+            .as_str()
+            .ok_or_else(|| format!("issue failed: {issued}"))?
+            .to_owned();
+        for _ in 0..n {
+            let made = server.post(
+                "/v1/vat/record/action",
+                None,
+                &json!({"vat_jti": jti, "action": "read", "resource": "crm:budget",
+                    "result": "success", "spend_usd": 3}),
+            )?;
+            if made["aar_id"].as_str().is_none() {
+                return fail(format!("a budgeted record/action failed: {made}"));
+            }
+        }
+    }
+    let seconds = if plan.quick { 1 } else { DASHBOARD_SECONDS };
+    let script = scripts.join("get.lua");
+    let mut pages = Vec::new();
+    for (name, paths) in dashboard_pages(agent) {
+        let mut calls = Vec::new();
+        for path in paths {
+            let answer = server.get(&path, &key)?;
+            if answer.get("code").is_some() || answer.get("status").is_some_and(Value::is_u64) {
+                return fail(format!("{path} answered {answer}"));
+            }
+            calls.push((path, Vec::new()));
+        }
+        pages.push(DashboardPage { name, calls });
+    }
+    for _ in 0..plan.rounds {
+        for page in &mut pages {
+            for (path, loads) in &mut page.calls {
+                let env = [("KEY", key.as_str()), ("PATH_QUERY", path.as_str())];
+                loads.push(wrk(&server.base, Some(&script), &env, seconds)?);
+            }
+        }
+    }
+    server.stop();
+    Ok(DashboardRows {
+        pages,
+        prefill_seconds: None,
+    })
+}
