@@ -4,12 +4,15 @@
 import sdk from "../pkg/node/index.js";
 
 export const {
+  AgentClient,
   AgentKey,
   LogMonitor,
   MAX_STATUS_TTL_SECONDS,
   MIN_STATUS_TTL_SECONDS,
   MandateClient,
+  MandateApprovalPending,
   MandateError,
+  MandateRefusal,
   RemoteVerifier,
   STATUS_LIST_MEDIA_TYPE,
   Verifier,
@@ -18,6 +21,7 @@ export const {
   decodeTokenUnverified,
   delegatedGrant,
   generateAgentKey,
+  outputHash,
   parseLogLeaf,
   permits,
   reputation,

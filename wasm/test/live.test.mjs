@@ -11,16 +11,12 @@
 // counters. MANDATE_BIN names the server binary (`cargo xtask test` sets
 // it); without it these tests fail.
 import assert from "node:assert/strict";
-import { spawn } from "node:child_process";
-import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { connect, createServer } from "node:net";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
-import { createInterface } from "node:readline";
 import { createRequire } from "node:module";
 import { after, before, test } from "node:test";
 
 import * as tlog from "../../tests/independent/tlog-verify.mjs";
+import { startServer } from "./live-server.mjs";
 
 const {
   AgentKey,
@@ -38,50 +34,20 @@ const {
   verifyToken,
 } = createRequire(import.meta.url)("..");
 
-let server;
-let dataDir;
+let live;
 let baseUrl;
 let apiKey;
 let client;
 
-/** Starts the server and resolves with its address once it listens. */
-function start(binary) {
-  server = spawn(binary, ["serve", "--listen", "127.0.0.1:0", "--data-dir", dataDir], {
-    stdio: ["ignore", "pipe", "pipe"],
-  });
-  // The log is kept (its tail) to explain a failed start.
-  let log = "";
-  server.stderr.on("data", (chunk) => {
-    log = (log + chunk).slice(-8192);
-  });
-  return new Promise((resolve, reject) => {
-    const fail = (why) => reject(new Error(`${why}; its log ends:\n${log}`));
-    const timer = setTimeout(() => fail("the server did not start within 60 s"), 60_000);
-    server.once("error", reject);
-    server.once("exit", (code) => fail(`the server exited with ${code} before listening`));
-    createInterface({ input: server.stdout }).on("line", (line) => {
-      const address = /listening on (http:\/\/\S+)/.exec(line)?.[1];
-      if (address) {
-        clearTimeout(timer);
-        resolve(address);
-      }
-    });
-  });
-}
-
 before(async () => {
-  const binary = process.env.MANDATE_BIN;
-  assert.ok(binary, "set MANDATE_BIN to the mandate server binary");
-  dataDir = mkdtempSync(join(tmpdir(), "mandate-sdk-live-"));
-  baseUrl = await start(binary);
-  apiKey = readFileSync(join(dataDir, "admin.key"), "utf8").trim();
+  live = await startServer();
+  ({ baseUrl, apiKey } = live);
   assert.match(apiKey, /^mk_/);
   client = new MandateClient({ baseUrl, apiKey });
 });
 
 after(() => {
-  server?.kill();
-  if (dataDir) rmSync(dataDir, { recursive: true, force: true });
+  live?.stop();
 });
 
 /** Rejects with a MandateError of this status and code. */
