@@ -21,6 +21,7 @@ import {
   AgentKey,
   Verifier,
   decodeTokenUnverified,
+  sha256Ref,
   type AssuranceLevel,
   type Claims,
   type Jwks,
@@ -95,6 +96,11 @@ export interface AgentAuth extends WriteOptions {
   token?: string;
   /** The agent's own key, for a bound token: it signs a DPoP proof per request. */
   key?: AgentKey;
+  /**
+   * A W3C `traceparent` sent with the call, so the record's span joins the
+   * agent's trace (honoured by recordAction, authorize, complete and delegate).
+   */
+  traceparent?: string;
 }
 
 /** How `authorize` waits for a human's decision when the action needs one. */
@@ -145,6 +151,78 @@ export interface EventsOptions {
   /** Called each time a connection drops or cannot be made, before the pause that precedes the next attempt. */
   onDrop?: () => void;
 }
+
+/**
+ * Why Mandate refused an attempt (a denied record's `deny_reason`, an
+ * `authorize` answer's `reason`): the codes of mandate-core's `DenyReason`.
+ */
+export type DenyReason =
+  | "action_not_permitted"
+  | "resource_not_permitted"
+  | "budget_max_spend_usd"
+  | "budget_max_actions"
+  | "scope_widening"
+  | "delegation_too_deep"
+  | "too_many_children"
+  | "token_revoked"
+  | "token_expired"
+  | "approval_required"
+  | "approval_denied"
+  | "approval_expired";
+
+/** What `act` asks to do: the action and resource checked, and the spend reserved. */
+export interface ActRequest {
+  action: string;
+  resource: string;
+  /** US dollars to reserve against the budget (the record's spend unless `complete` says otherwise). */
+  spend_usd?: number;
+}
+
+/** What the function `act` runs is told about its authorization. */
+export interface ActContext {
+  /** The record the action is written on. */
+  aarId: string;
+  /** The workflow the token belongs to. */
+  provenanceRef: string;
+  /** The `authorize` answer (after the approval, when one was needed). */
+  authorization: AuthorizeResponse;
+  /** The caller's signal, when it gave one. */
+  signal?: AbortSignalLike;
+}
+
+/** A pending approval, with the reviewer's page for it. */
+export interface PendingApproval extends ApprovalRef {
+  aar_id: string;
+  /** The dashboard's page of this approval, where a reviewer decides it. */
+  url: string;
+}
+
+/** Options of `act`. */
+export interface ActOptions<T = unknown> extends Pick<AgentAuth, "key" | "traceparent"> {
+  /**
+   * When the action needs a human's approval: how long to wait for the
+   * decision before giving up (rejecting with `MandateApprovalPending`).
+   * Without it, `act` rejects with `MandateApprovalPending` at once.
+   */
+  waitForApproval?: WaitForApproval;
+  /**
+   * Called once when the action needs approval, before any wait: to show
+   * the reviewer's page to someone, ask a user to approve, or log it. A
+   * rejection ends `act` with that rejection (the approval stays pending).
+   */
+  onApproval?: (approval: PendingApproval) => void | Promise<void>;
+  /**
+   * The `result_hash` of the function's output. Default: `sha256Ref` of a
+   * string or bytes as they are, of anything else its `JSON.stringify`
+   * text, and no hash for `undefined`.
+   */
+  resultHash?: (output: T) => string | undefined;
+  /** Passed to the function; an abort while it runs completes the record as `cancelled`. */
+  signal?: AbortSignalLike;
+}
+
+/** Options of `as`: the agent's key for a bound token, and a trace to join. */
+export type AgentOptions = Pick<AgentAuth, "key" | "traceparent">;
 
 // The request and response types come from the server's OpenAPI document:
 // `openapi.ts` is generated from /v1/openapi.json by openapi-typescript
@@ -486,6 +564,53 @@ export class MandateError extends Error {
   }
 }
 
+/**
+ * Mandate refused the action `act` was asked to run, and it did not run:
+ * `reason` says why (`code` is the same), `aarId` names the denied record.
+ */
+export class MandateRefusal extends MandateError {
+  readonly reason: DenyReason;
+  readonly aarId: string | undefined;
+
+  constructor(reason: DenyReason, aarId: string | undefined, detail: string) {
+    super(403, { code: reason, title: "Refused", detail, aar_id: aarId });
+    this.name = "MandateRefusal";
+    this.reason = reason;
+    this.aarId = aarId;
+  }
+}
+
+/**
+ * The action needs a human's approval that has not been given (yet): it did
+ * not run. `approval.url` is the reviewer's page; once approved, the record
+ * `aarId` may be completed (or `act` called again, which asks anew).
+ */
+export class MandateApprovalPending extends MandateError {
+  readonly approval: PendingApproval;
+  readonly aarId: string;
+
+  constructor(approval: PendingApproval) {
+    super(403, {
+      code: "approval_pending",
+      title: "Approval pending",
+      detail: `a reviewer must approve this action first: ${approval.url}`,
+      aar_id: approval.aar_id,
+    });
+    this.name = "MandateApprovalPending";
+    this.approval = approval;
+    this.aarId = approval.aar_id;
+  }
+}
+
+/** The `result_hash` `act` gives an output by default (see `ActOptions.resultHash`). */
+export function outputHash(output: unknown): string | undefined {
+  if (output === undefined) {
+    return undefined;
+  }
+  const data = typeof output === "string" || output instanceof Uint8Array ? output : JSON.stringify(output);
+  return typeof data === "string" || data instanceof Uint8Array ? (sha256Ref(data) ?? undefined) : undefined;
+}
+
 /** The query string of `query`; members that are `undefined` or `null` are left out. */
 function queryString(query: object): string {
   const params = new URLSearchParams();
@@ -677,11 +802,14 @@ export class MandateClient {
     path: string,
     credential: Credential,
     body?: unknown,
-    options?: WriteOptions & { signal?: AbortSignalLike | undefined },
+    options?: WriteOptions & { signal?: AbortSignalLike | undefined; traceparent?: string | undefined },
   ): Promise<T> {
     const headers = this.#headers("application/json", credential);
     if (options?.idempotencyKey !== undefined) {
       headers["idempotency-key"] = options.idempotencyKey;
+    }
+    if (options?.traceparent !== undefined) {
+      headers.traceparent = options.traceparent;
     }
     const init: Parameters<FetchLike>[1] = { method, headers };
     if (body !== undefined) {
@@ -832,7 +960,7 @@ export class MandateClient {
    */
   async complete(aarId: string, request: CompleteRequest, auth?: AgentAuth): Promise<ActionRecord> {
     const path = `/v1/vat/aar/${segment(aarId)}/complete`;
-    return this.#call("POST", path, this.#agent("POST", path, auth), request);
+    return this.#call("POST", path, this.#agent("POST", path, auth), request, auth);
   }
 
   /** `POST /v1/vat/aar/{aar_id}/feedback`: a human's one rating of a completed action. */
@@ -1187,6 +1315,91 @@ export class MandateClient {
     return this.#call("GET", "/.well-known/jwks.json", undefined);
   }
 
+  /** The dashboard's page of an approval, where a reviewer decides it. */
+  approvalUrl(approvalId: string): string {
+    return `${this.#base}/#/approval/${segment(approvalId)}`;
+  }
+
+  /** The dashboard's page of a workflow: its chain of tokens and every record. */
+  workflowUrl(provenanceRef: string): string {
+    return `${this.#base}/#/workflow/${segment(provenanceRef)}`;
+  }
+
+  /**
+   * Runs `run` as an action of the agent holding `token`: `authorize` first
+   * (nothing runs when it is refused: a `MandateRefusal`; or when it needs
+   * an approval not given: a `MandateApprovalPending`, see `ActOptions`),
+   * then `run`, then `complete` with the output's `result_hash`, or with
+   * `error` (`cancelled` when the signal aborted) when `run` throws — whose
+   * error `act` then throws again. Resolves with `run`'s output.
+   */
+  async act<T>(
+    token: string,
+    request: ActRequest,
+    run: (context: ActContext) => T | Promise<T>,
+    options: ActOptions<T> = {},
+  ): Promise<T> {
+    const auth: AgentAuth = { token, key: options.key, traceparent: options.traceparent };
+    let authorization = await this.authorize(request, auth);
+    const pending = authorization.approval;
+    if (!authorization.authorized && pending?.status === "pending") {
+      const approval: PendingApproval = {
+        ...pending,
+        aar_id: authorization.aar_id,
+        url: this.approvalUrl(pending.approval_id),
+      };
+      await options.onApproval?.(approval);
+      if (options.waitForApproval === undefined) {
+        throw new MandateApprovalPending(approval);
+      }
+      authorization = await this.#awaitDecision(authorization, pending, options.waitForApproval, auth);
+      if (!authorization.authorized && authorization.approval?.status === "pending") {
+        throw new MandateApprovalPending(approval);
+      }
+    }
+    if (!authorization.authorized) {
+      const reason = (authorization.reason ?? "action_not_permitted") as DenyReason;
+      throw new MandateRefusal(
+        reason,
+        authorization.aar_id,
+        `${request.action} on ${request.resource} was refused: ${reason}`,
+      );
+    }
+    const context: ActContext = {
+      aarId: authorization.aar_id,
+      provenanceRef: authorization.provenance_ref,
+      authorization,
+    };
+    if (options.signal !== undefined) {
+      context.signal = options.signal;
+    }
+    // The key makes a retried completion (a lost answer) harmless.
+    const completion: AgentAuth = { ...auth, idempotencyKey: `complete-${authorization.aar_id}` };
+    let output: T;
+    try {
+      output = await run(context);
+    } catch (error) {
+      const result = options.signal?.aborted ? "cancelled" : "error";
+      await this.complete(authorization.aar_id, { result }, completion);
+      throw error;
+    }
+    const hash = (options.resultHash ?? outputHash)(output);
+    const body: CompleteRequest = { result: "success" };
+    if (hash !== undefined) {
+      body.result_hash = hash;
+    }
+    await this.complete(authorization.aar_id, body, completion);
+    return output;
+  }
+
+  /**
+   * A client acting as the agent holding `token` (with `key` for a bound
+   * token: every call then carries its DPoP proof).
+   */
+  as(token: string, options: AgentOptions = {}): AgentClient {
+    return new AgentClient(this, token, options);
+  }
+
   /**
    * Fetches the key set once and returns a `Verifier` for it. Rejects with a
    * MandateError (status 0, the key set's code) when the keys are unusable.
@@ -1200,5 +1413,74 @@ export class MandateClient {
       throw new MandateError(0, { code: error.code, title: "Unusable key set", detail: error.message });
     }
     return verifier;
+  }
+}
+
+/**
+ * A client bound to one agent token (`MandateClient.as`): the agent calls
+ * without passing the token (and key, and trace) each time.
+ */
+export class AgentClient {
+  readonly #client: MandateClient;
+  readonly #auth: AgentAuth;
+  /** The token's compact JWT. */
+  readonly token: string;
+
+  constructor(client: MandateClient, token: string, options: AgentOptions = {}) {
+    this.#client = client;
+    this.token = token;
+    this.#auth = { token, key: options.key, traceparent: options.traceparent };
+  }
+
+  /** The token's claims, read without any check (for display and routing, never to authorize). */
+  get claims(): Claims | undefined {
+    const decoded = decodeTokenUnverified(this.token);
+    return decoded.ok ? decoded.claims : undefined;
+  }
+
+  /** `MandateClient.act` with this agent's token. */
+  act<T>(request: ActRequest, run: (context: ActContext) => T | Promise<T>, options: ActOptions<T> = {}): Promise<T> {
+    return this.#client.act(this.token, request, run, { ...this.#options(), ...options });
+  }
+
+  /** `MandateClient.authorize` with this agent's token. */
+  authorize(request: AuthorizeRequest, options: Omit<AuthorizeOptions, "token" | "key"> = {}): Promise<AuthorizeResponse> {
+    return this.#client.authorize(request, { ...this.#auth, ...options });
+  }
+
+  /** `MandateClient.recordAction` with this agent's token. */
+  recordAction(request: RecordActionRequest, options: WriteOptions = {}): Promise<RecordActionResponse> {
+    return this.#client.recordAction(request, { ...this.#auth, ...options });
+  }
+
+  /** `MandateClient.complete` with this agent's token. */
+  complete(aarId: string, request: CompleteRequest, options: WriteOptions = {}): Promise<ActionRecord> {
+    return this.#client.complete(aarId, request, { ...this.#auth, ...options });
+  }
+
+  /** `MandateClient.delegate` with this agent's token: a narrower child token. */
+  delegate(request: DelegateRequest, options: WriteOptions = {}): Promise<DelegatedToken> {
+    return this.#client.delegate(request, { ...this.#auth, ...options });
+  }
+
+  /** `MandateClient.revoke` with this agent's token (itself or a descendant). */
+  revoke(request: RevokeRequest): Promise<RevokeResponse> {
+    return this.#client.revoke(request, this.#auth);
+  }
+
+  /** `MandateClient.approval` read with this agent's token. */
+  approval(approvalId: string, options: Omit<ApprovalReadOptions, "token" | "key"> = {}): Promise<Approval> {
+    return this.#client.approval(approvalId, { ...options, token: this.token, key: this.#auth.key });
+  }
+
+  #options(): AgentOptions {
+    const options: AgentOptions = {};
+    if (this.#auth.key !== undefined) {
+      options.key = this.#auth.key;
+    }
+    if (this.#auth.traceparent !== undefined) {
+      options.traceparent = this.#auth.traceparent;
+    }
+    return options;
   }
 }
