@@ -1,0 +1,4 @@
+import * as mcp from "../pkg/node/mcp.js";
+
+export * from "../pkg/node/mcp.js";
+export default mcp;
