@@ -1,0 +1,529 @@
+// mandate-sdk/mcp against a live `mandate serve` and the real MCP SDK (its
+// pinned version): an McpServer whose tools are gated by `mandateTool`,
+// served over the SDK's Streamable HTTP transport on 127.0.0.1 behind
+// `mandateAuth`, called by the SDK's own Client with the VAT as its bearer
+// token. Records are read back with the API key; the gate's calls to Mandate
+// go through a fetch that counts them. MANDATE_BIN names the server binary.
+import assert from "node:assert/strict";
+import { createHash, randomUUID } from "node:crypto";
+import { createServer } from "node:http";
+import { createRequire } from "node:module";
+import { after, before, test } from "node:test";
+
+import { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
+import { InvalidTokenError } from "@modelcontextprotocol/sdk/server/auth/errors.js";
+import { requireBearerAuth } from "@modelcontextprotocol/sdk/server/auth/middleware/bearerAuth.js";
+import { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
+import { StreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/streamableHttp.js";
+import { OAuthProtectedResourceMetadataSchema } from "@modelcontextprotocol/sdk/shared/auth.js";
+import {
+  ElicitRequestSchema,
+  ElicitationCompleteNotificationSchema,
+  UrlElicitationRequiredError,
+} from "@modelcontextprotocol/sdk/types.js";
+import { z } from "zod";
+
+import { MandateClient, createRemoteVerifier, generateAgentKey } from "mandate-sdk";
+import {
+  META_AAR_ID,
+  META_ERROR,
+  META_PROVENANCE_REF,
+  META_RESULT_HASH,
+  mandateAuth,
+  mandateAuthOf,
+  mandateTokenVerifier,
+  mandateTool,
+  protectedResourceMetadata,
+  protectedResourceMetadataHandler,
+  protectedResourceMetadataUrl,
+  toolResultHash,
+} from "mandate-sdk/mcp";
+
+import { startServer } from "./live-server.mjs";
+
+// The ESM entry and the CommonJS build are one instance.
+assert.equal(createRequire(import.meta.url)("mandate-sdk/mcp").mandateTool, mandateTool);
+
+const TRACEPARENT = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
+
+let live;
+/** The owner's client: issues, revokes, reads records. */
+let owner;
+/** The gate's client: no API key, only the agents' tokens; every request it sends is logged. */
+let gate;
+const sent = [];
+/** Seconds added to the gate verifier's clock (to let a status list's ttl pass). */
+let skew = 0;
+let verifier;
+let mcp;
+let mcpUrl;
+/** How often each tool body ran. */
+const runs = { read: 0, delete: 0, pay: 0, explode: 0 };
+const sessions = new Map();
+
+/** SHA-256 of the content's JSON text, as `sha256:<hex>`, computed without the SDK. */
+function contentHash(content) {
+  return `sha256:${createHash("sha256").update(JSON.stringify(content), "utf8").digest("hex")}`;
+}
+
+function authorizeCalls() {
+  return sent.filter((request) => request.path === "/v1/vat/authorize").length;
+}
+
+/** The MCP server of one session: four gated tools. */
+function buildServer() {
+  const server = new McpServer({ name: "files", version: "1.0.0" });
+  const options = { server, urlElicitationRequiredError: UrlElicitationRequiredError, approvalTimeoutSeconds: 30 };
+  server.registerTool(
+    "read_file",
+    { inputSchema: { path: z.string() } },
+    mandateTool(
+      gate,
+      { action: "read", resource: ({ path }) => `files:${path}` },
+      async ({ path }, extra, context) => {
+        runs.read += 1;
+        return {
+          content: [{ type: "text", text: `contents of ${path} for ${mandateAuthOf(extra.authInfo)?.agentId}` }],
+          structuredContent: { aar: context.aarId },
+        };
+      },
+      options,
+    ),
+  );
+  server.registerTool(
+    "delete_file",
+    { inputSchema: { path: z.string() } },
+    mandateTool(gate, { action: "delete", resource: ({ path }) => `files:${path}` }, async () => {
+      runs.delete += 1;
+      return { content: [{ type: "text", text: "deleted" }] };
+    }),
+  );
+  server.registerTool(
+    "pay",
+    { inputSchema: { payee: z.string(), amount: z.number() } },
+    mandateTool(
+      gate,
+      { action: "pay", resource: ({ payee }) => `bank:${payee}`, spendUsd: ({ amount }) => amount },
+      async ({ payee, amount }) => {
+        runs.pay += 1;
+        return { content: [{ type: "text", text: `paid ${amount} to ${payee}` }] };
+      },
+      options,
+    ),
+  );
+  server.registerTool(
+    "explode",
+    { inputSchema: {} },
+    mandateTool(gate, { action: "read", resource: "files:boom" }, async () => {
+      runs.explode += 1;
+      throw new Error("disk on fire");
+    }),
+  );
+  return server;
+}
+
+async function bodyOf(req) {
+  let text = "";
+  for await (const chunk of req) {
+    text += chunk;
+  }
+  return text === "" ? undefined : JSON.parse(text);
+}
+
+/** Serves one MCP request of its session (a new session on `initialize`). */
+async function serveMcp(req, res) {
+  const body = req.method === "POST" ? await bodyOf(req) : undefined;
+  const id = req.headers["mcp-session-id"];
+  let transport = id === undefined ? undefined : sessions.get(id);
+  if (transport === undefined) {
+    transport = new StreamableHTTPServerTransport({
+      sessionIdGenerator: () => randomUUID(),
+      onsessioninitialized: (sessionId) => sessions.set(sessionId, transport),
+    });
+    await buildServer().connect(transport);
+  }
+  await transport.handleRequest(req, res, body);
+}
+
+before(async () => {
+  live = await startServer();
+  owner = new MandateClient({ baseUrl: live.baseUrl, apiKey: live.apiKey });
+  gate = new MandateClient({
+    baseUrl: live.baseUrl,
+    fetch: (url, init) => {
+      sent.push({ path: new URL(url).pathname, headers: init.headers });
+      return fetch(url, init);
+    },
+  });
+  verifier = await createRemoteVerifier({
+    baseUrl: live.baseUrl,
+    maxStalenessSeconds: 300,
+    clock: () => Math.floor(Date.now() / 1000) + skew,
+  });
+  mcp = createServer();
+  await new Promise((resolve) => mcp.listen(0, "127.0.0.1", resolve));
+  mcpUrl = `http://127.0.0.1:${mcp.address().port}`;
+  const resource = `${mcpUrl}/mcp`;
+  const metadata = protectedResourceMetadataHandler({
+    resource,
+    authorizationServer: live.baseUrl,
+    resourceName: "Files",
+    scopesSupported: ["read", "pay"],
+  });
+  const auth = mandateAuth({ verifier, resourceMetadataUrl: protectedResourceMetadataUrl(resource) });
+  mcp.on("request", (req, res) => {
+    const fail = (error) => {
+      res.statusCode = 500;
+      res.end(String(error));
+    };
+    metadata(req, res, () => auth(req, res, () => serveMcp(req, res).catch(fail))).catch(fail);
+  });
+});
+
+after(async () => {
+  for (const transport of sessions.values()) {
+    await transport.close();
+  }
+  mcp?.closeAllConnections();
+  mcp?.close();
+  verifier?.free();
+  live?.stop();
+});
+
+let agents = 0;
+
+/** A fresh agent's token: read files, pay (with approval). */
+async function issue(extra = {}) {
+  agents += 1;
+  return owner.issueL1({
+    developer_email: "dev@example.com",
+    agent_id: `mcp-agent-${agents}`,
+    resources: ["files:*", "bank:*"],
+    actions: ["read", "pay"],
+    constraints: { require_approval: { actions: ["pay"] } },
+    ...extra,
+  });
+}
+
+/** The SDK's client, connected with the token as its bearer (or through `fetch`), declaring URL elicitation. */
+async function connect(token, { fetch: customFetch, onElicit } = {}) {
+  const client = new Client({ name: "agent", version: "1.0.0" }, { capabilities: { elicitation: { url: {} } } });
+  const elicited = [];
+  const completed = [];
+  client.setRequestHandler(ElicitRequestSchema, async (request) => {
+    elicited.push(request.params);
+    onElicit?.(request.params);
+    return { action: "accept" };
+  });
+  client.setNotificationHandler(ElicitationCompleteNotificationSchema, (notification) => {
+    completed.push(notification.params.elicitationId);
+  });
+  const transport = new StreamableHTTPClientTransport(
+    new URL(`${mcpUrl}/mcp`),
+    customFetch ? { fetch: customFetch } : { requestInit: { headers: { authorization: `Bearer ${token}` } } },
+  );
+  await client.connect(transport);
+  return { client, elicited, completed, close: () => client.close() };
+}
+
+test("a permitted call is authorized, run, and completed with the hash of its content", async () => {
+  const token = await issue();
+  const session = await connect(token.compact_jwt);
+  const before = runs.read;
+  const result = await session.client.callTool({
+    name: "read_file",
+    arguments: { path: "notes.txt" },
+    _meta: { traceparent: TRACEPARENT },
+  });
+  await session.close();
+  assert.equal(runs.read, before + 1);
+  assert.equal(result.isError, undefined);
+  assert.deepEqual(result.content, [{ type: "text", text: "contents of notes.txt for mcp-agent-1" }]);
+  const aarId = result._meta[META_AAR_ID];
+  assert.match(aarId, /^aar_/);
+  assert.equal(result.structuredContent.aar, aarId);
+  assert.equal(result._meta[META_PROVENANCE_REF], token.provenance_ref);
+  const expected = contentHash(result.content);
+  assert.equal(toolResultHash(result), expected);
+  assert.equal(result._meta[META_RESULT_HASH], expected);
+  const record = await owner.record(aarId);
+  assert.deepEqual(
+    [record.status, record.result, record.result_hash, record.action, record.resource, record.credential, record.agent_id],
+    ["completed", "success", expected, "read", "files:notes.txt", "token", "mcp-agent-1"],
+  );
+  // The request's traceparent went with the gate's calls to Mandate.
+  const authorize = sent.findLast((request) => request.path === "/v1/vat/authorize");
+  assert.equal(authorize.headers.traceparent, TRACEPARENT);
+  assert.equal(authorize.headers.authorization, `Bearer ${token.compact_jwt}`);
+});
+
+test("an out-of-scope call is refused and nothing runs; the denied record says why", async () => {
+  const token = await issue();
+  const session = await connect(token.compact_jwt);
+  const result = await session.client.callTool({ name: "delete_file", arguments: { path: "notes.txt" } });
+  await session.close();
+  assert.equal(runs.delete, 0);
+  assert.equal(result.isError, true);
+  assert.equal(result._meta[META_ERROR], "action_not_permitted");
+  assert.match(result.content[0].text, /action_not_permitted/);
+  const record = await owner.record(result._meta[META_AAR_ID]);
+  assert.deepEqual([record.status, record.deny_reason, record.action], ["denied", "action_not_permitted", "delete"]);
+});
+
+test("a revoked token is refused offline by the status list: no authorize reaches Mandate", async () => {
+  const token = await issue();
+  const session = await connect(token.compact_jwt);
+  const ok = await session.client.callTool({ name: "read_file", arguments: { path: "a.txt" } });
+  assert.equal(ok.isError, undefined);
+  await owner.revoke({ jti: token.jti, reason: "leaked" });
+  // Time passes beyond the list's ttl (60 s): the gate's verifier fetches the list again.
+  skew += 61;
+  const asked = authorizeCalls();
+  const reads = runs.read;
+  await assert.rejects(session.client.callTool({ name: "read_file", arguments: { path: "b.txt" } }), (error) => {
+    assert.equal(error.code, 401);
+    assert.match(error.message, /"error":"invalid_token","error_description":"token_revoked: /);
+    return true;
+  });
+  const response = await fetch(`${mcpUrl}/mcp`, {
+    method: "POST",
+    headers: {
+      authorization: `Bearer ${token.compact_jwt}`,
+      "content-type": "application/json",
+      accept: "application/json, text/event-stream",
+    },
+    body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "tools/list" }),
+  });
+  assert.equal(response.status, 401);
+  const body = await response.json();
+  assert.equal(body.error, "invalid_token");
+  assert.match(body.error_description, /^token_revoked: /);
+  const challenge = response.headers.get("www-authenticate");
+  assert.match(challenge, /^Bearer error="invalid_token", error_description="token_revoked: /);
+  assert.ok(challenge.endsWith(`resource_metadata="${mcpUrl}/.well-known/oauth-protected-resource/mcp"`), challenge);
+  assert.equal(authorizeCalls(), asked);
+  assert.equal(runs.read, reads);
+  await session.close().catch(() => undefined);
+  // Back to the true time, for the proofs of the tests that follow (the list is kept until its ttl passes again).
+  skew = 0;
+});
+
+test("a bound token is refused without its proof; with it, the gate lets it in but cannot act for it", async () => {
+  const key = generateAgentKey();
+  const token = await issue({ holder_key: key.publicJwk });
+  assert.equal(token.token_type, "DPoP");
+  const post = (headers) =>
+    fetch(`${mcpUrl}/mcp`, {
+      method: "POST",
+      headers: { "content-type": "application/json", accept: "application/json, text/event-stream", ...headers },
+      body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "tools/list" }),
+    });
+  const asBearer = await post({ authorization: `Bearer ${token.compact_jwt}` });
+  assert.equal(asBearer.status, 401);
+  assert.match(asBearer.headers.get("www-authenticate"), /^DPoP error="invalid_token", error_description="dpop_required: .*algs="EdDSA"$/);
+  const noProof = await post({ authorization: `DPoP ${token.compact_jwt}` });
+  assert.equal(noProof.status, 401);
+  assert.equal((await noProof.json()).error, "invalid_dpop_proof");
+  const wrongUrl = await post({
+    authorization: `DPoP ${token.compact_jwt}`,
+    dpop: key.proof({ method: "POST", url: `${mcpUrl}/other`, accessToken: token.compact_jwt }).proof,
+  });
+  assert.equal(wrongUrl.status, 401);
+  assert.match((await wrongUrl.json()).error_description, /^dpop_url_mismatch/);
+
+  // The SDK's own hook sees no request, so it must refuse the bound token.
+  const hook = mandateTokenVerifier({ verifier, invalidTokenError: InvalidTokenError });
+  await assert.rejects(hook.verifyAccessToken(token.compact_jwt), (error) => {
+    assert.ok(error instanceof InvalidTokenError);
+    assert.match(error.message, /^dpop_required: /);
+    return true;
+  });
+
+  // With a fresh proof per request the gate lets the agent in; the tool wrapper holds no key for the token.
+  const proving = (url, init) => {
+    const headers = new Headers(init?.headers);
+    headers.set("authorization", `DPoP ${token.compact_jwt}`);
+    headers.set("dpop", key.proof({ method: init?.method ?? "GET", url: String(url), accessToken: token.compact_jwt }).proof);
+    return fetch(url, { ...init, headers });
+  };
+  const session = await connect(undefined, { fetch: proving });
+  const asked = authorizeCalls();
+  const reads = runs.read;
+  const result = await session.client.callTool({ name: "read_file", arguments: { path: "c.txt" } });
+  await session.close();
+  assert.equal(result.isError, true);
+  assert.equal(result._meta[META_ERROR], "dpop_key_not_held");
+  assert.equal(authorizeCalls(), asked);
+  assert.equal(runs.read, reads);
+});
+
+test("the SDK's requireBearerAuth with mandateTokenVerifier: AuthInfo for a valid token, 401 for a forged one", async () => {
+  const token = await issue();
+  const middleware = requireBearerAuth({
+    verifier: mandateTokenVerifier({ verifier, invalidTokenError: InvalidTokenError }),
+    requiredScopes: ["read"],
+    resourceMetadataUrl: `${mcpUrl}/.well-known/oauth-protected-resource/mcp`,
+  });
+  const call = async (authorization) => {
+    const req = { headers: { authorization } };
+    const answer = { status: 0, headers: {}, body: undefined, next: false };
+    const res = {
+      set(name, value) {
+        answer.headers[name.toLowerCase()] = value;
+        return res;
+      },
+      status(code) {
+        answer.status = code;
+        return res;
+      },
+      json(body) {
+        answer.body = body;
+        return res;
+      },
+    };
+    await middleware(req, res, () => {
+      answer.next = true;
+    });
+    return { req, answer };
+  };
+  const good = await call(`Bearer ${token.compact_jwt}`);
+  assert.equal(good.answer.next, true);
+  const { auth } = good.req;
+  assert.equal(auth.token, token.compact_jwt);
+  assert.equal(auth.clientId, `mcp-agent-${agents}`);
+  assert.deepEqual(auth.scopes, ["read", "pay"]);
+  assert.equal(auth.expiresAt, token.claims.exp);
+  assert.equal(auth.resource, undefined);
+  assert.equal(auth.extra.provenanceRef, token.provenance_ref);
+  assert.deepEqual(auth.extra.resources, ["files:*", "bank:*"]);
+  assert.equal(auth.extra.jth, createHash("sha256").update(token.jti).digest("base64url"));
+  assert.equal(auth.extra.claims.jti, undefined);
+  assert.equal(JSON.stringify(auth.extra).includes(token.jti), false);
+
+  const forged = await call(`Bearer ${token.compact_jwt.slice(0, -4)}AAAA`);
+  assert.equal(forged.answer.status, 401);
+  assert.equal(forged.answer.body.error, "invalid_token");
+  assert.match(forged.answer.headers["www-authenticate"], /resource_metadata="/);
+});
+
+test("an approval is asked for by URL elicitation, approved by a reviewer, and then the tool runs", async () => {
+  const keyOfReviewer = await owner.createKey({ role: "reviewer", email: "reviewer@example.com" });
+  const reviewer = new MandateClient({ baseUrl: live.baseUrl, apiKey: keyOfReviewer.api_key });
+  const token = await issue();
+  let shown;
+  const seen = new Promise((resolve) => {
+    shown = resolve;
+  });
+  const session = await connect(token.compact_jwt, { onElicit: shown });
+  const call = session.client.callTool({ name: "pay", arguments: { payee: "rent", amount: 120 } });
+  const params = await seen;
+  assert.equal(runs.pay, 0);
+  assert.equal(params.mode, "url");
+  assert.match(params.elicitationId, /^apr_/);
+  assert.equal(params.url, owner.approvalUrl(params.elicitationId));
+  const pending = await reviewer.approval(params.elicitationId);
+  assert.deepEqual([pending.status, pending.action, pending.resource, pending.spend_usd], ["pending", "pay", "bank:rent", 120]);
+  await reviewer.decide(params.elicitationId, { decision: "approve", note: "rent is due" });
+  const result = await call;
+  await session.close();
+  assert.equal(runs.pay, 1);
+  assert.deepEqual(result.content, [{ type: "text", text: "paid 120 to rent" }]);
+  assert.deepEqual(session.completed, [params.elicitationId]);
+  const record = await owner.record(result._meta[META_AAR_ID]);
+  assert.equal(record.aar_id, pending.aar_id);
+  assert.deepEqual(
+    [record.status, record.result, record.result_hash, record.spend_usd],
+    ["completed", "success", contentHash(result.content), 120],
+  );
+});
+
+test("a tool that throws is recorded as error, and the model sees its message", async () => {
+  const token = await issue();
+  const session = await connect(token.compact_jwt);
+  const result = await session.client.callTool({ name: "explode", arguments: {} });
+  await session.close();
+  assert.equal(runs.explode, 1);
+  assert.equal(result.isError, true);
+  assert.deepEqual(result.content, [{ type: "text", text: "disk on fire" }]);
+  assert.equal(result._meta[META_ERROR], "tool_error");
+  const record = await owner.record(result._meta[META_AAR_ID]);
+  assert.deepEqual([record.status, record.result, record.resource], ["completed", "error", "files:boom"]);
+});
+
+test("the protected-resource metadata is served at its RFC 9728 path and passes the SDK's schema", async () => {
+  const response = await fetch(`${mcpUrl}/.well-known/oauth-protected-resource/mcp`);
+  assert.equal(response.status, 200);
+  assert.equal(response.headers.get("access-control-allow-origin"), "*");
+  const document = await response.json();
+  assert.deepEqual(document, {
+    resource: `${mcpUrl}/mcp`,
+    authorization_servers: [live.baseUrl],
+    bearer_methods_supported: ["header"],
+    scopes_supported: ["read", "pay"],
+    resource_name: "Files",
+    dpop_signing_alg_values_supported: ["EdDSA"],
+  });
+  assert.deepEqual(OAuthProtectedResourceMetadataSchema.parse(document), document);
+  assert.deepEqual(
+    protectedResourceMetadata({ resource: "https://mcp.example.com/", authorizationServer: "https://mandate.example.com/", dpop: false }),
+    { resource: "https://mcp.example.com/", authorization_servers: ["https://mandate.example.com"], bearer_methods_supported: ["header"] },
+  );
+  assert.equal(protectedResourceMetadataUrl("https://mcp.example.com/"), "https://mcp.example.com/.well-known/oauth-protected-resource");
+  const missing = await fetch(`${mcpUrl}/mcp`, { method: "POST" });
+  assert.equal(missing.status, 401);
+  const challenges = missing.headers.get("www-authenticate");
+  assert.match(challenges, /^Bearer error="invalid_token", error_description="Missing Authorization header", resource_metadata="[^"]+", DPoP error="invalid_token"/);
+});
+
+/** The median of a list of numbers. */
+function median(values) {
+  const sorted = [...values].sort((a, b) => a - b);
+  const middle = Math.floor(sorted.length / 2);
+  return sorted.length % 2 === 1 ? sorted[middle] : (sorted[middle - 1] + sorted[middle]) / 2;
+}
+
+test("per-call overhead of the gate over calling the tool handler directly", async (t) => {
+  const CALLS = 300;
+  const token = await issue();
+  const handler = async ({ path }) => ({ content: [{ type: "text", text: `contents of ${path}` }] });
+  const gated = mandateTool(gate, { action: "read", resource: ({ path }) => `files:${path}` }, handler);
+  const auth = (await verifier.verify(token.compact_jwt)).valid;
+  assert.equal(auth, true);
+  const extra = (i) => ({
+    signal: new AbortController().signal,
+    requestId: i,
+    authInfo: { token: token.compact_jwt, clientId: "bench", scopes: ["read"] },
+    sendNotification: async () => undefined,
+    sendRequest: async () => undefined,
+  });
+  const direct = [];
+  const verify = [];
+  const wrapped = [];
+  for (let i = 0; i < CALLS; i += 1) {
+    let start = performance.now();
+    const plain = await handler({ path: `f${i}` }, extra(i));
+    direct.push(performance.now() - start);
+    start = performance.now();
+    const checked = await verifier.verify(token.compact_jwt);
+    verify.push(performance.now() - start);
+    start = performance.now();
+    const result = await gated({ path: `f${i}` }, extra(i));
+    wrapped.push(performance.now() - start);
+    assert.equal(checked.valid, true);
+    assert.deepEqual(result.content, plain.content);
+    assert.match(result._meta[META_AAR_ID], /^aar_/);
+  }
+  const figures = {
+    direct: median(direct),
+    verify: median(verify),
+    gated: median(wrapped),
+  };
+  t.diagnostic(
+    `median ms per call over ${CALLS}: handler alone ${figures.direct.toFixed(4)}, ` +
+      `offline token check ${figures.verify.toFixed(4)}, gated tool (authorize + handler + complete) ${figures.gated.toFixed(3)}, ` +
+      `overhead ${(figures.gated - figures.direct + figures.verify).toFixed(3)}`,
+  );
+  assert.ok(figures.gated > figures.direct);
+  assert.ok(Number.isFinite(figures.gated) && figures.gated < 1000);
+});
