@@ -1,0 +1,161 @@
+// The example examples/mcp-crm end to end, as its README runs it: its one
+// command (`node run.mjs --auto-approve`) against a live `mandate serve`,
+// in a child process. The example's files are copied into a folder of their
+// own with the dependencies its package.json names linked in, as `npm
+// install` lays them out (mandate-sdk is this package; the MCP SDK and zod
+// are the versions this package pins, from its node_modules), so the run
+// needs no network. Then the server's records are checked: the workflow
+// holds the assistant's and the sub-agent's records, completed with their
+// result hashes, the sub-agent's refused lookup, the delegation, and the
+// approval the send asked for and got; the printed links name the workflow
+// and the approval. MANDATE_BIN names the server binary.
+import assert from "node:assert/strict";
+import { spawn } from "node:child_process";
+import { copyFileSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, symlinkSync } from "node:fs";
+import { createRequire } from "node:module";
+import { tmpdir } from "node:os";
+import { dirname, join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { after, before, test } from "node:test";
+
+import { startServer } from "./live-server.mjs";
+
+const require = createRequire(import.meta.url);
+const { MandateClient } = require("..");
+const { toolResultHash } = require("../pkg/node/mcp.js");
+
+const wasmDir = join(dirname(fileURLToPath(import.meta.url)), "..");
+const exampleDir = join(wasmDir, "..", "examples", "mcp-crm");
+
+let live;
+let workDir;
+
+before(async () => {
+  live = await startServer();
+  workDir = mkdtempSync(join(tmpdir(), "mandate-example-"));
+});
+
+after(() => {
+  live?.stop();
+  if (workDir !== undefined) {
+    rmSync(workDir, { recursive: true, force: true });
+  }
+});
+
+/** The example copied into `dir`, its dependencies linked as `npm install` links them; returns its folder. */
+function installExample(dir) {
+  const target = join(dir, "mcp-crm");
+  mkdirSync(join(target, "node_modules", "@modelcontextprotocol"), { recursive: true });
+  for (const name of readdirSync(exampleDir)) {
+    if (name.endsWith(".mjs") || name === "package.json") {
+      copyFileSync(join(exampleDir, name), join(target, name));
+    }
+  }
+  const { dependencies } = JSON.parse(readFileSync(join(exampleDir, "package.json"), "utf8"));
+  assert.deepEqual(Object.keys(dependencies).sort(), ["@modelcontextprotocol/sdk", "mandate-sdk", "zod"]);
+  assert.equal(dependencies["mandate-sdk"], "file:../../wasm");
+  symlinkSync(wasmDir, join(target, "node_modules", "mandate-sdk"), "dir");
+  for (const name of ["@modelcontextprotocol/sdk", "zod"]) {
+    const installed = join(wasmDir, "node_modules", name);
+    // The example pins the versions this package tests with.
+    assert.equal(JSON.parse(readFileSync(join(installed, "package.json"), "utf8")).version, dependencies[name], name);
+    symlinkSync(installed, join(target, "node_modules", name), "dir");
+  }
+  return target;
+}
+
+/** Runs `node run.mjs …args` in `cwd`; resolves with its exit code and output. */
+function runExample(cwd, args, env) {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, ["run.mjs", ...args], { cwd, env: { ...process.env, ...env } });
+    let stdout = "";
+    let stderr = "";
+    child.stdout.on("data", (chunk) => {
+      stdout += chunk;
+    });
+    child.stderr.on("data", (chunk) => {
+      stderr += chunk;
+    });
+    const timer = setTimeout(() => child.kill(), 120_000);
+    child.once("error", reject);
+    child.once("close", (code, signal) => {
+      clearTimeout(timer);
+      resolve({ code, signal, stdout, stderr });
+    });
+  });
+}
+
+/** The text after the label of the one line that starts with `label`. */
+function line(stdout, label) {
+  const found = stdout.split("\n").filter((l) => l.startsWith(`${label} `));
+  assert.equal(found.length, 1, `one "${label}" line in:\n${stdout}`);
+  return found[0].slice(label.length).trim();
+}
+
+test("examples/mcp-crm: the agent, its sub-agent and the approval, recorded in one workflow", async () => {
+  const cwd = installExample(workDir);
+  const run = await runExample(cwd, ["--auto-approve"], {
+    MANDATE_URL: live.baseUrl,
+    MANDATE_API_KEY: live.apiKey,
+  });
+  assert.equal(run.code, 0, `exit ${run.code} (${run.signal}); stdout:\n${run.stdout}\nstderr:\n${run.stderr}`);
+  assert.ok(!run.stdout.includes(live.apiKey), "the API key is never printed");
+
+  const client = new MandateClient({ baseUrl: live.baseUrl, apiKey: live.apiKey });
+  const provenance = line(run.stdout, "workflow");
+  assert.match(provenance, /^prov_[0-9a-z]{26}$/);
+  assert.equal(line(run.stdout, "dashboard"), `${live.baseUrl}/#/workflow/${provenance}`);
+  assert.equal(line(run.stdout, "dashboard"), client.workflowUrl(provenance));
+  assert.match(line(run.stdout, "mcp"), /^http:\/\/127\.0\.0\.1:\d+\/mcp: tools crm_lookup, send_email$/);
+
+  const records = [];
+  for await (const record of client.records({ provenance_ref: provenance })) {
+    records.push(record);
+  }
+  const shape = (r) => [r.agent_id, r.action, r.resource, r.status, r.result ?? r.deny_reason, r.delegation_depth];
+  assert.deepEqual(records.map(shape).sort(), [
+    ["crm-assistant", "delegate", "agent:crm-mailer", "completed", "success", 0],
+    ["crm-assistant", "read", "crm:contact/c-1001", "completed", "success", 0],
+    ["crm-mailer", "read", "crm:contact/c-1001", "denied", "action_not_permitted", 1],
+    ["crm-mailer", "send", "mail:outbox", "completed", "success", 1],
+  ].sort());
+
+  // Each tool call is recorded with the hash of what the tool returned, and named in the output.
+  const lookup = records.find((r) => r.action === "read" && r.status === "completed");
+  const contact = { id: "c-1001", name: "Ada Lovelace", email: "ada@example.com", company: "Analytical Engines Ltd", stage: "renewal due" };
+  assert.equal(lookup.result_hash, toolResultHash({ content: [{ type: "text", text: JSON.stringify(contact) }] }));
+  assert.ok(line(run.stdout, "lookup").endsWith(`(${lookup.aar_id})`), run.stdout);
+  const send = records.find((r) => r.action === "send");
+  assert.equal(send.result_hash, toolResultHash({ content: [{ type: "text", text: "Sent msg-1 to ada@example.com." }] }));
+  assert.ok(line(run.stdout, "send").endsWith(`Sent msg-1 to ada@example.com. (${send.aar_id})`), run.stdout);
+  const denied = records.find((r) => r.status === "denied");
+  assert.equal(line(run.stdout, "refused"), `crm-mailer → crm_lookup: action_not_permitted (${denied.aar_id})`);
+  for (const record of [lookup, send]) {
+    assert.equal(record.credential, "token", "each call was made with the token itself");
+  }
+
+  // The send was asked for, shown to the agent as the reviewer's page, and approved by the key that ran the demo.
+  const approvals = [];
+  for await (const approval of client.approvals({ status: "approved" })) {
+    if (approval.provenance_ref === provenance) approvals.push(approval);
+  }
+  assert.equal(approvals.length, 1);
+  const [approval] = approvals;
+  assert.deepEqual(
+    [approval.aar_id, approval.agent_id, approval.action, approval.resource, approval.delegation_depth, approval.record_status],
+    [send.aar_id, "agent:crm-mailer", "send", "mail:outbox", 1, "completed"],
+  );
+  assert.deepEqual(approval.chain.map((link) => link.agent_id), ["agent:crm-assistant", "agent:crm-mailer"]);
+  assert.equal(approval.decided_by, (await client.me()).key_id);
+  assert.match(approval.note, /--auto-approve/);
+  const approvalLines = run.stdout.split("\n").filter((l) => l.startsWith("approval "));
+  assert.ok(approvalLines.includes(`approval  send_email waits for a reviewer: ${client.approvalUrl(approval.approval_id)}`), run.stdout);
+
+  // The graph: the assistant's token issued to the human, the mailer's delegated from it.
+  const graph = await client.graph(provenance);
+  const tokens = graph.nodes.filter((n) => n.kind === "token");
+  assert.deepEqual(tokens.map((t) => [t.agent_id, t.delegation_depth]).sort(), [["crm-assistant", 0], ["crm-mailer", 1]]);
+  const [root, child] = [0, 1].map((depth) => tokens.find((t) => t.delegation_depth === depth));
+  assert.ok(graph.edges.some((e) => e.kind === "delegated" && e.from === root.id && e.to === child.id));
+  assert.ok(graph.edges.some((e) => e.kind === "action" && e.from === child.id && e.to === send.aar_id));
+});
