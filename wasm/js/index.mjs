@@ -6,6 +6,9 @@ import sdk from "../pkg/node/index.js";
 export const {
   AgentClient,
   AgentKey,
+  DEFAULT_MAX_RETRIES,
+  DEFAULT_MAX_RETRY_DELAY_MS,
+  DEFAULT_TIMEOUT_MS,
   LogMonitor,
   MAX_STATUS_TTL_SECONDS,
   MIN_STATUS_TTL_SECONDS,

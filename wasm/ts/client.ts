@@ -10,6 +10,15 @@
 // agent's key, as `Authorization: DPoP` with a fresh proof (RFC 9449) signed
 // by that key for each request; nothing for the public key set.
 //
+// Every call has a timeout (per attempt; `timeoutMs`) and may be abandoned
+// with an AbortSignal. A call that is safe to send again — a read, or a
+// write carrying an `Idempotency-Key`, which the client makes itself for
+// every write the server honours one for — is sent again after a failure
+// that trying again may cure (no answer, a timeout, 429, 502, 503, 504),
+// after the pause the server asks for (`Retry-After`) or a growing pause
+// with jitter. Every answer's headers reach `onResponse`; a failure's ride
+// on its MandateError (`headers`, `requestId`, `retryAfter`).
+//
 // Two calls last: `authorize` told to wait for a human's approval reads the
 // approval again and again (each read a long-poll of at most 30 s) until it
 // is decided or the caller's timeout passes, and `events()` reads the
@@ -30,6 +39,7 @@ import {
 } from "./mandate_wasm.js";
 import { createParser } from "eventsource-parser";
 import type { components, operations } from "./openapi.js";
+import { createRemoteVerifier, type RemoteVerifier, type RemoteVerifierOptions, type StatusFetch } from "./remote.js";
 
 /**
  * An `AbortSignal`, as far as the client reads one (declared here, so Node
@@ -50,22 +60,58 @@ export interface ByteStreamLike {
   };
 }
 
+/** The headers of an answer, as far as the client reads them (a `Headers` fits). */
+export interface ResponseHeadersLike {
+  get(name: string): string | null;
+  /** Each header, name in lower case; without it, only the headers the client knows are read. */
+  forEach?(callback: (value: string, name: string) => void): void;
+}
+
 /**
- * The part of the Fetch API the client uses; `globalThis.fetch` fits. Only
- * `events()` needs the response's `headers` and `body` (a stream), and only
- * the calls given a signal pass `signal`.
+ * The part of the Fetch API the client uses; `globalThis.fetch` fits. Every
+ * call passes a `signal` (its timeout and the caller's signal); `events()`
+ * needs the answer's `body` (a stream); the verifier's fetches pass
+ * `credentials: "omit"`.
  */
 export type FetchLike = (
   url: string,
-  init: { method: string; headers: Record<string, string>; body?: string; signal?: AbortSignalLike },
+  init: {
+    method: string;
+    headers: Record<string, string>;
+    body?: string;
+    signal?: AbortSignalLike;
+    credentials?: "omit";
+  },
 ) => Promise<{
   ok: boolean;
   status: number;
   statusText: string;
   text(): Promise<string>;
-  headers?: { get(name: string): string | null };
+  headers?: ResponseHeadersLike;
+  /** The URL finally answered from, after redirects (when the implementation says). */
+  url?: string;
   body?: ByteStreamLike | null;
 }>;
+
+/** An answer as `onResponse` is told of it: every answer, to every attempt, refusals included. */
+export interface ResponseInfo {
+  method: string;
+  url: string;
+  status: number;
+  /** The answer's headers, names in lower case. */
+  headers: Record<string, string>;
+  /** The server's `x-request-id`, when it sent one: quote it when asking about a call. */
+  requestId: string | undefined;
+  /** 1 for the first attempt, 2 for the first retry, and so on. */
+  attempt: number;
+}
+
+/** The client's default timeout of one attempt, ms. */
+export const DEFAULT_TIMEOUT_MS = 30_000;
+/** The client's default number of retries after the first attempt. */
+export const DEFAULT_MAX_RETRIES = 2;
+/** The client's default longest pause before a retry, ms: a longer `Retry-After` is not waited for. */
+export const DEFAULT_MAX_RETRY_DELAY_MS = 30_000;
 
 export interface MandateClientOptions {
   /** The server's address, e.g. `https://mandate.example.com` (a path prefix is kept). */
@@ -74,14 +120,51 @@ export interface MandateClientOptions {
   apiKey?: string;
   /** A fetch implementation; default `globalThis.fetch`. */
   fetch?: FetchLike;
+  /**
+   * How long one attempt of a call may take, ms, from sending to the end of
+   * the answer's body (default 30 s; 0 for no limit). A long-poll's wait is
+   * added to it; the event stream's applies to connecting only. Past it the
+   * attempt rejects with a MandateError `timeout` (status 0), which is
+   * retried as a lost answer is.
+   */
+  timeoutMs?: number;
+  /** Retries of a call safe to send again (default 2; 0 sends each call once). */
+  maxRetries?: number;
+  /**
+   * The longest pause before a retry, ms (default 30 s). A `Retry-After`
+   * asking for longer is not waited for: the call rejects with the answer,
+   * whose `retryAfter` says when to try again.
+   */
+  maxRetryDelayMs?: number;
+  /** Told of every answer (status, headers, `x-request-id`), successes and refusals alike, each attempt. */
+  onResponse?: (response: ResponseInfo) => void;
+  /**
+   * How the client pauses before a retry (and between reads of an approval
+   * or connections of the event stream); default `setTimeout`. For tests,
+   * and for runtimes with timers of their own. It should resolve early when
+   * `signal` aborts.
+   */
+  sleep?: (ms: number, signal?: AbortSignalLike) => Promise<void>;
+}
+
+/** Options every call takes. */
+export interface RequestOptions {
+  /** Abandons the call (its attempts and pauses): it rejects with a MandateError `aborted` (status 0). */
+  signal?: AbortSignalLike;
+  /** This call's timeout per attempt, ms, instead of the client's `timeoutMs` (0 for no limit). */
+  timeoutMs?: number;
+  /** This call's retries, instead of the client's `maxRetries`. */
+  maxRetries?: number;
 }
 
 /** Options of a call that creates something. */
-export interface WriteOptions {
+export interface WriteOptions extends RequestOptions {
   /**
    * Sent as `Idempotency-Key` (1–255 visible ASCII characters): a retry with
    * the same key and body gets the first answer and creates nothing new.
-   * Honoured by the issue calls, `recordAction`, `authorize` and `delegate`.
+   * Honoured by the issue calls, `recordAction`, `authorize` and `delegate`;
+   * when retries are on, the client makes one for each such call left
+   * without, so that its own retries are safe.
    */
   idempotencyKey?: string;
 }
@@ -129,11 +212,12 @@ export interface AuthorizeOptions extends AgentAuth {
 }
 
 /** Options of `approval`: how long to wait for a decision, and whose credential reads it. */
-export interface ApprovalReadOptions extends Pick<AgentAuth, "token" | "key"> {
-  /** Answer once the approval is decided, or after this many seconds (0–30) if it stays pending. */
+export interface ApprovalReadOptions extends Pick<AgentAuth, "token" | "key">, RequestOptions {
+  /**
+   * Answer once the approval is decided, or after this many seconds (0–30)
+   * if it stays pending. The wait is added to the read's timeout.
+   */
   wait?: number;
-  /** Abandons the read: the call rejects with a MandateError `aborted`. */
-  signal?: AbortSignalLike;
 }
 
 /** Options of `events()`. */
@@ -169,6 +253,300 @@ export type DenyReason =
   | "approval_required"
   | "approval_denied"
   | "approval_expired";
+
+/**
+ * Every problem code the server (and mandate-core, whose codes verifiers
+ * give too) may answer with: `MandateError.code` is one of these, one of
+ * the client's own (`ClientErrorCode`), or a code newer than this list.
+ * Generated from the server's table of problem titles; the package's tests
+ * fail when the two differ.
+ */
+export type ProblemCode =
+  | "action_not_held"
+  | "action_not_permitted"
+  | "admin_key"
+  | "admin_required"
+  | "agent_not_found"
+  | "already_completed"
+  | "already_rated"
+  | "amount_negative"
+  | "amount_not_finite"
+  | "amount_too_large"
+  | "amount_too_precise"
+  | "approval_action_dropped"
+  | "approval_denied"
+  | "approval_dropped"
+  | "approval_expired"
+  | "approval_not_found"
+  | "approval_pending"
+  | "approval_required"
+  | "approval_resource_not_covered"
+  | "approval_threshold_dropped"
+  | "approval_threshold_raised"
+  | "attestation_bad_signature"
+  | "attestation_expired"
+  | "attestation_invalid"
+  | "attestation_issued_in_future"
+  | "attestation_missing_claim"
+  | "attestation_too_old"
+  | "attestation_unknown_key"
+  | "attestation_wrong_audience"
+  | "attestation_wrong_issuer"
+  | "binding_dropped"
+  | "broken_link"
+  | "budget_max_actions"
+  | "budget_max_spend_usd"
+  | "chain_empty"
+  | "chain_too_long"
+  | "checkpoint_malformed"
+  | "checkpoint_origin_mismatch"
+  | "claims_not_serializable"
+  | "constraint_dropped"
+  | "constraint_raised"
+  | "control_character"
+  | "delegate_not_held"
+  | "delegation_too_deep"
+  | "dpop_ath_mismatch"
+  | "dpop_from_future"
+  | "dpop_invalid"
+  | "dpop_invalid_jti"
+  | "dpop_invalid_key"
+  | "dpop_invalid_signature"
+  | "dpop_invalid_typ"
+  | "dpop_invalid_url"
+  | "dpop_key_mismatch"
+  | "dpop_malformed"
+  | "dpop_malformed_claims"
+  | "dpop_malformed_header"
+  | "dpop_method_mismatch"
+  | "dpop_missing_ath"
+  | "dpop_not_bound"
+  | "dpop_replayed"
+  | "dpop_required"
+  | "dpop_stale"
+  | "dpop_too_large"
+  | "dpop_unsupported_alg"
+  | "dpop_url_mismatch"
+  | "duplicate_claim"
+  | "duplicate_entry"
+  | "duplicate_kid"
+  | "email_mismatch"
+  | "empty_approval_requirement"
+  | "empty_list"
+  | "evidence_not_verified"
+  | "expired"
+  | "forbidden_header_param"
+  | "framework_dropped"
+  | "id_token_bad_signature"
+  | "id_token_expired"
+  | "id_token_issued_in_future"
+  | "id_token_malformed"
+  | "id_token_missing_claim"
+  | "id_token_nonce_mismatch"
+  | "id_token_not_yet_valid"
+  | "id_token_too_old"
+  | "id_token_unknown_issuer"
+  | "id_token_unknown_kid"
+  | "id_token_unsupported_alg"
+  | "id_token_wrong_audience"
+  | "idempotency_key_reused"
+  | "inconsistent_record"
+  | "index_out_of_range"
+  | "inheritance_mismatch"
+  | "internal"
+  | "invalid_action"
+  | "invalid_agent_id"
+  | "invalid_base64"
+  | "invalid_bits"
+  | "invalid_claim"
+  | "invalid_compression"
+  | "invalid_cursor"
+  | "invalid_decision"
+  | "invalid_digest"
+  | "invalid_email"
+  | "invalid_evidence"
+  | "invalid_exp"
+  | "invalid_field"
+  | "invalid_framework"
+  | "invalid_iat"
+  | "invalid_id"
+  | "invalid_id_prefix"
+  | "invalid_idempotency_key"
+  | "invalid_key"
+  | "invalid_last_event_id"
+  | "invalid_lst"
+  | "invalid_nbf"
+  | "invalid_now"
+  | "invalid_org_name"
+  | "invalid_query"
+  | "invalid_resource"
+  | "invalid_resource_pattern"
+  | "invalid_role"
+  | "invalid_signature"
+  | "invalid_status_index"
+  | "invalid_status_uri"
+  | "invalid_typ"
+  | "invalid_webhook_url"
+  | "issuer_mismatch"
+  | "key_not_found"
+  | "last_owner"
+  | "leaf_malformed"
+  | "leaf_not_canonical"
+  | "leaf_too_large"
+  | "lifetime_beyond_parent"
+  | "list_too_large"
+  | "list_too_long"
+  | "log_frontier_malformed"
+  | "log_full"
+  | "log_index_out_of_range"
+  | "log_proof_invalid"
+  | "log_proof_too_long"
+  | "log_root_mismatch"
+  | "log_sizes_out_of_order"
+  | "log_tile_invalid"
+  | "log_tile_path_malformed"
+  | "log_tile_unreadable"
+  | "malformed_claims"
+  | "malformed_header"
+  | "malformed_json"
+  | "malformed_jwks"
+  | "malformed_signature"
+  | "malformed_token"
+  | "max_actions_too_large"
+  | "method_not_allowed"
+  | "missing_exp"
+  | "missing_field"
+  | "missing_kid"
+  | "no_usable_keys"
+  | "not_an_ancestor"
+  | "not_awaiting_approval"
+  | "not_completable"
+  | "not_found"
+  | "not_in_log"
+  | "not_ratable"
+  | "not_root"
+  | "not_yet_valid"
+  | "note_duplicate_signature"
+  | "note_key_name_invalid"
+  | "note_malformed"
+  | "note_signature_invalid"
+  | "note_too_large"
+  | "note_too_many_signatures"
+  | "note_unknown_key"
+  | "oidc_discovery_mismatch"
+  | "oidc_insecure_uri"
+  | "oidc_keys_unavailable"
+  | "org_exists"
+  | "org_not_found"
+  | "parent_expired"
+  | "payload_too_large"
+  | "plugin_bad_output"
+  | "plugin_out_of_fuel"
+  | "plugin_out_of_memory"
+  | "plugin_oversized_output"
+  | "plugin_timeout"
+  | "plugin_trapped"
+  | "private_key_material"
+  | "provenance_mismatch"
+  | "query_too_broad"
+  | "quota_exceeded"
+  | "quota_too_large"
+  | "rate_limited"
+  | "record_exists"
+  | "record_not_found"
+  | "resource_not_covered"
+  | "resource_not_permitted"
+  | "revoked"
+  | "role_forbidden"
+  | "scope_widening"
+  | "signing_key_revoked"
+  | "status_index_out_of_range"
+  | "status_list_expired"
+  | "status_list_not_found"
+  | "status_list_not_yet_valid"
+  | "status_list_too_large"
+  | "status_stale"
+  | "status_unknown"
+  | "status_unrecognised"
+  | "status_uri_mismatch"
+  | "status_value_too_wide"
+  | "subject_mismatch"
+  | "tile_not_found"
+  | "timestamp_out_of_range"
+  | "tlog_proof_malformed"
+  | "tlog_proof_too_large"
+  | "token_expired"
+  | "token_inactive"
+  | "token_mismatch"
+  | "token_not_found"
+  | "token_required"
+  | "token_revoked"
+  | "token_suspended"
+  | "token_too_large"
+  | "too_long"
+  | "too_many_children"
+  | "too_many_keys"
+  | "too_many_orgs"
+  | "too_many_records"
+  | "too_many_streams"
+  | "too_many_webhooks"
+  | "traceparent_invalid_flags"
+  | "traceparent_invalid_parent_id"
+  | "traceparent_invalid_trace_id"
+  | "traceparent_invalid_version"
+  | "traceparent_malformed"
+  | "traceparent_zero_parent_id"
+  | "traceparent_zero_trace_id"
+  | "ttl_out_of_range"
+  | "unauthorized"
+  | "unavailable"
+  | "unknown_deny_reason"
+  | "unknown_field"
+  | "unknown_kid"
+  | "unknown_rating"
+  | "unknown_result"
+  | "unknown_verifier"
+  | "unreadable_body"
+  | "unsupported_alg"
+  | "unsupported_media_type"
+  | "verifier_bad_output"
+  | "vkey_id_mismatch"
+  | "vkey_malformed"
+  | "vkey_unsupported_type"
+  | "weak_key"
+  | "webhook_event_type_unknown"
+  | "webhook_header_malformed"
+  | "webhook_header_missing"
+  | "webhook_no_secret"
+  | "webhook_not_found"
+  | "webhook_payload_invalid"
+  | "webhook_secret_invalid"
+  | "webhook_signature_invalid"
+  | "webhook_signature_missing"
+  | "webhook_timestamp_in_future"
+  | "webhook_timestamp_too_old"
+  | "webhook_url_not_public"
+  | "webhook_url_unresolvable"
+  | "workflow_not_found";
+
+/** The codes of failures the client finds itself, before or without a server's answer. */
+export type ClientErrorCode =
+  /** No answer came: the network or the server is down (status 0). */
+  | "network_error"
+  /** An attempt took longer than its timeout (status 0). */
+  | "timeout"
+  /** The caller's signal abandoned the call (status 0). */
+  | "aborted"
+  /** The answer could not be read: not JSON, or not the event stream it should be. */
+  | "invalid_response"
+  /** An answer that is not a problem body, e.g. a proxy's error page. */
+  | "http_error"
+  /** A bound token was given without its key, so no proof could be made. */
+  | "dpop_key_missing"
+  /** The call's options cannot be used. */
+  | "invalid_options"
+  /** The key set could not be fetched for a verifier. */
+  | "jwks_unavailable";
 
 /** What `act` asks to do: the action and resource checked, and the spend reserved. */
 export interface ActRequest {
@@ -217,9 +595,22 @@ export interface ActOptions<T = unknown> extends Pick<AgentAuth, "key" | "tracep
    * text, and no hash for `undefined`.
    */
   resultHash?: (output: T) => string | undefined;
-  /** Passed to the function; an abort while it runs completes the record as `cancelled`. */
+  /**
+   * Passed to the function; an abort while it runs completes the record as
+   * `cancelled` (that completion is still sent). An abort before it runs
+   * abandons `authorize` and the wait.
+   */
   signal?: AbortSignalLike;
+  /** The timeout of each attempt of `authorize` and `complete`, ms, instead of the client's. */
+  timeoutMs?: number;
 }
+
+/**
+ * Options of `client.verifier()`: those of `createRemoteVerifier` but where
+ * to fetch from and how, which the client gives. `maxStalenessSeconds` is
+ * required: how long a revocation may take to reach the verifier.
+ */
+export type ClientVerifierOptions = Omit<RemoteVerifierOptions, "baseUrl" | "jwksUrl" | "fetch">;
 
 /** Options of `as`: the agent's key for a bound token, and a trace to join. */
 export type AgentOptions = Pick<AgentAuth, "key" | "traceparent">;
@@ -301,7 +692,14 @@ export type RecordActionResponse = Narrowed<Sent<Schemas["RecordActionResponse"]
 export type AuthorizeRequest = AgentBody<Schemas["AuthorizeRequest"]>;
 /** The approval an action waits for (answered 202), or, after a wait, how it was decided. */
 export type ApprovalRef = Sent<Schemas["ApprovalRef"]>;
-export type AuthorizeResponse = Narrowed<Sent<Schemas["AuthorizeResponse"]>, { assurance_level: AssuranceLevel }>;
+export type AuthorizeResponse = Narrowed<
+  Sent<Schemas["AuthorizeResponse"]>,
+  {
+    assurance_level: AssuranceLevel;
+    /** Why not, when `authorized` is false and no approval is awaited. */
+    reason?: DenyReason;
+  }
+>;
 export type CompleteRequest = Schemas["CompleteRequest"];
 
 // Approvals: what a grant's `require_approval` makes an action wait for.
@@ -325,6 +723,8 @@ export type ActionRecord = Narrowed<
     status: RecordStatus;
     result?: ActionResult;
     rating?: Rating;
+    /** Why a `denied` record was refused. */
+    deny_reason?: DenyReason;
     assurance_level: AssuranceLevel;
     /** What the agent proved: `token` (the token itself) or `jti` (a bare vat_jti, which proves nothing). */
     credential: "token" | "jti";
@@ -353,6 +753,7 @@ export type RecordNode = Narrowed<
     status: RecordStatus;
     result?: ActionResult;
     rating?: Rating;
+    deny_reason?: DenyReason;
     created_at: string;
   }
 >;
@@ -497,7 +898,7 @@ export type LogConsistency = Sent<Schemas["ConsistencyBody"]>;
 /** A record, as `record.denied`, `record.failed` and `record.rated` carry it. */
 export type RecordEventData = Narrowed<
   Sent<Schemas["RecordData"]>,
-  { status: "completed" | "denied"; result?: ActionResult; rating?: Rating }
+  { status: "completed" | "denied"; result?: ActionResult; rating?: Rating; deny_reason?: DenyReason }
 >;
 /** `token.revoked`: the token named (by its jti hash, never its jti) and how many tokens it ended. */
 export type TokenRevokedEventData = Sent<Schemas["TokenRevokedData"]>;
@@ -540,18 +941,25 @@ export type Problem = Partial<Sent<Schemas["Problem"]>> & { [member: string]: un
 
 /**
  * A refused or failed call. `status` is the HTTP status, or 0 when no answer
- * came (`network_error`) or the answer was unusable (`invalid_response`,
- * or the key set's code from `verifier()`).
+ * came (`network_error`, `timeout`, `aborted`) or the client refused before
+ * sending (`dpop_key_missing`, `invalid_options`, or the key set's code from
+ * `verifier()`). `code` is the problem's stable code: match on it.
  */
 export class MandateError extends Error {
   readonly status: number;
-  readonly code: string;
+  readonly code: ProblemCode | ClientErrorCode | (string & {});
   readonly title: string;
   readonly detail: string | undefined;
   /** The whole problem body. */
   readonly problem: Problem;
+  /** The answer's headers, names in lower case; empty when no answer came. */
+  readonly headers: Record<string, string>;
+  /** The server's `x-request-id` for the answer, when it sent one: quote it when asking about a call. */
+  readonly requestId: string | undefined;
+  /** How long the server asked the caller to wait before trying again (`Retry-After`), seconds. */
+  readonly retryAfter: number | undefined;
 
-  constructor(status: number, problem: Problem, options?: { cause?: unknown }) {
+  constructor(status: number, problem: Problem, options?: { cause?: unknown; headers?: Record<string, string> }) {
     const code = problem.code ?? "http_error";
     const title = problem.title ?? `HTTP ${status}`;
     super(problem.detail ? `${title}: ${problem.detail}` : title, options);
@@ -561,7 +969,26 @@ export class MandateError extends Error {
     this.title = title;
     this.detail = problem.detail;
     this.problem = problem;
+    this.headers = options?.headers ?? {};
+    this.requestId = this.headers["x-request-id"];
+    this.retryAfter = retryAfterSeconds(this.headers["retry-after"], Date.now());
   }
+}
+
+/**
+ * A `Retry-After` value in seconds from `now` (ms): delay-seconds, or an
+ * HTTP date (0 once it has passed); undefined when absent or unreadable.
+ */
+function retryAfterSeconds(value: string | undefined, now: number): number | undefined {
+  if (value === undefined) {
+    return undefined;
+  }
+  const text = value.trim();
+  if (/^\d+$/.test(text)) {
+    return Number(text);
+  }
+  const at = Date.parse(text);
+  return Number.isNaN(at) ? undefined : Math.max(0, Math.ceil((at - now) / 1000));
 }
 
 /**
@@ -635,14 +1062,20 @@ const MAX_APPROVAL_WAIT_SECONDS = 30;
 const RETRY_MS = 1000;
 /** The longest pause between attempts, ms. */
 const MAX_RETRY_MS = 30_000;
+/** The first pause before a call's retry without `Retry-After`, ms; it doubles with each retry. */
+const FIRST_BACKOFF_MS = 500;
+/** The longest pause before a call's retry without `Retry-After`, ms. */
+const MAX_BACKOFF_MS = 8000;
 /**
  * A stream silent this long is taken as dead and connected again, ms: the
  * server sends a comment every 15 s while nothing happens.
  */
 const STREAM_IDLE_MS = 45_000;
+/** The headers a `ResponseHeadersLike` without `forEach` is asked for. */
+const KNOWN_HEADERS = ["content-type", "retry-after", "x-request-id", "www-authenticate", "etag"];
 
 /** Resolves after `ms`, or at once when `signal` aborts. */
-function pause(ms: number, signal: AbortSignalLike | undefined): Promise<void> {
+function pause(ms: number, signal?: AbortSignalLike): Promise<void> {
   return new Promise((resolve) => {
     const done = (): void => {
       clearTimeout(timer);
@@ -658,8 +1091,35 @@ function pause(ms: number, signal: AbortSignalLike | undefined): Promise<void> {
 function transient(error: unknown): boolean {
   return (
     error instanceof MandateError &&
-    ((error.status === 0 && error.code === "network_error") || error.status === 429 || error.status >= 500)
+    ((error.status === 0 && (error.code === "network_error" || error.code === "timeout")) ||
+      (error.status === 429 && error.code !== "quota_exceeded") ||
+      error.status >= 500)
   );
+}
+
+/**
+ * A failure after which a call safe to send again is sent again: no answer
+ * (or none in time), a rate limit (not a quota, which a retry does not
+ * cure), a gateway's failure, or the server unavailable.
+ */
+function retryable(error: MandateError): boolean {
+  if (error.status === 0) {
+    return error.code === "network_error" || error.code === "timeout";
+  }
+  return (
+    (error.status === 429 && error.code !== "quota_exceeded") ||
+    error.status === 502 ||
+    error.status === 503 ||
+    error.status === 504
+  );
+}
+
+/**
+ * Whether a failed attempt may have been carried out all the same: no
+ * answer, or a gateway's failure. A 429 or 503 from the server kept nothing.
+ */
+function maybeDone(error: MandateError): boolean {
+  return error.status === 0 || error.status === 502 || error.status === 504;
 }
 
 /** The problem an abandoned call rejects with. */
@@ -668,6 +1128,72 @@ function aborted(signal: AbortSignalLike): MandateError {
     0,
     { code: "aborted", title: "Aborted", detail: "the caller's signal aborted the call" },
     { cause: signal.reason },
+  );
+}
+
+/** The problem an attempt past its timeout rejects with. */
+function timedOut(ms: number): MandateError {
+  return new MandateError(0, { code: "timeout", title: "Timed out", detail: `no complete answer within ${ms} ms` });
+}
+
+/** An answer's headers as a record, names in lower case. */
+function headersOf(headers: ResponseHeadersLike | undefined): Record<string, string> {
+  const record: Record<string, string> = {};
+  if (headers === undefined) {
+    return record;
+  }
+  if (typeof headers.forEach === "function") {
+    headers.forEach((value, name) => {
+      record[name.toLowerCase()] = value;
+    });
+    return record;
+  }
+  for (const name of KNOWN_HEADERS) {
+    const value = headers.get(name);
+    if (value !== null) {
+      record[name] = value;
+    }
+  }
+  return record;
+}
+
+/** A signal that aborts when any of `signals` does (or one of them, when only one is given). */
+function anySignal(...signals: Array<AbortSignalLike | undefined>): AbortSignalLike | undefined {
+  const given = signals.filter((signal): signal is AbortSignalLike => signal !== undefined);
+  if (given.length <= 1) {
+    return given[0];
+  }
+  const controller = new AbortController();
+  for (const signal of given) {
+    if (signal.aborted) {
+      controller.abort(signal.reason);
+      break;
+    }
+    signal.addEventListener("abort", () => controller.abort(signal.reason), { once: true });
+  }
+  return controller.signal;
+}
+
+/** 16 random bytes as hex, from the platform's cryptographic generator (the wasm module's where there is none). */
+function randomHex(): string {
+  const crypto = (globalThis as { crypto?: { getRandomValues(bytes: Uint8Array): Uint8Array } }).crypto;
+  if (crypto !== undefined) {
+    return Array.from(crypto.getRandomValues(new Uint8Array(16)), (byte) => byte.toString(16).padStart(2, "0")).join("");
+  }
+  // A fresh key's thumbprint: 256 bits drawn by the wasm module.
+  const key = generateAgentKey();
+  const jkt = key.jkt;
+  key.free();
+  return jkt;
+}
+
+/** What a completion reported, as a record shows it: the same result, hash and (when given) spend. */
+function completedAs(record: ActionRecord, request: CompleteRequest): boolean {
+  return (
+    record.status === "completed" &&
+    record.result === request.result &&
+    (record.result_hash ?? undefined) === (request.result_hash ?? undefined) &&
+    (request.spend_usd === undefined || request.spend_usd === null || Math.abs(record.spend_usd - request.spend_usd) < 5e-7)
   );
 }
 
@@ -704,6 +1230,21 @@ function eventOf(id: string, data: string): MandateEvent | undefined {
 /** The `Authorization` value and headers a request carries. */
 type Credential = { authorization: string; dpop?: string } | undefined;
 
+/** A count option (ms, retries): `fallback` when absent; refused when negative or not a number. */
+function count(name: string, value: number | undefined, fallback: number): number {
+  if (value === undefined) {
+    return fallback;
+  }
+  if (typeof value !== "number" || Number.isNaN(value) || value < 0) {
+    throw new MandateError(0, {
+      code: "invalid_options",
+      title: "Invalid options",
+      detail: `${name} must be a number, 0 or more`,
+    });
+  }
+  return value;
+}
+
 /** A new agent key from the platform's cryptographic random generator. */
 export function generateAgentKey(): AgentKey {
   const key: unknown = AgentKey.generate();
@@ -714,11 +1255,54 @@ export function generateAgentKey(): AgentKey {
   throw new MandateError(0, { code: error.code, title: "No agent key", detail: error.message });
 }
 
+/** How a request goes out: the internals of one call, beside the caller's options. */
+interface CallOptions extends WriteOptions {
+  /** A W3C `traceparent`, sent as it is. */
+  traceparent?: string | undefined;
+  /** `Accept`; default JSON. */
+  accept?: string;
+  /**
+   * Whether the call may be sent again: `read` (a GET), `write` (a write
+   * the server honours an `Idempotency-Key` for: one is made when missing),
+   * or `once` (never sent again).
+   */
+  retry: "read" | "write" | "once";
+  /** Added to each attempt's timeout, ms (a long-poll's wait). */
+  extraTimeoutMs?: number;
+  /** Told of each failed attempt that will be retried. */
+  onRetry?: (error: MandateError) => void;
+}
+
+/** An answer read in full within its attempt's timeout. */
+interface Answer {
+  status: number;
+  statusText: string;
+  headers: Record<string, string>;
+  text: string;
+  /** The URL finally answered from, when the fetch says. */
+  url?: string;
+}
+
+/** An answer whose body is a stream, read after the attempt. */
+interface StreamAnswer {
+  status: number;
+  statusText: string;
+  headers: Record<string, string>;
+  response: Awaited<ReturnType<FetchLike>>;
+}
+
 /** A client of one Mandate server. */
 export class MandateClient {
   readonly #base: string;
   readonly #apiKey: string | undefined;
   readonly #fetch: FetchLike;
+  readonly #timeoutMs: number;
+  readonly #maxRetries: number;
+  readonly #maxRetryDelayMs: number;
+  readonly #onResponse: ((response: ResponseInfo) => void) | undefined;
+  readonly #sleep: (ms: number, signal?: AbortSignalLike) => Promise<void>;
+  /** Completions refused as done twice after an attempt whose answer was lost (`act` takes them as its own). */
+  readonly #unconfirmed = new WeakSet<MandateError>();
 
   constructor(options: MandateClientOptions) {
     this.#base = String(options.baseUrl).replace(/\/+$/, "");
@@ -729,6 +1313,11 @@ export class MandateClient {
     }
     // Called unbound: a browser's fetch refuses any `this` but the global.
     this.#fetch = (url, init) => fetch(url, init);
+    this.#timeoutMs = count("timeoutMs", options.timeoutMs, DEFAULT_TIMEOUT_MS);
+    this.#maxRetries = Math.floor(count("maxRetries", options.maxRetries, DEFAULT_MAX_RETRIES));
+    this.#maxRetryDelayMs = count("maxRetryDelayMs", options.maxRetryDelayMs, DEFAULT_MAX_RETRY_DELAY_MS);
+    this.#onResponse = options.onResponse;
+    this.#sleep = options.sleep ?? pause;
   }
 
   /** The API key as a credential. */
@@ -763,16 +1352,6 @@ export class MandateClient {
     return { authorization: `DPoP ${auth.token}`, dpop: made.proof };
   }
 
-  /** A GET answered with text (`text/plain`): the text, or a MandateError. */
-  async #text(path: string): Promise<string> {
-    const response = await this.#send(path, { method: "GET", headers: { accept: "text/plain" } });
-    const text = await response.text();
-    if (!response.ok) {
-      throw new MandateError(response.status, problemOf(text, response.statusText));
-    }
-    return text;
-  }
-
   /** The headers of a request with `credential`. */
   #headers(accept: string, credential: Credential): Record<string, string> {
     const headers: Record<string, string> = { accept };
@@ -785,88 +1364,234 @@ export class MandateClient {
     return headers;
   }
 
-  /** Sends a request; no answer (or an abort) rejects with a MandateError. */
-  async #send(path: string, init: Parameters<FetchLike>[1]): ReturnType<FetchLike> {
-    try {
-      return await this.#fetch(`${this.#base}${path}`, init);
-    } catch (cause) {
-      if (init.signal?.aborted) {
-        throw aborted(init.signal);
+  /**
+   * One attempt: sends the request and reads the answer (the whole body,
+   * unless `stream`) within `timeoutMs`. No answer, the timeout or the
+   * caller's `signal` reject with a MandateError. A fetch that ignores its
+   * signal is left behind, not waited for.
+   */
+  async #exchange(
+    url: string,
+    init: Parameters<FetchLike>[1],
+    signal: AbortSignalLike | undefined,
+    timeoutMs: number,
+    attempt: number,
+    stream: true,
+  ): Promise<StreamAnswer>;
+  async #exchange(
+    url: string,
+    init: Parameters<FetchLike>[1],
+    signal: AbortSignalLike | undefined,
+    timeoutMs: number,
+    attempt: number,
+    stream?: false,
+  ): Promise<Answer>;
+  async #exchange(
+    url: string,
+    init: Parameters<FetchLike>[1],
+    signal: AbortSignalLike | undefined,
+    timeoutMs: number,
+    attempt: number,
+    stream = false,
+  ): Promise<Answer | StreamAnswer> {
+    if (signal?.aborted) {
+      throw aborted(signal);
+    }
+    const controller = new AbortController();
+    let stop: (error: MandateError) => void = () => undefined;
+    const stopped = new Promise<never>((_, reject) => {
+      stop = reject;
+    });
+    stopped.catch(() => undefined);
+    const onAbort = (): void => {
+      controller.abort(signal?.reason);
+      if (signal !== undefined) {
+        stop(aborted(signal));
       }
-      throw new MandateError(0, { code: "network_error", title: "Network error", detail: String(cause) }, { cause });
+    };
+    signal?.addEventListener("abort", onAbort, { once: true });
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    if (timeoutMs > 0 && Number.isFinite(timeoutMs)) {
+      timer = setTimeout(() => {
+        const error = timedOut(timeoutMs);
+        controller.abort(error);
+        stop(error);
+      }, timeoutMs);
+    }
+    let kept = false;
+    try {
+      let response: Awaited<ReturnType<FetchLike>>;
+      try {
+        response = await Promise.race([this.#fetch(url, { ...init, signal: controller.signal }), stopped]);
+      } catch (cause) {
+        if (cause instanceof MandateError) {
+          throw cause;
+        }
+        throw new MandateError(0, { code: "network_error", title: "Network error", detail: String(cause) }, { cause });
+      }
+      const headers = headersOf(response.headers);
+      this.#onResponse?.({
+        method: init.method,
+        url,
+        status: response.status,
+        headers,
+        requestId: headers["x-request-id"],
+        attempt,
+      });
+      if (stream) {
+        // The stream's reading is abandoned with the caller's signal, not the timeout.
+        kept = response.ok;
+        return { status: response.status, statusText: response.statusText, headers, response };
+      }
+      let text: string;
+      try {
+        text = await Promise.race([response.text(), stopped]);
+      } catch (cause) {
+        if (cause instanceof MandateError) {
+          throw cause;
+        }
+        throw new MandateError(
+          0,
+          { code: "network_error", title: "Network error", detail: String(cause) },
+          { cause, headers },
+        );
+      }
+      const answer: Answer = { status: response.status, statusText: response.statusText, headers, text };
+      if (typeof response.url === "string" && response.url !== "") {
+        answer.url = response.url;
+      }
+      return answer;
+    } finally {
+      clearTimeout(timer);
+      if (!kept) {
+        signal?.removeEventListener("abort", onAbort);
+      }
     }
   }
 
+  /**
+   * Sends a request, and sends it again after a failure that trying again
+   * may cure when the call is safe to send again: answers the first
+   * successful answer, or rejects with the last failure.
+   */
+  async #request(method: string, path: string, credential: () => Credential, body: unknown, options: CallOptions): Promise<Answer> {
+    const url = `${this.#base}${path}`;
+    const maxRetries = options.retry === "once" ? 0 : Math.floor(count("maxRetries", options.maxRetries, this.#maxRetries));
+    const timeoutMs = count("timeoutMs", options.timeoutMs, this.#timeoutMs);
+    const extra = timeoutMs > 0 ? (options.extraTimeoutMs ?? 0) : 0;
+    let idempotencyKey = options.idempotencyKey;
+    if (idempotencyKey === undefined && options.retry === "write" && maxRetries > 0) {
+      idempotencyKey = `mandate-sdk-${randomHex()}`;
+    }
+    const text = body === undefined ? undefined : JSON.stringify(body);
+    for (let attempt = 1; ; attempt += 1) {
+      // A fresh credential per attempt: a DPoP proof is good for one request.
+      const headers = this.#headers(options.accept ?? "application/json", credential());
+      if (idempotencyKey !== undefined) {
+        headers["idempotency-key"] = idempotencyKey;
+      }
+      if (options.traceparent !== undefined) {
+        headers.traceparent = options.traceparent;
+      }
+      const init: Parameters<FetchLike>[1] = { method, headers };
+      if (text !== undefined) {
+        headers["content-type"] = "application/json";
+        init.body = text;
+      }
+      let failure: MandateError;
+      try {
+        const answer = await this.#exchange(url, init, options.signal, timeoutMs + extra, attempt);
+        if (answer.status >= 200 && answer.status < 300) {
+          return answer;
+        }
+        failure = new MandateError(answer.status, problemOf(answer.text, answer.statusText), { headers: answer.headers });
+      } catch (error) {
+        if (!(error instanceof MandateError)) {
+          throw error;
+        }
+        failure = error;
+      }
+      if (attempt > maxRetries || !retryable(failure)) {
+        throw failure;
+      }
+      let delay = Math.min(MAX_BACKOFF_MS, FIRST_BACKOFF_MS * 2 ** (attempt - 1)) * (1 - Math.random() * 0.25);
+      if (failure.retryAfter !== undefined) {
+        delay = failure.retryAfter * 1000;
+      }
+      if (delay > this.#maxRetryDelayMs) {
+        if (failure.retryAfter !== undefined) {
+          throw failure;
+        }
+        delay = this.#maxRetryDelayMs;
+      }
+      options.onRetry?.(failure);
+      await this.#sleep(delay, options.signal);
+      if (options.signal?.aborted) {
+        throw aborted(options.signal);
+      }
+    }
+  }
+
+  /** A call answered with JSON: the answer, or a MandateError. */
   async #call<T>(
     method: "GET" | "POST" | "PATCH" | "DELETE",
     path: string,
-    credential: Credential,
-    body?: unknown,
-    options?: WriteOptions & { signal?: AbortSignalLike | undefined; traceparent?: string | undefined },
+    credential: Credential | (() => Credential),
+    body: unknown,
+    options: CallOptions,
   ): Promise<T> {
-    const headers = this.#headers("application/json", credential);
-    if (options?.idempotencyKey !== undefined) {
-      headers["idempotency-key"] = options.idempotencyKey;
-    }
-    if (options?.traceparent !== undefined) {
-      headers.traceparent = options.traceparent;
-    }
-    const init: Parameters<FetchLike>[1] = { method, headers };
-    if (body !== undefined) {
-      headers["content-type"] = "application/json";
-      init.body = JSON.stringify(body);
-    }
-    if (options?.signal !== undefined) {
-      init.signal = options.signal;
-    }
-    const response = await this.#send(path, init);
-    let text;
-    try {
-      text = await response.text();
-    } catch (cause) {
-      if (options?.signal?.aborted) {
-        throw aborted(options.signal);
-      }
-      throw new MandateError(0, { code: "network_error", title: "Network error", detail: String(cause) }, { cause });
-    }
-    if (!response.ok) {
-      throw new MandateError(response.status, problemOf(text, response.statusText));
-    }
+    const answer = await this.#request(
+      method,
+      path,
+      typeof credential === "function" ? credential : () => credential,
+      body,
+      options,
+    );
     let data: unknown;
     try {
-      data = JSON.parse(text);
+      data = JSON.parse(answer.text);
     } catch {
       data = undefined;
     }
     if (data === undefined) {
-      throw new MandateError(response.status, {
-        code: "invalid_response",
-        title: "Invalid response",
-        detail: "the server did not answer with JSON",
-      });
+      throw new MandateError(
+        answer.status,
+        { code: "invalid_response", title: "Invalid response", detail: "the server did not answer with JSON" },
+        { headers: answer.headers },
+      );
     }
     return data as T;
   }
 
+  /** A GET answered with text (`text/plain`): the text, or a MandateError. */
+  async #text(path: string, options: RequestOptions = {}): Promise<string> {
+    const answer = await this.#request("GET", path, () => undefined, undefined, {
+      ...options,
+      accept: "text/plain",
+      retry: "read",
+    });
+    return answer.text;
+  }
+
   /** `POST /v1/vat/issue/l1`: a root token for an agent, on the API key. */
-  issueL1(request: IssueL1Request, options?: WriteOptions): Promise<IssuedToken> {
-    return this.#call("POST", "/v1/vat/issue/l1", this.#key(), request, options);
+  issueL1(request: IssueL1Request, options: WriteOptions = {}): Promise<IssuedToken> {
+    return this.#call("POST", "/v1/vat/issue/l1", this.#key(), request, { ...options, retry: "write" });
   }
 
   /** `POST /v1/vat/issue/l2`: a root token at L2 (trust 0.7), on the API key and the human's OIDC ID token. */
-  issueL2(request: IssueL2Request, options?: WriteOptions): Promise<IssuedToken> {
-    return this.#call("POST", "/v1/vat/issue/l2", this.#key(), request, options);
+  issueL2(request: IssueL2Request, options: WriteOptions = {}): Promise<IssuedToken> {
+    return this.#call("POST", "/v1/vat/issue/l2", this.#key(), request, { ...options, retry: "write" });
   }
 
   /** `POST /v1/vat/auth/capture`: a root token at L3 (trust 0.95), once a configured verifier accepts the evidence. */
-  authCapture(request: AuthCaptureRequest, options?: WriteOptions): Promise<IssuedToken> {
-    return this.#call("POST", "/v1/vat/auth/capture", this.#key(), request, options);
+  authCapture(request: AuthCaptureRequest, options: WriteOptions = {}): Promise<IssuedToken> {
+    return this.#call("POST", "/v1/vat/auth/capture", this.#key(), request, { ...options, retry: "write" });
   }
 
   /** `POST /v1/vat/record/action`: an action done and its result, in one step. */
-  async recordAction(request: RecordActionRequest, auth?: AgentAuth): Promise<RecordActionResponse> {
+  async recordAction(request: RecordActionRequest, auth: AgentAuth = {}): Promise<RecordActionResponse> {
     const path = "/v1/vat/record/action";
-    return this.#call("POST", path, this.#agent("POST", path, auth), request, auth);
+    return this.#call("POST", path, () => this.#agent("POST", path, auth), request, { ...auth, retry: "write" });
   }
 
   /**
@@ -874,9 +1599,9 @@ export class MandateClient {
    * requires a human's approval for answers `authorized: false` with the pending `approval` — at once, or, with
    * `waitForApproval`, once it is decided or the wait times out (see `AuthorizeOptions`).
    */
-  async authorize(request: AuthorizeRequest, auth?: AuthorizeOptions): Promise<AuthorizeResponse> {
+  async authorize(request: AuthorizeRequest, auth: AuthorizeOptions = {}): Promise<AuthorizeResponse> {
     const path = "/v1/vat/authorize";
-    const wait = auth?.waitForApproval;
+    const { waitForApproval: wait, ...options } = auth;
     if (wait !== undefined) {
       if (!(typeof wait.timeoutSeconds === "number" && wait.timeoutSeconds >= 0 && Number.isFinite(wait.timeoutSeconds))) {
         throw new MandateError(0, {
@@ -885,7 +1610,7 @@ export class MandateClient {
           detail: "waitForApproval.timeoutSeconds must be a finite number of seconds, 0 or more",
         });
       }
-      if (auth?.token === undefined && this.#apiKey === undefined) {
+      if (auth.token === undefined && this.#apiKey === undefined) {
         throw new MandateError(0, {
           code: "token_required",
           title: "Token required",
@@ -893,7 +1618,10 @@ export class MandateClient {
         });
       }
     }
-    const answer: AuthorizeResponse = await this.#call("POST", path, this.#agent("POST", path, auth), request, auth);
+    const answer: AuthorizeResponse = await this.#call("POST", path, () => this.#agent("POST", path, auth), request, {
+      ...options,
+      retry: "write",
+    });
     if (wait === undefined || answer.approval?.status !== "pending") {
       return answer;
     }
@@ -903,17 +1631,23 @@ export class MandateClient {
   /**
    * Reads the approval `pending` until it is decided or `wait` times out,
    * and answers `answer` as the decision makes it. A failure that trying
-   * again may cure is tried again, after a pause, while time is left.
+   * again may cure is tried again, after a pause (or the `Retry-After`
+   * asked for), while time is left; each read is sent once, this loop
+   * being its retries.
    */
   async #awaitDecision(
     answer: AuthorizeResponse,
     pending: ApprovalRef,
     wait: WaitForApproval,
-    auth: AgentAuth | undefined,
+    auth: AgentAuth,
   ): Promise<AuthorizeResponse> {
     const deadline = Date.now() + wait.timeoutSeconds * 1000;
-    const read: ApprovalReadOptions = { signal: wait.signal };
-    if (auth?.token !== undefined) {
+    const signal = anySignal(wait.signal, auth.signal);
+    const read: ApprovalReadOptions = { signal, maxRetries: 0 };
+    if (auth.timeoutMs !== undefined) {
+      read.timeoutMs = auth.timeoutMs;
+    }
+    if (auth.token !== undefined) {
       read.token = auth.token;
       read.key = auth.key;
     }
@@ -930,12 +1664,13 @@ export class MandateClient {
           wait: Math.min(MAX_APPROVAL_WAIT_SECONDS, Math.ceil(left / 1000)),
         });
       } catch (error) {
-        if (!transient(error) || deadline - Date.now() <= retry) {
+        const delay = Math.max(retry, error instanceof MandateError ? (error.retryAfter ?? 0) * 1000 : 0);
+        if (!transient(error) || deadline - Date.now() <= delay) {
           throw error;
         }
-        await pause(retry, wait.signal);
-        if (wait.signal?.aborted) {
-          throw aborted(wait.signal);
+        await this.#sleep(delay, signal);
+        if (signal?.aborted) {
+          throw aborted(signal);
         }
         retry = Math.min(retry * 2, MAX_RETRY_MS);
         continue;
@@ -957,62 +1692,100 @@ export class MandateClient {
   /**
    * `POST /v1/vat/aar/{aar_id}/complete`: how an authorized action ended. A
    * record authorized with the token itself is completed with it (`auth`).
+   *
+   * Sent again, as a write with an `Idempotency-Key`, after a failure that
+   * trying again may cure. Until the server replays a completion for its
+   * key, a retry after an attempt whose answer was lost may be refused 409
+   * `already_completed` because that attempt did complete the record: then,
+   * with the client's API key, the record is read, and when it was completed
+   * as `request` says (result, hash, spend) the call resolves with it.
+   * Without an API key (or with another outcome) the 409 stands, its detail
+   * saying an earlier attempt may have completed it.
    */
-  async complete(aarId: string, request: CompleteRequest, auth?: AgentAuth): Promise<ActionRecord> {
+  async complete(aarId: string, request: CompleteRequest, auth: AgentAuth = {}): Promise<ActionRecord> {
     const path = `/v1/vat/aar/${segment(aarId)}/complete`;
-    return this.#call("POST", path, this.#agent("POST", path, auth), request, auth);
+    let lost = false;
+    try {
+      return await this.#call("POST", path, () => this.#agent("POST", path, auth), request, {
+        ...auth,
+        retry: "write",
+        onRetry: (error) => {
+          lost ||= maybeDone(error);
+        },
+      });
+    } catch (error) {
+      if (!(lost && error instanceof MandateError && error.status === 409 && error.code === "already_completed")) {
+        throw error;
+      }
+      if (this.#apiKey !== undefined) {
+        const record = await this.record(aarId, { signal: auth.signal, timeoutMs: auth.timeoutMs }).catch(() => undefined);
+        if (record !== undefined && completedAs(record, request)) {
+          return record;
+        }
+      }
+      const unconfirmed = new MandateError(
+        error.status,
+        {
+          ...error.problem,
+          detail: `${error.detail ?? "the record was completed before"}; an earlier attempt of this call, whose answer was lost, may have completed it`,
+        },
+        { cause: error, headers: error.headers },
+      );
+      this.#unconfirmed.add(unconfirmed);
+      throw unconfirmed;
+    }
   }
 
   /** `POST /v1/vat/aar/{aar_id}/feedback`: a human's one rating of a completed action. */
-  feedback(aarId: string, request: FeedbackRequest): Promise<FeedbackResponse> {
-    return this.#call("POST", `/v1/vat/aar/${segment(aarId)}/feedback`, this.#key(), request);
+  feedback(aarId: string, request: FeedbackRequest, options: RequestOptions = {}): Promise<FeedbackResponse> {
+    return this.#call("POST", `/v1/vat/aar/${segment(aarId)}/feedback`, this.#key(), request, { ...options, retry: "once" });
   }
 
   /** `GET /v1/vat/reputation/{agent_id}`; the id bare or as `agent:<id>`. */
-  reputation(agentId: string): Promise<AgentReputation> {
-    return this.#call("GET", `/v1/vat/reputation/${segment(agentId)}`, this.#key());
+  reputation(agentId: string, options: RequestOptions = {}): Promise<AgentReputation> {
+    return this.#call("GET", `/v1/vat/reputation/${segment(agentId)}`, this.#key(), undefined, { ...options, retry: "read" });
   }
 
   /** `GET /v1/vat/aar/provenance/{provenance_ref}`: the workflow summary. */
-  provenance(provenanceRef: string): Promise<ProvenanceSummary> {
-    return this.#call("GET", `/v1/vat/aar/provenance/${segment(provenanceRef)}`, this.#key());
+  provenance(provenanceRef: string, options: RequestOptions = {}): Promise<ProvenanceSummary> {
+    return this.#call("GET", `/v1/vat/aar/provenance/${segment(provenanceRef)}`, this.#key(), undefined, { ...options, retry: "read" });
   }
 
   /** `GET /v1/vat/aar/provenance/{provenance_ref}/graph`: tokens and records of a workflow. */
-  graph(provenanceRef: string): Promise<WorkflowGraph> {
-    return this.#call("GET", `/v1/vat/aar/provenance/${segment(provenanceRef)}/graph`, this.#key());
+  graph(provenanceRef: string, options: RequestOptions = {}): Promise<WorkflowGraph> {
+    return this.#call("GET", `/v1/vat/aar/provenance/${segment(provenanceRef)}/graph`, this.#key(), undefined, { ...options, retry: "read" });
   }
 
   /** `GET /v1/vat/aar/{aar_id}`: one full record. */
-  record(aarId: string): Promise<ActionRecord> {
-    return this.#call("GET", `/v1/vat/aar/${segment(aarId)}`, this.#key());
+  record(aarId: string, options: RequestOptions = {}): Promise<ActionRecord> {
+    return this.#call("GET", `/v1/vat/aar/${segment(aarId)}`, this.#key(), undefined, { ...options, retry: "read" });
   }
 
   /** `GET /v1/vat/aar`: one page of records, newest first; `rated: false` for the completed records awaiting a rating. */
-  recordsPage(query: RecordQuery = {}): Promise<RecordPage> {
-    return this.#call("GET", `/v1/vat/aar${queryString(query)}`, this.#key());
+  recordsPage(query: RecordQuery = {}, options: RequestOptions = {}): Promise<RecordPage> {
+    return this.#call("GET", `/v1/vat/aar${queryString(query)}`, this.#key(), undefined, { ...options, retry: "read" });
   }
 
   /** Every record matching `query`, newest first, fetching page after page as iteration goes on. */
-  async *records(query: RecordQuery = {}): AsyncGenerator<ActionRecord, void, undefined> {
+  async *records(query: RecordQuery = {}, options: RequestOptions = {}): AsyncGenerator<ActionRecord, void, undefined> {
     let cursor = query.cursor;
     do {
-      const page = await this.recordsPage({ ...query, cursor });
+      const page = await this.recordsPage({ ...query, cursor }, options);
       yield* page.records;
       cursor = page.next_cursor ?? undefined;
     } while (cursor);
   }
 
   /** `GET /v1/vat/workflows`: one page of workflows, newest activity first. */
-  workflowsPage(query: WorkflowQuery = {}): Promise<WorkflowPage> {
-    return this.#call("GET", `/v1/vat/workflows${queryString(query)}`, this.#key());
+  workflowsPage(query: WorkflowQuery = {}, options: RequestOptions = {}): Promise<WorkflowPage> {
+    return this.#call("GET", `/v1/vat/workflows${queryString(query)}`, this.#key(), undefined, { ...options, retry: "read" });
   }
 
   /** Every workflow matching `query`, page after page. */
-  async *workflows(query: WorkflowQuery = {}): AsyncGenerator<Workflow, void, undefined> {
+  async *workflows(query: WorkflowQuery = {}, options: RequestOptions = {}): AsyncGenerator<Workflow, void, undefined> {
     let cursor = query.cursor;
     do {
-      const page = await this.workflowsPage({ ...query, cursor });
+      const page = await this.workflowsPage({ ...query, cursor }, options);
       yield* page.workflows;
       cursor = page.next_cursor ?? undefined;
     } while (cursor);
@@ -1024,28 +1797,28 @@ export class MandateClient {
    * Answers how many were rated and their ids (`rated: 0` when none waited); 422 `too_many_records` above 1000,
    * and then nothing is rated.
    */
-  rateWorkflow(request: RateWorkflowRequest): Promise<RateWorkflowResponse> {
-    return this.#call("POST", "/v1/vat/aar/feedback", this.#key(), request);
+  rateWorkflow(request: RateWorkflowRequest, options: RequestOptions = {}): Promise<RateWorkflowResponse> {
+    return this.#call("POST", "/v1/vat/aar/feedback", this.#key(), request, { ...options, retry: "once" });
   }
 
   /** `GET /v1/vat/inbox/counts`: approvals pending and completed records awaiting a rating. */
-  inboxCounts(): Promise<InboxCounts> {
-    return this.#call("GET", "/v1/vat/inbox/counts", this.#key());
+  inboxCounts(options: RequestOptions = {}): Promise<InboxCounts> {
+    return this.#call("GET", "/v1/vat/inbox/counts", this.#key(), undefined, { ...options, retry: "read" });
   }
 
   /**
    * `GET /v1/vat/agents`: one page of the organisation's agents, with scores, their counts over `window` (default
    * `7d`) and the last 14 days' outcomes; sorted by `sort` (default `activity`) and `order`.
    */
-  agentsPage(query: AgentQuery = {}): Promise<AgentPage> {
-    return this.#call("GET", `/v1/vat/agents${queryString(query)}`, this.#key());
+  agentsPage(query: AgentQuery = {}, options: RequestOptions = {}): Promise<AgentPage> {
+    return this.#call("GET", `/v1/vat/agents${queryString(query)}`, this.#key(), undefined, { ...options, retry: "read" });
   }
 
   /** Every agent matching `query`, in its order, page after page. */
-  async *agents(query: AgentQuery = {}): AsyncGenerator<AgentSummary, void, undefined> {
+  async *agents(query: AgentQuery = {}, options: RequestOptions = {}): AsyncGenerator<AgentSummary, void, undefined> {
     let cursor = query.cursor;
     do {
-      const page = await this.agentsPage({ ...query, cursor });
+      const page = await this.agentsPage({ ...query, cursor }, options);
       yield* page.agents;
       cursor = page.next_cursor ?? undefined;
     } while (cursor);
@@ -1055,25 +1828,25 @@ export class MandateClient {
    * `GET /v1/vat/agents/{agent_id}/history`: the agent's last `days` UTC days (1–90, default 30), oldest first, with
    * its combined reputation as each ended; the id bare or as `agent:<id>`.
    */
-  agentHistory(agentId: string, query: AgentHistoryQuery = {}): Promise<AgentHistory> {
-    return this.#call("GET", `/v1/vat/agents/${segment(agentId)}/history${queryString(query)}`, this.#key());
+  agentHistory(agentId: string, query: AgentHistoryQuery = {}, options: RequestOptions = {}): Promise<AgentHistory> {
+    return this.#call("GET", `/v1/vat/agents/${segment(agentId)}/history${queryString(query)}`, this.#key(), undefined, { ...options, retry: "read" });
   }
 
   /** `GET /v1/vat/overview`: the organisation over `window` (`24h` by hour, the default; `7d` or `30d` by day). */
-  overview(query: OverviewQuery = {}): Promise<Overview> {
-    return this.#call("GET", `/v1/vat/overview${queryString(query)}`, this.#key());
+  overview(query: OverviewQuery = {}, options: RequestOptions = {}): Promise<Overview> {
+    return this.#call("GET", `/v1/vat/overview${queryString(query)}`, this.#key(), undefined, { ...options, retry: "read" });
   }
 
   /** `GET /v1/vat/tokens`: one page of the organisation's tokens, active first, each newest issued first. */
-  tokensPage(query: TokenListQuery = {}): Promise<TokenPage> {
-    return this.#call("GET", `/v1/vat/tokens${queryString(query)}`, this.#key());
+  tokensPage(query: TokenListQuery = {}, options: RequestOptions = {}): Promise<TokenPage> {
+    return this.#call("GET", `/v1/vat/tokens${queryString(query)}`, this.#key(), undefined, { ...options, retry: "read" });
   }
 
   /** Every token matching `query`, active first, page after page. */
-  async *tokens(query: TokenListQuery = {}): AsyncGenerator<TokenListItem, void, undefined> {
+  async *tokens(query: TokenListQuery = {}, options: RequestOptions = {}): AsyncGenerator<TokenListItem, void, undefined> {
     let cursor = query.cursor;
     do {
-      const page = await this.tokensPage({ ...query, cursor });
+      const page = await this.tokensPage({ ...query, cursor }, options);
       yield* page.tokens;
       cursor = page.next_cursor ?? undefined;
     } while (cursor);
@@ -1084,25 +1857,27 @@ export class MandateClient {
    * authority, so it needs the parent token itself as `auth.token` (and its
    * `key` when bound); a `vat_jti` alone is refused.
    */
-  async delegate(request: DelegateRequest, auth?: AgentAuth): Promise<DelegatedToken> {
+  async delegate(request: DelegateRequest, auth: AgentAuth = {}): Promise<DelegatedToken> {
     const path = "/v1/vat/delegate";
-    return this.#call("POST", path, this.#agent("POST", path, auth), request, auth);
+    return this.#call("POST", path, () => this.#agent("POST", path, auth), request, { ...auth, retry: "write" });
   }
 
   /**
    * `POST /v1/vat/revoke`: revokes a token and all its descendants. On the
    * API key, or, with `auth.token`, on the revoking agent's own token (an
-   * ancestor of the target, or the target itself).
+   * ancestor of the target, or the target itself). Never sent twice: the
+   * server keeps no `Idempotency-Key` for it.
    */
-  async revoke(request: RevokeRequest, auth?: AgentAuth): Promise<RevokeResponse> {
+  async revoke(request: RevokeRequest, auth: AgentAuth = {}): Promise<RevokeResponse> {
     const path = "/v1/vat/revoke";
-    const credential = auth ? this.#agent("POST", path, auth) : this.#key();
-    return this.#call("POST", path, credential, request);
+    const credential = (): Credential => (auth.token === undefined ? this.#key() : this.#agent("POST", path, auth));
+    const { idempotencyKey: _unused, ...options } = auth;
+    return this.#call("POST", path, credential, request, { ...options, retry: "once" });
   }
 
   /** `GET /v1/vat/tokens/{jti}`: a token's status and a page of its descendants. */
-  token(jti: string, query: TokenQuery = {}): Promise<TokenStatus> {
-    return this.#call("GET", `/v1/vat/tokens/${segment(jti)}${queryString(query)}`, this.#key());
+  token(jti: string, query: TokenQuery = {}, options: RequestOptions = {}): Promise<TokenStatus> {
+    return this.#call("GET", `/v1/vat/tokens/${segment(jti)}${queryString(query)}`, this.#key(), undefined, { ...options, retry: "read" });
   }
 
   /**
@@ -1112,22 +1887,25 @@ export class MandateClient {
    */
   async approval(approvalId: string, options: ApprovalReadOptions = {}): Promise<Approval> {
     const path = `/v1/vat/approvals/${segment(approvalId)}`;
-    const credential = options.token === undefined ? this.#key() : this.#agent("GET", path, options);
-    return this.#call("GET", `${path}${queryString({ wait: options.wait })}`, credential, undefined, {
-      signal: options.signal,
+    const credential = (): Credential => (options.token === undefined ? this.#key() : this.#agent("GET", path, options));
+    const { token: _token, key: _key, wait, ...rest } = options;
+    return this.#call("GET", `${path}${queryString({ wait })}`, credential, undefined, {
+      ...rest,
+      retry: "read",
+      extraTimeoutMs: (wait ?? 0) * 1000,
     });
   }
 
   /** `GET /v1/vat/approvals`: one page of the organisation's approvals, newest first (`status` to choose). */
-  approvalsPage(query: ApprovalQuery = {}): Promise<ApprovalPage> {
-    return this.#call("GET", `/v1/vat/approvals${queryString(query)}`, this.#key());
+  approvalsPage(query: ApprovalQuery = {}, options: RequestOptions = {}): Promise<ApprovalPage> {
+    return this.#call("GET", `/v1/vat/approvals${queryString(query)}`, this.#key(), undefined, { ...options, retry: "read" });
   }
 
   /** Every approval matching `query`, newest first, page after page. */
-  async *approvals(query: ApprovalQuery = {}): AsyncGenerator<Approval, void, undefined> {
+  async *approvals(query: ApprovalQuery = {}, options: RequestOptions = {}): AsyncGenerator<Approval, void, undefined> {
     let cursor = query.cursor;
     do {
-      const page = await this.approvalsPage({ ...query, cursor });
+      const page = await this.approvalsPage({ ...query, cursor }, options);
       yield* page.approvals;
       cursor = page.next_cursor ?? undefined;
     } while (cursor);
@@ -1138,8 +1916,8 @@ export class MandateClient {
    * may `decide` (reviewer, owner). Answers the decided approval; 409 `not_awaiting_approval` when it was decided
    * before, `approval_expired` when it lapsed first.
    */
-  decide(approvalId: string, request: DecisionRequest): Promise<Approval> {
-    return this.#call("POST", `/v1/vat/approvals/${segment(approvalId)}/decision`, this.#key(), request);
+  decide(approvalId: string, request: DecisionRequest, options: RequestOptions = {}): Promise<Approval> {
+    return this.#call("POST", `/v1/vat/approvals/${segment(approvalId)}/decision`, this.#key(), request, { ...options, retry: "once" });
   }
 
   /**
@@ -1156,6 +1934,8 @@ export class MandateClient {
     let lastEventId = options.lastEventId;
     let reconnectMs = RETRY_MS;
     let failures = 0;
+    // The pause a refusal's `Retry-After` asks for, ms.
+    let asked = 0;
     const ready: MandateEvent[] = [];
     let invalid: string | undefined;
     const parser = createParser({
@@ -1220,6 +2000,7 @@ export class MandateClient {
           throw error;
         }
         failures += 1;
+        asked = error instanceof MandateError ? (error.retryAfter ?? 0) * 1000 : 0;
       } finally {
         clearTimeout(idle);
         signal?.removeEventListener("abort", stop);
@@ -1228,7 +2009,9 @@ export class MandateClient {
       if (!signal?.aborted) {
         options.onDrop?.();
       }
-      await pause(Math.min(reconnectMs * 2 ** Math.max(0, failures - 1), MAX_RETRY_MS), signal);
+      const backoff = Math.min(reconnectMs * 2 ** Math.max(0, failures - 1), MAX_RETRY_MS);
+      await this.#sleep(Math.max(backoff, Math.min(asked, this.#maxRetryDelayMs)), signal);
+      asked = 0;
     }
   }
 
@@ -1238,11 +2021,14 @@ export class MandateClient {
     if (lastEventId !== undefined && lastEventId !== "") {
       headers["last-event-id"] = lastEventId;
     }
-    const response = await this.#send("/v1/events", { method: "GET", headers, signal });
+    const url = `${this.#base}/v1/events`;
+    const answer = await this.#exchange(url, { method: "GET", headers }, signal, this.#timeoutMs, 1, true);
+    const { response } = answer;
     if (!response.ok) {
-      throw new MandateError(response.status, problemOf(await response.text().catch(() => ""), response.statusText));
+      const text = await response.text().catch(() => "");
+      throw new MandateError(response.status, problemOf(text, response.statusText), { headers: answer.headers });
     }
-    const type = response.headers?.get("content-type") ?? "";
+    const type = answer.headers["content-type"] ?? "";
     if (!/^text\/event-stream\s*(;|$)/i.test(type) || !response.body) {
       throw new MandateError(response.status, {
         code: "invalid_response",
@@ -1256,63 +2042,79 @@ export class MandateClient {
   }
 
   /** `GET /v1/me`: the API key's organisation, role and permissions; any key may ask. */
-  me(): Promise<Me> {
-    return this.#call("GET", "/v1/me", this.#key());
+  me(options: RequestOptions = {}): Promise<Me> {
+    return this.#call("GET", "/v1/me", this.#key(), undefined, { ...options, retry: "read" });
   }
 
   /** `POST /v1/orgs`: a new organisation and its first owner key, shown only in this answer; the admin key only. */
-  createOrg(request: CreateOrgRequest): Promise<OrgCreated> {
-    return this.#call("POST", "/v1/orgs", this.#key(), request);
+  createOrg(request: CreateOrgRequest, options: RequestOptions = {}): Promise<OrgCreated> {
+    return this.#call("POST", "/v1/orgs", this.#key(), request, { ...options, retry: "once" });
   }
 
   /** `GET /v1/orgs`: one page of the deployment's organisations, oldest first; the admin key only. */
-  listOrgs(query: OrgQuery = {}): Promise<OrgPage> {
-    return this.#call("GET", `/v1/orgs${queryString(query)}`, this.#key());
+  listOrgs(query: OrgQuery = {}, options: RequestOptions = {}): Promise<OrgPage> {
+    return this.#call("GET", `/v1/orgs${queryString(query)}`, this.#key(), undefined, { ...options, retry: "read" });
   }
 
   /** `PATCH /v1/orgs/{org_id}`: replaces an organisation's quotas; the admin key only. */
-  updateOrg(orgId: string, request: UpdateOrgRequest): Promise<Org> {
-    return this.#call("PATCH", `/v1/orgs/${segment(orgId)}`, this.#key(), request);
+  updateOrg(orgId: string, request: UpdateOrgRequest, options: RequestOptions = {}): Promise<Org> {
+    return this.#call("PATCH", `/v1/orgs/${segment(orgId)}`, this.#key(), request, { ...options, retry: "once" });
   }
 
   /** `POST /v1/keys`: a new API key of the caller's organisation, shown only in this answer; an owner key only. */
-  createKey(request: CreateKeyRequest): Promise<IssuedKey> {
-    return this.#call("POST", "/v1/keys", this.#key(), request);
+  createKey(request: CreateKeyRequest, options: RequestOptions = {}): Promise<IssuedKey> {
+    return this.#call("POST", "/v1/keys", this.#key(), request, { ...options, retry: "once" });
   }
 
   /** `GET /v1/keys`: the organisation's API keys, newest first; an owner key only. */
-  listKeys(): Promise<KeyList> {
-    return this.#call("GET", "/v1/keys", this.#key());
+  listKeys(options: RequestOptions = {}): Promise<KeyList> {
+    return this.#call("GET", "/v1/keys", this.#key(), undefined, { ...options, retry: "read" });
   }
 
   /** `DELETE /v1/keys/{key_id}`: revokes an API key at once; an owner key only. */
-  revokeKey(keyId: string): Promise<ApiKey> {
-    return this.#call("DELETE", `/v1/keys/${segment(keyId)}`, this.#key());
+  revokeKey(keyId: string, options: RequestOptions = {}): Promise<ApiKey> {
+    return this.#call("DELETE", `/v1/keys/${segment(keyId)}`, this.#key(), undefined, { ...options, retry: "once" });
   }
 
   /** `GET /v1/vat/aar/{aar_id}/proof`: every event of a record with its inclusion proof; check it with `verifyRecordProof`. */
-  recordProof(aarId: string): Promise<RecordProof> {
-    return this.#call("GET", `/v1/vat/aar/${segment(aarId)}/proof`, this.#key());
+  recordProof(aarId: string, options: RequestOptions = {}): Promise<RecordProof> {
+    return this.#call("GET", `/v1/vat/aar/${segment(aarId)}/proof`, this.#key(), undefined, { ...options, retry: "read" });
   }
 
   /** `GET /v1/log/checkpoint`: the record log's latest signed checkpoint (a C2SP signed note); check it with `verifyCheckpoint`. */
-  logCheckpoint(): Promise<string> {
-    return this.#text("/v1/log/checkpoint");
+  logCheckpoint(options: RequestOptions = {}): Promise<string> {
+    return this.#text("/v1/log/checkpoint", options);
   }
 
   /** `GET /v1/log/key`: the log's verifier keys (signed-note vkeys), one a line, the active one first. */
-  logKey(): Promise<string> {
-    return this.#text("/v1/log/key");
+  logKey(options: RequestOptions = {}): Promise<string> {
+    return this.#text("/v1/log/key", options);
   }
 
   /** `GET /v1/log/consistency?old=N&new=M`: the proof that the tree of `newSize` leaves extends the tree of `oldSize`. */
-  logConsistency(oldSize: number, newSize: number): Promise<LogConsistency> {
-    return this.#call("GET", `/v1/log/consistency${queryString({ old: oldSize, new: newSize })}`, this.#key());
+  logConsistency(oldSize: number, newSize: number, options: RequestOptions = {}): Promise<LogConsistency> {
+    return this.#call("GET", `/v1/log/consistency${queryString({ old: oldSize, new: newSize })}`, this.#key(), undefined, { ...options, retry: "read" });
   }
 
   /** `GET /.well-known/jwks.json`: the public keys tokens are signed with. */
-  jwks(): Promise<Jwks> {
-    return this.#call("GET", "/.well-known/jwks.json", undefined);
+  jwks(options: RequestOptions = {}): Promise<Jwks> {
+    return this.#call("GET", "/.well-known/jwks.json", undefined, undefined, { ...options, retry: "read" });
+  }
+
+  /** A fetch for the remote verifier: one attempt through the client's fetch, within its timeout. */
+  async #statusFetch(url: string, init: Parameters<StatusFetch>[1]): ReturnType<StatusFetch> {
+    const request = { method: init.method, headers: init.headers, credentials: init.credentials };
+    const answer = await this.#exchange(url, request, undefined, this.#timeoutMs, 1);
+    const response: Awaited<ReturnType<StatusFetch>> = {
+      ok: answer.status >= 200 && answer.status < 300,
+      status: answer.status,
+      headers: { get: (name) => answer.headers[name.toLowerCase()] ?? null },
+      text: async () => answer.text,
+    };
+    if (answer.url !== undefined) {
+      response.url = answer.url;
+    }
+    return response;
   }
 
   /** The dashboard's page of an approval, where a reviewer decides it. */
@@ -1340,7 +2142,11 @@ export class MandateClient {
     options: ActOptions<T> = {},
   ): Promise<T> {
     const auth: AgentAuth = { token, key: options.key, traceparent: options.traceparent };
-    let authorization = await this.authorize(request, auth);
+    if (options.timeoutMs !== undefined) {
+      auth.timeoutMs = options.timeoutMs;
+    }
+    // The caller's signal abandons the asking; the completion is sent whatever happens.
+    let authorization = await this.authorize(request, { ...auth, signal: options.signal });
     const pending = authorization.approval;
     if (!authorization.authorized && pending?.status === "pending") {
       const approval: PendingApproval = {
@@ -1352,13 +2158,16 @@ export class MandateClient {
       if (options.waitForApproval === undefined) {
         throw new MandateApprovalPending(approval);
       }
-      authorization = await this.#awaitDecision(authorization, pending, options.waitForApproval, auth);
+      authorization = await this.#awaitDecision(authorization, pending, options.waitForApproval, {
+        ...auth,
+        signal: options.signal,
+      });
       if (!authorization.authorized && authorization.approval?.status === "pending") {
         throw new MandateApprovalPending(approval);
       }
     }
     if (!authorization.authorized) {
-      const reason = (authorization.reason ?? "action_not_permitted") as DenyReason;
+      const reason = authorization.reason ?? "action_not_permitted";
       throw new MandateRefusal(
         reason,
         authorization.aar_id,
@@ -1380,7 +2189,7 @@ export class MandateClient {
       output = await run(context);
     } catch (error) {
       const result = options.signal?.aborted ? "cancelled" : "error";
-      await this.complete(authorization.aar_id, { result }, completion);
+      await this.#completeOnce(authorization.aar_id, { result }, completion);
       throw error;
     }
     const hash = (options.resultHash ?? outputHash)(output);
@@ -1388,8 +2197,23 @@ export class MandateClient {
     if (hash !== undefined) {
       body.result_hash = hash;
     }
-    await this.complete(authorization.aar_id, body, completion);
+    await this.#completeOnce(authorization.aar_id, body, completion);
     return output;
+  }
+
+  /**
+   * `complete` for `act`: a record refused as completed already after an
+   * attempt whose answer was lost was completed by that attempt (only this
+   * call completes the record `act` just authorized).
+   */
+  async #completeOnce(aarId: string, request: CompleteRequest, auth: AgentAuth): Promise<void> {
+    try {
+      await this.complete(aarId, request, auth);
+    } catch (error) {
+      if (!(error instanceof MandateError && this.#unconfirmed.has(error))) {
+        throw error;
+      }
+    }
   }
 
   /**
@@ -1401,11 +2225,35 @@ export class MandateClient {
   }
 
   /**
-   * Fetches the key set once and returns a `Verifier` for it. Rejects with a
-   * MandateError (status 0, the key set's code) when the keys are unusable.
-   * Free the verifier with `free()` when done, or let the garbage collector.
+   * A verifier of this server's tokens that keeps itself current: a
+   * `RemoteVerifier` (see `createRemoteVerifier`) fetching through this
+   * client (its fetch, timeout and `onResponse`) the key set — again when a
+   * token names a key id it lacks, at most once per
+   * `keyRefreshCooldownSeconds` — and the status list each token names, so
+   * a revoked token is refused (`token_revoked`) within
+   * `maxStalenessSeconds`. Rejects with a MandateError when the key set
+   * cannot be fetched or used.
    */
-  async verifier(options?: VerifierOptions): Promise<Verifier> {
+  async verifier(options: ClientVerifierOptions): Promise<RemoteVerifier>;
+  /**
+   * Without `maxStalenessSeconds`, as before: fetches the key set once and
+   * returns a bare `Verifier` for it, which neither follows a key rotation
+   * nor reads status lists. Rejects with a MandateError (status 0, the key
+   * set's code) when the keys are unusable. Free it with `free()` when done,
+   * or let the garbage collector.
+   * @deprecated Pass `maxStalenessSeconds` for a verifier that keeps itself current.
+   */
+  async verifier(options?: Omit<VerifierOptions, "maxStalenessSeconds">): Promise<Verifier>;
+  async verifier(
+    options?: ClientVerifierOptions | Omit<VerifierOptions, "maxStalenessSeconds">,
+  ): Promise<RemoteVerifier | Verifier> {
+    if (options !== undefined && "maxStalenessSeconds" in options && options.maxStalenessSeconds !== undefined) {
+      return createRemoteVerifier({
+        ...(options as ClientVerifierOptions),
+        baseUrl: this.#base,
+        fetch: (url, init) => this.#statusFetch(url, init),
+      });
+    }
     const verifier = new Verifier(await this.jwks(), options);
     const error = verifier.error;
     if (error !== null) {

@@ -45,8 +45,12 @@ export const STATUS_LIST_MEDIA_TYPE = "application/statuslist+jwt";
 export const MIN_STATUS_TTL_SECONDS = 10;
 /** A list is fetched again at the latest this long after it was fetched, whatever its `ttl` (seconds). */
 export const MAX_STATUS_TTL_SECONDS = 3600;
-/** The key set is fetched again, for a kid it lacks, at most once per this long (seconds). */
-const KEY_REFRESH_SECONDS = 60;
+/**
+ * The key set is fetched again, for a kid it lacks, at most once per this
+ * long after it was last fetched (seconds) by default, as jose's
+ * `createRemoteJWKSet` does with its `cooldownDuration`.
+ */
+const KEY_REFRESH_SECONDS = 30;
 
 /** The part of the Fetch API the remote verifier uses; `globalThis.fetch` fits. */
 export type StatusFetch = (
@@ -77,6 +81,13 @@ export interface RemoteVerifierOptions extends Omit<VerifierOptions, "checkStatu
   fetch?: StatusFetch;
   /** The clock, in unix seconds; default the JavaScript clock. */
   clock?: () => number;
+  /**
+   * A token signed with a key id the key set lacks makes the verifier fetch
+   * the key set again (a key rotated in), then verify again — at most once
+   * per this many seconds after the last fetch (default 30), so tokens
+   * naming unknown keys cannot make it fetch on every request.
+   */
+  keyRefreshCooldownSeconds?: number;
 }
 
 /** A held list: its text, to give a new Verifier after a key refresh, and when to fetch it again. */
@@ -121,13 +132,25 @@ export class RemoteVerifier {
   readonly #clock: () => number;
   #verifier: Verifier;
   #keysFetchedAt: number;
+  readonly #keyCooldown: number;
+  /** The key set's fetch under way, which concurrent verifications of unknown kids wait for. */
+  #keysPending: Promise<boolean> | undefined;
   readonly #lists = new Map<string, HeldList>();
   readonly #attempts = new Map<string, Attempt>();
   readonly #pending = new Map<string, Promise<void>>();
 
   /** Use `createRemoteVerifier`, which fetches the key set first. */
   constructor(jwks: Jwks, options: RemoteVerifierOptions & { jwksUrl: string; fetch: StatusFetch }) {
-    const { baseUrl: _base, jwksUrl, allowedStatusOrigins, fetch, clock, ...verifierOptions } = options;
+    const {
+      baseUrl: _base,
+      jwksUrl,
+      allowedStatusOrigins,
+      fetch,
+      clock,
+      keyRefreshCooldownSeconds,
+      ...verifierOptions
+    } = options;
+    this.#keyCooldown = keyRefreshCooldownSeconds ?? KEY_REFRESH_SECONDS;
     this.#jwksUrl = jwksUrl;
     this.#fetch = fetch;
     this.#clock = clock ?? (() => Math.floor(Date.now() / 1000));
@@ -276,12 +299,27 @@ export class RemoteVerifier {
     }
   }
 
-  /** Fetches the key set again (at most once a minute) and gives a new Verifier the lists held. */
-  async #refreshKeys(now: number): Promise<boolean> {
-    if (now < this.#keysFetchedAt + KEY_REFRESH_SECONDS) {
-      return false;
+  /**
+   * Fetches the key set again (at most once per cooldown; a fetch under way
+   * is shared) and gives a new Verifier the lists held. Answers whether a
+   * new key set is in force.
+   */
+  #refreshKeys(now: number): Promise<boolean> {
+    if (this.#keysPending !== undefined) {
+      return this.#keysPending;
+    }
+    if (now < this.#keysFetchedAt + this.#keyCooldown) {
+      return Promise.resolve(false);
     }
     this.#keysFetchedAt = now;
+    const pending = this.#fetchKeys(now).finally(() => {
+      this.#keysPending = undefined;
+    });
+    this.#keysPending = pending;
+    return pending;
+  }
+
+  async #fetchKeys(now: number): Promise<boolean> {
     let jwks: Jwks;
     try {
       jwks = await fetchKeySet(this.#fetch, this.#jwksUrl);
