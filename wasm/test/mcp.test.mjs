@@ -42,8 +42,11 @@ import {
 
 import { startServer } from "./live-server.mjs";
 
-// The ESM entry and the CommonJS build are one instance.
-assert.equal(createRequire(import.meta.url)("mandate-sdk/mcp").mandateTool, mandateTool);
+// The ESM entry re-exports every name of the CommonJS build, the same objects.
+const commonJs = createRequire(import.meta.url)("mandate-sdk/mcp");
+const esm = await import("mandate-sdk/mcp");
+assert.deepEqual(Object.keys(esm).filter((name) => name !== "default").sort(), Object.keys(commonJs).sort());
+assert.equal(commonJs.mandateTool, mandateTool);
 
 const TRACEPARENT = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
 
@@ -59,7 +62,7 @@ let verifier;
 let mcp;
 let mcpUrl;
 /** How often each tool body ran. */
-const runs = { read: 0, delete: 0, pay: 0, explode: 0 };
+const runs = { read: 0, delete: 0, pay: 0, explode: 0, sulk: 0 };
 const sessions = new Map();
 
 /** SHA-256 of the content's JSON text, as `sha256:<hex>`, computed without the SDK. */
@@ -118,6 +121,14 @@ function buildServer() {
     mandateTool(gate, { action: "read", resource: "files:boom" }, async () => {
       runs.explode += 1;
       throw new Error("disk on fire");
+    }),
+  );
+  server.registerTool(
+    "sulk",
+    { inputSchema: {} },
+    mandateTool(gate, { action: "read", resource: "files:sulk" }, async () => {
+      runs.sulk += 1;
+      return { content: [{ type: "text", text: "not today" }], isError: true };
     }),
   );
   return server;
@@ -207,18 +218,20 @@ async function issue(extra = {}) {
 }
 
 /** The SDK's client, connected with the token as its bearer (or through `fetch`), declaring URL elicitation. */
-async function connect(token, { fetch: customFetch, onElicit } = {}) {
-  const client = new Client({ name: "agent", version: "1.0.0" }, { capabilities: { elicitation: { url: {} } } });
+async function connect(token, { fetch: customFetch, onElicit, elicit = true } = {}) {
+  const client = new Client({ name: "agent", version: "1.0.0" }, { capabilities: elicit ? { elicitation: { url: {} } } : {} });
   const elicited = [];
   const completed = [];
-  client.setRequestHandler(ElicitRequestSchema, async (request) => {
-    elicited.push(request.params);
-    onElicit?.(request.params);
-    return { action: "accept" };
-  });
-  client.setNotificationHandler(ElicitationCompleteNotificationSchema, (notification) => {
-    completed.push(notification.params.elicitationId);
-  });
+  if (elicit) {
+    client.setRequestHandler(ElicitRequestSchema, async (request) => {
+      elicited.push(request.params);
+      onElicit?.(request.params);
+      return { action: "accept" };
+    });
+    client.setNotificationHandler(ElicitationCompleteNotificationSchema, (notification) => {
+      completed.push(notification.params.elicitationId);
+    });
+  }
   const transport = new StreamableHTTPClientTransport(
     new URL(`${mcpUrl}/mcp`),
     customFetch ? { fetch: customFetch } : { requestInit: { headers: { authorization: `Bearer ${token}` } } },
@@ -438,6 +451,48 @@ test("an approval is asked for by URL elicitation, approved by a reviewer, and t
   );
 });
 
+test("a denied approval is a refusal: the tool does not run", async () => {
+  const keyOfReviewer = await owner.createKey({ role: "reviewer", email: "reviewer2@example.com" });
+  const reviewer = new MandateClient({ baseUrl: live.baseUrl, apiKey: keyOfReviewer.api_key });
+  const token = await issue();
+  let shown;
+  const seen = new Promise((resolve) => {
+    shown = resolve;
+  });
+  const session = await connect(token.compact_jwt, { onElicit: shown });
+  const before = runs.pay;
+  const call = session.client.callTool({ name: "pay", arguments: { payee: "yacht", amount: 90 } });
+  const params = await seen;
+  await reviewer.decide(params.elicitationId, { decision: "deny", note: "no" });
+  const result = await call;
+  await session.close();
+  assert.equal(runs.pay, before);
+  assert.equal(result.isError, true);
+  assert.equal(result._meta[META_ERROR], "approval_denied");
+  assert.deepEqual(session.completed, [params.elicitationId]);
+  const record = await owner.record(result._meta[META_AAR_ID]);
+  assert.deepEqual([record.status, record.deny_reason], ["denied", "approval_denied"]);
+});
+
+test("a client that cannot elicit gets the SDK's URL elicitation error (-32042) naming the reviewer's page", async () => {
+  const token = await issue();
+  const session = await connect(token.compact_jwt, { elicit: false });
+  const before = runs.pay;
+  const error = await session.client.callTool({ name: "pay", arguments: { payee: "rent", amount: 10 } }).then(
+    (value) => assert.fail(`expected -32042, got ${JSON.stringify(value)}`),
+    (e) => e,
+  );
+  await session.close();
+  assert.ok(error instanceof UrlElicitationRequiredError, String(error));
+  assert.equal(error.code, -32042);
+  const [elicitation] = error.elicitations;
+  assert.equal(elicitation.mode, "url");
+  assert.equal(elicitation.url, owner.approvalUrl(elicitation.elicitationId));
+  assert.equal(runs.pay, before);
+  const approval = await owner.approval(elicitation.elicitationId);
+  assert.deepEqual([approval.status, approval.resource], ["pending", "bank:rent"]);
+});
+
 test("a tool that throws is recorded as error, and the model sees its message", async () => {
   const token = await issue();
   const session = await connect(token.compact_jwt);
@@ -449,6 +504,19 @@ test("a tool that throws is recorded as error, and the model sees its message", 
   assert.equal(result._meta[META_ERROR], "tool_error");
   const record = await owner.record(result._meta[META_AAR_ID]);
   assert.deepEqual([record.status, record.result, record.resource], ["completed", "error", "files:boom"]);
+});
+
+test("a tool result with isError is recorded as error and returned as it is", async () => {
+  const token = await issue();
+  const session = await connect(token.compact_jwt);
+  const result = await session.client.callTool({ name: "sulk", arguments: {} });
+  await session.close();
+  assert.equal(runs.sulk, 1);
+  assert.equal(result.isError, true);
+  assert.deepEqual(result.content, [{ type: "text", text: "not today" }]);
+  assert.equal(result._meta[META_ERROR], undefined);
+  const record = await owner.record(result._meta[META_AAR_ID]);
+  assert.deepEqual([record.status, record.result, record.result_hash], ["completed", "error", undefined]);
 });
 
 test("the protected-resource metadata is served at its RFC 9728 path and passes the SDK's schema", async () => {
@@ -488,8 +556,7 @@ test("per-call overhead of the gate over calling the tool handler directly", asy
   const token = await issue();
   const handler = async ({ path }) => ({ content: [{ type: "text", text: `contents of ${path}` }] });
   const gated = mandateTool(gate, { action: "read", resource: ({ path }) => `files:${path}` }, handler);
-  const auth = (await verifier.verify(token.compact_jwt)).valid;
-  assert.equal(auth, true);
+  assert.equal((await verifier.verify(token.compact_jwt)).valid, true);
   const extra = (i) => ({
     signal: new AbortController().signal,
     requestId: i,

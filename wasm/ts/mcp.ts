@@ -38,7 +38,6 @@ import {
   MandateApprovalPending,
   MandateError,
   MandateRefusal,
-  type AbortSignalLike,
   type ActContext,
   type ActOptions,
   type ActRequest,
@@ -623,7 +622,7 @@ async function runTool<Args>(
     }
   };
   const act: ActOptions<CallToolResult> = {
-    signal: extra.signal as AbortSignalLike,
+    signal: extra.signal,
     resultHash: (result) => {
       hash = toolResultHash(result);
       return hash;
@@ -647,7 +646,7 @@ async function runTool<Args>(
         throw new options.urlElicitationRequiredError([params], `Approval required: ${approval.url}`);
       }
     },
-    waitForApproval: canElicit ? { timeoutSeconds: options.approvalTimeoutSeconds ?? 300, signal: extra.signal as AbortSignalLike } : undefined,
+    waitForApproval: canElicit ? { timeoutSeconds: options.approvalTimeoutSeconds ?? 300, signal: extra.signal } : undefined,
   };
   if (options.key !== undefined) {
     act.key = options.key;
@@ -657,6 +656,8 @@ async function runTool<Args>(
     act.traceparent = traceparent;
   }
   let context: ActContext | undefined;
+  // What the handler threw, told apart from a failure of Mandate's calls around it.
+  let thrown: { error: unknown } | undefined;
   try {
     const result = await client.act(
       token,
@@ -664,9 +665,16 @@ async function runTool<Args>(
       async (ctx) => {
         context = ctx;
         await notifyDecided();
-        const result = await handler(args, extra, ctx);
+        let result: CallToolResult;
+        try {
+          result = await handler(args, extra, ctx);
+        } catch (error) {
+          thrown = { error };
+          throw error;
+        }
         if (result.isError === true) {
-          throw new ToolFailed(result);
+          thrown = { error: new ToolFailed(result) };
+          throw thrown.error;
         }
         return result;
       },
@@ -675,35 +683,52 @@ async function runTool<Args>(
     return withMeta(result, context, hash);
   } catch (error) {
     await notifyDecided().catch(() => undefined);
+    if (context === undefined) {
+      return refused(error, request);
+    }
+    const meta = { [META_AAR_ID]: context.aarId, [META_PROVENANCE_REF]: context.provenanceRef };
+    if (thrown === undefined || error !== thrown.error) {
+      // The handler ran, and completing its record failed: the record stays `pending` for a reviewer to see.
+      return toolError(`The tool ran, but Mandate could not record how it ended: ${String(error)}`, {
+        ...meta,
+        [META_ERROR]: error instanceof MandateError ? error.code : "completion_failed",
+      });
+    }
     if (error instanceof ToolFailed) {
       return withMeta(error.result, context, undefined);
     }
-    if (error instanceof MandateRefusal) {
-      return toolError(`Refused by Mandate: ${error.reason} (${request.action} on ${request.resource}).`, {
-        [META_ERROR]: error.reason,
-        [META_AAR_ID]: error.aarId,
-      });
-    }
-    if (error instanceof MandateApprovalPending) {
-      return toolError(`Approval required: a reviewer must approve this call first: ${error.approval.url}`, {
-        [META_ERROR]: "approval_pending",
-        [META_AAR_ID]: error.aarId,
-        [META_APPROVAL_URL]: error.approval.url,
-      });
-    }
-    if (error instanceof ElicitationDeclined) {
-      return toolError(`Not run: ${error.message}; the approval stays pending.`, { [META_ERROR]: "approval_declined" });
-    }
-    if (context === undefined && error instanceof MandateError) {
-      return toolError(`Not run: Mandate could not authorize the call: ${error.message}`, { [META_ERROR]: error.code });
-    }
-    if (isProtocolError(error) || context === undefined) {
+    if (isProtocolError(error)) {
       throw error;
     }
-    // The handler threw: the record was completed `error`, and the model sees the message, as the SDK would show it.
-    const message = error instanceof Error ? error.message : String(error);
-    return toolError(message, { [META_ERROR]: "tool_error", [META_AAR_ID]: context.aarId, [META_PROVENANCE_REF]: context.provenanceRef });
+    // The record was completed `error`; the model sees the message, as the SDK would show it.
+    return toolError(error instanceof Error ? error.message : String(error), { ...meta, [META_ERROR]: "tool_error" });
   }
+}
+
+/** The tool error for a call that did not run, or the error itself when the SDK must answer it (-32042). */
+function refused(error: unknown, request: ActRequest): CallToolResult {
+  if (error instanceof MandateRefusal) {
+    return toolError(`Refused by Mandate: ${error.reason} (${request.action} on ${request.resource}).`, {
+      [META_ERROR]: error.reason,
+      [META_AAR_ID]: error.aarId,
+    });
+  }
+  if (error instanceof MandateApprovalPending) {
+    return toolError(`Approval required: a reviewer must approve this call first: ${error.approval.url}`, {
+      [META_ERROR]: "approval_pending",
+      [META_AAR_ID]: error.aarId,
+      [META_APPROVAL_URL]: error.approval.url,
+    });
+  }
+  if (error instanceof ElicitationDeclined) {
+    return toolError(`Not run: ${error.message}; the approval stays pending until it expires.`, {
+      [META_ERROR]: "approval_declined",
+    });
+  }
+  if (error instanceof MandateError) {
+    return toolError(`Not run: Mandate could not authorize the call: ${error.message}`, { [META_ERROR]: error.code });
+  }
+  throw error;
 }
 
 /** The result with the record's names in its `_meta`. */
