@@ -568,3 +568,354 @@ test("the wait reads on the API key without a token, survives a server hiccup, a
   assert.deepEqual([error.status, error.code], [0, "aborted"]);
   assert.equal(readSignal.aborted, true);
 });
+
+test("a hung attempt times out (retried as a read is), a per-call timeout wins, and the caller's signal aborts", async () => {
+  // Client-wide timeout, retries off: one attempt, a `timeout` of status 0.
+  const once = configured({ timeoutMs: 30, maxRetries: 0 }, "hang");
+  const started = Date.now();
+  const timedOut = await once.client.me().catch((e) => e);
+  assert.ok(timedOut instanceof MandateError);
+  assert.deepEqual([timedOut.status, timedOut.code], [0, "timeout"]);
+  assert.ok(Date.now() - started < 1000);
+  assert.equal(once.calls.length, 1);
+  assert.equal(once.calls[0].signal.aborted, true, "the attempt's fetch is told to stop");
+  // A read is retried after a timeout; every attempt hung: the last timeout rejects.
+  const retried = configured({ timeoutMs: 20 }, "hang", "hang", "hang");
+  const again = await retried.client.me().catch((e) => e);
+  assert.deepEqual([again.code, retried.calls.length, retried.pauses.length], ["timeout", 3, 2]);
+  // The call's own timeoutMs and maxRetries win over the client's.
+  const slow = configured({ timeoutMs: 60_000 }, "hang", { status: 200, body: { ok: 1 } });
+  assert.deepEqual(await slow.client.me({ timeoutMs: 20, maxRetries: 1 }), { ok: 1 });
+  assert.equal(slow.calls.length, 2);
+  // The caller's signal: `aborted`, at once, never retried.
+  const hung = configured({}, "hang", "hang");
+  const controller = new AbortController();
+  setTimeout(() => controller.abort(new Error("user left")), 20);
+  const stopped = await hung.client.record("aar_1", { signal: controller.signal }).catch((e) => e);
+  assert.deepEqual([stopped.status, stopped.code, stopped.cause.message], [0, "aborted", "user left"]);
+  assert.equal(hung.calls.length, 1);
+  // An aborted signal sends nothing.
+  const none = configured({});
+  const early = await none.client.jwks({ signal: AbortSignal.abort() }).catch((e) => e);
+  assert.deepEqual([early.code, none.calls.length], ["aborted", 0]);
+  // Options that cannot be used are refused.
+  assert.throws(() => new MandateClient({ baseUrl: BASE, fetch: async () => {}, timeoutMs: -1 }), { code: "invalid_options" });
+  const bad = await configured({}).client.me({ maxRetries: Number.NaN }).catch((e) => e);
+  assert.equal(bad.code, "invalid_options");
+});
+
+test("a long-poll's wait is added to its timeout", async () => {
+  const answers = [];
+  const fetch = async (url) => {
+    answers.push(url);
+    // The server holds the read 150 ms, longer than the timeout alone.
+    await new Promise((resolve) => setTimeout(resolve, 150));
+    return { ok: true, status: 200, statusText: "OK", text: async () => JSON.stringify(approvalBody("pending")) };
+  };
+  const c = new MandateClient({ baseUrl: BASE, apiKey: KEY, fetch, timeoutMs: 50, maxRetries: 0 });
+  assert.equal((await c.approval(APPROVAL, { wait: 1 })).status, "pending");
+  const cut = await c.approval(APPROVAL).catch((e) => e);
+  assert.equal(cut.code, "timeout");
+});
+
+test("a 503 then a 200: one retry after the Retry-After asked for, with the same key and a fresh proof", async () => {
+  const key = generateAgentKey();
+  const dpop = JSON.parse(readFileSync(new URL("../../tests/vectors/dpop.json", import.meta.url), "utf8"));
+  const header = Buffer.from(JSON.stringify({ alg: "EdDSA", typ: "vat+jwt", kid: "k" })).toString("base64url");
+  const claims = Buffer.from(JSON.stringify({ ...JSON.parse(Buffer.from(dpop.token.split(".")[1], "base64url")), cnf: { jkt: key.jkt } })).toString("base64url");
+  const token = `${header}.${claims}.sig`;
+  const unavailable = { status: 503, headers: { "retry-after": "2", "x-request-id": "req_1" }, body: { code: "unavailable", title: "Storage unavailable", status: 503 } };
+  const recorded = { status: 201, headers: { "x-request-id": "req_2" }, body: { recorded: true, aar_id: "aar_1" } };
+  const seen = [];
+  const { calls, pauses, client: c } = configured({ onResponse: (info) => seen.push(info) }, unavailable, recorded);
+  const answer = await c.recordAction({ action: "send", resource: "mail:outbox", result: "success" }, { token, key });
+  assert.equal(answer.aar_id, "aar_1");
+  assert.deepEqual(pauses, [2000]);
+  assert.equal(calls.length, 2);
+  assert.match(calls[0].headers["idempotency-key"], KEY_FORM);
+  assert.equal(calls[1].headers["idempotency-key"], calls[0].headers["idempotency-key"], "a retry is the same write");
+  assert.notEqual(calls[1].headers.dpop, calls[0].headers.dpop, "a proof is good for one request");
+  assert.deepEqual(
+    seen.map(({ method, url, status, requestId, attempt, headers }) => [method, url.slice(BASE.length), status, requestId, attempt, headers["retry-after"]]),
+    [
+      ["POST", "/v1/vat/record/action", 503, "req_1", 1, "2"],
+      ["POST", "/v1/vat/record/action", 201, "req_2", 2, undefined],
+    ],
+  );
+  // A key of the caller's own is kept as it is.
+  const own = configured({}, unavailable, recorded);
+  await own.client.issueL1({ developer_email: "d@example.com", agent_id: "a", resources: ["x"], actions: ["read"] }, { idempotencyKey: "mine" });
+  assert.deepEqual(own.calls.map((call) => call.headers["idempotency-key"]), ["mine", "mine"]);
+});
+
+test("a 429's Retry-After as seconds or an HTTP date; longer than the longest pause, or a quota: not retried", async () => {
+  const limited = (retryAfter) => ({ status: 429, headers: { "retry-after": retryAfter }, body: { code: "rate_limited", title: "Too many requests", status: 429 } });
+  const { calls, pauses, client: c } = configured({}, limited("1"), limited(new Date(Date.now() + 5000).toUTCString()), { status: 200, body: { keys: [] } });
+  assert.deepEqual(await c.jwks(), { keys: [] });
+  assert.equal(calls.length, 3);
+  assert.equal(pauses[0], 1000);
+  assert.ok(pauses[1] >= 4000 && pauses[1] <= 5000, `an HTTP date 5 s ahead: ${pauses[1]} ms`);
+  // Past maxRetryDelayMs the answer is the caller's, with when to try again.
+  const patient = configured({ maxRetryDelayMs: 10_000 }, limited("120"));
+  const later = await patient.client.me().catch((e) => e);
+  assert.deepEqual([later.status, later.code, later.retryAfter, patient.calls.length], [429, "rate_limited", 120, 1]);
+  // A quota is not a rate limit: no retry cures it.
+  const quota = configured({}, { status: 429, headers: { "retry-after": "3" }, body: { code: "quota_exceeded", status: 429 } });
+  const full = await quota.client.recordAction({ vat_jti: "vat_root_x", action: "read", resource: "crm:a", result: "success" }).catch((e) => e);
+  assert.deepEqual([full.code, full.retryAfter, quota.calls.length], ["quota_exceeded", 3, 1]);
+});
+
+test("no answer to a read: retried after a growing pause with jitter, maxRetries times", async () => {
+  const down = new TypeError("fetch failed");
+  const { calls, pauses, client: c } = configured({}, down, down, { status: 200, body: { agent_id: "agent:a" } });
+  assert.equal((await c.reputation("a")).agent_id, "agent:a");
+  assert.equal(calls.length, 3);
+  assert.ok(pauses[0] >= 375 && pauses[0] <= 500, `first pause ${pauses[0]}`);
+  assert.ok(pauses[1] >= 750 && pauses[1] <= 1000, `second pause ${pauses[1]}`);
+  // 502 and 504 too; a 500 or a 4xx is the answer.
+  const gateway = configured({}, { status: 502, body: "" }, { status: 504, body: "" }, { status: 500, body: { code: "internal", status: 500 } });
+  const failed = await gateway.client.provenance("prov_1").catch((e) => e);
+  assert.deepEqual([failed.status, failed.code, gateway.calls.length], [500, "internal", 3]);
+  // maxRetries 0, client-wide: each call once.
+  const single = configured({ maxRetries: 0 }, down);
+  const once = await single.client.reputation("a").catch((e) => e);
+  assert.deepEqual([once.code, single.calls.length, single.pauses.length], ["network_error", 1, 0]);
+  // With retries off, writes carry no key of the client's making.
+  const plain = configured({ maxRetries: 0 });
+  await plain.client.authorize({ vat_jti: "vat_root_x", action: "read", resource: "crm:a" });
+  assert.equal(plain.calls[0].headers["idempotency-key"], undefined);
+});
+
+test("a write the server keeps no Idempotency-Key for is never sent twice", async () => {
+  const down = new TypeError("fetch failed");
+  const unavailable = { status: 503, body: { code: "unavailable", status: 503 } };
+  const { calls, client: c } = configured({}, down, unavailable, down, unavailable, down);
+  const refusals = [
+    await c.revoke({ jti: "vat_root_x" }).catch((e) => e),
+    await c.feedback("aar_1", { rating: "approved" }).catch((e) => e),
+    await c.decide(APPROVAL, { decision: "approve" }).catch((e) => e),
+    await c.rateWorkflow({ provenance_ref: "prov_1", result: "success", rating: "approved" }).catch((e) => e),
+    await c.createKey({ role: "auditor" }).catch((e) => e),
+  ];
+  assert.deepEqual(refusals.map((e) => e.code), ["network_error", "unavailable", "network_error", "unavailable", "network_error"]);
+  assert.equal(calls.length, 5);
+  for (const call of calls) assert.equal(call.headers["idempotency-key"], undefined);
+});
+
+test("a failure carries the answer's headers, its request id and Retry-After; a success's reach onResponse", async () => {
+  const seen = [];
+  const { client: c } = configured(
+    { maxRetries: 0, onResponse: (info) => seen.push(info) },
+    { status: 200, headers: { "x-request-id": "req_ok" }, body: { records: [] } },
+    {
+      status: 503,
+      headers: { "x-request-id": "req_busy", "retry-after": "5", "content-type": "application/problem+json" },
+      body: { code: "unavailable", title: "Storage unavailable", status: 503 },
+    },
+    { status: 404, body: { code: "record_not_found", title: "Record not found", status: 404 } },
+  );
+  await c.recordsPage();
+  const busy = await c.record("aar_1").catch((e) => e);
+  assert.deepEqual(
+    [busy.status, busy.code, busy.requestId, busy.retryAfter, busy.headers["content-type"]],
+    [503, "unavailable", "req_busy", 5, "application/problem+json"],
+  );
+  const missing = await c.record("aar_2").catch((e) => e);
+  assert.deepEqual([missing.requestId, missing.retryAfter, missing.headers], [undefined, undefined, {}]);
+  const down = await configured({ maxRetries: 0 }, new TypeError("fetch failed")).client.me().catch((e) => e);
+  assert.deepEqual([down.status, down.headers, down.requestId], [0, {}, undefined]);
+  assert.deepEqual(
+    seen.map(({ status, requestId, attempt }) => [status, requestId, attempt]),
+    [
+      [200, "req_ok", 1],
+      [503, "req_busy", 1],
+      [404, undefined, 1],
+    ],
+  );
+  // A Headers-like without forEach still gives the headers the client knows.
+  const bare = new MandateClient({
+    baseUrl: BASE,
+    maxRetries: 0,
+    fetch: async () => ({
+      ok: false,
+      status: 429,
+      statusText: "",
+      headers: { get: (name) => ({ "retry-after": "7", "x-request-id": "req_7" })[name] ?? null },
+      text: async () => JSON.stringify({ code: "rate_limited" }),
+    }),
+  });
+  const limited = await bare.me().catch((e) => e);
+  assert.deepEqual([limited.retryAfter, limited.requestId], [7, "req_7"]);
+});
+
+const COMPLETED = {
+  aar_id: "aar_1",
+  status: "completed",
+  result: "success",
+  result_hash: `sha256:${"a".repeat(64)}`,
+  spend_usd: 2.5,
+};
+const twice = { status: 409, body: { code: "already_completed", title: "Record already completed", status: 409 } };
+
+test("complete: a retry after a lost answer, refused already_completed, resolves when the record shows that outcome", async () => {
+  const request = { result: "success", result_hash: COMPLETED.result_hash, spend_usd: 2.5 };
+  const down = new TypeError("socket hang up");
+  const { calls, client: c } = configured({}, down, twice, { status: 200, body: COMPLETED });
+  assert.deepEqual(await c.complete("aar_1", request, { token: "eyJ.token.sig", idempotencyKey: "complete-aar_1" }), COMPLETED);
+  assert.deepEqual(
+    calls.map(({ method, url, headers }) => [method, url.slice(BASE.length), headers.authorization, headers["idempotency-key"]]),
+    [
+      ["POST", "/v1/vat/aar/aar_1/complete", "Bearer eyJ.token.sig", "complete-aar_1"],
+      ["POST", "/v1/vat/aar/aar_1/complete", "Bearer eyJ.token.sig", "complete-aar_1"],
+      ["GET", "/v1/vat/aar/aar_1", `Bearer ${KEY}`, undefined],
+    ],
+  );
+  // Another outcome on the record: the 409 stands.
+  const other = configured({}, down, twice, { status: 200, body: { ...COMPLETED, result: "error" } });
+  const refused = await other.client.complete("aar_1", request).catch((e) => e);
+  assert.deepEqual([refused.status, refused.code], [409, "already_completed"]);
+  // A 409 with no lost attempt before it is the answer, nothing read.
+  const plain = configured({}, twice);
+  const first = await plain.client.complete("aar_1", request).catch((e) => e);
+  assert.deepEqual([first.code, plain.calls.length], ["already_completed", 1]);
+  assert.doesNotMatch(first.detail ?? "", /earlier attempt/);
+  // A 503 keeps nothing: a 409 after it is not taken for our own completion.
+  const busy = configured({}, { status: 503, body: { code: "unavailable", status: 503 } }, twice);
+  const after = await busy.client.complete("aar_1", request).catch((e) => e);
+  assert.deepEqual([after.code, busy.calls.length], ["already_completed", 2]);
+  // Without an API key nothing can be read: the 409 says an earlier attempt may have done it.
+  const agentOnly = recorder(down, twice);
+  const agent = new MandateClient({ baseUrl: BASE, fetch: agentOnly.fetch, sleep: async () => {} });
+  const unsure = await agent.complete("aar_1", request, { token: "eyJ.token.sig" }).catch((e) => e);
+  assert.deepEqual([unsure.status, unsure.code], [409, "already_completed"]);
+  assert.match(unsure.detail, /an earlier attempt of this call, whose answer was lost, may have completed it/);
+  assert.equal(agentOnly.calls.length, 2);
+});
+
+test("act completes with the key complete-<aar_id>, and a lost completion answer does not fail the action", async () => {
+  const authorized = { authorized: true, aar_id: "aar_7", trust_score: 0.5, provenance_ref: "prov_7", human_ref: "hr", assurance_level: "L1" };
+  const { calls, fetch } = recorder({ status: 200, body: authorized }, new TypeError("socket hang up"), twice);
+  const agent = new MandateClient({ baseUrl: BASE, fetch, sleep: async () => {} });
+  const output = await agent.act("eyJ.token.sig", { action: "send", resource: "mail:outbox" }, async ({ aarId }) => `sent by ${aarId}`);
+  assert.equal(output, "sent by aar_7");
+  assert.deepEqual(
+    calls.map(({ url, headers, body }) => [url.slice(BASE.length), headers["idempotency-key"], body.result]),
+    [
+      ["/v1/vat/authorize", calls[0].headers["idempotency-key"], undefined],
+      ["/v1/vat/aar/aar_7/complete", "complete-aar_7", "success"],
+      ["/v1/vat/aar/aar_7/complete", "complete-aar_7", "success"],
+    ],
+  );
+  assert.match(calls[0].headers["idempotency-key"], KEY_FORM);
+  // A refusal is typed: its reason a DenyReason.
+  const refusing = recorder({ status: 200, body: { ...authorized, authorized: false, reason: "budget_max_actions" } });
+  const refused = await new MandateClient({ baseUrl: BASE, fetch: refusing.fetch })
+    .act("eyJ.token.sig", { action: "send", resource: "mail:outbox" }, () => assert.fail("must not run"))
+    .catch((e) => e);
+  assert.deepEqual([refused.name, refused.reason, refused.aarId], ["MandateRefusal", "budget_max_actions", "aar_7"]);
+  // The caller's signal aborts the run: the completion is still sent, as `cancelled`.
+  const cancelling = recorder({ status: 200, body: authorized }, { status: 200, body: { ...COMPLETED, result: "cancelled" } });
+  const controller = new AbortController();
+  const cancelled = await new MandateClient({ baseUrl: BASE, fetch: cancelling.fetch })
+    .act("eyJ.token.sig", { action: "send", resource: "mail:outbox" }, async () => {
+      controller.abort();
+      throw new Error("stopped");
+    }, { signal: controller.signal })
+    .catch((e) => e);
+  assert.equal(cancelled.message, "stopped");
+  assert.equal(cancelling.calls[1].body.result, "cancelled");
+  assert.equal(cancelling.calls[1].signal.aborted, false, "the completion does not carry the aborted signal");
+});
+
+/** An Ed25519 key pair made with jose, its public JWK named by its thumbprint. */
+async function signingKey(jose) {
+  const { privateKey, publicKey } = await jose.generateKeyPair("EdDSA", { crv: "Ed25519" });
+  const jwk = await jose.exportJWK(publicKey);
+  const kid = await jose.calculateJwkThumbprint(jwk);
+  return { privateKey, kid, jwk: { ...jwk, kid, alg: "EdDSA", use: "sig" } };
+}
+
+test("verifier({ maxStalenessSeconds }) follows a key rotation: one fetch for a new kid, none within the cooldown", async () => {
+  const jose = await import("jose");
+  const [first, rotated, stranger] = await Promise.all([signingKey(jose), signingKey(jose), signingKey(jose)]);
+  const root = tokens.cases.find((t) => t.name === "valid_root");
+  const { status: _status, ...claims } = root.expect.claims;
+  const sign = (key) => new jose.SignJWT(claims).setProtectedHeader({ alg: "EdDSA", typ: "vat+jwt", kid: key.kid }).sign(key.privateKey);
+  let published = [first.jwk];
+  const fetched = [];
+  const fetch = async (url, init) => {
+    fetched.push({ url, credentials: init.credentials, authorization: init.headers.authorization });
+    assert.equal(url, `${BASE}/.well-known/jwks.json`);
+    return { ok: true, status: 200, statusText: "OK", headers: new Headers(), text: async () => JSON.stringify({ keys: published }) };
+  };
+  let now = root.now;
+  const c = new MandateClient({ baseUrl: BASE, apiKey: KEY, fetch });
+  const verifier = await c.verifier({ maxStalenessSeconds: 300, clock: () => now });
+  assert.ok(verifier instanceof RemoteVerifier);
+  assert.deepEqual(fetched, [{ url: `${BASE}/.well-known/jwks.json`, credentials: "omit", authorization: undefined }]);
+  assert.equal((await verifier.verify(await sign(first))).valid, true);
+  // The server rotates in a new key; a token signed with it makes the verifier fetch the set once.
+  published = [rotated.jwk, first.jwk];
+  now += 31;
+  const fresh = await verifier.verify(await sign(rotated));
+  assert.equal(fresh.valid, true, JSON.stringify(fresh.error));
+  assert.equal(fetched.length, 2);
+  // A kid nobody publishes, again and again, within the cooldown: no fetch.
+  now += 5;
+  const unknown = await sign(stranger);
+  for (let i = 0; i < 5; i += 1) assert.equal((await verifier.verify(unknown)).error.code, "unknown_kid");
+  assert.equal(fetched.length, 2);
+  // Past the cooldown, many at once: one fetch, shared.
+  now += 31;
+  const verdicts = await Promise.all(Array.from({ length: 4 }, () => verifier.verify(unknown)));
+  assert.deepEqual(verdicts.map((v) => v.error.code), Array(4).fill("unknown_kid"));
+  assert.equal(fetched.length, 3);
+  assert.equal((await verifier.verify(await sign(rotated))).valid, true);
+  verifier.free();
+  // The cooldown is an option.
+  const eager = await c.verifier({ maxStalenessSeconds: 300, clock: () => now, keyRefreshCooldownSeconds: 0 });
+  await eager.verify(unknown);
+  await eager.verify(unknown);
+  assert.equal(fetched.length, 6, "one fetch to start, one per unknown kid");
+  eager.free();
+});
+
+test("verifier({ maxStalenessSeconds }) applies the status lists tokens name: a revoked token is token_revoked", async () => {
+  const lists = JSON.parse(readFileSync(new URL("../../tests/vectors/status_list.json", import.meta.url), "utf8"));
+  const byName = (name) => lists.cases.find((c) => c.name === name);
+  const server = "https://mandate.example";
+  const fetched = [];
+  const fetch = async (url, init) => {
+    fetched.push({ url, accept: init.headers.accept, credentials: init.credentials });
+    const body = url === `${server}/.well-known/jwks.json` ? JSON.stringify(lists.jwks) : url === `${server}/v1/vat/status/0` ? byName("valid").list : undefined;
+    if (body === undefined) return { ok: false, status: 404, statusText: "", headers: new Headers(), text: async () => "" };
+    return { ok: true, status: 200, statusText: "OK", headers: new Headers({ etag: 'W/"1"' }), text: async () => body };
+  };
+  const c = new MandateClient({ baseUrl: server, fetch });
+  const verifier = await c.verifier({ maxStalenessSeconds: 700, clock: () => lists.now });
+  const revoked = await verifier.verify(byName("revoked").token);
+  assert.deepEqual([revoked.valid, revoked.error.code], [false, "token_revoked"]);
+  assert.equal((await verifier.verify(byName("valid").token)).valid, true);
+  assert.deepEqual(fetched, [
+    { url: `${server}/.well-known/jwks.json`, accept: "application/json", credentials: "omit" },
+    { url: `${server}/v1/vat/status/0`, accept: "application/statuslist+jwt", credentials: "omit" },
+  ]);
+  verifier.free();
+  // A key set that cannot be fetched: the client's MandateError.
+  const down = new MandateClient({ baseUrl: server, fetch: async () => ({ ok: false, status: 503, statusText: "", text: async () => "" }) });
+  const error = await down.verifier({ maxStalenessSeconds: 60 }).catch((e) => e);
+  assert.ok(error instanceof MandateError);
+  assert.deepEqual([error.status, error.code], [503, "jwks_unavailable"]);
+});
+
+test("ProblemCode lists exactly the codes of the server's table of problem titles", () => {
+  const titles = readFileSync(new URL("../../host/src/error/titles.rs", import.meta.url), "utf8");
+  const server = [...titles.matchAll(/^ {4}\("([a-z0-9_]+)",/gm)].map((m) => m[1]);
+  const declarations = readFileSync(new URL("../pkg/node/client.d.ts", import.meta.url), "utf8");
+  const union = /export type ProblemCode =([^;]+);/.exec(declarations)[1];
+  const client = [...union.matchAll(/"([a-z0-9_]+)"/g)].map((m) => m[1]);
+  assert.ok(server.length > 200);
+  assert.deepEqual(client, server, "regenerate ProblemCode in ts/client.ts from host/src/error/titles.rs");
+  const reasons = /export type DenyReason =([^;]+);/.exec(declarations)[1];
+  for (const reason of reasons.matchAll(/"([a-z0-9_]+)"/g)) assert.ok(server.includes(reason[1]), reason[1]);
+});
