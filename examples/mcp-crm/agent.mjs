@@ -12,7 +12,8 @@
 //    e-mail (`send_email`): the server asks for a reviewer's approval by
 //    URL-mode elicitation; the agent shows the reviewer's page and waits.
 //    With `autoApprove` (demo only), the developer's API key approves it,
-//    standing in for the reviewer who would click Approve on that page.
+//    standing in for the reviewer who would click Approve on that page. A
+//    reviewer's no is an answer too: the agent says the e-mail was not sent.
 // 5. It prints the workflow's page in the dashboard.
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
@@ -40,6 +41,7 @@ export class AgentFailed extends Error {
  * @property {string} lookupAarId the record of the lookup
  * @property {string} deniedAarId the record of the mailer's refused lookup
  * @property {string} sendAarId the record of the send
+ * @property {boolean} sent whether the reviewer approved and the e-mail went out
  * @property {string} approvalUrl the reviewer's page the server sent
  */
 
@@ -76,6 +78,9 @@ export async function runAgent({ mandateUrl, apiKey, mcpUrl, autoApprove = false
     lookup = await callTool(assistant, "crm_lookup", { contact_id: CONTACT_ID });
   } finally {
     await assistant.close();
+  }
+  if (!lookup.ok) {
+    throw new AgentFailed(`crm_lookup failed: ${lookup.text}`);
   }
   const contact = JSON.parse(lookup.text);
   log(`lookup    crm-assistant → crm_lookup ${CONTACT_ID}: ${contact.name} <${contact.email}> (${lookup.aarId})`);
@@ -118,7 +123,10 @@ export async function runAgent({ mandateUrl, apiKey, mcpUrl, autoApprove = false
   let denied;
   let sent;
   try {
-    denied = await callTool(mailer, "crm_lookup", { contact_id: CONTACT_ID }, { refused: true });
+    denied = await callTool(mailer, "crm_lookup", { contact_id: CONTACT_ID });
+    if (denied.ok) {
+      throw new AgentFailed("crm_lookup: the mailer's token does not allow reading, yet the call ran");
+    }
     log(`refused   crm-mailer → crm_lookup: ${denied.error} (${denied.aarId})`);
     sent = await callTool(mailer, "send_email", {
       to: contact.email,
@@ -128,7 +136,14 @@ export async function runAgent({ mandateUrl, apiKey, mcpUrl, autoApprove = false
   } finally {
     await mailer.close();
   }
-  log(`send      crm-mailer → send_email: ${sent.text} (${sent.aarId})`);
+  if (sent.ok) {
+    log(`send      crm-mailer → send_email: ${sent.text} (${sent.aarId})`);
+  } else if (sent.error === "approval_denied" || sent.error === "approval_expired") {
+    // A reviewer's no is an answer, not a failure: the e-mail is not sent, and the record says why.
+    log(`not sent  crm-mailer → send_email: ${sent.error} (${sent.aarId})`);
+  } else {
+    throw new AgentFailed(`send_email failed: ${sent.text}`);
+  }
 
   const workflowUrl = agents.workflowUrl(root.provenance_ref);
   log(`dashboard ${workflowUrl}`);
@@ -140,6 +155,7 @@ export async function runAgent({ mandateUrl, apiKey, mcpUrl, autoApprove = false
     lookupAarId: lookup.aarId,
     deniedAarId: denied.aarId,
     sendAarId: sent.aarId,
+    sent: sent.ok,
     approvalUrl,
   };
 }
@@ -171,15 +187,21 @@ async function connect(mcpUrl, token, name, onApproval) {
 }
 
 /**
- * Calls a tool; resolves with its text and Mandate's record of the call, or,
- * with `refused`, with the refusal's reason. Anything else is an AgentFailed.
+ * @typedef {object} ToolOutcome
+ * @property {boolean} ok false when the call ended in a tool error (a refusal by Mandate, or the tool's own)
+ * @property {string} text the result's text
+ * @property {string | undefined} aarId Mandate's record of the call
+ * @property {string | undefined} error the refusal's reason code, when Mandate refused
  */
-async function callTool(client, name, args, { refused = false } = {}) {
+
+/**
+ * Calls a tool.
+ *
+ * @returns {Promise<ToolOutcome>}
+ */
+async function callTool(client, name, args) {
   const result = await client.callTool({ name, arguments: args });
   const text = result.content?.find((part) => part.type === "text")?.text ?? "";
   const meta = result._meta ?? {};
-  if (Boolean(result.isError) !== refused) {
-    throw new AgentFailed(`${name}: ${refused ? "expected a refusal, got" : "failed:"} ${text}`);
-  }
-  return { text, aarId: meta[META_AAR_ID], error: meta[META_ERROR] };
+  return { ok: result.isError !== true, text, aarId: meta[META_AAR_ID], error: meta[META_ERROR] };
 }

@@ -15,6 +15,7 @@ import { copyFileSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync
 import { createRequire } from "node:module";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
+import { createInterface } from "node:readline";
 import { fileURLToPath } from "node:url";
 import { after, before, test } from "node:test";
 
@@ -29,10 +30,12 @@ const exampleDir = join(wasmDir, "..", "examples", "mcp-crm");
 
 let live;
 let workDir;
+let exampleCwd;
 
 before(async () => {
   live = await startServer();
   workDir = mkdtempSync(join(tmpdir(), "mandate-example-"));
+  exampleCwd = installExample(workDir);
 });
 
 after(() => {
@@ -64,20 +67,27 @@ function installExample(dir) {
   return target;
 }
 
-/** Runs `node run.mjs …args` in `cwd`; resolves with its exit code and output. */
-function runExample(cwd, args, env) {
+/**
+ * Runs `node run.mjs …args` in `cwd` against the live server; resolves with
+ * its exit code and output. `onLine` is given each line it prints, as it
+ * prints it.
+ */
+function runExample(cwd, args, onLine = () => {}) {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, ["run.mjs", ...args], { cwd, env: { ...process.env, ...env } });
+    const env = { ...process.env, MANDATE_URL: live.baseUrl, MANDATE_API_KEY: live.apiKey };
+    const child = spawn(process.execPath, ["run.mjs", ...args], { cwd, env });
     let stdout = "";
     let stderr = "";
-    child.stdout.on("data", (chunk) => {
-      stdout += chunk;
+    createInterface({ input: child.stdout }).on("line", (text) => {
+      stdout += `${text}\n`;
+      onLine(text);
     });
     child.stderr.on("data", (chunk) => {
       stderr += chunk;
     });
     const timer = setTimeout(() => child.kill(), 120_000);
     child.once("error", reject);
+    // "close" comes once the output has been read to its end.
     child.once("close", (code, signal) => {
       clearTimeout(timer);
       resolve({ code, signal, stdout, stderr });
@@ -93,11 +103,7 @@ function line(stdout, label) {
 }
 
 test("examples/mcp-crm: the agent, its sub-agent and the approval, recorded in one workflow", async () => {
-  const cwd = installExample(workDir);
-  const run = await runExample(cwd, ["--auto-approve"], {
-    MANDATE_URL: live.baseUrl,
-    MANDATE_API_KEY: live.apiKey,
-  });
+  const run = await runExample(exampleCwd, ["--auto-approve"]);
   assert.equal(run.code, 0, `exit ${run.code} (${run.signal}); stdout:\n${run.stdout}\nstderr:\n${run.stderr}`);
   assert.ok(!run.stdout.includes(live.apiKey), "the API key is never printed");
 
@@ -158,4 +164,31 @@ test("examples/mcp-crm: the agent, its sub-agent and the approval, recorded in o
   const [root, child] = [0, 1].map((depth) => tokens.find((t) => t.delegation_depth === depth));
   assert.ok(graph.edges.some((e) => e.kind === "delegated" && e.from === root.id && e.to === child.id));
   assert.ok(graph.edges.some((e) => e.kind === "action" && e.from === child.id && e.to === send.aar_id));
+});
+
+test("examples/mcp-crm without --auto-approve: the send waits for a reviewer, who says no", async () => {
+  const client = new MandateClient({ baseUrl: live.baseUrl, apiKey: live.apiKey });
+  let decision;
+  const run = await runExample(exampleCwd, [], (text) => {
+    // The reviewer opens the page the agent printed and denies the e-mail there.
+    const id = /^approval  send_email waits for a reviewer: .*#\/approval\/(apr_[0-9a-z]{26})$/.exec(text)?.[1];
+    if (id !== undefined) {
+      decision = client.decide(id, { decision: "deny", note: "not this week" });
+    }
+  });
+  assert.equal(run.code, 0, `exit ${run.code} (${run.signal}); stdout:\n${run.stdout}\nstderr:\n${run.stderr}`);
+  assert.ok(decision !== undefined, `the reviewer's page was printed:\n${run.stdout}`);
+  const denial = await decision;
+  assert.equal(denial.status, "denied");
+  assert.ok(!run.stdout.includes("--auto-approve"), run.stdout);
+  assert.ok(run.stdout.includes("approval  open the page, approve, and the call goes on"), run.stdout);
+
+  const provenance = line(run.stdout, "workflow");
+  assert.equal(line(run.stdout, "dashboard"), client.workflowUrl(provenance));
+  assert.equal(denial.provenance_ref, provenance);
+  const send = await client.record(denial.aar_id);
+  assert.deepEqual([send.agent_id, send.action, send.status, send.deny_reason], ["crm-mailer", "send", "denied", "approval_denied"]);
+  assert.equal(send.result_hash, undefined, "nothing ran, so nothing was hashed");
+  assert.equal(line(run.stdout, "not sent"), `crm-mailer → send_email: approval_denied (${send.aar_id})`);
+  assert.equal(run.stdout.split("\n").filter((l) => l.startsWith("send ")).length, 0, run.stdout);
 });
