@@ -7,6 +7,7 @@ import mcp from "../pkg/node/mcp.js";
 export const {
   META_AAR_ID,
   META_APPROVAL_URL,
+  META_DELEGATED_TOKEN,
   META_ERROR,
   META_PROVENANCE_REF,
   META_RESULT_HASH,

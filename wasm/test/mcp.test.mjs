@@ -27,6 +27,7 @@ import { z } from "zod";
 import { MandateClient, createRemoteVerifier, generateAgentKey } from "mandate-sdk";
 import {
   META_AAR_ID,
+  META_DELEGATED_TOKEN,
   META_ERROR,
   META_PROVENANCE_REF,
   META_RESULT_HASH,
@@ -47,6 +48,9 @@ const commonJs = createRequire(import.meta.url)("mandate-sdk/mcp");
 const esm = await import("mandate-sdk/mcp");
 assert.deepEqual(Object.keys(esm).filter((name) => name !== "default").sort(), Object.keys(commonJs).sort());
 assert.equal(commonJs.mandateTool, mandateTool);
+
+/** The MCP server's own key: bound tokens are delegated to it. */
+const serverKey = generateAgentKey();
 
 const TRACEPARENT = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
 
@@ -77,7 +81,12 @@ function authorizeCalls() {
 /** The MCP server of one session: four gated tools. */
 function buildServer() {
   const server = new McpServer({ name: "files", version: "1.0.0" });
-  const options = { server, urlElicitationRequiredError: UrlElicitationRequiredError, approvalTimeoutSeconds: 30 };
+  const options = {
+    server,
+    urlElicitationRequiredError: UrlElicitationRequiredError,
+    approvalTimeoutSeconds: 30,
+    key: serverKey,
+  };
   server.registerTool(
     "read_file",
     { inputSchema: { path: z.string() } },
@@ -322,9 +331,9 @@ test("a revoked token is refused offline by the status list: no authorize reache
   skew = 0;
 });
 
-test("a bound token is refused without its proof; with it, the gate lets it in but cannot act for it", async () => {
+test("a bound token is refused without its proof; with it, the gate acts only with a child delegated to its own key", async () => {
   const key = generateAgentKey();
-  const token = await issue({ holder_key: key.publicJwk });
+  const token = await issue({ holder_key: key.publicJwk, actions: ["read", "pay", "delegate"] });
   assert.equal(token.token_type, "DPoP");
   const post = (headers) =>
     fetch(`${mcpUrl}/mcp`, {
@@ -364,11 +373,45 @@ test("a bound token is refused without its proof; with it, the gate lets it in b
   const asked = authorizeCalls();
   const reads = runs.read;
   const result = await session.client.callTool({ name: "read_file", arguments: { path: "c.txt" } });
-  await session.close();
   assert.equal(result.isError, true);
   assert.equal(result._meta[META_ERROR], "dpop_key_not_held");
   assert.equal(authorizeCalls(), asked);
   assert.equal(runs.read, reads);
+
+  // The agent delegates a narrower child bound to the server's key; the gate acts with it, proving with its key.
+  const agent = new MandateClient({ baseUrl: live.baseUrl }).as(token.compact_jwt, { key });
+  const child = await agent.delegate({
+    agent_id: "files-server",
+    resources: ["files:*"],
+    actions: ["read"],
+    holder_key: serverKey.publicJwk,
+  });
+  const delegated = await session.client.callTool({
+    name: "read_file",
+    arguments: { path: "c.txt" },
+    _meta: { [META_DELEGATED_TOKEN]: child.compact_jwt },
+  });
+  assert.equal(delegated.isError, undefined, JSON.stringify(delegated));
+  assert.equal(runs.read, reads + 1);
+  const record = await owner.record(delegated._meta[META_AAR_ID]);
+  assert.deepEqual(
+    [record.status, record.result, record.agent_id, record.credential, record.provenance_ref],
+    ["completed", "success", "files-server", "token", token.provenance_ref],
+  );
+  const authorize = sent.findLast((request) => request.path === "/v1/vat/authorize");
+  assert.equal(authorize.headers.authorization, `DPoP ${child.compact_jwt}`);
+  assert.ok(authorize.headers.dpop);
+
+  // A token that is not the authenticated token's child is refused before anything is asked of Mandate.
+  const stranger = await issue();
+  const refusedChild = await session.client.callTool({
+    name: "read_file",
+    arguments: { path: "c.txt" },
+    _meta: { [META_DELEGATED_TOKEN]: stranger.compact_jwt },
+  });
+  await session.close();
+  assert.equal(refusedChild._meta[META_ERROR], "delegation_invalid");
+  assert.equal(runs.read, reads + 1);
 });
 
 test("the SDK's requireBearerAuth with mandateTokenVerifier: AuthInfo for a valid token, 401 for a forged one", async () => {

@@ -227,9 +227,12 @@ export interface MandateToolOptions {
   /** How long a call waits for a reviewer once the client was shown the page, seconds; default 300. */
   approvalTimeoutSeconds?: number;
   /**
-   * The MCP server's own key. A token bound to this key (delegated to the
-   * server with it as `holder_key`) is exercised with it; a token bound to
-   * any other key is refused: its proofs can only come from its holder.
+   * The MCP server's own key. Mandate takes a bound token's authority only
+   * with a proof by its holder for each call, so the gate can act only with
+   * a token bound to a key it holds: a child token the agent delegated to
+   * this server with `holder_key: key.publicJwk`, sent in the request's
+   * `_meta` as `io.mandate/delegated_token`. A token bound to any other key
+   * is refused (`dpop_key_not_held`).
    */
   key?: AgentKey;
 }
@@ -242,6 +245,12 @@ export const META_RESULT_HASH = "io.mandate/result_hash";
 export const META_ERROR = "io.mandate/error";
 /** An approval's reviewer page, on a call that ended waiting for it. */
 export const META_APPROVAL_URL = "io.mandate/approval_url";
+/**
+ * In a request's `_meta`: a child of the authenticated token, delegated to
+ * the server (bound to `MandateToolOptions.key`, or unbound), which the gate
+ * acts with instead of the authenticated token.
+ */
+export const META_DELEGATED_TOKEN = "io.mandate/delegated_token";
 
 /**
  * The `result_hash` the gate records for a tool result: `sha256Ref` of the
@@ -593,15 +602,28 @@ async function runTool<Args>(
   args: Args,
   extra: ToolExtra,
 ): Promise<CallToolResult> {
-  const token = extra.authInfo?.token;
-  if (token === undefined) {
+  const presented = extra.authInfo?.token;
+  if (presented === undefined) {
     return toolError("Not authorized: the request carried no Mandate token.", { [META_ERROR]: "token_required" });
+  }
+  let token = presented;
+  const delegated = extra._meta?.[META_DELEGATED_TOKEN];
+  if (delegated !== undefined) {
+    const problem = typeof delegated === "string" ? delegationProblem(presented, delegated) : "it is not a string";
+    if (typeof delegated !== "string" || problem !== undefined) {
+      return toolError(`Not authorized: the delegated token in _meta is refused: ${problem}.`, {
+        [META_ERROR]: "delegation_invalid",
+      });
+    }
+    token = delegated;
   }
   const decoded = decodeTokenUnverified(token);
   const jkt = decoded.ok ? decoded.claims.cnf?.jkt : undefined;
   if (jkt !== undefined && options.key?.jkt !== jkt) {
     return toolError(
-      "Not authorized: the token is bound to a key this server does not hold; only its holder can exercise it with Mandate.",
+      "Not authorized: the token is bound to a key this server does not hold, and Mandate takes a bound token " +
+        "only with its holder's proof. Delegate a child token to this server's key and send it in _meta " +
+        `as ${META_DELEGATED_TOKEN}.`,
       { [META_ERROR]: "dpop_key_not_held" },
     );
   }
@@ -703,6 +725,24 @@ async function runTool<Args>(
     // The record was completed `error`; the model sees the message, as the SDK would show it.
     return toolError(error instanceof Error ? error.message : String(error), { ...meta, [META_ERROR]: "tool_error" });
   }
+}
+
+/**
+ * Why `child` may not stand in for `parent` (the authenticated token), or
+ * undefined: it must be `parent`'s own child (`svc_parent` is its jti hash)
+ * in the same workflow. Mandate verifies it (signature, expiry, revocation)
+ * when the gate authorizes with it.
+ */
+function delegationProblem(parent: string, child: string): string | undefined {
+  const up = decodeTokenUnverified(parent);
+  const down = decodeTokenUnverified(child);
+  if (!up.ok || !down.ok) {
+    return "it is not a token";
+  }
+  if (down.claims.svc_parent !== jtiHash(up.claims.jti) || down.claims.svc_prov !== up.claims.svc_prov) {
+    return "it was not delegated by the token that authenticated the request";
+  }
+  return undefined;
 }
 
 /** The tool error for a call that did not run, or the error itself when the SDK must answer it (-32042). */
