@@ -2312,8 +2312,8 @@ export class AgentClient {
   }
 
   /** `MandateClient.revoke` with this agent's token (itself or a descendant). */
-  revoke(request: RevokeRequest): Promise<RevokeResponse> {
-    return this.#client.revoke(request, this.#auth);
+  revoke(request: RevokeRequest, options: RequestOptions = {}): Promise<RevokeResponse> {
+    return this.#client.revoke(request, { ...this.#auth, ...options });
   }
 
   /** `MandateClient.approval` read with this agent's token. */
