@@ -132,6 +132,10 @@ function buildServer() {
       throw new Error("disk on fire");
     }),
   );
+  // Not gated: the same work as read_file, to measure the gate against.
+  server.registerTool("plain_read", { inputSchema: { path: z.string() } }, async ({ path }) => ({
+    content: [{ type: "text", text: `contents of ${path}` }],
+  }));
   server.registerTool(
     "sulk",
     { inputSchema: {} },
@@ -624,16 +628,34 @@ test("per-call overhead of the gate over calling the tool handler directly", asy
     assert.deepEqual(result.content, plain.content);
     assert.match(result._meta[META_AAR_ID], /^aar_/);
   }
+  // The same through the whole MCP stack (HTTP, mandateAuth, the SDK): a gated tool and an ungated one, interleaved.
+  const session = await connect(token.compact_jwt);
+  const viaMcpPlain = [];
+  const viaMcpGated = [];
+  for (let i = 0; i < CALLS; i += 1) {
+    let start = performance.now();
+    const plain = await session.client.callTool({ name: "plain_read", arguments: { path: `g${i}` } });
+    viaMcpPlain.push(performance.now() - start);
+    start = performance.now();
+    const gatedResult = await session.client.callTool({ name: "read_file", arguments: { path: `g${i}` } });
+    viaMcpGated.push(performance.now() - start);
+    assert.equal(plain.isError, undefined);
+    assert.match(gatedResult._meta[META_AAR_ID], /^aar_/);
+  }
+  await session.close();
   const figures = {
     direct: median(direct),
     verify: median(verify),
     gated: median(wrapped),
+    mcpPlain: median(viaMcpPlain),
+    mcpGated: median(viaMcpGated),
   };
   t.diagnostic(
     `median ms per call over ${CALLS}: handler alone ${figures.direct.toFixed(4)}, ` +
-      `offline token check ${figures.verify.toFixed(4)}, gated tool (authorize + handler + complete) ${figures.gated.toFixed(3)}, ` +
-      `overhead ${(figures.gated - figures.direct + figures.verify).toFixed(3)}`,
+      `offline token check ${figures.verify.toFixed(4)}, gated tool (authorize + handler + complete) ${figures.gated.toFixed(3)}; ` +
+      `over MCP (HTTP, mandateAuth on both): ungated tool ${figures.mcpPlain.toFixed(3)}, gated tool ${figures.mcpGated.toFixed(3)}`,
   );
   assert.ok(figures.gated > figures.direct);
+  assert.ok(figures.mcpGated > figures.mcpPlain);
   assert.ok(Number.isFinite(figures.gated) && figures.gated < 1000);
 });

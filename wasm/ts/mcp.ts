@@ -18,6 +18,11 @@
 //   document and a middleware serving it.
 // - `mandateTool(client, grant, handler, options?)`: a tool callback for
 //   `McpServer.registerTool` that runs the handler through `client.act`.
+//   It acts with the token that authenticated the request, or with a child
+//   of it the agent delegated to the server (`_meta`
+//   `io.mandate/delegated_token`): Mandate takes a bound token only with its
+//   holder's proof, so a bound token is exercised only by a server holding
+//   the key it is bound to.
 //
 // The MCP SDK is imported only as types, so that mandate-sdk installs and
 // runs without it: the runtime objects the gate needs from it (the server,
