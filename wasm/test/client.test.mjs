@@ -919,3 +919,40 @@ test("ProblemCode lists exactly the codes of the server's table of problem title
   const reasons = /export type DenyReason =([^;]+);/.exec(declarations)[1];
   for (const reason of reasons.matchAll(/"([a-z0-9_]+)"/g)) assert.ok(server.includes(reason[1]), reason[1]);
 });
+
+test("events(): a connection that does not answer in time, or a 503 asking for a pause, is connected again after it; the timeout spares the stream", async () => {
+  const event = JSON.stringify({ type: "token.revoked", timestamp: "2026-11-25T10:00:00.000Z", data: { jth: "x", revoked: 1 } });
+  const stream = (init) => {
+    const body = new ReadableStream({
+      start(controller) {
+        // Later than the timeout: it bounds connecting, not the stream.
+        setTimeout(() => controller.enqueue(new TextEncoder().encode(`id: msg_1\nevent: token.revoked\ndata: ${event}\n\n`)), 80);
+        init.signal.addEventListener("abort", () => controller.error(init.signal.reason));
+      },
+    });
+    return { ok: true, status: 200, statusText: "OK", headers: new Headers({ "content-type": "text/event-stream" }), body, text: async () => "" };
+  };
+  const answers = [
+    () => new Promise(() => {}),
+    () => ({ ok: false, status: 503, statusText: "", headers: new Headers({ "retry-after": "4" }), body: null, text: async () => JSON.stringify({ code: "unavailable" }) }),
+    stream,
+  ];
+  let connections = 0;
+  const fetch = async (url, init) => {
+    connections += 1;
+    return answers.shift()(init);
+  };
+  const { pauses, sleep } = sleeper();
+  const c = new MandateClient({ baseUrl: BASE, apiKey: KEY, fetch, sleep, timeoutMs: 20 });
+  const controller = new AbortController();
+  let drops = 0;
+  const seen = [];
+  for await (const e of c.events({ signal: controller.signal, onDrop: () => (drops += 1) })) {
+    seen.push([e.id, e.type]);
+    controller.abort();
+  }
+  assert.deepEqual(seen, [["msg_1", "token.revoked"]]);
+  assert.deepEqual([connections, drops], [3, 2]);
+  // The first pause is the stream's own (1 s); the second the 4 s the server asked for.
+  assert.deepEqual(pauses, [1000, 4000]);
+});
