@@ -258,8 +258,8 @@ export type DenyReason =
  * Every problem code the server (and mandate-core, whose codes verifiers
  * give too) may answer with: `MandateError.code` is one of these, one of
  * the client's own (`ClientErrorCode`), or a code newer than this list.
- * Generated from the server's table of problem titles; the package's tests
- * fail when the two differ.
+ * Copied from the server's table of problem titles
+ * (host/src/error/titles.rs); the client's tests fail when the two differ.
  */
 export type ProblemCode =
   | "action_not_held"
