@@ -92,6 +92,38 @@ test("ESM: the Node entry and the web entry with init()", () => {
   assert.equal(run(process.execPath, ["use.mjs"], project).trim(), "esm ok");
 });
 
+test("without the frameworks: the adapters load and are not pulled in", () => {
+  // The frameworks are optional peers: installing mandate-sdk brings none of them.
+  for (const framework of ["@modelcontextprotocol/sdk", "ai", "@openai/agents"]) {
+    assert.throws(() => run(process.execPath, ["-e", `require.resolve(${JSON.stringify(framework)})`], project));
+  }
+  const files = packed.files.map((f) => f.path);
+  for (const adapter of ["mcp", "ai", "openai-agents"]) {
+    for (const file of [`js/${adapter}.mjs`, `js/${adapter}.d.mts`, `pkg/node/${adapter}.js`, `pkg/web/${adapter}.js`]) {
+      assert.ok(files.includes(file), `${file} missing from the tarball`);
+    }
+  }
+  write(
+    "adapters.mjs",
+    `import assert from "node:assert/strict";
+    import { createRequire } from "node:module";
+    import { mandateAuth, mandateTool, protectedResourceMetadata } from "mandate-sdk/mcp";
+    import { withMandate, mandateToolApproval } from "mandate-sdk/ai";
+    import { mandateAgents, MandateAgents } from "mandate-sdk/openai-agents";
+    const require = createRequire(import.meta.url);
+    for (const fn of [mandateAuth, mandateTool, protectedResourceMetadata, withMandate, mandateToolApproval, mandateAgents, MandateAgents]) {
+      assert.equal(typeof fn, "function");
+    }
+    assert.equal(require("mandate-sdk/mcp").mandateTool, mandateTool);
+    assert.equal(typeof require("mandate-sdk/ai").withMandate, "function");
+    assert.equal(typeof require("mandate-sdk/openai-agents").mandateAgents, "function");
+    const { MandateClient } = require("mandate-sdk");
+    assert.equal(typeof new MandateClient({ baseUrl: "http://127.0.0.1:1" }).act, "function");
+    console.log("adapters ok");`,
+  );
+  assert.equal(run(process.execPath, ["adapters.mjs"], project).trim(), "adapters ok");
+});
+
 test("TypeScript: the declarations type-check a strict consumer", () => {
   // `use` stands for any consumer of values (no console without DOM or Node types).
   const usage = (from) => `
