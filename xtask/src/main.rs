@@ -6,6 +6,8 @@
 //! - `serve`: build and run the server with the defaults.
 //! - `wasm`: build the npm package mandate-sdk into `wasm/pkg` (writing its
 //!   types generated from the OpenAPI document).
+//! - `runtimes`: test mandate-sdk in Node 22 and 24, Deno, Bun and workerd
+//!   (part of `test`), building the package first when `wasm/pkg` is missing.
 //! - `openapi`: check the served OpenAPI document with openapi-spec-validator
 //!   and Redocly's recommended rules.
 //! - `fuzz [--seconds N] [TARGET…]`: run the cargo-fuzz targets in `fuzz/`.
@@ -28,6 +30,7 @@ mod bench;
 mod fuzz;
 mod openapi;
 mod postgres;
+mod runtimes;
 mod schemathesis;
 mod vectors;
 mod wasm;
@@ -196,12 +199,13 @@ fn main() {
         "schemathesis" => schemathesis::schemathesis_run(&root(), &rest),
         "serve" => serve(&rest),
         "wasm" => wasm::build(&root()),
+        "runtimes" => runtimes::run(&root()),
         "openapi" => openapi::check(&root()),
         "postgres" => postgres::serve(),
         "web" => web::build(&root()),
         _ => {
             eprintln!(
-                "usage: cargo xtask <test | vectors [--check] | serve | postgres | wasm | openapi | web | fuzz | schemathesis | bench [--quick] [--only budget|events]>"
+                "usage: cargo xtask <test | vectors [--check] | serve | postgres | wasm | runtimes | openapi | web | fuzz | schemathesis | bench [--quick] [--only budget|events]>"
             );
             std::process::exit(2);
         }

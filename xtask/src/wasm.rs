@@ -37,7 +37,7 @@ const PROFILE: &str = "wasm-release";
 /// docs/decisions.md, "Size".
 const BUDGET_BYTES: u64 = 540_000;
 /// The Node suites that need no server.
-const NODE_TESTS: [&str; 9] = [
+pub(crate) const NODE_TESTS: [&str; 9] = [
     "test/vectors.test.mjs",
     "test/webhooks.test.mjs",
     "test/events.test.mjs",
@@ -275,6 +275,7 @@ pub(crate) fn test(root: &Path) -> Result<()> {
     let mut node = vec!["--test"];
     node.extend(NODE_TESTS);
     run_in(&wasm, "node", &node)?;
+    crate::runtimes::test(root)?;
     run_in(
         root,
         "cargo",
