@@ -149,3 +149,8 @@ pub const WEBHOOK_MAX_RETRY_DELAY_MS: u64 = 3600 * 1000;
 /// Most records one bulk rating (`POST /v1/vat/aar/feedback`) rates: one
 /// transaction of the writer, each rating a leaf in the record log.
 pub const MAX_BULK_RATINGS: usize = 1000;
+/// Most records one batch (`POST /v1/vat/record/actions`) holds: one job of
+/// the writer, committed in one transaction, each record a leaf in the
+/// record log. The 64 KiB body cap usually binds first (about 300 records
+/// naming their `vat_jti` with a result hash).
+pub const MAX_BATCH_RECORDS: usize = 1000;

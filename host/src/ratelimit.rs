@@ -10,7 +10,7 @@ use std::num::NonZeroU32;
 
 use axum::http::HeaderMap;
 use governor::clock::{Clock, DefaultClock};
-use governor::{DefaultKeyedRateLimiter, Quota, RateLimiter};
+use governor::{DefaultKeyedRateLimiter, InsufficientCapacity, Quota, RateLimiter};
 
 use crate::config::RateLimits;
 use crate::error::{ApiError, ApiResult};
@@ -37,10 +37,28 @@ fn keyed<K: std::hash::Hash + Eq + Clone>(per_second: u32, burst: u32) -> Option
 }
 
 fn check<K: std::hash::Hash + Eq + Clone>(limiter: Option<&Keyed<K>>, key: &K) -> ApiResult<()> {
-    let Some(limiter) = limiter else {
+    check_n(limiter, key, 1)
+}
+
+/// Counts `n` requests at once (a batch of `n` records): all of them or
+/// none. More than the burst can ever hold counts as the whole burst, so
+/// a large batch waits its turn rather than being refused forever.
+fn check_n<K: std::hash::Hash + Eq + Clone>(
+    limiter: Option<&Keyed<K>>,
+    key: &K,
+    n: u32,
+) -> ApiResult<()> {
+    let (Some(limiter), Some(n)) = (limiter, NonZeroU32::new(n)) else {
         return Ok(());
     };
-    limiter.check_key(key).map_err(|not_until| {
+    let outcome = match limiter.check_key_n(key, n) {
+        Ok(outcome) => outcome,
+        Err(InsufficientCapacity(burst)) => match NonZeroU32::new(burst) {
+            Some(burst) => limiter.check_key_n(key, burst).unwrap_or(Ok(())),
+            None => Ok(()),
+        },
+    };
+    outcome.map_err(|not_until| {
         let wait = not_until.wait_time_from(DefaultClock::default().now());
         ApiError::new(
             axum::http::StatusCode::TOO_MANY_REQUESTS,
@@ -73,9 +91,21 @@ impl Limiters {
         check(self.tokens.as_ref(), &jti.to_owned())
     }
 
+    /// Counts `records` records made at once with an agent token (a
+    /// batch), as that many requests.
+    pub fn tokens(&self, jti: &str, records: u32) -> ApiResult<()> {
+        check_n(self.tokens.as_ref(), &jti.to_owned(), records)
+    }
+
     /// Counts a request made with a key or a token of an organisation.
     pub fn org(&self, org: Org) -> ApiResult<()> {
         check(self.orgs.as_ref(), &org)
+    }
+
+    /// Counts `records` records made at once by tokens of an organisation
+    /// (a batch), as that many requests.
+    pub fn orgs(&self, org: Org, records: u32) -> ApiResult<()> {
+        check_n(self.orgs.as_ref(), &org, records)
     }
 
     /// Counts a request from a client address (an IPv6 client by its /64).
@@ -162,6 +192,35 @@ mod tests {
         for _ in 0..100 {
             assert!(limiters.token("t").is_ok());
         }
+    }
+
+    #[test]
+    fn a_batch_counts_its_records_and_at_most_the_burst() {
+        let limiters = Limiters::new(
+            &RateLimits {
+                per_token: 1,
+                per_org: 1,
+                burst: 10,
+                ..RateLimits::off()
+            },
+            vec![],
+        );
+        assert!(limiters.tokens("t", 4).is_ok());
+        assert!(limiters.tokens("t", 6).is_ok());
+        let refused = limiters.tokens("t", 1).unwrap_err();
+        assert_eq!(refused.status.as_u16(), 429);
+        assert!(refused.retry_after().is_some());
+        // More than the burst takes the whole burst, then waits.
+        assert!(limiters.tokens("big", 1000).is_ok());
+        assert_eq!(
+            limiters.tokens("big", 1000).unwrap_err().status.as_u16(),
+            429
+        );
+        assert!(limiters.token("big").is_err());
+        let org = Org::from_number(3);
+        assert!(limiters.orgs(org, 10).is_ok());
+        assert!(limiters.org(org).is_err());
+        assert!(limiters.orgs(Org::from_number(4), 0).is_ok());
     }
 
     #[test]

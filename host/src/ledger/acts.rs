@@ -33,6 +33,15 @@ pub struct Attempt {
     pub traceparent: Option<String>,
 }
 
+/// One action of a batch, as `record/action` takes it: the attempt and
+/// what came of it.
+#[derive(Debug, Clone)]
+pub struct ActionReport {
+    pub attempt: Attempt,
+    pub result: Outcome,
+    pub result_hash: Option<ResultHash>,
+}
+
 /// What came of an attempt that reached a token: a record, allowed or
 /// denied.
 #[derive(Debug, Clone)]
@@ -101,6 +110,35 @@ impl Ledger {
         self.attempt(attempt, result_hash, now, |decision, needs_approval| {
             RecordEvent::record_action(decision, needs_approval, result)
         })
+    }
+
+    /// Records a batch of actions in one transaction, each exactly as
+    /// [`Ledger::record_action`] records one and in the order given, so a
+    /// record's budgets see the spend of those before it. A record refused
+    /// without a record written (an unknown token, a bound token named by
+    /// its jti, a quota used up) is that record's answer and the others go
+    /// on; a failure of the store, or one after something was written,
+    /// fails the whole batch and the writer rolls its group back.
+    pub fn record_actions(
+        &mut self,
+        reports: &[ActionReport],
+        now: Now,
+    ) -> Result<Vec<Result<Attempted, LedgerError>>, LedgerError> {
+        let mut outcomes = Vec::with_capacity(reports.len());
+        for report in reports {
+            let before = self.conn.total_changes();
+            match self.record_action(
+                &report.attempt,
+                report.result,
+                report.result_hash.as_ref(),
+                now,
+            ) {
+                Err(error @ LedgerError::Store(_)) => return Err(error),
+                Err(error) if self.conn.total_changes() != before => return Err(error),
+                outcome => outcomes.push(outcome),
+            }
+        }
+        Ok(outcomes)
     }
 
     /// Pre-flight check (`authorize`): a pending record, a denied one, or
