@@ -229,6 +229,18 @@ impl ApiError {
         problem
     }
 
+    /// The same input error about a member of entry `index` of the list
+    /// `list`: its `field` becomes `list.field` and its detail names the
+    /// entry (`records[3]: …`). An error about no member is unchanged.
+    pub fn in_item(mut self, list: &str, index: usize) -> ApiError {
+        let Some(field) = self.extra.as_mut().and_then(|extra| extra.field.as_mut()) else {
+            return self;
+        };
+        *field = format!("{list}.{field}");
+        self.detail = format!("{list}[{index}]: {}", self.detail);
+        self
+    }
+
     /// Attaches the id of the denied record written for this refusal.
     pub fn with_record(mut self, aar_id: &str) -> ApiError {
         self.extra().aar_id = Some(aar_id.to_owned());

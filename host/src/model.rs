@@ -398,6 +398,84 @@ pub struct RecordActionResponse {
     pub delegation_depth: u32,
 }
 
+/// `POST /v1/vat/record/actions`: many `record/action` requests in one
+/// call, recorded in this order and committed together.
+#[derive(Debug, Clone, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RecordActionsRequest {
+    /// 1 to 1000 records, each as `record/action` takes it (within the
+    /// 64 KiB body). With the token presented a record may leave
+    /// `vat_jti` out, and one naming another token is refused alone.
+    #[schema(min_items = 1, max_items = 1000)]
+    pub records: Vec<RecordActionRequest>,
+}
+
+/// The answer to a batch that was committed: one result per record, in the
+/// order sent.
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+pub struct RecordActionsResponse {
+    pub results: Vec<RecordActionResult>,
+}
+
+/// What came of one record of a batch: recorded, or refused with the
+/// problem `record/action` would have answered for it alone.
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+#[serde(untagged)]
+pub enum RecordActionResult {
+    Recorded(RecordedAction),
+    Refused(RefusedAction),
+}
+
+/// `recorded: true`, as a schema: generated clients tell the two results
+/// apart by it.
+fn recorded_true() -> utoipa::openapi::Object {
+    utoipa::openapi::ObjectBuilder::new()
+        .schema_type(utoipa::openapi::schema::Type::Boolean)
+        .enum_values(Some([true]))
+        .build()
+}
+
+/// `recorded: false`, as a schema.
+fn recorded_false() -> utoipa::openapi::Object {
+    utoipa::openapi::ObjectBuilder::new()
+        .schema_type(utoipa::openapi::schema::Type::Boolean)
+        .enum_values(Some([false]))
+        .build()
+}
+
+/// A record of a batch, recorded: what `record/action` answers with 201.
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+pub struct RecordedAction {
+    /// The record's position in the request, from 0.
+    pub index: u32,
+    #[schema(schema_with = recorded_true)]
+    pub recorded: bool,
+    pub aar_id: String,
+    pub provenance_ref: String,
+    pub trust_score: f64,
+    pub delegation_depth: u32,
+}
+
+/// A record of a batch, refused: the status, code and detail of the problem
+/// `record/action` answers for it alone, with the denied record's `aar_id`
+/// when one was written (out of scope, over budget, `approval_required`, an
+/// inactive token).
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+pub struct RefusedAction {
+    /// The record's position in the request, from 0.
+    pub index: u32,
+    #[schema(schema_with = recorded_false)]
+    pub recorded: bool,
+    /// The HTTP status the record alone would have been answered with.
+    pub status: u16,
+    /// Stable snake_case code, as in a problem body.
+    pub code: String,
+    pub detail: String,
+    /// The denied record written for this refusal, if any.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub aar_id: Option<String>,
+}
+
 /// `POST /v1/vat/authorize`.
 #[derive(Debug, Clone, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]

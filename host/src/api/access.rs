@@ -30,8 +30,9 @@ pub(crate) enum Access {
     Token,
     /// The token itself, or (unless the deployment sets `agent_auth =
     /// "bearer"`) no credential but what the request names: a bare
-    /// `vat_jti` for `record/action` and `authorize`, the record's `aar_id`
-    /// for `complete`.
+    /// `vat_jti` for `record/action` (and each record of
+    /// `record/actions`) and `authorize`, the record's `aar_id` for
+    /// `complete`.
     TokenOrNamed,
     /// An API key whose role holds the permission, or the acting agent's
     /// token itself.
@@ -61,11 +62,12 @@ const ADMIN: Access = Access::ApiKey(KeyNeeds::Admin);
 /// test checks that it names every operation the router serves, and only
 /// those.
 #[rustfmt::skip]
-pub(crate) const ROUTES: [(&str, &str, Access); 50] = [
+pub(crate) const ROUTES: [(&str, &str, Access); 51] = [
     ("post",   "/v1/vat/issue/l1",                              ISSUE),
     ("post",   "/v1/vat/issue/l2",                              ISSUE),
     ("post",   "/v1/vat/auth/capture",                          ISSUE),
     ("post",   "/v1/vat/record/action",                         Access::TokenOrNamed),
+    ("post",   "/v1/vat/record/actions",                        Access::TokenOrNamed),
     ("post",   "/v1/vat/authorize",                             Access::TokenOrNamed),
     ("post",   "/v1/vat/aar/{aar_id}/complete",                 Access::TokenOrNamed),
     ("post",   "/v1/vat/aar/{aar_id}/feedback",                 Access::ApiKey(KeyNeeds::Role(Permission::Rate))),

@@ -1,12 +1,14 @@
-//! Agent calls: record an action, authorize, complete, delegate. The agent
-//! acts with a token: presented itself (`Authorization: Bearer`, or `DPoP`
-//! with a proof for a bound token), or — for `record/action` and
-//! `authorize`, as the spec shows — named by a bare `vat_jti` in the body.
-//! `delegate` changes authority and always needs the token itself.
+//! Agent calls: record an action (or a batch of them), authorize, complete,
+//! delegate. The agent acts with a token: presented itself (`Authorization:
+//! Bearer`, or `DPoP` with a proof for a bound token), or — for
+//! `record/action` (and each record of a batch) and `authorize`, as the
+//! spec shows — named by a bare `vat_jti` in the body. `delegate` changes
+//! authority and always needs the token itself.
 
 use axum::extract::{Path, State};
 use axum::http::{HeaderMap, StatusCode};
-use mandate_core::{DenyReason, Usd};
+use mandate_core::limits::MAX_BATCH_RECORDS;
+use mandate_core::{Action, DenyReason, Outcome, Resource, ResultHash, Usd};
 
 use super::bodies;
 use super::docs::Errors;
@@ -17,32 +19,70 @@ use super::query::record_id;
 use super::status::public_base;
 use super::write::{Rendered, once};
 use crate::clock::iso_ms;
-use crate::error::ApiResult;
-use crate::ledger::{Attempt, Attempted, Completion, Delegated, Delegation};
+use crate::error::{ApiError, ApiResult};
+use crate::ledger::{ActionReport, Attempt, Attempted, Completion, Delegated, Delegation};
 use crate::model::{
     ApprovalRef, AuthorizeRequest, AuthorizeResponse, CompleteRequest, DelegateRequest,
-    IssuedToken, RecordActionRequest, RecordActionResponse, RecordBody,
+    IssuedToken, RecordActionRequest, RecordActionResponse, RecordActionResult,
+    RecordActionsRequest, RecordActionsResponse, RecordBody, RecordedAction, RefusedAction,
 };
 use crate::store::approvals::ApprovalStatus;
 use crate::{AppState, random, spans};
 
 /// What an agent asks to do, checked.
-fn attempt(
-    acting: Acting,
-    call: &AgentCall,
-    action: &str,
-    resource: &str,
-    spend_usd: Option<f64>,
-) -> ApiResult<Attempt> {
-    Ok(Attempt {
-        jti: acting.jti,
-        credential: acting.credential,
-        action: input::action(action)?,
-        resource: input::resource(resource)?,
-        spend: input::amount("spend_usd", spend_usd)?.unwrap_or(Usd::ZERO),
-        random: random::bytes(),
-        traceparent: call.traceparent(),
-    })
+struct Asked {
+    action: Action,
+    resource: Resource,
+    spend: Usd,
+}
+
+impl Asked {
+    fn of(action: &str, resource: &str, spend_usd: Option<f64>) -> ApiResult<Asked> {
+        Ok(Asked {
+            action: input::action(action)?,
+            resource: input::resource(resource)?,
+            spend: input::amount("spend_usd", spend_usd)?.unwrap_or(Usd::ZERO),
+        })
+    }
+
+    /// The attempt of the token `acting` with, in `call`.
+    fn by(self, acting: Acting, call: &AgentCall) -> Attempt {
+        Attempt {
+            jti: acting.jti,
+            credential: acting.credential,
+            action: self.action,
+            resource: self.resource,
+            spend: self.spend,
+            random: random::bytes(),
+            traceparent: call.traceparent(),
+        }
+    }
+}
+
+/// A `record/action` body, checked: what was done and how it ended.
+struct Report {
+    asked: Asked,
+    result: Outcome,
+    result_hash: Option<ResultHash>,
+}
+
+impl Report {
+    fn of(body: &RecordActionRequest) -> ApiResult<Report> {
+        Ok(Report {
+            asked: Asked::of(&body.action, &body.resource, body.spend_usd)?,
+            result: input::outcome(&body.result)?,
+            result_hash: input::result_hash(body.result_hash.as_deref())?,
+        })
+    }
+
+    /// The report of the token `acting` with, in `call`.
+    fn by(self, acting: Acting, call: &AgentCall) -> ActionReport {
+        ActionReport {
+            attempt: self.asked.by(acting, call),
+            result: self.result,
+            result_hash: self.result_hash,
+        }
+    }
 }
 
 /// Counts a record written now (not a replayed answer's), and exports its
@@ -81,14 +121,15 @@ pub(crate) async fn record_action(
         .acting(&state, now, body.vat_jti.as_deref(), Need::TokenOrJti)
         .await?;
     let key = key.map(|k| k.scoped(acting.org, "record_action", acting.jti.as_str()));
-    let attempt = attempt(acting, &call, &body.action, &body.resource, body.spend_usd)?;
-    let result = input::outcome(&body.result)?;
-    let result_hash = input::result_hash(body.result_hash.as_deref())?;
+    let report = Report::of(&body)?.by(acting, &call);
     let (attempted, rendered) = once(
         &state,
         key,
         now,
-        move |ledger| ledger.record_action(&attempt, result, result_hash.as_ref(), now),
+        move |ledger| {
+            let result_hash = report.result_hash.as_ref();
+            ledger.record_action(&report.attempt, report.result, result_hash, now)
+        },
         render_recorded,
     )
     .await?;
@@ -96,22 +137,139 @@ pub(crate) async fn record_action(
     Ok(rendered)
 }
 
-fn render_recorded(attempted: &Attempted) -> Rendered {
+/// What `record/action` answers for an attempt: the record, or the problem
+/// of its denial.
+fn recorded(attempted: &Attempted) -> Result<RecordActionResponse, ApiError> {
     match attempted.denied {
-        Some(reason) => Rendered::problem(
-            &denial(reason, attempted.credential).with_record(attempted.aar_id.as_str()),
-        ),
-        None => Rendered::json(
-            StatusCode::CREATED,
-            &RecordActionResponse {
-                recorded: true,
-                aar_id: attempted.aar_id.to_string(),
-                provenance_ref: attempted.claims.svc_prov.to_string(),
-                trust_score: attempted.claims.svc_trust_score,
-                delegation_depth: attempted.claims.svc_depth,
-            },
-        ),
+        Some(reason) => {
+            Err(denial(reason, attempted.credential).with_record(attempted.aar_id.as_str()))
+        }
+        None => Ok(RecordActionResponse {
+            recorded: true,
+            aar_id: attempted.aar_id.to_string(),
+            provenance_ref: attempted.claims.svc_prov.to_string(),
+            trust_score: attempted.claims.svc_trust_score,
+            delegation_depth: attempted.claims.svc_depth,
+        }),
     }
+}
+
+fn render_recorded(attempted: &Attempted) -> Rendered {
+    match recorded(attempted) {
+        Ok(body) => Rendered::json(StatusCode::CREATED, &body),
+        Err(problem) => Rendered::problem(&problem),
+    }
+}
+
+/// Many actions recorded in one call and one commit, each exactly as
+/// `record/action` records one.
+#[utoipa::path(
+    post,
+    path = "/v1/vat/record/actions",
+    params(("Idempotency-Key" = Option<String>, Header, pattern = r"^[!-~]{1,255}$", description = "Retry-safe key for the whole batch: a repeat with the same body returns the first response")),
+    tag = "agent",
+    request_body = RecordActionsRequest,
+    responses(
+        (status = 200, description = "The batch was committed: one result per record, in the order sent, each recorded or refused as `record/action` would answer it alone", body = RecordActionsResponse),
+        Errors,
+    )
+)]
+pub(crate) async fn record_actions(
+    State(state): State<AppState>,
+    call: AgentCall,
+    IdempotentJson { body, key }: IdempotentJson<RecordActionsRequest>,
+) -> ApiResult<Rendered> {
+    let now = state.clock.now();
+    input::list_length("records", body.records.len(), MAX_BATCH_RECORDS)?;
+    let named: Vec<Option<&str>> = body
+        .records
+        .iter()
+        .map(|record| record.vat_jti.as_deref())
+        .collect();
+    let acting = call.acting_each(&state, now, &named).await?;
+    // The key belongs to the first token that acts: the one presented, or
+    // the first record's that this server holds.
+    let first = acting.iter().flatten().next();
+    let key = key.and_then(|k| {
+        first.map(|acting| k.scoped(acting.org, "record_actions", acting.jti.as_str()))
+    });
+    // A malformed record refuses the batch: nothing is written.
+    let mut reports = Vec::with_capacity(acting.len());
+    let mut refused = Vec::with_capacity(acting.len());
+    for (index, (body, acting)) in body.records.iter().zip(acting).enumerate() {
+        let report = Report::of(body).map_err(|error| error.in_item("records", index))?;
+        match acting {
+            Ok(acting) => {
+                reports.push(report.by(acting, &call));
+                refused.push(None);
+            }
+            Err(error) => refused.push(Some(error)),
+        }
+    }
+    let (attempted, rendered) = once(
+        &state,
+        key,
+        now,
+        move |ledger| {
+            let mut recorded = ledger.record_actions(&reports, now)?.into_iter();
+            Ok(Batch(
+                refused
+                    .into_iter()
+                    .map(|refused| match refused {
+                        Some(error) => Err(error),
+                        None => match recorded.next() {
+                            Some(outcome) => outcome.map_err(ApiError::from),
+                            None => Err(ApiError::internal("a batch lost a record's outcome")),
+                        },
+                    })
+                    .collect(),
+            ))
+        },
+        render_batch,
+    )
+    .await?;
+    let written = attempted.iter().flat_map(|batch| &batch.0).flatten();
+    for attempted in written {
+        count_record(&state, Some(attempted), "completed");
+    }
+    Ok(rendered)
+}
+
+/// What came of each record of a batch, in order: the attempt, or the
+/// problem of a record refused without one.
+struct Batch(Vec<Result<Attempted, ApiError>>);
+
+/// The answer to a committed batch: each record's result, in order.
+fn render_batch(Batch(outcomes): &Batch) -> Rendered {
+    let results = outcomes
+        .iter()
+        .enumerate()
+        .map(|(index, outcome)| {
+            let index = u32::try_from(index).unwrap_or(u32::MAX);
+            match outcome.as_ref().map_err(Clone::clone).and_then(recorded) {
+                Ok(body) => RecordActionResult::Recorded(RecordedAction {
+                    index,
+                    recorded: true,
+                    aar_id: body.aar_id,
+                    provenance_ref: body.provenance_ref,
+                    trust_score: body.trust_score,
+                    delegation_depth: body.delegation_depth,
+                }),
+                Err(error) => {
+                    let problem = error.problem();
+                    RecordActionResult::Refused(RefusedAction {
+                        index,
+                        recorded: false,
+                        status: problem.status,
+                        code: problem.code,
+                        detail: problem.detail,
+                        aar_id: problem.aar_id,
+                    })
+                }
+            }
+        })
+        .collect();
+    Rendered::json(StatusCode::OK, &RecordActionsResponse { results })
 }
 
 /// Pre-flight check of an action; creates a pending record (or a denied
@@ -138,7 +296,7 @@ pub(crate) async fn authorize(
         .acting(&state, now, body.vat_jti.as_deref(), Need::TokenOrJti)
         .await?;
     let key = key.map(|k| k.scoped(acting.org, "authorize", acting.jti.as_str()));
-    let attempt = attempt(acting, &call, &body.action, &body.resource, body.spend_usd)?;
+    let attempt = Asked::of(&body.action, &body.resource, body.spend_usd)?.by(acting, &call);
     let (attempted, rendered) = once(
         &state,
         key,

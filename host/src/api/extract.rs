@@ -14,6 +14,7 @@ use mandate_core::{
 };
 use serde::de::DeserializeOwned;
 use sha2::{Digest as _, Sha256};
+use std::collections::HashMap;
 use std::sync::Arc;
 
 use super::access::{self, Access, KeyNeeds};
@@ -573,13 +574,13 @@ impl AgentCall {
                 return Err(ApiError::dpop_invalid(&DpopError::Replayed));
             }
         }
-        state.limiters.token(claims.jti.as_str())?;
         Ok(Some(claims.jti.clone()))
     }
 
     /// The token an agent call acts with: the token presented, or the
     /// body's bare `vat_jti` where `need` and the deployment allow one. A
-    /// `vat_jti` beside a presented token must name it.
+    /// `vat_jti` beside a presented token must name it. Counted against
+    /// the token's and its organisation's rate limits.
     pub(crate) async fn acting(
         &self,
         state: &AppState,
@@ -591,37 +592,104 @@ impl AgentCall {
         let named = body_jti
             .map(|text| parse_jti("vat_jti", text))
             .transpose()?;
-        match (presented, named) {
-            (Some(presented), Some(named)) if presented != named => Err(ApiError::unauthorized(
-                "token_mismatch",
-                "vat_jti is not the jti of the token presented",
-            )),
-            (Some(jti), _) => acting_in_org(state, jti, Credential::Token).await,
-            (None, Some(_)) if need == Need::Token => Err(ApiError::token_required(
-                "this call changes authority and needs the token itself: \
-                 Authorization: Bearer <compact_jwt> (DPoP <compact_jwt> with a proof when bound); \
-                 a vat_jti names a token and proves nothing",
-            )),
-            (None, Some(_)) if state.config.agent_auth == AgentAuth::Bearer => {
-                Err(ApiError::token_required(
-                    "this deployment takes agent calls with the token itself: \
-                     Authorization: Bearer <compact_jwt> (DPoP <compact_jwt> with a proof when bound)",
-                ))
+        let (jti, credential) = choose(state, presented.as_ref(), named, need)?;
+        state.limiters.token(jti.as_str())?;
+        let org = org_acting(state, &jti, credential).await?;
+        state.limiters.org(org)?;
+        Ok(Acting {
+            jti,
+            credential,
+            org,
+        })
+    }
+
+    /// The tokens the records of a batch act with, one answer per record in
+    /// order, each chosen as [`AgentCall::acting`] chooses for a call that
+    /// carries that record alone. The token presented is verified once and
+    /// its proof used once. What concerns the call fails it as a whole: a
+    /// presented token that fails (or that this server does not hold), no
+    /// token presented where the deployment wants it, a record naming no
+    /// token when none is presented, a `vat_jti` of a wrong form (field
+    /// `records.vat_jti`). What concerns one record is its own answer: a
+    /// `vat_jti` naming another token than the one presented
+    /// (`token_mismatch`: it borrows nothing), a bare `vat_jti` naming a
+    /// token this server does not hold (`token_inactive`).
+    ///
+    /// Each record counts once against its token's and its organisation's
+    /// rate limits, as if sent alone; a batch larger than a limit's burst
+    /// takes the whole burst. Past a limit the batch is refused whole.
+    pub(crate) async fn acting_each(
+        &self,
+        state: &AppState,
+        now: Now,
+        named: &[Option<&str>],
+    ) -> ApiResult<Vec<ApiResult<Acting>>> {
+        let presented = self.presented(state, now, Lifetime::Checked).await?;
+        let mut chosen = Vec::with_capacity(named.len());
+        for (index, text) in named.iter().enumerate() {
+            let named = text
+                .map(|text| parse_jti("vat_jti", text))
+                .transpose()
+                .map_err(|error| error.in_item("records", index))?;
+            match choose(state, presented.as_ref(), named, Need::TokenOrJti) {
+                Ok(actor) => chosen.push(Ok(actor)),
+                // Beside a presented token only a mismatch is refused,
+                // and it is this record's alone.
+                Err(error) if presented.is_some() => chosen.push(Err(error)),
+                Err(error) => return Err(error.in_item("records", index)),
             }
-            (None, Some(jti)) => {
-                state.limiters.token(jti.as_str())?;
-                acting_in_org(state, jti, Credential::Jti).await
-            }
-            (None, None) if need == Need::Token => Err(ApiError::token_required(
-                "this call needs the token itself: Authorization: Bearer <compact_jwt> \
-                 (DPoP <compact_jwt> with a proof when bound)",
-            )),
-            (None, None) => Err(ApiError::invalid(
-                "vat_jti",
-                "missing_field",
-                "vat_jti is required, or the token itself as Authorization: Bearer <compact_jwt>",
-            )),
         }
+        // Every token the records act with, once, in order, with how many
+        // records it makes; then each one's organisation.
+        let mut tokens: Vec<(Jti, Credential)> = Vec::new();
+        let mut records: HashMap<&Jti, u32> = HashMap::new();
+        for (jti, credential) in chosen.iter().flatten() {
+            let count = records.entry(jti).or_default();
+            if *count == 0 {
+                tokens.push((jti.clone(), *credential));
+            }
+            *count += 1;
+        }
+        for (jti, _) in &tokens {
+            state.limiters.tokens(jti.as_str(), records[jti])?;
+        }
+        let jtis = tokens.iter().map(|(jti, _)| jti.clone()).collect();
+        let orgs = orgs_of_tokens(state, jtis).await?;
+        let mut per_org: Vec<(Org, u32)> = Vec::new();
+        let mut org_of: HashMap<&Jti, Org> = HashMap::new();
+        for ((jti, credential), org) in tokens.iter().zip(orgs) {
+            match (org, credential) {
+                (Some(org), _) => {
+                    org_of.insert(jti, org);
+                    match per_org.iter_mut().find(|(counted, _)| *counted == org) {
+                        Some((_, total)) => *total += records[jti],
+                        None => per_org.push((org, records[jti])),
+                    }
+                }
+                // The token presented: the call's, refused whole.
+                (None, Credential::Token) => return Err(unheld(*credential).into()),
+                // A record's bare jti: that record's alone.
+                (None, Credential::Jti) => {}
+            }
+        }
+        for (org, records) in per_org {
+            state.limiters.orgs(org, records)?;
+        }
+        let acting = chosen
+            .iter()
+            .map(|chosen| {
+                let (jti, credential) = chosen.as_ref().map_err(Clone::clone)?;
+                let org = *org_of
+                    .get(jti)
+                    .ok_or_else(|| ApiError::from(unheld(*credential)))?;
+                Ok(Acting {
+                    jti: jti.clone(),
+                    credential: *credential,
+                    org,
+                })
+            })
+            .collect();
+        Ok(acting)
     }
 
     /// The token presented with a completion, if any: verified as for any
@@ -631,9 +699,12 @@ impl AgentCall {
     pub(crate) async fn completer(&self, state: &AppState, now: Now) -> ApiResult<Option<Jti>> {
         let presented = self.presented(state, now, Lifetime::Ignored).await?;
         match presented {
-            Some(jti) => Ok(Some(
-                acting_in_org(state, jti, Credential::Token).await?.jti,
-            )),
+            Some(jti) => {
+                state.limiters.token(jti.as_str())?;
+                let org = org_acting(state, &jti, Credential::Token).await?;
+                state.limiters.org(org)?;
+                Ok(Some(jti))
+            }
             None if state.config.agent_auth == AgentAuth::Bearer => Err(ApiError::token_required(
                 "this deployment takes agent calls with the token itself: \
                  Authorization: Bearer <compact_jwt> (DPoP <compact_jwt> with a proof when bound)",
@@ -643,40 +714,105 @@ impl AgentCall {
     }
 }
 
-/// The token an agent acts with, in its organisation, counted against the
-/// organisation's rate limit. A token this server does not hold is refused
-/// as the ledger would refuse it.
-async fn acting_in_org(state: &AppState, jti: Jti, credential: Credential) -> ApiResult<Acting> {
-    let Some(org) = org_of_token(state, &jti).await? else {
-        return Err(match credential {
-            Credential::Jti => LedgerError::TokenInactive,
-            Credential::Token => LedgerError::HolderInactive { expired: false },
+/// Which token a call acts with, from the token it presents (verified) and
+/// the `vat_jti` it names, and how it holds it; or why it may not act.
+fn choose(
+    state: &AppState,
+    presented: Option<&Jti>,
+    named: Option<Jti>,
+    need: Need,
+) -> ApiResult<(Jti, Credential)> {
+    match (presented, named) {
+        (Some(presented), Some(named)) if *presented != named => Err(ApiError::unauthorized(
+            "token_mismatch",
+            "vat_jti is not the jti of the token presented",
+        )),
+        (Some(jti), _) => Ok((jti.clone(), Credential::Token)),
+        (None, Some(_)) if need == Need::Token => Err(ApiError::token_required(
+            "this call changes authority and needs the token itself: \
+             Authorization: Bearer <compact_jwt> (DPoP <compact_jwt> with a proof when bound); \
+             a vat_jti names a token and proves nothing",
+        )),
+        (None, Some(_)) if state.config.agent_auth == AgentAuth::Bearer => {
+            Err(ApiError::token_required(
+                "this deployment takes agent calls with the token itself: \
+                 Authorization: Bearer <compact_jwt> (DPoP <compact_jwt> with a proof when bound)",
+            ))
         }
-        .into());
-    };
-    state.limiters.org(org)?;
-    Ok(Acting {
-        jti,
-        credential,
-        org,
-    })
+        (None, Some(jti)) => Ok((jti, Credential::Jti)),
+        (None, None) if need == Need::Token => Err(ApiError::token_required(
+            "this call needs the token itself: Authorization: Bearer <compact_jwt> \
+             (DPoP <compact_jwt> with a proof when bound)",
+        )),
+        (None, None) => Err(ApiError::invalid(
+            "vat_jti",
+            "missing_field",
+            "vat_jti is required, or the token itself as Authorization: Bearer <compact_jwt>",
+        )),
+    }
+}
+
+/// How a token this server does not hold is refused, as the ledger would
+/// refuse it.
+fn unheld(credential: Credential) -> LedgerError {
+    match credential {
+        Credential::Jti => LedgerError::TokenInactive,
+        Credential::Token => LedgerError::HolderInactive { expired: false },
+    }
+}
+
+/// The organisation of the token an agent acts with; a token this server
+/// does not hold is refused.
+async fn org_acting(state: &AppState, jti: &Jti, credential: Credential) -> ApiResult<Org> {
+    org_of_token(state, jti)
+        .await?
+        .ok_or_else(|| unheld(credential).into())
 }
 
 /// The organisation of a token: remembered, or read once (a token never
 /// changes organisation).
 async fn org_of_token(state: &AppState, jti: &Jti) -> ApiResult<Option<Org>> {
-    if let Some(org) = state.token_orgs.get(jti) {
-        return Ok(Some(org));
+    let orgs = orgs_of_tokens(state, vec![jti.clone()]).await?;
+    Ok(orgs.into_iter().next().flatten())
+}
+
+/// The organisations of tokens, in order (`None` for one this server does
+/// not hold): those remembered, and the others read together, in one
+/// visit to the keys lane, and remembered (a token never changes
+/// organisation).
+async fn orgs_of_tokens(state: &AppState, jtis: Vec<Jti>) -> ApiResult<Vec<Option<Org>>> {
+    let remembered: Vec<Option<Org>> = jtis.iter().map(|jti| state.token_orgs.get(jti)).collect();
+    let unknown: Vec<String> = jtis
+        .iter()
+        .zip(&remembered)
+        .filter(|(_, org)| org.is_none())
+        .map(|(jti, _)| jti.as_str().to_owned())
+        .collect();
+    if unknown.is_empty() {
+        return Ok(remembered);
     }
-    let text = jti.as_str().to_owned();
-    let org = state
+    let read = state
         .store
-        .read_keys(move |conn| Ok::<_, StoreError>(tokens::org_of(conn, &text)?))
+        .read_keys(move |conn| {
+            unknown
+                .iter()
+                .map(|text| tokens::org_of(conn, text))
+                .collect::<Result<Vec<_>, _>>()
+                .map_err(StoreError::from)
+        })
         .await?;
-    if let Some(org) = org {
-        state.token_orgs.insert(jti, org);
-    }
-    Ok(org)
+    let mut read = read.into_iter();
+    Ok(jtis
+        .iter()
+        .zip(remembered)
+        .map(|(jti, org)| {
+            org.or_else(|| {
+                let org = read.next().flatten()?;
+                state.token_orgs.insert(jti, org);
+                Some(org)
+            })
+        })
+        .collect())
 }
 
 /// Verifies a compact token against the published keys, reading them again

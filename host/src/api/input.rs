@@ -116,6 +116,25 @@ pub(crate) fn result_hash(text: Option<&str>) -> ApiResult<Option<ResultHash>> {
         .transpose()
 }
 
+/// The length of a list a request sends: 1 to `max` entries.
+pub(crate) fn list_length(field: &str, length: usize, max: usize) -> ApiResult<()> {
+    if length == 0 {
+        return Err(invalid(
+            field,
+            "empty_list",
+            format!("{field} must hold at least one entry"),
+        ));
+    }
+    if length > max {
+        return Err(invalid(
+            field,
+            "list_too_long",
+            format!("{field} may hold at most {max} entries; it holds {length}"),
+        ));
+    }
+    Ok(())
+}
+
 pub(crate) fn amount(field: &str, value: Option<f64>) -> ApiResult<Option<Usd>> {
     value
         .map(|v| Usd::from_f64(v).map_err(|e| invalid(field, e.code(), e)))

@@ -205,6 +205,7 @@ pub fn app(state: AppState) -> Router {
         .routes(routes!(assurance::issue_l2))
         .routes(routes!(assurance::auth_capture))
         .routes(routes!(agent::record_action))
+        .routes(routes!(agent::record_actions))
         .routes(routes!(agent::authorize))
         .routes(routes!(agent::complete))
         .routes(routes!(records::feedback))

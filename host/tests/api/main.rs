@@ -6,6 +6,7 @@ mod abuse;
 mod approvals;
 mod assurance;
 mod authority;
+mod batch;
 mod budget;
 mod crash;
 mod delegation;

@@ -108,6 +108,7 @@ async fn the_document_follows_the_deployment() {
     let token = json!([{"agent_token": []}, {"dpop_proof": [], "dpop_token": []}]);
     for path in [
         "/v1/vat/record/action",
+        "/v1/vat/record/actions",
         "/v1/vat/authorize",
         "/v1/vat/aar/{aar_id}/complete",
     ] {
@@ -299,6 +300,11 @@ async fn the_document_states_cores_limits() {
             "{name}"
         );
     }
+
+    let batch = &schema("RecordActionsRequest")["properties"]["records"];
+    assert_eq!(number(&batch["minItems"]), 1.0);
+    assert_eq!(number(&batch["maxItems"]), limits::MAX_BATCH_RECORDS as f64);
+    assert!(text(&batch["description"]).contains(&format!("1 to {}", limits::MAX_BATCH_RECORDS)));
 
     assert_eq!(MAX_BODY_BYTES % 1024, 0);
     let body_limit = format!("{} KiB", MAX_BODY_BYTES / 1024);

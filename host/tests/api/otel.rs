@@ -413,6 +413,58 @@ async fn a_record_is_a_genai_execute_tool_span_under_the_agents_span() {
     }
 }
 
+#[tokio::test]
+async fn a_batch_exports_one_span_per_record_under_the_calls_trace() {
+    let (collector, exports) = receiver().await;
+    let mut telemetry: Option<Telemetry> = None;
+    let app = TestApp::spawn_inspecting(
+        tempfile::tempdir().unwrap(),
+        |config| config.otel.endpoint = Some(format!("{collector}/")),
+        |state| telemetry = state.telemetry.clone(),
+    )
+    .await;
+    let telemetry = telemetry.expect("[otel] endpoint set: the exporter runs");
+    let token = app.root("flushing-bot", &["crm:*"], &["read"]).await;
+    let committed = expect_json(
+        app.client
+            .post(app.url("/v1/vat/record/actions"))
+            .header("traceparent", TRACEPARENT)
+            .bearer_auth(text(&token["compact_jwt"]))
+            .json(&json!({"records": [
+                {"action": "read", "resource": "crm:a", "result": "success"},
+                {"action": "write", "resource": "crm:a", "result": "success"},
+                {"action": "read", "resource": "crm:b", "result": "error"},
+            ]}))
+            .send()
+            .await
+            .unwrap(),
+        ApiStatus::OK,
+    )
+    .await;
+    let results = committed["results"].as_array().unwrap();
+    let received = wait_for_spans(&telemetry, &exports, 3).await;
+    assert_eq!(received.len(), 3, "one span per record, as one by one");
+    for (result, (name, outcome)) in results.iter().zip([
+        ("execute_tool read", "completed"),
+        ("execute_tool write", "denied"),
+        ("execute_tool read", "completed"),
+    ]) {
+        let span = span_of(&received, text(&result["aar_id"]));
+        assert_eq!(span.name, name);
+        assert_eq!(span.trace_id, TRACE_ID);
+        assert_eq!(span.parent_span_id, AGENT_SPAN);
+        assert_eq!(
+            text_attribute(&span.attributes, "mandate.outcome"),
+            Some(outcome)
+        );
+    }
+    let failed = span_of(&received, text(&results[2]["aar_id"]));
+    assert_eq!(
+        text_attribute(&failed.attributes, "error.type"),
+        Some("error")
+    );
+}
+
 /// When a record was created, as the API shows it.
 async fn created_at(app: &TestApp, aar_id: &str) -> Value {
     let record = expect_json(

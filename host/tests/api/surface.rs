@@ -25,6 +25,7 @@ async fn openapi_lists_every_route() {
         ("/v1/vat/issue/l2", "post"),
         ("/v1/vat/auth/capture", "post"),
         ("/v1/vat/record/action", "post"),
+        ("/v1/vat/record/actions", "post"),
         ("/v1/vat/authorize", "post"),
         ("/v1/vat/aar/{aar_id}/complete", "post"),
         ("/v1/vat/aar/{aar_id}/feedback", "post"),
@@ -78,7 +79,7 @@ async fn openapi_lists_every_route() {
             "{method} {path} missing"
         );
     }
-    assert_eq!(paths.len(), 45, "paths (some with two methods)");
+    assert_eq!(paths.len(), 46, "paths (some with two methods)");
     assert!(document["components"]["securitySchemes"]["api_key"].is_object());
     assert!(document["components"]["schemas"]["Problem"].is_object());
     let mut references = Vec::new();
