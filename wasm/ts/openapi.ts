@@ -636,6 +636,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/vat/record/actions": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Many actions recorded in one call and one commit, each exactly as
+         *     `record/action` records one.
+         */
+        post: operations["record_actions"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/vat/reputation/{agent_id}": {
         parameters: {
             query?: never;
@@ -1625,6 +1645,30 @@ export interface components {
             /** Format: double */
             trust_score: number;
         };
+        /**
+         * @description What came of one record of a batch: recorded, or refused with the
+         *     problem `record/action` would have answered for it alone.
+         */
+        RecordActionResult: components["schemas"]["RecordedAction"] | components["schemas"]["RefusedAction"];
+        /**
+         * @description `POST /v1/vat/record/actions`: many `record/action` requests in one
+         *     call, recorded in this order and committed together.
+         */
+        RecordActionsRequest: {
+            /**
+             * @description 1 to 1000 records, each as `record/action` takes it (within the
+             *     64 KiB body). With the token presented a record may leave
+             *     `vat_jti` out, and one naming another token is refused alone.
+             */
+            records: components["schemas"]["RecordActionRequest"][];
+        };
+        /**
+         * @description The answer to a batch that was committed: one result per record, in the
+         *     order sent.
+         */
+        RecordActionsResponse: {
+            results: components["schemas"]["RecordActionResult"][];
+        };
         /** @description An action record, in full. */
         RecordBody: {
             aar_id: string;
@@ -1701,6 +1745,47 @@ export interface components {
             events: components["schemas"]["LogEventBody"][];
             /** @description The log's name, the first line of its checkpoints. */
             origin: string;
+        };
+        /** @description A record of a batch, recorded: what `record/action` answers with 201. */
+        RecordedAction: {
+            aar_id: string;
+            /** Format: int32 */
+            delegation_depth: number;
+            /**
+             * Format: int32
+             * @description The record's position in the request, from 0.
+             */
+            index: number;
+            provenance_ref: string;
+            /** @enum {boolean} */
+            recorded: true;
+            /** Format: double */
+            trust_score: number;
+        };
+        /**
+         * @description A record of a batch, refused: the status, code and detail of the problem
+         *     `record/action` answers for it alone, with the denied record's `aar_id`
+         *     when one was written (out of scope, over budget, `approval_required`, an
+         *     inactive token).
+         */
+        RefusedAction: {
+            /** @description The denied record written for this refusal, if any. */
+            aar_id?: string | null;
+            /** @description Stable snake_case code, as in a problem body. */
+            code: string;
+            detail: string;
+            /**
+             * Format: int32
+             * @description The record's position in the request, from 0.
+             */
+            index: number;
+            /** @enum {boolean} */
+            recorded: false;
+            /**
+             * Format: int32
+             * @description The HTTP status the record alone would have been answered with.
+             */
+            status: number;
         };
         /** @description An agent's reputation (spec 2.3) with its counts. */
         ReputationBody: {
@@ -5936,6 +6021,126 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["RecordActionResponse"];
+                };
+            };
+            /** @description Malformed JSON or query. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Missing or invalid API key, or a token that fails verification. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Token inactive, out of scope, over budget, widening, or not allowed. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Unknown record, workflow, agent or token. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Already completed, already rated, or not in a state for this. */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The body is larger than 64 KiB. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The body is not `application/json`. */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /**
+             * @description Well-formed JSON that breaks a rule, or a read that ran past the
+             *     query time budget (`query_too_broad`).
+             */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Rate limited; see `Retry-After`. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Storage cannot take writes right now. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    record_actions: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Retry-safe key for the whole batch: a repeat with the same body returns the first response */
+                "Idempotency-Key"?: string | null;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["RecordActionsRequest"];
+            };
+        };
+        responses: {
+            /** @description The batch was committed: one result per record, in the order sent, each recorded or refused as `record/action` would answer it alone */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RecordActionsResponse"];
                 };
             };
             /** @description Malformed JSON or query. */
