@@ -6,7 +6,9 @@
 // `act` survives it without an API key; a long-poll's wait is added to the
 // attempt's timeout; refusals carry the server's headers and request id;
 // `verifier({ maxStalenessSeconds })` verifies the server's tokens and
-// refuses one once its revocation is in the status list.
+// refuses one once its revocation is in the status list; a batch of records
+// answers one result per record, and a batch whose answer is lost is
+// recorded once.
 import assert from "node:assert/strict";
 import { createRequire } from "node:module";
 import { after, before, test } from "node:test";
@@ -154,4 +156,32 @@ test("verifier({ maxStalenessSeconds }) verifies the server's tokens and refuses
   assert.deepEqual(fetched[0], ["/.well-known/jwks.json", 200]);
   assert.ok(fetched.filter(([path]) => path.startsWith("/v1/vat/status/")).length >= 2);
   verifier.free();
+});
+
+test("recordActions: one result per record, and a batch whose answer is lost is recorded once", async () => {
+  const token = await client.issueL1(grant("batcher-live", { actions: ["read"] }));
+  const { fetch, sent } = losing((url) => url.endsWith("/v1/vat/record/actions"));
+  const agent = new MandateClient({ baseUrl, fetch, sleep: async () => {} }).as(token.compact_jwt);
+  const answer = await agent.recordActions([
+    { action: "read", resource: "crm:a", result: "success" },
+    { action: "write", resource: "crm:a", result: "success" },
+    { action: "read", resource: "crm:b", result: "error" },
+  ]);
+  assert.deepEqual(
+    answer.results.map((r) => [r.index, r.recorded, r.recorded ? undefined : r.code]),
+    [
+      [0, true, undefined],
+      [1, false, "action_not_permitted"],
+      [2, true, undefined],
+    ],
+  );
+  assert.equal(sent.length, 2);
+  assert.equal(sent[1].key, sent[0].key);
+  // Three records written (one of them denied), once: the retry was answered from the first attempt.
+  const page = await client.recordsPage({ provenance_ref: token.provenance_ref });
+  assert.deepEqual(
+    page.records.map((record) => record.aar_id).sort(),
+    answer.results.map((r) => r.aar_id).sort(),
+  );
+  assert.equal(page.records.length, 3);
 });

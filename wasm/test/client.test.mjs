@@ -956,3 +956,35 @@ test("events(): a connection that does not answer in time, or a 503 asking for a
   // The first pause is the stream's own (1 s); the second the 4 s the server asked for.
   assert.deepEqual(pauses, [1000, 4000]);
 });
+
+test("recordActions sends the batch as records, keyed once for every attempt, and answers one result per record", async () => {
+  const results = [
+    { index: 0, recorded: true, aar_id: "aar_1", provenance_ref: "prov_1", trust_score: 0.5, delegation_depth: 0 },
+    { index: 1, recorded: false, status: 403, code: "action_not_permitted", detail: "the token does not hold this action", aar_id: "aar_2" },
+  ];
+  const { calls, pauses, client: c } = configured(
+    {},
+    { status: 503, headers: { "retry-after": "1" }, body: { code: "unavailable", status: 503 } },
+    { status: 200, body: { results } },
+  );
+  const records = [
+    { action: "read", resource: "crm:a", result: "success" },
+    { action: "write", resource: "crm:a", result: "success", result_hash: `sha256:${"c".repeat(64)}` },
+  ];
+  const answer = await c.as("eyJ.token.sig").recordActions(records);
+  assert.deepEqual(answer.results, results);
+  assert.deepEqual(pauses, [1000]);
+  assert.deepEqual(
+    calls.map(({ method, url, headers, body }) => [method, url.slice(BASE.length), headers.authorization, body]),
+    [
+      ["POST", "/v1/vat/record/actions", "Bearer eyJ.token.sig", { records }],
+      ["POST", "/v1/vat/record/actions", "Bearer eyJ.token.sig", { records }],
+    ],
+  );
+  assert.match(calls[0].headers["idempotency-key"], KEY_FORM);
+  assert.equal(calls[1].headers["idempotency-key"], calls[0].headers["idempotency-key"]);
+  // By vat_jti, each record naming its own token: no credential, the caller's key kept.
+  const bare = configured({}, { status: 200, body: { results: [] } });
+  await bare.client.recordActions([{ vat_jti: "vat_root_x", action: "read", resource: "crm:a", result: "success" }], { idempotencyKey: "batch-1" });
+  assert.deepEqual([bare.calls[0].headers.authorization, bare.calls[0].headers["idempotency-key"]], [undefined, "batch-1"]);
+});

@@ -689,6 +689,17 @@ export type DelegatedToken = Narrowed<
 
 export type RecordActionRequest = AgentBody<Schemas["RecordActionRequest"]>;
 export type RecordActionResponse = Narrowed<Sent<Schemas["RecordActionResponse"]>, { recorded: true }>;
+/** A record of a batch (`recordActions`): the record as `recordAction` takes it. */
+export type RecordActionsRequest = Omit<Schemas["RecordActionsRequest"], "records"> & { records: RecordActionRequest[] };
+/** A record of a batch, recorded: what `recordAction` answers, with its position in the batch. */
+export type RecordedAction = Sent<Schemas["RecordedAction"]>;
+/** A record of a batch, refused: the status, code and detail of the problem `recordAction` answers for it alone. */
+export type RefusedAction = Narrowed<Sent<Schemas["RefusedAction"]>, { code: ProblemCode | (string & {}) }>;
+/** The answer to a committed batch: one result per record, in the order sent; narrow on `recorded`. */
+export type RecordActionsResponse = Narrowed<
+  Sent<Schemas["RecordActionsResponse"]>,
+  { results: Array<RecordedAction | RefusedAction> }
+>;
 export type AuthorizeRequest = AgentBody<Schemas["AuthorizeRequest"]>;
 /** The approval an action waits for (answered 202), or, after a wait, how it was decided. */
 export type ApprovalRef = Sent<Schemas["ApprovalRef"]>;
@@ -1595,6 +1606,25 @@ export class MandateClient {
   }
 
   /**
+   * `POST /v1/vat/record/actions`: many `recordAction` calls in one (1 to
+   * 1000 records within the 64 KiB body), committed together, each judged
+   * as it would be alone, in order. Resolves, once the batch is committed,
+   * with one result per record: `recorded: true` with its `aar_id`, or
+   * `recorded: false` with the `status`, `code` and `detail` of the problem
+   * it alone would have had (`aar_id` when a denied record was written). It
+   * rejects, and nothing is written, when the batch as a whole is refused
+   * (empty or too long, a malformed record, the token presented failing).
+   * With `auth.token` every record acts with that token; without it, each
+   * with its own `vat_jti`. Retried as a keyed write: the key holds for the
+   * whole batch.
+   */
+  async recordActions(records: RecordActionRequest[], auth: AgentAuth = {}): Promise<RecordActionsResponse> {
+    const path = "/v1/vat/record/actions";
+    const body: RecordActionsRequest = { records };
+    return this.#call("POST", path, () => this.#agent("POST", path, auth), body, { ...auth, retry: "write" });
+  }
+
+  /**
    * `POST /v1/vat/authorize`: asks before acting; a refusal is `authorized: false`, not an error. An action a grant
    * requires a human's approval for answers `authorized: false` with the pending `approval` — at once, or, with
    * `waitForApproval`, once it is decided or the wait times out (see `AuthorizeOptions`).
@@ -2299,6 +2329,11 @@ export class AgentClient {
   /** `MandateClient.recordAction` with this agent's token. */
   recordAction(request: RecordActionRequest, options: WriteOptions = {}): Promise<RecordActionResponse> {
     return this.#client.recordAction(request, { ...this.#auth, ...options });
+  }
+
+  /** `MandateClient.recordActions` with this agent's token: every record of the batch acts with it. */
+  recordActions(records: RecordActionRequest[], options: WriteOptions = {}): Promise<RecordActionsResponse> {
+    return this.#client.recordActions(records, { ...this.#auth, ...options });
   }
 
   /** `MandateClient.complete` with this agent's token. */
