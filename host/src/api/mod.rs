@@ -151,12 +151,18 @@ fn method_label(method: &axum::http::Method) -> &'static str {
     }
 }
 
+/// The header naming a request: `x-request-id`, on every response.
+const REQUEST_ID: header::HeaderName = header::HeaderName::from_static("x-request-id");
+
 /// The edge of every request: the per-address rate limit (the peer, or the
 /// client behind a trusted proxy); the headers every response carries (pages
-/// set their own CSP and caching); and metrics and one `info` log line under
-/// the route template — never the raw path, which may hold ids.
+/// set their own CSP and caching), among them the request's own id
+/// (`req_<ulid>`, drawn here: a caller's `x-request-id` is not taken, so a
+/// log line's id is always ours); and metrics and one `info` log line under
+/// the route template with that id — never the raw path, which may hold ids.
 async fn edge(State(state): State<AppState>, request: Request, next: Next) -> Response {
     let started = Instant::now();
+    let request_id = format!("req_{}", crate::random::ulid(state.clock.now()));
     let route = request
         .extensions()
         .get::<MatchedPath>()
@@ -189,12 +195,15 @@ async fn edge(State(state): State<AppState>, request: Request, next: Next) -> Re
     headers
         .entry(header::CACHE_CONTROL)
         .or_insert(HeaderValue::from_static("no-store"));
+    if let Ok(value) = HeaderValue::from_str(&request_id) {
+        headers.insert(REQUEST_ID, value);
+    }
     let status = response.status().as_u16();
     let elapsed = started.elapsed();
     state
         .metrics
         .observe_request(route, method, status, elapsed);
-    tracing::info!(%method, %route, status, micros = elapsed.as_micros() as u64, "request");
+    tracing::info!(%method, %route, status, micros = elapsed.as_micros() as u64, %request_id, "request");
     response
 }
 

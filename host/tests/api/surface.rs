@@ -114,6 +114,44 @@ fn collect_references(value: &Value, references: &mut Vec<String>) {
     }
 }
 
+/// Every answer names its request with an id of the server's own drawing,
+/// a fresh one each time, whatever the caller sent: a refusal too, so a
+/// client can quote it.
+#[tokio::test]
+async fn every_answer_carries_a_fresh_request_id_of_the_servers_own() {
+    let app = TestApp::spawn().await;
+    let id = |response: &reqwest::Response| {
+        let value = response.headers()["x-request-id"]
+            .to_str()
+            .unwrap()
+            .to_owned();
+        let ulid = value.strip_prefix("req_").expect("req_ prefix");
+        assert_eq!(ulid.len(), 26, "{value}");
+        value
+    };
+    let first = app.client.get(app.url("/healthz")).send().await.unwrap();
+    let sent = app
+        .client
+        .get(app.url("/healthz"))
+        .header("x-request-id", "req_chosen-by-the-caller")
+        .send()
+        .await
+        .unwrap();
+    let refused = app
+        .client
+        .post(app.url("/v1/vat/authorize"))
+        .bearer_auth("not-a-token")
+        .json(&serde_json::json!({"action": "read", "resource": "crm:x"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(refused.status(), StatusCode::UNAUTHORIZED);
+    let ids = [id(&first), id(&sent), id(&refused)];
+    assert_ne!(ids[0], ids[1]);
+    assert_ne!(ids[1], ids[2]);
+    assert_ne!(ids[1], "req_chosen-by-the-caller");
+}
+
 #[tokio::test]
 async fn health_readiness_metrics_and_headers() {
     let app = TestApp::spawn().await;
