@@ -4182,7 +4182,10 @@ export interface operations {
     complete: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Retry-safe key: a repeat with the same body returns the first response */
+                "Idempotency-Key"?: string | null;
+            };
             path: {
                 /** @description The record, `aar_<ulid>` */
                 aar_id: string;

@@ -12,12 +12,12 @@ use mandate_core::{Action, DenyReason, Outcome, Resource, ResultHash, Usd};
 
 use super::bodies;
 use super::docs::Errors;
-use super::extract::{Acting, AgentCall, IdempotentJson, Json, Need};
+use super::extract::{Acting, AgentCall, IdempotentJson, Need};
 use super::input;
 use super::problems::{denial, refusal};
 use super::query::record_id;
 use super::status::public_base;
-use super::write::{Rendered, once};
+use super::write::{Rendered, once, once_where};
 use crate::clock::iso_ms;
 use crate::error::{ApiError, ApiResult};
 use crate::ledger::{ActionReport, Attempt, Attempted, Completion, Delegated, Delegation};
@@ -27,6 +27,7 @@ use crate::model::{
     RecordActionsRequest, RecordActionsResponse, RecordBody, RecordedAction, RefusedAction,
 };
 use crate::store::approvals::ApprovalStatus;
+use crate::store::records::Record;
 use crate::{AppState, random, spans};
 
 /// What an agent asks to do, checked.
@@ -344,7 +345,10 @@ fn render_decision(attempted: &Attempted) -> Rendered {
     post,
     path = "/v1/vat/aar/{aar_id}/complete",
     tag = "agent",
-    params(("aar_id" = String, Path, description = "The record, `aar_<ulid>`")),
+    params(
+        ("aar_id" = String, Path, description = "The record, `aar_<ulid>`"),
+        ("Idempotency-Key" = Option<String>, Header, pattern = r"^[!-~]{1,255}$", description = "Retry-safe key: a repeat with the same body returns the first response"),
+    ),
     request_body = CompleteRequest,
     responses(
         (status = 200, description = "The completed record", body = RecordBody),
@@ -355,11 +359,21 @@ pub(crate) async fn complete(
     State(state): State<AppState>,
     Path(aar_id): Path<String>,
     call: AgentCall,
-    Json(body): Json<CompleteRequest>,
-) -> ApiResult<axum::Json<RecordBody>> {
+    IdempotentJson { body, key }: IdempotentJson<CompleteRequest>,
+) -> ApiResult<Rendered> {
     let now = state.clock.now();
     let presented = call.completer(&state, now).await?;
     let aar_id = record_id(&aar_id)?;
+    // The key belongs to the record and to how the completion was made: a
+    // retry replays the first answer only with the same token (or, for a
+    // record made with a bare `vat_jti`, again without one), so a replay
+    // shows nobody more than the first answer showed its sender.
+    let credential = match &presented {
+        Some(jti) => format!("{aar_id} {jti}"),
+        None => aar_id.to_string(),
+    };
+    let completed_id = aar_id.clone();
+    let keyed_id = aar_id.clone();
     let completion = Completion {
         aar_id,
         result: input::outcome(&body.result)?,
@@ -367,14 +381,37 @@ pub(crate) async fn complete(
         spend: input::amount("spend_usd", body.spend_usd)?,
         presented,
     };
-    let presented_token = completion.presented.is_some();
-    let completed_id = completion.aar_id.clone();
-    let record = state
-        .write(move |ledger| ledger.complete(&completion, now))
-        .await?;
-    state.metrics.record_written("completed");
-    spans::export(&state, &completed_id);
-    Ok(axum::Json(bodies::completed(record, presented_token)))
+    let (completed, rendered) = once_where(
+        &state,
+        move |ledger| match key {
+            Some(key) => {
+                let org = ledger.record_org(&keyed_id)?;
+                Ok(Some(key.scoped(org, "complete", &credential)))
+            }
+            None => Ok(None),
+        },
+        now,
+        move |ledger| {
+            let presented_token = completion.presented.is_some();
+            ledger
+                .complete(&completion, now)
+                .map(|record| (record, presented_token))
+        },
+        render_completed,
+    )
+    .await?;
+    if completed.is_some() {
+        state.metrics.record_written("completed");
+        spans::export(&state, &completed_id);
+    }
+    Ok(rendered)
+}
+
+fn render_completed((record, presented_token): &(Record, bool)) -> Rendered {
+    Rendered::json(
+        StatusCode::OK,
+        &bodies::completed(record.clone(), *presented_token),
+    )
 }
 
 /// Delegates a narrower token to a sub-agent.

@@ -85,8 +85,22 @@ pub(crate) async fn once<T: Send + 'static>(
     work: impl FnOnce(&mut Ledger) -> Result<T, LedgerError> + Send + 'static,
     render: fn(&T) -> Rendered,
 ) -> ApiResult<(Option<T>, Rendered)> {
+    once_where(state, move |_| Ok(key), now, work, render).await
+}
+
+/// [`once`] for a write whose key's organisation only the ledger knows (a
+/// completion names its record, not its organisation): `key` makes the key
+/// in the writer's transaction, before the stored answers are looked up.
+pub(crate) async fn once_where<T: Send + 'static>(
+    state: &AppState,
+    key: impl FnOnce(&mut Ledger) -> Result<Option<IdempotencyKey>, LedgerError> + Send + 'static,
+    now: Now,
+    work: impl FnOnce(&mut Ledger) -> Result<T, LedgerError> + Send + 'static,
+    render: fn(&T) -> Rendered,
+) -> ApiResult<(Option<T>, Rendered)> {
     let reply = state
         .write(move |ledger| {
+            let key = key(ledger)?;
             ledger.once(key.as_ref(), now, work, |outcome| render(outcome).stored())
         })
         .await?;

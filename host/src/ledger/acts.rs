@@ -240,6 +240,12 @@ impl Ledger {
     }
 
     /// A stored record, with the token it was made with.
+    /// The organisation a record belongs to (not found as for any call that
+    /// names a record).
+    pub fn record_org(&mut self, aar_id: &AarId) -> Result<Org, LedgerError> {
+        self.record(aar_id).map(|(record, _)| record.org())
+    }
+
     fn record(&mut self, aar_id: &AarId) -> Result<(Record, Token), LedgerError> {
         let mut record =
             records::by_id(&self.conn, aar_id.as_str())?.ok_or(LedgerError::UnknownRecord)?;

@@ -1,4 +1,4 @@
-//! `Idempotency-Key` on record/action, authorize, delegate and issue.
+//! `Idempotency-Key` on record/action, authorize, complete, delegate and issue.
 
 use reqwest::StatusCode;
 use serde_json::{Value, json};
@@ -115,6 +115,62 @@ async fn retries_return_the_first_response_and_create_nothing() {
         .await,
         issued
     );
+}
+
+/// A completion whose answer was lost is sent again with its key: the first
+/// answer comes back, the record is completed once (one `completed` leaf),
+/// and another outcome under the key is refused. The key is the record's
+/// and its sender's: the same key and body without the token that completed
+/// it replays nothing (it is judged afresh and refused), so a replay never
+/// shows the token's jti to a caller who only knows the `aar_id`.
+#[tokio::test]
+async fn a_retried_completion_gets_the_first_answer_and_only_its_sender_does() {
+    let app = TestApp::spawn().await;
+    let root = app.root("bot", &["crm:*"], &["read"]).await;
+    let token = text(&root["compact_jwt"]).to_owned();
+    let check = json!({"action": "read", "resource": "crm:a"});
+    let (status, authorized) = send(&app, "/v1/vat/authorize", Some(&token), "a-1", &check).await;
+    assert_eq!(status, StatusCode::OK);
+    let aar_id = text(&authorized["aar_id"]).to_owned();
+    let path = format!("/v1/vat/aar/{aar_id}/complete");
+    let done = json!({"result": "success", "result_hash": format!("sha256:{}", "ab".repeat(32))});
+
+    let first = send(&app, &path, Some(&token), "c-1", &done).await;
+    assert_eq!(first.0, StatusCode::OK);
+    assert_eq!(first.1["status"], "completed");
+    assert_eq!(first.1["vat_jti"], root["jti"]);
+    for _ in 0..2 {
+        assert_eq!(send(&app, &path, Some(&token), "c-1", &done).await, first);
+    }
+    let other = json!({"result": "error"});
+    let (status, problem) = send(&app, &path, Some(&token), "c-1", &other).await;
+    assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY);
+    assert_eq!(problem["code"], "idempotency_key_reused");
+    // Without the key, a second completion is what it always was.
+    let response = app
+        .client
+        .post(app.url(&path))
+        .bearer_auth(&token)
+        .json(&done)
+        .send()
+        .await
+        .unwrap();
+    expect_problem(response, StatusCode::CONFLICT, "already_completed").await;
+
+    // The same key and body by the aar_id alone: no replay, no jti.
+    let (status, problem) = send(&app, &path, None, "c-1", &done).await;
+    assert_eq!(status, StatusCode::UNAUTHORIZED, "{problem}");
+    assert_eq!(problem["code"], "token_required");
+    assert!(!problem.to_string().contains(text(&root["jti"])));
+
+    let record = expect_json(
+        app.get_auth(&format!("/v1/vat/aar/{aar_id}"), &app.admin_key)
+            .await,
+        StatusCode::OK,
+    )
+    .await;
+    assert_eq!(record["result"], "success");
+    assert_eq!(record_count(&app, text(&root["jti"])).await, 1);
 }
 
 #[tokio::test]
