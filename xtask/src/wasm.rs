@@ -50,6 +50,16 @@ pub(crate) const NODE_TESTS: [&str; 9] = [
 ];
 /// The Node suite run against a live `mandate serve`.
 const LIVE_TEST: &str = "test/live.test.mjs";
+/// The suites against a live `mandate serve` run with Node 24: the client's
+/// own, the framework adapters with the real frameworks (the `ai` package
+/// needs Node 22 or later), and the example MCP server and agent end to end.
+const LIVE_NODE24_TESTS: [&str; 5] = [
+    "test/client-live.test.mjs",
+    "test/mcp.test.mjs",
+    "test/ai.test.mjs",
+    "test/openai-agents.test.mjs",
+    "test/example.test.mjs",
+];
 
 fn command(dir: &Path, program: impl AsRef<OsStr>, args: &[&OsStr]) -> Command {
     let mut command = Command::new(program);
@@ -245,8 +255,9 @@ fn package(root: &Path, check_types: bool) -> Result<()> {
 
 /// The package's suites: the generated types are current, the façade under
 /// Node with wasm-bindgen-test, the conformance vectors, the JavaScript
-/// surface, the client, the packed package in a fresh project, and the live
-/// server through the client.
+/// surface, the client, the packed package in a fresh project, the other
+/// runtimes, the live server through the client, and the framework adapters
+/// and the example against a live server.
 pub(crate) fn test(root: &Path) -> Result<()> {
     let wasm = root.join("wasm");
     ensure_wasm_bindgen(root)?;
@@ -289,6 +300,11 @@ pub(crate) fn test(root: &Path) -> Result<()> {
         "node",
         &[OsStr::new("--test"), OsStr::new(LIVE_TEST)],
     );
-    live.env("MANDATE_BIN", server);
-    exec(live)
+    live.env("MANDATE_BIN", &server);
+    exec(live)?;
+    let mut args = vec![OsStr::new("--test")];
+    args.extend(LIVE_NODE24_TESTS.iter().map(OsStr::new));
+    let mut adapters = command(&wasm, crate::runtimes::node24(root)?, &args);
+    adapters.env("MANDATE_BIN", &server);
+    exec(adapters)
 }
