@@ -252,7 +252,8 @@ export type DenyReason =
   | "token_expired"
   | "approval_required"
   | "approval_denied"
-  | "approval_expired";
+  | "approval_expired"
+  | "trust_too_low";
 
 /**
  * Every problem code the server (and mandate-core, whose codes verifiers
@@ -860,7 +861,8 @@ export type Permission =
   | "revoke"
   | "manage_keys"
   | "decide"
-  | "manage_webhooks";
+  | "manage_webhooks"
+  | "vouch";
 
 /** `GET /v1/me`: the key a request is made with, its organisation and what its role allows. */
 export type Me = Narrowed<Schemas["MeBody"], { email: string | null; role: Role; permissions: Permission[] }>;
@@ -883,6 +885,88 @@ export type IssuedKey = Narrowed<Schemas["IssuedKeyBody"], { role: Role; email: 
 export type ApiKey = Narrowed<Schemas["KeyBody"], { role: Role; email: string | null; revoked_at: string | null }>;
 export type KeyList = Narrowed<Schemas["KeyList"], { keys: ApiKey[] }>;
 export type OrgCreated = Narrowed<Schemas["OrgCreatedBody"], { org: Org; owner_key: IssuedKey }>;
+
+// The trust graph (docs/api.md, "The trust graph"): vouches between the
+// organisation's humans and agents, and the trust score each agent gets
+// from its reputation and the vouches it receives.
+
+/** Who vouches: a human by the API key it vouched with, or an agent by its id. */
+export type Voucher = { kind: "human"; key_id: string } | { kind: "agent"; agent_id: string };
+
+/** `POST /v1/trust/vouches`: a vouch for an agent of the organisation. */
+export interface VouchRequest {
+  /** The agent vouched for. */
+  agent_id: string;
+  /** How strongly, in (0, 1]. */
+  weight: number;
+  /** Why, in a few words, for the humans who read it. */
+  reason?: string | null;
+  /** When it lapses by itself (RFC 3339 text or a Date, in the future); without it, until withdrawn. */
+  expires_at?: Instant | null;
+}
+
+/** A vouch: `withdrawn_at` once withdrawn; one past its `expires_at` no longer counts. */
+export interface Vouch {
+  /** `vch_<ulid>`. */
+  vouch_id: string;
+  voucher: Voucher;
+  agent_id: string;
+  weight: number;
+  reason?: string;
+  created_at: string;
+  expires_at?: string;
+  withdrawn_at?: string;
+}
+
+/**
+ * `GET /v1/trust/agents/{agent_id}`: an agent's trust and its parts, as the
+ * server last computed them (`computed_at`): `trust = min(ceiling, decay ×
+ * (0.5 × reputation + 0.5 × graph))`, each in [0, 1].
+ */
+export interface AgentTrust {
+  agent_id: string;
+  trust: number;
+  /** Its combined reputation. */
+  reputation: number;
+  /** What the vouches it receives give it, weighted by each voucher's own trust. */
+  graph: number;
+  /** The factor its inactivity costs (1 when active now, halving every 30 days idle). */
+  decay: number;
+  /** The most it may have: 1 for an agent a human issued a token to, else its delegators' highest trust. */
+  ceiling: number;
+  computed_at: string;
+  /** The active vouches it receives. */
+  vouches: Vouch[];
+  /** The active vouches it gives. */
+  vouched: Vouch[];
+}
+
+/** Options of `trustGraphPage`: pages by agent id. */
+export interface TrustGraphQuery {
+  cursor?: string | null;
+  limit?: number | null;
+}
+
+/** An agent of the trust graph and its trust. */
+export interface TrustGraphNode {
+  agent_id: string;
+  trust: number;
+}
+
+/** An active vouch of the trust graph: from `voucher` to `agent_id`. */
+export interface TrustGraphEdge {
+  vouch_id: string;
+  voucher: Voucher;
+  agent_id: string;
+  weight: number;
+}
+
+/** `GET /v1/trust/graph`: a page of agents (by agent id) and the vouches of the page's agents. */
+export interface TrustGraphPage {
+  nodes: TrustGraphNode[];
+  edges: TrustGraphEdge[];
+  next_cursor?: string;
+}
 
 // The record log's JSON answers; the checkpoint and the keys are
 // text/plain, and the client returns them as strings.
@@ -2131,6 +2215,72 @@ export class MandateClient {
     return this.#call("GET", "/.well-known/jwks.json", undefined, undefined, { ...options, retry: "read" });
   }
 
+  /**
+   * `POST /v1/trust/vouches`: vouches for an agent of the organisation. On the client's API key (a role that may
+   * `vouch`: owner, reviewer), or, with `auth.token` (and `key` when bound), as the agent holding that token, for
+   * an agent it delegated to (else 403 `vouch_not_allowed`). 409 `vouch_exists` while the same voucher's vouch
+   * for that agent is active. Never sent twice: a lost answer is seen by reading the agent's `trust`.
+   */
+  async vouch(request: VouchRequest, auth: AgentAuth = {}): Promise<Vouch> {
+    const path = "/v1/trust/vouches";
+    const credential = (): Credential => (auth.token === undefined ? this.#key() : this.#agent("POST", path, auth));
+    const { token: _token, key: _key, traceparent: _trace, idempotencyKey: _unused, ...options } = auth;
+    const body: Record<string, unknown> = { ...request };
+    if (request.expires_at instanceof Date) {
+      body.expires_at = request.expires_at.toISOString();
+    }
+    return this.#call("POST", path, credential, body, { ...options, retry: "once" });
+  }
+
+  /**
+   * `DELETE /v1/trust/vouches/{vouch_id}`: withdraws a vouch, by its voucher (the same API key, or with
+   * `auth.token` the same agent) or an owner key; answers it with `withdrawn_at`. 409 `vouch_withdrawn` the second
+   * time.
+   */
+  async withdrawVouch(vouchId: string, auth: AgentAuth = {}): Promise<Vouch> {
+    const path = `/v1/trust/vouches/${segment(vouchId)}`;
+    const credential = (): Credential => (auth.token === undefined ? this.#key() : this.#agent("DELETE", path, auth));
+    const { token: _token, key: _key, traceparent: _trace, idempotencyKey: _unused, ...options } = auth;
+    return this.#call("DELETE", path, credential, undefined, { ...options, retry: "once" });
+  }
+
+  /** `GET /v1/trust/agents/{agent_id}`: the agent's trust, its parts and the active vouches it receives and gives. */
+  trust(agentId: string, options: RequestOptions = {}): Promise<AgentTrust> {
+    return this.#call("GET", `/v1/trust/agents/${segment(agentId)}`, this.#key(), undefined, { ...options, retry: "read" });
+  }
+
+  /** `GET /v1/trust/graph`: one page of the organisation's trust graph, agents in id order with their vouches. */
+  trustGraphPage(query: TrustGraphQuery = {}, options: RequestOptions = {}): Promise<TrustGraphPage> {
+    return this.#call("GET", `/v1/trust/graph${queryString(query)}`, this.#key(), undefined, { ...options, retry: "read" });
+  }
+
+  /** The whole trust graph, page after page as iteration goes on: each page's agents and their vouches. */
+  async *trustGraph(query: TrustGraphQuery = {}, options: RequestOptions = {}): AsyncGenerator<TrustGraphPage, void, undefined> {
+    let cursor = query.cursor;
+    do {
+      const page = await this.trustGraphPage({ ...query, cursor }, options);
+      yield page;
+      cursor = page.next_cursor ?? undefined;
+    } while (cursor);
+  }
+
+  /**
+   * `GET /v1/trust/agents/{agent_id}/statement`: the agent's signed trust statement, a compact JWT
+   * (`trust-statement+jwt`, a few minutes' lifetime) that anyone holding the server's key set checks offline with
+   * `verifyTrustStatement`. On the client's API key, or with `auth.token` on the agent's own token.
+   */
+  async trustStatement(agentId: string, auth: Pick<AgentAuth, "token" | "key"> & RequestOptions = {}): Promise<string> {
+    const path = `/v1/trust/agents/${segment(agentId)}/statement`;
+    const credential = (): Credential => (auth.token === undefined ? this.#key() : this.#agent("GET", path, auth));
+    const { token: _token, key: _key, ...options } = auth;
+    const answer = await this.#request("GET", path, credential, undefined, {
+      ...options,
+      accept: "application/trust-statement+jwt",
+      retry: "read",
+    });
+    return answer.text.trim();
+  }
+
   /** A fetch for the remote verifier: one attempt through the client's fetch, within its timeout. */
   async #statusFetch(url: string, init: Parameters<StatusFetch>[1]): ReturnType<StatusFetch> {
     const request = { method: init.method, headers: init.headers, credentials: init.credentials };
@@ -2354,6 +2504,28 @@ export class AgentClient {
   /** `MandateClient.approval` read with this agent's token. */
   approval(approvalId: string, options: Omit<ApprovalReadOptions, "token" | "key"> = {}): Promise<Approval> {
     return this.#client.approval(approvalId, { ...options, token: this.token, key: this.#auth.key });
+  }
+
+  /** `MandateClient.vouch` as this agent: for an agent it delegated to. */
+  vouch(request: VouchRequest, options: RequestOptions = {}): Promise<Vouch> {
+    return this.#client.vouch(request, { ...this.#auth, ...options });
+  }
+
+  /** `MandateClient.withdrawVouch` as this agent: one of its own vouches. */
+  withdrawVouch(vouchId: string, options: RequestOptions = {}): Promise<Vouch> {
+    return this.#client.withdrawVouch(vouchId, { ...this.#auth, ...options });
+  }
+
+  /** `MandateClient.trustStatement` on this agent's token: its own statement (the token's agent), unless `agentId` names another. */
+  trustStatement(agentId?: string, options: RequestOptions = {}): Promise<string> {
+    const own = this.claims?.sub.replace(/^agent:/, "");
+    const agent = agentId ?? own;
+    if (agent === undefined) {
+      return Promise.reject(
+        new MandateError(0, { code: "invalid_options", title: "Invalid options", detail: "the token names no agent: pass agentId" }),
+      );
+    }
+    return this.#client.trustStatement(agent, { ...options, token: this.token, key: this.#auth.key });
   }
 
   #options(): AgentOptions {
