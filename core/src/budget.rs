@@ -230,6 +230,7 @@ mod tests {
     #[test]
     fn spend_limit_is_inclusive() {
         let c = Constraints {
+            min_trust: None,
             max_spend_usd: Some(usd(100)),
             max_actions: None,
             require_approval: None,
@@ -245,6 +246,7 @@ mod tests {
     #[test]
     fn action_limit_counts_this_action() {
         let c = Constraints {
+            min_trust: None,
             max_spend_usd: None,
             max_actions: Some(2),
             require_approval: None,
@@ -255,6 +257,7 @@ mod tests {
             Err(BudgetExceeded(Limit::MaxActions))
         );
         let none = Constraints {
+            min_trust: None,
             max_spend_usd: None,
             max_actions: Some(0),
             require_approval: None,
@@ -268,6 +271,7 @@ mod tests {
     #[test]
     fn spend_reported_first_and_codes() {
         let c = Constraints {
+            min_trust: None,
             max_spend_usd: Some(usd(1)),
             max_actions: Some(0),
             require_approval: None,
@@ -283,6 +287,7 @@ mod tests {
 
     fn limits(spend: Option<u64>, actions: Option<u64>) -> Constraints {
         Constraints {
+            min_trust: None,
             max_spend_usd: spend.map(usd),
             max_actions: actions,
             require_approval: None,
@@ -348,6 +353,7 @@ mod tests {
     #[test]
     fn extra_spend_ignores_the_count() {
         let c = Constraints {
+            min_trust: None,
             max_spend_usd: Some(usd(10)),
             max_actions: Some(1),
             require_approval: None,
@@ -362,6 +368,7 @@ mod tests {
     #[test]
     fn thresholds_are_reached_once_each_as_use_grows() {
         let c = Constraints {
+            min_trust: None,
             max_spend_usd: Some(usd(100)),
             max_actions: Some(10),
             require_approval: None,
@@ -400,6 +407,7 @@ mod tests {
             vec![]
         );
         let zero = Constraints {
+            min_trust: None,
             max_spend_usd: Some(usd(0)),
             max_actions: Some(0),
             require_approval: None,

@@ -50,6 +50,7 @@ pub mod summary;
 pub mod tlog;
 pub mod token;
 pub mod trace;
+pub mod trust;
 pub mod webhook;
 
 pub use approval::{ApprovalRequirement, chain_requires_approval};
@@ -77,7 +78,8 @@ pub use record::{
 pub use reputation::{CountsChange, Reputation, ReputationCounts, reputation};
 pub use roles::{Permission, Role, UnknownRole};
 pub use scope::{
-    Action, Constraints, Framework, Grant, Limit, Policy, Resource, ResourcePattern, Scope,
+    Action, Constraints, Framework, Grant, Limit, MinTrust, Policy, Resource, ResourcePattern,
+    Scope,
     ScopeDenial, ScopeError, Violation, Widening, check_narrowing, permits,
 };
 pub use status_list::{
@@ -98,6 +100,10 @@ pub use token::{
     verify_ignoring_lifetime,
 };
 pub use trace::{SpanId, TraceError, TraceFlags, TraceId, TraceParent};
+pub use trust::{
+    AgentInput, TrustError, TrustGraph, TrustParams, TrustScore, VouchInput, Voucher,
+    meets_trust_floor, trust_floor, trust_scores,
+};
 pub use webhook::{EventTime, EventType, MessageId, WebhookError};
 
 /// SHA-256 of bytes as `sha256:<hex>`, the form of `result_hash`.

@@ -196,6 +196,9 @@ pub enum DenyReason {
     ApprovalDenied,
     /// Nobody decided the approval before it expired.
     ApprovalExpired,
+    /// The agent's trust is below the token's `constraints.min_trust`
+    /// ([`crate::trust`]).
+    TrustTooLow,
 }
 
 impl DenyReason {
@@ -214,11 +217,12 @@ impl DenyReason {
             DenyReason::ApprovalRequired => "approval_required",
             DenyReason::ApprovalDenied => "approval_denied",
             DenyReason::ApprovalExpired => "approval_expired",
+            DenyReason::TrustTooLow => "trust_too_low",
         }
     }
 
     /// Every reason, in declaration order.
-    pub const ALL: [DenyReason; 12] = [
+    pub const ALL: [DenyReason; 13] = [
         DenyReason::ActionNotPermitted,
         DenyReason::ResourceNotPermitted,
         DenyReason::BudgetMaxSpendUsd,
@@ -231,6 +235,7 @@ impl DenyReason {
         DenyReason::ApprovalRequired,
         DenyReason::ApprovalDenied,
         DenyReason::ApprovalExpired,
+        DenyReason::TrustTooLow,
     ];
 
     /// Whether the record was denied by an approval's decision (denied or

@@ -14,7 +14,8 @@ pub enum Role {
     Owner,
     /// Issues tokens for its own e-mail, and reads.
     Developer,
-    /// Reads, rates records and revokes tokens.
+    /// Reads, rates records, revokes tokens, decides approvals and vouches
+    /// for agents.
     Reviewer,
     /// Reads.
     Auditor,
@@ -40,11 +41,14 @@ pub enum Permission {
     Decide,
     /// Create, change and delete the organisation's webhooks.
     ManageWebhooks,
+    /// Vouch for an agent, and withdraw one's own vouches (the verified
+    /// persons of the organisation: owners and reviewers).
+    Vouch,
 }
 
 impl Permission {
     /// Every permission, in the order the table lists them.
-    pub const ALL: [Permission; 8] = [
+    pub const ALL: [Permission; 9] = [
         Permission::Read,
         Permission::Issue,
         Permission::IssueForAnyone,
@@ -53,6 +57,7 @@ impl Permission {
         Permission::ManageKeys,
         Permission::Decide,
         Permission::ManageWebhooks,
+        Permission::Vouch,
     ];
 
     /// The permission's name on the wire.
@@ -66,6 +71,7 @@ impl Permission {
             Permission::ManageKeys => "manage_keys",
             Permission::Decide => "decide",
             Permission::ManageWebhooks => "manage_webhooks",
+            Permission::Vouch => "vouch",
         }
     }
 }
@@ -92,7 +98,7 @@ impl Role {
     /// The permission table: what each role may do.
     pub fn permissions(self) -> &'static [Permission] {
         use Permission::{
-            Decide, Issue, IssueForAnyone, ManageKeys, ManageWebhooks, Rate, Read, Revoke,
+            Decide, Issue, IssueForAnyone, ManageKeys, ManageWebhooks, Rate, Read, Revoke, Vouch,
         };
         match self {
             Role::Owner => &[
@@ -104,9 +110,10 @@ impl Role {
                 ManageKeys,
                 Decide,
                 ManageWebhooks,
+                Vouch,
             ],
             Role::Developer => &[Read, Issue],
-            Role::Reviewer => &[Read, Rate, Revoke, Decide],
+            Role::Reviewer => &[Read, Rate, Revoke, Decide, Vouch],
             Role::Auditor => &[Read],
         }
     }

@@ -22,8 +22,9 @@
 //! resource pattern is covered by a parent pattern, every child action is held
 //! by the parent, every parent constraint is kept and not raised, the
 //! child's approval requirement asks for approval wherever the parent's does
-//! (see [`crate::approval`]), every parent framework is kept, and the child
-//! expires no later than the parent.
+//! (see [`crate::approval`]), the parent's `min_trust` is kept and may only
+//! be raised, every parent framework is kept, and the child expires no later
+//! than the parent.
 //! [`check_narrowing`] reports every way a child is wider, not just the first.
 
 use std::fmt;
@@ -64,6 +65,8 @@ pub enum ScopeError {
     MaxActionsTooLarge,
     #[error("require_approval must have actions, resources or spend_over_usd")]
     ApprovalRequirementEmpty,
+    #[error("min_trust must be a number in [0, 1]")]
+    InvalidMinTrust,
 }
 
 impl ScopeError {
@@ -79,6 +82,7 @@ impl ScopeError {
             ScopeError::Duplicate { .. } => "duplicate_entry",
             ScopeError::MaxActionsTooLarge => "max_actions_too_large",
             ScopeError::ApprovalRequirementEmpty => "empty_approval_requirement",
+            ScopeError::InvalidMinTrust => "invalid_min_trust",
         }
     }
 }
@@ -342,10 +346,50 @@ pub fn permits(scope: &Scope, action: &Action, resource: &Resource) -> bool {
     scope.check(action, resource).is_ok()
 }
 
+/// The least trust (`constraints.min_trust`) an agent must hold to act with
+/// a token: a number in [0, 1] (see [`crate::trust`]). Never NaN, so it
+/// compares and equals as a whole number would.
+#[derive(Debug, Clone, Copy, PartialEq, PartialOrd, Serialize, Deserialize)]
+#[serde(try_from = "f64", into = "f64")]
+pub struct MinTrust(f64);
+
+impl Eq for MinTrust {}
+
+impl MinTrust {
+    /// A floor in [0, 1]; anything else (NaN included) is refused.
+    pub fn new(value: f64) -> Result<MinTrust, ScopeError> {
+        if (0.0..=1.0).contains(&value) {
+            // -0.0 is 0.0.
+            Ok(MinTrust(value + 0.0))
+        } else {
+            Err(ScopeError::InvalidMinTrust)
+        }
+    }
+
+    /// The floor.
+    pub fn get(self) -> f64 {
+        self.0
+    }
+}
+
+impl TryFrom<f64> for MinTrust {
+    type Error = ScopeError;
+    fn try_from(value: f64) -> Result<MinTrust, ScopeError> {
+        MinTrust::new(value)
+    }
+}
+
+impl From<MinTrust> for f64 {
+    fn from(floor: MinTrust) -> f64 {
+        floor.0
+    }
+}
+
 /// The constraints of a token (`svc_constraints`): budget limits,
-/// cumulative over the token and its descendants, and when an action needs
-/// a human's approval first. An absent limit is no limit; an absent
-/// requirement asks for no approval.
+/// cumulative over the token and its descendants, when an action needs a
+/// human's approval first, and the least trust its agent must hold. An
+/// absent limit is no limit; an absent requirement asks for no approval; an
+/// absent `min_trust` asks for no trust.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(try_from = "RawConstraints")]
 pub struct Constraints {
@@ -355,6 +399,8 @@ pub struct Constraints {
     pub max_actions: Option<u64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub require_approval: Option<ApprovalRequirement>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub min_trust: Option<MinTrust>,
 }
 
 #[derive(Deserialize)]
@@ -366,6 +412,8 @@ struct RawConstraints {
     max_actions: Option<u64>,
     #[serde(default)]
     require_approval: Option<ApprovalRequirement>,
+    #[serde(default)]
+    min_trust: Option<MinTrust>,
 }
 
 impl TryFrom<RawConstraints> for Constraints {
@@ -378,14 +426,16 @@ impl TryFrom<RawConstraints> for Constraints {
             max_spend_usd: raw.max_spend_usd,
             max_actions: raw.max_actions,
             require_approval: raw.require_approval,
+            min_trust: raw.min_trust,
         })
     }
 }
 
 impl Constraints {
-    /// Whether no constraint is set: no limit and no approval requirement.
+    /// Whether no constraint is set: no limit, no approval requirement and
+    /// no trust floor.
     pub fn is_empty(&self) -> bool {
-        !self.has_budget() && self.require_approval.is_none()
+        !self.has_budget() && self.require_approval.is_none() && self.min_trust.is_none()
     }
 
     /// Whether a budget limit is set.
@@ -482,6 +532,10 @@ pub enum Violation {
     ApprovalThresholdRaised,
     /// The parent needs approval above a spend and the child at no spend.
     ApprovalThresholdDropped,
+    /// The child's `min_trust` is lower than the parent's.
+    MinTrustLowered,
+    /// The parent sets `min_trust` and the child leaves it out.
+    MinTrustDropped,
     /// A framework the parent asserts and the child leaves out.
     FrameworkDropped(Framework),
     /// The child would outlive its parent.
@@ -507,6 +561,9 @@ impl Violation {
             Violation::ApprovalThresholdRaised | Violation::ApprovalThresholdDropped => {
                 "constraints.require_approval.spend_over_usd".to_owned()
             }
+            Violation::MinTrustLowered | Violation::MinTrustDropped => {
+                "constraints.min_trust".to_owned()
+            }
             Violation::FrameworkDropped(_) => "policy.frameworks".to_owned(),
             Violation::LifetimeBeyondParent { .. } => "exp".to_owned(),
         }
@@ -524,6 +581,8 @@ impl Violation {
             Violation::ApprovalResourceNotCovered(_) => "approval_resource_not_covered",
             Violation::ApprovalThresholdRaised => "approval_threshold_raised",
             Violation::ApprovalThresholdDropped => "approval_threshold_dropped",
+            Violation::MinTrustLowered => "min_trust_lowered",
+            Violation::MinTrustDropped => "min_trust_dropped",
             Violation::FrameworkDropped(_) => "framework_dropped",
             Violation::LifetimeBeyondParent { .. } => "lifetime_beyond_parent",
         }
@@ -562,6 +621,12 @@ impl fmt::Display for Violation {
             }
             Violation::ApprovalThresholdDropped => {
                 f.write_str("require_approval.spend_over_usd is set by the parent and must be kept")
+            }
+            Violation::MinTrustLowered => {
+                f.write_str("min_trust is lower than the parent's and may only be raised")
+            }
+            Violation::MinTrustDropped => {
+                f.write_str("min_trust is set by the parent and must be kept")
             }
             Violation::FrameworkDropped(fw) => {
                 write!(f, "policy framework `{fw}` of the parent must be kept")
@@ -652,6 +717,11 @@ pub fn check_narrowing(child: &Grant, parent: &Grant) -> Result<(), Widening> {
         parent.constraints.require_approval.as_ref(),
         &mut violations,
     );
+    match (child.constraints.min_trust, parent.constraints.min_trust) {
+        (None, Some(_)) => violations.push(Violation::MinTrustDropped),
+        (Some(c), Some(p)) if c < p => violations.push(Violation::MinTrustLowered),
+        _ => {}
+    }
     for framework in parent.policy.frameworks() {
         if !child.policy.frameworks().contains(framework) {
             violations.push(Violation::FrameworkDropped(framework.clone()));
@@ -809,6 +879,7 @@ mod tests {
     fn narrowing_names_every_widening() {
         let mut parent = grant(&["crm:contacts"], &["read", "delegate"]);
         parent.constraints = Constraints {
+            min_trust: None,
             max_spend_usd: Some(Usd::from_micros(10).unwrap()),
             max_actions: Some(5),
             require_approval: None,
@@ -816,6 +887,7 @@ mod tests {
         parent.policy = Policy::new(vec![Framework::parse("hipaa").unwrap()]).unwrap();
         let mut child = grant(&["crm:*", "mail:x"], &["read", "write"]);
         child.constraints = Constraints {
+            min_trust: None,
             max_spend_usd: Some(Usd::from_micros(11).unwrap()),
             max_actions: None,
             require_approval: None,

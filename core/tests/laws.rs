@@ -99,6 +99,7 @@ fn grant() -> impl Strategy<Value = Grant> {
                 Grant {
                     scope: Scope::new(resources, actions).unwrap(),
                     constraints: Constraints {
+                        min_trust: None,
                         max_spend_usd: spend.map(usd),
                         max_actions: count,
                         require_approval: approval,

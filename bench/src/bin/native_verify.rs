@@ -33,6 +33,7 @@ fn typical_claims(now: i64) -> Claims {
             )
             .expect("valid"),
             constraints: Constraints {
+                min_trust: None,
                 max_spend_usd: Some(Usd::from_f64(50.0).expect("valid")),
                 max_actions: Some(100),
                 require_approval: None,

@@ -154,10 +154,11 @@ pub fn issue_root(request: TokenRequest, issue: RootIssue) -> Result<Claims, Iss
     })
 }
 
-/// What a delegation grants: the request, with every limit, framework and
-/// approval requirement it leaves out taken from the parent, refused if it
-/// is wider than the parent anyway (a resource, an action, a raised limit,
-/// a raised approval threshold or a longer life).
+/// What a delegation grants: the request, with every limit, framework,
+/// approval requirement and trust floor (`min_trust`) it leaves out taken
+/// from the parent, refused if it is wider than the parent anyway (a
+/// resource, an action, a raised limit, a raised approval threshold, a
+/// lowered trust floor or a longer life).
 ///
 /// Frameworks and the lists of an approval requirement (actions, resource
 /// patterns) the request sets are added to the parent's, so a request can
@@ -180,6 +181,10 @@ pub fn delegated_grant(requested: Grant, parent: &Grant) -> Result<Grant, IssueE
             .max_actions
             .or(parent.constraints.max_actions),
         require_approval,
+        min_trust: requested
+            .constraints
+            .min_trust
+            .or(parent.constraints.min_trust),
     };
     let mut frameworks = parent.policy.frameworks().to_vec();
     for framework in requested.policy.frameworks() {

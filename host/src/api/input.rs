@@ -183,6 +183,7 @@ fn scope_field(error: &ScopeError) -> &'static str {
         },
         ScopeError::MaxActionsTooLarge => "constraints.max_actions",
         ScopeError::ApprovalRequirementEmpty => "constraints.require_approval",
+        ScopeError::InvalidMinTrust => "constraints.min_trust",
     }
 }
 
@@ -227,6 +228,7 @@ fn constraints(body: Option<&ConstraintsBody>) -> ApiResult<Constraints> {
         max_spend_usd: amount("constraints.max_spend_usd", body.max_spend_usd)?,
         max_actions,
         require_approval,
+        min_trust: None,
     })
 }
 

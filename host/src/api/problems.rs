@@ -144,6 +144,10 @@ pub(crate) fn denial(reason: DenyReason, credential: Credential) -> ApiError {
             reason.code(),
             "the approval of this action expired before anyone decided",
         ),
+        DenyReason::TrustTooLow => ApiError::forbidden(
+            reason.code(),
+            "the agent's trust is below the token's min_trust",
+        ),
     }
 }
 

@@ -20,6 +20,7 @@ fn requirement() -> ApprovalRequirement {
 
 fn guarded(budget: Option<f64>) -> Constraints {
     Constraints {
+        min_trust: None,
         max_spend_usd: budget.map(usd),
         max_actions: None,
         require_approval: Some(requirement()),
