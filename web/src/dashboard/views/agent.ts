@@ -1,6 +1,7 @@
-// An agent: its reputation with the numbers behind it, its history
-// (reputation over time and outcomes per day, each chart with its table
-// twin), and its records.
+// An agent: its reputation with the numbers behind it, its trust beside it
+// (the parts, who vouches for it, its neighbourhood; vouching and
+// withdrawing for a key that may vouch), its history (reputation over time
+// and outcomes per day, each chart with its table twin), and its records.
 
 import type { AgentHistory, AgentReputation } from "mandate-sdk/web";
 import { entry, h, link } from "../dom.js";
@@ -8,6 +9,7 @@ import { score } from "../format.js";
 import { RecordsPanel } from "../records.js";
 import { type Route, navigate, route } from "../router.js";
 import { client } from "../session.js";
+import { TrustPanel } from "../trust.js";
 import { field, load } from "../ui.js";
 
 /** How many days of history the page offers. */
@@ -107,7 +109,7 @@ export async function agentView(root: HTMLElement, current: Route): Promise<() =
   const agentId = current.segments[1] ?? "";
   root.append(h("h1", { tabindex: -1 }, agentId === "" ? "Agents" : `Agent ${agentId}`), lookup(agentId));
   if (agentId === "") {
-    root.append(h("p", { class: "lede" }, "Name an agent to see its reputation and records, or ", link(route(["agents"]), "see every agent"), "."));
+    root.append(h("p", { class: "lede" }, "Name an agent to see its reputation, trust and records, or ", link(route(["agents"]), "see every agent"), "."));
     return () => undefined;
   }
   const days = SPANS.find((span) => String(span) === current.params.get("days")) ?? SPANS[0] ?? 14;
@@ -122,13 +124,18 @@ export async function agentView(root: HTMLElement, current: Route): Promise<() =
     ...SPANS.map((value) => h("option", { value, selected: value === days }, `${value} days`)),
   );
   let stopCharts: () => void = () => undefined;
+  const trust = new TrustPanel(agentId);
   const records = new RecordsPanel({
     fixed: { agent_id: agentId },
     filters: ["action", "result", "since", "until"],
-    onRated: () => void load(reputationRegion, "the reputation", () => client().reputation(agentId), reputation),
+    onRated: () => {
+      void load(reputationRegion, "the reputation", () => client().reputation(agentId), reputation);
+      void trust.reload();
+    },
   });
   root.append(
     h("section", { "aria-labelledby": "reputation-title" }, h("h2", { id: "reputation-title" }, "Reputation"), reputationRegion),
+    trust.element,
     h(
       "section",
       { "aria-labelledby": "history-title" },
@@ -146,7 +153,11 @@ export async function agentView(root: HTMLElement, current: Route): Promise<() =
       stopCharts = drawn.destroy;
       return drawn.element;
     }),
+    trust.reload(),
     records.reload(),
   ]);
-  return () => stopCharts();
+  return () => {
+    stopCharts();
+    trust.destroy();
+  };
 }

@@ -12,7 +12,7 @@ import { confirmDialog, field, load, problemBox, signedOut } from "../ui.js";
 
 const ROLES: Array<{ role: Role; label: string }> = [
   { role: "auditor", label: "auditor — reads" },
-  { role: "reviewer", label: "reviewer — reads, rates records, revokes tokens" },
+  { role: "reviewer", label: "reviewer — reads, rates records, revokes tokens, vouches for agents" },
   { role: "developer", label: "developer — reads, issues tokens for its own e-mail" },
   { role: "owner", label: "owner — all of these, for any e-mail, and manages keys" },
 ];
