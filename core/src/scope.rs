@@ -949,4 +949,44 @@ mod tests {
             r#"{"max_spend_usd":2.5}"#
         );
     }
+
+    #[test]
+    fn min_trust_may_only_be_raised() {
+        let floor = |value: f64| Some(MinTrust::new(value).unwrap());
+        let mut parent = grant(&["crm:*"], &["read"]);
+        parent.constraints.min_trust = floor(0.5);
+        let mut child = parent.clone();
+        assert_eq!(check_narrowing(&child, &parent), Ok(()));
+        child.constraints.min_trust = floor(0.9);
+        assert_eq!(check_narrowing(&child, &parent), Ok(()));
+        child.constraints.min_trust = floor(0.4);
+        let err = check_narrowing(&child, &parent).unwrap_err();
+        assert_eq!(err.violations, vec![Violation::MinTrustLowered]);
+        assert_eq!(err.violations[0].field(), "constraints.min_trust");
+        assert_eq!(err.violations[0].code(), "min_trust_lowered");
+        child.constraints.min_trust = None;
+        let err = check_narrowing(&child, &parent).unwrap_err();
+        assert_eq!(err.violations, vec![Violation::MinTrustDropped]);
+        assert_eq!(err.violations[0].field(), "constraints.min_trust");
+        // A child may set a floor its parent does not.
+        assert_eq!(
+            check_narrowing(&parent, &grant(&["crm:*"], &["read"])),
+            Ok(())
+        );
+    }
+
+    #[test]
+    fn min_trust_serde() {
+        let c: Constraints = serde_json::from_str(r#"{"min_trust":0.5}"#).unwrap();
+        assert_eq!(c.min_trust.map(MinTrust::get), Some(0.5));
+        assert!(!c.is_empty());
+        assert_eq!(serde_json::to_string(&c).unwrap(), r#"{"min_trust":0.5}"#);
+        for bad in ["1.5", "-0.1", "\"0.5\"", "null"] {
+            let text = format!(r#"{{"min_trust":{bad}}}"#);
+            let parsed = serde_json::from_str::<Constraints>(&text);
+            assert!(bad == "null" || parsed.is_err(), "{bad}");
+        }
+        assert_eq!(MinTrust::new(f64::NAN), Err(ScopeError::InvalidMinTrust));
+        assert_eq!(MinTrust::new(-0.0).map(MinTrust::get), Ok(0.0));
+    }
 }

@@ -1460,6 +1460,15 @@ fn scope_vectors() -> Value {
          "expect": {"ok": false, "violations": [{"field": "policy.frameworks", "code": "framework_dropped"}]}},
         {"name": "outlives_parent", "parent": parent, "child": with(&|c| c["exp"] = json!(2001)),
          "expect": {"ok": false, "violations": [{"field": "exp", "code": "lifetime_beyond_parent"}]}},
+        {"name": "min_trust_raised", "parent": with(&|p| p["constraints"]["min_trust"] = json!(0.5)),
+         "child": with(&|c| c["constraints"]["min_trust"] = json!(0.75)), "expect": {"ok": true, "violations": []}},
+        {"name": "min_trust_added", "parent": parent,
+         "child": with(&|c| c["constraints"]["min_trust"] = json!(0.25)), "expect": {"ok": true, "violations": []}},
+        {"name": "min_trust_lowered", "parent": with(&|p| p["constraints"]["min_trust"] = json!(0.5)),
+         "child": with(&|c| c["constraints"]["min_trust"] = json!(0.49)),
+         "expect": {"ok": false, "violations": [{"field": "constraints.min_trust", "code": "min_trust_lowered"}]}},
+        {"name": "min_trust_dropped", "parent": with(&|p| p["constraints"]["min_trust"] = json!(0.5)), "child": parent,
+         "expect": {"ok": false, "violations": [{"field": "constraints.min_trust", "code": "min_trust_dropped"}]}},
         {"name": "everything_at_once", "parent": parent, "child": json!({
             "resources": ["bank:*"], "actions": ["pay"], "constraints": {"max_spend_usd": 1000}, "exp": 3000
          }), "expect": {"ok": false, "violations": [
@@ -1503,6 +1512,15 @@ fn scope_vectors() -> Value {
          "expect": {"ok": false, "error": "scope_widening", "violations": [
             {"field": "resources", "code": "resource_not_covered"},
             {"field": "exp", "code": "lifetime_beyond_parent"}]}},
+        {"name": "min_trust_inherited", "parent": with(&|p| p["constraints"]["min_trust"] = json!(0.5)),
+         "request": request(&|_| {}),
+         "expect": {"ok": true, "grant": {
+            "resources": ["crm:contacts"], "actions": ["read"],
+            "constraints": {"max_spend_usd": 100, "max_actions": 50, "min_trust": 0.5},
+            "policy": {"frameworks": ["gdpr"]}, "exp": 1500}}},
+        {"name": "min_trust_lowered", "parent": with(&|p| p["constraints"]["min_trust"] = json!(0.5)),
+         "request": request(&|r| r["constraints"] = json!({"min_trust": 0.4})),
+         "expect": {"ok": false, "error": "scope_widening", "violations": [{"field": "constraints.min_trust", "code": "min_trust_lowered"}]}},
         {"name": "frameworks_overflow", "parent": with(&|p| p["policy"] = json!({"frameworks": many})),
          "request": request(&|r| r["policy"] = json!({"frameworks": ["hipaa"]})),
          "expect": {"ok": false, "error": "list_too_long", "violations": []}},
