@@ -51,6 +51,7 @@ pub mod tlog;
 pub mod token;
 pub mod trace;
 pub mod trust;
+pub mod trust_statement;
 pub mod webhook;
 
 pub use approval::{ApprovalRequirement, chain_requires_approval};
@@ -103,6 +104,10 @@ pub use trace::{SpanId, TraceError, TraceFlags, TraceId, TraceParent};
 pub use trust::{
     AgentInput, TrustError, TrustGraph, TrustParams, TrustScore, VouchInput, Voucher,
     meets_trust_floor, trust_floor, trust_scores,
+};
+pub use trust_statement::{
+    TrustStatement, TrustStatementClaims, TrustStatementError, sign_trust_statement,
+    verify_trust_statement,
 };
 pub use webhook::{EventTime, EventType, MessageId, WebhookError};
 

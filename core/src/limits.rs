@@ -154,3 +154,12 @@ pub const MAX_BULK_RATINGS: usize = 1000;
 /// record log. The 64 KiB body cap usually binds first (about 300 records
 /// naming their `vat_jti` with a result hash).
 pub const MAX_BATCH_RECORDS: usize = 1000;
+
+/// Lifetime of a signed trust statement when the server names none
+/// ([`crate::trust_statement`]): trust moves, so a statement is short-lived.
+pub const TRUST_STATEMENT_TTL_SECONDS: u64 = 300;
+/// Longest lifetime a trust statement may be signed with or accepted at.
+pub const MAX_TRUST_STATEMENT_TTL_SECONDS: u64 = 3600;
+/// Compact trust statements longer than this are refused before any
+/// decoding (a statement is about 500 bytes).
+pub const MAX_TRUST_STATEMENT_BYTES: usize = 4 * 1024;
