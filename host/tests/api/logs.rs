@@ -211,10 +211,14 @@ async fn every_request_is_logged_once_at_info_by_route_template() {
     assert_eq!(requests.len(), expected.len(), "{written}");
     for (line, expected) in requests.iter().zip(expected) {
         let (_, logged) = line.split_once("INFO ").unwrap_or_else(|| panic!("{line}"));
-        let micros = logged
+        let rest = logged
             .strip_prefix(expected.trim_start_matches("INFO "))
             .unwrap_or_else(|| panic!("{line} is not {expected}"));
+        let (micros, request_id) = rest
+            .split_once(" request_id=req_")
+            .unwrap_or_else(|| panic!("{line} names no request id"));
         assert!(micros.parse::<u64>().is_ok(), "{line}");
+        assert_eq!(request_id.len(), 26, "{line}");
     }
     for secret in [jti.as_str(), &key, "limit=5", "secret=abc", "not.a.token"] {
         assert!(
