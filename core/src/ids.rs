@@ -222,6 +222,12 @@ ulid_id!(
     "webhook_id",
     "wh_"
 );
+ulid_id!(
+    /// A vouch of the trust graph, `vch_<ulid>`.
+    VouchId,
+    "vouch_id",
+    "vch_"
+);
 
 /// Whether a token is the root of its chain or was delegated.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -66,7 +66,7 @@ pub use dpop::{
 pub use human::{EmailError, Identity, human_ref};
 pub use ids::{
     AarId, AgentId, ApprovalId, ClaimsDigest, HumanRef, IdError, Jkt, Jth, Jti, JtiKind, KeyId,
-    OrgId, ProvenanceRef, ResultHash, Ulid, WebhookId,
+    OrgId, ProvenanceRef, ResultHash, Ulid, VouchId, WebhookId,
 };
 pub use keys::{
     HolderKey, Jwk, JwkSet, Jwks, JwksError, PrivateJwk, PublicJwk, SigningKey, jkt, thumbprint,

@@ -23,8 +23,10 @@
 //! record created `awaiting_approval` has neither), and a `result_hash`
 //! only with a result; an approval's decision names the deciding key (`by`)
 //! exactly when a person decided (`approved`, `denied`), and an expiry has
-//! no `note`; texts are capped and hold no control characters but newline
-//! and tab.
+//! no `note`; a vouch and its withdrawal name exactly one principal, an
+//! API key (`by_key`) or an agent (`by_agent`), and a vouch's weight is in
+//! millionths, 1 to 1,000,000 (`weight_ppm`); texts are capped and hold no
+//! control characters but newline and tab.
 
 use std::collections::BTreeMap;
 use std::str::FromStr as _;
@@ -34,6 +36,7 @@ use serde::{Deserialize, Serialize};
 use super::error::LogError;
 use crate::ids::{
     AarId, AgentId, ClaimsDigest, HumanRef, Jkt, Jth, KeyId, OrgId, ProvenanceRef, ResultHash,
+    VouchId,
 };
 use crate::limits::{
     MAX_APPROVAL_NOTE_CHARS, MAX_DELEGATION_DEPTH, MAX_JSON_SAFE_INTEGER, MAX_KID_LEN,
@@ -76,6 +79,10 @@ pub enum LogEvent {
     /// `approval.decided`: the approval a record awaited approved, denied
     /// or expired.
     ApprovalDecided(ApprovalDecided),
+    /// `vouch.created`: a person or an agent vouched for an agent.
+    VouchCreated(VouchCreated),
+    /// `vouch.withdrawn`: a vouch withdrawn.
+    VouchWithdrawn(VouchWithdrawn),
 }
 
 impl LogEvent {
@@ -92,6 +99,8 @@ impl LogEvent {
             LogEvent::RecordCompleted(_) => Kind::RecordCompleted,
             LogEvent::RecordRated(_) => Kind::RecordRated,
             LogEvent::ApprovalDecided(_) => Kind::ApprovalDecided,
+            LogEvent::VouchCreated(_) => Kind::VouchCreated,
+            LogEvent::VouchWithdrawn(_) => Kind::VouchWithdrawn,
         }
     }
 
@@ -102,7 +111,10 @@ impl LogEvent {
             LogEvent::RecordCompleted(e) => Some(&e.aar_id),
             LogEvent::RecordRated(e) => Some(&e.aar_id),
             LogEvent::ApprovalDecided(e) => Some(&e.aar_id),
-            LogEvent::TokenIssued(_) | LogEvent::TokenRevoked(_) => None,
+            LogEvent::TokenIssued(_)
+            | LogEvent::TokenRevoked(_)
+            | LogEvent::VouchCreated(_)
+            | LogEvent::VouchWithdrawn(_) => None,
         }
     }
 }
@@ -222,6 +234,49 @@ pub struct ApprovalDecided {
     pub by: Option<KeyId>,
 }
 
+/// Who vouched or withdrew a vouch: one of the two.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct VouchPrincipal {
+    /// The API key of a person (`owner`, `reviewer`; an owner withdrawing
+    /// another's vouch).
+    pub by_key: Option<KeyId>,
+    /// The agent that vouched with its token.
+    pub by_agent: Option<AgentId>,
+}
+
+impl VouchPrincipal {
+    /// Names exactly one principal.
+    fn is_one(&self) -> bool {
+        self.by_key.is_some() != self.by_agent.is_some()
+    }
+}
+
+/// `vouch.created`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct VouchCreated {
+    pub vouch_id: VouchId,
+    /// The voucher.
+    pub by: VouchPrincipal,
+    /// The agent vouched for.
+    pub agent_id: AgentId,
+    /// The weight in millionths: 1 to 1,000,000.
+    pub weight_ppm: u64,
+    pub reason: Option<String>,
+    /// Unix milliseconds.
+    pub expires_at: Option<i64>,
+}
+
+/// `vouch.withdrawn`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct VouchWithdrawn {
+    pub vouch_id: VouchId,
+    /// Who withdrew it: its voucher, or an owner's key.
+    pub by: VouchPrincipal,
+}
+
+/// The largest `weight_ppm`: a weight of 1.
+pub const MAX_VOUCH_WEIGHT_PPM: u64 = 1_000_000;
+
 /// The `kind` member.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Kind {
@@ -231,16 +286,20 @@ enum Kind {
     RecordCompleted,
     RecordRated,
     ApprovalDecided,
+    VouchCreated,
+    VouchWithdrawn,
 }
 
 impl Kind {
-    const ALL: [Kind; 6] = [
+    const ALL: [Kind; 8] = [
         Kind::TokenIssued,
         Kind::TokenRevoked,
         Kind::RecordCreated,
         Kind::RecordCompleted,
         Kind::RecordRated,
         Kind::ApprovalDecided,
+        Kind::VouchCreated,
+        Kind::VouchWithdrawn,
     ];
 
     fn as_str(self) -> &'static str {
@@ -251,6 +310,8 @@ impl Kind {
             Kind::RecordCompleted => "record.completed",
             Kind::RecordRated => "record.rated",
             Kind::ApprovalDecided => "approval.decided",
+            Kind::VouchCreated => "vouch.created",
+            Kind::VouchWithdrawn => "vouch.withdrawn",
         }
     }
 
@@ -523,6 +584,15 @@ impl LogEntry {
                         .as_deref()
                         .is_none_or(|n| valid_text(n, MAX_APPROVAL_NOTE_CHARS))
             }
+            LogEvent::VouchCreated(e) => {
+                e.by.is_one()
+                    && (1..=MAX_VOUCH_WEIGHT_PPM).contains(&e.weight_ppm)
+                    && e.expires_at.is_none_or(safe_signed)
+                    && e.reason
+                        .as_deref()
+                        .is_none_or(|r| valid_text(r, MAX_REVOKE_REASON_CHARS))
+            }
+            LogEvent::VouchWithdrawn(e) => e.by.is_one(),
         };
         if ok { Ok(()) } else { Err(malformed) }
     }
@@ -595,6 +665,20 @@ impl LogEntry {
                 m.put("note", e.note.as_deref());
                 m.put("by", e.by.as_ref().map(KeyId::as_str));
             }
+            LogEvent::VouchCreated(e) => {
+                m.put("vouch_id", Some(e.vouch_id.as_str()));
+                m.put("by_key", e.by.by_key.as_ref().map(KeyId::as_str));
+                m.put("by_agent", e.by.by_agent.as_ref().map(AgentId::as_str));
+                m.put("agent_id", Some(e.agent_id.as_str()));
+                m.put_int("weight_ppm", Some(int(e.weight_ppm)));
+                m.put("reason", e.reason.as_deref());
+                m.put_int("expires_at", e.expires_at);
+            }
+            LogEvent::VouchWithdrawn(e) => {
+                m.put("vouch_id", Some(e.vouch_id.as_str()));
+                m.put("by_key", e.by.by_key.as_ref().map(KeyId::as_str));
+                m.put("by_agent", e.by.by_agent.as_ref().map(AgentId::as_str));
+            }
         }
         m.sorted()
     }
@@ -658,6 +742,24 @@ impl LogEntry {
                 decision: m.required("decision", |d| ApprovalDecision::parse(d).ok_or(()))?,
                 note: m.text("note")?,
                 by: m.parsed("by", KeyId::parse)?,
+            }),
+            Kind::VouchCreated => LogEvent::VouchCreated(VouchCreated {
+                vouch_id: m.required("vouch_id", VouchId::parse)?,
+                by: VouchPrincipal {
+                    by_key: m.parsed("by_key", KeyId::parse)?,
+                    by_agent: m.parsed("by_agent", AgentId::parse)?,
+                },
+                agent_id: m.required("agent_id", AgentId::parse)?,
+                weight_ppm: m.required_int("weight_ppm")?,
+                reason: m.text("reason")?,
+                expires_at: m.int("expires_at")?.map(narrow).transpose()?,
+            }),
+            Kind::VouchWithdrawn => LogEvent::VouchWithdrawn(VouchWithdrawn {
+                vouch_id: m.required("vouch_id", VouchId::parse)?,
+                by: VouchPrincipal {
+                    by_key: m.parsed("by_key", KeyId::parse)?,
+                    by_agent: m.parsed("by_agent", AgentId::parse)?,
+                },
             }),
         };
         if !m.0.is_empty() {
@@ -815,6 +917,24 @@ mod tests {
                 result: None,
                 result_hash: None,
                 ..created.clone()
+            }),
+            LogEvent::VouchCreated(VouchCreated {
+                vouch_id: VouchId::new(ulid(10)),
+                by: VouchPrincipal {
+                    by_key: Some(KeyId::new(ulid(9))),
+                    by_agent: None,
+                },
+                agent_id: AgentId::parse("summariser").unwrap(),
+                weight_ppm: 750_000,
+                reason: Some("reviewed its first week".into()),
+                expires_at: Some(1_802_592_000_000),
+            }),
+            LogEvent::VouchWithdrawn(VouchWithdrawn {
+                vouch_id: VouchId::new(ulid(10)),
+                by: VouchPrincipal {
+                    by_key: None,
+                    by_agent: Some(AgentId::parse("planner").unwrap()),
+                },
             }),
         ]
         .into_iter()
@@ -987,7 +1107,25 @@ mod tests {
             panic!()
         };
         awaiting.deny_reason = Some(DenyReason::ApprovalRequired);
+        let LogEvent::VouchCreated(vouch) = &mut entries[8].event else {
+            panic!()
+        };
+        vouch.weight_ppm = MAX_VOUCH_WEIGHT_PPM + 1;
+        let LogEvent::VouchWithdrawn(withdrawn) = &mut entries[9].event else {
+            panic!()
+        };
+        withdrawn.by.by_key = Some(KeyId::new(ulid(9)));
         let mut more = samples();
+        let LogEvent::VouchCreated(nobody) = &mut more[8].event else {
+            panic!()
+        };
+        nobody.by.by_key = None;
+        let mut weightless = samples().swap_remove(8);
+        let LogEvent::VouchCreated(vouch) = &mut weightless.event else {
+            panic!()
+        };
+        vouch.weight_ppm = 0;
+        entries.push(weightless);
         let LogEvent::ApprovalDecided(expired) = &mut more[6].event else {
             panic!()
         };
@@ -996,6 +1134,7 @@ mod tests {
             panic!()
         };
         long.note = Some("n".repeat(MAX_APPROVAL_NOTE_CHARS + 1));
+        entries.push(more.swap_remove(8));
         entries.push(more.swap_remove(6));
         entries.push(more.swap_remove(5));
         for entry in entries {

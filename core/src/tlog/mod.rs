@@ -33,8 +33,9 @@ mod verify;
 
 pub use checkpoint::{Checkpoint, open_checkpoint};
 pub use entry::{
-    ApprovalDecided, Credential, LOG_ENTRY_VERSION, LogEntry, LogEvent, RecordCompleted,
-    RecordCreated, RecordRated, TokenIssued, TokenRevoked,
+    ApprovalDecided, Credential, LOG_ENTRY_VERSION, LogEntry, LogEvent, MAX_VOUCH_WEIGHT_PPM,
+    RecordCompleted, RecordCreated, RecordRated, TokenIssued, TokenRevoked, VouchCreated,
+    VouchPrincipal, VouchWithdrawn,
 };
 pub use error::{LogError, ReadError};
 pub use frontier::{Frontier, TileEntry};
