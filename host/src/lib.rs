@@ -34,6 +34,7 @@ pub mod store;
 pub mod timers;
 pub mod token_orgs;
 pub mod transfer;
+pub mod trust;
 pub mod verified;
 pub mod web;
 pub mod webhooks;
@@ -109,6 +110,9 @@ pub struct Shared {
     pub committed: tokio::sync::watch::Sender<u64>,
     /// The event streams each organisation holds open.
     pub streams: api::OpenStreams,
+    /// Each organisation's trust scores in force (`crate::trust`), shared
+    /// with the ledger, which judges `min_trust` against them.
+    pub trust: Arc<trust::Board>,
     /// Cancelled when the server begins to stop: event streams end and
     /// approval waits answer at once, so graceful shutdown is not held
     /// open by a client that never hangs up.
@@ -145,6 +149,7 @@ impl AppState {
             budget: config.query_budget(),
             max_batch: config.max_batch,
         };
+        let trust = Arc::new(trust::Board::default());
         let (prepared, store) = store::off_runtime(|| {
             let prepared = setup::prepare(&config, &database, clock.now())?;
             let setup = LogSetup {
@@ -154,10 +159,12 @@ impl AppState {
             };
             let events = config.events.enabled;
             let approval_ttl_ms = config.approvals.ttl_ms();
+            let board = trust.clone();
             let store = Store::open(&database, lanes, metrics.clone(), move |conn| {
                 Ledger::new(conn, setup)
                     .with_events(events)
                     .with_approval_ttl(approval_ttl_ms)
+                    .with_trust(board)
             })?;
             Ok((prepared, store))
         })?;
@@ -182,6 +189,7 @@ impl AppState {
             span_tasks: tokio_util::task::TaskTracker::new(),
             committed: tokio::sync::watch::Sender::new(0),
             streams: api::OpenStreams::default(),
+            trust,
             stopping: tokio_util::sync::CancellationToken::new(),
         }));
         Ok((state, prepared.new_admin_key))
@@ -314,6 +322,7 @@ pub async fn serve_until(
     let keeper = tokio::spawn(housekeeping(state.clone()));
     let expirer = tokio::spawn(timers::expire_approvals(state.clone()));
     let pruner = tokio::spawn(timers::prune_events(state.clone()));
+    let scorer = tokio::spawn(trust::recompute(state.clone()));
     let (stop_delivery, delivery_stop) = tokio::sync::oneshot::channel();
     let deliverer = tokio::spawn(webhooks::deliver(state.clone(), delivery_stop));
     let stopping = state.stopping.clone();
@@ -326,7 +335,7 @@ pub async fn serve_until(
         stopping.cancel();
     })
     .await?;
-    for task in [keeper, expirer, pruner] {
+    for task in [keeper, expirer, pruner, scorer] {
         task.abort();
         let _ = task.await;
     }

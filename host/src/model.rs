@@ -4,6 +4,7 @@
 //! `api::input`.
 
 pub mod dashboard;
+pub mod trust;
 pub mod webhooks;
 
 use std::collections::BTreeMap;
@@ -235,6 +236,12 @@ pub struct ConstraintsBody {
     /// delegation that leaves it out inherits its parent's; one that sets
     /// it adds to the parent's and may only lower the threshold.
     pub require_approval: Option<ApprovalRequirementBody>,
+    /// The least trust (`GET /v1/trust/agents/{agent_id}`) the agent must
+    /// hold to act with the token: below it, `authorize` and
+    /// `record/action` refuse with a denied record, `trust_too_low`. A
+    /// delegation keeps its parent's and may only raise it.
+    #[schema(minimum = 0, maximum = 1)]
+    pub min_trust: Option<f64>,
 }
 
 /// When an action needs a human's approval: any member matching is enough;

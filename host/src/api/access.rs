@@ -62,7 +62,7 @@ const ADMIN: Access = Access::ApiKey(KeyNeeds::Admin);
 /// test checks that it names every operation the router serves, and only
 /// those.
 #[rustfmt::skip]
-pub(crate) const ROUTES: [(&str, &str, Access); 51] = [
+pub(crate) const ROUTES: [(&str, &str, Access); 56] = [
     ("post",   "/v1/vat/issue/l1",                              ISSUE),
     ("post",   "/v1/vat/issue/l2",                              ISSUE),
     ("post",   "/v1/vat/auth/capture",                          ISSUE),
@@ -104,6 +104,11 @@ pub(crate) const ROUTES: [(&str, &str, Access); 51] = [
     ("delete", "/v1/webhooks/{webhook_id}",                     HOOKS),
     ("post",   "/v1/webhooks/{webhook_id}/rotate-secret",       HOOKS),
     ("get",    "/v1/webhooks/{webhook_id}/deliveries",          HOOKS),
+    ("post",   "/v1/trust/vouches",                             Access::ApiKeyOrToken(Permission::Vouch)),
+    ("delete", "/v1/trust/vouches/{vouch_id}",                  Access::ApiKeyOrToken(Permission::Vouch)),
+    ("get",    "/v1/trust/agents/{agent_id}",                   READ),
+    ("get",    "/v1/trust/graph",                               READ),
+    ("get",    "/v1/trust/agents/{agent_id}/statement",         Access::ApiKeyOrToken(Permission::Read)),
     ("get",    "/v1/vat/status/{list}",                         Access::Public),
     ("get",    "/v1/log/checkpoint",                            Access::Public),
     ("get",    "/v1/log/key",                                   Access::Public),

@@ -224,11 +224,16 @@ fn constraints(body: Option<&ConstraintsBody>) -> ApiResult<Constraints> {
             })
         })
         .transpose()?;
+    let min_trust = body
+        .min_trust
+        .map(mandate_core::MinTrust::new)
+        .transpose()
+        .map_err(scope_error)?;
     Ok(Constraints {
+        min_trust,
         max_spend_usd: amount("constraints.max_spend_usd", body.max_spend_usd)?,
         max_actions,
         require_approval,
-        min_trust: None,
     })
 }
 

@@ -22,6 +22,7 @@ mod query;
 mod records;
 mod status;
 mod tokens;
+mod trust;
 mod webhooks;
 mod workflows;
 mod write;
@@ -250,6 +251,11 @@ pub fn app(state: AppState) -> Router {
         ))
         .routes(routes!(webhooks::rotate_secret))
         .routes(routes!(webhooks::deliveries))
+        .routes(routes!(trust::create_vouch))
+        .routes(routes!(trust::withdraw_vouch))
+        .routes(routes!(trust::agent_trust))
+        .routes(routes!(trust::graph))
+        .routes(routes!(trust::statement))
         .routes(routes!(status::status_list))
         .routes(routes!(log::checkpoint))
         .routes(routes!(log::key))

@@ -102,6 +102,11 @@ impl From<LedgerError> for ApiError {
             LedgerError::LastOwner => ApiError::conflict("last_owner", message),
             LedgerError::UnknownWebhook => ApiError::not_found("webhook_not_found", message),
             LedgerError::TooManyWebhooks => ApiError::conflict("too_many_webhooks", message),
+            LedgerError::UnknownAgent => ApiError::not_found("agent_not_found", message),
+            LedgerError::UnknownVouch => ApiError::not_found("vouch_not_found", message),
+            LedgerError::VouchExists(_) => ApiError::conflict("vouch_exists", message),
+            LedgerError::VouchWithdrawn => ApiError::conflict("vouch_withdrawn", message),
+            LedgerError::VouchNotAllowed(_) => ApiError::forbidden("vouch_not_allowed", message),
             LedgerError::Store(error) => error.into(),
         }
     }

@@ -18,6 +18,7 @@ use crate::store::orgs::Org;
 use crate::store::records::{self, Credential, NewRecord, Record, SummaryKey, micros};
 use mandate_core::ProvenanceRef;
 use mandate_core::limits::MAX_BULK_RATINGS;
+use mandate_core::trust::{meets_trust_floor, trust_floor};
 
 /// What an agent asks to do.
 #[derive(Debug, Clone)]
@@ -147,9 +148,10 @@ impl Ledger {
         self.attempt(attempt, None, now, RecordEvent::authorize)
     }
 
-    /// Judges an attempt — the token's standing, then scope, then every
-    /// budget of its chain, then whether a grant of the chain requires
-    /// approval — and records the outcome.
+    /// Judges an attempt — the token's standing, then scope, then the
+    /// agent's trust against the token's `min_trust`, then every budget of
+    /// its chain, then whether a grant of the chain requires approval — and
+    /// records the outcome.
     fn attempt(
         &mut self,
         attempt: &Attempt,
@@ -232,6 +234,13 @@ impl Ledger {
             .check(&attempt.action, &attempt.resource)
         {
             return Ok((Err(denial.into()), Vec::new()));
+        }
+        let constraints = token.claims.svc_constraints.as_ref();
+        if trust_floor(constraints).is_some() {
+            let trust = self.trust_in_force(token, now_s)?;
+            if !meets_trust_floor(constraints, Some(trust)) {
+                return Ok((Err(DenyReason::TrustTooLow), Vec::new()));
+            }
         }
         let budgeted = self.budgeted(&token.claims)?;
         let decision =

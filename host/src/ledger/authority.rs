@@ -133,6 +133,7 @@ impl Ledger {
             },
         )?;
         records::add_agent(&self.conn, org, claims.agent_id().as_str())?;
+        self.touched.insert(org);
         if claims.svc_depth == 0 {
             records::open_workflow(
                 &self.conn,

@@ -30,6 +30,7 @@ mod orgs;
 mod outbox;
 #[cfg(test)]
 mod tests;
+mod trust;
 mod webhooks;
 
 use std::collections::{HashMap, HashSet};
@@ -56,6 +57,7 @@ pub use authority::{Delegated, Delegation, REVOKED_LIST_LIMIT, Refusal, Revoked,
 pub use idempotency::{IdempotencyKey, Reply};
 pub use log::LogSetup;
 pub use orgs::{NewOrg, OrgCreated, create_org};
+pub use trust::{NewVouch, VouchBy};
 pub use webhooks::{AttemptMade, DISABLED_BY_OWNER, NewWebhook, RoundReport, WebhookChange};
 
 /// How long an approval waits for a decision unless configured
@@ -177,6 +179,22 @@ pub enum LedgerError {
         "the organisation has {MAX_WEBHOOKS_PER_ORG} webhooks, as many as it may; delete one first"
     )]
     TooManyWebhooks,
+    /// No agent of the caller's organisation has this id.
+    #[error("no agent of this organisation has this id")]
+    UnknownAgent,
+    /// No vouch of the caller's organisation has this id.
+    #[error("no vouch of this organisation has this id")]
+    UnknownVouch,
+    /// The voucher already has a vouch in force for this agent.
+    #[error("{0}")]
+    VouchExists(String),
+    /// The vouch was withdrawn before.
+    #[error("this vouch was withdrawn before")]
+    VouchWithdrawn,
+    /// An agent vouching for an agent it did not delegate to, or a
+    /// principal withdrawing a vouch that is not theirs.
+    #[error("{0}")]
+    VouchNotAllowed(&'static str),
     /// The store failed.
     #[error(transparent)]
     Store(#[from] StoreError),
@@ -430,6 +448,11 @@ pub struct Ledger {
     events: bool,
     /// How long an approval waits for a decision, in milliseconds.
     approval_ttl_ms: i64,
+    /// The trust scores in force, which `min_trust` is judged against.
+    trust: Arc<crate::trust::Board>,
+    /// Organisations whose trust inputs the current group changed: marked
+    /// stale when it commits.
+    touched: HashSet<Org>,
 }
 
 impl Owned for Ledger {
@@ -438,6 +461,8 @@ impl Owned for Ledger {
     }
 
     fn before_commit(&mut self) -> Result<(), StoreError> {
+        self.touched
+            .extend(self.counters.agents.keys().map(|(org, _)| *org));
         self.flush_log().map_err(|error| match error {
             LedgerError::Store(error) => error,
             other => StoreError::Internal(other.to_string()),
@@ -450,6 +475,7 @@ impl Owned for Ledger {
             self.frontier = Some(group.frontier);
         }
         self.locked.clear();
+        self.trust.mark_stale(self.touched.drain());
         if self.shared {
             // Other hosts may change them before the next group.
             self.tails.clear();
@@ -462,6 +488,7 @@ impl Owned for Ledger {
         self.group = None;
         self.frontier = None;
         self.locked.clear();
+        self.touched.clear();
         self.counters = Counters::default();
         self.tails.clear();
         self.quotas.clear();
@@ -488,6 +515,8 @@ impl Ledger {
             org_ids: HashMap::new(),
             events: true,
             approval_ttl_ms: DEFAULT_APPROVAL_TTL_MS,
+            trust: Arc::default(),
+            touched: HashSet::new(),
             conn,
             claims: HashMap::new(),
             counters: Counters::default(),
@@ -501,6 +530,13 @@ impl Ledger {
     /// on by default).
     pub fn with_events(mut self, enabled: bool) -> Ledger {
         self.events = enabled;
+        self
+    }
+
+    /// The ledger judging `min_trust` against `board`, and marking there
+    /// the organisations whose trust inputs its writes change.
+    pub fn with_trust(mut self, board: Arc<crate::trust::Board>) -> Ledger {
+        self.trust = board;
         self
     }
 

@@ -126,6 +126,7 @@ pub fn verify(conn: &Connection, origin: &str) -> Result<Report, AuditError> {
     let orgs = org_ids(conn)?;
     let records = check_records(conn, &orgs, leaves, &mut claimed, &mut audit)?;
     let tokens = check_tokens(conn, &orgs, leaves, &mut claimed, &mut audit)?;
+    check_vouches(conn, &orgs, leaves, &mut claimed, &mut audit)?;
     for (index, claimed) in claimed.iter().enumerate() {
         if !claimed {
             let index = u64::try_from(index).unwrap_or(u64::MAX);
@@ -345,6 +346,8 @@ fn describe(entry: &LogEntry) -> String {
         LogEvent::RecordCreated(e) => format!("record {}", e.aar_id),
         LogEvent::RecordCompleted(e) => format!("the completion of record {}", e.aar_id),
         LogEvent::RecordRated(e) => format!("the rating of record {}", e.aar_id),
+        LogEvent::VouchCreated(e) => format!("vouch {}", e.vouch_id),
+        LogEvent::VouchWithdrawn(e) => format!("the withdrawal of vouch {}", e.vouch_id),
         _ => format!("an event of kind {}", entry.event.kind()),
     }
 }
@@ -637,6 +640,67 @@ fn check_tokens(
         for token in &page {
             count += 1;
             check_token(conn, token, orgs, leaves, claimed, audit)?;
+        }
+    }
+}
+
+/// Every vouch: its creation, and its withdrawal when it was withdrawn.
+fn check_vouches(
+    conn: &Connection,
+    orgs: &HashMap<Org, OrgId>,
+    leaves: u64,
+    claimed: &mut [bool],
+    audit: &mut Audit,
+) -> Result<(), AuditError> {
+    let mut after = String::new();
+    loop {
+        let page = crate::store::trust::page(conn, &after, PAGE)?;
+        let Some(last) = page.last() else {
+            return Ok(());
+        };
+        after = last.id.clone();
+        for vouch in &page {
+            let expect = |what: String, at: i64, event, index| Expected {
+                what,
+                org: vouch.org,
+                at,
+                event,
+                index,
+                leaves,
+                orgs,
+            };
+            compare(
+                conn,
+                expect(
+                    format!("vouch {}", vouch.id),
+                    vouch.created_at,
+                    events::vouch_created(vouch),
+                    vouch.log_created,
+                ),
+                claimed,
+                audit,
+            )?;
+            match vouch.withdrawn_at {
+                Some(at) => compare(
+                    conn,
+                    expect(
+                        format!("the withdrawal of vouch {}", vouch.id),
+                        at,
+                        events::vouch_withdrawn(vouch),
+                        vouch.log_withdrawn,
+                    ),
+                    claimed,
+                    audit,
+                )?,
+                None => {
+                    if let Some(index) = vouch.log_withdrawn {
+                        audit.at(
+                            index,
+                            format!("vouch {} names a withdrawal it never had", vouch.id),
+                        );
+                    }
+                }
+            }
         }
     }
 }

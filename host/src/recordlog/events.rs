@@ -1,4 +1,4 @@
-//! The events of tokens and records as the record log states them (core's
+//! The events of tokens, records and vouches as the record log states them (core's
 //! `LogEvent`), made from what the tables hold: the ledger appends these
 //! as it writes, and `mandate audit verify` makes them again from the
 //! stored rows and compares, so one function per event serves both.
@@ -9,12 +9,13 @@ use mandate_core::tlog::{
 };
 use mandate_core::{
     AarId, Action, AgentId, Claims, ClaimsDigest, Jth, Jti, KeyId, ProvenanceRef, RecordState,
-    Resource, ResultHash,
+    Resource, ResultHash, VouchId,
 };
 
 use crate::store::StoreError;
 use crate::store::approvals::{Approval, ApprovalStatus};
 use crate::store::records::{Credential, Record};
+use crate::store::trust::Vouch;
 
 fn internal(cause: impl std::fmt::Display) -> StoreError {
     StoreError::Internal(format!(
@@ -197,5 +198,39 @@ pub fn approval_decided(approval: &Approval) -> Result<LogEvent, StoreError> {
             .map(KeyId::parse)
             .transpose()
             .map_err(internal)?,
+    }))
+}
+
+/// Who a stored vouch names in the pair of columns `by_key`, `by_agent`.
+fn vouch_principal(
+    by_key: Option<&str>,
+    by_agent: Option<&str>,
+) -> Result<tlog::VouchPrincipal, StoreError> {
+    Ok(tlog::VouchPrincipal {
+        by_key: by_key.map(KeyId::parse).transpose().map_err(internal)?,
+        by_agent: by_agent.map(AgentId::parse).transpose().map_err(internal)?,
+    })
+}
+
+/// `vouch.created`: a vouch as stored.
+pub fn vouch_created(vouch: &Vouch) -> Result<LogEvent, StoreError> {
+    Ok(LogEvent::VouchCreated(tlog::VouchCreated {
+        vouch_id: VouchId::parse(&vouch.id).map_err(internal)?,
+        by: vouch_principal(vouch.by_key.as_deref(), vouch.by_agent.as_deref())?,
+        agent_id: AgentId::parse(&vouch.agent_id).map_err(internal)?,
+        weight_ppm: vouch.weight_ppm,
+        reason: vouch.reason.clone(),
+        expires_at: vouch.expires_at,
+    }))
+}
+
+/// `vouch.withdrawn`: a withdrawn vouch as stored.
+pub fn vouch_withdrawn(vouch: &Vouch) -> Result<LogEvent, StoreError> {
+    Ok(LogEvent::VouchWithdrawn(tlog::VouchWithdrawn {
+        vouch_id: VouchId::parse(&vouch.id).map_err(internal)?,
+        by: vouch_principal(
+            vouch.withdrawn_by_key.as_deref(),
+            vouch.withdrawn_by_agent.as_deref(),
+        )?,
     }))
 }

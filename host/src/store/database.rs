@@ -268,12 +268,15 @@ fn migrate(conn: &Connection) -> anyhow::Result<()> {
             schema::VERSION
         ),
         Some(version) if version == schema::VERSION => return Ok(()),
-        Some(version @ (5 | 6)) => {
+        Some(version @ (5..=7)) => {
             if version == 5 {
                 tx.execute_batch(schema::POSTGRES_EVENTS)?;
             }
-            tx.execute_batch(schema::POSTGRES_DASHBOARD)?;
-            super::dashboard::backfill(&tx)?;
+            if version <= 6 {
+                tx.execute_batch(schema::POSTGRES_DASHBOARD)?;
+                super::dashboard::backfill(&tx)?;
+            }
+            tx.execute_batch(schema::POSTGRES_TRUST)?;
             tx.execute(
                 "UPDATE mandate_schema SET version = ?1",
                 params![schema::VERSION],
@@ -286,6 +289,7 @@ fn migrate(conn: &Connection) -> anyhow::Result<()> {
             tx.execute_batch(schema::POSTGRES)?;
             tx.execute_batch(schema::POSTGRES_EVENTS)?;
             tx.execute_batch(schema::POSTGRES_DASHBOARD)?;
+            tx.execute_batch(schema::POSTGRES_TRUST)?;
             // Nothing to count yet; run anyway, so every new database
             // checks the statements an upgrade from version 6 runs.
             super::dashboard::backfill(&tx)?;

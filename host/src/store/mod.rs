@@ -25,6 +25,7 @@ pub(crate) mod schema;
 pub mod sql;
 pub mod status_lists;
 pub mod tokens;
+pub mod trust;
 pub mod webhooks;
 mod writer;
 
@@ -219,6 +220,9 @@ fn migrate(wrapped: &Connection) -> anyhow::Result<()> {
     if version < 7 {
         tx.execute_batch(schema::DASHBOARD)?;
         dashboard::backfill(wrapped)?;
+    }
+    if version < 8 {
+        tx.execute_batch(schema::TRUST)?;
     }
     tx.pragma_update(None, "user_version", schema::VERSION)?;
     tx.commit()?;

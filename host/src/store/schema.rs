@@ -69,6 +69,12 @@
 //!   the organisation knows a human by. Completed records awaiting a rating
 //!   have partial indexes (`records_unrated`, `records_unrated_by_agent`).
 //!
+//! - `vouches` (`crate::store::trust`): the trust graph's vouches, each by
+//!   a person's API key (`by_key`) or an agent (`by_agent`) for an agent of
+//!   the same organisation, with its weight in millionths, its expiry and
+//!   its withdrawal (when, by whom); `log_created` and `log_withdrawn` are
+//!   their leaves.
+//!
 //! Every object stands in one organisation: keys, tokens, workflows and
 //! idempotency keys carry its number in `org`; agents are keyed by `(org,
 //! agent_id)`; a record's organisation is its `seq >> 40` (the generated
@@ -77,10 +83,10 @@
 //! record index, ending in `seq`, is searched within that range.
 
 /// The schema version this build writes.
-pub(crate) const VERSION: i64 = 7;
+pub(crate) const VERSION: i64 = 8;
 
 /// PostgreSQL's schema at version 5 (version 6 adds [`POSTGRES_EVENTS`]
-/// to it, version 7 [`POSTGRES_DASHBOARD`]): SQLite's tables with PostgreSQL's
+/// to it, version 7 [`POSTGRES_DASHBOARD`], version 8 [`POSTGRES_TRUST`]): SQLite's tables with PostgreSQL's
 /// types (every integer a `BIGINT`, blobs `BYTEA`, text compared byte by
 /// byte, `COLLATE "C"`, as SQLite does). A record's `org` is stored, since
 /// PostgreSQL 15 has no virtual generated columns; `seq` is still the
@@ -474,6 +480,59 @@ CREATE INDEX tokens_by_agent ON tokens(org, agent_id, issued_at);
 CREATE INDEX tokens_by_issue ON tokens(org, issued_at);
 CREATE INDEX tokens_by_budget ON tokens(org, budget_percent) WHERE budget_percent IS NOT NULL;
 CREATE INDEX workflows_by_human ON workflows(org, human_ref, last_activity);
+"#;
+
+/// Version 8: the trust graph's vouches. An organisation's active vouches
+/// are read by target (`vouches_by_target`) and by voucher
+/// (`vouches_by_key`, `vouches_by_agent`); withdrawn ones stay for the log.
+pub(crate) const TRUST: &str = r#"
+CREATE TABLE vouches (
+    id                 TEXT PRIMARY KEY,
+    org                INTEGER NOT NULL,
+    by_key             TEXT,
+    by_agent           TEXT,
+    agent_id           TEXT NOT NULL,
+    weight_ppm         INTEGER NOT NULL,
+    reason             TEXT,
+    created_at         INTEGER NOT NULL,
+    expires_at         INTEGER,
+    withdrawn_at       INTEGER,
+    withdrawn_by_key   TEXT,
+    withdrawn_by_agent TEXT,
+    log_created        INTEGER,
+    log_withdrawn      INTEGER
+) STRICT;
+CREATE INDEX vouches_by_target ON vouches(org, agent_id) WHERE withdrawn_at IS NULL;
+CREATE INDEX vouches_by_key ON vouches(org, by_key, agent_id)
+    WHERE withdrawn_at IS NULL AND by_key IS NOT NULL;
+CREATE INDEX vouches_by_agent ON vouches(org, by_agent, agent_id)
+    WHERE withdrawn_at IS NULL AND by_agent IS NOT NULL;
+"#;
+
+/// Version 8 on PostgreSQL, over version 7: [`TRUST`] with PostgreSQL's
+/// types.
+pub(crate) const POSTGRES_TRUST: &str = r#"
+CREATE TABLE vouches (
+    id                 TEXT COLLATE "C" PRIMARY KEY,
+    org                BIGINT NOT NULL,
+    by_key             TEXT COLLATE "C",
+    by_agent           TEXT COLLATE "C",
+    agent_id           TEXT COLLATE "C" NOT NULL,
+    weight_ppm         BIGINT NOT NULL,
+    reason             TEXT COLLATE "C",
+    created_at         BIGINT NOT NULL,
+    expires_at         BIGINT,
+    withdrawn_at       BIGINT,
+    withdrawn_by_key   TEXT COLLATE "C",
+    withdrawn_by_agent TEXT COLLATE "C",
+    log_created        BIGINT,
+    log_withdrawn      BIGINT
+);
+CREATE INDEX vouches_by_target ON vouches(org, agent_id) WHERE withdrawn_at IS NULL;
+CREATE INDEX vouches_by_key ON vouches(org, by_key, agent_id)
+    WHERE withdrawn_at IS NULL AND by_key IS NOT NULL;
+CREATE INDEX vouches_by_agent ON vouches(org, by_agent, agent_id)
+    WHERE withdrawn_at IS NULL AND by_agent IS NOT NULL;
 "#;
 
 /// Version 6: approvals, the events outbox, webhooks and their delivery

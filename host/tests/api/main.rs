@@ -33,5 +33,6 @@ mod reviewer;
 mod secrets;
 mod surface;
 mod transfer;
+mod trust;
 mod web;
 mod webhooks;

@@ -303,10 +303,12 @@ fn operation(method: Method, path: impl Into<String>, body: Option<Value>) -> Op
 
 /// Whether a role may call an operation, by DESIGN.md section 8: owner
 /// everything of its organisation; developer issues (for its own e-mail)
-/// and reads; reviewer reads, rates and revokes; auditor reads; only the
-/// admin key manages organisations and reads the metrics.
+/// and reads; reviewer reads, rates, revokes and vouches; auditor reads;
+/// only the admin key manages organisations and reads the metrics.
 fn allowed(role: &str, path: &str, method: &Method) -> bool {
-    let read = *method == Method::GET && (path.starts_with("/v1/vat/") || path == "/v1/me");
+    let read = *method == Method::GET
+        && (path.starts_with("/v1/vat/") || path.starts_with("/v1/trust/") || path == "/v1/me");
+    let vouch = path.starts_with("/v1/trust/vouches");
     let issue = path.starts_with("/v1/vat/issue") || path == "/v1/vat/auth/capture";
     let rate = path.ends_with("/feedback");
     let revoke = path == "/v1/vat/revoke";
@@ -315,7 +317,7 @@ fn allowed(role: &str, path: &str, method: &Method) -> bool {
         "admin" => true,
         "owner" => !admin_only,
         "developer" => read || issue,
-        "reviewer" => read || rate || revoke,
+        "reviewer" => read || rate || revoke || vouch,
         "auditor" => read,
         _ => false,
     }
@@ -393,6 +395,19 @@ async fn every_role_against_every_api_key_operation() {
                 None,
             ),
             operation(Method::GET, "/metrics", None),
+            operation(
+                Method::POST,
+                "/v1/trust/vouches",
+                Some(json!({"agent_id": "shared-bot", "weight": 0.5})),
+            ),
+            operation(
+                Method::DELETE,
+                "/v1/trust/vouches/vch_01kaqv3f00000000000000000a",
+                None,
+            ),
+            operation(Method::GET, "/v1/trust/agents/shared-bot", None),
+            operation(Method::GET, "/v1/trust/graph", None),
+            operation(Method::GET, "/v1/trust/agents/shared-bot/statement", None),
         ]
     };
     let mut table = String::new();
@@ -428,7 +443,11 @@ async fn every_role_against_every_api_key_operation() {
     // An agent's token is never a key: every one of these refuses it.
     let token = text(&beta.root["compact_jwt"]);
     for op in operations(99) {
-        if op.path == "/v1/vat/revoke" {
+        // These take an agent's token too.
+        if op.path == "/v1/vat/revoke"
+            || op.path.starts_with("/v1/trust/vouches")
+            || op.path.ends_with("/statement")
+        {
             continue;
         }
         let status = app
@@ -443,7 +462,7 @@ async fn every_role_against_every_api_key_operation() {
             op.path
         );
     }
-    assert_eq!(table.lines().count(), 5 * 20);
+    assert_eq!(table.lines().count(), 5 * 25);
 }
 
 #[tokio::test]
@@ -796,7 +815,7 @@ async fn operators_create_organisations_and_keys_with_roles() {
     assert_eq!(me["org"]["name"], "acme");
     assert_eq!(
         me["permissions"],
-        json!(["read", "rate", "revoke", "decide"])
+        json!(["read", "rate", "revoke", "decide", "vouch"])
     );
     let quotas: Value = client
         .get(server.url("/v1/orgs"))

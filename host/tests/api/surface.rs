@@ -72,6 +72,11 @@ async fn openapi_lists_every_route() {
         ("/v1/vat/overview", "get"),
         ("/v1/vat/inbox/counts", "get"),
         ("/v1/vat/tokens", "get"),
+        ("/v1/trust/vouches", "post"),
+        ("/v1/trust/vouches/{vouch_id}", "delete"),
+        ("/v1/trust/agents/{agent_id}", "get"),
+        ("/v1/trust/graph", "get"),
+        ("/v1/trust/agents/{agent_id}/statement", "get"),
     ];
     for (path, method) in expected {
         assert!(
@@ -79,7 +84,7 @@ async fn openapi_lists_every_route() {
             "{method} {path} missing"
         );
     }
-    assert_eq!(paths.len(), 46, "paths (some with two methods)");
+    assert_eq!(paths.len(), 51, "paths (some with two methods)");
     assert!(document["components"]["securitySchemes"]["api_key"].is_object());
     assert!(document["components"]["schemas"]["Problem"].is_object());
     let mut references = Vec::new();
