@@ -75,13 +75,52 @@ const SECONDS_PER_DAY: f64 = 86_400.0;
 
 /// Who vouches: a verified person of the organisation by the API key they
 /// vouched with, or an agent.
+///
+/// On the wire `{"kind":"human","key_id":"key_…"}` or
+/// `{"kind":"agent","agent_id":"…"}`. Read through a flat struct rather than
+/// serde's internally tagged enums, whose buffering costs the wasm module
+/// tens of kilobytes.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
-#[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
+#[serde(
+    tag = "kind",
+    rename_all = "snake_case",
+    deny_unknown_fields,
+    try_from = "RawVoucher"
+)]
 pub enum Voucher {
     /// A human, by the id of the API key (`key_…`) that vouched.
     Human { key_id: KeyId },
     /// An agent of the organisation.
     Agent { agent_id: AgentId },
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "snake_case")]
+enum VoucherKind {
+    Human,
+    Agent,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawVoucher {
+    kind: VoucherKind,
+    #[serde(default)]
+    key_id: Option<KeyId>,
+    #[serde(default)]
+    agent_id: Option<AgentId>,
+}
+
+impl TryFrom<RawVoucher> for Voucher {
+    type Error = &'static str;
+    fn try_from(raw: RawVoucher) -> Result<Voucher, &'static str> {
+        match (raw.kind, raw.key_id, raw.agent_id) {
+            (VoucherKind::Human, Some(key_id), None) => Ok(Voucher::Human { key_id }),
+            (VoucherKind::Agent, None, Some(agent_id)) => Ok(Voucher::Agent { agent_id }),
+            (VoucherKind::Human, _, _) => Err("a human voucher has key_id and nothing else"),
+            (VoucherKind::Agent, _, _) => Err("an agent voucher has agent_id and nothing else"),
+        }
+    }
 }
 
 /// One agent of the organisation, as the trust rule sees it.
@@ -741,9 +780,16 @@ mod tests {
             serde_json::from_value::<Voucher>(agent_voucher.clone()).unwrap(),
             Voucher::Agent { agent_id: id("b") }
         );
-        let mut unknown = agent_voucher;
+        assert_eq!(
+            serde_json::to_value(Voucher::Agent { agent_id: id("b") }).unwrap(),
+            agent_voucher
+        );
+        let mut unknown = agent_voucher.clone();
         unknown["extra"] = serde_json::json!(1);
         assert!(serde_json::from_value::<Voucher>(unknown).is_err());
+        let mut both = agent_voucher;
+        both["key_id"] = serde_json::json!(key(1).as_str());
+        assert!(serde_json::from_value::<Voucher>(both).is_err());
         let params: TrustParams =
             serde_json::from_value(serde_json::json!({"damping": 0.5})).unwrap();
         assert_eq!(params.damping, 0.5);

@@ -899,3 +899,13 @@ mod log {
         assert!(verify_consistency(1000, 1100, &log_1000.root, &fork_1100.root, &proof).is_err());
     }
 }
+
+#[test]
+fn trust_graph_vectors() {
+    rules::trust::trust_graphs();
+}
+
+#[test]
+fn trust_statement_vectors() {
+    rules::trust::trust_statements();
+}

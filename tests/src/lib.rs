@@ -31,6 +31,7 @@ use sha2::{Digest as _, Sha256};
 mod approvals;
 mod log;
 mod trace;
+mod trust;
 mod webhooks;
 
 /// The seed every byte of the vectors derives from.
@@ -2854,6 +2855,7 @@ pub fn files() -> Vec<(&'static str, String)> {
         ("approvals.json", approvals::approvals_vectors()),
         ("webhooks.json", webhooks::webhook_vectors(&mut rng)),
         ("traceparent.json", trace::traceparent_vectors(&mut rng)),
+        ("trust.json", trust::trust_vectors(&mut rng)),
     ]
     .into_iter()
     .map(|(name, value)| {

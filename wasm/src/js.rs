@@ -34,6 +34,8 @@ pub(crate) enum Stage {
     /// A webhook's secret, headers, signature, timestamp or payload was
     /// refused.
     Webhook,
+    /// A signed trust statement was refused.
+    Trust,
 }
 
 /// A refusal as JavaScript sees it: `{ code, message, stage, index? }`.

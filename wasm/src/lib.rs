@@ -33,6 +33,7 @@
 mod agent_key;
 mod js;
 mod log;
+mod trust;
 mod verifier;
 mod webhook;
 
@@ -57,6 +58,7 @@ use crate::js::{
 
 pub use crate::agent_key::AgentKey;
 pub use crate::log::{parse_log_leaf, verify_checkpoint, verify_consistency, verify_log_proof};
+pub use crate::trust::{trust_scores, verify_trust_statement};
 pub use crate::verifier::Verifier;
 pub use crate::webhook::verify_webhook_pairs;
 

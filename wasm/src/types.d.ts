@@ -22,9 +22,10 @@ export interface ErrorInfo {
    * `input`: an argument; `jwks`: the key set; `verify`: a token; `chain`: a chain's links; `dpop`: a bound token's proof;
    * `log`: a record log checkpoint, proof, key or leaf; `status_list`: a status list token; `status`: a token's status in its
    * list (`token_revoked`, `status_unknown`, `status_stale`…); `webhook`: a webhook's secret, headers, signature, timestamp or
-   * payload (`webhook_signature_invalid`, `webhook_timestamp_too_old`…).
+   * payload (`webhook_signature_invalid`, `webhook_timestamp_too_old`…); `trust`: a signed trust statement
+   * (`statement_expired`, `invalid_signature`, `wrong_typ`…).
    */
-  stage: "input" | "jwks" | "verify" | "chain" | "dpop" | "log" | "status_list" | "status" | "webhook";
+  stage: "input" | "jwks" | "verify" | "chain" | "dpop" | "log" | "status_list" | "status" | "webhook" | "trust";
   /** The position of the offending token in a chain. */
   index?: number;
 }
@@ -57,6 +58,8 @@ export interface ApprovalRequirement {
 export interface Constraints {
   max_spend_usd?: number;
   max_actions?: number;
+  /** The least trust in [0, 1] the token's agent must hold to act; a delegation may only raise it. */
+  min_trust?: number;
   require_approval?: ApprovalRequirement;
 }
 
@@ -458,4 +461,101 @@ export interface WebhookEvent {
  */
 export type WebhookResult =
   | { valid: true; id: string; event: WebhookEvent }
+  | { valid: false; error: ErrorInfo };
+
+/** Who vouches: a person of the organisation, by the id of the API key they vouched with, or an agent. */
+export type TrustVoucher = { kind: "human"; key_id: string } | { kind: "agent"; agent_id: string };
+
+/** One agent of an organisation, as the trust rule reads it. */
+export interface TrustAgent {
+  agent_id: string;
+  /** Its combined reputation, in [0, 1]. */
+  reputation: number;
+  /** Unix seconds: its first token. */
+  created_at: number;
+  /** The `svc_human` of its first token. */
+  creator: string;
+  /** Unix seconds of its latest record. */
+  last_active?: number;
+  /** Whether some token of it was issued by a human (depth 0). */
+  has_root: boolean;
+  /** The agents whose tokens delegated to it. */
+  delegators?: string[];
+}
+
+/** One active vouch. */
+export interface TrustVouch {
+  voucher: TrustVoucher;
+  target: string;
+  /** In (0, 1]. */
+  weight: number;
+  /** Unix seconds. */
+  expires_at?: number;
+}
+
+export interface TrustGraph {
+  agents: TrustAgent[];
+  vouches?: TrustVouch[];
+}
+
+/** The rule's parameters; each left out takes its default. */
+export interface TrustParams {
+  /** d, default 0.85. */
+  damping?: number;
+  /** β, default 0.5. */
+  reputation_weight?: number;
+  /** Default 30. */
+  half_life_days?: number;
+  /** Default 7. */
+  sybil_window_days?: number;
+  /** Default 100. */
+  max_iterations?: number;
+  /** Default 1e-9. */
+  tolerance?: number;
+}
+
+export interface TrustScoresOptions {
+  /** Unix seconds; default the JavaScript clock. */
+  now?: number;
+  params?: TrustParams;
+}
+
+/** An agent's trust and its parts, each in [0, 1]. */
+export interface TrustScore {
+  trust: number;
+  reputation: number;
+  graph: number;
+  decay: number;
+  ceiling: number;
+  /** Active vouches received, after sybil grouping. */
+  vouchers: number;
+}
+
+export type TrustScoresResult = { scores: Record<string, TrustScore> } | { error: ErrorInfo };
+
+export interface TrustStatementCheck {
+  /** Unix seconds; default the JavaScript clock. */
+  now?: number;
+  /** Clock skew tolerated on `exp` and `iat`, default 60. */
+  leewaySeconds?: number;
+}
+
+/** The claims of a signed trust statement. */
+export interface TrustStatementClaims {
+  iss: string;
+  /** `agent:<agent_id>`. */
+  sub: string;
+  org: string;
+  iat: number;
+  exp: number;
+  trust: number;
+  reputation: number;
+  graph: number;
+  ceiling: number;
+  /** When the score was computed (unix seconds). */
+  computed_at: number;
+}
+
+export type TrustStatementResult =
+  | { valid: true; claims: TrustStatementClaims }
   | { valid: false; error: ErrorInfo };

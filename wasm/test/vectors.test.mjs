@@ -223,3 +223,49 @@ test("status list vectors: Verifier.setStatusList, uncached and cached", () => {
     }
   }
 });
+
+const trust = vectors("trust");
+
+test("trust vectors: trustScores", () => {
+  assert.ok(trust.graphs.length >= 8, `only ${trust.graphs.length} graphs`);
+  for (const testCase of trust.graphs) {
+    const result = sdk.trustScores(testCase.graph, { now: testCase.now });
+    if (testCase.expect.error !== undefined) {
+      assert.equal(result.error?.code, testCase.expect.error, testCase.name);
+      continue;
+    }
+    assert.ok(result.scores, `${testCase.name}: ${JSON.stringify(result.error)}`);
+    assert.deepEqual(Object.keys(result.scores), Object.keys(testCase.expect.scores), testCase.name);
+    for (const [agent, want] of Object.entries(testCase.expect.scores)) {
+      const got = result.scores[agent];
+      for (const part of ["trust", "reputation", "graph", "decay", "ceiling"]) {
+        assert.ok(Math.abs(got[part] - want[part]) <= trust.tolerance, `${testCase.name} ${agent} ${part}: ${got[part]} != ${want[part]}`);
+      }
+      assert.equal(got.vouchers, want.vouchers, `${testCase.name} ${agent} vouchers`);
+    }
+  }
+});
+
+test("trust vectors: trustScores refuses what is not a graph, never throwing", () => {
+  assert.equal(sdk.trustScores("nope").error.code, "invalid_graph");
+  assert.equal(sdk.trustScores({ agents: [], extra: 1 }).error.code, "invalid_graph");
+  assert.equal(sdk.trustScores({ agents: [] }, { params: { damping: 2 } }).error.code, "invalid_trust_params");
+  assert.deepEqual(sdk.trustScores({ agents: [] }, { now: 0 }), { scores: {} });
+});
+
+test("trust vectors: verifyTrustStatement", () => {
+  assert.ok(trust.statements.length >= 8);
+  for (const testCase of trust.statements) {
+    const result = sdk.verifyTrustStatement(testCase.jwt, trust.jwks, { now: testCase.now });
+    const got = result.valid
+      ? { valid: true, claims: result.claims }
+      : { valid: false, error: result.error.code, stage: result.error.stage };
+    const want = testCase.expect.valid
+      ? testCase.expect
+      : { valid: false, error: testCase.expect.error, stage: "trust" };
+    assert.deepEqual(got, want, testCase.name);
+  }
+  const bad = sdk.verifyTrustStatement(42, trust.jwks);
+  assert.equal(bad.valid, false);
+  assert.equal(bad.error.stage, "input");
+});

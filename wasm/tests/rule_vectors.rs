@@ -84,3 +84,13 @@ fn webhook_payload_vectors() {
 fn traceparent_vectors() {
     rules::traceparents();
 }
+
+#[wasm_bindgen_test]
+fn trust_graph_vectors() {
+    rules::trust::trust_graphs();
+}
+
+#[wasm_bindgen_test]
+fn trust_statement_vectors() {
+    rules::trust::trust_statements();
+}

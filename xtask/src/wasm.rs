@@ -33,9 +33,11 @@ const PROFILE: &str = "wasm-release";
 /// lists (+39.9 KB: miniz_oxide's inflater, the parsers of the status claim
 /// and the list token, the checks and the exports); then to 540 000 for
 /// humans in the loop: grants' `require_approval` and the approval leaf
-/// (+9.6 KB) and Standard Webhooks verification (+12.3 KB);
-/// docs/decisions.md, "Size".
-const BUDGET_BYTES: u64 = 540_000;
+/// (+9.6 KB) and Standard Webhooks verification (+12.3 KB); then to
+/// 610 000 for the trust graph (607 524 measured): `trustScores`, core's
+/// rule with the serde readers of a graph and its parameters (+57.3 KB),
+/// and `verifyTrustStatement` (+11.3 KB); docs/decisions.md, "Size".
+const BUDGET_BYTES: u64 = 610_000;
 /// The Node suites that need no server.
 pub(crate) const NODE_TESTS: [&str; 9] = [
     "test/vectors.test.mjs",

@@ -1,7 +1,8 @@
 //! The judge of the rule vectors in `tests/vectors/` (`status`,
 //! `governance`, `refusals`, `counts`, `budgets`, `roles`, `approvals`,
 //! the draft's encoding examples of `status_list`, the payloads and event
-//! times of `webhooks`, and `traceparent`): rules the server applies and the
+//! times of `webhooks`, `traceparent`, and `trust` (which the SDK also
+//! exports: the Node suite runs it there too): rules the server applies and the
 //! SDK does not export. This one source is compiled twice: into
 //! core's native `vectors` test, and into the wasm façade's
 //! `rule_vectors` test, which runs it as wasm32 under Node. Each function
@@ -19,6 +20,7 @@ use mandate_core::{EventTime, EventType, SpanId, TraceError, TraceId, TraceParen
 use serde::Deserialize;
 
 pub mod approvals;
+pub mod trust;
 
 const STATUS: &str = include_str!("../../../tests/vectors/status.json");
 const GOVERNANCE: &str = include_str!("../../../tests/vectors/governance.json");
