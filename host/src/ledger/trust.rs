@@ -70,14 +70,13 @@ impl Ledger {
         if !rows::agent_exists(&self.conn, org, target)? {
             return Err(LedgerError::UnknownAgent);
         }
-        if let (Voucher::Agent { agent_id }, Some(presented)) = (&voucher, &presented) {
-            if agent_id == &new.agent_id
-                || !rows::delegated_to(&self.conn, presented.as_str(), target)?
-            {
-                return Err(LedgerError::VouchNotAllowed(
-                    "an agent vouches only for an agent it delegated to (one holding a token delegated from the token presented)",
-                ));
-            }
+        if let (Voucher::Agent { agent_id }, Some(presented)) = (&voucher, &presented)
+            && (agent_id == &new.agent_id
+                || !rows::delegated_to(&self.conn, presented.as_str(), target)?)
+        {
+            return Err(LedgerError::VouchNotAllowed(
+                "an agent vouches only for an agent it delegated to (one holding a token delegated from the token presented)",
+            ));
         }
         if let Some(existing) = rows::active_from(&self.conn, org, &voucher, target, now.ms())? {
             return Err(LedgerError::VouchExists(format!(

@@ -326,12 +326,12 @@ async fn a_sybil_ring_gains_nothing() {
     for i in 0..10 {
         sybils.push(root(&app, &owner, &format!("sybil-{i}"), None).await);
     }
-    for i in 0..10 {
+    for (i, sybil) in sybils.iter().enumerate() {
         let next = format!("sybil-{}", (i + 1) % 10);
         // The ring's own vouches, too.
-        child(&app, &sybils[i], &next).await;
-        child(&app, &sybils[i], "target").await;
-        let jwt = text(&sybils[i]["compact_jwt"]);
+        child(&app, sybil, &next).await;
+        child(&app, sybil, "target").await;
+        let jwt = text(&sybil["compact_jwt"]);
         expect_json(vouch(&app, jwt, &next, 1.0).await, StatusCode::CREATED).await;
         expect_json(vouch(&app, jwt, "target", 1.0).await, StatusCode::CREATED).await;
     }
