@@ -265,6 +265,101 @@ export interface paths {
         patch: operations["update_org"];
         trace?: never;
     };
+    "/v1/trust/agents/{agent_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * An agent's trust in force, its parts, and the vouches it receives and
+         *     gives.
+         */
+        get: operations["agent_trust"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/trust/agents/{agent_id}/statement": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * A signed trust statement of an agent: a JWT (`typ`
+         *     `trust-statement+jwt`) by a key of the JWKS, with its trust in force and
+         *     its parts, good for five minutes.
+         */
+        get: operations["statement"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/trust/graph": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * A page of the organisation's trust graph: agents by id with their
+         *     trust, and the vouches in force they receive.
+         */
+        get: operations["graph"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/trust/vouches": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Vouches for an agent. */
+        post: operations["create_vouch"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/trust/vouches/{vouch_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /** Withdraws a vouch. */
+        delete: operations["withdraw_vouch"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/vat/aar": {
         parameters: {
             query?: never;
@@ -888,6 +983,49 @@ export interface components {
              */
             next_cursor?: string | null;
         };
+        /**
+         * @description `GET /v1/trust/agents/{agent_id}`: an agent's trust in force and its
+         *     parts (see docs/api.md, "Trust"), with the vouches in force it
+         *     receives and gives.
+         */
+        AgentTrustBody: {
+            agent_id: string;
+            /**
+             * Format: double
+             * @description The most its delegators let it have (1 with a root token).
+             */
+            ceiling: number;
+            /**
+             * @description RFC 3339: when the scores in force were computed (the server's
+             *     time); a change made before it is counted.
+             */
+            computed_at: string;
+            /**
+             * Format: double
+             * @description What inactivity leaves (1: active now).
+             */
+            decay: number;
+            /**
+             * Format: double
+             * @description What the vouches it receives give, in [0, 1].
+             */
+            graph: number;
+            /**
+             * Format: double
+             * @description Its combined reputation, in [0, 1].
+             */
+            reputation: number;
+            /**
+             * Format: double
+             * @description `T`, in [0, 1]: `min(ceiling, decay · (β · reputation + (1 − β) ·
+             *     graph))`.
+             */
+            trust: number;
+            /** @description Vouches in force it gives, oldest first (at most 1000). */
+            vouched: components["schemas"]["VouchBody"][];
+            /** @description Vouches in force it receives, oldest first (at most 1000). */
+            vouches: components["schemas"]["VouchBody"][];
+        };
         /** @description An agent's counts over the window asked for. */
         AgentWindowBody: {
             /**
@@ -1149,6 +1287,14 @@ export interface components {
              * @description Most US dollars the token and its descendants may spend (≤ 6 decimals).
              */
             max_spend_usd?: number | null;
+            /**
+             * Format: double
+             * @description The least trust (`GET /v1/trust/agents/{agent_id}`) the agent must
+             *     hold to act with the token: below it, `authorize` and
+             *     `record/action` refuse with a denied record, `trust_too_low`. A
+             *     delegation keeps its parent's and may only raise it.
+             */
+            min_trust?: number | null;
             require_approval?: components["schemas"]["ApprovalRequirementBody"] | null;
         };
         /** @description `POST /v1/keys`. */
@@ -1973,6 +2119,33 @@ export interface components {
             /** @description `active`, `revoked` or `expired`. */
             status: string;
         };
+        /** @description A vouch in force of a page of the graph. */
+        TrustEdge: {
+            /** @description The agent vouched for: a node of the page. */
+            agent_id: string;
+            vouch_id: components["schemas"]["VouchId"];
+            voucher: components["schemas"]["VoucherBody"];
+            /** Format: double */
+            weight: number;
+        };
+        /**
+         * @description `GET /v1/trust/graph`: a page of the organisation's agents by id, with
+         *     the vouches in force they receive.
+         */
+        TrustGraphPage: {
+            /** @description RFC 3339: when the scores were computed. */
+            computed_at: string;
+            edges: components["schemas"]["TrustEdge"][];
+            /** @description The next page's `cursor`, when there is one. */
+            next_cursor?: string | null;
+            nodes: components["schemas"]["TrustNode"][];
+        };
+        /** @description An agent of a page of the graph. */
+        TrustNode: {
+            agent_id: string;
+            /** Format: double */
+            trust: number;
+        };
         /** @description `PATCH /v1/orgs/{org_id}`. */
         UpdateOrgRequest: {
             /** @description The quotas from now on (both replaced). */
@@ -2002,6 +2175,55 @@ export interface components {
             /** @description The widening request field (`resources`, `constraints.max_spend_usd`, …). */
             field: string;
             message: string;
+        };
+        /** @description A vouch. */
+        VouchBody: {
+            /** @description The agent vouched for. */
+            agent_id: string;
+            /** @description RFC 3339. */
+            created_at: string;
+            /** @description RFC 3339: from then on it no longer counts. */
+            expires_at?: string | null;
+            reason?: string | null;
+            vouch_id: components["schemas"]["VouchId"];
+            voucher: components["schemas"]["VoucherBody"];
+            /**
+             * Format: double
+             * @description In (0, 1].
+             */
+            weight: number;
+            /** @description RFC 3339: when it was withdrawn. */
+            withdrawn_at?: string | null;
+        };
+        /** @description A vouch id, `vch_<ulid>`. */
+        VouchId: string;
+        /** @description `POST /v1/trust/vouches`. */
+        VouchRequest: {
+            /**
+             * @description The agent vouched for, bare or as `agent:<id>`: an agent of the
+             *     caller's organisation.
+             */
+            agent_id: string;
+            /** @description RFC 3339, in the future: from then on the vouch no longer counts. */
+            expires_at?: string | null;
+            /** @description Why, for people reading the graph (at most 512 characters). */
+            reason?: string | null;
+            /**
+             * Format: double
+             * @description How strongly, in (0, 1]; kept to six decimals.
+             */
+            weight: number;
+        };
+        /** @description Who vouched: a person, by the API key they vouched with, or an agent. */
+        VoucherBody: {
+            /** @description The API key's id, `key_<ulid>`. */
+            key_id: string;
+            /** @enum {string} */
+            kind: "human";
+        } | {
+            agent_id: string;
+            /** @enum {string} */
+            kind: "agent";
         };
         /** @description A webhook (never its secret). */
         WebhookBody: {
@@ -3478,6 +3700,589 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["OrgBody"];
+                };
+            };
+            /** @description Malformed JSON or query. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Missing or invalid API key, or a token that fails verification. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Token inactive, out of scope, over budget, widening, or not allowed. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Unknown record, workflow, agent or token. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Already completed, already rated, or not in a state for this. */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The body is larger than 64 KiB. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The body is not `application/json`. */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /**
+             * @description Well-formed JSON that breaks a rule, or a read that ran past the
+             *     query time budget (`query_too_broad`).
+             */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Rate limited; see `Retry-After`. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Storage cannot take writes right now. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    agent_trust: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The agent, bare or as `agent:<id>` */
+                agent_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Its trust */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AgentTrustBody"];
+                };
+            };
+            /** @description Malformed JSON or query. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Missing or invalid API key, or a token that fails verification. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Token inactive, out of scope, over budget, widening, or not allowed. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Unknown record, workflow, agent or token. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Already completed, already rated, or not in a state for this. */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The body is larger than 64 KiB. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The body is not `application/json`. */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /**
+             * @description Well-formed JSON that breaks a rule, or a read that ran past the
+             *     query time budget (`query_too_broad`).
+             */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Rate limited; see `Retry-After`. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Storage cannot take writes right now. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    statement: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The agent, bare or as `agent:<id>` */
+                agent_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The compact JWT */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/trust-statement+jwt": string;
+                };
+            };
+            /** @description Malformed JSON or query. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Missing or invalid API key, or a token that fails verification. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Token inactive, out of scope, over budget, widening, or not allowed. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Unknown record, workflow, agent or token. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Already completed, already rated, or not in a state for this. */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The body is larger than 64 KiB. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The body is not `application/json`. */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /**
+             * @description Well-formed JSON that breaks a rule, or a read that ran past the
+             *     query time budget (`query_too_broad`).
+             */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Rate limited; see `Retry-After`. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Storage cannot take writes right now. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    graph: {
+        parameters: {
+            query?: {
+                /** @description Agents per page, 1–1000 (default 100). */
+                limit?: number | null;
+                /** @description The `next_cursor` of the previous page. */
+                cursor?: string | null;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of the graph */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["TrustGraphPage"];
+                };
+            };
+            /** @description Malformed JSON or query. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Missing or invalid API key, or a token that fails verification. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Token inactive, out of scope, over budget, widening, or not allowed. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Unknown record, workflow, agent or token. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Already completed, already rated, or not in a state for this. */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The body is larger than 64 KiB. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The body is not `application/json`. */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /**
+             * @description Well-formed JSON that breaks a rule, or a read that ran past the
+             *     query time budget (`query_too_broad`).
+             */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Rate limited; see `Retry-After`. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Storage cannot take writes right now. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    create_vouch: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["VouchRequest"];
+            };
+        };
+        responses: {
+            /** @description The vouch, in force */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["VouchBody"];
+                };
+            };
+            /** @description Malformed JSON or query. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Missing or invalid API key, or a token that fails verification. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Token inactive, out of scope, over budget, widening, or not allowed. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Unknown record, workflow, agent or token. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Already completed, already rated, or not in a state for this. */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The body is larger than 64 KiB. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The body is not `application/json`. */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /**
+             * @description Well-formed JSON that breaks a rule, or a read that ran past the
+             *     query time budget (`query_too_broad`).
+             */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Rate limited; see `Retry-After`. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Storage cannot take writes right now. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    withdraw_vouch: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The vouch, `vch_<ulid>` */
+                vouch_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The vouch, withdrawn */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["VouchBody"];
                 };
             };
             /** @description Malformed JSON or query. */
