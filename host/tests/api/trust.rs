@@ -574,3 +574,39 @@ async fn the_trust_statement_verifies_against_the_jwks_and_not_once_expired_or_t
     assert_eq!(expired.code(), "statement_expired");
     app.stop().await;
 }
+
+#[tokio::test]
+async fn a_database_of_schema_7_gains_the_vouches_table_on_both_engines() {
+    let app = TestApp::spawn().await;
+    let (_, owner) = app.org("acme").await;
+    root(&app, &owner, "kept", None).await;
+    let dir = app.stop().await;
+    // Back to schema 7: the table version 8 adds is not there.
+    crate::helpers::with_database(dir.path(), |conn| {
+        conn.execute_batch("DROP TABLE vouches").unwrap();
+        match conn.dialect() {
+            mandate_host::store::sql::Dialect::Sqlite => {
+                conn.execute_batch("PRAGMA user_version = 7").unwrap();
+            }
+            mandate_host::store::sql::Dialect::Postgres => {
+                conn.execute_batch("UPDATE mandate_schema SET version = 7")
+                    .unwrap();
+            }
+        }
+    });
+    let app = TestApp::spawn_in(dir, |_| {}).await;
+    let made = expect_json(vouch(&app, &owner, "kept", 0.5).await, StatusCode::CREATED).await;
+    assert_eq!(made["agent_id"], "kept");
+    let version = app.with_database(|conn| match conn.dialect() {
+        mandate_host::store::sql::Dialect::Sqlite => conn
+            .query_row("PRAGMA user_version", [], |row| row.get::<_, i64>(0))
+            .unwrap(),
+        mandate_host::store::sql::Dialect::Postgres => conn
+            .query_row("SELECT version FROM mandate_schema", [], |row| {
+                row.get::<_, i64>(0)
+            })
+            .unwrap(),
+    });
+    assert_eq!(version, mandate_host::store::SCHEMA_VERSION);
+    app.stop().await;
+}
