@@ -980,10 +980,12 @@ export interface TrustGraphEdge {
   weight: number;
 }
 
-/** `GET /v1/trust/graph`: a page of agents (by agent id) and the vouches of the page's agents. */
+/** `GET /v1/trust/graph`: a page of agents (by agent id) and the active vouches they receive. */
 export interface TrustGraphPage {
   nodes: TrustGraphNode[];
   edges: TrustGraphEdge[];
+  /** When the scores were computed. */
+  computed_at: string;
   next_cursor?: string;
 }
 

@@ -246,7 +246,7 @@ function scores(value: AgentTrust): HTMLElement {
 /** The vouch form, for a key that may vouch. */
 function vouchForm(agentId: string, vouched: (vouch: Vouch) => Promise<void>): HTMLFormElement {
   const weight = h("input", { name: "weight", type: "number", min: 0.01, max: 1, step: 0.01, value: "0.5", required: true });
-  const reason = h("input", { name: "reason", maxlength: 500, autocomplete: "off", placeholder: "ran clean for a month" });
+  const reason = h("input", { name: "reason", maxlength: 512, autocomplete: "off", placeholder: "ran clean for a month" });
   const expires = h("input", { name: "expires_at", type: "datetime-local" });
   const outcome = h("div", { "aria-live": "polite" });
   const submit = h("button", { type: "submit" }, "Vouch");
