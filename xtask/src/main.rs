@@ -12,7 +12,7 @@
 //!   and Redocly's recommended rules.
 //! - `fuzz [--seconds N] [TARGET…]`: run the cargo-fuzz targets in `fuzz/`.
 //! - `schemathesis [--examples N]`: API conformance under generated input.
-//! - `bench [--quick] [--only budget|events]`: measure against peers and ceilings;
+//! - `bench [--quick] [--only budget|events|reviewer|trust]`: measure against peers and ceilings;
 //!   write BENCHMARKS.md (not with `--only`, which measures some rows).
 //! - `web`: build the dashboard and the widget into `web/dist`.
 //! - `postgres`: a throwaway PostgreSQL cluster (and its URL) to try
@@ -205,7 +205,7 @@ fn main() {
         "web" => web::build(&root()),
         _ => {
             eprintln!(
-                "usage: cargo xtask <test | vectors [--check] | serve | postgres | wasm | runtimes | openapi | web | fuzz | schemathesis | bench [--quick] [--only budget|events]>"
+                "usage: cargo xtask <test | vectors [--check] | serve | postgres | wasm | runtimes | openapi | web | fuzz | schemathesis | bench [--quick] [--only budget|events|reviewer|trust]>"
             );
             std::process::exit(2);
         }

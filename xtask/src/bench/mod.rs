@@ -1,4 +1,4 @@
-//! `cargo xtask bench [--quick] [--only budget|events|reviewer]`: measures Mandate against
+//! `cargo xtask bench [--quick] [--only budget|events|reviewer|trust]`: measures Mandate against
 //! peers and ceilings in one run and writes `BENCHMARKS.md`.
 //!
 //! Every row is a ratio of two contenders measured side by side, in
@@ -9,7 +9,9 @@
 //! read-budget rows alone on a fresh folder of 5 M records (1 000 with
 //! `--quick`), prints them and writes nothing; `--only events` the events
 //! rows alone; `--only reviewer` the dashboard's rows alone, on a fresh
-//! folder of 5 M records of several agents over 30 days.
+//! folder of 5 M records of several agents over 30 days; `--only trust`
+//! the trust graph's recomputation at 10 000 agents and 100 000 vouches,
+//! against its ceiling.
 //!
 //! `running` runs wrk, the server and the bench programs; `parsing` reads
 //! their output into figures; `report` renders BENCHMARKS.md, where each
@@ -108,7 +110,41 @@ fn reviewer_only(plan: Plan, bins: &Path, scratch: &Path, scripts: &Path) -> Res
     Ok(())
 }
 
-/// `cargo xtask bench [--quick] [--only budget|events|reviewer]`.
+/// The most a recomputation of the trust scores of 10 000 agents and
+/// 100 000 vouches may take (the median of five, release build): the
+/// server recomputes an organisation in the background after a change, and
+/// a change must count within a few seconds. Measured: about 90 ms.
+const TRUST_RECOMPUTE_CEILING_MS: f64 = 1_000.0;
+
+/// `cargo xtask bench --only trust`: `trust_scores` over a graph of 10 000
+/// agents and 100 000 vouches (1 000 and 10 000 with `--quick`), held to
+/// [`TRUST_RECOMPUTE_CEILING_MS`]; prints the row and writes nothing.
+fn trust_only(root: &Path, quick: bool) -> Result<()> {
+    let mut build = vec!["build", "-p", "mandate-bench", "--bin", "trust_recompute"];
+    if !quick {
+        build.push("--release");
+    }
+    run("cargo", &build)?;
+    let bin = target_dir(root)?
+        .join(if quick { "debug" } else { "release" })
+        .join("trust_recompute");
+    let flag: &[&str] = if quick { &["--quick"] } else { &[] };
+    let row = json_of(&bin, flag, root)?;
+    let median = row["median_ms"].as_f64().unwrap_or(f64::NAN);
+    eprintln!(
+        "| trust recompute, {} agents / {} vouches | {median:.1} ms median of 5 (ceiling {TRUST_RECOMPUTE_CEILING_MS} ms) |",
+        row["agents"], row["vouches"]
+    );
+    if quick || median <= TRUST_RECOMPUTE_CEILING_MS {
+        Ok(())
+    } else {
+        fail(format!(
+            "trust recompute took {median:.1} ms, over the ceiling of {TRUST_RECOMPUTE_CEILING_MS} ms"
+        ))
+    }
+}
+
+/// `cargo xtask bench [--quick] [--only budget|events|reviewer|trust]`.
 pub(crate) fn bench(root: &Path, args: &[&str]) -> Result<()> {
     let quick = args.contains(&"--quick");
     let only = match args.iter().position(|a| *a == "--only") {
@@ -117,9 +153,10 @@ pub(crate) fn bench(root: &Path, args: &[&str]) -> Result<()> {
             Some(&"budget") => Some("budget"),
             Some(&"events") => Some("events"),
             Some(&"reviewer") => Some("reviewer"),
+            Some(&"trust") => Some("trust"),
             other => {
                 return fail(format!(
-                    "--only takes `budget` (the read-budget rows), `events` (the events rows) or `reviewer` (the dashboard's rows), not {other:?}"
+                    "--only takes `budget` (the read-budget rows), `events` (the events rows), `reviewer` (the dashboard's rows) or `trust` (the trust recompute row), not {other:?}"
                 ));
             }
         },
@@ -137,6 +174,9 @@ pub(crate) fn bench(root: &Path, args: &[&str]) -> Result<()> {
             rounds: 5,
         }
     };
+    if only == Some("trust") {
+        return trust_only(root, quick);
+    }
     ensure_wrk()?;
     let profile = if quick { "debug" } else { "release" };
     let mut build = vec![
