@@ -39,7 +39,7 @@ const PROFILE: &str = "wasm-release";
 /// and `verifyTrustStatement` (+11.3 KB); docs/decisions.md, "Size".
 const BUDGET_BYTES: u64 = 610_000;
 /// The Node suites that need no server.
-pub(crate) const NODE_TESTS: [&str; 9] = [
+pub(crate) const NODE_TESTS: [&str; 10] = [
     "test/vectors.test.mjs",
     "test/webhooks.test.mjs",
     "test/events.test.mjs",
@@ -48,15 +48,18 @@ pub(crate) const NODE_TESTS: [&str; 9] = [
     "test/sdk.test.mjs",
     "test/status.test.mjs",
     "test/client.test.mjs",
+    "test/trust.test.mjs",
     "test/package.test.mjs",
 ];
 /// The Node suite run against a live `mandate serve`.
 const LIVE_TEST: &str = "test/live.test.mjs";
 /// The suites against a live `mandate serve` run with Node 24: the client's
-/// own, the framework adapters with the real frameworks (the `ai` package
-/// needs Node 22 or later), and the example MCP server and agent end to end.
-const LIVE_NODE24_TESTS: [&str; 5] = [
+/// own (the trust graph's too), the framework adapters with the real
+/// frameworks (the `ai` package needs Node 22 or later), and the example MCP
+/// server and agent end to end.
+const LIVE_NODE24_TESTS: [&str; 6] = [
     "test/client-live.test.mjs",
+    "test/trust-live.test.mjs",
     "test/mcp.test.mjs",
     "test/ai.test.mjs",
     "test/openai-agents.test.mjs",
