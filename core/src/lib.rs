@@ -80,8 +80,7 @@ pub use reputation::{CountsChange, Reputation, ReputationCounts, reputation};
 pub use roles::{Permission, Role, UnknownRole};
 pub use scope::{
     Action, Constraints, Framework, Grant, Limit, MinTrust, Policy, Resource, ResourcePattern,
-    Scope,
-    ScopeDenial, ScopeError, Violation, Widening, check_narrowing, permits,
+    Scope, ScopeDenial, ScopeError, Violation, Widening, check_narrowing, permits,
 };
 pub use status_list::{
     Bits, StatusCheckError, StatusClaim, StatusList, StatusListClaims, StatusListError,
