@@ -2,8 +2,8 @@
 // the binary; without it these tests fail): a human and an agent vouch, the
 // trust read once the server has recomputed it, the graph followed page
 // after page, refusals (an existing vouch, an agent vouching for one it did
-// not delegate to, a role without `vouch`, another organisation's agent),
-// a withdrawal; the signed statement fetched and verified offline by the
+// not delegate to, a role without `vouch`, another organisation's agent, a
+// withdrawal by someone else), a withdrawal; the signed statement fetched and verified offline by the
 // wasm build — valid, refused when tampered with (invalid_signature) and
 // when checked after it expired (statement_expired).
 import assert from "node:assert/strict";
@@ -75,12 +75,21 @@ test("a human and an agent vouch; the trust counts both once recomputed; the gra
   );
   // A role without `vouch`, and another organisation's key (the agent is absent there).
   const auditor = await client.createKey({ role: "auditor", email: "audit@example.com" });
-  const [status] = await refusal(new MandateClient({ baseUrl: live.baseUrl, apiKey: auditor.api_key }).vouch({ agent_id: "sub-live", weight: 0.3 }));
-  assert.equal(status, 403);
+  assert.deepEqual(
+    await refusal(new MandateClient({ baseUrl: live.baseUrl, apiKey: auditor.api_key }).vouch({ agent_id: "sub-live", weight: 0.3 })),
+    [403, "role_forbidden"],
+  );
   const other = await client.createOrg({ name: "elsewhere", owner_email: "ops@elsewhere.test" });
   const stranger = new MandateClient({ baseUrl: live.baseUrl, apiKey: other.owner_key.api_key });
-  assert.equal((await refusal(stranger.vouch({ agent_id: "sub-live", weight: 0.3 })))[0], 404);
-  assert.equal((await refusal(stranger.trust("sub-live")))[0], 404);
+  assert.deepEqual(await refusal(stranger.vouch({ agent_id: "sub-live", weight: 0.3 })), [404, "agent_not_found"]);
+  assert.deepEqual(await refusal(stranger.trust("sub-live")), [404, "agent_not_found"]);
+  // Nor may it withdraw this organisation's vouch (it is absent there), nor a reviewer another's.
+  assert.deepEqual(await refusal(stranger.withdrawVouch(human.vouch_id)), [404, "vouch_not_found"]);
+  const reviewer = await client.createKey({ role: "reviewer", email: "rev@example.com" });
+  assert.deepEqual(
+    await refusal(new MandateClient({ baseUrl: live.baseUrl, apiKey: reviewer.api_key }).withdrawVouch(human.vouch_id)),
+    [403, "vouch_not_allowed"],
+  );
 
   const trust = await trustAfter("sub-live", agent.created_at);
   assert.deepEqual(trust.vouches.map((vouch) => vouch.vouch_id).sort(), [human.vouch_id, agent.vouch_id].sort());
@@ -143,7 +152,6 @@ test("the signed statement verifies offline with the wasm build; tampered or exp
   assert.equal(expired.valid, false);
   assert.equal(expired.error.code, "statement_expired");
 
-  // Another agent's token cannot fetch this agent's statement.
-  const [status] = await refusal(client.as(lead.compact_jwt).trustStatement("sub-live"));
-  assert.ok([401, 403, 404].includes(status), `status ${status}`);
+  // Another agent's token cannot fetch this agent's statement, not even its delegator's.
+  assert.deepEqual(await refusal(client.as(lead.compact_jwt).trustStatement("sub-live")), [403, "not_the_agent"]);
 });

@@ -905,89 +905,48 @@ export type ApiKey = Narrowed<Schemas["KeyBody"], { role: Role; email: string | 
 export type KeyList = Narrowed<Schemas["KeyList"], { keys: ApiKey[] }>;
 export type OrgCreated = Narrowed<Schemas["OrgCreatedBody"], { org: Org; owner_key: IssuedKey }>;
 
-// The trust graph (docs/api.md, "The trust graph"): vouches between the
+// The trust graph (docs/api.md, "Trust"): vouches between the
 // organisation's humans and agents, and the trust score each agent gets
 // from its reputation and the vouches it receives.
 
-/** Who vouches: a human by the API key it vouched with, or an agent by its id. */
-export type Voucher = { kind: "human"; key_id: string } | { kind: "agent"; agent_id: string };
+/** Who vouches: a human by the API key it vouched with (`key_…`), or an agent by its id. */
+export type Voucher = Sent<Schemas["VoucherBody"]>;
 
-/** `POST /v1/trust/vouches`: a vouch for an agent of the organisation. */
-export interface VouchRequest {
-  /** The agent vouched for. */
-  agent_id: string;
-  /** How strongly, in (0, 1]. */
-  weight: number;
-  /** Why, in a few words, for the humans who read it. */
-  reason?: string | null;
-  /** When it lapses by itself (RFC 3339 text or a Date, in the future); without it, until withdrawn. */
-  expires_at?: Instant | null;
-}
+/**
+ * `POST /v1/trust/vouches`: a vouch for an agent of the organisation (bare
+ * or as `agent:<id>`), `weight` in (0, 1], an optional `reason` (at most 512
+ * characters) and `expires_at` (RFC 3339 text or a Date, in the future;
+ * without it, until withdrawn).
+ */
+export type VouchRequest = Omit<Schemas["VouchRequest"], "expires_at"> & { expires_at?: Instant | null };
 
 /** A vouch: `withdrawn_at` once withdrawn; one past its `expires_at` no longer counts. */
-export interface Vouch {
-  /** `vch_<ulid>`. */
-  vouch_id: string;
-  voucher: Voucher;
-  agent_id: string;
-  weight: number;
-  reason?: string;
-  created_at: string;
-  expires_at?: string;
-  withdrawn_at?: string;
-}
+export type Vouch = Sent<Schemas["VouchBody"]>;
 
 /**
  * `GET /v1/trust/agents/{agent_id}`: an agent's trust and its parts, as the
  * server last computed them (`computed_at`): `trust = min(ceiling, decay ×
- * (0.5 × reputation + 0.5 × graph))`, each in [0, 1].
+ * (0.5 × reputation + 0.5 × graph))`, each in [0, 1]; `vouches` it receives
+ * and `vouched` it gives, those in force.
  */
-export interface AgentTrust {
-  agent_id: string;
-  trust: number;
-  /** Its combined reputation. */
-  reputation: number;
-  /** What the vouches it receives give it, weighted by each voucher's own trust. */
-  graph: number;
-  /** The factor its inactivity costs (1 when active now, halving every 30 days idle). */
-  decay: number;
-  /** The most it may have: 1 for an agent a human issued a token to, else its delegators' highest trust. */
-  ceiling: number;
-  computed_at: string;
-  /** The active vouches it receives. */
-  vouches: Vouch[];
-  /** The active vouches it gives. */
-  vouched: Vouch[];
-}
+export type AgentTrust = Sent<Schemas["AgentTrustBody"]>;
 
-/** Options of `trustGraphPage`: pages by agent id. */
+/**
+ * Options of `trustGraphPage`: pages by agent id (`limit` 1–1000, default
+ * 100). Written here: the document names this operation `graph`, as it
+ * names the workflow's graph.
+ */
 export interface TrustGraphQuery {
   cursor?: string | null;
   limit?: number | null;
 }
 
 /** An agent of the trust graph and its trust. */
-export interface TrustGraphNode {
-  agent_id: string;
-  trust: number;
-}
-
-/** An active vouch of the trust graph: from `voucher` to `agent_id`. */
-export interface TrustGraphEdge {
-  vouch_id: string;
-  voucher: Voucher;
-  agent_id: string;
-  weight: number;
-}
-
-/** `GET /v1/trust/graph`: a page of agents (by agent id) and the active vouches they receive. */
-export interface TrustGraphPage {
-  nodes: TrustGraphNode[];
-  edges: TrustGraphEdge[];
-  /** When the scores were computed. */
-  computed_at: string;
-  next_cursor?: string;
-}
+export type TrustGraphNode = Sent<Schemas["TrustNode"]>;
+/** A vouch in force of the trust graph: from `voucher` to `agent_id`, an agent of the page. */
+export type TrustGraphEdge = Sent<Schemas["TrustEdge"]>;
+/** `GET /v1/trust/graph`: a page of agents (by agent id) and the vouches in force they receive. */
+export type TrustGraphPage = Narrowed<Sent<Schemas["TrustGraphPage"]>, { nodes: TrustGraphNode[]; edges: TrustGraphEdge[] }>;
 
 // The record log's JSON answers; the checkpoint and the keys are
 // text/plain, and the client returns them as strings.
