@@ -30,6 +30,7 @@ export const {
   reputation,
   sha256Ref,
   summarizeWorkflow,
+  trustScores,
   verifyChain,
   verifyCheckpoint,
   verifyConsistency,
@@ -38,6 +39,7 @@ export const {
   verifyRecordProof,
   verifyStatusList,
   verifyToken,
+  verifyTrustStatement,
   verifyWebhook,
   verifyWebhookPairs,
 } = sdk;
