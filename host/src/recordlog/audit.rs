@@ -7,10 +7,10 @@
 //!    checkpoint's signature by a log key and its root against the tree's.
 //!    Every checkpoint's root being the root of one recomputed tree at its
 //!    size is what "each is consistent with the next" means.
-//! 2. The records and tokens, each: every event its row says it had (its
-//!    creation, a completion after `authorize`, a rating; an issue, a
-//!    revocation) made again from the row and compared with the leaf the
-//!    row names, byte for byte.
+//! 2. The records, tokens and vouches, each: every event its row says it
+//!    had (its creation, a completion after `authorize`, a rating; an
+//!    issue, a revocation; a vouch, its withdrawal) made again from the row
+//!    and compared with the leaf the row names, byte for byte.
 //! 3. Every leaf is claimed by exactly the row it describes: a leaf no row
 //!    claims names a record or token that was deleted.
 //!
