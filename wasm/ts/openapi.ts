@@ -317,7 +317,7 @@ export interface paths {
          * A page of the organisation's trust graph: agents by id with their
          *     trust, and the vouches in force they receive.
          */
-        get: operations["graph"];
+        get: operations["trust_graph"];
         put?: never;
         post?: never;
         delete?: never;
@@ -4029,7 +4029,7 @@ export interface operations {
             };
         };
     };
-    graph: {
+    trust_graph: {
         parameters: {
             query?: {
                 /** @description Agents per page, 1–1000 (default 100). */

@@ -254,7 +254,7 @@ pub fn app(state: AppState) -> Router {
         .routes(routes!(trust::create_vouch))
         .routes(routes!(trust::withdraw_vouch))
         .routes(routes!(trust::agent_trust))
-        .routes(routes!(trust::graph))
+        .routes(routes!(trust::trust_graph))
         .routes(routes!(trust::statement))
         .routes(routes!(status::status_list))
         .routes(routes!(log::checkpoint))

@@ -283,7 +283,7 @@ pub(crate) struct GraphQuery {
     params(GraphQuery),
     responses((status = 200, description = "A page of the graph", body = TrustGraphPage), Errors)
 )]
-pub(crate) async fn graph(
+pub(crate) async fn trust_graph(
     State(state): State<AppState>,
     ApiKeyAuth(principal): ApiKeyAuth,
     Query(query): Query<GraphQuery>,
