@@ -73,8 +73,8 @@ pub use keys::{
 };
 pub use money::{MoneyError, Usd};
 pub use record::{
-    ApprovalDecision, Decision, DenyReason, Outcome, Rating, RecordError, RecordEvent, RecordState,
-    Status, result_key, transition,
+    ApprovalDecision, Decision, DenyReason, Outcome, Rating, RecordError, RecordEvent,
+    RecordOrigin, RecordState, Status, result_key, transition,
 };
 pub use reputation::{CountsChange, Reputation, ReputationCounts, reputation};
 pub use roles::{Permission, Role, UnknownRole};

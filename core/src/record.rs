@@ -84,6 +84,50 @@ impl FromStr for Outcome {
     }
 }
 
+/// How a record came to be: the call that made it. Reputation counts a
+/// refusal by it ([`crate::CountsChange`]): a refused `authorize` is the
+/// agent asking first, a refused `record/action` is the agent acting
+/// without asking.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RecordOrigin {
+    /// `authorize`: a pre-flight check, before acting.
+    Authorize,
+    /// `record/action`, or one report of the batch `record/actions`: the
+    /// act and its report in one step.
+    RecordAction,
+    /// `delegate`: the delegation is the act itself (there is no
+    /// pre-flight for it), so a refused one counts as a refused act.
+    Delegate,
+    /// Made before its origin was stored (a host's schema 9): a refusal
+    /// counts as it always did, as a failure unless an approval's decision
+    /// made it.
+    Unknown,
+}
+
+impl RecordOrigin {
+    /// The stored name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RecordOrigin::Authorize => "authorize",
+            RecordOrigin::RecordAction => "record_action",
+            RecordOrigin::Delegate => "delegate",
+            RecordOrigin::Unknown => "unknown",
+        }
+    }
+
+    /// The origin a stored name names, if any.
+    pub fn parse(text: &str) -> Option<RecordOrigin> {
+        match text {
+            "authorize" => Some(RecordOrigin::Authorize),
+            "record_action" => Some(RecordOrigin::RecordAction),
+            "delegate" => Some(RecordOrigin::Delegate),
+            "unknown" => Some(RecordOrigin::Unknown),
+            _ => None,
+        }
+    }
+}
+
 /// A human's verdict on a completed action.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]

@@ -4,10 +4,13 @@
 //! starts at 0.5 rather than at 0 or 1, and a few outcomes move it gently:
 //!
 //! - `execution_score = (successes + 1) / (outcomes + 2)`, where outcomes are
-//!   completed records (any result) and denied records, but for those denied
-//!   by an approval's decision (denied or expired): the agent asked first,
-//!   as it should, and was told no, which is no failure of its own; they are
-//!   counted apart as `denied_requests`;
+//!   completed records (any result) and refused acts: records denied at
+//!   `record/action` (or in the batch `record/actions`) or `delegate`. A
+//!   record denied at `authorize` (the pre-flight check, refused by scope,
+//!   budget, standing or trust) or by an approval's decision (denied or
+//!   expired) is no outcome: the agent asked first, as it should, and was
+//!   told no, which is no failure of its own; those are counted apart as
+//!   `denied_requests`;
 //! - `feedback_score = (approved + 0.5 · flagged + 1) / (ratings + 2)`;
 //! - `combined_reputation = 0.6 · execution_score + 0.4 · feedback_score`.
 //!
@@ -15,12 +18,13 @@
 //! approval included), completed and denied.
 //!
 //! The counts are kept by the caller; [`CountsChange::of`] says how one
-//! record's change of state moves them.
+//! record's change of state moves them, given how the record came to be
+//! ([`RecordOrigin`]).
 
 use serde::{Deserialize, Serialize};
 
 use crate::limits::{EXECUTION_WEIGHT, FEEDBACK_WEIGHT};
-use crate::record::{Outcome, Rating, RecordState};
+use crate::record::{Outcome, Rating, RecordOrigin, RecordState};
 
 /// What reputation is computed from.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -29,16 +33,17 @@ pub struct ReputationCounts {
     /// Completed records with result `success`.
     #[serde(default)]
     pub successes: u64,
-    /// Completed records with any other result, plus denied records but
-    /// those of `denied_requests`.
+    /// Completed records with any other result, plus records denied at
+    /// `record/action` or `delegate` (but by an approval's decision).
     #[serde(default)]
     pub failures: u64,
     /// Records still pending or awaiting approval (count only towards
     /// `total_actions`).
     #[serde(default)]
     pub pending: u64,
-    /// Records denied by an approval's decision, denied or expired (count
-    /// only towards `total_actions`).
+    /// Records denied at `authorize` (the pre-flight check), or by an
+    /// approval's decision, denied or expired (count only towards
+    /// `total_actions`).
     #[serde(default)]
     pub denied_requests: u64,
     #[serde(default)]
@@ -64,23 +69,29 @@ pub struct CountsChange {
 }
 
 impl CountsChange {
-    /// The change when a record goes from `before` (`None`: it did not
-    /// exist) to `after`:
+    /// The change when a record made by `origin` goes from `before`
+    /// (`None`: it did not exist) to `after`:
     ///
     /// - a new record counts once by its state: pending (or awaiting
     ///   approval); a success (completed or rated with result `success`); a
-    ///   denied request (denied by an approval's decision: `approval_denied`,
-    ///   `approval_expired`); or a failure (any other result, or denied for
-    ///   any other reason);
+    ///   denied request (denied at `authorize`, for any reason, or by an
+    ///   approval's decision: `approval_denied`, `approval_expired`); or a
+    ///   failure (any other result, or denied at `record/action` or
+    ///   `delegate`, or with an [`RecordOrigin::Unknown`] origin, for any
+    ///   other reason);
     /// - a pending or awaiting record that changes state leaves `pending`
     ///   and counts by its new state (so one that stays pending, or is
     ///   approved, changes nothing);
     /// - a record that was not pending counts only a rating it receives.
-    pub fn of(before: Option<&RecordState>, after: &RecordState) -> CountsChange {
+    pub fn of(
+        origin: RecordOrigin,
+        before: Option<&RecordState>,
+        after: &RecordState,
+    ) -> CountsChange {
         match (before, after) {
-            (None, after) => CountsChange::of_new(after),
+            (None, after) => CountsChange::of_new(origin, after),
             (Some(RecordState::Pending | RecordState::AwaitingApproval), after) => {
-                let mut change = CountsChange::of_new(after);
+                let mut change = CountsChange::of_new(origin, after);
                 change.pending -= 1;
                 change
             }
@@ -89,17 +100,21 @@ impl CountsChange {
         }
     }
 
-    /// How a new record in `state` counts.
-    fn of_new(state: &RecordState) -> CountsChange {
+    /// How a new record made by `origin` in `state` counts.
+    fn of_new(origin: RecordOrigin, state: &RecordState) -> CountsChange {
         match state {
             RecordState::Pending | RecordState::AwaitingApproval => CountsChange {
                 pending: 1,
                 ..CountsChange::default()
             },
-            RecordState::Denied { reason } if reason.is_approval_decision() => CountsChange {
-                denied_requests: 1,
-                ..CountsChange::default()
-            },
+            RecordState::Denied { reason }
+                if origin == RecordOrigin::Authorize || reason.is_approval_decision() =>
+            {
+                CountsChange {
+                    denied_requests: 1,
+                    ..CountsChange::default()
+                }
+            }
             RecordState::Completed {
                 result: Outcome::Success,
             }
@@ -223,6 +238,10 @@ mod tests {
         change
     }
 
+    /// A record made by `record/action`, and one made by `authorize`.
+    const ACTED: RecordOrigin = RecordOrigin::RecordAction;
+    const ASKED: RecordOrigin = RecordOrigin::Authorize;
+
     const DENIED: RecordState = RecordState::Denied {
         reason: crate::record::DenyReason::BudgetMaxActions,
     };
@@ -255,7 +274,7 @@ mod tests {
             ),
         ];
         for (after, expected) in cases {
-            assert_eq!(CountsChange::of(None, &after), expected, "{after:?}");
+            assert_eq!(CountsChange::of(ACTED, None, &after), expected, "{after:?}");
         }
     }
 
@@ -287,7 +306,7 @@ mod tests {
             (RecordState::Pending, CountsChange::default()),
         ];
         for (after, expected) in cases {
-            let got = CountsChange::of(Some(&RecordState::Pending), &after);
+            let got = CountsChange::of(ACTED, Some(&RecordState::Pending), &after);
             assert_eq!(got, expected, "{after:?}");
         }
     }
@@ -307,7 +326,7 @@ mod tests {
                 (Rating::Rejected, change(|c| c.rejected = 1)),
             ] {
                 let after = rated(Outcome::Success, rating);
-                assert_eq!(CountsChange::of(Some(&before), &after), expected);
+                assert_eq!(CountsChange::of(ACTED, Some(&before), &after), expected);
             }
             for after in [
                 RecordState::Pending,
@@ -315,7 +334,7 @@ mod tests {
                 completed(Outcome::Error),
                 DENIED,
             ] {
-                let got = CountsChange::of(Some(&before), &after);
+                let got = CountsChange::of(ACTED, Some(&before), &after);
                 assert!(got.is_zero(), "{before:?} -> {after:?}: {got:?}");
             }
         }
@@ -326,26 +345,29 @@ mod tests {
         use crate::record::DenyReason;
         let awaiting = RecordState::AwaitingApproval;
         let no = |reason| RecordState::Denied { reason };
-        assert_eq!(CountsChange::of(None, &awaiting), change(|c| c.pending = 1));
+        assert_eq!(
+            CountsChange::of(ASKED, None, &awaiting),
+            change(|c| c.pending = 1)
+        );
         // Approved: still not an outcome.
-        assert!(CountsChange::of(Some(&awaiting), &RecordState::Pending).is_zero());
+        assert!(CountsChange::of(ASKED, Some(&awaiting), &RecordState::Pending).is_zero());
         for reason in [DenyReason::ApprovalDenied, DenyReason::ApprovalExpired] {
             assert_eq!(
-                CountsChange::of(Some(&awaiting), &no(reason)),
+                CountsChange::of(ASKED, Some(&awaiting), &no(reason)),
                 change(|c| {
                     c.pending = -1;
                     c.denied_requests = 1;
                 })
             );
             assert_eq!(
-                CountsChange::of(None, &no(reason)),
+                CountsChange::of(ASKED, None, &no(reason)),
                 change(|c| c.denied_requests = 1)
             );
         }
         // A record/action that needed approval is a refused attempt: a
         // failure, as every other refused record/action.
         assert_eq!(
-            CountsChange::of(None, &no(DenyReason::ApprovalRequired)),
+            CountsChange::of(ACTED, None, &no(DenyReason::ApprovalRequired)),
             change(|c| c.failures = 1)
         );
         let r = reputation(&ReputationCounts {
@@ -356,15 +378,98 @@ mod tests {
     }
 
     #[test]
+    fn a_refused_pre_flight_is_a_denied_request_and_a_refused_act_a_failure() {
+        use crate::record::DenyReason;
+        let no = |reason| RecordState::Denied { reason };
+        for reason in DenyReason::ALL {
+            assert_eq!(
+                CountsChange::of(ASKED, None, &no(reason)),
+                change(|c| c.denied_requests = 1),
+                "{reason:?}"
+            );
+            let acted = if reason.is_approval_decision() {
+                change(|c| c.denied_requests = 1)
+            } else {
+                change(|c| c.failures = 1)
+            };
+            for origin in [ACTED, RecordOrigin::Delegate, RecordOrigin::Unknown] {
+                assert_eq!(
+                    CountsChange::of(origin, None, &no(reason)),
+                    acted,
+                    "{origin:?} {reason:?}"
+                );
+            }
+        }
+        // The origin decides only refusals.
+        for origin in [ASKED, ACTED, RecordOrigin::Delegate, RecordOrigin::Unknown] {
+            assert_eq!(
+                CountsChange::of(origin, None, &completed(Outcome::Error)),
+                change(|c| c.failures = 1)
+            );
+            assert_eq!(
+                CountsChange::of(
+                    origin,
+                    Some(&RecordState::Pending),
+                    &completed(Outcome::Success)
+                ),
+                change(|c| {
+                    c.pending = -1;
+                    c.successes = 1;
+                })
+            );
+        }
+        // The example: two successes and one refused pre-flight
+        // give (2 + 1) / (2 + 2); one refused act instead, (2 + 1) / (3 + 2).
+        let mut asked = CountsChange::default();
+        let mut acted = CountsChange::default();
+        for total in [&mut asked, &mut acted] {
+            for _ in 0..2 {
+                total.add(CountsChange::of(ACTED, None, &completed(Outcome::Success)));
+            }
+        }
+        asked.add(CountsChange::of(ASKED, None, &DENIED));
+        acted.add(CountsChange::of(ACTED, None, &DENIED));
+        let counts = |c: CountsChange| ReputationCounts {
+            successes: c.successes.unsigned_abs(),
+            failures: c.failures.unsigned_abs(),
+            denied_requests: c.denied_requests.unsigned_abs(),
+            ..ReputationCounts::default()
+        };
+        let asked = reputation(&counts(asked));
+        let acted = reputation(&counts(acted));
+        assert_eq!((asked.execution_score, asked.total_actions), (0.75, 3));
+        assert_eq!((acted.execution_score, acted.total_actions), (0.6, 3));
+    }
+
+    #[test]
+    fn origin_names_round_trip() {
+        for origin in [
+            RecordOrigin::Authorize,
+            RecordOrigin::RecordAction,
+            RecordOrigin::Delegate,
+            RecordOrigin::Unknown,
+        ] {
+            assert_eq!(RecordOrigin::parse(origin.as_str()), Some(origin));
+            assert_eq!(
+                serde_json::to_value(origin).unwrap(),
+                serde_json::json!(origin.as_str())
+            );
+        }
+        assert_eq!(RecordOrigin::parse("Authorize"), None);
+    }
+
+    #[test]
     fn changes_add_up_and_saturate() {
         let mut total = CountsChange::default();
         assert!(total.is_zero());
-        total.add(CountsChange::of(None, &RecordState::Pending));
+        total.add(CountsChange::of(ACTED, None, &RecordState::Pending));
         total.add(CountsChange::of(
+            ACTED,
             Some(&RecordState::Pending),
             &completed(Outcome::Success),
         ));
         total.add(CountsChange::of(
+            ACTED,
             Some(&completed(Outcome::Success)),
             &rated(Outcome::Success, Rating::Approved),
         ));

@@ -129,6 +129,7 @@ const TABLES: [(&str, &[&str], &str); 24] = [
             "log_completed",
             "log_rated",
             "traceparent",
+            "origin",
         ],
         "seq",
     ),

@@ -703,7 +703,17 @@ fn counts() -> Value {
                     change["approved"] = json!(1);
                 }
             }
-            json!({"before": before.map(state), "after": state(after), "expect": change})
+            // Only `approval_required` is made by record/action (acting
+            // without the approval a grant requires); the rest by authorize.
+            let origin = if after == "approval_required" {
+                "record_action"
+            } else {
+                "authorize"
+            };
+            json!({
+                "origin": origin, "before": before.map(state), "after": state(after),
+                "expect": change,
+            })
         })
         .collect();
     Value::Array(cases)
@@ -805,7 +815,7 @@ fn leaves() -> Value {
 /// The approvals vectors.
 pub(crate) fn approvals_vectors() -> Value {
     json!({
-        "description": "Approval before the act (DESIGN section 11; docs/decisions.md, \"Approvals\"). `requirements`: read `require_approval` (a member of svc_constraints) and expect `ok`, the code of the refused value, or `malformed` (an unknown member, a wrong type). `applies`: whether the requirement matches an attempt of `action` on `resource` spending `spend` USD (any member: a listed action, a pattern covering the resource, spend strictly over `spend_over_usd`). `chains`: whether any token of a chain (its constraints, root first) requires approval for the attempt. `narrowing`: check `child` against `parent` (grants as in scope.json) and expect ok and the violations in order. `delegation`: the grant a delegation `request` gets under `parent` (a requirement left out is inherited; its lists are added to the parent's, a threshold it sets replaces the parent's and is refused when higher), or the error code and violations. `attempts`: the record an authorize or record/action creates, allowed (`deny_reason` null) or not, needing approval or not. `transitions`: the state after `event` from `before` (null: no record yet; a state is its stored parts), or the error code. `counts`: how an agent's counts move along an approval's paths. `leaves`: read `leaf` (its text) as a record log entry and expect `ok` or the error code.",
+        "description": "Approval before the act (DESIGN section 11; docs/decisions.md, \"Approvals\"). `requirements`: read `require_approval` (a member of svc_constraints) and expect `ok`, the code of the refused value, or `malformed` (an unknown member, a wrong type). `applies`: whether the requirement matches an attempt of `action` on `resource` spending `spend` USD (any member: a listed action, a pattern covering the resource, spend strictly over `spend_over_usd`). `chains`: whether any token of a chain (its constraints, root first) requires approval for the attempt. `narrowing`: check `child` against `parent` (grants as in scope.json) and expect ok and the violations in order. `delegation`: the grant a delegation `request` gets under `parent` (a requirement left out is inherited; its lists are added to the parent's, a threshold it sets replaces the parent's and is refused when higher), or the error code and violations. `attempts`: the record an authorize or record/action creates, allowed (`deny_reason` null) or not, needing approval or not. `transitions`: the state after `event` from `before` (null: no record yet; a state is its stored parts), or the error code. `counts`: how an agent's counts move along an approval's paths, for a record made by `origin` (authorize or record_action). `leaves`: read `leaf` (its text) as a record log entry and expect `ok` or the error code.",
         "generator": "cargo xtask vectors",
         "requirements": requirements(),
         "applies": applies(),

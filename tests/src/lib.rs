@@ -1564,6 +1564,18 @@ fn reputation_vectors() -> Value {
             flagged: 1,
             rejected: 1,
         },
+        // The example: two successes and a refused pre-flight
+        // (a denied request), then a refused act (a failure) instead.
+        ReputationCounts {
+            successes: 2,
+            denied_requests: 1,
+            ..Default::default()
+        },
+        ReputationCounts {
+            successes: 2,
+            failures: 1,
+            ..Default::default()
+        },
         ReputationCounts {
             successes: 1000,
             failures: 0,
@@ -1596,7 +1608,7 @@ fn reputation_vectors() -> Value {
     .map(|counts| json!({ "counts": counts, "expect": reputation(counts) }))
     .collect();
     json!({
-        "description": "Reputation vectors: counts in, the exact scores out (Beta(1,1) posterior means; combined = 0.6 execution + 0.4 feedback).",
+        "description": "Reputation vectors: counts in, the exact scores out (Beta(1,1) posterior means: execution = (successes + 1) / (successes + failures + 2), feedback = (approved + 0.5 flagged + 1) / (ratings + 2); combined = 0.6 execution + 0.4 feedback; pending and denied_requests, refused pre-flight checks, count only towards total_actions).",
         "generator": "cargo xtask vectors",
         "cases": cases,
     })
@@ -1907,6 +1919,7 @@ fn counts_vectors() -> Value {
         state(denied("action_not_permitted"), "failures", None),
         state(denied("token_revoked"), "failures", None),
         state(denied("approval_required"), "failures", None),
+        state(denied("trust_too_low"), "failures", None),
         state(denied("approval_denied"), "denied_requests", None),
         state(denied("approval_expired"), "denied_requests", None),
         state(rated("success", "approved"), "successes", Some("approved")),
@@ -1914,34 +1927,54 @@ fn counts_vectors() -> Value {
         state(rated("success", "rejected"), "successes", Some("rejected")),
         state(rated("error", "approved"), "failures", Some("approved")),
     ];
+    // What a new record in `state` made by `origin` counts as: a record
+    // denied at `authorize` is a denied request whatever the reason.
+    let counts_as = |origin: &str, state: &CountedState| {
+        if origin == "authorize" && state.state["status"] == "denied" {
+            "denied_requests"
+        } else {
+            state.counts_as
+        }
+    };
     let mut cases = Vec::new();
-    for before in std::iter::once(None).chain(states.iter().map(Some)) {
-        for after in &states {
-            let mut change = json!({
-                "successes": 0, "failures": 0, "pending": 0, "denied_requests": 0,
-                "approved": 0, "flagged": 0, "rejected": 0,
-            });
-            match before.map(|b| b.counts_as) {
-                None => change[after.counts_as] = json!(1),
-                Some("pending") => {
-                    change[after.counts_as] = json!(1);
-                    change["pending"] = json!(change["pending"].as_i64().expect("a count") - 1);
-                }
-                Some(_) => {
-                    if let Some(rating) = after.rating {
-                        change[rating] = json!(1);
+    // Every pair for the two origins a refusal tells apart; the others
+    // count as `record_action`, shown on new records.
+    for origin in ["authorize", "record_action", "delegate", "unknown"] {
+        let befores: Vec<Option<&CountedState>> = match origin {
+            "authorize" | "record_action" => std::iter::once(None)
+                .chain(states.iter().map(Some))
+                .collect(),
+            _ => vec![None],
+        };
+        for before in befores {
+            for after in &states {
+                let mut change = json!({
+                    "successes": 0, "failures": 0, "pending": 0, "denied_requests": 0,
+                    "approved": 0, "flagged": 0, "rejected": 0,
+                });
+                match before.map(|b| b.counts_as) {
+                    None => change[counts_as(origin, after)] = json!(1),
+                    Some("pending") => {
+                        change[counts_as(origin, after)] = json!(1);
+                        change["pending"] = json!(change["pending"].as_i64().expect("a count") - 1);
+                    }
+                    Some(_) => {
+                        if let Some(rating) = after.rating {
+                            change[rating] = json!(1);
+                        }
                     }
                 }
+                cases.push(json!({
+                    "origin": origin,
+                    "before": before.map(|b| b.state.clone()),
+                    "after": after.state,
+                    "expect": change,
+                }));
             }
-            cases.push(json!({
-                "before": before.map(|b| b.state.clone()),
-                "after": after.state,
-                "expect": change,
-            }));
         }
     }
     json!({
-        "description": "Counts vectors: how an agent's reputation counts move when one of its records goes from `before` (null: it did not exist) to `after`, for every pair of states. A state is its stored parts (status, result, rating, deny reason). A new record counts once: pending (awaiting approval too), a success, a denied request (denied by an approval's decision: approval_denied, approval_expired), or a failure (any other result, or denied for any other reason); a pending or awaiting record that changes leaves pending; a settled record counts only a rating it receives.",
+        "description": "Counts vectors: how an agent's reputation counts move when one of its records, made by `origin` (authorize, record_action: record/action or a report of record/actions, delegate, or unknown: made before the origin was stored), goes from `before` (null: it did not exist) to `after`, for every pair of states (for delegate and unknown, new records only). A state is its stored parts (status, result, rating, deny reason). A new record counts once: pending (awaiting approval too), a success, a denied request (denied at authorize, the pre-flight check, for any reason, or by an approval's decision: approval_denied, approval_expired), or a failure (any other result, or denied at record_action, delegate or unknown for any other reason); a pending or awaiting record that changes leaves pending; a settled record counts only a rating it receives.",
         "generator": "cargo xtask vectors",
         "cases": cases,
     })

@@ -20,8 +20,8 @@ use std::collections::{BTreeMap, HashMap};
 
 use mandate_core::tlog::{LogEvent, RecordRated};
 use mandate_core::{
-    AarId, Claims, CountsChange, DenyReason, Jti, KeyId, OrgId, Outcome, Rating, RecordState, Ulid,
-    Usd,
+    AarId, Claims, CountsChange, DenyReason, Jti, KeyId, OrgId, Outcome, Rating, RecordOrigin,
+    RecordState, Ulid, Usd,
 };
 use mandate_host::recordlog::{self, events};
 use mandate_host::secrets::{KEY_FILE, Kek};
@@ -50,7 +50,8 @@ struct Counts {
 
 impl Counts {
     fn moved(&mut self, token: usize, at: i64, before: Option<&RecordState>, after: &RecordState) {
-        let moved = Moved::of(before, after);
+        // Every prefilled record is a record/action report.
+        let moved = Moved::of(RecordOrigin::RecordAction, before, after);
         let agent = self.agents.entry(token).or_default();
         agent.0.add(moved.day.counts);
         if moved.activity {
@@ -181,6 +182,7 @@ fn main() -> anyhow::Result<()> {
                 delegated_jti: None,
                 credential: Credential::Jti,
                 traceparent: None,
+                origin: RecordOrigin::RecordAction,
             };
             let created = events::record_created(events::Created {
                 aar_id: &aar_id,

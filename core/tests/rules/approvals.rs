@@ -6,8 +6,8 @@
 
 use mandate_core::{
     Action, ApprovalRequirement, Constraints, CountsChange, DenyReason, Grant, IssueError,
-    LogEntry, Outcome, Policy, Rating, RecordError, RecordEvent, RecordState, Resource, Scope, Usd,
-    chain_requires_approval, check_narrowing, delegated_grant, transition,
+    LogEntry, Outcome, Policy, Rating, RecordError, RecordEvent, RecordOrigin, RecordState,
+    Resource, Scope, Usd, chain_requires_approval, check_narrowing, delegated_grant, transition,
 };
 use serde::Deserialize;
 use serde_json::{Value, json};
@@ -298,6 +298,7 @@ struct TransitionExpect {
 
 #[derive(Deserialize)]
 struct CountsCase {
+    origin: RecordOrigin,
     before: Option<StoredState>,
     after: StoredState,
     expect: CountsChange,
@@ -347,8 +348,12 @@ pub fn approval_lifecycle() {
     assert!(file.counts.len() >= 6);
     for case in &file.counts {
         let before = case.before.as_ref().map(StoredState::state);
-        let got = CountsChange::of(before.as_ref(), &case.after.state());
-        assert_eq!(got, case.expect, "{:?} -> {:?}", case.before, case.after);
+        let got = CountsChange::of(case.origin, before.as_ref(), &case.after.state());
+        assert_eq!(
+            got, case.expect,
+            "{:?}: {:?} -> {:?}",
+            case.origin, case.before, case.after
+        );
     }
 }
 

@@ -12,9 +12,9 @@ use std::collections::BTreeMap;
 
 use mandate_core::{
     AgentId, AssuranceLevel, Bits, Claims, Constraints, CountsChange, DenyReason, Framework,
-    HumanRef, IssueError, Jti, Outcome, Permission, Policy, Rating, RecordState, Role, RootIssue,
-    Scope, Status, StatusList, StatusType, TokenRequest, TokenStatus, Ulid, Usage, Usd,
-    check_chain_budgets, check_chain_extra_spend, check_fan_out, delegate, issue_root,
+    HumanRef, IssueError, Jti, Outcome, Permission, Policy, Rating, RecordOrigin, RecordState,
+    Role, RootIssue, Scope, Status, StatusList, StatusType, TokenRequest, TokenStatus, Ulid, Usage,
+    Usd, check_chain_budgets, check_chain_extra_spend, check_fan_out, delegate, issue_root,
 };
 use mandate_core::{EventTime, EventType, SpanId, TraceError, TraceId, TraceParent, webhook};
 use serde::Deserialize;
@@ -290,19 +290,24 @@ struct CountsFile {
 
 #[derive(Deserialize)]
 struct CountsCase {
+    origin: RecordOrigin,
     before: Option<StoredState>,
     after: StoredState,
     expect: CountsChange,
 }
 
-/// `CountsChange::of` for every pair of states.
+/// `CountsChange::of` for every pair of states and origins.
 pub fn counts() {
     let file: CountsFile = read(COUNTS);
-    assert!(file.cases.len() >= 100);
+    assert!(file.cases.len() >= 500);
     for case in &file.cases {
         let before = case.before.as_ref().map(StoredState::state);
-        let got = CountsChange::of(before.as_ref(), &case.after.state());
-        assert_eq!(got, case.expect, "{:?} -> {:?}", case.before, case.after);
+        let got = CountsChange::of(case.origin, before.as_ref(), &case.after.state());
+        assert_eq!(
+            got, case.expect,
+            "{:?}: {:?} -> {:?}",
+            case.origin, case.before, case.after
+        );
     }
 }
 

@@ -6,8 +6,8 @@ use std::sync::Arc;
 use mandate_core::webhook::EventType;
 use mandate_core::{
     AarId, Action, ApprovalId, Claims, Decision, DenyReason, Jti, Outcome, Rating, RecordEvent,
-    RecordState, Resource, ResultHash, Usd, chain_requires_approval, check_chain_budgets,
-    check_chain_extra_spend, transition,
+    RecordOrigin, RecordState, Resource, ResultHash, Usd, chain_requires_approval,
+    check_chain_budgets, check_chain_extra_spend, transition,
 };
 
 use super::outbox::ChargedBy;
@@ -108,9 +108,13 @@ impl Ledger {
         result_hash: Option<&ResultHash>,
         now: Now,
     ) -> Result<Attempted, LedgerError> {
-        self.attempt(attempt, result_hash, now, |decision, needs_approval| {
-            RecordEvent::record_action(decision, needs_approval, result)
-        })
+        self.attempt(
+            attempt,
+            result_hash,
+            now,
+            RecordOrigin::RecordAction,
+            |decision, needs_approval| RecordEvent::record_action(decision, needs_approval, result),
+        )
     }
 
     /// Records a batch of actions in one transaction, each exactly as
@@ -145,18 +149,25 @@ impl Ledger {
     /// Pre-flight check (`authorize`): a pending record, a denied one, or
     /// one awaiting a human's approval (with its spend reserved).
     pub fn authorize(&mut self, attempt: &Attempt, now: Now) -> Result<Attempted, LedgerError> {
-        self.attempt(attempt, None, now, RecordEvent::authorize)
+        self.attempt(
+            attempt,
+            None,
+            now,
+            RecordOrigin::Authorize,
+            RecordEvent::authorize,
+        )
     }
 
     /// Judges an attempt — the token's standing, then scope, then the
     /// agent's trust against the token's `min_trust`, then every budget of
     /// its chain, then whether a grant of the chain requires approval — and
-    /// records the outcome.
+    /// records the outcome as made by `origin`.
     fn attempt(
         &mut self,
         attempt: &Attempt,
         result_hash: Option<&ResultHash>,
         now: Now,
+        origin: RecordOrigin,
         event: impl FnOnce(Decision, bool) -> RecordEvent,
     ) -> Result<Attempted, LedgerError> {
         let token = self
@@ -192,6 +203,7 @@ impl Ledger {
             delegated_jti: None,
             credential: attempt.credential,
             traceparent: attempt.traceparent.as_deref(),
+            origin,
         };
         self.insert_record(org, &record)?;
         let approval = match state {
@@ -335,8 +347,14 @@ impl Ledger {
                 log: record.log.completed,
             },
         )?;
-        self.counters
-            .record_moved(record.org(), &record.agent_id, at, Some(&before), &state);
+        self.counters.record_moved(
+            record.org(),
+            &record.agent_id,
+            at,
+            record.origin,
+            Some(&before),
+            &state,
+        );
         if state
             .result()
             .is_some_and(|result| result != Outcome::Success)
@@ -393,8 +411,14 @@ impl Ledger {
                 log,
             },
         )?;
-        self.counters
-            .record_moved(org, &record.agent_id, at, Some(&before), &rated);
+        self.counters.record_moved(
+            org,
+            &record.agent_id,
+            at,
+            record.origin,
+            Some(&before),
+            &rated,
+        );
         self.emit_record(EventType::RecordRated, &record, at)?;
         Ok(Rated {
             aar_id: aar_id.clone(),

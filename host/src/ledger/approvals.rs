@@ -227,8 +227,14 @@ impl Ledger {
             };
             self.charge(&budgeted, -micros(reserved), -1, by)?;
         }
-        self.counters
-            .record_moved(record.org(), &record.agent_id, at_ms, Some(&before), &state);
+        self.counters.record_moved(
+            record.org(),
+            &record.agent_id,
+            at_ms,
+            record.origin,
+            Some(&before),
+            &state,
+        );
         if by.is_some() {
             self.counters.approval_decided(
                 record.org(),

@@ -4,8 +4,8 @@
 
 use mandate_core::{
     AarId, BudgetExceeded, Claims, DenyReason, HumanRef, IssueError, Jti, Outcome, RecordEvent,
-    SigningKey, TokenRequest, Ulid, Usd, check_chain_budgets, check_fan_out, delegate, sign,
-    transition,
+    RecordOrigin, SigningKey, TokenRequest, Ulid, Usd, check_chain_budgets, check_fan_out,
+    delegate, sign, transition,
 };
 
 use mandate_core::webhook::EventType;
@@ -217,6 +217,7 @@ impl Ledger {
             delegated_jti,
             credential: Credential::Token,
             traceparent: delegation.traceparent.as_deref(),
+            origin: RecordOrigin::Delegate,
         };
         let ulid =
             Ulid::new(u64::try_from(at).unwrap_or(0), delegation.child_random).map_err(internal)?;

@@ -39,7 +39,7 @@ use std::sync::Arc;
 use crate::store::sql::{self, Connection, Dialect};
 use mandate_core::{
     AarId, BudgetExceeded, Claims, Constraints, CountsChange, DenyReason, IssueError, Jth, Jti,
-    RecordError, RecordState, ScopeError, TokenStatus, Ulid, Usage, Usd,
+    RecordError, RecordOrigin, RecordState, ScopeError, TokenStatus, Ulid, Usage, Usd,
 };
 
 use mandate_core::Outcome;
@@ -270,18 +270,19 @@ struct Counters {
 }
 
 impl Counters {
-    /// Counts a record of an agent of `org` going from `before` (`None`:
-    /// made now) to `after` at `at_ms`: its agent's reputation counts and
-    /// activity, and the dashboard's counters.
+    /// Counts a record of an agent of `org`, made by `origin`, going from
+    /// `before` (`None`: made now) to `after` at `at_ms`: its agent's
+    /// reputation counts and activity, and the dashboard's counters.
     fn record_moved(
         &mut self,
         org: Org,
         agent_id: &str,
         at_ms: i64,
+        origin: RecordOrigin,
         before: Option<&RecordState>,
         after: &RecordState,
     ) {
-        let moved = dashboard::Moved::of(before, after);
+        let moved = dashboard::Moved::of(origin, before, after);
         let agent = self.agents.entry((org, agent_id.to_owned())).or_default();
         agent.0.add(moved.day.counts);
         if moved.activity {
@@ -820,8 +821,14 @@ impl Ledger {
             count.records += 1;
         }
         let agent_id = claims.agent_id().as_str();
-        self.counters
-            .record_moved(org, agent_id, record.created_at, None, &record.state);
+        self.counters.record_moved(
+            org,
+            agent_id,
+            record.created_at,
+            record.origin,
+            None,
+            &record.state,
+        );
         self.counters
             .touch_workflow(claims.svc_prov.as_str(), 1, record.created_at);
         self.counters.count_in_summary(

@@ -12,8 +12,8 @@
 use std::collections::HashMap;
 
 use mandate_core::{
-    Claims, CountsChange, DenyReason, Outcome, Rating, RecordState, Status, Usage, Usd,
-    largest_share,
+    Claims, CountsChange, DenyReason, Outcome, Rating, RecordOrigin, RecordState, Status, Usage,
+    Usd, largest_share,
 };
 
 use super::orgs::Org;
@@ -131,8 +131,9 @@ pub struct Moved {
 }
 
 impl Moved {
-    /// The record went from `before` (`None`: it is new) to `after`.
-    pub fn of(before: Option<&RecordState>, after: &RecordState) -> Moved {
+    /// The record, made by `origin`, went from `before` (`None`: it is
+    /// new) to `after`.
+    pub fn of(origin: RecordOrigin, before: Option<&RecordState>, after: &RecordState) -> Moved {
         let created = before.is_none();
         let ended = after.result().is_some() && before.is_none_or(|b| b.result().is_none());
         let failed = ended && after.result() != Some(Outcome::Success);
@@ -146,7 +147,7 @@ impl Moved {
         let awaiting = |state: Option<&RecordState>| {
             i64::from(matches!(state, Some(RecordState::AwaitingApproval)))
         };
-        let counts = CountsChange::of(before, after);
+        let counts = CountsChange::of(origin, before, after);
         Moved {
             day: DayCounts {
                 records: i64::from(created),
@@ -438,7 +439,9 @@ fn corrupt(what: &str, cause: impl std::fmt::Display) -> sql::Error {
 /// none), its rating on the rating's; approvals decided by a person on
 /// the decision's hour; each budgeted token's share; the labels of humans
 /// whose L1 tokens a developer key issued (its e-mail is the human's).
-/// Records read in groups, never one by one.
+/// Records read in groups, never one by one. Their origin is
+/// `RecordOrigin::Unknown`: this runs on an upgrade from version 6, before
+/// version 9 stored it, so they count as they did.
 pub fn backfill(conn: &Connection) -> sql::Result<()> {
     let mut groups = conn.prepare_cached(
         "SELECT org, agent_id, status, result, deny_reason, rating,
@@ -498,7 +501,7 @@ pub fn backfill(conn: &Connection) -> sql::Result<()> {
             RecordState::Rated { result, .. } => RecordState::Completed { result },
             other => other,
         };
-        let outcome = Moved::of(None, &unrated);
+        let outcome = Moved::of(RecordOrigin::Unknown, None, &unrated);
         let made = Moved {
             day: DayCounts {
                 records: 1,
@@ -528,7 +531,10 @@ pub fn backfill(conn: &Connection) -> sql::Result<()> {
             ),
         ];
         if let RecordState::Rated { .. } = state {
-            steps.push((rated, Moved::of(Some(&unrated), &state)));
+            steps.push((
+                rated,
+                Moved::of(RecordOrigin::Unknown, Some(&unrated), &state),
+            ));
         }
         for (hour, moved) in steps {
             days.entry((org, agent_id.clone(), hour.div_euclid(24)))

@@ -268,7 +268,7 @@ fn migrate(conn: &Connection) -> anyhow::Result<()> {
             schema::VERSION
         ),
         Some(version) if version == schema::VERSION => return Ok(()),
-        Some(version @ (5..=7)) => {
+        Some(version @ (5..=8)) => {
             if version == 5 {
                 tx.execute_batch(schema::POSTGRES_EVENTS)?;
             }
@@ -276,7 +276,10 @@ fn migrate(conn: &Connection) -> anyhow::Result<()> {
                 tx.execute_batch(schema::POSTGRES_DASHBOARD)?;
                 super::dashboard::backfill(&tx)?;
             }
-            tx.execute_batch(schema::POSTGRES_TRUST)?;
+            if version <= 7 {
+                tx.execute_batch(schema::POSTGRES_TRUST)?;
+            }
+            tx.execute_batch(schema::POSTGRES_RECORD_ORIGIN)?;
             tx.execute(
                 "UPDATE mandate_schema SET version = ?1",
                 params![schema::VERSION],
@@ -290,6 +293,7 @@ fn migrate(conn: &Connection) -> anyhow::Result<()> {
             tx.execute_batch(schema::POSTGRES_EVENTS)?;
             tx.execute_batch(schema::POSTGRES_DASHBOARD)?;
             tx.execute_batch(schema::POSTGRES_TRUST)?;
+            tx.execute_batch(schema::POSTGRES_RECORD_ORIGIN)?;
             // Nothing to count yet; run anyway, so every new database
             // checks the statements an upgrade from version 6 runs.
             super::dashboard::backfill(&tx)?;

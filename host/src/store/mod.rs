@@ -224,6 +224,9 @@ fn migrate(wrapped: &Connection) -> anyhow::Result<()> {
     if version < 8 {
         tx.execute_batch(schema::TRUST)?;
     }
+    if version < 9 {
+        tx.execute_batch(schema::RECORD_ORIGIN)?;
+    }
     tx.pragma_update(None, "user_version", schema::VERSION)?;
     tx.commit()?;
     Ok(())

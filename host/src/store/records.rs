@@ -9,8 +9,8 @@
 
 use crate::store::sql::{self, Connection, OptionalExtension, Row, params};
 use mandate_core::{
-    AarId, Claims, CountsChange, DenyReason, Jti, Outcome, Rating, RecordError, RecordState,
-    ResultHash, Status, Usd,
+    AarId, Claims, CountsChange, DenyReason, Jti, Outcome, Rating, RecordError, RecordOrigin,
+    RecordState, ResultHash, Status, Usd,
 };
 
 use super::orgs::Org;
@@ -82,6 +82,9 @@ pub struct Record {
     pub log: LogIndices,
     /// The W3C `traceparent` of the call that made it.
     pub traceparent: Option<String>,
+    /// The call that made it (`Unknown` for a record made before schema
+    /// 9, whose column is null).
+    pub origin: RecordOrigin,
 }
 
 /// The leaf indices of a record's events in the record log; `None` for an
@@ -136,6 +139,7 @@ record_columns!(
     log_completed,
     log_rated,
     traceparent,
+    origin,
 );
 
 /// `SELECT <every record column> FROM records`, for queries to extend with
@@ -177,6 +181,10 @@ pub fn from_row(row: &Row<'_>) -> sql::Result<Record> {
     let spend = Usd::from_micros(u64::try_from(spend_micros).unwrap_or(0))
         .map_err(|e| corrupt(Column::spend_micros, e))?;
     let credential: String = get(row, Column::credential)?;
+    let origin = match get::<Option<String>>(row, Column::origin)? {
+        None => RecordOrigin::Unknown,
+        Some(text) => RecordOrigin::parse(&text).ok_or_else(|| corrupt(Column::origin, text))?,
+    };
     let reserved = get::<Option<i64>>(row, Column::reserved_micros)?
         .map(|micros| {
             Usd::from_micros(u64::try_from(micros).unwrap_or(0))
@@ -213,6 +221,7 @@ pub fn from_row(row: &Row<'_>) -> sql::Result<Record> {
             rated: get(row, Column::log_rated)?,
         },
         traceparent: get(row, Column::traceparent)?,
+        origin,
     })
 }
 
@@ -295,6 +304,8 @@ pub struct NewRecord<'a> {
     pub credential: Credential,
     /// The W3C `traceparent` the call carried.
     pub traceparent: Option<&'a str>,
+    /// The call that made it: reputation counts a refusal by it.
+    pub origin: RecordOrigin,
 }
 
 /// An amount as the tables store it.
@@ -325,8 +336,8 @@ pub fn insert(
         "INSERT INTO records (aar_id, provenance_ref, jti, agent_id, action, resource, status, result,
             deny_reason, result_hash, spend_micros, trust_score, delegation_depth, human_ref,
             assurance_level, created_at, completed_at, delegated_jti, credential, seq,
-            reserved_micros, log_created, traceparent)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21, ?22, ?23)",
+            reserved_micros, log_created, traceparent, origin)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21, ?22, ?23, ?24)",
     )?
     .execute(params![
         record.aar_id.as_str(),
@@ -352,6 +363,7 @@ pub fn insert(
         reserved,
         log_created,
         record.traceparent,
+        record.origin.as_str(),
     ])?;
     Ok(())
 }

@@ -45,7 +45,7 @@
 //! - `approvals`: the approval each record awaiting one waits for (one per
 //!   record), its expiry and its decision; a decision's leaf is
 //!   `log_decided`. An agent's `denied_requests` counts its records denied
-//!   by an approval's decision; a record keeps the W3C `traceparent` its
+//!   at `authorize` or by an approval's decision; a record keeps the W3C `traceparent` its
 //!   call carried.
 //! - `events`: the outbox (`crate::store::events`), one row per event with
 //!   its payload as delivered, numbered by `seq` from `ledger_state`'s
@@ -74,6 +74,11 @@
 //!   the same organisation, with its weight in millionths, its expiry and
 //!   its withdrawal (when, by whom); `log_created` and `log_withdrawn` are
 //!   their leaves.
+//! - A record's `origin` (schema 9): the call that made it (`authorize`,
+//!   `record_action`, `delegate`; null for records made before), which
+//!   reputation counts a refusal by: a record denied at `authorize` is one
+//!   of the agent's `denied_requests`, one denied at `record/action` a
+//!   failure.
 //!
 //! Every object stands in one organisation: keys, tokens, workflows and
 //! idempotency keys carry its number in `org`; agents are keyed by `(org,
@@ -83,10 +88,11 @@
 //! record index, ending in `seq`, is searched within that range.
 
 /// The schema version this build writes.
-pub(crate) const VERSION: i64 = 8;
+pub(crate) const VERSION: i64 = 9;
 
 /// PostgreSQL's schema at version 5 (version 6 adds [`POSTGRES_EVENTS`]
-/// to it, version 7 [`POSTGRES_DASHBOARD`], version 8 [`POSTGRES_TRUST`]): SQLite's tables with PostgreSQL's
+/// to it, version 7 [`POSTGRES_DASHBOARD`], version 8 [`POSTGRES_TRUST`],
+/// version 9 [`POSTGRES_RECORD_ORIGIN`]): SQLite's tables with PostgreSQL's
 /// types (every integer a `BIGINT`, blobs `BYTEA`, text compared byte by
 /// byte, `COLLATE "C"`, as SQLite does). A record's `org` is stored, since
 /// PostgreSQL 15 has no virtual generated columns; `seq` is still the
@@ -533,6 +539,21 @@ CREATE INDEX vouches_by_key ON vouches(org, by_key, agent_id)
     WHERE withdrawn_at IS NULL AND by_key IS NOT NULL;
 CREATE INDEX vouches_by_agent ON vouches(org, by_agent, agent_id)
     WHERE withdrawn_at IS NULL AND by_agent IS NOT NULL;
+"#;
+
+/// Version 9: how each record came to be (`origin`: `authorize`,
+/// `record_action`, `delegate`; core's `RecordOrigin`), which reputation
+/// counts a refusal by. Records made before stay null, read as `unknown`,
+/// and count as they always did (a refusal a failure unless an approval's
+/// decision made it): which call made them was never stored.
+pub(crate) const RECORD_ORIGIN: &str = r#"
+ALTER TABLE records ADD COLUMN origin TEXT;
+"#;
+
+/// Version 9 on PostgreSQL, over version 8: [`RECORD_ORIGIN`] with
+/// PostgreSQL's types.
+pub(crate) const POSTGRES_RECORD_ORIGIN: &str = r#"
+ALTER TABLE records ADD COLUMN origin TEXT COLLATE "C";
 "#;
 
 /// Version 6: approvals, the events outbox, webhooks and their delivery

@@ -190,8 +190,10 @@ async fn a_denial_closes_the_record_and_gives_back_the_budget() {
         StatusCode::OK,
     )
     .await;
-    assert_eq!(reputation["counts"]["denied_requests"], 1);
-    assert_eq!(reputation["counts"]["failures"], 1, "the budget refusal");
+    // The approval's no and the budget refusal at authorize: both asked
+    // first, neither a failure.
+    assert_eq!(reputation["counts"]["denied_requests"], 2);
+    assert_eq!(reputation["counts"]["failures"], 0);
 }
 
 #[tokio::test]

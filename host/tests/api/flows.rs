@@ -219,12 +219,15 @@ async fn full_control_path_authorize_act_complete_rate_reputation() {
     )
     .await;
     assert_eq!(after["has_human_feedback"], true);
-    // One success, one denial: (1+1)/(2+2); one approval: (1+1)/(1+2).
-    assert_eq!(after["execution_score"], 0.5);
+    // One success and one refused pre-flight (a denied request, not a
+    // failure): (1+1)/(1+2); one approval: (1+1)/(1+2).
+    assert_eq!(after["counts"]["denied_requests"], 1);
+    let execution = after["execution_score"].as_f64().unwrap();
+    assert!((execution - 2.0 / 3.0).abs() < 1e-12);
     let feedback = after["feedback_score"].as_f64().unwrap();
     assert!((feedback - 2.0 / 3.0).abs() < 1e-12);
     let combined = after["combined_reputation"].as_f64().unwrap();
-    assert!((combined - (0.6 * 0.5 + 0.4 * 2.0 / 3.0)).abs() < 1e-12);
+    assert!((combined - (0.6 * 2.0 / 3.0 + 0.4 * 2.0 / 3.0)).abs() < 1e-12);
     let record = expect_json(
         app.get_auth(&format!("/v1/vat/aar/{aar}"), &app.admin_key)
             .await,

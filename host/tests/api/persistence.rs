@@ -178,7 +178,8 @@ fn downgrade_to_version_1(db: &std::path::Path, root_jti: &str, child_jti: &str)
     )
     .unwrap();
     conn.execute_batch(
-        "DROP TABLE vouches;
+        "ALTER TABLE records DROP COLUMN origin;
+         DROP TABLE vouches;
          DROP TABLE agent_days;
          DROP TABLE org_hours;
          DROP TABLE org_counts;

@@ -581,9 +581,12 @@ async fn a_database_of_schema_7_gains_the_vouches_table_on_both_engines() {
     let (_, owner) = app.org("acme").await;
     root(&app, &owner, "kept", None).await;
     let dir = app.stop().await;
-    // Back to schema 7: the table version 8 adds is not there.
+    // Back to schema 7: the table version 8 adds is not there, nor the
+    // column version 9 adds.
     crate::helpers::with_database(dir.path(), |conn| {
         conn.execute_batch("DROP TABLE vouches").unwrap();
+        conn.execute_batch("ALTER TABLE records DROP COLUMN origin")
+            .unwrap();
         match conn.dialect() {
             mandate_host::store::sql::Dialect::Sqlite => {
                 conn.execute_batch("PRAGMA user_version = 7").unwrap();
