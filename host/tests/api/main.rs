@@ -29,6 +29,7 @@ mod otel;
 mod persistence;
 mod process;
 mod races;
+mod reputation;
 mod reviewer;
 mod secrets;
 mod surface;
