@@ -678,8 +678,9 @@ pub struct ReputationCountsBody {
     pub successes: u64,
     pub failures: u64,
     pub pending: u64,
-    /// Records denied by an approval's decision (denied or expired): they
-    /// count towards `total_actions` only.
+    /// Records denied at `authorize` (the pre-flight check) or by an
+    /// approval's decision (denied or expired): they count towards
+    /// `total_actions` only.
     pub denied_requests: u64,
     pub approved: u64,
     pub flagged: u64,

@@ -292,7 +292,7 @@ export interface ReputationCounts {
   successes?: number;
   failures?: number;
   pending?: number;
-  /** Records denied by an approval's decision (denied or expired). */
+  /** Records denied at `authorize` (the pre-flight check) or by an approval's decision (denied or expired). */
   denied_requests?: number;
   approved?: number;
   flagged?: number;

@@ -1954,8 +1954,9 @@ export interface components {
             approved: number;
             /**
              * Format: int64
-             * @description Records denied by an approval's decision (denied or expired): they
-             *     count towards `total_actions` only.
+             * @description Records denied at `authorize` (the pre-flight check) or by an
+             *     approval's decision (denied or expired): they count towards
+             *     `total_actions` only.
              */
             denied_requests: number;
             /** Format: int64 */
