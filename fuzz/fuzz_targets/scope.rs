@@ -1,15 +1,16 @@
 //! Resource patterns, scopes and narrowing from arbitrary text: parsing
 //! refuses cleanly, and the laws hold for whatever parses — a child that
 //! passes narrowing permits nothing its parent does not, and asks approval
-//! for everything its parent asks approval for.
+//! for everything its parent asks approval for, and holds it to a trust
+//! floor at least its parent's.
 
 #![no_main]
 
 use arbitrary::Arbitrary;
 use libfuzzer_sys::fuzz_target;
 use mandate_core::{
-    Action, ApprovalRequirement, Constraints, Grant, Policy, Resource, ResourcePattern, Scope, Usd,
-    check_narrowing, permits,
+    Action, ApprovalRequirement, Constraints, Grant, MinTrust, Policy, Resource, ResourcePattern,
+    Scope, Usd, check_narrowing, permits,
 };
 
 #[derive(Arbitrary, Debug)]
@@ -19,6 +20,7 @@ struct Side {
     max_spend_micros: Option<u64>,
     max_actions: Option<u64>,
     approval: Option<Approval>,
+    min_trust: Option<f64>,
     exp: i64,
 }
 
@@ -59,6 +61,7 @@ fn grant(side: &Side) -> Option<Grant> {
             max_spend_usd: side.max_spend_micros.and_then(|m| Usd::from_micros(m).ok()),
             max_actions: side.max_actions,
             require_approval,
+            min_trust: side.min_trust.and_then(|floor| MinTrust::new(floor).ok()),
         },
         policy: Policy::default(),
         expires_at: side.exp,
@@ -89,6 +92,10 @@ fuzz_target!(|input: Input| {
         {
             let ours = child.constraints.require_approval.as_ref();
             assert!(ours.is_some_and(|ours| ours.applies(&action, &resource, spend)));
+        }
+        if let Some(theirs) = parent.constraints.min_trust {
+            let ours = child.constraints.min_trust;
+            assert!(ours.is_some_and(|ours| ours.get() >= theirs.get()));
         }
     }
     assert!(check_narrowing(&parent, &parent).is_ok());
