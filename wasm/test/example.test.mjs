@@ -1,19 +1,17 @@
 // The example examples/mcp-crm end to end, as its README runs it: its one
 // command (`node run.mjs --auto-approve`) against a live `mandate serve`,
-// in a child process. The example's files are copied into a folder of their
-// own with the dependencies its package.json names linked in, as `npm
-// install` lays them out (mandate-sdk is this package; the MCP SDK and zod
-// are the versions this package pins, from its node_modules), so the run
-// needs no network. Then the server's records are checked: the workflow
-// holds the assistant's and the sub-agent's records, completed with their
-// result hashes, the sub-agent's refused lookup, the delegation, and the
-// approval the send asked for and got; the printed links name the workflow
-// and the approval. MANDATE_BIN names the server binary.
+// in a child process, in examples/mcp-crm itself with its dependencies
+// installed by `npm ci` from its committed lockfile (mandate-sdk is linked
+// from this package; the MCP SDK and zod are the versions this package
+// tests with; npm's cache serves them when it has them). Then the server's
+// records are checked: the workflow holds the assistant's and the
+// sub-agent's records, completed with their result hashes, the sub-agent's
+// refused lookup, the delegation, and the approval the send asked for and
+// got; the printed links name the workflow and the approval. MANDATE_BIN names the server binary.
 import assert from "node:assert/strict";
-import { spawn } from "node:child_process";
-import { copyFileSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, symlinkSync } from "node:fs";
+import { execFileSync, spawn } from "node:child_process";
+import { readFileSync, realpathSync } from "node:fs";
 import { createRequire } from "node:module";
-import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { createInterface } from "node:readline";
 import { fileURLToPath } from "node:url";
@@ -29,42 +27,27 @@ const wasmDir = join(dirname(fileURLToPath(import.meta.url)), "..");
 const exampleDir = join(wasmDir, "..", "examples", "mcp-crm");
 
 let live;
-let workDir;
-let exampleCwd;
+const exampleCwd = exampleDir;
 
 before(async () => {
+  installExample();
   live = await startServer();
-  workDir = mkdtempSync(join(tmpdir(), "mandate-example-"));
-  exampleCwd = installExample(workDir);
 });
 
-after(() => {
-  live?.stop();
-  if (workDir !== undefined) {
-    rmSync(workDir, { recursive: true, force: true });
-  }
-});
+after(() => live?.stop());
 
-/** The example copied into `dir`, its dependencies linked as `npm install` links them; returns its folder. */
-function installExample(dir) {
-  const target = join(dir, "mcp-crm");
-  mkdirSync(join(target, "node_modules", "@modelcontextprotocol"), { recursive: true });
-  for (const name of readdirSync(exampleDir)) {
-    if (name.endsWith(".mjs") || name === "package.json") {
-      copyFileSync(join(exampleDir, name), join(target, name));
-    }
-  }
+/** The example's dependencies as its README installs them: `npm ci` from its committed lockfile. */
+function installExample() {
   const { dependencies } = JSON.parse(readFileSync(join(exampleDir, "package.json"), "utf8"));
   assert.deepEqual(Object.keys(dependencies).sort(), ["@modelcontextprotocol/sdk", "mandate-sdk", "zod"]);
   assert.equal(dependencies["mandate-sdk"], "file:../../wasm");
-  symlinkSync(wasmDir, join(target, "node_modules", "mandate-sdk"), "dir");
   for (const name of ["@modelcontextprotocol/sdk", "zod"]) {
-    const installed = join(wasmDir, "node_modules", name);
+    const tested = join(wasmDir, "node_modules", name, "package.json");
     // The example pins the versions this package tests with.
-    assert.equal(JSON.parse(readFileSync(join(installed, "package.json"), "utf8")).version, dependencies[name], name);
-    symlinkSync(installed, join(target, "node_modules", name), "dir");
+    assert.equal(JSON.parse(readFileSync(tested, "utf8")).version, dependencies[name], name);
   }
-  return target;
+  execFileSync("npm", ["ci", "--prefer-offline", "--no-audit", "--no-fund"], { cwd: exampleDir, stdio: ["ignore", "pipe", "pipe"] });
+  assert.equal(realpathSync(join(exampleDir, "node_modules", "mandate-sdk")), realpathSync(wasmDir));
 }
 
 /**

@@ -30,7 +30,7 @@ before(() => {
   [packed] = JSON.parse(run("npm", ["pack", "--json", "--pack-destination", project], packageDir));
   write("package.json", JSON.stringify({ name: "consumer", private: true }));
   write("vector.json", JSON.stringify({ token: valid.token, now: valid.now, jwks: tokens.jwks }));
-  run("npm", ["install", "--offline", "--ignore-scripts", "--no-audit", "--no-fund", join(project, packed.filename)], project);
+  run("npm", ["install", "--prefer-offline", "--ignore-scripts", "--no-audit", "--no-fund", join(project, packed.filename)], project);
 });
 
 after(() => rmSync(project, { recursive: true, force: true }));

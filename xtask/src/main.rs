@@ -2,6 +2,8 @@
 //! exactly what CI runs.
 //!
 //! - `test`: set up what a fresh machine lacks, then run every suite.
+//! - `fresh [--keep]`: the fresh-machine check: `test` on a clone of the
+//!   committed head with empty caches and a fresh `CARGO_HOME`.
 //! - `vectors [--check]`: write (or check) the conformance vectors.
 //! - `serve`: build and run the server with the defaults.
 //! - `wasm`: build the npm package mandate-sdk into `wasm/pkg` (writing its
@@ -25,8 +27,10 @@
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
+use std::time::{Duration, Instant};
 
 mod bench;
+mod fresh;
 mod fuzz;
 mod openapi;
 mod postgres;
@@ -75,40 +79,84 @@ fn run_with(program: &str, args: &[&str], envs: &[(&str, &str)]) -> Result<()> {
     Ok(())
 }
 
+/// Runs the steps of a task in order, stopping at the first failure, and
+/// prints how long each took (the figures the closing notes quote).
+struct Steps {
+    started: Instant,
+    done: Vec<(&'static str, Duration)>,
+}
+
+impl Steps {
+    fn new() -> Self {
+        Steps {
+            started: Instant::now(),
+            done: Vec::new(),
+        }
+    }
+
+    fn step(&mut self, name: &'static str, work: impl FnOnce() -> Result<()>) -> Result<()> {
+        let started = Instant::now();
+        let outcome = work();
+        self.done.push((name, started.elapsed()));
+        if outcome.is_err() {
+            self.report();
+        }
+        outcome
+    }
+
+    fn report(&self) {
+        eprintln!("\ntime by step:");
+        for (name, took) in &self.done {
+            eprintln!("  {:>7.1} s  {name}", took.as_secs_f64());
+        }
+        eprintln!("  {:>7.1} s  in all", self.started.elapsed().as_secs_f64());
+    }
+}
+
 fn test() -> Result<()> {
     let root = root();
-    run("rustup", &["target", "add", "wasm32-unknown-unknown"])?;
-    run("cargo", &["fmt", "--all", "--", "--check"])?;
-    vectors::run(&root, true)?;
-    run(
-        "cargo",
-        &[
-            "clippy",
-            "--workspace",
-            "--all-targets",
-            "--",
-            "-D",
-            "warnings",
-        ],
-    )?;
+    let mut steps = Steps::new();
+    steps.step("wasm32 target", || {
+        run("rustup", &["target", "add", "wasm32-unknown-unknown"])
+    })?;
+    steps.step("fmt", || run("cargo", &["fmt", "--all", "--", "--check"]))?;
+    steps.step("vectors", || vectors::run(&root, true))?;
+    steps.step("clippy", || {
+        run(
+            "cargo",
+            &[
+                "clippy",
+                "--workspace",
+                "--all-targets",
+                "--",
+                "-D",
+                "warnings",
+            ],
+        )
+    })?;
     // The multi-host suite needs PostgreSQL: it runs in the second pass.
-    run("cargo", &["test", "--workspace", "--", "--skip", "hosts::"])?;
-    postgres_pass()?;
-    wasm::test(&root)?;
-    openapi::check(&root)?;
-    fuzz::smoke(&root)?;
-    bench::bench(&root, &["--quick"])?;
-    run(
-        "cargo",
-        &[
-            "build",
-            "-p",
-            "mandate-core",
-            "--target",
-            "wasm32-unknown-unknown",
-        ],
-    )?;
-    web::test(&root)?;
+    steps.step("native tests (SQLite)", || {
+        run("cargo", &["test", "--workspace", "--", "--skip", "hosts::"])
+    })?;
+    steps.step("API suite on PostgreSQL", postgres_pass)?;
+    steps.step("wasm and the npm package", || wasm::test(&root))?;
+    steps.step("OpenAPI validators", || openapi::check(&root))?;
+    steps.step("fuzz smoke", || fuzz::smoke(&root))?;
+    steps.step("quick bench", || bench::bench(&root, &["--quick"]))?;
+    steps.step("core alone for wasm32", || {
+        run(
+            "cargo",
+            &[
+                "build",
+                "-p",
+                "mandate-core",
+                "--target",
+                "wasm32-unknown-unknown",
+            ],
+        )
+    })?;
+    steps.step("web and browser", || web::test(&root))?;
+    steps.report();
     eprintln!("\nall suites passed");
     Ok(())
 }
@@ -193,6 +241,7 @@ fn main() {
     let rest: Vec<&str> = args.iter().skip(1).map(String::as_str).collect();
     let outcome = match task {
         "test" => test(),
+        "fresh" => fresh::fresh(&root(), &rest),
         "vectors" => vectors::run(&root(), rest.contains(&"--check")),
         "fuzz" => fuzz::fuzz(&root(), &rest),
         "bench" => bench::bench(&root(), &rest),
@@ -205,7 +254,7 @@ fn main() {
         "web" => web::build(&root()),
         _ => {
             eprintln!(
-                "usage: cargo xtask <test | vectors [--check] | serve | postgres | wasm | runtimes | openapi | web | fuzz | schemathesis | bench [--quick] [--only budget|events|reviewer|trust]>"
+                "usage: cargo xtask <test | fresh [--keep] | vectors [--check] | serve | postgres | wasm | runtimes | openapi | web | fuzz | schemathesis | bench [--quick] [--only budget|events|reviewer|trust]>"
             );
             std::process::exit(2);
         }
