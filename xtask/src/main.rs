@@ -128,6 +128,8 @@ fn test() -> Result<()> {
                 "clippy",
                 "--workspace",
                 "--all-targets",
+                "--features",
+                POSTGRES_SUITE,
                 "--",
                 "-D",
                 "warnings",
@@ -136,7 +138,18 @@ fn test() -> Result<()> {
     })?;
     // The multi-host suite needs PostgreSQL: it runs in the second pass.
     steps.step("native tests (SQLite)", || {
-        run("cargo", &["test", "--workspace", "--", "--skip", "hosts::"])
+        run(
+            "cargo",
+            &[
+                "test",
+                "--workspace",
+                "--features",
+                POSTGRES_SUITE,
+                "--",
+                "--skip",
+                "hosts::",
+            ],
+        )
     })?;
     steps.step("API suite on PostgreSQL", postgres_pass)?;
     steps.step("wasm and the npm package", || wasm::test(&root))?;
@@ -160,6 +173,11 @@ fn test() -> Result<()> {
     eprintln!("\nall suites passed");
     Ok(())
 }
+
+/// The feature that compiles the API suite's multi-host tests, which need
+/// PostgreSQL; every cargo step of the test command that builds the
+/// workspace's tests enables it, so none builds them twice.
+const POSTGRES_SUITE: &str = "mandate-host/postgres-suite";
 
 /// Tests that look at SQLite's own files or data folders (migrations from
 /// earlier releases, the serve lock, the database files' bytes, a full disk):
@@ -190,7 +208,15 @@ fn postgres_pass() -> Result<()> {
     ];
     // `--workspace`, as the first pass: the same features, so nothing is
     // built again.
-    let mut args = vec!["test", "--workspace", "--test", "api", "--"];
+    let mut args = vec![
+        "test",
+        "--workspace",
+        "--features",
+        POSTGRES_SUITE,
+        "--test",
+        "api",
+        "--",
+    ];
     for test in SQLITE_ONLY {
         args.extend(["--skip", test]);
     }
@@ -201,6 +227,8 @@ fn postgres_pass() -> Result<()> {
         &[
             "test",
             "--workspace",
+            "--features",
+            POSTGRES_SUITE,
             "--test",
             "api",
             "--",

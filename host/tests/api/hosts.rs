@@ -27,6 +27,17 @@ use crate::helpers::{
 use crate::process::{Server, admin_key, config_without_limits};
 use crate::races::{ratings_counted, ratings_race, spenders_race};
 
+/// Stops a test of this module at once, with one line saying what it
+/// needs, when no PostgreSQL server is named (the module is compiled only
+/// with the `postgres-suite` feature, which `cargo xtask test` enables
+/// where it starts one).
+fn needs_postgres() {
+    assert!(
+        postgres_server().is_some(),
+        "the multi-host suite needs PostgreSQL: run `cargo xtask test`, or set MANDATE_TEST_POSTGRES=postgres://USER@HOST:PORT/DB (a role that may create databases)"
+    );
+}
+
 /// The address clients reach the hosts at, behind one load balancer: DPoP
 /// proofs name it, so a proof is good at every host.
 const PUBLIC_URL: &str = "https://mandate.example";
@@ -48,6 +59,7 @@ async fn stop_all(hosts: Vec<TestApp>) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_token_issued_on_one_host_acts_on_the_others_and_a_revocation_holds_everywhere() {
+    needs_postgres();
     let hosts = three_hosts().await;
     let root = hosts[0]
         .root("bot", &["crm:*"], &["read", "delegate"])
@@ -108,6 +120,7 @@ async fn a_token_issued_on_one_host_acts_on_the_others_and_a_revocation_holds_ev
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn thirty_two_spenders_over_three_hosts_never_pass_a_budget() {
+    needs_postgres();
     let hosts = three_hosts().await;
     for trial in 0..5 {
         let (jti, actions) = spenders_race(&hosts.iter().collect::<Vec<_>>(), 32, trial).await;
@@ -143,6 +156,7 @@ async fn thirty_two_spenders_over_three_hosts_never_pass_a_budget() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn eight_ratings_over_three_hosts_have_one_winner() {
+    needs_postgres();
     let hosts = three_hosts().await;
     let root = hosts[0].root("bot", &["crm:*"], &["read"]).await;
     let all: Vec<&TestApp> = hosts.iter().collect();
@@ -155,6 +169,7 @@ async fn eight_ratings_over_three_hosts_have_one_winner() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn an_idempotency_key_retried_on_another_host_gets_the_first_answer() {
+    needs_postgres();
     let hosts = three_hosts().await;
     let root = hosts[0].root("bot", &["crm:*"], &["read"]).await;
     let body = json!({"vat_jti": text(&root["jti"]), "action": "read",
@@ -195,6 +210,7 @@ async fn an_idempotency_key_retried_on_another_host_gets_the_first_answer() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_proof_of_possession_used_on_one_host_is_refused_on_another() {
+    needs_postgres();
     let hosts = three_hosts().await;
     let holder = Holder::new();
     let root = hosts[0]
@@ -240,6 +256,7 @@ async fn a_proof_of_possession_used_on_one_host_is_refused_on_another() {
 /// host acknowledged is there, unchanged, once.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn kill_nine_of_one_host_loses_nothing_either_acknowledged() {
+    needs_postgres();
     let dir = tempfile::tempdir().unwrap();
     let (data, other) = (dir.path().join("a"), dir.path().join("b"));
     let config = config_without_limits(dir.path());
@@ -308,6 +325,7 @@ async fn kill_nine_of_one_host_loses_nothing_either_acknowledged() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 #[ignore = "restarts the PostgreSQL server: cargo xtask test runs it alone"]
 async fn a_postgresql_restart_under_load_loses_nothing_acknowledged() {
+    needs_postgres();
     let restart = std::env::var("MANDATE_TEST_POSTGRES_RESTART")
         .expect("MANDATE_TEST_POSTGRES_RESTART names the command that restarts PostgreSQL");
     let dir = tempfile::tempdir().unwrap();
@@ -429,6 +447,7 @@ async fn a_postgresql_restart_under_load_loses_nothing_acknowledged() {
 /// none.
 #[tokio::test]
 async fn tls_to_postgresql_is_verified_and_used() {
+    needs_postgres();
     let ca = std::env::var("MANDATE_TEST_POSTGRES_CA")
         .expect("MANDATE_TEST_POSTGRES_CA names the test cluster's certificate authority");
     let dir = tempfile::tempdir().unwrap();
@@ -477,6 +496,7 @@ async fn tls_to_postgresql_is_verified_and_used() {
 /// before refusing.
 #[tokio::test]
 async fn rate_limits_are_per_host() {
+    needs_postgres();
     let limited = |config: &mut Config| {
         config.rate_limits.per_api_key = 1;
         config.rate_limits.burst = 2;
@@ -503,6 +523,7 @@ async fn rate_limits_are_per_host() {
 /// connections are ended and new ones refused.)
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_database_that_goes_away_answers_503_and_comes_back() {
+    needs_postgres();
     let app = TestApp::spawn().await;
     let root = app.root("bot", &["crm:*"], &["read"]).await;
     let name = app.with_database(|conn| {
@@ -568,6 +589,7 @@ async fn a_database_that_goes_away_answers_503_and_comes_back() {
 /// serves.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn hosts_writing_at_once_append_to_one_log() {
+    needs_postgres();
     let hosts = three_hosts().await;
     let (_, owner) = hosts[0].org("second").await;
     let issued = expect_json(
