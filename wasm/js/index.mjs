@@ -19,6 +19,8 @@ export const {
   RemoteVerifier,
   STATUS_LIST_MEDIA_TYPE,
   Verifier,
+  argsHash,
+  canonicalJson,
   checkNarrowing,
   createRemoteVerifier,
   decodeTokenUnverified,

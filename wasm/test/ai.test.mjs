@@ -412,6 +412,90 @@ test("an approval response the app makes up does not run a tool Mandate has not 
   assert.equal(runs.count, 0);
 });
 
+test("attack: history changed after the approval (pay alice 150 → mallory 99,999) runs nothing; the changed call is asked for anew", async () => {
+  const token = await issue({
+    agent: "payer4",
+    actions: ["pay"],
+    resources: ["bank:*"],
+    constraints: { require_approval: { actions: ["pay"] } },
+  });
+  const agentId = token.claims.sub.slice("agent:".length);
+  const runs = { count: 0 };
+  const tools = withMandate({ pay: payTool(runs) }, { client: agent, token: token.compact_jwt, actions: { pay: payAction } });
+  const toolApproval = mandateToolApproval();
+  const messages = [{ role: "user", content: "Pay Alice" }];
+  const first = await generateText({ model: scripted(callTools(["pay", { invoice: "alice", amount: 150 }])), tools, toolApproval, messages });
+  messages.push(...first.response.messages);
+  const request = first.content.find((part) => part.type === "tool-approval-request");
+  await admin.decide(request.reason.split("/").at(-1), { decision: "approve" });
+  const response = await mandateApprovalResponse(tools, request);
+  assert.equal(response.approved, true);
+
+  // The attacker holds the client's history: the approved call's input is changed before it runs.
+  const call = messages.flatMap((m) => (Array.isArray(m.content) ? m.content : [])).find((part) => part.type === "tool-call");
+  call.input = { invoice: "mallory", amount: 99999 };
+  messages.push({ role: "tool", content: [response] });
+  const resumed = scripted(say("ok"));
+  await generateText({ model: resumed, tools, toolApproval, messages });
+
+  assert.equal(runs.count, 0, "the changed call ran under the approval of another");
+  const [denied] = resumed.doGenerateCalls[0].prompt.at(-1).content;
+  assert.deepEqual([denied.toolCallId, denied.output.type], [request.toolCall.toolCallId, "execution-denied"]);
+  assert.match(denied.output.reason, /changed since Mandate was asked.*http:\/\/127\.0\.0\.1:\d+\/#\/approval\/apr_/);
+  // The changed call is a request of its own, awaiting its own approval; the approved one never ran.
+  const byResource = Object.fromEntries((await recordsOf(agentId)).map((r) => [r.resource, r]));
+  assert.deepEqual(Object.keys(byResource).sort(), ["bank:alice", "bank:mallory"]);
+  assert.deepEqual([byResource["bank:mallory"].status, byResource["bank:mallory"].spend_usd], ["awaiting_approval", 99999]);
+  assert.notEqual(byResource["bank:alice"].status, "completed");
+});
+
+test("attack: execute with arguments changed after the approval re-authorizes, in this process and in another", async () => {
+  const token = await issue({
+    agent: "payer5",
+    actions: ["pay"],
+    resources: ["bank:*"],
+    constraints: { require_approval: { actions: ["pay"] } },
+  });
+  const agentId = token.claims.sub.slice("agent:".length);
+  const runs = { count: 0, to: [] };
+  // The account paid to is an argument that neither the resource nor the spend shows.
+  const transfer = () =>
+    tool({
+      inputSchema: z.object({ invoice: z.string(), amount: z.number(), iban: z.string() }),
+      execute: async ({ iban }) => {
+        runs.count += 1;
+        runs.to.push(iban);
+        return `paid to ${iban}`;
+      },
+    });
+  const options = { client: agent, token: token.compact_jwt, actions: { pay: payAction } };
+  const tools = withMandate({ pay: transfer() }, options);
+  const toolCallId = `call-${randomUUID()}`;
+  const approved = { invoice: "rent", amount: 150, iban: "DE-ALICE" };
+  const changed = { ...approved, iban: "XX-MALLORY" };
+  const asked = await mandateToolApproval()({ toolCall: { toolName: "pay", toolCallId, input: approved }, tools });
+  assert.equal(asked.type, "user-approval");
+  await admin.decide(asked.reason.split("/").at(-1), { decision: "approve" });
+
+  const refusal = (error) => error;
+  const here = await tools.pay.execute(changed, { toolCallId, messages: [] }).then(() => assert.fail("ran"), refusal);
+  assert.ok(here instanceof MandateApprovalPending, String(here));
+  const elsewhere = withMandate({ pay: transfer() }, options);
+  const there = await elsewhere.pay.execute(changed, { toolCallId, messages: [] }).then(() => assert.fail("ran"), refusal);
+  assert.ok(there instanceof MandateApprovalPending, String(there));
+  assert.equal(there.aarId, here.aarId, "the same changed call is the same request: one record for it");
+  assert.equal(runs.count, 0);
+
+  // The call as approved still runs, once, under the approved record (another process too).
+  assert.equal(await withMandate({ pay: transfer() }, options).pay.execute(approved, { toolCallId, messages: [] }), "paid to DE-ALICE");
+  assert.deepEqual(runs.to, ["DE-ALICE"]);
+  const records = await recordsOf(agentId);
+  assert.deepEqual(
+    records.map((r) => [r.aar_id === here.aarId, r.status]).sort(),
+    [[false, "completed"], [true, "awaiting_approval"]],
+  );
+});
+
 test("a tool that throws: the record is completed as error, and the SDK and the model see the error", async () => {
   const token = await issue({ agent: "flaky", actions: ["write"], resources: ["disk:*"] });
   const agentId = token.claims.sub.slice("agent:".length);

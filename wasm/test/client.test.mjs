@@ -8,7 +8,7 @@ import { readFileSync } from "node:fs";
 import { createRequire } from "node:module";
 import { test } from "node:test";
 
-const { MandateClient, MandateError, RemoteVerifier, Verifier, generateAgentKey, verifyProof } =
+const { MandateClient, MandateError, RemoteVerifier, Verifier, argsHash, canonicalJson, generateAgentKey, verifyProof } =
   createRequire(import.meta.url)("..");
 const tokens = JSON.parse(readFileSync(new URL("../../tests/vectors/tokens.json", import.meta.url), "utf8"));
 
@@ -251,6 +251,53 @@ test("answers that are not problems, and no answer at all, are MandateErrors too
   assert.deepEqual([down.status, down.code, down.cause], [0, "network_error", cause]);
   const garbled = await c.jwks().catch((e) => e);
   assert.deepEqual([garbled.status, garbled.code], [200, "invalid_response"]);
+});
+
+test("a network error names the method and the URL, without credentials, query or the ids that are credentials", async () => {
+  const cause = new TypeError("fetch failed");
+  const { client: c } = configured(
+    { maxRetries: 0, baseUrl: "https://ops:s3cret@mandate.test/api" },
+    cause,
+    cause,
+    cause,
+  );
+  const token = await c.token("vat_root_01JX").catch((e) => e);
+  assert.deepEqual(
+    [token.status, token.code, token.problem.method, token.problem.url, token.cause],
+    [0, "network_error", "GET", "https://mandate.test/api/v1/vat/tokens/{jti}", cause],
+  );
+  assert.equal(token.message, "Network error: GET https://mandate.test/api/v1/vat/tokens/{jti}: TypeError: fetch failed");
+  const page = await c.recordsPage({ agent_id: "bot", vat_jti: "vat_del_01JX" }).catch((e) => e);
+  assert.deepEqual([page.problem.method, page.problem.url], ["GET", "https://mandate.test/api/v1/vat/aar"]);
+  const completion = await c.complete("aar_01JX", { result: "success" }, { token: "eyJ.a.b" }).catch((e) => e);
+  assert.deepEqual(
+    [completion.code, completion.problem.method, completion.problem.url],
+    ["network_error", "POST", "https://mandate.test/api/v1/vat/aar/{aar_id}/complete"],
+  );
+  for (const error of [token, page, completion]) {
+    assert.doesNotMatch(error.message, /s3cret|ops@|01JX|bot/);
+  }
+});
+
+test("canonicalJson is RFC 8785: sorted members, ECMAScript numbers and strings; argsHash is its sha256", () => {
+  // RFC 8785 section 3.2.3's sorting example and its number forms.
+  assert.equal(
+    canonicalJson({ "\u20ac": "Euro Sign", "\r": "Carriage Return", "\ufb33": "Hebrew Letter Dalet With Dagesh", 1: "One", "\ud83d\ude00": "Emoji: Grinning Face", "\u0080": "Control", "\u00f6": "Latin Small Letter O With Diaeresis" }),
+    '{"\\r":"Carriage Return","1":"One","\u0080":"Control","\u00f6":"Latin Small Letter O With Diaeresis","\u20ac":"Euro Sign","\ud83d\ude00":"Emoji: Grinning Face","\ufb33":"Hebrew Letter Dalet With Dagesh"}',
+  );
+  assert.equal(canonicalJson({ numbers: [333333333.33333329, 1e30, 4.5, 2e-3, 0.000001, 1e-7, -0] }), '{"numbers":[333333333.3333333,1e+30,4.5,0.002,0.000001,1e-7,0]}');
+  assert.equal(canonicalJson({ b: [1, { d: null, c: true }], a: "x", skipped: undefined }), '{"a":"x","b":[1,{"c":true,"d":null}]}');
+  assert.equal(canonicalJson({ at: new Date(Date.UTC(2026, 0, 2)) }), '{"at":"2026-01-02T00:00:00.000Z"}');
+  // The same arguments in another order hash the same; another value does not.
+  assert.equal(argsHash({ to: "alice", amount: 150 }), argsHash({ amount: 150, to: "alice" }));
+  assert.notEqual(argsHash({ to: "alice", amount: 150 }), argsHash({ to: "mallory", amount: 150 }));
+  assert.match(argsHash({ to: "alice" }), /^sha256:[0-9a-f]{64}$/);
+  // What JSON cannot hold is refused, never hashed as something else.
+  const cyclic = {};
+  cyclic.self = cyclic;
+  for (const value of [{ n: Number.NaN }, { n: Infinity }, { n: 1n }, { set: new Set(["a"]) }, { map: new Map() }, cyclic, () => 1, undefined]) {
+    assert.throws(() => canonicalJson(value), (e) => e instanceof MandateError && e.code === "invalid_arguments", String(value));
+  }
 });
 
 test("verifier() fetches the key set once and verifies with it", async () => {

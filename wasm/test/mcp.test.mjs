@@ -498,6 +498,41 @@ test("an approval is asked for by URL elicitation, approved by a reviewer, and t
   );
 });
 
+test("an approval covers its one call: the next call with other arguments is asked for anew, not run under it", async () => {
+  const keyOfReviewer = await owner.createKey({ role: "reviewer", email: "reviewer3@example.com" });
+  const reviewer = new MandateClient({ baseUrl: live.baseUrl, apiKey: keyOfReviewer.api_key });
+  const token = await issue();
+  const shown = [];
+  let next;
+  const session = await connect(token.compact_jwt, {
+    onElicit: (params) => {
+      shown.push(params);
+      next?.(params);
+    },
+  });
+  const elicited = () =>
+    new Promise((resolve) => {
+      next = resolve;
+    });
+  const before = runs.pay;
+  let seen = elicited();
+  const first = session.client.callTool({ name: "pay", arguments: { payee: "alice", amount: 150 } });
+  await reviewer.decide((await seen).elicitationId, { decision: "approve" });
+  assert.deepEqual((await first).content, [{ type: "text", text: "paid 150 to alice" }]);
+
+  seen = elicited();
+  const second = session.client.callTool({ name: "pay", arguments: { payee: "mallory", amount: 99999 } });
+  const asked = await seen;
+  assert.notEqual(asked.elicitationId, shown[0].elicitationId);
+  const pending = await reviewer.approval(asked.elicitationId);
+  assert.deepEqual([pending.status, pending.resource, pending.spend_usd], ["pending", "bank:mallory", 99999]);
+  await reviewer.decide(asked.elicitationId, { decision: "deny" });
+  const refused = await second;
+  await session.close();
+  assert.equal(refused._meta[META_ERROR], "approval_denied");
+  assert.equal(runs.pay, before + 1, "only the approved call ran");
+});
+
 test("a denied approval is a refusal: the tool does not run", async () => {
   const keyOfReviewer = await owner.createKey({ role: "reviewer", email: "reviewer2@example.com" });
   const reviewer = new MandateClient({ baseUrl: live.baseUrl, apiKey: keyOfReviewer.api_key });

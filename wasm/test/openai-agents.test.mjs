@@ -311,6 +311,84 @@ test("a run restored in another process resumes an approved call under its first
   assert.deepEqual(records.map((r) => [r.aar_id, r.status, r.result]), [[asked[0].aar_id, "completed", "success"]]);
 });
 
+test("attack: a stored run whose approved call is changed (pay alice 150 → mallory 99,999) runs nothing; the change is asked for anew", async () => {
+  const token = await issue({ require_approval: { actions: ["pay"] } });
+  const asked = [];
+  const mandate = mandateAgents({ client, token: token.compact_jwt, onApproval: (approval) => asked.push(approval) });
+  const { pay, counter } = payTool(mandate);
+  const id = callId("tampered");
+  const { agent } = agentWith([pay], [functionCall("pay", { account: "alice", amount: 150 }, { callId: id })]);
+  const interrupted = await runner.run(agent, "pay 150 to alice");
+  assert.equal(interrupted.interruptions.length, 1);
+  await client.decide(asked[0].approval_id, { decision: "approve" });
+
+  // The stored state is changed before it is resumed: the same call id, another payee and amount.
+  const saved = interrupted.state.toString();
+  const tampered = saved.replaceAll("alice", "mallory").replaceAll(String.raw`\"amount\":150`, String.raw`\"amount\":99999`);
+  assert.notEqual(tampered, saved);
+  const state = await RunState.fromString(agent, tampered);
+  const resolution = await mandate.resolveApprovals(state);
+  assert.deepEqual(resolution.approved, []);
+  assert.deepEqual(resolution.pending.map((call) => [call.callId, call.resource, call.spendUsd]), [[id, "bank:mallory", 99999]]);
+  // Resumed anyway (the interruption left as it is): still nothing runs.
+  await runner.run(agent, state);
+
+  assert.equal(counter.runs, 0, "the changed call ran under the approval of another");
+  const byResource = Object.fromEntries((await recordsOf(token.provenance_ref)).map((r) => [r.resource, r]));
+  assert.deepEqual(Object.keys(byResource).sort(), ["bank:alice", "bank:mallory"]);
+  assert.deepEqual([byResource["bank:mallory"].status, byResource["bank:mallory"].spend_usd], ["awaiting_approval", 99999]);
+  assert.notEqual(byResource["bank:alice"].status, "completed");
+  // The reviewer was asked about the changed call as it is.
+  assert.equal(asked.length, 2);
+  assert.equal(asked[1].aar_id, byResource["bank:mallory"].aar_id);
+});
+
+test("attack: a restored run whose call's unbound argument changed re-authorizes; the call as approved still runs", async () => {
+  const token = await issue({ require_approval: { actions: ["pay"] } });
+  const asked = [];
+  const transfer = (mandate, counter) =>
+    tool(
+      mandate.withMandate(
+        {
+          name: "pay",
+          description: "Pay an amount from an account to an IBAN",
+          parameters: z.object({ account: z.string(), amount: z.number(), iban: z.string() }),
+          execute: async ({ iban }) => {
+            counter.to.push(iban);
+            return `paid to ${iban}`;
+          },
+        },
+        { action: "pay", resource: (input) => `bank:${input.account}`, spendUsd: (input) => input.amount },
+      ),
+    );
+  const earlier = mandateAgents({ client, token: token.compact_jwt, onApproval: (approval) => asked.push(approval) });
+  const id = callId("iban");
+  const original = agentWith([transfer(earlier, { to: [] })], [functionCall("pay", { account: "ops", amount: 12, iban: "DE-ALICE" }, { callId: id })]);
+  const interrupted = await runner.run(original.agent, "pay 12 to Alice");
+  const saved = interrupted.state.toString();
+  await client.decide(asked[0].approval_id, { decision: "approve" });
+
+  // Another process resumes a copy whose IBAN (in neither the resource nor the spend) was changed.
+  const counter = { to: [] };
+  const later = mandateAgents({ client, token: token.compact_jwt, onApproval: (approval) => asked.push(approval) });
+  const model = new ScriptedModel([[assistantMessage("done")]]);
+  const agent = new Agent({ name: "mailer", instructions: "Pay.", model, tools: [transfer(later, counter)] });
+  const changed = await RunState.fromString(agent, saved.replaceAll("DE-ALICE", "XX-MALLORY"));
+  const resolution = await later.resolveApprovals(changed);
+  assert.deepEqual([resolution.approved.length, resolution.pending.length], [0, 1]);
+  assert.notEqual(resolution.pending[0].aarId, asked[0].aar_id);
+  assert.deepEqual(counter.to, []);
+
+  // The untouched copy resumes under the approved record.
+  const state = await RunState.fromString(agent, saved);
+  const approved = await later.resolveApprovals(state);
+  assert.deepEqual(approved.approved.map((call) => call.aarId), [asked[0].aar_id]);
+  await runner.run(agent, state);
+  assert.deepEqual(counter.to, ["DE-ALICE"]);
+  const record = await client.record(asked[0].aar_id);
+  assert.deepEqual([record.status, record.result], ["completed", "success"]);
+});
+
 test("an approval denied in Mandate rejects the call in the run: nothing runs, the record is denied", async () => {
   const token = await issue({ require_approval: { actions: ["pay"] } });
   const asked = [];

@@ -19,6 +19,13 @@
 // `tool-approval-response` with which the app resumes. The record the hook
 // made is the one `execute` completes: one record per tool call.
 //
+// An authorization is bound to the call as it was asked for: its id, the
+// tool, the action, resource and spend, and the hash of its input's
+// canonical JSON (`argsHash`). A call whose input changed afterwards (a
+// history edited before the app resumes, a stored conversation) is another
+// request: it is authorized anew, under its own record and its own approval,
+// and never runs under the first one's.
+//
 // This module owns only the glue. It imports `ai` for its types alone, so
 // mandate-sdk installs and loads without it, and it never decides anything
 // itself: every permission comes from the Mandate server.
@@ -34,6 +41,7 @@ import {
   MandateApprovalPending,
   MandateError,
   MandateRefusal,
+  argsHash,
   outputHash,
   type AbortSignalLike,
   type ActRequest,
@@ -73,6 +81,8 @@ export interface MandateToolCall {
   input: unknown;
   /** What Mandate is asked. */
   request: ActRequest;
+  /** `sha256:` of the input's canonical JSON (RFC 8785): the authorization holds for this input only. */
+  argsHash: string;
 }
 
 /** Options of `withMandate`. */
@@ -143,6 +153,8 @@ export type MandateToolApproval = (options: {
 /** What one tool call got from Mandate. */
 interface CallState {
   call: MandateToolCall;
+  /** The hex SHA-256 of what the authorization is bound to (see `binding`). */
+  binding: string;
   authorization: AuthorizeResponse;
   /** The approval the call waits for, while it waits. */
   approval: PendingApproval | undefined;
@@ -179,6 +191,24 @@ function isAsyncGeneratorFunction(fn: unknown): boolean {
   return Object.prototype.toString.call(fn) === "[object AsyncGeneratorFunction]";
 }
 
+/**
+ * What an authorization is bound to, as hex SHA-256: the tool call's id, the
+ * tool, the request (action, resource, spend) and the input's hash. Also the
+ * authorize call's Idempotency-Key, so that a changed call is a new request
+ * to the server too (in another process, which has no memory of the first).
+ */
+function binding(call: MandateToolCall): string {
+  const { action, resource, spend_usd } = call.request;
+  return argsHash({
+    call_id: call.toolCallId,
+    tool: call.toolName,
+    action,
+    resource,
+    spend_usd,
+    args_hash: call.argsHash,
+  }).slice("sha256:".length);
+}
+
 /** The text a refusal gives the model and the app. */
 function refusalText(request: ActRequest, reason: string, aarId: string | undefined): string {
   return `Mandate refused ${request.action} on ${request.resource}: ${reason}${aarId ? ` (${aarId})` : ""}`;
@@ -206,7 +236,7 @@ class Gate {
     if (spend !== undefined) {
       request.spend_usd = spend;
     }
-    return { toolName: toolCall.toolName, toolCallId: toolCall.toolCallId, input, request };
+    return { toolName: toolCall.toolName, toolCallId: toolCall.toolCallId, input, request, argsHash: argsHash(input) };
   }
 
   #auth(): AgentAuth {
@@ -242,24 +272,28 @@ class Gate {
   }
 
   /**
-   * Authorizes a call, once per tool call id: the `Idempotency-Key` (scoped
-   * by the server to the token and route) makes a second ask for the same
-   * call — from another process resuming the conversation — answer the
-   * first record instead of making another.
+   * Authorizes a call, once per tool call id and binding: the
+   * `Idempotency-Key` (the binding, scoped by the server to the token and
+   * route) makes a second ask for the same call — from another process
+   * resuming the conversation — answer the first record instead of making
+   * another. A call id seen with another binding (the call changed) is asked
+   * for anew, and its state replaces the first.
    */
   async #ask(call: MandateToolCall): Promise<CallState> {
+    const bound = binding(call);
     const known = this.#calls.get(call.toolCallId);
-    if (known !== undefined) {
+    if (known !== undefined && known.binding === bound) {
       return known;
     }
     await this.#verify();
     const authorization = await this.#options.client.authorize(call.request, {
       ...this.#auth(),
-      idempotencyKey: `mandate-ai:${call.toolCallId}`,
+      idempotencyKey: `mandate-ai:${bound}`,
     });
     const pending = authorization.approval;
     const state: CallState = {
       call,
+      binding: bound,
       authorization,
       approval:
         !authorization.authorized && pending?.status === "pending"
@@ -329,13 +363,14 @@ class Gate {
 
   /** The approval hook for one call of the tool declared as `name`. */
   async approve(name: string, toolCall: HookToolCall): Promise<ToolApprovalStatus> {
-    const call = this.#call(name, toolCall);
-    const seen = this.#calls.has(call.toolCallId);
+    const earlier = this.#calls.get(toolCall.toolCallId);
+    let call: MandateToolCall;
     let state: CallState;
     try {
+      call = this.#call(name, toolCall);
       state = await this.#ask(call);
       if (state.approval !== undefined) {
-        if (seen) {
+        if (state === earlier) {
           // The SDK asks again when the app resumes with an approval response: Mandate's decision decides.
           this.#settle(state, await this.#decision(state.approval, 0, undefined));
         } else {
@@ -345,7 +380,7 @@ class Gate {
     } catch (error) {
       if (error instanceof MandateError) {
         // Fail closed: the tool does not run, and the model is told why.
-        return { type: "denied", reason: `Mandate could not authorize ${call.request.action}: ${error.message}` };
+        return { type: "denied", reason: `Mandate could not authorize the call of ${name}: ${error.message}` };
       }
       throw error;
     }
@@ -356,9 +391,17 @@ class Gate {
         : { type: "approved", reason: `approved in Mandate (${authorization.aar_id})` };
     }
     if (state.approval !== undefined) {
-      return seen
-        ? { type: "denied", reason: `a reviewer has not approved this in Mandate yet: ${state.approval.url}` }
-        : { type: "user-approval", reason: `approve in Mandate: ${state.approval.url}` };
+      if (earlier === undefined) {
+        return { type: "user-approval", reason: `approve in Mandate: ${state.approval.url}` };
+      }
+      // Asked before: the app resumes, and the SDK runs the call unless it is denied here.
+      return {
+        type: "denied",
+        reason:
+          state === earlier
+            ? `a reviewer has not approved this in Mandate yet: ${state.approval.url}`
+            : `the call changed since Mandate was asked; as it is now, it needs its own approval: ${state.approval.url}`,
+      };
     }
     // Denied: the SDK will not execute this call, so nothing more is kept of it.
     this.#calls.delete(call.toolCallId);

@@ -565,6 +565,8 @@ export type ClientErrorCode =
   | "dpop_key_missing"
   /** The call's options cannot be used. */
   | "invalid_options"
+  /** A value `canonicalJson` cannot write: it is not JSON data (a tool call's arguments, for the adapters). */
+  | "invalid_arguments"
   /** The key set could not be fetched for a verifier. */
   | "jwks_unavailable";
 
@@ -1113,6 +1115,90 @@ export function outputHash(output: unknown): string | undefined {
   return typeof data === "string" || data instanceof Uint8Array ? (sha256Ref(data) ?? undefined) : undefined;
 }
 
+function invalidArguments(detail: string): MandateError {
+  return new MandateError(0, { code: "invalid_arguments", title: "Arguments are not JSON", detail });
+}
+
+/** Writes `value` as RFC 8785 canonical JSON into `out`; `seen` holds the objects being written (a cycle is refused). */
+function writeCanonical(value: unknown, out: string[], seen: Set<object>, at: string): void {
+  if (typeof value === "object" && value !== null && typeof (value as { toJSON?: unknown }).toJSON === "function") {
+    value = (value as { toJSON: (key: string) => unknown }).toJSON(at);
+  }
+  if (value === null || typeof value === "boolean" || typeof value === "string") {
+    out.push(JSON.stringify(value));
+    return;
+  }
+  if (typeof value === "number") {
+    if (!Number.isFinite(value)) {
+      throw invalidArguments(`${at || "the value"} is ${value}, which JSON cannot hold`);
+    }
+    // ECMAScript's Number-to-String is RFC 8785's number form; -0 is written 0.
+    out.push(JSON.stringify(value));
+    return;
+  }
+  if (typeof value !== "object") {
+    throw invalidArguments(`${at || "the value"} is a ${typeof value}, which JSON cannot hold`);
+  }
+  const prototype = Object.getPrototypeOf(value) as unknown;
+  const array = Array.isArray(value);
+  if (!array && prototype !== Object.prototype && prototype !== null) {
+    throw invalidArguments(`${at || "the value"} is not plain JSON data (an object of a class without toJSON)`);
+  }
+  if (seen.has(value)) {
+    throw invalidArguments(`${at || "the value"} contains itself`);
+  }
+  seen.add(value);
+  if (array) {
+    out.push("[");
+    (value as unknown[]).forEach((item, index) => {
+      if (index > 0) {
+        out.push(",");
+      }
+      // As JSON.stringify: an array's undefined is null.
+      writeCanonical(item === undefined ? null : item, out, seen, `${at}[${index}]`);
+    });
+    out.push("]");
+  } else {
+    // Members by name in UTF-16 code units, which is how JavaScript compares strings; undefined members are left out.
+    const names = Object.keys(value)
+      .filter((name) => (value as Record<string, unknown>)[name] !== undefined)
+      .sort();
+    out.push("{");
+    names.forEach((name, index) => {
+      if (index > 0) {
+        out.push(",");
+      }
+      out.push(JSON.stringify(name), ":");
+      writeCanonical((value as Record<string, unknown>)[name], out, seen, `${at}.${name}`);
+    });
+    out.push("}");
+  }
+  seen.delete(value);
+}
+
+/**
+ * `value` as RFC 8785 (JCS) canonical JSON: members sorted by name, numbers
+ * and strings as ECMAScript writes them, no whitespace; `toJSON` applied
+ * and `undefined` members left out, as `JSON.stringify` does. Anything JSON
+ * cannot hold — a non-finite number, a bigint, a function, a symbol, a Map
+ * or other class instance without `toJSON`, a cycle — throws a MandateError
+ * `invalid_arguments`, so two different values never write the same text.
+ */
+export function canonicalJson(value: unknown): string {
+  const out: string[] = [];
+  writeCanonical(value, out, new Set(), "");
+  return out.join("");
+}
+
+/**
+ * `sha256:<hex>` of the canonical JSON of a call's arguments (`canonicalJson`):
+ * the same arguments in any member order hash the same. The adapters bind an
+ * authorization to it.
+ */
+export function argsHash(args: unknown): string {
+  return sha256Ref(canonicalJson(args)) as string;
+}
+
 /** The query string of `query`; members that are `undefined` or `null` are left out. */
 function queryString(query: object): string {
   const params = new URLSearchParams();
@@ -1203,6 +1289,42 @@ function aborted(signal: AbortSignalLike): MandateError {
     0,
     { code: "aborted", title: "Aborted", detail: "the caller's signal aborted the call" },
     { cause: signal.reason },
+  );
+}
+
+/**
+ * A URL as an error may show it: no user name or password, no query and no
+ * fragment, and each path segment that is itself a credential (a token's jti,
+ * a record's `aar_id`) shown as `{jti}` or `{aar_id}`.
+ */
+function shownUrl(url: string): string {
+  let parsed: URL;
+  try {
+    parsed = new URL(url);
+  } catch {
+    return "(an invalid URL)";
+  }
+  const path = parsed.pathname
+    .split("/")
+    .map((part) => (/^vat_/i.test(part) ? "{jti}" : /^aar_/i.test(part) ? "{aar_id}" : part))
+    .join("/");
+  return `${parsed.protocol}//${parsed.host}${path}`;
+}
+
+/** The problem of a request that got no (whole) answer: it names the method and the URL (`shownUrl`). */
+function networkError(
+  method: string | undefined,
+  url: string,
+  title: string,
+  cause: unknown,
+  headers?: Record<string, string>,
+): MandateError {
+  const shown = shownUrl(url);
+  const verb = (method ?? "GET").toUpperCase();
+  return new MandateError(
+    0,
+    { code: "network_error", title, detail: `${verb} ${shown}: ${String(cause)}`, method: verb, url: shown },
+    { cause, headers },
   );
 }
 
@@ -1502,7 +1624,7 @@ export class MandateClient {
         if (cause instanceof MandateError) {
           throw cause;
         }
-        throw new MandateError(0, { code: "network_error", title: "Network error", detail: String(cause) }, { cause });
+        throw networkError(init.method, url, "Network error", cause);
       }
       const headers = headersOf(response.headers);
       this.#onResponse?.({
@@ -1525,11 +1647,7 @@ export class MandateClient {
         if (cause instanceof MandateError) {
           throw cause;
         }
-        throw new MandateError(
-          0,
-          { code: "network_error", title: "Network error", detail: String(cause) },
-          { cause, headers },
-        );
+        throw networkError(init.method, url, "Network error", cause, headers);
       }
       const answer: Answer = { status: response.status, statusText: response.statusText, headers, text };
       if (typeof response.url === "string" && response.url !== "") {
@@ -2068,7 +2186,7 @@ export class MandateClient {
           try {
             chunk = await reader.read();
           } catch (cause) {
-            throw new MandateError(0, { code: "network_error", title: "Stream dropped", detail: String(cause) }, { cause });
+            throw networkError("GET", `${this.#base}/v1/events`, "Stream dropped", cause);
           }
           clearTimeout(idle);
           if (chunk.done) {

@@ -29,6 +29,17 @@
 // tool) rather than a built FunctionTool, whose `invoke` already swallows
 // errors.
 //
+// An authorization is bound to the call as it was asked for: the call id,
+// the tool, the action, resource and spend, and the hash of the parsed
+// input's canonical JSON (`argsHash`); the binding is also the authorize
+// call's Idempotency-Key. A call id met again with other arguments (a stored
+// RunState edited before it is resumed) is another request, authorized anew
+// under its own record — in `resolveApprovals`, the guardrail and `execute`
+// alike — and never runs under the first call's approval. The arguments of
+// a restored call are parsed with the tool's `parameters` (a Standard Schema
+// such as Zod; plain JSON otherwise), as the runner parses them for
+// `execute`, so that both see the same input.
+//
 // Nothing of @openai/agents is imported, not even its types: the shapes this
 // module reads are declared here, structurally compatible with the SDK's, so
 // mandate-sdk installs and type-checks without the SDK (whose declarations do
@@ -36,6 +47,7 @@
 
 import {
   MandateError,
+  argsHash,
   outputHash,
   type AbortSignalLike,
   type ActionRecord,
@@ -128,6 +140,8 @@ export interface MandateToolCall {
   action: string;
   resource: string;
   spendUsd?: number;
+  /** `sha256:` of the parsed input's canonical JSON (RFC 8785): the authorization holds for this input only. */
+  argsHash: string;
   state: MandateCallState;
   /** The record; absent only when the refusal came before the server wrote one (e.g. `dpop_key_missing`). */
   aarId?: string;
@@ -200,11 +214,67 @@ export interface ApprovalResolution<Item> {
 /** The longest wait the server takes on one read of an approval, seconds. */
 const MAX_APPROVAL_WAIT_SECONDS = 30;
 
-/** An Idempotency-Key's form: 1 to 255 printable ASCII characters. */
-const IDEMPOTENCY_KEY = /^[!-~]{1,255}$/;
-
 function valueOf<TInput, T>(value: FromInput<TInput, T>, input: TInput): T {
   return typeof value === "function" ? (value as (input: TInput) => T)(input) : value;
+}
+
+/** A Standard Schema (Zod and others) as far as it parses a restored call's arguments. */
+interface StandardSchemaLike {
+  "~standard": {
+    validate(value: unknown): { value?: unknown; issues?: readonly unknown[] } | Promise<{ value?: unknown; issues?: readonly unknown[] }>;
+  };
+}
+
+function isStandardSchema(value: unknown): value is StandardSchemaLike {
+  const standard = typeof value === "object" && value !== null ? (value as { "~standard"?: unknown })["~standard"] : undefined;
+  return typeof standard === "object" && standard !== null && typeof (standard as { validate?: unknown }).validate === "function";
+}
+
+/** A call's arguments (the model's JSON text) as the runner hands them to `execute`: parsed by the tool's Standard Schema, if it has one. */
+async function parsedArguments(text: string, parameters: unknown): Promise<unknown> {
+  let json: unknown;
+  try {
+    json = JSON.parse(text);
+  } catch {
+    throw new MandateError(0, { code: "invalid_arguments", title: "Arguments are not JSON", detail: "the call's arguments are not JSON" });
+  }
+  if (!isStandardSchema(parameters)) {
+    return json;
+  }
+  const result = await parameters["~standard"].validate(json);
+  if (result.issues !== undefined) {
+    throw new MandateError(0, {
+      code: "invalid_arguments",
+      title: "Invalid arguments",
+      detail: "the call's arguments do not match the tool's parameters",
+    });
+  }
+  return result.value;
+}
+
+/** What a call's authorization is bound to, as hex SHA-256: its id, tool, action, resource, spend and arguments' hash. */
+function bindingOf(call: MandateToolCall): string {
+  return argsHash({
+    call_id: call.callId,
+    tool: call.tool,
+    action: call.action,
+    resource: call.resource,
+    spend_usd: call.spendUsd,
+    args_hash: call.argsHash,
+  }).slice("sha256:".length);
+}
+
+/** What one call asks: the request from the tool's policy, and what it is bound to. */
+interface Asked {
+  call: MandateToolCall;
+  /** Hex SHA-256 of the call id, tool, action, resource, spend and arguments' hash: the Idempotency-Key's body. */
+  binding: string;
+}
+
+/** One call's entry: its binding and its authorization (made once per binding). */
+interface Entry {
+  binding: string;
+  call: Promise<MandateToolCall>;
 }
 
 /**
@@ -216,10 +286,14 @@ export class MandateAgents {
   readonly #client: MandateClient;
   readonly #auth: AgentAuth;
   readonly #options: MandateAgentsOptions;
-  /** The calls not yet ended, by call id; a call's entry is made once, however many times it is asked for. */
-  readonly #calls = new Map<string, Promise<MandateToolCall>>();
-  /** The policies by tool name, to authorize a call whose entry this process never made (a restored run). */
-  readonly #policies = new Map<string, { policy: MandateToolPolicy<never> }>();
+  /**
+   * The calls not yet ended, by call id; a call's entry is made once,
+   * however many times it is asked for, and replaced when the call id comes
+   * with another binding (the call changed).
+   */
+  readonly #calls = new Map<string, Entry>();
+  /** The policies and parameters by tool name, to authorize a call from its arguments' text (a restored run). */
+  readonly #policies = new Map<string, { policy: MandateToolPolicy<never>; parameters: unknown }>();
 
   constructor(options: MandateAgentsOptions) {
     this.#client = options.client;
@@ -240,7 +314,7 @@ export class MandateAgents {
     type Input = ParsedInput<P>;
     const name = options.name ?? (options.execute as { name?: string }).name ?? "";
     if (name !== "") {
-      this.#policies.set(name, { policy });
+      this.#policies.set(name, { policy, parameters: options.parameters });
     }
     const own = options.needsApproval;
     const execute = options.execute as (input: Input, context?: unknown, details?: ToolCallDetailsLike) => unknown;
@@ -270,10 +344,12 @@ export class MandateAgents {
           detail: "the runner gave the tool no call id, so its call cannot be tied to a Mandate record",
         });
       }
+      // The input as it runs: a call changed since it was authorized is authorized anew here.
       const call = await this.#authorize(callId, name, input, policy);
       if (call.state !== "authorized" || call.aarId === undefined) {
-        // Reached only when the guardrail did not run (the options were changed after wrapping): fail closed.
-        throw new MandateError(403, { code: call.reason ?? "not_authorized", title: "Refused", detail: this.#message(call) });
+        // Reached when the guardrail did not run (the options were changed after wrapping), or the input changed after it: fail closed.
+        const code = call.state === "awaiting_approval" ? "approval_pending" : (call.reason ?? "not_authorized");
+        throw new MandateError(403, { code, title: "Refused", detail: this.#message(call) });
       }
       return this.#run(call, () => execute(input, context, details), policy, details?.signal);
     };
@@ -324,57 +400,89 @@ export class MandateAgents {
     return resolution;
   }
 
-  /** The Mandate call behind an interruption: this process's entry, or, for a restored run, its entry made again. */
+  /** The Mandate call behind an interruption, for its arguments as they are now (a restored run's, or a changed call's, authorized here). */
   async #callOf(item: ApprovalItemLike): Promise<MandateToolCall | undefined> {
     const { callId, name, arguments: args, type } = item.rawItem;
-    if ((type !== undefined && type !== "function_call") || callId === undefined) {
+    if ((type !== undefined && type !== "function_call") || callId === undefined || name === undefined) {
       return undefined;
     }
-    const known = this.#calls.get(callId);
-    if (known !== undefined) {
-      return known;
-    }
-    const entry = name === undefined ? undefined : this.#policies.get(name);
+    const entry = this.#policies.get(name);
     if (entry === undefined || args === undefined) {
-      return undefined;
+      return this.#calls.get(callId)?.call;
     }
-    return this.#authorize(callId, name ?? "", JSON.parse(args) as never, entry.policy);
+    return this.#fromText({ callId, name, arguments: args }, entry);
+  }
+
+  /** A call known only by its text (a restored run, the guardrail): its arguments parsed as `execute` will get them, then authorized. */
+  async #fromText(
+    toolCall: FunctionCallLike,
+    entry: { policy: MandateToolPolicy<never>; parameters: unknown },
+  ): Promise<MandateToolCall> {
+    let input: unknown;
+    try {
+      input = await parsedArguments(toolCall.arguments, entry.parameters);
+    } catch (error) {
+      if (!(error instanceof MandateError)) {
+        throw error;
+      }
+      return { callId: toolCall.callId, tool: toolCall.name, action: "", resource: "", argsHash: "", state: "refused", reason: error.code };
+    }
+    return this.#authorize(toolCall.callId, toolCall.name, input as never, entry.policy);
   }
 
   /**
-   * The call's entry, made once: the call authorized with Mandate. The
-   * Idempotency-Key is the call id, so asking again for the same call (in
-   * another process too, for the server keeps the key) gets the first
-   * answer and never a second record.
+   * The call's entry, made once per binding: the call authorized with
+   * Mandate. The Idempotency-Key is the binding, so asking again for the
+   * same call (in another process too, for the server keeps the key) gets
+   * the first answer and never a second record, and a changed call is a new
+   * request, never answered with the first one's record.
    */
-  #authorize<TInput>(callId: string, tool: string, input: TInput, policy: MandateToolPolicy<TInput>): Promise<MandateToolCall> {
-    const known = this.#calls.get(callId);
-    if (known !== undefined) {
-      return known;
+  async #authorize<TInput>(callId: string, tool: string, input: TInput, policy: MandateToolPolicy<TInput>): Promise<MandateToolCall> {
+    let asked: Asked;
+    try {
+      asked = this.#request(callId, tool, input, policy);
+    } catch (error) {
+      if (!(error instanceof MandateError)) {
+        throw error;
+      }
+      // Arguments no canonical JSON can hold are bound to nothing: refused.
+      return { callId, tool, action: "", resource: "", argsHash: "", state: "refused", reason: error.code };
     }
-    const made = this.#ask(callId, tool, input, policy);
-    this.#calls.set(callId, made);
-    made.catch(() => this.#calls.delete(callId));
+    const known = this.#calls.get(callId);
+    if (known !== undefined && known.binding === asked.binding) {
+      return known.call;
+    }
+    const made = this.#ask(asked);
+    const entry: Entry = { binding: asked.binding, call: made };
+    this.#calls.set(callId, entry);
+    made.catch(() => {
+      if (this.#calls.get(callId) === entry) {
+        this.#calls.delete(callId);
+      }
+    });
     return made;
   }
 
-  async #ask<TInput>(callId: string, tool: string, input: TInput, policy: MandateToolPolicy<TInput>): Promise<MandateToolCall> {
+  /** What a call asks, from the tool's policy and the input, and what its authorization is bound to. */
+  #request<TInput>(callId: string, tool: string, input: TInput, policy: MandateToolPolicy<TInput>): Asked {
     const spendUsd = policy.spendUsd === undefined ? undefined : valueOf(policy.spendUsd, input);
     const call: MandateToolCall = {
       callId,
       tool,
       action: valueOf(policy.action, input),
       resource: valueOf(policy.resource, input),
+      argsHash: argsHash(input),
       state: "refused",
     };
     if (spendUsd !== undefined) {
       call.spendUsd = spendUsd;
     }
-    const auth: AgentAuth = { ...this.#auth };
-    const key = `openai-agents-${callId}`;
-    if (IDEMPOTENCY_KEY.test(key)) {
-      auth.idempotencyKey = key;
-    }
+    return { call, binding: bindingOf(call) };
+  }
+
+  async #ask({ call, binding }: Asked): Promise<MandateToolCall> {
+    const spendUsd = call.spendUsd;
+    const auth: AgentAuth = { ...this.#auth, idempotencyKey: `openai-agents-${binding}` };
     let answer: AuthorizeResponse;
     try {
       answer = await this.#client.authorize({ action: call.action, resource: call.resource, spend_usd: spendUsd }, auth);
@@ -406,22 +514,20 @@ export class MandateAgents {
     return call;
   }
 
-  /** The input guardrail: allows an authorized call, reads the approval of one that waited, rejects the rest. */
+  /** The input guardrail: allows an authorized call (for its arguments as they are), reads the approval of one that waited, rejects the rest. */
   async #check(toolCall: FunctionCallLike): Promise<ToolGuardrailOutput> {
-    let call = await this.#calls.get(toolCall.callId);
+    const entry = this.#policies.get(toolCall.name);
+    const call = entry === undefined ? await this.#calls.get(toolCall.callId)?.call : await this.#fromText(toolCall, entry);
     if (call === undefined) {
-      const entry = this.#policies.get(toolCall.name);
-      if (entry === undefined) {
-        return this.#reject({
-          callId: toolCall.callId,
-          tool: toolCall.name,
-          action: "",
-          resource: "",
-          state: "refused",
-          reason: "not_authorized",
-        });
-      }
-      call = await this.#authorize(toolCall.callId, toolCall.name, JSON.parse(toolCall.arguments) as never, entry.policy);
+      return this.#reject({
+        callId: toolCall.callId,
+        tool: toolCall.name,
+        action: "",
+        resource: "",
+        argsHash: "",
+        state: "refused",
+        reason: "not_authorized",
+      });
     }
     if (call.state === "awaiting_approval" && call.approval !== undefined) {
       this.#decided(call, await this.#read(call.approval.approval_id, 0, undefined));
@@ -497,9 +603,12 @@ export class MandateAgents {
     }
   }
 
-  /** Forgets an ended call and reports it. */
+  /** Forgets an ended call (unless its id was asked for anew since) and reports it. */
   #end(call: MandateToolCall): void {
-    this.#calls.delete(call.callId);
+    const entry = this.#calls.get(call.callId);
+    if (entry !== undefined && bindingOf(call) === entry.binding) {
+      this.#calls.delete(call.callId);
+    }
     this.#options.onCallEnd?.(call);
   }
 

@@ -348,7 +348,14 @@ async function fetchKeySet(fetch: StatusFetch, url: string): Promise<Jwks> {
   try {
     response = await fetch(url, { method: "GET", headers: { accept: "application/json" }, credentials: "omit" });
   } catch (cause) {
-    throw new MandateError(0, { code: "network_error", title: "Network error", detail: String(cause) }, { cause });
+    // The key set's URL is public; shown without any user name, query or fragment, as the client shows URLs.
+    const parsed = URL.canParse(url) ? new URL(url) : undefined;
+    const shown = parsed === undefined ? "(an invalid URL)" : `${parsed.protocol}//${parsed.host}${parsed.pathname}`;
+    throw new MandateError(
+      0,
+      { code: "network_error", title: "Network error", detail: `GET ${shown}: ${String(cause)}`, method: "GET", url: shown },
+      { cause },
+    );
   }
   const text = await response.text();
   if (!response.ok) {
