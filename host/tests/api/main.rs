@@ -19,6 +19,7 @@ mod helpers;
 mod hostile_bodies;
 mod hosts;
 mod idempotency;
+mod identity;
 mod key_revocation;
 mod log;
 mod logs;

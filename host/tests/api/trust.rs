@@ -585,8 +585,11 @@ async fn a_database_of_schema_7_gains_the_vouches_table_on_both_engines() {
     // column version 9 adds.
     crate::helpers::with_database(dir.path(), |conn| {
         conn.execute_batch("DROP TABLE vouches").unwrap();
-        conn.execute_batch("ALTER TABLE records DROP COLUMN origin")
-            .unwrap();
+        conn.execute_batch(
+            "ALTER TABLE records DROP COLUMN origin; ALTER TABLE records DROP COLUMN trust_ppm;
+             ALTER TABLE agents DROP COLUMN owner; ALTER TABLE agents DROP COLUMN parent",
+        )
+        .unwrap();
         match conn.dialect() {
             mandate_host::store::sql::Dialect::Sqlite => {
                 conn.execute_batch("PRAGMA user_version = 7").unwrap();
