@@ -235,6 +235,8 @@ impl Ledger {
                 None
             });
         }
-        Ok(chain_trust(own, 0.0))
+        // In whole millionths, as records keep it, and never above the
+        // exact value: a value at the floor's edge is refused.
+        Ok((chain_trust(own, 0.0) * 1_000_000.0).floor() / 1_000_000.0)
     }
 }
