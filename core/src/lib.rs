@@ -30,6 +30,7 @@
     )
 )]
 
+pub mod agents;
 pub mod approval;
 mod b64;
 pub mod budget;
@@ -54,6 +55,7 @@ pub mod trust;
 pub mod trust_statement;
 pub mod webhook;
 
+pub use agents::{Naming, NotYours, chain_trust, check_naming, may_issue_for};
 pub use approval::{ApprovalRequirement, chain_requires_approval};
 pub use budget::{
     BUDGET_THRESHOLDS, BudgetExceeded, ThresholdReached, Usage, check_budget, check_chain_budgets,

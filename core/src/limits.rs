@@ -27,6 +27,11 @@ pub const MAX_TTL_SECONDS: u64 = 30 * 24 * 3600;
 /// Deepest delegation chain: a root at depth 0 and this many levels below it.
 pub const MAX_DELEGATION_DEPTH: u32 = 8;
 
+/// Most agents a walk up the agent registry passes (an agent, its parent,
+/// and so on) before it gives up and refuses: registrations never form a
+/// cycle, and no organisation nests its agents this deep.
+pub const MAX_AGENT_TREE_DEPTH: usize = 1024;
+
 /// Characters in a ULID.
 pub const ULID_LEN: usize = 26;
 /// Longest agent id.

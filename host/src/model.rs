@@ -402,6 +402,12 @@ pub struct RecordActionResponse {
     pub aar_id: String,
     pub provenance_ref: String,
     pub trust_score: f64,
+    /// The trust in force the act was judged with: the minimum over the
+    /// agents of the token's chain (an agent with no history of its own
+    /// counting as its delegator's), beside the spec's `trust_score`, the
+    /// token's base trust. Absent when judging stopped before trust.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub trust_in_force: Option<f64>,
     pub delegation_depth: u32,
 }
 
@@ -460,6 +466,12 @@ pub struct RecordedAction {
     pub aar_id: String,
     pub provenance_ref: String,
     pub trust_score: f64,
+    /// The trust in force the act was judged with: the minimum over the
+    /// agents of the token's chain (an agent with no history of its own
+    /// counting as its delegator's), beside the spec's `trust_score`, the
+    /// token's base trust. Absent when judging stopped before trust.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub trust_in_force: Option<f64>,
     pub delegation_depth: u32,
 }
 
@@ -504,6 +516,12 @@ pub struct AuthorizeResponse {
     pub authorized: bool,
     pub aar_id: String,
     pub trust_score: f64,
+    /// The trust in force the act was judged with: the minimum over the
+    /// agents of the token's chain (an agent with no history of its own
+    /// counting as its delegator's), beside the spec's `trust_score`, the
+    /// token's base trust. Absent when judging stopped before trust.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub trust_in_force: Option<f64>,
     pub provenance_ref: String,
     pub human_ref: String,
     pub assurance_level: String,
@@ -514,6 +532,16 @@ pub struct AuthorizeResponse {
     /// a human's yes first.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub approval: Option<ApprovalRef>,
+}
+
+/// A delegation waiting for a human's approval (answered 202): once it
+/// is approved, the same request repeated with the same `Idempotency-Key`
+/// returns the child token.
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+pub struct DelegationAwaitingApproval {
+    /// The `delegate` record, `awaiting_approval`.
+    pub aar_id: String,
+    pub approval: ApprovalRef,
 }
 
 /// The approval an authorized action waits for.
@@ -643,6 +671,13 @@ pub struct RecordBody {
     pub result_hash: Option<String>,
     pub spend_usd: f64,
     pub trust_score: f64,
+    /// The trust in force the record was judged with: the minimum over the
+    /// agents of the token's chain (an agent with no history of its own
+    /// counting as its delegator's), beside the spec's `trust_score`, the
+    /// token's base trust. Absent when judging stopped before trust, and for records made
+    /// before schema 10.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub trust_in_force: Option<f64>,
     pub delegation_depth: u32,
     pub human_ref: String,
     pub assurance_level: String,

@@ -50,11 +50,24 @@ pub struct OrgTrust {
     pub scores: BTreeMap<String, TrustScore>,
     /// The same scores by agent id, for the O(1) lookup.
     index: HashMap<String, TrustScore>,
+    /// The agents with a history of their own (a record made by them):
+    /// the others count as their delegator's in a chain's trust in force.
+    active: HashSet<String>,
 }
 
 impl OrgTrust {
-    /// Scores computed at `computed_at`.
-    pub fn new(computed_at: i64, scores: BTreeMap<AgentId, TrustScore>) -> OrgTrust {
+    /// Scores computed at `computed_at` of the graph `graph`.
+    pub fn new(
+        computed_at: i64,
+        graph: &TrustGraph,
+        scores: BTreeMap<AgentId, TrustScore>,
+    ) -> OrgTrust {
+        let active = graph
+            .agents
+            .iter()
+            .filter(|agent| agent.last_active.is_some())
+            .map(|agent| agent.agent_id.as_str().to_owned())
+            .collect();
         let scores: BTreeMap<String, TrustScore> = scores
             .into_iter()
             .map(|(agent, score)| (agent.as_str().to_owned(), score))
@@ -67,7 +80,14 @@ impl OrgTrust {
             computed_at,
             scores,
             index,
+            active,
         }
+    }
+
+    /// Whether the agent has a history of its own: a record it made, as of
+    /// the computation.
+    pub fn has_history(&self, agent_id: &str) -> bool {
+        self.active.contains(agent_id)
     }
 
     /// The agent's score, if the computation knew it.
@@ -165,10 +185,11 @@ pub async fn compute(state: &AppState, org: Org, now: Now) -> anyhow::Result<Org
             crate::store::trust::graph_of(conn, org, now.ms()).map_err(StoreError::from)
         })
         .await?;
-    let scores =
-        tokio::task::spawn_blocking(move || trust_scores(&graph, now.s(), &TrustParams::default()))
-            .await??;
-    Ok(OrgTrust::new(now.ms(), scores))
+    let (graph, scores) = tokio::task::spawn_blocking(move || {
+        trust_scores(&graph, now.s(), &TrustParams::default()).map(|scores| (graph, scores))
+    })
+    .await??;
+    Ok(OrgTrust::new(now.ms(), &graph, scores))
 }
 
 /// Computes one organisation's scores now and puts them in force.

@@ -183,6 +183,7 @@ fn main() -> anyhow::Result<()> {
                 credential: Credential::Jti,
                 traceparent: None,
                 origin: RecordOrigin::RecordAction,
+                trust: None,
             };
             let created = events::record_created(events::Created {
                 aar_id: &aar_id,

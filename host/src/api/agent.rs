@@ -8,7 +8,7 @@
 use axum::extract::{Path, State};
 use axum::http::{HeaderMap, StatusCode};
 use mandate_core::limits::MAX_BATCH_RECORDS;
-use mandate_core::{Action, DenyReason, Outcome, Resource, ResultHash, Usd};
+use mandate_core::{AarId, Action, DenyReason, Outcome, Resource, ResultHash, Usd};
 
 use super::bodies;
 use super::docs::Errors;
@@ -17,16 +17,21 @@ use super::input;
 use super::problems::{denial, refusal};
 use super::query::record_id;
 use super::status::public_base;
-use super::write::{Rendered, once, once_where};
+use super::write::{Rendered, once, once_resuming, once_where};
 use crate::clock::iso_ms;
 use crate::error::{ApiError, ApiResult};
-use crate::ledger::{ActionReport, Attempt, Attempted, Completion, Delegated, Delegation};
+use crate::ledger::{
+    ActionReport, Attempt, Attempted, Completion, Delegated, Delegation, LedgerError,
+};
 use crate::model::{
     ApprovalRef, AuthorizeRequest, AuthorizeResponse, CompleteRequest, DelegateRequest,
-    IssuedToken, RecordActionRequest, RecordActionResponse, RecordActionResult,
-    RecordActionsRequest, RecordActionsResponse, RecordBody, RecordedAction, RefusedAction,
+    DelegationAwaitingApproval, IssuedToken, RecordActionRequest, RecordActionResponse,
+    RecordActionResult, RecordActionsRequest, RecordActionsResponse, RecordBody, RecordedAction,
+    RefusedAction,
 };
+use crate::store::StoreError;
 use crate::store::approvals::ApprovalStatus;
+use crate::store::idempotency::StoredReply;
 use crate::store::records::Record;
 use crate::{AppState, random, spans};
 
@@ -150,6 +155,7 @@ fn recorded(attempted: &Attempted) -> Result<RecordActionResponse, ApiError> {
             aar_id: attempted.aar_id.to_string(),
             provenance_ref: attempted.claims.svc_prov.to_string(),
             trust_score: attempted.claims.svc_trust_score,
+            trust_in_force: attempted.trust_in_force,
             delegation_depth: attempted.claims.svc_depth,
         }),
     }
@@ -254,6 +260,7 @@ fn render_batch(Batch(outcomes): &Batch) -> Rendered {
                     aar_id: body.aar_id,
                     provenance_ref: body.provenance_ref,
                     trust_score: body.trust_score,
+                    trust_in_force: body.trust_in_force,
                     delegation_depth: body.delegation_depth,
                 }),
                 Err(error) => {
@@ -327,6 +334,7 @@ fn render_decision(attempted: &Attempted) -> Rendered {
             authorized: attempted.denied.is_none() && attempted.approval.is_none(),
             aar_id: attempted.aar_id.to_string(),
             trust_score: claims.svc_trust_score,
+            trust_in_force: attempted.trust_in_force,
             provenance_ref: claims.svc_prov.to_string(),
             human_ref: claims.svc_human.to_string(),
             assurance_level: claims.svc_assurance.as_str().to_owned(),
@@ -414,15 +422,20 @@ fn render_completed((record, presented_token): &(Record, bool)) -> Rendered {
     )
 }
 
-/// Delegates a narrower token to a sub-agent.
+/// Delegates a narrower token to a sub-agent: a new agent (registered
+/// under the delegating agent) or one registered under it. When a grant of
+/// the chain requires approval of `delegate`, answers 202 with the
+/// approval; the same request repeated with the same `Idempotency-Key`
+/// once it is approved returns the child token.
 #[utoipa::path(
     post,
     path = "/v1/vat/delegate",
-    params(("Idempotency-Key" = Option<String>, Header, pattern = r"^[!-~]{1,255}$", description = "Retry-safe key: a repeat with the same body returns the first response")),
+    params(("Idempotency-Key" = Option<String>, Header, pattern = r"^[!-~]{1,255}$", description = "Retry-safe key: a repeat with the same body returns the first response; required when the delegation needs a human's approval, whose child the repeat returns once approved")),
     tag = "agent",
     request_body = DelegateRequest,
     responses(
         (status = 201, description = "The child token", body = IssuedToken),
+        (status = 202, description = "The delegation waits for a human's approval", body = DelegationAwaitingApproval),
         Errors,
     )
 )]
@@ -446,13 +459,20 @@ pub(crate) async fn delegate(
         record_random: random::bytes(),
         status_base: public_base(&state, &headers),
         traceparent: call.traceparent(),
+        resumable: key.is_some(),
     };
     let signing_key = state.keys.current().active.clone();
-    let (delegated, rendered) = once(
+    let resumed = delegation.clone();
+    let resume_key = signing_key.clone();
+    let (delegated, rendered) = once_resuming(
         &state,
         key,
         now,
         move |ledger| ledger.delegate(delegation, &signing_key, now),
+        move |ledger, waiting| {
+            let aar_id = waiting_delegation(waiting)?;
+            ledger.resume_delegation(&aar_id, resumed, &resume_key, now)
+        },
         render_delegation,
     )
     .await?;
@@ -460,11 +480,24 @@ pub(crate) async fn delegate(
         let (status, aar_id) = match &delegated {
             Delegated::Issued { aar_id, .. } => ("completed", aar_id),
             Delegated::Refused { aar_id, .. } => ("denied", aar_id),
+            Delegated::AwaitingApproval { aar_id, .. } => ("awaiting_approval", aar_id),
         };
         state.metrics.record_written(status);
         spans::export(&state, aar_id);
     }
     Ok(rendered)
+}
+
+/// The `delegate` record of a stored 202 answer.
+fn waiting_delegation(waiting: &StoredReply) -> Result<AarId, LedgerError> {
+    serde_json::from_slice::<DelegationAwaitingApproval>(&waiting.body)
+        .ok()
+        .and_then(|body| AarId::parse(&body.aar_id).ok())
+        .ok_or_else(|| {
+            LedgerError::Store(StoreError::Internal(
+                "a stored delegation answer names no record".to_owned(),
+            ))
+        })
 }
 
 fn render_delegation(delegated: &Delegated) -> Rendered {
@@ -480,5 +513,16 @@ fn render_delegation(delegated: &Delegated) -> Rendered {
         Delegated::Refused { aar_id, refusal: r } => {
             Rendered::problem(&refusal(r).with_record(aar_id.as_str()))
         }
+        Delegated::AwaitingApproval { aar_id, approval } => Rendered::json(
+            StatusCode::ACCEPTED,
+            &DelegationAwaitingApproval {
+                aar_id: aar_id.to_string(),
+                approval: ApprovalRef {
+                    approval_id: approval.approval_id.to_string(),
+                    status: ApprovalStatus::Pending.as_str().to_owned(),
+                    expires_at: iso_ms(approval.expires_at),
+                },
+            },
+        ),
     }
 }

@@ -64,6 +64,7 @@ pub(crate) fn record(record: Record) -> RecordBody {
         result_hash: record.result_hash,
         spend_usd: record.spend.as_f64(),
         trust_score: record.trust_score,
+        trust_in_force: record.trust_in_force,
         delegation_depth: record.delegation_depth,
         human_ref: record.human_ref,
         assurance_level: record.assurance_level,

@@ -107,6 +107,7 @@ pub(crate) async fn issue_root_token(
     })?;
     let key = ring.active.clone();
     let by = principal.id.clone();
+    let for_anyone = principal.may(Permission::IssueForAnyone);
     let org = principal.org;
     let base = root.status_base;
     let label = root.label;
@@ -115,7 +116,7 @@ pub(crate) async fn issue_root_token(
         key_for_replay,
         now,
         move |ledger| {
-            let issued = ledger.store_root(org, claims, &key, &by, &base, now)?;
+            let issued = ledger.store_root(org, claims, &key, &by, for_anyone, &base, now)?;
             if let Some(label) = &label {
                 ledger.label_human(org, &issued.0.svc_human, label, now)?;
             }

@@ -107,6 +107,10 @@ impl From<LedgerError> for ApiError {
             LedgerError::VouchExists(_) => ApiError::conflict("vouch_exists", message),
             LedgerError::VouchWithdrawn => ApiError::conflict("vouch_withdrawn", message),
             LedgerError::VouchNotAllowed(_) => ApiError::forbidden("vouch_not_allowed", message),
+            LedgerError::AgentNotYours(_) => ApiError::forbidden("agent_not_yours", message),
+            LedgerError::IdempotencyKeyRequired => {
+                ApiError::invalid("Idempotency-Key", "idempotency_key_required", message)
+            }
             LedgerError::Store(error) => error.into(),
         }
     }
@@ -182,6 +186,8 @@ pub(crate) fn refusal(refusal: &Refusal) -> ApiError {
         }
         Refusal::Issue(_, other) => ApiError::internal(other),
         Refusal::Budget(exceeded) => ApiError::forbidden(exceeded.code(), exceeded.to_string()),
+        Refusal::TrustTooLow => denial(DenyReason::TrustTooLow, Credential::Token),
+        Refusal::Approval(reason) => denial(*reason, Credential::Token),
     }
 }
 

@@ -387,6 +387,17 @@ pub(crate) async fn statement(
                 "an agent's token fetches only that agent's own trust statement",
             ));
         }
+        let (org, jti) = (acting.org, acting.jti.as_str().to_owned());
+        let speaks = state
+            .store
+            .lookup(move |conn| {
+                crate::store::agents::speaks_for_its_agent(conn, org, &jti)
+                    .map_err(StoreError::from)
+            })
+            .await?;
+        if !speaks {
+            return Err(LedgerError::AgentNotYours(crate::ledger::NOT_ITS_AGENT).into());
+        }
         acting.org
     } else {
         return Err(ApiError::unauthorized(

@@ -88,6 +88,40 @@ pub(crate) async fn once<T: Send + 'static>(
     once_where(state, move |_| Ok(key), now, work, render).await
 }
 
+/// [`once`] for a write whose answer may be to wait (202): a repeat of its
+/// key runs `resume` with the stored answer, which may replace it
+/// (`Ledger::once_resuming`).
+pub(crate) async fn once_resuming<T: Send + 'static>(
+    state: &AppState,
+    key: Option<IdempotencyKey>,
+    now: Now,
+    work: impl FnOnce(&mut Ledger) -> Result<T, LedgerError> + Send + 'static,
+    resume: impl FnOnce(&mut Ledger, &StoredReply) -> Result<Option<T>, LedgerError> + Send + 'static,
+    render: fn(&T) -> Rendered,
+) -> ApiResult<(Option<T>, Rendered)> {
+    let reply = state
+        .write(move |ledger| {
+            ledger.once_resuming(key.as_ref(), now, work, resume, |outcome| {
+                render(outcome).stored()
+            })
+        })
+        .await?;
+    replied(reply, render)
+}
+
+/// The answer of a write run once per key: the stored one, or one made
+/// now.
+fn replied<T>(reply: Reply<T>, render: fn(&T) -> Rendered) -> ApiResult<(Option<T>, Rendered)> {
+    match reply {
+        Reply::Fresh(outcome, Some(stored)) => Ok((Some(outcome), Rendered::replayed(stored)?)),
+        Reply::Fresh(outcome, None) => {
+            let rendered = render(&outcome);
+            Ok((Some(outcome), rendered))
+        }
+        Reply::Replayed(reply) => Ok((None, Rendered::replayed(reply)?)),
+    }
+}
+
 /// [`once`] for a write whose key's organisation only the ledger knows (a
 /// completion names its record, not its organisation): `key` makes the key
 /// in the writer's transaction, before the stored answers are looked up.
@@ -104,12 +138,5 @@ pub(crate) async fn once_where<T: Send + 'static>(
             ledger.once(key.as_ref(), now, work, |outcome| render(outcome).stored())
         })
         .await?;
-    match reply {
-        Reply::Fresh(outcome, Some(stored)) => Ok((Some(outcome), Rendered::replayed(stored)?)),
-        Reply::Fresh(outcome, None) => {
-            let rendered = render(&outcome);
-            Ok((Some(outcome), rendered))
-        }
-        Reply::Replayed(reply) => Ok((None, Rendered::replayed(reply)?)),
-    }
+    replied(reply, render)
 }

@@ -18,7 +18,7 @@ use crate::store::orgs::Org;
 use crate::store::records::{self, Credential, NewRecord, Record, SummaryKey, micros};
 use mandate_core::ProvenanceRef;
 use mandate_core::limits::MAX_BULK_RATINGS;
-use mandate_core::trust::{meets_trust_floor, trust_floor};
+use mandate_core::trust::meets_trust_floor;
 
 /// What an agent asks to do.
 #[derive(Debug, Clone)]
@@ -56,6 +56,9 @@ pub struct Attempted {
     /// The approval an allowed attempt waits for, when a grant requires
     /// one.
     pub approval: Option<AwaitedApproval>,
+    /// The trust in force the attempt was judged with; `None` when it was
+    /// refused before trust (an inactive token, out of scope).
+    pub trust_in_force: Option<f64>,
 }
 
 /// The approval an authorized attempt waits for.
@@ -159,7 +162,7 @@ impl Ledger {
     }
 
     /// Judges an attempt — the token's standing, then scope, then the
-    /// agent's trust against the token's `min_trust`, then every budget of
+    /// trust in force of its chain against the token's `min_trust`, then every budget of
     /// its chain, then whether a grant of the chain requires approval — and
     /// records the outcome as made by `origin`.
     fn attempt(
@@ -179,7 +182,7 @@ impl Ledger {
         let org = token.standing.org;
         let at = self.record_time(org, now.ms())?;
         self.check_record_quota(org, at)?;
-        let (decision, budgeted) = self.judge(&token, attempt, at / 1000)?;
+        let (decision, budgeted, trust) = self.judge(&token, attempt, at / 1000)?;
         let needs_approval = decision.is_ok()
             && chain_requires_approval(
                 budgeted.iter().map(|(_, constraints)| constraints),
@@ -204,6 +207,7 @@ impl Ledger {
             credential: attempt.credential,
             traceparent: attempt.traceparent.as_deref(),
             origin,
+            trust,
         };
         self.insert_record(org, &record)?;
         let approval = match state {
@@ -226,38 +230,38 @@ impl Ledger {
             credential: attempt.credential,
             denied: state.deny_reason(),
             approval,
+            trust_in_force: trust,
         })
     }
 
-    /// The decision on an attempt, and the budgeted tokens to charge when
-    /// it is allowed.
+    /// The decision on an attempt, the budgeted tokens to charge when it
+    /// is allowed, and the trust in force it was judged with (the minimum
+    /// over the token's chain; `None` when refused before trust).
+    #[allow(clippy::type_complexity, reason = "one private caller")]
     fn judge(
         &mut self,
         token: &Token,
         attempt: &Attempt,
         now_s: i64,
-    ) -> Result<(Result<(), DenyReason>, super::Budgeted), LedgerError> {
+    ) -> Result<(Result<(), DenyReason>, super::Budgeted, Option<f64>), LedgerError> {
         if let Some(reason) = token.inactive_reason(now_s) {
-            return Ok((Err(reason), Vec::new()));
+            return Ok((Err(reason), Vec::new(), None));
         }
         if let Err(denial) = token
             .claims
             .svc_scope
             .check(&attempt.action, &attempt.resource)
         {
-            return Ok((Err(denial.into()), Vec::new()));
+            return Ok((Err(denial.into()), Vec::new(), None));
         }
-        let constraints = token.claims.svc_constraints.as_ref();
-        if trust_floor(constraints).is_some() {
-            let trust = self.trust_in_force(token, now_s)?;
-            if !meets_trust_floor(constraints, Some(trust)) {
-                return Ok((Err(DenyReason::TrustTooLow), Vec::new()));
-            }
+        let trust = self.trust_in_force(token, now_s)?;
+        if !meets_trust_floor(token.claims.svc_constraints.as_ref(), Some(trust)) {
+            return Ok((Err(DenyReason::TrustTooLow), Vec::new(), Some(trust)));
         }
         let budgeted = self.budgeted(&token.claims)?;
         let decision =
             check_chain_budgets(&self.usage(&budgeted)?, attempt.spend).map_err(DenyReason::from);
-        Ok((decision, budgeted))
+        Ok((decision, budgeted, Some(trust)))
     }
 
     /// A stored record, with the token it was made with.

@@ -2,20 +2,23 @@
 //! narrower children from a token its holder presents, and revoking a token
 //! with every descendant.
 
+use mandate_core::trust::meets_trust_floor;
 use mandate_core::{
-    AarId, BudgetExceeded, Claims, DenyReason, HumanRef, IssueError, Jti, Outcome, RecordEvent,
-    RecordOrigin, SigningKey, TokenRequest, Ulid, Usd, check_chain_budgets, check_fan_out,
-    delegate, sign, transition,
+    AarId, Action, AgentId, BudgetExceeded, Claims, DenyReason, HumanRef, IssueError, Jti, Naming,
+    Outcome, RecordEvent, RecordOrigin, RecordState, Resource, SigningKey, TokenRequest, Ulid, Usd,
+    chain_requires_approval, check_chain_budgets, check_fan_out, check_naming, delegate,
+    may_issue_for, sign, transition,
 };
 
 use mandate_core::webhook::EventType;
 
-use super::{Ledger, LedgerError, Token, internal, new_aar_id};
+use super::{AwaitedApproval, Completion, Ledger, LedgerError, Token, internal, new_aar_id};
 use crate::clock::{Now, iso_s};
 use crate::events::TokenRevokedData;
 use crate::keyring::{self, KeyRevocation};
 use crate::recordlog::events;
 use crate::secrets::Kek;
+use crate::store::agents;
 use crate::store::dashboard;
 use crate::store::orgs::{self as org_rows, Org};
 use crate::store::records::{self, Credential, NewRecord, NewWorkflow};
@@ -23,7 +26,7 @@ use crate::store::tokens::{self, NewToken};
 use mandate_core::status_list::StatusClaim;
 
 /// A delegation request that reached its parent token.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub struct Delegation {
     pub parent: Jti,
     pub request: TokenRequest,
@@ -33,6 +36,9 @@ pub struct Delegation {
     pub status_base: String,
     /// The W3C `traceparent` the call carried, kept on its record.
     pub traceparent: Option<String>,
+    /// Whether the request carried an `Idempotency-Key`, by which a
+    /// delegation that waits for an approval is fetched once approved.
+    pub resumable: bool,
 }
 
 /// Why a delegation was refused; its denied `delegate` record is written.
@@ -46,6 +52,11 @@ pub enum Refusal {
     Issue(DenyReason, IssueError),
     /// One more action (the delegation) would break a budget of the chain.
     Budget(BudgetExceeded),
+    /// The trust in force of the delegating chain is below the parent's
+    /// `min_trust`.
+    TrustTooLow,
+    /// The approval the delegation waited for was denied, or expired.
+    Approval(DenyReason),
 }
 
 impl Refusal {
@@ -55,6 +66,8 @@ impl Refusal {
             Refusal::Inactive(reason) => *reason,
             Refusal::Issue(reason, _) => *reason,
             Refusal::Budget(exceeded) => (*exceeded).into(),
+            Refusal::TrustTooLow => DenyReason::TrustTooLow,
+            Refusal::Approval(reason) => *reason,
         }
     }
 }
@@ -70,6 +83,22 @@ pub enum Delegated {
     },
     /// Refused, with the denied `delegate` record.
     Refused { aar_id: AarId, refusal: Refusal },
+    /// A grant of the chain requires a human's approval of the delegation:
+    /// its record waits, and repeating the request with its
+    /// `Idempotency-Key` once approved issues the child.
+    AwaitingApproval {
+        aar_id: AarId,
+        approval: AwaitedApproval,
+    },
+}
+
+/// A child core allowed, with how its agent was named and what the
+/// delegation is charged to.
+struct Judged {
+    child: Claims,
+    naming: Naming,
+    budgeted: super::Budgeted,
+    trust: f64,
 }
 
 /// Who is revoking.
@@ -95,6 +124,26 @@ pub struct Revoked {
     pub count: u64,
     /// Unix seconds.
     pub at: i64,
+}
+
+/// Whether a grant of the chain (`budgeted`: its tokens that carry
+/// constraints) requires approval of delegating to `child_agent`
+/// (`agent:<id>`): `delegate` is an act like any other. A child agent that
+/// is no resource asks whenever any grant of the chain requires approval
+/// of anything (fail closed).
+fn requires_approval(budgeted: &super::Budgeted, child_agent: &str) -> bool {
+    let constraints = budgeted.iter().map(|(_, constraints)| constraints);
+    match (
+        Action::parse(mandate_core::scope::DELEGATE_ACTION),
+        Resource::parse(child_agent),
+    ) {
+        (Ok(action), Ok(resource)) => {
+            chain_requires_approval(constraints, &action, &resource, Usd::ZERO)
+        }
+        _ => budgeted
+            .iter()
+            .any(|(_, constraints)| constraints.require_approval.is_some()),
+    }
 }
 
 impl Ledger {
@@ -132,7 +181,6 @@ impl Ledger {
                 log_issued,
             },
         )?;
-        records::add_agent(&self.conn, org, claims.agent_id().as_str())?;
         self.touched.insert(org);
         if claims.svc_depth == 0 {
             records::open_workflow(
@@ -157,18 +205,37 @@ impl Ledger {
     /// Signs and stores a root token of `org` issued on the API key
     /// `issued_by`, with the next status list index (the list's URI under
     /// `status_base`): the claims as core made them, signed here so the
-    /// index is the ledger's to hand out.
+    /// index is the ledger's to hand out. Its agent, when new, is
+    /// registered as the token's human's; one another human owns is
+    /// refused unless the key holds `issue_for_anyone` (`for_anyone`).
+    #[allow(clippy::too_many_arguments, reason = "each named at its few call sites")]
     pub fn store_root(
         &mut self,
         org: Org,
         mut claims: Claims,
         key: &SigningKey,
         issued_by: &str,
+        for_anyone: bool,
         status_base: &str,
         now: Now,
     ) -> Result<(Claims, String), LedgerError> {
         self.enter(org)?;
+        let agent = claims.agent_id().as_str().to_owned();
+        let owner = agents::registered(&self.conn, org, &agent)?.map(|agent| agent.owner);
+        let allowed = match &owner {
+            None => true,
+            Some(None) => for_anyone,
+            Some(Some(owner)) => may_issue_for(Some(owner), &claims.svc_human, for_anyone),
+        };
+        if !allowed {
+            return Err(LedgerError::AgentNotYours(
+                "this agent id is registered to another human; issuing for it needs the issue_for_anyone permission (an owner's key)",
+            ));
+        }
         self.check_token_quota(org, now.s())?;
+        if owner.is_none() {
+            agents::register(&self.conn, org, &agent, &claims.svc_human, None)?;
+        }
         claims.status = Some(self.next_status(status_base)?);
         let compact = sign(&claims, key).map_err(internal)?;
         self.store_token(org, &claims, None, key.kid(), Some(issued_by), now.ms())?;
@@ -189,8 +256,12 @@ impl Ledger {
     }
 
     /// Delegates from a parent token presented by its holder: core decides,
-    /// the ledger records the `delegate` action either way, and signs and
-    /// stores the child when allowed.
+    /// then the registry (the child names the delegating agent, one
+    /// registered under it, or a new agent), then the chain's trust in
+    /// force against `min_trust` and its budgets, then whether a grant of
+    /// the chain requires approval of `delegate`. The ledger records the
+    /// `delegate` action either way, and signs and stores the child when
+    /// allowed and no approval is needed.
     pub fn delegate(
         &mut self,
         delegation: Delegation,
@@ -205,7 +276,7 @@ impl Ledger {
         self.check_record_quota(org, at)?;
         let child_agent = format!("agent:{}", delegation.request.agent_id);
         let aar_id = new_aar_id(at, delegation.record_random)?;
-        let record = |state, delegated_jti| NewRecord {
+        let record = |state, delegated_jti, trust| NewRecord {
             aar_id: &aar_id,
             token: &parent.claims,
             action: mandate_core::scope::DELEGATE_ACTION,
@@ -218,23 +289,50 @@ impl Ledger {
             credential: Credential::Token,
             traceparent: delegation.traceparent.as_deref(),
             origin: RecordOrigin::Delegate,
+            trust,
         };
         let ulid =
             Ulid::new(u64::try_from(at).unwrap_or(0), delegation.child_random).map_err(internal)?;
-        let (mut child, budgeted) =
-            match self.judge_delegation(&parent, delegation.request, at, ulid)? {
-                Ok(allowed) => allowed,
-                Err(refusal) => {
-                    let state = transition(None, RecordEvent::Authorize(Err(refusal.reason())))
-                        .map_err(internal)?;
-                    self.insert_record(org, &record(state, None))?;
-                    return Ok(Delegated::Refused { aar_id, refusal });
-                }
-            };
-        self.check_token_quota(org, at / 1000)?;
-        child.status = Some(self.next_status(&delegation.status_base)?);
-        let compact_jwt = sign(&child, key).map_err(internal)?;
-        self.store_token(org, &child, Some(&delegation.parent), key.kid(), None, at)?;
+        let judged = match self.judge_delegation(&parent, delegation.request, at, ulid)? {
+            Ok(judged) => judged,
+            Err((refusal, trust)) => {
+                let state = transition(None, RecordEvent::Authorize(Err(refusal.reason())))
+                    .map_err(internal)?;
+                self.insert_record(org, &record(state, None, trust))?;
+                return Ok(Delegated::Refused { aar_id, refusal });
+            }
+        };
+        let by = super::outbox::ChargedBy {
+            org,
+            aar_id: &aar_id,
+            at_ms: at,
+        };
+        if requires_approval(&judged.budgeted, &child_agent) {
+            if !delegation.resumable {
+                return Err(LedgerError::IdempotencyKeyRequired);
+            }
+            let state = transition(None, RecordEvent::RequestApproval).map_err(internal)?;
+            let waiting = record(state, None, Some(judged.trust));
+            self.insert_record(org, &waiting)?;
+            let approval = self.request_approval(org, &waiting, parent.claims.exp)?;
+            self.charge(&judged.budgeted, 0, 1, by)?;
+            return Ok(Delegated::AwaitingApproval { aar_id, approval });
+        }
+        let Judged {
+            mut child,
+            naming,
+            budgeted,
+            trust,
+        } = judged;
+        let compact_jwt = self.issue_child(
+            org,
+            &parent,
+            &mut child,
+            naming,
+            &delegation.status_base,
+            key,
+            at,
+        )?;
         let state = transition(
             None,
             RecordEvent::RecordAction {
@@ -243,12 +341,7 @@ impl Ledger {
             },
         )
         .map_err(internal)?;
-        self.insert_record(org, &record(state, Some(&child.jti)))?;
-        let by = super::outbox::ChargedBy {
-            org,
-            aar_id: &aar_id,
-            at_ms: at,
-        };
+        self.insert_record(org, &record(state, Some(&child.jti), Some(trust)))?;
         self.charge(&budgeted, 0, 1, by)?;
         Ok(Delegated::Issued {
             child: Box::new(child),
@@ -257,41 +350,208 @@ impl Ledger {
         })
     }
 
-    /// The child core makes of `request` under `parent` at `at_ms`, and the
-    /// budgeted tokens of the chain to charge; or why the delegation is
-    /// refused. Input core refuses (a lifetime out of range, an invalid
-    /// policy) is an error: nothing is recorded for it.
+    /// Takes up a delegation that waited for an approval (`aar_id`, its
+    /// `delegate` record), when its request is repeated with the same
+    /// `Idempotency-Key`: still waiting, `None` (the stored answer
+    /// stands); approved, the child is judged again (the parent's
+    /// standing, core, the registry), signed, stored, and the record
+    /// completed with it; denied or expired, refused. Budgets were charged
+    /// when it was asked.
+    pub fn resume_delegation(
+        &mut self,
+        aar_id: &AarId,
+        delegation: Delegation,
+        key: &SigningKey,
+        now: Now,
+    ) -> Result<Option<Delegated>, LedgerError> {
+        let record =
+            records::by_id(&self.conn, aar_id.as_str())?.ok_or(LedgerError::UnknownRecord)?;
+        self.enter(record.org())?;
+        // Read again under the organisation's lock (PostgreSQL).
+        let record =
+            records::by_id(&self.conn, aar_id.as_str())?.ok_or(LedgerError::UnknownRecord)?;
+        let parent = self
+            .token(&Jti::parse(&record.jti).map_err(internal)?)?
+            .ok_or_else(|| internal("the record's token is missing"))?;
+        if record.action != mandate_core::scope::DELEGATE_ACTION
+            || parent.claims.jti != delegation.parent
+        {
+            return Err(internal("a stored delegation names another record"));
+        }
+        match record.state {
+            RecordState::Pending => {}
+            RecordState::Denied { reason } => {
+                return Ok(Some(Delegated::Refused {
+                    aar_id: aar_id.clone(),
+                    refusal: Refusal::Approval(reason),
+                }));
+            }
+            _ => return Ok(None),
+        }
+        let org = parent.standing.org;
+        let at = now.ms();
+        let ulid =
+            Ulid::new(u64::try_from(at).unwrap_or(0), delegation.child_random).map_err(internal)?;
+        let refused = |ledger: &mut Ledger, refusal: Refusal| {
+            ledger.complete(
+                &Completion {
+                    aar_id: aar_id.clone(),
+                    result: Outcome::Cancelled,
+                    result_hash: None,
+                    spend: None,
+                    presented: Some(delegation.parent.clone()),
+                },
+                now,
+            )?;
+            Ok(Some(Delegated::Refused {
+                aar_id: aar_id.clone(),
+                refusal,
+            }))
+        };
+        if let Some(reason) = parent.inactive_reason(at / 1000) {
+            return refused(self, Refusal::Inactive(reason));
+        }
+        let mut child = match self.allowed_child(&parent, delegation.request, at, ulid)? {
+            Ok(child) => child,
+            Err(refusal) => return refused(self, refusal),
+        };
+        let naming = self.naming(org, &parent.claims, &child)?;
+        let compact_jwt = self.issue_child(
+            org,
+            &parent,
+            &mut child,
+            naming,
+            &delegation.status_base,
+            key,
+            at,
+        )?;
+        self.complete(
+            &Completion {
+                aar_id: aar_id.clone(),
+                result: Outcome::Success,
+                result_hash: None,
+                spend: None,
+                presented: Some(delegation.parent.clone()),
+            },
+            now,
+        )?;
+        records::set_delegated(&self.conn, aar_id.as_str(), child.jti.as_str())?;
+        Ok(Some(Delegated::Issued {
+            child: Box::new(child),
+            compact_jwt,
+            aar_id: aar_id.clone(),
+        }))
+    }
+
+    /// Registers the child's agent when new (a sub-agent of the delegating
+    /// agent, with its owner), then signs and stores the child with the
+    /// next status list index.
+    #[allow(clippy::too_many_arguments, reason = "one call site each, all named")]
+    fn issue_child(
+        &mut self,
+        org: Org,
+        parent: &Token,
+        child: &mut Claims,
+        naming: Naming,
+        status_base: &str,
+        key: &SigningKey,
+        at_ms: i64,
+    ) -> Result<String, LedgerError> {
+        self.check_token_quota(org, at_ms / 1000)?;
+        if naming == Naming::New {
+            let delegator = parent.claims.agent_id().as_str();
+            let owner = agents::registered(&self.conn, org, delegator)?
+                .and_then(|agent| agent.owner)
+                .ok_or(LedgerError::AgentNotYours(
+                    "the delegating agent has no owner; a delegation from it registers no agent",
+                ))?;
+            agents::register(
+                &self.conn,
+                org,
+                child.agent_id().as_str(),
+                &owner,
+                Some(delegator),
+            )?;
+        }
+        child.status = Some(self.next_status(status_base)?);
+        let compact_jwt = sign(child, key).map_err(internal)?;
+        self.store_token(org, child, Some(&parent.claims.jti), key.kid(), None, at_ms)?;
+        Ok(compact_jwt)
+    }
+
+    /// How the child names its agent: the delegating agent, one
+    /// registered under it, or a new one; another's is refused.
+    fn naming(&mut self, org: Org, parent: &Claims, child: &Claims) -> Result<Naming, LedgerError> {
+        let conn = &self.conn;
+        let naming = check_naming(parent.agent_id(), child.agent_id(), |agent: &AgentId| {
+            agents::registered(conn, org, agent.as_str()).map(|r| r.map(|r| r.parent))
+        })?;
+        naming.map_err(|_| {
+            LedgerError::AgentNotYours(
+                "a delegation names a new agent or one registered under the delegating agent; this agent id is registered outside its subtree",
+            )
+        })
+    }
+
+    /// The child core makes of `request` under `parent` at `at_ms`, or why
+    /// core refuses it. Input core refuses (a lifetime out of range, an
+    /// invalid policy) is an error: nothing is recorded for it.
+    fn allowed_child(
+        &mut self,
+        parent: &Token,
+        request: TokenRequest,
+        at_ms: i64,
+        ulid: Ulid,
+    ) -> Result<Result<Claims, Refusal>, LedgerError> {
+        match check_fan_out(parent.standing.children)
+            // No status list entry yet: the server does not publish lists.
+            .and_then(|()| delegate(&parent.claims, request, at_ms / 1000, ulid, None))
+        {
+            Ok(child) => Ok(Ok(child)),
+            Err(error @ IssueError::TtlOutOfRange) => Err(LedgerError::TtlOutOfRange(error)),
+            Err(IssueError::Scope(error)) => Err(LedgerError::Frameworks(error)),
+            Err(error) => match error.deny_reason() {
+                Some(reason) => Ok(Err(Refusal::Issue(reason, error))),
+                None => Err(internal(error)),
+            },
+        }
+    }
+
+    /// The child core makes of `request` under `parent` at `at_ms`, how it
+    /// names its agent, the budgeted tokens of the chain to charge and the
+    /// chain's trust in force; or why the delegation is refused (with the
+    /// trust in force when it was judged). A child naming an agent outside
+    /// the delegator's subtree is an error: nothing is recorded for it.
     fn judge_delegation(
         &mut self,
         parent: &Token,
         request: TokenRequest,
         at_ms: i64,
         ulid: Ulid,
-    ) -> Result<Result<(Claims, super::Budgeted), Refusal>, LedgerError> {
+    ) -> Result<Result<Judged, (Refusal, Option<f64>)>, LedgerError> {
         if let Some(reason) = parent.inactive_reason(at_ms / 1000) {
-            return Ok(Err(Refusal::Inactive(reason)));
+            return Ok(Err((Refusal::Inactive(reason), None)));
         }
-        let child = match check_fan_out(parent.standing.children)
-            // No status list entry yet: the server does not publish lists.
-            .and_then(|()| delegate(&parent.claims, request, at_ms / 1000, ulid, None))
-        {
+        let child = match self.allowed_child(parent, request, at_ms, ulid)? {
             Ok(child) => child,
-            Err(error @ IssueError::TtlOutOfRange) => {
-                return Err(LedgerError::TtlOutOfRange(error));
-            }
-            Err(IssueError::Scope(error)) => return Err(LedgerError::Frameworks(error)),
-            Err(error) => {
-                return match error.deny_reason() {
-                    Some(reason) => Ok(Err(Refusal::Issue(reason, error))),
-                    None => Err(internal(error)),
-                };
-            }
+            Err(refusal) => return Ok(Err((refusal, None))),
         };
+        let naming = self.naming(parent.standing.org, &parent.claims, &child)?;
+        let trust = self.trust_in_force(parent, at_ms / 1000)?;
+        let constraints = parent.claims.svc_constraints.as_ref();
+        if !meets_trust_floor(constraints, Some(trust)) {
+            return Ok(Err((Refusal::TrustTooLow, Some(trust))));
+        }
         let budgeted = self.budgeted(&parent.claims)?;
         if let Err(exceeded) = check_chain_budgets(&self.usage(&budgeted)?, Usd::ZERO) {
-            return Ok(Err(Refusal::Budget(exceeded)));
+            return Ok(Err((Refusal::Budget(exceeded), Some(trust))));
         }
-        Ok(Ok((child, budgeted)))
+        Ok(Ok(Judged {
+            child,
+            naming,
+            budgeted,
+            trust,
+        }))
     }
 
     /// Revokes a token and every descendant. An agent may revoke only its

@@ -11,6 +11,10 @@ use crate::clock::Now;
 use crate::store::idempotency::{self, StoredReply};
 use crate::store::orgs::Org;
 
+/// The status of a stored answer that waits (202 Accepted): a repeat may
+/// resume it ([`Ledger::once_resuming`]).
+const WAITING: u16 = 202;
+
 /// How long an answer is remembered.
 pub const RETENTION_MS: i64 = 24 * 3600 * 1000;
 
@@ -60,6 +64,48 @@ impl Ledger {
             return Ok(Reply::Replayed(stored.reply));
         }
         let outcome = write(self)?;
+        let reply = answer(&outcome);
+        idempotency::store(
+            &self.conn,
+            key.org,
+            &key.scope,
+            &key.key,
+            &key.body_sha256,
+            &reply,
+            now.ms(),
+        )?;
+        Ok(Reply::Fresh(outcome, Some(reply)))
+    }
+
+    /// [`Ledger::once`] for a write whose answer may be to wait (202, as a
+    /// delegation awaiting approval answers): a repeat of the key whose
+    /// stored answer is a 202 runs `resume` with it, and an outcome it
+    /// returns replaces the stored answer (so what it issues is issued
+    /// once, and replayed after); `None` replays the 202.
+    pub fn once_resuming<T>(
+        &mut self,
+        key: Option<&IdempotencyKey>,
+        now: Now,
+        write: impl FnOnce(&mut Ledger) -> Result<T, LedgerError>,
+        resume: impl FnOnce(&mut Ledger, &StoredReply) -> Result<Option<T>, LedgerError>,
+        answer: impl FnOnce(&T) -> StoredReply,
+    ) -> Result<Reply<T>, LedgerError> {
+        let Some(key) = key else {
+            return write(self).map(|outcome| Reply::Fresh(outcome, None));
+        };
+        self.enter(key.org)?;
+        let since = now.ms() - RETENTION_MS;
+        let outcome = match idempotency::find(&self.conn, key.org, &key.scope, &key.key, since)? {
+            Some(stored) if stored.request_sha256 != key.body_sha256 => {
+                return Err(LedgerError::IdempotencyKeyReused);
+            }
+            Some(stored) if stored.reply.status == WAITING => match resume(self, &stored.reply)? {
+                Some(outcome) => outcome,
+                None => return Ok(Reply::Replayed(stored.reply)),
+            },
+            Some(stored) => return Ok(Reply::Replayed(stored.reply)),
+            None => write(self)?,
+        };
         let reply = answer(&outcome);
         idempotency::store(
             &self.conn,

@@ -57,7 +57,7 @@ pub use authority::{Delegated, Delegation, REVOKED_LIST_LIMIT, Refusal, Revoked,
 pub use idempotency::{IdempotencyKey, Reply};
 pub use log::LogSetup;
 pub use orgs::{NewOrg, OrgCreated, create_org};
-pub use trust::{NewVouch, VouchBy};
+pub use trust::{NOT_ITS_AGENT, NewVouch, VouchBy};
 pub use webhooks::{AttemptMade, DISABLED_BY_OWNER, NewWebhook, RoundReport, WebhookChange};
 
 /// How long an approval waits for a decision unless configured
@@ -195,6 +195,18 @@ pub enum LedgerError {
     /// principal withdrawing a vouch that is not theirs.
     #[error("{0}")]
     VouchNotAllowed(&'static str),
+    /// A token named an agent another human owns: a root token without
+    /// `issue_for_anyone`, a delegation an agent outside the delegator's
+    /// subtree, or a token minted before the registry under such a name
+    /// that vouches as it.
+    #[error("{0}")]
+    AgentNotYours(&'static str),
+    /// A delegation needs a human's approval, and its request carried no
+    /// `Idempotency-Key` to fetch the child by once approved.
+    #[error(
+        "this delegation needs a human's approval first; send it with an Idempotency-Key, and repeat it with that key once approved to receive the child token"
+    )]
+    IdempotencyKeyRequired,
     /// The store failed.
     #[error(transparent)]
     Store(#[from] StoreError),

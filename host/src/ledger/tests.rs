@@ -101,7 +101,15 @@ impl Fixture {
     /// status list index).
     fn store_root(&mut self, claims: Claims) -> Result<Claims, LedgerError> {
         self.ledger
-            .store_root(Org::DEFAULT, claims, &self.key, RATER, STATUS_BASE, at(0))
+            .store_root(
+                Org::DEFAULT,
+                claims,
+                &self.key,
+                RATER,
+                false,
+                STATUS_BASE,
+                at(0),
+            )
             .map(|(claims, _)| claims)
     }
 
@@ -118,6 +126,7 @@ impl Fixture {
             record_random: self.random(),
             status_base: STATUS_BASE.to_owned(),
             traceparent: None,
+            resumable: false,
         };
         let key = SigningKey::from_secret(&[7; 32]);
         self.ledger.delegate(delegation, &key, now).unwrap()
@@ -127,7 +136,7 @@ impl Fixture {
         let request = request(agent, &["crm:*"], actions, Constraints::default(), None);
         match self.delegate(parent, request, at(1)) {
             Delegated::Issued { child, .. } => *child,
-            Delegated::Refused { refusal, .. } => panic!("refused: {refusal:?}"),
+            other => panic!("not issued: {other:?}"),
         }
     }
 
@@ -494,6 +503,7 @@ fn a_lifetime_out_of_range_is_bad_input_and_records_nothing() {
         record_random: f.random(),
         status_base: STATUS_BASE.to_owned(),
         traceparent: None,
+        resumable: false,
     };
     let key = SigningKey::from_secret(&[7; 32]);
     assert!(matches!(
@@ -685,6 +695,7 @@ fn organisations_write_records_into_their_own_ranges_of_seq() {
             beta_token,
             &fixture.key,
             "key_beta",
+            false,
             STATUS_BASE,
             at(0),
         )

@@ -1,20 +1,25 @@
 //! The trust graph's writes: a vouch by a person (an `owner`'s or a
 //! `reviewer`'s API key) or by an agent (with its token, for an agent it
 //! delegated to), and its withdrawal; each a leaf of the record log. And
-//! the trust an attempt is judged with (`min_trust`): the score in force
-//! (`crate::trust`), or for an agent the scores do not hold yet, the trust
-//! the rule gives a new agent.
+//! the trust an attempt is judged with (`min_trust`): the minimum over the
+//! agents of the acting token's chain of their scores in force
+//! (`crate::trust`), an agent with no history of its own counting as its
+//! delegator's.
 
 use mandate_core::tlog::VouchPrincipal;
 use mandate_core::trust::Voucher;
-use mandate_core::{AgentId, Jti, KeyId, Ulid, VouchId};
+use mandate_core::{AgentId, Jti, KeyId, Ulid, VouchId, chain_trust};
 
 use super::{Ledger, LedgerError, Token, internal};
 use crate::clock::Now;
 use crate::recordlog::events;
+use crate::store::agents;
 use crate::store::orgs::Org;
 use crate::store::trust::{self as rows, Vouch, Withdrawal};
 use crate::trust::Board;
+
+/// Why a token's agent may not vouch or withdraw as it.
+pub const NOT_ITS_AGENT: &str = "this token does not hold its agent's identity: it was delegated or issued under an agent id registered to another owner, before the registry";
 
 /// Who vouches, or withdraws a vouch.
 #[derive(Debug, Clone)]
@@ -160,7 +165,9 @@ impl Ledger {
 
     /// The organisation, the voucher and the token presented of `by`: an
     /// agent's token must be one this server holds, neither revoked nor
-    /// expired.
+    /// expired, that speaks for its agent as registered (an agent vouches
+    /// and withdraws by its own identity only: a token minted before the
+    /// registry under a name another owns vouches as no one).
     fn voucher(
         &mut self,
         by: &VouchBy,
@@ -181,6 +188,9 @@ impl Ledger {
                         expired: reason == mandate_core::DenyReason::TokenExpired,
                     });
                 }
+                if !agents::speaks_for_its_agent(&self.conn, token.standing.org, jti.as_str())? {
+                    return Err(LedgerError::AgentNotYours(NOT_ITS_AGENT));
+                }
                 let agent_id = token.claims.agent_id().clone();
                 Ok((
                     token.standing.org,
@@ -191,27 +201,42 @@ impl Ledger {
         }
     }
 
-    /// The trust of the agent acting with `token` at `now_s`: its score
-    /// in force, or, when the scores do not hold it yet, what the rule
-    /// gives a new agent — under a ceiling of the nearest ancestor's
-    /// agent the scores hold, for a delegated token.
+    /// The trust in force for an act of `token` at `now_s`: the minimum
+    /// over the agents of its chain (core's `chain_trust`), each agent's
+    /// score in force, where an agent with no history of its own counts
+    /// as its delegator's. The root's agent counts with its score, or,
+    /// before the scores hold it, what the rule gives a new agent.
     pub(super) fn trust_in_force(&mut self, token: &Token, now_s: i64) -> Result<f64, LedgerError> {
         let org = token.standing.org;
-        let agent = token.claims.agent_id().as_str();
-        if let Some(score) = self.trust.score(org, agent) {
-            return Ok(score.trust);
+        let scores = self.trust.org(org);
+        let mut agents = Vec::with_capacity(token.claims.ancestors().len() + 1);
+        for jth in token.claims.ancestors() {
+            let ancestor = self
+                .claims(jth)?
+                .ok_or_else(|| internal("an ancestor token is missing"))?;
+            agents.push(ancestor.agent_id().clone());
         }
-        let mut ceiling = 1.0;
-        let ancestors = token.claims.ancestors().to_vec();
-        for jth in ancestors.iter().rev() {
-            let Some(claims) = self.claims(jth)? else {
-                continue;
-            };
-            if let Some(score) = self.trust.score(org, claims.agent_id().as_str()) {
-                ceiling = score.trust;
-                break;
-            }
+        agents.push(token.claims.agent_id().clone());
+        let score = |agent: &AgentId| {
+            scores
+                .as_ref()
+                .and_then(|scores| scores.get(agent.as_str()).map(|score| score.trust))
+        };
+        let mut own = Vec::with_capacity(agents.len());
+        for (i, agent) in agents.iter().enumerate() {
+            own.push(if i == 0 {
+                Some(score(agent).unwrap_or_else(|| Board::trust_of_new(1.0, now_s)))
+            } else if scores
+                .as_ref()
+                .is_some_and(|scores| scores.has_history(agent.as_str()))
+            {
+                score(agent)
+            } else {
+                None
+            });
         }
-        Ok(Board::trust_of_new(ceiling, now_s))
+        // In whole millionths, as records keep it, and never above the
+        // exact value: a value at the floor's edge is refused.
+        Ok((chain_trust(own, 0.0) * 1_000_000.0).floor() / 1_000_000.0)
     }
 }

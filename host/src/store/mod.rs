@@ -12,6 +12,7 @@
 //! or a commit that fails (a full disk), fails every write of the group and
 //! nothing of it is acknowledged (see `writer`).
 
+pub mod agents;
 pub mod approvals;
 pub mod dashboard;
 pub mod database;
@@ -226,6 +227,10 @@ fn migrate(wrapped: &Connection) -> anyhow::Result<()> {
     }
     if version < 9 {
         tx.execute_batch(schema::RECORD_ORIGIN)?;
+    }
+    if version < 10 {
+        tx.execute_batch(schema::AGENTS)?;
+        agents::register_existing(wrapped)?;
     }
     tx.pragma_update(None, "user_version", schema::VERSION)?;
     tx.commit()?;

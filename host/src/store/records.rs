@@ -85,6 +85,9 @@ pub struct Record {
     /// The call that made it (`Unknown` for a record made before schema
     /// 9, whose column is null).
     pub origin: RecordOrigin,
+    /// The trust in force it was judged with (schema 10; `None` for a
+    /// record made before, or refused before trust was judged).
+    pub trust_in_force: Option<f64>,
 }
 
 /// The leaf indices of a record's events in the record log; `None` for an
@@ -140,6 +143,7 @@ record_columns!(
     log_rated,
     traceparent,
     origin,
+    trust_ppm,
 );
 
 /// `SELECT <every record column> FROM records`, for queries to extend with
@@ -222,6 +226,8 @@ pub fn from_row(row: &Row<'_>) -> sql::Result<Record> {
         },
         traceparent: get(row, Column::traceparent)?,
         origin,
+        trust_in_force: get::<Option<i64>>(row, Column::trust_ppm)?
+            .map(|ppm| ppm.clamp(0, 1_000_000) as f64 / 1_000_000.0),
     })
 }
 
@@ -306,6 +312,9 @@ pub struct NewRecord<'a> {
     pub traceparent: Option<&'a str>,
     /// The call that made it: reputation counts a refusal by it.
     pub origin: RecordOrigin,
+    /// The trust in force it was judged with (the minimum over its
+    /// token's chain); `None` when judging stopped before trust.
+    pub trust: Option<f64>,
 }
 
 /// An amount as the tables store it.
@@ -336,8 +345,8 @@ pub fn insert(
         "INSERT INTO records (aar_id, provenance_ref, jti, agent_id, action, resource, status, result,
             deny_reason, result_hash, spend_micros, trust_score, delegation_depth, human_ref,
             assurance_level, created_at, completed_at, delegated_jti, credential, seq,
-            reserved_micros, log_created, traceparent, origin)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21, ?22, ?23, ?24)",
+            reserved_micros, log_created, traceparent, origin, trust_ppm)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21, ?22, ?23, ?24, ?25)",
     )?
     .execute(params![
         record.aar_id.as_str(),
@@ -364,7 +373,21 @@ pub fn insert(
         log_created,
         record.traceparent,
         record.origin.as_str(),
+        record.trust.map(trust_ppm),
     ])?;
+    Ok(())
+}
+
+/// A trust in [0, 1] as the tables store it: millionths.
+fn trust_ppm(trust: f64) -> i64 {
+    (trust.clamp(0.0, 1.0) * 1_000_000.0).round() as i64
+}
+
+/// Names the child token a `delegate` record issued once its approval
+/// came (the record was stored waiting for it, with none).
+pub fn set_delegated(conn: &Connection, aar_id: &str, child_jti: &str) -> sql::Result<()> {
+    conn.prepare_cached("UPDATE records SET delegated_jti = ?1 WHERE aar_id = ?2")?
+        .execute(params![child_jti, aar_id])?;
     Ok(())
 }
 

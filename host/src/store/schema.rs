@@ -74,6 +74,11 @@
 //!   the same organisation, with its weight in millionths, its expiry and
 //!   its withdrawal (when, by whom); `log_created` and `log_withdrawn` are
 //!   their leaves.
+//! - The agent registry (schema 10, `crate::store::agents`): an agent's
+//!   `owner` (the `human_ref` of the root token it was first issued for)
+//!   and `parent` (the agent a delegation registered it under), in
+//!   `agents`; a record's `trust_ppm`, the trust in force it was judged
+//!   with (millionths).
 //! - A record's `origin` (schema 9): the call that made it (`authorize`,
 //!   `record_action`, `delegate`; null for records made before), which
 //!   reputation counts a refusal by: a record denied at `authorize` is one
@@ -88,11 +93,11 @@
 //! record index, ending in `seq`, is searched within that range.
 
 /// The schema version this build writes.
-pub(crate) const VERSION: i64 = 9;
+pub(crate) const VERSION: i64 = 10;
 
 /// PostgreSQL's schema at version 5 (version 6 adds [`POSTGRES_EVENTS`]
 /// to it, version 7 [`POSTGRES_DASHBOARD`], version 8 [`POSTGRES_TRUST`],
-/// version 9 [`POSTGRES_RECORD_ORIGIN`]): SQLite's tables with PostgreSQL's
+/// version 9 [`POSTGRES_RECORD_ORIGIN`], version 10 [`POSTGRES_AGENTS`]): SQLite's tables with PostgreSQL's
 /// types (every integer a `BIGINT`, blobs `BYTEA`, text compared byte by
 /// byte, `COLLATE "C"`, as SQLite does). A record's `org` is stored, since
 /// PostgreSQL 15 has no virtual generated columns; `seq` is still the
@@ -554,6 +559,25 @@ ALTER TABLE records ADD COLUMN origin TEXT;
 /// PostgreSQL's types.
 pub(crate) const POSTGRES_RECORD_ORIGIN: &str = r#"
 ALTER TABLE records ADD COLUMN origin TEXT COLLATE "C";
+"#;
+
+/// Version 10: the agent registry (`crate::store::agents`): each agent's
+/// owner (a `human_ref`) and the agent a delegation registered it under
+/// (`parent`), filled for the agents stored before by
+/// `agents::register_existing`; and each record's trust in force when it
+/// was made (`trust_ppm`, millionths; null for records made before).
+pub(crate) const AGENTS: &str = r#"
+ALTER TABLE agents ADD COLUMN owner TEXT;
+ALTER TABLE agents ADD COLUMN parent TEXT;
+ALTER TABLE records ADD COLUMN trust_ppm INTEGER;
+"#;
+
+/// Version 10 on PostgreSQL, over version 9: [`AGENTS`] with PostgreSQL's
+/// types.
+pub(crate) const POSTGRES_AGENTS: &str = r#"
+ALTER TABLE agents ADD COLUMN owner TEXT COLLATE "C";
+ALTER TABLE agents ADD COLUMN parent TEXT COLLATE "C";
+ALTER TABLE records ADD COLUMN trust_ppm BIGINT;
 "#;
 
 /// Version 6: approvals, the events outbox, webhooks and their delivery

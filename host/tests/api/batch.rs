@@ -177,9 +177,11 @@ fn delta(before: &BTreeMap<String, f64>, after: &BTreeMap<String, f64>) -> BTree
 }
 
 /// A value without what names one run rather than another: ids, agents,
-/// workflows, jti hashes and times.
+/// workflows, jti hashes and times (and the trust in force, which decays
+/// with time).
 fn normalised(value: &Value) -> Value {
-    const NAMING: [&str; 9] = [
+    const NAMING: [&str; 10] = [
+        "trust_in_force",
         "aar_id",
         "agent_id",
         "provenance_ref",
@@ -365,7 +367,8 @@ async fn a_batch_writes_what_the_same_records_sent_one_by_one_write() {
         let body: Value = response.json().await.unwrap();
         one_by_one.push(if status == StatusCode::CREATED {
             json!({"recorded": true, "aar_id": body["aar_id"], "provenance_ref": body["provenance_ref"],
-                   "trust_score": body["trust_score"], "delegation_depth": body["delegation_depth"]})
+                   "trust_score": body["trust_score"], "trust_in_force": body["trust_in_force"],
+                   "delegation_depth": body["delegation_depth"]})
         } else {
             json!({"recorded": false, "status": body["status"], "code": body["code"],
                    "detail": body["detail"], "aar_id": body["aar_id"]})

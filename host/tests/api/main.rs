@@ -24,6 +24,7 @@ mod hostile_bodies;
 #[cfg(feature = "postgres-suite")]
 mod hosts;
 mod idempotency;
+mod identity;
 mod key_revocation;
 mod log;
 mod logs;
