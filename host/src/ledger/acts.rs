@@ -288,7 +288,7 @@ impl Ledger {
     /// `vat_jti` by its `aar_id`, as the spec shows. Spend up to what was
     /// authorized (the reservation, which is what an approval was granted
     /// for) is settled and the rest released; spend above it is judged
-    /// again ([`Ledger::judge_extra_spend`]). A refusal changes nothing.
+    /// again (`judge_extra_spend`). A refusal changes nothing.
     pub fn complete(&mut self, completion: &Completion, now: Now) -> Result<Record, LedgerError> {
         let (mut record, token) = self.record(&completion.aar_id)?;
         match (&completion.presented, record.credential) {
