@@ -8,8 +8,9 @@
 //! included (a delegation is recorded as an action). Denied attempts count
 //! towards nothing.
 
+use crate::approval::chain_requires_approval;
 use crate::money::Usd;
-use crate::scope::{Constraints, Limit};
+use crate::scope::{Action, Constraints, Limit, Resource};
 
 /// What a token and its descendants have used so far.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -95,6 +96,48 @@ pub fn check_chain_extra_spend(
     chain
         .iter()
         .try_for_each(|(constraints, used)| check_extra_spend(constraints, *used, extra))
+}
+
+/// Why a completion may not report the spend it reports.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum CompletionSpendRefused {
+    /// The spend above what was authorized would pass a budget of the
+    /// chain.
+    #[error(transparent)]
+    Budget(#[from] BudgetExceeded),
+    /// A requirement of the chain matches the action at this spend: it
+    /// needs a human's approval, which nobody gave for this much.
+    #[error("spending this much needs a human's approval")]
+    ApprovalRequired,
+}
+
+/// Judges a completion of `action` on `resource` that reports `spend`
+/// where `authorized` was authorized: the reservation made at authorize,
+/// which is also what an approval, when the action waited for one, was
+/// granted for. Up to it, the spend is covered. Above it, the completion is
+/// judged as the attempt was, in the same order: the extra amount against
+/// every budget of the chain, root first (the action is counted already,
+/// so only spend is checked), then the whole new spend against every
+/// approval requirement of the chain — an approval covers the spend it was
+/// granted for and no more, so any requirement that matches needs a new
+/// one. `chain` is as [`check_chain_budgets`] takes it.
+pub fn check_completion_spend(
+    chain: &[(Constraints, Usage)],
+    action: &Action,
+    resource: &Resource,
+    authorized: Usd,
+    spend: Usd,
+) -> Result<(), CompletionSpendRefused> {
+    let extra = spend.saturating_sub(authorized);
+    if extra == Usd::ZERO {
+        return Ok(());
+    }
+    check_chain_extra_spend(chain, extra)?;
+    let constraints = chain.iter().map(|(constraints, _)| constraints);
+    if chain_requires_approval(constraints, action, resource, spend) {
+        return Err(CompletionSpendRefused::ApprovalRequired);
+    }
+    Ok(())
 }
 
 /// The shares of a limit, in percent, whose reaching is reported
@@ -348,6 +391,95 @@ mod tests {
             check_chain_extra_spend(&chain, usd(max)),
             Err(BudgetExceeded(Limit::MaxSpendUsd))
         );
+    }
+
+    fn guarded(spend: Option<u64>, requirement: serde_json::Value) -> Constraints {
+        Constraints {
+            require_approval: Some(serde_json::from_value(requirement).unwrap()),
+            ..limits(spend, None)
+        }
+    }
+
+    fn pay() -> (Action, Resource) {
+        (
+            Action::parse("pay").unwrap(),
+            Resource::parse("billing:invoice/7").unwrap(),
+        )
+    }
+
+    #[test]
+    fn a_completion_up_to_what_was_authorized_is_covered() {
+        let (action, resource) = pay();
+        // Over the threshold and the budget already, and approved so: the
+        // authorized amount stands, and so does anything less.
+        let chain = [(
+            guarded(
+                Some(100),
+                serde_json::json!({"actions": ["pay"], "spend_over_usd": 0}),
+            ),
+            used(150_000_000, 1),
+        )];
+        for spend in [usd(150_000_000), usd(1), Usd::ZERO] {
+            assert_eq!(
+                check_completion_spend(&chain, &action, &resource, usd(150_000_000), spend),
+                Ok(())
+            );
+        }
+    }
+
+    #[test]
+    fn spend_above_what_was_authorized_is_judged_again() {
+        let (action, resource) = pay();
+        let threshold = serde_json::json!({"spend_over_usd": 100});
+        let chain = [(guarded(None, threshold.clone()), used(1_000_000, 1))];
+        let check = |chain: &[(Constraints, Usage)], authorized, spend| {
+            check_completion_spend(chain, &action, &resource, usd(authorized), usd(spend))
+        };
+        // Authorized $1, completed $50,000: the threshold matches.
+        assert_eq!(
+            check(&chain, 1_000_000, 50_000_000_000),
+            Err(CompletionSpendRefused::ApprovalRequired)
+        );
+        assert_eq!(check(&chain, 1_000_000, 100_000_000), Ok(()));
+        assert_eq!(
+            check(&chain, 1_000_000, 100_000_001),
+            Err(CompletionSpendRefused::ApprovalRequired)
+        );
+        // Approved for $150: $150.000001 needs another approval.
+        assert_eq!(
+            check(&chain, 150_000_000, 150_000_001),
+            Err(CompletionSpendRefused::ApprovalRequired)
+        );
+        // An action that always needs approval: any raise needs one.
+        let always = [(
+            guarded(None, serde_json::json!({"actions": ["pay"]})),
+            used(40_000_000, 1),
+        )];
+        assert_eq!(
+            check(&always, 40_000_000, 40_000_001),
+            Err(CompletionSpendRefused::ApprovalRequired)
+        );
+        // A requirement of any token of the chain counts; a budget of any
+        // is judged first.
+        let chain = [
+            (guarded(Some(10_000_000), threshold), used(4_000_000, 1)),
+            (
+                guarded(None, serde_json::json!({"spend_over_usd": 5})),
+                used(4_000_000, 1),
+            ),
+        ];
+        assert_eq!(
+            check(&chain, 4_000_000, 10_000_001),
+            Err(CompletionSpendRefused::Budget(BudgetExceeded(
+                Limit::MaxSpendUsd
+            )))
+        );
+        assert_eq!(
+            check(&chain, 4_000_000, 5_000_001),
+            Err(CompletionSpendRefused::ApprovalRequired)
+        );
+        assert_eq!(check(&chain, 4_000_000, 5_000_000), Ok(()));
+        assert_eq!(check(&[], 0, 1 << 40), Ok(()));
     }
 
     #[test]

@@ -58,8 +58,9 @@ pub mod webhook;
 pub use agents::{Naming, NotYours, chain_trust, check_naming, may_issue_for};
 pub use approval::{ApprovalRequirement, chain_requires_approval};
 pub use budget::{
-    BUDGET_THRESHOLDS, BudgetExceeded, ThresholdReached, Usage, check_budget, check_chain_budgets,
-    check_chain_extra_spend, check_extra_spend, largest_share, thresholds_reached,
+    BUDGET_THRESHOLDS, BudgetExceeded, CompletionSpendRefused, ThresholdReached, Usage,
+    check_budget, check_chain_budgets, check_chain_extra_spend, check_completion_spend,
+    check_extra_spend, largest_share, thresholds_reached,
 };
 pub use chain::{ChainError, ChainFault, verify_chain};
 pub use dpop::{

@@ -64,6 +64,14 @@ fn hash(key: &str) -> [u8; 32] {
     Sha256::digest(key.as_bytes()).into()
 }
 
+/// Whether `text` was meant as an API key: it starts as every key does
+/// (a token never does), whatever follows. A call that takes a key or a
+/// token reads such a credential as a key, so a mistyped key is told it
+/// was not accepted rather than judged as a token.
+pub fn meant_as_key(text: &str) -> bool {
+    text.starts_with(PREFIX)
+}
+
 /// Whether `text` has the form of an API key (not whether it is valid).
 pub fn looks_like_key(text: &str) -> bool {
     text.strip_prefix(PREFIX).is_some_and(|rest| {

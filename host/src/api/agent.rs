@@ -147,9 +147,7 @@ pub(crate) async fn record_action(
 /// of its denial.
 fn recorded(attempted: &Attempted) -> Result<RecordActionResponse, ApiError> {
     match attempted.denied {
-        Some(reason) => {
-            Err(denial(reason, attempted.credential).with_record(attempted.aar_id.as_str()))
-        }
+        Some(reason) => Err(denial(reason, attempted).with_record(attempted.aar_id.as_str())),
         None => Ok(RecordActionResponse {
             recorded: true,
             aar_id: attempted.aar_id.to_string(),
@@ -320,7 +318,7 @@ pub(crate) async fn authorize(
 fn render_decision(attempted: &Attempted) -> Rendered {
     if let Some(reason @ (DenyReason::TokenRevoked | DenyReason::TokenExpired)) = attempted.denied {
         return Rendered::problem(
-            &denial(reason, attempted.credential).with_record(attempted.aar_id.as_str()),
+            &denial(reason, attempted).with_record(attempted.aar_id.as_str()),
         );
     }
     let claims = &attempted.claims;

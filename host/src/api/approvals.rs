@@ -17,6 +17,7 @@ use super::extract::{AgentCall, ApiKeyAuth, Json, Need, Operation, has_api_key};
 use super::query::{Query, limit};
 use crate::clock::iso_ms;
 use crate::error::{ApiError, ApiResult};
+use crate::ledger::LedgerError;
 use crate::model::{ApprovalBody, ApprovalPage, ChainLink, DecisionRequest, forms};
 use crate::queries::{self, ApprovalInFull, DEFAULT_LIMIT, MAX_LIMIT, QueryError};
 use crate::store::approvals::ApprovalStatus;
@@ -279,10 +280,7 @@ pub(crate) async fn decide(
         spans::export(&state, &aar_id);
     }
     if view.approval.status != ApprovalStatus::Decided(decision) {
-        return Err(ApiError::conflict(
-            "approval_expired",
-            "the approval expired before this decision arrived",
-        ));
+        return Err(LedgerError::ApprovalExpired.into());
     }
     let full = read(&state, &Reader::Key(org), &id).await?;
     Ok(axum::Json(approval_body(full)))

@@ -322,21 +322,36 @@ impl Operation {
         headers: &HeaderMap,
     ) -> ApiResult<Principal> {
         let needs = self.key_needs()?;
-        let presented = bearer(headers)?
-            .filter(|c| apikeys::looks_like_key(c))
-            .ok_or_else(|| {
-                ApiError::unauthorized(
+        let presented = match bearer(headers)? {
+            Some(key) if apikeys::looks_like_key(key) => key.to_owned(),
+            Some(key) if apikeys::meant_as_key(key) => {
+                return Err(ApiError::unauthorized(
+                    "unauthorized",
+                    "the API key was not accepted: it is not of the form mk_ and 43 characters; check that it was copied whole",
+                ));
+            }
+            Some(_) => {
+                return Err(ApiError::unauthorized(
+                    "unauthorized",
+                    "the credential sent is not an API key, and this call takes one: Authorization: Bearer mk_…",
+                ));
+            }
+            None => {
+                return Err(ApiError::unauthorized(
                     "unauthorized",
                     "an API key is required: Authorization: Bearer mk_…",
-                )
-            })?
-            .to_owned();
+                ));
+            }
+        };
         let principal = state
             .store
             .read_keys(move |conn| Ok::<_, StoreError>(apikeys::lookup(conn, &presented)?))
             .await?
             .ok_or_else(|| {
-                ApiError::unauthorized("unauthorized", "the API key is unknown or revoked")
+                ApiError::unauthorized(
+                    "unauthorized",
+                    "the API key was not accepted: no active key matches it (unknown or revoked)",
+                )
             })?;
         state.limiters.api_key(&principal.id)?;
         state.limiters.org(principal.org)?;
@@ -375,9 +390,10 @@ impl FromRequestParts<AppState> for ApiKeyAuth {
     }
 }
 
-/// Whether a request carries an API key (rather than an agent token).
+/// Whether a request carries an API key (rather than an agent token),
+/// well-formed or not: one that is not is refused as a key.
 pub(crate) fn has_api_key(headers: &HeaderMap) -> bool {
-    matches!(bearer(headers), Ok(Some(c)) if apikeys::looks_like_key(c))
+    matches!(bearer(headers), Ok(Some(c)) if apikeys::meant_as_key(c))
 }
 
 /// The scheme of an `Authorization` header that carries a token.
@@ -532,7 +548,7 @@ impl AgentCall {
         let Some((scheme, compact)) = authorization(&self.headers)? else {
             return Ok(None);
         };
-        if apikeys::looks_like_key(compact) {
+        if apikeys::meant_as_key(compact) {
             return Err(ApiError::token_required(
                 "an API key (mk_…) was sent; agent calls take the agent's token: \
                  Authorization: Bearer <compact_jwt> (DPoP <compact_jwt> with a proof when bound)",

@@ -5,7 +5,7 @@ use axum::http::StatusCode;
 use mandate_core::{DenyReason, IssueError, RecordError};
 
 use crate::error::{ApiError, ViolationBody};
-use crate::ledger::{LedgerError, QuotaExceeded, Refusal};
+use crate::ledger::{Attempted, LedgerError, QuotaExceeded, Refusal};
 use crate::queries::QueryError;
 use crate::store::StoreError;
 use crate::store::records::Credential;
@@ -50,28 +50,26 @@ impl From<LedgerError> for ApiError {
             LedgerError::UnknownRecord => ApiError::not_found("record_not_found", message),
             LedgerError::UnknownApproval => ApiError::not_found("approval_not_found", message),
             LedgerError::UnknownWorkflow => ApiError::not_found("workflow_not_found", message),
+            LedgerError::ApprovalExpired => ApiError::conflict("approval_expired", message),
             LedgerError::TooManyRecords => ApiError::new(
                 StatusCode::UNPROCESSABLE_ENTITY,
                 "too_many_records",
                 message,
             ),
             LedgerError::Lifecycle(error) => lifecycle(error),
-            LedgerError::BeyondReservation {
-                aar_id,
-                expired,
-                presented,
-            } => {
-                let mut problem = if presented {
-                    ApiError::holder_inactive(expired)
-                } else {
-                    ApiError::token_inactive()
-                };
+            LedgerError::BeyondReservation { aar_id, expired } => {
+                let mut problem = ApiError::holder_inactive(expired);
                 problem.detail.push_str("; ");
                 problem.detail.push_str(&message);
                 problem.with_record(aar_id.as_str())
             }
+            LedgerError::BeyondReservationWithoutToken { .. } => ApiError::token_required(message),
             LedgerError::OverBudget { aar_id, exceeded } => {
                 ApiError::forbidden(exceeded.code(), exceeded.to_string())
+                    .with_record(aar_id.as_str())
+            }
+            LedgerError::CompletionNeedsApproval { ref aar_id, .. } => {
+                ApiError::forbidden(DenyReason::ApprovalRequired.code(), message)
                     .with_record(aar_id.as_str())
             }
             LedgerError::TtlOutOfRange(error) => {
@@ -116,17 +114,35 @@ impl From<LedgerError> for ApiError {
     }
 }
 
-/// The problem a denied attempt answers with. An inactive token is named
-/// only to a caller who presented the token itself.
-pub(crate) fn denial(reason: DenyReason, credential: Credential) -> ApiError {
+/// The problem a denied attempt answers with. An inactive token is named,
+/// and the scope of a token refused an action or resource is listed, only
+/// to a caller who presented the token itself: it holds the token, so
+/// nothing is disclosed.
+pub(crate) fn denial(reason: DenyReason, attempted: &Attempted) -> ApiError {
+    let holder = attempted.credential == Credential::Token;
+    let scope = &attempted.claims.svc_scope;
     match reason {
-        DenyReason::TokenRevoked | DenyReason::TokenExpired => match credential {
-            Credential::Token => ApiError::holder_inactive(reason == DenyReason::TokenExpired),
-            Credential::Jti => ApiError::token_inactive(),
-        },
+        DenyReason::TokenRevoked | DenyReason::TokenExpired if holder => {
+            ApiError::holder_inactive(reason == DenyReason::TokenExpired)
+        }
+        DenyReason::TokenRevoked | DenyReason::TokenExpired => ApiError::token_inactive(),
+        DenyReason::ActionNotPermitted if holder => ApiError::forbidden(
+            reason.code(),
+            format!(
+                "the token does not hold this action; it holds: {}",
+                listed(scope.actions())
+            ),
+        ),
         DenyReason::ActionNotPermitted => {
             ApiError::forbidden(reason.code(), "the token does not hold this action")
         }
+        DenyReason::ResourceNotPermitted if holder => ApiError::forbidden(
+            reason.code(),
+            format!(
+                "no resource pattern of the token covers this resource; its patterns: {}",
+                listed(scope.resources())
+            ),
+        ),
         DenyReason::ResourceNotPermitted => ApiError::forbidden(
             reason.code(),
             "no resource pattern of the token covers this resource",
@@ -158,6 +174,15 @@ pub(crate) fn denial(reason: DenyReason, credential: Credential) -> ApiError {
             "the agent's trust is below the token's min_trust",
         ),
     }
+}
+
+/// Entries of a scope as a comma-separated list.
+fn listed<T: std::fmt::Display>(items: &[T]) -> String {
+    items
+        .iter()
+        .map(T::to_string)
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 /// The problem a refused delegation answers with.

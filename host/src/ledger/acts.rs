@@ -5,9 +5,9 @@ use std::sync::Arc;
 
 use mandate_core::webhook::EventType;
 use mandate_core::{
-    AarId, Action, ApprovalId, Claims, Decision, DenyReason, Jti, Outcome, Rating, RecordEvent,
-    RecordOrigin, RecordState, Resource, ResultHash, Usd, chain_requires_approval,
-    check_chain_budgets, check_chain_extra_spend, transition,
+    AarId, Action, ApprovalId, Claims, CompletionSpendRefused, Decision, DenyReason, Jti, Outcome,
+    Rating, RecordEvent, RecordOrigin, RecordState, Resource, ResultHash, Usd,
+    chain_requires_approval, check_chain_budgets, check_completion_spend, transition,
 };
 
 use super::outbox::ChargedBy;
@@ -287,13 +287,12 @@ impl Ledger {
         Ok((record, token))
     }
 
-    /// Closes a pending record. Spend above the reservation is checked
-    /// against every budget of the chain; spend below it is released. Once
-    /// the record's token is revoked or expired, a completion still reports
-    /// what happened, but may report spend up to the reservation and no
-    /// more. A record made with the token itself is completed only with
-    /// that token or an ancestor's; one made with a bare `vat_jti` by its
-    /// `aar_id`, as the spec shows.
+    /// Closes a pending record. A record made with the token itself is
+    /// completed only with that token or an ancestor's; one made with a bare
+    /// `vat_jti` by its `aar_id`, as the spec shows. Spend up to what was
+    /// authorized (the reservation, which is what an approval was granted
+    /// for) is settled and the rest released; spend above it is judged
+    /// again (`judge_extra_spend`). A refusal changes nothing.
     pub fn complete(&mut self, completion: &Completion, now: Now) -> Result<Record, LedgerError> {
         let (mut record, token) = self.record(&completion.aar_id)?;
         match (&completion.presented, record.credential) {
@@ -309,21 +308,8 @@ impl Ledger {
             .map_err(LedgerError::Lifecycle)?;
         let budgeted = self.budgeted(&token.claims)?;
         let spend = completion.spend.unwrap_or(record.spend);
-        let extra = spend.saturating_sub(record.spend);
-        if extra > Usd::ZERO {
-            if let Some(reason) = token.inactive_reason(now.s()) {
-                return Err(LedgerError::BeyondReservation {
-                    aar_id: completion.aar_id.clone(),
-                    expired: reason == DenyReason::TokenExpired,
-                    presented: completion.presented.is_some(),
-                });
-            }
-            if let Err(exceeded) = check_chain_extra_spend(&self.usage(&budgeted)?, extra) {
-                return Err(LedgerError::OverBudget {
-                    aar_id: completion.aar_id.clone(),
-                    exceeded,
-                });
-            }
+        if spend > record.spend {
+            self.judge_extra_spend(completion, &record, &token, &budgeted, spend, now)?;
         }
         let at = now.ms();
         let aar_id = completion.aar_id.clone();
@@ -378,6 +364,51 @@ impl Ledger {
             );
         }
         Ok(record)
+    }
+
+    /// Judges a completion reporting `spend` above what `record` was
+    /// authorized for. Only the token's holder may raise it — anyone who
+    /// has seen the `aar_id` of a record made with a bare `vat_jti` may
+    /// complete it — and only while the token is active; then core judges
+    /// it as the attempt was judged: the chain's budgets, then its approval
+    /// requirements.
+    fn judge_extra_spend(
+        &mut self,
+        completion: &Completion,
+        record: &Record,
+        token: &Token,
+        budgeted: &super::Budgeted,
+        spend: Usd,
+        now: Now,
+    ) -> Result<(), LedgerError> {
+        let aar_id = || completion.aar_id.clone();
+        if completion.presented.is_none() {
+            return Err(LedgerError::BeyondReservationWithoutToken {
+                reserved: record.spend,
+            });
+        }
+        if let Some(reason) = token.inactive_reason(now.s()) {
+            return Err(LedgerError::BeyondReservation {
+                aar_id: aar_id(),
+                expired: reason == DenyReason::TokenExpired,
+            });
+        }
+        let action = Action::parse(&record.action).map_err(internal)?;
+        let resource = Resource::parse(&record.resource).map_err(internal)?;
+        let usage = self.usage(budgeted)?;
+        check_completion_spend(&usage, &action, &resource, record.spend, spend).map_err(|refused| {
+            match refused {
+                CompletionSpendRefused::Budget(exceeded) => LedgerError::OverBudget {
+                    aar_id: aar_id(),
+                    exceeded,
+                },
+                CompletionSpendRefused::ApprovalRequired => LedgerError::CompletionNeedsApproval {
+                    aar_id: aar_id(),
+                    authorized: record.spend,
+                    spend,
+                },
+            }
+        })
     }
 
     /// Gives a completed record of `org` its one human rating, by the API

@@ -104,9 +104,11 @@ impl Ledger {
 
     /// A person's decision on an approval of `org`, by the API key `by`
     /// (approved or denied; an expiry is time's). Another organisation's
-    /// approval is unknown; one decided before is `not_awaiting_approval`;
-    /// one that lapsed before the timer expired it is expired now, and the
-    /// answer says so (its status is not the decision asked for).
+    /// approval is unknown; one expired before (by the timer, or by a
+    /// revocation) is [`LedgerError::ApprovalExpired`]; one a person
+    /// decided before is `not_awaiting_approval`; one that lapsed before
+    /// the timer expired it is expired now, and the answer says so (its
+    /// status is not the decision asked for).
     pub fn decide(
         &mut self,
         org: Org,
@@ -123,6 +125,9 @@ impl Ledger {
         let approval = rows::by_id(&self.conn, id.as_str())?
             .filter(|approval| approval.org == org)
             .ok_or(LedgerError::UnknownApproval)?;
+        if approval.status == ApprovalStatus::Decided(ApprovalDecision::Expired) {
+            return Err(LedgerError::ApprovalExpired);
+        }
         if approval.status == ApprovalStatus::Pending && now.ms() >= approval.expires_at {
             // Lapsed, and the timer has not come by yet: time decided
             // first. The caller sees it expired.

@@ -106,6 +106,10 @@ pub enum LedgerError {
     /// No approval of the caller's organisation has this id.
     #[error("no approval has this approval_id")]
     UnknownApproval,
+    /// A person's decision on an approval that time (or a revocation)
+    /// expired before: nothing is left to decide.
+    #[error("the approval expired before this decision arrived")]
+    ApprovalExpired,
     /// No workflow of the caller's organisation has this provenance_ref.
     #[error("no workflow has this provenance_ref")]
     UnknownWorkflow,
@@ -124,14 +128,30 @@ pub enum LedgerError {
         aar_id: AarId,
         /// The token expired (rather than was revoked).
         expired: bool,
-        /// The caller presented the token itself.
-        presented: bool,
     },
+    /// A completion by `aar_id` alone reported more than was reserved:
+    /// anyone who has seen the `aar_id` may complete the record, so only
+    /// the token's holder may raise its spend.
+    #[error(
+        "a completion by aar_id alone may report spend up to the ${reserved} reserved at authorize, no more; to report more, complete with the record's token (or one it was delegated from)"
+    )]
+    BeyondReservationWithoutToken { reserved: Usd },
     /// A completion's extra spend would break a budget of the chain.
     #[error("{exceeded}")]
     OverBudget {
         aar_id: AarId,
         exceeded: BudgetExceeded,
+    },
+    /// A completion's spend above what was authorized matches an approval
+    /// requirement of the chain: an approval covers only the spend it was
+    /// granted for.
+    #[error(
+        "spending ${spend} needs a human's approval; this action was authorized for ${authorized}. Complete it with at most that, and authorize the rest as an action of its own"
+    )]
+    CompletionNeedsApproval {
+        aar_id: AarId,
+        authorized: Usd,
+        spend: Usd,
     },
     /// A requested lifetime outside the allowed range.
     #[error(transparent)]

@@ -361,16 +361,22 @@ fn after_its_token_ends_a_completion_reports_up_to_the_reservation() {
         result: Outcome::Error,
         result_hash: None,
         spend: Some(usd(2.5)),
-        presented: None,
+        presented: Some(root.jti.clone()),
     };
     assert!(matches!(
         f.ledger.complete(&over, at(4)).unwrap_err(),
-        LedgerError::BeyondReservation {
-            expired: false,
-            presented: false,
-            ..
-        }
+        LedgerError::BeyondReservation { expired: false, .. }
     ));
+    // By the aar_id alone, never more than the reservation, whatever the
+    // token's standing.
+    let bare = Completion {
+        presented: None,
+        ..over.clone()
+    };
+    assert_eq!(
+        f.ledger.complete(&bare, at(4)).unwrap_err(),
+        LedgerError::BeyondReservationWithoutToken { reserved: usd(2.0) }
+    );
     let within = Completion {
         spend: Some(usd(1.0)),
         ..over

@@ -222,7 +222,7 @@ async fn an_approval_nobody_decides_expires_on_its_own() {
     expect_problem(
         decide(&app, &app.admin_key, &id, "approve").await,
         StatusCode::CONFLICT,
-        "not_awaiting_approval",
+        "approval_expired",
     )
     .await;
 }

@@ -343,9 +343,12 @@ async fn spend_is_reserved_then_settled_on_complete() {
     .await;
     assert_eq!(second["authorized"], true);
     let aar2 = text(&second["aar_id"]);
+    // Only the token's holder may report more than was reserved (anyone
+    // who has seen the aar_id may complete by it), and not past a budget.
     let too_much = app
-        .post(
+        .post_auth(
             &format!("/v1/vat/aar/{aar2}/complete"),
+            text(&token["compact_jwt"]),
             &json!({"result": "success", "spend_usd": 7.500001}),
         )
         .await;

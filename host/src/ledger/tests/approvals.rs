@@ -349,7 +349,7 @@ fn revoking_the_root_ends_what_its_chain_waits_for() {
                 at(5)
             )
             .unwrap_err(),
-        LedgerError::Lifecycle(RecordError::NotAwaitingApproval),
+        LedgerError::ApprovalExpired,
         "nothing is left to approve"
     );
     assert_eq!(
