@@ -23,6 +23,7 @@ mod key_revocation;
 mod log;
 mod logs;
 mod migration;
+mod names;
 mod openapi;
 mod orgs;
 mod otel;
