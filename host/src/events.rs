@@ -13,7 +13,10 @@
 //! | `budget.threshold` | a chain's use of a budget reaches 80 % or 100 % | [`BudgetThresholdData`] |
 //!
 //! No event carries a jti or a key: a token is named by its jti hash
-//! (`jth`, as the record log names it), a key by its id.
+//! (`jth`, as the record log names it), a key by its id. Nor the `aar_id`
+//! of a record it completes: one made with a bare `vat_jti` and not yet
+//! completed is completed by its `aar_id` alone (spec §4.4), so events
+//! about it leave the `aar_id` out.
 
 use serde::Serialize;
 use utoipa::ToSchema;
@@ -64,7 +67,10 @@ pub struct TokenRevokedData {
 #[derive(Debug, Clone, Serialize, ToSchema)]
 pub struct ApprovalData {
     pub approval_id: String,
-    pub aar_id: String,
+    /// The record waiting; left out while its `aar_id` completes it (a
+    /// record made with a bare `vat_jti`, not yet completed).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub aar_id: Option<String>,
     /// `pending`, `approved`, `denied` or `expired`.
     pub status: String,
     pub agent_id: String,
@@ -100,6 +106,9 @@ pub struct BudgetThresholdData {
     /// including reservations, or actions).
     pub used: f64,
     pub limit: f64,
-    /// The record whose charge reached the threshold.
-    pub aar_id: String,
+    /// The record whose charge reached the threshold; left out while its
+    /// `aar_id` completes it (a record made with a bare `vat_jti`, not yet
+    /// completed when charged).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub aar_id: Option<String>,
 }

@@ -51,6 +51,13 @@ pub mod forms {
     #[schema(value_type = String, pattern = r"^vat_(root|del)_[0-7][0-9a-hjkmnp-tv-z]{25}$")]
     pub struct Jti(String);
 
+    /// A jti hash (`jth`): base64url SHA-256 of a jti, 43 characters. Lists,
+    /// records, graphs and events name tokens by it; it names a token and
+    /// acts as none.
+    #[derive(Debug, ToSchema)]
+    #[schema(value_type = String, pattern = r"^[A-Za-z0-9_-]{43}$")]
+    pub struct Jth(String);
+
     /// A record id, `aar_<ulid>`.
     #[derive(Debug, ToSchema)]
     #[schema(value_type = String, pattern = r"^aar_[0-7][0-9a-hjkmnp-tv-z]{25}$")]
@@ -559,7 +566,10 @@ pub struct ApprovalRef {
 pub struct ApprovalBody {
     #[schema(value_type = forms::ApprovalId)]
     pub approval_id: String,
-    pub aar_id: String,
+    /// The record waiting; left out while its `aar_id` completes it (a
+    /// record made with a bare `vat_jti`, not yet completed).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub aar_id: Option<String>,
     #[schema(value_type = forms::ApprovalStatus)]
     pub status: String,
     /// `agent:<agent_id>` of the agent asking.
@@ -652,12 +662,17 @@ pub struct FeedbackResponse {
 /// An action record, in full.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
 pub struct RecordBody {
-    pub aar_id: String,
-    pub provenance_ref: String,
-    /// The token the record was made with. Left out of the answer to a
-    /// completion made by `aar_id` alone: an `aar_id` does not reveal a jti.
+    /// The record's id. Left out of lists, graphs and approvals while it
+    /// completes the record — one made with a bare `vat_jti`, pending or
+    /// awaiting approval: then only the agent that made it (the
+    /// `authorize` answer) and whoever names it are shown it.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub vat_jti: Option<String>,
+    pub aar_id: Option<String>,
+    pub provenance_ref: String,
+    /// The jti hash of the token the record was made with (a jti is shown
+    /// only to whoever receives the token).
+    #[schema(value_type = forms::Jth)]
+    pub jth: String,
     pub agent_id: String,
     pub action: String,
     pub resource: String,
@@ -690,9 +705,10 @@ pub struct RecordBody {
     pub created_at: String,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub completed_at: Option<String>,
-    /// The child token, for `delegate` records.
+    /// The jti hash of the child token, for `delegate` records.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub delegated_jti: Option<String>,
+    #[schema(value_type = Option<forms::Jth>)]
+    pub delegated_jth: Option<String>,
     /// What the agent proved it held: `token` (the token itself, with its
     /// proof when bound) or `jti` (a bare `vat_jti`, which proves nothing).
     pub credential: String,
@@ -778,9 +794,14 @@ pub struct DelegateRequest {
 #[derive(Debug, Clone, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct RevokeRequest {
-    /// The token to revoke, with every descendant.
-    #[schema(value_type = forms::Jti)]
-    pub jti: String,
+    /// The token to revoke, with every descendant, by its jti (as its
+    /// holder was given it)…
+    #[schema(value_type = Option<forms::Jti>)]
+    pub jti: Option<String>,
+    /// …or by its jti hash (as lists, records and events show it): exactly
+    /// one of the two.
+    #[schema(value_type = Option<forms::Jth>)]
+    pub jth: Option<String>,
     #[schema(value_type = Option<forms::Text>, max_length = 512)]
     pub reason: Option<String>,
     /// When an agent revokes with its token, that token's jti, if given;
@@ -792,8 +813,10 @@ pub struct RevokeRequest {
 /// The tokens a revocation ended.
 #[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
 pub struct RevokeResponse {
-    /// The revoked token and its descendants: every one, or the first 1000
-    /// when `truncated` (the rest: `GET /v1/vat/tokens/{jti}`).
+    /// The jti hashes of the revoked token and its descendants: every
+    /// one, or the first 1000 when `truncated` (the rest:
+    /// `GET /v1/vat/tokens/{jth}`).
+    #[schema(value_type = Vec<forms::Jth>)]
     pub revoked: Vec<String>,
     /// How many tokens the revocation covers.
     pub revoked_count: u64,
@@ -804,9 +827,12 @@ pub struct RevokeResponse {
 /// A descendant in a token status.
 #[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
 pub struct TokenSummary {
-    pub jti: String,
+    #[schema(value_type = forms::Jth)]
+    pub jth: String,
     pub agent_id: String,
+    /// The parent's jti hash.
     #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(value_type = Option<forms::Jth>)]
     pub parent: Option<String>,
     pub delegation_depth: u32,
     /// `active`, `revoked` or `expired`.
@@ -816,11 +842,14 @@ pub struct TokenSummary {
 /// The status of a token and its descendants.
 #[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
 pub struct TokenStatus {
-    pub jti: String,
+    #[schema(value_type = forms::Jth)]
+    pub jth: String,
     /// `active`, `revoked` or `expired`.
     pub status: String,
     pub agent_id: String,
+    /// The parent's jti hash.
     #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(value_type = Option<forms::Jth>)]
     pub parent: Option<String>,
     pub delegation_depth: u32,
     pub provenance_ref: String,
@@ -841,7 +870,9 @@ pub struct TokenStatus {
 #[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
 pub struct WorkflowBody {
     pub provenance_ref: String,
-    pub root_jti: String,
+    /// The jti hash of the workflow's root token.
+    #[schema(value_type = forms::Jth)]
+    pub root_jth: String,
     pub root_agent_id: String,
     pub human_ref: String,
     /// What the organisation knows the human by, when it knows.

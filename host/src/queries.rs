@@ -472,7 +472,7 @@ fn read_token_tree(
         Some(cursor) => {
             let text = decode_cursor(cursor, 'd')?;
             let mut parts = text.splitn(3, ':');
-            let (Some(depth), Some(issued_at), Some(jti)) =
+            let (Some(depth), Some(issued_at), Some(jth)) =
                 (parts.next(), parts.next(), parts.next())
             else {
                 return Err(QueryError::InvalidCursor);
@@ -481,7 +481,7 @@ fn read_token_tree(
             After {
                 depth: number(depth)?,
                 issued_at: number(issued_at)?,
-                jti: jti.to_owned(),
+                jth: jth.to_owned(),
             }
         }
     };
@@ -490,9 +490,10 @@ fn read_token_tree(
     descendants.truncate(page.limit as usize);
     let next_cursor = more
         .then(|| {
-            descendants
-                .last()
-                .map(|t| encode_cursor(&format!("d:{}:{}:{}", t.depth, t.issued_at, t.jti)))
+            descendants.last().map(|t| {
+                let jth = tokens::jth_of(&t.jti);
+                encode_cursor(&format!("d:{}:{}:{jth}", t.depth, t.issued_at))
+            })
         })
         .flatten();
     Ok(TokenTree {

@@ -172,8 +172,8 @@ test("the reviewer's dashboard: counts, unrated records, a workflow rated at onc
     { status: 200, body: { agents: [{ agent_id: "agent:b" }] } },
     { status: 200, body: { agent_id: "agent:a", days: [] } },
     { status: 200, body: { window: "7d", bucket: "day", series: [], budgets: [] } },
-    { status: 200, body: { tokens: [{ jti: "vat_root_1" }], next_cursor: "t1" } },
-    { status: 200, body: { tokens: [{ jti: "vat_del_2" }] } },
+    { status: 200, body: { tokens: [{ jth: "jth_1" }], next_cursor: "t1" } },
+    { status: 200, body: { tokens: [{ jth: "jth_2" }] } },
     { status: 200, body: { workflows: [] } },
   );
   assert.deepEqual(await c.inboxCounts(), { approvals_pending: 2, records_unrated: 5 });
@@ -187,8 +187,8 @@ test("the reviewer's dashboard: counts, unrated records, a workflow rated at onc
   assert.equal((await c.agentHistory("agent:a/..", { days: 14 })).agent_id, "agent:a");
   assert.equal((await c.overview({ window: "7d" })).bucket, "day");
   const tokens = [];
-  for await (const token of c.tokens({ human_ref: "sha256:abc", status: "active" })) tokens.push(token.jti);
-  assert.deepEqual(tokens, ["vat_root_1", "vat_del_2"]);
+  for await (const token of c.tokens({ human_ref: "sha256:abc", status: "active" })) tokens.push(token.jth);
+  assert.deepEqual(tokens, ["jth_1", "jth_2"]);
   await c.workflowsPage({ human_ref: "sha256:abc" });
   assert.deepEqual(
     calls.map(({ method, url, headers, body }) => [method, url.slice(BASE.length), headers.authorization, body]),

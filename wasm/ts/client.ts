@@ -2087,9 +2087,12 @@ export class MandateClient {
     return this.#call("POST", path, credential, request, { ...options, retry: "once" });
   }
 
-  /** `GET /v1/vat/tokens/{jti}`: a token's status and a page of its descendants. */
-  token(jti: string, query: TokenQuery = {}, options: RequestOptions = {}): Promise<TokenStatus> {
-    return this.#call("GET", `/v1/vat/tokens/${segment(jti)}${queryString(query)}`, this.#key(), undefined, { ...options, retry: "read" });
+  /**
+   * `GET /v1/vat/tokens/{jth}`: a token's status and a page of its descendants, the token named by its jti hash (as
+   * lists show it) or by its jti (as its holder was given it). Every token in the answer is named by jti hash.
+   */
+  token(name: string, query: TokenQuery = {}, options: RequestOptions = {}): Promise<TokenStatus> {
+    return this.#call("GET", `/v1/vat/tokens/${segment(name)}${queryString(query)}`, this.#key(), undefined, { ...options, retry: "read" });
   }
 
   /**

@@ -826,7 +826,7 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
-    "/v1/vat/tokens/{jti}": {
+    "/v1/vat/tokens/{jth}": {
         parameters: {
             query?: never;
             header?: never;
@@ -1058,7 +1058,11 @@ export interface components {
         };
         /** @description An approval, with what the agent asks to do and the chain it acts for. */
         ApprovalBody: {
-            aar_id: string;
+            /**
+             * @description The record waiting; left out while its `aar_id` completes it (a
+             *     record made with a bare `vat_jti`, not yet completed).
+             */
+            aar_id?: string | null;
             action: string;
             /** @description `agent:<agent_id>` of the agent asking. */
             agent_id: string;
@@ -1091,7 +1095,11 @@ export interface components {
         };
         /** @description `approval.requested` and `approval.decided`. */
         ApprovalData: {
-            aar_id: string;
+            /**
+             * @description The record waiting; left out while its `aar_id` completes it (a
+             *     record made with a bare `vat_jti`, not yet completed).
+             */
+            aar_id?: string | null;
             action: string;
             agent_id: string;
             approval_id: string;
@@ -1173,8 +1181,12 @@ export interface components {
          *     threshold.
          */
         BudgetThresholdData: {
-            /** @description The record whose charge reached the threshold. */
-            aar_id: string;
+            /**
+             * @description The record whose charge reached the threshold; left out while its
+             *     `aar_id` completes it (a record made with a bare `vat_jti`, not yet
+             *     completed when charged).
+             */
+            aar_id?: string | null;
             agent_id: string;
             /** @description `max_spend_usd` or `max_actions`. */
             budget: string;
@@ -1575,6 +1587,12 @@ export interface components {
              */
             token_type: string;
         };
+        /**
+         * @description A jti hash (`jth`): base64url SHA-256 of a jti, 43 characters. Lists,
+         *     records, graphs and events name tokens by it; it names a token and
+         *     acts as none.
+         */
+        Jth: string;
         /** @description A token id, `vat_root_<ulid>` or `vat_del_<ulid>`. */
         Jti: string;
         /** @description An API key as listed (never the key itself). */
@@ -1817,7 +1835,13 @@ export interface components {
         };
         /** @description An action record, in full. */
         RecordBody: {
-            aar_id: string;
+            /**
+             * @description The record's id. Left out of lists, graphs and approvals while it
+             *     completes the record — one made with a bare `vat_jti`, pending or
+             *     awaiting approval: then only the agent that made it (the
+             *     `authorize` answer) and whoever names it are shown it.
+             */
+            aar_id?: string | null;
             action: string;
             agent_id: string;
             assurance_level: string;
@@ -1828,13 +1852,17 @@ export interface components {
              *     proof when bound) or `jti` (a bare `vat_jti`, which proves nothing).
              */
             credential: string;
-            /** @description The child token, for `delegate` records. */
-            delegated_jti?: string | null;
+            delegated_jth?: components["schemas"]["Jth"] | null;
             /** Format: int32 */
             delegation_depth: number;
             deny_reason?: string | null;
             feedback_at?: string | null;
             human_ref: string;
+            /**
+             * @description The jti hash of the token the record was made with (a jti is shown
+             *     only to whoever receives the token).
+             */
+            jth: components["schemas"]["Jth"];
             note?: string | null;
             provenance_ref: string;
             rating?: string | null;
@@ -1847,11 +1875,6 @@ export interface components {
             status: string;
             /** Format: double */
             trust_score: number;
-            /**
-             * @description The token the record was made with. Left out of the answer to a
-             *     completion made by `aar_id` alone: an `aar_id` does not reveal a jti.
-             */
-            vat_jti?: string | null;
         };
         /** @description A record, as `record.*` events carry it. */
         RecordData: {
@@ -1982,18 +2005,19 @@ export interface components {
         ResultFilter: "success" | "error" | "timeout" | "cancelled" | "denied" | "pending" | "awaiting_approval";
         /** @description `POST /v1/vat/revoke`. */
         RevokeRequest: {
-            /** @description The token to revoke, with every descendant. */
-            jti: components["schemas"]["Jti"];
+            jth?: components["schemas"]["Jth"] | null;
+            jti?: components["schemas"]["Jti"] | null;
             reason?: components["schemas"]["Text"] | null;
             vat_jti?: components["schemas"]["Jti"] | null;
         };
         /** @description The tokens a revocation ended. */
         RevokeResponse: {
             /**
-             * @description The revoked token and its descendants: every one, or the first 1000
-             *     when `truncated` (the rest: `GET /v1/vat/tokens/{jti}`).
+             * @description The jti hashes of the revoked token and its descendants: every
+             *     one, or the first 1000 when `truncated` (the rest:
+             *     `GET /v1/vat/tokens/{jth}`).
              */
-            revoked: string[];
+            revoked: components["schemas"]["Jth"][];
             revoked_at: string;
             /**
              * Format: int64
@@ -2057,8 +2081,9 @@ export interface components {
             human_label?: string | null;
             human_ref: string;
             issued_at: string;
-            jti: string;
-            parent?: string | null;
+            /** @description The token's jti hash: a list never shows a jti. */
+            jth: components["schemas"]["Jth"];
+            parent?: components["schemas"]["Jth"] | null;
             provenance_ref: string;
             revoked_at?: string | null;
             /** @description `active`, `revoked` or `expired`. */
@@ -2100,10 +2125,10 @@ export interface components {
             descendants: components["schemas"]["TokenSummary"][];
             expires_at: string;
             issued_at: string;
-            jti: string;
+            jth: components["schemas"]["Jth"];
             /** @description Pass back as `cursor` for the next page of descendants; absent on the last. */
             next_cursor?: string | null;
-            parent?: string | null;
+            parent?: components["schemas"]["Jth"] | null;
             provenance_ref: string;
             revoke_reason?: string | null;
             revoked_at?: string | null;
@@ -2115,8 +2140,8 @@ export interface components {
             agent_id: string;
             /** Format: int32 */
             delegation_depth: number;
-            jti: string;
-            parent?: string | null;
+            jth: components["schemas"]["Jth"];
+            parent?: components["schemas"]["Jth"] | null;
             /** @description `active`, `revoked` or `expired`. */
             status: string;
         };
@@ -2277,7 +2302,8 @@ export interface components {
             last_activity: string;
             provenance_ref: string;
             root_agent_id: string;
-            root_jti: string;
+            /** @description The jti hash of the workflow's root token. */
+            root_jth: components["schemas"]["Jth"];
             /** Format: int64 */
             total_records: number;
         };
@@ -4396,7 +4422,9 @@ export interface operations {
                 rated?: boolean | null;
                 resource?: components["schemas"]["Resource"] | null;
                 provenance_ref?: components["schemas"]["ProvenanceRef"] | null;
-                /** @description Records of this token. */
+                /** @description Records of this token, by jti hash (as lists show it). */
+                jth?: components["schemas"]["Jth"] | null;
+                /** @description Records of this token, by jti (as its holder was given it). */
                 vat_jti?: components["schemas"]["Jti"] | null;
                 /** @description Created at or after (RFC 3339). */
                 since?: string | null;
@@ -7176,7 +7204,7 @@ export interface operations {
             };
         };
         responses: {
-            /** @description Every jti now revoked */
+            /** @description Every token now revoked, by jti hash */
             200: {
                 headers: {
                     [name: string]: unknown;
@@ -7538,8 +7566,8 @@ export interface operations {
             };
             header?: never;
             path: {
-                /** @description The token, `vat_root_…` or `vat_del_…` */
-                jti: string;
+                /** @description The token's jti hash, as lists show it (its jti, `vat_root_…` or `vat_del_…`, names it too) */
+                jth: string;
             };
             cookie?: never;
         };

@@ -3,8 +3,12 @@
 // agent's reputation, revoking the root, and the views at phone width.
 
 import assert from "node:assert/strict";
+import { createHash } from "node:crypto";
 import { after, before, describe, test } from "node:test";
 import { launchBrowser, openPage, screenshot, seedChain, signIn, startServer } from "./harness.mjs";
+
+/** A token's jti hash: how the dashboard names tokens (it is never shown a jti). */
+const jth = (jti) => createHash("sha256").update(jti).digest("base64url");
 
 describe("dashboard", () => {
   let server;
@@ -84,11 +88,11 @@ describe("dashboard", () => {
 
     const node = (id) => page.locator(`li[data-node-id="${id}"]`);
     // human → orchestrator → researcher → summarizer, each nested in its parent.
-    const root = node(seeded.root.jti);
+    const root = node(jth(seeded.root.jti));
     assert.equal(await root.getAttribute("data-agent"), "orchestrator");
-    assert.equal(await root.locator(`li[data-node-id="${seeded.researcher.jti}"]`).count(), 1);
+    assert.equal(await root.locator(`li[data-node-id="${jth(seeded.researcher.jti)}"]`).count(), 1);
     assert.equal(
-      await node(seeded.researcher.jti).locator(`li[data-node-id="${seeded.summarizer.jti}"]`).count(),
+      await node(jth(seeded.researcher.jti)).locator(`li[data-node-id="${jth(seeded.summarizer.jti)}"]`).count(),
       1,
     );
     assert.equal(await page.locator('li[data-kind="human"]').count(), 1);
@@ -105,7 +109,7 @@ describe("dashboard", () => {
       assert.equal(await row.getAttribute("data-outcome"), outcome, id);
     }
     assert.equal(
-      await node(seeded.summarizer.jti).locator(`li[data-node-id="${seeded.records.denied}"]`).count(),
+      await node(jth(seeded.summarizer.jti)).locator(`li[data-node-id="${seeded.records.denied}"]`).count(),
       1,
       "the denied attempt hangs under the summarizer's token",
     );
@@ -176,7 +180,7 @@ describe("dashboard", () => {
     await page.goto(`${server.base}/#/tokens/${seeded.root.jti}`);
     const status = page.locator(".token-status");
     await status.waitFor();
-    assert.equal(await page.locator('tr[data-jti][data-status="active"]').count(), 3);
+    assert.equal(await page.locator('tr[data-jth][data-status="active"]').count(), 3);
     await page.getByRole("button", { name: "Revoke…" }).click();
     const dialog = page.getByRole("dialog");
     await dialog.getByText("and its 2 descendants").waitFor();
@@ -184,15 +188,15 @@ describe("dashboard", () => {
     await screenshot(page, "revoke-confirm", { fullPage: false });
     await dialog.getByRole("button", { name: "Revoke 3 tokens" }).click();
     await page.locator('.token-status[data-status="revoked"]').waitFor();
-    assert.equal(await page.locator('tr[data-jti][data-status="revoked"]').count(), 3);
-    assert.equal(await page.locator('tr[data-jti][data-status="active"]').count(), 0);
+    assert.equal(await page.locator('tr[data-jth][data-status="revoked"]').count(), 3);
+    assert.equal(await page.locator('tr[data-jth][data-status="active"]').count(), 0);
     assert.match(await status.innerText(), /Workflow finished\./);
     await screenshot(page, "tokens-revoked");
 
     await page.goto(`${server.base}/#/workflow/${seeded.root.provenance_ref}`);
     await page.locator('.graph-canvas[data-ready="true"]').waitFor();
     for (const token of [seeded.root, seeded.researcher, seeded.summarizer]) {
-      assert.equal(await page.locator(`li[data-node-id="${token.jti}"]`).getAttribute("data-status"), "revoked");
+      assert.equal(await page.locator(`li[data-node-id="${jth(token.jti)}"]`).getAttribute("data-status"), "revoked");
     }
     await screenshot(page, "workflow-revoked");
     assert.deepEqual(errors, []);

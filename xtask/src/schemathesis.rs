@@ -139,7 +139,11 @@ fn seed(base: &str, api_key: &str) -> Result<Seeded> {
 /// of the values of the parameters and body members that name such an id.
 fn config(seeded: &Seeded) -> Result<String> {
     let lists: [(&str, &[String], &[&str]); 4] = [
-        ("jtis", &seeded.jtis, &["body.vat_jti", "path.jti"]),
+        (
+            "jtis",
+            &seeded.jtis,
+            &["body.vat_jti", "body.jti", "path.jth"],
+        ),
         ("aar_ids", &seeded.aar_ids, &["path.aar_id"]),
         (
             "agent_ids",

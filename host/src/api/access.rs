@@ -81,7 +81,7 @@ pub(crate) const ROUTES: [(&str, &str, Access); 56] = [
     ("post",   "/v1/vat/approvals/{approval_id}/decision",      Access::ApiKey(KeyNeeds::Role(Permission::Decide))),
     ("get",    "/v1/events",                                    READ),
     ("post",   "/v1/vat/revoke",                                Access::ApiKeyOrToken(Permission::Revoke)),
-    ("get",    "/v1/vat/tokens/{jti}",                          READ),
+    ("get",    "/v1/vat/tokens/{jth}",                          READ),
     ("get",    "/v1/vat/aar/{aar_id}",                          READ),
     ("get",    "/v1/vat/aar",                                   READ),
     ("get",    "/v1/vat/workflows",                             READ),

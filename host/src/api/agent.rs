@@ -397,12 +397,7 @@ pub(crate) async fn complete(
             None => Ok(None),
         },
         now,
-        move |ledger| {
-            let presented_token = completion.presented.is_some();
-            ledger
-                .complete(&completion, now)
-                .map(|record| (record, presented_token))
-        },
+        move |ledger| ledger.complete(&completion, now),
         render_completed,
     )
     .await?;
@@ -413,11 +408,8 @@ pub(crate) async fn complete(
     Ok(rendered)
 }
 
-fn render_completed((record, presented_token): &(Record, bool)) -> Rendered {
-    Rendered::json(
-        StatusCode::OK,
-        &bodies::completed(record.clone(), *presented_token),
-    )
+fn render_completed(record: &Record) -> Rendered {
+    Rendered::json(StatusCode::OK, &bodies::named_record(record.clone()))
 }
 
 /// Delegates a narrower token to a sub-agent: a new agent (registered

@@ -39,8 +39,8 @@ pub(crate) fn approval_body(full: ApprovalInFull) -> ApprovalBody {
         chain,
     } = full;
     ApprovalBody {
+        aar_id: record.shown_aar_id().map(str::to_owned),
         approval_id: approval.id,
-        aar_id: approval.aar_id,
         status: approval.status.as_str().to_owned(),
         agent_id: format!("agent:{}", record.agent_id),
         provenance_ref: record.provenance_ref,

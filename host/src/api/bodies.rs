@@ -22,7 +22,7 @@ use crate::queries::{Graph, Page, TokenTree, Workflow};
 use crate::store::dashboard::{DAY_MS, HourCounts};
 use crate::store::orgs::{OrgRow, Quotas};
 use crate::store::records::Record;
-use crate::store::tokens::TokenRow;
+use crate::store::tokens::{self, TokenRow};
 
 /// A token as issued: root or delegated (then with the parent's
 /// `delegate` record).
@@ -48,16 +48,33 @@ pub(crate) fn issued(
     })
 }
 
-/// A record as every endpoint shows it.
+/// The jti hash of a stored jti: how every answer but the issue and
+/// delegate responses names a token (a jti acts; its hash names).
+pub(crate) fn jth(jti: &str) -> String {
+    tokens::jth_of(jti).to_string()
+}
+
+/// A record as lists, graphs and pages show it: its token by jti hash, and
+/// its `aar_id` left out while that completes it.
 pub(crate) fn record(record: Record) -> RecordBody {
+    let aar_id = record.shown_aar_id().map(str::to_owned);
+    RecordBody {
+        aar_id,
+        ..named_record(record)
+    }
+}
+
+/// A record as shown to a caller who named it by its `aar_id` (or was just
+/// given it): the same, with the `aar_id`.
+pub(crate) fn named_record(record: Record) -> RecordBody {
     RecordBody {
         status: record.state.status().as_str().to_owned(),
         result: record.state.result().map(|r| r.as_str().to_owned()),
         deny_reason: record.state.deny_reason().map(|r| r.code().to_owned()),
         rating: record.state.rating().map(|r| r.as_str().to_owned()),
-        aar_id: record.aar_id,
+        aar_id: Some(record.aar_id),
         provenance_ref: record.provenance_ref,
-        vat_jti: Some(record.jti),
+        jth: jth(&record.jti),
         agent_id: record.agent_id,
         action: record.action,
         resource: record.resource,
@@ -72,21 +89,9 @@ pub(crate) fn record(record: Record) -> RecordBody {
         feedback_at: record.feedback_at.map(iso_ms),
         created_at: iso_ms(record.created_at),
         completed_at: record.completed_at.map(iso_ms),
-        delegated_jti: record.delegated_jti,
+        delegated_jth: record.delegated_jti.as_deref().map(jth),
         credential: record.credential.as_str().to_owned(),
     }
-}
-
-/// A completed record as its completer sees it: a caller that named the
-/// record by `aar_id` alone and presented no token is shown no jti (an
-/// `aar_id` does not reveal one).
-pub(crate) fn completed(record: Record, presented_token: bool) -> RecordBody {
-    let mut body = self::record(record);
-    if !presented_token {
-        body.vat_jti = None;
-        body.delegated_jti = None;
-    }
-    body
 }
 
 pub(crate) fn record_page(page: Page<Record>) -> RecordPage {
@@ -128,11 +133,14 @@ pub(crate) fn summary(summary: WorkflowSummary) -> SummaryBody {
     }
 }
 
+/// A revocation's answer: the tokens it ended by jti hash, sorted.
 pub(crate) fn revoked(revoked: Revoked) -> RevokeResponse {
+    let mut jths: Vec<String> = revoked.jtis.iter().map(|jti| jth(jti)).collect();
+    jths.sort();
     RevokeResponse {
         truncated: revoked.count > revoked.jtis.len() as u64,
         revoked_count: revoked.count,
-        revoked: revoked.jtis,
+        revoked: jths,
         revoked_at: iso_s(revoked.at),
     }
 }
@@ -152,18 +160,18 @@ pub(crate) fn token_tree(tree: TokenTree, now: Now) -> TokenStatusBody {
         .into_iter()
         .map(|t| TokenSummary {
             status: status(&t, now),
-            jti: t.jti,
+            jth: jth(&t.jti),
             agent_id: t.agent_id,
-            parent: t.parent,
+            parent: t.parent.as_deref().map(jth),
             delegation_depth: t.depth,
         })
         .collect();
     let token = tree.token;
     TokenStatusBody {
         status: status(&token, now),
-        jti: token.jti,
+        jth: jth(&token.jti),
         agent_id: token.agent_id,
-        parent: token.parent,
+        parent: token.parent.as_deref().map(jth),
         delegation_depth: token.depth,
         provenance_ref: token.provenance_ref,
         issued_at: iso_s(token.issued_at),
@@ -197,7 +205,9 @@ fn empty_node(id: String, kind: &str) -> GraphNode {
 }
 
 /// The execution graph of a workflow: the human, its tokens (statuses at
-/// `now`) and its records, with the edges between them.
+/// `now`) and its records, with the edges between them. Tokens are named
+/// by jti hash; a record whose `aar_id` completes it, by base64url SHA-256
+/// of its `aar_id`, which names it and completes nothing.
 pub(crate) fn graph(provenance_ref: String, graph: Graph, now: Now) -> GraphBody {
     let human_ref = graph.human_ref;
     let mut nodes = vec![GraphNode {
@@ -207,29 +217,36 @@ pub(crate) fn graph(provenance_ref: String, graph: Graph, now: Now) -> GraphBody
     }];
     let mut edges = Vec::new();
     for token in graph.tokens {
-        let (from, kind) = match &token.parent {
+        let parent = token.parent.as_deref().map(jth);
+        let (from, kind) = match &parent {
             Some(parent) => (parent.clone(), "delegated"),
             None => (human_ref.clone(), "issued"),
         };
+        let id = jth(&token.jti);
         edges.push(GraphEdge {
             from,
-            to: token.jti.clone(),
+            to: id.clone(),
             kind: kind.to_owned(),
         });
         nodes.push(GraphNode {
             status: Some(status(&token, now)),
             agent_id: Some(token.agent_id),
             delegation_depth: Some(token.depth),
-            parent: token.parent,
+            parent,
             expires_at: Some(iso_s(token.expires_at)),
             revoked_at: token.revoked_at.map(iso_s),
-            ..empty_node(token.jti, "token")
+            ..empty_node(id, "token")
         });
     }
-    for record in graph.records.into_iter().map(record) {
+    for record in graph.records {
+        let id = match record.shown_aar_id() {
+            Some(aar_id) => aar_id.to_owned(),
+            None => jth(&record.aar_id),
+        };
+        let record = self::record(record);
         edges.push(GraphEdge {
-            from: record.vat_jti.clone().unwrap_or_default(),
-            to: record.aar_id.clone(),
+            from: record.jth.clone(),
+            to: id.clone(),
             kind: "action".to_owned(),
         });
         nodes.push(GraphNode {
@@ -241,7 +258,7 @@ pub(crate) fn graph(provenance_ref: String, graph: Graph, now: Now) -> GraphBody
             deny_reason: record.deny_reason,
             rating: record.rating,
             created_at: Some(record.created_at),
-            ..empty_node(record.aar_id, "record")
+            ..empty_node(id, "record")
         });
     }
     GraphBody {
@@ -260,7 +277,7 @@ pub(crate) fn workflow_page(page: Page<Workflow>) -> WorkflowPage {
             .into_iter()
             .map(|w| WorkflowBody {
                 provenance_ref: w.provenance_ref,
-                root_jti: w.root_jti,
+                root_jth: jth(&w.root_jti),
                 root_agent_id: w.root_agent_id,
                 human_ref: w.human_ref,
                 human_label: w.human_label,
@@ -495,9 +512,9 @@ pub(crate) fn token_page(page: Page<ListedToken>, now: Now) -> TokenPage {
             .into_iter()
             .map(|t| TokenListItem {
                 status: status(&t.token, now),
-                jti: t.token.jti,
+                jth: jth(&t.token.jti),
                 agent_id: t.token.agent_id,
-                parent: t.token.parent,
+                parent: t.token.parent.as_deref().map(jth),
                 delegation_depth: t.token.depth,
                 provenance_ref: t.token.provenance_ref,
                 human_ref: t.human_ref,

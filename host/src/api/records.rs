@@ -2,7 +2,7 @@
 //! and the filtered list.
 
 use axum::extract::{Path, State};
-use mandate_core::{Action, Jti, ProvenanceRef, Resource};
+use mandate_core::{Action, Jth, Jti, ProvenanceRef, Resource};
 use serde::Deserialize;
 use utoipa::IntoParams;
 
@@ -13,11 +13,12 @@ use super::input::{self, MAX_NOTE_CHARS};
 use super::query::{Query, agent_filter, checked, limit, record_id, time};
 use crate::AppState;
 use crate::clock::iso_ms;
-use crate::error::ApiResult;
+use crate::error::{ApiError, ApiResult};
 use crate::ledger::BulkRating;
 use crate::model::dashboard::{BulkFeedbackRequest, BulkFeedbackResponse};
 use crate::model::{FeedbackRequest, FeedbackResponse, RecordBody, RecordPage, forms};
-use crate::queries::{self, DEFAULT_LIMIT, MAX_LIMIT, RecordFilter};
+use crate::queries::{self, DEFAULT_LIMIT, MAX_LIMIT, Page, RecordFilter};
+use crate::store::tokens;
 
 /// A human rates a completed action, once.
 #[utoipa::path(
@@ -107,7 +108,7 @@ pub(crate) async fn record(
         .store
         .lookup(move |conn| queries::record(conn, principal.org, aar_id.as_str()))
         .await?;
-    Ok(axum::Json(bodies::record(record)))
+    Ok(axum::Json(bodies::named_record(record)))
 }
 
 /// Query of the record list.
@@ -129,7 +130,10 @@ pub(crate) struct RecordQuery {
     pub(crate) resource: Option<String>,
     #[param(value_type = Option<forms::ProvenanceRef>)]
     pub(crate) provenance_ref: Option<String>,
-    /// Records of this token.
+    /// Records of this token, by jti hash (as lists show it).
+    #[param(value_type = Option<forms::Jth>)]
+    pub(crate) jth: Option<String>,
+    /// Records of this token, by jti (as its holder was given it).
     #[param(value_type = Option<forms::Jti>)]
     pub(crate) vat_jti: Option<String>,
     /// Created at or after (RFC 3339).
@@ -172,9 +176,35 @@ pub(crate) async fn records(
         limit: limit(query.limit, DEFAULT_LIMIT, MAX_LIMIT)?,
         cursor: query.cursor,
     };
+    if query.jth.is_some() && filter.vat_jti.is_some() {
+        return Err(ApiError::bad_request(
+            "invalid_query",
+            "name the token once: jth or vat_jti, not both",
+        ));
+    }
+    let jth = query
+        .jth
+        .as_deref()
+        .map(Jth::parse)
+        .transpose()
+        .map_err(|error| ApiError::bad_request("invalid_query", error.to_string()))?;
     let page = state
         .store
-        .read(move |conn| queries::records(conn, principal.org, &filter))
+        .read(move |conn| {
+            let mut filter = filter.clone();
+            if let Some(jth) = &jth {
+                match tokens::jti_by_jth(conn, jth)? {
+                    Some(jti) => filter.vat_jti = Some(jti.to_string()),
+                    None => {
+                        return Ok(Page {
+                            items: Vec::new(),
+                            next_cursor: None,
+                        });
+                    }
+                }
+            }
+            queries::records(conn, principal.org, &filter)
+        })
         .await?;
     Ok(axum::Json(bodies::record_page(page)))
 }

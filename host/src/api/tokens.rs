@@ -1,10 +1,12 @@
 //! Tokens after issue: revoking one with every descendant (by API key, or
 //! by an agent with its own token), and a token's status with its
-//! descendants', and the organisation's tokens.
+//! descendants', and the organisation's tokens. Every answer names tokens
+//! by jti hash (a jti is shown only to whoever receives the token); a
+//! token is named here by its jti hash, or by its jti by whoever holds it.
 
 use axum::extract::{Path, State};
 use axum::http::HeaderMap;
-use mandate_core::{HumanRef, Jti, ProvenanceRef};
+use mandate_core::{HumanRef, Jth, Jti, ProvenanceRef};
 use serde::Deserialize;
 use utoipa::IntoParams;
 
@@ -20,6 +22,7 @@ use crate::model::dashboard::TokenPage;
 use crate::model::{RevokeRequest, RevokeResponse, TokenStatus, forms};
 use crate::queries::dashboard::{self, TokenFilter, TokenState};
 use crate::queries::{self, DEFAULT_LIMIT, DescendantPage, MAX_LIMIT, QueryError};
+use crate::store::tokens;
 
 /// Revokes a token and every descendant.
 #[utoipa::path(
@@ -27,7 +30,7 @@ use crate::queries::{self, DEFAULT_LIMIT, DescendantPage, MAX_LIMIT, QueryError}
     path = "/v1/vat/revoke",
     tag = "tokens",
     request_body = RevokeRequest,
-    responses((status = 200, description = "Every jti now revoked", body = RevokeResponse), Errors)
+    responses((status = 200, description = "Every token now revoked, by jti hash", body = RevokeResponse), Errors)
 )]
 pub(crate) async fn revoke(
     State(state): State<AppState>,
@@ -50,12 +53,47 @@ pub(crate) async fn revoke(
             "revoking needs an API key (Authorization: Bearer mk_…), or the revoking agent's token itself",
         ));
     };
-    let target = parse_jti("jti", &body.jti)?;
+    let target = target(body.jti.as_deref(), body.jth.as_deref())?;
     let reason = input::text("reason", body.reason.as_deref(), MAX_REASON_CHARS)?;
     let revoked = state
-        .write(move |ledger| ledger.revoke(&target, reason.as_deref(), &by, now))
+        .write(move |ledger| {
+            let target = match target {
+                Named::Jti(jti) => jti,
+                Named::Jth(jth) => ledger.jti_of(&jth)?,
+            };
+            ledger.revoke(&target, reason.as_deref(), &by, now)
+        })
         .await?;
     Ok(axum::Json(bodies::revoked(revoked)))
+}
+
+/// A token as a caller names it.
+#[derive(Debug, Clone)]
+enum Named {
+    /// By its jti: its holder, who was given it.
+    Jti(Jti),
+    /// By its jti hash: anyone shown it.
+    Jth(Jth),
+}
+
+/// The token a revocation names: exactly one of `jti` and `jth`.
+fn target(jti: Option<&str>, jth: Option<&str>) -> ApiResult<Named> {
+    match (jti, jth) {
+        (Some(jti), None) => Ok(Named::Jti(parse_jti("jti", jti)?)),
+        (None, Some(jth)) => Jth::parse(jth)
+            .map(Named::Jth)
+            .map_err(|e| ApiError::invalid("jth", e.code(), e.to_string())),
+        (Some(_), Some(_)) => Err(ApiError::invalid(
+            "jth",
+            "invalid_field",
+            "name the token once: its jti or its jti hash (jth), not both",
+        )),
+        (None, None) => Err(ApiError::invalid(
+            "jth",
+            "missing_field",
+            "name the token to revoke: its jth (as lists show it), or its jti (as its holder was given it)",
+        )),
+    }
 }
 
 /// Query of the token status.
@@ -73,26 +111,37 @@ pub(crate) struct TokenQuery {
 /// The status of a token and a page of its descendants.
 #[utoipa::path(
     get,
-    path = "/v1/vat/tokens/{jti}",
+    path = "/v1/vat/tokens/{jth}",
     tag = "tokens",
-    params(("jti" = String, Path, description = "The token, `vat_root_…` or `vat_del_…`"), TokenQuery),
+    params(("jth" = String, Path, description = "The token's jti hash, as lists show it (its jti, `vat_root_…` or `vat_del_…`, names it too)"), TokenQuery),
     responses((status = 200, description = "Status", body = TokenStatus), Errors)
 )]
 pub(crate) async fn token(
     State(state): State<AppState>,
     super::extract::ApiKeyAuth(principal): super::extract::ApiKeyAuth,
-    Path(jti): Path<String>,
+    Path(name): Path<String>,
     Query(query): Query<TokenQuery>,
 ) -> ApiResult<axum::Json<TokenStatus>> {
     let now = state.clock.now();
-    let jti = Jti::parse(&jti).map_err(|_| ApiError::from(QueryError::UnknownToken))?;
+    let named = match Jti::parse(&name) {
+        Ok(jti) => Named::Jti(jti),
+        Err(_) => Named::Jth(Jth::parse(&name).map_err(|_| QueryError::UnknownToken)?),
+    };
     let page = DescendantPage {
         limit: limit(query.limit, 500, 1000)?,
         cursor: query.cursor,
     };
     let tree = state
         .store
-        .read(move |conn| queries::token_tree(conn, principal.org, jti.as_str(), &page))
+        .read(move |conn| {
+            let jti = match &named {
+                Named::Jti(jti) => jti.clone(),
+                Named::Jth(jth) => {
+                    tokens::jti_by_jth(conn, jth)?.ok_or(QueryError::UnknownToken)?
+                }
+            };
+            queries::token_tree(conn, principal.org, jti.as_str(), &page)
+        })
         .await?;
     Ok(axum::Json(bodies::token_tree(tree, now)))
 }

@@ -289,19 +289,27 @@ impl Ledger {
 
     /// Closes a pending record. A record made with the token itself is
     /// completed only with that token or an ancestor's; one made with a bare
-    /// `vat_jti` by its `aar_id`, as the spec shows. Spend up to what was
-    /// authorized (the reservation, which is what an approval was granted
-    /// for) is settled and the rest released; spend above it is judged
-    /// again (`judge_extra_spend`). A refusal changes nothing.
+    /// `vat_jti` by its `aar_id`, as the spec shows. A caller that may not
+    /// complete it and whose organisation cannot see it (another
+    /// organisation's token, or none for a record made with a token) is told
+    /// it does not exist. Spend up to what was authorized (the reservation,
+    /// which is what an approval was granted for) is settled and the rest
+    /// released; spend above it is judged again (`judge_extra_spend`). A
+    /// refusal changes nothing.
     pub fn complete(&mut self, completion: &Completion, now: Now) -> Result<Record, LedgerError> {
         let (mut record, token) = self.record(&completion.aar_id)?;
         match (&completion.presented, record.credential) {
             (Some(jti), _) => {
                 if !token.claims.is_governed_by(jti) {
-                    return Err(LedgerError::NotTheRecordsToken);
+                    let org = crate::store::tokens::org_by_jth(&self.conn, &jti.hash())?;
+                    return Err(if org == Some(record.org()) {
+                        LedgerError::NotTheRecordsToken
+                    } else {
+                        LedgerError::UnknownRecord
+                    });
                 }
             }
-            (None, Credential::Token) => return Err(LedgerError::TokenRequired),
+            (None, Credential::Token) => return Err(LedgerError::UnknownRecord),
             (None, Credential::Jti) => {}
         }
         let state = transition(Some(record.state), RecordEvent::Complete(completion.result))

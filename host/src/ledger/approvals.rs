@@ -15,7 +15,7 @@ use crate::clock::{Now, iso_ms};
 use crate::events::ApprovalData;
 use crate::store::approvals::{self as rows, Approval, ApprovalStatus, Decided};
 use crate::store::orgs::Org;
-use crate::store::records::{self, NewRecord, Record, SummaryKey, micros};
+use crate::store::records::{self, Credential, NewRecord, Record, SummaryKey, micros};
 
 /// How many lapsed approvals one write expires at most.
 pub const EXPIRY_BATCH: u32 = 100;
@@ -33,7 +33,7 @@ impl ApprovalView {
         let (approval, record) = (&self.approval, &self.record);
         ApprovalData {
             approval_id: approval.id.clone(),
-            aar_id: approval.aar_id.clone(),
+            aar_id: record.shown_aar_id().map(str::to_owned),
             status: approval.status.as_str().to_owned(),
             agent_id: record.agent_id.clone(),
             provenance_ref: record.provenance_ref.clone(),
@@ -50,10 +50,27 @@ impl ApprovalView {
     }
 }
 
-/// The approval id of a record: `apr_` with the record's ULID (a record
-/// waits for one approval at most).
-pub fn approval_id_of(aar_id: &AarId) -> ApprovalId {
-    ApprovalId::new(aar_id.ulid())
+/// The approval id of a record (a record waits for one approval at most):
+/// `apr_` with the record's ULID for a record made with the token itself;
+/// for one made with a bare `vat_jti`, whose `aar_id` completes it, a ULID
+/// of the same time whose random part is drawn from a hash of the `aar_id`
+/// — an approval id is shown to every reviewer and event reader, and must
+/// not lead back to the record's id (80 random bits stand between them).
+pub fn approval_id_of(aar_id: &AarId, credential: Credential) -> Result<ApprovalId, LedgerError> {
+    use sha2::Digest as _;
+    let ulid = aar_id.ulid();
+    if credential == Credential::Token {
+        return Ok(ApprovalId::new(ulid));
+    }
+    let digest: [u8; 32] = sha2::Sha256::new()
+        .chain_update(b"mandate approval id\0")
+        .chain_update(aar_id.as_str().as_bytes())
+        .finalize()
+        .into();
+    let [r0, r1, r2, r3, r4, r5, r6, r7, r8, r9, ..] = digest;
+    let random = [r0, r1, r2, r3, r4, r5, r6, r7, r8, r9];
+    let hidden = mandate_core::Ulid::new(ulid.unix_millis(), random).map_err(internal)?;
+    Ok(ApprovalId::new(hidden))
 }
 
 impl Ledger {
@@ -71,7 +88,7 @@ impl Ledger {
         let expires_at = requested_at
             .saturating_add(self.approval_ttl_ms)
             .min(token_exp.saturating_mul(1000));
-        let approval_id = approval_id_of(record.aar_id);
+        let approval_id = approval_id_of(record.aar_id, record.credential)?;
         rows::insert(
             &self.conn,
             approval_id.as_str(),

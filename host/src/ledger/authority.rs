@@ -575,6 +575,11 @@ impl Ledger {
             let own = self
                 .token(revoker)?
                 .ok_or(LedgerError::HolderInactive { expired: false })?;
+            // Another organisation's token is told what naming a token
+            // that does not exist tells.
+            if token.standing.org != own.standing.org {
+                return Err(LedgerError::UnknownToken);
+            }
             if let Some(reason) = own.inactive_reason(now_s) {
                 return Err(LedgerError::HolderInactive {
                     expired: reason == DenyReason::TokenExpired,

@@ -622,6 +622,13 @@ impl Ledger {
         Ok(Some(claims))
     }
 
+    /// The jti of the token with this jti hash: how a caller shown only the
+    /// hash names a token to act on (an API key revoking). Unknown when no
+    /// token has it.
+    pub fn jti_of(&self, jth: &Jth) -> Result<Jti, LedgerError> {
+        tokens::jti_by_jth(&self.conn, jth)?.ok_or(LedgerError::UnknownToken)
+    }
+
     /// A token and its standing, by jti; `None` for a token never issued
     /// here.
     fn token(&mut self, jti: &Jti) -> Result<Option<Token>, LedgerError> {

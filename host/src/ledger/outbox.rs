@@ -11,7 +11,7 @@ use crate::clock::iso_ms;
 use crate::events::{BudgetThresholdData, RecordData};
 use crate::store::events::{self as rows, StoredEvent};
 use crate::store::orgs::Org;
-use crate::store::records::{NewRecord, Record};
+use crate::store::records::{self, NewRecord, Record};
 
 /// The record whose write changed a chain's budgets.
 #[derive(Debug, Clone, Copy)]
@@ -93,6 +93,10 @@ impl Ledger {
         let claims: std::sync::Arc<Claims> = self
             .claims(jth)?
             .ok_or_else(|| internal("a budgeted token is missing"))?;
+        // The charging record is written before its charge, in this
+        // transaction; its id is left out while it completes it.
+        let aar_id = records::by_id(&self.conn, by.aar_id.as_str())?
+            .and_then(|record| record.shown_aar_id().map(str::to_owned));
         for threshold in reached {
             let (budget, used, limit) = match threshold.limit {
                 Limit::MaxSpendUsd => (
@@ -114,7 +118,7 @@ impl Ledger {
                 threshold_percent: threshold.percent,
                 used,
                 limit,
-                aar_id: by.aar_id.to_string(),
+                aar_id: aar_id.clone(),
             };
             self.emit(by.org, by.at_ms, EventType::BudgetThreshold, &data)?;
         }

@@ -189,9 +189,13 @@ pub struct BulkFeedbackResponse {
 /// A token in the list.
 #[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
 pub struct TokenListItem {
-    pub jti: String,
+    /// The token's jti hash: a list never shows a jti.
+    #[schema(value_type = crate::model::forms::Jth)]
+    pub jth: String,
     pub agent_id: String,
+    /// The parent's jti hash.
     #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(value_type = Option<crate::model::forms::Jth>)]
     pub parent: Option<String>,
     pub delegation_depth: u32,
     pub provenance_ref: String,

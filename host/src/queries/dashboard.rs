@@ -18,7 +18,7 @@ use crate::store::dashboard::{self as rows, DAY_MS, DayCounts, HOUR_MS, HourCoun
 use crate::store::orgs::Org;
 use crate::store::sql::types::Value;
 use crate::store::sql::{self, Connection, params_from_iter};
-use crate::store::tokens::{TokenRow, token_row};
+use crate::store::tokens::{self, TokenRow, token_row};
 
 /// Days of the sparkline.
 pub const SPARKLINE_DAYS: i64 = 14;
@@ -617,14 +617,14 @@ fn token_page(
         .map(|cursor| {
             let text = decode_cursor(cursor, 'k')?;
             let mut parts = text.splitn(3, ':');
-            let (Some(part), Some(issued_at), Some(jti)) =
+            let (Some(part), Some(issued_at), Some(jth)) =
                 (parts.next(), parts.next(), parts.next())
             else {
                 return Err(QueryError::InvalidCursor);
             };
             let part: u8 = part.parse().map_err(|_| QueryError::InvalidCursor)?;
             let issued_at: i64 = issued_at.parse().map_err(|_| QueryError::InvalidCursor)?;
-            Ok((part.min(1), issued_at, jti.to_owned()))
+            Ok((part.min(1), issued_at, jth.to_owned()))
         })
         .transpose()?;
     let parts: &[u8] = match filter.status {
@@ -641,7 +641,7 @@ fn token_page(
         let within = after
             .as_ref()
             .filter(|(at, _, _)| *at == part)
-            .map(|(_, issued_at, jti)| (*issued_at, jti.as_str()));
+            .map(|(_, issued_at, jth)| (*issued_at, jth.as_str()));
         let found = tokens_of_part(conn, org, filter, part, within, now_s, wanted - items.len())?;
         items.extend(found.into_iter().map(|t| (part, t)));
         if items.len() >= wanted {
@@ -653,7 +653,8 @@ fn token_page(
     let next_cursor = more
         .then(|| {
             items.last().map(|(part, t)| {
-                encode_cursor(&format!("k:{part}:{}:{}", t.token.issued_at, t.token.jti))
+                let jth = tokens::jth_of(&t.token.jti);
+                encode_cursor(&format!("k:{part}:{}:{jth}", t.token.issued_at))
             })
         })
         .flatten();
@@ -664,7 +665,8 @@ fn token_page(
 }
 
 /// Up to `limit` tokens of one part (0: active, 1: not), newest issued
-/// first, after `after` (issue time, jti).
+/// first, after `after` (issue time, jti hash: a cursor is shown to
+/// readers, who are never shown a jti).
 fn tokens_of_part(
     conn: &Connection,
     org: Org,
@@ -702,15 +704,15 @@ fn tokens_of_part(
     equal(" AND t.agent_id = ?", &filter.agent_id);
     equal(" AND t.provenance_ref = ?", &filter.provenance_ref);
     equal(" AND w.human_ref = ?", &filter.human_ref);
-    if let Some((issued_at, jti)) = after {
-        sql.push_str(" AND (t.issued_at < ? OR (t.issued_at = ? AND t.jti < ?))");
+    if let Some((issued_at, jth)) = after {
+        sql.push_str(" AND (t.issued_at < ? OR (t.issued_at = ? AND t.jth < ?))");
         values.extend([
             Value::Integer(issued_at),
             Value::Integer(issued_at),
-            Value::Text(jti.to_owned()),
+            Value::Text(jth.to_owned()),
         ]);
     }
-    sql.push_str(" ORDER BY t.issued_at DESC, t.jti DESC LIMIT ?");
+    sql.push_str(" ORDER BY t.issued_at DESC, t.jth DESC LIMIT ?");
     values.push(Value::Integer(i64::try_from(limit).unwrap_or(i64::MAX)));
     let mut statement = conn.prepare_cached(&sql)?;
     let rows = statement

@@ -243,6 +243,24 @@ impl Record {
     pub fn org(&self) -> Org {
         Org::of_seq(self.seq)
     }
+
+    /// Whether its `aar_id` is a credential now: a record made with a bare
+    /// `vat_jti` is completed by its `aar_id` alone (spec §4.4), so until
+    /// it is completed (pending, or awaiting approval) its `aar_id` is
+    /// shown only to the agent that made it (DESIGN.md section 14).
+    pub fn aar_id_completes(&self) -> bool {
+        self.credential == Credential::Jti
+            && matches!(
+                self.state,
+                RecordState::Pending | RecordState::AwaitingApproval
+            )
+    }
+
+    /// Its `aar_id` where others are shown it: none while the `aar_id`
+    /// completes it.
+    pub fn shown_aar_id(&self) -> Option<&str> {
+        (!self.aar_id_completes()).then_some(self.aar_id.as_str())
+    }
 }
 
 /// The newest record of an organisation: its `seq` and when it was created

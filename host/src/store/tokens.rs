@@ -45,6 +45,23 @@ pub fn org_by_jth(conn: &Connection, jth: &Jth) -> sql::Result<Option<Org>> {
         .optional()
 }
 
+/// The jti hash of a stored jti (SHA-256 of its ASCII, as
+/// [`Jti::hash`]), for answers that name a token.
+pub fn jth_of(jti: &str) -> Jth {
+    use sha2::Digest as _;
+    Jth::from_digest(&sha2::Sha256::digest(jti.as_bytes()).into())
+}
+
+/// The jti of the token with this jti hash, if there is one: how a caller
+/// shown only the hash names a token to the ledger, which acts by jti.
+pub fn jti_by_jth(conn: &Connection, jth: &Jth) -> sql::Result<Option<Jti>> {
+    let text: Option<String> = conn
+        .prepare_cached("SELECT jti FROM tokens WHERE jth = ?1")?
+        .query_row([jth.as_str()], |row| row.get(0))
+        .optional()?;
+    Ok(text.and_then(|text| Jti::parse(&text).ok()))
+}
+
 /// The organisation of the token with this jti, if there is one.
 pub fn org_of(conn: &Connection, jti: &str) -> sql::Result<Option<Org>> {
     conn.prepare_cached("SELECT org FROM tokens WHERE jti = ?1")?
@@ -291,12 +308,14 @@ pub fn by_jti(conn: &Connection, org: Org, jti: &str) -> sql::Result<Option<Toke
     .optional()
 }
 
-/// Where a page of descendants starts: after this (depth, issue time, jti).
+/// Where a page of descendants starts: after this (depth, issue time, jti
+/// hash). A page's cursor names its last token by jti hash, as the page
+/// does: a cursor is shown to readers, who are never shown a jti.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct After {
     pub depth: i64,
     pub issued_at: i64,
-    pub jti: String,
+    pub jth: String,
 }
 
 impl After {
@@ -305,13 +324,13 @@ impl After {
         After {
             depth: -1,
             issued_at: 0,
-            jti: String::new(),
+            jth: String::new(),
         }
     }
 }
 
 /// Up to `limit` descendants of a token after `after`, in the order of
-/// depth, issue time and jti.
+/// depth, issue time and jti hash.
 pub fn descendants(
     conn: &Connection,
     jti: &str,
@@ -324,12 +343,12 @@ pub fn descendants(
              UNION ALL SELECT t.jti FROM tokens t JOIN subtree s ON t.parent = s.jti
          )
          SELECT {TOKEN_COLUMNS} FROM tokens WHERE jti IN (SELECT jti FROM subtree)
-             AND (depth, issued_at, jti) > (?2, ?3, ?4)
-         ORDER BY depth, issued_at, jti LIMIT ?5"
+             AND (depth, issued_at, jth) > (?2, ?3, ?4)
+         ORDER BY depth, issued_at, jth LIMIT ?5"
     ))?;
     statement
         .query_map(
-            params![jti, after.depth, after.issued_at, after.jti, limit],
+            params![jti, after.depth, after.issued_at, after.jth, limit],
             token_row,
         )?
         .collect()

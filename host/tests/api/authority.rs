@@ -5,7 +5,7 @@
 use reqwest::StatusCode;
 use serde_json::{Value, json};
 
-use crate::helpers::{Holder, TestApp, expect_json, expect_problem, text};
+use crate::helpers::{Holder, TestApp, expect_json, expect_problem, jth, text};
 
 async fn token_status(app: &TestApp, jti: &str) -> Value {
     expect_json(
@@ -226,10 +226,12 @@ async fn a_stranger_cannot_complete_a_record_made_with_a_token() {
     let done = json!({"result": "success"});
     let aar = authorize(&child).await;
     let path = format!("/v1/vat/aar/{aar}/complete");
+    // No token: told what an absent record's caller is told (its aar_id
+    // completes nothing, and says nothing).
     expect_problem(
         app.post(&path, &done).await,
-        StatusCode::UNAUTHORIZED,
-        "token_required",
+        StatusCode::NOT_FOUND,
+        "record_not_found",
     )
     .await;
     expect_problem(
@@ -281,7 +283,10 @@ async fn a_stranger_cannot_complete_a_record_made_with_a_token() {
     assert_eq!(by_aar_id["status"], "completed");
     assert!(by_aar_id.get("vat_jti").is_none(), "{by_aar_id}");
     assert!(!by_aar_id.to_string().contains(text(&child["jti"])));
-    assert_eq!(completed["vat_jti"], child["jti"]);
+    // Both answers name the token by jti hash only.
+    assert_eq!(by_aar_id["jth"], jth(text(&child["jti"])));
+    assert_eq!(completed["jth"], jth(text(&child["jti"])));
+    assert!(!completed.to_string().contains(text(&child["jti"])));
 }
 
 /// After a revocation a completion still reports what happened, but never
@@ -793,7 +798,7 @@ async fn fan_out_is_capped_and_subtrees_are_paged() {
         .unwrap()
         .iter()
         .chain(second["descendants"].as_array().unwrap())
-        .map(|d| text(&d["jti"]))
+        .map(|d| text(&d["jth"]))
         .collect();
     seen.sort_unstable();
     seen.dedup();

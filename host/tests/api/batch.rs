@@ -16,7 +16,7 @@ use mandate_host::store::orgs::Org;
 use reqwest::{Method, Response, StatusCode};
 use serde_json::{Value, json};
 
-use crate::helpers::{Holder, TestApp, expect_json, expect_problem, text};
+use crate::helpers::{Holder, TestApp, expect_json, expect_problem, jth, text};
 
 const PATH: &str = "/v1/vat/record/actions";
 
@@ -312,7 +312,7 @@ async fn a_mixed_batch_judges_each_record_in_order_and_commits_them_all() {
         assert_eq!(one["deny_reason"].as_str(), reason, "{one}");
         assert_eq!(one["spend_usd"], spend, "{one}");
         assert_eq!(one["credential"], "token");
-        assert_eq!(one["vat_jti"], jti);
+        assert_eq!(one["jth"], jth(jti));
     }
     assert_eq!(
         records[3]["result_hash"],
@@ -530,7 +530,7 @@ async fn a_child_naming_its_parents_jti_in_a_batch_borrows_nothing() {
     let child_records = records_of(&app, child_jti).await;
     assert_eq!(child_records.len(), 3);
     for record in &child_records {
-        assert_eq!(record["vat_jti"], child_jti);
+        assert_eq!(record["jth"], jth(child_jti));
         assert_eq!(record["credential"], "token");
         assert_eq!(record["agent_id"], "sub");
     }

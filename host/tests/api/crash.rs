@@ -14,7 +14,7 @@ use std::time::Duration;
 use reqwest::StatusCode;
 use serde_json::{Value, json};
 
-use crate::helpers::{expect_json, text, with_database};
+use crate::helpers::{expect_json, jth, text, with_database};
 use crate::process::{Server, admin_key, config_without_limits};
 
 pub async fn issue(server: &Server, key: &str, constraints: Value) -> String {
@@ -105,7 +105,7 @@ pub async fn check_acks(
             .await
             .unwrap();
         let record = expect_json(response, StatusCode::OK).await;
-        assert_eq!(record["vat_jti"], ack.jti.as_str(), "{aar_id}");
+        assert_eq!(record["jth"], jth(&ack.jti), "{aar_id}");
         assert_eq!(record["resource"], ack.resource.as_str(), "{aar_id}");
         assert_eq!(record["status"], ack.status, "{aar_id}");
         if let Some(earlier) = seen.insert(aar_id.clone(), record.clone()) {

@@ -4,7 +4,7 @@ use mandate_core::{Jti, Jwks, VerifyOptions, verify, verify_chain};
 use reqwest::StatusCode;
 use serde_json::{Value, json};
 
-use crate::helpers::{TestApp, expect_json, expect_problem, text};
+use crate::helpers::{TestApp, expect_json, expect_problem, jth, text};
 
 async fn jwks(app: &TestApp) -> Jwks {
     let response = app
@@ -291,7 +291,7 @@ async fn revoking_the_root_ends_the_whole_chain() {
         StatusCode::OK,
     )
     .await;
-    let mut expected: Vec<&str> = tokens.iter().map(|t| text(&t["jti"])).collect();
+    let mut expected: Vec<String> = tokens.iter().map(|t| jth(text(&t["jti"]))).collect();
     expected.sort_unstable();
     assert_eq!(revoked["revoked"], json!(expected));
     for token in &tokens {

@@ -421,3 +421,9 @@ pub fn text(value: &Value) -> &str {
         .as_str()
         .unwrap_or_else(|| panic!("not a string: {value}"))
 }
+
+/// The jti hash of `jti`: how every answer but the issue and delegate
+/// responses names a token.
+pub fn jth(jti: &str) -> String {
+    mandate_core::Jti::parse(jti).unwrap().hash().to_string()
+}

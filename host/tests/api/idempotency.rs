@@ -3,7 +3,7 @@
 use reqwest::StatusCode;
 use serde_json::{Value, json};
 
-use crate::helpers::{TestApp, expect_json, expect_problem, text};
+use crate::helpers::{TestApp, expect_json, expect_problem, jth, text};
 
 async fn send(
     app: &TestApp,
@@ -138,7 +138,7 @@ async fn a_retried_completion_gets_the_first_answer_and_only_its_sender_does() {
     let first = send(&app, &path, Some(&token), "c-1", &done).await;
     assert_eq!(first.0, StatusCode::OK);
     assert_eq!(first.1["status"], "completed");
-    assert_eq!(first.1["vat_jti"], root["jti"]);
+    assert_eq!(first.1["jth"], jth(text(&root["jti"])));
     for _ in 0..2 {
         assert_eq!(send(&app, &path, Some(&token), "c-1", &done).await, first);
     }
@@ -157,10 +157,11 @@ async fn a_retried_completion_gets_the_first_answer_and_only_its_sender_does() {
         .unwrap();
     expect_problem(response, StatusCode::CONFLICT, "already_completed").await;
 
-    // The same key and body by the aar_id alone: no replay, no jti.
+    // The same key and body by the aar_id alone: no replay, no jti; the
+    // record is not the caller's to see.
     let (status, problem) = send(&app, &path, None, "c-1", &done).await;
-    assert_eq!(status, StatusCode::UNAUTHORIZED, "{problem}");
-    assert_eq!(problem["code"], "token_required");
+    assert_eq!(status, StatusCode::NOT_FOUND, "{problem}");
+    assert_eq!(problem["code"], "record_not_found");
     assert!(!problem.to_string().contains(text(&root["jti"])));
 
     let record = expect_json(

@@ -203,7 +203,7 @@ async fn every_request_is_logged_once_at_info_by_route_template() {
         .collect();
     let expected = [
         "INFO mandate_host::api: request method=POST route=/v1/vat/issue/l1 status=201 micros=",
-        "INFO mandate_host::api: request method=GET route=/v1/vat/tokens/{jti} status=200 micros=",
+        "INFO mandate_host::api: request method=GET route=/v1/vat/tokens/{jth} status=200 micros=",
         "INFO mandate_host::api: request method=GET route=/healthz status=200 micros=",
         "INFO mandate_host::api: request method=GET route=unmatched status=404 micros=",
         "INFO mandate_host::api: request method=POST route=/v1/vat/record/action status=401 micros=",

@@ -30,6 +30,7 @@ mod log;
 mod logs;
 mod messages;
 mod migration;
+mod names;
 mod openapi;
 mod orgs;
 mod otel;

@@ -34,7 +34,7 @@ async fn openapi_lists_every_route() {
         ("/v1/vat/aar/provenance/{provenance_ref}/graph", "get"),
         ("/v1/vat/delegate", "post"),
         ("/v1/vat/revoke", "post"),
-        ("/v1/vat/tokens/{jti}", "get"),
+        ("/v1/vat/tokens/{jth}", "get"),
         ("/v1/vat/aar/{aar_id}", "get"),
         ("/v1/vat/aar", "get"),
         ("/v1/vat/workflows", "get"),

@@ -298,7 +298,11 @@ export class GraphView {
   #open(node: cytoscape.NodeSingular): void {
     const kind = node.data("kind") as string;
     if (kind === "record") {
-      this.#actions.openRecord(node.id());
+      // A record whose id completes it is named by a hash of the id, which
+      // opens nothing.
+      if (node.id().startsWith("aar_")) {
+        this.#actions.openRecord(node.id());
+      }
     } else if (kind === "token") {
       navigate(route(["tokens", node.id()]));
     }

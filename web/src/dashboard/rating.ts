@@ -88,7 +88,8 @@ export function ratingControls(record: ActionRecord, rated: (record: ActionRecor
     replace(outcome, h("p", { role: "status" }, "Saving…"));
     const text = note.value.trim();
     try {
-      const answer = await client().feedback(record.aar_id, text === "" ? { rating } : { rating, note: text });
+      // Only a completed record is rated, and its id is always shown.
+      const answer = await client().feedback(record.aar_id ?? "", text === "" ? { rating } : { rating, note: text });
       const updated: ActionRecord = { ...record, rating: answer.rating, feedback_at: answer.feedback_at };
       if (text !== "") {
         updated.note = text;

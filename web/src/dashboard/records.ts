@@ -29,27 +29,36 @@ export interface RecordsOptions {
 
 /**
  * The approval a record waited for, when it is known to have had one: it
- * awaits it, or was denied by it. A record waits for one approval at most,
- * and the server names it after the record: `apr_` and the record's ULID.
+ * awaits it, or was denied by it. A record waits for one approval at most;
+ * the server names the approval of a record made with the token itself
+ * after the record: `apr_` and the record's ULID. That of a record made
+ * with a bare jti does not lead back to the record (whose id completes it),
+ * so it is found from the approvals list only.
  */
 function approvalOf(record: ActionRecord): string | undefined {
   const asked =
     record.status === "awaiting_approval" ||
     record.deny_reason === "approval_denied" ||
     record.deny_reason === "approval_expired";
-  return asked ? `apr_${record.aar_id.slice("aar_".length)}` : undefined;
+  return asked && record.credential === "token" && record.aar_id !== undefined
+    ? `apr_${record.aar_id.slice("aar_".length)}`
+    : undefined;
 }
+
+/** What a record's id cell shows when the server leaves the id out. */
+const HIDDEN_ID = "shown only to the agent that made it until it is completed (it completes the record)";
 
 function detail(record: ActionRecord): HTMLElement {
   const rows: DocumentFragment[] = [
-    entry("Record", h("code", {}, record.aar_id)),
+    entry("Record", record.aar_id === undefined ? h("span", { class: "muted" }, HIDDEN_ID) : h("code", {}, record.aar_id)),
     entry("Outcome", badge(outcome(record)), record.deny_reason === undefined ? null : ` — ${record.deny_reason}`),
     entry("Agent", link(route(["agent", record.agent_id]), record.agent_id)),
     entry("Action", record.action),
     entry("Resource", h("code", {}, record.resource)),
     entry(
       "Token",
-      record.vat_jti === undefined ? "—" : link(route(["tokens", record.vat_jti]), h("code", {}, record.vat_jti)),
+      link(route(["tokens", record.jth]), h("code", {}, record.jth)),
+      h("span", { class: "muted" }, " (jti hash)"),
     ),
     entry("Made with", record.credential === "token" ? "the token itself" : "its jti (vat_jti), which proves nothing"),
     entry("Workflow", link(route(["workflow", record.provenance_ref]), h("code", {}, record.provenance_ref))),
@@ -64,8 +73,8 @@ function detail(record: ActionRecord): HTMLElement {
   if (record.result_hash !== undefined) {
     rows.push(entry("Result hash", h("code", { class: "wrap" }, record.result_hash)));
   }
-  if (record.delegated_jti !== undefined) {
-    rows.push(entry("Delegated to", link(route(["tokens", record.delegated_jti]), h("code", {}, record.delegated_jti))));
+  if (record.delegated_jth !== undefined) {
+    rows.push(entry("Delegated to", link(route(["tokens", record.delegated_jth]), h("code", {}, record.delegated_jth))));
   }
   const approval = approvalOf(record);
   if (approval !== undefined) {
@@ -171,7 +180,7 @@ export class RecordsPanel {
     const result = outcome(record);
     return h(
       "tr",
-      { "data-aar-id": record.aar_id, "data-outcome": result, "data-rating": record.rating ?? "" },
+      { "data-aar-id": record.aar_id ?? "", "data-outcome": result, "data-rating": record.rating ?? "" },
       h("td", { "data-label": "Time" }, time(record.created_at)),
       h("td", { "data-label": "Agent" }, link(route(["agent", record.agent_id]), record.agent_id)),
       h("td", { "data-label": "Action" }, record.action),
@@ -186,7 +195,7 @@ export class RecordsPanel {
           {
             type: "button",
             class: "details",
-            "aria-label": `Details of ${record.action} ${record.resource} (${record.aar_id})`,
+            "aria-label": `Details of ${record.action} ${record.resource}${record.aar_id === undefined ? "" : ` (${record.aar_id})`}`,
             onclick: () => this.show(record),
           },
           "Details",
@@ -277,12 +286,19 @@ export class RecordsPanel {
    * log records too).
    */
   show(record: ActionRecord): void {
-    let log = recordLog(record.aar_id);
+    const aarId = record.aar_id;
+    if (aarId === undefined) {
+      // A record whose id completes it: pending, so nothing to rate, and
+      // its proof is asked for by its id.
+      this.#openDialog(`${record.action} · ${record.resource}`, detail(record));
+      return;
+    }
+    let log = recordLog(aarId);
     this.#openDialog(
       `${record.action} · ${record.resource}`,
       detail(record),
       ratingControls(record, (updated) => {
-        const fresh = recordLog(record.aar_id);
+        const fresh = recordLog(aarId);
         log.replaceWith(fresh);
         log = fresh;
         this.#options.onRated?.(updated);

@@ -74,7 +74,10 @@ fn a_matching_authorize_waits_with_its_spend_reserved_and_approval_lets_it_compl
     let asked = f.ask(&root, "pay", usd(40.0), at(2));
     assert_eq!(asked.denied, None);
     let approval = asked.approval.clone().expect("an approval to wait for");
-    assert_eq!(approval.approval_id, approval_id_of(&asked.aar_id));
+    assert_eq!(
+        approval.approval_id,
+        approval_id_of(&asked.aar_id, Credential::Token).unwrap()
+    );
     assert_eq!(approval.expires_at, at(2).ms() + DEFAULT_APPROVAL_TTL_MS);
     assert_eq!(f.record(&asked).state, RecordState::AwaitingApproval);
     assert_eq!(f.used(&root).spent, usd(40.0), "reserved while it waits");

@@ -49,7 +49,9 @@ function details(approval: Approval): HTMLElement {
     entry("Agent", link(route(["agent", agent]), agent), ` (depth ${approval.delegation_depth})`),
     entry(
       "Record",
-      link(route(["workflow", approval.provenance_ref], { record: approval.aar_id }), h("code", {}, approval.aar_id)),
+      approval.aar_id === undefined
+        ? h("span", { class: "muted" }, "its id is shown only to the agent that made it until it is completed")
+        : link(route(["workflow", approval.provenance_ref], { record: approval.aar_id }), h("code", {}, approval.aar_id)),
       " ",
       badge(approval.record_status),
     ),

@@ -232,7 +232,7 @@ class UnratedList {
    * focus kept on the record it was on.
    */
   update(records: ActionRecord[], region: HTMLElement): void {
-    const ids = records.map((record) => record.aar_id).join(" ");
+    const ids = records.map((record) => record.aar_id ?? "").join(" ");
     if (ids === this.#rows.map((row) => row.dataset.aarId).join(" ")) {
       return;
     }
@@ -246,11 +246,13 @@ class UnratedList {
   }
 
   #row(record: ActionRecord, first: boolean): HTMLTableRowElement {
-    const label = `${record.action} ${record.resource} (${record.aar_id})`;
+    // Records to rate are completed: the server shows their ids.
+    const aarId = record.aar_id ?? "";
+    const label = `${record.action} ${record.resource} (${aarId})`;
     const row = h(
       "tr",
       {
-        "data-aar-id": record.aar_id,
+        "data-aar-id": aarId,
         "data-outcome": outcome(record),
         tabindex: first ? 0 : -1,
         "aria-label": `${record.action} ${record.resource}, ${outcome(record)}, by ${record.agent_id}`,
@@ -263,7 +265,7 @@ class UnratedList {
       h(
         "td",
         { "data-label": "Workflow" },
-        link(route(["workflow", record.provenance_ref], { record: record.aar_id }), idElement(record.provenance_ref)),
+        link(route(["workflow", record.provenance_ref], { record: aarId }), idElement(record.provenance_ref)),
       ),
       h(
         "td",
@@ -329,7 +331,7 @@ class UnratedList {
       button.disabled = true;
     }
     try {
-      await client().feedback(record.aar_id, { rating });
+      await client().feedback(record.aar_id ?? "", { rating });
       const at = this.#rows.indexOf(row);
       this.#rows.splice(at, 1);
       row.remove();

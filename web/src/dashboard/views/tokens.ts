@@ -2,7 +2,9 @@
 // workflow and status), each human shown by the label the organisation
 // knows it by; a token's status and every descendant's, and revocation
 // with a confirmation step: revoking a token ends it and its whole
-// subtree. Only a key whose role allows `revoke` is offered it.
+// subtree. Only a key whose role allows `revoke` is offered it. Tokens are
+// named by jti hash (`jth`): the server shows a jti only to whoever
+// receives the token, and a jth names a token without acting as it.
 
 import type { TokenListItem, TokenListQuery, TokenPage, TokenState, TokenStatus } from "mandate-sdk/web";
 import { entry, h, link } from "../dom.js";
@@ -20,9 +22,9 @@ const REASON_MAX = 512;
 
 function lookup(current: string): HTMLFormElement {
   const input = h("input", {
-    name: "jti",
+    name: "jth",
     value: current,
-    placeholder: "vat_root_…",
+    placeholder: "jti hash (or the jti, if you hold it)",
     autocomplete: "off",
     spellcheck: false,
     required: true,
@@ -38,14 +40,14 @@ function lookup(current: string): HTMLFormElement {
         navigate(route(["tokens", input.value.trim()]));
       },
     },
-    field("Token id (jti)", input),
+    field("Token (jti hash)", input),
     h("div", { class: "filter-actions" }, h("button", { type: "submit" }, "Show")),
   );
 }
 
 function chainTable(status: TokenStatus): HTMLElement {
   const rows = [
-    { jti: status.jti, agent_id: status.agent_id, delegation_depth: status.delegation_depth, status: status.status },
+    { jth: status.jth, agent_id: status.agent_id, delegation_depth: status.delegation_depth, status: status.status },
     ...status.descendants,
   ];
   const top = status.delegation_depth;
@@ -64,11 +66,11 @@ function chainTable(status: TokenStatus): HTMLElement {
       ...rows.map((row) =>
         h(
           "tr",
-          { "data-jti": row.jti, "data-status": row.status },
+          { "data-jth": row.jth, "data-status": row.status },
           h(
             "td",
             { "data-label": "Token", class: `indent-${Math.min(row.delegation_depth - top, 8)}` },
-            row.jti === status.jti ? h("code", {}, row.jti) : link(route(["tokens", row.jti]), h("code", {}, row.jti)),
+            row.jth === status.jth ? h("code", {}, row.jth) : link(route(["tokens", row.jth]), h("code", {}, row.jth)),
           ),
           h("td", { "data-label": "Agent" }, link(route(["agent", row.agent_id]), row.agent_id)),
           h("td", { "data-label": "Depth", class: "number" }, row.delegation_depth),
@@ -91,7 +93,7 @@ function revokeDialog(status: TokenStatus, done: () => void): HTMLDialogElement 
         "p",
         {},
         "This ends ",
-        h("code", {}, status.jti),
+        h("code", {}, status.jth),
         status.descendants.length === 0
           ? " at once. "
           : ` and its ${status.descendants.length} descendant${status.descendants.length === 1 ? "" : "s"} at once. `,
@@ -103,7 +105,7 @@ function revokeDialog(status: TokenStatus, done: () => void): HTMLDialogElement 
     pending: "Revoking…",
     act: async () => {
       const text = reason.value.trim();
-      await client().revoke(text === "" ? { jti: status.jti } : { jti: status.jti, reason: text });
+      await client().revoke(text === "" ? { jth: status.jth } : { jth: status.jth, reason: text });
     },
     done,
   });
@@ -190,8 +192,8 @@ function listFilters(params: URLSearchParams): HTMLFormElement {
 function tokenRow(item: TokenListItem): HTMLTableRowElement {
   return h(
     "tr",
-    { "data-jti": item.jti, "data-status": item.status },
-    h("td", { "data-label": "Token" }, link(route(["tokens", item.jti]), idElement(item.jti))),
+    { "data-jth": item.jth, "data-status": item.status },
+    h("td", { "data-label": "Token" }, link(route(["tokens", item.jth]), idElement(item.jth))),
     h(
       "td",
       { "data-label": "Agent" },
@@ -252,9 +254,9 @@ async function tokenList(root: HTMLElement, params: URLSearchParams): Promise<vo
 }
 
 export async function tokensView(root: HTMLElement, current: Route): Promise<void> {
-  const jti = current.segments[1] ?? "";
-  root.append(h("h1", { tabindex: -1 }, "Tokens"), lookup(jti));
-  if (jti === "") {
+  const name = current.segments[1] ?? "";
+  root.append(h("h1", { tabindex: -1 }, "Tokens"), lookup(name));
+  if (name === "") {
     root.append(
       h(
         "p",
@@ -269,6 +271,6 @@ export async function tokensView(root: HTMLElement, current: Route): Promise<voi
   }
   const region = h("section", { "aria-live": "polite", "aria-label": "Token status" });
   root.append(region);
-  const show = (): Promise<void> => load(region, "the token", () => client().token(jti), (status) => statusView(status, () => void show()));
+  const show = (): Promise<void> => load(region, "the token", () => client().token(name), (status) => statusView(status, () => void show()));
   await show();
 }
