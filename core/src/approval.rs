@@ -25,6 +25,15 @@
 //! it adds its actions and patterns to the parent's and replaces the
 //! threshold (refused when higher) — see [`ApprovalRequirement::merged`].
 //!
+//! # Failing closed
+//! A requirement must be able to match under the grant it is part of
+//! ([`check_reachable`]): every listed action is one the grant holds, every
+//! listed pattern overlaps a granted pattern, and a spend threshold lies
+//! below `max_spend_usd`. A typo (`sned`, `mial:*`) would otherwise turn
+//! approval off in silence. At a delegation only what the request adds is
+//! judged, against the child's grant after inheritance: what the child
+//! inherits and cannot do needs no approval because it cannot be done.
+//!
 //! This module knows nothing of who approves, how long an approval waits or
 //! where it is stored: those are the server's.
 
@@ -32,7 +41,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::money::Usd;
 use crate::scope::{
-    Action, Constraints, Resource, ResourcePattern, ScopeError, Violation, check_list,
+    Action, Constraints, Resource, ResourcePattern, Scope, ScopeError, Violation, check_list,
 };
 
 /// When an action needs a human's approval before it is done.
@@ -160,6 +169,55 @@ impl ApprovalRequirement {
     }
 }
 
+/// Refuses a requirement that could never match under its grant: an
+/// action `scope` does not hold, a pattern no pattern of `scope` overlaps,
+/// a `spend_over_usd` at or above `max_spend_usd` (spend strictly over the
+/// threshold would be over the budget). Members of `inherited` (the
+/// parent's requirement, at a delegation) are not judged: the child may
+/// not be able to do what its parent needed approval for. Reports the first
+/// member that fails, in the order actions, resources, threshold.
+pub fn check_reachable(
+    requirement: &ApprovalRequirement,
+    inherited: Option<&ApprovalRequirement>,
+    scope: &Scope,
+    max_spend_usd: Option<Usd>,
+) -> Result<(), ScopeError> {
+    let inherited_actions = inherited.map_or(&[][..], |parent| parent.actions());
+    if let Some(action) = requirement
+        .actions
+        .iter()
+        .find(|a| !inherited_actions.contains(a) && !scope.actions().contains(a))
+    {
+        return Err(ScopeError::ApprovalActionNotHeld(action.clone()));
+    }
+    let inherited_patterns = inherited.map_or(&[][..], |parent| parent.resources());
+    if let Some(pattern) = requirement.resources.iter().find(|p| {
+        !inherited_patterns.contains(p) && !scope.resources().iter().any(|g| g.overlaps(p))
+    }) {
+        return Err(ScopeError::ApprovalResourceOutsideScope(pattern.clone()));
+    }
+    let inherited_threshold = inherited.and_then(ApprovalRequirement::spend_over_usd);
+    if let (Some(threshold), Some(budget)) = (requirement.spend_over_usd, max_spend_usd)
+        && Some(threshold) != inherited_threshold
+        && threshold >= budget
+    {
+        return Err(ScopeError::ApprovalThresholdUnreachable { threshold, budget });
+    }
+    Ok(())
+}
+
+/// Refuses constraints whose approval requirement could never match under
+/// `scope` ([`check_reachable`], nothing inherited): the rule at issue.
+pub fn check_constraints_reachable(
+    scope: &Scope,
+    constraints: &Constraints,
+) -> Result<(), ScopeError> {
+    match &constraints.require_approval {
+        Some(requirement) => check_reachable(requirement, None, scope, constraints.max_spend_usd),
+        None => Ok(()),
+    }
+}
+
 /// A list member as given: absent (held as empty), or 1–64 distinct
 /// entries.
 fn present<T: PartialEq + std::fmt::Display>(
@@ -232,4 +290,92 @@ pub fn chain_requires_approval<'a>(
             .as_ref()
             .is_some_and(|requirement| requirement.applies(action, resource, spend))
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn scope() -> Scope {
+        Scope::parse(&["mail:*", "crm:contacts"], &["send", "read"]).unwrap()
+    }
+
+    fn requirement(
+        actions: &[&str],
+        resources: &[&str],
+        spend: Option<f64>,
+    ) -> ApprovalRequirement {
+        ApprovalRequirement::parse(
+            Some(actions).filter(|a| !a.is_empty()),
+            Some(resources).filter(|r| !r.is_empty()),
+            spend.map(|s| Usd::from_f64(s).unwrap()),
+        )
+        .unwrap()
+    }
+
+    fn usd(amount: f64) -> Option<Usd> {
+        Some(Usd::from_f64(amount).unwrap())
+    }
+
+    #[test]
+    fn a_requirement_that_can_match_is_kept() {
+        let ok = requirement(&["send"], &["mail:inbox", "crm:*"], Some(99.99));
+        assert_eq!(check_reachable(&ok, None, &scope(), usd(100.0)), Ok(()));
+        let unbudgeted = requirement(&[], &[], Some(1_000_000.0));
+        assert_eq!(check_reachable(&unbudgeted, None, &scope(), None), Ok(()));
+    }
+
+    #[test]
+    fn an_action_the_grant_does_not_hold_is_refused() {
+        let typo = requirement(&["send", "sned"], &[], None);
+        let error = check_reachable(&typo, None, &scope(), None).unwrap_err();
+        assert_eq!(error.code(), "approval_action_not_held");
+        assert!(error.to_string().contains("`sned`"));
+    }
+
+    #[test]
+    fn a_pattern_no_granted_pattern_overlaps_is_refused() {
+        for pattern in ["mial:*", "crm:deals", "mailbox:x"] {
+            let typo = requirement(&[], &[pattern], None);
+            let error = check_reachable(&typo, None, &scope(), None).unwrap_err();
+            assert_eq!(error.code(), "approval_resource_outside_scope", "{pattern}");
+        }
+    }
+
+    #[test]
+    fn a_threshold_at_or_above_the_budget_is_refused() {
+        for threshold in [100.0, 100.000001, 5000.0] {
+            let high = requirement(&[], &[], Some(threshold));
+            let error = check_reachable(&high, None, &scope(), usd(100.0)).unwrap_err();
+            assert_eq!(
+                error.code(),
+                "approval_threshold_unreachable",
+                "{threshold}"
+            );
+        }
+    }
+
+    #[test]
+    fn what_a_child_inherits_is_not_judged() {
+        let parent = requirement(&["pay"], &["bank:*"], Some(500.0));
+        let child = parent.merged(&requirement(&["send"], &[], None)).unwrap();
+        assert_eq!(
+            check_reachable(&child, Some(&parent), &scope(), usd(100.0)),
+            Ok(())
+        );
+        let added = parent.merged(&requirement(&["sned"], &[], None)).unwrap();
+        assert_eq!(
+            check_reachable(&added, Some(&parent), &scope(), None)
+                .unwrap_err()
+                .code(),
+            "approval_action_not_held"
+        );
+        let lowered = parent.merged(&requirement(&[], &[], Some(200.0))).unwrap();
+        assert_eq!(
+            check_reachable(&lowered, Some(&parent), &scope(), usd(100.0))
+                .unwrap_err()
+                .code(),
+            "approval_threshold_unreachable"
+        );
+    }
 }

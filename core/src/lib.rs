@@ -56,7 +56,9 @@ pub mod trust_statement;
 pub mod webhook;
 
 pub use agents::{Naming, NotYours, chain_trust, check_naming, may_issue_for};
-pub use approval::{ApprovalRequirement, chain_requires_approval};
+pub use approval::{
+    ApprovalRequirement, chain_requires_approval, check_constraints_reachable, check_reachable,
+};
 pub use budget::{
     BUDGET_THRESHOLDS, BudgetExceeded, CompletionSpendRefused, ThresholdReached, Usage,
     check_budget, check_chain_budgets, check_chain_extra_spend, check_completion_spend,
@@ -87,8 +89,8 @@ pub use scope::{
 };
 pub use status_list::{
     Bits, StatusCheckError, StatusClaim, StatusList, StatusListClaims, StatusListError,
-    StatusListRef, StatusType, StatusUri, VerifiedStatusList, check_status, check_status_with,
-    sign_status_list, verify_status_list,
+    StatusListRef, StatusType, StatusUri, VerifiedStatusList, check_status, check_status_origin,
+    check_status_with, sign_status_list, verify_status_list,
 };
 pub use summary::{SummaryRow, WorkflowSummary, summarize};
 pub use tlog::{

@@ -67,6 +67,18 @@ pub enum ScopeError {
     ApprovalRequirementEmpty,
     #[error("min_trust must be a number in [0, 1]")]
     InvalidMinTrust,
+    #[error(
+        "require_approval.actions lists `{0}`, which the token does not hold: the requirement could never match"
+    )]
+    ApprovalActionNotHeld(Action),
+    #[error(
+        "require_approval.resources lists `{0}`, which no resource of the token overlaps: the requirement could never match"
+    )]
+    ApprovalResourceOutsideScope(ResourcePattern),
+    #[error(
+        "require_approval.spend_over_usd is {threshold}, at or above max_spend_usd {budget}: no spend the budget allows could pass it"
+    )]
+    ApprovalThresholdUnreachable { threshold: Usd, budget: Usd },
 }
 
 impl ScopeError {
@@ -83,6 +95,9 @@ impl ScopeError {
             ScopeError::MaxActionsTooLarge => "max_actions_too_large",
             ScopeError::ApprovalRequirementEmpty => "empty_approval_requirement",
             ScopeError::InvalidMinTrust => "invalid_min_trust",
+            ScopeError::ApprovalActionNotHeld(_) => "approval_action_not_held",
+            ScopeError::ApprovalResourceOutsideScope(_) => "approval_resource_outside_scope",
+            ScopeError::ApprovalThresholdUnreachable { .. } => "approval_threshold_unreachable",
         }
     }
 }
@@ -209,6 +224,14 @@ impl ResourcePattern {
         let (ns, name) = self.parts();
         let (r_ns, r_name) = resource.parts();
         ns == r_ns && (name == "*" || name == r_name)
+    }
+
+    /// Whether some resource is covered by both this pattern and `other`:
+    /// the same namespace, and the same name or `*` on either side.
+    pub fn overlaps(&self, other: &ResourcePattern) -> bool {
+        let (ns, name) = self.parts();
+        let (o_ns, o_name) = other.parts();
+        ns == o_ns && (name == "*" || o_name == "*" || name == o_name)
     }
 
     /// Whether everything `other` covers, this pattern covers too.

@@ -171,6 +171,11 @@ pub enum StatusCheckError {
     Stale,
     #[error("the status list token has expired")]
     ListExpired,
+    /// The token's status uri is on an origin its verifier was not told
+    /// the issuer serves lists from: a list fetched there proves nothing
+    /// (a `Host` header forged at issue once named such origins).
+    #[error("the token's status list is not on an origin of its issuer")]
+    OriginNotAllowed,
 }
 
 impl StatusCheckError {
@@ -185,6 +190,7 @@ impl StatusCheckError {
             StatusCheckError::Unrecognised(_) => "status_unrecognised",
             StatusCheckError::Stale => "status_stale",
             StatusCheckError::ListExpired => "status_list_expired",
+            StatusCheckError::OriginNotAllowed => "status_origin_not_allowed",
         }
     }
 }
@@ -475,6 +481,46 @@ impl StatusUri {
     /// The URI as text.
     pub fn as_str(&self) -> &str {
         &self.0
+    }
+
+    /// Its origin: the scheme, `://` and the authority, as written
+    /// (`https://mandate.example.com:8443`).
+    pub fn origin(&self) -> &str {
+        let scheme = self.0.find("://").map_or(0, |at| at + 3);
+        let end = self
+            .0
+            .get(scheme..)
+            .and_then(|rest| rest.find(['/', '?']))
+            .map_or(self.0.len(), |at| scheme + at);
+        self.0.get(..end).unwrap_or(&self.0)
+    }
+
+    /// Whether its origin is one of `origins` (each `scheme://host[:port]`,
+    /// compared without regard to ASCII case; a trailing `/` is ignored).
+    pub fn on_origin<S: AsRef<str>>(&self, origins: &[S]) -> bool {
+        let origin = self.origin();
+        origins.iter().any(|o| {
+            o.as_ref()
+                .trim_end_matches('/')
+                .eq_ignore_ascii_case(origin)
+        })
+    }
+}
+
+/// Refuses a token whose status list is not on one of `origins`, the
+/// origins its issuer serves status lists from (`status_origin_not_allowed`).
+/// A token without a `status` claim passes. Verifiers that are told their
+/// issuer's origins call it before [`check_status`]: a token issued with a
+/// forged `Host` names a list its holder may keep signed and unrevoked.
+pub fn check_status_origin<S: AsRef<str>>(
+    claims: &Claims,
+    origins: &[S],
+) -> Result<(), StatusCheckError> {
+    match &claims.status {
+        Some(status) if !status.status_list.uri.on_origin(origins) => {
+            Err(StatusCheckError::OriginNotAllowed)
+        }
+        _ => Ok(()),
     }
 }
 

@@ -202,11 +202,12 @@ proptest! {
         }
     }
 
-    /// A delegation is refused for its approval requirement only when it
-    /// sets a higher threshold than the parent's.
+    /// Under a scope that holds every action and resource, a delegation is
+    /// refused for its approval requirement only when it sets a higher
+    /// threshold than the parent's.
     #[test]
     fn only_a_higher_threshold_refuses_a_requirement(asked in requirement(), parent in requirement()) {
-        let scope = Scope::parse(&["crm:*"], &["read"]).unwrap();
+        let scope = Scope::parse(&["crm:*", "mail:*", "files:*"], &ACTIONS).unwrap();
         let of = |requirement: ApprovalRequirement| Grant {
             scope: scope.clone(),
             constraints: Constraints { require_approval: Some(requirement), ..Constraints::default() },
@@ -219,6 +220,66 @@ proptest! {
         );
         let outcome = delegated_grant(of(asked), &of(parent));
         prop_assert_eq!(outcome.is_err(), raised);
+    }
+
+    /// What a delegation adds to its requirement must be able to match
+    /// under the child's grant: refused exactly when an added action is
+    /// not the child's, an added pattern overlaps none of the child's, or
+    /// an added threshold is at or above the child's budget (or raised);
+    /// what the child inherits never refuses it.
+    #[test]
+    fn an_added_requirement_must_be_able_to_match(
+        asked in requirement(),
+        parent_req in requirement(),
+        actions in prop::collection::btree_set(0..4usize, 1..4),
+        resources in prop::collection::btree_set(0..12usize, 1..5),
+        budget in prop::option::of(0..100u64),
+    ) {
+        let everything = Scope::parse(&["crm:*", "mail:*", "files:*"], &ACTIONS).unwrap();
+        let parent = Grant {
+            scope: everything,
+            constraints: Constraints { require_approval: Some(parent_req.clone()), ..Constraints::default() },
+            policy: Policy::default(),
+            expires_at: 10,
+        };
+        let actions: Vec<Action> = actions.into_iter().map(|i| Action::parse(ACTIONS[i]).unwrap()).collect();
+        let patterns: Vec<ResourcePattern> = resources.into_iter().map(pattern_at).collect();
+        let request = Grant {
+            scope: Scope::new(patterns.clone(), actions.clone()).unwrap(),
+            constraints: Constraints {
+                max_spend_usd: budget.map(usd),
+                require_approval: Some(asked.clone()),
+                ..Constraints::default()
+            },
+            policy: Policy::default(),
+            expires_at: 10,
+        };
+        let parts = |p: &ResourcePattern| {
+            let (ns, name) = p.as_str().split_once(':').unwrap();
+            (ns.to_owned(), name.to_owned())
+        };
+        let overlap = |a: &ResourcePattern, b: &ResourcePattern| {
+            let ((an, a_name), (bn, b_name)) = (parts(a), parts(b));
+            an == bn && (a_name == "*" || b_name == "*" || a_name == b_name)
+        };
+        let action_unheld = asked
+            .actions()
+            .iter()
+            .any(|a| !parent_req.actions().contains(a) && !actions.contains(a));
+        let pattern_outside = asked.resources().iter().any(|p| {
+            !parent_req.resources().contains(p) && !patterns.iter().any(|g| overlap(g, p))
+        });
+        let (threshold, inherited) = (asked.spend_over_usd(), parent_req.spend_over_usd());
+        let raised = matches!((threshold, inherited), (Some(a), Some(p)) if a > p);
+        let unreachable = threshold.is_some_and(|t| {
+            Some(t) != inherited && budget.map(usd).is_some_and(|b| t >= b)
+        });
+        let outcome = delegated_grant(request, &parent);
+        prop_assert_eq!(
+            outcome.is_err(),
+            action_unheld || pattern_outside || raised || unreachable,
+            "{:?}", outcome
+        );
     }
 
     /// Over a chain, an attempt needs approval when any token's

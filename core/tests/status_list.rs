@@ -9,8 +9,8 @@ use mandate_core::limits::{DEFAULT_LEEWAY_SECONDS, MAX_STATUS_LIST_TOKEN_BYTES, 
 use mandate_core::status_list::{STATUS_LIST_TYP, compress, decompress};
 use mandate_core::{
     Bits, Claims, Jwks, StatusCheckError, StatusClaim, StatusList, StatusListClaims,
-    StatusListError, StatusType, StatusUri, VerifyError, VerifyOptions, check_status, delegate,
-    sign, sign_status_list, verify, verify_status_list,
+    StatusListError, StatusType, StatusUri, VerifyError, VerifyOptions, check_status,
+    check_status_origin, delegate, sign, sign_status_list, verify, verify_status_list,
 };
 use proptest::prelude::*;
 
@@ -196,6 +196,51 @@ fn tokens_carry_the_entry_the_server_gives_them() {
     let json = serde_json::to_string(&child).unwrap();
     let at = |member: &str| json.find(&format!("\"{member}\":")).unwrap();
     assert!(at("svc_chain") < at("status") && at("status") < at("act"));
+}
+
+#[test]
+fn a_status_uri_off_the_issuers_origins_is_refused() {
+    let honest = token_at(3);
+    assert_eq!(check_status_origin(&honest, &[BASE]), Ok(()));
+    assert_eq!(
+        check_status_origin(&honest, &["HTTPS://Mandate.Test/"]),
+        Ok(())
+    );
+    assert_eq!(
+        check_status_origin(&honest, &["https://other.test", "https://mandate.test"]),
+        Ok(())
+    );
+    // A token issued with a forged Host: its list is the attacker's to keep.
+    let mut forged = root();
+    forged.status = Some(StatusClaim::for_index("http://evil.example", 3).unwrap());
+    for origins in [
+        &[BASE][..],
+        &["http://mandate.test"][..],
+        &["https://mandate.test:8443"][..],
+        &["https://mandate.test.evil.example"][..],
+        &[][..],
+    ] {
+        assert_eq!(
+            check_status_origin(&forged, origins),
+            Err(StatusCheckError::OriginNotAllowed),
+            "{origins:?}"
+        );
+    }
+    assert_eq!(
+        StatusCheckError::OriginNotAllowed.code(),
+        "status_origin_not_allowed"
+    );
+    // A prefix is not an origin: `https://mandate.test.evil` is not under it.
+    let mut lookalike = root();
+    lookalike.status = Some(StatusClaim::for_index("https://mandate.test.evil", 3).unwrap());
+    assert_eq!(
+        check_status_origin(&lookalike, &[BASE]),
+        Err(StatusCheckError::OriginNotAllowed)
+    );
+    // A token without a status claim has no list to check.
+    assert_eq!(check_status_origin(&root(), &[BASE]), Ok(()));
+    let with_path = StatusUri::parse("https://mandate.test:8443/prefix/v1/vat/status/0").unwrap();
+    assert_eq!(with_path.origin(), "https://mandate.test:8443");
 }
 
 #[test]

@@ -454,6 +454,11 @@ fn approval_narrowing_vectors() {
 }
 
 #[test]
+fn approval_reachability_vectors() {
+    rules::approvals::approval_reachability();
+}
+
+#[test]
 fn approval_lifecycle_vectors() {
     rules::approvals::approval_lifecycle();
 }

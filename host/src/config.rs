@@ -304,6 +304,10 @@ pub struct EventsConfig {
     /// Event streams (`GET /v1/events`) one organisation may hold open at
     /// once on this process; one more is refused 429 `too_many_streams`.
     pub max_streams_per_org: usize,
+    /// Event streams one API key may hold open at once on this process,
+    /// below the organisation's so that one key (an auditor's) cannot take
+    /// them all; one more is refused 429 `too_many_streams`.
+    pub max_streams_per_key: usize,
 }
 
 impl Default for EventsConfig {
@@ -312,6 +316,7 @@ impl Default for EventsConfig {
             enabled: true,
             retain_hours: NonZeroU64::new(72).unwrap_or(NonZeroU64::MIN),
             max_streams_per_org: 16,
+            max_streams_per_key: 4,
         }
     }
 }
@@ -325,6 +330,9 @@ pub struct WebhooksConfig {
     /// such URLs are refused when a webhook is created and every delivery
     /// checks the addresses it connects to.
     pub allow_private: bool,
+    /// The ports a webhook URL may name (its scheme's default when it names
+    /// none); ignored with `allow_private`.
+    pub ports: Vec<u16>,
     /// Longest one delivery attempt may take, milliseconds: connecting,
     /// sending and the answer's status. Slower is a failed attempt.
     pub timeout_ms: NonZeroU64,
@@ -346,6 +354,7 @@ impl Default for WebhooksConfig {
     fn default() -> WebhooksConfig {
         WebhooksConfig {
             allow_private: false,
+            ports: vec![443, 80, 8443],
             timeout_ms: NonZeroU64::new(10_000).unwrap_or(NonZeroU64::MIN),
             retry_first_delay_ms: NonZeroU64::new(5_000).unwrap_or(NonZeroU64::MIN),
             retry_for_hours: NonZeroU64::new(24).unwrap_or(NonZeroU64::MIN),
@@ -383,9 +392,11 @@ pub struct Config {
     /// The `iss` of every token.
     pub issuer: String,
     /// The address clients reach this server at (`https://mandate.example`,
-    /// with any path prefix a proxy adds): DPoP proofs name it in `htu`. By
-    /// default `http://` and the request's `Host`; set it behind a proxy
-    /// that terminates TLS.
+    /// with any path prefix a proxy adds): DPoP proofs name it in `htu`
+    /// (by default `http://` and the request's `Host`), and every URL the
+    /// server signs is under it — token status lists (by default `http://`
+    /// and the address it listens on, never a request's `Host`). Set it in
+    /// production; behind a proxy that terminates TLS it is needed.
     pub public_url: Option<String>,
     /// How `record/action` and `authorize` may name their token (`delegate`,
     /// an agent's `revoke` and every bound token always need the token).

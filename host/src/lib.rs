@@ -113,6 +113,9 @@ pub struct Shared {
     /// Each organisation's trust scores in force (`crate::trust`), shared
     /// with the ledger, which judges `min_trust` against them.
     pub trust: Arc<trust::Board>,
+    /// The address the server listens on, once it does (`serve_until`): the
+    /// base of signed URLs when `public_url` is not set.
+    pub listening: std::sync::OnceLock<SocketAddr>,
     /// Cancelled when the server begins to stop: event streams end and
     /// approval waits answer at once, so graceful shutdown is not held
     /// open by a client that never hangs up.
@@ -190,6 +193,7 @@ impl AppState {
             committed: tokio::sync::watch::Sender::new(0),
             streams: api::OpenStreams::default(),
             trust,
+            listening: std::sync::OnceLock::new(),
             stopping: tokio_util::sync::CancellationToken::new(),
         }));
         Ok((state, prepared.new_admin_key))
@@ -311,6 +315,39 @@ async fn shutdown_signal() {
     tracing::info!("shutting down: finishing in-flight requests");
 }
 
+/// Holds the address the server listens on, the base of signed URLs
+/// without `public_url`; warns when verifiers elsewhere could not reach it.
+fn note_listening(state: &AppState, address: SocketAddr) {
+    let _ = state.listening.set(address);
+    if state.config.public_url.is_none() && !publicly_reachable(address.ip()) {
+        tracing::warn!(
+            %address,
+            "public_url is not set: token status lists are signed for http://{address}, \
+             which verifiers on other machines cannot reach; set public_url to the address \
+             clients use"
+        );
+    }
+}
+
+/// Whether an address could be reached from other networks: not
+/// unspecified, loopback, private or link-local.
+fn publicly_reachable(ip: std::net::IpAddr) -> bool {
+    match ip {
+        std::net::IpAddr::V4(v4) => {
+            !(v4.is_unspecified() || v4.is_loopback() || v4.is_private() || v4.is_link_local())
+        }
+        std::net::IpAddr::V6(v6) => {
+            !(v6.is_unspecified()
+                || v6.is_loopback()
+                || v6.is_unique_local()
+                || v6.is_unicast_link_local())
+                && v6
+                    .to_ipv4_mapped()
+                    .is_none_or(|v4| publicly_reachable(v4.into()))
+        }
+    }
+}
+
 /// Serves the API on a bound listener until `shutdown` completes, then
 /// closes the database after every in-flight request has finished.
 pub async fn serve_until(
@@ -318,6 +355,7 @@ pub async fn serve_until(
     state: AppState,
     shutdown: impl std::future::Future<Output = ()> + Send + 'static,
 ) -> anyhow::Result<()> {
+    note_listening(&state, listener.local_addr()?);
     let router = app(state.clone());
     let keeper = tokio::spawn(housekeeping(state.clone()));
     let expirer = tokio::spawn(timers::expire_approvals(state.clone()));

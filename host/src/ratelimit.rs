@@ -4,9 +4,15 @@
 //! organisation's many keys cannot take what the others need. A refusal is a 429 with `Retry-After`.
 //! An IPv6 client is counted by its /64 network, not its address: a host
 //! owns a whole /64 and can pick a fresh address for every request.
+//! A batch of `n` records counts `n` requests: beyond the burst, the key
+//! owes the rest and is refused until `n / rate` seconds have passed.
 
+use std::collections::HashMap;
 use std::net::{IpAddr, Ipv6Addr, SocketAddr};
 use std::num::NonZeroU32;
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
 
 use axum::http::HeaderMap;
 use governor::clock::{Clock, DefaultClock};
@@ -18,55 +24,95 @@ use crate::store::orgs::Org;
 
 type Keyed<K> = DefaultKeyedRateLimiter<K>;
 
+/// One keyed limiter, with what batches larger than its burst still owe.
+#[derive(Debug)]
+struct Limited<K: std::hash::Hash + Eq + Clone> {
+    limiter: Keyed<K>,
+    /// Requests allowed per second.
+    rate: NonZeroU32,
+    /// Keys refused until the instant given: a batch of `n` requests larger
+    /// than the burst costs `n / rate` seconds, as `n` requests sent alone
+    /// would, and the key is refused until they have been paid for.
+    owed: Mutex<HashMap<K, Instant>>,
+    /// How many keys `owed` holds, read without its lock.
+    debts: AtomicUsize,
+}
+
 /// The limiters of one server.
 #[derive(Debug)]
 pub struct Limiters {
-    api_keys: Option<Keyed<String>>,
-    tokens: Option<Keyed<String>>,
-    orgs: Option<Keyed<Org>>,
-    addresses: Option<Keyed<IpAddr>>,
+    api_keys: Option<Limited<String>>,
+    tokens: Option<Limited<String>>,
+    orgs: Option<Limited<Org>>,
+    addresses: Option<Limited<IpAddr>>,
     trusted_proxies: Vec<IpAddr>,
 }
 
-fn keyed<K: std::hash::Hash + Eq + Clone>(per_second: u32, burst: u32) -> Option<Keyed<K>> {
+fn keyed<K: std::hash::Hash + Eq + Clone>(per_second: u32, burst: u32) -> Option<Limited<K>> {
     let rate = NonZeroU32::new(per_second)?;
     let burst = NonZeroU32::new(burst.max(per_second)).unwrap_or(rate);
-    Some(RateLimiter::keyed(
-        Quota::per_second(rate).allow_burst(burst),
-    ))
+    Some(Limited {
+        limiter: RateLimiter::keyed(Quota::per_second(rate).allow_burst(burst)),
+        rate,
+        owed: Mutex::new(HashMap::new()),
+        debts: AtomicUsize::new(0),
+    })
 }
 
-fn check<K: std::hash::Hash + Eq + Clone>(limiter: Option<&Keyed<K>>, key: &K) -> ApiResult<()> {
+fn check<K: std::hash::Hash + Eq + Clone>(limiter: Option<&Limited<K>>, key: &K) -> ApiResult<()> {
     check_n(limiter, key, 1)
 }
 
+fn refused(wait: Duration) -> ApiError {
+    ApiError::new(
+        axum::http::StatusCode::TOO_MANY_REQUESTS,
+        "rate_limited",
+        "too many requests; retry after the number of seconds in Retry-After",
+    )
+    .with_retry_after(wait.as_secs() + 1)
+}
+
 /// Counts `n` requests at once (a batch of `n` records): all of them or
-/// none. More than the burst can ever hold counts as the whole burst, so
-/// a large batch waits its turn rather than being refused forever.
+/// none. A batch larger than the burst takes the whole burst now and owes
+/// the rest: the key is refused until `n / rate` seconds have passed, so a
+/// batch costs each of its records, never only the burst.
 fn check_n<K: std::hash::Hash + Eq + Clone>(
-    limiter: Option<&Keyed<K>>,
+    limited: Option<&Limited<K>>,
     key: &K,
     n: u32,
 ) -> ApiResult<()> {
-    let (Some(limiter), Some(n)) = (limiter, NonZeroU32::new(n)) else {
+    let (Some(limited), Some(n)) = (limited, NonZeroU32::new(n)) else {
         return Ok(());
     };
-    let outcome = match limiter.check_key_n(key, n) {
+    let now = Instant::now();
+    // Most of the time nobody owes anything: no lock on the hot path.
+    if limited.debts.load(Ordering::Acquire) > 0 {
+        let mut owed = limited.owed();
+        if let Some(until) = owed.get(key).copied() {
+            if now < until {
+                return Err(refused(until - now));
+            }
+            owed.remove(key);
+            limited.debts.store(owed.len(), Ordering::Release);
+        }
+    }
+    let outcome = match limited.limiter.check_key_n(key, n) {
         Ok(outcome) => outcome,
-        Err(InsufficientCapacity(burst)) => match NonZeroU32::new(burst) {
-            Some(burst) => limiter.check_key_n(key, burst).unwrap_or(Ok(())),
-            None => Ok(()),
-        },
+        Err(InsufficientCapacity(burst)) => {
+            let taken = NonZeroU32::new(burst)
+                .map_or(Ok(Ok(())), |burst| limited.limiter.check_key_n(key, burst))
+                .unwrap_or(Ok(()));
+            if taken.is_ok() {
+                let cost =
+                    Duration::from_secs_f64(f64::from(n.get()) / f64::from(limited.rate.get()));
+                let mut owed = limited.owed();
+                owed.insert(key.clone(), now + cost);
+                limited.debts.store(owed.len(), Ordering::Release);
+            }
+            taken
+        }
     };
-    outcome.map_err(|not_until| {
-        let wait = not_until.wait_time_from(DefaultClock::default().now());
-        ApiError::new(
-            axum::http::StatusCode::TOO_MANY_REQUESTS,
-            "rate_limited",
-            "too many requests; retry after the number of seconds in Retry-After",
-        )
-        .with_retry_after(wait.as_secs() + 1)
-    })
+    outcome.map_err(|not_until| refused(not_until.wait_time_from(DefaultClock::default().now())))
 }
 
 impl Limiters {
@@ -138,17 +184,35 @@ impl Limiters {
             .unwrap_or(peer)
     }
 
-    /// Forgets callers idle long enough to be back at full allowance.
+    /// Forgets callers idle long enough to be back at full allowance, and
+    /// debts paid.
     pub fn forget_idle(&self) {
-        for limiter in [&self.api_keys, &self.tokens].into_iter().flatten() {
-            limiter.retain_recent();
+        for limited in [&self.api_keys, &self.tokens].into_iter().flatten() {
+            limited.forget_idle();
         }
-        if let Some(limiter) = &self.orgs {
-            limiter.retain_recent();
+        if let Some(limited) = &self.orgs {
+            limited.forget_idle();
         }
-        if let Some(limiter) = &self.addresses {
-            limiter.retain_recent();
+        if let Some(limited) = &self.addresses {
+            limited.forget_idle();
         }
+    }
+}
+
+impl<K: std::hash::Hash + Eq + Clone> Limited<K> {
+    fn owed(&self) -> std::sync::MutexGuard<'_, HashMap<K, Instant>> {
+        match self.owed.lock() {
+            Ok(owed) => owed,
+            Err(poisoned) => poisoned.into_inner(),
+        }
+    }
+
+    fn forget_idle(&self) {
+        self.limiter.retain_recent();
+        let now = Instant::now();
+        let mut owed = self.owed();
+        owed.retain(|_, until| *until > now);
+        self.debts.store(owed.len(), Ordering::Release);
     }
 }
 
@@ -210,13 +274,15 @@ mod tests {
         let refused = limiters.tokens("t", 1).unwrap_err();
         assert_eq!(refused.status.as_u16(), 429);
         assert!(refused.retry_after().is_some());
-        // More than the burst takes the whole burst, then waits.
+        // More than the burst takes the whole burst, then owes the rest:
+        // 1,000 records at 1 a second keep the token out for 1,000 s.
         assert!(limiters.tokens("big", 1000).is_ok());
         assert_eq!(
             limiters.tokens("big", 1000).unwrap_err().status.as_u16(),
             429
         );
-        assert!(limiters.token("big").is_err());
+        let owed = limiters.token("big").unwrap_err();
+        assert!(owed.retry_after().is_some_and(|s| s >= 990), "{owed:?}");
         let org = Org::from_number(3);
         assert!(limiters.orgs(org, 10).is_ok());
         assert!(limiters.org(org).is_err());

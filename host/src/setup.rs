@@ -92,6 +92,7 @@ pub fn prepare(config: &Config, database: &Database, now: Now) -> anyhow::Result
     let ring = keyring::load(&conn, &kek, now)
         .map_err(|e| anyhow::anyhow!("cannot load signing keys: {e}"))?;
     let log = recordlog::prepare(&conn, &kek, &config.log, config.public_url.as_deref(), now)?;
+    warn_unreachable(&conn, now)?;
     conn.close()?;
     Ok(Prepared {
         ring,
@@ -100,6 +101,24 @@ pub fn prepare(config: &Config, database: &Database, now: Now) -> anyhow::Result
         new_admin_key,
         log,
     })
+}
+
+/// Warns of each live token whose approval requirement could never match
+/// (issued before the server refused such requirements at issue and
+/// delegation): its requirement asks for approval of nothing, so the
+/// operator should revoke it and issue a corrected one.
+fn warn_unreachable(conn: &Connection, now: Now) -> anyhow::Result<()> {
+    for token in crate::store::tokens::unreachable_requirements(conn, now.s())? {
+        tracing::warn!(
+            org = token.org.number(),
+            jth = %token.jth,
+            agent_id = %token.agent_id,
+            code = token.reason.code(),
+            "a live token's require_approval could never match: {}; revoke it and issue one that asks for approval of what it can do",
+            token.reason,
+        );
+    }
+    Ok(())
 }
 
 fn read_meta(conn: &Connection, key: &str) -> sql::Result<Option<Vec<u8>>> {

@@ -3,8 +3,9 @@
 //! active signing key, from the bits the ledger keeps (`store::status_lists`).
 //!
 //! A signed list is kept and served again while its bits are unchanged
-//! (same revision), the same key signs, and it is younger than half its
-//! `ttl`; otherwise it is signed anew. Every host signs its own copies;
+//! (same revision), the same key signs, it names the same URI (its `sub`:
+//! a cache is keyed by everything it signs), and it is younger than half
+//! its `ttl`; otherwise it is signed anew. Every host signs its own copies;
 //! a signed copy's `ETag` names its bits' revision and when it was signed,
 //! so a verifier that asks again with `If-None-Match` gets 304 only for the
 //! copy it holds, and a newer copy (younger, for its staleness limit) as
@@ -34,6 +35,8 @@ const KEPT: usize = 4096;
 pub struct Signed {
     pub revision: u64,
     kid: String,
+    /// The URI it is signed for (`sub`).
+    uri: StatusUri,
     /// When it was signed (unix seconds).
     pub iat: i64,
     pub jwt: Arc<str>,
@@ -68,6 +71,7 @@ impl SignedLists {
             if let Some(signed) = kept.get(&list)
                 && signed.revision == revision
                 && signed.kid == key.kid()
+                && signed.uri == *uri
                 && (signed.iat..signed.iat.saturating_add(fresh_for)).contains(&now_s)
             {
                 return Ok(signed.clone());
@@ -90,6 +94,7 @@ impl SignedLists {
         let signed = Signed {
             revision,
             kid: key.kid().to_owned(),
+            uri: uri.clone(),
             iat: now_s,
             jwt: jwt.into(),
         };

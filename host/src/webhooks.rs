@@ -90,6 +90,8 @@ struct Deliverer {
     owner: String,
     policy: Policy,
     allow_private: bool,
+    /// The ports a URL may name (`[webhooks] ports`).
+    ports: Vec<u16>,
     /// How long a lease lasts, milliseconds.
     lease_ms: i64,
 }
@@ -126,6 +128,7 @@ pub async fn deliver(state: AppState, mut stop: oneshot::Receiver<()>) {
         owner: format!("host_{}", crate::random::ulid(state.clock.now())),
         policy: Policy::of(config),
         allow_private: config.allow_private,
+        ports: config.ports.clone(),
         lease_ms: timeout_ms.saturating_add(LEASE_MARGIN_MS),
         state: state.clone(),
     });
@@ -449,6 +452,7 @@ impl Deliverer {
         let url: Url = ssrf::parse(url, self.allow_private).map_err(|e| e.to_string())?;
         if !self.allow_private {
             ssrf::check_literal(&url).map_err(|e| format!("refused: {e}"))?;
+            ssrf::check_port(&url, &self.ports).map_err(|e| format!("refused: {e}"))?;
         }
         let id = MessageId::parse(&event.id).map_err(|e| e.to_string())?;
         let signed =

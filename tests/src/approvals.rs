@@ -452,18 +452,40 @@ fn delegation() -> Value {
         case(
             "actions_added_to_the_parents",
             &parent,
-            request(Some(json!({"actions": ["send", "read"]}))),
-            granted(
-                json!({"actions": ["pay", "send", "read"], "resources": ["bank:*"], "spend_over_usd": 100})
+            grant(
+                &["bank:*"],
+                &["read", "pay", "send"],
+                Some(json!({"actions": ["send", "read"]})),
+                1500
             ),
+            json!({"ok": true, "grant": grant(
+                &["bank:*"],
+                &["read", "pay", "send"],
+                Some(json!({"actions": ["pay", "send", "read"], "resources": ["bank:*"], "spend_over_usd": 100})),
+                1500
+            )}),
+        ),
+        case(
+            "an_inherited_action_the_child_cannot_do_is_kept",
+            &parent,
+            grant(&["crm:*"], &["read"], None, 1500),
+            json!({"ok": true, "grant": grant(&["crm:*"], &["read"], Some(the_parents_requirement()), 1500)}),
         ),
         case(
             "patterns_added_to_the_parents",
             &parent,
-            request(Some(json!({"resources": ["files:/payroll.csv", "bank:*"]}))),
-            granted(
-                json!({"actions": ["pay"], "resources": ["bank:*", "files:/payroll.csv"], "spend_over_usd": 100})
+            grant(
+                &["bank:*", "files:/payroll.csv"],
+                &["read", "pay"],
+                Some(json!({"resources": ["files:/payroll.csv", "bank:*"]})),
+                1500
             ),
+            json!({"ok": true, "grant": grant(
+                &["bank:*", "files:/payroll.csv"],
+                &["read", "pay"],
+                Some(json!({"actions": ["pay"], "resources": ["bank:*", "files:/payroll.csv"], "spend_over_usd": 100})),
+                1500
+            )}),
         ),
         case(
             "a_list_restated_without_a_parent_entry_keeps_it",
@@ -507,10 +529,98 @@ fn delegation() -> Value {
             ]}),
         ),
         case(
+            "an_added_action_the_child_does_not_hold_is_refused",
+            &parent,
+            request(Some(json!({"actions": ["sned"]}))),
+            json!({"ok": false, "error": "approval_action_not_held", "violations": []}),
+        ),
+        case(
+            "an_added_pattern_the_child_does_not_overlap_is_refused",
+            &parent,
+            request(Some(json!({"resources": ["bnak:*"]}))),
+            json!({"ok": false, "error": "approval_resource_outside_scope", "violations": []}),
+        ),
+        case(
+            "an_added_threshold_at_the_inherited_budget_is_refused",
+            &json!({
+                "resources": RESOURCES, "actions": ACTIONS, "exp": 2000,
+                "constraints": {"max_spend_usd": 50, "require_approval": the_parents_requirement()},
+            }),
+            request(Some(json!({"spend_over_usd": 50}))),
+            json!({"ok": false, "error": "approval_threshold_unreachable", "violations": []}),
+        ),
+        case(
             "the_lists_overflow",
             &grant(&RESOURCES, &ACTIONS, Some(json!({"actions": full})), 2000),
             request(Some(json!({"actions": ["pay"]}))),
             json!({"ok": false, "error": "list_too_long", "violations": []}),
+        ),
+    ])
+}
+
+/// Cases of the rule at issue: a root grant whose approval requirement
+/// could never match under its own scope and budget is refused.
+fn reachable() -> Value {
+    let case = |name: &str, requirement: Value, max_spend: Option<f64>, expect: Value| {
+        let mut constraints = json!({"require_approval": requirement});
+        if let Some(max) = max_spend {
+            constraints["max_spend_usd"] = json!(max);
+        }
+        json!({"name": name, "grant": {
+            "resources": ["mail:*", "crm:contacts"], "actions": ["send", "read"],
+            "constraints": constraints, "exp": 2000,
+        }, "expect": expect})
+    };
+    let ok = json!({"ok": true});
+    let refused = |code: &str| json!({"ok": false, "error": code});
+    json!([
+        case(
+            "every_member_can_match",
+            json!({"actions": ["send"], "resources": ["mail:inbox", "crm:*"], "spend_over_usd": 99.99}),
+            Some(100.0),
+            ok.clone()
+        ),
+        case(
+            "a_threshold_without_a_budget",
+            json!({"spend_over_usd": 1_000_000}),
+            None,
+            ok.clone()
+        ),
+        case(
+            "a_misspelt_action",
+            json!({"actions": ["sned"]}),
+            None,
+            refused("approval_action_not_held")
+        ),
+        case(
+            "one_action_of_two_misspelt",
+            json!({"actions": ["send", "sned"]}),
+            None,
+            refused("approval_action_not_held")
+        ),
+        case(
+            "a_misspelt_namespace",
+            json!({"resources": ["mial:*"]}),
+            None,
+            refused("approval_resource_outside_scope")
+        ),
+        case(
+            "a_resource_the_grant_does_not_cover",
+            json!({"resources": ["crm:deals"]}),
+            None,
+            refused("approval_resource_outside_scope")
+        ),
+        case(
+            "a_threshold_at_the_budget",
+            json!({"spend_over_usd": 100}),
+            Some(100.0),
+            refused("approval_threshold_unreachable")
+        ),
+        case(
+            "a_threshold_over_the_budget",
+            json!({"spend_over_usd": 100.000001}),
+            Some(100.0),
+            refused("approval_threshold_unreachable")
         ),
     ])
 }
@@ -815,13 +925,14 @@ fn leaves() -> Value {
 /// The approvals vectors.
 pub(crate) fn approvals_vectors() -> Value {
     json!({
-        "description": "Approval before the act (DESIGN section 11; docs/decisions.md, \"Approvals\"). `requirements`: read `require_approval` (a member of svc_constraints) and expect `ok`, the code of the refused value, or `malformed` (an unknown member, a wrong type). `applies`: whether the requirement matches an attempt of `action` on `resource` spending `spend` USD (any member: a listed action, a pattern covering the resource, spend strictly over `spend_over_usd`). `chains`: whether any token of a chain (its constraints, root first) requires approval for the attempt. `narrowing`: check `child` against `parent` (grants as in scope.json) and expect ok and the violations in order. `delegation`: the grant a delegation `request` gets under `parent` (a requirement left out is inherited; its lists are added to the parent's, a threshold it sets replaces the parent's and is refused when higher), or the error code and violations. `attempts`: the record an authorize or record/action creates, allowed (`deny_reason` null) or not, needing approval or not. `transitions`: the state after `event` from `before` (null: no record yet; a state is its stored parts), or the error code. `counts`: how an agent's counts move along an approval's paths, for a record made by `origin` (authorize or record_action). `leaves`: read `leaf` (its text) as a record log entry and expect `ok` or the error code.",
+        "description": "Approval before the act (DESIGN section 11; docs/decisions.md, \"Approvals\"). `requirements`: read `require_approval` (a member of svc_constraints) and expect `ok`, the code of the refused value, or `malformed` (an unknown member, a wrong type). `applies`: whether the requirement matches an attempt of `action` on `resource` spending `spend` USD (any member: a listed action, a pattern covering the resource, spend strictly over `spend_over_usd`). `chains`: whether any token of a chain (its constraints, root first) requires approval for the attempt. `narrowing`: check `child` against `parent` (grants as in scope.json) and expect ok and the violations in order. `delegation`: the grant a delegation `request` gets under `parent` (a requirement left out is inherited; its lists are added to the parent's, a threshold it sets replaces the parent's and is refused when higher; what the request adds must be able to match under the child's grant: an action it holds, a pattern overlapping one of its patterns, a threshold below its max_spend_usd — what the child inherits is not judged), or the error code and violations. `reachable`: issue a root `grant` and expect ok, or the error code when its `require_approval` could never match (an action the grant does not hold, a pattern no granted pattern overlaps, `spend_over_usd` at or above `max_spend_usd`). `attempts`: the record an authorize or record/action creates, allowed (`deny_reason` null) or not, needing approval or not. `transitions`: the state after `event` from `before` (null: no record yet; a state is its stored parts), or the error code. `counts`: how an agent's counts move along an approval's paths, for a record made by `origin` (authorize or record_action). `leaves`: read `leaf` (its text) as a record log entry and expect `ok` or the error code.",
         "generator": "cargo xtask vectors",
         "requirements": requirements(),
         "applies": applies(),
         "chains": chains(),
         "narrowing": narrowing(),
         "delegation": delegation(),
+        "reachable": reachable(),
         "attempts": attempts(),
         "transitions": transitions(),
         "counts": counts(),

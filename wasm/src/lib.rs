@@ -44,7 +44,7 @@ use std::str::FromStr as _;
 use mandate_core::{
     Action, ChainError, ChainFault, Claims, Constraints, DpopError, Grant, Header, IssueError, Jkt,
     Jth, Jti, Jwks, JwksError, Outcome, Policy, ProofRequest, RecordError, ReputationCounts,
-    Resource, Scope, ScopeDenial, ScopeError, Status, StatusCheckError, StatusListError,
+    Resource, Scope, ScopeDenial, ScopeError, Status, StatusCheckError, StatusListError, StatusUri,
     SummaryRow, VerifiedProof, VerifiedStatusList, VerifiedToken, VerifyError, VerifyOptions,
     WorkflowSummary,
 };
@@ -242,6 +242,10 @@ struct Options {
     /// `verifyStatusList` only: the `uri` of the token whose status is
     /// wanted; the list's `sub` must equal it.
     uri: Option<String>,
+    /// With `statusList` or `checkStatus`: the origins the issuer serves
+    /// status lists from; a token (or a list) naming another is refused
+    /// `status_origin_not_allowed`.
+    status_origins: Option<Vec<String>>,
 }
 
 impl Options {
@@ -257,7 +261,8 @@ impl Options {
             || options.cache_size.is_some()
             || for_token_only
             || checks_status
-            || options.max_staleness_seconds.is_some();
+            || options.max_staleness_seconds.is_some()
+            || options.status_origins.is_some();
         let stray = match purpose {
             Use::StatusList if for_tokens => {
                 Some("verifyStatusList takes uri and now; verify the token with verifyToken")
@@ -280,6 +285,16 @@ impl Options {
             _ if options.max_staleness_seconds.is_some() && !checks_status => Some(
                 "maxStalenessSeconds applies to status lists: give statusList (verifyToken) or checkStatus (new Verifier)",
             ),
+            _ if options.status_origins.is_some() && !checks_status => Some(
+                "statusOrigins applies to status lists: give statusList (verifyToken) or checkStatus (new Verifier)",
+            ),
+            _ if options
+                .status_origins
+                .as_ref()
+                .is_some_and(|origins| !origins.iter().all(|o| is_origin(o))) =>
+            {
+                Some("statusOrigins holds origins: http(s)://host[:port], without a path")
+            }
             _ => None,
         };
         match stray {
@@ -287,6 +302,13 @@ impl Options {
             None => Ok(options),
         }
     }
+}
+
+/// Whether `text` is an origin, `http(s)://host[:port]` (a trailing `/`
+/// allowed), as a status list URI would begin.
+fn is_origin(text: &str) -> bool {
+    let origin = text.trim_end_matches('/');
+    StatusUri::parse(origin).is_ok_and(|uri| uri.origin() == origin)
 }
 
 /// The options read, the revocation set parsed and the key set prepared.
@@ -301,6 +323,7 @@ pub(crate) struct Checks {
     status_list: Option<String>,
     check_status: bool,
     max_staleness_seconds: Option<u64>,
+    status_origins: Option<Vec<String>>,
 }
 
 impl Checks {
@@ -317,6 +340,7 @@ impl Checks {
             status_list: options.status_list,
             check_status: options.check_status,
             max_staleness_seconds: options.max_staleness_seconds,
+            status_origins: options.status_origins,
         })
     }
 }
@@ -330,10 +354,14 @@ fn check_in_list(
     keys: &Jwks,
     now: i64,
     max_staleness_seconds: Option<u64>,
+    origins: Option<&[String]>,
 ) -> Result<(), Failure> {
     let Some(status) = &claims.status else {
         return Ok(());
     };
+    if let Some(origins) = origins {
+        mandate_core::check_status_origin(claims, origins).map_err(|e| status_failure(&e))?;
+    }
     let list = mandate_core::verify_status_list(list, keys, now, Some(status.uri().as_str()))
         .map_err(|e| status_list_failure(&e))?;
     mandate_core::check_status(claims, &list, now, max_staleness_seconds)
@@ -363,6 +391,7 @@ fn try_verify_token(
             &checks.keys,
             now,
             checks.max_staleness_seconds,
+            checks.status_origins.as_deref(),
         )?;
     }
     if !checks.skip_proof_of_possession {

@@ -138,6 +138,11 @@ export interface VerifyOptions {
   statusList?: string;
   /** With `statusList`: refuse a list signed longer ago than this (`status_stale`). */
   maxStalenessSeconds?: number;
+  /**
+   * With `statusList`: the origins (`https://host[:port]`) the issuer serves status lists from; a token whose status
+   * uri is on another is refused (`status_origin_not_allowed`), as a token issued with a forged `Host` would be.
+   */
+  statusOrigins?: string[];
 }
 
 export type VerifyResult =
@@ -163,6 +168,13 @@ export interface VerifierOptions {
   checkStatus?: boolean;
   /** With `checkStatus`: refuse a token whose list was signed longer ago than this (`status_stale`). */
   maxStalenessSeconds?: number;
+  /**
+   * With `checkStatus`: the origins (`https://host[:port]`) the issuer serves status lists from. A token whose status
+   * uri is on another is refused (`status_origin_not_allowed`), and `setStatusList` refuses a list signed for another:
+   * a token issued with a forged `Host` names a list its holder may keep unrevoked. Set it whenever the lists given
+   * to `setStatusList` are fetched from the uri a token names.
+   */
+  statusOrigins?: string[];
 }
 
 /** What `verifyStatusList` checks a status list token against. */

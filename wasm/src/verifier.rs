@@ -13,7 +13,8 @@
 use std::collections::{BTreeSet, HashMap};
 
 use mandate_core::{
-    Claims, DpopError, Jth, Jwks, VerifiedProof, VerifiedStatusList, VerifyOptions,
+    Claims, DpopError, Jth, Jwks, StatusCheckError, VerifiedProof, VerifiedStatusList,
+    VerifyOptions,
 };
 use serde::{Deserialize, Serialize};
 use wasm_bindgen::prelude::*;
@@ -39,6 +40,9 @@ const MAX_HELD_LISTS: usize = 256;
 #[derive(Debug, Default)]
 struct StatusLists {
     max_staleness_seconds: Option<u64>,
+    /// The issuer's origins (`statusOrigins`), when given: a token or a list
+    /// naming another is refused.
+    origins: Option<Vec<String>>,
     lists: Vec<VerifiedStatusList>,
 }
 
@@ -46,6 +50,9 @@ impl StatusLists {
     /// The token's status in the list held for its uri: a token without a
     /// status claim passes; one whose list is not held is `status_unknown`.
     fn check(&self, claims: &Claims, now: i64) -> Result<(), Failure> {
+        if let Some(origins) = &self.origins {
+            mandate_core::check_status_origin(claims, origins).map_err(|e| status_failure(&e))?;
+        }
         mandate_core::check_status_with(
             claims,
             |uri| self.lists.iter().find(|list| list.uri == *uri),
@@ -207,11 +214,13 @@ struct RequestOptions {
 impl Verifier {
     /// Parses the key set (an object or JSON text) and the options
     /// `{ leewaySeconds?, issuer?, cacheSize?, revoked?, checkStatus?,
-    /// maxStalenessSeconds? }`. With `checkStatus`, a token carrying a status
-    /// claim is refused unless a list given to `setStatusList` for its uri
-    /// says it is VALID, and that list was signed at most
-    /// `maxStalenessSeconds` ago (fail closed: `status_unknown`,
-    /// `status_stale`).
+    /// maxStalenessSeconds?, statusOrigins? }`. With `checkStatus`, a token
+    /// carrying a status claim is refused unless a list given to
+    /// `setStatusList` for its uri says it is VALID, and that list was
+    /// signed at most `maxStalenessSeconds` ago (fail closed:
+    /// `status_unknown`, `status_stale`); with `statusOrigins`, a token or a
+    /// list whose uri is on another origin is refused
+    /// (`status_origin_not_allowed`).
     #[wasm_bindgen(constructor)]
     pub fn new(
         #[wasm_bindgen(unchecked_param_type = "Jwks | string")] jwks: JsValue,
@@ -226,6 +235,7 @@ impl Verifier {
                 proofs: HashMap::new(),
                 status: checks.check_status.then(|| StatusLists {
                     max_staleness_seconds: checks.max_staleness_seconds,
+                    origins: checks.status_origins,
                     lists: Vec::new(),
                 }),
             },
@@ -445,6 +455,14 @@ impl Verifier {
             ));
         };
         match mandate_core::verify_status_list(&jwt, keys, now, None) {
+            Ok(list)
+                if status
+                    .origins
+                    .as_ref()
+                    .is_some_and(|origins| !list.uri.on_origin(origins)) =>
+            {
+                not_ok(status_failure(&StatusCheckError::OriginNotAllowed))
+            }
             Ok(list) => {
                 let held = !status.has_newer(&list);
                 let result = to_js(&Set {

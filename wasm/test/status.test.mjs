@@ -52,6 +52,35 @@ test("a Verifier keeps the newest list per uri, whatever the order it is given t
   verifier.free();
 });
 
+test("told its issuer's origins, a Verifier refuses a status uri on another (a Host forged at issue)", () => {
+  const ORIGIN = "https://mandate.example";
+  const verifier = new sdk.Verifier(lists.jwks, { checkStatus: true, statusOrigins: [ORIGIN] });
+  assert.equal(verifier.setStatusList(good, NOW).ok, true);
+  assert.equal(code(verifier.verify(valid, NOW)), null);
+  assert.equal(code(verifier.verify(revoked, NOW)), "token_revoked");
+  // The list an attacker keeps for the uri it forged is never held, and
+  // the token naming it is refused before any list is looked for.
+  const elsewhere = new sdk.Verifier(lists.jwks, { checkStatus: true, statusOrigins: ["https://other.example"] });
+  const set = elsewhere.setStatusList(good, NOW);
+  assert.equal(set.ok, false);
+  assert.equal(set.error.code, "status_origin_not_allowed");
+  assert.equal(code(elsewhere.verify(valid, NOW)), "status_origin_not_allowed");
+  // Tokens without a status claim have no list to be on.
+  assert.equal(code(elsewhere.verify(unlisted, NOW)), null);
+  // verifyToken takes the origins beside its list.
+  const once = (origins) => code(sdk.verifyToken(valid, lists.jwks, { now: NOW, statusList: good, statusOrigins: origins }));
+  assert.equal(once([ORIGIN]), null);
+  assert.equal(once(["HTTPS://MANDATE.EXAMPLE/"]), null);
+  assert.equal(once(["https://other.example"]), "status_origin_not_allowed");
+  // Origins only, and only with status checking.
+  for (const bad of [["mandate.example"], [`${ORIGIN}/v1`], ["ftp://mandate.example"], [""]]) {
+    assert.equal(new sdk.Verifier(lists.jwks, { checkStatus: true, statusOrigins: bad }).error?.code, "invalid_options", bad[0]);
+  }
+  assert.equal(new sdk.Verifier(lists.jwks, { statusOrigins: [ORIGIN] }).error?.code, "invalid_options");
+  verifier.free();
+  elsewhere.free();
+});
+
 test("a cached token's status is checked again on every hit", () => {
   const verifier = new sdk.Verifier(lists.jwks, { checkStatus: true, cacheSize: 16, maxStalenessSeconds: 700 });
   verifier.setStatusList(earlier, NOW);

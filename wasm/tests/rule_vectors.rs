@@ -66,6 +66,11 @@ fn approval_narrowing_vectors() {
 }
 
 #[wasm_bindgen_test]
+fn approval_reachability_vectors() {
+    rules::approvals::approval_reachability();
+}
+
+#[wasm_bindgen_test]
 fn approval_lifecycle_vectors() {
     rules::approvals::approval_lifecycle();
 }

@@ -65,7 +65,8 @@ export type StatusFetch = (
   text(): Promise<string>;
 }>;
 
-export interface RemoteVerifierOptions extends Omit<VerifierOptions, "checkStatus" | "maxStalenessSeconds"> {
+export interface RemoteVerifierOptions
+  extends Omit<VerifierOptions, "checkStatus" | "maxStalenessSeconds" | "statusOrigins"> {
   /** The Mandate server, e.g. `https://mandate.example.com` (a path prefix is kept): its key set is `<baseUrl>/.well-known/jwks.json`. */
   baseUrl?: string;
   /** The key set's URL, instead of `baseUrl`. */
@@ -156,7 +157,8 @@ export class RemoteVerifier {
     this.#clock = clock ?? (() => Math.floor(Date.now() / 1000));
     const own = originOf(jwksUrl);
     this.#allowed = new Set(allowedStatusOrigins?.map((origin) => originOf(origin) ?? origin) ?? (own ? [own] : []));
-    this.#options = { ...verifierOptions, checkStatus: true };
+    // The Verifier refuses what the fetcher would not fetch, lists included.
+    this.#options = { ...verifierOptions, checkStatus: true, statusOrigins: [...this.#allowed] };
     this.#verifier = RemoteVerifier.#make(jwks, this.#options);
     this.#keysFetchedAt = this.#clock();
   }

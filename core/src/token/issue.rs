@@ -1,7 +1,7 @@
 //! Issuing and delegating: the claims of a new root token, and of a token
 //! delegated from a parent, with every refusal ([`IssueError`]): lifetime,
 //! the `delegate` action, depth, fan-out and narrowing (approval
-//! requirements included), and the
+//! requirements included), requirements that could never match, and the
 //! [`DenyReason`] a refusal of authority is recorded with.
 //!
 //! It builds claims and signs nothing (see `jws`); it draws no randomness
@@ -9,6 +9,7 @@
 //! token's status list entry, which the server allocates.
 
 use super::claims::{Actor, AssuranceLevel, Claims, Confirmation};
+use crate::approval::{check_constraints_reachable, check_reachable};
 use crate::ids::{AgentId, HumanRef, IdError, Jkt, Jti, ProvenanceRef, Ulid};
 use crate::limits::{
     DEFAULT_TTL_SECONDS, MAX_CHILDREN_PER_TOKEN, MAX_DELEGATION_DEPTH, MAX_TTL_SECONDS,
@@ -122,11 +123,14 @@ pub struct RootIssue {
     pub status: Option<StatusClaim>,
 }
 
-/// Builds the claims of a root token.
+/// Builds the claims of a root token; refused when its approval
+/// requirement could never match under its scope and budget
+/// ([`crate::approval::check_reachable`]).
 pub fn issue_root(request: TokenRequest, issue: RootIssue) -> Result<Claims, IssueError> {
     if issue.now < 0 {
         return Err(IssueError::InvalidNow);
     }
+    check_constraints_reachable(&request.scope, &request.constraints)?;
     let exp = expiry(
         issue.now,
         request.ttl_seconds.unwrap_or(DEFAULT_TTL_SECONDS),
@@ -165,6 +169,10 @@ pub fn issue_root(request: TokenRequest, issue: RootIssue) -> Result<Claims, Iss
 /// only add to them; a limit or an approval threshold the request sets
 /// replaces the parent's, and is refused when higher
 /// ([`crate::approval::ApprovalRequirement::merged`]).
+///
+/// A grant no wider than its parent is still refused when what the request
+/// adds to the approval requirement could never match under the child's
+/// grant ([`crate::approval::check_reachable`]).
 pub fn delegated_grant(requested: Grant, parent: &Grant) -> Result<Grant, IssueError> {
     let inherited = parent.constraints.require_approval.as_ref();
     let require_approval = match (inherited, requested.constraints.require_approval) {
@@ -199,6 +207,14 @@ pub fn delegated_grant(requested: Grant, parent: &Grant) -> Result<Grant, IssueE
         expires_at: requested.expires_at,
     };
     check_narrowing(&grant, parent)?;
+    if let Some(requirement) = &grant.constraints.require_approval {
+        check_reachable(
+            requirement,
+            parent.constraints.require_approval.as_ref(),
+            &grant.scope,
+            grant.constraints.max_spend_usd,
+        )?;
+    }
     Ok(grant)
 }
 

@@ -7,7 +7,8 @@
 use mandate_core::{
     Action, ApprovalRequirement, Constraints, CountsChange, DenyReason, Grant, IssueError,
     LogEntry, Outcome, Policy, Rating, RecordError, RecordEvent, RecordOrigin, RecordState,
-    Resource, Scope, Usd, chain_requires_approval, check_narrowing, delegated_grant, transition,
+    Resource, Scope, Usd, chain_requires_approval, check_constraints_reachable, check_narrowing,
+    delegated_grant, transition,
 };
 use serde::Deserialize;
 use serde_json::{Value, json};
@@ -23,6 +24,7 @@ struct ApprovalsFile {
     chains: Vec<ChainCase>,
     narrowing: Vec<NarrowingCase>,
     delegation: Vec<DelegationCase>,
+    reachable: Vec<ReachableCase>,
     attempts: Vec<AttemptCase>,
     transitions: Vec<TransitionCase>,
     counts: Vec<CountsCase>,
@@ -218,6 +220,28 @@ pub fn approval_narrowing() {
             Err(error) => json!({
                 "ok": false, "error": error.code(), "violations": violations(&error),
             }),
+        };
+        assert_eq!(got, case.expect, "{}", case.name);
+    }
+}
+
+#[derive(Deserialize)]
+struct ReachableCase {
+    name: String,
+    grant: GrantJson,
+    expect: Value,
+}
+
+/// `check_constraints_reachable`: the rule at issue, a requirement that
+/// could never match under its own grant.
+pub fn approval_reachability() {
+    let file = file();
+    assert!(file.reachable.len() >= 6);
+    for case in &file.reachable {
+        let grant = case.grant.grant();
+        let got = match check_constraints_reachable(&grant.scope, &grant.constraints) {
+            Ok(()) => json!({"ok": true}),
+            Err(error) => json!({"ok": false, "error": error.code()}),
         };
         assert_eq!(got, case.expect, "{}", case.name);
     }

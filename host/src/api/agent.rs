@@ -6,7 +6,7 @@
 //! authority and always needs the token itself.
 
 use axum::extract::{Path, State};
-use axum::http::{HeaderMap, StatusCode};
+use axum::http::StatusCode;
 use mandate_core::limits::MAX_BATCH_RECORDS;
 use mandate_core::{AarId, Action, DenyReason, Outcome, Resource, ResultHash, Usd};
 
@@ -432,7 +432,6 @@ fn render_completed(record: &Record) -> Rendered {
 pub(crate) async fn delegate(
     State(state): State<AppState>,
     call: AgentCall,
-    headers: HeaderMap,
     IdempotentJson { body, key }: IdempotentJson<DelegateRequest>,
 ) -> ApiResult<Rendered> {
     let now = state.clock.now();
@@ -447,7 +446,7 @@ pub(crate) async fn delegate(
         request,
         child_random: random::bytes(),
         record_random: random::bytes(),
-        status_base: public_base(&state, &headers),
+        status_base: public_base(&state),
         traceparent: call.traceparent(),
         resumable: key.is_some(),
     };

@@ -3,7 +3,6 @@
 //! the human is whoever the ID token or the verifier names.
 
 use axum::extract::State;
-use axum::http::HeaderMap;
 use mandate_core::{AssuranceLevel, Identity};
 
 use super::docs::Errors;
@@ -35,7 +34,6 @@ const MAX_ID_TOKEN_BYTES: usize = 16 * 1024;
 pub(crate) async fn issue_l2(
     State(state): State<AppState>,
     ApiKeyAuth(principal): ApiKeyAuth,
-    headers: HeaderMap,
     IdempotentJson { body, key }: IdempotentJson<IssueL2Request>,
 ) -> ApiResult<Rendered> {
     let now = state.clock.now();
@@ -69,7 +67,7 @@ pub(crate) async fn issue_l2(
         identity: &identity,
         level: AssuranceLevel::L2,
         request,
-        status_base: public_base(&state, &headers),
+        status_base: public_base(&state),
         label,
     };
     issue_root_token(&state, &principal, key, root, now).await
@@ -91,7 +89,6 @@ pub(crate) async fn issue_l2(
 pub(crate) async fn auth_capture(
     State(state): State<AppState>,
     ApiKeyAuth(principal): ApiKeyAuth,
-    headers: HeaderMap,
     IdempotentJson { body, key }: IdempotentJson<CaptureRequest>,
 ) -> ApiResult<Rendered> {
     let now = state.clock.now();
@@ -110,7 +107,7 @@ pub(crate) async fn auth_capture(
         identity: &identity,
         level: AssuranceLevel::L3,
         request,
-        status_base: public_base(&state, &headers),
+        status_base: public_base(&state),
         label: None,
     };
     issue_root_token(&state, &principal, key, root, now).await

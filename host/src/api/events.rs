@@ -66,34 +66,69 @@ async fn start(state: &AppState, org: Org, headers: &HeaderMap) -> ApiResult<i64
     }
 }
 
-/// The event streams each organisation holds open on this process.
+/// The event streams each organisation, and each API key, holds open on
+/// this process.
 #[derive(Debug, Default)]
-pub struct OpenStreams(Mutex<HashMap<Org, usize>>);
+pub struct OpenStreams(Mutex<Open>);
 
-/// One open stream of an organisation, counted until it is dropped (the
-/// client went away, or the server stops).
+#[derive(Debug, Default)]
+struct Open {
+    by_org: HashMap<Org, usize>,
+    /// By API key id: one key may not hold all of its organisation's.
+    by_key: HashMap<String, usize>,
+}
+
+/// One open stream of an organisation's key, counted until it is dropped
+/// (the client went away, or the server stops).
 struct StreamSlot {
     state: AppState,
     org: Org,
+    key: String,
 }
 
 impl OpenStreams {
-    /// A slot for one more stream of `org`, unless it holds `max` already.
-    fn take(state: &AppState, org: Org) -> ApiResult<StreamSlot> {
+    /// A slot for one more stream of `org` on the API key `key`, unless
+    /// the organisation holds `max_streams_per_org` already or the key
+    /// `max_streams_per_key`.
+    fn take(state: &AppState, org: Org, key: &str) -> ApiResult<StreamSlot> {
+        let config = &state.config.events;
         let mut open = state.streams.0.lock().unwrap_or_else(|e| e.into_inner());
-        let count = open.entry(org).or_default();
-        if *count >= state.config.events.max_streams_per_org {
+        let of_org = open.by_org.get(&org).copied().unwrap_or(0);
+        if of_org >= config.max_streams_per_org {
             return Err(ApiError::new(
                 StatusCode::TOO_MANY_REQUESTS,
                 "too_many_streams",
                 "this organisation holds as many event streams open as it may; close one",
             ));
         }
-        *count += 1;
+        let of_key = open.by_key.get(key).copied().unwrap_or(0);
+        if of_key >= config.max_streams_per_key {
+            return Err(ApiError::new(
+                StatusCode::TOO_MANY_REQUESTS,
+                "too_many_streams",
+                format!(
+                    "this API key holds as many event streams open as one key may ({}); close one",
+                    config.max_streams_per_key
+                ),
+            ));
+        }
+        *open.by_org.entry(org).or_default() += 1;
+        *open.by_key.entry(key.to_owned()).or_default() += 1;
         Ok(StreamSlot {
             state: state.clone(),
             org,
+            key: key.to_owned(),
         })
+    }
+}
+
+/// Counts one stream fewer under `key`, forgetting it at zero.
+fn release<K: std::hash::Hash + Eq>(counts: &mut HashMap<K, usize>, key: &K) {
+    if let Some(count) = counts.get_mut(key) {
+        *count = count.saturating_sub(1);
+        if *count == 0 {
+            counts.remove(key);
+        }
     }
 }
 
@@ -105,12 +140,8 @@ impl Drop for StreamSlot {
             .0
             .lock()
             .unwrap_or_else(|e| e.into_inner());
-        if let Some(count) = open.get_mut(&self.org) {
-            *count = count.saturating_sub(1);
-            if *count == 0 {
-                open.remove(&self.org);
-            }
-        }
+        release(&mut open.by_org, &self.org);
+        release(&mut open.by_key, &self.key);
     }
 }
 
@@ -193,7 +224,7 @@ pub(crate) async fn events(
     headers: HeaderMap,
 ) -> ApiResult<Sse<impl Stream<Item = Result<Event, Infallible>>>> {
     let org = principal.org;
-    let slot = OpenStreams::take(&state, org)?;
+    let slot = OpenStreams::take(&state, org, &principal.id)?;
     let after = start(&state, org, &headers).await?;
     let tail = Tail {
         _slot: slot,

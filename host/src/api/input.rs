@@ -168,7 +168,8 @@ pub(crate) fn text(
     Ok(Some(value.to_owned()))
 }
 
-fn scope_field(error: &ScopeError) -> &'static str {
+/// The request field a scope error names.
+pub(crate) fn scope_field(error: &ScopeError) -> &'static str {
     match error {
         ScopeError::InvalidAction => "actions",
         ScopeError::InvalidResource | ScopeError::InvalidPattern => "resources",
@@ -184,10 +185,16 @@ fn scope_field(error: &ScopeError) -> &'static str {
         ScopeError::MaxActionsTooLarge => "constraints.max_actions",
         ScopeError::ApprovalRequirementEmpty => "constraints.require_approval",
         ScopeError::InvalidMinTrust => "constraints.min_trust",
+        ScopeError::ApprovalActionNotHeld(_) => "constraints.require_approval.actions",
+        ScopeError::ApprovalResourceOutsideScope(_) => "constraints.require_approval.resources",
+        ScopeError::ApprovalThresholdUnreachable { .. } => {
+            "constraints.require_approval.spend_over_usd"
+        }
     }
 }
 
-fn scope_error(error: ScopeError) -> ApiError {
+/// A scope error as a 422 naming its field.
+pub(crate) fn scope_error(error: ScopeError) -> ApiError {
     invalid(scope_field(&error), error.code(), &error)
 }
 

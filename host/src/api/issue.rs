@@ -2,7 +2,6 @@
 //! assurance level ends in (sign, store, answer once per idempotency key).
 
 use axum::extract::State;
-use axum::http::HeaderMap;
 use axum::http::StatusCode;
 use mandate_core::{
     AssuranceLevel, Identity, IssueError, Permission, RootIssue, TokenRequest, human_ref,
@@ -34,7 +33,6 @@ use crate::{AppState, random};
 pub(crate) async fn issue_l1(
     State(state): State<AppState>,
     ApiKeyAuth(principal): ApiKeyAuth,
-    headers: HeaderMap,
     IdempotentJson { body, key }: IdempotentJson<IssueL1Request>,
 ) -> ApiResult<Rendered> {
     let now = state.clock.now();
@@ -57,7 +55,7 @@ pub(crate) async fn issue_l1(
         identity: &identity,
         level: AssuranceLevel::L1,
         request,
-        status_base: public_base(&state, &headers),
+        status_base: public_base(&state),
         label: Some(body.developer_email.to_lowercase()),
     };
     issue_root_token(&state, &principal, key, root, now).await
@@ -103,6 +101,7 @@ pub(crate) async fn issue_root_token(
     )
     .map_err(|e| match e {
         IssueError::TtlOutOfRange => LedgerError::TtlOutOfRange(e).into(),
+        IssueError::Scope(error) => input::scope_error(error),
         other => ApiError::internal(other),
     })?;
     let key = ring.active.clone();

@@ -63,8 +63,9 @@ fn is_loopback(ip: std::net::IpAddr) -> bool {
     ip.to_canonical().is_loopback()
 }
 
-/// Prometheus metrics: open to loopback clients (when configured and no
-/// proxy is trusted), else the admin key is needed (they count requests of
+/// Prometheus metrics: open to loopback clients (when configured, no proxy
+/// is trusted and the request carries no forwarding header), else the
+/// admin key is needed (they count requests of
 /// every organisation).
 #[utoipa::path(
     get,
@@ -79,9 +80,12 @@ pub(crate) async fn metrics(
     headers: HeaderMap,
 ) -> ApiResult<Response> {
     // Behind a reverse proxy every client's connection comes from the proxy,
-    // often on loopback: the peer's address then says nothing about the client.
+    // often on loopback: the peer's address then says nothing about the
+    // client. A request carrying a forwarding header came through one, even
+    // when `trusted_proxies` was never set.
     let open = state.config.metrics_open_on_loopback
         && state.config.trusted_proxies.is_empty()
+        && !forwarded(&headers)
         && peer.is_some_and(|addr| is_loopback(addr.ip()));
     if !open {
         operation.api_key(&state, &headers).await?;
@@ -92,6 +96,20 @@ pub(crate) async fn metrics(
         HeaderValue::from_static("application/openmetrics-text; version=1.0.0; charset=utf-8"),
     );
     Ok(response)
+}
+
+/// Whether a request says it was forwarded by a proxy.
+fn forwarded(headers: &HeaderMap) -> bool {
+    [
+        "forwarded",
+        "x-forwarded-for",
+        "x-forwarded-host",
+        "x-forwarded-proto",
+        "x-real-ip",
+        "via",
+    ]
+    .iter()
+    .any(|name| headers.contains_key(*name))
 }
 
 #[cfg(test)]

@@ -76,7 +76,7 @@ impl From<LedgerError> for ApiError {
                 ApiError::invalid("ttl_seconds", error.code(), error.to_string())
             }
             LedgerError::Frameworks(cause) => {
-                ApiError::invalid("policy.frameworks", cause.code(), message)
+                ApiError::invalid(super::input::scope_field(&cause), cause.code(), message)
             }
             LedgerError::SigningKeyRevoked => ApiError::signing_key_revoked(),
             LedgerError::IdempotencyKeyReused => {

@@ -15,26 +15,20 @@ use crate::error::{ApiError, ApiResult};
 use crate::queries::QueryError;
 use crate::store::{log as log_rows, status_lists};
 
-/// The base URL the server's status lists are named under: `public_url`,
-/// else `http://` and the request's `Host` when it is a plain authority
-/// (`host[:port]`), else the address the server listens on.
-pub(crate) fn public_base(state: &AppState, headers: &HeaderMap) -> String {
+/// The base URL every URL the server signs is under (token status lists):
+/// `public_url`, else `http://` and the address the server listens on (see
+/// [`crate::Shared::listening`]). Never anything of the request: a `Host`
+/// header is the client's to choose, and a signed URL is the deployment's.
+pub(crate) fn public_base(state: &AppState) -> String {
     if let Some(base) = &state.config.public_url {
         return base.trim_end_matches('/').to_owned();
     }
-    let host = headers
-        .get(header::HOST)
-        .and_then(|host| host.to_str().ok())
-        .filter(|host| {
-            !host.is_empty()
-                && host
-                    .bytes()
-                    .all(|b| b.is_ascii_alphanumeric() || b".-:[]".contains(&b))
-        });
-    match host {
-        Some(host) => format!("http://{host}"),
-        None => format!("http://{}", state.config.listen),
-    }
+    let listen = state
+        .listening
+        .get()
+        .copied()
+        .unwrap_or(state.config.listen);
+    format!("http://{listen}")
 }
 
 /// A token status list: one bit per token (`1` revoked), as a signed
@@ -62,18 +56,19 @@ pub(crate) async fn status_list(
     let list: u64 = list
         .parse()
         .map_err(|_| ApiError::from(QueryError::UnknownStatusList))?;
-    let (next_idx, stored) = state
+    // Range first: a list past the tokens issued (any number up to
+    // u64::MAX) is 404 before it reaches a query.
+    let stored = state
         .store
         .lookup(move |conn| {
-            let next = log_rows::next_status_idx(conn)?;
-            Ok::<_, QueryError>((next, status_lists::get(conn, list)?))
+            let next_idx = log_rows::next_status_idx(conn)?;
+            if list.saturating_mul(STATUS_LIST_SIZE) >= next_idx {
+                return Err(QueryError::UnknownStatusList);
+            }
+            Ok(status_lists::get(conn, list)?)
         })
         .await?;
-    if list.saturating_mul(STATUS_LIST_SIZE) >= next_idx {
-        return Err(QueryError::UnknownStatusList.into());
-    }
-    let uri =
-        StatusUri::for_list(&public_base(&state, &headers), list).map_err(ApiError::internal)?;
+    let uri = StatusUri::for_list(&public_base(&state), list).map_err(ApiError::internal)?;
     let ttl = state.config.status.ttl_seconds.get();
     let cache =
         HeaderValue::from_str(&format!("public, max-age={ttl}")).map_err(ApiError::internal)?;

@@ -85,10 +85,11 @@ async fn vouch_by(
 }
 
 /// The weight in millionths: a finite number in (0, 1], rounded to six
-/// decimals.
+/// decimals. The range is judged on the number sent, before rounding, so
+/// 1.0000001 is refused rather than read as 1.
 fn weight_ppm(weight: f64) -> ApiResult<u64> {
     let ppm = (weight * 1_000_000.0).round();
-    if weight.is_finite() && weight > 0.0 && (1.0..=1_000_000.0).contains(&ppm) {
+    if weight.is_finite() && weight > 0.0 && weight <= 1.0 && ppm >= 1.0 {
         Ok(ppm as u64)
     } else {
         Err(ApiError::invalid(

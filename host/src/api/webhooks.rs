@@ -76,7 +76,8 @@ fn webhook_id(text: &str) -> ApiResult<WebhookId> {
 /// Checks a URL with the SSRF guard; answers it as the URL standard writes
 /// it.
 async fn url(state: &AppState, text: &str) -> ApiResult<String> {
-    ssrf::check_url(text, state.config.webhooks.allow_private)
+    let webhooks = &state.config.webhooks;
+    ssrf::check_url(text, webhooks.allow_private, &webhooks.ports)
         .await
         .map(String::from)
         .map_err(|error| ApiError::invalid("url", error.code(), error.to_string()))

@@ -294,8 +294,10 @@ impl Ledger {
     /// organisation's token, or none for a record made with a token) is told
     /// it does not exist. Spend up to what was authorized (the reservation,
     /// which is what an approval was granted for) is settled and the rest
-    /// released; spend above it is judged again (`judge_extra_spend`). A
-    /// refusal changes nothing.
+    /// released; spend above it is judged again (`judge_extra_spend`). Once
+    /// the record's token is revoked or expired, a completion still reports
+    /// what happened, but may report spend up to the reservation and no
+    /// more. A refusal changes nothing.
     pub fn complete(&mut self, completion: &Completion, now: Now) -> Result<Record, LedgerError> {
         let (mut record, token) = self.record(&completion.aar_id)?;
         match (&completion.presented, record.credential) {

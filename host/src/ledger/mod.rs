@@ -156,9 +156,11 @@ pub enum LedgerError {
     /// A requested lifetime outside the allowed range.
     #[error(transparent)]
     TtlOutOfRange(IssueError),
-    /// A delegation's frameworks (the parent's and the requested ones
-    /// together) are not a valid policy.
-    #[error("{0} (the parent's frameworks and the requested ones together)")]
+    /// A delegation's grant cannot be formed: its frameworks or approval
+    /// lists (the parent's and the requested ones together) pass 64, or
+    /// what the request adds to `require_approval` could never match
+    /// under the child's grant.
+    #[error("{0} (the parent's grant and the request together)")]
     Frameworks(ScopeError),
     /// The key the token was signed with was revoked since the key ring
     /// was read: nothing was stored; a retry is signed by the new key.

@@ -3,7 +3,10 @@
 //! descendants name their ancestors); the read side by jti (how callers name
 //! them).
 
-use crate::store::sql::{self, Connection, OptionalExtension, Row, params};
+use std::collections::HashMap;
+
+use crate::store::sql::types::Value;
+use crate::store::sql::{self, Connection, OptionalExtension, Row, params, params_from_iter};
 use mandate_core::{Claims, Jth, Jti, Usage, Usd};
 
 use super::orgs::Org;
@@ -69,6 +72,31 @@ pub fn org_of(conn: &Connection, jti: &str) -> sql::Result<Option<Org>> {
         .optional()
 }
 
+/// The organisation of each token of `jtis` this server holds, in one
+/// query (a batch's tokens). The list of placeholders is padded to a power
+/// of two with the last jti, so a handful of statements serve every size.
+pub fn orgs_of(conn: &Connection, jtis: &[String]) -> sql::Result<HashMap<String, Org>> {
+    let Some(last) = jtis.last() else {
+        return Ok(HashMap::new());
+    };
+    let size = jtis.len().next_power_of_two();
+    let placeholders = (1..=size)
+        .map(|n| format!("?{n}"))
+        .collect::<Vec<_>>()
+        .join(", ");
+    let values = jtis
+        .iter()
+        .chain(std::iter::repeat_n(last, size - jtis.len()))
+        .map(|jti| Value::Text(jti.clone()));
+    conn.prepare_cached(&format!(
+        "SELECT jti, org FROM tokens WHERE jti IN ({placeholders})"
+    ))?
+    .query_map(params_from_iter(values), |row| {
+        Ok((row.get(0)?, row.get(1)?))
+    })?
+    .collect()
+}
+
 /// How many tokens of `org` are neither revoked nor expired at `now_s`,
 /// counting no further than `limit`.
 pub fn outstanding(conn: &Connection, org: Org, now_s: i64, limit: u64) -> sql::Result<u64> {
@@ -82,6 +110,77 @@ pub fn outstanding(conn: &Connection, org: Org, now_s: i64, limit: u64) -> sql::
             |row| row.get(0),
         )?;
     Ok(u64::try_from(counted).unwrap_or(0))
+}
+
+/// A live token whose approval requirement could never match under its
+/// grant (issued before the server refused such requirements).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UnreachableRequirement {
+    pub org: Org,
+    /// The token's jti hash (a jti is a credential: never logged).
+    pub jth: String,
+    pub agent_id: String,
+    /// Why, as core says it (the code names the member).
+    pub reason: mandate_core::ScopeError,
+}
+
+/// Every token neither revoked nor expired at `now_s` whose
+/// `require_approval` could never match: for a root, any member; for a
+/// delegated token, what its parent's requirement lacks (what a child
+/// inherits and cannot do needs no approval). Read once at start, over
+/// the claims that mention a requirement.
+pub fn unreachable_requirements(
+    conn: &Connection,
+    now_s: i64,
+) -> sql::Result<Vec<UnreachableRequirement>> {
+    let rows: Vec<(Org, String, String, String, Option<String>)> = conn
+        .prepare_cached(
+            "SELECT t.org, t.jth, t.agent_id, t.claims, p.claims FROM tokens t
+             LEFT JOIN tokens p ON p.jti = t.parent
+             WHERE t.revoked_at IS NULL AND t.expires_at > ?1
+               AND t.claims LIKE '%\"require_approval\"%'
+             ORDER BY t.org, t.jth",
+        )?
+        .query_map([now_s], |row| {
+            Ok((
+                row.get(0)?,
+                row.get(1)?,
+                row.get(2)?,
+                row.get(3)?,
+                row.get(4)?,
+            ))
+        })?
+        .collect::<sql::Result<_>>()?;
+    let mut found = Vec::new();
+    for (org, jth, agent_id, claims, parent) in rows {
+        let Ok(claims) = serde_json::from_str::<Claims>(&claims) else {
+            continue;
+        };
+        let Some(constraints) = &claims.svc_constraints else {
+            continue;
+        };
+        let Some(requirement) = &constraints.require_approval else {
+            continue;
+        };
+        let inherited = parent
+            .and_then(|text| serde_json::from_str::<Claims>(&text).ok())
+            .and_then(|parent| parent.svc_constraints)
+            .and_then(|parent| parent.require_approval);
+        if let Err(reason) = mandate_core::check_reachable(
+            requirement,
+            inherited.as_ref(),
+            &claims.svc_scope,
+            constraints.max_spend_usd,
+        ) {
+            found.push(UnreachableRequirement {
+                org,
+                jth,
+                agent_id,
+                reason,
+            });
+        }
+    }
+    Ok(found)
 }
 
 /// What a token's subtree has spent, for its budget.

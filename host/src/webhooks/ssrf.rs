@@ -24,8 +24,18 @@
 //! Redirects are never followed and no proxy is used (the worker's client
 //! says so), so a public endpoint cannot bounce a delivery inward.
 //!
-//! With `allow_private`, `http` is allowed and no address is checked: for
-//! tests and deployments whose receivers sit on a private network.
+//! A refusal names an address only when the URL wrote it: what a name
+//! resolves to is the server's network's answer, not the tenant's to read
+//! (in a 422 or in the delivery log), so a refused name is refused without
+//! its addresses or their range.
+//!
+//! A URL's port must be one of `[webhooks] ports` (443, 80 and 8443 by
+//! default), at creation and at every delivery: a tenant cannot make the
+//! server knock on other services of a public host.
+//!
+//! With `allow_private`, `http` is allowed and no address or port is
+//! checked: for tests and deployments whose receivers sit on a private
+//! network.
 
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 use std::time::Duration;
@@ -52,6 +62,11 @@ pub enum UrlError {
     Unresolvable { host: String },
     #[error("{0}")]
     NotPublic(NotPublic),
+    /// A name with an address that is not public; which one is not said.
+    #[error("url's host {host} resolves to an address that is not public")]
+    NameNotPublic { host: String },
+    #[error("url's port {port} is not one webhooks may use ({allowed})")]
+    PortNotAllowed { port: u16, allowed: String },
 }
 
 impl UrlError {
@@ -63,7 +78,8 @@ impl UrlError {
             }
             UrlError::TooLong => "too_long",
             UrlError::Unresolvable { .. } => "webhook_url_unresolvable",
-            UrlError::NotPublic(_) => "webhook_url_not_public",
+            UrlError::NotPublic(_) | UrlError::NameNotPublic { .. } => "webhook_url_not_public",
+            UrlError::PortNotAllowed { .. } => "webhook_port_not_allowed",
         }
     }
 }
@@ -149,12 +165,23 @@ pub fn not_public(address: IpAddr) -> Option<NotPublic> {
     Some(NotPublic { address, range })
 }
 
-/// Refuses a list of addresses unless every one of them is public.
-fn all_public(addresses: &[SocketAddr]) -> Result<(), NotPublic> {
-    match addresses.iter().find_map(|a| not_public(a.ip())) {
-        Some(refused) => Err(refused),
-        None => Ok(()),
+/// Whether every one of a name's addresses is public.
+fn all_public(addresses: &[SocketAddr]) -> bool {
+    addresses.iter().all(|a| not_public(a.ip()).is_none())
+}
+
+/// Refuses a URL whose port (written, or its scheme's) is not in `ports`.
+pub fn check_port(url: &Url, ports: &[u16]) -> Result<(), UrlError> {
+    let port = url.port_or_known_default().unwrap_or(0);
+    if ports.contains(&port) {
+        return Ok(());
     }
+    let allowed = ports
+        .iter()
+        .map(u16::to_string)
+        .collect::<Vec<_>>()
+        .join(", ");
+    Err(UrlError::PortNotAllowed { port, allowed })
 }
 
 /// Reads a webhook URL and checks its form: absolute, `https` (or `http`
@@ -207,9 +234,9 @@ async fn lookup(host: &str) -> std::io::Result<Vec<SocketAddr>> {
 }
 
 /// Checks a webhook URL as it is created or changed: its form, and (unless
-/// `allow_private`) every address of its host. Answers the URL as the URL
-/// standard writes it.
-pub async fn check_url(text: &str, allow_private: bool) -> Result<Url, UrlError> {
+/// `allow_private`) every address of its host, then its port against
+/// `ports`. Answers the URL as the URL standard writes it.
+pub async fn check_url(text: &str, allow_private: bool, ports: &[u16]) -> Result<Url, UrlError> {
     let url = parse(text, allow_private)?;
     if allow_private {
         return Ok(url);
@@ -228,8 +255,13 @@ pub async fn check_url(text: &str, allow_private: bool) -> Result<Url, UrlError>
         if addresses.is_empty() {
             return Err(unresolvable());
         }
-        all_public(&addresses).map_err(UrlError::NotPublic)?;
+        if !all_public(&addresses) {
+            return Err(UrlError::NameNotPublic {
+                host: host.to_owned(),
+            });
+        }
     }
+    check_port(&url, ports)?;
     Ok(url)
 }
 
@@ -244,7 +276,9 @@ impl Resolve for PublicOnly {
         let host = name.as_str().to_owned();
         Box::pin(async move {
             let addresses = lookup(&host).await?;
-            all_public(&addresses)?;
+            if !all_public(&addresses) {
+                return Err(format!("{host} resolves to an address that is not public").into());
+            }
             let addresses: Addrs = Box::new(addresses.into_iter());
             Ok(addresses)
         })
@@ -395,19 +429,35 @@ mod tests {
         assert_eq!(check_literal(&name), Ok(()), "names are the resolver's");
     }
 
+    const PORTS: &[u16] = &[443, 80, 8443];
+
     #[tokio::test]
     async fn names_are_checked_by_every_address_they_resolve_to() {
+        let refused = check_url("https://localhost/hook", false, PORTS)
+            .await
+            .unwrap_err();
+        assert_eq!(
+            refused,
+            UrlError::NameNotPublic {
+                host: "localhost".to_owned()
+            }
+        );
+        assert_eq!(refused.code(), "webhook_url_not_public");
+        let said = refused.to_string();
+        for answer in ["127.0.0.1", "::1", "loopback", "127.0.0.0/8"] {
+            assert!(!said.contains(answer), "{said} echoes the DNS answer");
+        }
+        assert!(
+            check_url("https://localhost:9/hook", true, PORTS)
+                .await
+                .is_ok()
+        );
         assert!(matches!(
-            check_url("https://localhost:9/hook", false).await,
-            Err(UrlError::NotPublic(NotPublic { range, .. })) if range.starts_with("loopback")
-        ));
-        assert!(check_url("https://localhost:9/hook", true).await.is_ok());
-        assert!(matches!(
-            check_url("https://10.0.0.1/", false).await,
+            check_url("https://10.0.0.1/", false, PORTS).await,
             Err(UrlError::NotPublic(_))
         ));
         assert_eq!(
-            check_url("https://no-such-host.invalid/", false)
+            check_url("https://no-such-host.invalid/", false, PORTS)
                 .await
                 .map_err(|e| e.code()),
             Err("webhook_url_unresolvable")
@@ -417,6 +467,37 @@ mod tests {
             .await
             .map(|addrs| addrs.count());
         let refused = resolved.unwrap_err().to_string();
-        assert!(refused.contains("is not a public address"), "{refused}");
+        assert!(refused.contains("not public"), "{refused}");
+        assert!(!refused.contains("127.0.0.1"), "{refused}");
+    }
+
+    #[tokio::test]
+    async fn only_the_configured_ports_are_allowed() {
+        for ok in [
+            "https://8.8.8.8/",
+            "https://8.8.8.8:443/",
+            "https://8.8.8.8:8443/",
+            "https://8.8.8.8:80/",
+        ] {
+            assert!(check_url(ok, false, PORTS).await.is_ok(), "{ok}");
+        }
+        for refused in [
+            "https://8.8.8.8:22/",
+            "https://8.8.8.8:6379/",
+            "https://8.8.8.8:1/",
+        ] {
+            let error = check_url(refused, false, PORTS).await.unwrap_err();
+            assert_eq!(error.code(), "webhook_port_not_allowed", "{refused}");
+        }
+        assert!(
+            check_url("https://8.8.8.8:9000/", false, &[9000])
+                .await
+                .is_ok()
+        );
+        assert!(
+            check_url("http://127.0.0.1:9000/", true, PORTS)
+                .await
+                .is_ok()
+        );
     }
 }

@@ -243,6 +243,33 @@ async fn an_organisation_holds_a_bounded_number_of_streams() {
 }
 
 #[tokio::test]
+async fn one_key_cannot_hold_all_of_its_organisations_streams() {
+    let app = TestApp::spawn_with(|config| {
+        config.events.max_streams_per_org = 3;
+        config.events.max_streams_per_key = 2;
+    })
+    .await;
+    let auditor = app.key(&app.admin_key, "auditor", None).await;
+    let _first = Stream::open(&app, &auditor, None).await;
+    let _second = Stream::open(&app, &auditor, None).await;
+    let refused = expect_problem(
+        app.get_auth("/v1/events", &auditor).await,
+        StatusCode::TOO_MANY_REQUESTS,
+        "too_many_streams",
+    )
+    .await;
+    assert!(text(&refused["detail"]).contains("API key"), "{refused}");
+    // The owner's key still gets the organisation's last one.
+    let _owners = Stream::open(&app, &app.admin_key, None).await;
+    expect_problem(
+        app.get_auth("/v1/events", &app.admin_key).await,
+        StatusCode::TOO_MANY_REQUESTS,
+        "too_many_streams",
+    )
+    .await;
+}
+
+#[tokio::test]
 async fn a_stopping_server_ends_its_streams_instead_of_waiting_for_them() {
     let app = TestApp::spawn().await;
     let mut stream = Stream::open(&app, &app.admin_key, None).await;

@@ -13,6 +13,7 @@ mod delegation;
 mod door;
 mod errors;
 mod events;
+mod failclosed;
 mod files;
 mod flows;
 mod helpers;

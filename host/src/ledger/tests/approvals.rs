@@ -294,8 +294,9 @@ fn acting_without_asking_is_refused_approval_required() {
 #[test]
 fn a_refusal_wins_over_an_approval_requirement() {
     let mut f = Fixture::new();
-    let root = f.root(&["pay"], guarded(Some(10.0)), 3600);
-    let asked = f.ask(&root, "pay", usd(20.0), at(2));
+    // Over the budget (500) and over the approval threshold (100) at once.
+    let root = f.root(&["pay"], guarded(Some(500.0)), 3600);
+    let asked = f.ask(&root, "pay", usd(600.0), at(2));
     assert_eq!(asked.denied, Some(DenyReason::BudgetMaxSpendUsd));
     assert!(asked.approval.is_none(), "nobody is asked to approve it");
 }
