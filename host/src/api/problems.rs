@@ -2,7 +2,7 @@
 //! and the store to HTTP: status, code and detail of each problem.
 
 use axum::http::StatusCode;
-use mandate_core::{DenyReason, IssueError, RecordError};
+use mandate_core::{DenyReason, IssueError, RecordError, Scope};
 
 use crate::error::{ApiError, ViolationBody};
 use crate::ledger::{Attempted, LedgerError, QuotaExceeded, Refusal};
@@ -119,34 +119,41 @@ impl From<LedgerError> for ApiError {
 /// to a caller who presented the token itself: it holds the token, so
 /// nothing is disclosed.
 pub(crate) fn denial(reason: DenyReason, attempted: &Attempted) -> ApiError {
-    let holder = attempted.credential == Credential::Token;
-    let scope = &attempted.claims.svc_scope;
+    let held = (attempted.credential == Credential::Token).then_some(&attempted.claims.svc_scope);
+    denial_to(reason, held)
+}
+
+/// [`denial`] for a caller who presented a token of scope `held`, or who
+/// named one (`None`).
+fn denial_to(reason: DenyReason, held: Option<&Scope>) -> ApiError {
     match reason {
-        DenyReason::TokenRevoked | DenyReason::TokenExpired if holder => {
+        DenyReason::TokenRevoked | DenyReason::TokenExpired if held.is_some() => {
             ApiError::holder_inactive(reason == DenyReason::TokenExpired)
         }
         DenyReason::TokenRevoked | DenyReason::TokenExpired => ApiError::token_inactive(),
-        DenyReason::ActionNotPermitted if holder => ApiError::forbidden(
-            reason.code(),
-            format!(
-                "the token does not hold this action; it holds: {}",
-                listed(scope.actions())
+        DenyReason::ActionNotPermitted => match held {
+            Some(scope) => ApiError::forbidden(
+                reason.code(),
+                format!(
+                    "the token does not hold this action; it holds: {}",
+                    listed(scope.actions())
+                ),
             ),
-        ),
-        DenyReason::ActionNotPermitted => {
-            ApiError::forbidden(reason.code(), "the token does not hold this action")
-        }
-        DenyReason::ResourceNotPermitted if holder => ApiError::forbidden(
-            reason.code(),
-            format!(
-                "no resource pattern of the token covers this resource; its patterns: {}",
-                listed(scope.resources())
+            None => ApiError::forbidden(reason.code(), "the token does not hold this action"),
+        },
+        DenyReason::ResourceNotPermitted => match held {
+            Some(scope) => ApiError::forbidden(
+                reason.code(),
+                format!(
+                    "no resource pattern of the token covers this resource; its patterns: {}",
+                    listed(scope.resources())
+                ),
             ),
-        ),
-        DenyReason::ResourceNotPermitted => ApiError::forbidden(
-            reason.code(),
-            "no resource pattern of the token covers this resource",
-        ),
+            None => ApiError::forbidden(
+                reason.code(),
+                "no resource pattern of the token covers this resource",
+            ),
+        },
         DenyReason::BudgetMaxSpendUsd => ApiError::forbidden(
             reason.code(),
             "this spend would pass max_spend_usd of the token or an ancestor",
@@ -211,8 +218,8 @@ pub(crate) fn refusal(refusal: &Refusal) -> ApiError {
         }
         Refusal::Issue(_, other) => ApiError::internal(other),
         Refusal::Budget(exceeded) => ApiError::forbidden(exceeded.code(), exceeded.to_string()),
-        Refusal::TrustTooLow => denial(DenyReason::TrustTooLow, Credential::Token),
-        Refusal::Approval(reason) => denial(*reason, Credential::Token),
+        Refusal::TrustTooLow => denial_to(DenyReason::TrustTooLow, None),
+        Refusal::Approval(reason) => denial_to(*reason, None),
     }
 }
 

@@ -208,7 +208,10 @@ impl Ledger {
     /// index is the ledger's to hand out. Its agent, when new, is
     /// registered as the token's human's; one another human owns is
     /// refused unless the key holds `issue_for_anyone` (`for_anyone`).
-    #[allow(clippy::too_many_arguments, reason = "each named at its few call sites")]
+    #[allow(
+        clippy::too_many_arguments,
+        reason = "each named at its few call sites"
+    )]
     pub fn store_root(
         &mut self,
         org: Org,
