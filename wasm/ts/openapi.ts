@@ -46,8 +46,9 @@ export interface paths {
             cookie?: never;
         };
         /**
-         * Prometheus metrics: open to loopback clients (when configured and no
-         *     proxy is trusted), else the admin key is needed (they count requests of
+         * Prometheus metrics: open to loopback clients (when configured, no proxy
+         *     is trusted and the request carries no forwarding header), else the
+         *     admin key is needed (they count requests of
          *     every organisation).
          */
         get: operations["metrics"];
@@ -635,7 +636,13 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Delegates a narrower token to a sub-agent. */
+        /**
+         * Delegates a narrower token to a sub-agent: a new agent (registered
+         *     under the delegating agent) or one registered under it. When a grant of
+         *     the chain requires approval of `delegate`, answers 202 with the
+         *     approval; the same request repeated with the same `Idempotency-Key`
+         *     once it is approved returns the child token.
+         */
         post: operations["delegate"];
         delete?: never;
         options?: never;
@@ -1173,6 +1180,14 @@ export interface components {
             provenance_ref: string;
             /** @description Why not, when `authorized` is false and no approval is awaited. */
             reason?: string | null;
+            /**
+             * Format: double
+             * @description The trust in force the act was judged with: the minimum over the
+             *     agents of the token's chain (an agent with no history of its own
+             *     counting as its delegator's), beside the spec's `trust_score`, the
+             *     token's base trust. Absent when judging stopped before trust.
+             */
+            trust_in_force?: number | null;
             /** Format: double */
             trust_score: number;
         };
@@ -1371,6 +1386,16 @@ export interface components {
              */
             ttl_seconds?: number | null;
             vat_jti?: components["schemas"]["Jti"] | null;
+        };
+        /**
+         * @description A delegation waiting for a human's approval (answered 202): once it
+         *     is approved, the same request repeated with the same `Idempotency-Key`
+         *     returns the child token.
+         */
+        DelegationAwaitingApproval: {
+            /** @description The `delegate` record, `awaiting_approval`. */
+            aar_id: string;
+            approval: components["schemas"]["ApprovalRef"];
         };
         /** @description One attempt at delivering an event. */
         DeliveryBody: {
@@ -1806,6 +1831,14 @@ export interface components {
             delegation_depth: number;
             provenance_ref: string;
             recorded: boolean;
+            /**
+             * Format: double
+             * @description The trust in force the act was judged with: the minimum over the
+             *     agents of the token's chain (an agent with no history of its own
+             *     counting as its delegator's), beside the spec's `trust_score`, the
+             *     token's base trust. Absent when judging stopped before trust.
+             */
+            trust_in_force?: number | null;
             /** Format: double */
             trust_score: number;
         };
@@ -1873,6 +1906,15 @@ export interface components {
             spend_usd: number;
             /** @description `pending`, `completed` or `denied`. */
             status: string;
+            /**
+             * Format: double
+             * @description The trust in force the record was judged with: the minimum over the
+             *     agents of the token's chain (an agent with no history of its own
+             *     counting as its delegator's), beside the spec's `trust_score`, the
+             *     token's base trust. Absent when judging stopped before trust, and for records made
+             *     before schema 10.
+             */
+            trust_in_force?: number | null;
             /** Format: double */
             trust_score: number;
         };
@@ -1928,6 +1970,14 @@ export interface components {
             provenance_ref: string;
             /** @enum {boolean} */
             recorded: true;
+            /**
+             * Format: double
+             * @description The trust in force the act was judged with: the minimum over the
+             *     agents of the token's chain (an agent with no history of its own
+             *     counting as its delegator's), beside the spec's `trust_score`, the
+             *     token's base trust. Absent when judging stopped before trust.
+             */
+            trust_in_force?: number | null;
             /** Format: double */
             trust_score: number;
         };
@@ -6241,7 +6291,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description Retry-safe key: a repeat with the same body returns the first response */
+                /** @description Retry-safe key: a repeat with the same body returns the first response; required when the delegation needs a human's approval, whose child the repeat returns once approved */
                 "Idempotency-Key"?: string | null;
             };
             path?: never;
@@ -6260,6 +6310,15 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["IssuedToken"];
+                };
+            };
+            /** @description The delegation waits for a human's approval */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DelegationAwaitingApproval"];
                 };
             };
             /** @description Malformed JSON or query. */
