@@ -41,6 +41,7 @@ mod json;
 pub mod keys;
 pub mod limits;
 pub mod money;
+pub mod policy;
 pub mod record;
 pub mod reputation;
 pub mod roles;
@@ -54,7 +55,9 @@ pub mod trust;
 pub mod trust_statement;
 pub mod webhook;
 
-pub use approval::{ApprovalRequirement, chain_requires_approval};
+pub use approval::{
+    ApprovalRequirement, chain_requires_approval, chain_requires_approval_with_args,
+};
 pub use budget::{
     BUDGET_THRESHOLDS, BudgetExceeded, ThresholdReached, Usage, check_budget, check_chain_budgets,
     check_chain_extra_spend, check_extra_spend, largest_share, thresholds_reached,
@@ -65,13 +68,16 @@ pub use dpop::{
 };
 pub use human::{EmailError, Identity, human_ref};
 pub use ids::{
-    AarId, AgentId, ApprovalId, ClaimsDigest, HumanRef, IdError, Jkt, Jth, Jti, JtiKind, KeyId,
-    OrgId, ProvenanceRef, ResultHash, Ulid, VouchId, WebhookId,
+    AarId, AgentId, ApprovalId, ArgsHash, ClaimsDigest, HumanRef, IdError, Jkt, Jth, Jti, JtiKind,
+    KeyId, OrgId, ProvenanceRef, ResultHash, Ulid, VouchId, WebhookId,
 };
 pub use keys::{
     HolderKey, Jwk, JwkSet, Jwks, JwksError, PrivateJwk, PublicJwk, SigningKey, jkt, thumbprint,
 };
 pub use money::{MoneyError, Usd};
+pub use policy::{
+    Args, ArgsDenial, ArgsError, ArgsRule, ArgsRules, Pol, PolicyError, Truth, check_args,
+};
 pub use record::{
     ApprovalDecision, Decision, DenyReason, Outcome, Rating, RecordError, RecordEvent,
     RecordOrigin, RecordState, Status, result_key, transition,

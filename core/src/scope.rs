@@ -36,6 +36,7 @@ use crate::limits::{
     MAX_ACTIONS_LIMIT, MAX_LIST_LEN, MAX_NAME_LEN, MAX_NAMESPACE_LEN, MAX_RESOURCE_LEN,
 };
 use crate::money::Usd;
+use crate::policy::{ArgsRules, PolicyError, check_rules_kept};
 
 /// The action a token must hold to delegate.
 pub const DELEGATE_ACTION: &str = "delegate";
@@ -67,6 +68,8 @@ pub enum ScopeError {
     ApprovalRequirementEmpty,
     #[error("min_trust must be a number in [0, 1]")]
     InvalidMinTrust,
+    #[error(transparent)]
+    Args(PolicyError),
 }
 
 impl ScopeError {
@@ -83,6 +86,7 @@ impl ScopeError {
             ScopeError::MaxActionsTooLarge => "max_actions_too_large",
             ScopeError::ApprovalRequirementEmpty => "empty_approval_requirement",
             ScopeError::InvalidMinTrust => "invalid_min_trust",
+            ScopeError::Args(e) => e.code(),
         }
     }
 }
@@ -401,6 +405,9 @@ pub struct Constraints {
     pub require_approval: Option<ApprovalRequirement>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub min_trust: Option<MinTrust>,
+    /// Argument rules (see [`crate::policy`]); empty when there are none.
+    #[serde(skip_serializing_if = "ArgsRules::is_empty")]
+    pub args: ArgsRules,
 }
 
 #[derive(Deserialize)]
@@ -414,6 +421,8 @@ struct RawConstraints {
     require_approval: Option<ApprovalRequirement>,
     #[serde(default)]
     min_trust: Option<MinTrust>,
+    #[serde(default)]
+    args: Option<ArgsRules>,
 }
 
 impl TryFrom<RawConstraints> for Constraints {
@@ -422,20 +431,32 @@ impl TryFrom<RawConstraints> for Constraints {
         if raw.max_actions.is_some_and(|n| n > MAX_ACTIONS_LIMIT) {
             return Err(ScopeError::MaxActionsTooLarge);
         }
+        let args = raw.args.unwrap_or_default();
+        crate::policy::check_grant_size(
+            &args,
+            raw.require_approval
+                .as_ref()
+                .and_then(ApprovalRequirement::args),
+        )
+        .map_err(ScopeError::Args)?;
         Ok(Constraints {
             max_spend_usd: raw.max_spend_usd,
             max_actions: raw.max_actions,
             require_approval: raw.require_approval,
             min_trust: raw.min_trust,
+            args,
         })
     }
 }
 
 impl Constraints {
-    /// Whether no constraint is set: no limit, no approval requirement and
-    /// no trust floor.
+    /// Whether no constraint is set: no limit, no approval requirement, no
+    /// trust floor and no argument rule.
     pub fn is_empty(&self) -> bool {
-        !self.has_budget() && self.require_approval.is_none() && self.min_trust.is_none()
+        !self.has_budget()
+            && self.require_approval.is_none()
+            && self.min_trust.is_none()
+            && self.args.is_empty()
     }
 
     /// Whether a budget limit is set.
@@ -536,6 +557,12 @@ pub enum Violation {
     MinTrustLowered,
     /// The parent sets `min_trust` and the child leaves it out.
     MinTrustDropped,
+    /// A rule of the parent's `args` (by index) the child does not keep
+    /// unchanged.
+    ArgsRuleDropped(usize),
+    /// The parent's approval requirement has `args` and the child's does
+    /// not keep them unchanged.
+    ApprovalArgsChanged,
     /// A framework the parent asserts and the child leaves out.
     FrameworkDropped(Framework),
     /// The child would outlive its parent.
@@ -566,6 +593,8 @@ impl Violation {
             }
             Violation::FrameworkDropped(_) => "policy.frameworks".to_owned(),
             Violation::LifetimeBeyondParent { .. } => "exp".to_owned(),
+            Violation::ArgsRuleDropped(_) => "constraints.args".to_owned(),
+            Violation::ApprovalArgsChanged => "constraints.require_approval.args".to_owned(),
         }
     }
 
@@ -585,6 +614,8 @@ impl Violation {
             Violation::MinTrustDropped => "min_trust_dropped",
             Violation::FrameworkDropped(_) => "framework_dropped",
             Violation::LifetimeBeyondParent { .. } => "lifetime_beyond_parent",
+            Violation::ArgsRuleDropped(_) => "args_rule_dropped",
+            Violation::ApprovalArgsChanged => "approval_args_changed",
         }
     }
 }
@@ -638,6 +669,13 @@ impl fmt::Display for Violation {
                 f,
                 "the child would expire at {child_exp}, after its parent at {parent_exp}"
             ),
+            Violation::ArgsRuleDropped(i) => write!(
+                f,
+                "argument rule {i} of the parent (constraints.args[{i}]) must be kept unchanged"
+            ),
+            Violation::ApprovalArgsChanged => {
+                f.write_str("require_approval.args is set by the parent and must be kept unchanged")
+            }
         }
     }
 }
@@ -722,6 +760,11 @@ pub fn check_narrowing(child: &Grant, parent: &Grant) -> Result<(), Widening> {
         (Some(c), Some(p)) if c < p => violations.push(Violation::MinTrustLowered),
         _ => {}
     }
+    check_rules_kept(
+        &child.constraints.args,
+        &parent.constraints.args,
+        &mut violations,
+    );
     for framework in parent.policy.frameworks() {
         if !child.policy.frameworks().contains(framework) {
             violations.push(Violation::FrameworkDropped(framework.clone()));
@@ -883,6 +926,7 @@ mod tests {
             max_spend_usd: Some(Usd::from_micros(10).unwrap()),
             max_actions: Some(5),
             require_approval: None,
+            args: ArgsRules::default(),
         };
         parent.policy = Policy::new(vec![Framework::parse("hipaa").unwrap()]).unwrap();
         let mut child = grant(&["crm:*", "mail:x"], &["read", "write"]);
@@ -891,6 +935,7 @@ mod tests {
             max_spend_usd: Some(Usd::from_micros(11).unwrap()),
             max_actions: None,
             require_approval: None,
+            args: ArgsRules::default(),
         };
         child.expires_at = 1_001;
         let err = check_narrowing(&child, &parent).unwrap_err();

@@ -103,6 +103,7 @@ fn grant() -> impl Strategy<Value = Grant> {
                         max_spend_usd: spend.map(usd),
                         max_actions: count,
                         require_approval: approval,
+                        args: Default::default(),
                     },
                     policy: Policy::new(
                         frameworks

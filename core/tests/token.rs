@@ -349,6 +349,7 @@ fn what_a_delegation_leaves_out_it_inherits() {
         max_spend_usd: Some(Usd::from_f64(5.0).unwrap()),
         max_actions: None,
         require_approval: None,
+        args: Default::default(),
     };
     req.policy = Policy::new(vec![framework("gdpr")]).unwrap();
     let parent = root_with(req);
@@ -365,6 +366,7 @@ fn what_a_delegation_leaves_out_it_inherits() {
             max_spend_usd: Some(Usd::from_f64(5.0).unwrap()),
             max_actions: Some(5),
             require_approval: None,
+            args: Default::default(),
         }
     );
     assert_eq!(

@@ -61,7 +61,7 @@ fn grant(side: &Side) -> Option<Grant> {
             max_spend_usd: side.max_spend_micros.and_then(|m| Usd::from_micros(m).ok()),
             max_actions: side.max_actions,
             require_approval,
-            min_trust: side.min_trust.and_then(|floor| MinTrust::new(floor).ok()),
+            min_trust: side.min_trust.and_then(|floor| MinTrust::new(floor).ok()), args: Default::default(),
         },
         policy: Policy::default(),
         expires_at: side.exp,

@@ -189,6 +189,7 @@ fn token_vectors(rng: &mut Rng, key: &Keys, issuer: &str, now: i64) -> Value {
         max_spend_usd: Some(Usd::from_f64(50.0).expect("valid amount")),
         max_actions: Some(100),
         require_approval: None,
+        args: Default::default(),
     };
     root_request.policy = Policy::new(vec![
         Framework::parse("gdpr").expect("valid"),

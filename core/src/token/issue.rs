@@ -164,7 +164,10 @@ pub fn issue_root(request: TokenRequest, issue: RootIssue) -> Result<Claims, Iss
 /// patterns) the request sets are added to the parent's, so a request can
 /// only add to them; a limit or an approval threshold the request sets
 /// replaces the parent's, and is refused when higher
-/// ([`crate::approval::ApprovalRequirement::merged`]).
+/// ([`crate::approval::ApprovalRequirement::merged`]). Argument rules the
+/// request sets are the child's whole list: each rule of the parent must be
+/// among them unchanged (`args_rule_dropped` otherwise); a request without
+/// rules inherits the parent's.
 pub fn delegated_grant(requested: Grant, parent: &Grant) -> Result<Grant, IssueError> {
     let inherited = parent.constraints.require_approval.as_ref();
     let require_approval = match (inherited, requested.constraints.require_approval) {
@@ -185,6 +188,11 @@ pub fn delegated_grant(requested: Grant, parent: &Grant) -> Result<Grant, IssueE
             .constraints
             .min_trust
             .or(parent.constraints.min_trust),
+        args: if requested.constraints.args.is_empty() {
+            parent.constraints.args.clone()
+        } else {
+            requested.constraints.args
+        },
     };
     let mut frameworks = parent.policy.frameworks().to_vec();
     for framework in requested.policy.frameworks() {

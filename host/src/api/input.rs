@@ -234,6 +234,7 @@ fn constraints(body: Option<&ConstraintsBody>) -> ApiResult<Constraints> {
         max_spend_usd: amount("constraints.max_spend_usd", body.max_spend_usd)?,
         max_actions,
         require_approval,
+        args: Default::default(),
     })
 }
 
