@@ -62,7 +62,11 @@ impl Selector {
         let rest = text.strip_prefix('.').ok_or(MalformedSelector)?;
         let mut segments = Vec::new();
         let mut rest = rest;
-        // The root's dot may begin the first member: `.a`.
+        // The root's dot may begin the first member (`.a`), never be
+        // followed by another (`..a` is jq's recursive descent).
+        if rest.starts_with('.') {
+            return Err(MalformedSelector);
+        }
         if rest.starts_with(ident_start) {
             let (name, after) = take_ident(rest);
             segments.push(Segment {
