@@ -31,9 +31,8 @@ fn ucan(statement: &Statement, args: &Value) -> bool {
         Statement::All(sel, inner) => {
             over(sel).is_some_and(|items| items.iter().all(|item| ucan(inner, item)))
         }
-        Statement::Any(sel, inner) => over(sel).is_some_and(|items| {
-            items.is_empty() || items.iter().any(|item| ucan(inner, item))
-        }),
+        Statement::Any(sel, inner) => over(sel)
+            .is_some_and(|items| items.is_empty() || items.iter().any(|item| ucan(inner, item))),
         leaf => leaf.evaluate(args) == Truth::True,
     }
 }
@@ -44,7 +43,9 @@ fn divergence(pol: &Pol, args: &Value) -> Option<&'static str> {
     let ours = pol.evaluate(args);
     let theirs = pol.statements().iter().all(|s| ucan(s, args));
     match (ours, theirs) {
-        (Truth::Undefined, true) => Some("not_over_absent: what a statement cannot see is undefined"),
+        (Truth::Undefined, true) => {
+            Some("not_over_absent: what a statement cannot see is undefined")
+        }
         (Truth::False, true) => Some("any_over_empty: an empty any is false"),
         _ => None,
     }
@@ -102,7 +103,19 @@ fn the_divergences_are_recognised() {
     let pol = |v: Value| Pol::parse(&v, "pol").unwrap();
     assert!(divergence(&pol(serde_json::json!([["!=", ".cc", "x"]])), &args).is_some());
     assert!(divergence(&pol(serde_json::json!([["not", ["<", ".from", 1]]])), &args).is_some());
-    assert!(divergence(&pol(serde_json::json!([["any", ".to", ["==", ".", 1]]])), &args).is_some());
-    assert_eq!(divergence(&pol(serde_json::json!([["==", ".from", "y"]])), &args), None);
-    assert_eq!(divergence(&pol(serde_json::json!([["==", ".cc", "y"]])), &args), None);
+    assert!(
+        divergence(
+            &pol(serde_json::json!([["any", ".to", ["==", ".", 1]]])),
+            &args
+        )
+        .is_some()
+    );
+    assert_eq!(
+        divergence(&pol(serde_json::json!([["==", ".from", "y"]])), &args),
+        None
+    );
+    assert_eq!(
+        divergence(&pol(serde_json::json!([["==", ".cc", "y"]])), &args),
+        None
+    );
 }

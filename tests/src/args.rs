@@ -57,113 +57,598 @@ fn evaluate() -> Value {
     let star_pattern = "Ann\\*, Raj*, Lee.";
     Value::Array(vec![
         // Equality: deep, numbers by value.
-        evalv("ucan_eq_array", json!([["==", ".a", [1, 2, {"b": 3}]]]), data.clone(), "true"),
-        evalv("ucan_eq_int", json!([["==", ".b", 1]]), data.clone(), "true"),
-        evalv("ucan_eq_int_as_float", json!([["==", ".b", 1.0]]), data.clone(), "true"),
-        evalv("ucan_ne_string", json!([["!=", ".b", "one"]]), data.clone(), "true"),
-        evalv("ucan_ne_null", json!([["!=", ".b", null]]), data.clone(), "true"),
-        evalv("ucan_ne_other_int", json!([["!=", ".b", 2]]), data.clone(), "true"),
-        evalv("ucan_ne_object", json!([["!=", ".b", {"b": 3}]]), data.clone(), "true"),
-        evalv("ucan_ne_true", json!([["!=", ".b", true]]), data.clone(), "true"),
-        evalv("ucan_ne_false", json!([["!=", ".b", false]]), data.clone(), "true"),
-        evalv("ucan_not_eq", json!([["not", ["==", ".b", 2]]]), data.clone(), "true"),
+        evalv(
+            "ucan_eq_array",
+            json!([["==", ".a", [1, 2, {"b": 3}]]]),
+            data.clone(),
+            "true",
+        ),
+        evalv(
+            "ucan_eq_int",
+            json!([["==", ".b", 1]]),
+            data.clone(),
+            "true",
+        ),
+        evalv(
+            "ucan_eq_int_as_float",
+            json!([["==", ".b", 1.0]]),
+            data.clone(),
+            "true",
+        ),
+        evalv(
+            "ucan_ne_string",
+            json!([["!=", ".b", "one"]]),
+            data.clone(),
+            "true",
+        ),
+        evalv(
+            "ucan_ne_null",
+            json!([["!=", ".b", null]]),
+            data.clone(),
+            "true",
+        ),
+        evalv(
+            "ucan_ne_other_int",
+            json!([["!=", ".b", 2]]),
+            data.clone(),
+            "true",
+        ),
+        evalv(
+            "ucan_ne_object",
+            json!([["!=", ".b", {"b": 3}]]),
+            data.clone(),
+            "true",
+        ),
+        evalv(
+            "ucan_ne_true",
+            json!([["!=", ".b", true]]),
+            data.clone(),
+            "true",
+        ),
+        evalv(
+            "ucan_ne_false",
+            json!([["!=", ".b", false]]),
+            data.clone(),
+            "true",
+        ),
+        evalv(
+            "ucan_not_eq",
+            json!([["not", ["==", ".b", 2]]]),
+            data.clone(),
+            "true",
+        ),
         evalv("eq_false", json!([["==", ".b", 2]]), data.clone(), "false"),
-        evalv("eq_type_mismatch_is_false", json!([["==", ".a", "1, 2"]]), data.clone(), "false"),
-        evalv("eq_whole_value", json!([["==", ".", {"b": 1.0, "a": [1.0, 2, {"b": 3e0}]}]]), data.clone(), "true"),
+        evalv(
+            "eq_type_mismatch_is_false",
+            json!([["==", ".a", "1, 2"]]),
+            data.clone(),
+            "false",
+        ),
+        evalv(
+            "eq_whole_value",
+            json!([["==", ".", {"b": 1.0, "a": [1.0, 2, {"b": 3e0}]}]]),
+            data.clone(),
+            "true",
+        ),
         // Ordering: numbers only.
-        evalv("ucan_lt", json!([["<", ".b", 2], ["<", ".b", 2.0]]), data.clone(), "true"),
-        evalv("ucan_gt", json!([[">", ".b", 0], [">", ".b", 0.0]]), data.clone(), "true"),
-        evalv("ucan_le", json!([["<=", ".b", 2], ["<=", ".b", 1.0]]), data.clone(), "true"),
-        evalv("ucan_ge", json!([[">=", ".b", 0], [">=", ".b", 1]]), data.clone(), "true"),
+        evalv(
+            "ucan_lt",
+            json!([["<", ".b", 2], ["<", ".b", 2.0]]),
+            data.clone(),
+            "true",
+        ),
+        evalv(
+            "ucan_gt",
+            json!([[">", ".b", 0], [">", ".b", 0.0]]),
+            data.clone(),
+            "true",
+        ),
+        evalv(
+            "ucan_le",
+            json!([["<=", ".b", 2], ["<=", ".b", 1.0]]),
+            data.clone(),
+            "true",
+        ),
+        evalv(
+            "ucan_ge",
+            json!([[">=", ".b", 0], [">=", ".b", 1]]),
+            data.clone(),
+            "true",
+        ),
         evalv("lt_false", json!([["<", ".b", 1]]), data.clone(), "false"),
-        evalv("gt_fraction", json!([[">", ".x", 0.5]]), json!({"x": 0.75}), "true"),
-        evalv("lt_on_string_undefined", json!([["<", ".s", 10]]), json!({"s": "5"}), "undefined"),
-        evalv("lt_on_array_undefined", json!([["<", ".a", 10]]), data.clone(), "undefined"),
-        evalv("lt_on_null_undefined", json!([["<", ".n?", 10]]), json!({}), "undefined"),
+        evalv(
+            "gt_fraction",
+            json!([[">", ".x", 0.5]]),
+            json!({"x": 0.75}),
+            "true",
+        ),
+        evalv(
+            "lt_on_string_undefined",
+            json!([["<", ".s", 10]]),
+            json!({"s": "5"}),
+            "undefined",
+        ),
+        evalv(
+            "lt_on_array_undefined",
+            json!([["<", ".a", 10]]),
+            data.clone(),
+            "undefined",
+        ),
+        evalv(
+            "lt_on_null_undefined",
+            json!([["<", ".n?", 10]]),
+            json!({}),
+            "undefined",
+        ),
         // Number forms: 1, 1.0, 1e0, 100e-2 and -0 are values, not spellings.
-        eval("number_forms_equal", json!([["==", ".a", 1], ["==", ".b", 1], ["==", ".c", 1], ["==", ".d", 1], ["==", ".z", 0]]), r#"{"a":1,"b":1.0,"c":1e0,"d":100E-2,"z":-0}"#, "true"),
-        eval("largest_safe_integer", json!([["==", ".n", 9_007_199_254_740_991u64], [">", ".n", 9_007_199_254_740_990u64]]), r#"{"n":9007199254740991}"#, "true"),
-        eval("smallest_safe_integer", json!([["<", ".n", -9_007_199_254_740_990i64]]), r#"{"n":-9007199254740991}"#, "true"),
+        eval(
+            "number_forms_equal",
+            json!([
+                ["==", ".a", 1],
+                ["==", ".b", 1],
+                ["==", ".c", 1],
+                ["==", ".d", 1],
+                ["==", ".z", 0]
+            ]),
+            r#"{"a":1,"b":1.0,"c":1e0,"d":100E-2,"z":-0}"#,
+            "true",
+        ),
+        eval(
+            "largest_safe_integer",
+            json!([
+                ["==", ".n", 9_007_199_254_740_991u64],
+                [">", ".n", 9_007_199_254_740_990u64]
+            ]),
+            r#"{"n":9007199254740991}"#,
+            "true",
+        ),
+        eval(
+            "smallest_safe_integer",
+            json!([["<", ".n", -9_007_199_254_740_990i64]]),
+            r#"{"n":-9007199254740991}"#,
+            "true",
+        ),
         // like: `*` any run of characters, `\*` a literal star.
-        evalv("ucan_like_exact", json!([["like", ".exact", star_pattern]]), stars.clone(), "true"),
-        evalv("ucan_like_more", json!([["like", ".more", star_pattern]]), stars.clone(), "true"),
-        evalv("ucan_like_spaced", json!([["like", ".spaced", star_pattern]]), stars.clone(), "true"),
-        evalv("ucan_like_starred", json!([["like", ".starred", star_pattern]]), stars.clone(), "true"),
-        evalv("ucan_like_no_star", json!([["like", ".no_star", star_pattern]]), stars.clone(), "false"),
-        evalv("ucan_like_bang", json!([["like", ".bang", star_pattern]]), stars.clone(), "false"),
-        evalv("ucan_like_short", json!([["like", ".short", star_pattern]]), stars.clone(), "false"),
-        evalv("ucan_like_padded", json!([["like", ".padded", star_pattern]]), stars, "false"),
-        evalv("like_suffix", json!([["like", ".to", "*@example.com"]]), json!({"to": "ann@example.com"}), "true"),
-        evalv("like_suffix_then_more", json!([["like", ".to", "*@example.com"]]), json!({"to": "ann@example.com.evil.net"}), "false"),
-        evalv("like_star_matches_empty", json!([["like", ".s", "*"]]), json!({"s": ""}), "true"),
-        evalv("like_empty_pattern", json!([["like", ".s", ""]]), json!({"s": "x"}), "false"),
-        evalv("like_literal_star_only", json!([["like", ".s", "\\*"]]), json!({"s": "*"}), "true"),
-        evalv("like_literal_star_not_wildcard", json!([["like", ".s", "\\*"]]), json!({"s": "x"}), "false"),
-        evalv("like_overlapping_ends", json!([["like", ".s", "ab*ba"]]), json!({"s": "aba"}), "false"),
-        evalv("like_unicode_nfc", json!([["like", ".s", "caf\u{e9}*"]]), json!({"s": "caf\u{e9} noir"}), "true"),
-        evalv("like_unicode_not_normalised", json!([["like", ".s", "caf\u{e9}*"]]), json!({"s": "cafe\u{301} noir"}), "false"),
-        evalv("like_unicode_star_spans_characters", json!([["like", ".s", "*\u{1f600}"]]), json!({"s": "\u{65e5}\u{672c}\u{1f600}"}), "true"),
-        evalv("like_on_number_undefined", json!([["like", ".n", "*"]]), json!({"n": 5}), "undefined"),
+        evalv(
+            "ucan_like_exact",
+            json!([["like", ".exact", star_pattern]]),
+            stars.clone(),
+            "true",
+        ),
+        evalv(
+            "ucan_like_more",
+            json!([["like", ".more", star_pattern]]),
+            stars.clone(),
+            "true",
+        ),
+        evalv(
+            "ucan_like_spaced",
+            json!([["like", ".spaced", star_pattern]]),
+            stars.clone(),
+            "true",
+        ),
+        evalv(
+            "ucan_like_starred",
+            json!([["like", ".starred", star_pattern]]),
+            stars.clone(),
+            "true",
+        ),
+        evalv(
+            "ucan_like_no_star",
+            json!([["like", ".no_star", star_pattern]]),
+            stars.clone(),
+            "false",
+        ),
+        evalv(
+            "ucan_like_bang",
+            json!([["like", ".bang", star_pattern]]),
+            stars.clone(),
+            "false",
+        ),
+        evalv(
+            "ucan_like_short",
+            json!([["like", ".short", star_pattern]]),
+            stars.clone(),
+            "false",
+        ),
+        evalv(
+            "ucan_like_padded",
+            json!([["like", ".padded", star_pattern]]),
+            stars,
+            "false",
+        ),
+        evalv(
+            "like_suffix",
+            json!([["like", ".to", "*@example.com"]]),
+            json!({"to": "ann@example.com"}),
+            "true",
+        ),
+        evalv(
+            "like_suffix_then_more",
+            json!([["like", ".to", "*@example.com"]]),
+            json!({"to": "ann@example.com.evil.net"}),
+            "false",
+        ),
+        evalv(
+            "like_star_matches_empty",
+            json!([["like", ".s", "*"]]),
+            json!({"s": ""}),
+            "true",
+        ),
+        evalv(
+            "like_empty_pattern",
+            json!([["like", ".s", ""]]),
+            json!({"s": "x"}),
+            "false",
+        ),
+        evalv(
+            "like_literal_star_only",
+            json!([["like", ".s", "\\*"]]),
+            json!({"s": "*"}),
+            "true",
+        ),
+        evalv(
+            "like_literal_star_not_wildcard",
+            json!([["like", ".s", "\\*"]]),
+            json!({"s": "x"}),
+            "false",
+        ),
+        evalv(
+            "like_overlapping_ends",
+            json!([["like", ".s", "ab*ba"]]),
+            json!({"s": "aba"}),
+            "false",
+        ),
+        evalv(
+            "like_unicode_nfc",
+            json!([["like", ".s", "caf\u{e9}*"]]),
+            json!({"s": "caf\u{e9} noir"}),
+            "true",
+        ),
+        evalv(
+            "like_unicode_not_normalised",
+            json!([["like", ".s", "caf\u{e9}*"]]),
+            json!({"s": "cafe\u{301} noir"}),
+            "false",
+        ),
+        evalv(
+            "like_unicode_star_spans_characters",
+            json!([["like", ".s", "*\u{1f600}"]]),
+            json!({"s": "\u{65e5}\u{672c}\u{1f600}"}),
+            "true",
+        ),
+        evalv(
+            "like_on_number_undefined",
+            json!([["like", ".n", "*"]]),
+            json!({"n": 5}),
+            "undefined",
+        ),
         // Connectives, as UCAN: empty and/or hold.
-        evalv("ucan_and_empty", json!([["and", []]]), person.clone(), "true"),
-        evalv("ucan_and_one", json!([["and", [["==", ".name", "Ada"]]]]), person.clone(), "true"),
-        evalv("ucan_and_two", json!([["and", [["==", ".name", "Ada"], ["==", ".age", 36]]]]), person.clone(), "true"),
-        evalv("ucan_and_array", json!([["and", [["==", ".name", "Ada"], ["==", ".langs", ["en", "fr"]]]]]), person.clone(), "true"),
+        evalv(
+            "ucan_and_empty",
+            json!([["and", []]]),
+            person.clone(),
+            "true",
+        ),
+        evalv(
+            "ucan_and_one",
+            json!([["and", [["==", ".name", "Ada"]]]]),
+            person.clone(),
+            "true",
+        ),
+        evalv(
+            "ucan_and_two",
+            json!([["and", [["==", ".name", "Ada"], ["==", ".age", 36]]]]),
+            person.clone(),
+            "true",
+        ),
+        evalv(
+            "ucan_and_array",
+            json!([[
+                "and",
+                [["==", ".name", "Ada"], ["==", ".langs", ["en", "fr"]]]
+            ]]),
+            person.clone(),
+            "true",
+        ),
         evalv("ucan_or_empty", json!([["or", []]]), person.clone(), "true"),
-        evalv("ucan_or_one_true", json!([["or", [["==", ".name", "Ada"], [">", ".age", 90]]]]), person.clone(), "true"),
-        evalv("ucan_not_and", json!([["not", ["and", [["==", ".name", "Ada"], ["==", ".langs", ["de"]]]]]]), person.clone(), "true"),
-        evalv("ucan_and_fails_on_mismatch", json!([["and", [["==", ".name", "Ada"], ["==", ".age", 36], ["==", ".langs", "de"]]]]), person.clone(), "false"),
-        evalv("or_all_false", json!([["or", [["==", ".name", "Bo"], [">", ".age", 90]]]]), person.clone(), "false"),
-        evalv("policy_is_a_conjunction", json!([["==", ".name", "Ada"], ["==", ".age", 37]]), person.clone(), "false"),
+        evalv(
+            "ucan_or_one_true",
+            json!([["or", [["==", ".name", "Ada"], [">", ".age", 90]]]]),
+            person.clone(),
+            "true",
+        ),
+        evalv(
+            "ucan_not_and",
+            json!([[
+                "not",
+                ["and", [["==", ".name", "Ada"], ["==", ".langs", ["de"]]]]
+            ]]),
+            person.clone(),
+            "true",
+        ),
+        evalv(
+            "ucan_and_fails_on_mismatch",
+            json!([[
+                "and",
+                [
+                    ["==", ".name", "Ada"],
+                    ["==", ".age", 36],
+                    ["==", ".langs", "de"]
+                ]
+            ]]),
+            person.clone(),
+            "false",
+        ),
+        evalv(
+            "or_all_false",
+            json!([["or", [["==", ".name", "Bo"], [">", ".age", 90]]]]),
+            person.clone(),
+            "false",
+        ),
+        evalv(
+            "policy_is_a_conjunction",
+            json!([["==", ".name", "Ada"], ["==", ".age", 37]]),
+            person.clone(),
+            "false",
+        ),
         // Quantifiers.
-        evalv("ucan_any_element", json!([["any", ".a", ["==", ".b", 2]]]), json!({"a": [{"b": 1}, {"b": 2}, {"z": [7, 8, 9]}]}), "true"),
-        evalv("ucan_all_over_object_values", json!([["all", ".lists", ["any", ".to", ["==", ".email", "ann@example.com"]]]]), nested.clone(), "true"),
-        evalv("ucan_mail_any_recipient", json!([["==", ".from", "ops@example.com"], ["any", ".to", ["like", ".", "*@example.com"]]]), mail.clone(), "true"),
-        evalv("ucan_mail_no_recipient_matches", json!([["==", ".from", "ops@example.com"], ["any", ".to", ["like", ".", "*@example.com"]]]), json!({"from": "ops@example.com", "to": ["kim@elsewhere.example.org"]}), "false"),
-        evalv("ucan_all_with_a_gap", json!([["all", ".items", [">", ".qty", 0]]]), items.clone(), "undefined"),
-        evalv("all_recipients_must_match", json!([["all", ".to", ["like", ".", "*@example.com"]]]), mail.clone(), "false"),
-        evalv("all_recipients_match", json!([["all", ".to", ["like", ".", "*@example.com"]]]), json!({"to": ["ann@example.com", "raj@example.com"]}), "true"),
-        evalv("all_over_empty_holds", json!([["all", ".to", ["like", ".", "*@example.com"]]]), json!({"to": []}), "true"),
-        evalv("any_over_empty_fails", json!([["any", ".to", ["like", ".", "*@example.com"]]]), json!({"to": []}), "false"),
-        evalv("any_true_beside_undefined", json!([["any", ".to", ["like", ".", "*@example.com"]]]), json!({"to": [7, "ann@example.com"]}), "true"),
-        evalv("any_false_beside_undefined", json!([["any", ".to", ["like", ".", "*@example.com"]]]), json!({"to": [7, "kim@x.org"]}), "undefined"),
-        evalv("all_over_a_string_undefined", json!([["all", ".to", ["like", ".", "*@example.com"]]]), json!({"to": "ann@example.com"}), "undefined"),
-        evalv("nested_quantifiers", json!([["all", ".lists[]", ["all", ".to", ["like", ".email", "*@example.com"]]]]), nested.clone(), "true"),
+        evalv(
+            "ucan_any_element",
+            json!([["any", ".a", ["==", ".b", 2]]]),
+            json!({"a": [{"b": 1}, {"b": 2}, {"z": [7, 8, 9]}]}),
+            "true",
+        ),
+        evalv(
+            "ucan_all_over_object_values",
+            json!([[
+                "all",
+                ".lists",
+                ["any", ".to", ["==", ".email", "ann@example.com"]]
+            ]]),
+            nested.clone(),
+            "true",
+        ),
+        evalv(
+            "ucan_mail_any_recipient",
+            json!([
+                ["==", ".from", "ops@example.com"],
+                ["any", ".to", ["like", ".", "*@example.com"]]
+            ]),
+            mail.clone(),
+            "true",
+        ),
+        evalv(
+            "ucan_mail_no_recipient_matches",
+            json!([
+                ["==", ".from", "ops@example.com"],
+                ["any", ".to", ["like", ".", "*@example.com"]]
+            ]),
+            json!({"from": "ops@example.com", "to": ["kim@elsewhere.example.org"]}),
+            "false",
+        ),
+        evalv(
+            "ucan_all_with_a_gap",
+            json!([["all", ".items", [">", ".qty", 0]]]),
+            items.clone(),
+            "undefined",
+        ),
+        evalv(
+            "all_recipients_must_match",
+            json!([["all", ".to", ["like", ".", "*@example.com"]]]),
+            mail.clone(),
+            "false",
+        ),
+        evalv(
+            "all_recipients_match",
+            json!([["all", ".to", ["like", ".", "*@example.com"]]]),
+            json!({"to": ["ann@example.com", "raj@example.com"]}),
+            "true",
+        ),
+        evalv(
+            "all_over_empty_holds",
+            json!([["all", ".to", ["like", ".", "*@example.com"]]]),
+            json!({"to": []}),
+            "true",
+        ),
+        evalv(
+            "any_over_empty_fails",
+            json!([["any", ".to", ["like", ".", "*@example.com"]]]),
+            json!({"to": []}),
+            "false",
+        ),
+        evalv(
+            "any_true_beside_undefined",
+            json!([["any", ".to", ["like", ".", "*@example.com"]]]),
+            json!({"to": [7, "ann@example.com"]}),
+            "true",
+        ),
+        evalv(
+            "any_false_beside_undefined",
+            json!([["any", ".to", ["like", ".", "*@example.com"]]]),
+            json!({"to": [7, "kim@x.org"]}),
+            "undefined",
+        ),
+        evalv(
+            "all_over_a_string_undefined",
+            json!([["all", ".to", ["like", ".", "*@example.com"]]]),
+            json!({"to": "ann@example.com"}),
+            "undefined",
+        ),
+        evalv(
+            "nested_quantifiers",
+            json!([[
+                "all",
+                ".lists[]",
+                ["all", ".to", ["like", ".email", "*@example.com"]]
+            ]]),
+            nested.clone(),
+            "true",
+        ),
         // Selectors.
-        evalv("selector_identity", json!([["==", ".", {"k": 1}]]), json!({"k": 1}), "true"),
-        evalv("selector_index", json!([["==", ".a[0]", 1]]), data.clone(), "true"),
-        evalv("selector_negative_index", json!([["==", ".a[-1].b", 3]]), data.clone(), "true"),
-        evalv("selector_index_out_of_range", json!([["==", ".a[3]", 1]]), data.clone(), "undefined"),
-        evalv("selector_negative_out_of_range", json!([["==", ".a[-4]", 1]]), data.clone(), "undefined"),
-        evalv("selector_quoted_member", json!([["==", ".[\"a b\"][\"c.d\"]", true]]), json!({"a b": {"c.d": true}}), "true"),
-        evalv("selector_iterator", json!([["==", ".to[].email", ["ann@example.com", "raj@example.com"]]]), json!({"to": [{"email": "ann@example.com"}, {"email": "raj@example.com"}]}), "true"),
-        evalv("selector_iterator_object_values_in_name_order", json!([["==", ".m[]", [1, 2, 3]]]), json!({"m": {"b": 2, "a": 1, "c": 3}}), "true"),
-        evalv("selector_iterator_gap_undefined", json!([["==", ".to[].email", ["ann@example.com"]]]), json!({"to": [{"email": "ann@example.com"}, {}]}), "undefined"),
-        evalv("selector_member_of_array_undefined", json!([["==", ".a.b", 1]]), data.clone(), "undefined"),
-        evalv("optional_absent_is_null", json!([["==", ".cc?", null]]), json!({}), "true"),
-        evalv("optional_present", json!([["==", ".cc?", "x"]]), json!({"cc": "x"}), "true"),
-        evalv("optional_absent_not_equal", json!([["!=", ".cc?", "x"]]), json!({}), "true"),
-        evalv("optional_stops_the_selector", json!([["==", ".cc?.name", null]]), json!({}), "true"),
-        evalv("optional_index", json!([["==", ".a[9]?", null]]), data.clone(), "true"),
+        evalv(
+            "selector_identity",
+            json!([["==", ".", {"k": 1}]]),
+            json!({"k": 1}),
+            "true",
+        ),
+        evalv(
+            "selector_index",
+            json!([["==", ".a[0]", 1]]),
+            data.clone(),
+            "true",
+        ),
+        evalv(
+            "selector_negative_index",
+            json!([["==", ".a[-1].b", 3]]),
+            data.clone(),
+            "true",
+        ),
+        evalv(
+            "selector_index_out_of_range",
+            json!([["==", ".a[3]", 1]]),
+            data.clone(),
+            "undefined",
+        ),
+        evalv(
+            "selector_negative_out_of_range",
+            json!([["==", ".a[-4]", 1]]),
+            data.clone(),
+            "undefined",
+        ),
+        evalv(
+            "selector_quoted_member",
+            json!([["==", ".[\"a b\"][\"c.d\"]", true]]),
+            json!({"a b": {"c.d": true}}),
+            "true",
+        ),
+        evalv(
+            "selector_iterator",
+            json!([["==", ".to[].email", ["ann@example.com", "raj@example.com"]]]),
+            json!({"to": [{"email": "ann@example.com"}, {"email": "raj@example.com"}]}),
+            "true",
+        ),
+        evalv(
+            "selector_iterator_object_values_in_name_order",
+            json!([["==", ".m[]", [1, 2, 3]]]),
+            json!({"m": {"b": 2, "a": 1, "c": 3}}),
+            "true",
+        ),
+        evalv(
+            "selector_iterator_gap_undefined",
+            json!([["==", ".to[].email", ["ann@example.com"]]]),
+            json!({"to": [{"email": "ann@example.com"}, {}]}),
+            "undefined",
+        ),
+        evalv(
+            "selector_member_of_array_undefined",
+            json!([["==", ".a.b", 1]]),
+            data.clone(),
+            "undefined",
+        ),
+        evalv(
+            "optional_absent_is_null",
+            json!([["==", ".cc?", null]]),
+            json!({}),
+            "true",
+        ),
+        evalv(
+            "optional_present",
+            json!([["==", ".cc?", "x"]]),
+            json!({"cc": "x"}),
+            "true",
+        ),
+        evalv(
+            "optional_absent_not_equal",
+            json!([["!=", ".cc?", "x"]]),
+            json!({}),
+            "true",
+        ),
+        evalv(
+            "optional_stops_the_selector",
+            json!([["==", ".cc?.name", null]]),
+            json!({}),
+            "true",
+        ),
+        evalv(
+            "optional_index",
+            json!([["==", ".a[9]?", null]]),
+            data.clone(),
+            "true",
+        ),
         // Fail closed beyond UCAN: what a statement cannot see is undefined.
-        diverges("absent_not_eq", json!([["not", ["==", ".to", "x"]]]), json!({"from": "ops@example.com"}), "undefined", "not_over_absent"),
-        diverges("absent_ne", json!([["!=", ".to", "x"]]), json!({"from": "ops@example.com"}), "undefined", "not_over_absent"),
-        diverges("absent_not_like", json!([["not", ["like", ".to", "*@evil.com"]]]), json!({}), "undefined", "not_over_absent"),
-        diverges("wrong_type_not_lt", json!([["not", ["<", ".n", 5]]]), json!({"n": "9"}), "undefined", "not_over_wrong_type"),
-        diverges("absent_in_or_with_false", json!([["or", [["!=", ".to", "x"], ["==", ".a", 2]]]]), json!({"a": 1}), "undefined", "not_over_absent"),
-        diverges("any_over_empty", json!([["any", ".to", ["==", ".", "x"]]]), json!({"to": []}), "false", "any_over_empty"),
-        evalv("absent_and_false_is_false", json!([["and", [["==", ".to", "x"], ["==", ".a", 2]]]]), json!({"a": 1}), "false"),
-        evalv("absent_or_true_is_true", json!([["or", [["==", ".to", "x"], ["==", ".a", 1]]]]), json!({"a": 1}), "true"),
-        evalv("absent_not_not", json!([["not", ["not", ["==", ".to", "x"]]]]), json!({}), "undefined"),
-        evalv("present_not_eq", json!([["not", ["==", ".to", "x"]]]), json!({"to": "y"}), "true"),
+        diverges(
+            "absent_not_eq",
+            json!([["not", ["==", ".to", "x"]]]),
+            json!({"from": "ops@example.com"}),
+            "undefined",
+            "not_over_absent",
+        ),
+        diverges(
+            "absent_ne",
+            json!([["!=", ".to", "x"]]),
+            json!({"from": "ops@example.com"}),
+            "undefined",
+            "not_over_absent",
+        ),
+        diverges(
+            "absent_not_like",
+            json!([["not", ["like", ".to", "*@evil.com"]]]),
+            json!({}),
+            "undefined",
+            "not_over_absent",
+        ),
+        diverges(
+            "wrong_type_not_lt",
+            json!([["not", ["<", ".n", 5]]]),
+            json!({"n": "9"}),
+            "undefined",
+            "not_over_wrong_type",
+        ),
+        diverges(
+            "absent_in_or_with_false",
+            json!([["or", [["!=", ".to", "x"], ["==", ".a", 2]]]]),
+            json!({"a": 1}),
+            "undefined",
+            "not_over_absent",
+        ),
+        diverges(
+            "any_over_empty",
+            json!([["any", ".to", ["==", ".", "x"]]]),
+            json!({"to": []}),
+            "false",
+            "any_over_empty",
+        ),
+        evalv(
+            "absent_and_false_is_false",
+            json!([["and", [["==", ".to", "x"], ["==", ".a", 2]]]]),
+            json!({"a": 1}),
+            "false",
+        ),
+        evalv(
+            "absent_or_true_is_true",
+            json!([["or", [["==", ".to", "x"], ["==", ".a", 1]]]]),
+            json!({"a": 1}),
+            "true",
+        ),
+        evalv(
+            "absent_not_not",
+            json!([["not", ["not", ["==", ".to", "x"]]]]),
+            json!({}),
+            "undefined",
+        ),
+        evalv(
+            "present_not_eq",
+            json!([["not", ["==", ".to", "x"]]]),
+            json!({"to": "y"}),
+            "true",
+        ),
     ])
 }
 
 /// Rules (or one policy) refused, with the JSON path and code of the fault.
 fn rule_errors() -> Value {
-    let case = |name: &str, rules: &str, path: &str, code: &str| {
-        json!({"name": name, "rules_json": rules, "path": path, "code": code})
-    };
+    let case = |name: &str, rules: &str, path: &str, code: &str| json!({"name": name, "rules_json": rules, "path": path, "code": code});
     let deep = {
         let mut statement = r#"["==",".a",1]"#.to_owned();
         for _ in 1..17 {
@@ -186,46 +671,211 @@ fn rule_errors() -> Value {
     let big = format!(r#"[{{"pol":[["==",".a","{}"]]}}]"#, "x".repeat(4100));
     Value::Array(vec![
         case("ok_one_rule", r#"[{"pol":[["==",".a",1]]}]"#, "", "ok"),
-        case("ok_scoped_rule", r#"[{"actions":["send"],"resources":["mail:*"],"pol":[["like",".to","*@example.com"]]}]"#, "", "ok"),
+        case(
+            "ok_scoped_rule",
+            r#"[{"actions":["send"],"resources":["mail:*"],"pol":[["like",".to","*@example.com"]]}]"#,
+            "",
+            "ok",
+        ),
         case("ok_deepest", &deepest_ok, "", "ok"),
         case("ok_most_statements", &statements(64), "", "ok"),
         case("ok_most_rules", &rules(32), "", "ok"),
-        case("unknown_operator", r#"[{"pol":[["==",".a",1]]},{"pol":[["==",".a",1]]},{"pol":[["==",".a",1],["matches",".a","x"]]}]"#, "args[2].pol[1][0]", "unknown_operator"),
-        case("unknown_operator_nested", r#"[{"pol":[["or",[["==",".a",1],["in",".a",[1]]]]]}]"#, "args[0].pol[0][1][1][0]", "unknown_operator"),
-        case("operator_case_matters", r#"[{"pol":[["AND",[]]]}]"#, "args[0].pol[0][0]", "unknown_operator"),
-        case("selector_without_dot", r#"[{"pol":[["==","a",1]]}]"#, "args[0].pol[0][1]", "malformed_selector"),
-        case("selector_double_dot", r#"[{"pol":[["==","..a",1]]}]"#, "args[0].pol[0][1]", "malformed_selector"),
-        case("selector_trailing_dot", r#"[{"pol":[["==",".a.",1]]}]"#, "args[0].pol[0][1]", "malformed_selector"),
-        case("selector_bad_index", r#"[{"pol":[["==",".a[x]",1]]}]"#, "args[0].pol[0][1]", "malformed_selector"),
-        case("selector_two_questions", r#"[{"pol":[["==",".a??",1]]}]"#, "args[0].pol[0][1]", "malformed_selector"),
-        case("selector_unclosed_quote", r#"[{"pol":[["==",".[\"a]",1]]}]"#, "args[0].pol[0][1]", "malformed_selector"),
-        case("selector_not_a_string", r#"[{"pol":[["==",1,1]]}]"#, "args[0].pol[0][1]", "malformed_selector"),
-        case("quantifier_selector", r#"[{"pol":[["all","to",["==",".",1]]]}]"#, "args[0].pol[0][1]", "malformed_selector"),
-        case("bound_not_a_number", r#"[{"pol":[["<",".a","5"]]}]"#, "args[0].pol[0][2]", "not_a_number"),
-        case("bound_unsafe", r#"[{"pol":[["<",".a",9007199254740992]]}]"#, "args", "unsafe_number"),
-        case("like_not_a_string", r#"[{"pol":[["like",".a",5]]}]"#, "args[0].pol[0][2]", "malformed_pattern"),
-        case("like_stray_backslash", r#"[{"pol":[["like",".a","a\\b"]]}]"#, "args[0].pol[0][2]", "malformed_pattern"),
-        case("like_trailing_backslash", r#"[{"pol":[["like",".a","a\\"]]}]"#, "args[0].pol[0][2]", "malformed_pattern"),
-        case("statement_too_short", r#"[{"pol":[["==",".a"]]}]"#, "args[0].pol[0]", "malformed_statement"),
-        case("statement_too_long", r#"[{"pol":[["not",["==",".a",1],1]]}]"#, "args[0].pol[0]", "malformed_statement"),
-        case("statement_not_an_array", r#"[{"pol":[{"op":"=="}]}]"#, "args[0].pol[0]", "malformed_statement"),
-        case("and_of_a_statement", r#"[{"pol":[["and",["==",".a",1]]]}]"#, "args[0].pol[0][1][0]", "malformed_statement"),
-        case("and_of_not_a_list", r#"[{"pol":[["and",5]]}]"#, "args[0].pol[0][1]", "malformed_statement"),
-        case("too_deep", &deep, &format!("args[0].pol[0]{}", "[1]".repeat(16)), "policy_too_deep"),
-        case("too_many_statements", &statements(65), "args[0].pol[64]", "too_many_statements"),
+        case(
+            "unknown_operator",
+            r#"[{"pol":[["==",".a",1]]},{"pol":[["==",".a",1]]},{"pol":[["==",".a",1],["matches",".a","x"]]}]"#,
+            "args[2].pol[1][0]",
+            "unknown_operator",
+        ),
+        case(
+            "unknown_operator_nested",
+            r#"[{"pol":[["or",[["==",".a",1],["in",".a",[1]]]]]}]"#,
+            "args[0].pol[0][1][1][0]",
+            "unknown_operator",
+        ),
+        case(
+            "operator_case_matters",
+            r#"[{"pol":[["AND",[]]]}]"#,
+            "args[0].pol[0][0]",
+            "unknown_operator",
+        ),
+        case(
+            "selector_without_dot",
+            r#"[{"pol":[["==","a",1]]}]"#,
+            "args[0].pol[0][1]",
+            "malformed_selector",
+        ),
+        case(
+            "selector_double_dot",
+            r#"[{"pol":[["==","..a",1]]}]"#,
+            "args[0].pol[0][1]",
+            "malformed_selector",
+        ),
+        case(
+            "selector_trailing_dot",
+            r#"[{"pol":[["==",".a.",1]]}]"#,
+            "args[0].pol[0][1]",
+            "malformed_selector",
+        ),
+        case(
+            "selector_bad_index",
+            r#"[{"pol":[["==",".a[x]",1]]}]"#,
+            "args[0].pol[0][1]",
+            "malformed_selector",
+        ),
+        case(
+            "selector_two_questions",
+            r#"[{"pol":[["==",".a??",1]]}]"#,
+            "args[0].pol[0][1]",
+            "malformed_selector",
+        ),
+        case(
+            "selector_unclosed_quote",
+            r#"[{"pol":[["==",".[\"a]",1]]}]"#,
+            "args[0].pol[0][1]",
+            "malformed_selector",
+        ),
+        case(
+            "selector_not_a_string",
+            r#"[{"pol":[["==",1,1]]}]"#,
+            "args[0].pol[0][1]",
+            "malformed_selector",
+        ),
+        case(
+            "quantifier_selector",
+            r#"[{"pol":[["all","to",["==",".",1]]]}]"#,
+            "args[0].pol[0][1]",
+            "malformed_selector",
+        ),
+        case(
+            "bound_not_a_number",
+            r#"[{"pol":[["<",".a","5"]]}]"#,
+            "args[0].pol[0][2]",
+            "not_a_number",
+        ),
+        case(
+            "bound_unsafe",
+            r#"[{"pol":[["<",".a",9007199254740992]]}]"#,
+            "args",
+            "unsafe_number",
+        ),
+        case(
+            "like_not_a_string",
+            r#"[{"pol":[["like",".a",5]]}]"#,
+            "args[0].pol[0][2]",
+            "malformed_pattern",
+        ),
+        case(
+            "like_stray_backslash",
+            r#"[{"pol":[["like",".a","a\\b"]]}]"#,
+            "args[0].pol[0][2]",
+            "malformed_pattern",
+        ),
+        case(
+            "like_trailing_backslash",
+            r#"[{"pol":[["like",".a","a\\"]]}]"#,
+            "args[0].pol[0][2]",
+            "malformed_pattern",
+        ),
+        case(
+            "statement_too_short",
+            r#"[{"pol":[["==",".a"]]}]"#,
+            "args[0].pol[0]",
+            "malformed_statement",
+        ),
+        case(
+            "statement_too_long",
+            r#"[{"pol":[["not",["==",".a",1],1]]}]"#,
+            "args[0].pol[0]",
+            "malformed_statement",
+        ),
+        case(
+            "statement_not_an_array",
+            r#"[{"pol":[{"op":"=="}]}]"#,
+            "args[0].pol[0]",
+            "malformed_statement",
+        ),
+        case(
+            "and_of_a_statement",
+            r#"[{"pol":[["and",["==",".a",1]]]}]"#,
+            "args[0].pol[0][1][0]",
+            "malformed_statement",
+        ),
+        case(
+            "and_of_not_a_list",
+            r#"[{"pol":[["and",5]]}]"#,
+            "args[0].pol[0][1]",
+            "malformed_statement",
+        ),
+        case(
+            "too_deep",
+            &deep,
+            &format!("args[0].pol[0]{}", "[1]".repeat(16)),
+            "policy_too_deep",
+        ),
+        case(
+            "too_many_statements",
+            &statements(65),
+            "args[0].pol[64]",
+            "too_many_statements",
+        ),
         case("too_many_rules", &rules(33), "args", "too_many_rules"),
         case("too_large", &big, "args", "rules_too_large"),
         case("empty_rules", "[]", "args", "empty_list"),
         case("empty_pol", r#"[{"pol":[]}]"#, "args[0].pol", "empty_list"),
-        case("no_pol", r#"[{"actions":["send"]}]"#, "args[0].pol", "malformed_rule"),
-        case("unknown_member", r#"[{"pol":[["==",".a",1]],"when":"always"}]"#, "args[0].when", "malformed_rule"),
-        case("rule_not_an_object", r#"[["==",".a",1]]"#, "args[0]", "malformed_rule"),
-        case("rules_not_a_list", r#"{"pol":[["==",".a",1]]}"#, "args", "malformed_rule"),
-        case("empty_actions", r#"[{"actions":[],"pol":[["==",".a",1]]}]"#, "args[0].actions", "empty_list"),
-        case("action_misspelt", r#"[{"actions":["Send"],"pol":[["==",".a",1]]}]"#, "args[0].actions[0]", "invalid_rule_list"),
-        case("resource_twice", r#"[{"resources":["mail:*","mail:*"],"pol":[["==",".a",1]]}]"#, "args[0].resources[1]", "invalid_rule_list"),
-        case("duplicate_member_in_value", r#"[{"pol":[["==",".a",{"x":1,"x":2}]]}]"#, "args", "duplicate_member"),
-        case("duplicate_pol", r#"[{"pol":[["==",".a",1]],"pol":[["==",".a",2]]}]"#, "args", "duplicate_member"),
+        case(
+            "no_pol",
+            r#"[{"actions":["send"]}]"#,
+            "args[0].pol",
+            "malformed_rule",
+        ),
+        case(
+            "unknown_member",
+            r#"[{"pol":[["==",".a",1]],"when":"always"}]"#,
+            "args[0].when",
+            "malformed_rule",
+        ),
+        case(
+            "rule_not_an_object",
+            r#"[["==",".a",1]]"#,
+            "args[0]",
+            "malformed_rule",
+        ),
+        case(
+            "rules_not_a_list",
+            r#"{"pol":[["==",".a",1]]}"#,
+            "args",
+            "malformed_rule",
+        ),
+        case(
+            "empty_actions",
+            r#"[{"actions":[],"pol":[["==",".a",1]]}]"#,
+            "args[0].actions",
+            "empty_list",
+        ),
+        case(
+            "action_misspelt",
+            r#"[{"actions":["Send"],"pol":[["==",".a",1]]}]"#,
+            "args[0].actions[0]",
+            "invalid_rule_list",
+        ),
+        case(
+            "resource_twice",
+            r#"[{"resources":["mail:*","mail:*"],"pol":[["==",".a",1]]}]"#,
+            "args[0].resources[1]",
+            "invalid_rule_list",
+        ),
+        case(
+            "duplicate_member_in_value",
+            r#"[{"pol":[["==",".a",{"x":1,"x":2}]]}]"#,
+            "args",
+            "duplicate_member",
+        ),
+        case(
+            "duplicate_pol",
+            r#"[{"pol":[["==",".a",1]],"pol":[["==",".a",2]]}]"#,
+            "args",
+            "duplicate_member",
+        ),
     ])
 }
 
@@ -236,27 +886,78 @@ fn args_forms() -> Value {
         let hash = format!("sha256:{}", hex(&Sha256::digest(canonical.as_bytes())));
         json!({"name": name, "args_json": text, "canonical": canonical, "args_hash": hash})
     };
-    let refused = |name: &str, text: &str, code: &str| {
-        json!({"name": name, "args_json": text, "code": code})
-    };
+    let refused =
+        |name: &str, text: &str, code: &str| json!({"name": name, "args_json": text, "code": code});
     let near = "x".repeat(16 * 1024 - 8);
     let over = "x".repeat(16 * 1024 - 7);
     Value::Array(vec![
-        read("sorted_and_spaced", r#"{ "b": [1.0, "é"], "a": {"z": null, "y": true} }"#, r#"{"a":{"y":true,"z":null},"b":[1,"é"]}"#),
-        read("number_forms", r#"{"a":1e0,"b":100E-2,"c":-0,"d":0.5,"e":1.5e3}"#, r#"{"a":1,"b":1,"c":0,"d":0.5,"e":1500}"#),
-        read("safe_extremes", r#"{"max":9007199254740991,"min":-9007199254740991}"#, r#"{"max":9007199254740991,"min":-9007199254740991}"#),
-        read("escapes", r#"{"s":"\u0041\n\u00e9\ud83d\ude00\u001f"}"#, "{\"s\":\"A\\n\u{e9}\u{1f600}\\u001f\"}"),
-        read("utf16_member_order", r#"{"\ud83d\ude00":1,"\ufb01":2,"a":3}"#, "{\"a\":3,\"\u{1f600}\":1,\"\u{fb01}\":2}"),
+        read(
+            "sorted_and_spaced",
+            r#"{ "b": [1.0, "é"], "a": {"z": null, "y": true} }"#,
+            r#"{"a":{"y":true,"z":null},"b":[1,"é"]}"#,
+        ),
+        read(
+            "number_forms",
+            r#"{"a":1e0,"b":100E-2,"c":-0,"d":0.5,"e":1.5e3}"#,
+            r#"{"a":1,"b":1,"c":0,"d":0.5,"e":1500}"#,
+        ),
+        read(
+            "safe_extremes",
+            r#"{"max":9007199254740991,"min":-9007199254740991}"#,
+            r#"{"max":9007199254740991,"min":-9007199254740991}"#,
+        ),
+        read(
+            "escapes",
+            r#"{"s":"\u0041\n\u00e9\ud83d\ude00\u001f"}"#,
+            "{\"s\":\"A\\n\u{e9}\u{1f600}\\u001f\"}",
+        ),
+        read(
+            "utf16_member_order",
+            r#"{"\ud83d\ude00":1,"\ufb01":2,"a":3}"#,
+            "{\"a\":3,\"\u{1f600}\":1,\"\u{fb01}\":2}",
+        ),
         read("empty", "{}", "{}"),
-        read("largest", &format!(r#"{{"a":"{near}"}}"#), &format!(r#"{{"a":"{near}"}}"#)),
-        refused("too_large", &format!(r#"{{"a":"{over}"}}"#), "args_too_large"),
-        refused("duplicate_top", r#"{"to":"ann@example.com","to":"eve@evil.com"}"#, "duplicate_member"),
-        refused("duplicate_nested", r#"{"msg":{"to":"a","cc":"b","to":"c"}}"#, "duplicate_member"),
-        refused("duplicate_in_array", r#"{"list":[{"x":1},{"x":1,"x":2}]}"#, "duplicate_member"),
-        refused("duplicate_by_escape", r#"{"to":"a","\u0074o":"b"}"#, "duplicate_member"),
+        read(
+            "largest",
+            &format!(r#"{{"a":"{near}"}}"#),
+            &format!(r#"{{"a":"{near}"}}"#),
+        ),
+        refused(
+            "too_large",
+            &format!(r#"{{"a":"{over}"}}"#),
+            "args_too_large",
+        ),
+        refused(
+            "duplicate_top",
+            r#"{"to":"ann@example.com","to":"eve@evil.com"}"#,
+            "duplicate_member",
+        ),
+        refused(
+            "duplicate_nested",
+            r#"{"msg":{"to":"a","cc":"b","to":"c"}}"#,
+            "duplicate_member",
+        ),
+        refused(
+            "duplicate_in_array",
+            r#"{"list":[{"x":1},{"x":1,"x":2}]}"#,
+            "duplicate_member",
+        ),
+        refused(
+            "duplicate_by_escape",
+            r#"{"to":"a","\u0074o":"b"}"#,
+            "duplicate_member",
+        ),
         refused("integer_2_53", r#"{"n":9007199254740992}"#, "unsafe_number"),
-        refused("negative_2_53", r#"{"n":-9007199254740992}"#, "unsafe_number"),
-        refused("big_integer", r#"{"n":123456789012345678901234567890}"#, "unsafe_number"),
+        refused(
+            "negative_2_53",
+            r#"{"n":-9007199254740992}"#,
+            "unsafe_number",
+        ),
+        refused(
+            "big_integer",
+            r#"{"n":123456789012345678901234567890}"#,
+            "unsafe_number",
+        ),
         refused("big_float", r#"{"n":1e16}"#, "unsafe_number"),
         refused("nested_big", r#"{"a":[{"n":1e300}]}"#, "unsafe_number"),
         refused("not_an_object", "[1,2]", "args_not_an_object"),
@@ -285,9 +986,7 @@ fn checks() -> Value {
         c
     };
     let ok = || json!({"ok": true});
-    let denied = |rule: usize, statement: usize, truth: &str| {
-        json!({"ok": false, "code": "args_not_permitted", "rule": rule, "statement": statement, "truth": truth})
-    };
+    let denied = |rule: usize, statement: usize, truth: &str| json!({"ok": false, "code": "args_not_permitted", "rule": rule, "statement": statement, "truth": truth});
     let required = |rule: usize| json!({"ok": false, "code": "args_required", "rule": rule});
     json!({
         "rules": rules,
@@ -341,8 +1040,10 @@ fn narrowing() -> Value {
         json!({"name": name, "parent": parent, "child": grant(child), "expect": {"ok": ok, "violations": violations}})
     };
     let dropped = json!({"field": "constraints.args", "code": "args_rule_dropped"});
-    let approval_changed = json!({"field": "constraints.require_approval.args", "code": "approval_args_changed"});
-    let approval_dropped = json!({"field": "constraints.require_approval", "code": "approval_dropped"});
+    let approval_changed =
+        json!({"field": "constraints.require_approval.args", "code": "approval_args_changed"});
+    let approval_dropped =
+        json!({"field": "constraints.require_approval", "code": "approval_dropped"});
     let guarded = grant(json!({"require_approval": {"args": [[">", ".amount_usd", 100]]}}));
     json!({
         "check": [

@@ -156,7 +156,11 @@ pub fn evaluations() {
         let got = evaluate_json(&pol, case.args_json.as_bytes()).map(|t| t.as_str());
         assert_eq!(got, Ok(case.expect.as_str()), "{}", case.name);
         if case.divergence.is_some() {
-            assert_ne!(case.expect, "true", "{}: a divergence never permits", case.name);
+            assert_ne!(
+                case.expect, "true",
+                "{}: a divergence never permits",
+                case.name
+            );
         }
     }
 }
@@ -287,6 +291,10 @@ pub fn approval() {
         );
         let whole = json!({ "require_approval": case.require_approval });
         let refused = serde_json::from_value::<Constraints>(whole).unwrap_err();
-        assert!(refused.to_string().contains(&case.path), "{}: {refused}", case.name);
+        assert!(
+            refused.to_string().contains(&case.path),
+            "{}: {refused}",
+            case.name
+        );
     }
 }
