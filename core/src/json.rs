@@ -142,7 +142,7 @@ pub(crate) fn write_canonical(value: &Value, out: &mut Vec<u8>) -> Result<(), Un
         }
         Value::Object(members) => {
             let mut members: Vec<(&String, &Value)> = members.iter().collect();
-            members.sort_by(|(a, _), (b, _)| a.encode_utf16().cmp(b.encode_utf16()));
+            members.sort_unstable_by(|(a, _), (b, _)| a.encode_utf16().cmp(b.encode_utf16()));
             out.push(b'{');
             for (i, (name, member)) in members.into_iter().enumerate() {
                 if i > 0 {

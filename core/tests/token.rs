@@ -609,11 +609,19 @@ fn argument_rules_survive_signing_and_delegation() {
     assert_eq!(verified.claims.svc_constraints, constraints);
 
     // A request without rules inherits them; one that drops them is refused.
-    let child = delegate(&parent, request(&["mail:inbox"], &["write"]), NOW, ulid(3), None).unwrap();
+    let child = delegate(
+        &parent,
+        request(&["mail:inbox"], &["write"]),
+        NOW,
+        ulid(3),
+        None,
+    )
+    .unwrap();
     assert_eq!(child.svc_constraints, constraints);
     let mut dropping = request(&["mail:inbox"], &["write"]);
     dropping.constraints = args_constraints(r#"{"args":[{"pol":[["==",".to","x"]]}]}"#);
-    let Err(IssueError::Widening(widening)) = delegate(&parent, dropping, NOW, ulid(3), None) else {
+    let Err(IssueError::Widening(widening)) = delegate(&parent, dropping, NOW, ulid(3), None)
+    else {
         panic!("a dropped rule must be refused");
     };
     assert_eq!(widening.violations, vec![Violation::ArgsRuleDropped(0)]);
@@ -627,12 +635,21 @@ fn a_token_with_the_largest_rules_stays_under_8_kib() {
     let mut req = request(&["crm:*", "mail:inbox"], &["read", "write", "delegate"]);
     req.constraints = args_constraints(&text);
     let token = sign(&root_with(req), &key(1)).unwrap();
-    assert!(token.len() <= mandate_core::limits::MAX_TOKEN_BYTES, "{}", token.len());
+    assert!(
+        token.len() <= mandate_core::limits::MAX_TOKEN_BYTES,
+        "{}",
+        token.len()
+    );
     assert!(verify(&token, &jwks(), NOW, &VerifyOptions::default()).is_ok());
     // A rule set over 4 KiB is no grant at all.
-    let over = format!(r#"{{"args":[{{"pol":[["!=",".note?","{filler}xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx"]]}}]}}"#);
+    let over = format!(
+        r#"{{"args":[{{"pol":[["!=",".note?","{filler}xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx"]]}}]}}"#
+    );
     let refused = serde_json::from_str::<Constraints>(&over).unwrap_err();
-    assert!(refused.to_string().contains("rules_too_large") || refused.to_string().contains("4 KiB"), "{refused}");
+    assert!(
+        refused.to_string().contains("rules_too_large") || refused.to_string().contains("4 KiB"),
+        "{refused}"
+    );
 }
 
 #[test]

@@ -10,7 +10,10 @@
 //! constraints"), recognised here by judging the statement again with
 //! UCAN's two-valued reading; every difference is printed.
 
-#![allow(clippy::print_stderr, reason = "the test reports which fixture cases differ")]
+#![allow(
+    clippy::print_stderr,
+    reason = "the test reports which fixture cases differ"
+)]
 
 use mandate_core::policy::{Pol, Statement, Truth};
 use serde_json::Value;

@@ -23,6 +23,7 @@ export const {
   createRemoteVerifier,
   decodeTokenUnverified,
   delegatedGrant,
+  evaluatePolicy,
   generateAgentKey,
   outputHash,
   parseLogLeaf,

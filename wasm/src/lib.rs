@@ -626,9 +626,8 @@ pub fn permits(
     scope_or_claims: JsValue,
     #[wasm_bindgen(unchecked_param_type = "string")] action: JsValue,
     #[wasm_bindgen(unchecked_param_type = "string")] resource: JsValue,
-    #[wasm_bindgen(unchecked_param_type = "Record<string, unknown> | string")] args: Option<
-        JsValue,
-    >,
+    #[wasm_bindgen(unchecked_optional_param_type = "Record<string, unknown> | string")]
+    args: Option<JsValue>,
 ) -> JsValue {
     #[derive(Serialize)]
     struct Permit {

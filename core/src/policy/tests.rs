@@ -597,7 +597,10 @@ fn evaluate_json_reads_both_strictly() {
 
 #[test]
 fn an_approval_scoped_to_present_members() {
-    let scoped = pol(json!([["and", [["!=", ".amount_usd?", null], [">", ".amount_usd", 100]]]]));
+    let scoped = pol(json!([[
+        "and",
+        [["!=", ".amount_usd?", null], [">", ".amount_usd", 100]]
+    ]]));
     let asks = |v: Value| approval_args_match(&scoped, Some(&args(v)));
     assert!(!asks(json!({})));
     assert!(!asks(json!({"amount_usd": 5})));
