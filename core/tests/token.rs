@@ -606,7 +606,7 @@ fn argument_rules_survive_signing_and_delegation() {
     let parent = root_with(req);
     let token = sign(&parent, &key(1)).unwrap();
     let verified = verify(&token, &jwks(), NOW, &VerifyOptions::default()).unwrap();
-    assert_eq!(verified.claims.svc_constraints, constraints);
+    assert_eq!(verified.claims.svc_constraints, Some(constraints.clone()));
 
     // A request without rules inherits them; one that drops them is refused.
     let child = delegate(
@@ -617,7 +617,7 @@ fn argument_rules_survive_signing_and_delegation() {
         None,
     )
     .unwrap();
-    assert_eq!(child.svc_constraints, constraints);
+    assert_eq!(child.svc_constraints, Some(constraints));
     let mut dropping = request(&["mail:inbox"], &["write"]);
     dropping.constraints = args_constraints(r#"{"args":[{"pol":[["==",".to","x"]]}]}"#);
     let Err(IssueError::Widening(widening)) = delegate(&parent, dropping, NOW, ulid(3), None)

@@ -181,7 +181,7 @@ fn step(step: &Step, value: &Value) -> Option<Value> {
         (Step::Values, Value::Array(items)) => Some(Value::Array(items.clone())),
         (Step::Values, Value::Object(members)) => {
             let mut members: Vec<(&String, &Value)> = members.iter().collect();
-            members.sort_unstable_by(|(a, _), (b, _)| a.cmp(b));
+            members.sort_unstable_by_key(|&(name, _)| name);
             Some(Value::Array(
                 members.into_iter().map(|(_, v)| v.clone()).collect(),
             ))
