@@ -3,8 +3,9 @@
 //! delegation keeps that requirement.
 //!
 //! # Form
-//! `{"actions": [...], "resources": [...], "spend_over_usd": n}`, every
-//! member optional but at least one present. The lists hold 1–64 distinct
+//! `{"actions": [...], "resources": [...], "spend_over_usd": n, "args":
+//! [statement, ...]}`, every member optional but at least one present;
+//! `args` is a policy of [`crate::policy`]. The lists hold 1–64 distinct
 //! entries (actions and resource patterns in the forms of [`crate::scope`]);
 //! an empty list is refused rather than read as absent, so each requirement
 //! has one spelling. Unknown members are refused.
@@ -12,7 +13,10 @@
 //! # Matching
 //! An attempt (action, resource, spend) needs approval when any member
 //! matches: the action is listed, a listed pattern covers the resource, or
-//! the spend is strictly over `spend_over_usd`. Over a chain, an attempt
+//! the spend is strictly over `spend_over_usd`, or the `args` statements
+//! all hold or are undefined over the attempt's arguments (fail closed:
+//! arguments that lack what a statement looks at, or no arguments at all,
+//! ask for approval). Over a chain, an attempt
 //! needs approval when the requirement of any token of the chain matches
 //! ([`chain_requires_approval`]); a child carries its parent's requirement,
 //! so this is defence in depth.
@@ -24,6 +28,8 @@
 //! that leaves `require_approval` out inherits the parent's; one that sets
 //! it adds its actions and patterns to the parent's and replaces the
 //! threshold (refused when higher) — see [`ApprovalRequirement::merged`].
+//! The parent's `args` statements are kept unchanged: a request that sets
+//! other ones is refused (`approval_args_changed`).
 //!
 //! # Failing closed
 //! A requirement must be able to match under the grant it is part of
@@ -40,6 +46,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::money::Usd;
+use crate::policy::{Args, Pol, approval_args_match};
 use crate::scope::{
     Action, Constraints, Resource, ResourcePattern, Scope, ScopeError, Violation, check_list,
 };
@@ -54,6 +61,9 @@ pub struct ApprovalRequirement {
     resources: Vec<ResourcePattern>,
     #[serde(skip_serializing_if = "Option::is_none")]
     spend_over_usd: Option<Usd>,
+    /// Statements over the arguments (see [`crate::policy`]).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    args: Option<Pol>,
 }
 
 #[derive(Deserialize)]
@@ -65,12 +75,26 @@ struct RawApprovalRequirement {
     resources: Option<Vec<ResourcePattern>>,
     #[serde(default)]
     spend_over_usd: Option<Usd>,
+    #[serde(default, deserialize_with = "crate::policy::approval_args")]
+    args: Option<Pol>,
 }
 
 impl TryFrom<RawApprovalRequirement> for ApprovalRequirement {
     type Error = ScopeError;
     fn try_from(raw: RawApprovalRequirement) -> Result<ApprovalRequirement, ScopeError> {
-        ApprovalRequirement::from_members(raw.actions, raw.resources, raw.spend_over_usd)
+        let only_args =
+            raw.actions.is_none() && raw.resources.is_none() && raw.spend_over_usd.is_none();
+        let requirement = if raw.args.is_some() && only_args {
+            ApprovalRequirement {
+                actions: Vec::new(),
+                resources: Vec::new(),
+                spend_over_usd: None,
+                args: None,
+            }
+        } else {
+            ApprovalRequirement::from_members(raw.actions, raw.resources, raw.spend_over_usd)?
+        };
+        Ok(requirement.with_args(raw.args))
     }
 }
 
@@ -94,6 +118,7 @@ impl ApprovalRequirement {
             actions: present(ACTIONS_FIELD, actions)?,
             resources: present(RESOURCES_FIELD, resources)?,
             spend_over_usd,
+            args: None,
         })
     }
 
@@ -124,6 +149,19 @@ impl ApprovalRequirement {
         &self.resources
     }
 
+    /// The requirement with `args` statements (see [`crate::policy`]) in
+    /// place of its own.
+    pub fn with_args(mut self, args: Option<Pol>) -> ApprovalRequirement {
+        self.args = args;
+        self
+    }
+
+    /// The statements over the arguments that ask for approval when they
+    /// all hold or are undefined.
+    pub fn args(&self) -> Option<&Pol> {
+        self.args.as_ref()
+    }
+
     /// Spending strictly more than this needs approval.
     pub fn spend_over_usd(&self) -> Option<Usd> {
         self.spend_over_usd
@@ -132,12 +170,31 @@ impl ApprovalRequirement {
     /// Whether an attempt of `action` on `resource` spending `spend` needs
     /// approval: the action is listed, a listed pattern covers the
     /// resource, or the spend is strictly over the threshold.
+    /// With `args` statements, an attempt whose arguments are not given
+    /// needs approval ([`ApprovalRequirement::applies_with_args`]).
     pub fn applies(&self, action: &Action, resource: &Resource, spend: Usd) -> bool {
+        self.applies_with_args(action, resource, spend, None)
+    }
+
+    /// Whether an attempt needs approval, its arguments judged too: as
+    /// [`ApprovalRequirement::applies`], or the `args` statements all hold
+    /// or are undefined over `args` (absent arguments: undefined).
+    pub fn applies_with_args(
+        &self,
+        action: &Action,
+        resource: &Resource,
+        spend: Usd,
+        args: Option<&Args>,
+    ) -> bool {
         self.actions.contains(action)
             || self.resources.iter().any(|p| p.covers(resource))
             || self
                 .spend_over_usd
                 .is_some_and(|threshold| spend > threshold)
+            || self
+                .args
+                .as_ref()
+                .is_some_and(|pol| approval_args_match(pol, args))
     }
 
     /// The requirement of a delegated token: the parent's (`self`), with
@@ -165,6 +222,7 @@ impl ApprovalRequirement {
             actions,
             resources,
             spend_over_usd: request.spend_over_usd.or(self.spend_over_usd),
+            args: request.args.clone().or_else(|| self.args.clone()),
         })
     }
 }
@@ -271,6 +329,9 @@ pub(crate) fn check_covers(
         (Some(c), Some(p)) if c > p => violations.push(Violation::ApprovalThresholdRaised),
         _ => {}
     }
+    if parent.args.is_some() && child.args != parent.args {
+        violations.push(Violation::ApprovalArgsChanged);
+    }
 }
 
 /// Whether an attempt needs approval under any token of a chain: `chain`
@@ -284,11 +345,24 @@ pub fn chain_requires_approval<'a>(
     resource: &Resource,
     spend: Usd,
 ) -> bool {
+    chain_requires_approval_with_args(chain, action, resource, spend, None)
+}
+
+/// [`chain_requires_approval`] with the attempt's arguments judged by the
+/// requirements' `args` statements (absent arguments: undefined, so a
+/// requirement with `args` asks for approval).
+pub fn chain_requires_approval_with_args<'a>(
+    chain: impl IntoIterator<Item = &'a Constraints>,
+    action: &Action,
+    resource: &Resource,
+    spend: Usd,
+    args: Option<&Args>,
+) -> bool {
     chain.into_iter().any(|constraints| {
         constraints
             .require_approval
             .as_ref()
-            .is_some_and(|requirement| requirement.applies(action, resource, spend))
+            .is_some_and(|requirement| requirement.applies_with_args(action, resource, spend, args))
     })
 }
 

@@ -277,6 +277,7 @@ mod tests {
             max_spend_usd: Some(usd(100)),
             max_actions: None,
             require_approval: None,
+            args: Default::default(),
         };
         assert_eq!(check_budget(&c, used(60, 0), usd(40)), Ok(()));
         assert_eq!(
@@ -293,6 +294,7 @@ mod tests {
             max_spend_usd: None,
             max_actions: Some(2),
             require_approval: None,
+            args: Default::default(),
         };
         assert_eq!(check_budget(&c, used(0, 1), Usd::ZERO), Ok(()));
         assert_eq!(
@@ -304,6 +306,7 @@ mod tests {
             max_spend_usd: None,
             max_actions: Some(0),
             require_approval: None,
+            args: Default::default(),
         };
         assert_eq!(
             check_budget(&none, used(0, 0), Usd::ZERO),
@@ -318,6 +321,7 @@ mod tests {
             max_spend_usd: Some(usd(1)),
             max_actions: Some(0),
             require_approval: None,
+            args: Default::default(),
         };
         let err = check_budget(&c, used(0, 0), usd(2)).unwrap_err();
         assert_eq!(err, BudgetExceeded(Limit::MaxSpendUsd));
@@ -334,6 +338,7 @@ mod tests {
             max_spend_usd: spend.map(usd),
             max_actions: actions,
             require_approval: None,
+            args: Default::default(),
         }
     }
 
@@ -489,6 +494,7 @@ mod tests {
             max_spend_usd: Some(usd(10)),
             max_actions: Some(1),
             require_approval: None,
+            args: Default::default(),
         };
         assert_eq!(check_extra_spend(&c, used(5, 1), usd(5)), Ok(()));
         assert_eq!(
@@ -504,6 +510,7 @@ mod tests {
             max_spend_usd: Some(usd(100)),
             max_actions: Some(10),
             require_approval: None,
+            args: Default::default(),
         };
         let spend = |percent| ThresholdReached {
             limit: Limit::MaxSpendUsd,
@@ -543,6 +550,7 @@ mod tests {
             max_spend_usd: Some(usd(0)),
             max_actions: Some(0),
             require_approval: None,
+            args: Default::default(),
         };
         assert_eq!(thresholds_reached(&zero, used(0, 0), used(5, 5)), vec![]);
     }

@@ -524,6 +524,12 @@ digest_id!(
     ResultHash,
     "result_hash"
 );
+digest_id!(
+    /// SHA-256 of an attempt's arguments as RFC 8785 canonical JSON,
+    /// `sha256:<hex>` (see [`crate::policy::Args::hash`]).
+    ArgsHash,
+    "args_hash"
+);
 
 #[cfg(test)]
 mod tests {

@@ -42,6 +42,7 @@ mod json;
 pub mod keys;
 pub mod limits;
 pub mod money;
+pub mod policy;
 pub mod record;
 pub mod reputation;
 pub mod roles;
@@ -57,7 +58,8 @@ pub mod webhook;
 
 pub use agents::{Naming, NotYours, chain_trust, check_naming, may_issue_for};
 pub use approval::{
-    ApprovalRequirement, chain_requires_approval, check_constraints_reachable, check_reachable,
+    ApprovalRequirement, chain_requires_approval, chain_requires_approval_with_args,
+    check_constraints_reachable, check_reachable,
 };
 pub use budget::{
     BUDGET_THRESHOLDS, BudgetExceeded, CompletionSpendRefused, ThresholdReached, Usage,
@@ -70,13 +72,16 @@ pub use dpop::{
 };
 pub use human::{EmailError, Identity, human_ref};
 pub use ids::{
-    AarId, AgentId, ApprovalId, ClaimsDigest, HumanRef, IdError, Jkt, Jth, Jti, JtiKind, KeyId,
-    OrgId, ProvenanceRef, ResultHash, Ulid, VouchId, WebhookId,
+    AarId, AgentId, ApprovalId, ArgsHash, ClaimsDigest, HumanRef, IdError, Jkt, Jth, Jti, JtiKind,
+    KeyId, OrgId, ProvenanceRef, ResultHash, Ulid, VouchId, WebhookId,
 };
 pub use keys::{
     HolderKey, Jwk, JwkSet, Jwks, JwksError, PrivateJwk, PublicJwk, SigningKey, jkt, thumbprint,
 };
 pub use money::{MoneyError, Usd};
+pub use policy::{
+    Args, ArgsDenial, ArgsError, ArgsRule, ArgsRules, Pol, PolicyError, Truth, check_args,
+};
 pub use record::{
     ApprovalDecision, Decision, DenyReason, Outcome, Rating, RecordError, RecordEvent,
     RecordOrigin, RecordState, Status, result_key, transition,

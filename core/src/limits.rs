@@ -168,3 +168,16 @@ pub const MAX_TRUST_STATEMENT_TTL_SECONDS: u64 = 3600;
 /// Compact trust statements longer than this are refused before any
 /// decoding (a statement is about 500 bytes).
 pub const MAX_TRUST_STATEMENT_BYTES: usize = 4 * 1024;
+
+/// Deepest nesting of policy statements (`not`, `and`, `or`, `all`, `any`
+/// each go one level down; a policy's own statements are level 1).
+pub const MAX_POLICY_DEPTH: usize = 16;
+/// Most statements in one policy, nested ones included.
+pub const MAX_POLICY_STATEMENTS: usize = 64;
+/// Most argument rules in one grant (`svc_constraints.args`).
+pub const MAX_ARGS_RULES: usize = 32;
+/// Largest a grant's argument rules may be, as RFC 8785 canonical JSON;
+/// the same bound holds for an approval requirement's statements.
+pub const MAX_ARGS_RULES_BYTES: usize = 4 * 1024;
+/// Largest an attempt's arguments may be, as RFC 8785 canonical JSON.
+pub const MAX_ARGS_BYTES: usize = 16 * 1024;

@@ -36,6 +36,7 @@ use crate::limits::{
     MAX_ACTIONS_LIMIT, MAX_LIST_LEN, MAX_NAME_LEN, MAX_NAMESPACE_LEN, MAX_RESOURCE_LEN,
 };
 use crate::money::Usd;
+use crate::policy::{ArgsRules, PolicyError, check_rules_kept};
 
 /// The action a token must hold to delegate.
 pub const DELEGATE_ACTION: &str = "delegate";
@@ -79,6 +80,8 @@ pub enum ScopeError {
         "require_approval.spend_over_usd is {threshold}, at or above max_spend_usd {budget}: no spend the budget allows could pass it"
     )]
     ApprovalThresholdUnreachable { threshold: Usd, budget: Usd },
+    #[error(transparent)]
+    Args(PolicyError),
 }
 
 impl ScopeError {
@@ -98,6 +101,7 @@ impl ScopeError {
             ScopeError::ApprovalActionNotHeld(_) => "approval_action_not_held",
             ScopeError::ApprovalResourceOutsideScope(_) => "approval_resource_outside_scope",
             ScopeError::ApprovalThresholdUnreachable { .. } => "approval_threshold_unreachable",
+            ScopeError::Args(e) => e.code(),
         }
     }
 }
@@ -424,6 +428,9 @@ pub struct Constraints {
     pub require_approval: Option<ApprovalRequirement>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub min_trust: Option<MinTrust>,
+    /// Argument rules (see [`crate::policy`]); empty when there are none.
+    #[serde(skip_serializing_if = "ArgsRules::is_empty")]
+    pub args: ArgsRules,
 }
 
 #[derive(Deserialize)]
@@ -437,6 +444,8 @@ struct RawConstraints {
     require_approval: Option<ApprovalRequirement>,
     #[serde(default)]
     min_trust: Option<MinTrust>,
+    #[serde(default)]
+    args: Option<ArgsRules>,
 }
 
 impl TryFrom<RawConstraints> for Constraints {
@@ -445,20 +454,32 @@ impl TryFrom<RawConstraints> for Constraints {
         if raw.max_actions.is_some_and(|n| n > MAX_ACTIONS_LIMIT) {
             return Err(ScopeError::MaxActionsTooLarge);
         }
+        let args = raw.args.unwrap_or_default();
+        crate::policy::check_grant_size(
+            &args,
+            raw.require_approval
+                .as_ref()
+                .and_then(ApprovalRequirement::args),
+        )
+        .map_err(ScopeError::Args)?;
         Ok(Constraints {
             max_spend_usd: raw.max_spend_usd,
             max_actions: raw.max_actions,
             require_approval: raw.require_approval,
             min_trust: raw.min_trust,
+            args,
         })
     }
 }
 
 impl Constraints {
-    /// Whether no constraint is set: no limit, no approval requirement and
-    /// no trust floor.
+    /// Whether no constraint is set: no limit, no approval requirement, no
+    /// trust floor and no argument rule.
     pub fn is_empty(&self) -> bool {
-        !self.has_budget() && self.require_approval.is_none() && self.min_trust.is_none()
+        !self.has_budget()
+            && self.require_approval.is_none()
+            && self.min_trust.is_none()
+            && self.args.is_empty()
     }
 
     /// Whether a budget limit is set.
@@ -559,6 +580,12 @@ pub enum Violation {
     MinTrustLowered,
     /// The parent sets `min_trust` and the child leaves it out.
     MinTrustDropped,
+    /// A rule of the parent's `args` (by index) the child does not keep
+    /// unchanged.
+    ArgsRuleDropped(usize),
+    /// The parent's approval requirement has `args` and the child's does
+    /// not keep them unchanged.
+    ApprovalArgsChanged,
     /// A framework the parent asserts and the child leaves out.
     FrameworkDropped(Framework),
     /// The child would outlive its parent.
@@ -589,6 +616,8 @@ impl Violation {
             }
             Violation::FrameworkDropped(_) => "policy.frameworks".to_owned(),
             Violation::LifetimeBeyondParent { .. } => "exp".to_owned(),
+            Violation::ArgsRuleDropped(_) => "constraints.args".to_owned(),
+            Violation::ApprovalArgsChanged => "constraints.require_approval.args".to_owned(),
         }
     }
 
@@ -608,6 +637,8 @@ impl Violation {
             Violation::MinTrustDropped => "min_trust_dropped",
             Violation::FrameworkDropped(_) => "framework_dropped",
             Violation::LifetimeBeyondParent { .. } => "lifetime_beyond_parent",
+            Violation::ArgsRuleDropped(_) => "args_rule_dropped",
+            Violation::ApprovalArgsChanged => "approval_args_changed",
         }
     }
 }
@@ -661,6 +692,13 @@ impl fmt::Display for Violation {
                 f,
                 "the child would expire at {child_exp}, after its parent at {parent_exp}"
             ),
+            Violation::ArgsRuleDropped(i) => write!(
+                f,
+                "argument rule {i} of the parent (constraints.args[{i}]) must be kept unchanged"
+            ),
+            Violation::ApprovalArgsChanged => {
+                f.write_str("require_approval.args is set by the parent and must be kept unchanged")
+            }
         }
     }
 }
@@ -745,6 +783,11 @@ pub fn check_narrowing(child: &Grant, parent: &Grant) -> Result<(), Widening> {
         (Some(c), Some(p)) if c < p => violations.push(Violation::MinTrustLowered),
         _ => {}
     }
+    check_rules_kept(
+        &child.constraints.args,
+        &parent.constraints.args,
+        &mut violations,
+    );
     for framework in parent.policy.frameworks() {
         if !child.policy.frameworks().contains(framework) {
             violations.push(Violation::FrameworkDropped(framework.clone()));
@@ -906,6 +949,7 @@ mod tests {
             max_spend_usd: Some(Usd::from_micros(10).unwrap()),
             max_actions: Some(5),
             require_approval: None,
+            args: ArgsRules::default(),
         };
         parent.policy = Policy::new(vec![Framework::parse("hipaa").unwrap()]).unwrap();
         let mut child = grant(&["crm:*", "mail:x"], &["read", "write"]);
@@ -914,6 +958,7 @@ mod tests {
             max_spend_usd: Some(Usd::from_micros(11).unwrap()),
             max_actions: None,
             require_approval: None,
+            args: ArgsRules::default(),
         };
         child.expires_at = 1_001;
         let err = check_narrowing(&child, &parent).unwrap_err();

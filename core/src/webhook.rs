@@ -55,8 +55,7 @@ use subtle::ConstantTimeEq as _;
 use crate::b64;
 use crate::ids::Ulid;
 use crate::limits::{
-    MAX_JSON_SAFE_INTEGER, MAX_WEBHOOK_ID_LEN, MAX_WEBHOOK_SECRET_BYTES, MIN_WEBHOOK_SECRET_BYTES,
-    WEBHOOK_SECRET_BYTES,
+    MAX_WEBHOOK_ID_LEN, MAX_WEBHOOK_SECRET_BYTES, MIN_WEBHOOK_SECRET_BYTES, WEBHOOK_SECRET_BYTES,
 };
 
 pub use crate::limits::WEBHOOK_TOLERANCE_SECONDS;
@@ -657,82 +656,14 @@ pub fn payload<T: Serialize + ?Sized>(
     }
     let mut out = Vec::with_capacity(256);
     out.extend_from_slice(b"{\"data\":");
-    canonical::write(&data, &mut out)?;
+    crate::json::write_canonical(&data, &mut out)
+        .map_err(|_| WebhookError::PayloadInvalid("an integer is beyond ±(2^53 − 1)"))?;
     out.extend_from_slice(b",\"timestamp\":\"");
     out.extend_from_slice(at.to_string().as_bytes());
     out.extend_from_slice(b"\",\"type\":\"");
     out.extend_from_slice(event_type.as_str().as_bytes());
     out.extend_from_slice(b"\"}");
     Ok(out)
-}
-
-/// RFC 8785 canonical JSON of a value.
-mod canonical {
-    use serde_json::Value;
-
-    use super::{MAX_JSON_SAFE_INTEGER, WebhookError};
-
-    pub(super) fn write(value: &Value, out: &mut Vec<u8>) -> Result<(), WebhookError> {
-        match value {
-            Value::Null => out.extend_from_slice(b"null"),
-            Value::Bool(true) => out.extend_from_slice(b"true"),
-            Value::Bool(false) => out.extend_from_slice(b"false"),
-            Value::Number(number) => {
-                let text = if let Some(n) = number.as_u64() {
-                    (n <= MAX_JSON_SAFE_INTEGER).then(|| n.to_string())
-                } else if let Some(n) = number.as_i64() {
-                    (n.unsigned_abs() <= MAX_JSON_SAFE_INTEGER).then(|| n.to_string())
-                } else {
-                    number.as_f64().and_then(ecmascript_number)
-                };
-                let text = text.ok_or(WebhookError::PayloadInvalid(
-                    "an integer is beyond ±(2^53 − 1)",
-                ))?;
-                out.extend_from_slice(text.as_bytes());
-            }
-            Value::String(text) => string(text, out),
-            Value::Array(items) => {
-                out.push(b'[');
-                for (i, item) in items.iter().enumerate() {
-                    if i > 0 {
-                        out.push(b',');
-                    }
-                    write(item, out)?;
-                }
-                out.push(b']');
-            }
-            Value::Object(members) => {
-                let mut members: Vec<(&String, &Value)> = members.iter().collect();
-                members.sort_by(|(a, _), (b, _)| a.encode_utf16().cmp(b.encode_utf16()));
-                out.push(b'{');
-                for (i, (name, member)) in members.into_iter().enumerate() {
-                    if i > 0 {
-                        out.push(b',');
-                    }
-                    string(name, out);
-                    out.push(b':');
-                    write(member, out)?;
-                }
-                out.push(b'}');
-            }
-        }
-        Ok(())
-    }
-
-    /// serde_json escapes exactly what JCS escapes: `"`, `\` and the
-    /// control characters, with the short forms and lowercase `\u00xx`.
-    fn string(text: &str, out: &mut Vec<u8>) {
-        // Writing a string into a Vec cannot fail.
-        let _ = serde_json::to_writer(&mut *out, text);
-    }
-
-    /// A finite double as ECMAScript's `Number.prototype.toString` writes
-    /// it (ECMA-262 Number::toString, radix 10: the shortest digits that
-    /// read back as `x`, the closest of them, ties to even).
-    pub(super) fn ecmascript_number(x: f64) -> Option<String> {
-        x.is_finite()
-            .then(|| ryu_js::Buffer::new().format_finite(x).to_owned())
-    }
 }
 
 /// A received payload, read: its type, its moment and its data, whose
@@ -1186,19 +1117,19 @@ mod tests {
             ),
         ] {
             assert_eq!(
-                canonical::ecmascript_number(x).as_deref(),
+                crate::json::ecmascript_number(x).as_deref(),
                 Some(text),
                 "{x}"
             );
         }
-        assert_eq!(canonical::ecmascript_number(f64::NAN), None);
+        assert_eq!(crate::json::ecmascript_number(f64::NAN), None);
     }
 
     mod against_serde_jcs {
         use proptest::prelude::*;
         use serde_json::Value;
 
-        use super::super::{EventTime, EventType, canonical, payload};
+        use super::super::{EventTime, EventType, payload};
 
         fn leaf() -> impl Strategy<Value = Value> {
             prop_oneof![
@@ -1230,7 +1161,7 @@ mod tests {
             fn numbers(bits in any::<u64>()) {
                 let x = f64::from_bits(bits);
                 prop_assume!(x.is_finite());
-                prop_assert_eq!(canonical::ecmascript_number(x), serde_jcs::to_string(&x).ok());
+                prop_assert_eq!(crate::json::ecmascript_number(x), serde_jcs::to_string(&x).ok());
             }
 
             /// Whole payloads as serde_jcs, an RFC 8785 writer by others,

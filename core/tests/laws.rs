@@ -3,12 +3,15 @@
 mod common;
 
 use common::{NOW, key, root};
+use mandate_core::policy::Pol;
 use mandate_core::{
     Action, ApprovalRequirement, Constraints, Framework, Grant, Jwks, Policy, Reputation,
     ReputationCounts, Resource, ResourcePattern, Scope, Usd, VerifyOptions,
     chain_requires_approval, check_narrowing, delegated_grant, permits, reputation, sign, verify,
 };
+use mandate_core::{Args, ArgsRules, check_args};
 use proptest::prelude::*;
+use serde_json::{Value, json};
 
 const NAMESPACES: [&str; 3] = ["crm", "mail", "files"];
 const NAMES: [&str; 3] = ["a", "b", "c"];
@@ -103,6 +106,7 @@ fn grant() -> impl Strategy<Value = Grant> {
                         max_spend_usd: spend.map(usd),
                         max_actions: count,
                         require_approval: approval,
+                        args: Default::default(),
                     },
                     policy: Policy::new(
                         frameworks
@@ -337,6 +341,221 @@ proptest! {
         });
         // Denied requests are no outcome: they move no score.
         prop_assert_eq!(r.execution_score, without.execution_score);
+    }
+}
+
+/// A selector over the arguments [`arguments`] draws.
+fn selector() -> impl Strategy<Value = &'static str> {
+    prop::sample::select(vec![
+        ".",
+        ".to",
+        ".to[0]",
+        ".to[-1]",
+        ".to[]",
+        ".amount",
+        ".amount?",
+        ".cc?",
+        ".items[].qty",
+        ".meta.kind",
+        ".[\"x y\"]",
+    ])
+}
+
+/// A policy statement of UCAN's language, up to three levels deep.
+fn statement() -> impl Strategy<Value = Value> {
+    let value = prop::sample::select(vec![
+        json!(null),
+        json!(5),
+        json!(5.0),
+        json!("a@example.com"),
+        json!(["a@example.com"]),
+        json!({"kind": "x"}),
+    ]);
+    let bound = prop::sample::select(vec![json!(0), json!(5), json!(50), json!(100.5)]);
+    let pattern = prop::sample::select(vec!["*@example.com", "a*", "*", "\\*x", ""]);
+    let order = prop::sample::select(vec!["<", "<=", ">", ">="]);
+    let leaf = prop_oneof![
+        (selector(), value.clone()).prop_map(|(s, v)| json!(["==", s, v])),
+        (selector(), value).prop_map(|(s, v)| json!(["!=", s, v])),
+        (order, selector(), bound).prop_map(|(o, s, b)| json!([o, s, b])),
+        (selector(), pattern).prop_map(|(s, p)| json!(["like", s, p])),
+    ];
+    leaf.prop_recursive(3, 16, 3, |inner| {
+        prop_oneof![
+            inner.clone().prop_map(|s| json!(["not", s])),
+            prop::collection::vec(inner.clone(), 0..3).prop_map(|v| json!(["and", v])),
+            prop::collection::vec(inner.clone(), 0..3).prop_map(|v| json!(["or", v])),
+            (selector(), inner.clone()).prop_map(|(s, i)| json!(["all", s, i])),
+            (selector(), inner).prop_map(|(s, i)| json!(["any", s, i])),
+        ]
+    })
+}
+
+/// A rule: perhaps some actions, perhaps some patterns, 1–3 statements.
+fn rule() -> impl Strategy<Value = Value> {
+    (
+        prop::option::of(prop::collection::btree_set(0..4usize, 1..3)),
+        prop::option::of(prop::collection::btree_set(0..12usize, 1..3)),
+        prop::collection::vec(statement(), 1..4),
+    )
+        .prop_map(|(actions, patterns, pol)| {
+            let mut rule = json!({"pol": pol});
+            if let Some(actions) = actions {
+                rule["actions"] =
+                    json!(actions.into_iter().map(|i| ACTIONS[i]).collect::<Vec<_>>());
+            }
+            if let Some(patterns) = patterns {
+                let patterns: Vec<String> = patterns
+                    .into_iter()
+                    .map(|i| pattern_at(i).to_string())
+                    .collect();
+                rule["resources"] = json!(patterns);
+            }
+            rule
+        })
+}
+
+/// The rules, `None` when they are too many or too large for a grant.
+fn rules_of(rules: &[Value]) -> Option<ArgsRules> {
+    if rules.is_empty() {
+        Some(ArgsRules::default())
+    } else {
+        ArgsRules::parse(&Value::Array(rules.to_vec()), "args").ok()
+    }
+}
+
+/// Arguments around what the statements look at: members present or not,
+/// of the expected type or not.
+fn arguments() -> impl Strategy<Value = Args> {
+    let to = prop::sample::select(vec![
+        None,
+        Some(json!("a@example.com")),
+        Some(json!(["a@example.com", "b@evil.com"])),
+        Some(json!(["a@example.com"])),
+        Some(json!([])),
+        Some(json!(5)),
+    ]);
+    let amount = prop::sample::select(vec![
+        None,
+        Some(json!(5)),
+        Some(json!(50)),
+        Some(json!(150.5)),
+        Some(json!("50")),
+    ]);
+    let cc = prop::sample::select(vec![None, Some(json!(null)), Some(json!("a@example.com"))]);
+    let items = prop::sample::select(vec![
+        None,
+        Some(json!([{"qty": 1}, {"qty": 0}])),
+        Some(json!([{"qty": 5}])),
+        Some(json!([{"sku": 1}])),
+    ]);
+    let meta = prop::sample::select(vec![
+        None,
+        Some(json!({"kind": "x"})),
+        Some(json!({"kind": 5})),
+    ]);
+    let spaced = prop::sample::select(vec![None, Some(json!(5))]);
+    (to, amount, cc, items, meta, spaced).prop_map(|(to, amount, cc, items, meta, spaced)| {
+        let mut args = serde_json::Map::new();
+        for (name, value) in [
+            ("to", to),
+            ("amount", amount),
+            ("cc", cc),
+            ("items", items),
+            ("meta", meta),
+            ("x y", spaced),
+        ] {
+            if let Some(value) = value {
+                args.insert(name.to_owned(), value);
+            }
+        }
+        Args::from_value(Value::Object(args)).unwrap()
+    })
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(2000))]
+
+    /// A child that passes narrowing never permits arguments its parent
+    /// refuses, and asks for approval wherever its parent does; with or
+    /// without arguments.
+    #[test]
+    fn narrowing_never_widens_arguments(
+        parent_rules in prop::collection::vec(rule(), 0..3),
+        keep in prop::collection::vec(any::<bool>(), 3),
+        extra in prop::collection::vec(rule(), 0..2),
+        reverse in any::<bool>(),
+        parent_approval in prop::option::of(prop::collection::vec(statement(), 1..3)),
+        child_approval in prop::option::of(prop::collection::vec(statement(), 1..3)),
+        keep_approval in any::<bool>(),
+        a in action(), r in resource(), args in arguments(), with_args in any::<bool>(),
+    ) {
+        let scope = Scope::parse(&["crm:*", "mail:*", "files:*"], &ACTIONS).unwrap();
+        let mut child_rules: Vec<Value> = parent_rules
+            .iter()
+            .zip(&keep)
+            .filter(|(_, k)| **k)
+            .map(|(rule, _)| rule.clone())
+            .chain(extra)
+            .collect();
+        if reverse {
+            child_rules.reverse();
+        }
+        let requirement = |statements: &Option<Vec<Value>>| {
+            statements.as_ref().map(|s| {
+                ApprovalRequirement::parse(Some(&["delegate"]), None::<&[&str]>, None)
+                    .unwrap()
+                    .with_args(Some(Pol::parse(&Value::Array(s.clone()), "args").unwrap()))
+            })
+        };
+        let parent_requirement = requirement(&parent_approval);
+        let child_requirement = if keep_approval {
+            parent_requirement.clone()
+        } else {
+            requirement(&child_approval)
+        };
+        let (Some(parent_args), Some(child_args)) = (rules_of(&parent_rules), rules_of(&child_rules)) else {
+            return Ok(());
+        };
+        let grant = |args: ArgsRules, requirement: Option<ApprovalRequirement>| Grant {
+            scope: scope.clone(),
+            constraints: Constraints {
+                args,
+                require_approval: requirement,
+                ..Constraints::default()
+            },
+            policy: Policy::default(),
+            expires_at: 10,
+        };
+        let parent = grant(parent_args, parent_requirement);
+        let child = grant(child_args, child_requirement);
+        if check_narrowing(&child, &parent).is_ok() {
+            let args = with_args.then_some(&args);
+            if check_args(&child.constraints.args, &a, &r, args).is_ok() {
+                prop_assert!(check_args(&parent.constraints.args, &a, &r, args).is_ok());
+            }
+            let asks = |g: &Grant| g
+                .constraints
+                .require_approval
+                .as_ref()
+                .is_some_and(|q| q.applies_with_args(&a, &r, Usd::ZERO, args));
+            if asks(&parent) {
+                prop_assert!(asks(&child));
+            }
+        }
+    }
+
+    /// A policy's truth is the Kleene conjunction of its statements', and
+    /// an undefined statement never permits.
+    #[test]
+    fn a_policy_permits_only_when_every_statement_is_true(
+        statements in prop::collection::vec(statement(), 1..4), args in arguments(),
+    ) {
+        let pol = Pol::parse(&Value::Array(statements), "pol").unwrap();
+        let truths: Vec<_> = pol.statements().iter().map(|s| s.evaluate(args.value())).collect();
+        let all_true = truths.iter().all(|t| *t == mandate_core::Truth::True);
+        prop_assert_eq!(pol.evaluate(args.value()) == mandate_core::Truth::True, all_true);
+        prop_assert_eq!(pol.first_not_true(args.value()).is_none(), all_true);
     }
 }
 

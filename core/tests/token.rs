@@ -349,6 +349,7 @@ fn what_a_delegation_leaves_out_it_inherits() {
         max_spend_usd: Some(Usd::from_f64(5.0).unwrap()),
         max_actions: None,
         require_approval: None,
+        args: Default::default(),
     };
     req.policy = Policy::new(vec![framework("gdpr")]).unwrap();
     let parent = root_with(req);
@@ -365,6 +366,7 @@ fn what_a_delegation_leaves_out_it_inherits() {
             max_spend_usd: Some(Usd::from_f64(5.0).unwrap()),
             max_actions: Some(5),
             require_approval: None,
+            args: Default::default(),
         }
     );
     assert_eq!(
@@ -585,4 +587,73 @@ fn every_verify_error_has_a_distinct_code() {
         c.bytes()
             .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_')
     }));
+}
+
+/// Constraints with argument rules and an approval requirement on
+/// arguments, from their JSON.
+fn args_constraints(text: &str) -> Constraints {
+    serde_json::from_str(text).unwrap()
+}
+
+#[test]
+fn argument_rules_survive_signing_and_delegation() {
+    let constraints = args_constraints(
+        r#"{"args":[{"actions":["write"],"pol":[["all",".to",["like",".","*@example.com"]]]}],
+            "require_approval":{"args":[[">",".amount_usd",100]]}}"#,
+    );
+    let mut req = request(&["crm:*", "mail:inbox"], &["read", "write", "delegate"]);
+    req.constraints = constraints.clone();
+    let parent = root_with(req);
+    let token = sign(&parent, &key(1)).unwrap();
+    let verified = verify(&token, &jwks(), NOW, &VerifyOptions::default()).unwrap();
+    assert_eq!(verified.claims.svc_constraints, Some(constraints.clone()));
+
+    // A request without rules inherits them; one that drops them is refused.
+    let child = delegate(
+        &parent,
+        request(&["mail:inbox"], &["write"]),
+        NOW,
+        ulid(3),
+        None,
+    )
+    .unwrap();
+    assert_eq!(child.svc_constraints, Some(constraints));
+    let mut dropping = request(&["mail:inbox"], &["write"]);
+    dropping.constraints = args_constraints(r#"{"args":[{"pol":[["==",".to","x"]]}]}"#);
+    let Err(IssueError::Widening(widening)) = delegate(&parent, dropping, NOW, ulid(3), None)
+    else {
+        panic!("a dropped rule must be refused");
+    };
+    assert_eq!(widening.violations, vec![Violation::ArgsRuleDropped(0)]);
+}
+
+#[test]
+fn a_token_with_the_largest_rules_stays_under_8_kib() {
+    // Rules of just under 4 KiB as canonical JSON.
+    let filler = "x".repeat(4000);
+    let text = format!(r#"{{"args":[{{"pol":[["!=",".note?","{filler}"]]}}]}}"#);
+    let mut req = request(&["crm:*", "mail:inbox"], &["read", "write", "delegate"]);
+    req.constraints = args_constraints(&text);
+    let token = sign(&root_with(req), &key(1)).unwrap();
+    assert!(
+        token.len() <= mandate_core::limits::MAX_TOKEN_BYTES,
+        "{}",
+        token.len()
+    );
+    assert!(verify(&token, &jwks(), NOW, &VerifyOptions::default()).is_ok());
+    // A rule set over 4 KiB is no grant at all.
+    let over = format!(
+        r#"{{"args":[{{"pol":[["!=",".note?","{filler}xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx"]]}}]}}"#
+    );
+    let refused = serde_json::from_str::<Constraints>(&over).unwrap_err();
+    assert!(
+        refused.to_string().contains("rules_too_large") || refused.to_string().contains("4 KiB"),
+        "{refused}"
+    );
+}
+
+#[test]
+fn claims_with_a_duplicated_member_in_a_rule_are_refused() {
+    let text = r#"{"args":[{"pol":[["==",".to",{"a":1,"a":2}]]}]}"#;
+    assert!(serde_json::from_str::<Constraints>(text).is_err());
 }

@@ -469,6 +469,36 @@ fn approval_leaf_vectors() {
 }
 
 #[test]
+fn args_evaluation_vectors() {
+    rules::args::evaluations();
+}
+
+#[test]
+fn args_rule_error_vectors() {
+    rules::args::rule_errors();
+}
+
+#[test]
+fn args_form_vectors() {
+    rules::args::args_forms();
+}
+
+#[test]
+fn args_check_vectors() {
+    rules::args::checks();
+}
+
+#[test]
+fn args_narrowing_vectors() {
+    rules::args::narrowing();
+}
+
+#[test]
+fn args_approval_vectors() {
+    rules::args::approval();
+}
+
+#[test]
 fn webhook_payload_vectors() {
     rules::webhook_payloads();
 }

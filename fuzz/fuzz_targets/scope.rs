@@ -62,6 +62,7 @@ fn grant(side: &Side) -> Option<Grant> {
             max_actions: side.max_actions,
             require_approval,
             min_trust: side.min_trust.and_then(|floor| MinTrust::new(floor).ok()),
+            args: Default::default(),
         },
         policy: Policy::default(),
         expires_at: side.exp,

@@ -29,6 +29,7 @@ use serde_json::{Value, json};
 use sha2::{Digest as _, Sha256};
 
 mod approvals;
+mod args;
 mod log;
 mod trace;
 mod trust;
@@ -189,6 +190,7 @@ fn token_vectors(rng: &mut Rng, key: &Keys, issuer: &str, now: i64) -> Value {
         max_spend_usd: Some(Usd::from_f64(50.0).expect("valid amount")),
         max_actions: Some(100),
         require_approval: None,
+        args: Default::default(),
     };
     root_request.policy = Policy::new(vec![
         Framework::parse("gdpr").expect("valid"),
@@ -2886,6 +2888,7 @@ pub fn files() -> Vec<(&'static str, String)> {
         ("status_list.json", status_list_vectors(&mut rng, &key, NOW)),
         ("log.json", log::log_vectors(&mut rng)),
         ("approvals.json", approvals::approvals_vectors()),
+        ("args.json", args::args_vectors()),
         ("webhooks.json", webhooks::webhook_vectors(&mut rng)),
         ("traceparent.json", trace::traceparent_vectors(&mut rng)),
         ("trust.json", trust::trust_vectors(&mut rng)),

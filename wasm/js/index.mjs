@@ -25,6 +25,7 @@ export const {
   createRemoteVerifier,
   decodeTokenUnverified,
   delegatedGrant,
+  evaluatePolicy,
   generateAgentKey,
   outputHash,
   parseLogLeaf,

@@ -33,6 +33,7 @@
 mod agent_key;
 mod js;
 mod log;
+mod policy;
 mod trust;
 mod verifier;
 mod webhook;
@@ -44,9 +45,9 @@ use std::str::FromStr as _;
 use mandate_core::{
     Action, ChainError, ChainFault, Claims, Constraints, DpopError, Grant, Header, IssueError, Jkt,
     Jth, Jti, Jwks, JwksError, Outcome, Policy, ProofRequest, RecordError, ReputationCounts,
-    Resource, Scope, ScopeDenial, ScopeError, Status, StatusCheckError, StatusListError, StatusUri,
-    SummaryRow, VerifiedProof, VerifiedStatusList, VerifiedToken, VerifyError, VerifyOptions,
-    WorkflowSummary,
+    Resource, Scope, ScopeError, Status, StatusCheckError, StatusListError, StatusUri, SummaryRow,
+    VerifiedProof, VerifiedStatusList, VerifiedToken, VerifyError, VerifyOptions, WorkflowSummary,
+    check_args,
 };
 use serde::{Deserialize, Serialize};
 use wasm_bindgen::prelude::*;
@@ -58,6 +59,8 @@ use crate::js::{
 
 pub use crate::agent_key::AgentKey;
 pub use crate::log::{parse_log_leaf, verify_checkpoint, verify_consistency, verify_log_proof};
+use crate::policy::Reason;
+pub use crate::policy::evaluate_policy;
 pub use crate::trust::{trust_scores, verify_trust_statement};
 pub use crate::verifier::Verifier;
 pub use crate::webhook::verify_webhook_pairs;
@@ -624,51 +627,51 @@ fn scope_of(value: &JsValue) -> Result<Scope, Failure> {
     Scope::parse(&input.resources, &input.actions).map_err(|e| scope_failure(&e))
 }
 
-/// The scope's decision, in the order core's vectors parse: scope, action,
-/// resource.
+/// The decision, in the order core's vectors parse: scope, action,
+/// resource; then the token's argument rules over `args`.
 fn try_permit(
     scope_or_claims: &JsValue,
     action: &JsValue,
     resource: &JsValue,
-) -> Result<Result<(), ScopeDenial>, Failure> {
+    args: Option<&JsValue>,
+) -> Result<Result<(), Reason>, Failure> {
     let scope = scope_of(scope_or_claims)?;
     let action = Action::parse(&string_arg(action, "action")?).map_err(|e| scope_failure(&e))?;
     let resource =
         Resource::parse(&string_arg(resource, "resource")?).map_err(|e| scope_failure(&e))?;
-    Ok(scope.check(&action, &resource))
+    if let Err(denial) = scope.check(&action, &resource) {
+        return Ok(Err(Reason::scope(denial)));
+    }
+    let rules = policy::rules_of(scope_or_claims)?;
+    let args = policy::args_of(args)?;
+    Ok(check_args(&rules, &action, &resource, args.as_ref()).map_err(Reason::args))
 }
 
-/// Whether a scope (or the scope of token claims) allows `action` on
-/// `resource`, and if not, why.
+/// Whether a scope (or token claims: their scope and argument rules)
+/// allows `action` on `resource` with `args`, and if not, why.
 #[wasm_bindgen(unchecked_return_type = "PermitResult")]
 pub fn permits(
     #[wasm_bindgen(js_name = scopeOrClaims, unchecked_param_type = "Scope | Claims")]
     scope_or_claims: JsValue,
     #[wasm_bindgen(unchecked_param_type = "string")] action: JsValue,
     #[wasm_bindgen(unchecked_param_type = "string")] resource: JsValue,
+    #[wasm_bindgen(unchecked_optional_param_type = "Record<string, unknown> | string")]
+    args: Option<JsValue>,
 ) -> JsValue {
-    #[derive(Serialize)]
-    struct Reason {
-        code: &'static str,
-        message: String,
-    }
     #[derive(Serialize)]
     struct Permit {
         ok: bool,
         #[serde(skip_serializing_if = "Option::is_none")]
         reason: Option<Reason>,
     }
-    match try_permit(&scope_or_claims, &action, &resource) {
+    match try_permit(&scope_or_claims, &action, &resource, args.as_ref()) {
         Ok(Ok(())) => to_js(&Permit {
             ok: true,
             reason: None,
         }),
-        Ok(Err(denial)) => to_js(&Permit {
+        Ok(Err(reason)) => to_js(&Permit {
             ok: false,
-            reason: Some(Reason {
-                code: denial.code(),
-                message: denial.to_string(),
-            }),
+            reason: Some(reason),
         }),
         Err(failure) => not_ok(failure),
     }

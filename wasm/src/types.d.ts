@@ -51,7 +51,27 @@ export interface ApprovalRequirement {
   resources?: string[];
   /** Spending strictly more than this (USD) needs approval. */
   spend_over_usd?: number;
+  /** UCAN policy statements over the arguments: an attempt needs approval
+   * when they all hold or are undefined (absent arguments included). */
+  args?: PolicyStatement[];
 }
+
+/** A statement of UCAN 1.0's policy language, e.g. `["==", ".to", "a@example.com"]`,
+ * `["like", ".to", "*@example.com"]`, `["all", ".to", ["like", ".", "*@example.com"]]`. */
+export type PolicyStatement = unknown[];
+
+/** An argument rule: the attempts it applies to (absent: all) and the
+ * statements their arguments must satisfy. */
+export interface ArgsRule {
+  actions?: string[];
+  resources?: string[];
+  pol: PolicyStatement[];
+}
+
+/** The truth of a policy over arguments, in three-valued logic; only `true` permits. */
+export type PolicyResult =
+  | { ok: true; truth: "true" | "false" | "undefined"; permits: boolean }
+  | { ok: false; error: ErrorInfo };
 
 /** Budget limits, cumulative over a token and its descendants, and when an
  * action needs a human's approval first. */
@@ -61,6 +81,8 @@ export interface Constraints {
   /** The least trust in [0, 1] the token's agent must hold to act; a delegation may only raise it. */
   min_trust?: number;
   require_approval?: ApprovalRequirement;
+  /** Argument rules: every statement of every rule that applies must be true. */
+  args?: ArgsRule[];
 }
 
 /** Compliance frameworks a token asserts. */
@@ -274,6 +296,17 @@ export type RevokeResult = { ok: true } | { ok: false; error: ErrorInfo };
 export type PermitResult =
   | { ok: true }
   | { ok: false; reason: { code: "action_not_permitted" | "resource_not_permitted"; message: string } }
+  | {
+      ok: false;
+      /** The token's argument rule `rule` applies and its statement `statement` is not true. */
+      reason: {
+        code: "args_required" | "args_not_permitted";
+        message: string;
+        rule: number;
+        statement?: number;
+        truth?: "false" | "undefined";
+      };
+    }
   | { ok: false; error: ErrorInfo };
 
 /** What a token grants, as narrowing compares it. */

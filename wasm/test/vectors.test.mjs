@@ -269,3 +269,78 @@ test("trust vectors: verifyTrustStatement", () => {
   assert.equal(bad.valid, false);
   assert.equal(bad.error.stage, "input");
 });
+
+const argsVectors = vectors("args");
+
+test("args vectors: evaluatePolicy, arguments as JSON text and as values", () => {
+  assert.ok(argsVectors.evaluate.length >= 80);
+  for (const testCase of argsVectors.evaluate) {
+    const fromText = sdk.evaluatePolicy(testCase.pol, testCase.args_json);
+    assert.deepEqual(fromText, { ok: true, truth: testCase.expect, permits: testCase.expect === "true" }, testCase.name);
+    const fromValue = sdk.evaluatePolicy(JSON.stringify(testCase.pol), JSON.parse(testCase.args_json));
+    assert.deepEqual(fromValue, fromText, testCase.name);
+  }
+});
+
+test("args vectors: arguments read strictly by evaluatePolicy", () => {
+  for (const testCase of argsVectors.args) {
+    const result = sdk.evaluatePolicy([["==", ".", null]], testCase.args_json);
+    if (testCase.code === undefined) {
+      assert.equal(result.ok, true, `${testCase.name}: ${JSON.stringify(result.error)}`);
+    } else {
+      assert.equal(result.error?.code, testCase.code, testCase.name);
+      assert.equal(result.error?.stage, "input", testCase.name);
+    }
+  }
+  // A JavaScript number beyond 2^53 cannot be held exactly, and is refused.
+  assert.equal(sdk.evaluatePolicy([["==", ".n", 1]], { n: 2 ** 53 }).error.code, "unsafe_number");
+  assert.equal(sdk.evaluatePolicy([["=", ".n", 1]], { n: 1 }).error.code, "unknown_operator");
+  assert.equal(sdk.evaluatePolicy(42, {}).error.code, "malformed_statement");
+  assert.equal(sdk.evaluatePolicy([["==", ".n", 1]], undefined).error.code, "invalid_argument");
+});
+
+test("args vectors: permits judges the argument rules of token claims", () => {
+  const { rules, cases } = argsVectors.check;
+  const claims = {
+    svc_scope: { resources: ["mail:*", "bank:*", "files:*", "chat:*"], actions: ["send", "pay", "read"] },
+    svc_constraints: { args: rules },
+  };
+  assert.ok(cases.length >= 15);
+  for (const testCase of cases) {
+    const result = sdk.permits(claims, testCase.action, testCase.resource, testCase.args);
+    const got = result.ok
+      ? { ok: true }
+      : {
+          ok: false,
+          code: result.reason.code,
+          rule: result.reason.rule,
+          ...(result.reason.statement === undefined ? {} : { statement: result.reason.statement, truth: result.reason.truth }),
+        };
+    assert.deepEqual(got, testCase.expect, testCase.name);
+  }
+  // A bare scope has no argument rules; the scope is judged first.
+  assert.deepEqual(sdk.permits(claims.svc_scope, "pay", "bank:x"), { ok: true });
+  assert.equal(sdk.permits(claims, "delete", "bank:x", {}).reason.code, "action_not_permitted");
+  assert.equal(sdk.permits(claims, "pay", "bank:x", '{"a":1,"a":2}').error.code, "duplicate_member");
+});
+
+test("args vectors: checkNarrowing and delegatedGrant keep every rule", () => {
+  const { check, delegate } = argsVectors.narrowing;
+  for (const testCase of check) {
+    const result = sdk.checkNarrowing(testCase.child, testCase.parent);
+    assert.equal(result.error, undefined, testCase.name);
+    assert.deepEqual(
+      { ok: result.ok, violations: result.violations.map(({ field, code }) => ({ field, code })) },
+      testCase.expect,
+      testCase.name,
+    );
+  }
+  for (const testCase of delegate) {
+    const result = sdk.delegatedGrant(testCase.request, testCase.parent);
+    assert.equal(result.error, undefined, testCase.name);
+    const got = result.ok
+      ? { ok: true, constraints: result.grant.constraints }
+      : { ok: false, error: result.code, violations: result.violations.map(({ field, code }) => ({ field, code })) };
+    assert.deepEqual(got, testCase.expect, testCase.name);
+  }
+});

@@ -10,8 +10,8 @@ use mandate_core::{
     SigningKey, TokenRequest, Ulid, delegate, issue_root, sign,
 };
 use mandate_wasm::{
-    AgentKey, Verifier, check_narrowing, decode_token_unverified, delegated_grant, permits,
-    reputation, sha256_ref, summarize_workflow, verify_chain, verify_proof, verify_token,
+    AgentKey, Verifier, check_narrowing, decode_token_unverified, delegated_grant, evaluate_policy,
+    permits, reputation, sha256_ref, summarize_workflow, verify_chain, verify_proof, verify_token,
 };
 use serde_json::{Value, json};
 use wasm_bindgen::JsValue;
@@ -394,16 +394,72 @@ fn permits_takes_a_scope_or_claims() {
     let claims = js(&serde_json::to_value(root()).unwrap());
     for subject in [scope.clone(), claims] {
         assert_eq!(
-            read(&permits(subject.clone(), "read".into(), "crm:deals".into())),
+            read(&permits(
+                subject.clone(),
+                "read".into(),
+                "crm:deals".into(),
+                None
+            )),
             json!({"ok": true})
         );
-        let denied = read(&permits(subject, "write".into(), "crm:deals".into()));
+        let denied = read(&permits(subject, "write".into(), "crm:deals".into(), None));
         assert_eq!(denied["reason"]["code"], json!("action_not_permitted"));
     }
-    let outside = read(&permits(scope.clone(), "read".into(), "files:x".into()));
+    let outside = read(&permits(
+        scope.clone(),
+        "read".into(),
+        "files:x".into(),
+        None,
+    ));
     assert_eq!(outside["reason"]["code"], json!("resource_not_permitted"));
-    let bad = read(&permits(scope, "Read".into(), "crm:x".into()));
+    let bad = read(&permits(scope, "Read".into(), "crm:x".into(), None));
     assert_eq!(bad["error"]["code"], json!("invalid_action"));
+}
+
+#[wasm_bindgen_test]
+fn permits_judges_the_argument_rules_of_claims() {
+    let mut claims = serde_json::to_value(root()).unwrap();
+    claims["svc_constraints"] =
+        json!({"args": [{"actions": ["read"], "pol": [["like", ".q", "acme*"]]}]});
+    let claims = js(&claims);
+    let judge = |args: Option<JsValue>| {
+        read(&permits(
+            claims.clone(),
+            "read".into(),
+            "crm:deals".into(),
+            args,
+        ))
+    };
+    assert_eq!(
+        judge(Some(js(&json!({"q": "acme corp"})))),
+        json!({"ok": true})
+    );
+    let refused = judge(Some(js(&json!({"q": "other"}))));
+    assert_eq!(
+        (
+            &refused["reason"]["code"],
+            &refused["reason"]["rule"],
+            &refused["reason"]["truth"]
+        ),
+        (&json!("args_not_permitted"), &json!(0), &json!("false"))
+    );
+    assert_eq!(judge(None)["reason"]["code"], json!("args_required"));
+    assert_eq!(
+        judge(Some(JsValue::NULL))["reason"]["code"],
+        json!("args_required")
+    );
+    assert_eq!(
+        judge(Some(r#"{"q":"acme","q":"x"}"#.into()))["error"]["code"],
+        json!("duplicate_member")
+    );
+    let judged = read(&evaluate_policy(
+        js(&json!([["!=", ".to", "x"]])),
+        js(&json!({})),
+    ));
+    assert_eq!(
+        judged,
+        json!({"ok": true, "truth": "undefined", "permits": false})
+    );
 }
 
 #[wasm_bindgen_test]
@@ -508,7 +564,8 @@ fn no_argument_throws() {
             verify_proof(bad.clone(), bad.clone()),
             delegated_grant(bad.clone(), bad.clone()),
             decode_token_unverified(bad.clone()),
-            permits(bad.clone(), bad.clone(), bad.clone()),
+            permits(bad.clone(), bad.clone(), bad.clone(), Some(bad.clone())),
+            evaluate_policy(bad.clone(), bad.clone()),
             check_narrowing(bad.clone(), bad.clone()),
             reputation(bad.clone()),
             summarize_workflow(bad.clone(), Some(bad.clone())),

@@ -81,6 +81,36 @@ fn approval_leaf_vectors() {
 }
 
 #[wasm_bindgen_test]
+fn args_evaluation_vectors() {
+    rules::args::evaluations();
+}
+
+#[wasm_bindgen_test]
+fn args_rule_error_vectors() {
+    rules::args::rule_errors();
+}
+
+#[wasm_bindgen_test]
+fn args_form_vectors() {
+    rules::args::args_forms();
+}
+
+#[wasm_bindgen_test]
+fn args_check_vectors() {
+    rules::args::checks();
+}
+
+#[wasm_bindgen_test]
+fn args_narrowing_vectors() {
+    rules::args::narrowing();
+}
+
+#[wasm_bindgen_test]
+fn args_approval_vectors() {
+    rules::args::approval();
+}
+
+#[wasm_bindgen_test]
 fn webhook_payload_vectors() {
     rules::webhook_payloads();
 }

@@ -129,7 +129,7 @@ fn test() -> Result<()> {
                 "--workspace",
                 "--all-targets",
                 "--features",
-                POSTGRES_SUITE,
+                LINTED_FEATURES,
                 "--",
                 "-D",
                 "warnings",
@@ -178,6 +178,10 @@ fn test() -> Result<()> {
 /// PostgreSQL; every cargo step of the test command that builds the
 /// workspace's tests enables it, so none builds them twice.
 const POSTGRES_SUITE: &str = "mandate-host/postgres-suite";
+
+/// What clippy checks besides: every test target, the UCAN fixtures' too
+/// (which runs only by hand, given the fixture file; tests/ucan_policy.rs).
+const LINTED_FEATURES: &str = "mandate-host/postgres-suite,mandate-conformance/ucan-fixtures";
 
 /// Tests that look at SQLite's own files or data folders (migrations from
 /// earlier releases, the serve lock, the database files' bytes, a full disk):

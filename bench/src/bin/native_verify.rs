@@ -37,6 +37,7 @@ fn typical_claims(now: i64) -> Claims {
                 max_spend_usd: Some(Usd::from_f64(50.0).expect("valid")),
                 max_actions: Some(100),
                 require_approval: None,
+                args: Default::default(),
             },
             policy: Policy::new(vec![Framework::parse("gdpr").expect("valid")]).expect("valid"),
             ttl_seconds: Some(3600),

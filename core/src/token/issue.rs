@@ -168,7 +168,10 @@ pub fn issue_root(request: TokenRequest, issue: RootIssue) -> Result<Claims, Iss
 /// patterns) the request sets are added to the parent's, so a request can
 /// only add to them; a limit or an approval threshold the request sets
 /// replaces the parent's, and is refused when higher
-/// ([`crate::approval::ApprovalRequirement::merged`]).
+/// ([`crate::approval::ApprovalRequirement::merged`]). Argument rules the
+/// request sets are the child's whole list: each rule of the parent must be
+/// among them unchanged (`args_rule_dropped` otherwise); a request without
+/// rules inherits the parent's.
 ///
 /// A grant no wider than its parent is still refused when what the request
 /// adds to the approval requirement could never match under the child's
@@ -193,6 +196,11 @@ pub fn delegated_grant(requested: Grant, parent: &Grant) -> Result<Grant, IssueE
             .constraints
             .min_trust
             .or(parent.constraints.min_trust),
+        args: if requested.constraints.args.is_empty() {
+            parent.constraints.args.clone()
+        } else {
+            requested.constraints.args
+        },
     };
     let mut frameworks = parent.policy.frameworks().to_vec();
     for framework in requested.policy.frameworks() {

@@ -1,5 +1,5 @@
 //! The judge of the rule vectors in `tests/vectors/` (`status`,
-//! `governance`, `refusals`, `counts`, `budgets`, `roles`, `approvals`,
+//! `governance`, `refusals`, `counts`, `budgets`, `roles`, `approvals`, `args`,
 //! the draft's encoding examples of `status_list`, the payloads and event
 //! times of `webhooks`, `traceparent`, and `trust` (which the SDK also
 //! exports: the Node suite runs it there too): rules the server applies and the
@@ -20,6 +20,7 @@ use mandate_core::{EventTime, EventType, SpanId, TraceError, TraceId, TraceParen
 use serde::Deserialize;
 
 pub mod approvals;
+pub mod args;
 pub mod trust;
 
 const STATUS: &str = include_str!("../../../tests/vectors/status.json");

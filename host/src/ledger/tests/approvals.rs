@@ -24,6 +24,7 @@ fn guarded(budget: Option<f64>) -> Constraints {
         max_spend_usd: budget.map(usd),
         max_actions: None,
         require_approval: Some(requirement()),
+        args: Default::default(),
     }
 }
 
