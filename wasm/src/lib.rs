@@ -307,11 +307,11 @@ impl Options {
     }
 }
 
-/// Whether `text` is an origin, `http(s)://host[:port]` (a trailing `/`
-/// allowed), as a status list URI would begin.
+/// Whether `text` is an origin, `http(s)://host[:port]` in any ASCII case (a
+/// trailing `/` allowed), as a status list URI would begin.
 fn is_origin(text: &str) -> bool {
-    let origin = text.trim_end_matches('/');
-    StatusUri::parse(origin).is_ok_and(|uri| uri.origin() == origin)
+    let origin = text.trim_end_matches('/').to_ascii_lowercase();
+    StatusUri::parse(&origin).is_ok_and(|uri| uri.origin() == origin)
 }
 
 /// The options read, the revocation set parsed and the key set prepared.
