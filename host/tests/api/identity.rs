@@ -64,7 +64,9 @@ async fn vouch(app: &TestApp, bearer: &str, agent: &str) -> reqwest::Response {
 /// The agent's trust once the background scores satisfy `until`.
 async fn trust_when(app: &TestApp, key: &str, agent: &str, until: impl Fn(f64) -> bool) -> f64 {
     let mut last = Value::Null;
-    for _ in 0..200 {
+    // A busy machine may take a while to recompute: wait up to a minute.
+    let started = std::time::Instant::now();
+    while started.elapsed() < Duration::from_secs(60) {
         last = expect_json(
             app.get_auth(&format!("/v1/trust/agents/{agent}"), key)
                 .await,

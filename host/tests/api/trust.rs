@@ -79,7 +79,9 @@ async fn trust_when(
     agent: &str,
     until: impl Fn(&Value) -> bool,
 ) -> Value {
-    for _ in 0..200 {
+    // A busy machine may take a while to recompute: wait up to a minute.
+    let started = std::time::Instant::now();
+    while started.elapsed() < Duration::from_secs(60) {
         let body = trust(app, key, agent).await;
         if until(&body) {
             return body;
