@@ -404,8 +404,8 @@ fn only_the_records_token_or_an_ancestor_completes_a_token_made_record() {
     );
     assert_eq!(
         f.ledger.complete(&by(None), at(3)).unwrap_err(),
-        LedgerError::TokenRequired,
-        "an aar_id alone does not complete a token-made record"
+        LedgerError::UnknownRecord,
+        "an aar_id alone does not complete a token-made record, nor learns it exists"
     );
     f.ledger.complete(&by(Some(&root)), at(3)).unwrap();
     assert_eq!(
