@@ -6,8 +6,12 @@
 // Desktop and phone screenshots, no sideways scroll.
 
 import assert from "node:assert/strict";
+import { createHash } from "node:crypto";
 import { after, before, describe, test } from "node:test";
 import { launchBrowser, openPage, screenshot, seedChain, signIn, startServer } from "./harness.mjs";
+
+/** A jti's hash, as the pages name a token (base64url SHA-256). */
+const jthOf = (jti) => createHash("sha256").update(jti).digest("base64url");
 
 describe("tokens", () => {
   let server;
@@ -30,8 +34,8 @@ describe("tokens", () => {
     const { page, errors } = await openPage(browser, { width: 1280, height: 800 });
     await signIn(page, server.base, server.adminKey);
     await page.getByRole("navigation", { name: "Main" }).getByRole("link", { name: "Tokens" }).click();
-    await page.locator("tr[data-jti]").first().waitFor();
-    const statuses = await page.locator("tr[data-jti]").evaluateAll((rows) => rows.map((row) => row.dataset.status));
+    await page.locator("tr[data-jth]").first().waitFor();
+    const statuses = await page.locator("tr[data-jth]").evaluateAll((rows) => rows.map((row) => row.dataset.status));
     assert.deepEqual(statuses, ["active", "active", "revoked"]);
     for (const cell of await page.locator('td[data-label="Human"]').allInnerTexts()) {
       assert.doesNotMatch(cell, /^sha256/, "a human is never shown only by its hash");
@@ -50,15 +54,17 @@ describe("tokens", () => {
 
     await page.getByLabel("Status").selectOption("revoked");
     await page.getByRole("button", { name: "Filter" }).click();
-    await page.waitForFunction(() => document.querySelectorAll("tr[data-jti]").length === 1);
-    assert.equal(await page.locator(`tr[data-jti="${seeded.summarizer.jti}"]`).count(), 1);
+    await page.waitForFunction(() => document.querySelectorAll("tr[data-jth]").length === 1);
+    assert.equal(await page.locator(`tr[data-jth="${jthOf(seeded.summarizer.jti)}"]`).count(), 1);
+    // Tokens are named by jti hash: no jti, which would act as the agent, is on the page.
+    assert.doesNotMatch(await page.content(), /vat_(root|del)_/);
     assert.deepEqual(errors, []);
     await page.context().close();
 
     const phone = await openPage(browser, { width: 390, height: 844 });
     await signIn(phone.page, server.base, server.adminKey);
     await phone.page.goto(`${server.base}/#/tokens`);
-    await phone.page.locator("tr[data-jti]").first().waitFor();
+    await phone.page.locator("tr[data-jth]").first().waitFor();
     const overflow = await phone.page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
     assert.ok(overflow <= 0, `the tokens page is ${overflow}px wider than the screen`);
     await screenshot(phone.page, "phone-tokens");
