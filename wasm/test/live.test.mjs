@@ -549,8 +549,14 @@ function watch(eventClient, options = {}) {
   return watcher;
 }
 
-test("events: live from the stream; a cut connection connects again with Last-Event-ID; none missed", async () => {
+test("events: live from the stream; a cut connection connects again with Last-Event-ID; none missed", async (t) => {
   const cut = await relay(baseUrl);
+  const watchers = [];
+  // A failed assertion must fail the run, not leave streams that keep it open.
+  t.after(() => {
+    watchers.forEach((w) => w.stop());
+    cut.drop();
+  });
   const token = await client.issueL1({
     developer_email: "dev@example.com",
     agent_id: "streamer",
@@ -565,6 +571,7 @@ test("events: live from the stream; a cut connection connects again with Last-Ev
   // One stream straight to the server, for reference; one through the relay.
   const direct = watch(client);
   const relayed = watch(new MandateClient({ baseUrl: cut.url, apiKey }));
+  watchers.push(direct, relayed);
   await until("both streams to connect", () => direct.opened === 1 && relayed.opened === 1);
 
   const first = await ask("bank:one");
@@ -613,6 +620,7 @@ test("events: live from the stream; a cut connection connects again with Last-Ev
   await client.decide(second.approval.approval_id, { decision: "deny", note: "not now" });
   await until("the reference stream to see the sixth event", () => direct.events.length === 6);
   const resumed = watch(client, { lastEventId: last });
+  watchers.push(resumed);
   await until("the resumed stream to catch up", () => resumed.events.length === 1);
   assert.deepEqual(ids(resumed), ids(direct).slice(5));
   assert.deepEqual([resumed.events[0].type, resumed.events[0].data.note], ["approval.decided", "not now"]);
