@@ -37,7 +37,7 @@ const PROFILE: &str = "wasm-release";
 /// 610 000 for the trust graph (607 524 measured): `trustScores`, core's
 /// rule with the serde readers of a graph and its parameters (+57.3 KB),
 /// and `verifyTrustStatement` (+11.3 KB); then to 690 000 for the third
-/// release's checks (682 088 measured): a status URI held to the issuer's
+/// release's checks (682 228 measured): a status URI held to the issuer's
 /// origins (+4.2 KB) and argument constraints (+70.3 KB: the policy
 /// language's parser and three-valued judge, the strict JSON reader and
 /// RFC 8785 writer over `serde_json::Value`, `evaluatePolicy` and `permits`
