@@ -52,29 +52,7 @@ impl Ledger {
         write: impl FnOnce(&mut Ledger) -> Result<T, LedgerError>,
         answer: impl FnOnce(&T) -> StoredReply,
     ) -> Result<Reply<T>, LedgerError> {
-        let Some(key) = key else {
-            return write(self).map(|outcome| Reply::Fresh(outcome, None));
-        };
-        self.enter(key.org)?;
-        let since = now.ms() - RETENTION_MS;
-        if let Some(stored) = idempotency::find(&self.conn, key.org, &key.scope, &key.key, since)? {
-            if stored.request_sha256 != key.body_sha256 {
-                return Err(LedgerError::IdempotencyKeyReused);
-            }
-            return Ok(Reply::Replayed(stored.reply));
-        }
-        let outcome = write(self)?;
-        let reply = answer(&outcome);
-        idempotency::store(
-            &self.conn,
-            key.org,
-            &key.scope,
-            &key.key,
-            &key.body_sha256,
-            &reply,
-            now.ms(),
-        )?;
-        Ok(Reply::Fresh(outcome, Some(reply)))
+        self.once_resuming(key, now, write, |_, _| Ok(None), answer)
     }
 
     /// [`Ledger::once`] for a write whose answer may be to wait (202, as a
