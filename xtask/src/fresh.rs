@@ -77,9 +77,10 @@ pub(crate) fn fresh(root: &Path, args: &[&str]) -> Result<()> {
     paths.extend(std::env::split_paths(&path));
     let started = Instant::now();
     eprintln!("\n$ cargo xtask test   (in {})", clone.display());
+    let mut test = Command::new("cargo");
+    crate::without_cargo_run_env(&mut test);
     let outcome = status(
-        Command::new("cargo")
-            .args(["xtask", "test"])
+        test.args(["xtask", "test"])
             .current_dir(&clone)
             .env("CARGO_HOME", &cargo_home)
             .env("RUSTUP_HOME", rustup_home()?)

@@ -41,6 +41,7 @@ fn fuzz_one(root: &Path, target: &str, features: &[&str], seconds: u64) -> Resul
     let seeds = root.join("fuzz").join("corpus").join(target);
     std::fs::create_dir_all(&seeds)?;
     let mut command = Command::new("cargo");
+    crate::without_cargo_run_env(&mut command);
     command
         .current_dir(root.join("fuzz"))
         .args(["+nightly", "fuzz", "run", target]);

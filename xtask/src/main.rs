@@ -68,7 +68,9 @@ fn run(program: &str, args: &[&str]) -> Result<()> {
 fn run_with(program: &str, args: &[&str], envs: &[(&str, &str)]) -> Result<()> {
     let shown: Vec<String> = envs.iter().map(|(k, v)| format!("{k}={v} ")).collect();
     eprintln!("\n$ {}{program} {}", shown.concat(), args.join(" "));
-    let status = Command::new(program)
+    let mut command = Command::new(program);
+    without_cargo_run_env(&mut command);
+    let status = command
         .args(args)
         .envs(envs.iter().copied())
         .current_dir(root())
@@ -77,6 +79,26 @@ fn run_with(program: &str, args: &[&str], envs: &[(&str, &str)]) -> Result<()> {
         return fail(format!("`{program} {}` failed: {status}", args.join(" ")));
     }
     Ok(())
+}
+
+/// Keeps the variables `cargo run` set for this process (the package's name,
+/// version and folder) from the commands it starts: build scripts such as
+/// ring's rerun when they change, so a cargo started from here would
+/// otherwise recompile a dozen crates that a cargo typed in a shell built,
+/// and the other way round.
+fn without_cargo_run_env(command: &mut Command) {
+    for (name, _) in std::env::vars_os() {
+        let Some(name) = name.to_str() else { continue };
+        if name.starts_with("CARGO_PKG_")
+            || name.starts_with("CARGO_MANIFEST_")
+            || matches!(
+                name,
+                "CARGO_CRATE_NAME" | "CARGO_BIN_NAME" | "CARGO_PRIMARY_PACKAGE"
+            )
+        {
+            command.env_remove(name);
+        }
+    }
 }
 
 /// Runs the steps of a task in order, stopping at the first failure, and
@@ -172,6 +194,34 @@ fn test() -> Result<()> {
     steps.report();
     eprintln!("\nall suites passed");
     Ok(())
+}
+
+/// Builds every program of the workspace (debug) together with its tests,
+/// as the native test step does, and returns the folder of the executables.
+///
+/// With the tests selected, cargo resolves the same dependency features as
+/// `cargo test --workspace` and reuses that build; a plain `cargo build -p
+/// mandate-host` resolves others and compiles the host and a dozen crates a
+/// second time (about two minutes of a cold run). Alone, on an empty target
+/// folder, this builds the test suites too.
+fn debug_programs(root: &Path) -> Result<PathBuf> {
+    run(
+        "cargo",
+        &[
+            "build",
+            "--workspace",
+            "--bins",
+            "--tests",
+            "--features",
+            POSTGRES_SUITE,
+        ],
+    )?;
+    Ok(wasm::target_dir(root)?.join("debug"))
+}
+
+/// The debug `mandate` of [`debug_programs`].
+fn debug_server(root: &Path) -> Result<PathBuf> {
+    Ok(debug_programs(root)?.join(format!("mandate{}", std::env::consts::EXE_SUFFIX)))
 }
 
 /// The feature that compiles the API suite's multi-host tests, which need

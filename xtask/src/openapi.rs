@@ -48,7 +48,7 @@ impl Drop for Scratch {
 /// The document as a fresh `mandate serve` (debug build, default
 /// configuration, its own data folder) serves it.
 fn served(root: &Path, scratch: &Path) -> Result<String> {
-    let binary = crate::web::build_server(root)?;
+    let binary = crate::debug_server(root)?;
     let mut server = Command::new(binary)
         .args(["serve", "--listen", "127.0.0.1:0", "--data-dir"])
         .arg(scratch.join("data"))

@@ -186,10 +186,7 @@ pub(crate) fn schemathesis_run(root: &Path, args: &[&str]) -> Result<()> {
         _ => return fail("usage: cargo xtask schemathesis [--examples N]"),
     };
     let st = schemathesis(root)?;
-    run(
-        "cargo",
-        &["build", "--package", "mandate-host", "--bin", "mandate"],
-    )?;
+    let server = crate::debug_server(root)?;
     let scratch = std::env::temp_dir().join(format!("mandate-schemathesis-{}", std::process::id()));
     std::fs::create_dir_all(&scratch)?;
     let config = scratch.join("mandate.toml");
@@ -198,7 +195,7 @@ pub(crate) fn schemathesis_run(root: &Path, args: &[&str]) -> Result<()> {
         "[rate_limits]\nper_api_key = 0\nper_token = 0\nper_org = 0\nper_ip = 0\n",
     )?;
     let data = scratch.join("data");
-    let mut server = Command::new(target_dir(root)?.join("debug").join("mandate"))
+    let mut server = Command::new(&server)
         .args(["serve", "--listen", "127.0.0.1:0", "--config"])
         .arg(&config)
         .arg("--data-dir")

@@ -73,6 +73,7 @@ const LIVE_NODE24_TESTS: [&str; 6] = [
 
 fn command(dir: &Path, program: impl AsRef<OsStr>, args: &[&OsStr]) -> Command {
     let mut command = Command::new(program);
+    crate::without_cargo_run_env(&mut command);
     command.args(args).current_dir(dir);
     command
 }
@@ -297,14 +298,7 @@ pub(crate) fn test(root: &Path) -> Result<()> {
     node.extend(NODE_TESTS);
     run_in(&wasm, "node", &node)?;
     crate::runtimes::test(root)?;
-    run_in(
-        root,
-        "cargo",
-        &["build", "--package", "mandate-host", "--bin", "mandate"],
-    )?;
-    let server = target_dir(root)?
-        .join("debug")
-        .join(format!("mandate{}", std::env::consts::EXE_SUFFIX));
+    let server = crate::debug_server(root)?;
     let mut live = command(
         &wasm,
         "node",

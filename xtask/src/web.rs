@@ -8,8 +8,8 @@
 
 use std::ffi::OsStr;
 use std::fs::File;
-use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::path::Path;
+use std::process::Command;
 use std::time::SystemTime;
 
 use crate::{Result, fail};
@@ -60,36 +60,6 @@ fn ensure_chromium(root: &Path) -> Result<()> {
     ))
 }
 
-/// Builds `mandate` (debug) and returns the path of the executable, wherever
-/// the target directory is.
-pub(crate) fn build_server(root: &Path) -> Result<PathBuf> {
-    eprintln!("\n$ cargo build --package mandate-host --bin mandate");
-    let output = Command::new("cargo")
-        .args([
-            "build",
-            "--package",
-            "mandate-host",
-            "--bin",
-            "mandate",
-            "--message-format=json-render-diagnostics",
-        ])
-        .current_dir(root)
-        .stderr(Stdio::inherit())
-        .output()?;
-    if !output.status.success() {
-        return fail("building mandate failed");
-    }
-    let executable = String::from_utf8_lossy(&output.stdout)
-        .lines()
-        .filter_map(|line| serde_json::from_str::<serde_json::Value>(line).ok())
-        .filter(|message| message["target"]["name"] == "mandate")
-        .find_map(|message| message["executable"].as_str().map(PathBuf::from));
-    match executable {
-        Some(path) => Ok(path),
-        None => fail("cargo did not report the mandate executable"),
-    }
-}
-
 /// `cargo xtask web`: builds the pages into `web/dist` (type-checked, then
 /// bundled by Vite), first building the mandate-sdk package they use if it
 /// is missing.
@@ -119,7 +89,7 @@ pub(crate) fn test(root: &Path) -> Result<()> {
     let web = root.join("web");
     run_in(&web, "npm", &["ci", "--no-audit", "--no-fund"], &[])?;
     build(root)?;
-    let server = build_server(root)?;
+    let server = crate::debug_server(root)?;
     let mut suites: Vec<String> = std::fs::read_dir(web.join("e2e"))?
         .filter_map(|entry| entry.ok())
         .map(|entry| entry.file_name().to_string_lossy().into_owned())

@@ -120,14 +120,23 @@ const TRUST_RECOMPUTE_CEILING_MS: f64 = 1_000.0;
 /// agents and 100 000 vouches (1 000 and 10 000 with `--quick`), held to
 /// [`TRUST_RECOMPUTE_CEILING_MS`]; prints the row and writes nothing.
 fn trust_only(root: &Path, quick: bool) -> Result<()> {
-    let mut build = vec!["build", "-p", "mandate-bench", "--bin", "trust_recompute"];
-    if !quick {
-        build.push("--release");
+    let bin = if quick {
+        crate::debug_programs(root)?
+    } else {
+        run(
+            "cargo",
+            &[
+                "build",
+                "-p",
+                "mandate-bench",
+                "--bin",
+                "trust_recompute",
+                "--release",
+            ],
+        )?;
+        target_dir(root)?.join("release")
     }
-    run("cargo", &build)?;
-    let bin = target_dir(root)?
-        .join(if quick { "debug" } else { "release" })
-        .join("trust_recompute");
+    .join("trust_recompute");
     let flag: &[&str] = if quick { &["--quick"] } else { &[] };
     let row = json_of(&bin, flag, root)?;
     let median = row["median_ms"].as_f64().unwrap_or(f64::NAN);
@@ -178,20 +187,23 @@ pub(crate) fn bench(root: &Path, args: &[&str]) -> Result<()> {
         return trust_only(root, quick);
     }
     ensure_wrk()?;
-    let profile = if quick { "debug" } else { "release" };
-    let mut build = vec![
-        "build",
-        "-p",
-        "mandate-host",
-        "-p",
-        "mandate-bench",
-        "--bins",
-    ];
-    if !quick {
-        build.push("--release");
-    }
-    run("cargo", &build)?;
-    let bins = target_dir(root)?.join(profile);
+    let bins = if quick {
+        crate::debug_programs(root)?
+    } else {
+        run(
+            "cargo",
+            &[
+                "build",
+                "-p",
+                "mandate-host",
+                "-p",
+                "mandate-bench",
+                "--bins",
+                "--release",
+            ],
+        )?;
+        target_dir(root)?.join("release")
+    };
     let scripts = root.join("bench/wrk");
     let scratch = std::env::temp_dir().join(format!("mandate-bench-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&scratch);
