@@ -14,8 +14,10 @@
 //!   and Redocly's recommended rules.
 //! - `fuzz [--seconds N] [TARGET…]`: run the cargo-fuzz targets in `fuzz/`.
 //! - `schemathesis [--examples N]`: API conformance under generated input.
-//! - `bench [--quick] [--only budget|events|reviewer|trust]`: measure against peers and ceilings;
-//!   write BENCHMARKS.md (not with `--only`, which measures some rows).
+//! - `bench [--quick] [--only budget|events|reviewer|trust] [--against BIN]`:
+//!   measure against peers and ceilings; write BENCHMARKS.md (not with
+//!   `--only`, which measures some rows, nor `--against`, which measures
+//!   the write rows against another build's `mandate`).
 //! - `web`: build the dashboard and the widget into `web/dist`.
 //! - `postgres`: a throwaway PostgreSQL cluster (and its URL) to try
 //!   `mandate serve --database` by hand, until standard input closes.
@@ -336,7 +338,7 @@ fn main() {
         "web" => web::build(&root()),
         _ => {
             eprintln!(
-                "usage: cargo xtask <test | fresh [--keep] | vectors [--check] | serve | postgres | wasm | runtimes | openapi | web | fuzz | schemathesis | bench [--quick] [--only budget|events|reviewer|trust]>"
+                "usage: cargo xtask <test | fresh [--keep] | vectors [--check] | serve | postgres | wasm | runtimes | openapi | web | fuzz | schemathesis | bench [--quick] [--only budget|events|reviewer|trust] [--against BIN]>"
             );
             std::process::exit(2);
         }

@@ -57,6 +57,7 @@ impl From<LedgerError> for ApiError {
                 message,
             ),
             LedgerError::Lifecycle(error) => lifecycle(error),
+            LedgerError::DelegationCloses => ApiError::conflict("not_completable", message),
             LedgerError::BeyondReservation { aar_id, expired } => {
                 let mut problem = ApiError::holder_inactive(expired);
                 problem.detail.push_str("; ");

@@ -297,8 +297,29 @@ impl Ledger {
     /// released; spend above it is judged again (`judge_extra_spend`). Once
     /// the record's token is revoked or expired, a completion still reports
     /// what happened, but may report spend up to the reservation and no
-    /// more. A refusal changes nothing.
+    /// more. A refusal changes nothing. A delegation's record (one waiting
+    /// for approval) is the delegation's to close: its child, or its
+    /// refusal, comes from repeating the delegation, so closing it here is
+    /// refused (a repeat would otherwise answer 202 for ever).
     pub fn complete(&mut self, completion: &Completion, now: Now) -> Result<Record, LedgerError> {
+        self.close(completion, now, false)
+    }
+
+    /// [`Ledger::complete`] by the delegation whose record this is.
+    pub(super) fn complete_delegation(
+        &mut self,
+        completion: &Completion,
+        now: Now,
+    ) -> Result<Record, LedgerError> {
+        self.close(completion, now, true)
+    }
+
+    fn close(
+        &mut self,
+        completion: &Completion,
+        now: Now,
+        by_delegation: bool,
+    ) -> Result<Record, LedgerError> {
         let (mut record, token) = self.record(&completion.aar_id)?;
         match (&completion.presented, record.credential) {
             (Some(jti), _) => {
@@ -313,6 +334,9 @@ impl Ledger {
             }
             (None, Credential::Token) => return Err(LedgerError::UnknownRecord),
             (None, Credential::Jti) => {}
+        }
+        if record.action == mandate_core::scope::DELEGATE_ACTION && !by_delegation {
+            return Err(LedgerError::DelegationCloses);
         }
         let state = transition(Some(record.state), RecordEvent::Complete(completion.result))
             .map_err(LedgerError::Lifecycle)?;

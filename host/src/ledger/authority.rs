@@ -396,7 +396,7 @@ impl Ledger {
         let ulid =
             Ulid::new(u64::try_from(at).unwrap_or(0), delegation.child_random).map_err(internal)?;
         let refused = |ledger: &mut Ledger, refusal: Refusal| {
-            ledger.complete(
+            ledger.complete_delegation(
                 &Completion {
                     aar_id: aar_id.clone(),
                     result: Outcome::Cancelled,
@@ -428,7 +428,7 @@ impl Ledger {
             key,
             at,
         )?;
-        self.complete(
+        self.complete_delegation(
             &Completion {
                 aar_id: aar_id.clone(),
                 result: Outcome::Success,

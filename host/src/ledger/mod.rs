@@ -121,6 +121,12 @@ pub enum LedgerError {
     /// The record is not in a state for this (already completed, rated…).
     #[error(transparent)]
     Lifecycle(RecordError),
+    /// A completion of a delegation's record, which only repeating the
+    /// delegation closes.
+    #[error(
+        "this record is a delegation's: repeat the delegation with its Idempotency-Key to get the child token (or its refusal) once the approval is decided"
+    )]
+    DelegationCloses,
     /// A completion reported more than was reserved after the record's
     /// token became inactive.
     #[error("a completion may report spend up to the amount reserved at authorize, no more")]

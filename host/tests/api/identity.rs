@@ -409,6 +409,19 @@ async fn a_delegation_requiring_approval_waits_then_returns_the_child_once() {
         StatusCode::OK,
     )
     .await;
+    // The delegation's record is the delegation's to close: completing it
+    // directly is refused, so the repeat below is not left answering 202.
+    expect_problem(
+        app.post_auth(
+            &format!("/v1/vat/aar/{aar_id}/complete"),
+            &jwt,
+            &json!({"result": "success"}),
+        )
+        .await,
+        StatusCode::CONFLICT,
+        "not_completable",
+    )
+    .await;
     let child = expect_json(delegate(Some("d-1"), "worker").await, StatusCode::CREATED).await;
     assert_eq!(child["claims"]["sub"], "agent:worker");
     assert_eq!(child["aar_id"], waiting["aar_id"]);

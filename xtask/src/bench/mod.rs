@@ -1,5 +1,6 @@
-//! `cargo xtask bench [--quick] [--only budget|events|reviewer|trust]`: measures Mandate against
-//! peers and ceilings in one run and writes `BENCHMARKS.md`.
+//! `cargo xtask bench [--quick] [--only budget|events|reviewer|trust]
+//! [--against BIN]`: measures Mandate against peers and ceilings in one run
+//! and writes `BENCHMARKS.md`.
 //!
 //! Every row is a ratio of two contenders measured side by side, in
 //! interleaved rounds, reported as the median with its range, next to the
@@ -11,7 +12,9 @@
 //! rows alone; `--only reviewer` the dashboard's rows alone, on a fresh
 //! folder of 5 M records of several agents over 30 days; `--only trust`
 //! the trust graph's recomputation at 10 000 agents and 100 000 vouches,
-//! against its ceiling.
+//! against its ceiling. `--against BIN` measures record/action and
+//! delegate on this build and on another build's `mandate` in interleaved
+//! rounds, prints the ratios and writes nothing.
 //!
 //! `running` runs wrk, the server and the bench programs; `parsing` reads
 //! their output into figures; `report` renders BENCHMARKS.md, where each
@@ -29,7 +32,7 @@ use crate::{Result, fail, run};
 use parsing::{Spread, errors, p, p99_ratio, ratio};
 use report::Report;
 use running::{
-    DASHBOARD_AGENTS, budget, cold_starts, dashboard, ensure_wrk, events, filled,
+    DASHBOARD_AGENTS, against, budget, cold_starts, dashboard, ensure_wrk, events, filled,
     filled_for_dashboard, growth, http, json_of, machine, postgres, record_log, reference_verifier,
     today, wasm_sizes,
 };
@@ -110,6 +113,36 @@ fn reviewer_only(plan: Plan, bins: &Path, scratch: &Path, scripts: &Path) -> Res
     Ok(())
 }
 
+/// `cargo xtask bench --against BIN`: record/action and delegate on this
+/// build and on `baseline` (the `mandate` of another build, e.g. a release
+/// build of the commit before a change), in interleaved rounds; prints the
+/// ratios and writes nothing. A change on the write path states its cost
+/// with it.
+fn against_only(
+    plan: Plan,
+    bins: &Path,
+    baseline: &Path,
+    scratch: &Path,
+    scripts: &Path,
+) -> Result<()> {
+    let rows = against(plan, &bins.join("mandate"), baseline, scratch, scripts)?;
+    let _ = std::fs::remove_dir_all(scratch);
+    let failed = errors(&rows.record)
+        + errors(&rows.baseline_record)
+        + errors(&rows.delegate)
+        + errors(&rows.baseline_delegate);
+    for row in rows.targets() {
+        eprintln!("{}", row.line());
+    }
+    for (what, figure) in rows.figures() {
+        eprintln!("| {what} | {figure} |");
+    }
+    if failed > 0 {
+        return fail(format!("{failed} requests failed under the load"));
+    }
+    Ok(())
+}
+
 /// The most a recomputation of the trust scores of 10 000 agents and
 /// 100 000 vouches may take (the median of five, release build): the
 /// server recomputes an organisation in the background after a change, and
@@ -183,6 +216,17 @@ pub(crate) fn bench(root: &Path, args: &[&str]) -> Result<()> {
             rounds: 5,
         }
     };
+    let baseline = match args.iter().position(|a| *a == "--against") {
+        None => None,
+        Some(i) => match args.get(i + 1) {
+            Some(path) if Path::new(path).is_file() => Some(Path::new(path).to_owned()),
+            other => {
+                return fail(format!(
+                    "--against takes the path of another build's mandate executable, not {other:?}"
+                ));
+            }
+        },
+    };
     if only == Some("trust") {
         return trust_only(root, quick);
     }
@@ -208,6 +252,9 @@ pub(crate) fn bench(root: &Path, args: &[&str]) -> Result<()> {
     let scratch = std::env::temp_dir().join(format!("mandate-bench-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&scratch);
     std::fs::create_dir_all(&scratch)?;
+    if let Some(baseline) = baseline {
+        return against_only(plan, &bins, &baseline, &scratch, &scripts);
+    }
     match only {
         Some("budget") => return budget_only(plan, &bins, &scratch, &scripts),
         Some("reviewer") => return reviewer_only(plan, &bins, &scratch, &scripts),

@@ -9,7 +9,7 @@ use serde_json::Value;
 use super::Plan;
 use super::parsing::{Spread, p, p99_ratio, ratio, rps};
 use super::running::{
-    BUDGET_MS, Budget, DashboardRows, EventRows, Growth, Http, LogRows, Postgres, READERS,
+    Against, BUDGET_MS, Budget, DashboardRows, EventRows, Growth, Http, LogRows, Postgres, READERS,
 };
 
 impl Spread {
@@ -266,6 +266,49 @@ impl LogRows {
             (
                 "a record's proof (req/s)".to_owned(),
                 rps(&self.proof).show(0),
+            ),
+        ]
+    }
+}
+
+impl Against {
+    /// The rows of the targets table: a change keeps the write path's
+    /// speed within 5 % of the build it is measured against.
+    pub(super) fn targets(&self) -> [Row; 2] {
+        [
+            Row::new(
+                "record/action, this build / the baseline (req/s)",
+                Target::AtLeast(0.95, Unit::Times),
+                ratio(&self.record, &self.baseline_record),
+                3,
+            ),
+            Row::new(
+                "delegate, this build / the baseline (req/s)",
+                Target::AtLeast(0.95, Unit::Times),
+                ratio(&self.delegate, &self.baseline_delegate),
+                3,
+            ),
+        ]
+    }
+
+    /// The rows of the absolute figures: (what, figure).
+    pub(super) fn figures(&self) -> [(String, String); 4] {
+        [
+            (
+                "record/action, this build (req/s)".to_owned(),
+                rps(&self.record).show(0),
+            ),
+            (
+                "record/action, the baseline, same rounds (req/s)".to_owned(),
+                rps(&self.baseline_record).show(0),
+            ),
+            (
+                "delegate, this build (req/s)".to_owned(),
+                rps(&self.delegate).show(0),
+            ),
+            (
+                "delegate, the baseline, same rounds (req/s)".to_owned(),
+                rps(&self.baseline_delegate).show(0),
             ),
         ]
     }

@@ -333,6 +333,102 @@ pub(super) fn http(plan: Plan, bin: &Path, scratch: &Path, scripts: &Path) -> Re
     })
 }
 
+/// The write rows of this build against another build's, side by side.
+pub(super) struct Against {
+    /// record/action on this build, in turns with `baseline_record`.
+    pub(super) record: Vec<Load>,
+    pub(super) baseline_record: Vec<Load>,
+    /// delegate on this build, in turns with `baseline_delegate`.
+    pub(super) delegate: Vec<Load>,
+    pub(super) baseline_delegate: Vec<Load>,
+}
+
+/// record/action and delegate on `bin` and on `baseline` (another build of
+/// `mandate`), each on a fresh folder of its own, in interleaved rounds.
+pub(super) fn against(
+    plan: Plan,
+    bin: &Path,
+    baseline: &Path,
+    scratch: &Path,
+    scripts: &Path,
+) -> Result<Against> {
+    let ours = Server::start(bin, &scratch.join("ours"), NO_LIMITS)?;
+    let theirs = Server::start(baseline, &scratch.join("baseline"), NO_LIMITS)?;
+    let record_script = scripts.join("record.lua");
+    let record_load = |server: &Server| -> Result<(String, String)> {
+        Ok((
+            format!("{}/v1/vat/record/action", server.base),
+            server.token("bench-bot", &["read"])?,
+        ))
+    };
+    let (ours_url, ours_jti) = record_load(&ours)?;
+    let (theirs_url, theirs_jti) = record_load(&theirs)?;
+    let (record, baseline_record) = compare(
+        plan,
+        &|| {
+            wrk(
+                &ours_url,
+                Some(&record_script),
+                &[("JTI", ours_jti.as_str())],
+                plan.seconds,
+            )
+        },
+        &|| {
+            wrk(
+                &theirs_url,
+                Some(&record_script),
+                &[("JTI", theirs_jti.as_str())],
+                plan.seconds,
+            )
+        },
+    )?;
+    let delegate_script = scripts.join("delegate.lua");
+    let delegate_load = |server: &Server, name: &str| -> Result<(String, String)> {
+        let parents = (0..if plan.quick { 4 } else { DELEGATE_PARENTS })
+            .map(|n| {
+                Ok(server
+                    .issued(&format!("bench-parent-{n}"), &["read", "delegate"])?
+                    .1)
+            })
+            .collect::<Result<Vec<_>>>()?;
+        let file = scratch.join(format!("{name}-parents.txt"));
+        std::fs::write(&file, parents.join("\n") + "\n")?;
+        Ok((
+            format!("{}/v1/vat/delegate", server.base),
+            file.to_str().ok_or("path")?.to_owned(),
+        ))
+    };
+    let (ours_url, ours_parents) = delegate_load(&ours, "ours")?;
+    let (theirs_url, theirs_parents) = delegate_load(&theirs, "baseline")?;
+    let (delegate, baseline_delegate) = compare(
+        plan,
+        &|| {
+            wrk(
+                &ours_url,
+                Some(&delegate_script),
+                &[("PARENTS", ours_parents.as_str())],
+                plan.seconds,
+            )
+        },
+        &|| {
+            wrk(
+                &theirs_url,
+                Some(&delegate_script),
+                &[("PARENTS", theirs_parents.as_str())],
+                plan.seconds,
+            )
+        },
+    )?;
+    ours.stop();
+    theirs.stop();
+    Ok(Against {
+        record,
+        baseline_record,
+        delegate,
+        baseline_delegate,
+    })
+}
+
 /// The rows of the growth section.
 pub(super) struct Growth {
     /// Records stored before the load → (record/action, healthz) loads.
