@@ -182,7 +182,9 @@ async fn unindexed_record_filters_stop_at_the_budget() {
         // to find a write among them.
         "agent_id=bulk-bot&action=write",
     ] {
-        let started = Instant::now();
+        // No record matches: a scan that finished would answer 200 with
+        // none, so the refusal is the budget stopping it (no bound on the
+        // time taken, which a busy machine stretches).
         let response = app
             .get_auth(&format!("/v1/vat/aar?{query}"), &app.admin_key)
             .await;
@@ -192,11 +194,6 @@ async fn unindexed_record_filters_stop_at_the_budget() {
             "query_too_broad",
         )
         .await;
-        assert!(
-            started.elapsed() < Duration::from_secs(2),
-            "{query}: answered after {:?}",
-            started.elapsed()
-        );
         let detail = text(&problem["detail"]);
         for indexed in ["agent_id", "provenance_ref", "vat_jti", "since", "until"] {
             assert!(detail.contains(indexed), "{query}: {detail}");
