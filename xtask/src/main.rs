@@ -145,6 +145,11 @@ fn test() -> Result<()> {
     })?;
     steps.step("fmt", || run("cargo", &["fmt", "--all", "--", "--check"]))?;
     steps.step("vectors", || vectors::run(&root, true))?;
+    // The pages before any build of the host, which embeds them.
+    steps.step("npm package and pages", || {
+        wasm::build_for_tests(&root)?;
+        web::build_for_tests(&root)
+    })?;
     steps.step("clippy", || {
         run(
             "cargo",
@@ -192,7 +197,7 @@ fn test() -> Result<()> {
             ],
         )
     })?;
-    steps.step("web and browser", || web::test(&root))?;
+    steps.step("browser", || web::test(&root))?;
     steps.report();
     eprintln!("\nall suites passed");
     Ok(())

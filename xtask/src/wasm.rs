@@ -203,16 +203,28 @@ pub(crate) fn npm_ci_if_stale(dir: &Path) -> Result<()> {
 /// `cargo xtask wasm`: builds the package into `wasm/pkg`, writing the
 /// client's generated types first.
 pub(crate) fn build(root: &Path) -> Result<()> {
+    package(root, true)
+}
+
+/// The test command's package: a fresh install of the pinned npm packages,
+/// then the package built from the committed generated types ([`test`]
+/// checks them against the served document once the server is built; the
+/// pages are built from this package before the host is compiled, which
+/// embeds them).
+pub(crate) fn build_for_tests(root: &Path) -> Result<()> {
+    npm_ci(&root.join("wasm"))?;
     package(root, false)
 }
 
-/// Builds the package; with `check_types`, fails if the committed generated
-/// types are not what the served document gives, instead of writing them.
-fn package(root: &Path, check_types: bool) -> Result<()> {
+/// Builds the package; with `write_types`, first writes the client's types
+/// generated from the served document (which builds the server).
+fn package(root: &Path, write_types: bool) -> Result<()> {
     let wasm = root.join("wasm");
     ensure_wasm_bindgen(root)?;
     npm_ci_if_stale(&wasm)?;
-    crate::openapi::client_types(root, check_types)?;
+    if write_types {
+        crate::openapi::client_types(root, false)?;
+    }
     run_in(
         root,
         "cargo",
@@ -264,16 +276,15 @@ fn package(root: &Path, check_types: bool) -> Result<()> {
     report(&pkg)
 }
 
-/// The package's suites: the generated types are current, the façade under
+/// The package's suites, on the package [`build_for_tests`] made: the
+/// generated types it was built from are current, the façade under
 /// Node with wasm-bindgen-test, the conformance vectors, the JavaScript
 /// surface, the client, the packed package in a fresh project, the other
 /// runtimes, the live server through the client, and the framework adapters
 /// and the example against a live server.
 pub(crate) fn test(root: &Path) -> Result<()> {
     let wasm = root.join("wasm");
-    ensure_wasm_bindgen(root)?;
-    npm_ci(&wasm)?;
-    package(root, true)?;
+    crate::openapi::client_types(root, true)?;
     run_in(
         root,
         "cargo",

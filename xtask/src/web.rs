@@ -81,14 +81,25 @@ pub(crate) fn build(root: &Path) -> Result<()> {
     Ok(())
 }
 
-/// The browser tests: a fresh install of the pinned packages, the pages
-/// built, the server built with them, then every `web/e2e/*.test.mjs`.
-/// Screenshots land in `web/test-artifacts/screenshots`.
+/// The test command's pages: a fresh install of the pinned packages, then
+/// the pages built, before the host is compiled (it embeds them: built
+/// after, they made the host and every test target of it compile again).
+pub(crate) fn build_for_tests(root: &Path) -> Result<()> {
+    run_in(
+        &root.join("web"),
+        "npm",
+        &["ci", "--no-audit", "--no-fund"],
+        &[],
+    )?;
+    build(root)
+}
+
+/// The browser tests: the server built with the pages [`build_for_tests`]
+/// made, then every `web/e2e/*.test.mjs`. Screenshots land in
+/// `web/test-artifacts/screenshots`.
 pub(crate) fn test(root: &Path) -> Result<()> {
     ensure_chromium(root)?;
     let web = root.join("web");
-    run_in(&web, "npm", &["ci", "--no-audit", "--no-fund"], &[])?;
-    build(root)?;
     let server = crate::debug_server(root)?;
     let mut suites: Vec<String> = std::fs::read_dir(web.join("e2e"))?
         .filter_map(|entry| entry.ok())
