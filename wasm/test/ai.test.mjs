@@ -296,7 +296,7 @@ test("approval through the hook, waiting: the reviewer approves in Mandate, the 
   assert.equal(asked.length, 1);
   const [{ approval, call }] = asked;
   assert.equal(approval.url, agent.approvalUrl(approval.approval_id));
-  assert.deepEqual(call.request, { action: "pay", resource: "bank:rent", spend_usd: 900 });
+  assert.deepEqual(call.request, { action: "pay", resource: "bank:rent", spend_usd: 900, args: { invoice: "rent", amount: 900 } });
   const response = result.content.find((part) => part.type === "tool-approval-response");
   assert.equal(response.approved, true);
   assert.equal(response.reason, `approved in Mandate (${approval.aar_id})`);

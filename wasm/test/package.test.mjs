@@ -165,8 +165,18 @@ test("TypeScript: the declarations type-check a strict consumer", () => {
       use(tokenType, checked.valid, key.jkt);
       for await (const record of client.records({ provenance_ref: child.provenance_ref, since: new Date() })) {
         const status: "awaiting_approval" | "pending" | "completed" | "denied" = record.status;
-        use(status);
+        const argsHash: string | undefined = record.args_hash;
+        const kept: JsonValue | undefined = record.args?.to;
+        use(status, argsHash, kept);
       }
+      // A call's arguments: sent as a JSON object, judged offline by the token's rules, and by a verifier.
+      const args: JsonObject = { to: ["ann@example.com"], amount_usd: 5, draft: { urgent: false } };
+      const permitted: AuthorizeResponse = await client.authorize({ action: "send", resource: "mail:outbox", args }, { token: issued.compact_jwt });
+      const refusal: MandateError | undefined = checkArgsOffline(issued.compact_jwt, { action: "send", resource: "mail:outbox", args });
+      const attempt: AttemptResult = await verifyAttempt(verifier, issued.compact_jwt, { action: "send", resource: "mail:outbox", args });
+      if (!attempt.valid) use(attempt.error.code, attempt.error.stage);
+      await client.recordActions([{ action: "send", resource: "mail:outbox", result: "success", args }], { token: issued.compact_jwt });
+      use(permitted.authorized, refusal?.code);
       const asked: AuthorizeResponse = await client.authorize(
         { action: "pay", resource: "bank:x", spend_usd: 40 },
         { token: issued.compact_jwt, waitForApproval: { timeoutSeconds: 600 } },
@@ -210,6 +220,7 @@ test("TypeScript: the declarations type-check a strict consumer", () => {
     type DecodeResult, type IssuedToken, type RecordActionResponse, type DelegatedToken,
     verifyWebhook, type WebhookResult, type WebhookEventType,
     type AuthorizeResponse, type Approval, type ApprovalStatus,
+    checkArgsOffline, verifyAttempt, type AttemptResult, type JsonObject, type JsonValue,
   }`;
   write("check.ts", `import ${imports} from "mandate-sdk";\n${usage("CommonJS")}`);
   write("check-esm.mts", `import sdk, ${imports} from "mandate-sdk";\n${usage("ESM")}\nuse(typeof sdk.verifyToken);`);

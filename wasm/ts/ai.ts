@@ -19,6 +19,11 @@
 // `tool-approval-response` with which the app resumes. The record the hook
 // made is the one `execute` completes: one record per tool call.
 //
+// The tool's input (an object) is sent as the call's `args` and judged
+// first offline against the token's argument rules (`checkArgsOffline`): a
+// call they refuse is refused (`args_required`, `args_not_permitted`)
+// without asking Mandate, and no record is made of it.
+//
 // An authorization is bound to the call as it was asked for: its id, the
 // tool, the action, resource and spend, and the hash of its input's
 // canonical JSON (`argsHash`). A call whose input changed afterwards (a
@@ -27,8 +32,9 @@
 // and never runs under the first one's.
 //
 // This module owns only the glue. It imports `ai` for its types alone, so
-// mandate-sdk installs and loads without it, and it never decides anything
-// itself: every permission comes from the Mandate server.
+// mandate-sdk installs and loads without it, and it never permits anything
+// itself: every permission comes from the Mandate server (the offline check
+// of arguments only refuses).
 
 import type {
   InferToolInput,
@@ -42,6 +48,8 @@ import {
   MandateError,
   MandateRefusal,
   argsHash,
+  argsOf,
+  checkArgsOffline,
   outputHash,
   type AbortSignalLike,
   type ActRequest,
@@ -236,6 +244,10 @@ class Gate {
     if (spend !== undefined) {
       request.spend_usd = spend;
     }
+    const args = argsOf(input);
+    if (args !== undefined) {
+      request.args = args;
+    }
     return { toolName: toolCall.toolName, toolCallId: toolCall.toolCallId, input, request, argsHash: argsHash(input) };
   }
 
@@ -286,6 +298,11 @@ class Gate {
       return known;
     }
     await this.#verify();
+    // The token's own argument rules refuse here, before any round trip.
+    const offline = checkArgsOffline(this.#options.token, call.request);
+    if (offline !== undefined) {
+      throw offline;
+    }
     const authorization = await this.#options.client.authorize(call.request, {
       ...this.#auth(),
       idempotencyKey: `mandate-ai:${bound}`,

@@ -30,11 +30,14 @@ import {
   AgentKey,
   Verifier,
   decodeTokenUnverified,
+  permits,
   sha256Ref,
   type AssuranceLevel,
   type Claims,
+  type ErrorInfo,
   type Jwks,
   type VerifierOptions,
+  type VerifyResult,
   type WebhookEventType,
 } from "./mandate_wasm.js";
 import { createParser } from "eventsource-parser";
@@ -253,7 +256,9 @@ export type DenyReason =
   | "approval_required"
   | "approval_denied"
   | "approval_expired"
-  | "trust_too_low";
+  | "trust_too_low"
+  | "args_required"
+  | "args_not_permitted";
 
 /**
  * Every problem code the server (and mandate-core, whose codes verifiers
@@ -597,12 +602,26 @@ export type ClientErrorCode =
   /** The key set could not be fetched for a verifier. */
   | "jwks_unavailable";
 
-/** What `act` asks to do: the action and resource checked, and the spend reserved. */
+/** A JSON value, as `JSON.parse` gives one. */
+export type JsonValue = null | boolean | number | string | JsonValue[] | JsonObject;
+
+/** A JSON object: what a call's `args` is (DESIGN §15). */
+export interface JsonObject {
+  [member: string]: JsonValue;
+}
+
+/** What `act` asks to do: the action and resource checked, the spend reserved, and the call's arguments. */
 export interface ActRequest {
   action: string;
   resource: string;
   /** US dollars to reserve against the budget (the record's spend unless `complete` says otherwise). */
   spend_usd?: number;
+  /**
+   * The call's arguments, judged against the token's argument rules
+   * (`svc_constraints.args`): offline first (`checkArgsOffline`), then by
+   * the server, which keeps their `args_hash` on the record.
+   */
+  args?: JsonObject;
 }
 
 /** What the function `act` runs is told about its authorization. */
@@ -702,6 +721,26 @@ type Narrowed<T, R extends { [K in keyof R]: K extends keyof T ? T[K] : never }>
  */
 type AgentBody<T extends { vat_jti: unknown }> = Omit<T, "vat_jti"> & { vat_jti?: T["vat_jti"] };
 
+/**
+ * A request that carries a call's arguments (`args`, DESIGN §15): the
+ * server takes them on `authorize`, `record/action` and each record of
+ * `record/actions`. The client's own member, typed as a JSON object, in
+ * place of the document's (which, until the server's document names it,
+ * has none).
+ */
+type WithArgs<T> = Omit<T, "args"> & { args?: JsonObject };
+
+/**
+ * What a record keeps of its call's arguments: `args_hash` (`sha256:` of
+ * their canonical JSON) and, unless the server drops them, the arguments.
+ * Added to the document's record until it names them; both optional, as a
+ * record of a call without arguments has neither.
+ */
+export interface RecordArgs {
+  args_hash?: string;
+  args?: JsonObject;
+}
+
 /** A time bound: ISO 8601 text or a Date (sent as its ISO text). */
 export type Instant = string | Date;
 
@@ -736,7 +775,7 @@ export type DelegatedToken = Narrowed<
   }
 >;
 
-export type RecordActionRequest = AgentBody<Schemas["RecordActionRequest"]>;
+export type RecordActionRequest = AgentBody<WithArgs<Schemas["RecordActionRequest"]>>;
 export type RecordActionResponse = Narrowed<Sent<Schemas["RecordActionResponse"]>, { recorded: true }>;
 /** A record of a batch (`recordActions`): the record as `recordAction` takes it. */
 export type RecordActionsRequest = Omit<Schemas["RecordActionsRequest"], "records"> & { records: RecordActionRequest[] };
@@ -749,7 +788,7 @@ export type RecordActionsResponse = Narrowed<
   Sent<Schemas["RecordActionsResponse"]>,
   { results: Array<RecordedAction | RefusedAction> }
 >;
-export type AuthorizeRequest = AgentBody<Schemas["AuthorizeRequest"]>;
+export type AuthorizeRequest = AgentBody<WithArgs<Schemas["AuthorizeRequest"]>>;
 /** The approval an action waits for (answered 202), or, after a wait, how it was decided. */
 export type ApprovalRef = Sent<Schemas["ApprovalRef"]>;
 export type AuthorizeResponse = Narrowed<
@@ -789,7 +828,8 @@ export type ActionRecord = Narrowed<
     /** What the agent proved: `token` (the token itself) or `jti` (a bare vat_jti, which proves nothing). */
     credential: "token" | "jti";
   }
->;
+> &
+  RecordArgs;
 
 export type FeedbackRequest = Schemas["FeedbackRequest"];
 export type FeedbackResponse = Narrowed<Sent<Schemas["FeedbackResponse"]>, { rating: Rating }>;
@@ -1098,13 +1138,17 @@ function retryAfterSeconds(value: string | undefined, now: number): number | und
 /**
  * Mandate refused the action `act` was asked to run, and it did not run:
  * `reason` says why (`code` is the same), `aarId` names the denied record.
+ * A refusal made offline, before anything was sent (the token's own
+ * argument rules refuse the call: `checkArgsOffline`), has status 0 and no
+ * record; its problem names the rule and statement that refused.
  */
 export class MandateRefusal extends MandateError {
   readonly reason: DenyReason;
   readonly aarId: string | undefined;
 
-  constructor(reason: DenyReason, aarId: string | undefined, detail: string) {
-    super(403, { code: reason, title: "Refused", detail, aar_id: aarId });
+  constructor(reason: DenyReason, aarId: string | undefined, detail: string, problem: Problem & { status?: 0 } = {}) {
+    const { status, ...members } = problem;
+    super(status ?? 403, { ...members, code: reason, title: "Refused", detail, aar_id: aarId });
     this.name = "MandateRefusal";
     this.reason = reason;
     this.aarId = aarId;
@@ -1224,6 +1268,113 @@ export function canonicalJson(value: unknown): string {
  */
 export function argsHash(args: unknown): string {
   return sha256Ref(canonicalJson(args)) as string;
+}
+
+/** `value` when it is a JSON object (not an array, not null): the `args` a tool's input makes. */
+export function argsOf(value: unknown): JsonObject | undefined {
+  return typeof value === "object" && value !== null && !Array.isArray(value) ? (value as JsonObject) : undefined;
+}
+
+/**
+ * Why the token's own argument rules (`svc_constraints.args`) refuse
+ * `request`, judged offline by mandate-core's evaluator (the wasm
+ * `permits`), or `undefined` when they do not: a `MandateRefusal` (status
+ * 0, no record) `args_required` when a rule applies and `request.args` is
+ * absent, `args_not_permitted` when a statement is not true (the problem
+ * names `rule`, `statement` and `truth`); a `MandateError` with the
+ * evaluator's code when the arguments are not ones the server takes (a
+ * member named twice, a number beyond ±2^53, not an object).
+ *
+ * The claims are read without checking the signature: this check can only
+ * refuse, never permit — the server judges every call that passes it. So
+ * it leaves to the server what it cannot read (a string that is not a
+ * token, claims this SDK's version does not know) and a refusal by scope
+ * (`action_not_permitted`, `resource_not_permitted`), which the server
+ * records as a denied record as before.
+ */
+export function checkArgsOffline(token: string, request: Attempt): MandateError | undefined {
+  const decoded = decodeTokenUnverified(token);
+  if (!decoded.ok) {
+    return undefined;
+  }
+  const verdict = permits(decoded.claims, request.action, request.resource, request.args);
+  if (verdict.ok) {
+    return undefined;
+  }
+  if ("error" in verdict) {
+    const { code, message } = (verdict as { error: ErrorInfo }).error;
+    if (code === "invalid_claims") {
+      return undefined;
+    }
+    return new MandateError(0, { code, title: "Invalid arguments", detail: message });
+  }
+  const { reason } = verdict;
+  if (reason.code !== "args_required" && reason.code !== "args_not_permitted") {
+    return undefined;
+  }
+  const problem: Problem & { status: 0 } = { status: 0, rule: reason.rule };
+  if (reason.statement !== undefined) {
+    problem.statement = reason.statement;
+  }
+  if (reason.truth !== undefined) {
+    problem.truth = reason.truth;
+  }
+  return new MandateRefusal(
+    reason.code,
+    undefined,
+    `${request.action} on ${request.resource} was refused offline by the token's argument rules (${reason.code}): ${reason.message}`,
+    problem,
+  );
+}
+
+/** An attempt a token is checked for: an action on a resource, with the call's arguments. */
+export interface Attempt {
+  action: string;
+  resource: string;
+  args?: JsonObject;
+}
+
+/** Why `verifyAttempt` refused an attempt of a valid token: its scope or its argument rules (stage `permit`). */
+export interface AttemptError extends Omit<ErrorInfo, "stage"> {
+  stage: "permit";
+  /** For `args_required` and `args_not_permitted`: the token's rule that refused. */
+  rule?: number;
+  /** For `args_not_permitted`: the statement of that rule that is not true. */
+  statement?: number;
+  /** For `args_not_permitted`: that statement's truth. */
+  truth?: "false" | "undefined";
+}
+
+/** What `verifyAttempt` answers: the verified token, or why not. */
+export type AttemptResult = VerifyResult | { valid: false; error: AttemptError };
+
+/**
+ * Checks, offline, that `token` may make `attempt`: the token as `verifier`
+ * checks it (signature, expiry, revocation, status — a `Verifier` or a
+ * `RemoteVerifier`), then its scope and its argument rules over
+ * `attempt.args` (`permits` on the verified claims). A refusal by scope or
+ * by argument rules is `{ valid: false, error }` with stage `permit` and the
+ * code `action_not_permitted`, `resource_not_permitted`, `args_required` or
+ * `args_not_permitted` (with the rule and statement); arguments the
+ * evaluator refuses to read give its error (stage `input`).
+ */
+export async function verifyAttempt(
+  verifier: { verify(token: string): VerifyResult | Promise<VerifyResult> },
+  token: string,
+  attempt: Attempt,
+): Promise<AttemptResult> {
+  const verified = await verifier.verify(token);
+  if (!verified.valid) {
+    return verified;
+  }
+  const verdict = permits(verified.claims, attempt.action, attempt.resource, attempt.args);
+  if (verdict.ok) {
+    return verified;
+  }
+  if ("error" in verdict) {
+    return { valid: false, error: (verdict as { error: ErrorInfo }).error };
+  }
+  return { valid: false, error: { stage: "permit", ...verdict.reason } };
 }
 
 /** The query string of `query`; members that are `undefined` or `null` are left out. */
@@ -2452,6 +2603,11 @@ export class MandateClient {
     const auth: AgentAuth = { token, key: options.key, traceparent: options.traceparent };
     if (options.timeoutMs !== undefined) {
       auth.timeoutMs = options.timeoutMs;
+    }
+    // Arguments the token's own rules refuse are refused here: nothing is sent.
+    const offline = checkArgsOffline(token, request);
+    if (offline !== undefined) {
+      throw offline;
     }
     // The caller's signal abandons the asking; the completion is sent whatever happens.
     let authorization = await this.authorize(request, { ...auth, signal: options.signal });

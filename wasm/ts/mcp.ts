@@ -43,6 +43,8 @@ import {
   MandateApprovalPending,
   MandateError,
   MandateRefusal,
+  argsOf,
+  checkArgsOffline,
   type ActContext,
   type ActOptions,
   type ActRequest,
@@ -402,6 +404,12 @@ export function protectedResourceMetadataHandler(options: ProtectedResourceMetad
  * as an action of the agent whose token authenticated the request
  * (`extra.authInfo.token`): `authorize` → `handler` → `complete`.
  *
+ * - The tool's arguments (an object) are sent as the call's `args`, and
+ *   judged first offline against the token's argument rules
+ *   (`checkArgsOffline`): refused there (`args_required`,
+ *   `args_not_permitted`, or arguments Mandate would not take), nothing
+ *   is sent to Mandate and the result is a tool error with `_meta`
+ *   `io.mandate/error` (the code) and no record.
  * - Refused (out of scope, over budget, revoked, approval denied or
  *   expired): the handler does not run; the result is a tool error
  *   (`isError`) whose text names the reason, with `_meta`
@@ -637,6 +645,15 @@ async function runTool<Args>(
   if (spend !== undefined) {
     request.spend_usd = spend;
   }
+  const sent = argsOf(args);
+  if (sent !== undefined) {
+    request.args = sent;
+  }
+  // The token's own argument rules refuse here, before any round trip to Mandate.
+  const offline = checkArgsOffline(token, request);
+  if (offline !== undefined) {
+    return refused(offline, request);
+  }
   const server = elicitingServer(options.server);
   const canElicit = server?.getClientCapabilities()?.elicitation?.url !== undefined;
   let elicited: string | undefined;
@@ -752,6 +769,12 @@ function delegationProblem(parent: string, child: string): string | undefined {
 
 /** The tool error for a call that did not run, or the error itself when the SDK must answer it (-32042). */
 function refused(error: unknown, request: ActRequest): CallToolResult {
+  if (error instanceof MandateRefusal && error.aarId === undefined) {
+    // Refused offline by the token's argument rules: no record was made.
+    return toolError(`Refused by Mandate's rules for this token: ${error.reason}: ${error.detail ?? ""}`, {
+      [META_ERROR]: error.reason,
+    });
+  }
   if (error instanceof MandateRefusal) {
     return toolError(`Refused by Mandate: ${error.reason} (${request.action} on ${request.resource}).`, {
       [META_ERROR]: error.reason,

@@ -29,6 +29,11 @@
 // tool) rather than a built FunctionTool, whose `invoke` already swallows
 // errors.
 //
+// The parsed input (an object) is sent as the call's `args` and judged first
+// offline against the token's argument rules (`checkArgsOffline`): a call
+// they refuse is refused (`args_required`, `args_not_permitted`) without
+// asking Mandate, and has no record.
+//
 // An authorization is bound to the call as it was asked for: the call id,
 // the tool, the action, resource and spend, and the hash of the parsed
 // input's canonical JSON (`argsHash`); the binding is also the authorize
@@ -48,13 +53,17 @@
 import {
   MandateError,
   argsHash,
+  argsOf,
+  checkArgsOffline,
   outputHash,
   type AbortSignalLike,
   type ActionRecord,
   type AgentAuth,
   type ApprovalStatus,
   type AuthorizeResponse,
+  type AuthorizeRequest,
   type CompleteRequest,
+  type JsonObject,
   type MandateClient,
   type PendingApproval,
 } from "./client.js";
@@ -267,6 +276,8 @@ function bindingOf(call: MandateToolCall): string {
 /** What one call asks: the request from the tool's policy, and what it is bound to. */
 interface Asked {
   call: MandateToolCall;
+  /** The input, sent as the call's `args` when it is an object. */
+  args: JsonObject | undefined;
   /** Hex SHA-256 of the call id, tool, action, resource, spend and arguments' hash: the Idempotency-Key's body. */
   binding: string;
 }
@@ -477,15 +488,24 @@ export class MandateAgents {
     if (spendUsd !== undefined) {
       call.spendUsd = spendUsd;
     }
-    return { call, binding: bindingOf(call) };
+    return { call, args: argsOf(input), binding: bindingOf(call) };
   }
 
-  async #ask({ call, binding }: Asked): Promise<MandateToolCall> {
-    const spendUsd = call.spendUsd;
+  async #ask({ call, args, binding }: Asked): Promise<MandateToolCall> {
+    const request: AuthorizeRequest = { action: call.action, resource: call.resource, spend_usd: call.spendUsd };
+    if (args !== undefined) {
+      request.args = args;
+    }
+    // The token's own argument rules refuse here, before any round trip: no record is made.
+    const offline = checkArgsOffline(this.#options.token, request);
+    if (offline !== undefined) {
+      call.reason = offline.code;
+      return call;
+    }
     const auth: AgentAuth = { ...this.#auth, idempotencyKey: `openai-agents-${binding}` };
     let answer: AuthorizeResponse;
     try {
-      answer = await this.#client.authorize({ action: call.action, resource: call.resource, spend_usd: spendUsd }, auth);
+      answer = await this.#client.authorize(request, auth);
     } catch (error) {
       if (!(error instanceof MandateError)) {
         throw error;

@@ -29,7 +29,7 @@
 //   list at all `status_unknown`: it fails closed. A URI is fetched at most
 //   once per MIN_STATUS_TTL_SECONDS, whatever happens.
 
-import { MandateError } from "./client.js";
+import { MandateError, verifyAttempt, type AttemptResult, type Attempt as CallAttempt } from "./client.js";
 import {
   Verifier,
   decodeTokenUnverified,
@@ -191,6 +191,15 @@ export class RemoteVerifier {
   async verifyRequest(token: string, request: RequestCheck): Promise<VerifyResult> {
     const at = request.now ?? this.#clock();
     return this.#judge(token, at, () => this.#verifier.verifyRequest(token, { ...request, now: at }));
+  }
+
+  /**
+   * `verify` at `now`, then the token's scope and argument rules over the
+   * attempt (`verifyAttempt`): a call the token may not make is refused
+   * offline, with the rule and statement that refused it.
+   */
+  async verifyAttempt(token: string, attempt: CallAttempt, now?: number): Promise<AttemptResult> {
+    return verifyAttempt({ verify: (presented) => this.verify(presented, now) }, token, attempt);
   }
 
   /** Frees the wasm Verifier; the object is unusable afterwards. */
