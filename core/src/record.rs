@@ -243,6 +243,12 @@ pub enum DenyReason {
     /// The agent's trust is below the token's `constraints.min_trust`
     /// ([`crate::trust`]).
     TrustTooLow,
+    /// An argument rule of the chain applies and no arguments were given
+    /// ([`crate::policy`]).
+    ArgsRequired,
+    /// A statement of an argument rule that applies is not true of the
+    /// arguments.
+    ArgsNotPermitted,
 }
 
 impl DenyReason {
@@ -262,11 +268,13 @@ impl DenyReason {
             DenyReason::ApprovalDenied => "approval_denied",
             DenyReason::ApprovalExpired => "approval_expired",
             DenyReason::TrustTooLow => "trust_too_low",
+            DenyReason::ArgsRequired => "args_required",
+            DenyReason::ArgsNotPermitted => "args_not_permitted",
         }
     }
 
     /// Every reason, in declaration order.
-    pub const ALL: [DenyReason; 13] = [
+    pub const ALL: [DenyReason; 15] = [
         DenyReason::ActionNotPermitted,
         DenyReason::ResourceNotPermitted,
         DenyReason::BudgetMaxSpendUsd,
@@ -280,6 +288,8 @@ impl DenyReason {
         DenyReason::ApprovalDenied,
         DenyReason::ApprovalExpired,
         DenyReason::TrustTooLow,
+        DenyReason::ArgsRequired,
+        DenyReason::ArgsNotPermitted,
     ];
 
     /// Whether the record was denied by an approval's decision (denied or

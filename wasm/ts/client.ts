@@ -253,7 +253,9 @@ export type DenyReason =
   | "approval_required"
   | "approval_denied"
   | "approval_expired"
-  | "trust_too_low";
+  | "trust_too_low"
+  | "args_required"
+  | "args_not_permitted";
 
 /**
  * Every problem code the server (and mandate-core, whose codes verifiers
