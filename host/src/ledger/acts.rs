@@ -217,7 +217,7 @@ impl Ledger {
         let aar_id = new_aar_id(at, attempt.random)?;
         let allowed = !matches!(state, RecordState::Denied { .. });
         let spend = if allowed { attempt.spend } else { Usd::ZERO };
-        let args_hash = attempt.args.as_ref().map(|args| args.hash().to_string());
+        let args_hash = attempt.args.as_ref().map(Args::hash);
         // Without `keep_args`, arguments are kept only while a human has
         // them to decide on.
         let kept = self.keep_args || state == RecordState::AwaitingApproval;
@@ -235,7 +235,7 @@ impl Ledger {
             traceparent: attempt.traceparent.as_deref(),
             origin,
             trust,
-            args_hash: args_hash.as_deref(),
+            args_hash: args_hash.as_ref(),
             args: attempt.stored_args.as_deref().filter(|_| kept),
         };
         self.insert_record(org, &record)?;

@@ -852,6 +852,7 @@ impl Ledger {
             spend_micros: record.spend.micros(),
             credential: record.credential,
             delegated_jth: record.delegated_jti.map(Jti::hash),
+            args_hash: record.args_hash,
         })?;
         let log_created = self.append(org, record.created_at, created)?;
         records::insert(&self.conn, seq, record, log_created)?;

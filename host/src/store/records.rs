@@ -9,8 +9,8 @@
 
 use crate::store::sql::{self, Connection, OptionalExtension, Row, params};
 use mandate_core::{
-    AarId, Claims, CountsChange, DenyReason, Jti, Outcome, Rating, RecordError, RecordOrigin,
-    RecordState, ResultHash, Status, Usd,
+    AarId, ArgsHash, Claims, CountsChange, DenyReason, Jti, Outcome, Rating, RecordError,
+    RecordOrigin, RecordState, ResultHash, Status, Usd,
 };
 
 use super::orgs::Org;
@@ -344,7 +344,7 @@ pub struct NewRecord<'a> {
     /// token's chain); `None` when judging stopped before trust.
     pub trust: Option<f64>,
     /// `sha256:` of the canonical JSON of the arguments given, if any.
-    pub args_hash: Option<&'a str>,
+    pub args_hash: Option<&'a ArgsHash>,
     /// The arguments as stored (redacted), if kept.
     pub args: Option<&'a str>,
 }
@@ -406,7 +406,7 @@ pub fn insert(
         record.traceparent,
         record.origin.as_str(),
         record.trust.map(trust_ppm),
-        record.args_hash,
+        record.args_hash.map(ArgsHash::as_str),
         record.args,
     ])?;
     Ok(())
