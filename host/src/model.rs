@@ -31,14 +31,18 @@ pub mod forms {
     #[schema(value_type = String, pattern = r"^[a-z][a-z0-9_.-]{0,63}$")]
     pub struct Action(String);
 
-    /// A resource, `<namespace>:<name>`: the name is printable ASCII without `*`.
+    /// A resource, `<namespace>:<name>`: the name is printable ASCII without
+    /// `*`, in segments separated by `/` or `:` (it may begin with `/`),
+    /// none empty, `.` or `..`, and no `%2e`, `%2f` or `%3a`.
     #[derive(Debug, ToSchema)]
     #[schema(value_type = String, max_length = 256, pattern = r"^[a-z0-9][a-z0-9_.-]{0,63}:[!-)+-~]+$")]
     pub struct Resource(String);
 
-    /// A resource, or `<namespace>:*` for every resource of the namespace.
+    /// A resource; `<namespace>:*` for every resource of the namespace; or
+    /// a prefix, `<namespace>:<prefix>/*` or `<namespace>:<prefix>:*`, for
+    /// every resource whose name extends it (`crm:contact/*`).
     #[derive(Debug, ToSchema)]
-    #[schema(value_type = String, max_length = 256, pattern = r"^[a-z0-9][a-z0-9_.-]{0,63}:(\*|[!-)+-~]+)$")]
+    #[schema(value_type = String, max_length = 256, pattern = r"^[a-z0-9][a-z0-9_.-]{0,63}:(\*|[!-)+-~]+|[!-)+-~]*[/:]\*)$")]
     pub struct ResourcePattern(String);
 
     /// A compliance framework: `a-z 0-9 _ . -`, starting with a letter or digit.

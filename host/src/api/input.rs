@@ -3,8 +3,8 @@
 
 use mandate_core::{
     Action, AgentId, ApprovalRequirement, Args, Constraints, Framework, HolderKey, Identity, Jkt,
-    Outcome, Policy, PolicyError, ProvenanceRef, Rating, Resource, ResultHash, Role, Scope,
-    ScopeError, StrictJson, TokenRequest, Usd,
+    Outcome, Policy, PolicyError, ProvenanceRef, Rating, Resource, ResourcePattern, ResultHash,
+    Role, Scope, ScopeError, StrictJson, TokenRequest, Usd,
 };
 
 use crate::error::{ApiError, ApiResult};
@@ -359,6 +359,11 @@ fn holder_key(jwk: Option<&serde_json::Map<String, serde_json::Value>>) -> ApiRe
 /// Checks a grant request and builds core's token request.
 pub(crate) fn token_request(body: &impl GrantRequest) -> ApiResult<TokenRequest> {
     let parts = body.grant_parts();
+    // A refused pattern is named by its place in the list.
+    for (i, text) in parts.resources.iter().enumerate() {
+        ResourcePattern::parse(text)
+            .map_err(|e| invalid(&format!("resources[{i}]"), e.code(), e))?;
+    }
     Ok(TokenRequest {
         agent_id: agent_id(parts.agent_id)?,
         scope: Scope::parse(parts.resources, parts.actions).map_err(scope_error)?,

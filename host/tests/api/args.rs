@@ -720,3 +720,92 @@ async fn the_upgrade_to_schema_11_adds_the_argument_columns() {
     assert_eq!(new["args"], args);
     assert_eq!(new["args_hash"], args_hash(&args.to_string()));
 }
+
+#[tokio::test]
+async fn prefix_patterns_grant_a_folder_and_no_path_escapes_it() {
+    let app = TestApp::spawn().await;
+    let body = |resources: Value| {
+        json!({"developer_email": "dev@example.com", "agent_id": "files",
+               "resources": resources, "actions": ["read", "delegate"]})
+    };
+    for (bad, code) in [
+        (
+            "files:/srv/reports/../../etc/shadow",
+            "invalid_resource_pattern",
+        ),
+        ("files:/srv//reports/*", "invalid_resource_pattern"),
+        ("files:/srv/%2e%2e/*", "invalid_resource_pattern"),
+        ("files:/srv/reports*", "invalid_resource_pattern"),
+    ] {
+        let problem = expect_problem(
+            app.post_auth(
+                "/v1/vat/issue/l1",
+                &app.admin_key,
+                &body(json!(["crm:*", "files:/srv/reports/*", bad])),
+            )
+            .await,
+            StatusCode::UNPROCESSABLE_ENTITY,
+            code,
+        )
+        .await;
+        assert_eq!(problem["field"], "resources[2]", "{bad}: {problem}");
+    }
+    let token = app
+        .issue(body(json!(["crm:contact/*", "files:/srv/reports/*"])))
+        .await;
+    for resource in [
+        "files:/srv/reports/q3.pdf",
+        "files:/srv/reports/2026/q1.pdf",
+        "crm:contact/42",
+    ] {
+        expect_json(
+            act_with(&app, &token, "read", resource, None).await,
+            StatusCode::CREATED,
+        )
+        .await;
+    }
+    expect_problem(
+        act_with(&app, &token, "read", "files:/srv/other.pdf", None).await,
+        StatusCode::FORBIDDEN,
+        "resource_not_permitted",
+    )
+    .await;
+    for escape in [
+        "files:/srv/reports/../../etc/shadow",
+        "files:/srv/reports/./x",
+        "files:/srv/reports//x",
+        "files:/srv/reports/%2e%2e/x",
+        "files:/srv/reports/..%2Fx",
+    ] {
+        let problem = expect_problem(
+            act_with(&app, &token, "read", escape, None).await,
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "invalid_resource",
+        )
+        .await;
+        assert_eq!(problem["field"], "resource", "{escape}");
+    }
+    // Narrowing: a child prefix extending the parent's is covered; one
+    // wider is not.
+    expect_json(
+        app.delegate(
+            &token,
+            json!({"agent_id": "reader", "resources": ["files:/srv/reports/2026/*", "crm:contact/42"],
+                   "actions": ["read"]}),
+        )
+        .await,
+        StatusCode::CREATED,
+    )
+    .await;
+    let problem = expect_problem(
+        app.delegate(
+            &token,
+            json!({"agent_id": "reader", "resources": ["files:/srv/*"], "actions": ["read"]}),
+        )
+        .await,
+        StatusCode::FORBIDDEN,
+        "scope_widening",
+    )
+    .await;
+    assert_eq!(problem["violations"][0]["code"], "resource_not_covered");
+}
