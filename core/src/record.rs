@@ -221,6 +221,9 @@ pub enum DenyReason {
     ResourceNotPermitted,
     /// The spend would pass `max_spend_usd` of the token or an ancestor.
     BudgetMaxSpendUsd,
+    /// The act's own spend is over `max_spend_per_action_usd` of the token
+    /// or an ancestor.
+    BudgetMaxSpendPerActionUsd,
     /// One more action would pass `max_actions` of the token or an ancestor.
     BudgetMaxActions,
     /// A delegation asked for more than its parent holds.
@@ -258,6 +261,7 @@ impl DenyReason {
             DenyReason::ActionNotPermitted => "action_not_permitted",
             DenyReason::ResourceNotPermitted => "resource_not_permitted",
             DenyReason::BudgetMaxSpendUsd => "budget_max_spend_usd",
+            DenyReason::BudgetMaxSpendPerActionUsd => "budget_max_spend_per_action_usd",
             DenyReason::BudgetMaxActions => "budget_max_actions",
             DenyReason::ScopeWidening => "scope_widening",
             DenyReason::DelegationTooDeep => "delegation_too_deep",
@@ -274,10 +278,11 @@ impl DenyReason {
     }
 
     /// Every reason, in declaration order.
-    pub const ALL: [DenyReason; 15] = [
+    pub const ALL: [DenyReason; 16] = [
         DenyReason::ActionNotPermitted,
         DenyReason::ResourceNotPermitted,
         DenyReason::BudgetMaxSpendUsd,
+        DenyReason::BudgetMaxSpendPerActionUsd,
         DenyReason::BudgetMaxActions,
         DenyReason::ScopeWidening,
         DenyReason::DelegationTooDeep,
@@ -316,6 +321,7 @@ impl From<BudgetExceeded> for DenyReason {
     fn from(exceeded: BudgetExceeded) -> DenyReason {
         match exceeded.0 {
             Limit::MaxSpendUsd => DenyReason::BudgetMaxSpendUsd,
+            Limit::MaxSpendPerActionUsd => DenyReason::BudgetMaxSpendPerActionUsd,
             Limit::MaxActions => DenyReason::BudgetMaxActions,
         }
     }

@@ -520,6 +520,10 @@ impl From<MinTrust> for f64 {
 pub struct Constraints {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub max_spend_usd: Option<Usd>,
+    /// The most one act may spend (at `authorize`, `record/action` and
+    /// completion), on its own rather than summed.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max_spend_per_action_usd: Option<Usd>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub max_actions: Option<u64>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -536,6 +540,8 @@ pub struct Constraints {
 struct RawConstraints {
     #[serde(default)]
     max_spend_usd: Option<Usd>,
+    #[serde(default)]
+    max_spend_per_action_usd: Option<Usd>,
     #[serde(default)]
     max_actions: Option<u64>,
     #[serde(default)]
@@ -562,6 +568,7 @@ impl TryFrom<RawConstraints> for Constraints {
         .map_err(ScopeError::Args)?;
         Ok(Constraints {
             max_spend_usd: raw.max_spend_usd,
+            max_spend_per_action_usd: raw.max_spend_per_action_usd,
             max_actions: raw.max_actions,
             require_approval: raw.require_approval,
             min_trust: raw.min_trust,
@@ -582,7 +589,9 @@ impl Constraints {
 
     /// Whether a budget limit is set.
     pub fn has_budget(&self) -> bool {
-        self.max_spend_usd.is_some() || self.max_actions.is_some()
+        self.max_spend_usd.is_some()
+            || self.max_spend_per_action_usd.is_some()
+            || self.max_actions.is_some()
     }
 }
 
@@ -638,14 +647,18 @@ pub struct Grant {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Limit {
     MaxSpendUsd,
+    /// The spend of one act, on its own.
+    MaxSpendPerActionUsd,
     MaxActions,
 }
 
 impl Limit {
-    /// The field name, `max_spend_usd` or `max_actions`.
+    /// The field name, `max_spend_usd`, `max_spend_per_action_usd` or
+    /// `max_actions`.
     pub fn as_str(self) -> &'static str {
         match self {
             Limit::MaxSpendUsd => "max_spend_usd",
+            Limit::MaxSpendPerActionUsd => "max_spend_per_action_usd",
             Limit::MaxActions => "max_actions",
         }
     }
@@ -863,6 +876,12 @@ pub fn check_narrowing(child: &Grant, parent: &Grant) -> Result<(), Widening> {
         Limit::MaxSpendUsd,
         child.constraints.max_spend_usd,
         parent.constraints.max_spend_usd,
+        &mut violations,
+    );
+    check_limit(
+        Limit::MaxSpendPerActionUsd,
+        child.constraints.max_spend_per_action_usd,
+        parent.constraints.max_spend_per_action_usd,
         &mut violations,
     );
     check_limit(
@@ -1129,6 +1148,7 @@ mod tests {
     fn narrowing_names_every_widening() {
         let mut parent = grant(&["crm:contacts"], &["read", "delegate"]);
         parent.constraints = Constraints {
+            max_spend_per_action_usd: None,
             min_trust: None,
             max_spend_usd: Some(Usd::from_micros(10).unwrap()),
             max_actions: Some(5),
@@ -1138,6 +1158,7 @@ mod tests {
         parent.policy = Policy::new(vec![Framework::parse("hipaa").unwrap()]).unwrap();
         let mut child = grant(&["crm:*", "mail:x"], &["read", "write"]);
         child.constraints = Constraints {
+            max_spend_per_action_usd: None,
             min_trust: None,
             max_spend_usd: Some(Usd::from_micros(11).unwrap()),
             max_actions: None,

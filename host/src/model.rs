@@ -239,6 +239,12 @@ pub struct ConstraintsBody {
     /// Most US dollars the token and its descendants may spend (≤ 6 decimals).
     #[schema(minimum = 0, maximum = 1_000_000_000, multiple_of = 0.000001)]
     pub max_spend_usd: Option<f64>,
+    /// Most US dollars one act may spend, on its own (≤ 6 decimals):
+    /// judged at `authorize`, `record/action` and a completion reporting
+    /// more than was reserved. A delegation keeps its parent's and may
+    /// only lower it.
+    #[schema(minimum = 0, maximum = 1_000_000_000, multiple_of = 0.000001)]
+    pub max_spend_per_action_usd: Option<f64>,
     /// Most actions the token and its descendants may be authorized for.
     #[schema(minimum = 0, maximum = 1_000_000_000)]
     #[serde(default, deserialize_with = "whole_number")]

@@ -186,6 +186,7 @@ fn token_vectors(rng: &mut Rng, key: &Keys, issuer: &str, now: i64) -> Value {
         &["read", "write", "summarise", "delegate"],
     );
     root_request.constraints = Constraints {
+        max_spend_per_action_usd: None,
         min_trust: None,
         max_spend_usd: Some(Usd::from_f64(50.0).expect("valid amount")),
         max_actions: Some(100),

@@ -2098,9 +2098,17 @@ export interface components {
             /** Format: int64 */
             successes: number;
         };
-        /** @description A resource, `<namespace>:<name>`: the name is printable ASCII without `*`. */
+        /**
+         * @description A resource, `<namespace>:<name>`: the name is printable ASCII without
+         *     `*`, in segments separated by `/` or `:` (it may begin with `/`),
+         *     none empty, `.` or `..`, and no `%2e`, `%2f` or `%3a`.
+         */
         Resource: string;
-        /** @description A resource, or `<namespace>:*` for every resource of the namespace. */
+        /**
+         * @description A resource; `<namespace>:*` for every resource of the namespace; or
+         *     a prefix, `<namespace>:<prefix>/*` or `<namespace>:<prefix>:*`, for
+         *     every resource whose name extends it (`crm:contact/*`).
+         */
         ResourcePattern: string;
         /**
          * @description The `result` filter of a record query: a result, `denied`,

@@ -282,6 +282,10 @@ fn constraints(body: Option<&ConstraintsBody>) -> ApiResult<Constraints> {
     Ok(Constraints {
         min_trust,
         max_spend_usd: amount("constraints.max_spend_usd", body.max_spend_usd)?,
+        max_spend_per_action_usd: amount(
+            "constraints.max_spend_per_action_usd",
+            body.max_spend_per_action_usd,
+        )?,
         max_actions,
         require_approval,
         args,

@@ -188,6 +188,10 @@ fn denial_to(reason: DenyReason, held: Option<&Scope>) -> ApiError {
             reason.code(),
             "this spend would pass max_spend_usd of the token or an ancestor",
         ),
+        DenyReason::BudgetMaxSpendPerActionUsd => ApiError::forbidden(
+            reason.code(),
+            "this spend is over max_spend_per_action_usd of the token or an ancestor",
+        ),
         DenyReason::BudgetMaxActions => ApiError::forbidden(
             reason.code(),
             "one more action would pass max_actions of the token or an ancestor",
