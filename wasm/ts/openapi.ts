@@ -1351,6 +1351,14 @@ export interface components {
             max_actions?: number | null;
             /**
              * Format: double
+             * @description Most US dollars one act may spend, on its own (≤ 6 decimals):
+             *     judged at `authorize`, `record/action` and a completion reporting
+             *     more than was reserved. A delegation keeps its parent's and may
+             *     only lower it.
+             */
+            max_spend_per_action_usd?: number | null;
+            /**
+             * Format: double
              * @description Most US dollars the token and its descendants may spend (≤ 6 decimals).
              */
             max_spend_usd?: number | null;
