@@ -608,6 +608,22 @@ mod tests {
     }
 
     #[test]
+    fn records_keep_args_by_default_and_refuse_a_redaction_that_is_no_selector() {
+        assert!(Config::default().records.keep_args);
+        let config: Config = toml::from_str(
+            "[records]\nkeep_args = false\nredact_args = [\".password\", \".cards[].number\"]\n",
+        )
+        .unwrap();
+        assert!(!config.records.keep_args);
+        assert_eq!(config.records.redactions().unwrap().len(), 2);
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("mandate.toml");
+        std::fs::write(&file, "[records]\nredact_args = [\"password\"]\n").unwrap();
+        let refused = Config::from_file(&file).unwrap_err().to_string();
+        assert!(refused.contains("redact_args"), "{refused}");
+    }
+
+    #[test]
     fn the_key_file_defaults_to_the_data_folder_and_follows_the_config_file() {
         let config = Config::for_test(Path::new("data"));
         assert_eq!(config.key_file_path(), Path::new("data").join(KEY_FILE));
