@@ -84,17 +84,15 @@ impl TryFrom<RawApprovalRequirement> for ApprovalRequirement {
     fn try_from(raw: RawApprovalRequirement) -> Result<ApprovalRequirement, ScopeError> {
         let only_args =
             raw.actions.is_none() && raw.resources.is_none() && raw.spend_over_usd.is_none();
-        let requirement = if raw.args.is_some() && only_args {
-            ApprovalRequirement {
-                actions: Vec::new(),
-                resources: Vec::new(),
-                spend_over_usd: None,
-                args: None,
-            }
-        } else {
-            ApprovalRequirement::from_members(raw.actions, raw.resources, raw.spend_over_usd)?
-        };
-        Ok(requirement.with_args(raw.args))
+        match raw.args {
+            Some(args) if only_args => Ok(ApprovalRequirement::of_args(args)),
+            args => Ok(ApprovalRequirement::from_members(
+                raw.actions,
+                raw.resources,
+                raw.spend_over_usd,
+            )?
+            .with_args(args)),
+        }
     }
 }
 
@@ -120,6 +118,17 @@ impl ApprovalRequirement {
             spend_over_usd,
             args: None,
         })
+    }
+
+    /// A requirement of `args` statements alone: an attempt needs approval
+    /// when they hold or are undefined over its arguments.
+    pub fn of_args(args: Pol) -> ApprovalRequirement {
+        ApprovalRequirement {
+            actions: Vec::new(),
+            resources: Vec::new(),
+            spend_over_usd: None,
+            args: Some(args),
+        }
     }
 
     /// Parses a requirement given as text, as [`ApprovalRequirement::from_members`]

@@ -25,22 +25,27 @@ pub struct Usage {
 pub struct BudgetExceeded(pub Limit);
 
 impl BudgetExceeded {
-    /// Stable snake_case code: `budget_max_spend_usd` or `budget_max_actions`.
+    /// Stable snake_case code: `budget_max_spend_usd`,
+    /// `budget_max_spend_per_action_usd` or `budget_max_actions`.
     pub fn code(&self) -> &'static str {
         match self.0 {
             Limit::MaxSpendUsd => "budget_max_spend_usd",
+            Limit::MaxSpendPerActionUsd => "budget_max_spend_per_action_usd",
             Limit::MaxActions => "budget_max_actions",
         }
     }
 }
 
 /// Checks one more action spending `this_spend` against `constraints`, given
-/// what has been `used`. Spend is checked before the action count.
+/// what has been `used`: the act's own spend against
+/// `max_spend_per_action_usd`, then the sum against `max_spend_usd`, then
+/// the action count.
 pub fn check_budget(
     constraints: &Constraints,
     used: Usage,
     this_spend: Usd,
 ) -> Result<(), BudgetExceeded> {
+    check_per_action(constraints, this_spend)?;
     if let Some(max) = constraints.max_spend_usd {
         let within = used
             .spent
@@ -55,6 +60,17 @@ pub fn check_budget(
         .is_some_and(|max| used.actions >= max)
     {
         return Err(BudgetExceeded(Limit::MaxActions));
+    }
+    Ok(())
+}
+
+/// Checks the spend of one act against `max_spend_per_action_usd`.
+fn check_per_action(constraints: &Constraints, spend: Usd) -> Result<(), BudgetExceeded> {
+    if constraints
+        .max_spend_per_action_usd
+        .is_some_and(|max| spend > max)
+    {
+        return Err(BudgetExceeded(Limit::MaxSpendPerActionUsd));
     }
     Ok(())
 }
@@ -115,7 +131,8 @@ pub enum CompletionSpendRefused {
 /// where `authorized` was authorized: the reservation made at authorize,
 /// which is also what an approval, when the action waited for one, was
 /// granted for. Up to it, the spend is covered. Above it, the completion is
-/// judged as the attempt was, in the same order: the extra amount against
+/// judged as the attempt was, in the same order: the whole new spend
+/// against every `max_spend_per_action_usd` of the chain, the extra amount against
 /// every budget of the chain, root first (the action is counted already,
 /// so only spend is checked), then the whole new spend against every
 /// approval requirement of the chain — an approval covers the spend it was
@@ -132,6 +149,9 @@ pub fn check_completion_spend(
     if extra == Usd::ZERO {
         return Ok(());
     }
+    chain
+        .iter()
+        .try_for_each(|(constraints, _)| check_per_action(constraints, spend))?;
     check_chain_extra_spend(chain, extra)?;
     let constraints = chain.iter().map(|(constraints, _)| constraints);
     if chain_requires_approval(constraints, action, resource, spend) {
@@ -273,6 +293,7 @@ mod tests {
     #[test]
     fn spend_limit_is_inclusive() {
         let c = Constraints {
+            max_spend_per_action_usd: None,
             min_trust: None,
             max_spend_usd: Some(usd(100)),
             max_actions: None,
@@ -290,6 +311,7 @@ mod tests {
     #[test]
     fn action_limit_counts_this_action() {
         let c = Constraints {
+            max_spend_per_action_usd: None,
             min_trust: None,
             max_spend_usd: None,
             max_actions: Some(2),
@@ -302,6 +324,7 @@ mod tests {
             Err(BudgetExceeded(Limit::MaxActions))
         );
         let none = Constraints {
+            max_spend_per_action_usd: None,
             min_trust: None,
             max_spend_usd: None,
             max_actions: Some(0),
@@ -317,6 +340,7 @@ mod tests {
     #[test]
     fn spend_reported_first_and_codes() {
         let c = Constraints {
+            max_spend_per_action_usd: None,
             min_trust: None,
             max_spend_usd: Some(usd(1)),
             max_actions: Some(0),
@@ -334,6 +358,7 @@ mod tests {
 
     fn limits(spend: Option<u64>, actions: Option<u64>) -> Constraints {
         Constraints {
+            max_spend_per_action_usd: None,
             min_trust: None,
             max_spend_usd: spend.map(usd),
             max_actions: actions,
@@ -490,6 +515,7 @@ mod tests {
     #[test]
     fn extra_spend_ignores_the_count() {
         let c = Constraints {
+            max_spend_per_action_usd: None,
             min_trust: None,
             max_spend_usd: Some(usd(10)),
             max_actions: Some(1),
@@ -506,6 +532,7 @@ mod tests {
     #[test]
     fn thresholds_are_reached_once_each_as_use_grows() {
         let c = Constraints {
+            max_spend_per_action_usd: None,
             min_trust: None,
             max_spend_usd: Some(usd(100)),
             max_actions: Some(10),
@@ -546,6 +573,7 @@ mod tests {
             vec![]
         );
         let zero = Constraints {
+            max_spend_per_action_usd: None,
             min_trust: None,
             max_spend_usd: Some(usd(0)),
             max_actions: Some(0),
@@ -553,5 +581,43 @@ mod tests {
             args: Default::default(),
         };
         assert_eq!(thresholds_reached(&zero, used(0, 0), used(5, 5)), vec![]);
+    }
+
+    #[test]
+    fn one_act_is_capped_on_its_own_wherever_its_spend_is_told() {
+        let capped = Constraints {
+            max_spend_per_action_usd: Some(usd(100)),
+            max_spend_usd: Some(usd(1_000)),
+            ..Constraints::default()
+        };
+        let used = Usage {
+            spent: usd(0),
+            actions: 0,
+        };
+        assert_eq!(check_budget(&capped, used, usd(100)), Ok(()));
+        assert_eq!(
+            check_budget(&capped, used, usd(101)),
+            Err(BudgetExceeded(Limit::MaxSpendPerActionUsd))
+        );
+        assert_eq!(
+            BudgetExceeded(Limit::MaxSpendPerActionUsd).code(),
+            "budget_max_spend_per_action_usd"
+        );
+        let chain = [(capped, used)];
+        let (pay, invoice) = (
+            Action::parse("pay").unwrap(),
+            Resource::parse("billing:1").unwrap(),
+        );
+        // A completion above its reservation is judged on the whole spend.
+        assert_eq!(
+            check_completion_spend(&chain, &pay, &invoice, usd(60), usd(101)),
+            Err(CompletionSpendRefused::Budget(BudgetExceeded(
+                Limit::MaxSpendPerActionUsd
+            )))
+        );
+        assert_eq!(
+            check_completion_spend(&chain, &pay, &invoice, usd(60), usd(100)),
+            Ok(())
+        );
     }
 }

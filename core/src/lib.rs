@@ -80,7 +80,8 @@ pub use keys::{
 };
 pub use money::{MoneyError, Usd};
 pub use policy::{
-    Args, ArgsDenial, ArgsError, ArgsRule, ArgsRules, Pol, PolicyError, Truth, check_args,
+    Args, ArgsDenial, ArgsError, ArgsRule, ArgsRules, ChainArgsDenial, Pol, PolicyError,
+    StrictJson, Truth, check_args, check_chain_args,
 };
 pub use record::{
     ApprovalDecision, Decision, DenyReason, Outcome, Rating, RecordError, RecordEvent,

@@ -221,6 +221,9 @@ pub enum DenyReason {
     ResourceNotPermitted,
     /// The spend would pass `max_spend_usd` of the token or an ancestor.
     BudgetMaxSpendUsd,
+    /// The act's own spend is over `max_spend_per_action_usd` of the token
+    /// or an ancestor.
+    BudgetMaxSpendPerActionUsd,
     /// One more action would pass `max_actions` of the token or an ancestor.
     BudgetMaxActions,
     /// A delegation asked for more than its parent holds.
@@ -243,6 +246,12 @@ pub enum DenyReason {
     /// The agent's trust is below the token's `constraints.min_trust`
     /// ([`crate::trust`]).
     TrustTooLow,
+    /// An argument rule of the chain applies and no arguments were given
+    /// ([`crate::policy`]).
+    ArgsRequired,
+    /// A statement of an argument rule that applies is not true of the
+    /// arguments.
+    ArgsNotPermitted,
 }
 
 impl DenyReason {
@@ -252,6 +261,7 @@ impl DenyReason {
             DenyReason::ActionNotPermitted => "action_not_permitted",
             DenyReason::ResourceNotPermitted => "resource_not_permitted",
             DenyReason::BudgetMaxSpendUsd => "budget_max_spend_usd",
+            DenyReason::BudgetMaxSpendPerActionUsd => "budget_max_spend_per_action_usd",
             DenyReason::BudgetMaxActions => "budget_max_actions",
             DenyReason::ScopeWidening => "scope_widening",
             DenyReason::DelegationTooDeep => "delegation_too_deep",
@@ -262,14 +272,17 @@ impl DenyReason {
             DenyReason::ApprovalDenied => "approval_denied",
             DenyReason::ApprovalExpired => "approval_expired",
             DenyReason::TrustTooLow => "trust_too_low",
+            DenyReason::ArgsRequired => "args_required",
+            DenyReason::ArgsNotPermitted => "args_not_permitted",
         }
     }
 
     /// Every reason, in declaration order.
-    pub const ALL: [DenyReason; 13] = [
+    pub const ALL: [DenyReason; 16] = [
         DenyReason::ActionNotPermitted,
         DenyReason::ResourceNotPermitted,
         DenyReason::BudgetMaxSpendUsd,
+        DenyReason::BudgetMaxSpendPerActionUsd,
         DenyReason::BudgetMaxActions,
         DenyReason::ScopeWidening,
         DenyReason::DelegationTooDeep,
@@ -280,6 +293,8 @@ impl DenyReason {
         DenyReason::ApprovalDenied,
         DenyReason::ApprovalExpired,
         DenyReason::TrustTooLow,
+        DenyReason::ArgsRequired,
+        DenyReason::ArgsNotPermitted,
     ];
 
     /// Whether the record was denied by an approval's decision (denied or
@@ -306,6 +321,7 @@ impl From<BudgetExceeded> for DenyReason {
     fn from(exceeded: BudgetExceeded) -> DenyReason {
         match exceeded.0 {
             Limit::MaxSpendUsd => DenyReason::BudgetMaxSpendUsd,
+            Limit::MaxSpendPerActionUsd => DenyReason::BudgetMaxSpendPerActionUsd,
             Limit::MaxActions => DenyReason::BudgetMaxActions,
         }
     }

@@ -121,7 +121,50 @@ fn valid_namespace(text: &str) -> bool {
 }
 
 fn valid_resource_name(text: &str) -> bool {
-    !text.is_empty() && text.bytes().all(|b| b.is_ascii_graphic() && b != b'*')
+    !text.is_empty()
+        && text.bytes().all(|b| b.is_ascii_graphic() && b != b'*')
+        && plain_segments(text)
+}
+
+/// Whether a resource name (or a pattern's prefix) has plain segments
+/// only, `/` and `:` separating them: no `.` or `..` segment, no empty
+/// one (`//`, `::`; a name may begin with one `/`), and no `.`, `/` or
+/// `:` percent-encoded. Otherwise `files:/srv/reports/../../etc/shadow`
+/// would read as under `files:/srv/reports/*` while naming what is not.
+fn plain_segments(text: &str) -> bool {
+    let lower = text.to_ascii_lowercase();
+    if ["%2e", "%2f", "%3a"]
+        .iter()
+        .any(|encoded| lower.contains(encoded))
+    {
+        return false;
+    }
+    let body = text.strip_prefix('/').unwrap_or(text);
+    body.split(['/', ':'])
+        .all(|segment| !segment.is_empty() && segment != "." && segment != "..")
+}
+
+/// The prefix of a prefix pattern's name (`contact/` of `contact/*`,
+/// `bucket:` of `bucket:*`), or `None` for a name that is not one.
+fn pattern_prefix(name: &str) -> Option<&str> {
+    let prefix = name.strip_suffix('*')?;
+    (prefix.ends_with('/') || prefix.ends_with(':')).then_some(prefix)
+}
+
+/// Whether `name` is a valid pattern name: `*`, a resource name, or a
+/// prefix (a resource name followed by `/` or `:`) and `*`.
+fn valid_pattern_name(name: &str) -> bool {
+    if name == "*" || valid_resource_name(name) {
+        return true;
+    }
+    // The prefix without its last separator is a resource name, or
+    // nothing before a leading `/` (`files:/*`).
+    pattern_prefix(name).is_some_and(|prefix| {
+        prefix == "/"
+            || prefix
+                .get(..prefix.len() - 1)
+                .is_some_and(valid_resource_name)
+    })
 }
 
 /// Declares a validated string newtype with serde support.
@@ -207,42 +250,97 @@ impl Resource {
 }
 
 name_type!(
-    /// A resource or `<namespace>:*`, as granted in a scope.
+    /// A resource, `<namespace>:*` (every resource of the namespace), or
+    /// a prefix pattern `<namespace>:<prefix>/*` or `<namespace>:<prefix>:*`
+    /// (every resource whose name extends the prefix), as granted in a
+    /// scope.
     ResourcePattern,
     |text| {
         text.len() <= MAX_RESOURCE_LEN
-            && text.split_once(':').is_some_and(|(ns, name)| {
-                valid_namespace(ns) && (name == "*" || valid_resource_name(name))
-            })
+            && text
+                .split_once(':')
+                .is_some_and(|(ns, name)| valid_namespace(ns) && valid_pattern_name(name))
     },
     ScopeError::InvalidPattern
 );
+
+/// What a pattern's name covers.
+#[derive(Clone, Copy)]
+enum Covered<'a> {
+    /// Every name (`*`).
+    All,
+    /// Every name longer than this prefix that begins with it.
+    Prefix(&'a str),
+    /// This name.
+    Exact(&'a str),
+}
+
+impl Covered<'_> {
+    fn name(&self, name: &str) -> bool {
+        match *self {
+            Covered::All => true,
+            Covered::Prefix(prefix) => name.len() > prefix.len() && name.starts_with(prefix),
+            Covered::Exact(exact) => exact == name,
+        }
+    }
+}
 
 impl ResourcePattern {
     fn parts(&self) -> (&str, &str) {
         self.0.split_once(':').unwrap_or((&self.0, ""))
     }
 
+    fn covered(&self) -> (&str, Covered<'_>) {
+        let (ns, name) = self.parts();
+        let covered = if name == "*" {
+            Covered::All
+        } else if let Some(prefix) = pattern_prefix(name) {
+            Covered::Prefix(prefix)
+        } else {
+            Covered::Exact(name)
+        };
+        (ns, covered)
+    }
+
     /// Whether this pattern covers a concrete resource.
     pub fn covers(&self, resource: &Resource) -> bool {
-        let (ns, name) = self.parts();
+        let (ns, covered) = self.covered();
         let (r_ns, r_name) = resource.parts();
-        ns == r_ns && (name == "*" || name == r_name)
+        ns == r_ns && covered.name(r_name)
     }
 
     /// Whether some resource is covered by both this pattern and `other`:
-    /// the same namespace, and the same name or `*` on either side.
+    /// the same namespace, and `*` on either side, the same name, a name
+    /// the other's prefix covers, or one prefix extending the other.
     pub fn overlaps(&self, other: &ResourcePattern) -> bool {
-        let (ns, name) = self.parts();
-        let (o_ns, o_name) = other.parts();
-        ns == o_ns && (name == "*" || o_name == "*" || name == o_name)
+        let (ns, mine) = self.covered();
+        let (o_ns, theirs) = other.covered();
+        ns == o_ns
+            && match (mine, theirs) {
+                (Covered::All, _) | (_, Covered::All) => true,
+                (Covered::Exact(a), Covered::Exact(b)) => a == b,
+                (Covered::Prefix(p), Covered::Exact(name))
+                | (Covered::Exact(name), Covered::Prefix(p)) => Covered::Prefix(p).name(name),
+                (Covered::Prefix(a), Covered::Prefix(b)) => a.starts_with(b) || b.starts_with(a),
+            }
     }
 
-    /// Whether everything `other` covers, this pattern covers too.
+    /// Whether everything `other` covers, this pattern covers too: `*`
+    /// covers every pattern of its namespace; a prefix covers a name it
+    /// covers and a prefix extending it (`crm:contact/*` covers
+    /// `crm:contact/vip/*`); a name covers only itself.
     pub fn covers_pattern(&self, other: &ResourcePattern) -> bool {
-        let (ns, name) = self.parts();
-        let (o_ns, o_name) = other.parts();
-        ns == o_ns && (name == "*" || (o_name != "*" && name == o_name))
+        let (ns, mine) = self.covered();
+        let (o_ns, theirs) = other.covered();
+        ns == o_ns
+            && match (mine, theirs) {
+                (Covered::All, _) => true,
+                (_, Covered::All) => false,
+                (Covered::Prefix(p), Covered::Exact(name)) => Covered::Prefix(p).name(name),
+                (Covered::Prefix(p), Covered::Prefix(q)) => q.starts_with(p),
+                (Covered::Exact(a), Covered::Exact(b)) => a == b,
+                (Covered::Exact(_), Covered::Prefix(_)) => false,
+            }
     }
 }
 
@@ -422,6 +520,10 @@ impl From<MinTrust> for f64 {
 pub struct Constraints {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub max_spend_usd: Option<Usd>,
+    /// The most one act may spend (at `authorize`, `record/action` and
+    /// completion), on its own rather than summed.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max_spend_per_action_usd: Option<Usd>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub max_actions: Option<u64>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -438,6 +540,8 @@ pub struct Constraints {
 struct RawConstraints {
     #[serde(default)]
     max_spend_usd: Option<Usd>,
+    #[serde(default)]
+    max_spend_per_action_usd: Option<Usd>,
     #[serde(default)]
     max_actions: Option<u64>,
     #[serde(default)]
@@ -464,6 +568,7 @@ impl TryFrom<RawConstraints> for Constraints {
         .map_err(ScopeError::Args)?;
         Ok(Constraints {
             max_spend_usd: raw.max_spend_usd,
+            max_spend_per_action_usd: raw.max_spend_per_action_usd,
             max_actions: raw.max_actions,
             require_approval: raw.require_approval,
             min_trust: raw.min_trust,
@@ -484,7 +589,9 @@ impl Constraints {
 
     /// Whether a budget limit is set.
     pub fn has_budget(&self) -> bool {
-        self.max_spend_usd.is_some() || self.max_actions.is_some()
+        self.max_spend_usd.is_some()
+            || self.max_spend_per_action_usd.is_some()
+            || self.max_actions.is_some()
     }
 }
 
@@ -540,14 +647,18 @@ pub struct Grant {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Limit {
     MaxSpendUsd,
+    /// The spend of one act, on its own.
+    MaxSpendPerActionUsd,
     MaxActions,
 }
 
 impl Limit {
-    /// The field name, `max_spend_usd` or `max_actions`.
+    /// The field name, `max_spend_usd`, `max_spend_per_action_usd` or
+    /// `max_actions`.
     pub fn as_str(self) -> &'static str {
         match self {
             Limit::MaxSpendUsd => "max_spend_usd",
+            Limit::MaxSpendPerActionUsd => "max_spend_per_action_usd",
             Limit::MaxActions => "max_actions",
         }
     }
@@ -768,6 +879,12 @@ pub fn check_narrowing(child: &Grant, parent: &Grant) -> Result<(), Widening> {
         &mut violations,
     );
     check_limit(
+        Limit::MaxSpendPerActionUsd,
+        child.constraints.max_spend_per_action_usd,
+        parent.constraints.max_spend_per_action_usd,
+        &mut violations,
+    );
+    check_limit(
         Limit::MaxActions,
         child.constraints.max_actions,
         parent.constraints.max_actions,
@@ -829,6 +946,92 @@ mod tests {
 
     fn act(text: &str) -> Action {
         Action::parse(text).unwrap()
+    }
+
+    #[test]
+    fn names_with_dot_or_empty_segments_or_encoded_separators_are_refused() {
+        for bad in [
+            "fs:/srv/reports/../../etc/shadow",
+            "fs:/srv/./x",
+            "fs:..",
+            "fs:.",
+            "fs:/srv//x",
+            "fs://srv",
+            "fs:a/",
+            "s3:bucket::key",
+            "s3:bucket:..:key",
+            "fs:/srv/%2e%2e/x",
+            "fs:/srv/%2E./x",
+            "fs:/srv%2Fx",
+            "crm:a%3ab",
+        ] {
+            assert_eq!(
+                Resource::parse(bad),
+                Err(ScopeError::InvalidResource),
+                "{bad}"
+            );
+            assert_eq!(
+                ResourcePattern::parse(bad),
+                Err(ScopeError::InvalidPattern),
+                "{bad}"
+            );
+        }
+        for good in [
+            "fs:/srv/reports/q3.pdf",
+            "fs:/.hidden/x",
+            "fs:a..b",
+            "s3:bucket:key",
+        ] {
+            assert!(Resource::parse(good).is_ok(), "{good}");
+        }
+    }
+
+    #[test]
+    fn prefix_patterns_cover_what_extends_them() {
+        let p = |text: &str| ResourcePattern::parse(text).unwrap();
+        let r = |text: &str| Resource::parse(text).unwrap();
+        for good in ["crm:contact/*", "s3:bucket:*", "fs:/srv/reports/*", "fs:/*"] {
+            assert!(ResourcePattern::parse(good).is_ok(), "{good}");
+        }
+        for bad in [
+            "crm:contact*",
+            "crm:contact/**",
+            "crm:*/x",
+            "crm:a//*",
+            "fs:/srv/../*",
+            "crm::*",
+            "crm:contact/*/x",
+        ] {
+            assert_eq!(
+                ResourcePattern::parse(bad),
+                Err(ScopeError::InvalidPattern),
+                "{bad}"
+            );
+        }
+        let contacts = p("crm:contact/*");
+        assert!(contacts.covers(&r("crm:contact/42")));
+        assert!(contacts.covers(&r("crm:contact/vip/7")));
+        assert!(!contacts.covers(&r("crm:contact")));
+        assert!(!contacts.covers(&r("crm:contacts/1")));
+        assert!(!contacts.covers(&r("mail:contact/1")));
+        // Narrowing: a child pattern is covered when its prefix extends
+        // the parent's.
+        assert!(p("crm:*").covers_pattern(&contacts));
+        assert!(contacts.covers_pattern(&p("crm:contact/vip/*")));
+        assert!(contacts.covers_pattern(&p("crm:contact/42")));
+        assert!(contacts.covers_pattern(&contacts));
+        assert!(!contacts.covers_pattern(&p("crm:*")));
+        assert!(!contacts.covers_pattern(&p("crm:contacts/*")));
+        assert!(!contacts.covers_pattern(&p("crm:contact")));
+        assert!(!p("crm:contact/42").covers_pattern(&p("crm:contact/42/*")));
+        assert!(!p("crm:contact:*").covers_pattern(&contacts));
+        // Overlap, for approval requirements.
+        assert!(contacts.overlaps(&p("crm:contact/vip/*")));
+        assert!(p("crm:contact/vip/*").overlaps(&contacts));
+        assert!(contacts.overlaps(&p("crm:contact/1")));
+        assert!(contacts.overlaps(&p("crm:*")));
+        assert!(!contacts.overlaps(&p("crm:deal/*")));
+        assert!(!contacts.overlaps(&p("crm:contact")));
     }
 
     #[test]
@@ -945,6 +1148,7 @@ mod tests {
     fn narrowing_names_every_widening() {
         let mut parent = grant(&["crm:contacts"], &["read", "delegate"]);
         parent.constraints = Constraints {
+            max_spend_per_action_usd: None,
             min_trust: None,
             max_spend_usd: Some(Usd::from_micros(10).unwrap()),
             max_actions: Some(5),
@@ -954,6 +1158,7 @@ mod tests {
         parent.policy = Policy::new(vec![Framework::parse("hipaa").unwrap()]).unwrap();
         let mut child = grant(&["crm:*", "mail:x"], &["read", "write"]);
         child.constraints = Constraints {
+            max_spend_per_action_usd: None,
             min_trust: None,
             max_spend_usd: Some(Usd::from_micros(11).unwrap()),
             max_actions: None,

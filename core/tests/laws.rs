@@ -14,13 +14,16 @@ use proptest::prelude::*;
 use serde_json::{Value, json};
 
 const NAMESPACES: [&str; 3] = ["crm", "mail", "files"];
-const NAMES: [&str; 3] = ["a", "b", "c"];
+/// Resource names, and the names of patterns (a name, a prefix covering
+/// the first two names, another name; then `*`).
+const NAMES: [&str; 3] = ["a/x", "a/y", "b"];
+const PATTERN_NAMES: [&str; 3] = ["a/x", "a/*", "b"];
 const ACTIONS: [&str; 4] = ["read", "write", "delegate", "pay"];
 const FRAMEWORKS: [&str; 3] = ["gdpr", "hipaa", "soc2"];
 
 fn pattern() -> impl Strategy<Value = ResourcePattern> {
     (0..3usize, 0..4usize).prop_map(|(ns, name)| {
-        let name = NAMES.get(name).copied().unwrap_or("*");
+        let name = PATTERN_NAMES.get(name).copied().unwrap_or("*");
         ResourcePattern::parse(&format!("{}:{name}", NAMESPACES[ns])).unwrap()
     })
 }
@@ -37,7 +40,7 @@ fn action() -> impl Strategy<Value = Action> {
 
 /// Pattern `i` of 12: each namespace's three names, then its `*`.
 fn pattern_at(i: usize) -> ResourcePattern {
-    let name = NAMES.get(i % 4).copied().unwrap_or("*");
+    let name = PATTERN_NAMES.get(i % 4).copied().unwrap_or("*");
     ResourcePattern::parse(&format!("{}:{name}", NAMESPACES[i / 4])).unwrap()
 }
 
@@ -86,13 +89,14 @@ fn grant() -> impl Strategy<Value = Grant> {
         prop::collection::btree_set(0..12usize, 1..5),
         prop::collection::btree_set(0..4usize, 1..4),
         prop::option::of(0..100u64),
+        prop::option::of(0..50u64),
         prop::option::of(0..10u64),
         prop::collection::btree_set(0..3usize, 0..3),
         0..100i64,
         prop::option::of(requirement()),
     )
         .prop_map(
-            |(resources, actions, spend, count, frameworks, exp, approval)| {
+            |(resources, actions, spend, per_action, count, frameworks, exp, approval)| {
                 let resources: Vec<ResourcePattern> =
                     resources.into_iter().map(pattern_at).collect();
                 let actions = actions
@@ -104,6 +108,7 @@ fn grant() -> impl Strategy<Value = Grant> {
                     constraints: Constraints {
                         min_trust: None,
                         max_spend_usd: spend.map(usd),
+                        max_spend_per_action_usd: per_action.map(usd),
                         max_actions: count,
                         require_approval: approval,
                         args: Default::default(),
@@ -262,9 +267,19 @@ proptest! {
             let (ns, name) = p.as_str().split_once(':').unwrap();
             (ns.to_owned(), name.to_owned())
         };
+        // A model of coverage over the names drawn (`*` every name, a
+        // prefix every name extending it, a name itself): two patterns
+        // overlap when some name is covered by both.
+        let covers = |pattern: &str, name: &str| {
+            pattern == "*"
+                || pattern == name
+                || pattern
+                    .strip_suffix('*')
+                    .is_some_and(|prefix| name.len() > prefix.len() && name.starts_with(prefix))
+        };
         let overlap = |a: &ResourcePattern, b: &ResourcePattern| {
             let ((an, a_name), (bn, b_name)) = (parts(a), parts(b));
-            an == bn && (a_name == "*" || b_name == "*" || a_name == b_name)
+            an == bn && NAMES.iter().any(|name| covers(&a_name, name) && covers(&b_name, name))
         };
         let action_unheld = asked
             .actions()

@@ -345,6 +345,7 @@ fn framework(name: &str) -> Framework {
 fn what_a_delegation_leaves_out_it_inherits() {
     let mut req = request(&["crm:*"], &["read", "delegate"]);
     req.constraints = Constraints {
+        max_spend_per_action_usd: None,
         min_trust: None,
         max_spend_usd: Some(Usd::from_f64(5.0).unwrap()),
         max_actions: None,
@@ -362,6 +363,7 @@ fn what_a_delegation_leaves_out_it_inherits() {
     assert_eq!(
         child.constraints(),
         Constraints {
+            max_spend_per_action_usd: None,
             min_trust: None,
             max_spend_usd: Some(Usd::from_f64(5.0).unwrap()),
             max_actions: Some(5),

@@ -18,6 +18,7 @@ struct Side {
     resources: Vec<String>,
     actions: Vec<String>,
     max_spend_micros: Option<u64>,
+    max_spend_per_action_micros: Option<u64>,
     max_actions: Option<u64>,
     approval: Option<Approval>,
     min_trust: Option<f64>,
@@ -59,6 +60,9 @@ fn grant(side: &Side) -> Option<Grant> {
         scope,
         constraints: Constraints {
             max_spend_usd: side.max_spend_micros.and_then(|m| Usd::from_micros(m).ok()),
+            max_spend_per_action_usd: side
+                .max_spend_per_action_micros
+                .and_then(|m| Usd::from_micros(m).ok()),
             max_actions: side.max_actions,
             require_approval,
             min_trust: side.min_trust.and_then(|floor| MinTrust::new(floor).ok()),

@@ -279,6 +279,45 @@ impl Default for ApprovalsConfig {
     }
 }
 
+/// What records keep of an act's arguments (`[records]`).
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct RecordsConfig {
+    /// Keep the arguments on the record (their `args_hash` is always
+    /// kept). Off, they are kept only while an approval of the act waits
+    /// for a decision, for the reviewer to see, and dropped once decided.
+    pub keep_args: bool,
+    /// Selectors (`.password`, `.card.number`, `.items[].secret`) whose
+    /// values are stored as `"[redacted]"`; `args_hash` stays the hash of
+    /// the arguments as given.
+    pub redact_args: Vec<String>,
+}
+
+impl Default for RecordsConfig {
+    fn default() -> RecordsConfig {
+        RecordsConfig {
+            keep_args: true,
+            redact_args: Vec::new(),
+        }
+    }
+}
+
+impl RecordsConfig {
+    /// `redact_args` parsed; a malformed selector is an error naming it.
+    pub fn redactions(&self) -> anyhow::Result<Vec<mandate_core::policy::Selector>> {
+        self.redact_args
+            .iter()
+            .map(|text| {
+                mandate_core::policy::Selector::parse(text).map_err(|_| {
+                    anyhow::anyhow!(
+                        "[records] redact_args: {text:?} is not a selector (.name, .a.b, .list[])"
+                    )
+                })
+            })
+            .collect()
+    }
+}
+
 /// The longest approval lifetime accepted, seconds.
 pub const MAX_APPROVAL_TTL_SECONDS: u64 = 7 * 24 * 3600;
 
@@ -430,6 +469,8 @@ pub struct Config {
     pub otel: OtelConfig,
     /// Approval before the act (`[approvals]`).
     pub approvals: ApprovalsConfig,
+    /// What records keep of arguments (`[records]`).
+    pub records: RecordsConfig,
     /// The events outbox (`[events]`).
     pub events: EventsConfig,
     /// Webhook delivery (`[webhooks]`).
@@ -458,6 +499,7 @@ impl Default for Config {
             status: StatusConfig::default(),
             otel: OtelConfig::default(),
             approvals: ApprovalsConfig::default(),
+            records: RecordsConfig::default(),
             events: EventsConfig::default(),
             webhooks: WebhooksConfig::default(),
         }
@@ -486,6 +528,10 @@ impl Config {
                 path.display()
             );
         }
+        config
+            .records
+            .redactions()
+            .map_err(|e| anyhow::anyhow!("invalid config {}: {e}", path.display()))?;
         if config.events.retain_hours.get() < 24 {
             anyhow::bail!(
                 "invalid config {}: [events] retain_hours must be at least 24 (the webhook retry window)",
@@ -559,6 +605,22 @@ mod tests {
         assert_eq!(config.rate_limits.per_token, 5);
         assert_eq!(config.rate_limits.per_api_key, 1000);
         assert!(toml::from_str::<Config>("lisen = \"x\"").is_err());
+    }
+
+    #[test]
+    fn records_keep_args_by_default_and_refuse_a_redaction_that_is_no_selector() {
+        assert!(Config::default().records.keep_args);
+        let config: Config = toml::from_str(
+            "[records]\nkeep_args = false\nredact_args = [\".password\", \".cards[].number\"]\n",
+        )
+        .unwrap();
+        assert!(!config.records.keep_args);
+        assert_eq!(config.records.redactions().unwrap().len(), 2);
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("mandate.toml");
+        std::fs::write(&file, "[records]\nredact_args = [\"password\"]\n").unwrap();
+        let refused = Config::from_file(&file).unwrap_err().to_string();
+        assert!(refused.contains("redact_args"), "{refused}");
     }
 
     #[test]

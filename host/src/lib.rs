@@ -113,6 +113,9 @@ pub struct Shared {
     /// Each organisation's trust scores in force (`crate::trust`), shared
     /// with the ledger, which judges `min_trust` against them.
     pub trust: Arc<trust::Board>,
+    /// `[records] redact_args`, parsed: the selectors whose values records
+    /// store as `"[redacted]"`.
+    pub redact_args: Vec<mandate_core::policy::Selector>,
     /// The address the server listens on, once it does (`serve_until`): the
     /// base of signed URLs when `public_url` is not set.
     pub listening: std::sync::OnceLock<SocketAddr>,
@@ -144,6 +147,7 @@ impl AppState {
         clock: Clock,
     ) -> anyhow::Result<(AppState, Option<String>)> {
         let assurance = Assurance::load(&config)?;
+        let redact_args = config.records.redactions()?;
         let telemetry = otel::Telemetry::start(&config.otel)?;
         let database = config.database()?;
         let metrics = Arc::new(Metrics::new());
@@ -162,11 +166,13 @@ impl AppState {
             };
             let events = config.events.enabled;
             let approval_ttl_ms = config.approvals.ttl_ms();
+            let keep_args = config.records.keep_args;
             let board = trust.clone();
             let store = Store::open(&database, lanes, metrics.clone(), move |conn| {
                 Ledger::new(conn, setup)
                     .with_events(events)
                     .with_approval_ttl(approval_ttl_ms)
+                    .with_keep_args(keep_args)
                     .with_trust(board)
             })?;
             Ok((prepared, store))
@@ -193,6 +199,7 @@ impl AppState {
             committed: tokio::sync::watch::Sender::new(0),
             streams: api::OpenStreams::default(),
             trust,
+            redact_args,
             listening: std::sync::OnceLock::new(),
             stopping: tokio_util::sync::CancellationToken::new(),
         }));

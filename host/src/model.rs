@@ -31,14 +31,18 @@ pub mod forms {
     #[schema(value_type = String, pattern = r"^[a-z][a-z0-9_.-]{0,63}$")]
     pub struct Action(String);
 
-    /// A resource, `<namespace>:<name>`: the name is printable ASCII without `*`.
+    /// A resource, `<namespace>:<name>`: the name is printable ASCII without
+    /// `*`, in segments separated by `/` or `:` (it may begin with `/`),
+    /// none empty, `.` or `..`, and no `%2e`, `%2f` or `%3a`.
     #[derive(Debug, ToSchema)]
     #[schema(value_type = String, max_length = 256, pattern = r"^[a-z0-9][a-z0-9_.-]{0,63}:[!-)+-~]+$")]
     pub struct Resource(String);
 
-    /// A resource, or `<namespace>:*` for every resource of the namespace.
+    /// A resource; `<namespace>:*` for every resource of the namespace; or
+    /// a prefix, `<namespace>:<prefix>/*` or `<namespace>:<prefix>:*`, for
+    /// every resource whose name extends it (`crm:contact/*`).
     #[derive(Debug, ToSchema)]
-    #[schema(value_type = String, max_length = 256, pattern = r"^[a-z0-9][a-z0-9_.-]{0,63}:(\*|[!-)+-~]+)$")]
+    #[schema(value_type = String, max_length = 256, pattern = r"^[a-z0-9][a-z0-9_.-]{0,63}:(\*|[!-)+-~]+|[!-)+-~]*[/:]\*)$")]
     pub struct ResourcePattern(String);
 
     /// A compliance framework: `a-z 0-9 _ . -`, starting with a letter or digit.
@@ -235,6 +239,12 @@ pub struct ConstraintsBody {
     /// Most US dollars the token and its descendants may spend (≤ 6 decimals).
     #[schema(minimum = 0, maximum = 1_000_000_000, multiple_of = 0.000001)]
     pub max_spend_usd: Option<f64>,
+    /// Most US dollars one act may spend, on its own (≤ 6 decimals):
+    /// judged at `authorize`, `record/action` and a completion reporting
+    /// more than was reserved. A delegation keeps its parent's and may
+    /// only lower it.
+    #[schema(minimum = 0, maximum = 1_000_000_000, multiple_of = 0.000001)]
+    pub max_spend_per_action_usd: Option<f64>,
     /// Most actions the token and its descendants may be authorized for.
     #[schema(minimum = 0, maximum = 1_000_000_000)]
     #[serde(default, deserialize_with = "whole_number")]
@@ -249,6 +259,17 @@ pub struct ConstraintsBody {
     /// delegation keeps its parent's and may only raise it.
     #[schema(minimum = 0, maximum = 1)]
     pub min_trust: Option<f64>,
+    /// Argument rules (DESIGN §15): 1 to 32 rules `{actions?, resources?,
+    /// pol}`, at most 4 KiB as canonical JSON with
+    /// `require_approval.args`. An attempt a rule applies to (its action
+    /// listed, absent: every action; its resource covered by a pattern,
+    /// absent: every resource) is permitted only when every statement of
+    /// `pol` (UCAN 1.0's policy language, judged in three-valued logic)
+    /// is true of its `args`. A delegation that leaves it out inherits its
+    /// parent's rules; one that sets it keeps each of them unchanged and
+    /// may add rules.
+    #[schema(value_type = Option<Vec<Object>>, min_items = 1, max_items = 32)]
+    pub args: Option<mandate_core::StrictJson>,
 }
 
 /// When an action needs a human's approval: any member matching is enough;
@@ -265,6 +286,12 @@ pub struct ApprovalRequirementBody {
     /// Spending strictly more than this needs approval.
     #[schema(minimum = 0, maximum = 1_000_000_000, multiple_of = 0.000001)]
     pub spend_over_usd: Option<f64>,
+    /// Statements over the attempt's `args` (UCAN 1.0's policy language):
+    /// when they all hold, or are undefined (a member missing, `args` left
+    /// out), the attempt needs approval. A delegation keeps the parent's
+    /// unchanged.
+    #[schema(value_type = Option<Vec<Value>>, min_items = 1)]
+    pub args: Option<mandate_core::StrictJson>,
 }
 
 /// Policy assertions, as sent.
@@ -400,6 +427,12 @@ pub struct RecordActionRequest {
     /// US dollars spent by the action (≤ 6 decimals).
     #[schema(minimum = 0, maximum = 1_000_000_000, multiple_of = 0.000001)]
     pub spend_usd: Option<f64>,
+    /// The arguments of the act (a JSON object, at most 16 KiB as RFC 8785
+    /// canonical JSON; no member named twice, every number within
+    /// ±(2^53 − 1)), judged against the argument rules of the token's
+    /// chain. The record keeps their `args_hash`.
+    #[schema(value_type = Option<Object>)]
+    pub args: Option<mandate_core::StrictJson>,
 }
 
 /// A recorded action.
@@ -515,6 +548,12 @@ pub struct AuthorizeRequest {
     /// US dollars to reserve against the budget.
     #[schema(minimum = 0, maximum = 1_000_000_000, multiple_of = 0.000001)]
     pub spend_usd: Option<f64>,
+    /// The arguments of the act (a JSON object, at most 16 KiB as RFC 8785
+    /// canonical JSON; no member named twice, every number within
+    /// ±(2^53 − 1)), judged against the argument rules of the token's
+    /// chain. The record keeps their `args_hash`.
+    #[schema(value_type = Option<Object>)]
+    pub args: Option<mandate_core::StrictJson>,
 }
 
 /// The answer to a pre-flight check.
@@ -535,6 +574,11 @@ pub struct AuthorizeResponse {
     /// Why not, when `authorized` is false and no approval is awaited.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,
+    /// Which argument rule and statement refused the arguments
+    /// (`args_required`, `args_not_permitted`), in words: told only to a
+    /// caller who presented the token itself.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason_detail: Option<String>,
     /// The approval the action waits for (answered 202): a grant requires
     /// a human's yes first.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -596,6 +640,18 @@ pub struct ApprovalBody {
     pub decided_by: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub note: Option<String>,
+    /// `sha256:` of the RFC 8785 canonical JSON of the arguments the act
+    /// was attempted with (absent without arguments).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(value_type = Option<forms::Sha256Ref>)]
+    pub args_hash: Option<String>,
+    /// The arguments as kept: `[records] redact_args` values replaced by
+    /// `"[redacted]"`; absent when none were given, or not kept
+    /// (`[records] keep_args = false`, once no approval waits on them).
+    /// Attacker-controlled text: show it as text, never as markup.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(value_type = Option<Object>)]
+    pub args: Option<serde_json::Value>,
 }
 
 /// One token of a chain.
@@ -712,6 +768,18 @@ pub struct RecordBody {
     /// What the agent proved it held: `token` (the token itself, with its
     /// proof when bound) or `jti` (a bare `vat_jti`, which proves nothing).
     pub credential: String,
+    /// `sha256:` of the RFC 8785 canonical JSON of the arguments the act
+    /// was attempted with (absent without arguments).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(value_type = Option<forms::Sha256Ref>)]
+    pub args_hash: Option<String>,
+    /// The arguments as kept: `[records] redact_args` values replaced by
+    /// `"[redacted]"`; absent when none were given, or not kept
+    /// (`[records] keep_args = false`, once no approval waits on them).
+    /// Attacker-controlled text: show it as text, never as markup.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(value_type = Option<Object>)]
+    pub args: Option<serde_json::Value>,
 }
 
 /// A page of records, newest first.

@@ -131,6 +131,8 @@ const TABLES: [(&str, &[&str], &str); 24] = [
             "trust_ppm",
             "traceparent",
             "origin",
+            "args_hash",
+            "args",
         ],
         "seq",
     ),

@@ -166,6 +166,7 @@ fn entries(rng: &mut Rng, label: &str, count: u64, first: u64) -> Vec<LogEntry> 
                         Credential::Token
                     },
                     delegated_jth: None,
+                    args_hash: None,
                 })
             }
             3 => LogEvent::RecordCompleted(RecordCompleted {

@@ -1074,6 +1074,14 @@ export interface components {
             /** @description `agent:<agent_id>` of the agent asking. */
             agent_id: string;
             approval_id: components["schemas"]["ApprovalId"];
+            /**
+             * @description The arguments as kept: `[records] redact_args` values replaced by
+             *     `"[redacted]"`; absent when none were given, or not kept
+             *     (`[records] keep_args = false`, once no approval waits on them).
+             *     Attacker-controlled text: show it as text, never as markup.
+             */
+            args?: Record<string, unknown> | null;
+            args_hash?: components["schemas"]["Sha256Ref"] | null;
             assurance_level: string;
             /** @description The agents of the chain, root first, the asking agent last. */
             chain: components["schemas"]["ChainLink"][];
@@ -1146,6 +1154,13 @@ export interface components {
         ApprovalRequirementBody: {
             /** @description These actions always need approval. */
             actions?: components["schemas"]["Action"][] | null;
+            /**
+             * @description Statements over the attempt's `args` (UCAN 1.0's policy language):
+             *     when they all hold, or are undefined (a member missing, `args` left
+             *     out), the attempt needs approval. A delegation keeps the parent's
+             *     unchanged.
+             */
+            args?: unknown[] | null;
             /** @description Resources these patterns cover always need approval. */
             resources?: components["schemas"]["ResourcePattern"][] | null;
             /**
@@ -1162,6 +1177,13 @@ export interface components {
         /** @description `POST /v1/vat/authorize`. */
         AuthorizeRequest: {
             action: components["schemas"]["Action"];
+            /**
+             * @description The arguments of the act (a JSON object, at most 16 KiB as RFC 8785
+             *     canonical JSON; no member named twice, every number within
+             *     ±(2^53 − 1)), judged against the argument rules of the token's
+             *     chain. The record keeps their `args_hash`.
+             */
+            args?: Record<string, unknown> | null;
             resource: components["schemas"]["Resource"];
             /**
              * Format: double
@@ -1180,6 +1202,12 @@ export interface components {
             provenance_ref: string;
             /** @description Why not, when `authorized` is false and no approval is awaited. */
             reason?: string | null;
+            /**
+             * @description Which argument rule and statement refused the arguments
+             *     (`args_required`, `args_not_permitted`), in words: told only to a
+             *     caller who presented the token itself.
+             */
+            reason_detail?: string | null;
             /**
              * Format: double
              * @description The trust in force the act was judged with: the minimum over the
@@ -1305,10 +1333,30 @@ export interface components {
         /** @description Budget limits, as sent. */
         ConstraintsBody: {
             /**
+             * @description Argument rules (DESIGN §15): 1 to 32 rules `{actions?, resources?,
+             *     pol}`, at most 4 KiB as canonical JSON with
+             *     `require_approval.args`. An attempt a rule applies to (its action
+             *     listed, absent: every action; its resource covered by a pattern,
+             *     absent: every resource) is permitted only when every statement of
+             *     `pol` (UCAN 1.0's policy language, judged in three-valued logic)
+             *     is true of its `args`. A delegation that leaves it out inherits its
+             *     parent's rules; one that sets it keeps each of them unchanged and
+             *     may add rules.
+             */
+            args?: Record<string, unknown>[] | null;
+            /**
              * Format: int64
              * @description Most actions the token and its descendants may be authorized for.
              */
             max_actions?: number | null;
+            /**
+             * Format: double
+             * @description Most US dollars one act may spend, on its own (≤ 6 decimals):
+             *     judged at `authorize`, `record/action` and a completion reporting
+             *     more than was reserved. A delegation keeps its parent's and may
+             *     only lower it.
+             */
+            max_spend_per_action_usd?: number | null;
             /**
              * Format: double
              * @description Most US dollars the token and its descendants may spend (≤ 6 decimals).
@@ -1812,6 +1860,13 @@ export interface components {
         /** @description `POST /v1/vat/record/action`. */
         RecordActionRequest: {
             action: components["schemas"]["Action"];
+            /**
+             * @description The arguments of the act (a JSON object, at most 16 KiB as RFC 8785
+             *     canonical JSON; no member named twice, every number within
+             *     ±(2^53 − 1)), judged against the argument rules of the token's
+             *     chain. The record keeps their `args_hash`.
+             */
+            args?: Record<string, unknown> | null;
             resource: components["schemas"]["Resource"];
             /** @description `success`, `error`, `timeout` or `cancelled`. */
             result: components["schemas"]["Outcome"];
@@ -1877,6 +1932,14 @@ export interface components {
             aar_id?: string | null;
             action: string;
             agent_id: string;
+            /**
+             * @description The arguments as kept: `[records] redact_args` values replaced by
+             *     `"[redacted]"`; absent when none were given, or not kept
+             *     (`[records] keep_args = false`, once no approval waits on them).
+             *     Attacker-controlled text: show it as text, never as markup.
+             */
+            args?: Record<string, unknown> | null;
+            args_hash?: components["schemas"]["Sha256Ref"] | null;
             assurance_level: string;
             completed_at?: string | null;
             created_at: string;
@@ -2043,9 +2106,17 @@ export interface components {
             /** Format: int64 */
             successes: number;
         };
-        /** @description A resource, `<namespace>:<name>`: the name is printable ASCII without `*`. */
+        /**
+         * @description A resource, `<namespace>:<name>`: the name is printable ASCII without
+         *     `*`, in segments separated by `/` or `:` (it may begin with `/`),
+         *     none empty, `.` or `..`, and no `%2e`, `%2f` or `%3a`.
+         */
         Resource: string;
-        /** @description A resource, or `<namespace>:*` for every resource of the namespace. */
+        /**
+         * @description A resource; `<namespace>:*` for every resource of the namespace; or
+         *     a prefix, `<namespace>:<prefix>/*` or `<namespace>:<prefix>:*`, for
+         *     every resource whose name extends it (`crm:contact/*`).
+         */
         ResourcePattern: string;
         /**
          * @description The `result` filter of a record query: a result, `denied`,

@@ -35,6 +35,7 @@ fn typical_claims(now: i64) -> Claims {
             constraints: Constraints {
                 min_trust: None,
                 max_spend_usd: Some(Usd::from_f64(50.0).expect("valid")),
+                max_spend_per_action_usd: None,
                 max_actions: Some(100),
                 require_approval: None,
                 args: Default::default(),

@@ -184,6 +184,8 @@ fn main() -> anyhow::Result<()> {
                 traceparent: None,
                 origin: RecordOrigin::RecordAction,
                 trust: None,
+                args_hash: None,
+                args: None,
             };
             let created = events::record_created(events::Created {
                 aar_id: &aar_id,
@@ -197,6 +199,7 @@ fn main() -> anyhow::Result<()> {
                 spend_micros: 0,
                 credential: Credential::Jti,
                 delegated_jth: None,
+                args_hash: None,
             })?;
             let index = recordlog::append(&tx, &mut frontier, &org_id, at, created)?;
             records::insert(&tx, seq, &record, Some(index))?;

@@ -716,6 +716,104 @@ impl ArgsDenial {
     }
 }
 
+impl From<ArgsDenial> for crate::record::DenyReason {
+    fn from(denial: ArgsDenial) -> crate::record::DenyReason {
+        match denial {
+            ArgsDenial::Required { .. } => crate::record::DenyReason::ArgsRequired,
+            ArgsDenial::NotPermitted { .. } => crate::record::DenyReason::ArgsNotPermitted,
+        }
+    }
+}
+
+/// A denial by the rules of one grant of a chain: the grant's position in
+/// the chain as given (0 is the first, the root when the chain is given
+/// root first) and what its rules refused.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ChainArgsDenial {
+    pub grant: usize,
+    pub denial: ArgsDenial,
+}
+
+/// Whether `args` are permitted for `action` on `resource` by every grant
+/// of a chain (each grant's rules, as [`check_args`] judges them): a
+/// delegated token carries its ancestors' rules, and judging theirs too
+/// keeps a token minted otherwise from escaping them. The first grant (in
+/// the order given) that refuses names the denial.
+pub fn check_chain_args<'a>(
+    chain: impl IntoIterator<Item = &'a ArgsRules>,
+    action: &Action,
+    resource: &Resource,
+    args: Option<&Args>,
+) -> Result<(), ChainArgsDenial> {
+    for (grant, rules) in chain.into_iter().enumerate() {
+        check_args(rules, action, resource, args)
+            .map_err(|denial| ChainArgsDenial { grant, denial })?;
+    }
+    Ok(())
+}
+
+/// JSON read strictly (no member twice at any depth, every number within
+/// ±(2^53 − 1)) from a request body, keeping a refusal as a value so the
+/// caller names where it was: rules, an approval's statements or an
+/// attempt's arguments are then parsed from it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct StrictJson(Result<Value, StrictRefusal>);
+
+impl StrictJson {
+    /// The value, or why it was refused, as a fault at `path`.
+    fn value(&self, path: &str) -> Result<&Value, PolicyError> {
+        self.0
+            .as_ref()
+            .map_err(|refusal| PolicyError::at(path, refusal_fault(*refusal)))
+    }
+
+    /// A grant's rules at `path` (`constraints.args`).
+    pub fn rules(&self, path: &str) -> Result<ArgsRules, PolicyError> {
+        ArgsRules::parse(self.value(path)?, path)
+    }
+
+    /// An approval requirement's statements at `path`.
+    pub fn pol(&self, path: &str) -> Result<Pol, PolicyError> {
+        Pol::parse(self.value(path)?, path)
+    }
+
+    /// An attempt's arguments.
+    pub fn args(&self) -> Result<Args, ArgsError> {
+        match &self.0 {
+            Ok(value) => Args::from_value(value.clone()),
+            Err(StrictRefusal::DuplicateMember) => Err(ArgsError::DuplicateMember),
+            Err(StrictRefusal::UnsafeNumber) => Err(ArgsError::UnsafeNumber),
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for StrictJson {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<StrictJson, D::Error> {
+        let Strict(read) = Strict::deserialize(deserializer)?;
+        Ok(StrictJson(read))
+    }
+}
+
+/// What stored arguments hold in place of a redacted value.
+pub const REDACTED: &str = "[redacted]";
+
+/// The canonical JSON of arguments with every value each selector finds
+/// replaced by [`REDACTED`] (`[records] redact_args`), for storing: the
+/// hash stays that of the arguments as given. `None` only if the
+/// arguments could not be written (they were read strictly: never).
+pub fn redact(args: &Args, selectors: &[Selector]) -> Option<String> {
+    if selectors.is_empty() {
+        return String::from_utf8(args.canonical.clone()).ok();
+    }
+    let mut value = args.value.clone();
+    for selector in selectors {
+        selector.replace(&mut value, &Value::String(REDACTED.to_owned()));
+    }
+    let mut out = Vec::new();
+    write_canonical(&value, &mut out).ok()?;
+    String::from_utf8(out).ok()
+}
+
 /// Whether `args` are permitted for `action` on `resource` under `rules`:
 /// every statement of every rule that applies must be true. The first rule
 /// (in order) that refuses names the denial.

@@ -102,6 +102,50 @@ impl Selector {
     pub fn select(&self, value: &Value) -> Option<Value> {
         select(&self.segments, value)
     }
+
+    /// Replaces every value the selector finds in `value` with
+    /// `replacement` (`[]` steps into every element or member value);
+    /// what it does not find is left alone. `.` replaces nothing: the
+    /// whole value is never redacted away.
+    pub fn replace(&self, value: &mut Value, replacement: &Value) {
+        if !self.segments.is_empty() {
+            replace(&self.segments, value, replacement);
+        }
+    }
+}
+
+fn replace(segments: &[Segment], value: &mut Value, replacement: &Value) {
+    let Some((first, rest)) = segments.split_first() else {
+        *value = replacement.clone();
+        return;
+    };
+    match (&first.step, value) {
+        (Step::Field(name), Value::Object(members)) => {
+            if let Some(member) = members.get_mut(name) {
+                replace(rest, member, replacement);
+            }
+        }
+        (Step::Index(index), Value::Array(items)) => {
+            let Ok(len) = i64::try_from(items.len()) else {
+                return;
+            };
+            let at = if *index < 0 { len + index } else { *index };
+            if let Some(item) = usize::try_from(at).ok().and_then(|at| items.get_mut(at)) {
+                replace(rest, item, replacement);
+            }
+        }
+        (Step::Values, Value::Array(items)) => {
+            for item in items {
+                replace(rest, item, replacement);
+            }
+        }
+        (Step::Values, Value::Object(members)) => {
+            for member in members.values_mut() {
+                replace(rest, member, replacement);
+            }
+        }
+        _ => {}
+    }
 }
 
 /// Reads an identifier at the start of `text` (known to begin with one).

@@ -608,3 +608,113 @@ fn an_approval_scoped_to_present_members() {
     assert!(asks(json!({"amount_usd": "500"})));
     assert!(approval_args_match(&scoped, None));
 }
+
+#[test]
+fn a_chain_is_judged_grant_by_grant_and_names_the_first_that_refuses() {
+    let own = rules(json!([{"actions": ["send"], "pol": [["<=", ".count", 5]]}]));
+    let ancestor = rules(json!([
+        {"resources": ["mail:*"], "pol": [["like", ".to", "*@example.com"]]},
+    ]));
+    let (send, outbox) = (act("send"), res("mail:outbox"));
+    let judge = |value: Option<Value>| {
+        check_chain_args([&own, &ancestor], &send, &outbox, value.map(args).as_ref())
+    };
+    assert_eq!(
+        judge(Some(json!({"count": 1, "to": "a@example.com"}))),
+        Ok(())
+    );
+    assert_eq!(
+        judge(Some(json!({"count": 1, "to": "eve@evil.test"}))),
+        Err(ChainArgsDenial {
+            grant: 1,
+            denial: ArgsDenial::NotPermitted {
+                rule: 0,
+                statement: 0,
+                truth: Truth::False
+            }
+        })
+    );
+    assert_eq!(
+        judge(Some(json!({"to": "a@example.com"}))),
+        Err(ChainArgsDenial {
+            grant: 0,
+            denial: ArgsDenial::NotPermitted {
+                rule: 0,
+                statement: 0,
+                truth: Truth::Undefined
+            }
+        })
+    );
+    assert_eq!(
+        judge(None),
+        Err(ChainArgsDenial {
+            grant: 0,
+            denial: ArgsDenial::Required { rule: 0 }
+        })
+    );
+    assert_eq!(
+        crate::DenyReason::from(ArgsDenial::Required { rule: 0 }).code(),
+        "args_required"
+    );
+    // Rules that do not apply ask nothing, not even arguments.
+    assert_eq!(
+        check_chain_args([&own, &ancestor], &act("read"), &res("crm:lead/1"), None),
+        Ok(())
+    );
+}
+
+#[test]
+fn redaction_replaces_what_each_selector_finds_and_nothing_else() {
+    let given = args(json!({
+        "user": "ann", "password": "hunter2",
+        "cards": [{"number": "4111", "exp": "12/30"}, {"number": "5500"}],
+        "nested": {"a": {"token": "t"}},
+    }));
+    let selectors: Vec<Selector> = [
+        ".password",
+        ".cards[].number",
+        ".nested.a.token",
+        ".absent.x",
+        ".",
+    ]
+    .iter()
+    .map(|text| Selector::parse(text).unwrap())
+    .collect();
+    let stored = redact(&given, &selectors).unwrap();
+    assert_eq!(
+        serde_json::from_str::<Value>(&stored).unwrap(),
+        json!({
+            "user": "ann", "password": REDACTED,
+            "cards": [{"number": REDACTED, "exp": "12/30"}, {"number": REDACTED}],
+            "nested": {"a": {"token": REDACTED}},
+        })
+    );
+    // Canonical JSON, and without selectors the canonical form itself.
+    assert!(stored.starts_with(r#"{"cards":"#), "{stored}");
+    assert_eq!(redact(&given, &[]).unwrap().as_bytes(), given.canonical());
+}
+
+#[test]
+fn strict_json_keeps_its_refusal_for_the_caller_to_place() {
+    let read = |text: &str| serde_json::from_str::<StrictJson>(text).unwrap();
+    assert_eq!(
+        read(r#"[{"pol": [], "pol": []}]"#).rules("constraints.args"),
+        Err(PolicyError::at(
+            "constraints.args",
+            PolicyFault::DuplicateMember
+        ))
+    );
+    assert_eq!(
+        read(r#"{"n": 9007199254740992}"#).args(),
+        Err(ArgsError::UnsafeNumber)
+    );
+    assert_eq!(read(r#"[1]"#).args(), Err(ArgsError::NotAnObject));
+    assert_eq!(
+        read(r#"[["<", ".n", "x"]]"#)
+            .pol("require_approval.args")
+            .unwrap_err()
+            .path,
+        "require_approval.args[0][2]"
+    );
+    assert!(read(r#"{"to": "a"}"#).args().is_ok());
+}

@@ -35,8 +35,8 @@ use serde::{Deserialize, Serialize};
 
 use super::error::LogError;
 use crate::ids::{
-    AarId, AgentId, ClaimsDigest, HumanRef, Jkt, Jth, KeyId, OrgId, ProvenanceRef, ResultHash,
-    VouchId,
+    AarId, AgentId, ArgsHash, ClaimsDigest, HumanRef, Jkt, Jth, KeyId, OrgId, ProvenanceRef,
+    ResultHash, VouchId,
 };
 use crate::limits::{
     MAX_APPROVAL_NOTE_CHARS, MAX_DELEGATION_DEPTH, MAX_JSON_SAFE_INTEGER, MAX_KID_LEN,
@@ -199,6 +199,9 @@ pub struct RecordCreated {
     pub credential: Credential,
     /// The token a `delegate` record made.
     pub delegated_jth: Option<Jth>,
+    /// `sha256:` of the canonical JSON of the arguments the act was
+    /// attempted with (DESIGN §15); absent without arguments.
+    pub args_hash: Option<ArgsHash>,
 }
 
 /// `record.completed`.
@@ -643,6 +646,7 @@ impl LogEntry {
                 m.put_int("spend_micros", Some(int(e.spend_micros)));
                 m.put("credential", Some(e.credential.as_str()));
                 m.put("delegated_jth", e.delegated_jth.as_ref().map(Jth::as_str));
+                m.put("args_hash", e.args_hash.as_ref().map(ArgsHash::as_str));
             }
             LogEvent::RecordCompleted(e) => {
                 m.put("aar_id", Some(e.aar_id.as_str()));
@@ -724,6 +728,7 @@ impl LogEntry {
                 spend_micros: m.required_int("spend_micros")?,
                 credential: m.required("credential", |c| Credential::parse(c).ok_or(()))?,
                 delegated_jth: m.parsed("delegated_jth", Jth::parse)?,
+                args_hash: m.parsed("args_hash", ArgsHash::parse)?,
             }),
             Kind::RecordCompleted => LogEvent::RecordCompleted(RecordCompleted {
                 aar_id: m.required("aar_id", AarId::parse)?,
@@ -879,6 +884,7 @@ mod tests {
             spend_micros: 1_500_000,
             credential: Credential::Token,
             delegated_jth: None,
+            args_hash: None,
         };
         [
             LogEvent::TokenIssued(issued),
@@ -916,6 +922,7 @@ mod tests {
                 status: Status::AwaitingApproval,
                 result: None,
                 result_hash: None,
+                args_hash: Some(ArgsHash::from_digest(&[11; 32])),
                 ..created.clone()
             }),
             LogEvent::VouchCreated(VouchCreated {

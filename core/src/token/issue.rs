@@ -187,6 +187,10 @@ pub fn delegated_grant(requested: Grant, parent: &Grant) -> Result<Grant, IssueE
             .constraints
             .max_spend_usd
             .or(parent.constraints.max_spend_usd),
+        max_spend_per_action_usd: requested
+            .constraints
+            .max_spend_per_action_usd
+            .or(parent.constraints.max_spend_per_action_usd),
         max_actions: requested
             .constraints
             .max_actions

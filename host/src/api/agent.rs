@@ -8,13 +8,16 @@
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use mandate_core::limits::MAX_BATCH_RECORDS;
-use mandate_core::{AarId, Action, DenyReason, Outcome, Resource, ResultHash, Usd};
+use mandate_core::policy::Selector;
+use mandate_core::{
+    AarId, Action, Args, DenyReason, Outcome, Resource, ResultHash, StrictJson, Usd,
+};
 
 use super::bodies;
 use super::docs::Errors;
 use super::extract::{Acting, AgentCall, IdempotentJson, Need};
 use super::input;
-use super::problems::{denial, refusal};
+use super::problems::{args_detail, denial, refusal};
 use super::query::record_id;
 use super::status::public_base;
 use super::write::{Rendered, once, once_resuming, once_where};
@@ -32,7 +35,7 @@ use crate::model::{
 use crate::store::StoreError;
 use crate::store::approvals::ApprovalStatus;
 use crate::store::idempotency::StoredReply;
-use crate::store::records::Record;
+use crate::store::records::{Credential, Record};
 use crate::{AppState, random, spans};
 
 /// What an agent asks to do, checked.
@@ -40,20 +43,33 @@ struct Asked {
     action: Action,
     resource: Resource,
     spend: Usd,
+    args: Option<Args>,
 }
 
 impl Asked {
-    fn of(action: &str, resource: &str, spend_usd: Option<f64>) -> ApiResult<Asked> {
+    fn of(
+        action: &str,
+        resource: &str,
+        spend_usd: Option<f64>,
+        args: Option<&StrictJson>,
+    ) -> ApiResult<Asked> {
         Ok(Asked {
             action: input::action(action)?,
             resource: input::resource(resource)?,
             spend: input::amount("spend_usd", spend_usd)?.unwrap_or(Usd::ZERO),
+            args: input::args(args)?,
         })
     }
 
-    /// The attempt of the token `acting` with, in `call`.
-    fn by(self, acting: Acting, call: &AgentCall) -> Attempt {
-        Attempt {
+    /// The attempt of the token `acting` with, in `call`; its arguments
+    /// stored with `redact` replaced.
+    fn by(self, acting: Acting, call: &AgentCall, redact: &[Selector]) -> ApiResult<Attempt> {
+        let stored_args = self
+            .args
+            .as_ref()
+            .map(|args| stored_args(args, redact))
+            .transpose()?;
+        Ok(Attempt {
             jti: acting.jti,
             credential: acting.credential,
             action: self.action,
@@ -61,8 +77,17 @@ impl Asked {
             spend: self.spend,
             random: random::bytes(),
             traceparent: call.traceparent(),
-        }
+            args: self.args,
+            stored_args,
+        })
     }
+}
+
+/// Arguments as a record stores them: canonical JSON, each value a
+/// `redact` selector finds replaced by `"[redacted]"`.
+fn stored_args(args: &Args, redact: &[Selector]) -> ApiResult<String> {
+    mandate_core::policy::redact(args, redact)
+        .ok_or_else(|| ApiError::internal("arguments read strictly could not be written"))
 }
 
 /// A `record/action` body, checked: what was done and how it ended.
@@ -75,19 +100,24 @@ struct Report {
 impl Report {
     fn of(body: &RecordActionRequest) -> ApiResult<Report> {
         Ok(Report {
-            asked: Asked::of(&body.action, &body.resource, body.spend_usd)?,
+            asked: Asked::of(
+                &body.action,
+                &body.resource,
+                body.spend_usd,
+                body.args.as_ref(),
+            )?,
             result: input::outcome(&body.result)?,
             result_hash: input::result_hash(body.result_hash.as_deref())?,
         })
     }
 
     /// The report of the token `acting` with, in `call`.
-    fn by(self, acting: Acting, call: &AgentCall) -> ActionReport {
-        ActionReport {
-            attempt: self.asked.by(acting, call),
+    fn by(self, acting: Acting, call: &AgentCall, redact: &[Selector]) -> ApiResult<ActionReport> {
+        Ok(ActionReport {
+            attempt: self.asked.by(acting, call, redact)?,
             result: self.result,
             result_hash: self.result_hash,
-        }
+        })
     }
 }
 
@@ -127,7 +157,7 @@ pub(crate) async fn record_action(
         .acting(&state, now, body.vat_jti.as_deref(), Need::TokenOrJti)
         .await?;
     let key = key.map(|k| k.scoped(acting.org, "record_action", acting.jti.as_str()));
-    let report = Report::of(&body)?.by(acting, &call);
+    let report = Report::of(&body)?.by(acting, &call, &state.redact_args)?;
     let (attempted, rendered) = once(
         &state,
         key,
@@ -205,7 +235,11 @@ pub(crate) async fn record_actions(
         let report = Report::of(body).map_err(|error| error.in_item("records", index))?;
         match acting {
             Ok(acting) => {
-                reports.push(report.by(acting, &call));
+                reports.push(
+                    report
+                        .by(acting, &call, &state.redact_args)
+                        .map_err(|error| error.in_item("records", index))?,
+                );
                 refused.push(None);
             }
             Err(error) => refused.push(Some(error)),
@@ -302,7 +336,13 @@ pub(crate) async fn authorize(
         .acting(&state, now, body.vat_jti.as_deref(), Need::TokenOrJti)
         .await?;
     let key = key.map(|k| k.scoped(acting.org, "authorize", acting.jti.as_str()));
-    let attempt = Asked::of(&body.action, &body.resource, body.spend_usd)?.by(acting, &call);
+    let attempt = Asked::of(
+        &body.action,
+        &body.resource,
+        body.spend_usd,
+        body.args.as_ref(),
+    )?
+    .by(acting, &call, &state.redact_args)?;
     let (attempted, rendered) = once(
         &state,
         key,
@@ -337,6 +377,11 @@ fn render_decision(attempted: &Attempted) -> Rendered {
             human_ref: claims.svc_human.to_string(),
             assurance_level: claims.svc_assurance.as_str().to_owned(),
             reason: attempted.denied.map(|r| r.code().to_owned()),
+            reason_detail: attempted
+                .args_denial
+                .as_ref()
+                .filter(|_| attempted.credential == Credential::Token)
+                .map(args_detail),
             approval: attempted.approval.as_ref().map(|approval| ApprovalRef {
                 approval_id: approval.approval_id.to_string(),
                 status: ApprovalStatus::Pending.as_str().to_owned(),

@@ -63,6 +63,8 @@ pub(crate) fn approval_body(full: ApprovalInFull) -> ApprovalBody {
         decided_at: approval.decided_at.map(iso_ms),
         decided_by: approval.decided_by,
         note: approval.note,
+        args: super::bodies::shown_args(record.args.as_deref()),
+        args_hash: record.args_hash,
     }
 }
 

@@ -91,7 +91,20 @@ pub(crate) fn named_record(record: Record) -> RecordBody {
         completed_at: record.completed_at.map(iso_ms),
         delegated_jth: record.delegated_jti.as_deref().map(jth),
         credential: record.credential.as_str().to_owned(),
+        args: shown_args(record.args.as_deref()),
+        args_hash: record.args_hash,
     }
+}
+
+/// Stored arguments (canonical JSON this server wrote) as a value to show.
+pub(crate) fn shown_args(stored: Option<&str>) -> Option<serde_json::Value> {
+    stored.and_then(|text| match serde_json::from_str(text) {
+        Ok(value) => Some(value),
+        Err(error) => {
+            tracing::error!(%error, "stored arguments are not JSON");
+            None
+        }
+    })
 }
 
 pub(crate) fn record_page(page: Page<Record>) -> RecordPage {

@@ -2,9 +2,9 @@
 //! anything core refuses.
 
 use mandate_core::{
-    Action, AgentId, ApprovalRequirement, Constraints, Framework, HolderKey, Identity, Jkt,
-    Outcome, Policy, ProvenanceRef, Rating, Resource, ResultHash, Role, Scope, ScopeError,
-    TokenRequest, Usd,
+    Action, AgentId, ApprovalRequirement, Args, Constraints, Framework, HolderKey, Identity, Jkt,
+    Outcome, Policy, PolicyError, ProvenanceRef, Rating, Resource, ResourcePattern, ResultHash,
+    Role, Scope, ScopeError, StrictJson, TokenRequest, Usd,
 };
 
 use crate::error::{ApiError, ApiResult};
@@ -190,8 +190,8 @@ pub(crate) fn scope_field(error: &ScopeError) -> &'static str {
         ScopeError::ApprovalThresholdUnreachable { .. } => {
             "constraints.require_approval.spend_over_usd"
         }
-        // Argument rules are not taken from requests yet (issue 33, the
-        // server's half); their faults carry their own JSON path.
+        // Rules from requests are refused by `policy_error`, with their
+        // own path; this is the grant as a whole being too large.
         ScopeError::Args(_) => "constraints.args",
     }
 }
@@ -199,6 +199,19 @@ pub(crate) fn scope_field(error: &ScopeError) -> &'static str {
 /// A scope error as a 422 naming its field.
 pub(crate) fn scope_error(error: ScopeError) -> ApiError {
     invalid(scope_field(&error), error.code(), &error)
+}
+
+/// A refused rule or statement as a 422 naming its JSON path
+/// (`constraints.args[1].pol[0]`).
+fn policy_error(error: PolicyError) -> ApiError {
+    invalid(&error.path.clone(), error.code(), &error)
+}
+
+/// An attempt's arguments, read strictly, or a 422 naming `args`.
+pub(crate) fn args(value: Option<&StrictJson>) -> ApiResult<Option<Args>> {
+    value
+        .map(|value| value.args().map_err(|e| invalid("args", e.code(), e)))
+        .transpose()
 }
 
 fn constraints(body: Option<&ConstraintsBody>) -> ApiResult<Constraints> {
@@ -217,23 +230,50 @@ fn constraints(body: Option<&ConstraintsBody>) -> ApiResult<Constraints> {
                 "constraints.require_approval.spend_over_usd",
                 requirement.spend_over_usd,
             )?;
-            ApprovalRequirement::parse(
-                requirement.actions.as_deref(),
-                requirement.resources.as_deref(),
-                spend_over_usd,
-            )
-            .map_err(|error| {
-                let field = match error {
-                    ScopeError::InvalidAction => "constraints.require_approval.actions",
-                    ScopeError::InvalidResource | ScopeError::InvalidPattern => {
-                        "constraints.require_approval.resources"
-                    }
-                    _ => scope_field(&error),
-                };
-                invalid(field, error.code(), &error)
-            })
+            let pol = requirement
+                .args
+                .as_ref()
+                .map(|pol| pol.pol("constraints.require_approval.args"))
+                .transpose()
+                .map_err(policy_error)?;
+            let only_args = requirement.actions.is_none()
+                && requirement.resources.is_none()
+                && spend_over_usd.is_none();
+            match pol {
+                Some(pol) if only_args => Ok(ApprovalRequirement::of_args(pol)),
+                pol => ApprovalRequirement::parse(
+                    requirement.actions.as_deref(),
+                    requirement.resources.as_deref(),
+                    spend_over_usd,
+                )
+                .map(|requirement| requirement.with_args(pol))
+                .map_err(|error| {
+                    let field = match error {
+                        ScopeError::InvalidAction => "constraints.require_approval.actions",
+                        ScopeError::InvalidResource | ScopeError::InvalidPattern => {
+                            "constraints.require_approval.resources"
+                        }
+                        _ => scope_field(&error),
+                    };
+                    invalid(field, error.code(), &error)
+                }),
+            }
         })
         .transpose()?;
+    let args = body
+        .args
+        .as_ref()
+        .map(|rules| rules.rules("constraints.args"))
+        .transpose()
+        .map_err(policy_error)?
+        .unwrap_or_default();
+    mandate_core::policy::check_grant_size(
+        &args,
+        require_approval
+            .as_ref()
+            .and_then(ApprovalRequirement::args),
+    )
+    .map_err(|error| invalid("constraints.args", error.code(), &error))?;
     let min_trust = body
         .min_trust
         .map(mandate_core::MinTrust::new)
@@ -242,9 +282,13 @@ fn constraints(body: Option<&ConstraintsBody>) -> ApiResult<Constraints> {
     Ok(Constraints {
         min_trust,
         max_spend_usd: amount("constraints.max_spend_usd", body.max_spend_usd)?,
+        max_spend_per_action_usd: amount(
+            "constraints.max_spend_per_action_usd",
+            body.max_spend_per_action_usd,
+        )?,
         max_actions,
         require_approval,
-        args: Default::default(),
+        args,
     })
 }
 
@@ -319,6 +363,11 @@ fn holder_key(jwk: Option<&serde_json::Map<String, serde_json::Value>>) -> ApiRe
 /// Checks a grant request and builds core's token request.
 pub(crate) fn token_request(body: &impl GrantRequest) -> ApiResult<TokenRequest> {
     let parts = body.grant_parts();
+    // A refused pattern is named by its place in the list.
+    for (i, text) in parts.resources.iter().enumerate() {
+        ResourcePattern::parse(text)
+            .map_err(|e| invalid(&format!("resources[{i}]"), e.code(), e))?;
+    }
     Ok(TokenRequest {
         agent_id: agent_id(parts.agent_id)?,
         scope: Scope::parse(parts.resources, parts.actions).map_err(scope_error)?,

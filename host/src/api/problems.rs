@@ -2,7 +2,7 @@
 //! and the store to HTTP: status, code and detail of each problem.
 
 use axum::http::StatusCode;
-use mandate_core::{DenyReason, IssueError, RecordError, Scope};
+use mandate_core::{ArgsDenial, ChainArgsDenial, DenyReason, IssueError, RecordError, Scope};
 
 use crate::error::{ApiError, ViolationBody};
 use crate::ledger::{Attempted, LedgerError, QuotaExceeded, Refusal};
@@ -73,6 +73,9 @@ impl From<LedgerError> for ApiError {
                 ApiError::forbidden(DenyReason::ApprovalRequired.code(), message)
                     .with_record(aar_id.as_str())
             }
+            LedgerError::TokenTooLarge => {
+                ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, "token_too_large", message)
+            }
             LedgerError::TtlOutOfRange(error) => {
                 ApiError::invalid("ttl_seconds", error.code(), error.to_string())
             }
@@ -121,7 +124,34 @@ impl From<LedgerError> for ApiError {
 /// nothing is disclosed.
 pub(crate) fn denial(reason: DenyReason, attempted: &Attempted) -> ApiError {
     let held = (attempted.credential == Credential::Token).then_some(&attempted.claims.svc_scope);
-    denial_to(reason, held)
+    match (held, &attempted.args_denial) {
+        (Some(_), Some(denial)) => ApiError::forbidden(reason.code(), args_detail(denial)),
+        _ => denial_to(reason, held),
+    }
+}
+
+/// Which argument rule and statement refused an attempt, in words, for
+/// the token's holder: the rule by its place in the token's own
+/// `constraints.args`, or in an ancestor's.
+pub(crate) fn args_detail(denial: &ChainArgsDenial) -> String {
+    let grant = if denial.grant == 0 {
+        "of the token"
+    } else {
+        "of an ancestor's grant"
+    };
+    match denial.denial {
+        ArgsDenial::Required { rule } => format!(
+            "argument rule {rule} {grant} (constraints.args[{rule}]) applies to this action and resource, and no args were given"
+        ),
+        ArgsDenial::NotPermitted {
+            rule,
+            statement,
+            truth,
+        } => format!(
+            "statement {statement} of argument rule {rule} {grant} (constraints.args[{rule}].pol[{statement}]) is {} for these args",
+            truth.as_str()
+        ),
+    }
 }
 
 /// [`denial`] for a caller who presented a token of scope `held`, or who
@@ -159,6 +189,10 @@ fn denial_to(reason: DenyReason, held: Option<&Scope>) -> ApiError {
             reason.code(),
             "this spend would pass max_spend_usd of the token or an ancestor",
         ),
+        DenyReason::BudgetMaxSpendPerActionUsd => ApiError::forbidden(
+            reason.code(),
+            "this spend is over max_spend_per_action_usd of the token or an ancestor",
+        ),
         DenyReason::BudgetMaxActions => ApiError::forbidden(
             reason.code(),
             "one more action would pass max_actions of the token or an ancestor",
@@ -180,6 +214,14 @@ fn denial_to(reason: DenyReason, held: Option<&Scope>) -> ApiError {
         DenyReason::TrustTooLow => ApiError::forbidden(
             reason.code(),
             "the agent's trust is below the token's min_trust",
+        ),
+        DenyReason::ArgsRequired => ApiError::forbidden(
+            reason.code(),
+            "an argument rule applies to this action and no args were given",
+        ),
+        DenyReason::ArgsNotPermitted => ApiError::forbidden(
+            reason.code(),
+            "the arguments are not permitted by an argument rule",
         ),
     }
 }

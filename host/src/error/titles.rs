@@ -51,6 +51,7 @@ const TITLES: &[(&str, &str)] = &[
     ("binding_dropped",              "Child token lost its parent's key binding"),
     ("broken_link",                  "Broken delegation chain"),
     ("budget_max_actions",           "Action budget spent"),
+    ("budget_max_spend_per_action_usd", "Spend of one action over its cap"),
     ("budget_max_spend_usd",         "Spending budget exceeded"),
     ("chain_empty",                  "Empty delegation chain"),
     ("chain_too_long",               "Delegation chain too long"),

@@ -5,9 +5,10 @@ use std::sync::Arc;
 
 use mandate_core::webhook::EventType;
 use mandate_core::{
-    AarId, Action, ApprovalId, Claims, CompletionSpendRefused, Decision, DenyReason, Jti, Outcome,
-    Rating, RecordEvent, RecordOrigin, RecordState, Resource, ResultHash, Usd,
-    chain_requires_approval, check_chain_budgets, check_completion_spend, transition,
+    AarId, Action, ApprovalId, Args, ArgsRules, ChainArgsDenial, Claims, CompletionSpendRefused,
+    Decision, DenyReason, Jti, Outcome, Rating, RecordEvent, RecordOrigin, RecordState, Resource,
+    ResultHash, Usd, chain_requires_approval_with_args, check_chain_args, check_chain_budgets,
+    check_completion_spend, transition,
 };
 
 use super::outbox::ChargedBy;
@@ -32,6 +33,12 @@ pub struct Attempt {
     pub random: [u8; 10],
     /// The W3C `traceparent` the call carried, kept on the record.
     pub traceparent: Option<String>,
+    /// The arguments the act is (or was) done with, judged against the
+    /// chain's argument rules; the record keeps their hash.
+    pub args: Option<Args>,
+    /// The arguments as the record stores them (`[records] redact_args`
+    /// applied), as canonical JSON; `None` when none were given.
+    pub stored_args: Option<String>,
 }
 
 /// One action of a batch, as `record/action` takes it: the attempt and
@@ -59,6 +66,16 @@ pub struct Attempted {
     /// The trust in force the attempt was judged with; `None` when it was
     /// refused before trust (an inactive token, out of scope).
     pub trust_in_force: Option<f64>,
+    /// Which argument rule and statement refused the attempt, when its
+    /// arguments did: told to the token's holder only.
+    pub args_denial: Option<ChainArgsDenial>,
+}
+
+/// Why an attempt was denied, as judged.
+enum Denied {
+    Reason(DenyReason),
+    /// By an argument rule of the chain: which one is told its holder.
+    Args(ChainArgsDenial),
 }
 
 /// The approval an authorized attempt waits for.
@@ -182,18 +199,28 @@ impl Ledger {
         let org = token.standing.org;
         let at = self.record_time(org, now.ms())?;
         self.check_record_quota(org, at)?;
-        let (decision, budgeted, trust) = self.judge(&token, attempt, at / 1000)?;
+        let (judged, budgeted, trust) = self.judge(&token, attempt, at / 1000)?;
+        let (decision, args_denial) = match judged {
+            Ok(()) => (Ok(()), None),
+            Err(Denied::Reason(reason)) => (Err(reason), None),
+            Err(Denied::Args(denial)) => (Err(denial.denial.into()), Some(denial)),
+        };
         let needs_approval = decision.is_ok()
-            && chain_requires_approval(
+            && chain_requires_approval_with_args(
                 budgeted.iter().map(|(_, constraints)| constraints),
                 &attempt.action,
                 &attempt.resource,
                 attempt.spend,
+                attempt.args.as_ref(),
             );
         let state = transition(None, event(decision, needs_approval)).map_err(internal)?;
         let aar_id = new_aar_id(at, attempt.random)?;
         let allowed = !matches!(state, RecordState::Denied { .. });
         let spend = if allowed { attempt.spend } else { Usd::ZERO };
+        let args_hash = attempt.args.as_ref().map(Args::hash);
+        // Without `keep_args`, arguments are kept only while a human has
+        // them to decide on.
+        let kept = self.keep_args || state == RecordState::AwaitingApproval;
         let record = NewRecord {
             aar_id: &aar_id,
             token: &token.claims,
@@ -208,6 +235,8 @@ impl Ledger {
             traceparent: attempt.traceparent.as_deref(),
             origin,
             trust,
+            args_hash: args_hash.as_ref(),
+            args: attempt.stored_args.as_deref().filter(|_| kept),
         };
         self.insert_record(org, &record)?;
         let approval = match state {
@@ -231,36 +260,64 @@ impl Ledger {
             denied: state.deny_reason(),
             approval,
             trust_in_force: trust,
+            args_denial,
         })
     }
 
-    /// The decision on an attempt, the budgeted tokens to charge when it
-    /// is allowed, and the trust in force it was judged with (the minimum
-    /// over the token's chain; `None` when refused before trust).
+    /// The decision on an attempt — the token's standing, then scope,
+    /// then the argument rules of its chain, then the trust in force
+    /// against `min_trust`, then every budget of its chain — the budgeted
+    /// tokens to charge when it is allowed, and the trust in force it was
+    /// judged with (the minimum over the token's chain; `None` when
+    /// refused before trust).
     #[allow(clippy::type_complexity, reason = "one private caller")]
     fn judge(
         &mut self,
         token: &Token,
         attempt: &Attempt,
         now_s: i64,
-    ) -> Result<(Result<(), DenyReason>, super::Budgeted, Option<f64>), LedgerError> {
+    ) -> Result<(Result<(), Denied>, super::Budgeted, Option<f64>), LedgerError> {
+        let refused = |reason: DenyReason| Err(Denied::Reason(reason));
         if let Some(reason) = token.inactive_reason(now_s) {
-            return Ok((Err(reason), Vec::new(), None));
+            return Ok((refused(reason), Vec::new(), None));
         }
         if let Err(denial) = token
             .claims
             .svc_scope
             .check(&attempt.action, &attempt.resource)
         {
-            return Ok((Err(denial.into()), Vec::new(), None));
+            return Ok((refused(denial.into()), Vec::new(), None));
+        }
+        let budgeted = self.budgeted(&token.claims)?;
+        // The token's own rules first (they hold its ancestors' too, so a
+        // holder is told the rule by its place in its own grant), then
+        // each ancestor's.
+        let none = ArgsRules::default();
+        let own = token
+            .claims
+            .svc_constraints
+            .as_ref()
+            .map_or(&none, |constraints| &constraints.args);
+        let jth = token.claims.jth();
+        let ancestors = budgeted
+            .iter()
+            .rev()
+            .filter(|(ancestor, _)| *ancestor != jth)
+            .map(|(_, constraints)| &constraints.args);
+        if let Err(denial) = check_chain_args(
+            std::iter::once(own).chain(ancestors),
+            &attempt.action,
+            &attempt.resource,
+            attempt.args.as_ref(),
+        ) {
+            return Ok((Err(Denied::Args(denial)), Vec::new(), None));
         }
         let trust = self.trust_in_force(token, now_s)?;
         if !meets_trust_floor(token.claims.svc_constraints.as_ref(), Some(trust)) {
-            return Ok((Err(DenyReason::TrustTooLow), Vec::new(), Some(trust)));
+            return Ok((refused(DenyReason::TrustTooLow), Vec::new(), Some(trust)));
         }
-        let budgeted = self.budgeted(&token.claims)?;
-        let decision =
-            check_chain_budgets(&self.usage(&budgeted)?, attempt.spend).map_err(DenyReason::from);
+        let decision = check_chain_budgets(&self.usage(&budgeted)?, attempt.spend)
+            .map_err(|exceeded| Denied::Reason(exceeded.into()));
         Ok((decision, budgeted, Some(trust)))
     }
 

@@ -235,6 +235,9 @@ impl Ledger {
             _ => Usd::ZERO,
         };
         records::decide(&self.conn, &record.aar_id, state, spend)?;
+        if !self.keep_args && record.args.is_some() {
+            records::forget_args(&self.conn, &record.aar_id)?;
+        }
         if state != RecordState::Pending {
             let jti = Jti::parse(&record.jti).map_err(internal)?;
             let claims = self

@@ -5,8 +5,8 @@
 use mandate_core::trust::meets_trust_floor;
 use mandate_core::{
     AarId, Action, AgentId, BudgetExceeded, Claims, DenyReason, HumanRef, IssueError, Jti, Naming,
-    Outcome, RecordEvent, RecordOrigin, RecordState, Resource, SigningKey, TokenRequest, Ulid, Usd,
-    chain_requires_approval, check_chain_budgets, check_fan_out, check_naming, delegate,
+    Outcome, RecordEvent, RecordOrigin, RecordState, Resource, SignError, SigningKey, TokenRequest,
+    Ulid, Usd, chain_requires_approval, check_chain_budgets, check_fan_out, check_naming, delegate,
     may_issue_for, sign, transition,
 };
 
@@ -126,6 +126,26 @@ pub struct Revoked {
     pub at: i64,
 }
 
+/// The largest status list entry a token may name: a token that fits
+/// with it fits with any entry it is given.
+const LARGEST_STATUS_IDX: u64 = u32::MAX as u64;
+
+/// Refuses claims whose token would be over 8 KiB signed, before anything
+/// is written: signed as they will be, with the longest status claim.
+fn check_token_size(
+    claims: &Claims,
+    status_base: &str,
+    key: &SigningKey,
+) -> Result<(), LedgerError> {
+    let mut trial = claims.clone();
+    trial.status = Some(StatusClaim::for_index(status_base, LARGEST_STATUS_IDX).map_err(internal)?);
+    match sign(&trial, key) {
+        Ok(_) => Ok(()),
+        Err(SignError::TooLarge) => Err(LedgerError::TokenTooLarge),
+        Err(error) => Err(internal(error)),
+    }
+}
+
 /// Whether a grant of the chain (`budgeted`: its tokens that carry
 /// constraints) requires approval of delegating to `child_agent`
 /// (`agent:<id>`): `delegate` is an act like any other. A child agent that
@@ -223,6 +243,7 @@ impl Ledger {
         now: Now,
     ) -> Result<(Claims, String), LedgerError> {
         self.enter(org)?;
+        check_token_size(&claims, status_base, key)?;
         let agent = claims.agent_id().as_str().to_owned();
         let owner = agents::registered(&self.conn, org, &agent)?.map(|agent| agent.owner);
         let allowed = match &owner {
@@ -293,6 +314,8 @@ impl Ledger {
             traceparent: delegation.traceparent.as_deref(),
             origin: RecordOrigin::Delegate,
             trust,
+            args_hash: None,
+            args: None,
         };
         let ulid =
             Ulid::new(u64::try_from(at).unwrap_or(0), delegation.child_random).map_err(internal)?;
@@ -460,6 +483,7 @@ impl Ledger {
         key: &SigningKey,
         at_ms: i64,
     ) -> Result<String, LedgerError> {
+        check_token_size(child, status_base, key)?;
         self.check_token_quota(org, at_ms / 1000)?;
         if naming == Naming::New {
             let delegator = parent.claims.agent_id().as_str();

@@ -162,6 +162,14 @@ pub enum LedgerError {
     /// A requested lifetime outside the allowed range.
     #[error(transparent)]
     TtlOutOfRange(IssueError),
+    /// The token asked for would be over 8 KiB signed (DESIGN §2): its
+    /// grant (argument rules above all, which a chain inherits) is too
+    /// large.
+    #[error(
+        "the token would be over {} bytes signed; ask for a smaller grant (fewer or shorter argument rules, resources or actions)",
+        mandate_core::limits::MAX_TOKEN_BYTES
+    )]
+    TokenTooLarge,
     /// A delegation's grant cannot be formed: its frameworks or approval
     /// lists (the parent's and the requested ones together) pass 64, or
     /// what the request adds to `require_approval` could never match
@@ -489,6 +497,9 @@ pub struct Ledger {
     events: bool,
     /// How long an approval waits for a decision, in milliseconds.
     approval_ttl_ms: i64,
+    /// Whether records keep the arguments of their acts (`[records]
+    /// keep_args`); without, only while an approval waits.
+    keep_args: bool,
     /// The trust scores in force, which `min_trust` is judged against.
     trust: Arc<crate::trust::Board>,
     /// Organisations whose trust inputs the current group changed: marked
@@ -556,6 +567,7 @@ impl Ledger {
             org_ids: HashMap::new(),
             events: true,
             approval_ttl_ms: DEFAULT_APPROVAL_TTL_MS,
+            keep_args: true,
             trust: Arc::default(),
             touched: HashSet::new(),
             conn,
@@ -584,6 +596,13 @@ impl Ledger {
     /// The ledger giving approvals `ttl_ms` to be decided.
     pub fn with_approval_ttl(mut self, ttl_ms: i64) -> Ledger {
         self.approval_ttl_ms = ttl_ms;
+        self
+    }
+
+    /// The ledger keeping the arguments of acts on their records (`true`),
+    /// or only while an approval waits for a decision (`false`).
+    pub fn with_keep_args(mut self, keep: bool) -> Ledger {
+        self.keep_args = keep;
         self
     }
 
@@ -839,6 +858,7 @@ impl Ledger {
             spend_micros: record.spend.micros(),
             credential: record.credential,
             delegated_jth: record.delegated_jti.map(Jti::hash),
+            args_hash: record.args_hash,
         })?;
         let log_created = self.append(org, record.created_at, created)?;
         records::insert(&self.conn, seq, record, log_created)?;

@@ -109,6 +109,9 @@ impl Ledger {
                     after.actions as f64,
                     constraints.max_actions.unwrap_or(0) as f64,
                 ),
+                // A cap on one act is not used up over time: core reports
+                // no threshold of it.
+                Limit::MaxSpendPerActionUsd => continue,
             };
             let data = BudgetThresholdData {
                 jth: jth.to_string(),

@@ -149,6 +149,8 @@ impl Fixture {
             spend,
             random: self.random(),
             traceparent: None,
+            args: None,
+            stored_args: None,
         }
     }
 

@@ -8,8 +8,8 @@ use mandate_core::tlog::{
     TokenRevoked,
 };
 use mandate_core::{
-    AarId, Action, AgentId, Claims, ClaimsDigest, Jth, Jti, KeyId, ProvenanceRef, RecordState,
-    Resource, ResultHash, VouchId,
+    AarId, Action, AgentId, ArgsHash, Claims, ClaimsDigest, Jth, Jti, KeyId, ProvenanceRef,
+    RecordState, Resource, ResultHash, VouchId,
 };
 
 use crate::store::StoreError;
@@ -70,6 +70,8 @@ pub struct Created<'a> {
     pub credential: Credential,
     /// The jti hash of the token a `delegate` record made.
     pub delegated_jth: Option<Jth>,
+    /// The hash of the arguments it was attempted with.
+    pub args_hash: Option<&'a ArgsHash>,
 }
 
 /// `record.created`.
@@ -91,6 +93,7 @@ pub fn record_created(created: Created<'_>) -> Result<LogEvent, StoreError> {
             Credential::Token => tlog::Credential::Token,
         },
         delegated_jth: created.delegated_jth,
+        args_hash: created.args_hash.cloned(),
     }))
 }
 
@@ -130,6 +133,11 @@ pub fn created_of(record: &Record, awaited: bool) -> Result<LogEvent, StoreError
             result_hash(record.result_hash.as_deref())?,
         ),
     };
+    let args_hash = record
+        .args_hash
+        .as_deref()
+        .map(|hash| ArgsHash::parse(hash).map_err(internal))
+        .transpose()?;
     record_created(Created {
         aar_id: &AarId::parse(&record.aar_id).map_err(internal)?,
         jth: jth_of(&record.jti)?,
@@ -142,6 +150,7 @@ pub fn created_of(record: &Record, awaited: bool) -> Result<LogEvent, StoreError
         spend_micros: spend.micros(),
         credential: record.credential,
         delegated_jth: record.delegated_jti.as_deref().map(jth_of).transpose()?,
+        args_hash: args_hash.as_ref(),
     })
 }
 

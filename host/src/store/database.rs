@@ -268,7 +268,7 @@ fn migrate(conn: &Connection) -> anyhow::Result<()> {
             schema::VERSION
         ),
         Some(version) if version == schema::VERSION => return Ok(()),
-        Some(version @ (5..=9)) => {
+        Some(version @ (5..=10)) => {
             if version == 5 {
                 tx.execute_batch(schema::POSTGRES_EVENTS)?;
             }
@@ -282,8 +282,11 @@ fn migrate(conn: &Connection) -> anyhow::Result<()> {
             if version <= 8 {
                 tx.execute_batch(schema::POSTGRES_RECORD_ORIGIN)?;
             }
-            tx.execute_batch(schema::POSTGRES_AGENTS)?;
-            super::agents::register_existing(&tx)?;
+            if version <= 9 {
+                tx.execute_batch(schema::POSTGRES_AGENTS)?;
+                super::agents::register_existing(&tx)?;
+            }
+            tx.execute_batch(schema::POSTGRES_ARGS)?;
             tx.execute(
                 "UPDATE mandate_schema SET version = ?1",
                 params![schema::VERSION],
@@ -299,6 +302,7 @@ fn migrate(conn: &Connection) -> anyhow::Result<()> {
             tx.execute_batch(schema::POSTGRES_TRUST)?;
             tx.execute_batch(schema::POSTGRES_RECORD_ORIGIN)?;
             tx.execute_batch(schema::POSTGRES_AGENTS)?;
+            tx.execute_batch(schema::POSTGRES_ARGS)?;
             // Nothing to count yet; run anyway, so every new database
             // checks the statements an upgrade from version 6 runs.
             super::dashboard::backfill(&tx)?;

@@ -232,6 +232,9 @@ fn migrate(wrapped: &Connection) -> anyhow::Result<()> {
         tx.execute_batch(schema::AGENTS)?;
         agents::register_existing(wrapped)?;
     }
+    if version < 11 {
+        tx.execute_batch(schema::ARGS)?;
+    }
     tx.pragma_update(None, "user_version", schema::VERSION)?;
     tx.commit()?;
     Ok(())

@@ -9,8 +9,8 @@
 
 use crate::store::sql::{self, Connection, OptionalExtension, Row, params};
 use mandate_core::{
-    AarId, Claims, CountsChange, DenyReason, Jti, Outcome, Rating, RecordError, RecordOrigin,
-    RecordState, ResultHash, Status, Usd,
+    AarId, ArgsHash, Claims, CountsChange, DenyReason, Jti, Outcome, Rating, RecordError,
+    RecordOrigin, RecordState, ResultHash, Status, Usd,
 };
 
 use super::orgs::Org;
@@ -88,6 +88,12 @@ pub struct Record {
     /// The trust in force it was judged with (schema 10; `None` for a
     /// record made before, or refused before trust was judged).
     pub trust_in_force: Option<f64>,
+    /// `sha256:` of the canonical JSON of the arguments it was attempted
+    /// with (schema 11; `None` without arguments).
+    pub args_hash: Option<String>,
+    /// The arguments as stored: canonical JSON, `[records] redact_args`
+    /// replaced; `None` when none were given or they are not kept.
+    pub args: Option<String>,
 }
 
 /// The leaf indices of a record's events in the record log; `None` for an
@@ -144,6 +150,8 @@ record_columns!(
     traceparent,
     origin,
     trust_ppm,
+    args_hash,
+    args,
 );
 
 /// `SELECT <every record column> FROM records`, for queries to extend with
@@ -228,6 +236,8 @@ pub fn from_row(row: &Row<'_>) -> sql::Result<Record> {
         origin,
         trust_in_force: get::<Option<i64>>(row, Column::trust_ppm)?
             .map(|ppm| ppm.clamp(0, 1_000_000) as f64 / 1_000_000.0),
+        args_hash: get(row, Column::args_hash)?,
+        args: get(row, Column::args)?,
     })
 }
 
@@ -333,6 +343,10 @@ pub struct NewRecord<'a> {
     /// The trust in force it was judged with (the minimum over its
     /// token's chain); `None` when judging stopped before trust.
     pub trust: Option<f64>,
+    /// `sha256:` of the canonical JSON of the arguments given, if any.
+    pub args_hash: Option<&'a ArgsHash>,
+    /// The arguments as stored (redacted), if kept.
+    pub args: Option<&'a str>,
 }
 
 /// An amount as the tables store it.
@@ -363,8 +377,8 @@ pub fn insert(
         "INSERT INTO records (aar_id, provenance_ref, jti, agent_id, action, resource, status, result,
             deny_reason, result_hash, spend_micros, trust_score, delegation_depth, human_ref,
             assurance_level, created_at, completed_at, delegated_jti, credential, seq,
-            reserved_micros, log_created, traceparent, origin, trust_ppm)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21, ?22, ?23, ?24, ?25)",
+            reserved_micros, log_created, traceparent, origin, trust_ppm, args_hash, args)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21, ?22, ?23, ?24, ?25, ?26, ?27)",
     )?
     .execute(params![
         record.aar_id.as_str(),
@@ -392,6 +406,8 @@ pub fn insert(
         record.traceparent,
         record.origin.as_str(),
         record.trust.map(trust_ppm),
+        record.args_hash.map(ArgsHash::as_str),
+        record.args,
     ])?;
     Ok(())
 }
@@ -422,6 +438,14 @@ pub fn decide(conn: &Connection, aar_id: &str, state: RecordState, spend: Usd) -
         micros(spend),
         aar_id,
     ])?;
+    Ok(())
+}
+
+/// Forgets the arguments a record kept while its approval waited
+/// (`[records] keep_args = false`); its `args_hash` stays.
+pub fn forget_args(conn: &Connection, aar_id: &str) -> sql::Result<()> {
+    conn.prepare_cached("UPDATE records SET args = NULL WHERE aar_id = ?1")?
+        .execute([aar_id])?;
     Ok(())
 }
 

@@ -79,6 +79,9 @@
 //!   and `parent` (the agent a delegation registered it under), in
 //!   `agents`; a record's `trust_ppm`, the trust in force it was judged
 //!   with (millionths).
+//! - A record's `args_hash` and `args` (schema 11): the arguments its act
+//!   was attempted with, hashed, and as kept (redacted; see
+//!   `[records]`).
 //! - A record's `origin` (schema 9): the call that made it (`authorize`,
 //!   `record_action`, `delegate`; null for records made before), which
 //!   reputation counts a refusal by: a record denied at `authorize` is one
@@ -93,11 +96,11 @@
 //! record index, ending in `seq`, is searched within that range.
 
 /// The schema version this build writes.
-pub(crate) const VERSION: i64 = 10;
+pub(crate) const VERSION: i64 = 11;
 
 /// PostgreSQL's schema at version 5 (version 6 adds [`POSTGRES_EVENTS`]
 /// to it, version 7 [`POSTGRES_DASHBOARD`], version 8 [`POSTGRES_TRUST`],
-/// version 9 [`POSTGRES_RECORD_ORIGIN`], version 10 [`POSTGRES_AGENTS`]): SQLite's tables with PostgreSQL's
+/// version 9 [`POSTGRES_RECORD_ORIGIN`], version 10 [`POSTGRES_AGENTS`], version 11 [`POSTGRES_ARGS`]): SQLite's tables with PostgreSQL's
 /// types (every integer a `BIGINT`, blobs `BYTEA`, text compared byte by
 /// byte, `COLLATE "C"`, as SQLite does). A record's `org` is stored, since
 /// PostgreSQL 15 has no virtual generated columns; `seq` is still the
@@ -578,6 +581,22 @@ pub(crate) const POSTGRES_AGENTS: &str = r#"
 ALTER TABLE agents ADD COLUMN owner TEXT COLLATE "C";
 ALTER TABLE agents ADD COLUMN parent TEXT COLLATE "C";
 ALTER TABLE records ADD COLUMN trust_ppm BIGINT;
+"#;
+
+/// Version 11: the arguments of acts (DESIGN §15): a record's
+/// `args_hash` (`sha256:` of their canonical JSON) and `args` (canonical
+/// JSON with `[records] redact_args` replaced; null when not kept). Null
+/// for records made before.
+pub(crate) const ARGS: &str = r#"
+ALTER TABLE records ADD COLUMN args_hash TEXT;
+ALTER TABLE records ADD COLUMN args TEXT;
+"#;
+
+/// Version 11 on PostgreSQL, over version 10: [`ARGS`] with PostgreSQL's
+/// types.
+pub(crate) const POSTGRES_ARGS: &str = r#"
+ALTER TABLE records ADD COLUMN args_hash TEXT COLLATE "C";
+ALTER TABLE records ADD COLUMN args TEXT;
 "#;
 
 /// Version 6: approvals, the events outbox, webhooks and their delivery

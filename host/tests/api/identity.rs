@@ -512,6 +512,7 @@ async fn the_upgrade_to_schema_10_registers_every_agent_and_disowns_impostors() 
         .unwrap();
         conn.execute_batch(
             "ALTER TABLE records DROP COLUMN trust_ppm;
+             ALTER TABLE records DROP COLUMN args_hash; ALTER TABLE records DROP COLUMN args;
              ALTER TABLE agents DROP COLUMN owner; ALTER TABLE agents DROP COLUMN parent",
         )
         .unwrap();

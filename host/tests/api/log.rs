@@ -740,3 +740,65 @@ async fn the_watcher_follows_a_growing_log_and_catches_a_fork() {
     let (ok, said) = watch(&app, &stranger.vkey(), &state).await;
     assert!(!ok && said.contains("does not verify"), "{said}");
 }
+
+/// A record's leaf carries the hash of the arguments its act was
+/// attempted with: a hash edited, or dropped, in the database is caught
+/// and named. SQLite only, as above (xtask keeps it off the PostgreSQL
+/// pass).
+#[tokio::test]
+async fn audit_verify_checks_the_hash_of_a_records_arguments() {
+    let app = TestApp::spawn().await;
+    let token = app.root("mailer", &["mail:*"], &["send"]).await;
+    let recorded = expect_json(
+        app.post_auth(
+            "/v1/vat/record/action",
+            text(&token["compact_jwt"]),
+            &json!({"action": "send", "resource": "mail:outbox", "result": "success",
+                    "args": {"to": "a@example.com"}}),
+        )
+        .await,
+        StatusCode::CREATED,
+    )
+    .await;
+    let aar_id = text(&recorded["aar_id"]).to_owned();
+    let dir = app.stop().await;
+    let conn = open(dir.path());
+    let report = audit::verify(&conn, &origin(&conn)).unwrap();
+    assert_eq!(report.findings, [], "{}", report.summary());
+    let leaf: Vec<u8> = conn
+        .query_row(
+            "SELECT leaf FROM log_leaves ORDER BY idx DESC LIMIT 1",
+            [],
+            |row| row.get(0),
+        )
+        .unwrap();
+    let hash = mandate_core::Args::parse(br#"{"to": "a@example.com"}"#)
+        .unwrap()
+        .hash()
+        .to_string();
+    assert!(
+        String::from_utf8(leaf)
+            .unwrap()
+            .contains(&format!("\"args_hash\":\"{hash}\"")),
+        "the leaf names the hash"
+    );
+    conn.close().unwrap();
+    for edit in [
+        format!(
+            "UPDATE records SET args_hash = 'sha256:{}' WHERE aar_id = '{aar_id}'",
+            "0".repeat(64)
+        ),
+        format!("UPDATE records SET args_hash = NULL WHERE aar_id = '{aar_id}'"),
+    ] {
+        let (report, (ok, said)) = tampered(dir.path(), &edit);
+        assert!(
+            report
+                .findings
+                .iter()
+                .any(|f| f.what.contains(&aar_id) && f.what.contains("args_hash")),
+            "{edit}: {:?}",
+            report.findings
+        );
+        assert!(!ok && said.contains(&aar_id), "{said}");
+    }
+}

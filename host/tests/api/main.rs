@@ -4,6 +4,7 @@
 
 mod abuse;
 mod approvals;
+mod args;
 mod assurance;
 mod authority;
 mod batch;

@@ -310,3 +310,92 @@ async fn a_completion_past_a_budget_of_the_chain_is_refused() {
     let over = authorize(&app, &child, 5.01, StatusCode::OK).await;
     assert_eq!(over["reason"], "budget_max_spend_usd");
 }
+
+/// `max_spend_per_action_usd` caps one act, wherever its spend is told —
+/// `authorize`, `record/action`, a completion above the reservation —
+/// however much of `max_spend_usd` is left; a delegation inherits it and
+/// may only lower it.
+#[tokio::test]
+async fn one_act_may_not_spend_more_than_the_per_action_cap() {
+    let app = TestApp::spawn().await;
+    let token = payer(
+        &app,
+        "capped",
+        json!({"max_spend_usd": 1000, "max_spend_per_action_usd": 100}),
+    )
+    .await;
+    let refused = authorize(&app, &token, 100.01, StatusCode::OK).await;
+    assert_eq!(
+        refused["reason"], "budget_max_spend_per_action_usd",
+        "{refused}"
+    );
+    let problem = expect_problem(
+        app.post_auth(
+            "/v1/vat/record/action",
+            text(&token["compact_jwt"]),
+            &json!({"action": "pay", "resource": "billing:invoice/7", "result": "success",
+                    "spend_usd": 150}),
+        )
+        .await,
+        StatusCode::FORBIDDEN,
+        "budget_max_spend_per_action_usd",
+    )
+    .await;
+    assert!(problem["aar_id"].is_string());
+    let allowed = authorize(&app, &token, 100.0, StatusCode::OK).await;
+    assert_eq!(allowed["authorized"], true, "{allowed}");
+    let aar_id = text(&allowed["aar_id"]).to_owned();
+    expect_problem(
+        complete(&app, Some(&token), &aar_id, 100.5).await,
+        StatusCode::FORBIDDEN,
+        "budget_max_spend_per_action_usd",
+    )
+    .await;
+    still_pending(&app, &aar_id, 100.0).await;
+    expect_json(
+        complete(&app, Some(&token), &aar_id, 99.0).await,
+        StatusCode::OK,
+    )
+    .await;
+    // Inherited when left out; raised or dropped, it widens.
+    let child = expect_json(
+        app.delegate(
+            &token,
+            json!({"agent_id": "capped-child", "resources": ["billing:*"], "actions": ["pay"]}),
+        )
+        .await,
+        StatusCode::CREATED,
+    )
+    .await;
+    assert_eq!(
+        child["claims"]["svc_constraints"]["max_spend_per_action_usd"],
+        100.0
+    );
+    let problem = expect_problem(
+        app.delegate(
+            &token,
+            json!({"agent_id": "capped-child", "resources": ["billing:*"], "actions": ["pay"],
+                   "constraints": {"max_spend_per_action_usd": 500}}),
+        )
+        .await,
+        StatusCode::FORBIDDEN,
+        "scope_widening",
+    )
+    .await;
+    assert_eq!(
+        problem["violations"][0]["field"],
+        "constraints.max_spend_per_action_usd"
+    );
+    let lower = expect_json(
+        app.delegate(
+            &token,
+            json!({"agent_id": "capped-child", "resources": ["billing:*"], "actions": ["pay"],
+                   "constraints": {"max_spend_per_action_usd": 10}}),
+        )
+        .await,
+        StatusCode::CREATED,
+    )
+    .await;
+    let refused = authorize(&app, &lower, 11.0, StatusCode::OK).await;
+    assert_eq!(refused["reason"], "budget_max_spend_per_action_usd");
+}

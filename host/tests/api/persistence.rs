@@ -178,7 +178,9 @@ fn downgrade_to_version_1(db: &std::path::Path, root_jti: &str, child_jti: &str)
     )
     .unwrap();
     conn.execute_batch(
-        "ALTER TABLE records DROP COLUMN origin;
+        "ALTER TABLE records DROP COLUMN args_hash;
+         ALTER TABLE records DROP COLUMN args;
+         ALTER TABLE records DROP COLUMN origin;
          ALTER TABLE records DROP COLUMN trust_ppm;
          ALTER TABLE agents DROP COLUMN owner;
          ALTER TABLE agents DROP COLUMN parent;

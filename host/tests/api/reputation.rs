@@ -286,6 +286,7 @@ async fn the_upgrade_to_schema_9_keeps_the_counts_and_stores_the_origin_of_new_r
         );
         conn.execute_batch(
             "ALTER TABLE records DROP COLUMN origin; ALTER TABLE records DROP COLUMN trust_ppm;
+             ALTER TABLE records DROP COLUMN args_hash; ALTER TABLE records DROP COLUMN args;
              ALTER TABLE agents DROP COLUMN owner; ALTER TABLE agents DROP COLUMN parent",
         )
         .unwrap();

@@ -56,6 +56,18 @@ async fn a_sqlite_deployment_moves_into_a_new_database_and_answers_the_same() {
     source
         .act(text(&child["jti"]), "read", "crm:b", "error")
         .await;
+    // Arguments move with their record (listed below, hash and all).
+    expect_json(
+        source
+            .post(
+                "/v1/vat/record/action",
+                &json!({"vat_jti": root["jti"], "action": "read", "resource": "crm:c",
+                        "result": "success", "args": {"q": "moved"}}),
+            )
+            .await,
+        StatusCode::CREATED,
+    )
+    .await;
     expect_json(
         source
             .post_auth(
@@ -111,7 +123,7 @@ async fn a_sqlite_deployment_moves_into_a_new_database_and_answers_the_same() {
         StatusCode::OK,
     )
     .await;
-    assert_eq!(records["records"].as_array().unwrap().len(), 4);
+    assert_eq!(records["records"].as_array().unwrap().len(), 5);
     moved.stop().await;
 
     // A cut file is refused and leaves nothing: the whole file imports

@@ -602,6 +602,7 @@ async fn a_database_of_schema_7_gains_the_vouches_table_on_both_engines() {
         conn.execute_batch("DROP TABLE vouches").unwrap();
         conn.execute_batch(
             "ALTER TABLE records DROP COLUMN origin; ALTER TABLE records DROP COLUMN trust_ppm;
+             ALTER TABLE records DROP COLUMN args_hash; ALTER TABLE records DROP COLUMN args;
              ALTER TABLE agents DROP COLUMN owner; ALTER TABLE agents DROP COLUMN parent",
         )
         .unwrap();

@@ -20,6 +20,7 @@ fn requirement() -> ApprovalRequirement {
 
 fn guarded(budget: Option<f64>) -> Constraints {
     Constraints {
+        max_spend_per_action_usd: None,
         min_trust: None,
         max_spend_usd: budget.map(usd),
         max_actions: None,
