@@ -280,7 +280,7 @@ pub fn check_constraints_reachable(
     constraints: &Constraints,
 ) -> Result<(), ScopeError> {
     match &constraints.require_approval {
-        Some(requirement) => check_reachable(requirement, None, scope, constraints.max_spend_usd),
+        Some(requirement) => check_reachable(requirement, None, scope, constraints.spend_cap()),
         None => Ok(()),
     }
 }
@@ -423,6 +423,24 @@ mod tests {
             let error = check_reachable(&typo, None, &scope(), None).unwrap_err();
             assert_eq!(error.code(), "approval_resource_outside_scope", "{pattern}");
         }
+    }
+
+    #[test]
+    fn a_threshold_at_or_above_the_per_action_cap_is_refused() {
+        let constraints = |threshold: f64| -> Constraints {
+            serde_json::from_value(serde_json::json!({
+                "max_spend_usd": 1000,
+                "max_spend_per_action_usd": 100,
+                "require_approval": {"spend_over_usd": threshold}
+            }))
+            .unwrap()
+        };
+        let error = check_constraints_reachable(&scope(), &constraints(100.0)).unwrap_err();
+        assert_eq!(error.code(), "approval_threshold_unreachable");
+        assert_eq!(
+            check_constraints_reachable(&scope(), &constraints(99.0)),
+            Ok(())
+        );
     }
 
     #[test]

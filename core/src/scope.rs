@@ -77,7 +77,7 @@ pub enum ScopeError {
     )]
     ApprovalResourceOutsideScope(ResourcePattern),
     #[error(
-        "require_approval.spend_over_usd is {threshold}, at or above max_spend_usd {budget}: no spend the budget allows could pass it"
+        "require_approval.spend_over_usd is {threshold}, at or above the token's spend cap {budget} (max_spend_usd, or max_spend_per_action_usd when lower): no spend the caps allow could pass it"
     )]
     ApprovalThresholdUnreachable { threshold: Usd, budget: Usd },
     #[error(transparent)]
@@ -578,6 +578,15 @@ impl TryFrom<RawConstraints> for Constraints {
 }
 
 impl Constraints {
+    /// The most one act may spend under these limits: the lower of
+    /// `max_spend_usd` and `max_spend_per_action_usd` (none: no cap).
+    pub fn spend_cap(&self) -> Option<Usd> {
+        match (self.max_spend_usd, self.max_spend_per_action_usd) {
+            (Some(total), Some(one)) => Some(total.min(one)),
+            (total, one) => total.or(one),
+        }
+    }
+
     /// Whether no constraint is set: no limit, no approval requirement, no
     /// trust floor and no argument rule.
     pub fn is_empty(&self) -> bool {

@@ -224,7 +224,7 @@ pub fn delegated_grant(requested: Grant, parent: &Grant) -> Result<Grant, IssueE
             requirement,
             parent.constraints.require_approval.as_ref(),
             &grant.scope,
-            grant.constraints.max_spend_usd,
+            grant.constraints.spend_cap(),
         )?;
     }
     Ok(grant)
