@@ -143,6 +143,27 @@ fn against_only(
     Ok(())
 }
 
+/// The folder of the server and the bench programs: the test command's
+/// debug build for `--quick`, else a release build.
+fn programs(root: &Path, quick: bool) -> Result<std::path::PathBuf> {
+    if quick {
+        return crate::debug_programs(root);
+    }
+    run(
+        "cargo",
+        &[
+            "build",
+            "-p",
+            "mandate-host",
+            "-p",
+            "mandate-bench",
+            "--bins",
+            "--release",
+        ],
+    )?;
+    Ok(target_dir(root)?.join("release"))
+}
+
 /// The most a recomputation of the trust scores of 10 000 agents and
 /// 100 000 vouches may take (the median of five, release build): the
 /// server recomputes an organisation in the background after a change, and
@@ -153,23 +174,7 @@ const TRUST_RECOMPUTE_CEILING_MS: f64 = 1_000.0;
 /// agents and 100 000 vouches (1 000 and 10 000 with `--quick`), held to
 /// [`TRUST_RECOMPUTE_CEILING_MS`]; prints the row and writes nothing.
 fn trust_only(root: &Path, quick: bool) -> Result<()> {
-    let bin = if quick {
-        crate::debug_programs(root)?
-    } else {
-        run(
-            "cargo",
-            &[
-                "build",
-                "-p",
-                "mandate-bench",
-                "--bin",
-                "trust_recompute",
-                "--release",
-            ],
-        )?;
-        target_dir(root)?.join("release")
-    }
-    .join("trust_recompute");
+    let bin = programs(root, quick)?.join("trust_recompute");
     let flag: &[&str] = if quick { &["--quick"] } else { &[] };
     let row = json_of(&bin, flag, root)?;
     let median = row["median_ms"].as_f64().unwrap_or(f64::NAN);
@@ -231,23 +236,7 @@ pub(crate) fn bench(root: &Path, args: &[&str]) -> Result<()> {
         return trust_only(root, quick);
     }
     ensure_wrk()?;
-    let bins = if quick {
-        crate::debug_programs(root)?
-    } else {
-        run(
-            "cargo",
-            &[
-                "build",
-                "-p",
-                "mandate-host",
-                "-p",
-                "mandate-bench",
-                "--bins",
-                "--release",
-            ],
-        )?;
-        target_dir(root)?.join("release")
-    };
+    let bins = programs(root, quick)?;
     let scripts = root.join("bench/wrk");
     let scratch = std::env::temp_dir().join(format!("mandate-bench-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&scratch);

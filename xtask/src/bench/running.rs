@@ -226,6 +226,21 @@ pub(super) struct Http {
 /// 1000 children in a full run (about 11 k delegations a second).
 pub(super) const DELEGATE_PARENTS: usize = 400;
 
+/// Issues the parent tokens of the delegation load on `server` and writes
+/// them to `file`, one compact token a line (delegate.lua's `PARENTS`);
+/// returns the file's path.
+fn delegate_parents(plan: Plan, server: &Server, file: &Path) -> Result<String> {
+    let parents = (0..if plan.quick { 4 } else { DELEGATE_PARENTS })
+        .map(|n| {
+            Ok(server
+                .issued(&format!("bench-parent-{n}"), &["read", "delegate"])?
+                .1)
+        })
+        .collect::<Result<Vec<_>>>()?;
+    std::fs::write(file, parents.join("\n") + "\n")?;
+    Ok(file.to_str().ok_or("path")?.to_owned())
+}
+
 pub(super) fn http(plan: Plan, bin: &Path, scratch: &Path, scripts: &Path) -> Result<Http> {
     let server = Server::start(bin, &scratch.join("http"), NO_LIMITS)?;
     let (jti, compact) = server.issued("bench-bot", &["read", "delegate"])?;
@@ -249,16 +264,8 @@ pub(super) fn http(plan: Plan, bin: &Path, scratch: &Path, scripts: &Path) -> Re
         .collect::<Result<Vec<_>>>()?;
     let delegate_script = scripts.join("delegate.lua");
     let delegate_url = format!("{}/v1/vat/delegate", server.base);
-    let parents_file = scratch.join("parents.txt");
-    let parents = (0..if plan.quick { 4 } else { DELEGATE_PARENTS })
-        .map(|n| {
-            Ok(server
-                .issued(&format!("bench-parent-{n}"), &["read", "delegate"])?
-                .1)
-        })
-        .collect::<Result<Vec<_>>>()?;
-    std::fs::write(&parents_file, parents.join("\n") + "\n")?;
-    let parents_env = [("PARENTS", parents_file.to_str().ok_or("path")?)];
+    let parents_file = delegate_parents(plan, &server, &scratch.join("parents.txt"))?;
+    let parents_env = [("PARENTS", parents_file.as_str())];
     let delegate = (0..plan.rounds)
         .map(|_| {
             wrk(
@@ -384,18 +391,10 @@ pub(super) fn against(
     )?;
     let delegate_script = scripts.join("delegate.lua");
     let delegate_load = |server: &Server, name: &str| -> Result<(String, String)> {
-        let parents = (0..if plan.quick { 4 } else { DELEGATE_PARENTS })
-            .map(|n| {
-                Ok(server
-                    .issued(&format!("bench-parent-{n}"), &["read", "delegate"])?
-                    .1)
-            })
-            .collect::<Result<Vec<_>>>()?;
         let file = scratch.join(format!("{name}-parents.txt"));
-        std::fs::write(&file, parents.join("\n") + "\n")?;
         Ok((
             format!("{}/v1/vat/delegate", server.base),
-            file.to_str().ok_or("path")?.to_owned(),
+            delegate_parents(plan, server, &file)?,
         ))
     };
     let (ours_url, ours_parents) = delegate_load(&ours, "ours")?;
