@@ -7,9 +7,12 @@
 //    first), and delegate.
 // 2. The assistant looks a contact up (`crm_lookup`).
 // 3. It delegates a sub-agent, the mailer, a narrower token: `send` on
-//    `mail:outbox` only (the approval requirement comes along).
-// 4. The mailer cannot read the CRM (refused, and recorded), and sends the
-//    e-mail (`send_email`): the server asks for a reviewer's approval by
+//    `mail:outbox` only, and only to addresses at example.com (an argument
+//    rule; the approval requirement comes along).
+// 4. The mailer cannot read the CRM (refused, and recorded), cannot send to
+//    an address outside example.com (refused by the MCP server from the
+//    token alone, before anything reaches Mandate), and sends the e-mail
+//    (`send_email`) to the contact: the server asks for a reviewer's approval by
 //    URL-mode elicitation; the agent shows the reviewer's page and waits.
 //    With `autoApprove` (demo only), the developer's API key approves it,
 //    standing in for the reviewer who would click Approve on that page. A
@@ -40,6 +43,7 @@ export class AgentFailed extends Error {
  * @property {string} childJti the mailer's token
  * @property {string} lookupAarId the record of the lookup
  * @property {string} deniedAarId the record of the mailer's refused lookup
+ * @property {string} outsideError why the mailer's e-mail to an address outside example.com was refused
  * @property {string} sendAarId the record of the send
  * @property {boolean} sent whether the reviewer approved and the e-mail went out
  * @property {string} approvalUrl the reviewer's page the server sent
@@ -89,9 +93,11 @@ export async function runAgent({ mandateUrl, apiKey, mcpUrl, autoApprove = false
     agent_id: "crm-mailer",
     resources: ["mail:outbox"],
     actions: ["send"],
+    // The mailer may write only to addresses at example.com: every recipient's address must end so.
+    constraints: { args: [{ actions: ["send"], pol: [["like", ".to", "*@example.com"]] }] },
     ttl_seconds: 600,
   });
-  log(`delegate  crm-assistant → crm-mailer: send on mail:outbox only (depth ${child.delegation_depth})`);
+  log(`delegate  crm-assistant → crm-mailer: send on mail:outbox only, to addresses at example.com (depth ${child.delegation_depth})`);
 
   let approvalUrl;
   const onApproval = async (url) => {
@@ -121,6 +127,7 @@ export async function runAgent({ mandateUrl, apiKey, mcpUrl, autoApprove = false
 
   const mailer = await connect(mcpUrl, child.compact_jwt, "crm-mailer", onApproval);
   let denied;
+  let outside;
   let sent;
   try {
     denied = await callTool(mailer, "crm_lookup", { contact_id: CONTACT_ID });
@@ -128,6 +135,15 @@ export async function runAgent({ mandateUrl, apiKey, mcpUrl, autoApprove = false
       throw new AgentFailed("crm_lookup: the mailer's token does not allow reading, yet the call ran");
     }
     log(`refused   crm-mailer → crm_lookup: ${denied.error} (${denied.aarId})`);
+    outside = await callTool(mailer, "send_email", {
+      to: "ada@example.com.attacker.test",
+      subject: "Your renewal",
+      body: "Please confirm your bank details.",
+    });
+    if (outside.ok || outside.error === undefined) {
+      throw new AgentFailed(`send_email outside example.com: the mailer's token does not allow it, yet: ${outside.text}`);
+    }
+    log(`refused   crm-mailer → send_email to ada@example.com.attacker.test: ${outside.error} (refused from the token, before Mandate)`);
     sent = await callTool(mailer, "send_email", {
       to: contact.email,
       subject: "Your renewal",
@@ -154,6 +170,7 @@ export async function runAgent({ mandateUrl, apiKey, mcpUrl, autoApprove = false
     childJti: child.jti,
     lookupAarId: lookup.aarId,
     deniedAarId: denied.aarId,
+    outsideError: outside.error,
     sendAarId: sent.aarId,
     sent: sent.ok,
     approvalUrl,

@@ -118,7 +118,20 @@ test("examples/mcp-crm: the agent, its sub-agent and the approval, recorded in o
   assert.equal(send.result_hash, toolResultHash({ content: [{ type: "text", text: "Sent msg-1 to ada@example.com." }] }));
   assert.ok(line(run.stdout, "send").endsWith(`Sent msg-1 to ada@example.com. (${send.aar_id})`), run.stdout);
   const denied = records.find((r) => r.status === "denied");
-  assert.equal(line(run.stdout, "refused"), `crm-mailer → crm_lookup: action_not_permitted (${denied.aar_id})`);
+  const refusals = run.stdout.split("\n").filter((l) => l.startsWith("refused "));
+  assert.deepEqual(refusals, [
+    `refused   crm-mailer → crm_lookup: action_not_permitted (${denied.aar_id})`,
+    // The mailer's token allows addresses at example.com only: the MCP server refused this from the token,
+    // so no record of it was made (the records above are all there are).
+    "refused   crm-mailer → send_email to ada@example.com.attacker.test: args_not_permitted (refused from the token, before Mandate)",
+  ]);
+  // The send that went out is recorded with its arguments and their hash.
+  assert.deepEqual(send.args, {
+    to: "ada@example.com",
+    subject: "Your renewal",
+    body: "Dear Ada Lovelace, your contract with us is due for renewal. Shall we talk this week?",
+  });
+  assert.match(send.args_hash, /^sha256:[0-9a-f]{64}$/);
   for (const record of [lookup, send]) {
     assert.equal(record.credential, "token", "each call was made with the token itself");
   }
@@ -135,6 +148,8 @@ test("examples/mcp-crm: the agent, its sub-agent and the approval, recorded in o
     [send.aar_id, "agent:crm-mailer", "send", "mail:outbox", 1, "completed"],
   );
   assert.deepEqual(approval.chain.map((link) => link.agent_id), ["agent:crm-assistant", "agent:crm-mailer"]);
+  // The reviewer decided on the arguments: the approval carries them.
+  assert.deepEqual(approval.args, send.args);
   assert.equal(approval.decided_by, (await client.me()).key_id);
   assert.match(approval.note, /--auto-approve/);
   const approvalLines = run.stdout.split("\n").filter((l) => l.startsWith("approval "));
