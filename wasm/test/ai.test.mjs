@@ -616,3 +616,87 @@ export async function run(): Promise<void> {
     rmSync(project, { recursive: true, force: true });
   }
 });
+
+test("argument rules, live: a call outside them is refused offline, sending and recording nothing; within them it runs and its record keeps the input", async () => {
+  // Payments of at most 100 USD, to invoices named inv-*.
+  const rules = [{ actions: ["pay"], pol: [["<=", ".amount", 100], ["like", ".invoice", "inv-*"]] }];
+  const token = await issue({ agent: "bounded", actions: ["pay"], resources: ["bank:*"], constraints: { args: rules } });
+  const agentId = token.claims.sub.slice("agent:".length);
+  const runs = { count: 0 };
+  const tools = withMandate({ pay: payTool(runs) }, { client: agent, token: token.compact_jwt, actions: { pay: payAction } });
+
+  const model = scripted(callTools(["pay", { invoice: "inv-7", amount: 40 }], ["pay", { invoice: "inv-8", amount: 4000 }]), say("done"));
+  const result = await generateText({ model, tools, prompt: "Pay both", stopWhen: () => false });
+  assert.equal(runs.count, 1, "only the call within the rules ran");
+  const [error] = result.steps[0].content.filter((part) => part.type === "tool-error");
+  assert.ok(error.error instanceof MandateRefusal, String(error.error));
+  assert.equal(error.error.reason, "args_not_permitted");
+  assert.equal(error.error.aarId, undefined, "refused from the token: no record");
+
+  const records = await recordsOf(agentId);
+  assert.equal(records.length, 1);
+  const [record] = records;
+  assert.deepEqual([record.resource, record.status, record.spend_usd], ["bank:inv-7", "completed", 40]);
+  assert.deepEqual(record.args, { invoice: "inv-7", amount: 40 });
+  assert.match(record.args_hash, /^sha256:[0-9a-f]{64}$/);
+
+  // Mandate refuses the same call when it is sent anyway: the holder learns the statement that failed.
+  const answer = await agent.as(token.compact_jwt).authorize({
+    action: "pay",
+    resource: "bank:inv-8",
+    spend_usd: 4000,
+    args: { invoice: "inv-8", amount: 4000 },
+  });
+  assert.deepEqual([answer.authorized, answer.reason], [false, "args_not_permitted"]);
+  assert.match(answer.reason_detail, /constraints\.args\[0\]\.pol\[0\]/);
+  // Left out, where a rule applies: args_required.
+  const bare = await agent.as(token.compact_jwt).authorize({ action: "pay", resource: "bank:inv-9", spend_usd: 1 });
+  assert.deepEqual([bare.authorized, bare.reason], [false, "args_required"]);
+});
+
+test("require_approval.args, live: a payment over 100 waits for a reviewer who sees its input; one under runs at once; one without the field asks too", async () => {
+  const token = await issue({
+    agent: "asker",
+    actions: ["pay"],
+    resources: ["bank:*"],
+    constraints: { require_approval: { args: [[">", ".amount", 100]] } },
+  });
+  const agentId = token.claims.sub.slice("agent:".length);
+  const runs = { count: 0 };
+  const asked = [];
+  const decisions = [];
+  const tools = withMandate(
+    { pay: payTool(runs) },
+    {
+      client: agent,
+      token: token.compact_jwt,
+      actions: { pay: payAction },
+      waitForApproval: { timeoutSeconds: 20 },
+      onApproval: (approval) => {
+        asked.push(approval);
+        decisions.push(admin.decide(approval.approval_id, { decision: "approve" }));
+      },
+    },
+  );
+  const result = await generateText({
+    model: scripted(callTools(["pay", { invoice: "small", amount: 40 }], ["pay", { invoice: "big", amount: 900 }])),
+    tools,
+    toolApproval: mandateToolApproval(),
+    prompt: "Pay both",
+  });
+  await Promise.all(decisions);
+  assert.equal(runs.count, 2);
+  assert.equal(asked.length, 1, "only the payment over 100 asked");
+  const approval = await admin.approval(asked[0].approval_id);
+  assert.deepEqual([approval.status, approval.resource, approval.args], ["approved", "bank:big", { invoice: "big", amount: 900 }]);
+  assert.deepEqual(
+    result.content.filter((part) => part.type === "tool-result").map((part) => part.output).sort(),
+    ["paid big: 900 USD", "paid small: 40 USD"],
+  );
+  const records = await recordsOf(agentId);
+  assert.deepEqual(records.map((r) => [r.resource, r.status]).sort(), [["bank:big", "completed"], ["bank:small", "completed"]]);
+
+  // The condition cannot be judged without its field: failing closed for an approval means asking.
+  const renamed = await agent.as(token.compact_jwt).authorize({ action: "pay", resource: "bank:renamed", args: { amount_usd: 5000 } });
+  assert.deepEqual([renamed.authorized, renamed.approval?.status], [false, "pending"]);
+});

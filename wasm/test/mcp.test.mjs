@@ -694,3 +694,53 @@ test("per-call overhead of the gate over calling the tool handler directly", asy
   assert.ok(figures.mcpGated > figures.mcpPlain);
   assert.ok(Number.isFinite(figures.gated) && figures.gated < 1000);
 });
+
+test("argument rules, live: a call outside them is refused offline with no authorize sent; within them it runs and its record keeps the arguments", async () => {
+  const token = await issue({ constraints: { args: [{ actions: ["read"], pol: [["like", ".path", "reports/*"]] }] } });
+  const session = await connect(token.compact_jwt);
+  const [reads, asked] = [runs.read, authorizeCalls()];
+  const refused = await session.client.callTool({ name: "read_file", arguments: { path: "secrets/key.pem" } });
+  assert.equal(refused.isError, true);
+  assert.equal(refused._meta[META_ERROR], "args_not_permitted");
+  assert.equal(refused._meta[META_AAR_ID], undefined, "refused from the token: no record");
+  assert.equal(authorizeCalls(), asked, "nothing reached Mandate");
+  assert.equal(runs.read, reads);
+
+  const result = await session.client.callTool({ name: "read_file", arguments: { path: "reports/q3.txt" } });
+  await session.close();
+  assert.equal(result.isError, undefined);
+  assert.equal(runs.read, reads + 1);
+  const record = await owner.record(result._meta[META_AAR_ID]);
+  assert.deepEqual([record.status, record.resource, record.args], ["completed", "files:reports/q3.txt", { path: "reports/q3.txt" }]);
+  assert.match(record.args_hash, /^sha256:[0-9a-f]{64}$/);
+  const records = [];
+  for await (const r of owner.records({ agent_id: token.claims.sub.slice("agent:".length) })) records.push(r);
+  assert.deepEqual(records.map((r) => r.aar_id), [record.aar_id], "the refused call left no record");
+});
+
+test("require_approval.args, live: a payment over 100 is elicited and the reviewer sees its arguments; one under runs at once", async () => {
+  const keyOfReviewer = await owner.createKey({ role: "reviewer", email: "reviewer4@example.com" });
+  const reviewer = new MandateClient({ baseUrl: live.baseUrl, apiKey: keyOfReviewer.api_key });
+  const token = await issue({ constraints: { require_approval: { args: [[">", ".amount", 100]] } } });
+  let shown;
+  const seen = new Promise((resolve) => {
+    shown = resolve;
+  });
+  const session = await connect(token.compact_jwt, { onElicit: shown });
+  const before = runs.pay;
+  const small = await session.client.callTool({ name: "pay", arguments: { payee: "cafe", amount: 12 } });
+  assert.deepEqual(small.content, [{ type: "text", text: "paid 12 to cafe" }]);
+  assert.equal(session.elicited.length, 0, "under the threshold: no approval asked");
+
+  const call = session.client.callTool({ name: "pay", arguments: { payee: "landlord", amount: 1500 } });
+  const params = await seen;
+  assert.equal(runs.pay, before + 1);
+  const pending = await reviewer.approval(params.elicitationId);
+  assert.deepEqual([pending.status, pending.resource, pending.args], ["pending", "bank:landlord", { payee: "landlord", amount: 1500 }]);
+  assert.equal(pending.args_hash, (await owner.record(pending.aar_id)).args_hash);
+  await reviewer.decide(params.elicitationId, { decision: "approve" });
+  const result = await call;
+  await session.close();
+  assert.deepEqual(result.content, [{ type: "text", text: "paid 1500 to landlord" }]);
+  assert.equal(runs.pay, before + 2);
+});

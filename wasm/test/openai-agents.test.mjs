@@ -519,3 +519,49 @@ test("overhead: the wrapped tool against the same tool unwrapped, alternating in
   assert.equal(wrappedRecords.length, n);
   assert.ok(wrappedRecords.every((r) => r.status === "completed" && r.result === "success" && r.result_hash === sha256("queued for ann@example.com")));
 });
+
+test("argument rules, live: a call outside them is refused before Mandate is asked, nothing runs or is recorded; within them the record keeps the input", async () => {
+  const token = await issue({ args: [{ actions: ["send"], pol: [["like", ".subject", "[ops] *"]] }] });
+  const ended = [];
+  const mandate = mandateAgents({ client, token: token.compact_jwt, onCallEnd: (call) => ended.push(call) });
+  const { send, counter } = mailTool(mandate);
+  const [outside, within] = [callId("args-out"), callId("args-in")];
+  const { agent, model } = agentWith(
+    [send],
+    [
+      functionCall("send_email", { to: "ann@example.com", subject: "wire the money" }, { callId: outside }),
+      functionCall("send_email", { to: "ann@example.com", subject: "[ops] rota" }, { callId: within }),
+    ],
+  );
+
+  const result = await runner.run(agent, "mail Ann twice");
+  assert.equal(result.finalOutput, "done");
+  assert.equal(counter.runs, 1, "only the call within the rules ran");
+  assert.equal(outputSeen(model, outside), "Mandate refused send_email: args_not_permitted");
+  const refused = ended.find((call) => call.callId === outside);
+  assert.deepEqual([refused.state, refused.reason, refused.aarId], ["refused", "args_not_permitted", undefined]);
+  const records = await recordsOf(token.provenance_ref);
+  assert.equal(records.length, 1, "the refused call left no record");
+  assert.deepEqual([records[0].status, records[0].args], ["completed", { to: "ann@example.com", subject: "[ops] rota" }]);
+});
+
+test("require_approval.args, live: a payment over 100 interrupts the run and the reviewer sees its input; one under runs", async () => {
+  const token = await issue({ require_approval: { args: [[">", ".amount", 100]] } });
+  const asked = [];
+  const mandate = mandateAgents({ client, token: token.compact_jwt, onApproval: (approval) => asked.push(approval) });
+  const { pay, counter } = payTool(mandate);
+  const [small, big] = [callId("small"), callId("big")];
+  const { agent } = agentWith(
+    [pay],
+    [
+      functionCall("pay", { account: "ops", amount: 40 }, { callId: small }),
+      functionCall("pay", { account: "ops", amount: 400 }, { callId: big }),
+    ],
+  );
+  const first = await runner.run(agent, "pay twice");
+  assert.equal(counter.runs, 1, "the payment under 100 ran");
+  assert.deepEqual(first.interruptions.map((i) => i.rawItem.callId), [big]);
+  assert.equal(asked.length, 1);
+  const approval = await client.approval(asked[0].approval_id);
+  assert.deepEqual([approval.status, approval.spend_usd, approval.args], ["pending", 400, { account: "ops", amount: 400 }]);
+});
