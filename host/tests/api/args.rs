@@ -470,6 +470,66 @@ async fn a_delegation_keeps_every_rule_of_its_parent() {
     .await;
 }
 
+/// The largest compact token DESIGN §2 lets anyone mint.
+const MAX_TOKEN_BYTES: usize = 8192;
+
+#[tokio::test]
+async fn a_chain_that_inherits_its_rules_stops_at_8_kib() {
+    let app = TestApp::spawn().await;
+    // Rules near the 4 KiB a grant may carry, and resources that bring the
+    // root near 8 KiB: each delegation carries every rule again, and its
+    // link to its parent, so a chain grows until a token would pass 8 KiB.
+    let rules: Vec<Value> = (0..30)
+        .map(|i| json!({"pol": [["!=", format!(".f{i:02}"), "v".repeat(100)]]}))
+        .collect();
+    let resources: Vec<String> = (0..9)
+        .map(|i| format!("files:/srv/{}/{i}", "r".repeat(150)))
+        .collect();
+    let root = app
+        .issue(json!({
+            "developer_email": "dev@example.com", "agent_id": "deep-0",
+            "resources": resources, "actions": ["read", "delegate"],
+            "constraints": {"args": rules},
+        }))
+        .await;
+    let mut parent = root;
+    let mut minted = vec!["deep-0".to_owned()];
+    let refusal = loop {
+        assert!(text(&parent["compact_jwt"]).len() <= MAX_TOKEN_BYTES);
+        assert_eq!(parent["claims"]["svc_constraints"]["args"], json!(rules));
+        let agent_id = format!("deep-{}", minted.len());
+        let response = app
+            .delegate(
+                &parent,
+                json!({"agent_id": agent_id, "resources": resources,
+                       "actions": ["read", "delegate"]}),
+            )
+            .await;
+        if response.status() != StatusCode::CREATED {
+            break response;
+        }
+        parent = response.json().await.expect("a token");
+        minted.push(agent_id);
+        assert!(minted.len() < 5, "no delegation was refused");
+    };
+    assert!(minted.len() >= 2, "the root's child fits: {minted:?}");
+    expect_problem(refusal, StatusCode::UNPROCESSABLE_ENTITY, "token_too_large").await;
+    // Nothing was written for the refused delegation.
+    let tokens = expect_json(
+        app.get_auth("/v1/vat/tokens", &app.admin_key).await,
+        StatusCode::OK,
+    )
+    .await;
+    let mut agents: Vec<String> = tokens["tokens"]
+        .as_array()
+        .expect("tokens")
+        .iter()
+        .map(|t| text(&t["agent_id"]).to_owned())
+        .collect();
+    agents.sort();
+    assert_eq!(agents, minted);
+}
+
 #[tokio::test]
 async fn a_batch_is_judged_record_by_record() {
     let app = TestApp::spawn().await;
