@@ -1,4 +1,4 @@
-//! `cargo xtask bench [--quick] [--only budget|events|reviewer|trust]
+//! `cargo xtask bench [--quick] [--only budget|events|reviewer|trust|args]
 //! [--against BIN]`: measures Mandate against peers and ceilings in one run
 //! and writes `BENCHMARKS.md`.
 //!
@@ -12,7 +12,9 @@
 //! rows alone; `--only reviewer` the dashboard's rows alone, on a fresh
 //! folder of 5 M records of several agents over 30 days; `--only trust`
 //! the trust graph's recomputation at 10 000 agents and 100 000 vouches,
-//! against its ceiling. `--against BIN` measures record/action and
+//! against its ceiling; `--only args` the argument-constraints section,
+//! written into BENCHMARKS.md in place of the one there (unless
+//! `--quick`). `--against BIN` measures record/action and
 //! delegate on this build and on another build's `mandate` in interleaved
 //! rounds, prints the ratios and writes nothing.
 //!
@@ -32,9 +34,9 @@ use crate::{Result, fail, run};
 use parsing::{Spread, errors, p, p99_ratio, ratio};
 use report::Report;
 use running::{
-    DASHBOARD_AGENTS, against, budget, cold_starts, dashboard, ensure_wrk, events, filled,
-    filled_for_dashboard, growth, http, json_of, machine, postgres, record_log, reference_verifier,
-    today, wasm_sizes,
+    DASHBOARD_AGENTS, against, args_rows, budget, cold_starts, dashboard, ensure_wrk, events,
+    filled, filled_for_dashboard, growth, http, json_of, machine, postgres, record_log,
+    reference_verifier, today, wasm_sizes,
 };
 
 /// How long and how often: full runs for the table, quick ones for CI.
@@ -143,6 +145,40 @@ fn against_only(
     Ok(())
 }
 
+/// `cargo xtask bench --only args`: the argument-constraints section alone
+/// (the HTTP load with and without the rules, the native and the wasm
+/// evaluation); prints it and, unless `--quick`, writes it into
+/// BENCHMARKS.md in place of the one there.
+fn args_only(plan: Plan, root: &Path, bins: &Path, scratch: &Path, scripts: &Path) -> Result<()> {
+    if !plan.quick || !root.join("wasm/pkg/node").exists() {
+        crate::wasm::build(root)?;
+    }
+    let rows = args_rows(plan, root, bins, scratch, scripts)?;
+    let _ = std::fs::remove_dir_all(scratch);
+    let failed = errors(&rows.with_rules) + errors(&rows.without_rules);
+    if failed > 0 {
+        return fail(format!("{failed} requests failed under the load"));
+    }
+    let measured = format!(
+        "Measured by `cargo xtask bench --only args` on {} ({}), {} rounds of {} s per HTTP contender.",
+        machine(),
+        today(),
+        plan.rounds,
+        plan.seconds
+    );
+    eprint!("{}", rows.section(&measured));
+    if plan.quick {
+        return Ok(());
+    }
+    let path = root.join("BENCHMARKS.md");
+    let Some(text) = rows.spliced(&std::fs::read_to_string(&path)?, &measured) else {
+        return fail("BENCHMARKS.md has no `Reproduce:` paragraph to put the section before");
+    };
+    std::fs::write(&path, text)?;
+    eprintln!("wrote the section into BENCHMARKS.md");
+    Ok(())
+}
+
 /// The folder of the server and the bench programs: the test command's
 /// debug build for `--quick`, else a release build.
 fn programs(root: &Path, quick: bool) -> Result<std::path::PathBuf> {
@@ -201,9 +237,10 @@ pub(crate) fn bench(root: &Path, args: &[&str]) -> Result<()> {
             Some(&"events") => Some("events"),
             Some(&"reviewer") => Some("reviewer"),
             Some(&"trust") => Some("trust"),
+            Some(&"args") => Some("args"),
             other => {
                 return fail(format!(
-                    "--only takes `budget` (the read-budget rows), `events` (the events rows), `reviewer` (the dashboard's rows) or `trust` (the trust recompute row), not {other:?}"
+                    "--only takes `budget` (the read-budget rows), `events` (the events rows), `reviewer` (the dashboard's rows), `trust` (the trust recompute row) or `args` (the argument-constraints section), not {other:?}"
                 ));
             }
         },
@@ -247,6 +284,7 @@ pub(crate) fn bench(root: &Path, args: &[&str]) -> Result<()> {
     match only {
         Some("budget") => return budget_only(plan, &bins, &scratch, &scripts),
         Some("reviewer") => return reviewer_only(plan, &bins, &scratch, &scripts),
+        Some("args") => return args_only(plan, root, &bins, &scratch, &scripts),
         Some(_) => return events_only(plan, &bins, &scratch, &scripts),
         None => {}
     }
@@ -308,6 +346,8 @@ pub(crate) fn bench(root: &Path, args: &[&str]) -> Result<()> {
         &scripts,
         "growth-bot",
     )?;
+    eprintln!("argument constraints");
+    let args = args_rows(plan, root, &bins, &scratch, &scripts)?;
     eprintln!("PostgreSQL");
     let postgres = postgres(plan, &bins.join("mandate"), &scratch, &scripts)?;
     let cold = cold_starts(&bins.join("mandate"), &scratch, if quick { 1 } else { 5 })?;
@@ -359,6 +399,11 @@ pub(crate) fn bench(root: &Path, args: &[&str]) -> Result<()> {
                     .fold(f64::NAN, f64::max),
             ),
             (
+                "record/action with argument rules / without",
+                ratio(&args.with_rules, &args.without_rules).median,
+            ),
+            ("args wasm/native", args.targets()[2].median()),
+            (
                 "node sdk/independent log proof",
                 Spread::from_json(&node_log["sdk_over_independent"]).median,
             ),
@@ -388,6 +433,8 @@ pub(crate) fn bench(root: &Path, args: &[&str]) -> Result<()> {
             + errors(&log.proof)
             + errors(&events.with_events)
             + errors(&events.without_events)
+            + errors(&args.with_rules)
+            + errors(&args.without_rules)
             + dashboard
                 .pages
                 .iter()
@@ -414,6 +461,7 @@ pub(crate) fn bench(root: &Path, args: &[&str]) -> Result<()> {
         log,
         events,
         dashboard,
+        args,
         status_sizes,
         node_log,
         cold,

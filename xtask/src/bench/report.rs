@@ -9,7 +9,8 @@ use serde_json::Value;
 use super::Plan;
 use super::parsing::{Spread, p, p99_ratio, ratio, rps};
 use super::running::{
-    Against, BUDGET_MS, Budget, DashboardRows, EventRows, Growth, Http, LogRows, Postgres, READERS,
+    Against, ArgsRows, BUDGET_MS, Budget, DashboardRows, EventRows, Growth, Http, LogRows,
+    Postgres, READERS,
 };
 
 impl Spread {
@@ -31,6 +32,7 @@ enum Unit {
     /// A ratio of two contenders.
     Times,
     Ms,
+    Us,
 }
 
 impl Unit {
@@ -38,6 +40,7 @@ impl Unit {
         match self {
             Unit::Times => "×",
             Unit::Ms => " ms",
+            Unit::Us => " µs",
         }
     }
 }
@@ -314,6 +317,123 @@ impl Against {
     }
 }
 
+/// Where the argument-constraints section starts in BENCHMARKS.md; it ends
+/// where the paragraph that says how to reproduce the tables begins.
+pub(super) const ARGS_HEADING: &str = "## Argument constraints";
+const REPRODUCE: &str = "Reproduce: ";
+
+impl ArgsRows {
+    /// Each round's median of `name` in the bench programs' outputs.
+    fn per_round(outputs: &[Value], name: &str) -> Vec<f64> {
+        outputs
+            .iter()
+            .map(|output| output[name]["median"].as_f64().unwrap_or(f64::NAN))
+            .collect()
+    }
+
+    /// The rows of the section's targets table.
+    pub(super) fn targets(&self) -> [Row; 3] {
+        let native_us: Vec<f64> = Self::per_round(&self.native, "check_ns")
+            .iter()
+            .map(|ns| ns / 1000.0)
+            .collect();
+        let wasm_over_native: Vec<f64> = Self::per_round(&self.wasm, "evaluate_ns")
+            .iter()
+            .zip(Self::per_round(&self.native, "evaluate_json_ns"))
+            .map(|(wasm, native)| wasm / native)
+            .collect();
+        [
+            Row::new(
+                "9. record/action with a 3-rule, 10-statement argument grant / the same grant without rules, both sending the same 1 KiB of arguments (req/s)",
+                Target::AtLeast(0.95, Unit::Times),
+                ratio(&self.with_rules, &self.without_rules),
+                3,
+            ),
+            Row::new(
+                "9. native evaluation of that grant over parsed arguments",
+                Target::AtMost(5.0, Unit::Us),
+                Spread::of(&native_us),
+                2,
+            ),
+            Row::new(
+                "9. wasm `evaluatePolicy` in Node / native `evaluate_json`, the same ten statements and arguments as JSON text",
+                Target::AtMost(4.0, Unit::Times),
+                Spread::of(&wasm_over_native),
+                2,
+            ),
+        ]
+    }
+
+    /// The rows of the section's absolute figures: (what, figure).
+    pub(super) fn figures(&self) -> [(String, String); 6] {
+        let ns =
+            |outputs: &[Value], name: &str| Spread::of(&Self::per_round(outputs, name)).show(0);
+        [
+            (
+                "record/action with the rules, 1 KiB of arguments (req/s)".to_owned(),
+                rps(&self.with_rules).show(0),
+            ),
+            (
+                "the same arguments, the grant without rules, same rounds (req/s)".to_owned(),
+                rps(&self.without_rules).show(0),
+            ),
+            (
+                "native `check_args` of the grant over parsed arguments (ns)".to_owned(),
+                ns(&self.native, "check_ns"),
+            ),
+            (
+                "native, reading the arguments strictly, writing their canonical form, hashing it (`args_hash`) and `check_args` (ns)".to_owned(),
+                ns(&self.native, "parse_hash_check_ns"),
+            ),
+            (
+                "native `evaluate_json` of the ten statements over the arguments' text (ns)".to_owned(),
+                ns(&self.native, "evaluate_json_ns"),
+            ),
+            (
+                "wasm `evaluatePolicy` of the same in Node (ns)".to_owned(),
+                ns(&self.wasm, "evaluate_ns"),
+            ),
+        ]
+    }
+
+    /// The section of BENCHMARKS.md; `measured` says how and when.
+    pub(super) fn section(&self, measured: &str) -> String {
+        let mut out = String::new();
+        let _ = writeln!(
+            out,
+            "{ARGS_HEADING}\n\n{measured} The grant and the arguments are `bench/args/grant.json`: \
+             the HTTP rows alternate the two tokens on one server; the native and wasm rows alternate \
+             `args_eval` and `bench/args.mjs`, one process each per round.\n"
+        );
+        let _ = writeln!(out, "| row | target | measured | |\n|---|---|---|---|");
+        for row in self.targets() {
+            let _ = writeln!(out, "{}", row.line());
+        }
+        let _ = writeln!(out, "\n| what | figure |\n|---|---|");
+        for (what, figure) in self.figures() {
+            let _ = writeln!(out, "| {what} | {figure} |");
+        }
+        out.push('\n');
+        out
+    }
+
+    /// `benchmarks` (BENCHMARKS.md's text) with this section in place of
+    /// the one it has, or before the paragraph that says how to reproduce
+    /// the tables; `None` if it has no such paragraph.
+    pub(super) fn spliced(&self, benchmarks: &str, measured: &str) -> Option<String> {
+        let reproduce = benchmarks.find(REPRODUCE)?;
+        let start = benchmarks[..reproduce]
+            .find(ARGS_HEADING)
+            .unwrap_or(reproduce);
+        Some(format!(
+            "{}{}{}",
+            &benchmarks[..start],
+            self.section(measured),
+            &benchmarks[reproduce..]
+        ))
+    }
+}
+
 impl EventRows {
     /// The row of the targets table.
     pub(super) fn target(&self) -> Row {
@@ -424,6 +544,7 @@ pub(super) struct Report {
     pub(super) log: LogRows,
     pub(super) events: EventRows,
     pub(super) dashboard: DashboardRows,
+    pub(super) args: ArgsRows,
     /// `status_sizes`: the signed status lists of a million tokens.
     pub(super) status_sizes: Value,
     /// `bench/log.mjs`: record proofs verified in Node.
@@ -719,12 +840,15 @@ impl Report {
         for (what, figure) in self.figures() {
             let _ = writeln!(out, "| {what} | {figure} |");
         }
+        out.push('\n');
+        out.push_str(&self.args.section("Measured in the same run."));
         let _ = writeln!(
             out,
-            "\nReproduce: `cargo xtask bench` (about ten minutes here; it fills 5 M records); \
+            "{REPRODUCE}`cargo xtask bench` (about ten minutes here; it fills 5 M records); \
              `cargo xtask bench --only budget` measures the read-budget rows alone, \
              `cargo xtask bench --only events` the events rows, \
-             `cargo xtask bench --only reviewer` the dashboard's rows on a folder of its own.\n"
+             `cargo xtask bench --only reviewer` the dashboard's rows on a folder of its own, \
+             `cargo xtask bench --only args` the argument-constraints section (written in place).\n"
         );
         out.push_str(&self.notes);
         out
@@ -864,6 +988,22 @@ mod tests {
                 ],
                 prefill_seconds: Some(61.2),
             },
+            args: ArgsRows {
+                with_rules: loads(30100.0, 4.6, 0),
+                without_rules: loads(31000.0, 4.4, 1),
+                native: [1.0, 0.96, 1.05]
+                    .map(|f| {
+                        json!({
+                            "check_ns": spread(1900.0 * f, 1850.0 * f, 2100.0 * f),
+                            "parse_hash_check_ns": spread(9800.0 * f, 9500.0 * f, 10400.0 * f),
+                            "evaluate_json_ns": spread(7600.0 * f, 7400.0 * f, 8000.0 * f),
+                        })
+                    })
+                    .to_vec(),
+                wasm: [1.0, 1.08, 0.97]
+                    .map(|f| json!({"evaluate_ns": spread(21000.0 * f, 20000.0 * f, 23000.0 * f)}))
+                    .to_vec(),
+            },
             status_sizes: json!({
                 "tokens": 1_000_000,
                 "lists": 16,
@@ -888,6 +1028,29 @@ mod tests {
                 rounds: 5,
             },
         }
+    }
+
+    /// `--only args` puts its section before the paragraph that says how to
+    /// reproduce the tables, or in place of the section there, leaving
+    /// the rest of the file as it was.
+    #[test]
+    fn the_args_section_is_written_in_place() {
+        let rows = report().args;
+        let before = "# Benchmarks\n\n| what | figure |\n|---|---|\n| x | 1 |\n\nReproduce: run it.\n## Notes\n";
+        let once = rows
+            .spliced(before, "Measured once.")
+            .expect("has Reproduce");
+        assert!(once.starts_with("# Benchmarks\n\n| what | figure |\n|---|---|\n| x | 1 |\n\n## Argument constraints\n\nMeasured once."));
+        assert!(once.ends_with("\n\nReproduce: run it.\n## Notes\n"));
+        assert_eq!(once.matches(ARGS_HEADING).count(), 1);
+        let twice = rows
+            .spliced(&once, "Measured twice.")
+            .expect("has Reproduce");
+        assert_eq!(twice, once.replace("Measured once.", "Measured twice."));
+        assert_eq!(rows.spliced("# Benchmarks\n", "Measured."), None);
+        // The full report carries the same section.
+        let full = report().render();
+        assert_eq!(rows.spliced(&full, "Measured in the same run."), Some(full));
     }
 
     /// The renderer's output for the fixed report, as committed: any change

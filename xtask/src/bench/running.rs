@@ -1276,3 +1276,80 @@ pub(super) fn dashboard(
         prefill_seconds: None,
     })
 }
+
+/// The rows of the argument-constraints section (DESIGN §15).
+pub(super) struct ArgsRows {
+    /// record/action of `bench/args/grant.json`'s attempt with its 1 KiB of
+    /// arguments, on a token whose grant carries the three rules, in turns
+    /// with `without_rules`.
+    pub(super) with_rules: Vec<Load>,
+    /// The same load and arguments on a token of the same grant without
+    /// the rules, on the same server.
+    pub(super) without_rules: Vec<Load>,
+    /// `args_eval`'s output of each round (native, nanoseconds per call).
+    pub(super) native: Vec<Value>,
+    /// `bench/args.mjs`'s output of each round (wasm in Node), in turns
+    /// with `native`.
+    pub(super) wasm: Vec<Value>,
+}
+
+/// The argument-constraints rows: the HTTP load with and without the rules
+/// in interleaved rounds on one server, then the native and the wasm
+/// evaluation in turns, one process each per round.
+pub(super) fn args_rows(
+    plan: Plan,
+    root: &Path,
+    bins: &Path,
+    scratch: &Path,
+    scripts: &Path,
+) -> Result<ArgsRows> {
+    let fixture: Value = serde_json::from_str(&std::fs::read_to_string(
+        root.join("bench/args/grant.json"),
+    )?)?;
+    let args = fixture["args"].to_string();
+    let server = Server::start(&bins.join("mandate"), &scratch.join("args"), NO_LIMITS)?;
+    let key = server.key()?;
+    let issue = |agent: &str, rules: Option<&Value>| -> Result<String> {
+        let mut body = json!({
+            "developer_email": "bench@example.com", "agent_id": agent,
+            "resources": ["mail:*"], "actions": [fixture["action"]], "ttl_seconds": 86_400,
+        });
+        if let Some(rules) = rules {
+            body["constraints"] = json!({ "args": rules });
+        }
+        let issued = server.post("/v1/vat/issue/l1", Some(&key), &body)?;
+        match issued["jti"].as_str() {
+            Some(jti) => Ok(jti.to_owned()),
+            None => fail(format!("issue failed: {issued}")),
+        }
+    };
+    let ruled = issue("args-bot", Some(&fixture["rules"]))?;
+    let plain = issue("plain-bot", None)?;
+    let url = format!("{}/v1/vat/record/action", server.base);
+    let script = scripts.join("record_args.lua");
+    let load = |jti: &str| {
+        wrk(
+            &url,
+            Some(&script),
+            &[("JTI", jti), ("ARGS", &args)],
+            plan.seconds,
+        )
+    };
+    let (with_rules, without_rules) = compare(plan, &|| load(&ruled), &|| load(&plain))?;
+    server.stop();
+
+    let flag: &[&str] = if plan.quick { &["--quick"] } else { &[] };
+    let mut node_args = vec!["bench/args.mjs", "--json"];
+    node_args.extend_from_slice(flag);
+    let (mut native, mut wasm) = (Vec::new(), Vec::new());
+    for _ in 0..plan.rounds {
+        native.push(json_of(&bins.join("args_eval"), flag, root)?);
+        wasm.push(json_of(Path::new("node"), &node_args, &root.join("wasm"))?);
+    }
+    Ok(ArgsRows {
+        with_rules,
+        without_rules,
+        native,
+        wasm,
+    })
+}
