@@ -927,6 +927,11 @@ pub struct TokenStatus {
     pub revoked_at: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub revoke_reason: Option<String>,
+    /// The token's constraints as it carries them (`svc_constraints`): a
+    /// delegated token's include what it inherited. Absent when it has none.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(value_type = Option<ConstraintsBody>)]
+    pub constraints: Option<mandate_core::Constraints>,
     /// A page of the token's descendants, by depth, then issue time.
     pub descendants: Vec<TokenSummary>,
     /// Pass back as `cursor` for the next page of descendants; absent on the last.

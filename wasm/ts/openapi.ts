@@ -2240,6 +2240,7 @@ export interface components {
         /** @description The status of a token and its descendants. */
         TokenStatus: {
             agent_id: string;
+            constraints?: components["schemas"]["ConstraintsBody"] | null;
             /** Format: int32 */
             delegation_depth: number;
             /** @description A page of the token's descendants, by depth, then issue time. */

@@ -2,12 +2,12 @@
 // Node, holding only its token) asks to pay and waits for a decision; a
 // reviewer signed in to the dashboard sees the request appear in the
 // pending list without a reload, reviews it on its page (what the agent
-// asks, the chain root first, the human reference and its assurance, when
-// it expires) and approves it with a note; the agent's waiting authorize
-// resolves authorized, and the record shows pending, then completed. A
-// second request is denied from the record awaiting approval; an auditor
-// sees an approval read-only, and its page follows a decision made
-// elsewhere.
+// asks, the chain root first, the human by label with its reference and
+// assurance, when it expires) and approves it with a note; the agent's
+// waiting authorize resolves authorized, and the record shows pending,
+// then completed. A second request is denied from the record awaiting
+// approval; an auditor sees an approval read-only, and its page follows a
+// decision made elsewhere.
 
 import assert from "node:assert/strict";
 import { createRequire } from "node:module";
@@ -92,7 +92,9 @@ describe("approvals", () => {
     assert.match(asks, /Agent\s+payer \(depth 1\)/);
     assert.match(asks, new RegExp(`Record\\s+${listed.aar_id}\\s+awaiting_approval`));
     const whom = page.getByRole("region", { name: "For whom" });
-    assert.match(await whom.innerText(), new RegExp(`Human\\s+${listed.human_ref}`));
+    // The human by the label the organisation knows (the e-mail the root token was issued for), and the reference.
+    assert.match(await whom.innerText(), /Human\s+reviewer@example\.com/);
+    assert.match(await whom.innerText(), new RegExp(`Reference\\s+${listed.human_ref}`));
     assert.match(await whom.innerText(), /Assurance\s+L1/);
     const chain = whom.getByRole("list", { name: "Delegation chain, root first" }).getByRole("listitem");
     assert.deepEqual(

@@ -191,6 +191,7 @@ pub(crate) fn token_tree(tree: TokenTree, now: Now) -> TokenStatusBody {
         expires_at: iso_s(token.expires_at),
         revoked_at: token.revoked_at.map(iso_s),
         revoke_reason: token.revoke_reason,
+        constraints: None,
         descendants,
         next_cursor: tree.descendants.next_cursor,
     }

@@ -6,7 +6,7 @@
 
 use axum::extract::{Path, State};
 use axum::http::HeaderMap;
-use mandate_core::{HumanRef, Jth, Jti, ProvenanceRef};
+use mandate_core::{Claims, HumanRef, Jth, Jti, ProvenanceRef};
 use serde::Deserialize;
 use utoipa::IntoParams;
 
@@ -22,7 +22,7 @@ use crate::model::dashboard::TokenPage;
 use crate::model::{RevokeRequest, RevokeResponse, TokenStatus, forms};
 use crate::queries::dashboard::{self, TokenFilter, TokenState};
 use crate::queries::{self, DEFAULT_LIMIT, DescendantPage, MAX_LIMIT, QueryError};
-use crate::store::tokens;
+use crate::store::{StoreError, tokens};
 
 /// Revokes a token and every descendant.
 #[utoipa::path(
@@ -131,7 +131,7 @@ pub(crate) async fn token(
         limit: limit(query.limit, 500, 1000)?,
         cursor: query.cursor,
     };
-    let tree = state
+    let (tree, claims) = state
         .store
         .read(move |conn| {
             let jti = match &named {
@@ -140,10 +140,18 @@ pub(crate) async fn token(
                     tokens::jti_by_jth(conn, jth)?.ok_or(QueryError::UnknownToken)?
                 }
             };
-            queries::token_tree(conn, principal.org, jti.as_str(), &page)
+            let tree = queries::token_tree(conn, principal.org, jti.as_str(), &page)?;
+            let claims = tokens::claims_text(conn, &jti.hash())?.ok_or(QueryError::UnknownToken)?;
+            Ok::<_, QueryError>((tree, claims))
         })
         .await?;
-    Ok(axum::Json(bodies::token_tree(tree, now)))
+    // The constraints as the token carries them: a delegated token's hold
+    // what it inherited, so the page shows every rule that binds it.
+    let claims: Claims = serde_json::from_str(&claims)
+        .map_err(|e| QueryError::Store(StoreError::Internal(e.to_string())))?;
+    let mut status = bodies::token_tree(tree, now);
+    status.constraints = claims.svc_constraints;
+    Ok(axum::Json(status))
 }
 
 /// Query of the token list.

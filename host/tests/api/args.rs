@@ -530,6 +530,45 @@ async fn a_chain_that_inherits_its_rules_stops_at_8_kib() {
     assert_eq!(agents, minted);
 }
 
+/// The dashboard's token page shows the rules in words: a token's status
+/// carries the constraints the token does, inherited ones included.
+#[tokio::test]
+async fn a_tokens_status_carries_every_rule_that_binds_it() {
+    let app = TestApp::spawn().await;
+    let root = mailer(&app).await;
+    let child = expect_json(
+        app.delegate(
+            &root,
+            json!({"agent_id": "helper", "resources": ["mail:outbox"], "actions": ["send"],
+                   "constraints": {"require_approval": {"args": [[">", ".count", 3]]}}}),
+        )
+        .await,
+        StatusCode::CREATED,
+    )
+    .await;
+    let status = async |token: &Value| {
+        let path = format!("/v1/vat/tokens/{}", text(&token["jti"]));
+        expect_json(app.get_auth(&path, &app.admin_key).await, StatusCode::OK).await
+    };
+    let shown = status(&child).await;
+    assert_eq!(
+        shown["constraints"]["args"], root["claims"]["svc_constraints"]["args"],
+        "{shown}"
+    );
+    assert_eq!(
+        shown["constraints"]["require_approval"],
+        json!({"args": [[">", ".count", 3]]})
+    );
+    let plain = app
+        .issue(
+            json!({"developer_email": "dev@example.com", "agent_id": "reader",
+                      "resources": ["crm:*"], "actions": ["read"]}),
+        )
+        .await;
+    let shown = status(&plain).await;
+    assert!(shown.get("constraints").is_none(), "{shown}");
+}
+
 #[tokio::test]
 async fn a_batch_is_judged_record_by_record() {
     let app = TestApp::spawn().await;

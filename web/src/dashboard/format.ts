@@ -2,7 +2,7 @@
 // shortened with the whole id kept in a tooltip.
 
 import type { ActionRecord } from "mandate-sdk/web";
-import { h } from "./dom.js";
+import { entry, h } from "./dom.js";
 
 /** `2026-11-22 10:00:03 UTC` from an ISO 8601 time. */
 export function time(iso: string | undefined): string {
@@ -86,4 +86,25 @@ export function toLocalInput(iso: string | undefined): string {
   }
   const local = new Date(date.getTime() - date.getTimezoneOffset() * 60_000);
   return local.toISOString().slice(0, 16);
+}
+
+/**
+ * A record's or an approval's arguments and their hash, as `<dl>` entries.
+ * The arguments are attacker-controlled: pretty JSON in a text node, never
+ * markup. A hash without arguments means the server did not keep them
+ * (`[records] keep_args = false`).
+ */
+export function argsEntries(args: Record<string, unknown> | undefined, argsHash: string | undefined): DocumentFragment[] {
+  if (args === undefined && argsHash === undefined) {
+    return [entry("Arguments", h("span", { class: "muted" }, "none given"))];
+  }
+  return [
+    entry(
+      "Arguments",
+      args === undefined
+        ? h("span", { class: "muted args-not-kept" }, "arguments not kept")
+        : h("pre", { class: "args" }, JSON.stringify(args, null, 2)),
+    ),
+    entry("Arguments hash", argsHash === undefined ? "—" : h("code", { class: "wrap args-hash" }, argsHash)),
+  ];
 }

@@ -5,7 +5,7 @@
 
 import type { ActionRecord, RecordPage, RecordQuery } from "mandate-sdk/web";
 import { type Child, entry, h, link, replace } from "./dom.js";
-import { badge, fromLocalInput, idElement, outcome, score, time, timeElement, usd } from "./format.js";
+import { argsEntries, badge, fromLocalInput, idElement, outcome, score, time, timeElement, usd } from "./format.js";
 import { ratingControls } from "./rating.js";
 import { recordLog } from "./recordlog.js";
 import { route } from "./router.js";
@@ -55,6 +55,7 @@ function detail(record: ActionRecord): HTMLElement {
     entry("Agent", link(route(["agent", record.agent_id]), record.agent_id)),
     entry("Action", record.action),
     entry("Resource", h("code", {}, record.resource)),
+    ...argsEntries(record.args, record.args_hash),
     entry(
       "Token",
       link(route(["tokens", record.jth]), h("code", {}, record.jth)),
@@ -185,7 +186,17 @@ export class RecordsPanel {
       h("td", { "data-label": "Agent" }, link(route(["agent", record.agent_id]), record.agent_id)),
       h("td", { "data-label": "Action" }, record.action),
       h("td", { "data-label": "Resource" }, h("code", {}, record.resource)),
-      h("td", { "data-label": "Outcome" }, badge(result)),
+      h(
+        "td",
+        { "data-label": "Outcome" },
+        // One child: a cell is a two-column grid (label, value) on a phone.
+        h(
+          "span",
+          {},
+          badge(result),
+          record.deny_reason === undefined ? null : h("code", { class: "deny-reason" }, record.deny_reason),
+        ),
+      ),
       h("td", { "data-label": "Rating" }, record.rating === undefined ? "—" : badge(record.rating)),
       h(
         "td",

@@ -1,12 +1,14 @@
-// One approval: what the agent asks (action, resource, spend), the chain it
-// acts for (root first), for whom (the human reference and its assurance),
+// One approval: what the agent asks (action, resource, spend, and the
+// arguments as text, never markup), the chain it acts for (root first), for
+// whom (the human by the label the organisation knows, found from the
+// organisation's tokens, with the reference and its assurance),
 // when it expires, and — for a key whose role may `decide` — approve or
 // deny with a note. The page follows the organisation's approval events, so
 // a decision made elsewhere, or an expiry, shows without a reload.
 
 import { type Approval, MandateError } from "mandate-sdk/web";
 import { entry, h, link, replace } from "../dom.js";
-import { badge, bareAgent, idElement, timeElement, usd } from "../format.js";
+import { argsEntries, badge, bareAgent, human, idElement, timeElement, usd } from "../format.js";
 import { follow } from "../live.js";
 import { type Route, route } from "../router.js";
 import { can, client, whoAmI } from "../session.js";
@@ -14,6 +16,21 @@ import { load, problemBox, signedOut } from "../ui.js";
 
 /** Most characters of a note the server takes. */
 const NOTE_MAX = 2048;
+
+/**
+ * What the organisation knows the human by: approvals carry only the
+ * reference (an agent reads them too), the token list the label. Undefined
+ * when no label is known or the list cannot be read.
+ */
+async function labelOf(humanRef: string): Promise<string | undefined> {
+  try {
+    const page = await client().tokensPage({ human_ref: humanRef, limit: 1 });
+    return page.tokens[0]?.human_label;
+  } catch (error) {
+    signedOut(error);
+    return undefined;
+  }
+}
 
 /** The chain of agents the request comes through, root first, the asking agent last. */
 function chain(approval: Approval): HTMLElement {
@@ -38,7 +55,7 @@ function chain(approval: Approval): HTMLElement {
   );
 }
 
-function details(approval: Approval): HTMLElement {
+function details(approval: Approval, label: string | undefined): HTMLElement {
   const agent = bareAgent(approval.agent_id);
   const asks = h(
     "dl",
@@ -46,6 +63,7 @@ function details(approval: Approval): HTMLElement {
     entry("Action", h("strong", {}, approval.action)),
     entry("Resource", h("code", {}, approval.resource)),
     entry("Spend", usd(approval.spend_usd)),
+    ...argsEntries(approval.args, approval.args_hash),
     entry("Agent", link(route(["agent", agent]), agent), ` (depth ${approval.delegation_depth})`),
     entry(
       "Record",
@@ -60,7 +78,8 @@ function details(approval: Approval): HTMLElement {
   const whom = h(
     "dl",
     { class: "detail" },
-    entry("Human", h("code", { class: "wrap" }, approval.human_ref)),
+    entry("Human", h("span", { class: "human-label" }, human(approval.human_ref, label))),
+    entry("Reference", h("code", { class: "wrap" }, approval.human_ref)),
     entry("Assurance", badge(approval.assurance_level)),
   );
   const when = h(
@@ -89,6 +108,7 @@ function details(approval: Approval): HTMLElement {
       h("h2", { id: "whom-title" }, "For whom"),
       whom,
       h("h3", {}, "Delegation chain, root first"),
+      h("p", { class: "chain-path" }, approval.chain.map((linkOfChain) => bareAgent(linkOfChain.agent_id)).join(" → ")),
       chain(approval),
     ),
     h("section", { "aria-labelledby": "when-title" }, h("h2", { id: "when-title" }, "Decision"), when),
@@ -174,13 +194,15 @@ export async function approvalView(root: HTMLElement, current: Route): Promise<(
   let decision: HTMLElement | undefined;
   // Why a decision was refused, shown above the approval as it now stands.
   let refusal: MandateError | undefined;
+  // The human's label, looked up with the approval first loaded.
+  let label: string | undefined;
   const show = (approval: Approval): Node => {
     const fragment = document.createDocumentFragment();
     if (refusal !== undefined) {
       fragment.append(problemBox(refusal));
       refusal = undefined;
     }
-    fragment.append(details(approval));
+    fragment.append(details(approval, label));
     if (approval.status === "pending") {
       if (can("decide")) {
         decision = decisionForm(
@@ -203,7 +225,12 @@ export async function approvalView(root: HTMLElement, current: Route): Promise<(
   const reload = async (): Promise<void> => {
     if (!shown) {
       shown = true;
-      await load(region, "the approval", () => client().approval(id), show);
+      const first = async (): Promise<Approval> => {
+        const approval = await client().approval(id);
+        label = await labelOf(approval.human_ref);
+        return approval;
+      };
+      await load(region, "the approval", first, show);
       return;
     }
     try {

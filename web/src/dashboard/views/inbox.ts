@@ -1,6 +1,7 @@
 // The reviewer's inbox, the landing page of a key that may decide or rate:
 // the approvals waiting (oldest first, with the time left before each
-// expires, what the agent asks and its chain; approve or deny with a note)
+// expires, what the agent asks, its arguments as text and its chain;
+// approve or deny with a note)
 // and the completed records nobody has rated yet (filtered by agent,
 // action, result and age; rated in place, with keyboard shortcuts; every
 // success of one workflow approved at once after a confirmation). Both
@@ -8,7 +9,7 @@
 
 import type { ActionRecord, ActionResult, Approval, ApprovalPage, Rating, RecordQuery } from "mandate-sdk/web";
 import { h, link, replace } from "../dom.js";
-import { badge, bareAgent, idElement, outcome, time, timeElement, usd } from "../format.js";
+import { argsEntries, badge, bareAgent, idElement, outcome, time, timeElement, usd } from "../format.js";
 import { follow } from "../live.js";
 import { type Route, navigate, route } from "../router.js";
 import { can, client } from "../session.js";
@@ -63,6 +64,8 @@ function approvalCard(approval: Approval, now: number, reload: () => void): HTML
       h("dd", { class: "time-left" }, timeLeft(approval.expires_at, now), " (until ", timeElement(approval.expires_at), ")"),
       h("dt", {}, "Spend"),
       h("dd", {}, usd(approval.spend_usd)),
+      // Decided in place: the reviewer sees the arguments here too.
+      ...argsEntries(approval.args, approval.args_hash),
       h("dt", {}, "Chain"),
       h(
         "dd",

@@ -2,7 +2,8 @@
 // workflow and status), each human shown by the label the organisation
 // knows it by; a token's status and every descendant's, and revocation
 // with a confirmation step: revoking a token ends it and its whole
-// subtree. Only a key whose role allows `revoke` is offered it. Tokens are
+// subtree. A token's argument rules (its own and those it inherited) read
+// in words. Only a key whose role allows `revoke` is offered it. Tokens are
 // named by jti hash (`jth`): the server shows a jti only to whoever
 // receives the token, and a jth names a token without acting as it.
 
@@ -11,6 +12,7 @@ import { entry, h, link } from "../dom.js";
 import { badge, human, idElement, time, timeElement } from "../format.js";
 import { type Route, navigate, route } from "../router.js";
 import { can, client } from "../session.js";
+import { approvalWords, ruleScope, ruleStatements } from "../policy.js";
 import { Pages, confirmDialog, field, load } from "../ui.js";
 
 const PAGE_SIZE = 50;
@@ -81,6 +83,47 @@ function chainTable(status: TokenStatus): HTMLElement {
   );
 }
 
+/**
+ * The rules on the token's arguments, in words: each `constraints.args`
+ * rule (every statement must hold) and the statements that make an attempt
+ * ask a human. Nothing when the token has neither.
+ */
+function argumentRules(status: TokenStatus): HTMLElement | null {
+  const rules = status.constraints?.args ?? [];
+  const asking = status.constraints?.require_approval?.args;
+  if (rules.length === 0 && asking === undefined) {
+    return null;
+  }
+  return h(
+    "section",
+    { class: "arg-rules", "aria-labelledby": "arg-rules-title" },
+    h("h2", { id: "arg-rules-title" }, "Rules on arguments"),
+    rules.length === 0
+      ? null
+      : h(
+          "p",
+          { class: "muted" },
+          "An attempt a rule applies to is permitted only when every statement of the rule holds of its arguments; a missing field fails.",
+        ),
+    rules.length === 0
+      ? null
+      : h(
+          "ul",
+          { class: "arg-rule-list" },
+          ...rules.map((rule) =>
+            h(
+              "li",
+              { class: "arg-rule" },
+              h("strong", {}, ruleScope(rule)),
+              ": ",
+              ...ruleStatements(rule).flatMap((words, index) => [index === 0 ? "" : " and ", h("code", {}, words)]),
+            ),
+          ),
+        ),
+    asking === undefined ? null : h("p", { class: "arg-approval" }, approvalWords(asking)),
+  );
+}
+
 /** The confirmation step: a modal dialog naming what ends, with an optional reason. */
 function revokeDialog(status: TokenStatus, done: () => void): HTMLDialogElement {
   const count = 1 + status.descendants.length;
@@ -130,7 +173,12 @@ function statusView(status: TokenStatus, reload: () => void): HTMLElement {
     rows.push(entry("Reason", status.revoke_reason));
   }
   const container = h("div", { class: "token-status", "data-status": status.status });
-  container.append(h("dl", { class: "detail" }, ...rows), chainTable(status));
+  container.append(h("dl", { class: "detail" }, ...rows));
+  const rules = argumentRules(status);
+  if (rules !== null) {
+    container.append(rules);
+  }
+  container.append(chainTable(status));
   if (status.status === "active" && can("revoke")) {
     const dialog = revokeDialog(status, reload);
     container.append(
