@@ -761,8 +761,8 @@ mod log {
 
     use base64::Engine as _;
     use base64::engine::general_purpose::STANDARD;
-    use mandate_core::tlog::{Hash, LogEntry, NoteVerifier, TlogProof};
-    use mandate_core::{open_checkpoint, verify_consistency, verify_tlog_proof};
+    use mandate_core::tlog::{Hash, LogEntry, LogEvent, NoteVerifier, TlogProof};
+    use mandate_core::{Args, open_checkpoint, verify_consistency, verify_tlog_proof};
     use serde_json::{Value, json};
 
     const LOG: &str = include_str!("../../tests/vectors/log.json");
@@ -867,11 +867,19 @@ mod log {
         let file: Value = serde_json::from_str(LOG).unwrap();
         let cases = file["leaves"].as_array().unwrap();
         assert!(cases.len() >= 15);
+        assert!(cases.iter().filter(|c| c.get("args").is_some()).count() >= 3);
         for case in cases {
             let leaf = STANDARD.decode(case["leaf"].as_str().unwrap()).unwrap();
             let got = match LogEntry::from_leaf(&leaf) {
                 Ok(entry) => {
                     assert_eq!(entry.to_leaf().unwrap(), leaf);
+                    if let Some(args) = case.get("args") {
+                        let LogEvent::RecordCreated(record) = &entry.event else {
+                            panic!("{}: arguments for a leaf not of a record", case["name"]);
+                        };
+                        let hash = Args::from_value(args.clone()).unwrap().hash();
+                        assert_eq!(record.args_hash.as_ref(), Some(&hash), "{}", case["name"]);
+                    }
                     json!({ "ok": true, "entry": serde_json::to_value(&entry).unwrap() })
                 }
                 Err(error) => json!({ "ok": false, "error": error.code() }),

@@ -17,8 +17,8 @@ use mandate_core::tlog::{
     consistency_proof, inclusion_proof, leaf_hash, tree_root,
 };
 use mandate_core::{
-    AarId, Action, AgentId, AssuranceLevel, ClaimsDigest, DenyReason, HumanRef, Jkt, Jti, KeyId,
-    OrgId, Outcome, ProvenanceRef, Rating, Resource, ResultHash, Status,
+    AarId, Action, AgentId, Args, AssuranceLevel, ClaimsDigest, DenyReason, HumanRef, Jkt, Jti,
+    KeyId, OrgId, Outcome, ProvenanceRef, Rating, Resource, ResultHash, Status,
 };
 use serde_json::{Value, json};
 
@@ -88,10 +88,27 @@ impl TileReader for MemoryLog {
     }
 }
 
+/// The arguments of the record at `index` (the records of every fourth
+/// cycle from the third, and of every twelfth from the tenth).
+fn record_args(index: u64) -> Option<Args> {
+    let cycle = index / 5;
+    (matches!(index % 5, 1 | 2) && (cycle % 4 == 2 || cycle % 12 == 9)).then(|| {
+        Args::from_value(json!({
+            "to": format!("user-{cycle}@example.com"),
+            "count": cycle % 7,
+            "step": index % 5,
+        }))
+        .expect("vector arguments are strict")
+    })
+}
+
 /// The entries of a log: one workflow step after another, five entries a
 /// cycle (a token issued or delegated, a record made with it directly, a
 /// pending record, its completion and its rating; every fifth cycle a
-/// revocation instead of the rating).
+/// revocation instead of the rating). The records of every fourth cycle
+/// (from the third) carry their arguments' `args_hash`, and so do those of
+/// every twelfth (from the tenth), whose direct record was denied
+/// `args_not_permitted`.
 fn entries(rng: &mut Rng, label: &str, count: u64, first: u64) -> Vec<LogEntry> {
     let org = OrgId::new(rng.ulid_ms(START_MS as u64, label));
     let reviewer = KeyId::new(rng.ulid_ms(START_MS as u64, label));
@@ -136,8 +153,14 @@ fn entries(rng: &mut Rng, label: &str, count: u64, first: u64) -> Vec<LogEntry> 
                 let (jti, provenance, _) = token.clone().expect("a token was issued first");
                 let aar = AarId::new(rng.ulid_ms(ms, label));
                 let denied = i % 5 == 1 && cycle % 6 == 3;
+                let args = record_args(i);
+                let deny_reason = if args.is_some() {
+                    DenyReason::ArgsNotPermitted
+                } else {
+                    DenyReason::ResourceNotPermitted
+                };
                 let (status, result, deny_reason) = match (i % 5, denied) {
-                    (1, true) => (Status::Denied, None, Some(DenyReason::ResourceNotPermitted)),
+                    (1, true) => (Status::Denied, None, Some(deny_reason)),
                     (1, false) => (Status::Completed, Some(Outcome::Success), None),
                     _ => (Status::Pending, None, None),
                 };
@@ -166,7 +189,7 @@ fn entries(rng: &mut Rng, label: &str, count: u64, first: u64) -> Vec<LogEntry> 
                         Credential::Token
                     },
                     delegated_jth: None,
-                    args_hash: None,
+                    args_hash: args.as_ref().map(Args::hash),
                 })
             }
             3 => LogEvent::RecordCompleted(RecordCompleted {
@@ -279,6 +302,8 @@ pub(crate) fn log_vectors(rng: &mut Rng) -> Value {
         ("first_of_the_second_tile", 256, 257),
         ("record_created", 1, 1100),
         ("record_created_pending", 2, 1100),
+        ("record_created_with_args", 11, 1100),
+        ("record_created_denied_args", 46, 1024),
         ("record_completed", 3, 1100),
         ("record_rated", 4, 1100),
         ("token_revoked", 24, 1100),
@@ -663,15 +688,21 @@ pub(crate) fn log_vectors(rng: &mut Rng) -> Value {
         ("record_created", 1),
         ("record_created_pending", 2),
         ("record_created_denied", 16),
+        ("record_created_with_args", 11),
+        ("record_created_pending_with_args", 12),
+        ("record_created_denied_args", 46),
         ("record_completed", 3),
         ("record_rated", 4),
         ("token_revoked", 24),
     ] {
         let leaf = leaf_at(index);
         let entry: Value = serde_json::from_slice(&leaf).expect("a leaf is JSON");
-        leaves.push(
-            json!({ "name": name, "leaf": b64(&leaf), "expect": { "ok": true, "entry": entry } }),
-        );
+        let mut case =
+            json!({ "name": name, "leaf": b64(&leaf), "expect": { "ok": true, "entry": entry } });
+        if let Some(args) = record_args(index) {
+            case["args"] = args.value().clone();
+        }
+        leaves.push(case);
     }
     let text = String::from_utf8(leaf_at(3)).expect("a leaf is UTF-8");
     let mut not_ok = |name: &str, description: &str, leaf: String, code: &str| {
@@ -760,6 +791,29 @@ pub(crate) fn log_vectors(rng: &mut Rng) -> Value {
         ),
         "leaf_malformed",
     );
+    let with_args = String::from_utf8(leaf_at(11)).expect("UTF-8");
+    let (_, hash) = with_args
+        .split_once("\"args_hash\":\"sha256:")
+        .expect("leaf 11 carries args_hash");
+    let digits = &hash[..64];
+    not_ok(
+        "args_hash_upper_case",
+        "args_hash in upper-case hex",
+        with_args.replacen(digits, &digits.to_uppercase(), 1),
+        "leaf_malformed",
+    );
+    not_ok(
+        "args_hash_short",
+        "args_hash one hex digit short",
+        with_args.replacen(digits, &digits[1..], 1),
+        "leaf_malformed",
+    );
+    not_ok(
+        "args_hash_without_prefix",
+        "args_hash without sha256:",
+        with_args.replacen("\"args_hash\":\"sha256:", "\"args_hash\":\"", 1),
+        "leaf_malformed",
+    );
     not_ok(
         "not_json",
         "text",
@@ -837,7 +891,7 @@ pub(crate) fn log_vectors(rng: &mut Rng) -> Value {
     });
 
     json!({
-        "description": "The record log (docs/log.md): RFC 6962 hashing, C2SP signed notes (Ed25519), tlog-checkpoint and tlog-proof@v1. `inclusion`: verify `proof` (a tlog-proof text) for `leaf` (standard base64) with the log's `vkey`, for `origin`; expect the checkpoint's size and root, or the error code. `consistency`: verify the proof between the two trees. `checkpoints`: open `note` with `vkeys`, for `origin` when given. `vkeys`: parse the verifier key. `leaves`: read the leaf as a log entry (RFC 8785 canonical JSON only). `record_proofs`: a record's proof as GET /v1/vat/aar/{aar_id}/proof answers it (checked by the SDK: every event verifies against the response's checkpoint and its leaf is of that record, of the kind and at the index given). `monitor`: the log's and a fork's checkpoints and consistency proofs, for a monitor's tests.",
+        "description": "The record log (docs/log.md): RFC 6962 hashing, C2SP signed notes (Ed25519), tlog-checkpoint and tlog-proof@v1. `inclusion`: verify `proof` (a tlog-proof text) for `leaf` (standard base64) with the log's `vkey`, for `origin`; expect the checkpoint's size and root, or the error code. `consistency`: verify the proof between the two trees. `checkpoints`: open `note` with `vkeys`, for `origin` when given. `vkeys`: parse the verifier key. `leaves`: read the leaf as a log entry (RFC 8785 canonical JSON only); where a case gives `args`, the entry's `args_hash` is `sha256:` of their RFC 8785 canonical JSON. `record_proofs`: a record's proof as GET /v1/vat/aar/{aar_id}/proof answers it (checked by the SDK: every event verifies against the response's checkpoint and its leaf is of that record, of the kind and at the index given). `monitor`: the log's and a fork's checkpoints and consistency proofs, for a monitor's tests.",
         "generator": "cargo xtask vectors",
         "origin": ORIGIN,
         "key": { "seed": hex(&seed), "name": ORIGIN, "vkey": vkey },

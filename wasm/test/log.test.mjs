@@ -73,12 +73,17 @@ test("vkey vectors: a refused key refuses every checkpoint", () => {
   }
 });
 
-test("leaf vectors: parseLogLeaf", () => {
+test("leaf vectors: parseLogLeaf; argsHash of a case's arguments is its record's args_hash", () => {
   assert.ok(log.leaves.length >= 15);
+  assert.ok(log.leaves.filter((c) => c.args !== undefined).length >= 3);
   for (const c of log.leaves) {
     const result = sdk.parseLogLeaf(c.leaf);
     const got = result.ok ? { ok: true, entry: result.entry } : { ok: false, error: result.error.code };
     assert.deepEqual(got, c.expect, c.name);
+    if (c.args !== undefined) {
+      assert.equal(result.entry.kind, "record.created", c.name);
+      assert.equal(sdk.argsHash(c.args), result.entry.args_hash, c.name);
+    }
   }
 });
 

@@ -13,11 +13,12 @@ use std::process::Command;
 use crate::{Result, fail, run};
 
 /// Every target, with the cargo features it needs.
-const TARGETS: [(&str, &[&str]); 5] = [
+const TARGETS: [(&str, &[&str]); 6] = [
     ("verify_bytes", &[]),
     ("verify_signed", &[]),
     ("jwks", &[]),
     ("scope", &[]),
+    ("args", &[]),
     ("http_bodies", &["http"]),
 ];
 

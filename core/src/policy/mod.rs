@@ -891,3 +891,6 @@ impl EvaluateError {
 
 #[cfg(test)]
 mod tests;
+
+#[cfg(test)]
+mod laws;
