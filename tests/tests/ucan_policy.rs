@@ -27,7 +27,10 @@ const FIXTURES: &str = "MANDATE_UCAN_POLICY_FIXTURES";
 /// UCAN's reading: a comparison that cannot be made is false, and `not`
 /// of false is true; an empty `or` and (in rs-ucan) an empty `any` hold.
 fn ucan(statement: &Statement, args: &Value) -> bool {
-    let over = |sel: &mandate_core::policy::Selector| match sel.select(args) {
+    let over = |sel: &mandate_core::policy::Selector| match sel
+        .select(args)
+        .map(std::borrow::Cow::into_owned)
+    {
         Some(Value::Array(items)) => Some(items),
         Some(Value::Object(members)) => Some(members.into_iter().map(|(_, v)| v).collect()),
         _ => None,

@@ -46,6 +46,7 @@ pub mod selector;
 mod statement;
 
 use std::fmt;
+use std::sync::Arc;
 
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use serde_json::Value;
@@ -274,12 +275,13 @@ fn numbers_safe(value: &Value) -> bool {
 }
 
 /// A policy: a non-empty list of statements, all of which must hold. Equal
-/// policies have equal canonical JSON.
+/// policies have equal canonical JSON. A clone shares the parsed policy
+/// (tokens' constraints are cloned on every attempt).
 #[derive(Debug, Clone)]
 pub struct Pol {
-    statements: Vec<Statement>,
-    source: Value,
-    canonical: Vec<u8>,
+    statements: Arc<[Statement]>,
+    source: Arc<Value>,
+    canonical: Arc<[u8]>,
 }
 
 impl PartialEq for Pol {
@@ -308,9 +310,9 @@ impl Pol {
             .map(|(i, item)| statement::parse(item, &format!("{path}[{i}]"), 1, &mut budget))
             .collect::<Result<Vec<_>, _>>()?;
         Ok(Pol {
-            statements,
-            canonical: canonical(value, path)?,
-            source: value.clone(),
+            statements: statements.into(),
+            canonical: canonical(value, path)?.into(),
+            source: Arc::new(value.clone()),
         })
     }
 
@@ -509,7 +511,7 @@ impl Serialize for ArgsRule {
 /// grant has none.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct ArgsRules {
-    rules: Vec<ArgsRule>,
+    rules: Arc<[ArgsRule]>,
 }
 
 /// The path of a grant's rules in errors.
@@ -536,7 +538,9 @@ impl ArgsRules {
             .enumerate()
             .map(|(i, item)| ArgsRule::parse(item, &format!("{path}[{i}]")))
             .collect::<Result<Vec<_>, _>>()?;
-        Ok(ArgsRules { rules })
+        Ok(ArgsRules {
+            rules: rules.into(),
+        })
     }
 
     /// Reads and parses rules from JSON text, strictly; errors name paths

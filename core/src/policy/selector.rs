@@ -15,6 +15,7 @@
 //! else — an empty segment, `..`, a trailing `.`, `??`, whitespace, an
 //! index beyond ±2^53 — is malformed.
 
+use std::borrow::Cow;
 use std::fmt;
 
 use serde_json::Value;
@@ -98,8 +99,10 @@ impl Selector {
     }
 
     /// What the selector finds in `value`: `None` when it finds nothing
-    /// (a missing member or element, a step into the wrong type).
-    pub fn select(&self, value: &Value) -> Option<Value> {
+    /// (a missing member or element, a step into the wrong type). What it
+    /// finds is borrowed from `value` where it can be: only `[]` and an
+    /// optional step that finds nothing make a value of their own.
+    pub fn select<'a>(&self, value: &'a Value) -> Option<Cow<'a, Value>> {
         select(&self.segments, value)
     }
 
@@ -214,42 +217,46 @@ fn take_bracket(text: &str) -> Result<(Step, &str), MalformedSelector> {
     Ok((Step::Index(index), after))
 }
 
-fn step(step: &Step, value: &Value) -> Option<Value> {
+fn step<'a>(step: &Step, value: &'a Value) -> Option<Cow<'a, Value>> {
     match (step, value) {
-        (Step::Field(name), Value::Object(members)) => members.get(name).cloned(),
+        (Step::Field(name), Value::Object(members)) => members.get(name).map(Cow::Borrowed),
         (Step::Index(index), Value::Array(items)) => {
             let len = i64::try_from(items.len()).ok()?;
             let at = if *index < 0 { len + index } else { *index };
-            items.get(usize::try_from(at).ok()?).cloned()
+            items.get(usize::try_from(at).ok()?).map(Cow::Borrowed)
         }
-        (Step::Values, Value::Array(items)) => Some(Value::Array(items.clone())),
+        (Step::Values, Value::Array(_)) => Some(Cow::Borrowed(value)),
         (Step::Values, Value::Object(members)) => {
             let mut members: Vec<(&String, &Value)> = members.iter().collect();
             members.sort_unstable_by_key(|&(name, _)| name);
-            Some(Value::Array(
+            Some(Cow::Owned(Value::Array(
                 members.into_iter().map(|(_, v)| v.clone()).collect(),
-            ))
+            )))
         }
         _ => None,
     }
 }
 
-fn select(segments: &[Segment], value: &Value) -> Option<Value> {
-    let mut current = value.clone();
+fn select<'a>(segments: &[Segment], value: &'a Value) -> Option<Cow<'a, Value>> {
+    let mut current = Cow::Borrowed(value);
     for (i, segment) in segments.iter().enumerate() {
-        let Some(next) = step(&segment.step, &current) else {
-            return segment.optional.then_some(Value::Null);
+        let next = match current {
+            Cow::Borrowed(value) => step(&segment.step, value),
+            Cow::Owned(ref value) => step(&segment.step, value).map(|v| Cow::Owned(v.into_owned())),
+        };
+        let Some(next) = next else {
+            return segment.optional.then_some(Cow::Owned(Value::Null));
         };
         if segment.step == Step::Values {
             let rest = segments.get(i + 1..).unwrap_or_default();
-            let Value::Array(items) = next else {
+            let Value::Array(items) = next.as_ref() else {
                 return None;
             };
             return items
                 .iter()
-                .map(|item| select(rest, item))
+                .map(|item| select(rest, item).map(Cow::into_owned))
                 .collect::<Option<Vec<Value>>>()
-                .map(Value::Array);
+                .map(|items| Cow::Owned(Value::Array(items)));
         }
         current = next;
     }
@@ -342,20 +349,38 @@ mod tests {
     #[test]
     fn selection() {
         let v = json!({"a": [1, 2, {"b": 3}], "m": {"y": 2, "x": 1}, "k w": true});
-        assert_eq!(sel(".").select(&v), Some(v.clone()));
-        assert_eq!(sel(".a[0]").select(&v), Some(json!(1)));
-        assert_eq!(sel(".a[-1].b").select(&v), Some(json!(3)));
-        assert_eq!(sel(".a[-4]").select(&v), None);
-        assert_eq!(sel(".a[3]").select(&v), None);
-        assert_eq!(sel(".[\"k w\"]").select(&v), Some(json!(true)));
-        assert_eq!(sel(".m[]").select(&v), Some(json!([1, 2])));
-        assert_eq!(sel(".a[].b").select(&v), None);
-        assert_eq!(sel(".a[].b?").select(&v), Some(json!([null, null, 3])));
-        assert_eq!(sel(".z").select(&v), None);
-        assert_eq!(sel(".z?").select(&v), Some(Value::Null));
-        assert_eq!(sel(".z?.y").select(&v), Some(Value::Null));
-        assert_eq!(sel(".a.b").select(&v), None);
-        assert_eq!(sel(".a[0][0]").select(&v), None);
+        assert_eq!(sel(".").select(&v).map(Cow::into_owned), Some(v.clone()));
+        assert_eq!(sel(".a[0]").select(&v).map(Cow::into_owned), Some(json!(1)));
+        assert_eq!(
+            sel(".a[-1].b").select(&v).map(Cow::into_owned),
+            Some(json!(3))
+        );
+        assert_eq!(sel(".a[-4]").select(&v).map(Cow::into_owned), None);
+        assert_eq!(sel(".a[3]").select(&v).map(Cow::into_owned), None);
+        assert_eq!(
+            sel(".[\"k w\"]").select(&v).map(Cow::into_owned),
+            Some(json!(true))
+        );
+        assert_eq!(
+            sel(".m[]").select(&v).map(Cow::into_owned),
+            Some(json!([1, 2]))
+        );
+        assert_eq!(sel(".a[].b").select(&v).map(Cow::into_owned), None);
+        assert_eq!(
+            sel(".a[].b?").select(&v).map(Cow::into_owned),
+            Some(json!([null, null, 3]))
+        );
+        assert_eq!(sel(".z").select(&v).map(Cow::into_owned), None);
+        assert_eq!(
+            sel(".z?").select(&v).map(Cow::into_owned),
+            Some(Value::Null)
+        );
+        assert_eq!(
+            sel(".z?.y").select(&v).map(Cow::into_owned),
+            Some(Value::Null)
+        );
+        assert_eq!(sel(".a.b").select(&v).map(Cow::into_owned), None);
+        assert_eq!(sel(".a[0][0]").select(&v).map(Cow::into_owned), None);
     }
 
     #[test]

@@ -133,7 +133,7 @@ impl Statement {
                 None => Truth::Undefined,
             },
             Statement::Compare(op, sel, bound) => {
-                match sel.select(args).as_ref().and_then(number) {
+                match sel.select(args).as_deref().and_then(number) {
                     Some(x) => Truth::from(match op {
                         Comparison::Lt => x < *bound,
                         Comparison::Le => x <= *bound,
@@ -143,8 +143,8 @@ impl Statement {
                     None => Truth::Undefined,
                 }
             }
-            Statement::Like(sel, glob) => match sel.select(args) {
-                Some(Value::String(text)) => Truth::from(glob.matches(&text)),
+            Statement::Like(sel, glob) => match sel.select(args).as_deref() {
+                Some(Value::String(text)) => Truth::from(glob.matches(text)),
                 _ => Truth::Undefined,
             },
             Statement::Not(inner) => inner.evaluate(args).not(),
@@ -152,25 +152,31 @@ impl Statement {
             // UCAN: an empty `or` holds (its published fixtures say so).
             Statement::Or(inner) if inner.is_empty() => Truth::True,
             Statement::Or(inner) => Truth::any(inner.iter().map(|s| s.evaluate(args))),
-            Statement::All(sel, inner) => match elements(sel, args) {
-                Some(items) => Truth::all(items.iter().map(|item| inner.evaluate(item))),
-                None => Truth::Undefined,
-            },
-            Statement::Any(sel, inner) => match elements(sel, args) {
-                Some(items) => Truth::any(items.iter().map(|item| inner.evaluate(item))),
-                None => Truth::Undefined,
-            },
+            Statement::All(sel, inner) => over(sel, args, &mut |items| {
+                Truth::all(items.map(|item| inner.evaluate(item)))
+            }),
+            Statement::Any(sel, inner) => over(sel, args, &mut |items| {
+                Truth::any(items.map(|item| inner.evaluate(item)))
+            }),
         }
     }
 }
 
-/// The elements `all` and `any` range over: an array's elements or an
-/// object's member values; `None` for anything else or nothing found.
-fn elements(sel: &Selector, args: &Value) -> Option<Vec<Value>> {
-    match sel.select(args)? {
-        Value::Array(items) => Some(items),
-        Value::Object(members) => Some(members.into_iter().map(|(_, v)| v).collect()),
-        _ => None,
+/// `judge` over the elements `all` and `any` range over: an array's
+/// elements or an object's member values; undefined for anything else or
+/// nothing found.
+fn over(
+    sel: &Selector,
+    args: &Value,
+    judge: &mut dyn FnMut(&mut dyn Iterator<Item = &Value>) -> Truth,
+) -> Truth {
+    let Some(found) = sel.select(args) else {
+        return Truth::Undefined;
+    };
+    match found.as_ref() {
+        Value::Array(items) => judge(&mut items.iter()),
+        Value::Object(members) => judge(&mut members.values()),
+        _ => Truth::Undefined,
     }
 }
 
