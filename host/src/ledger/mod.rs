@@ -715,18 +715,32 @@ impl Ledger {
         Ok(budgeted)
     }
 
-    /// The budgets of a chain with what each has used so far, for core's
-    /// checks over a chain.
+    /// The constraints of a chain with what each token has used so far, for
+    /// core's checks over a chain. Only a token with a budget limit keeps
+    /// its usage (see [`Ledger::charge`]); another's reads as none, without
+    /// a statement.
     fn usage(&self, budgeted: &Budgeted) -> Result<Vec<(Constraints, Usage)>, LedgerError> {
         budgeted
             .iter()
-            .map(|(jth, constraints)| Ok((constraints.clone(), tokens::usage(&self.conn, jth)?)))
+            .map(|(jth, constraints)| {
+                let used = if constraints.has_budget() {
+                    tokens::usage(&self.conn, jth)?
+                } else {
+                    Usage::default()
+                };
+                Ok((constraints.clone(), used))
+            })
             .collect()
     }
 
-    /// Adds spend and actions to the usage of every budgeted token of a
-    /// chain, for the record `by`, and reports each budget threshold the
-    /// charge makes a token's usage reach.
+    /// Adds spend and actions to the usage of every token of a chain that
+    /// has a budget limit, for the record `by`, and reports each budget
+    /// threshold the charge makes a token's usage reach. A token whose
+    /// constraints set no limit (only an approval requirement, a trust
+    /// floor or argument rules) keeps no usage, as a token without
+    /// constraints keeps none: nothing is measured against it, and
+    /// charging it cost every one of its records three statements on the
+    /// writer.
     fn charge(
         &mut self,
         budgeted: &Budgeted,
@@ -734,7 +748,7 @@ impl Ledger {
         actions: i64,
         by: outbox::ChargedBy<'_>,
     ) -> Result<(), LedgerError> {
-        for (jth, constraints) in budgeted {
+        for (jth, constraints) in budgeted.iter().filter(|(_, c)| c.has_budget()) {
             let after = tokens::charge(&self.conn, jth, spend_micros, actions)?;
             dashboard::note_budget_share(&self.conn, jth.as_str(), constraints, after)?;
             if spend_micros > 0 || actions > 0 {
