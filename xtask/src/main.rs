@@ -8,6 +8,8 @@
 //! - `serve`: build and run the server with the defaults.
 //! - `wasm`: build the npm package mandate-sdk into `wasm/pkg` (writing its
 //!   types generated from the OpenAPI document).
+//! - `python`: build the Python package mandate-sdk's wheel into
+//!   `python/dist` (maturin, in a virtual environment the command creates).
 //! - `runtimes`: test mandate-sdk in Node 22 and 24, Deno, Bun and workerd
 //!   (part of `test`), building the package first when `wasm/pkg` is missing.
 //! - `openapi`: check the served OpenAPI document with openapi-spec-validator
@@ -36,6 +38,7 @@ mod fresh;
 mod fuzz;
 mod openapi;
 mod postgres;
+mod python;
 mod runtimes;
 mod schemathesis;
 mod vectors;
@@ -182,6 +185,7 @@ fn test() -> Result<()> {
     })?;
     steps.step("API suite on PostgreSQL", postgres_pass)?;
     steps.step("wasm and the npm package", || wasm::test(&root))?;
+    steps.step("Python package", || python::test(&root))?;
     steps.step("OpenAPI validators", || openapi::check(&root))?;
     steps.step("fuzz smoke", || fuzz::smoke(&root))?;
     steps.step("quick bench", || bench::bench(&root, &["--quick"]))?;
@@ -338,13 +342,14 @@ fn main() {
         "schemathesis" => schemathesis::schemathesis_run(&root(), &rest),
         "serve" => serve(&rest),
         "wasm" => wasm::build(&root()),
+        "python" => python::build(&root()).map(|_| ()),
         "runtimes" => runtimes::run(&root()),
         "openapi" => openapi::check(&root()),
         "postgres" => postgres::serve(),
         "web" => web::build(&root()),
         _ => {
             eprintln!(
-                "usage: cargo xtask <test | fresh [--keep] | vectors [--check] | serve | postgres | wasm | runtimes | openapi | web | fuzz | schemathesis | bench [--quick] [--only budget|events|reviewer|trust|args] [--against BIN]>"
+                "usage: cargo xtask <test | fresh [--keep] | vectors [--check] | serve | postgres | wasm | python | runtimes | openapi | web | fuzz | schemathesis | bench [--quick] [--only budget|events|reviewer|trust|args] [--against BIN]>"
             );
             std::process::exit(2);
         }

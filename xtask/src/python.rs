@@ -1,0 +1,156 @@
+//! The Python package `mandate-sdk` in `python/`: its wheel (`cargo xtask
+//! python`) and its suites (part of `cargo xtask test`).
+//!
+//! Both work in a virtual environment the command creates in the target
+//! folder (`<target>/python-venv`) with the machine's `python3`, installing
+//! pinned tools from PyPI: maturin builds the PyO3 extension and the wheel
+//! from source (no wheel of ours is ever downloaded) into `python/dist`; the
+//! test step installs that wheel with the suites' pinned packages
+//! (`python/requirements-test.txt`), runs pytest (the conformance vectors,
+//! then the client and adapters against a live `mandate serve`), and checks
+//! the package's types with mypy --strict and pyright.
+
+use std::ffi::OsStr;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use crate::{Result, fail};
+
+/// The build backend, pinned: the same in `python/pyproject.toml`'s range.
+const MATURIN: &str = "maturin==1.16.0";
+
+/// The virtual environment's folder and its interpreter, created when missing.
+fn venv(root: &Path) -> Result<PathBuf> {
+    let dir = crate::wasm::target_dir(root)?.join("python-venv");
+    let python = dir.join("bin").join("python");
+    if !python.exists() {
+        let dir = dir
+            .to_str()
+            .ok_or("the target folder's path is not UTF-8")?;
+        crate::run("python3", &["-m", "venv", dir])?;
+    }
+    Ok(python)
+}
+
+fn exec(mut command: Command) -> Result<()> {
+    crate::without_cargo_run_env(&mut command);
+    eprintln!("\n$ {command:?}");
+    let status = command.status()?;
+    if !status.success() {
+        return fail(format!("{command:?} failed: {status}"));
+    }
+    Ok(())
+}
+
+fn python(venv: &Path, dir: &Path, args: &[&str]) -> Command {
+    let mut command = Command::new(venv);
+    command.args(args).current_dir(dir);
+    command
+}
+
+/// Builds the wheel (release) into `python/dist` and returns its path.
+pub(crate) fn build(root: &Path) -> Result<PathBuf> {
+    let venv = venv(root)?;
+    let dir = root.join("python");
+    exec(python(
+        &venv,
+        &dir,
+        &[
+            "-m",
+            "pip",
+            "install",
+            "--quiet",
+            "--disable-pip-version-check",
+            MATURIN,
+        ],
+    ))?;
+    let dist = dir.join("dist");
+    if dist.exists() {
+        std::fs::remove_dir_all(&dist)?;
+    }
+    let mut maturin = python(
+        &venv,
+        &dir,
+        &[
+            "-m",
+            "maturin",
+            "build",
+            "--release",
+            "--out",
+            "dist",
+            "--interpreter",
+        ],
+    );
+    maturin.arg(&venv);
+    exec(maturin)?;
+    let wheels: Vec<PathBuf> = std::fs::read_dir(&dist)?
+        .filter_map(|entry| entry.ok().map(|entry| entry.path()))
+        .filter(|path| path.extension() == Some(OsStr::new("whl")))
+        .collect();
+    match wheels.as_slice() {
+        [wheel] => {
+            eprintln!(
+                "built {} ({} bytes)",
+                wheel.display(),
+                std::fs::metadata(wheel)?.len()
+            );
+            Ok(wheel.clone())
+        }
+        _ => fail(format!(
+            "maturin left {} wheels in python/dist",
+            wheels.len()
+        )),
+    }
+}
+
+/// Builds the wheel, installs it with the suites' packages, and runs the
+/// Python suites and type checkers.
+pub(crate) fn test(root: &Path) -> Result<()> {
+    let wheel = build(root)?;
+    let venv = venv(root)?;
+    let dir = root.join("python");
+    let mut install = python(
+        &venv,
+        &dir,
+        &[
+            "-m",
+            "pip",
+            "install",
+            "--quiet",
+            "--disable-pip-version-check",
+            "--force-reinstall",
+            "--no-deps",
+        ],
+    );
+    install.arg(&wheel);
+    exec(python(
+        &venv,
+        &dir,
+        &[
+            "-m",
+            "pip",
+            "install",
+            "--quiet",
+            "--disable-pip-version-check",
+            "--requirement",
+            "requirements-test.txt",
+        ],
+    ))?;
+    exec(install)?;
+    exec(python(
+        &venv,
+        &dir,
+        &["-m", "mypy", "--strict", "mandate", "tests"],
+    ))?;
+    // pyright judges the virtual environment's packages, not the
+    // interpreter it finds first on the path.
+    let mut pyright = python(&venv, &dir, &["-m", "pyright", "--pythonpath"]);
+    pyright.arg(&venv);
+    exec(pyright)?;
+    let server = crate::debug_server(root)?;
+    // From the tests' folder, so `import mandate` finds the installed wheel,
+    // not the sources beside it (which lack the native module).
+    let mut pytest = python(&venv, &dir.join("tests"), &["-m", "pytest", "-q", "."]);
+    pytest.env("MANDATE_BIN", &server);
+    exec(pytest)
+}
