@@ -4,7 +4,8 @@
 //! Both work in a virtual environment the command creates in the target
 //! folder (`<target>/python-venv`) with the machine's `python3`, installing
 //! pinned tools from PyPI: maturin builds the PyO3 extension and the wheel
-//! from source (no wheel of ours is ever downloaded) into `python/dist`; the
+//! from source (no wheel of ours is ever downloaded) into `python/dist`,
+//! linked by zig for manylinux2014 (glibc 2.17); the
 //! test step installs that wheel with the suites' pinned packages
 //! (`python/requirements-test.txt`), runs pytest (the conformance vectors,
 //! then the client and adapters against a live `mandate serve`), and checks
@@ -18,6 +19,11 @@ use crate::{Result, fail};
 
 /// The build backend, pinned: the same in `python/pyproject.toml`'s range.
 const MATURIN: &str = "maturin==1.16.0";
+/// Zig as the linker (`maturin --zig`), from PyPI: it links against glibc
+/// 2.17's symbols whatever this machine's glibc is, so the wheel is
+/// manylinux2014 (CentOS 7 onwards) rather than the glibc 2.34 a plain build
+/// here would need.
+const ZIG: &str = "ziglang==0.17.1";
 
 /// The virtual environment's folder and its interpreter, created when missing.
 fn venv(root: &Path) -> Result<PathBuf> {
@@ -62,6 +68,7 @@ pub(crate) fn build(root: &Path) -> Result<PathBuf> {
             "--quiet",
             "--disable-pip-version-check",
             MATURIN,
+            ZIG,
         ],
     ))?;
     let dist = dir.join("dist");
@@ -76,12 +83,21 @@ pub(crate) fn build(root: &Path) -> Result<PathBuf> {
             "maturin",
             "build",
             "--release",
+            "--zig",
+            "--compatibility",
+            "manylinux2014",
             "--out",
             "dist",
             "--interpreter",
         ],
     );
     maturin.arg(&venv);
+    // maturin finds zig as `python-zig` beside the interpreter.
+    let bin = venv.parent().ok_or("the interpreter has no folder")?;
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    let mut paths = vec![bin.to_path_buf()];
+    paths.extend(std::env::split_paths(&path));
+    maturin.env("PATH", std::env::join_paths(paths)?);
     exec(maturin)?;
     let wheels: Vec<PathBuf> = std::fs::read_dir(&dist)?
         .filter_map(|entry| entry.ok().map(|entry| entry.path()))
