@@ -119,12 +119,25 @@ pub(crate) fn build(root: &Path) -> Result<PathBuf> {
     }
 }
 
-/// Builds the wheel, installs it with the suites' packages, and runs the
-/// Python suites and type checkers.
-pub(crate) fn test(root: &Path) -> Result<()> {
+/// Builds the wheel and installs it with the suites' pinned packages in the
+/// virtual environment; returns its interpreter.
+pub(crate) fn installed(root: &Path) -> Result<PathBuf> {
     let wheel = build(root)?;
     let venv = venv(root)?;
     let dir = root.join("python");
+    exec(python(
+        &venv,
+        &dir,
+        &[
+            "-m",
+            "pip",
+            "install",
+            "--quiet",
+            "--disable-pip-version-check",
+            "--requirement",
+            "requirements-test.txt",
+        ],
+    ))?;
     let mut install = python(
         &venv,
         &dir,
@@ -139,20 +152,15 @@ pub(crate) fn test(root: &Path) -> Result<()> {
         ],
     );
     install.arg(&wheel);
-    exec(python(
-        &venv,
-        &dir,
-        &[
-            "-m",
-            "pip",
-            "install",
-            "--quiet",
-            "--disable-pip-version-check",
-            "--requirement",
-            "requirements-test.txt",
-        ],
-    ))?;
     exec(install)?;
+    Ok(venv)
+}
+
+/// Builds and installs the wheel, then runs the type checkers and the
+/// Python suites.
+pub(crate) fn test(root: &Path) -> Result<()> {
+    let venv = installed(root)?;
+    let dir = root.join("python");
     exec(python(
         &venv,
         &dir,

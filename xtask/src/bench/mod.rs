@@ -1,4 +1,4 @@
-//! `cargo xtask bench [--quick] [--only budget|events|reviewer|trust|args]
+//! `cargo xtask bench [--quick] [--only budget|events|reviewer|trust|args|python]
 //! [--against BIN]`: measures Mandate against peers and ceilings in one run
 //! and writes `BENCHMARKS.md`.
 //!
@@ -14,7 +14,8 @@
 //! the trust graph's recomputation at 10 000 agents and 100 000 vouches,
 //! against its ceiling; `--only args` the argument-constraints section,
 //! written into BENCHMARKS.md in place of the one there (unless
-//! `--quick`). `--against BIN` measures record/action and
+//! `--quick`); `--only python` the Python section (mandate-sdk for Python
+//! against PyJWT), likewise. `--against BIN` measures record/action and
 //! delegate on this build and on another build's `mandate` in interleaved
 //! rounds, prints the ratios and writes nothing.
 //!
@@ -23,6 +24,7 @@
 //! target is declared once, as a bound its text is rendered from.
 
 mod parsing;
+mod python;
 mod receiver;
 mod report;
 mod running;
@@ -179,6 +181,33 @@ fn args_only(plan: Plan, root: &Path, bins: &Path, scratch: &Path, scripts: &Pat
     Ok(())
 }
 
+/// `cargo xtask bench --only python`: the Python section alone; prints it
+/// and, unless `--quick`, writes it into BENCHMARKS.md in place of the one
+/// there, failing when a target is not met.
+fn python_only(root: &Path, quick: bool) -> Result<()> {
+    let rows = python::python_rows(root, quick)?;
+    let measured = format!(
+        "Measured by `cargo xtask bench --only python` on {} ({}).",
+        machine(),
+        today()
+    );
+    eprint!("{}", rows.section(&measured));
+    if quick {
+        return Ok(());
+    }
+    let path = root.join("BENCHMARKS.md");
+    let Some(text) = rows.spliced(&std::fs::read_to_string(&path)?, &measured) else {
+        return fail("BENCHMARKS.md has no `Reproduce:` paragraph to put the section before");
+    };
+    std::fs::write(&path, text)?;
+    eprintln!("wrote the section into BENCHMARKS.md");
+    if rows.met() {
+        Ok(())
+    } else {
+        fail("a target of the Python section is not met")
+    }
+}
+
 /// The folder of the server and the bench programs: the test command's
 /// debug build for `--quick`, else a release build.
 fn programs(root: &Path, quick: bool) -> Result<std::path::PathBuf> {
@@ -238,9 +267,10 @@ pub(crate) fn bench(root: &Path, args: &[&str]) -> Result<()> {
             Some(&"reviewer") => Some("reviewer"),
             Some(&"trust") => Some("trust"),
             Some(&"args") => Some("args"),
+            Some(&"python") => Some("python"),
             other => {
                 return fail(format!(
-                    "--only takes `budget` (the read-budget rows), `events` (the events rows), `reviewer` (the dashboard's rows), `trust` (the trust recompute row) or `args` (the argument-constraints section), not {other:?}"
+                    "--only takes `budget` (the read-budget rows), `events` (the events rows), `reviewer` (the dashboard's rows), `trust` (the trust recompute row), `args` (the argument-constraints section) or `python` (the Python section), not {other:?}"
                 ));
             }
         },
@@ -271,6 +301,9 @@ pub(crate) fn bench(root: &Path, args: &[&str]) -> Result<()> {
     };
     if only == Some("trust") {
         return trust_only(root, quick);
+    }
+    if only == Some("python") {
+        return python_only(root, quick);
     }
     ensure_wrk()?;
     let bins = programs(root, quick)?;
@@ -348,6 +381,8 @@ pub(crate) fn bench(root: &Path, args: &[&str]) -> Result<()> {
     )?;
     eprintln!("argument constraints");
     let args = args_rows(plan, root, &bins, &scratch, &scripts)?;
+    eprintln!("Python");
+    let python = python::python_rows(root, quick)?;
     eprintln!("PostgreSQL");
     let postgres = postgres(plan, &bins.join("mandate"), &scratch, &scripts)?;
     let cold = cold_starts(&bins.join("mandate"), &scratch, if quick { 1 } else { 5 })?;
@@ -403,6 +438,8 @@ pub(crate) fn bench(root: &Path, args: &[&str]) -> Result<()> {
                 ratio(&args.with_rules, &args.without_rules).median,
             ),
             ("args wasm/native", args.targets()[2].median()),
+            ("PyJWT/verify_token", python.targets()[0].median()),
+            ("PyJWT/cached Verifier", python.targets()[1].median()),
             (
                 "node sdk/independent log proof",
                 Spread::from_json(&node_log["sdk_over_independent"]).median,
@@ -462,6 +499,7 @@ pub(crate) fn bench(root: &Path, args: &[&str]) -> Result<()> {
         events,
         dashboard,
         args,
+        python,
         status_sizes,
         node_log,
         cold,

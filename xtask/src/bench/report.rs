@@ -8,6 +8,7 @@ use serde_json::Value;
 
 use super::Plan;
 use super::parsing::{Spread, p, p99_ratio, ratio, rps};
+use super::python::PythonRows;
 use super::running::{
     Against, ArgsRows, BUDGET_MS, Budget, DashboardRows, EventRows, Growth, Http, LogRows,
     Postgres, READERS,
@@ -15,7 +16,7 @@ use super::running::{
 
 impl Spread {
     /// `median (min–max)` with `digits` decimals.
-    fn show(&self, digits: usize) -> String {
+    pub(super) fn show(&self, digits: usize) -> String {
         format!(
             "{:.d$} ({:.d$}–{:.d$})",
             self.median,
@@ -28,7 +29,7 @@ impl Spread {
 
 /// What a figure is counted in, as the tables write it after a number.
 #[derive(Debug, Clone, Copy)]
-enum Unit {
+pub(super) enum Unit {
     /// A ratio of two contenders.
     Times,
     Ms,
@@ -47,7 +48,7 @@ impl Unit {
 
 /// The bound a figure's median must keep.
 #[derive(Debug, Clone, Copy)]
-enum Target {
+pub(super) enum Target {
     AtMost(f64, Unit),
     AtLeast(f64, Unit),
     /// A ratio below 1×: faster than the peer.
@@ -97,7 +98,12 @@ pub(super) struct Row {
 }
 
 impl Row {
-    fn new(label: impl Into<String>, target: Target, measured: Spread, digits: usize) -> Row {
+    pub(super) fn new(
+        label: impl Into<String>,
+        target: Target,
+        measured: Spread,
+        digits: usize,
+    ) -> Row {
         Row {
             label: label.into(),
             target,
@@ -109,6 +115,11 @@ impl Row {
     /// The median measured.
     pub(super) fn median(&self) -> f64 {
         self.measured.median
+    }
+
+    /// Whether the median keeps the target.
+    pub(super) fn met(&self) -> bool {
+        self.target.met(self.measured.median)
     }
 
     /// The row as a line of the Markdown table.
@@ -320,7 +331,7 @@ impl Against {
 /// Where the argument-constraints section starts in BENCHMARKS.md; it ends
 /// where the paragraph that says how to reproduce the tables begins.
 pub(super) const ARGS_HEADING: &str = "## Argument constraints";
-const REPRODUCE: &str = "Reproduce: ";
+pub(super) const REPRODUCE: &str = "Reproduce: ";
 
 impl ArgsRows {
     /// Each round's median of `name` in the bench programs' outputs.
@@ -545,6 +556,7 @@ pub(super) struct Report {
     pub(super) events: EventRows,
     pub(super) dashboard: DashboardRows,
     pub(super) args: ArgsRows,
+    pub(super) python: PythonRows,
     /// `status_sizes`: the signed status lists of a million tokens.
     pub(super) status_sizes: Value,
     /// `bench/log.mjs`: record proofs verified in Node.
@@ -841,6 +853,7 @@ impl Report {
             let _ = writeln!(out, "| {what} | {figure} |");
         }
         out.push('\n');
+        out.push_str(&self.python.section("Measured in the same run."));
         out.push_str(&self.args.section("Measured in the same run."));
         let _ = writeln!(
             out,
@@ -848,7 +861,8 @@ impl Report {
              `cargo xtask bench --only budget` measures the read-budget rows alone, \
              `cargo xtask bench --only events` the events rows, \
              `cargo xtask bench --only reviewer` the dashboard's rows on a folder of its own, \
-             `cargo xtask bench --only args` the argument-constraints section (written in place).\n"
+             `cargo xtask bench --only args` the argument-constraints section and \
+             `cargo xtask bench --only python` the Python section (each written in place).\n"
         );
         out.push_str(&self.notes);
         out
@@ -1004,6 +1018,21 @@ mod tests {
                     .map(|f| json!({"evaluate_ns": spread(21000.0 * f, 20000.0 * f, 23000.0 * f)}))
                     .to_vec(),
             },
+            python: PythonRows::of(json!({
+                "rounds": 15,
+                "calls": 2000,
+                "python": "3.11.7",
+                "pyjwt": "2.15.1",
+                "ns": {
+                    "verify_token": spread(21000.0, 20000.0, 24000.0),
+                    "verifier": spread(20000.0, 19000.0, 23000.0),
+                    "cached": spread(900.0, 850.0, 1000.0),
+                    "pyjwt": spread(60000.0, 57000.0, 66000.0),
+                },
+                "pyjwt_over_verify_token": spread(2.9, 2.7, 3.1),
+                "pyjwt_over_verifier": spread(3.0, 2.8, 3.2),
+                "pyjwt_over_cached": spread(66.0, 60.0, 70.0),
+            })),
             status_sizes: json!({
                 "tokens": 1_000_000,
                 "lists": 16,
@@ -1051,6 +1080,32 @@ mod tests {
         // The full report carries the same section.
         let full = report().render();
         assert_eq!(rows.spliced(&full, "Measured in the same run."), Some(full));
+    }
+
+    /// `--only python` puts its section before the argument-constraints
+    /// section, or in place of the one there, and leaves the rest as it was;
+    /// the full report carries the same section.
+    #[test]
+    fn the_python_section_is_written_in_place() {
+        let rows = report().python;
+        let full = report().render();
+        assert_eq!(
+            rows.spliced(&full, "Measured in the same run."),
+            Some(full.clone())
+        );
+        let without = full.replace(&rows.section("Measured in the same run."), "");
+        assert!(!without.contains(super::super::python::PYTHON_HEADING));
+        let once = rows
+            .spliced(&without, "Measured once.")
+            .expect("has the args section");
+        assert_eq!(
+            once,
+            full.replace(
+                "## Python\n\nMeasured in the same run.",
+                "## Python\n\nMeasured once."
+            )
+        );
+        assert_eq!(rows.spliced("# Benchmarks\n", "Measured."), None);
     }
 
     /// The renderer's output for the fixed report, as committed: any change
