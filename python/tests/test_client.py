@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import json
 import threading
 import time
@@ -196,6 +197,10 @@ class Fake:
                 self.end_headers()
                 self.wfile.write(body)
 
+            def do_POST(self) -> None:
+                self.rfile.read(int(self.headers.get("content-length", "0")))
+                self.do_GET()
+
             def log_message(self, format: str, *args: object) -> None:
                 pass
 
@@ -294,3 +299,47 @@ def test_events_resume_after_a_given_event_on_the_live_server(client: Mandate) -
     resumed.close()
     assert second.type == "record.denied"
     assert (first.data["resource"], second.data["resource"]) == ("crm:one", "crm:two")
+
+
+class FakeKey:
+    """An agent key as the client uses one: its thumbprint, and a fresh proof per request."""
+
+    jkt = "thumbprint-of-the-key"
+
+    def __init__(self) -> None:
+        self.proved: list[tuple[str, str, str]] = []
+
+    def proof(self, *, method: str, url: str, access_token: str) -> str:
+        self.proved.append((method, url, access_token))
+        return f"proof-{len(self.proved)}"
+
+
+def bound_token(jkt: str) -> str:
+    def part(value: object) -> str:
+        return base64.urlsafe_b64encode(json.dumps(value).encode()).decode().rstrip("=")
+
+    return f"{part({'alg': 'EdDSA'})}.{part({'sub': 'agent:bound', 'cnf': {'jkt': jkt}})}.c2ln"
+
+
+def test_a_bound_token_goes_as_dpop_with_a_fresh_proof_per_attempt() -> None:
+    answer = json.dumps({"recorded": True, "aar_id": "aar_1"}).encode()
+    fake = Fake(
+        [
+            (503, PROBLEM, problem("unavailable", 503)),
+            (201, {"content-type": "application/json"}, answer),
+        ]
+    )
+    key = FakeKey()
+    token = bound_token(key.jkt)
+    try:
+        with Mandate(fake.url) as client:
+            client.as_agent(token, key=key).record_action({"action": "read", "resource": "crm:a", "result": "success"})
+            with pytest.raises(MandateError) as missing:
+                client.records.record_action({"action": "read", "resource": "crm:a", "result": "success"}, token=token)
+    finally:
+        fake.close()
+    assert missing.value.code == "dpop_key_missing"
+    assert [headers["authorization"] for _, headers in fake.seen] == [f"DPoP {token}"] * 2
+    assert [headers["dpop"] for _, headers in fake.seen] == ["proof-1", "proof-2"]
+    assert fake.seen[0][1]["idempotency-key"] == fake.seen[1][1]["idempotency-key"]
+    assert key.proved[0] == ("POST", f"{fake.url}/v1/vat/record/action", token)

@@ -551,3 +551,17 @@ class WriteOptions(RequestOptions, total=False):
 
     #: Sent as ``Idempotency-Key``: a retry with the same key and body gets the first answer.
     idempotency_key: str
+
+
+def split(query: Mapping[str, object]) -> tuple[dict[str, object], RequestOptions]:
+    """A list call's keywords: the query's parameters, and the call's options."""
+    options: RequestOptions = {}
+    params: dict[str, object] = {}
+    for name, value in query.items():
+        if name == "timeout":
+            options["timeout"] = cast(float, value)
+        elif name == "max_retries":
+            options["max_retries"] = cast(int, value)
+        else:
+            params[name] = value
+    return params, options

@@ -2,14 +2,28 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Iterator, Mapping
 from typing import Unpack, cast
 
 from mandate.client._models import AgentHistoryBody, AgentListItem, AgentPage, ReputationBody
-from mandate.client._transport import AsyncTransport, Call, RequestOptions, Transport, query, segment
+from mandate.client._transport import AsyncTransport, Call, RequestOptions, Transport, query, segment, split
 
 
-def _page(params: dict[str, str | int | None], options: RequestOptions) -> Call:
+class AgentQuery(RequestOptions, total=False):
+    """The choices of ``GET /v1/vat/agents`` (and the call's options)."""
+
+    #: The counts' window: ``24h``, ``7d`` (the default) or ``30d``.
+    window: str
+    #: Agents whose id contains this.
+    q: str
+    sort: str
+    order: str
+    limit: int
+    cursor: str
+
+
+def _page(given: Mapping[str, object]) -> Call:
+    params, options = split(given)
     return Call("GET", f"/v1/vat/agents{query(**params)}", **options)
 
 
@@ -27,20 +41,20 @@ class Agents:
     def __init__(self, transport: Transport) -> None:
         self._t = transport
 
-    def page(self, *, options: RequestOptions | None = None, **params: str | int | None) -> AgentPage:
-        """``GET /v1/vat/agents``: one page of agents (``window``, ``q``, ``sort``, ``order``, ``limit``, ``cursor``)."""
-        return cast(AgentPage, self._t.call(_page(params, options or {})))
+    def page(self, **query: Unpack[AgentQuery]) -> AgentPage:
+        """``GET /v1/vat/agents``: one page of the organisation's agents, with scores and counts."""
+        return cast(AgentPage, self._t.call(_page(query)))
 
-    def list(self, *, options: RequestOptions | None = None, **params: str | int | None) -> Iterator[AgentListItem]:
-        """Every agent matching ``params``, in its order, page after page."""
-        params.pop("cursor", None)
-        cursor: str | None = None
+    def list(self, **query: Unpack[AgentQuery]) -> Iterator[AgentListItem]:
+        """Every agent, in the order asked, page after page."""
+        current: AgentQuery = {**query}
         while True:
-            page = self.page(options=options, **params, cursor=cursor)
+            page = self.page(**current)
             yield from page["agents"]
             cursor = page.get("next_cursor")
             if not cursor:
                 return
+            current["cursor"] = cursor
 
     def history(self, agent_id: str, *, days: int | None = None, **options: Unpack[RequestOptions]) -> AgentHistoryBody:
         """``GET /v1/vat/agents/{agent_id}/history``: the agent's last ``days`` UTC days."""
@@ -57,23 +71,21 @@ class AsyncAgents:
     def __init__(self, transport: AsyncTransport) -> None:
         self._t = transport
 
-    async def page(self, *, options: RequestOptions | None = None, **params: str | int | None) -> AgentPage:
-        """``GET /v1/vat/agents``: one page of agents."""
-        return cast(AgentPage, await self._t.call(_page(params, options or {})))
+    async def page(self, **query: Unpack[AgentQuery]) -> AgentPage:
+        """``GET /v1/vat/agents``: one page of the organisation's agents."""
+        return cast(AgentPage, await self._t.call(_page(query)))
 
-    async def list(
-        self, *, options: RequestOptions | None = None, **params: str | int | None
-    ) -> AsyncIterator[AgentListItem]:
-        """Every agent matching ``params``, page after page."""
-        params.pop("cursor", None)
-        cursor: str | None = None
+    async def list(self, **query: Unpack[AgentQuery]) -> AsyncIterator[AgentListItem]:
+        """Every agent, in the order asked, page after page."""
+        current: AgentQuery = {**query}
         while True:
-            page = await self.page(options=options, **params, cursor=cursor)
+            page = await self.page(**current)
             for agent in page["agents"]:
                 yield agent
             cursor = page.get("next_cursor")
             if not cursor:
                 return
+            current["cursor"] = cursor
 
     async def history(
         self, agent_id: str, *, days: int | None = None, **options: Unpack[RequestOptions]

@@ -7,6 +7,7 @@ import math
 import time
 from collections.abc import AsyncIterator, Iterator, Mapping
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any, NotRequired, TypedDict, Unpack, cast
 
 from mandate.client._models import (
@@ -44,6 +45,7 @@ from mandate.client._transport import (
     maybe_done,
     query,
     segment,
+    split,
     transient,
 )
 from mandate.errors import MandateError
@@ -69,12 +71,43 @@ class Attempt(TypedDict):
     vat_jti: NotRequired[str]
 
 
+class RecordQuery(RequestOptions, total=False):
+    """The filters of ``GET /v1/vat/aar`` (and the call's options)."""
+
+    agent_id: str
+    action: str
+    result: str
+    #: False: the completed records awaiting a rating.
+    rated: bool
+    resource: str
+    provenance_ref: str
+    jth: str
+    vat_jti: str
+    since: str | datetime
+    until: str | datetime
+    limit: int
+    cursor: str
+
+
+class WorkflowQuery(RequestOptions, total=False):
+    """The filters of ``GET /v1/vat/workflows`` (and the call's options)."""
+
+    agent_id: str
+    provenance_ref: str
+    human_ref: str
+    since: str | datetime
+    until: str | datetime
+    limit: int
+    cursor: str
+
+
+def _listed(path: str, given: Mapping[str, object]) -> Call:
+    params, options = split(given)
+    return Call("GET", f"{path}{query(**params)}", **options)
+
+
 def _agent(token: str | None, key: ProofKey | None) -> Credential:
     return None if token is None else Agent(token, key)
-
-
-def record_query(**params: object) -> str:
-    return f"/v1/vat/aar{query(**params)}"
 
 
 def approval_call(
@@ -297,21 +330,20 @@ class Records:
         """``GET /v1/vat/aar/{aar_id}``: one full record."""
         return cast(RecordBody, self._t.call(Call("GET", f"/v1/vat/aar/{segment(aar_id)}", **options)))
 
-    def page(self, *, options: RequestOptions | None = None, **params: str | int | bool | None) -> RecordPage:
-        """``GET /v1/vat/aar``: one page of records, newest first; ``params`` are the query's
-        (``agent_id``, ``action``, ``result``, ``rated``, ``resource``, ``provenance_ref``, ``jth``,
-        ``vat_jti``, ``since``, ``until``, ``limit``, ``cursor``)."""
-        return cast(RecordPage, self._t.call(Call("GET", record_query(**params), **(options or {}))))
+    def page(self, **query: Unpack[RecordQuery]) -> RecordPage:
+        """``GET /v1/vat/aar``: one page of records, newest first."""
+        return cast(RecordPage, self._t.call(_listed("/v1/vat/aar", query)))
 
-    def list(self, *, options: RequestOptions | None = None, **params: str | int | bool | None) -> Iterator[RecordBody]:
-        """Every record matching ``params``, newest first, page after page."""
-        cursor = params.pop("cursor", None)
+    def list(self, **query: Unpack[RecordQuery]) -> Iterator[RecordBody]:
+        """Every record matching ``query``, newest first, page after page as iteration goes on."""
+        current: RecordQuery = {**query}
         while True:
-            page = self.page(options=options, **params, cursor=cursor)
+            page = self.page(**current)
             yield from page["records"]
             cursor = page.get("next_cursor")
             if not cursor:
                 return
+            current["cursor"] = cursor
 
     def proof(self, aar_id: str, **options: Unpack[RequestOptions]) -> RecordProofBody:
         """``GET /v1/vat/aar/{aar_id}/proof``: every event of a record with its inclusion proof."""
@@ -327,19 +359,20 @@ class Records:
         path = f"/v1/vat/aar/provenance/{segment(provenance_ref)}/graph{query(limit=limit)}"
         return cast(GraphBody, self._t.call(Call("GET", path, **options)))
 
-    def workflows_page(self, *, options: RequestOptions | None = None, **params: str | int | None) -> WorkflowPage:
+    def workflows_page(self, **query: Unpack[WorkflowQuery]) -> WorkflowPage:
         """``GET /v1/vat/workflows``: one page of workflows, newest activity first."""
-        return cast(WorkflowPage, self._t.call(Call("GET", f"/v1/vat/workflows{query(**params)}", **(options or {}))))
+        return cast(WorkflowPage, self._t.call(_listed("/v1/vat/workflows", query)))
 
-    def workflows(self, *, options: RequestOptions | None = None, **params: str | int | None) -> Iterator[WorkflowBody]:
-        """Every workflow matching ``params``, page after page."""
-        cursor = params.pop("cursor", None)
+    def workflows(self, **query: Unpack[WorkflowQuery]) -> Iterator[WorkflowBody]:
+        """Every workflow matching ``query``, page after page."""
+        current: WorkflowQuery = {**query}
         while True:
-            page = self.workflows_page(options=options, **params, cursor=cursor)
+            page = self.workflows_page(**current)
             yield from page["workflows"]
             cursor = page.get("next_cursor")
             if not cursor:
                 return
+            current["cursor"] = cursor
 
     def overview(self, *, window: str | None = None, **options: Unpack[RequestOptions]) -> OverviewBody:
         """``GET /v1/vat/overview``: the organisation over ``window`` (``24h``, ``7d``, ``30d``)."""
@@ -482,22 +515,21 @@ class AsyncRecords:
         """``GET /v1/vat/aar/{aar_id}``: one full record."""
         return cast(RecordBody, await self._t.call(Call("GET", f"/v1/vat/aar/{segment(aar_id)}", **options)))
 
-    async def page(self, *, options: RequestOptions | None = None, **params: str | int | bool | None) -> RecordPage:
-        """``GET /v1/vat/aar``: one page of records (see :meth:`Records.page`)."""
-        return cast(RecordPage, await self._t.call(Call("GET", record_query(**params), **(options or {}))))
+    async def page(self, **query: Unpack[RecordQuery]) -> RecordPage:
+        """``GET /v1/vat/aar``: one page of records, newest first."""
+        return cast(RecordPage, await self._t.call(_listed("/v1/vat/aar", query)))
 
-    async def list(
-        self, *, options: RequestOptions | None = None, **params: str | int | bool | None
-    ) -> AsyncIterator[RecordBody]:
-        """Every record matching ``params``, newest first, page after page."""
-        cursor = params.pop("cursor", None)
+    async def list(self, **query: Unpack[RecordQuery]) -> AsyncIterator[RecordBody]:
+        """Every record matching ``query``, newest first, page after page."""
+        current: RecordQuery = {**query}
         while True:
-            page = await self.page(options=options, **params, cursor=cursor)
+            page = await self.page(**current)
             for record in page["records"]:
                 yield record
             cursor = page.get("next_cursor")
             if not cursor:
                 return
+            current["cursor"] = cursor
 
     async def proof(self, aar_id: str, **options: Unpack[RequestOptions]) -> RecordProofBody:
         """``GET /v1/vat/aar/{aar_id}/proof``: every event of a record with its inclusion proof."""
@@ -516,25 +548,21 @@ class AsyncRecords:
         path = f"/v1/vat/aar/provenance/{segment(provenance_ref)}/graph{query(limit=limit)}"
         return cast(GraphBody, await self._t.call(Call("GET", path, **options)))
 
-    async def workflows_page(
-        self, *, options: RequestOptions | None = None, **params: str | int | None
-    ) -> WorkflowPage:
+    async def workflows_page(self, **query: Unpack[WorkflowQuery]) -> WorkflowPage:
         """``GET /v1/vat/workflows``: one page of workflows, newest activity first."""
-        call = Call("GET", f"/v1/vat/workflows{query(**params)}", **(options or {}))
-        return cast(WorkflowPage, await self._t.call(call))
+        return cast(WorkflowPage, await self._t.call(_listed("/v1/vat/workflows", query)))
 
-    async def workflows(
-        self, *, options: RequestOptions | None = None, **params: str | int | None
-    ) -> AsyncIterator[WorkflowBody]:
-        """Every workflow matching ``params``, page after page."""
-        cursor = params.pop("cursor", None)
+    async def workflows(self, **query: Unpack[WorkflowQuery]) -> AsyncIterator[WorkflowBody]:
+        """Every workflow matching ``query``, page after page."""
+        current: WorkflowQuery = {**query}
         while True:
-            page = await self.workflows_page(options=options, **params, cursor=cursor)
+            page = await self.workflows_page(**current)
             for workflow in page["workflows"]:
                 yield workflow
             cursor = page.get("next_cursor")
             if not cursor:
                 return
+            current["cursor"] = cursor
 
     async def overview(self, *, window: str | None = None, **options: Unpack[RequestOptions]) -> OverviewBody:
         """``GET /v1/vat/overview``: the organisation over ``window``."""
