@@ -144,6 +144,23 @@ def test_a_write_whose_answer_is_lost_is_sent_again_with_the_same_key_and_record
     assert [record.get("aar_id") for record in page["records"]] == [answer["aar_id"]]
 
 
+def test_a_completion_whose_answer_is_lost_is_retried_and_act_takes_it_as_done(
+    client: Mandate, live_server: LiveServer
+) -> None:
+    token = client.tokens.issue_root(grant("py-completer"))["compact_jwt"]
+    losing = Losing(lambda request: request.url.path.endswith("/complete"))
+    with Mandate(live_server.base_url, http=httpx.Client(transport=losing)) as agent:
+        output = agent.act(token, "read", "crm:c", None, lambda context: context.aar_id)
+    completes = [sent for sent in losing.sent if sent[1].endswith("/complete")]
+    assert len(completes) == 2 and completes[0][2] == completes[1][2] == f"complete-{output}"
+    record = client.records.get(output)
+    assert (record["status"], record.get("result"), record.get("result_hash")) == (
+        "completed",
+        "success",
+        sha256_ref(output),
+    )
+
+
 def test_a_problem_becomes_a_mandate_error_with_its_fields(client: Mandate, live_server: LiveServer) -> None:
     with pytest.raises(MandateError) as missing:
         client.records.get("aar_01mcc56a20ypjs2bgtacdn684n")

@@ -53,7 +53,7 @@ from mandate.client.approvals import Approvals, AsyncApprovals
 from mandate.client.events import Event, async_events, events
 from mandate.client.log import AsyncLog, Log
 from mandate.client.orgs import AsyncKeys, AsyncOrgs, Keys, Orgs
-from mandate.client.records import AsyncRecords, Attempt, Records
+from mandate.client.records import AsyncRecords, Attempt, Records, UnconfirmedCompletion
 from mandate.client.tokens import AsyncTokens, Tokens
 from mandate.client.trust import AsyncTrust, Trust
 from mandate.client.webhooks import AsyncWebhooks, Webhooks
@@ -204,9 +204,17 @@ class Mandate:
         except BaseException as error:
             self._complete_after(answer["aar_id"], failed(error), token, key, traceparent, complete, error)
             raise
-        self.records.complete(
-            answer["aar_id"], completion(output, result_hash), token=token, key=key, traceparent=traceparent, **complete
-        )
+        try:
+            self.records.complete(
+                answer["aar_id"],
+                completion(output, result_hash),
+                token=token,
+                key=key,
+                traceparent=traceparent,
+                **complete,
+            )
+        except UnconfirmedCompletion:
+            pass  # The attempt whose answer was lost completed it: nothing else completes this record.
         return output
 
     def _complete_after(
@@ -221,6 +229,8 @@ class Mandate:
     ) -> None:
         try:
             self.records.complete(aar_id, request, token=token, key=key, traceparent=traceparent, **options)
+        except UnconfirmedCompletion:
+            pass  # The attempt whose answer was lost completed it.
         except MandateError as failure:
             error.add_note(f"mandate: completing {aar_id} as {request['result']} failed too: {failure}")
 
@@ -458,12 +468,22 @@ class AsyncMandate:
                 await self.records.complete(
                     answer["aar_id"], failed(error), token=token, key=key, traceparent=traceparent, **complete
                 )
+            except UnconfirmedCompletion:
+                pass  # The attempt whose answer was lost completed it.
             except MandateError as failure:
                 error.add_note(f"mandate: completing {answer['aar_id']} failed too: {failure}")
             raise
-        await self.records.complete(
-            answer["aar_id"], completion(output, result_hash), token=token, key=key, traceparent=traceparent, **complete
-        )
+        try:
+            await self.records.complete(
+                answer["aar_id"],
+                completion(output, result_hash),
+                token=token,
+                key=key,
+                traceparent=traceparent,
+                **complete,
+            )
+        except UnconfirmedCompletion:
+            pass  # The attempt whose answer was lost completed it: nothing else completes this record.
         return output
 
 

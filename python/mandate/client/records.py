@@ -163,9 +163,19 @@ class _Lost:
         self.seen = self.seen or maybe_done(error)
 
 
+class UnconfirmedCompletion(MandateError):
+    """409 ``already_completed`` after an attempt whose answer was lost: that attempt may have completed it.
+
+    ``act`` takes it as its own completion (only ``act`` completes the record it just authorized).
+    """
+
+
 def _unconfirmed(error: MandateError) -> MandateError:
-    detail = f"{error.detail or 'the record was completed before'}; an earlier attempt of this call, whose answer was lost, may have completed it"
-    again = MandateError(
+    detail = (
+        f"{error.detail or 'the record was completed before'}; "
+        "an earlier attempt of this call, whose answer was lost, may have completed it"
+    )
+    again = UnconfirmedCompletion(
         detail,
         code=error.code,
         status=error.status,
