@@ -360,3 +360,44 @@ def test_a_bound_token_goes_as_dpop_with_a_fresh_proof_per_attempt() -> None:
     assert [headers["dpop"] for _, headers in fake.seen] == ["proof-1", "proof-2"]
     assert fake.seen[0][1]["idempotency-key"] == fake.seen[1][1]["idempotency-key"]
     assert key.proved[0] == ("POST", f"{fake.url}/v1/vat/record/action", token)
+
+
+def test_an_organisations_owner_calls_every_group(client: Mandate, live_server: LiveServer) -> None:
+    made = client.orgs.create({"name": "py-org", "owner_email": "owner@example.com"})
+    assert made["owner_key"]["role"] == "owner"
+    assert any(org["org_id"] == made["org"]["org_id"] for org in client.orgs.list()["orgs"])
+    with Mandate(live_server.base_url, api_key=made["owner_key"]["api_key"]) as owner:
+        reviewer = owner.keys.create({"role": "reviewer", "email": "rev@example.com"})
+        assert reviewer["key_id"] in [key["key_id"] for key in owner.keys.list()["keys"]]
+        assert owner.keys.revoke(reviewer["key_id"]).get("revoked_at")
+        root = owner.tokens.issue_root(grant("py-voucher", actions=["read", "delegate"]))
+        child = owner.tokens.delegate(
+            {"actions": ["read"], "resources": ["crm:*"], "agent_id": "py-vouchee"}, token=root["compact_jwt"]
+        )
+        assert "compact_jwt" in child and "jti" in child
+        child_token, child_jti = child["compact_jwt"], child["jti"]  # type: ignore[typeddict-item]
+        aar_id = owner.act(child_token, "read", "crm:q", None, lambda context: context.aar_id)
+        assert owner.records.feedback(aar_id, {"rating": "approved"})["rating"] == "approved"
+        vouch = owner.trust.vouch({"agent_id": "py-vouchee", "weight": 0.5})
+        assert [v["vouch_id"] for v in owner.trust.agent("py-vouchee")["vouches"]] == [vouch["vouch_id"]]
+        assert owner.trust.statement("py-vouchee").count(".") == 2
+        assert owner.as_agent(child_token).trust_statement().count(".") == 2
+        assert owner.trust.withdraw_vouch(vouch["vouch_id"]).get("withdrawn_at")
+        assert owner.records.proof(aar_id)["aar_id"] == aar_id
+        assert owner.records.provenance(root["provenance_ref"])["total_records"] == 2  # the delegation and the read
+        assert owner.records.graph(root["provenance_ref"])["nodes"]
+        assert [w["provenance_ref"] for w in owner.records.workflows()] == [root["provenance_ref"]]
+        assert sorted(a["agent_id"] for a in owner.agents.list()) == ["agent:py-vouchee", "agent:py-voucher"]
+        assert len(owner.agents.history("py-vouchee", days=2)["days"]) == 2
+        rated = owner.records.rate_workflow(
+            {"provenance_ref": root["provenance_ref"], "rating": "approved", "result": "success"}
+        )
+        # The delegation's record: the read was rated above.
+        assert rated["rated"] == 1 and aar_id not in rated["aar_ids"]
+        size = int(owner.log.checkpoint().splitlines()[1])
+        assert owner.log.consistency(1, size)["new"] == size
+        assert owner.tokens.status(root["jti"])["descendants"]
+        revoked = owner.tokens.revoke({"jti": child_jti})
+        assert revoked["revoked_count"] == 1
+        status = root["claims"]["status"]["status_list"]["uri"]
+        assert owner.tokens.status_list(status.rsplit("/", 1)[1]).count(".") == 2

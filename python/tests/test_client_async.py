@@ -10,7 +10,7 @@ import urllib.request
 import httpx
 import pytest
 from conftest import LiveServer
-from test_client import Losing, grant
+from test_client import PROBLEM, Fake, Losing, grant, problem
 
 from mandate import AsyncMandate, Mandate, MandateApprovalPending, MandateError, MandateRefusal
 from mandate.client import ActContext, sha256_ref
@@ -229,3 +229,32 @@ def test_every_operation_of_the_served_document_has_a_call_in_both_clients(live_
             assert inspect.iscoroutinefunction(found_async), name
     sync.close()
     asyncio.run(asynchronous.close())
+
+
+async def run_retry_after(url: str) -> tuple[dict[str, object], MandateError, MandateError]:
+    async with AsyncMandate(url, api_key="mk_x") as client:
+        me = dict(await client.me())
+        with pytest.raises(MandateError) as limited:
+            await client.me()
+    async with AsyncMandate("http://127.0.0.1:9", max_retries=0) as unreachable:
+        with pytest.raises(MandateError) as refused:
+            await unreachable.tokens.jwks()
+    return me, limited.value, refused.value
+
+
+def test_async_retry_after_is_honoured_and_no_answer_is_a_mandate_error() -> None:
+    fake = Fake(
+        [
+            (503, {**PROBLEM, "retry-after": "1"}, problem("unavailable", 503)),
+            (200, {"content-type": "application/json"}, b'{"org_id":"org_1"}'),
+            (429, {**PROBLEM, "retry-after": "120"}, problem("rate_limited", 429)),
+        ]
+    )
+    try:
+        me, limited, refused = asyncio.run(run_retry_after(fake.url))
+    finally:
+        fake.close()
+    assert me == {"org_id": "org_1"}
+    assert fake.seen[1][0] - fake.seen[0][0] >= 1.0
+    assert (limited.status, limited.code, limited.retry_after, limited.request_id) == (429, "rate_limited", 120, "req_fake")
+    assert (refused.code, refused.status) == ("network_error", None)
