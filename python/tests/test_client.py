@@ -105,9 +105,9 @@ def test_a_refusal_carries_the_servers_reason_and_detail_and_nothing_runs(client
 
 
 def test_approval_pending_then_decided(client: Mandate) -> None:
-    token = client.tokens.issue_root(
-        grant("py-approver", constraints={"require_approval": {"actions": ["write"]}})
-    )["compact_jwt"]
+    token = client.tokens.issue_root(grant("py-approver", constraints={"require_approval": {"actions": ["write"]}}))[
+        "compact_jwt"
+    ]
     with pytest.raises(MandateApprovalPending) as pending:
         client.act(token, "write", "crm:y", None, lambda _: "done")
     assert pending.value.url == f"{client.base_url}/#/approval/{pending.value.approval_id}"
@@ -116,7 +116,9 @@ def test_approval_pending_then_decided(client: Mandate) -> None:
     def approve(approval: PendingApproval) -> None:
         client.approvals.decide(approval.approval_id, {"decision": "approve", "note": "ok"})
 
-    assert client.act(token, "write", "crm:y", None, lambda _: "done", wait_for_approval=10, on_approval=approve) == "done"
+    assert (
+        client.act(token, "write", "crm:y", None, lambda _: "done", wait_for_approval=10, on_approval=approve) == "done"
+    )
 
     def deny(approval: PendingApproval) -> None:
         client.approvals.decide(approval.approval_id, {"decision": "deny"})

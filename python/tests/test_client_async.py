@@ -256,5 +256,10 @@ def test_async_retry_after_is_honoured_and_no_answer_is_a_mandate_error() -> Non
         fake.close()
     assert me == {"org_id": "org_1"}
     assert fake.seen[1][0] - fake.seen[0][0] >= 1.0
-    assert (limited.status, limited.code, limited.retry_after, limited.request_id) == (429, "rate_limited", 120, "req_fake")
+    assert (limited.status, limited.code, limited.retry_after, limited.request_id) == (
+        429,
+        "rate_limited",
+        120,
+        "req_fake",
+    )
     assert (refused.code, refused.status) == ("network_error", None)
