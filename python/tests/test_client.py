@@ -403,3 +403,15 @@ def test_an_organisations_owner_calls_every_group(client: Mandate, live_server: 
         assert revoked["revoked_count"] == 1
         status = root["claims"]["status"]["status_list"]["uri"]
         assert owner.tokens.status_list(status.rsplit("/", 1)[1]).count(".") == 2
+
+
+def test_the_client_refuses_what_it_cannot_send() -> None:
+    with pytest.raises(MandateError) as scheme:
+        Mandate("ftp://mandate.example.com")
+    assert scheme.value.code == "invalid_options"
+    with pytest.raises(MandateError) as negative:
+        Mandate("http://127.0.0.1:9", max_retries=-1)
+    assert negative.value.code == "invalid_options"
+    with Mandate("http://127.0.0.1:9") as client, pytest.raises(MandateError) as body:
+        client.records.record_action({"action": "read", "resource": "crm:a", "args": {"x": float("nan")}}, token="t")
+    assert (body.value.code, body.value.status) == ("invalid_arguments", None)
