@@ -15,7 +15,7 @@ import pytest
 from conftest import LiveServer
 
 from mandate import Mandate, MandateApprovalPending, MandateError, MandateRefusal
-from mandate.client import ActContext, PendingApproval, sha256_ref
+from mandate.client import ActContext, Event, PendingApproval, sha256_ref
 from mandate.client._models import IssueL1Request
 
 
@@ -274,6 +274,16 @@ def test_no_answer_is_a_mandate_error_never_an_httpx_one() -> None:
     assert isinstance(refused.value.__cause__, httpx.HTTPError)
 
 
+def within(events: Iterator[Event], seconds: float = 30) -> Event:
+    """The stream's next event, or a failure after ``seconds`` (the stream itself never ends)."""
+    got: list[Event] = []
+    reader = threading.Thread(target=lambda: got.append(next(events)), daemon=True)
+    reader.start()
+    reader.join(seconds)
+    assert got, f"no event within {seconds} s"
+    return got[0]
+
+
 def sse(*events: tuple[str, str]) -> bytes:
     lines = ["retry: 10", ""]
     for event_id, kind in events:
@@ -289,7 +299,7 @@ def test_the_event_stream_connects_again_after_a_drop_with_last_event_id() -> No
     try:
         with Mandate(fake.url, api_key="mk_x") as client:
             events = client.events(on_drop=lambda: drops.append(1))
-            got = [next(events), next(events)]
+            got = [within(events), within(events)]
             events.close()
         assert [(event.id, event.type, event.data) for event in got] == [
             ("msg_1", "record.denied", {"n": "msg_1"}),
@@ -310,11 +320,11 @@ def test_events_resume_after_a_given_event_on_the_live_server(client: Mandate) -
             client.records.authorize({"action": "delete", "resource": resource}, token=token)
 
     events = client.events(on_open=deny_twice)
-    first = next(events)
+    first = within(events)
     events.close()
     assert first.type == "record.denied" and first.id.startswith("msg_")
     resumed = client.events(last_event_id=first.id)
-    second = next(resumed)
+    second = within(resumed)
     resumed.close()
     assert second.type == "record.denied"
     assert (first.data["resource"], second.data["resource"]) == ("crm:one", "crm:two")

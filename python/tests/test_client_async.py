@@ -134,13 +134,13 @@ async def run_events(live_server: LiveServer) -> None:
         opened = asyncio.Event()
         events = client.events(on_open=opened.set)
         first_read = asyncio.ensure_future(anext(events))
-        await opened.wait()
+        await asyncio.wait_for(opened.wait(), 30)
         for resource in ("crm:one", "crm:two"):
             await client.records.authorize({"action": "delete", "resource": resource}, token=token)
-        first = await first_read
+        first = await asyncio.wait_for(first_read, 30)
         await events.aclose()
         resumed = client.events(last_event_id=first.id)
-        second = await anext(resumed)
+        second = await asyncio.wait_for(anext(resumed), 30)
         await resumed.aclose()
         assert (first.data["resource"], second.data["resource"]) == ("crm:one", "crm:two")
 
