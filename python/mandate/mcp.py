@@ -24,6 +24,12 @@ for the TypeScript SDK.
   page (``io.mandate/approval_url``). The function runs only once Mandate
   says approved. Run, the record is completed ``success`` with the output's
   hash (as ``act`` hashes an output), or ``error`` when the function raised.
+  A function returning a ``CallToolResult`` gets the npm gate's behaviour:
+  ``is_error`` completes the record ``error``, the hash is
+  :func:`tool_result_hash` of its content, and ``_meta`` carries
+  ``io.mandate/aar_id``, ``io.mandate/provenance_ref`` and
+  ``io.mandate/result_hash``; any other output is returned as it is, for the
+  SDK to convert.
 """
 
 from __future__ import annotations
@@ -32,6 +38,7 @@ import base64
 import functools
 import hashlib
 import inspect
+import json
 import secrets
 import time
 from collections.abc import Awaitable, Callable, Mapping
@@ -52,7 +59,7 @@ from mcp_types import (
 )
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
-from mandate.client import AsyncMandate, ProofKey, WriteOptions, output_hash
+from mandate.client import AsyncMandate, ProofKey, WriteOptions, output_hash, sha256_ref
 from mandate.client._models import ApprovalBody, AuthorizeResponse, CompleteRequest
 from mandate.client.records import Attempt
 from mandate.errors import MandateError
@@ -62,16 +69,20 @@ __all__ = [
     "META_APPROVAL_URL",
     "META_ERROR",
     "META_PROVENANCE_REF",
+    "META_RESULT_HASH",
     "MandateTokenVerifier",
     "TokenChecker",
     "ToolGrant",
     "jti_hash",
     "mandate_tool",
+    "tool_result_hash",
 ]
 
 #: The ``_meta`` keys the gate sets on a tool error (reverse-DNS prefix, as MCP asks).
 META_AAR_ID = "io.mandate/aar_id"
 META_PROVENANCE_REF = "io.mandate/provenance_ref"
+#: The hash recorded for a ``CallToolResult`` the function returned.
+META_RESULT_HASH = "io.mandate/result_hash"
 #: A refused call's reason code: a deny reason, or the gate's own (``token_required``, ``approval_pending``, …).
 META_ERROR = "io.mandate/error"
 #: An approval's reviewer page, on a call that ended waiting for it.
@@ -96,6 +107,17 @@ class TokenChecker(Protocol):
     """
 
     def verify(self, token: str) -> Claims: ...
+
+
+def tool_result_hash(result: CallToolResult) -> str:
+    """The ``result_hash`` of a tool result: ``sha256:`` of the compact JSON of its content blocks as MCP sends them.
+
+    The npm package's ``toolResultHash`` hashes ``JSON.stringify(content)``:
+    the same blocks give the same hash when their members come in the same
+    order.
+    """
+    blocks = [block.model_dump(mode="json", by_alias=True, exclude_none=True) for block in result.content]
+    return sha256_ref(json.dumps(blocks, separators=(",", ":"), ensure_ascii=False))
 
 
 def jti_hash(jti: str) -> str:
@@ -262,8 +284,11 @@ class _Gate:
         except BaseException:
             await self._complete(token, aar_id, {"result": "error"})
             raise
+        if isinstance(output, CallToolResult) and output.is_error:
+            await self._complete(token, aar_id, {"result": "error"})
+            return output.model_copy(update={"meta": {**(output.meta or {}), **meta}})
         body: CompleteRequest = {"result": "success"}
-        digest = output_hash(output)
+        digest = tool_result_hash(output) if isinstance(output, CallToolResult) else output_hash(output)
         if digest is not None:
             body["result_hash"] = digest
         try:
@@ -273,6 +298,8 @@ class _Gate:
                 f"The tool ran, but Mandate could not record how it ended: {error.message}",
                 {**meta, META_ERROR: error.code},
             )
+        if isinstance(output, CallToolResult):
+            return output.model_copy(update={"meta": {**(output.meta or {}), **meta, META_RESULT_HASH: digest}})
         return output
 
     async def _complete(self, token: str, aar_id: str, body: CompleteRequest) -> None:

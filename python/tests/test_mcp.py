@@ -32,10 +32,12 @@ from mandate.mcp import (
     META_AAR_ID,
     META_APPROVAL_URL,
     META_ERROR,
+    META_RESULT_HASH,
     MandateTokenVerifier,
     ToolGrant,
     jti_hash,
     mandate_tool,
+    tool_result_hash,
 )
 
 
@@ -91,6 +93,13 @@ def build(client: AsyncMandate, checker: JwksChecker, crm: Crm, url: str) -> MCP
         """Delete an account (a reviewer approves)."""
         crm.ran.append(("delete_account", {"account_id": account_id, "request": ctx.request_id}))
         return {"deleted": account_id}
+
+    @server.tool()
+    @mandate_tool(client, ToolGrant(action="read", resource="crm:accounts/notes"))
+    async def read_notes(fail: bool) -> types.CallToolResult:
+        """Read the notes: a result of its own, an error one when asked."""
+        crm.ran.append(("read_notes", {"fail": fail}))
+        return types.CallToolResult(content=[types.TextContent(type="text", text="no notes")], is_error=fail)
 
     return server
 
@@ -183,6 +192,19 @@ def test_a_permitted_call_runs_and_is_completed_with_the_outputs_hash(served: Se
         {"account_id": "7"},
     )
     assert record.get("result_hash") == output_hash("account 7")
+
+
+def test_a_call_tool_result_carries_the_record_and_its_hash_in_meta(served: Served, admin: Mandate) -> None:
+    token = issue(admin, "mcp-notes")
+    result = call(served, token, "read_notes", {"fail": False})
+    meta = result.meta or {}
+    (record,) = admin.records.page(agent_id="mcp-notes")["records"]
+    assert record.get("result_hash") == tool_result_hash(result) == meta[META_RESULT_HASH]
+    assert meta[META_AAR_ID] == record.get("aar_id")
+    failed = call(served, token, "read_notes", {"fail": True})
+    assert failed.is_error and (failed.meta or {})[META_AAR_ID] != meta[META_AAR_ID]
+    results = [r.get("result") for r in admin.records.page(agent_id="mcp-notes")["records"]]
+    assert sorted(r or "" for r in results) == ["error", "success"]
 
 
 def test_out_of_scope_is_a_tool_error_with_the_code_and_nothing_runs(served: Served, admin: Mandate) -> None:
