@@ -67,7 +67,9 @@ async def run_approval(live_server: LiveServer) -> None:
 
         async def approve_pending() -> None:
             # Once the agent's second ask is waiting: both its pending approvals, approved.
+            deadline = asyncio.get_running_loop().time() + 30
             while True:
+                assert asyncio.get_running_loop().time() < deadline, "the second approval never came"
                 mine = [
                     approval
                     async for approval in client.approvals.list(status="pending")
