@@ -5,8 +5,6 @@ from __future__ import annotations
 import asyncio
 import json
 import socket
-import threading
-import time
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -16,9 +14,9 @@ import httpx
 import httpx2
 import mcp_types as types
 import pytest
-import uvicorn
 from pydantic import AnyHttpUrl
 from conftest import LiveServer
+from crm_server import serving
 from mcp import Client
 from mcp.client.session import ClientRequestContext, ElicitationFnT
 from mcp.client.streamable_http import streamable_http_client
@@ -113,24 +111,9 @@ def admin(live_server: LiveServer) -> Iterator[Mandate]:
 @contextmanager
 def serve(agent_client: AsyncMandate, checker: JwksChecker) -> Iterator[Served]:
     """The gated MCP server on 127.0.0.1, port 0, in a thread."""
-    sock = socket.socket()
-    sock.bind(("127.0.0.1", 0))
-    url = f"http://127.0.0.1:{sock.getsockname()[1]}/mcp"
     crm = Crm()
-    app = build(agent_client, checker, crm, url).streamable_http_app()
-    server = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="on"))
-    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 10
-    while not server.started:
-        assert time.monotonic() < deadline, "the MCP server did not start"
-        time.sleep(0.02)
-    try:
+    with serving(lambda url: build(agent_client, checker, crm, url).streamable_http_app()) as url:
         yield Served(url, crm)
-    finally:
-        server.should_exit = True
-        thread.join(timeout=10)
-        sock.close()
 
 
 @pytest.fixture
