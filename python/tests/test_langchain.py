@@ -212,3 +212,27 @@ def test_async_agents_use_the_async_client_the_same_way(client: Mandate, live_se
     records = client.records.page(agent_id="lc-async")["records"]
     assert sorted((r["action"], r["status"]) for r in records) == [("delete", "completed"), ("send", "completed")]
     assert value["aar_id"] in {r.get("aar_id") for r in records}
+
+
+def test_an_approval_is_bound_to_the_arguments_it_was_asked_for(client: Mandate) -> None:
+    token = agent_token(client, "lc-edited")
+    ran = Ran()
+    model = script(call("delete_contact", "c1", contact_id="42"), "deleted")
+    agent = create_agent(
+        model,
+        ran.tools(),
+        middleware=[MandateMiddleware(client, token=token, tools=GRANTS)],
+        checkpointer=InMemorySaver(),
+    )
+    config: Any = {"configurable": {"thread_id": "t-edited"}}
+    (first,) = agent.invoke({"messages": [HumanMessage("delete 42")]}, config)["__interrupt__"]
+    client.approvals.decide(first.value["approval_id"], {"decision": "approve"})
+    # The history is edited after the approval: the same tool call now names another contact.
+    asked = next(m for m in agent.get_state(config).values["messages"] if getattr(m, "tool_calls", None))
+    edited = asked.model_copy(update={"tool_calls": [{**asked.tool_calls[0], "args": {"contact_id": "43"}}]})
+    agent.update_state(config, {"messages": [edited]}, as_node="model")
+    result = agent.invoke(Command(resume=True), config)
+    (second,) = result["__interrupt__"]
+    assert second.value["args"] == {"contact_id": "43"}
+    assert second.value["approval_id"] != first.value["approval_id"]
+    assert ran.calls == []
