@@ -62,6 +62,7 @@ from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from mandate.client import AsyncMandate, ProofKey, WriteOptions, output_hash, sha256_ref
 from mandate.client._models import ApprovalBody, AuthorizeResponse, CompleteRequest
 from mandate.client.records import Attempt
+from mandate._types import VerifiedToken
 from mandate.errors import MandateError
 
 __all__ = [
@@ -100,13 +101,15 @@ _STATE_PREFIX = "mandate-approval-"
 
 
 class TokenChecker(Protocol):
-    """What checks a token offline: the native ``Verifier``, or anything with its ``verify``.
+    """What checks a token offline: the native :class:`~mandate.Verifier`, or anything with its ``verify``.
 
-    ``verify`` returns the verified claims and raises
+    ``verify`` returns the verified token (its ``claims``) and raises
     :class:`~mandate.MandateError` (core's code) for a token it refuses.
+    Give the ``Verifier`` ``check_status=True`` and keep its status lists
+    current (``set_status_list``) so that a revoked token is refused.
     """
 
-    def verify(self, token: str) -> Claims: ...
+    def verify(self, token: str) -> VerifiedToken: ...
 
 
 def tool_result_hash(result: CallToolResult) -> str:
@@ -156,7 +159,7 @@ class MandateTokenVerifier:
     async def verify_token(self, token: str) -> AccessToken | None:
         """The token's ``AccessToken``, or None (the SDK answers 401) when it is refused."""
         try:
-            claims = self.verifier.verify(token)
+            claims = self.verifier.verify(token)["claims"]
         except MandateError:
             return None
         if "cnf" in claims:

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import asyncio
-import json
 import socket
+import time
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -24,7 +24,7 @@ from mcp.server.auth.settings import AuthSettings
 from mcp.server.mcpserver import Context, MCPServer
 
 import mandate
-from mandate import AsyncMandate, Mandate, MandateError
+from mandate import AsyncMandate, Mandate, MandateError, VerifiedToken
 from mandate.client import output_hash
 from mandate.mcp import (
     META_AAR_ID,
@@ -32,22 +32,12 @@ from mandate.mcp import (
     META_ERROR,
     META_RESULT_HASH,
     MandateTokenVerifier,
+    TokenChecker,
     ToolGrant,
     jti_hash,
     mandate_tool,
     tool_result_hash,
 )
-
-
-class JwksChecker:
-    """Verifies with the native verify_token and the server's key set."""
-
-    def __init__(self, jwks: Mapping[str, Any]) -> None:
-        self.jwks = json.dumps(jwks)
-
-    def verify(self, token: str) -> dict[str, Any]:
-        claims: dict[str, Any] = json.loads(mandate.verify_token(token, self.jwks))
-        return claims
 
 
 @dataclass
@@ -63,7 +53,7 @@ class Served:
     crm: Crm
 
 
-def build(client: AsyncMandate, checker: JwksChecker, crm: Crm, url: str) -> MCPServer:
+def build(client: AsyncMandate, checker: TokenChecker, crm: Crm, url: str) -> MCPServer:
     server = MCPServer(
         "crm",
         token_verifier=MandateTokenVerifier(checker),
@@ -109,7 +99,7 @@ def admin(live_server: LiveServer) -> Iterator[Mandate]:
 
 
 @contextmanager
-def serve(agent_client: AsyncMandate, checker: JwksChecker) -> Iterator[Served]:
+def serve(agent_client: AsyncMandate, checker: TokenChecker) -> Iterator[Served]:
     """The gated MCP server on 127.0.0.1, port 0, in a thread."""
     crm = Crm()
     with serving(lambda url: build(agent_client, checker, crm, url).streamable_http_app()) as url:
@@ -118,7 +108,7 @@ def serve(agent_client: AsyncMandate, checker: JwksChecker) -> Iterator[Served]:
 
 @pytest.fixture
 def served(live_server: LiveServer, admin: Mandate) -> Iterator[Served]:
-    with serve(AsyncMandate(live_server.base_url), JwksChecker(admin.tokens.jwks())) as running:
+    with serve(AsyncMandate(live_server.base_url), mandate.Verifier(admin.tokens.jwks())) as running:
         yield running
 
 
@@ -214,6 +204,29 @@ def test_a_forged_token_is_answered_401_and_never_reaches_the_tool(served: Serve
     assert served.crm.ran == []
 
 
+def test_a_revoked_token_is_refused_offline_by_its_status_list(live_server: LiveServer, admin: Mandate) -> None:
+    token = issue(admin, "mcp-revoked")
+    claims = mandate.decode_token_unverified(token)["claims"]
+    jti, uri = claims["jti"], claims["status"]["status_list"]["uri"]
+    assert isinstance(jti, str) and isinstance(uri, str)
+    verifier = mandate.Verifier(admin.tokens.jwks(), check_status=True, status_origins=[live_server.base_url])
+    name = uri.rsplit("/", 1)[-1]
+    verifier.set_status_list(admin.tokens.status_list(name))
+    with serve(AsyncMandate(live_server.base_url), verifier) as running:
+        assert not call(running, token, "read_account", {"account_id": "1"}).is_error
+        admin.tokens.revoke({"jti": jti})
+        ping = {"jsonrpc": "2.0", "id": 1, "method": "tools/list"}
+        deadline = time.monotonic() + 15
+        status = 0
+        while status != 401 and time.monotonic() < deadline:
+            verifier.set_status_list(admin.tokens.status_list(name))
+            status = httpx.post(running.url, json=ping, headers={"Authorization": f"Bearer {token}"}).status_code
+            if status != 401:
+                time.sleep(0.5)
+        assert status == 401
+        assert [name for name, _ in running.crm.ran] == ["read_account"]
+
+
 def test_approval_without_elicitation_is_a_tool_error_naming_the_page(served: Served, admin: Mandate) -> None:
     token = issue(admin, "mcp-pending")
     result = call(served, token, "delete_account", {"account_id": "3"})
@@ -273,7 +286,7 @@ def test_mandate_unreachable_means_the_tool_does_not_run(admin: Mandate) -> None
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         dead = probe.getsockname()[1]
-    with serve(AsyncMandate(f"http://127.0.0.1:{dead}", max_retries=0), JwksChecker(admin.tokens.jwks())) as down:
+    with serve(AsyncMandate(f"http://127.0.0.1:{dead}", max_retries=0), mandate.Verifier(admin.tokens.jwks())) as down:
         result = call(down, token, "read_account", {"account_id": "1"})
         assert (result.is_error, (result.meta or {})[META_ERROR]) == (True, "network_error")
         assert down.crm.ran == []
@@ -281,7 +294,7 @@ def test_mandate_unreachable_means_the_tool_does_not_run(admin: Mandate) -> None
 
 def test_a_call_without_a_token_never_runs(admin: Mandate) -> None:
     crm = Crm()
-    server = build(AsyncMandate(admin.base_url), JwksChecker(admin.tokens.jwks()), crm, "http://127.0.0.1/mcp")
+    server = build(AsyncMandate(admin.base_url), mandate.Verifier(admin.tokens.jwks()), crm, "http://127.0.0.1/mcp")
 
     async def go() -> types.CallToolResult:
         async with Client(server) as client:
@@ -298,10 +311,10 @@ class Fixed:
     def __init__(self, claims: dict[str, Any] | None) -> None:
         self.claims = claims
 
-    def verify(self, token: str) -> dict[str, Any]:
+    def verify(self, token: str) -> VerifiedToken:
         if self.claims is None:
             raise MandateError("bad signature", code="invalid_signature", stage="verify")
-        return self.claims
+        return {"header": {}, "claims": self.claims}
 
 
 def test_the_token_verifier_checks_audience_binding_and_hides_the_jti() -> None:

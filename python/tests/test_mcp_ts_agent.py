@@ -36,15 +36,6 @@ console.log(JSON.stringify(run));
 """
 
 
-class Checker:
-    def __init__(self, jwks: str) -> None:
-        self.jwks = jwks
-
-    def verify(self, token: str) -> dict[str, object]:
-        claims: dict[str, object] = json.loads(mandate.verify_token(token, self.jwks))
-        return claims
-
-
 def example_ready() -> None:
     if shutil.which("node") is None:
         pytest.fail("node is needed to run the TypeScript agent")
@@ -58,9 +49,9 @@ def test_the_typescript_agent_against_a_python_server(live_server: LiveServer) -
     example_ready()
     outbox = Outbox()
     with Mandate(live_server.base_url, api_key=live_server.api_key) as admin:
-        jwks = json.dumps(admin.tokens.jwks())
+        verifier = mandate.Verifier(admin.tokens.jwks())
         agents = AsyncMandate(live_server.base_url)
-        with serving(lambda url: crm_server(agents, Checker(jwks), url, outbox).streamable_http_app()) as url:
+        with serving(lambda url: crm_server(agents, verifier, url, outbox).streamable_http_app()) as url:
             env = {
                 **os.environ,
                 "AGENT_MODULE": (EXAMPLE / "agent.mjs").as_uri(),
