@@ -6,11 +6,15 @@ two requests bare through the same client (authorize with the same
 ``Idempotency-Key`` form where the adapter sends one, then complete). The
 figure of a round is the wrapped call's time minus the bare pair's; the
 report is the median, min and max over the rounds (200 by default), in ms.
+On a busy machine the round trips' noise (tens of ms) swamps a difference
+this small, so each adapter also reports ``own_median_ms``: the wrapped call
+with the client's two calls answered at once in process (no network), the
+median over the same number of rounds — the adapter's own work alone.
 
     MANDATE_BIN=.../mandate python bench/adapters.py [--rounds N]
 
 It starts ``mandate serve`` on 127.0.0.1, port 0, with a fresh data folder,
-and prints ``{"<adapter>": {"median_ms": …, "min_ms": …, "max_ms": …}, …}``.
+and prints ``{"<adapter>": {"median_ms": …, "min_ms": …, "max_ms": …, "own_median_ms": …}, …}``.
 """
 
 from __future__ import annotations
@@ -44,6 +48,34 @@ from mandate.mcp import ToolGrant as McpGrant
 from mandate.mcp import mandate_tool
 
 ARGS = {"account_id": "7", "note": "renewal"}
+ANSWER: dict[str, Any] = {"authorized": True, "aar_id": "aar_bench", "provenance_ref": "prov_bench"}
+
+
+class Answered:
+    """A client's ``records`` whose two calls answer at once: the adapter's own work is all that is timed."""
+
+    def authorize(self, *args: Any, **kwargs: Any) -> dict[str, Any]:
+        return ANSWER
+
+    def complete(self, *args: Any, **kwargs: Any) -> dict[str, Any]:
+        return {}
+
+
+class AsyncAnswered:
+    async def authorize(self, *args: Any, **kwargs: Any) -> dict[str, Any]:
+        return ANSWER
+
+    async def complete(self, *args: Any, **kwargs: Any) -> dict[str, Any]:
+        return {}
+
+
+def own(rounds: int, wrapped: Callable[[int], object]) -> float:
+    times: list[float] = []
+    for i in range(rounds):
+        start = time.perf_counter()
+        wrapped(i)
+        times.append(time.perf_counter() - start)
+    return round(statistics.median(times) * 1000, 4)
 ATTEMPT: Attempt = {"action": "read", "resource": "crm:accounts/7", "args": ARGS}
 
 
@@ -96,7 +128,7 @@ def paired(rounds: int, wrapped: Callable[[int], object], bare: Callable[[int], 
     return summary(differences)
 
 
-def langchain(client: Mandate, token: str, rounds: int) -> dict[str, float]:
+def langchain_call(client: Mandate, token: str) -> Callable[[int], object]:
     middleware = MandateMiddleware(
         client, token=token, tools={"read_account": ToolGrant(action="read", resource="crm:accounts/7")}
     )
@@ -105,53 +137,69 @@ def langchain(client: Mandate, token: str, rounds: int) -> dict[str, float]:
         return ToolMessage(content="account 7", tool_call_id=request.tool_call["id"] or "", name="read_account")
 
     def wrapped(i: int) -> object:
-        call_id = f"lc-wrapped-{i}"
         request = ToolCallRequest(
-            tool_call={"name": "read_account", "args": dict(ARGS), "id": call_id, "type": "tool_call"},
+            tool_call={"name": "read_account", "args": dict(ARGS), "id": f"lc-wrapped-{i}", "type": "tool_call"},
             tool=None,
             state={},
             runtime=cast(Any, None),
         )
         return middleware.wrap_tool_call(request, tool)
 
+    return wrapped
+
+
+def langchain(client: Mandate, token: str, rounds: int) -> dict[str, float]:
     def bare(i: int) -> object:
         key = idempotency_key("", f"lc-bare-{i}", "read_account", ATTEMPT)
         answer = client.records.authorize(ATTEMPT, token=token, idempotency_key=key)
-        return client.records.complete(answer["aar_id"], {"result": "success", "result_hash": "sha256:" + "0" * 64}, token=token)
+        body: Any = {"result": "success", "result_hash": "sha256:" + "0" * 64}
+        return client.records.complete(answer["aar_id"], body, token=token)
 
-    return paired(rounds, wrapped, bare)
+    report = paired(rounds, langchain_call(client, token), bare)
+    with Mandate("http://127.0.0.1:9") as offline:
+        setattr(offline, "records", Answered())
+        report["own_median_ms"] = own(rounds, langchain_call(offline, token))
+    return report
 
 
 def mcp(base_url: str, token: str, rounds: int) -> dict[str, float]:
+    def gated(client: AsyncMandate) -> Callable[[], Awaitable[object]]:
+        @mandate_tool(client, McpGrant(action="read", resource=lambda a: f"crm:accounts/{a['account_id']}"))
+        async def read_account(account_id: str, note: str) -> str:
+            return f"account {account_id}"
+
+        context = Context()
+
+        async def wrapped() -> object:
+            return await read_account(**ARGS, mandate_context=context)
+
+        return wrapped
+
+    async def timed(step: Callable[[], Awaitable[object]]) -> float:
+        start = time.perf_counter()
+        await step()
+        return time.perf_counter() - start
+
     async def run() -> dict[str, float]:
+        auth_context_var.set(AuthenticatedUser(AccessToken(token=token, client_id="bench", scopes=["read"])))
         async with AsyncMandate(base_url) as client:
-
-            @mandate_tool(client, McpGrant(action="read", resource=lambda a: f"crm:accounts/{a['account_id']}"))
-            async def read_account(account_id: str, note: str) -> str:
-                return f"account {account_id}"
-
-            context = Context()
-            access = AccessToken(token=token, client_id="bench", scopes=["read"])
-            auth_context_var.set(AuthenticatedUser(access))
-
-            async def wrapped() -> object:
-                return await read_account(**ARGS, mandate_context=context)
+            wrapped = gated(client)
 
             async def bare() -> object:
                 answer = await client.records.authorize(ATTEMPT, token=token)
                 body: Any = {"result": "success", "result_hash": "sha256:" + "0" * 64}
                 return await client.records.complete(answer["aar_id"], body, token=token)
 
-            async def timed(step: Callable[[], Awaitable[object]]) -> float:
-                start = time.perf_counter()
-                await step()
-                return time.perf_counter() - start
-
             for _ in range(10):
                 await wrapped()
                 await bare()
-            differences = [await timed(wrapped) - await timed(bare) for _ in range(rounds)]
-            return summary(differences)
+            report = summary([await timed(wrapped) - await timed(bare) for _ in range(rounds)])
+        async with AsyncMandate("http://127.0.0.1:9") as offline:
+            setattr(offline, "records", AsyncAnswered())
+            alone = gated(offline)
+            times = [await timed(alone) for _ in range(rounds)]
+            report["own_median_ms"] = round(statistics.median(times) * 1000, 4)
+        return report
 
     return asyncio.run(run())
 
