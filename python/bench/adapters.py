@@ -1,0 +1,226 @@
+"""Each adapter's own overhead per tool call, besides its two round trips to Mandate.
+
+For each adapter, one round makes a tool call through the adapter (authorize
+→ a tool that returns at once → complete) and, interleaved with it, the same
+two requests bare through the same client (authorize with the same
+``Idempotency-Key`` form where the adapter sends one, then complete). The
+figure of a round is the wrapped call's time minus the bare pair's; the
+report is the median, min and max over the rounds (200 by default), in ms.
+On a busy machine the round trips' noise (tens of ms) swamps a difference
+this small, so each adapter also reports ``own_median_ms``: the wrapped call
+with the client's two calls answered at once in process (no network), the
+median over the same number of rounds — the adapter's own work alone.
+
+    MANDATE_BIN=.../mandate python bench/adapters.py [--rounds N]
+
+It starts ``mandate serve`` on 127.0.0.1, port 0, with a fresh data folder,
+and prints ``{"<adapter>": {"median_ms": …, "min_ms": …, "max_ms": …, "own_median_ms": …}, …}``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import re
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Awaitable, Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any, cast
+
+from langchain.agents.middleware.types import ToolCallRequest
+from langchain_core.messages import ToolMessage
+from mcp.server.auth.middleware.auth_context import auth_context_var
+from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser
+from mcp.server.auth.provider import AccessToken
+from mcp.server.mcpserver import Context
+
+from mandate import AsyncMandate, Mandate
+from mandate.client import Attempt
+from mandate.langchain import MandateMiddleware, ToolGrant, idempotency_key
+from mandate.mcp import ToolGrant as McpGrant
+from mandate.mcp import mandate_tool
+
+ARGS = {"account_id": "7", "note": "renewal"}
+ANSWER: dict[str, Any] = {"authorized": True, "aar_id": "aar_bench", "provenance_ref": "prov_bench"}
+
+
+class Answered:
+    """A client's ``records`` whose two calls answer at once: the adapter's own work is all that is timed."""
+
+    def authorize(self, *args: Any, **kwargs: Any) -> dict[str, Any]:
+        return ANSWER
+
+    def complete(self, *args: Any, **kwargs: Any) -> dict[str, Any]:
+        return {}
+
+
+class AsyncAnswered:
+    async def authorize(self, *args: Any, **kwargs: Any) -> dict[str, Any]:
+        return ANSWER
+
+    async def complete(self, *args: Any, **kwargs: Any) -> dict[str, Any]:
+        return {}
+
+
+def own(rounds: int, wrapped: Callable[[int], object]) -> float:
+    times: list[float] = []
+    for i in range(rounds):
+        start = time.perf_counter()
+        wrapped(i)
+        times.append(time.perf_counter() - start)
+    return round(statistics.median(times) * 1000, 4)
+ATTEMPT: Attempt = {"action": "read", "resource": "crm:accounts/7", "args": ARGS}
+
+
+@contextmanager
+def live_server() -> Iterator[tuple[str, str]]:
+    """A fresh ``mandate serve``: its base URL and admin key."""
+    binary = os.environ.get("MANDATE_BIN")
+    if not binary:
+        sys.exit("set MANDATE_BIN to the mandate server binary")
+    with tempfile.TemporaryDirectory(prefix="mandate-bench-adapters-") as data:
+        server = subprocess.Popen(
+            [binary, "serve", "--listen", "127.0.0.1:0", "--data-dir", data],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            text=True,
+        )
+        try:
+            assert server.stdout is not None
+            for line in server.stdout:
+                found = re.search(r"listening on (http://\S+)", line)
+                if found:
+                    yield found.group(1), (Path(data) / "admin.key").read_text().strip()
+                    return
+            sys.exit(f"the server exited with {server.wait()} before listening")
+        finally:
+            server.terminate()
+            server.wait(timeout=10)
+
+
+def summary(differences: list[float]) -> dict[str, float]:
+    return {
+        "median_ms": round(statistics.median(differences) * 1000, 4),
+        "min_ms": round(min(differences) * 1000, 4),
+        "max_ms": round(max(differences) * 1000, 4),
+    }
+
+
+def paired(rounds: int, wrapped: Callable[[int], object], bare: Callable[[int], object]) -> dict[str, float]:
+    """Interleaved rounds (a warm-up of 10 first): wrapped time minus bare time, per round."""
+    for i in range(10):
+        wrapped(-1 - i)
+        bare(-1 - i)
+    differences: list[float] = []
+    for i in range(rounds):
+        start = time.perf_counter()
+        wrapped(i)
+        middle = time.perf_counter()
+        bare(i)
+        differences.append((middle - start) - (time.perf_counter() - middle))
+    return summary(differences)
+
+
+def langchain_call(client: Mandate, token: str) -> Callable[[int], object]:
+    middleware = MandateMiddleware(
+        client, token=token, tools={"read_account": ToolGrant(action="read", resource="crm:accounts/7")}
+    )
+
+    def tool(request: ToolCallRequest) -> ToolMessage:
+        return ToolMessage(content="account 7", tool_call_id=request.tool_call["id"] or "", name="read_account")
+
+    def wrapped(i: int) -> object:
+        request = ToolCallRequest(
+            tool_call={"name": "read_account", "args": dict(ARGS), "id": f"lc-wrapped-{i}", "type": "tool_call"},
+            tool=None,
+            state={},
+            runtime=cast(Any, None),
+        )
+        return middleware.wrap_tool_call(request, tool)
+
+    return wrapped
+
+
+def langchain(client: Mandate, token: str, rounds: int) -> dict[str, float]:
+    def bare(i: int) -> object:
+        key = idempotency_key("", f"lc-bare-{i}", "read_account", ATTEMPT)
+        answer = client.records.authorize(ATTEMPT, token=token, idempotency_key=key)
+        body: Any = {"result": "success", "result_hash": "sha256:" + "0" * 64}
+        return client.records.complete(answer["aar_id"], body, token=token)
+
+    report = paired(rounds, langchain_call(client, token), bare)
+    with Mandate("http://127.0.0.1:9") as offline:
+        setattr(offline, "records", Answered())
+        report["own_median_ms"] = own(rounds, langchain_call(offline, token))
+    return report
+
+
+def mcp(base_url: str, token: str, rounds: int) -> dict[str, float]:
+    def gated(client: AsyncMandate) -> Callable[[], Awaitable[object]]:
+        @mandate_tool(client, McpGrant(action="read", resource=lambda a: f"crm:accounts/{a['account_id']}"))
+        async def read_account(account_id: str, note: str) -> str:
+            return f"account {account_id}"
+
+        context = Context()
+
+        async def wrapped() -> object:
+            return await read_account(**ARGS, mandate_context=context)
+
+        return wrapped
+
+    async def timed(step: Callable[[], Awaitable[object]]) -> float:
+        start = time.perf_counter()
+        await step()
+        return time.perf_counter() - start
+
+    async def run() -> dict[str, float]:
+        auth_context_var.set(AuthenticatedUser(AccessToken(token=token, client_id="bench", scopes=["read"])))
+        async with AsyncMandate(base_url) as client:
+            wrapped = gated(client)
+
+            async def bare() -> object:
+                answer = await client.records.authorize(ATTEMPT, token=token)
+                body: Any = {"result": "success", "result_hash": "sha256:" + "0" * 64}
+                return await client.records.complete(answer["aar_id"], body, token=token)
+
+            for _ in range(10):
+                await wrapped()
+                await bare()
+            report = summary([await timed(wrapped) - await timed(bare) for _ in range(rounds)])
+        async with AsyncMandate("http://127.0.0.1:9") as offline:
+            setattr(offline, "records", AsyncAnswered())
+            alone = gated(offline)
+            times = [await timed(alone) for _ in range(rounds)]
+            report["own_median_ms"] = round(statistics.median(times) * 1000, 4)
+        return report
+
+    return asyncio.run(run())
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--rounds", type=int, default=200)
+    rounds = parser.parse_args().rounds
+    with live_server() as (base_url, api_key), Mandate(base_url, api_key=api_key) as admin:
+        token = admin.tokens.issue_root(
+            {
+                "developer_email": "bench@example.com",
+                "agent_id": "bench-adapters",
+                "resources": ["crm:*"],
+                "actions": ["read"],
+            }
+        )["compact_jwt"]
+        with Mandate(base_url) as agents:
+            report = {"langchain": langchain(agents, token, rounds), "mcp": mcp(base_url, token, rounds)}
+    print(json.dumps(report, indent=2))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,408 @@
+"""Mandate for MCP servers built with the MCP Python SDK (``mcp``, ``MCPServer``).
+
+An MCP server takes the agent's token (a VAT) as its OAuth access token,
+checks it offline, and runs each gated tool call as authorize → tool →
+complete, asking a human through URL-mode elicitation when the grant
+requires an approval. The npm package's ``mandate-sdk/mcp`` does the same
+for the TypeScript SDK.
+
+- :class:`MandateTokenVerifier` is the SDK's ``TokenVerifier``
+  (``MCPServer(token_verifier=..., auth=AuthSettings(...))``): the token is
+  verified by a :class:`TokenChecker` (the native ``Verifier`` with its
+  status lists, so a revoked token is refused), and its audience, when the
+  server names its own URL, must include it. The hook sees the token and
+  never the request, so a bound (DPoP) token is refused: its proof cannot be
+  checked here.
+- :func:`mandate_tool` turns an async tool function into a gated one for
+  ``@server.tool()``. The tool's arguments are sent as the call's ``args``.
+  Refused, or Mandate not answering: the function does not run and the
+  result is a tool error (``is_error``) naming the reason, with ``_meta``
+  ``io.mandate/error`` (the code) and ``io.mandate/aar_id`` (the denied
+  record). Needing approval: a client that declared URL-mode elicitation is
+  sent the reviewer's page (``elicitation/create``, mode ``url``) and the
+  call waits for the decision; any other client gets a tool error naming the
+  page (``io.mandate/approval_url``). The function runs only once Mandate
+  says approved. Run, the record is completed ``success`` with the output's
+  hash (as ``act`` hashes an output), or ``error`` when the function raised.
+  A function returning a ``CallToolResult`` gets the npm gate's behaviour:
+  ``is_error`` completes the record ``error``, the hash is
+  :func:`tool_result_hash` of its content, and ``_meta`` carries
+  ``io.mandate/aar_id``, ``io.mandate/provenance_ref`` and
+  ``io.mandate/result_hash``; any other output is returned as it is, for the
+  SDK to convert.
+"""
+
+from __future__ import annotations
+
+import base64
+import functools
+import hashlib
+import inspect
+import json
+import secrets
+import time
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass
+from typing import Any, Protocol, TypeAlias, TypeVar, cast
+
+from mcp.server.auth.middleware.auth_context import get_access_token
+from mcp.server.auth.provider import AccessToken
+from mcp.server.mcpserver import Context
+from mcp.server.mcpserver.utilities.context_injection import find_context_parameter
+from mcp_types import (
+    CallToolResult,
+    ElicitRequest,
+    ElicitRequestURLParams,
+    ElicitResult,
+    InputRequiredResult,
+    TextContent,
+)
+from mcp_types.version import MODERN_PROTOCOL_VERSIONS
+
+from mandate.client import AsyncMandate, ProofKey, WriteOptions, output_hash, sha256_ref
+from mandate.client._models import ApprovalBody, AuthorizeResponse, CompleteRequest
+from mandate.client.records import Attempt
+from mandate._types import VerifiedToken
+from mandate.errors import MandateError
+
+__all__ = [
+    "META_AAR_ID",
+    "META_APPROVAL_URL",
+    "META_ERROR",
+    "META_PROVENANCE_REF",
+    "META_RESULT_HASH",
+    "MandateTokenVerifier",
+    "TokenChecker",
+    "ToolGrant",
+    "jti_hash",
+    "mandate_tool",
+    "tool_result_hash",
+]
+
+#: The ``_meta`` keys the gate sets on a tool error (reverse-DNS prefix, as MCP asks).
+META_AAR_ID = "io.mandate/aar_id"
+META_PROVENANCE_REF = "io.mandate/provenance_ref"
+#: The hash recorded for a ``CallToolResult`` the function returned.
+META_RESULT_HASH = "io.mandate/result_hash"
+#: A refused call's reason code: a deny reason, or the gate's own (``token_required``, ``approval_pending``, …).
+META_ERROR = "io.mandate/error"
+#: An approval's reviewer page, on a call that ended waiting for it.
+META_APPROVAL_URL = "io.mandate/approval_url"
+
+Claims: TypeAlias = Mapping[str, Any]
+Args: TypeAlias = dict[str, Any]
+R = TypeVar("R")
+
+#: The keyword the gate adds to a function that takes no ``Context`` of its own.
+_CONTEXT = "mandate_context"
+#: The key of the approval's elicitation in an ``InputRequiredResult``, and the prefix of its request state.
+_INPUT = "io.mandate/approval"
+_STATE_PREFIX = "mandate-approval-"
+
+
+class TokenChecker(Protocol):
+    """What checks a token offline: the native :class:`~mandate.Verifier`, or anything with its ``verify``.
+
+    ``verify`` returns the verified token (its ``claims``) and raises
+    :class:`~mandate.MandateError` (core's code) for a token it refuses.
+    Give the ``Verifier`` ``check_status=True`` and keep its status lists
+    current (``set_status_list``) so that a revoked token is refused.
+    """
+
+    def verify(self, token: str) -> VerifiedToken: ...
+
+
+def tool_result_hash(result: CallToolResult) -> str:
+    """The ``result_hash`` of a tool result: ``sha256:`` of the compact JSON of its content blocks as MCP sends them.
+
+    The npm package's ``toolResultHash`` hashes ``JSON.stringify(content)``:
+    the same blocks give the same hash when their members come in the same
+    order.
+    """
+    blocks = [block.model_dump(mode="json", by_alias=True, exclude_none=True) for block in result.content]
+    return sha256_ref(json.dumps(blocks, separators=(",", ":"), ensure_ascii=False))
+
+
+def jti_hash(jti: str) -> str:
+    """base64url (no padding) SHA-256 of the jti: the token's jti hash (``svc_parent``, events)."""
+    return base64.urlsafe_b64encode(hashlib.sha256(jti.encode()).digest()).decode().rstrip("=")
+
+
+def _audiences(claims: Claims) -> list[str]:
+    aud = claims.get("aud")
+    if isinstance(aud, str):
+        return [aud]
+    if isinstance(aud, list):
+        return [a for a in cast(list[object], aud) if isinstance(a, str)]
+    return []
+
+
+def _same_resource(a: str, b: str) -> bool:
+    return a.removesuffix("/") == b.removesuffix("/")
+
+
+class MandateTokenVerifier:
+    """The MCP SDK's ``TokenVerifier`` for Mandate tokens, checked offline.
+
+    ``resource`` is this MCP server's URL (``AuthSettings.resource_server_url``):
+    given, a token whose ``aud`` does not name it is refused, and the
+    ``AccessToken``'s ``resource`` is that URL. ``AccessToken.client_id`` is
+    the agent's id, ``scopes`` the token's actions, ``claims`` the verified
+    claims without ``jti`` (a bare ``vat_jti`` would be a credential) and
+    with ``jth``, its hash.
+    """
+
+    def __init__(self, verifier: TokenChecker, *, resource: str | None = None) -> None:
+        self.verifier = verifier
+        self.resource = resource
+
+    async def verify_token(self, token: str) -> AccessToken | None:
+        """The token's ``AccessToken``, or None (the SDK answers 401) when it is refused."""
+        try:
+            claims = self.verifier.verify(token)["claims"]
+        except MandateError:
+            return None
+        if "cnf" in claims:
+            return None
+        resource: str | None = None
+        audiences = _audiences(claims)
+        if self.resource is not None:
+            if not any(_same_resource(aud, self.resource) for aud in audiences):
+                return None
+            resource = self.resource
+        elif len(audiences) == 1:
+            resource = audiences[0]
+        return access_token_of(token, claims, resource)
+
+
+def access_token_of(token: str, claims: Claims, resource: str | None) -> AccessToken:
+    """The SDK's ``AccessToken`` for verified ``claims``."""
+    sub = str(claims.get("sub", ""))
+    scope = claims.get("svc_scope")
+    actions: list[str] = []
+    if isinstance(scope, Mapping):
+        listed = cast(Mapping[str, object], scope).get("actions")
+        if isinstance(listed, list):
+            actions = [a for a in cast(list[object], listed) if isinstance(a, str)]
+    kept = {name: value for name, value in claims.items() if name != "jti"}
+    kept["jth"] = jti_hash(str(claims.get("jti", "")))
+    exp = claims.get("exp")
+    return AccessToken(
+        token=token,
+        client_id=sub.removeprefix("agent:"),
+        scopes=actions,
+        expires_at=exp if isinstance(exp, int) else None,
+        resource=resource,
+        subject=sub,
+        claims=kept,
+    )
+
+
+@dataclass(frozen=True)
+class ToolGrant:
+    """What a gated tool's calls ask Mandate for: the action, the resource and the spend, fixed or from the arguments."""
+
+    action: str | Callable[[Args], str]
+    resource: str | Callable[[Args], str]
+    spend_usd: float | Callable[[Args], float | None] | None = None
+
+
+def _value(value: Any, args: Args) -> Any:
+    return value(args) if callable(value) else value
+
+
+def _tool_error(text: str, meta: dict[str, Any]) -> CallToolResult:
+    return CallToolResult(content=[TextContent(type="text", text=text)], is_error=True, _meta=meta)
+
+
+def _refused(answer: AuthorizeResponse, attempt: Attempt) -> CallToolResult:
+    reason = answer.get("reason") or "action_not_permitted"
+    text = f"Refused by Mandate: {reason} ({attempt['action']} on {attempt['resource']})."
+    detail = answer.get("reason_detail")
+    if detail:
+        text = f"{text} {detail}"
+    return _tool_error(text, {META_ERROR: reason, META_AAR_ID: answer["aar_id"]})
+
+
+@dataclass
+class _Gate:
+    client: AsyncMandate
+    grant: ToolGrant
+    key: ProofKey | None
+    approval_timeout_seconds: float
+
+    async def approved(self, token: str, approval_id: str) -> ApprovalBody:
+        """Mandate's decision on the approval, waited for until the timeout."""
+        deadline = time.monotonic() + self.approval_timeout_seconds
+        while True:
+            left = deadline - time.monotonic()
+            wait = max(0, min(30, int(left)))
+            approval = await self.client.approvals.get(approval_id, wait=wait, token=token, key=self.key)
+            if approval["status"] != "pending" or left <= 0 or wait == 0:
+                return approval
+
+    async def run(self, fn: Callable[..., Awaitable[Any]], args: Args, extra: Args, context: Context) -> Any:
+        access = get_access_token()
+        if access is None:
+            return _tool_error("Not authorized: the request carried no Mandate token.", {META_ERROR: "token_required"})
+        token = access.token
+        attempt: Attempt = {
+            "action": _value(self.grant.action, args),
+            "resource": _value(self.grant.resource, args),
+            "args": args,
+        }
+        spend = _value(self.grant.spend_usd, args)
+        if spend is not None:
+            attempt["spend_usd"] = spend
+        modern = context.protocol_version in MODERN_PROTOCOL_VERSIONS
+        state = context.request_state if modern else None
+        if state is not None and not state.startswith(_STATE_PREFIX):
+            return _tool_error("Not run: the request's state is not the gate's.", {META_ERROR: "request_state_invalid"})
+        # On 2026-07-28 connections an approval takes two rounds: the key makes the second round's
+        # authorize answer with the first round's record and approval, for the same request only.
+        key = state if state is not None else (f"{_STATE_PREFIX}{secrets.token_hex(16)}" if modern else None)
+        try:
+            keyed: WriteOptions = {} if key is None else {"idempotency_key": key}
+            answer = await self.client.records.authorize(attempt, token=token, key=self.key, **keyed)
+            ref = answer.get("approval")
+            if not answer["authorized"] and ref is not None and ref["status"] == "pending":
+                url = self.client.approvals.url(ref["approval_id"])
+                if modern and state is None and _can_elicit(context):
+                    message = f"A reviewer must approve {attempt['action']} on {attempt['resource']} before it runs."
+                    ask = ElicitRequest(params=ElicitRequestURLParams(message=message, url=url))
+                    return InputRequiredResult(input_requests={_INPUT: ask}, request_state=key)
+                stopped = await self._ask(context, token, answer, ref["approval_id"], attempt, modern)
+                if stopped is not None:
+                    return stopped
+            elif not answer["authorized"]:
+                return _refused(answer, attempt)
+        except MandateError as error:
+            return _tool_error(
+                f"Not run: Mandate could not authorize the call: {error.message}", {META_ERROR: error.code}
+            )
+        aar_id = answer["aar_id"]
+        meta = {META_AAR_ID: aar_id, META_PROVENANCE_REF: answer["provenance_ref"]}
+        try:
+            output = await fn(**args, **extra)
+        except BaseException:
+            await self._complete(token, aar_id, {"result": "error"})
+            raise
+        if isinstance(output, CallToolResult) and output.is_error:
+            await self._complete(token, aar_id, {"result": "error"})
+            return output.model_copy(update={"meta": {**(output.meta or {}), **meta}})
+        body: CompleteRequest = {"result": "success"}
+        digest = tool_result_hash(output) if isinstance(output, CallToolResult) else output_hash(output)
+        if digest is not None:
+            body["result_hash"] = digest
+        try:
+            await self.client.records.complete(aar_id, body, token=token, key=self.key)
+        except MandateError as error:
+            return _tool_error(
+                f"The tool ran, but Mandate could not record how it ended: {error.message}",
+                {**meta, META_ERROR: error.code},
+            )
+        if isinstance(output, CallToolResult):
+            return output.model_copy(update={"meta": {**(output.meta or {}), **meta, META_RESULT_HASH: digest}})
+        return output
+
+    async def _complete(self, token: str, aar_id: str, body: CompleteRequest) -> None:
+        try:
+            await self.client.records.complete(aar_id, body, token=token, key=self.key)
+        except MandateError:
+            # The function's own exception is what the caller sees; the record stays pending.
+            return
+
+    async def _ask(
+        self,
+        context: Context,
+        token: str,
+        answer: AuthorizeResponse,
+        approval_id: str,
+        attempt: Attempt,
+        modern: bool,
+    ) -> CallToolResult | None:
+        """Shows the reviewer's page and waits for the decision: None once approved, else the tool error.
+
+        On a 2026-07-28 connection this is the second round, the client's
+        answer in ``input_responses``; on an older one the page is sent with
+        ``elicitation/create`` now.
+        """
+        url = self.client.approvals.url(approval_id)
+        pending = {META_ERROR: "approval_pending", META_AAR_ID: answer["aar_id"], META_APPROVAL_URL: url}
+        if not _can_elicit(context):
+            return _tool_error(f"Approval required: a reviewer must approve this call first: {url}", pending)
+        if modern:
+            response = (context.input_responses or {}).get(_INPUT)
+            action = response.action if isinstance(response, ElicitResult) else "cancel"
+        else:
+            message = f"A reviewer must approve {attempt['action']} on {attempt['resource']} before it runs."
+            action = (await context.elicit_url(message, url, approval_id)).action
+        if action != "accept":
+            return _tool_error(
+                f"Not run: the user did not open the approval page ({action}); the approval stays pending "
+                f"until it expires: {url}",
+                {**pending, META_ERROR: "approval_declined"},
+            )
+        approval = await self.approved(token, approval_id)
+        if not modern:
+            await context.session.send_elicit_complete(approval_id, related_request_id=context.request_id)
+        status = approval["status"]
+        if status == "approved" and approval["record_status"] != "pending":
+            # A repeat of a round that already ran under this approval.
+            return _tool_error(f"Not run: the approved call already ran: {url}", {**pending, META_ERROR: "already_completed"})
+        if status == "approved":
+            return None
+        code = {"denied": "approval_denied", "expired": "approval_expired"}.get(status, "approval_pending")
+        return _tool_error(f"Not run: the approval is {status}: {url}", {**pending, META_ERROR: code})
+
+
+def _can_elicit(context: Context) -> bool:
+    capabilities = context.client_capabilities
+    elicitation = capabilities.elicitation if capabilities is not None else None
+    return elicitation is not None and elicitation.url is not None
+
+
+def mandate_tool(
+    client: AsyncMandate,
+    grant: ToolGrant,
+    *,
+    key: ProofKey | None = None,
+    approval_timeout_seconds: float = 300,
+) -> Callable[[Callable[..., Awaitable[R]]], Callable[..., Awaitable[R | CallToolResult | InputRequiredResult]]]:
+    """Gates an async tool function for ``@server.tool()``: authorize → function → complete.
+
+    Apply it under the SDK's decorator::
+
+        @server.tool()
+        @mandate_tool(client, ToolGrant(action="read", resource=lambda a: f"crm:accounts/{a['id']}"))
+        async def read_account(id: str) -> dict[str, str]: ...
+
+    The call acts with the token that authenticated the request
+    (``MandateTokenVerifier``); ``key`` signs proofs for a bound token the
+    server holds the key of. The function keeps its own signature (the
+    tool's input schema); a function without a ``Context`` parameter is
+    given one the SDK fills, which it never sees.
+    """
+
+    def gate(fn: Callable[..., Awaitable[R]]) -> Callable[..., Awaitable[R | CallToolResult | InputRequiredResult]]:
+        gated = _Gate(client, grant, key, approval_timeout_seconds)
+        signature = inspect.signature(fn)
+        own = find_context_parameter(fn)
+        context_name = own if own is not None else _CONTEXT
+
+        @functools.wraps(fn)
+        async def tool(*args: Any, **kwargs: Any) -> R | CallToolResult | InputRequiredResult:
+            if args:
+                raise TypeError("a gated tool takes its arguments by name")
+            context = cast(Context, kwargs.pop(context_name))
+            extra = {} if own is None else {own: context}
+            return cast("R | CallToolResult | InputRequiredResult", await gated.run(fn, kwargs, extra, context))
+
+        if own is None:
+            parameter = inspect.Parameter(_CONTEXT, inspect.Parameter.KEYWORD_ONLY, annotation=Context)
+            setattr(tool, "__signature__", signature.replace(parameters=[*signature.parameters.values(), parameter]))
+            tool.__annotations__ = {**fn.__annotations__, _CONTEXT: Context}
+        return tool
+
+    return gate
+
