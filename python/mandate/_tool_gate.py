@@ -173,18 +173,27 @@ class ToolGate:
             await self._read_approval(call, wait)
         return call
 
+    async def decision(self, approval_id: str, wait: int = 0) -> str:
+        """The status of an approval (``pending``, ``approved``, ``denied``, ``expired``), waiting up to ``wait`` s."""
+        approval = await self._client.approvals.get(
+            approval_id, wait=min(wait, MAX_APPROVAL_WAIT) or None, token=self._token, key=self._key
+        )
+        return approval["status"]
+
     async def _read_approval(self, call: MandateToolCall, wait: int) -> None:
         assert call.approval is not None
-        approval = await self._client.approvals.get(
-            call.approval.approval_id, wait=min(wait, MAX_APPROVAL_WAIT) or None, token=self._token, key=self._key
-        )
-        status = approval["status"]
+        status = await self.decision(call.approval.approval_id, wait)
+        self.decided(call, status)
+
+    def decided(self, call: MandateToolCall, status: str) -> CallState:
+        """``call`` as the decision ``status`` of its approval makes it: its new state."""
         if status == "approved":
             call.state = "authorized"
         elif status != "pending":
             call.state = "refused"
             call.reason = "approval_denied" if status == "denied" else "approval_expired"
             self._ended(call)
+        return call.state
 
     def _judged(self, call: MandateToolCall, answer: AuthorizeResponse) -> MandateToolCall:
         call.aar_id = answer.get("aar_id")
