@@ -15,7 +15,7 @@ import pytest
 from conftest import LiveServer
 
 from mandate import Mandate, MandateApprovalPending, MandateError, MandateRefusal
-from mandate.client import ActContext, PendingApproval, sha256_ref
+from mandate.client import ActContext, Event, PendingApproval, sha256_ref
 from mandate.client._models import IssueL1Request
 
 
@@ -105,9 +105,9 @@ def test_a_refusal_carries_the_servers_reason_and_detail_and_nothing_runs(client
 
 
 def test_approval_pending_then_decided(client: Mandate) -> None:
-    token = client.tokens.issue_root(
-        grant("py-approver", constraints={"require_approval": {"actions": ["write"]}})
-    )["compact_jwt"]
+    token = client.tokens.issue_root(grant("py-approver", constraints={"require_approval": {"actions": ["write"]}}))[
+        "compact_jwt"
+    ]
     with pytest.raises(MandateApprovalPending) as pending:
         client.act(token, "write", "crm:y", None, lambda _: "done")
     assert pending.value.url == f"{client.base_url}/#/approval/{pending.value.approval_id}"
@@ -116,7 +116,9 @@ def test_approval_pending_then_decided(client: Mandate) -> None:
     def approve(approval: PendingApproval) -> None:
         client.approvals.decide(approval.approval_id, {"decision": "approve", "note": "ok"})
 
-    assert client.act(token, "write", "crm:y", None, lambda _: "done", wait_for_approval=10, on_approval=approve) == "done"
+    assert (
+        client.act(token, "write", "crm:y", None, lambda _: "done", wait_for_approval=10, on_approval=approve) == "done"
+    )
 
     def deny(approval: PendingApproval) -> None:
         client.approvals.decide(approval.approval_id, {"decision": "deny"})
@@ -272,6 +274,16 @@ def test_no_answer_is_a_mandate_error_never_an_httpx_one() -> None:
     assert isinstance(refused.value.__cause__, httpx.HTTPError)
 
 
+def within(events: Iterator[Event], seconds: float = 30) -> Event:
+    """The stream's next event, or a failure after ``seconds`` (the stream itself never ends)."""
+    got: list[Event] = []
+    reader = threading.Thread(target=lambda: got.append(next(events)), daemon=True)
+    reader.start()
+    reader.join(seconds)
+    assert got, f"no event within {seconds} s"
+    return got[0]
+
+
 def sse(*events: tuple[str, str]) -> bytes:
     lines = ["retry: 10", ""]
     for event_id, kind in events:
@@ -287,7 +299,7 @@ def test_the_event_stream_connects_again_after_a_drop_with_last_event_id() -> No
     try:
         with Mandate(fake.url, api_key="mk_x") as client:
             events = client.events(on_drop=lambda: drops.append(1))
-            got = [next(events), next(events)]
+            got = [within(events), within(events)]
             events.close()
         assert [(event.id, event.type, event.data) for event in got] == [
             ("msg_1", "record.denied", {"n": "msg_1"}),
@@ -308,11 +320,11 @@ def test_events_resume_after_a_given_event_on_the_live_server(client: Mandate) -
             client.records.authorize({"action": "delete", "resource": resource}, token=token)
 
     events = client.events(on_open=deny_twice)
-    first = next(events)
+    first = within(events)
     events.close()
     assert first.type == "record.denied" and first.id.startswith("msg_")
     resumed = client.events(last_event_id=first.id)
-    second = next(resumed)
+    second = within(resumed)
     resumed.close()
     assert second.type == "record.denied"
     assert (first.data["resource"], second.data["resource"]) == ("crm:one", "crm:two")
@@ -360,3 +372,56 @@ def test_a_bound_token_goes_as_dpop_with_a_fresh_proof_per_attempt() -> None:
     assert [headers["dpop"] for _, headers in fake.seen] == ["proof-1", "proof-2"]
     assert fake.seen[0][1]["idempotency-key"] == fake.seen[1][1]["idempotency-key"]
     assert key.proved[0] == ("POST", f"{fake.url}/v1/vat/record/action", token)
+
+
+def test_an_organisations_owner_calls_every_group(client: Mandate, live_server: LiveServer) -> None:
+    made = client.orgs.create({"name": "py-org", "owner_email": "owner@example.com"})
+    assert made["owner_key"]["role"] == "owner"
+    assert any(org["org_id"] == made["org"]["org_id"] for org in client.orgs.list()["orgs"])
+    with Mandate(live_server.base_url, api_key=made["owner_key"]["api_key"]) as owner:
+        reviewer = owner.keys.create({"role": "reviewer", "email": "rev@example.com"})
+        assert reviewer["key_id"] in [key["key_id"] for key in owner.keys.list()["keys"]]
+        assert owner.keys.revoke(reviewer["key_id"]).get("revoked_at")
+        root = owner.tokens.issue_root(grant("py-voucher", actions=["read", "delegate"]))
+        child = owner.tokens.delegate(
+            {"actions": ["read"], "resources": ["crm:*"], "agent_id": "py-vouchee"}, token=root["compact_jwt"]
+        )
+        assert "compact_jwt" in child and "jti" in child
+        child_token, child_jti = child["compact_jwt"], child["jti"]  # type: ignore[typeddict-item]
+        aar_id = owner.act(child_token, "read", "crm:q", None, lambda context: context.aar_id)
+        assert owner.records.feedback(aar_id, {"rating": "approved"})["rating"] == "approved"
+        vouch = owner.trust.vouch({"agent_id": "py-vouchee", "weight": 0.5})
+        assert [v["vouch_id"] for v in owner.trust.agent("py-vouchee")["vouches"]] == [vouch["vouch_id"]]
+        assert owner.trust.statement("py-vouchee").count(".") == 2
+        assert owner.as_agent(child_token).trust_statement().count(".") == 2
+        assert owner.trust.withdraw_vouch(vouch["vouch_id"]).get("withdrawn_at")
+        assert owner.records.proof(aar_id)["aar_id"] == aar_id
+        assert owner.records.provenance(root["provenance_ref"])["total_records"] == 2  # the delegation and the read
+        assert owner.records.graph(root["provenance_ref"])["nodes"]
+        assert [w["provenance_ref"] for w in owner.records.workflows()] == [root["provenance_ref"]]
+        assert sorted(a["agent_id"] for a in owner.agents.list()) == ["agent:py-vouchee", "agent:py-voucher"]
+        assert len(owner.agents.history("py-vouchee", days=2)["days"]) == 2
+        rated = owner.records.rate_workflow(
+            {"provenance_ref": root["provenance_ref"], "rating": "approved", "result": "success"}
+        )
+        # The delegation's record: the read was rated above.
+        assert rated["rated"] == 1 and aar_id not in rated["aar_ids"]
+        size = int(owner.log.checkpoint().splitlines()[1])
+        assert owner.log.consistency(1, size)["new"] == size
+        assert owner.tokens.status(root["jti"])["descendants"]
+        revoked = owner.tokens.revoke({"jti": child_jti})
+        assert revoked["revoked_count"] == 1
+        status = root["claims"]["status"]["status_list"]["uri"]
+        assert owner.tokens.status_list(status.rsplit("/", 1)[1]).count(".") == 2
+
+
+def test_the_client_refuses_what_it_cannot_send() -> None:
+    with pytest.raises(MandateError) as scheme:
+        Mandate("ftp://mandate.example.com")
+    assert scheme.value.code == "invalid_options"
+    with pytest.raises(MandateError) as negative:
+        Mandate("http://127.0.0.1:9", max_retries=-1)
+    assert negative.value.code == "invalid_options"
+    with Mandate("http://127.0.0.1:9") as client, pytest.raises(MandateError) as body:
+        client.records.record_action({"action": "read", "resource": "crm:a", "args": {"x": float("nan")}}, token="t")
+    assert (body.value.code, body.value.status) == ("invalid_arguments", None)

@@ -10,7 +10,7 @@ import urllib.request
 import httpx
 import pytest
 from conftest import LiveServer
-from test_client import Losing, grant
+from test_client import PROBLEM, Fake, Losing, grant, problem
 
 from mandate import AsyncMandate, Mandate, MandateApprovalPending, MandateError, MandateRefusal
 from mandate.client import ActContext, sha256_ref
@@ -67,7 +67,9 @@ async def run_approval(live_server: LiveServer) -> None:
 
         async def approve_pending() -> None:
             # Once the agent's second ask is waiting: both its pending approvals, approved.
+            deadline = asyncio.get_running_loop().time() + 30
             while True:
+                assert asyncio.get_running_loop().time() < deadline, "the second approval never came"
                 mine = [
                     approval
                     async for approval in client.approvals.list(status="pending")
@@ -132,13 +134,13 @@ async def run_events(live_server: LiveServer) -> None:
         opened = asyncio.Event()
         events = client.events(on_open=opened.set)
         first_read = asyncio.ensure_future(anext(events))
-        await opened.wait()
+        await asyncio.wait_for(opened.wait(), 30)
         for resource in ("crm:one", "crm:two"):
             await client.records.authorize({"action": "delete", "resource": resource}, token=token)
-        first = await first_read
+        first = await asyncio.wait_for(first_read, 30)
         await events.aclose()
         resumed = client.events(last_event_id=first.id)
-        second = await anext(resumed)
+        second = await asyncio.wait_for(anext(resumed), 30)
         await resumed.aclose()
         assert (first.data["resource"], second.data["resource"]) == ("crm:one", "crm:two")
 
@@ -227,3 +229,37 @@ def test_every_operation_of_the_served_document_has_a_call_in_both_clients(live_
             assert inspect.iscoroutinefunction(found_async), name
     sync.close()
     asyncio.run(asynchronous.close())
+
+
+async def run_retry_after(url: str) -> tuple[dict[str, object], MandateError, MandateError]:
+    async with AsyncMandate(url, api_key="mk_x") as client:
+        me = dict(await client.me())
+        with pytest.raises(MandateError) as limited:
+            await client.me()
+    async with AsyncMandate("http://127.0.0.1:9", max_retries=0) as unreachable:
+        with pytest.raises(MandateError) as refused:
+            await unreachable.tokens.jwks()
+    return me, limited.value, refused.value
+
+
+def test_async_retry_after_is_honoured_and_no_answer_is_a_mandate_error() -> None:
+    fake = Fake(
+        [
+            (503, {**PROBLEM, "retry-after": "1"}, problem("unavailable", 503)),
+            (200, {"content-type": "application/json"}, b'{"org_id":"org_1"}'),
+            (429, {**PROBLEM, "retry-after": "120"}, problem("rate_limited", 429)),
+        ]
+    )
+    try:
+        me, limited, refused = asyncio.run(run_retry_after(fake.url))
+    finally:
+        fake.close()
+    assert me == {"org_id": "org_1"}
+    assert fake.seen[1][0] - fake.seen[0][0] >= 1.0
+    assert (limited.status, limited.code, limited.retry_after, limited.request_id) == (
+        429,
+        "rate_limited",
+        120,
+        "req_fake",
+    )
+    assert (refused.code, refused.status) == ("network_error", None)

@@ -8,8 +8,10 @@
 //! - `serve`: build and run the server with the defaults.
 //! - `wasm`: build the npm package mandate-sdk into `wasm/pkg` (writing its
 //!   types generated from the OpenAPI document).
-//! - `python`: build the Python package mandate-sdk's wheel into
-//!   `python/dist` (maturin, in a virtual environment the command creates).
+//! - `python`: generate the Python client's types from the served OpenAPI
+//!   document (`python/mandate/client/_models.py`), then build the Python
+//!   package mandate-sdk's wheel into `python/dist` (maturin, in a virtual
+//!   environment the command creates).
 //! - `runtimes`: test mandate-sdk in Node 22 and 24, Deno, Bun and workerd
 //!   (part of `test`), building the package first when `wasm/pkg` is missing.
 //! - `openapi`: check the served OpenAPI document with openapi-spec-validator
@@ -342,7 +344,7 @@ fn main() {
         "schemathesis" => schemathesis::schemathesis_run(&root(), &rest),
         "serve" => serve(&rest),
         "wasm" => wasm::build(&root()),
-        "python" => python::build(&root()).map(|_| ()),
+        "python" => python::generate_and_build(&root()),
         "runtimes" => runtimes::run(&root()),
         "openapi" => openapi::check(&root()),
         "postgres" => postgres::serve(),

@@ -26,10 +26,10 @@ const REQUIREMENTS: &str = "xtask/openapi-requirements.txt";
 const TYPES: &str = "wasm/ts/openapi.ts";
 
 /// A scratch folder removed when dropped.
-struct Scratch(PathBuf);
+pub(crate) struct Scratch(pub(crate) PathBuf);
 
 impl Scratch {
-    fn new(purpose: &str) -> Result<Scratch> {
+    pub(crate) fn new(purpose: &str) -> Result<Scratch> {
         let dir = std::env::temp_dir().join(format!("mandate-{purpose}-{}", std::process::id()));
         if dir.exists() {
             fs::remove_dir_all(&dir)?;
@@ -75,7 +75,7 @@ fn fetch(server: &mut Child) -> Result<String> {
 }
 
 /// Writes the served document into `scratch` and returns its path.
-fn served_file(root: &Path, scratch: &Path) -> Result<PathBuf> {
+pub(crate) fn served_file(root: &Path, scratch: &Path) -> Result<PathBuf> {
     let path = scratch.join("openapi.json");
     fs::write(&path, served(root, scratch)?)?;
     Ok(path)

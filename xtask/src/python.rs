@@ -10,6 +10,13 @@
 //! (`python/requirements-test.txt`), runs pytest (the conformance vectors,
 //! then the client and adapters against a live `mandate serve`), and checks
 //! the package's types with mypy --strict and pyright.
+//!
+//! The client's request and response types (`python/mandate/client/_models.py`,
+//! TypedDicts) are generated from the document a real `mandate serve` serves
+//! at `/v1/openapi.json` by datamodel-code-generator, pinned with every
+//! dependency in `python/codegen-requirements.txt` and installed in a
+//! virtual environment of its own: `cargo xtask python` writes them, the
+//! test step fails when the committed file differs.
 
 use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
@@ -24,6 +31,99 @@ const MATURIN: &str = "maturin==1.16.0";
 /// manylinux2014 (CentOS 7 onwards) rather than the glibc 2.34 a plain build
 /// here would need.
 const ZIG: &str = "ziglang==0.17.1";
+
+/// The pinned generator of the client's types, with every dependency.
+const CODEGEN_REQUIREMENTS: &str = "python/codegen-requirements.txt";
+/// The generated types, committed beside the client that imports them.
+const MODELS: &str = "python/mandate/client/_models.py";
+/// The first lines of the generated types.
+const MODELS_HEADER: &str = "# Generated from the OpenAPI document a `mandate serve` serves at /v1/openapi.json\n\
+# by datamodel-code-generator (`cargo xtask python` writes it; its test step\n\
+# checks it is current). Do not edit.";
+
+/// The generator's virtual environment, made (again) when the pinned
+/// requirements differ from those it was made with; answers its
+/// `datamodel-codegen`.
+fn codegen(root: &Path) -> Result<PathBuf> {
+    let dir = crate::wasm::target_dir(root)?.join("python-codegen-venv");
+    let wanted = std::fs::read_to_string(root.join(CODEGEN_REQUIREMENTS))?;
+    let stamp = dir.join("requirements.txt");
+    if std::fs::read_to_string(&stamp).ok().as_deref() != Some(wanted.as_str()) {
+        if dir.exists() {
+            std::fs::remove_dir_all(&dir)?;
+        }
+        let path = dir
+            .to_str()
+            .ok_or("the target folder's path is not UTF-8")?;
+        crate::run("python3", &["-m", "venv", path])?;
+        let mut install = Command::new(dir.join("bin").join("pip"));
+        install
+            .args([
+                "install",
+                "--quiet",
+                "--disable-pip-version-check",
+                "--no-deps",
+                "--requirement",
+            ])
+            .arg(root.join(CODEGEN_REQUIREMENTS));
+        exec(install)?;
+        std::fs::write(&stamp, wanted)?;
+    }
+    Ok(dir.join("bin").join("datamodel-codegen"))
+}
+
+/// Generates the client's types from the served document; writes
+/// `python/mandate/client/_models.py`, or with `check` fails when it differs
+/// from what is committed.
+pub(crate) fn models(root: &Path, check: bool) -> Result<()> {
+    let generator = codegen(root)?;
+    let scratch = crate::openapi::Scratch::new("python-models")?;
+    let document = crate::openapi::served_file(root, &scratch.0)?;
+    let generated = scratch.0.join("models.py");
+    let mut command = Command::new(generator);
+    command
+        .args(["--input-file-type", "openapi", "--input"])
+        .arg(&document)
+        .arg("--output")
+        .arg(&generated)
+        .args([
+            "--output-model-type",
+            "typing.TypedDict",
+            "--target-python-version",
+            "3.11",
+            "--use-standard-collections",
+            "--use-union-operator",
+            "--disable-timestamp",
+            "--formatters",
+            "builtin",
+            "--no-use-closed-typed-dict",
+            "--use-schema-description",
+            "--use-field-description",
+            "--custom-file-header",
+            MODELS_HEADER,
+        ])
+        .current_dir(&scratch.0);
+    exec(command)?;
+    let generated = std::fs::read_to_string(&generated)?;
+    let committed = std::fs::read_to_string(root.join(MODELS)).unwrap_or_default();
+    if generated == committed {
+        return Ok(());
+    }
+    if check {
+        return fail(format!(
+            "{MODELS} differs from what `cargo xtask python` generates from the served document; regenerate and commit it"
+        ));
+    }
+    std::fs::write(root.join(MODELS), generated)?;
+    eprintln!("wrote {MODELS}");
+    Ok(())
+}
+
+/// `cargo xtask python`: the client's types, then the wheel.
+pub(crate) fn generate_and_build(root: &Path) -> Result<()> {
+    models(root, false)?;
+    build(root).map(|_| ())
+}
 
 /// The virtual environment's folder and its interpreter, created when missing.
 fn venv(root: &Path) -> Result<PathBuf> {
@@ -159,6 +259,7 @@ pub(crate) fn installed(root: &Path) -> Result<PathBuf> {
 /// Builds and installs the wheel, then runs the type checkers and the
 /// Python suites.
 pub(crate) fn test(root: &Path) -> Result<()> {
+    models(root, true)?;
     let venv = installed(root)?;
     let dir = root.join("python");
     exec(python(

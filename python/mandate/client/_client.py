@@ -421,9 +421,7 @@ class AsyncMandate:
         """The dashboard's page of a workflow."""
         return f"{self._t.base_url}/#/workflow/{segment(provenance_ref)}"
 
-    def as_agent(
-        self, token: str, *, key: ProofKey | None = None, traceparent: str | None = None
-    ) -> AsyncAgentMandate:
+    def as_agent(self, token: str, *, key: ProofKey | None = None, traceparent: str | None = None) -> AsyncAgentMandate:
         """A client acting as the agent holding ``token``."""
         return AsyncAgentMandate(self, token, key=key, traceparent=traceparent)
 

@@ -222,6 +222,27 @@ def client_error(code: str, message: str) -> MandateError:
     return MandateError(message, code=code, problem={"code": code, "detail": message})
 
 
+def body_of(body: object) -> bytes | None:
+    """A request body as compact JSON; what JSON cannot hold (NaN, a set, a datetime) is refused here."""
+    if body is None:
+        return None
+    try:
+        return json.dumps(body, separators=(",", ":"), ensure_ascii=False, allow_nan=False).encode()
+    except (TypeError, ValueError) as cause:
+        raise client_error("invalid_arguments", f"the request body is not JSON: {cause}") from cause
+
+
+def base_url_of(base_url: str) -> str:
+    """The server's address without a trailing slash; refused unless an http(s) URL."""
+    try:
+        parsed = httpx.URL(base_url)
+    except httpx.InvalidURL as cause:
+        raise client_error("invalid_options", f"base_url is not a URL: {cause}") from cause
+    if parsed.scheme not in ("http", "https") or not parsed.host:
+        raise client_error("invalid_options", "base_url must be an http or https URL with a host")
+    return base_url.rstrip("/")
+
+
 def _shown_url(url: str) -> str:
     """A URL as an error may show it: no query, and no credential in the path."""
     parsed = httpx.URL(url)
@@ -297,7 +318,7 @@ class _Base:
         for name, value in (("timeout", timeout), ("max_retries", max_retries), ("max_retry_delay", max_retry_delay)):
             if value < 0:
                 raise client_error("invalid_options", f"{name} must be 0 or more")
-        self.base_url = base_url.rstrip("/")
+        self.base_url = base_url_of(base_url)
         self.api_key = api_key
         self.timeout = timeout
         self.max_retries = max_retries
@@ -334,8 +355,7 @@ class _Base:
         key = call.idempotency_key
         if key is None and call.retry == "write" and retries > 0:
             key = f"mandate-sdk-{secrets.token_hex(16)}"
-        body = None if call.body is None else json.dumps(call.body, separators=(",", ":")).encode()
-        return retries, limit, key, body
+        return retries, limit, key, body_of(call.body)
 
     def headers(self, call: Call, key: str | None, has_body: bool) -> dict[str, str]:
         headers = {"accept": call.accept, **self.credential_headers(call.method, call.path, call.credential)}

@@ -225,7 +225,9 @@ class Records:
         ``approval_denied`` / ``approval_expired``) or the wait ends.
         """
         _check_wait(wait_for_approval, token, self._t.api_key)
-        call = Call("POST", "/v1/vat/authorize", _agent(token, key), request, "write", traceparent=traceparent, **options)
+        call = Call(
+            "POST", "/v1/vat/authorize", _agent(token, key), request, "write", traceparent=traceparent, **options
+        )
         answer = cast(AuthorizeResponse, self._t.call(call))
         pending = answer.get("approval")
         if wait_for_approval is None or pending is None or pending["status"] != "pending":
@@ -277,7 +279,9 @@ class Records:
         **options: Unpack[WriteOptions],
     ) -> RecordActionResponse:
         """``POST /v1/vat/record/action``: an action done and its result, in one step (``RecordActionRequest``)."""
-        call = Call("POST", "/v1/vat/record/action", _agent(token, key), request, "write", traceparent=traceparent, **options)
+        call = Call(
+            "POST", "/v1/vat/record/action", _agent(token, key), request, "write", traceparent=traceparent, **options
+        )
         return cast(RecordActionResponse, self._t.call(call))
 
     def record_actions(
@@ -291,7 +295,9 @@ class Records:
     ) -> RecordActionsResponse:
         """``POST /v1/vat/record/actions``: 1 to 1000 records in one call, committed together."""
         body = {"records": records}
-        call = Call("POST", "/v1/vat/record/actions", _agent(token, key), body, "write", traceparent=traceparent, **options)
+        call = Call(
+            "POST", "/v1/vat/record/actions", _agent(token, key), body, "write", traceparent=traceparent, **options
+        )
         return cast(RecordActionsResponse, self._t.call(call))
 
     def complete(
@@ -313,7 +319,9 @@ class Records:
         """
         lost = _Lost()
         try:
-            return cast(RecordBody, self._t.call(_complete_call(aar_id, request, token, key, traceparent, lost, options)))
+            return cast(
+                RecordBody, self._t.call(_complete_call(aar_id, request, token, key, traceparent, lost, options))
+            )
         except MandateError as error:
             if not (lost.seen and error.status == 409 and error.code == "already_completed"):
                 raise
@@ -411,7 +419,9 @@ class AsyncRecords:
     ) -> AuthorizeResponse:
         """``POST /v1/vat/authorize``: see :meth:`Records.authorize`."""
         _check_wait(wait_for_approval, token, self._t.api_key)
-        call = Call("POST", "/v1/vat/authorize", _agent(token, key), request, "write", traceparent=traceparent, **options)
+        call = Call(
+            "POST", "/v1/vat/authorize", _agent(token, key), request, "write", traceparent=traceparent, **options
+        )
         answer = cast(AuthorizeResponse, await self._t.call(call))
         pending = answer.get("approval")
         if wait_for_approval is None or pending is None or pending["status"] != "pending":
@@ -463,7 +473,9 @@ class AsyncRecords:
         **options: Unpack[WriteOptions],
     ) -> RecordActionResponse:
         """``POST /v1/vat/record/action``: an action done and its result, in one step."""
-        call = Call("POST", "/v1/vat/record/action", _agent(token, key), request, "write", traceparent=traceparent, **options)
+        call = Call(
+            "POST", "/v1/vat/record/action", _agent(token, key), request, "write", traceparent=traceparent, **options
+        )
         return cast(RecordActionResponse, await self._t.call(call))
 
     async def record_actions(
@@ -477,7 +489,9 @@ class AsyncRecords:
     ) -> RecordActionsResponse:
         """``POST /v1/vat/record/actions``: 1 to 1000 records in one call, committed together."""
         body = {"records": records}
-        call = Call("POST", "/v1/vat/record/actions", _agent(token, key), body, "write", traceparent=traceparent, **options)
+        call = Call(
+            "POST", "/v1/vat/record/actions", _agent(token, key), body, "write", traceparent=traceparent, **options
+        )
         return cast(RecordActionsResponse, await self._t.call(call))
 
     async def complete(

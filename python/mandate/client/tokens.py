@@ -37,7 +37,9 @@ def _issue(path: str, request: object, options: WriteOptions) -> Call:
     return Call("POST", path, API_KEY, request, "write", **options)
 
 
-def _delegate(request: DelegateRequest, token: str, key: ProofKey | None, traceparent: str | None, options: WriteOptions) -> Call:
+def _delegate(
+    request: DelegateRequest, token: str, key: ProofKey | None, traceparent: str | None, options: WriteOptions
+) -> Call:
     return Call("POST", "/v1/vat/delegate", Agent(token, key), request, "write", traceparent=traceparent, **options)
 
 

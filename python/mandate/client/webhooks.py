@@ -53,9 +53,7 @@ class Webhooks:
         """``GET /v1/webhooks/{webhook_id}``."""
         return cast(WebhookBody, self._t.call(Call("GET", _one(webhook_id), **options)))
 
-    def update(
-        self, webhook_id: str, request: UpdateWebhookRequest, **options: Unpack[RequestOptions]
-    ) -> WebhookBody:
+    def update(self, webhook_id: str, request: UpdateWebhookRequest, **options: Unpack[RequestOptions]) -> WebhookBody:
         """``PATCH /v1/webhooks/{webhook_id}``: what to change; members left out stay."""
         call = Call("PATCH", _one(webhook_id), API_KEY, request, "once", **options)
         return cast(WebhookBody, self._t.call(call))
