@@ -5,7 +5,9 @@
 //! the chain (nor any ancestor a token names) is revoked. Revocation is
 //! asked by jti hash, the only name of an ancestor a token carries.
 
-use crate::ids::Jth;
+use std::collections::BTreeSet;
+
+use crate::ids::{Jth, Jti};
 use crate::keys::Jwks;
 use crate::limits::MAX_DELEGATION_DEPTH;
 use crate::scope::{Widening, check_narrowing};
@@ -139,4 +141,53 @@ pub fn verify_chain(
         verified.push(current);
     }
     Ok(verified)
+}
+
+/// A revocation entry that names no token: neither a jti nor a jti hash.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("revoked: `{0}` is neither a jti nor a jti hash")]
+pub struct InvalidRevoked(pub String);
+
+impl InvalidRevoked {
+    /// Stable snake_case code.
+    pub fn code(&self) -> &'static str {
+        "invalid_revoked"
+    }
+}
+
+/// The revocation set an offline verifier compares against: revoked tokens,
+/// each named by its jti or by its jti hash (the name descendants carry),
+/// as jti hashes. All or nothing: one malformed entry refuses the set.
+pub fn revocation_set<S: AsRef<str>>(
+    entries: impl IntoIterator<Item = S>,
+) -> Result<BTreeSet<Jth>, InvalidRevoked> {
+    entries
+        .into_iter()
+        .map(|entry| {
+            let entry = entry.as_ref();
+            match Jti::parse(entry) {
+                Ok(jti) => Ok(jti.hash()),
+                Err(_) => Jth::parse(entry).map_err(|_| InvalidRevoked(entry.to_owned())),
+            }
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ids::Ulid;
+
+    #[test]
+    fn a_revocation_set_takes_jtis_and_jti_hashes_all_or_nothing() {
+        let jti = Jti::root(Ulid::new(1_800_000_000_000, [7; 10]).unwrap());
+        let other = Jti::delegated(Ulid::new(1_800_000_000_000, [8; 10]).unwrap());
+        let hash = other.hash();
+        let set = revocation_set([jti.as_str(), hash.as_str()]).unwrap();
+        assert_eq!(set, BTreeSet::from([jti.hash(), hash.clone()]));
+        assert_eq!(revocation_set(Vec::<String>::new()), Ok(BTreeSet::new()));
+        let refused = revocation_set([jti.as_str(), "neither"]).unwrap_err();
+        assert_eq!(refused, InvalidRevoked("neither".to_owned()));
+        assert_eq!(refused.code(), "invalid_revoked");
+    }
 }

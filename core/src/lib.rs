@@ -66,7 +66,7 @@ pub use budget::{
     check_budget, check_chain_budgets, check_chain_extra_spend, check_completion_spend,
     check_extra_spend, largest_share, thresholds_reached,
 };
-pub use chain::{ChainError, ChainFault, verify_chain};
+pub use chain::{ChainError, ChainFault, InvalidRevoked, revocation_set, verify_chain};
 pub use dpop::{
     DpopError, NewProof, ProofRequest, VerifiedProof, check_binding, sign_proof, verify_proof,
 };
@@ -95,10 +95,13 @@ pub use scope::{
 };
 pub use status_list::{
     Bits, StatusCheckError, StatusClaim, StatusList, StatusListClaims, StatusListError,
-    StatusListRef, StatusType, StatusUri, VerifiedStatusList, check_status, check_status_origin,
-    check_status_with, sign_status_list, verify_status_list,
+    StatusListRef, StatusType, StatusUri, TokenStatusError, VerifiedStatusList, check_status,
+    check_status_in_list, check_status_origin, check_status_with, sign_status_list,
+    verify_status_list,
 };
-pub use summary::{SummaryRow, WorkflowSummary, summarize};
+pub use summary::{
+    RecordRow, SummaryError, SummaryRow, WorkflowSummary, summarize, summarize_records,
+};
 pub use tlog::{
     Checkpoint, Frontier, LogEntry, LogError, LogEvent, NoteSigner, NoteVerifier, OpenedNote,
     ReadError, TileEntry, TileId, TileReader, TlogProof, open_checkpoint, open_note,

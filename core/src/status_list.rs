@@ -447,6 +447,14 @@ fn percent_ok(text: &[u8]) -> bool {
 pub struct StatusUri(String);
 
 impl StatusUri {
+    /// Whether `text` is an origin, `http(s)://host[:port]` in any ASCII case
+    /// (a trailing `/` allowed), as a status list URI begins: what a
+    /// verifier's list of its issuer's status origins holds.
+    pub fn is_origin(text: &str) -> bool {
+        let origin = text.trim_end_matches('/').to_ascii_lowercase();
+        StatusUri::parse(&origin).is_ok_and(|uri| uri.origin() == origin)
+    }
+
     /// Checks the form of a status list URI.
     pub fn parse(uri: &str) -> Result<StatusUri, StatusListError> {
         if uri.len() > MAX_STATUS_URI_LEN {
@@ -853,6 +861,40 @@ pub fn check_status_with<'a>(
     }
 }
 
+/// Why [`check_status_in_list`] refused: the list itself, or the token's
+/// status in it.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum TokenStatusError {
+    #[error(transparent)]
+    List(#[from] StatusListError),
+    #[error(transparent)]
+    Status(#[from] StatusCheckError),
+}
+
+/// The status of a verified token in the status list token `list_jwt`,
+/// checked the way an offline verifier given one list does it: a token
+/// without a `status` claim passes and its list is not looked at; with
+/// `origins`, the token's list must be on one of them
+/// ([`check_status_origin`]); the list is verified against `keys` for the
+/// token's uri ([`verify_status_list`]); then [`check_status`].
+pub fn check_status_in_list<S: AsRef<str>>(
+    claims: &Claims,
+    list_jwt: &str,
+    keys: &Jwks,
+    now: i64,
+    max_staleness_s: Option<u64>,
+    origins: Option<&[S]>,
+) -> Result<(), TokenStatusError> {
+    let Some(status) = &claims.status else {
+        return Ok(());
+    };
+    if let Some(origins) = origins {
+        check_status_origin(claims, origins)?;
+    }
+    let list = verify_status_list(list_jwt, keys, now, Some(status.uri().as_str()))?;
+    Ok(check_status(claims, &list, now, max_staleness_s)?)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -1004,6 +1046,25 @@ mod tests {
             serde_json::to_string(&claim).unwrap(),
             r#"{"status_list":{"idx":1,"uri":"https://mandate.example/v1/vat/status/1"}}"#
         );
+    }
+
+    #[test]
+    fn origins() {
+        for good in [
+            "https://mandate.example",
+            "HTTPS://Mandate.Example/",
+            "http://127.0.0.1:3000",
+        ] {
+            assert!(StatusUri::is_origin(good), "{good}");
+        }
+        for bad in [
+            "https://mandate.example/v1",
+            "ftp://x",
+            "mandate.example",
+            "",
+        ] {
+            assert!(!StatusUri::is_origin(bad), "{bad}");
+        }
     }
 
     #[test]

@@ -9,6 +9,8 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use serde::{Deserialize, Serialize};
 
+use crate::record::{Outcome, Status, result_key};
+
 /// Records of one agent, action and result key.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct SummaryRow<'a> {
@@ -59,9 +61,93 @@ pub fn summarize<'a>(
     summary
 }
 
+/// A record as an offline summary reads it (the members of the server's
+/// records that matter to it).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RecordRow<'a> {
+    pub agent_id: &'a str,
+    pub action: &'a str,
+    pub status: Status,
+    pub result: Option<Outcome>,
+    pub provenance_ref: Option<&'a str>,
+}
+
+/// Why records cannot be summarised as one workflow.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum SummaryError {
+    #[error("give provenance_ref or records that carry provenance_ref")]
+    MissingProvenance,
+    #[error("a record belongs to another workflow than {0}")]
+    ProvenanceMismatch(String),
+}
+
+impl SummaryError {
+    /// Stable snake_case code.
+    pub fn code(&self) -> &'static str {
+        match self {
+            SummaryError::MissingProvenance => "missing_provenance_ref",
+            SummaryError::ProvenanceMismatch(_) => "provenance_mismatch",
+        }
+    }
+}
+
+/// The summary of one workflow from its records, as an offline SDK folds
+/// records it holds: the workflow is `provenance_ref`, or else the first
+/// one a record carries; a record of another workflow refuses them all.
+pub fn summarize_records(
+    records: &[RecordRow<'_>],
+    provenance_ref: Option<&str>,
+) -> Result<WorkflowSummary, SummaryError> {
+    let provenance = provenance_ref
+        .or_else(|| records.iter().find_map(|r| r.provenance_ref))
+        .ok_or(SummaryError::MissingProvenance)?;
+    if records
+        .iter()
+        .any(|r| r.provenance_ref.is_some_and(|p| p != provenance))
+    {
+        return Err(SummaryError::ProvenanceMismatch(provenance.to_owned()));
+    }
+    Ok(summarize(
+        provenance,
+        records.iter().map(|record| SummaryRow {
+            agent_id: record.agent_id,
+            action: record.action,
+            result: result_key(record.status, record.result),
+            count: 1,
+        }),
+    ))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn records_of_one_workflow_are_summarised_and_others_refused() {
+        let row = |agent_id, provenance_ref| RecordRow {
+            agent_id,
+            action: "read",
+            status: Status::Completed,
+            result: Some(Outcome::Success),
+            provenance_ref,
+        };
+        let records = [row("a", Some("p")), row("b", None), row("a", Some("p"))];
+        let summary = summarize_records(&records, None).unwrap();
+        assert_eq!(
+            (
+                summary.provenance_ref.as_str(),
+                summary.total_records,
+                summary.unique_agents
+            ),
+            ("p", 3, 2)
+        );
+        assert_eq!(summarize_records(&records, Some("p")), Ok(summary));
+        let mismatch = summarize_records(&records, Some("q")).unwrap_err();
+        assert_eq!(mismatch.code(), "provenance_mismatch");
+        let none = summarize_records(&[row("a", None)], None).unwrap_err();
+        assert_eq!(none.code(), "missing_provenance_ref");
+        assert_eq!(summarize_records(&[], Some("p")).unwrap().total_records, 0);
+    }
 
     fn row<'a>(agent_id: &'a str, action: &'a str, result: &'a str, count: u64) -> SummaryRow<'a> {
         SummaryRow {

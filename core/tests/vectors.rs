@@ -11,9 +11,10 @@ use std::collections::BTreeMap;
 use mandate_core::webhook::WebhookError;
 use mandate_core::{
     Action, Constraints, Grant, IssueError, Jkt, Jth, Jti, Jwks, MessageId, Policy, ProofRequest,
-    ReputationCounts, Resource, Scope, ScopeError, StatusUri, VerifiedStatusList, VerifyOptions,
-    check_binding, check_narrowing, check_status, check_status_with, delegated_grant, reputation,
-    verify, verify_chain, verify_proof, verify_status_list, webhook,
+    ReputationCounts, Resource, Scope, ScopeError, StatusUri, TokenStatusError, VerifiedStatusList,
+    VerifyOptions, check_binding, check_narrowing, check_status, check_status_in_list,
+    check_status_with, delegated_grant, reputation, verify, verify_chain, verify_proof,
+    verify_status_list, webhook,
 };
 use serde::Deserialize;
 use serde_json::Value;
@@ -714,18 +715,21 @@ fn status_list_vectors() {
             }
         }
 
-        // verifyToken with the list: the token's own uri expected.
-        let with_list = match &claims.status {
-            None => None,
-            Some(status) => {
-                match verify_status_list(&case.list, &jwks, case.now, Some(status.uri().as_str())) {
-                    Err(error) => Some(("status_list", error.code())),
-                    Ok(list) => check_status(&claims, &list, case.now, case.max_staleness_seconds)
-                        .err()
-                        .map(|error| ("status", error.code())),
-                }
-            }
-        };
+        // verifyToken with the list (core's sequence both SDKs call): the
+        // token's own uri expected.
+        let with_list = check_status_in_list::<&str>(
+            &claims,
+            &case.list,
+            &jwks,
+            case.now,
+            case.max_staleness_seconds,
+            None,
+        )
+        .err()
+        .map(|error| match error {
+            TokenStatusError::List(e) => ("status_list", e.code()),
+            TokenStatusError::Status(e) => ("status", e.code()),
+        });
         let expected = case
             .sdk
             .verify_token

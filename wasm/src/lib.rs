@@ -44,10 +44,10 @@ use std::str::FromStr as _;
 
 use mandate_core::{
     Action, ChainError, ChainFault, Claims, Constraints, DpopError, Grant, Header, IssueError, Jkt,
-    Jth, Jti, Jwks, JwksError, Outcome, Policy, ProofRequest, RecordError, ReputationCounts,
-    Resource, Scope, ScopeError, Status, StatusCheckError, StatusListError, StatusUri, SummaryRow,
-    VerifiedProof, VerifiedStatusList, VerifiedToken, VerifyError, VerifyOptions, WorkflowSummary,
-    check_args,
+    Jth, Jwks, JwksError, Outcome, Policy, ProofRequest, RecordError, RecordRow, ReputationCounts,
+    Resource, Scope, ScopeError, Status, StatusCheckError, StatusListError, StatusUri,
+    TokenStatusError, VerifiedProof, VerifiedStatusList, VerifiedToken, VerifyError, VerifyOptions,
+    WorkflowSummary, check_args,
 };
 use serde::{Deserialize, Serialize};
 use wasm_bindgen::prelude::*;
@@ -124,23 +124,10 @@ fn parse_jwks(jwks: &JsValue) -> Result<Jwks, Failure> {
     Ok(keys)
 }
 
-/// Parses revoked tokens, each named by its jti or its jti hash (the name
-/// descendants carry), into the jti hashes verification compares.
+/// Parses revoked tokens, each named by its jti or its jti hash, into the
+/// jti hashes verification compares (core's rule).
 fn parse_revoked(entries: &[String]) -> Result<BTreeSet<Jth>, Failure> {
-    let mut set = BTreeSet::new();
-    for entry in entries {
-        let jth = match Jti::parse(entry) {
-            Ok(jti) => jti.hash(),
-            Err(_) => Jth::parse(entry).map_err(|_| {
-                Failure::input(
-                    "invalid_revoked",
-                    format!("revoked: `{entry}` is neither a jti nor a jti hash"),
-                )
-            })?,
-        };
-        set.insert(jth);
-    }
-    Ok(set)
+    mandate_core::revocation_set(entries).map_err(|e| Failure::input(e.code(), e))
 }
 
 /// Core's verification options with the caller's overrides.
@@ -294,7 +281,7 @@ impl Options {
             _ if options
                 .status_origins
                 .as_ref()
-                .is_some_and(|origins| !origins.iter().all(|o| is_origin(o))) =>
+                .is_some_and(|origins| !origins.iter().all(|o| StatusUri::is_origin(o))) =>
             {
                 Some("statusOrigins holds origins: http(s)://host[:port], without a path")
             }
@@ -305,13 +292,6 @@ impl Options {
             None => Ok(options),
         }
     }
-}
-
-/// Whether `text` is an origin, `http(s)://host[:port]` in any ASCII case (a
-/// trailing `/` allowed), as a status list URI would begin.
-fn is_origin(text: &str) -> bool {
-    let origin = text.trim_end_matches('/').to_ascii_lowercase();
-    StatusUri::parse(&origin).is_ok_and(|uri| uri.origin() == origin)
 }
 
 /// The options read, the revocation set parsed and the key set prepared.
@@ -348,29 +328,6 @@ impl Checks {
     }
 }
 
-/// The status of a verified token in the status list token `list`, verified
-/// against `keys` for the token's uri. A token without a status claim
-/// passes, and its list is not looked at.
-fn check_in_list(
-    claims: &Claims,
-    list: &str,
-    keys: &Jwks,
-    now: i64,
-    max_staleness_seconds: Option<u64>,
-    origins: Option<&[String]>,
-) -> Result<(), Failure> {
-    let Some(status) = &claims.status else {
-        return Ok(());
-    };
-    if let Some(origins) = origins {
-        mandate_core::check_status_origin(claims, origins).map_err(|e| status_failure(&e))?;
-    }
-    let list = mandate_core::verify_status_list(list, keys, now, Some(status.uri().as_str()))
-        .map_err(|e| status_list_failure(&e))?;
-    mandate_core::check_status(claims, &list, now, max_staleness_seconds)
-        .map_err(|e| status_failure(&e))
-}
-
 fn try_verify_token(
     token: &JsValue,
     jwks: &JsValue,
@@ -388,14 +345,18 @@ fn try_verify_token(
         return Err(revoked_failure(jth));
     }
     if let Some(list) = &checks.status_list {
-        check_in_list(
+        mandate_core::check_status_in_list(
             &verified.claims,
             list,
             &checks.keys,
             now,
             checks.max_staleness_seconds,
             checks.status_origins.as_deref(),
-        )?;
+        )
+        .map_err(|e| match e {
+            TokenStatusError::List(e) => status_list_failure(&e),
+            TokenStatusError::Status(e) => status_failure(&e),
+        })?;
     }
     if !checks.skip_proof_of_possession {
         match &checks.request {
@@ -1040,34 +1001,21 @@ fn try_summarize(
             RecordInput::read(&record, index as usize)
         })
         .collect::<Result<Vec<_>, _>>()?;
-    let provenance = match provenance_ref {
-        Some(value) => string_arg(&value, "provenanceRef")?,
-        None => records
-            .iter()
-            .find_map(|r| r.provenance_ref.clone())
-            .ok_or_else(|| {
-                Failure::input(
-                    "missing_provenance_ref",
-                    "give provenanceRef or records that carry provenance_ref",
-                )
-            })?,
-    };
-    if records
+    let provenance = provenance_ref
+        .map(|value| string_arg(&value, "provenanceRef"))
+        .transpose()?;
+    let rows: Vec<RecordRow<'_>> = records
         .iter()
-        .any(|r| r.provenance_ref.as_ref().is_some_and(|p| *p != provenance))
-    {
-        return Err(Failure::input(
-            "provenance_mismatch",
-            format!("a record belongs to another workflow than {provenance}"),
-        ));
-    }
-    let rows = records.iter().map(|record| SummaryRow {
-        agent_id: &record.agent_id,
-        action: &record.action,
-        result: mandate_core::result_key(record.status, record.result),
-        count: 1,
-    });
-    Ok(mandate_core::summarize(&provenance, rows))
+        .map(|record| RecordRow {
+            agent_id: &record.agent_id,
+            action: &record.action,
+            status: record.status,
+            result: record.result,
+            provenance_ref: record.provenance_ref.as_deref(),
+        })
+        .collect();
+    mandate_core::summarize_records(&rows, provenance.as_deref())
+        .map_err(|e| Failure::input(e.code(), e))
 }
 
 /// The summary of one workflow from its records, the numbers the server
