@@ -84,7 +84,11 @@ class MandateCapability(AbstractCapability[Any]):
     """Mandate for every tool call of an agent, as the agent holding ``token``.
 
     ``tools`` names each tool's policy; ``default`` is the policy of a tool
-    not named (without it, such a tool is refused).
+    not named (without it, such a tool is refused). With
+    ``wait_for_approval`` (seconds, 1–30), a call awaiting a reviewer does
+    not end the run: the capability's ``handle_deferred_tool_calls`` waits
+    that long for Mandate's decision and the run goes on with it (a call
+    still pending then ends the run with ``DeferredToolRequests``).
     """
 
     def __init__(
@@ -99,7 +103,11 @@ class MandateCapability(AbstractCapability[Any]):
         refusal_message: Callable[[MandateToolCall], str] | None = None,
         on_approval: Callable[[PendingApproval, MandateToolCall], None] | None = None,
         on_call_end: Callable[[MandateToolCall], None] | None = None,
+        wait_for_approval: int | None = None,
     ) -> None:
+        if wait_for_approval is not None and not 1 <= wait_for_approval <= 30:
+            raise MandateError("wait_for_approval is between 1 and 30 seconds", code="invalid_options")
+        self._wait_for_approval = wait_for_approval
         self._gate = ToolGate(
             client,
             token,
@@ -164,6 +172,14 @@ class MandateCapability(AbstractCapability[Any]):
             raise
         await self._gate.complete(mandate, output=output, result_hash=policy.result_hash)
         return output
+
+    async def handle_deferred_tool_calls(
+        self, ctx: RunContext[Any], *, requests: DeferredToolRequests
+    ) -> DeferredToolResults | None:
+        if self._wait_for_approval is None:
+            return None
+        resolution = await self.resolve_approvals(requests, wait_seconds=self._wait_for_approval)
+        return resolution.results if resolution.results.approvals else None
 
     async def resolve_approvals(
         self, requests: DeferredToolRequests, *, wait_seconds: int = 0

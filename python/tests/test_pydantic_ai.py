@@ -32,14 +32,26 @@ class Scene:
     """An agent with one tool ``crm_write(record, value)`` under Mandate, a scripted model, and what they did."""
 
     def __init__(
-        self, live: LiveServer, token: str, steps: list[ModelResponse], *, base_url: str | None = None
+        self,
+        live: LiveServer,
+        token: str,
+        steps: list[ModelResponse],
+        *,
+        base_url: str | None = None,
+        wait_for_approval: int | None = None,
     ) -> None:
         self.client = AsyncMandate(base_url or live.base_url, api_key=live.api_key, max_retries=0)
         self.ran: list[dict[str, Any]] = []
         self.ended: list[MandateToolCall] = []
         self.seen: list[list[ModelMessage]] = []
+        self.approvals: list[str] = []
         self.capability = MandateCapability(
-            self.client, token, tools={"crm_write": POLICY}, on_call_end=self.ended.append
+            self.client,
+            token,
+            tools={"crm_write": POLICY},
+            on_call_end=self.ended.append,
+            on_approval=lambda approval, _: self.approvals.append(approval.approval_id),
+            wait_for_approval=wait_for_approval,
         )
         script = list(steps)
 
@@ -210,6 +222,28 @@ def test_approved_with_other_arguments_does_not_run_under_the_approval(live_serv
         await scene.agent.run(message_history=result.all_messages(), deferred_tool_results=results)
         assert scene.ran == []
         assert scene.model_saw("Mandate has not approved crm_write yet (approval_pending)")
+        await scene.client.close()
+
+    run(scenario)
+
+
+def test_waiting_for_approval_goes_on_with_the_reviewer_s_decision(live_server: LiveServer) -> None:
+    async def scenario() -> None:
+        token = await token_for(live_server, "py-pa-wait", constraints={"require_approval": {"actions": ["write"]}})
+        scene = Scene(live_server, token, [call("b", 6, "c1"), text("done")], wait_for_approval=10)
+
+        async def reviewer() -> None:
+            while not scene.approvals:
+                await asyncio.sleep(0.05)
+            await scene.client.approvals.decide(scene.approvals[0], {"decision": "approve"})
+
+        decided = asyncio.create_task(reviewer())
+        result = await scene.agent.run("write")
+        await decided
+        assert result.output == "done"
+        assert scene.ran == [{"record": "b", "value": 6}]
+        [ended] = scene.ended
+        assert (ended.state, ended.result) == ("completed", "success")
         await scene.client.close()
 
     run(scenario)
