@@ -25,6 +25,8 @@ from mandate.errors import MandateError
 
 #: The longest wait the server takes on one read of an approval, seconds.
 MAX_APPROVAL_WAIT = 30
+#: The most calls a gate remembers (awaiting a decision, refused, or about to run).
+MAX_CALLS = 4096
 
 CallState = Literal["awaiting_approval", "authorized", "refused", "running", "completed"]
 
@@ -161,17 +163,23 @@ class ToolGate:
                 idempotency_key=f"{self._prefix}-{binding}",
             )
             call = self._judged(asked, answer)
-            self._calls[binding] = call
+            self._remember(binding, call)
             if call.state == "awaiting_approval" and call.approval is not None:
-                if self._on_approval is not None:
-                    self._on_approval(call.approval, call)
                 # Asked again after a restart, the server answers as it first did: the approval says more.
                 await self._read_approval(call, wait)
+                if call.state == "awaiting_approval" and self._on_approval is not None:
+                    self._on_approval(call.approval, call)
             elif call.state == "refused":
                 self._ended(call)
         elif call.state == "awaiting_approval":
             await self._read_approval(call, wait)
         return call
+
+    def _remember(self, binding: str, call: MandateToolCall) -> None:
+        # Bounded: a call forgotten is asked again with its key and gets its first answer back.
+        if len(self._calls) >= MAX_CALLS:
+            del self._calls[next(iter(self._calls))]
+        self._calls[binding] = call
 
     async def decision(self, approval_id: str, wait: int = 0) -> str:
         """The status of an approval (``pending``, ``approved``, ``denied``, ``expired``), waiting up to ``wait`` s."""
@@ -237,6 +245,10 @@ class ToolGate:
             )
         except UnconfirmedCompletion:
             pass  # The attempt whose answer was lost completed it.
+        except MandateError as failure:
+            if error is None:
+                raise
+            error.add_note(f"mandate: completing {call.aar_id} as {request['result']} failed too: {failure}")
         finally:
             call.state = "completed"
             call.result = request["result"]

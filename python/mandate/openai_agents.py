@@ -112,6 +112,13 @@ class MandateAgents:
 
     ``with_mandate`` (or ``function_tool``) wraps a tool; ``resolve_approvals``
     applies Mandate's decisions to a run's interruptions.
+
+    ``key`` signs a DPoP proof per request for a token bound to it;
+    ``traceparent`` is the W3C trace the records join. ``on_approval`` is
+    called once when a call needs a human's approval (to show
+    ``approval.url``); ``on_call_end`` when a call ends (completed, or
+    refused: it did not run); ``refusal_message`` writes what the model
+    reads in place of the output of a call that did not run.
     """
 
     def __init__(

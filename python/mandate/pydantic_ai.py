@@ -89,6 +89,13 @@ class MandateCapability(AbstractCapability[Any]):
     not end the run: the capability's ``handle_deferred_tool_calls`` waits
     that long for Mandate's decision and the run goes on with it (a call
     still pending then ends the run with ``DeferredToolRequests``).
+
+    ``key`` signs a DPoP proof per request for a token bound to it;
+    ``traceparent`` is the W3C trace the records join. ``on_approval`` is
+    called once when a call needs a human's approval (to show
+    ``approval.url``); ``on_call_end`` when a call ends (completed, or
+    refused: it did not run); ``refusal_message`` writes what the model
+    reads in place of the output of a call that did not run.
     """
 
     def __init__(
