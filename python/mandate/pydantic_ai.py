@@ -33,6 +33,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, cast
 
+from pydantic_core import to_jsonable_python
 from pydantic_ai import ApprovalRequired, DeferredToolRequests, DeferredToolResults, RunContext, ToolDenied
 from pydantic_ai.capabilities import AbstractCapability
 from pydantic_ai.capabilities.abstract import ValidatedToolArgs, WrapToolExecuteHandler
@@ -151,10 +152,12 @@ class MandateCapability(AbstractCapability[Any]):
         args: ValidatedToolArgs,
         handler: WrapToolExecuteHandler,
     ) -> Any:
-        asked, policy = self._asked(call.tool_call_id, tool_def.name, args)
+        # What was validated may hold what JSON cannot (dates, models): sent and bound as pydantic writes it.
+        sent = cast(dict[str, Any], to_jsonable_python(args))
+        asked, policy = self._asked(call.tool_call_id, tool_def.name, sent)
         if policy is None:
             return self._message(asked)
-        mandate = await self._gate.authorize(asked, args)
+        mandate = await self._gate.authorize(asked, sent)
         if mandate.state == "awaiting_approval" and mandate.approval is not None:
             if ctx.tool_call_approved:
                 return self._message(mandate)  # Approved in the run, not in Mandate: it does not run.

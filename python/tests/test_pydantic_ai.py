@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+from datetime import date
 from collections.abc import Callable, Coroutine
 from typing import Any
 
@@ -116,6 +117,31 @@ def test_refused_call_never_runs_and_the_model_reads_why(live_server: LiveServer
         [ended] = scene.ended
         assert (ended.state, ended.reason) == ("refused", "action_not_permitted")
         assert scene.model_saw("Mandate refused crm_write: action_not_permitted")
+        await scene.client.close()
+
+    run(scenario)
+
+
+def test_validated_arguments_json_cannot_hold_are_sent_as_pydantic_writes_them(live_server: LiveServer) -> None:
+    async def scenario() -> None:
+        scene = Scene(live_server, await token_for(live_server, "py-pa-dates"), [])
+        when: list[date] = []
+
+        @scene.agent.tool_plain
+        def schedule(record: str, on: date) -> str:
+            """Schedules a follow-up."""
+            when.append(on)
+            return f"{record} on {on}"
+
+        steps = [ModelResponse(parts=[ToolCallPart("schedule", {"record": "c", "on": "2026-12-01"}, tool_call_id="d1")])]
+        scene.seen.clear()
+        script = [*steps, text("ok")]
+        scene.agent.model = FunctionModel(lambda messages, _: script.pop(0))
+        scene.capability._tools["schedule"] = ToolPolicy("write", "crm:c")  # pyright: ignore[reportPrivateUsage]
+        await scene.agent.run("schedule")
+        assert when == [date(2026, 12, 1)]
+        [ended] = scene.ended
+        assert (await record_of(live_server, ended.aar_id))["args"] == {"record": "c", "on": "2026-12-01"}
         await scene.client.close()
 
     run(scenario)
