@@ -83,7 +83,9 @@ def summary(differences: list[float]) -> dict[str, float]:
     }
 
 
-def timed_rounds(rounds: int, wrapped: Callable[[int], Awaitable[object]], bare: Callable[[int], Awaitable[object]]) -> dict[str, float]:
+def timed_rounds(
+    rounds: int, wrapped: Callable[[int], Awaitable[object]], bare: Callable[[int], Awaitable[object]]
+) -> dict[str, float]:
     """Interleaved rounds (a warm-up of 10 first): wrapped time minus bare time, per round."""
 
     async def run() -> dict[str, float]:
@@ -138,7 +140,9 @@ def openai_agents(base_url: str, token: str, rounds: int) -> dict[str, float]:
         answer = await client.records.authorize(ATTEMPT, token=token, idempotency_key=f"openai-agents-bare-{i:064}")
         output = await plain.on_invoke_tool(context(f"oa-bare-{i}"), text)
         body: Any = {"result": "success", "result_hash": "sha256:" + "0" * 64}
-        await client.records.complete(answer["aar_id"], body, token=token, idempotency_key=f"complete-{answer['aar_id']}")
+        await client.records.complete(
+            answer["aar_id"], body, token=token, idempotency_key=f"complete-{answer['aar_id']}"
+        )
         return output
 
     return timed_rounds(rounds, wrapped, bare)
@@ -159,13 +163,17 @@ def pydantic_ai(base_url: str, token: str, rounds: int) -> dict[str, float]:
 
     async def wrapped(i: int) -> object:
         call = ToolCallPart("read_account", dict(ARGS), tool_call_id=f"pa-wrapped-{i}")
-        return ran(await capability.wrap_tool_execute(ctx, call=call, tool_def=tool_def, args=dict(ARGS), handler=handler))
+        return ran(
+            await capability.wrap_tool_execute(ctx, call=call, tool_def=tool_def, args=dict(ARGS), handler=handler)
+        )
 
     async def bare(i: int) -> object:
         answer = await client.records.authorize(ATTEMPT, token=token, idempotency_key=f"pydantic-ai-bare-{i:064}")
         output = await handler(dict(ARGS))
         body: Any = {"result": "success", "result_hash": "sha256:" + "0" * 64}
-        await client.records.complete(answer["aar_id"], body, token=token, idempotency_key=f"complete-{answer['aar_id']}")
+        await client.records.complete(
+            answer["aar_id"], body, token=token, idempotency_key=f"complete-{answer['aar_id']}"
+        )
         return output
 
     return timed_rounds(rounds, wrapped, bare)

@@ -95,9 +95,7 @@ class MandateToolCall:
 def default_message(call: MandateToolCall) -> str:
     """What the model reads in place of the output of a call that did not run."""
     if call.state == "awaiting_approval" and call.approval is not None:
-        return (
-            f"Mandate has not approved {call.tool} yet (approval_pending): a reviewer decides at {call.approval.url}"
-        )
+        return f"Mandate has not approved {call.tool} yet (approval_pending): a reviewer decides at {call.approval.url}"
     return f"Mandate refused {call.tool}: {call.reason or 'not_authorized'}"
 
 

@@ -191,9 +191,7 @@ class MandateCapability(AbstractCapability[Any]):
         resolution = await self.resolve_approvals(requests, wait_seconds=self._wait_for_approval)
         return resolution.results if resolution.results.approvals else None
 
-    async def resolve_approvals(
-        self, requests: DeferredToolRequests, *, wait_seconds: int = 0
-    ) -> ApprovalResolution:
+    async def resolve_approvals(self, requests: DeferredToolRequests, *, wait_seconds: int = 0) -> ApprovalResolution:
         """Mandate's decisions on the run's deferred approvals, as the ``DeferredToolResults`` it resumes with.
 
         Each of Mandate's approvals (named in the call's metadata) is read once,

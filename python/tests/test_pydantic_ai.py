@@ -133,7 +133,9 @@ def test_validated_arguments_json_cannot_hold_are_sent_as_pydantic_writes_them(l
             when.append(on)
             return f"{record} on {on}"
 
-        steps = [ModelResponse(parts=[ToolCallPart("schedule", {"record": "c", "on": "2026-12-01"}, tool_call_id="d1")])]
+        steps = [
+            ModelResponse(parts=[ToolCallPart("schedule", {"record": "c", "on": "2026-12-01"}, tool_call_id="d1")])
+        ]
         scene.seen.clear()
         script = [*steps, text("ok")]
         scene.agent.model = FunctionModel(lambda messages, _: script.pop(0))
@@ -181,7 +183,9 @@ async def deferred(live: LiveServer, agent: str, steps: list[ModelResponse]) -> 
     assert isinstance(result.output, DeferredToolRequests)
     [part] = result.output.approvals
     assert part.tool_call_id == "c1"
-    assert result.output.metadata["c1"]["mandate"]["url"].endswith(result.output.metadata["c1"]["mandate"]["approval_id"])
+    assert result.output.metadata["c1"]["mandate"]["url"].endswith(
+        result.output.metadata["c1"]["mandate"]["approval_id"]
+    )
     return scene, result
 
 
