@@ -153,6 +153,30 @@ def test_approval_interrupts_and_the_run_resumes_under_the_same_record(live_serv
     run(scenario)
 
 
+def test_resolve_approvals_waits_for_the_reviewer(live_server: LiveServer) -> None:
+    async def scenario() -> None:
+        steps = [call("b", 6, "c1"), [assistant_message("done")]]
+        scene, result = await interrupted(live_server, "py-oa-wait", steps)
+        state = result.to_state()
+        assert scene.ended == []  # Awaiting a decision is not an end.
+
+        async def reviewer() -> None:
+            async for approval in scene.client.approvals.list(status="pending"):
+                if approval["agent_id"].endswith("py-oa-wait"):
+                    await asyncio.sleep(0.3)
+                    await scene.client.approvals.decide(approval["approval_id"], {"decision": "approve"})
+
+        decided = asyncio.create_task(reviewer())
+        resolution = await scene.mandate.resolve_approvals(state, wait_seconds=10)
+        await decided
+        assert len(resolution.approved) == 1 and resolution.pending == []
+        assert (await Runner.run(scene.agent, state)).final_output == "done"
+        assert scene.ran == [{"record": "b", "value": 6}]
+        await scene.client.close()
+
+    run(scenario)
+
+
 def test_denied_approval_rejects_the_call(live_server: LiveServer) -> None:
     async def scenario() -> None:
         steps = [call("b", 3, "c1"), [assistant_message("ok")]]
