@@ -178,6 +178,8 @@ class MandateAgents:
         the run. A tool that turns its own errors into output (``function_tool``
         with its default ``failure_error_function``) is recorded as a success:
         build it with ``failure_error_function=None``, or use :meth:`function_tool`.
+        Mandate's ``needs_approval`` replaces the tool's own; its input
+        guardrails run after Mandate's.
         """
         if tool.name in self._policies:
             raise MandateError(f"the tool {tool.name} is under Mandate already", code="invalid_options")
