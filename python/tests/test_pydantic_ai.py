@@ -149,6 +149,34 @@ def test_validated_arguments_json_cannot_hold_are_sent_as_pydantic_writes_them(l
     run(scenario)
 
 
+def test_a_cancelled_run_completes_the_record_as_cancelled(live_server: LiveServer) -> None:
+    async def scenario() -> None:
+        scene = Scene(live_server, await token_for(live_server, "py-pa-cancel"), [])
+        started = asyncio.Event()
+
+        @scene.agent.tool_plain
+        async def export(record: str) -> str:
+            """Exports a record, slowly."""
+            started.set()
+            await asyncio.sleep(60)
+            return record
+
+        script = [ModelResponse(parts=[ToolCallPart("export", {"record": "e"}, tool_call_id="x1")])]
+        scene.agent.model = FunctionModel(lambda messages, _: script.pop(0))
+        scene.capability._tools["export"] = ToolPolicy("write", "crm:e")  # pyright: ignore[reportPrivateUsage]
+        running = asyncio.create_task(scene.agent.run("export"))
+        await started.wait()
+        running.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await running
+        [ended] = scene.ended
+        assert ended.result == "cancelled"
+        assert (await record_of(live_server, ended.aar_id))["result"] == "cancelled"
+        await scene.client.close()
+
+    run(scenario)
+
+
 def test_a_tool_without_a_policy_is_refused_without_a_record(live_server: LiveServer) -> None:
     async def scenario() -> None:
         scene = Scene(live_server, await token_for(live_server, "py-pa-nopolicy"), [call("a", 1, "c1"), text("ok")])
