@@ -32,20 +32,30 @@ import time
 from collections.abc import Awaitable, Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any, cast
 
+from agents import Agent, ToolInputGuardrailData
+from agents import function_tool as agents_function_tool
+from agents.tool_context import ToolContext
 from langchain.agents.middleware.types import ToolCallRequest
 from langchain_core.messages import ToolMessage
 from mcp.server.auth.middleware.auth_context import auth_context_var
 from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser
 from mcp.server.auth.provider import AccessToken
 from mcp.server.mcpserver import Context
+from pydantic_ai.messages import ToolCallPart
+from pydantic_ai.tools import ToolDefinition
 
 from mandate import AsyncMandate, Mandate
 from mandate.client import Attempt
 from mandate.langchain import MandateMiddleware, ToolGrant, idempotency_key
 from mandate.mcp import ToolGrant as McpGrant
 from mandate.mcp import mandate_tool
+from mandate.openai_agents import MandateAgents
+from mandate.openai_agents import ToolPolicy as AgentsPolicy
+from mandate.pydantic_ai import MandateCapability
+from mandate.pydantic_ai import ToolPolicy as PydanticPolicy
 
 ARGS = {"account_id": "7", "note": "renewal"}
 ANSWER: dict[str, Any] = {"authorized": True, "aar_id": "aar_bench", "provenance_ref": "prov_bench"}
@@ -204,6 +214,102 @@ def mcp(base_url: str, token: str, rounds: int) -> dict[str, float]:
     return asyncio.run(run())
 
 
+def timed_rounds(
+    rounds: int, wrapped: Callable[[int], Awaitable[object]], bare: Callable[[int], Awaitable[object]]
+) -> dict[str, float]:
+    """Interleaved rounds (a warm-up of 10 first): wrapped time minus bare time, per round."""
+
+    async def run() -> dict[str, float]:
+        for i in range(10):
+            await wrapped(-1 - i)
+            await bare(-1 - i)
+        differences: list[float] = []
+        for i in range(rounds):
+            start = time.perf_counter()
+            await wrapped(i)
+            middle = time.perf_counter()
+            await bare(i)
+            differences.append((middle - start) - (time.perf_counter() - middle))
+        return summary(differences)
+
+    return asyncio.run(run())
+
+
+def ran(output: object) -> object:
+    """The tool's output: a wrapped call measured is one that ran (not a refusal's message)."""
+    if output != "account 7":
+        raise RuntimeError(f"the wrapped call did not run: {output!r}")
+    return output
+
+
+def openai_agents(base_url: str, token: str, rounds: int) -> dict[str, float]:
+    """The runner's three hooks of one call (needs_approval, the input guardrail, the invoker) on a built tool."""
+    client = AsyncMandate(base_url)
+    gate = MandateAgents(client, token)
+
+    def read_account(account_id: str, note: str) -> str:
+        """Reads an account."""
+        return f"account {account_id}"
+
+    plain = agents_function_tool(read_account)
+    tool = gate.with_mandate(plain, AgentsPolicy("read", lambda a: f"crm:accounts/{a['account_id']}"))
+    needs_approval = cast(Callable[[Any, dict[str, Any], str], Awaitable[bool]], tool.needs_approval)
+    [guardrail] = tool.tool_input_guardrails or []
+    agent: Agent[Any] = Agent(name="bench")
+    text = json.dumps(ARGS)
+
+    def context(call_id: str) -> ToolContext[Any]:
+        return ToolContext(context=None, tool_name="read_account", tool_call_id=call_id, tool_arguments=text)
+
+    async def wrapped(i: int) -> object:
+        call_id = f"oa-wrapped-{i}"
+        await needs_approval(None, dict(ARGS), call_id)
+        await guardrail.run(ToolInputGuardrailData(context=context(call_id), agent=agent))
+        return ran(await tool.on_invoke_tool(context(call_id), text))
+
+    async def bare(i: int) -> object:
+        answer = await client.records.authorize(ATTEMPT, token=token, idempotency_key=f"openai-agents-bare-{i:064}")
+        output = await plain.on_invoke_tool(context(f"oa-bare-{i}"), text)
+        body: Any = {"result": "success", "result_hash": "sha256:" + "0" * 64}
+        await client.records.complete(
+            answer["aar_id"], body, token=token, idempotency_key=f"complete-{answer['aar_id']}"
+        )
+        return output
+
+    return timed_rounds(rounds, wrapped, bare)
+
+
+def pydantic_ai(base_url: str, token: str, rounds: int) -> dict[str, float]:
+    """The capability's ``wrap_tool_execute`` of one call, with a handler that returns at once."""
+    client = AsyncMandate(base_url)
+    capability = MandateCapability(
+        client, token, tools={"read_account": PydanticPolicy("read", lambda a: f"crm:accounts/{a['account_id']}")}
+    )
+    tool_def = ToolDefinition(name="read_account")
+    # The capability reads only whether the run approved the call.
+    ctx = cast(Any, SimpleNamespace(tool_call_approved=False))
+
+    async def handler(args: dict[str, Any]) -> str:
+        return f"account {args['account_id']}"
+
+    async def wrapped(i: int) -> object:
+        call = ToolCallPart("read_account", dict(ARGS), tool_call_id=f"pa-wrapped-{i}")
+        return ran(
+            await capability.wrap_tool_execute(ctx, call=call, tool_def=tool_def, args=dict(ARGS), handler=handler)
+        )
+
+    async def bare(i: int) -> object:
+        answer = await client.records.authorize(ATTEMPT, token=token, idempotency_key=f"pydantic-ai-bare-{i:064}")
+        output = await handler(dict(ARGS))
+        body: Any = {"result": "success", "result_hash": "sha256:" + "0" * 64}
+        await client.records.complete(
+            answer["aar_id"], body, token=token, idempotency_key=f"complete-{answer['aar_id']}"
+        )
+        return output
+
+    return timed_rounds(rounds, wrapped, bare)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--rounds", type=int, default=200)
@@ -218,7 +324,12 @@ def main() -> None:
             }
         )["compact_jwt"]
         with Mandate(base_url) as agents:
-            report = {"langchain": langchain(agents, token, rounds), "mcp": mcp(base_url, token, rounds)}
+            report = {
+                "langchain": langchain(agents, token, rounds),
+                "mcp": mcp(base_url, token, rounds),
+                "openai_agents": openai_agents(base_url, token, rounds),
+                "pydantic_ai": pydantic_ai(base_url, token, rounds),
+            }
     print(json.dumps(report, indent=2))
 
 
