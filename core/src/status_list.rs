@@ -877,13 +877,13 @@ pub enum TokenStatusError {
 /// `origins`, the token's list must be on one of them
 /// ([`check_status_origin`]); the list is verified against `keys` for the
 /// token's uri ([`verify_status_list`]); then [`check_status`].
-pub fn check_status_in_list<S: AsRef<str>>(
+pub fn check_status_in_list(
     claims: &Claims,
     list_jwt: &str,
     keys: &Jwks,
     now: i64,
     max_staleness_s: Option<u64>,
-    origins: Option<&[S]>,
+    origins: Option<&[String]>,
 ) -> Result<(), TokenStatusError> {
     let Some(status) = &claims.status else {
         return Ok(());

@@ -717,7 +717,7 @@ fn status_list_vectors() {
 
         // verifyToken with the list (core's sequence both SDKs call): the
         // token's own uri expected.
-        let with_list = check_status_in_list::<&str>(
+        let with_list = check_status_in_list(
             &claims,
             &case.list,
             &jwks,
