@@ -46,7 +46,6 @@ export interface ApprovalReadOptions extends Pick<AgentAuth, "token" | "key">, R
 /** The approval an action waits for (answered 202), or, after a wait, how it was decided. */
 export type ApprovalRef = Sent<Schemas["ApprovalRef"]>;
 
-// Approvals: what a grant's `require_approval` makes an action wait for.
 export type ApprovalStatus = Schemas["ApprovalStatus"];
 export type ChainLink = Sent<Schemas["ChainLink"]>;
 export type Approval = Narrowed<
