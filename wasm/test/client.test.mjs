@@ -958,11 +958,11 @@ test("verifier({ maxStalenessSeconds }) applies the status lists tokens name: a 
 test("ProblemCode lists exactly the codes of the server's table of problem titles", () => {
   const titles = readFileSync(new URL("../../host/src/error/titles.rs", import.meta.url), "utf8");
   const server = [...titles.matchAll(/^ {4}\("([a-z0-9_]+)",/gm)].map((m) => m[1]);
-  const declarations = readFileSync(new URL("../pkg/node/client.d.ts", import.meta.url), "utf8");
+  const declarations = readFileSync(new URL("../pkg/node/client/errors.d.ts", import.meta.url), "utf8");
   const union = /export type ProblemCode =([^;]+);/.exec(declarations)[1];
   const client = [...union.matchAll(/"([a-z0-9_]+)"/g)].map((m) => m[1]);
   assert.ok(server.length > 200);
-  assert.deepEqual(client, server, "regenerate ProblemCode in ts/client.ts from host/src/error/titles.rs");
+  assert.deepEqual(client, server, "regenerate ProblemCode in ts/client/errors.ts from host/src/error/titles.rs");
   const reasons = /export type DenyReason =([^;]+);/.exec(declarations)[1];
   for (const reason of reasons.matchAll(/"([a-z0-9_]+)"/g)) assert.ok(server.includes(reason[1]), reason[1]);
 });

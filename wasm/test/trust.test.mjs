@@ -209,7 +209,7 @@ test("AgentClient vouches, withdraws and reads its own statement with its token"
 });
 
 test("the types know trust: DenyReason has trust_too_low, Permission has vouch", () => {
-  const declarations = readFileSync(new URL("../pkg/node/client.d.ts", import.meta.url), "utf8");
+  const declarations = ["errors", "organisations"].map((file) => readFileSync(new URL(`../pkg/node/client/${file}.d.ts`, import.meta.url), "utf8")).join("\n");
   const union = (name) => [...new RegExp(`export type ${name} =([^;]+);`).exec(declarations)[1].matchAll(/"([a-z0-9_]+)"/g)].map((m) => m[1]);
   assert.ok(union("DenyReason").includes("trust_too_low"));
   assert.ok(union("Permission").includes("vouch"));

@@ -60,7 +60,7 @@ import {
   type MandateClient,
   type PendingApproval,
   type WaitForApproval,
-} from "./client.js";
+} from "./client/index.js";
 import type { AgentKey } from "./mandate_wasm.js";
 import type { RemoteVerifier } from "./remote.js";
 

@@ -11,7 +11,7 @@ import {
   type LogCheckpoint,
   type LogEntry,
 } from "./mandate_wasm.js";
-import { MandateClient, MandateError, type FetchLike, type RecordProof } from "./client.js";
+import { MandateClient, MandateError, type FetchLike, type RecordProof } from "./client/index.js";
 
 /** Trusted log keys: one vkey, several one a line (as `GET /v1/log/key` serves them), or a list. */
 export type LogKeys = string | string[];

@@ -50,7 +50,7 @@ import {
   type ActRequest,
   type MandateClient,
   type PendingApproval,
-} from "./client.js";
+} from "./client/index.js";
 import {
   decodeTokenUnverified,
   sha256Ref,

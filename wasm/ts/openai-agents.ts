@@ -66,7 +66,7 @@ import {
   type JsonObject,
   type MandateClient,
   type PendingApproval,
-} from "./client.js";
+} from "./client/index.js";
 import type { AgentKey } from "./mandate_wasm.js";
 
 /** A model's call of a function tool, as the runner hands it on (the part of the SDK's `FunctionCallItem` read here). */

@@ -29,7 +29,7 @@
 //   list at all `status_unknown`: it fails closed. A URI is fetched at most
 //   once per MIN_STATUS_TTL_SECONDS, whatever happens.
 
-import { MandateError, verifyAttempt, type AttemptResult, type Attempt as CallAttempt } from "./client.js";
+import { MandateError, verifyAttempt, type AttemptResult, type Attempt as CallAttempt } from "./client/index.js";
 import {
   Verifier,
   decodeTokenUnverified,

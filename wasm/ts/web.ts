@@ -5,7 +5,7 @@
 import initWasm, { type InitInput } from "./mandate_wasm.js";
 
 export * from "./mandate_wasm.js";
-export * from "./client.js";
+export * from "./client/index.js";
 export * from "./log.js";
 export * from "./remote.js";
 export * from "./webhooks.js";

@@ -9,7 +9,7 @@
 //!   error. Once installed, both run offline: Redocly is told to send no
 //!   usage data and to look for no new version.
 //! - `client_types`: openapi-typescript (pinned in `wasm/package.json`)
-//!   generates `wasm/ts/openapi.ts`, which `cargo xtask wasm` writes and the
+//!   generates `wasm/ts/client/openapi.ts`, which `cargo xtask wasm` writes and the
 //!   package's tests check is current.
 
 use std::fs;
@@ -23,7 +23,7 @@ use crate::{Result, fail};
 /// The pinned Python packages of the validator, with every dependency.
 const REQUIREMENTS: &str = "xtask/openapi-requirements.txt";
 /// The generated types, committed beside the client that imports them.
-const TYPES: &str = "wasm/ts/openapi.ts";
+const TYPES: &str = "wasm/ts/client/openapi.ts";
 
 /// A scratch folder removed when dropped.
 pub(crate) struct Scratch(pub(crate) PathBuf);
@@ -162,7 +162,7 @@ pub(crate) fn check(root: &Path) -> Result<()> {
 }
 
 /// Generates mandate-sdk's request and response types from the served
-/// document; writes `wasm/ts/openapi.ts`, or with `check` fails when it
+/// document; writes `wasm/ts/client/openapi.ts`, or with `check` fails when it
 /// differs from what is committed.
 pub(crate) fn client_types(root: &Path, check: bool) -> Result<()> {
     let generator = npm_tool(root, "openapi-typescript")?;
