@@ -8,13 +8,13 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any
+from typing import Any, cast
 
 import httpx
 import pytest
 from conftest import LiveServer
 
-from mandate import Mandate, MandateApprovalPending, MandateError, MandateRefusal
+from mandate import AgentKey, Mandate, MandateApprovalPending, MandateError, MandateRefusal, verify_token
 from mandate.client import ActContext, Event, PendingApproval, sha256_ref
 from mandate.client._models import IssueL1Request
 
@@ -425,3 +425,25 @@ def test_the_client_refuses_what_it_cannot_send() -> None:
     with Mandate("http://127.0.0.1:9") as client, pytest.raises(MandateError) as body:
         client.records.record_action({"action": "read", "resource": "crm:a", "args": {"x": float("nan")}}, token="t")
     assert (body.value.code, body.value.status) == ("invalid_arguments", None)
+
+
+def test_a_token_bound_to_a_native_agent_key_acts_only_with_that_key(client: Mandate) -> None:
+    key = AgentKey.generate()
+    request = grant("py-bound", actions=["read"])
+    request["holder_key"] = cast(Any, key.public_jwk)
+    bound = client.tokens.issue_root(request)["compact_jwt"]
+    claims = verify_token(bound, json.dumps(client.tokens.jwks()), skip_proof_of_possession=True)["claims"]
+    assert claims["cnf"]["jkt"] == key.jkt
+    # Without its key the client refuses to send the bound token, and nothing runs.
+    ran: list[str] = []
+    with pytest.raises(MandateError) as refused:
+        client.act(bound, "read", "crm:accounts/1", None, lambda _: ran.append("ran"))
+    assert refused.value.code == "dpop_key_missing" and ran == []
+    # Another agent's key is refused too.
+    with pytest.raises(MandateError) as stolen:
+        client.act(bound, "read", "crm:accounts/1", None, lambda _: ran.append("ran"), key=AgentKey.generate())
+    assert stolen.value.code.startswith("dpop_") and ran == []
+    # With its own key, through as_agent, every call carries a fresh proof.
+    agent = client.as_agent(bound, key=key)
+    assert agent.act("read", "crm:accounts/1", {"n": 1}, lambda _: "ok") == "ok"
+    assert agent.act("read", "crm:accounts/2", {"n": 2}, lambda _: "ok") == "ok"
