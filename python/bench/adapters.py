@@ -7,14 +7,15 @@ two requests bare through the same client (authorize with the same
 figure of a round is the wrapped call's time minus the bare pair's; the
 report is the median, min and max over the rounds (200 by default), in ms.
 On a busy machine the round trips' noise (tens of ms) swamps a difference
-this small, so each adapter also reports ``own_median_ms``: the wrapped call
-with the client's two calls answered at once in process (no network), the
-median over the same number of rounds — the adapter's own work alone.
+this small, so each adapter also reports ``own``: the wrapped call with the
+client's two calls answered at once in process (no network), over the same
+number of rounds — the adapter's own work alone.
 
     MANDATE_BIN=.../mandate python bench/adapters.py [--rounds N]
 
 It starts ``mandate serve`` on 127.0.0.1, port 0, with a fresh data folder,
-and prints ``{"<adapter>": {"median_ms": …, "min_ms": …, "max_ms": …, "own_median_ms": …}, …}``.
+and prints ``{"rounds": N, "adapters": {"<adapter>": {"overhead": S, "own": S}, …}}``
+where each ``S`` is ``{"median": …, "min": …, "max": …}`` in ms.
 """
 
 from __future__ import annotations
@@ -79,13 +80,32 @@ class AsyncAnswered:
         return {}
 
 
-def own(rounds: int, wrapped: Callable[[int], object]) -> float:
+def own(rounds: int, wrapped: Callable[[int], object]) -> dict[str, float]:
+    """The wrapped call alone (a warm-up of 10 first), its time per round."""
+    for i in range(10):
+        wrapped(-1 - i)
     times: list[float] = []
     for i in range(rounds):
         start = time.perf_counter()
         wrapped(i)
         times.append(time.perf_counter() - start)
-    return round(statistics.median(times) * 1000, 4)
+    return summary(times)
+
+
+def own_async(rounds: int, wrapped: Callable[[int], Awaitable[object]]) -> dict[str, float]:
+    """``own`` for an adapter whose call is a coroutine."""
+
+    async def run() -> dict[str, float]:
+        for i in range(10):
+            await wrapped(-1 - i)
+        times: list[float] = []
+        for i in range(rounds):
+            start = time.perf_counter()
+            await wrapped(i)
+            times.append(time.perf_counter() - start)
+        return summary(times)
+
+    return asyncio.run(run())
 ATTEMPT: Attempt = {"action": "read", "resource": "crm:accounts/7", "args": ARGS}
 
 
@@ -115,11 +135,12 @@ def live_server() -> Iterator[tuple[str, str]]:
             server.wait(timeout=10)
 
 
-def summary(differences: list[float]) -> dict[str, float]:
+def summary(seconds: list[float]) -> dict[str, float]:
+    """Median, min and max, in ms."""
     return {
-        "median_ms": round(statistics.median(differences) * 1000, 4),
-        "min_ms": round(min(differences) * 1000, 4),
-        "max_ms": round(max(differences) * 1000, 4),
+        "median": round(statistics.median(seconds) * 1000, 4),
+        "min": round(min(seconds) * 1000, 4),
+        "max": round(max(seconds) * 1000, 4),
     }
 
 
@@ -158,60 +179,44 @@ def langchain_call(client: Mandate, token: str) -> Callable[[int], object]:
     return wrapped
 
 
-def langchain(client: Mandate, token: str, rounds: int) -> dict[str, float]:
+def langchain(client: Mandate, token: str, rounds: int) -> dict[str, dict[str, float]]:
     def bare(i: int) -> object:
         key = idempotency_key("", f"lc-bare-{i}", "read_account", ATTEMPT)
         answer = client.records.authorize(ATTEMPT, token=token, idempotency_key=key)
         body: Any = {"result": "success", "result_hash": "sha256:" + "0" * 64}
         return client.records.complete(answer["aar_id"], body, token=token)
 
-    report = paired(rounds, langchain_call(client, token), bare)
+    overhead = paired(rounds, langchain_call(client, token), bare)
     with Mandate("http://127.0.0.1:9") as offline:
         setattr(offline, "records", Answered())
-        report["own_median_ms"] = own(rounds, langchain_call(offline, token))
-    return report
+        return {"overhead": overhead, "own": own(rounds, langchain_call(offline, token))}
 
 
-def mcp(base_url: str, token: str, rounds: int) -> dict[str, float]:
-    def gated(client: AsyncMandate) -> Callable[[], Awaitable[object]]:
+def mcp(base_url: str, token: str, rounds: int) -> dict[str, dict[str, float]]:
+    def gated(client: AsyncMandate) -> Callable[[int], Awaitable[object]]:
         @mandate_tool(client, McpGrant(action="read", resource=lambda a: f"crm:accounts/{a['account_id']}"))
         async def read_account(account_id: str, note: str) -> str:
             return f"account {account_id}"
 
         context = Context()
 
-        async def wrapped() -> object:
-            return await read_account(**ARGS, mandate_context=context)
+        async def wrapped(i: int) -> object:
+            return ran(await read_account(**ARGS, mandate_context=context))
 
         return wrapped
 
-    async def timed(step: Callable[[], Awaitable[object]]) -> float:
-        start = time.perf_counter()
-        await step()
-        return time.perf_counter() - start
+    auth_context_var.set(AuthenticatedUser(AccessToken(token=token, client_id="bench", scopes=["read"])))
+    client = AsyncMandate(base_url)
 
-    async def run() -> dict[str, float]:
-        auth_context_var.set(AuthenticatedUser(AccessToken(token=token, client_id="bench", scopes=["read"])))
-        async with AsyncMandate(base_url) as client:
-            wrapped = gated(client)
+    async def bare(i: int) -> object:
+        answer = await client.records.authorize(ATTEMPT, token=token)
+        body: Any = {"result": "success", "result_hash": "sha256:" + "0" * 64}
+        return await client.records.complete(answer["aar_id"], body, token=token)
 
-            async def bare() -> object:
-                answer = await client.records.authorize(ATTEMPT, token=token)
-                body: Any = {"result": "success", "result_hash": "sha256:" + "0" * 64}
-                return await client.records.complete(answer["aar_id"], body, token=token)
-
-            for _ in range(10):
-                await wrapped()
-                await bare()
-            report = summary([await timed(wrapped) - await timed(bare) for _ in range(rounds)])
-        async with AsyncMandate("http://127.0.0.1:9") as offline:
-            setattr(offline, "records", AsyncAnswered())
-            alone = gated(offline)
-            times = [await timed(alone) for _ in range(rounds)]
-            report["own_median_ms"] = round(statistics.median(times) * 1000, 4)
-        return report
-
-    return asyncio.run(run())
+    overhead = timed_rounds(rounds, gated(client), bare)
+    offline = AsyncMandate("http://127.0.0.1:9")
+    setattr(offline, "records", AsyncAnswered())
+    return {"overhead": overhead, "own": own_async(rounds, gated(offline))}
 
 
 def timed_rounds(
@@ -242,9 +247,8 @@ def ran(output: object) -> object:
     return output
 
 
-def openai_agents(base_url: str, token: str, rounds: int) -> dict[str, float]:
+def openai_agents_call(client: AsyncMandate, token: str) -> Callable[[int], Awaitable[object]]:
     """The runner's three hooks of one call (needs_approval, the input guardrail, the invoker) on a built tool."""
-    client = AsyncMandate(base_url)
     gate = MandateAgents(client, token)
 
     def read_account(account_id: str, note: str) -> str:
@@ -267,21 +271,42 @@ def openai_agents(base_url: str, token: str, rounds: int) -> dict[str, float]:
         await guardrail.run(ToolInputGuardrailData(context=context(call_id), agent=agent))
         return ran(await tool.on_invoke_tool(context(call_id), text))
 
+    return wrapped
+
+
+def openai_agents(base_url: str, token: str, rounds: int) -> dict[str, dict[str, float]]:
+    client = AsyncMandate(base_url)
+
+    def read_account(account_id: str, note: str) -> str:
+        """Reads an account."""
+        return f"account {account_id}"
+
+    plain = agents_function_tool(read_account)
+    text = json.dumps(ARGS)
+
     async def bare(i: int) -> object:
         answer = await client.records.authorize(ATTEMPT, token=token, idempotency_key=f"openai-agents-bare-{i:064}")
-        output = await plain.on_invoke_tool(context(f"oa-bare-{i}"), text)
+        context = ToolContext(context=None, tool_name="read_account", tool_call_id=f"oa-bare-{i}", tool_arguments=text)
+        output = await plain.on_invoke_tool(context, text)
         body: Any = {"result": "success", "result_hash": "sha256:" + "0" * 64}
         await client.records.complete(
             answer["aar_id"], body, token=token, idempotency_key=f"complete-{answer['aar_id']}"
         )
         return output
 
-    return timed_rounds(rounds, wrapped, bare)
+    overhead = timed_rounds(rounds, openai_agents_call(client, token), bare)
+    offline = AsyncMandate("http://127.0.0.1:9")
+    setattr(offline, "records", AsyncAnswered())
+    return {"overhead": overhead, "own": own_async(rounds, openai_agents_call(offline, token))}
 
 
-def pydantic_ai(base_url: str, token: str, rounds: int) -> dict[str, float]:
+async def account(args: dict[str, Any]) -> str:
+    """The tool's handler: it returns at once."""
+    return f"account {args['account_id']}"
+
+
+def pydantic_ai_call(client: AsyncMandate, token: str) -> Callable[[int], Awaitable[object]]:
     """The capability's ``wrap_tool_execute`` of one call, with a handler that returns at once."""
-    client = AsyncMandate(base_url)
     capability = MandateCapability(
         client, token, tools={"read_account": PydanticPolicy("read", lambda a: f"crm:accounts/{a['account_id']}")}
     )
@@ -289,25 +314,31 @@ def pydantic_ai(base_url: str, token: str, rounds: int) -> dict[str, float]:
     # The capability reads only whether the run approved the call.
     ctx = cast(Any, SimpleNamespace(tool_call_approved=False))
 
-    async def handler(args: dict[str, Any]) -> str:
-        return f"account {args['account_id']}"
-
     async def wrapped(i: int) -> object:
         call = ToolCallPart("read_account", dict(ARGS), tool_call_id=f"pa-wrapped-{i}")
         return ran(
-            await capability.wrap_tool_execute(ctx, call=call, tool_def=tool_def, args=dict(ARGS), handler=handler)
+            await capability.wrap_tool_execute(ctx, call=call, tool_def=tool_def, args=dict(ARGS), handler=account)
         )
+
+    return wrapped
+
+
+def pydantic_ai(base_url: str, token: str, rounds: int) -> dict[str, dict[str, float]]:
+    client = AsyncMandate(base_url)
 
     async def bare(i: int) -> object:
         answer = await client.records.authorize(ATTEMPT, token=token, idempotency_key=f"pydantic-ai-bare-{i:064}")
-        output = await handler(dict(ARGS))
+        output = await account(dict(ARGS))
         body: Any = {"result": "success", "result_hash": "sha256:" + "0" * 64}
         await client.records.complete(
             answer["aar_id"], body, token=token, idempotency_key=f"complete-{answer['aar_id']}"
         )
         return output
 
-    return timed_rounds(rounds, wrapped, bare)
+    overhead = timed_rounds(rounds, pydantic_ai_call(client, token), bare)
+    offline = AsyncMandate("http://127.0.0.1:9")
+    setattr(offline, "records", AsyncAnswered())
+    return {"overhead": overhead, "own": own_async(rounds, pydantic_ai_call(offline, token))}
 
 
 def main() -> None:
@@ -324,13 +355,13 @@ def main() -> None:
             }
         )["compact_jwt"]
         with Mandate(base_url) as agents:
-            report = {
+            adapters = {
                 "langchain": langchain(agents, token, rounds),
                 "mcp": mcp(base_url, token, rounds),
                 "openai_agents": openai_agents(base_url, token, rounds),
                 "pydantic_ai": pydantic_ai(base_url, token, rounds),
             }
-    print(json.dumps(report, indent=2))
+    print(json.dumps({"rounds": rounds, "adapters": adapters}))
 
 
 if __name__ == "__main__":

@@ -265,7 +265,7 @@ pub(crate) fn test(root: &Path) -> Result<()> {
     exec(python(
         &venv,
         &dir,
-        &["-m", "mypy", "--strict", "mandate", "tests"],
+        &["-m", "mypy", "--strict", "mandate", "tests", "bench"],
     ))?;
     // pyright judges the virtual environment's packages, not the
     // interpreter it finds first on the path.

@@ -15,9 +15,10 @@
 //! against its ceiling; `--only args` the argument-constraints section,
 //! written into BENCHMARKS.md in place of the one there (unless
 //! `--quick`); `--only python` the Python section (mandate-sdk for Python
-//! against PyJWT), likewise. `--against BIN` measures record/action and
-//! delegate on this build and on another build's `mandate` in interleaved
-//! rounds, prints the ratios and writes nothing.
+//! against PyJWT, and the adapters' cost per tool call), likewise.
+//! `--against BIN` measures record/action and delegate on this build and on
+//! another build's `mandate` in interleaved rounds, prints the ratios and
+//! writes nothing.
 //!
 //! `running` runs wrk, the server and the bench programs; `parsing` reads
 //! their output into figures; `report` renders BENCHMARKS.md, where each
@@ -185,7 +186,8 @@ fn args_only(plan: Plan, root: &Path, bins: &Path, scratch: &Path, scripts: &Pat
 /// and, unless `--quick`, writes it into BENCHMARKS.md in place of the one
 /// there, failing when a target is not met.
 fn python_only(root: &Path, quick: bool) -> Result<()> {
-    let rows = python::python_rows(root, quick)?;
+    let bins = programs(root, quick)?;
+    let rows = python::python_rows(root, quick, &bins.join("mandate"))?;
     let measured = format!(
         "Measured by `cargo xtask bench --only python` on {} ({}).",
         machine(),
@@ -382,7 +384,7 @@ pub(crate) fn bench(root: &Path, args: &[&str]) -> Result<()> {
     eprintln!("argument constraints");
     let args = args_rows(plan, root, &bins, &scratch, &scripts)?;
     eprintln!("Python");
-    let python = python::python_rows(root, quick)?;
+    let python = python::python_rows(root, quick, &bins.join("mandate"))?;
     eprintln!("PostgreSQL");
     let postgres = postgres(plan, &bins.join("mandate"), &scratch, &scripts)?;
     let cold = cold_starts(&bins.join("mandate"), &scratch, if quick { 1 } else { 5 })?;
@@ -451,7 +453,14 @@ pub(crate) fn bench(root: &Path, args: &[&str]) -> Result<()> {
                     .unwrap_or(f64::NAN),
             ),
         ];
-        for (name, value) in sane {
+        let adapters = python
+            .adapters_alone()
+            .into_iter()
+            .map(|(name, ms)| (format!("{name} adapter alone ms"), ms));
+        let sane = sane
+            .into_iter()
+            .map(|(name, value)| (name.to_owned(), value));
+        for (name, value) in sane.chain(adapters) {
             eprintln!("{name}: {value:.3}");
             if !(value.is_finite() && value > 0.0) {
                 return fail(format!("bench sanity: {name} is {value}"));

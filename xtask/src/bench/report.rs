@@ -1018,21 +1018,32 @@ mod tests {
                     .map(|f| json!({"evaluate_ns": spread(21000.0 * f, 20000.0 * f, 23000.0 * f)}))
                     .to_vec(),
             },
-            python: PythonRows::of(json!({
-                "rounds": 15,
-                "calls": 2000,
-                "python": "3.11.7",
-                "pyjwt": "2.15.1",
-                "ns": {
-                    "verify_token": spread(21000.0, 20000.0, 24000.0),
-                    "verifier": spread(20000.0, 19000.0, 23000.0),
-                    "cached": spread(900.0, 850.0, 1000.0),
-                    "pyjwt": spread(60000.0, 57000.0, 66000.0),
-                },
-                "pyjwt_over_verify_token": spread(2.9, 2.7, 3.1),
-                "pyjwt_over_verifier": spread(3.0, 2.8, 3.2),
-                "pyjwt_over_cached": spread(66.0, 60.0, 70.0),
-            })),
+            python: PythonRows::of(
+                json!({
+                    "rounds": 15,
+                    "calls": 2000,
+                    "python": "3.11.7",
+                    "pyjwt": "2.15.1",
+                    "ns": {
+                        "verify_token": spread(21000.0, 20000.0, 24000.0),
+                        "verifier": spread(20000.0, 19000.0, 23000.0),
+                        "cached": spread(900.0, 850.0, 1000.0),
+                        "pyjwt": spread(60000.0, 57000.0, 66000.0),
+                    },
+                    "pyjwt_over_verify_token": spread(2.9, 2.7, 3.1),
+                    "pyjwt_over_verifier": spread(3.0, 2.8, 3.2),
+                    "pyjwt_over_cached": spread(66.0, 60.0, 70.0),
+                }),
+                json!({
+                    "rounds": 200,
+                    "adapters": {
+                        "langchain": {"overhead": spread(0.12, -1.7, 1.2), "own": spread(0.017, 0.016, 0.036)},
+                        "mcp": {"overhead": spread(0.09, -1.6, 1.5), "own": spread(0.007, 0.006, 0.025)},
+                        "openai_agents": {"overhead": spread(0.25, -4.2, 2.7), "own": spread(0.34, 0.16, 0.6)},
+                        "pydantic_ai": {"overhead": spread(0.16, -1.7, 3.4), "own": spread(0.04, 0.03, 0.09)},
+                    },
+                }),
+            ),
             status_sizes: json!({
                 "tokens": 1_000_000,
                 "lists": 16,
