@@ -225,7 +225,9 @@ class _Remote:
         if cast(object, max_staleness_seconds) is None:
             # Required: without a bound a list held forever would keep a revoked token valid.
             raise MandateError("max_staleness_seconds is required", code="invalid_options")
-        if isinstance(allowed_status_origins, str):
+        if isinstance(allowed_status_origins, str) or not all(
+            isinstance(cast(object, origin), str) for origin in allowed_status_origins or ()
+        ):
             raise MandateError("allowed_status_origins is a list of origins", code="invalid_options")
         own = origin_of(jwks_url)
         if allowed_status_origins is None:
@@ -240,21 +242,19 @@ class _Remote:
         self.clock: Callable[[], int] = clock if clock is not None else (lambda: int(time.time()))
         self.key_cooldown = cooldown
         # The Verifier refuses what the fetcher would not fetch, lists included.
-        self._options: dict[str, Any] = {
-            "leeway_seconds": leeway_seconds,
-            "issuer": issuer,
-            "revoked": revoked,
-            "cache_size": cache_size,
-            "max_staleness_seconds": max_staleness_seconds,
-            "status_origins": list(self.allowed),
-        }
-        self.verifier = self._make(jwks)
+        self.verifier = Verifier(
+            jwks,
+            leeway_seconds=leeway_seconds,
+            issuer=issuer,
+            revoked=revoked,
+            cache_size=cache_size,
+            check_status=True,
+            max_staleness_seconds=max_staleness_seconds,
+            status_origins=list(self.allowed),
+        )
         self.keys_fetched_at = self.clock()
         self.lists: dict[str, _Held] = {}
         self.attempts: dict[str, _Attempt] = {}
-
-    def _make(self, jwks: Any) -> Verifier:
-        return Verifier(jwks, check_status=True, **self._options)
 
     def allowed_origin(self, url: str) -> bool:
         return origin_of(url) in self.allowed
@@ -290,16 +290,18 @@ class _Remote:
         refresh is fetched before it: only for a token passing every check
         but its binding.
         """
-        uri = _status_uri(token)
-        held = self.lists.get(uri) if uri is not None else None
-        if uri is not None and held is not None and now >= held.fetched_at + _clamp(held.ttl):
-            try:
-                probe()
-                passed = True
-            except MandateError as error:
-                passed = error.code == "dpop_required"
-            if passed:
-                yield from self._refresh(uri, now)
+        if any(now >= held.fetched_at + _clamp(held.ttl) for held in self.lists.values()):
+            # A list is due: the token's, maybe (it is read only then, to keep a verification cheap).
+            uri = _status_uri(token)
+            held = self.lists.get(uri) if uri is not None else None
+            if uri is not None and held is not None and now >= held.fetched_at + _clamp(held.ttl):
+                try:
+                    probe()
+                    passed = True
+                except MandateError as error:
+                    passed = error.code == "dpop_required"
+                if passed:
+                    yield from self._refresh(uri, now)
         try:
             return run()
         except MandateError as error:
@@ -312,9 +314,12 @@ class _Remote:
                     failure = again
             else:
                 raise
+        if failure.stage != "status" or failure.code not in _STATUS_CODES_TO_REFRESH:
+            raise failure
         # Core judges a token's status only once its signature and claims
         # passed: the uri read from it is the one verified.
-        if failure.stage != "status" or failure.code not in _STATUS_CODES_TO_REFRESH or uri is None:
+        uri = _status_uri(token)
+        if uri is None:
             raise failure
         if not self.allowed_origin(uri):
             raise MandateError(
@@ -407,15 +412,17 @@ class _Remote:
         try:
             if _keys_error(self.jwks_url, got) is not None:
                 return False
-            verifier = self._make(_parse_keys(got))
+            # The same Verifier keeps its memory of accepted proofs: a key
+            # refresh (which a forged kid can cause) must not make a proof good again.
+            self.verifier.set_keys(_parse_keys(got))
         except MandateError:
             return False
+        # Its lists were dropped with the old keys: each is verified again with the new ones.
         for uri, held in list(self.lists.items()):
             try:
-                verifier.set_status_list(held.jwt, now=now)
+                self.verifier.set_status_list(held.jwt, now=now)
             except MandateError:
                 del self.lists[uri]
-        self.verifier = verifier
         return True
 
 

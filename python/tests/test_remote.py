@@ -334,6 +334,11 @@ def test_verify_request_checks_the_proof_once_even_when_the_list_is_refreshed_fi
     later = proof(NOW + 300)
     assert code(lambda: verifier.verify_request(token, method="POST", url=url, proof=later, now=NOW + 300)) is None
     assert len(fake.status_requests()) == 2
+    # A key refresh (which anyone can cause with a forged kid) does not make a proof good again.
+    assert code(lambda: verifier.verify(Key().token(), now=NOW + 301)) == "unknown_kid"
+    assert fake.key_requests() == 2
+    assert code(lambda: verifier.verify_request(token, method="POST", url=url, proof=later, now=NOW + 301)) == "dpop_replayed"
+    assert verifier.verify_request(token, method="POST", url=url, proof=proof(NOW + 301), now=NOW + 301)
 
 
 def test_an_unusable_key_set_or_server_is_a_mandate_error() -> None:
@@ -355,7 +360,8 @@ def test_an_unusable_key_set_or_server_is_a_mandate_error() -> None:
     assert refusal(lambda: RemoteVerifier.create(max_staleness_seconds=60)).code == "invalid_options"
     for staleness in (-1, None, "60"):
         assert refusal(lambda: remote(Fake({}), max_staleness_seconds=staleness)).code == "invalid_options"
-    assert refusal(lambda: remote(Fake({}), allowed_status_origins=["https://x.example/path"])).code == "invalid_options"
+    for origins in (["https://x.example/path"], "https://x.example", [5]):
+        assert refusal(lambda: remote(Fake({}), allowed_status_origins=origins)).code == "invalid_options"
 
 
 def test_async_verifications_at_once_share_one_fetch() -> None:
@@ -469,3 +475,18 @@ def test_live_a_rotated_signing_key_is_fetched_once_a_token_names_it(own_server:
             # The old key stays published: its tokens still verify.
             assert code(lambda: verifier.verify(before)) is None
 
+
+
+def test_the_native_set_keys_drops_lists_and_cache_and_keeps_proofs() -> None:
+    verifier = mandate.Verifier(LISTS["jwks"], check_status=True, cache_size=8)
+    verifier.set_status_list(GOOD, now=NOW)
+    assert verifier.verify(VALID, now=NOW) and verifier.cached == 1
+    junks: list[Any] = [{"keys": "no"}, 5, "not json"]
+    for junk in junks:
+        assert refusal(lambda: verifier.set_keys(junk)).code == "malformed_jwks"
+    assert verifier.cached == 1
+    verifier.set_keys(LISTS["jwks"])
+    assert verifier.cached == 0
+    assert code(lambda: verifier.verify(VALID, now=NOW)) == "status_unknown"
+    verifier.set_status_list(GOOD, now=NOW)
+    assert code(lambda: verifier.verify(REVOKED, now=NOW)) == "token_revoked"
