@@ -43,10 +43,12 @@ from mandate._types import (
 from mandate.client import AsyncMandate, Mandate
 from mandate.errors import MandateApprovalPending, MandateError, MandateRefusal
 from mandate.log import LogMonitor, LogMonitorResult, VerifiedRecordProof, verify_record_proof
+from mandate.remote import AsyncRemoteVerifier, RemoteVerifier, RemoteVerifierOptions
 
 __all__ = [
     "AgentKey",
     "AsyncMandate",
+    "AsyncRemoteVerifier",
     "Checkpoint",
     "DelegatedGrantResult",
     "HeldStatusList",
@@ -68,6 +70,8 @@ __all__ = [
     "MandateApprovalPending",
     "MandateError",
     "MandateRefusal",
+    "RemoteVerifier",
+    "RemoteVerifierOptions",
     "VerifiedRecordProof",
     "Verifier",
     "check_narrowing",

@@ -8,8 +8,9 @@ for the TypeScript SDK.
 
 - :class:`MandateTokenVerifier` is the SDK's ``TokenVerifier``
   (``MCPServer(token_verifier=..., auth=AuthSettings(...))``): the token is
-  verified by a :class:`TokenChecker` (the native ``Verifier`` with its
-  status lists, so a revoked token is refused), and its audience, when the
+  verified by a :class:`TokenChecker` (a ``RemoteVerifier`` fetching the
+  server's keys and status lists, or the native ``Verifier`` with its status
+  lists, so a revoked token is refused), and its audience, when the
   server names its own URL, must include it. The hook sees the token and
   never the request, so a bound (DPoP) token is refused: its proof cannot be
   checked here.
@@ -101,15 +102,18 @@ _STATE_PREFIX = "mandate-approval-"
 
 
 class TokenChecker(Protocol):
-    """What checks a token offline: the native :class:`~mandate.Verifier`, or anything with its ``verify``.
+    """What checks a token offline: a :class:`~mandate.RemoteVerifier` or :class:`~mandate.AsyncRemoteVerifier`
+    (which fetch the key set and status lists themselves), the native :class:`~mandate.Verifier`, or anything
+    with their ``verify``.
 
-    ``verify`` returns the verified token (its ``claims``) and raises
-    :class:`~mandate.MandateError` (core's code) for a token it refuses.
-    Give the ``Verifier`` ``check_status=True`` and keep its status lists
-    current (``set_status_list``) so that a revoked token is refused.
+    ``verify`` returns (or, async, answers) the verified token (its
+    ``claims``) and raises :class:`~mandate.MandateError` (core's code) for
+    a token it refuses. A native ``Verifier`` needs ``check_status=True`` and
+    its status lists kept current (``set_status_list``) for a revoked token
+    to be refused; a remote verifier does that itself.
     """
 
-    def verify(self, token: str) -> VerifiedToken: ...
+    def verify(self, token: str) -> VerifiedToken | Awaitable[VerifiedToken]: ...
 
 
 def tool_result_hash(result: CallToolResult) -> str:
@@ -159,7 +163,9 @@ class MandateTokenVerifier:
     async def verify_token(self, token: str) -> AccessToken | None:
         """The token's ``AccessToken``, or None (the SDK answers 401) when it is refused."""
         try:
-            claims = self.verifier.verify(token)["claims"]
+            checked = self.verifier.verify(token)
+            verified = await checked if isinstance(checked, Awaitable) else checked
+            claims = verified["claims"]
         except MandateError:
             return None
         if "cnf" in claims:

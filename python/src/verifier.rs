@@ -304,6 +304,21 @@ impl Verifier {
         Ok(result)
     }
 
+    /// Replaces the key set (a key rotated in or out), raising
+    /// `MandateError` when it is unusable. Cached tokens and held status
+    /// lists are dropped, as they were verified with the old keys: give the
+    /// lists again. The revocation set and the memory of accepted proofs
+    /// stay, so a proof is not good twice across a key refresh.
+    fn set_keys(&mut self, jwks: &Bound<'_, PyAny>) -> PyResult<()> {
+        self.keys = parse_jwks(jwks)?;
+        self.cache.young.clear();
+        self.cache.old.clear();
+        if let Some(status) = self.status.as_mut() {
+            status.lists.clear();
+        }
+        Ok(())
+    }
+
     /// Forgets every cached token (the revocation set and status lists stay).
     fn clear_cache(&mut self) {
         self.cache.young.clear();

@@ -1,7 +1,8 @@
 """A live `mandate serve` for the client's tests: the binary MANDATE_BIN names.
 
-Started once per session on port 0 with a fresh data folder; its address is
-read from its first line, its admin key from the folder.
+Started once per session (`own_server`: once per test) on port 0 with a
+fresh data folder; its address is read from its first line, its admin key
+from the folder.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ import re
 import subprocess
 import tempfile
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -21,10 +23,13 @@ import pytest
 class LiveServer:
     base_url: str
     api_key: str
+    #: Its data folder, for the operator's CLI (``mandate signing-key rotate --data-dir``).
+    data_dir: str
 
 
-@pytest.fixture(scope="session")
-def live_server() -> Iterator[LiveServer]:
+@contextmanager
+def mandate_server() -> Iterator[LiveServer]:
+    """A fresh `mandate serve` on port 0, stopped on leaving."""
     binary = os.environ.get("MANDATE_BIN")
     if not binary:
         pytest.fail("set MANDATE_BIN to the mandate server binary")
@@ -46,7 +51,20 @@ def live_server() -> Iterator[LiveServer]:
             if base_url is None:
                 pytest.fail(f"the server exited with {server.wait()} before listening")
             api_key = (Path(data) / "admin.key").read_text().strip()
-            yield LiveServer(base_url, api_key)
+            yield LiveServer(base_url, api_key, data)
         finally:
             server.terminate()
             server.wait(timeout=10)
+
+
+@pytest.fixture(scope="session")
+def live_server() -> Iterator[LiveServer]:
+    with mandate_server() as server:
+        yield server
+
+
+@pytest.fixture
+def own_server() -> Iterator[LiveServer]:
+    """A server of the test's own, for what would disturb the others (rotating its signing key)."""
+    with mandate_server() as server:
+        yield server

@@ -58,6 +58,7 @@ from mandate.client.tokens import AsyncTokens, Tokens
 from mandate.client.trust import AsyncTrust, Trust
 from mandate.client.webhooks import AsyncWebhooks, Webhooks
 from mandate.errors import MandateError
+from mandate.remote import AsyncRemoteVerifier, RemoteVerifier, RemoteVerifierOptions
 
 T = TypeVar("T")
 
@@ -149,6 +150,26 @@ class Mandate:
     def workflow_url(self, provenance_ref: str) -> str:
         """The dashboard's page of a workflow: its chain of tokens and every record."""
         return f"{self._t.base_url}/#/workflow/{segment(provenance_ref)}"
+
+    def remote_verifier(
+        self, *, max_staleness_seconds: int, **options: Unpack[RemoteVerifierOptions]
+    ) -> RemoteVerifier:
+        """A verifier of this server's tokens that keeps itself current (:class:`~mandate.remote.RemoteVerifier`).
+
+        It fetches through this client's HTTP client, without its API key,
+        the key set — again when a token names a kid it lacks, at most once
+        per ``key_refresh_cooldown_seconds`` — and the status list each token
+        names, so a revoked token is refused (``token_revoked``) within
+        ``max_staleness_seconds``. Raises :class:`~mandate.MandateError` when
+        the key set cannot be fetched or used.
+        """
+        return RemoteVerifier.create(
+            max_staleness_seconds=max_staleness_seconds,
+            base_url=self._t.base_url,
+            http=self._t.http,
+            timeout=self._t.timeout or None,
+            **options,
+        )
 
     def as_agent(self, token: str, *, key: ProofKey | None = None, traceparent: str | None = None) -> AgentMandate:
         """A client acting as the agent holding ``token`` (with ``key`` for a bound token)."""
@@ -420,6 +441,18 @@ class AsyncMandate:
     def workflow_url(self, provenance_ref: str) -> str:
         """The dashboard's page of a workflow."""
         return f"{self._t.base_url}/#/workflow/{segment(provenance_ref)}"
+
+    async def remote_verifier(
+        self, *, max_staleness_seconds: int, **options: Unpack[RemoteVerifierOptions]
+    ) -> AsyncRemoteVerifier:
+        """As :meth:`Mandate.remote_verifier`: an :class:`~mandate.remote.AsyncRemoteVerifier`, awaited."""
+        return await AsyncRemoteVerifier.create(
+            max_staleness_seconds=max_staleness_seconds,
+            base_url=self._t.base_url,
+            http=self._t.http,
+            timeout=self._t.timeout or None,
+            **options,
+        )
 
     def as_agent(self, token: str, *, key: ProofKey | None = None, traceparent: str | None = None) -> AsyncAgentMandate:
         """A client acting as the agent holding ``token``."""
