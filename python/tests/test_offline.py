@@ -14,11 +14,28 @@ from typing import Any, cast
 
 import jwt
 import pytest
+from agents import Agent as OpenAIAgent
+from agents import Runner, set_tracing_disabled
+from agents.testing import ScriptedModel, assistant_message, function_call
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+from langchain.agents import create_agent
+from langchain_core.messages import HumanMessage, ToolMessage
+from langchain_core.tools import tool
+from pydantic_ai import Agent as PydanticAgent
+from pydantic_ai.messages import ModelMessage, ModelResponse, TextPart, ToolCallPart
+from pydantic_ai.models.function import AgentInfo, FunctionModel
 from recorder import BASE, Recorder
+from scripted import call, script
 
 from mandate import AsyncMandate, Mandate, MandateError, MandateRefusal
 from mandate.client import Attempt, check_args_offline
+from mandate.langchain import MandateMiddleware, ToolGrant
+from mandate.openai_agents import MandateAgents
+from mandate.openai_agents import MandateToolCall as AgentsCall
+from mandate.pydantic_ai import MandateCapability, ToolPolicy
+from mandate.pydantic_ai import MandateToolCall as PydanticCall
+
+set_tracing_disabled(True)  # No trace export.
 
 VECTORS = Path(__file__).resolve().parents[2] / "tests" / "vectors"
 CHECK = json.loads((VECTORS / "args.json").read_text())["check"]
@@ -146,5 +163,98 @@ def test_async_act_refuses_offline_too() -> None:
             with pytest.raises(MandateRefusal):
                 await client.as_agent(RULED).act("pay", "bank:acct", None, never)
         assert recorder.sent == []
+
+    asyncio.run(scenario())
+
+
+# Per adapter: refused args never run the tool and Mandate gets no request; permitted args are sent.
+
+
+def test_langchain_refused_args_never_run_and_send_nothing() -> None:
+    recorder = Recorder()
+    ran: list[dict[str, Any]] = []
+
+    @tool
+    def send_mail(to: list[str]) -> str:
+        """Send a mail."""
+        ran.append({"to": to})
+        return "sent"
+
+    model = script(call("send_mail", "c1", to=OUTSIDER["to"]), call("send_mail", "c2", to=INSIDERS["to"]), "done")
+    with Mandate(BASE, http=recorder.sync()) as client:
+        middleware = MandateMiddleware(client, token=RULED, tools={"send_mail": ToolGrant("send", "mail:outbox")})
+        agent = create_agent(model, [send_mail], middleware=[middleware])
+        result = agent.invoke({"messages": [HumanMessage("mail")]})
+    refused, sent = [m for m in result["messages"] if isinstance(m, ToolMessage)]
+    assert (refused.status, refused.artifact) == ("error", {"mandate_error": "args_not_permitted"})
+    assert sent.content == "sent" and ran == [{"to": INSIDERS["to"]}]
+    assert recorder.paths() == [("/v1/vat/authorize", {"to": INSIDERS["to"]}), ("/v1/vat/aar/aar_1/complete", None)]
+
+
+def test_openai_agents_refused_args_never_run_and_send_nothing() -> None:
+    async def scenario() -> None:
+        recorder = Recorder()
+        ran: list[dict[str, Any]] = []
+        ended: list[AgentsCall] = []
+
+        def send_mail(to: list[str]) -> str:
+            """Send a mail."""
+            ran.append({"to": to})
+            return "sent"
+
+        async with AsyncMandate(BASE, http=recorder.asynchronous()) as client:
+            mandate = MandateAgents(client, RULED, on_call_end=ended.append)
+            tool = mandate.function_tool(send_mail, action="send", resource="mail:outbox")
+            model = ScriptedModel(
+                [
+                    [function_call("send_mail", {"to": OUTSIDER["to"]}, call_id="c1")],
+                    [function_call("send_mail", {"to": INSIDERS["to"]}, call_id="c2")],
+                    [assistant_message("done")],
+                ]
+            )
+            await Runner.run(OpenAIAgent(name="mailer", model=model, tools=[tool]), "mail")
+        assert ran == [{"to": INSIDERS["to"]}]
+        assert [(c.state, c.reason, c.aar_id) for c in ended] == [
+            ("refused", "args_not_permitted", None),
+            ("completed", None, "aar_1"),
+        ]
+        assert recorder.paths() == [("/v1/vat/authorize", {"to": INSIDERS["to"]}), ("/v1/vat/aar/aar_1/complete", None)]
+
+    asyncio.run(scenario())
+
+
+def test_pydantic_ai_refused_args_never_run_and_send_nothing() -> None:
+    async def scenario() -> None:
+        recorder = Recorder()
+        ran: list[dict[str, Any]] = []
+        ended: list[PydanticCall] = []
+        turns = [
+            ModelResponse(parts=[ToolCallPart("send_mail", {"to": OUTSIDER["to"]}, tool_call_id="c1")]),
+            ModelResponse(parts=[ToolCallPart("send_mail", {"to": INSIDERS["to"]}, tool_call_id="c2")]),
+            ModelResponse(parts=[TextPart("done")]),
+        ]
+
+        def model(messages: list[ModelMessage], _: AgentInfo) -> ModelResponse:
+            return turns.pop(0)
+
+        async with AsyncMandate(BASE, http=recorder.asynchronous()) as client:
+            capability = MandateCapability(
+                client, RULED, tools={"send_mail": ToolPolicy("send", "mail:outbox")}, on_call_end=ended.append
+            )
+            agent: PydanticAgent[None, str] = PydanticAgent(FunctionModel(model), capabilities=[capability])
+
+            @agent.tool_plain
+            def send_mail(to: list[str]) -> str:
+                """Send a mail."""
+                ran.append({"to": to})
+                return "sent"
+
+            await agent.run("mail")
+        assert ran == [{"to": INSIDERS["to"]}]
+        assert [(c.state, c.reason, c.aar_id) for c in ended] == [
+            ("refused", "args_not_permitted", None),
+            ("completed", None, "aar_1"),
+        ]
+        assert recorder.paths() == [("/v1/vat/authorize", {"to": INSIDERS["to"]}), ("/v1/vat/aar/aar_1/complete", None)]
 
     asyncio.run(scenario())
