@@ -16,10 +16,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal, TypeAlias, TypeVar, cast
 
-import anyio
-
 from mandate.client import AsyncMandate, PendingApproval, ProofKey, check_args_offline, sha256_ref
-from mandate.client._act import completion, failed
+from mandate.client._act import completion, failed, shielded
 from mandate.client._models import AuthorizeResponse, Outcome
 from mandate.client.approvals import approval_url
 from mandate.client.records import Attempt, UnconfirmedCompletion
@@ -246,8 +244,8 @@ class ToolGate:
         request = completion(output, result_hash) if error is None else failed(error)
         try:
             # Shielded: a run cancelled mid-tool still completes the record (``cancelled``), never leaves it open.
-            with anyio.CancelScope(shield=True):
-                await self._client.records.complete(
+            await shielded(
+                self._client.records.complete(
                     call.aar_id,
                     request,
                     token=self._token,
@@ -255,6 +253,7 @@ class ToolGate:
                     traceparent=self._traceparent,
                     idempotency_key=f"complete-{call.aar_id}",
                 )
+            )
         except UnconfirmedCompletion:
             pass  # The attempt whose answer was lost completed it.
         except MandateError as failure:

@@ -44,7 +44,6 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal, TypeAlias, TypedDict
 
-import anyio
 from langchain.agents.middleware import AgentMiddleware
 from langchain.agents.middleware.types import ToolCallRequest
 from langchain_core.messages import ToolMessage
@@ -52,6 +51,7 @@ from langgraph.config import get_config
 from langgraph.types import Command, interrupt
 
 from mandate.client import AsyncMandate, Mandate, ProofKey, check_args_offline, output_hash
+from mandate.client._act import shielded
 from mandate.client._models import ApprovalBody, AuthorizeResponse, CompleteRequest
 from mandate.client.records import Attempt
 from mandate.errors import MandateError
@@ -358,9 +358,8 @@ class _Async:
     async def complete(self, aar_id: str, body: CompleteRequest) -> None:
         client = self.client
         # Shielded: a run cancelled mid-tool still completes the record (``cancelled``), never leaves it open.
-        with anyio.CancelScope(shield=True):
-            if isinstance(client, AsyncMandate):
-                await client.records.complete(aar_id, body, token=self.token, key=self.key)
-            else:
-                await asyncio.to_thread(client.records.complete, aar_id, body, token=self.token, key=self.key)
+        if isinstance(client, AsyncMandate):
+            await shielded(client.records.complete(aar_id, body, token=self.token, key=self.key))
+        else:
+            await shielded(asyncio.to_thread(client.records.complete, aar_id, body, token=self.token, key=self.key))
 

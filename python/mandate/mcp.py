@@ -73,12 +73,10 @@ from mcp_types import (
 )
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
-import anyio
-
 from mandate._native import decode_token_unverified
 from mandate._types import VerifiedToken
 from mandate.client import AsyncMandate, ProofKey, WriteOptions, check_args_offline, output_hash, sha256_ref
-from mandate.client._act import failed
+from mandate.client._act import failed, shielded
 from mandate.client._models import ApprovalBody, AuthorizeResponse, CompleteRequest
 from mandate.client.records import Attempt
 from mandate.errors import MandateError, MandateRefusal
@@ -381,8 +379,7 @@ class _Gate:
             body["result_hash"] = digest
         try:
             # The tool ran: its record is completed even when the request is cancelled now.
-            with anyio.CancelScope(shield=True):
-                await self.client.records.complete(aar_id, body, token=token, key=self.key)
+            await shielded(self.client.records.complete(aar_id, body, token=token, key=self.key))
         except MandateError as error:
             return _tool_error(
                 f"The tool ran, but Mandate could not record how it ended: {error.message}",
@@ -395,8 +392,7 @@ class _Gate:
     async def _complete(self, token: str, aar_id: str, body: CompleteRequest) -> None:
         try:
             # Shielded: a cancelled request's scope would cancel the completion too.
-            with anyio.CancelScope(shield=True):
-                await self.client.records.complete(aar_id, body, token=token, key=self.key)
+            await shielded(self.client.records.complete(aar_id, body, token=token, key=self.key))
         except MandateError:
             # The function's own exception is what the caller sees; the record stays pending.
             return

@@ -408,9 +408,10 @@ def delegate(admin: Mandate, parent: str, agent: str, holder: AgentKey | None) -
     request: dict[str, Any] = {"agent_id": agent, "resources": ["crm:accounts/*"], "actions": ["read"]}
     if holder is not None:
         request["holder_key"] = holder.public_jwk
-    issued = admin.tokens.delegate(cast(Any, request), token=parent)
-    assert "compact_jwt" in issued
-    return cast(str, issued["compact_jwt"])
+    issued: dict[str, Any] = dict(admin.tokens.delegate(cast(Any, request), token=parent))
+    token = issued["compact_jwt"]
+    assert isinstance(token, str)
+    return token
 
 
 def test_a_child_delegated_to_the_servers_key_in_meta_is_acted_with_its_proofs(live_server: LiveServer, admin: Mandate) -> None:

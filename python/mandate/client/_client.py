@@ -6,7 +6,6 @@ from collections.abc import AsyncGenerator, Awaitable, Callable, Generator, Mapp
 from types import TracebackType
 from typing import Any, Self, TypeVar, Unpack, cast
 
-import anyio
 import httpx
 
 from mandate.client._act import (
@@ -17,6 +16,7 @@ from mandate.client._act import (
     failed,
     pending_of,
     refusal,
+    shielded,
     still_pending,
 )
 from mandate.client._offline import check_args_offline
@@ -476,10 +476,11 @@ class AsyncMandate:
         except BaseException as error:
             try:
                 # Shielded: a cancelled task's scope would cancel the completion too.
-                with anyio.CancelScope(shield=True):
-                    await self.records.complete(
+                await shielded(
+                    self.records.complete(
                         answer["aar_id"], failed(error), token=token, key=key, traceparent=traceparent, **complete
                     )
+                )
             except UnconfirmedCompletion:
                 pass  # The attempt whose answer was lost completed it.
             except MandateError as failure:
