@@ -257,11 +257,12 @@ def test_openai_agents_a_cancelled_run_completes_the_record_cancelled(live_serve
                 await started.wait()
                 streamed.cancel()
                 await asyncio.wait_for(consuming, 15)
-                # The SDK's cancel ends the stream at once; its cleanup (and the tool's completion) may finish after.
-                for _ in range(100):
-                    if ended:
-                        break
-                    await asyncio.sleep(0.05)
+            # The SDK may end a cancelled run before the tool's task has ended: the completion goes on meanwhile,
+            # as long as the loop and the client do.
+            for _ in range(100):
+                if ended:
+                    break
+                await asyncio.sleep(0.05)
         assert ran == ["a"]
         return ended
 
