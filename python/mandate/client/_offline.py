@@ -48,7 +48,7 @@ def check_args_offline(token: str, attempt: Attempt) -> MandateError | None:
     reason = verdict.get("reason")
     if verdict["ok"] or reason is None or reason["code"] not in _ARGS_CODES:
         return None
-    members: dict[str, Any] = {"status": 0}
+    members: dict[str, Any] = {}
     if "rule" in reason:
         members["rule"] = reason["rule"]
     if "statement" in reason:
