@@ -269,7 +269,8 @@ def _delegation_problem(parent: str, child: str) -> str | None:
     if up is None or down is None:
         return "it is not a token"
     jti = up.get("jti")
-    if not isinstance(jti, str) or down.get("svc_parent") != jti_hash(jti) or down.get("svc_prov") != up.get("svc_prov"):
+    descended = isinstance(jti, str) and down.get("svc_parent") == jti_hash(jti)
+    if not descended or down.get("svc_prov") != up.get("svc_prov"):
         return "it was not delegated by the token that authenticated the request"
     return None
 
@@ -277,7 +278,8 @@ def _delegation_problem(parent: str, child: str) -> str | None:
 def _refused_offline(error: MandateError) -> CallToolResult:
     """A call the token's own argument rules refused before anything was sent: no record was made."""
     if isinstance(error, MandateRefusal):
-        return _tool_error(f"Refused by Mandate's rules for this token: {error.reason}: {error.message}", {META_ERROR: error.reason})
+        text = f"Refused by Mandate's rules for this token: {error.reason}: {error.message}"
+        return _tool_error(text, {META_ERROR: error.reason})
     return _tool_error(f"Not run: Mandate could not authorize the call: {error.message}", {META_ERROR: error.code})
 
 

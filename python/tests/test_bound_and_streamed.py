@@ -1,4 +1,4 @@
-"""The adapters' untested paths, against a live server with scripted models: DPoP-bound tokens, streamed runs, cancelled runs.
+"""The adapters' untested paths against a live server, scripted models: bound tokens, streamed and cancelled runs.
 
 - A token bound to an ``AgentKey`` acts through each adapter given that key:
   every request to Mandate is ``Authorization: DPoP`` with a proof of its
@@ -141,7 +141,8 @@ def test_langgraph_astream_records_as_ainvoke_does(live_server: LiveServer, admi
             invoked = langchain_agent(client, unbound_token(admin, "py-lc-ainvoke"), ran)
             await invoked.ainvoke({"messages": [HumanMessage("write")]})
             streamed = langchain_agent(client, unbound_token(admin, "py-lc-astream"), ran)
-            chunks = [chunk async for chunk in streamed.astream({"messages": [HumanMessage("write")]}, stream_mode="updates")]
+            payload = {"messages": [HumanMessage("write")]}
+            chunks = [chunk async for chunk in streamed.astream(payload, stream_mode="updates")]
             assert chunks
         assert ran == ["a", "b", "a", "b"]
 
@@ -178,14 +179,17 @@ def openai_scene(
     return OpenAIAgent(name="crm", model=model, tools=[tool]), ended
 
 
-def test_openai_agents_a_bound_token_acts_with_a_fresh_proof_per_request(live_server: LiveServer, admin: Mandate) -> None:
+def test_openai_agents_a_bound_token_acts_with_a_fresh_proof_per_request(
+    live_server: LiveServer, admin: Mandate
+) -> None:
     key = AgentKey.generate()
     token = bound_token(admin, "py-oa-bound", key)
 
     async def scenario() -> None:
         seen = Seen()
         ran: list[str] = []
-        async with AsyncMandate(live_server.base_url, http=httpx.AsyncClient(event_hooks={"request": [seen.hook]})) as client:
+        watched = httpx.AsyncClient(event_hooks={"request": [seen.hook]})
+        async with AsyncMandate(live_server.base_url, http=watched) as client:
             agent, ended = openai_scene(client, token, ran, key)
             await Runner.run(agent, "write")
             assert ran == ["a", "b"] and [c.result for c in ended] == ["success", "success"]
@@ -222,7 +226,9 @@ def test_openai_agents_run_streamed_records_as_run_does(live_server: LiveServer,
 
 
 @pytest.mark.parametrize("how", ["task", "streamed"])
-def test_openai_agents_a_cancelled_run_completes_the_record_cancelled(live_server: LiveServer, admin: Mandate, how: str) -> None:
+def test_openai_agents_a_cancelled_run_completes_the_record_cancelled(
+    live_server: LiveServer, admin: Mandate, how: str
+) -> None:
     agent_id = f"py-oa-cancel-{how}"
 
     async def scenario() -> list[MandateToolCall]:
@@ -289,7 +295,8 @@ def pydantic_scene(
     capability = MandateCapability(
         client, token, tools={"crm_write": ToolPolicy("write", lambda args: f"crm:{args['record']}")}, key=key
     )
-    agent: PydanticAgent[None, str] = PydanticAgent(FunctionModel(model, stream_function=stream), capabilities=[capability])
+    scripted = FunctionModel(model, stream_function=stream)
+    agent: PydanticAgent[None, str] = PydanticAgent(scripted, capabilities=[capability])
 
     @agent.tool_plain
     def crm_write(record: str, value: int) -> str:
@@ -307,7 +314,8 @@ def test_pydantic_ai_a_bound_token_acts_with_a_fresh_proof_per_request(live_serv
     async def scenario() -> None:
         seen = Seen()
         ran: list[str] = []
-        async with AsyncMandate(live_server.base_url, http=httpx.AsyncClient(event_hooks={"request": [seen.hook]})) as client:
+        watched = httpx.AsyncClient(event_hooks={"request": [seen.hook]})
+        async with AsyncMandate(live_server.base_url, http=watched) as client:
             await pydantic_scene(client, token, ran, key).run("write")
             assert ran == ["a", "b"] and seen.all_fresh_proofs()
             # Another agent's key: the client refuses to send the token with it; the run fails and nothing runs.

@@ -53,9 +53,8 @@ def sign(constraints: dict[str, Any]) -> str:
 
 RULED = sign({"args": CHECK["rules"]})
 #: The traps: ``not`` over an absent field, and ``!=`` over one, never permit.
-TRAPPED = sign(
-    {"args": [{"actions": ["send"], "pol": [["not", ["==", ".bcc", "archive@evil.com"]], ["!=", ".cc", "archive@evil.com"]]}]}
-)
+TRAP = [["not", ["==", ".bcc", "archive@evil.com"]], ["!=", ".cc", "archive@evil.com"]]
+TRAPPED = sign({"args": [{"actions": ["send"], "pol": TRAP}]})
 UNRULED = sign({})
 OUTSIDER = {"to": ["ann@example.com", "eve@evil.com"]}
 INSIDERS = {"to": ["ann@example.com", "raj@example.com"], "subject": "q3"}
@@ -79,17 +78,10 @@ def test_every_check_vector_with_a_rule_made_verdict_as_the_tokens_own_rules_jud
         judged += 1
         assert isinstance(refusal, MandateRefusal), case["name"]
         problem = refusal.problem
-        assert (
-            refusal.status,
-            refusal.reason,
-            refusal.code,
-            refusal.aar_id,
-            problem.get("rule"),
-            problem.get("statement"),
-            problem.get("truth"),
-        ) == (0, expect["code"], expect["code"], None, expect.get("rule"), expect.get("statement"), expect.get("truth")), case[
-            "name"
-        ]
+        got = (refusal.status, refusal.reason, refusal.code, refusal.aar_id)
+        assert got == (0, expect["code"], expect["code"], None), case["name"]
+        named = (problem.get("rule"), problem.get("statement"), problem.get("truth"))
+        assert named == (expect.get("rule"), expect.get("statement"), expect.get("truth")), case["name"]
     assert judged >= 8
     # What the rules do not govern is left to the server: a token without rules, scope, a string that is not a token.
     assert check_args_offline(UNRULED, attempt("send", "mail:outbox", OUTSIDER)) is None
@@ -98,7 +90,8 @@ def test_every_check_vector_with_a_rule_made_verdict_as_the_tokens_own_rules_jud
     # Claims this version does not know are left to the server too (invalid_claims).
     assert check_args_offline(sign({"args": CHECK["rules"], "unknown": 1}), attempt("send", "mail:x", OUTSIDER)) is None
     # Arguments Mandate would not take are refused before they are sent.
-    duplicate = check_args_offline(UNRULED, attempt("send", "mail:outbox", cast(Any, '{"to":["a@example.com"],"to":[]}')))
+    twice = cast(Any, '{"to":["a@example.com"],"to":[]}')
+    duplicate = check_args_offline(UNRULED, attempt("send", "mail:outbox", twice))
     assert isinstance(duplicate, MandateError) and not isinstance(duplicate, MandateRefusal)
     assert (duplicate.status, duplicate.code) == (0, "duplicate_member")
     huge = check_args_offline(UNRULED, attempt("pay", "bank:acct", {"amount_usd": 2**53 + 2}))
