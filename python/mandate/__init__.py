@@ -40,7 +40,7 @@ from mandate._types import (
     WebhookMessage,
     WorkflowSummary,
 )
-from mandate.client import AsyncMandate, Mandate
+from mandate.client import AsyncMandate, Mandate, check_args_offline
 from mandate.errors import MandateApprovalPending, MandateError, MandateRefusal
 from mandate.log import LogMonitor, LogMonitorResult, VerifiedRecordProof, verify_record_proof
 from mandate.remote import AsyncRemoteVerifier, RemoteVerifier, RemoteVerifierOptions
@@ -74,6 +74,7 @@ __all__ = [
     "RemoteVerifierOptions",
     "VerifiedRecordProof",
     "Verifier",
+    "check_args_offline",
     "check_narrowing",
     "decode_token_unverified",
     "delegated_grant",

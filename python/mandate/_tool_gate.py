@@ -16,8 +16,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal, TypeAlias, TypeVar, cast
 
-from mandate.client import AsyncMandate, PendingApproval, ProofKey, sha256_ref
-from mandate.client._act import completion, failed
+from mandate.client import AsyncMandate, PendingApproval, ProofKey, check_args_offline, sha256_ref
+from mandate.client._act import completion, failed, shielded
 from mandate.client._models import AuthorizeResponse, Outcome
 from mandate.client.approvals import approval_url
 from mandate.client.records import Attempt, UnconfirmedCompletion
@@ -145,6 +145,8 @@ class ToolGate:
     async def authorize(self, asked: MandateToolCall, args: dict[str, Any], *, wait: int = 0) -> MandateToolCall:
         """The call's standing with Mandate: authorized once per binding, its approval read while pending.
 
+        Arguments the token's own rules refuse (``check_args_offline``) make
+        the call ``refused`` with that code and no record: nothing is sent.
         An error talking to Mandate is raised: the tool does not run.
         """
         binding = asked.binding
@@ -153,6 +155,14 @@ class ToolGate:
             attempt: Attempt = {"action": asked.action, "resource": asked.resource, "args": args}
             if asked.spend_usd is not None:
                 attempt["spend_usd"] = asked.spend_usd
+            # The token's own argument rules refuse here, before any round trip: no record is made.
+            offline = check_args_offline(self._token, attempt)
+            if offline is not None:
+                asked.state = "refused"
+                asked.reason = offline.code
+                self._remember(binding, asked)
+                self._ended(asked)
+                return asked
             answer = await self._client.records.authorize(
                 attempt,
                 token=self._token,
@@ -233,13 +243,16 @@ class ToolGate:
         assert call.aar_id is not None
         request = completion(output, result_hash) if error is None else failed(error)
         try:
-            await self._client.records.complete(
-                call.aar_id,
-                request,
-                token=self._token,
-                key=self._key,
-                traceparent=self._traceparent,
-                idempotency_key=f"complete-{call.aar_id}",
+            # Shielded: a run cancelled mid-tool still completes the record (``cancelled``), never leaves it open.
+            await shielded(
+                self._client.records.complete(
+                    call.aar_id,
+                    request,
+                    token=self._token,
+                    key=self._key,
+                    traceparent=self._traceparent,
+                    idempotency_key=f"complete-{call.aar_id}",
+                )
             )
         except UnconfirmedCompletion:
             pass  # The attempt whose answer was lost completed it.

@@ -58,7 +58,11 @@ class MandateRefusal(MandateError):
 
     ``reason`` is the deny reason (``code`` is the same), ``reason_detail``
     the server's words on the argument rule that refused, ``aar_id`` the
-    denied record.
+    denied record. A refusal made offline, before anything was sent (the
+    token's own argument rules refuse the call:
+    :func:`mandate.client.check_args_offline`), has ``status`` 0 and no
+    record; its ``problem`` names the ``rule`` and ``statement`` that
+    refused, and the statement's ``truth``.
     """
 
     def __init__(
@@ -68,14 +72,16 @@ class MandateRefusal(MandateError):
         aar_id: str | None,
         reason_detail: str | None = None,
         message: str | None = None,
+        status: int = 403,
+        members: Mapping[str, Any] | None = None,
     ) -> None:
         text = message if message is not None else f"refused: {reason}"
         if reason_detail:
             text = f"{text} ({reason_detail})"
-        problem: dict[str, Any] = {"code": reason, "title": "Refused", "detail": text}
+        problem: dict[str, Any] = {**(members or {}), "code": reason, "title": "Refused", "detail": text}
         if aar_id is not None:
             problem["aar_id"] = aar_id
-        super().__init__(text, code=reason, status=403, problem=problem)
+        super().__init__(text, code=reason, status=status, problem=problem)
         self.reason = reason
         self.reason_detail = reason_detail
         self.aar_id = aar_id

@@ -10,7 +10,10 @@ tool raised or answered an error message).
   approval denied or expired) or Mandate not answering: the tool does not
   run; the model gets a ``ToolMessage`` with ``status="error"`` naming the
   reason, and its ``artifact`` carries the code (``mandate_error``) and the
-  denied record (``aar_id``).
+  denied record (``aar_id``). Arguments the token's own rules refuse
+  (:func:`mandate.client.check_args_offline`: ``args_required``,
+  ``args_not_permitted``, arguments Mandate would not take) are refused
+  before anything is sent: the artifact has the code and no record.
 - Needing a human's approval: the call stops with a LangGraph ``interrupt``
   whose value is :class:`ApprovalInterrupt`'s dict (the reviewer's page,
   the approval, the record, the tool, its arguments). The graph needs a
@@ -47,7 +50,8 @@ from langchain_core.messages import ToolMessage
 from langgraph.config import get_config
 from langgraph.types import Command, interrupt
 
-from mandate.client import AsyncMandate, Mandate, ProofKey, output_hash
+from mandate.client import AsyncMandate, Mandate, ProofKey, check_args_offline, output_hash
+from mandate.client._act import shielded
 from mandate.client._models import ApprovalBody, AuthorizeResponse, CompleteRequest
 from mandate.client.records import Attempt
 from mandate.errors import MandateError
@@ -152,6 +156,11 @@ def _refused(call: _Call, answer: AuthorizeResponse) -> ToolMessage:
     return _error(call, text, reason, answer.get("aar_id"))
 
 
+def _refused_offline(call: _Call, error: MandateError) -> ToolMessage:
+    """Refused by the token's own argument rules before anything was sent: no record was made."""
+    return _error(call, f"Refused by Mandate's rules for this token: {error.code}: {error.message}", error.code)
+
+
 def _unauthorized(call: _Call, error: MandateError) -> ToolMessage:
     return _error(call, f"Not run: Mandate could not authorize the call: {error.message}", error.code)
 
@@ -249,6 +258,9 @@ class MandateMiddleware(AgentMiddleware):
             return ungated
         call = self._call(request, self.grants[request.tool_call["name"]])
         token = self._token(request)
+        offline = check_args_offline(token, call.attempt)
+        if offline is not None:
+            return _refused_offline(call, offline)
         try:
             answer = client.records.authorize(call.attempt, token=token, key=self.key, idempotency_key=call.key)
             ref = answer.get("approval")
@@ -289,6 +301,9 @@ class MandateMiddleware(AgentMiddleware):
             return ungated
         call = self._call(request, self.grants[request.tool_call["name"]])
         token = self._token(request)
+        offline = check_args_offline(token, call.attempt)
+        if offline is not None:
+            return _refused_offline(call, offline)
         mandate = _Async(self.client, token, self.key)
         try:
             answer = await mandate.authorize(call)
@@ -342,8 +357,9 @@ class _Async:
 
     async def complete(self, aar_id: str, body: CompleteRequest) -> None:
         client = self.client
+        # Shielded: a run cancelled mid-tool still completes the record (``cancelled``), never leaves it open.
         if isinstance(client, AsyncMandate):
-            await client.records.complete(aar_id, body, token=self.token, key=self.key)
+            await shielded(client.records.complete(aar_id, body, token=self.token, key=self.key))
         else:
-            await asyncio.to_thread(client.records.complete, aar_id, body, token=self.token, key=self.key)
+            await shielded(asyncio.to_thread(client.records.complete, aar_id, body, token=self.token, key=self.key))
 

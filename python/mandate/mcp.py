@@ -15,8 +15,20 @@ for the TypeScript SDK.
   never the request, so a bound (DPoP) token is refused: its proof cannot be
   checked here.
 - :func:`mandate_tool` turns an async tool function into a gated one for
-  ``@server.tool()``. The tool's arguments are sent as the call's ``args``.
-  Refused, or Mandate not answering: the function does not run and the
+  ``@server.tool()``. The tool's arguments are sent as the call's ``args``,
+  and judged first offline against the token's own argument rules
+  (:func:`mandate.client.check_args_offline`): refused there
+  (``args_required``, ``args_not_permitted``, or arguments Mandate would
+  not take), nothing is sent to Mandate and the result is a tool error with
+  ``_meta`` ``io.mandate/error`` (the code) and no record. The call acts
+  with the token that authenticated the request, or with a child of it the
+  agent delegated to this server, sent in the request's ``_meta`` as
+  ``io.mandate/delegated_token`` (:data:`META_DELEGATED_TOKEN`). Mandate
+  takes a bound token only with its holder's proof, so a bound token is
+  acted with only when it is bound to the gate's own ``key`` (an
+  :class:`~mandate.AgentKey`, which signs the proofs); a token bound to any
+  other key is refused (``dpop_key_not_held``). Refused, or Mandate not
+  answering: the function does not run and the
   result is a tool error (``is_error``) naming the reason, with ``_meta``
   ``io.mandate/error`` (the code) and ``io.mandate/aar_id`` (the denied
   record). Needing approval: a client that declared URL-mode elicitation is
@@ -24,7 +36,9 @@ for the TypeScript SDK.
   call waits for the decision; any other client gets a tool error naming the
   page (``io.mandate/approval_url``). The function runs only once Mandate
   says approved. Run, the record is completed ``success`` with the output's
-  hash (as ``act`` hashes an output), or ``error`` when the function raised.
+  hash (as ``act`` hashes an output), or ``error`` when the function raised
+  (``cancelled`` when the request was cancelled mid-tool: the completion is
+  shielded from the cancellation).
   A function returning a ``CallToolResult`` gets the npm gate's behaviour:
   ``is_error`` completes the record ``error``, the hash is
   :func:`tool_result_hash` of its content, and ``_meta`` carries
@@ -60,15 +74,18 @@ from mcp_types import (
 )
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
-from mandate.client import AsyncMandate, ProofKey, WriteOptions, output_hash, sha256_ref
+from mandate._native import decode_token_unverified
+from mandate._types import VerifiedToken
+from mandate.client import AsyncMandate, ProofKey, WriteOptions, check_args_offline, output_hash, sha256_ref
+from mandate.client._act import failed, shielded
 from mandate.client._models import ApprovalBody, AuthorizeResponse, CompleteRequest
 from mandate.client.records import Attempt
-from mandate._types import VerifiedToken
-from mandate.errors import MandateError
+from mandate.errors import MandateError, MandateRefusal
 
 __all__ = [
     "META_AAR_ID",
     "META_APPROVAL_URL",
+    "META_DELEGATED_TOKEN",
     "META_ERROR",
     "META_PROVENANCE_REF",
     "META_RESULT_HASH",
@@ -89,6 +106,9 @@ META_RESULT_HASH = "io.mandate/result_hash"
 META_ERROR = "io.mandate/error"
 #: An approval's reviewer page, on a call that ended waiting for it.
 META_APPROVAL_URL = "io.mandate/approval_url"
+#: In a request's ``_meta``: a child of the authenticated token the agent delegated to this server
+#: (bound to the gate's ``key``, or unbound), which the gate acts with instead of the authenticated token.
+META_DELEGATED_TOKEN = "io.mandate/delegated_token"
 
 Claims: TypeAlias = Mapping[str, Any]
 Args: TypeAlias = dict[str, Any]
@@ -221,6 +241,54 @@ def _tool_error(text: str, meta: dict[str, Any]) -> CallToolResult:
     return CallToolResult(content=[TextContent(type="text", text=text)], is_error=True, _meta=meta)
 
 
+_KEY_NOT_HELD = (
+    "Not authorized: the token is bound to a key this server does not hold, and Mandate takes a bound token "
+    "only with its holder's proof. Delegate a child token to this server's key and send it in _meta "
+    f"as {META_DELEGATED_TOKEN}."
+)
+
+
+def _claims_of(token: str) -> Claims | None:
+    """The token's claims, read without checking them (Mandate checks them when the gate authorizes)."""
+    try:
+        return decode_token_unverified(token)["claims"]
+    except MandateError:
+        return None
+
+
+def _bound_to(token: str) -> str | None:
+    """The thumbprint of the key the token is bound to (``cnf.jkt``), if any."""
+    claims = _claims_of(token)
+    cnf = claims.get("cnf") if claims is not None else None
+    jkt = cast(Mapping[str, object], cnf).get("jkt") if isinstance(cnf, Mapping) else None
+    return jkt if isinstance(jkt, str) else None
+
+
+def _delegation_problem(parent: str, child: str) -> str | None:
+    """Why ``child`` may not stand in for ``parent`` (the authenticated token), or None.
+
+    It must be ``parent``'s own child (``svc_parent`` is its jti hash) in the
+    same workflow. Mandate verifies it (signature, expiry, revocation, and
+    that it is no wider than its parent) when the gate authorizes with it.
+    """
+    up, down = _claims_of(parent), _claims_of(child)
+    if up is None or down is None:
+        return "it is not a token"
+    jti = up.get("jti")
+    descended = isinstance(jti, str) and down.get("svc_parent") == jti_hash(jti)
+    if not descended or down.get("svc_prov") != up.get("svc_prov"):
+        return "it was not delegated by the token that authenticated the request"
+    return None
+
+
+def _refused_offline(error: MandateError) -> CallToolResult:
+    """A call the token's own argument rules refused before anything was sent: no record was made."""
+    if isinstance(error, MandateRefusal):
+        text = f"Refused by Mandate's rules for this token: {error.reason}: {error.message}"
+        return _tool_error(text, {META_ERROR: error.reason})
+    return _tool_error(f"Not run: Mandate could not authorize the call: {error.message}", {META_ERROR: error.code})
+
+
 def _refused(answer: AuthorizeResponse, attempt: Attempt) -> CallToolResult:
     reason = answer.get("reason") or "action_not_permitted"
     text = f"Refused by Mandate: {reason} ({attempt['action']} on {attempt['resource']})."
@@ -252,6 +320,18 @@ class _Gate:
         if access is None:
             return _tool_error("Not authorized: the request carried no Mandate token.", {META_ERROR: "token_required"})
         token = access.token
+        delegated = cast(Mapping[str, Any], context.request_context.meta or {}).get(META_DELEGATED_TOKEN)
+        if delegated is not None:
+            problem = _delegation_problem(token, delegated) if isinstance(delegated, str) else "it is not a string"
+            if problem is not None:
+                return _tool_error(
+                    f"Not authorized: the delegated token in _meta is refused: {problem}.",
+                    {META_ERROR: "delegation_invalid"},
+                )
+            token = cast(str, delegated)
+        jkt = _bound_to(token)
+        if jkt is not None and (self.key is None or self.key.jkt != jkt):
+            return _tool_error(_KEY_NOT_HELD, {META_ERROR: "dpop_key_not_held"})
         attempt: Attempt = {
             "action": _value(self.grant.action, args),
             "resource": _value(self.grant.resource, args),
@@ -260,6 +340,10 @@ class _Gate:
         spend = _value(self.grant.spend_usd, args)
         if spend is not None:
             attempt["spend_usd"] = spend
+        # The token's own argument rules refuse here, before any round trip to Mandate: no record is made.
+        offline = check_args_offline(token, attempt)
+        if offline is not None:
+            return _refused_offline(offline)
         modern = context.protocol_version in MODERN_PROTOCOL_VERSIONS
         state = context.request_state if modern else None
         if state is not None and not state.startswith(_STATE_PREFIX):
@@ -290,8 +374,9 @@ class _Gate:
         meta = {META_AAR_ID: aar_id, META_PROVENANCE_REF: answer["provenance_ref"]}
         try:
             output = await fn(**args, **extra)
-        except BaseException:
-            await self._complete(token, aar_id, {"result": "error"})
+        except BaseException as error:
+            # A request cancelled mid-tool (``notifications/cancelled``) completes as ``cancelled``.
+            await self._complete(token, aar_id, failed(error))
             raise
         if isinstance(output, CallToolResult) and output.is_error:
             await self._complete(token, aar_id, {"result": "error"})
@@ -301,7 +386,8 @@ class _Gate:
         if digest is not None:
             body["result_hash"] = digest
         try:
-            await self.client.records.complete(aar_id, body, token=token, key=self.key)
+            # The tool ran: its record is completed even when the request is cancelled now.
+            await shielded(self.client.records.complete(aar_id, body, token=token, key=self.key))
         except MandateError as error:
             return _tool_error(
                 f"The tool ran, but Mandate could not record how it ended: {error.message}",
@@ -313,7 +399,8 @@ class _Gate:
 
     async def _complete(self, token: str, aar_id: str, body: CompleteRequest) -> None:
         try:
-            await self.client.records.complete(aar_id, body, token=token, key=self.key)
+            # Shielded: a cancelled request's scope would cancel the completion too.
+            await shielded(self.client.records.complete(aar_id, body, token=token, key=self.key))
         except MandateError:
             # The function's own exception is what the caller sees; the record stays pending.
             return
@@ -384,8 +471,15 @@ def mandate_tool(
         async def read_account(id: str) -> dict[str, str]: ...
 
     The call acts with the token that authenticated the request
-    (``MandateTokenVerifier``); ``key`` signs proofs for a bound token the
-    server holds the key of. The function keeps its own signature (the
+    (``MandateTokenVerifier``), or with the child of it the agent delegated
+    to this server (``_meta`` ``io.mandate/delegated_token``: it must name
+    the authenticated token as its parent, in the same workflow). ``key``
+    is the MCP server's own key (an :class:`~mandate.AgentKey`): a token
+    bound to it is acted with, each request signed with a fresh proof; a
+    token bound to any other key is refused (``dpop_key_not_held``), since
+    Mandate takes a bound token only with its holder's proof. An agent
+    delegates to the server with ``holder_key`` set to ``key.public_jwk``.
+    The function keeps its own signature (the
     tool's input schema); a function without a ``Context`` parameter is
     given one the SDK fills, which it never sees.
     """

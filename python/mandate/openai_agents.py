@@ -26,10 +26,15 @@ How the SDK's hooks carry it (version 0.24):
   ``failure_error_function=None`` and formats the error itself, after the
   record is completed as ``error``.
 
-The arguments (a JSON object) are sent as the call's ``args``; the
+The arguments (a JSON object) are sent as the call's ``args``, after they
+are judged offline against the token's own argument rules
+(:func:`mandate.client.check_args_offline`): a call they refuse is
+``refused`` with that code, nothing is sent and no record is made. The
 authorization is bound to the call id, tool, action, resource, spend and the
 arguments' hash (``mandate._tool_gate``). An error talking to Mandate fails
-the run: the tool does not run.
+the run: the tool does not run. A run cancelled mid-tool completes the
+record ``cancelled``; the SDK may end the run before the tool's task has
+ended, and the completion goes on while the event loop and the client live.
 """
 
 from __future__ import annotations

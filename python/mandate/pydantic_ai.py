@@ -7,7 +7,9 @@ call, authorized before the tool runs, completed with the output's
 ``result_hash`` after it, or as ``error`` (``cancelled``) when it raises.
 
 - A refused call never runs: the model reads ``Mandate refused <tool>:
-  <reason>`` as the tool's output.
+  <reason>`` as the tool's output. Arguments the token's own rules refuse
+  (:func:`mandate.client.check_args_offline`) are refused so before
+  anything is sent: no record is made.
 - A call that needs a human's approval in Mandate raises Pydantic AI's
   ``ApprovalRequired`` before the tool runs, with the reviewer's page in its
   metadata: the run ends with ``DeferredToolRequests`` (the agent's

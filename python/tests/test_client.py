@@ -88,15 +88,27 @@ def test_a_refusal_carries_the_servers_reason_and_detail_and_nothing_runs(client
     rules = [{"actions": ["write"], "pol": [["<=", ".amount", 100]]}]
     token = client.tokens.issue_root(grant("py-refused", constraints={"args": rules}))["compact_jwt"]
     ran: list[int] = []
-    with pytest.raises(MandateRefusal) as refused:
+    # The token's own argument rules refuse offline: nothing is sent, no record is made.
+    with pytest.raises(MandateRefusal) as offline:
         client.act(token, "write", "crm:x", {"amount": 4000}, lambda _: ran.append(1))
-    assert (refused.value.code, refused.value.reason, refused.value.status) == (
+    assert (offline.value.code, offline.value.reason, offline.value.status, offline.value.aar_id) == (
         "args_not_permitted",
         "args_not_permitted",
-        403,
+        0,
+        None,
     )
-    assert refused.value.reason_detail is not None and "constraints.args[0]" in refused.value.reason_detail
-    assert refused.value.aar_id is not None and refused.value.aar_id.startswith("aar_")
+    assert (offline.value.problem["rule"], offline.value.problem["statement"], offline.value.problem["truth"]) == (
+        0,
+        0,
+        "false",
+    )
+    assert client.records.page(agent_id="py-refused")["records"] == []
+    # Asked anyway, the server refuses the same call with the same code, its words, and a denied record.
+    answer = client.records.authorize({"action": "write", "resource": "crm:x", "args": {"amount": 4000}}, token=token)
+    assert (answer["authorized"], answer.get("reason")) == (False, "args_not_permitted")
+    detail = answer.get("reason_detail")
+    assert detail is not None and "constraints.args[0]" in detail
+    assert answer["aar_id"].startswith("aar_")
     with pytest.raises(MandateRefusal) as scope:
         client.act(token, "delete", "crm:x", None, lambda _: ran.append(1))
     assert scope.value.reason == "action_not_permitted"

@@ -46,7 +46,7 @@ def test_the_assistant_its_approval_and_its_sub_agent_in_one_workflow(live_serve
             ("sales-assistant", "delegate", "agent:sales-mailer", "completed", ""),
             ("sales-assistant", "write", "crm:deals/d-42", "completed", ""),
             ("sales-mailer", "send", "mail:outbox", "completed", ""),
-            ("sales-mailer", "send", "mail:outbox", "denied", "args_not_permitted"),
+            # The mail to the attacker was refused offline by the token's own argument rules: no record.
             ("sales-mailer", "write", "crm:deals/d-42", "denied", "action_not_permitted"),
         ]
         sent = next(r for r in records if r["status"] == "completed" and r["action"] == "send")

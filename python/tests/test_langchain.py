@@ -105,13 +105,12 @@ def test_a_refused_call_never_runs_and_the_model_sees_the_reason(client: Mandate
     agent = create_agent(model, ran.tools(), middleware=[MandateMiddleware(client, token=token, tools=GRANTS)])
     result = run(agent, "t-refused", {"messages": [HumanMessage("mail eve")]})
     refused, ungated = [m for m in result["messages"] if isinstance(m, ToolMessage)]
-    assert (refused.status, refused.artifact["mandate_error"]) == ("error", "args_not_permitted")
-    assert "args_not_permitted" in str(refused.content)
+    # Refused offline by the token's own argument rules: nothing sent, no record.
+    assert (refused.status, refused.artifact) == ("error", {"mandate_error": "args_not_permitted"})
+    assert "Refused by Mandate's rules for this token: args_not_permitted" in str(refused.content)
     assert (ungated.status, ungated.artifact) == ("error", {"mandate_error": "tool_not_gated"})
     assert ran.calls == []
-    denied = client.records.page(agent_id="lc-refused")["records"]
-    assert [(r["status"], r.get("deny_reason")) for r in denied] == [("denied", "args_not_permitted")]
-    assert refused.artifact["aar_id"] == denied[0].get("aar_id")
+    assert client.records.page(agent_id="lc-refused")["records"] == []
 
 
 def test_an_approval_interrupts_and_the_tool_runs_only_once_approved(client: Mandate) -> None:

@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import asyncio
 import socket
+import threading
 import time
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
+import anyio
 import httpx
 import httpx2
 import mcp_types as types
@@ -24,11 +26,12 @@ from mcp.server.auth.settings import AuthSettings
 from mcp.server.mcpserver import Context, MCPServer
 
 import mandate
-from mandate import AsyncMandate, Mandate, MandateError, VerifiedToken
+from mandate import AgentKey, AsyncMandate, Mandate, MandateError, VerifiedToken
 from mandate.client import output_hash
 from mandate.mcp import (
     META_AAR_ID,
     META_APPROVAL_URL,
+    META_DELEGATED_TOKEN,
     META_ERROR,
     META_RESULT_HASH,
     MandateTokenVerifier,
@@ -45,6 +48,8 @@ class Crm:
     """The tools' side effects."""
 
     ran: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
+    #: Set by a slow tool once it runs.
+    started: threading.Event = field(default_factory=threading.Event)
 
 
 @dataclass
@@ -53,7 +58,7 @@ class Served:
     crm: Crm
 
 
-def build(client: AsyncMandate, checker: TokenChecker, crm: Crm, url: str) -> MCPServer:
+def build(client: AsyncMandate, checker: TokenChecker, crm: Crm, url: str, key: AgentKey | None = None) -> MCPServer:
     server = MCPServer(
         "crm",
         token_verifier=MandateTokenVerifier(checker),
@@ -65,7 +70,7 @@ def build(client: AsyncMandate, checker: TokenChecker, crm: Crm, url: str) -> MC
     )
 
     @server.tool()
-    @mandate_tool(client, ToolGrant(action="read", resource=lambda a: f"crm:accounts/{a['account_id']}"))
+    @mandate_tool(client, ToolGrant(action="read", resource=lambda a: f"crm:accounts/{a['account_id']}"), key=key)
     async def read_account(account_id: str) -> str:
         """Read an account."""
         crm.ran.append(("read_account", {"account_id": account_id}))
@@ -89,6 +94,15 @@ def build(client: AsyncMandate, checker: TokenChecker, crm: Crm, url: str) -> MC
         crm.ran.append(("read_notes", {"fail": fail}))
         return types.CallToolResult(content=[types.TextContent(type="text", text="no notes")], is_error=fail)
 
+    @server.tool()
+    @mandate_tool(client, ToolGrant(action="read", resource="crm:accounts/export"), key=key)
+    async def export_accounts(rows: int) -> str:
+        """Export the accounts, slowly: long enough to be cancelled."""
+        crm.ran.append(("export_accounts", {"rows": rows}))
+        crm.started.set()
+        await anyio.sleep(30)
+        return "exported"
+
     return server
 
 
@@ -99,10 +113,10 @@ def admin(live_server: LiveServer) -> Iterator[Mandate]:
 
 
 @contextmanager
-def serve(agent_client: AsyncMandate, checker: TokenChecker) -> Iterator[Served]:
-    """The gated MCP server on 127.0.0.1, port 0, in a thread."""
+def serve(agent_client: AsyncMandate, checker: TokenChecker, key: AgentKey | None = None) -> Iterator[Served]:
+    """The gated MCP server on 127.0.0.1, port 0, in a thread (``key``: the server's own)."""
     crm = Crm()
-    with serving(lambda url: build(agent_client, checker, crm, url).streamable_http_app()) as url:
+    with serving(lambda url: build(agent_client, checker, crm, url, key).streamable_http_app()) as url:
         yield Served(url, crm)
 
 
@@ -133,6 +147,7 @@ def call(
     arguments: dict[str, Any],
     elicit: ElicitationFnT | None = None,
     mode: str = "auto",
+    meta: dict[str, Any] | None = None,
 ) -> types.CallToolResult:
     """One tool call by the SDK's client: ``auto`` negotiates 2026-07-28 (an approval takes two rounds),
     ``legacy`` the initialize handshake (the page is sent with ``elicitation/create``)."""
@@ -141,7 +156,7 @@ def call(
             async with Client(
                 streamable_http_client(served.url, http_client=http), elicitation_callback=elicit, mode=mode
             ) as client:
-                return await client.call_tool(name, arguments)
+                return await client.call_tool(name, arguments, meta=cast(Any, meta))
 
     return asyncio.run(go())
 
@@ -344,3 +359,141 @@ def test_the_token_verifier_checks_audience_binding_and_hides_the_jti() -> None:
     bound = MandateTokenVerifier(Fixed({**claims, "cnf": {"jkt": "abc"}}))
     assert asyncio.run(bound.verify_token("t")) is None
     assert asyncio.run(MandateTokenVerifier(Fixed(None)).verify_token("t")) is None
+
+
+def records_of(admin: Mandate, agent: str) -> list[dict[str, Any]]:
+    return [dict(r) for r in admin.records.page(agent_id=agent)["records"]]
+
+
+def test_args_the_tokens_rules_refuse_are_refused_offline_with_no_record_and_no_request(
+    live_server: LiveServer, admin: Mandate
+) -> None:
+    rules = [{"actions": ["read"], "pol": [["like", ".account_id", "1*"]]}]
+    token = admin.tokens.issue_root(
+        {
+            "developer_email": "dev@example.com",
+            "agent_id": "mcp-offline",
+            "resources": ["crm:accounts/*"],
+            "actions": ["read"],
+            "constraints": {"args": rules},
+        }
+    )["compact_jwt"]
+    sent: list[str] = []
+
+    async def seen(request: httpx.Request) -> None:
+        sent.append(request.url.path)
+
+    counted = AsyncMandate(live_server.base_url, http=httpx.AsyncClient(event_hooks={"request": [seen]}))
+    with serve(counted, mandate.Verifier(admin.tokens.jwks())) as running:
+        refused = call(running, token, "read_account", {"account_id": "9"})
+        meta = refused.meta or {}
+        assert (refused.is_error, meta[META_ERROR], META_AAR_ID in meta) == (True, "args_not_permitted", False)
+        assert text(refused).startswith("Refused by Mandate's rules for this token: args_not_permitted")
+        assert running.crm.ran == [] and sent == []
+        assert records_of(admin, "mcp-offline") == []
+        permitted = call(running, token, "read_account", {"account_id": "12"})
+        assert (permitted.is_error, text(permitted)) == (False, "account 12")
+        (record,) = records_of(admin, "mcp-offline")
+        assert sent == ["/v1/vat/authorize", f"/v1/vat/aar/{record['aar_id']}/complete"]
+
+
+def delegating_root(admin: Mandate, agent: str) -> str:
+    """A root token that may read accounts and delegate."""
+    request = {"developer_email": "dev@example.com", "agent_id": agent, "resources": ["crm:accounts/*"]}
+    return admin.tokens.issue_root(cast(Any, {**request, "actions": ["read", "delegate"]}))["compact_jwt"]
+
+
+def delegate(admin: Mandate, parent: str, agent: str, holder: AgentKey | None) -> str:
+    request: dict[str, Any] = {"agent_id": agent, "resources": ["crm:accounts/*"], "actions": ["read"]}
+    if holder is not None:
+        request["holder_key"] = holder.public_jwk
+    issued: dict[str, Any] = dict(admin.tokens.delegate(cast(Any, request), token=parent))
+    token = issued["compact_jwt"]
+    assert isinstance(token, str)
+    return token
+
+
+def test_a_child_delegated_to_the_servers_key_in_meta_is_acted_with_its_proofs(
+    live_server: LiveServer, admin: Mandate
+) -> None:
+    server_key = AgentKey.generate()
+    root = delegating_root(admin, "mcp-agent")
+    child = delegate(admin, root, "mcp-gate", server_key)
+    assert mandate.decode_token_unverified(child)["claims"]["cnf"] == {"jkt": server_key.jkt}
+    with serve(AsyncMandate(live_server.base_url), mandate.Verifier(admin.tokens.jwks()), server_key) as running:
+        result = call(running, root, "read_account", {"account_id": "4"}, meta={META_DELEGATED_TOKEN: child})
+        assert (result.is_error, text(result)) == (False, "account 4"), result
+        assert running.crm.ran == [("read_account", {"account_id": "4"})]
+        # The record is the child's: the server acted with the delegated token and its own proofs.
+        (record,) = records_of(admin, "mcp-gate")
+        assert (record["status"], record.get("result")) == ("completed", "success")
+        assert [r["action"] for r in records_of(admin, "mcp-agent")] == ["delegate"]
+        # A child bound to another key, or the authenticated token itself bound elsewhere: refused, nothing runs.
+        stranger = delegate(admin, root, "mcp-stranger", AgentKey.generate())
+        other = call(running, root, "read_account", {"account_id": "5"}, meta={META_DELEGATED_TOKEN: stranger})
+        assert (other.is_error, (other.meta or {})[META_ERROR]) == (True, "dpop_key_not_held")
+        assert "Delegate a child token to this server's key" in text(other)
+        # Not the authenticated token's child, or not a string: refused.
+        foreign = delegate(admin, delegating_root(admin, "mcp-other-root"), "mcp-foreign", server_key)
+        for given in (foreign, 7, "not-a-token"):
+            refused = call(running, root, "read_account", {"account_id": "6"}, meta={META_DELEGATED_TOKEN: given})
+            assert (refused.is_error, (refused.meta or {})[META_ERROR]) == (True, "delegation_invalid"), given
+        assert [name for name, _ in running.crm.ran] == ["read_account"]
+        assert records_of(admin, "mcp-stranger") == records_of(admin, "mcp-foreign") == []
+    # A server without the key never acts with a bound child.
+    with serve(AsyncMandate(live_server.base_url), mandate.Verifier(admin.tokens.jwks())) as keyless:
+        result = call(keyless, root, "read_account", {"account_id": "4"}, meta={META_DELEGATED_TOKEN: child})
+        assert (result.is_error, (result.meta or {})[META_ERROR]) == (True, "dpop_key_not_held")
+        assert keyless.crm.ran == []
+    # An unbound child stands in for its parent on any server.
+    unbound = delegate(admin, root, "mcp-unbound", None)
+    with serve(AsyncMandate(live_server.base_url), mandate.Verifier(admin.tokens.jwks())) as keyless:
+        result = call(keyless, root, "read_account", {"account_id": "8"}, meta={META_DELEGATED_TOKEN: unbound})
+        assert not result.is_error, result
+        assert [r["status"] for r in records_of(admin, "mcp-unbound")] == ["completed"]
+
+
+def test_the_bearer_token_verifier_refuses_a_bound_token(live_server: LiveServer, admin: Mandate) -> None:
+    key = AgentKey.generate()
+    bound = admin.tokens.issue_root(
+        {
+            "developer_email": "dev@example.com",
+            "agent_id": "mcp-bound",
+            "resources": ["crm:accounts/*"],
+            "actions": ["read"],
+            "holder_key": cast(Any, key.public_jwk),
+        }
+    )["compact_jwt"]
+    verifier = MandateTokenVerifier(mandate.Verifier(admin.tokens.jwks()))
+    assert asyncio.run(verifier.verify_token(bound)) is None
+    with serve(AsyncMandate(live_server.base_url), mandate.Verifier(admin.tokens.jwks()), key) as running:
+        ping = {"jsonrpc": "2.0", "id": 1, "method": "tools/list"}
+        answer = httpx.post(running.url, json=ping, headers={"Authorization": f"Bearer {bound}"})
+        assert answer.status_code == 401
+        assert running.crm.ran == []
+
+
+def test_a_request_cancelled_mid_tool_completes_its_record_cancelled(live_server: LiveServer, admin: Mandate) -> None:
+    token = issue(admin, "mcp-cancel")
+
+    async def go(served: Served) -> None:
+        async with httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"}, timeout=30) as http:
+            async with Client(streamable_http_client(served.url, http_client=http)) as client:
+                calling = asyncio.create_task(client.call_tool("export_accounts", {"rows": 3}))
+                await asyncio.to_thread(served.crm.started.wait, 10)
+                calling.cancel()
+                with pytest.raises(asyncio.CancelledError):
+                    await calling
+                # The cancellation reaches the server, which completes the record before the session closes.
+                deadline = time.monotonic() + 10
+                while time.monotonic() < deadline:
+                    rows = await asyncio.to_thread(records_of, admin, "mcp-cancel")
+                    if rows and rows[0]["status"] == "completed":
+                        break
+                    await asyncio.sleep(0.1)
+
+    with serve(AsyncMandate(live_server.base_url), mandate.Verifier(admin.tokens.jwks())) as running:
+        asyncio.run(go(running))
+        assert running.crm.ran == [("export_accounts", {"rows": 3})]
+        (record,) = records_of(admin, "mcp-cancel")
+        assert (record["status"], record.get("result")) == ("completed", "cancelled")

@@ -21,6 +21,7 @@ server's OpenAPI document.
 
 from mandate.client._act import ActContext, PendingApproval, output_hash, sha256_ref
 from mandate.client._client import AgentMandate, AsyncAgentMandate, AsyncMandate, Mandate
+from mandate.client._offline import check_args_offline
 from mandate.client._transport import (
     DEFAULT_MAX_RETRIES,
     DEFAULT_MAX_RETRY_DELAY,
@@ -47,6 +48,7 @@ __all__ = [
     "ProofKey",
     "RequestOptions",
     "WriteOptions",
+    "check_args_offline",
     "output_hash",
     "sha256_ref",
 ]

@@ -5,14 +5,18 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Coroutine
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
+
+import anyio
 
 from mandate.client._models import ApprovalRef, AuthorizeResponse, CompleteRequest, Outcome
 from mandate.client.approvals import approval_url
 from mandate.client.records import Attempt
 from mandate.errors import MandateApprovalPending, MandateRefusal
+
+T = TypeVar("T")
 
 
 def sha256_ref(data: str | bytes) -> str:
@@ -105,3 +109,29 @@ def failed(error: BaseException) -> CompleteRequest:
     """How a run that raised ``error`` ended: cancelled, or an error."""
     outcome: Outcome = "cancelled" if isinstance(error, asyncio.CancelledError | KeyboardInterrupt) else "error"
     return {"result": outcome}
+
+
+async def shielded(work: Coroutine[Any, Any, T]) -> T:
+    """``work`` awaited to its end even when the awaiting task is cancelled meanwhile, once or again.
+
+    A completion is what a cancelled run still owes its record, so it is
+    shielded both from an anyio cancel scope (the MCP SDK cancels a
+    request's scope, which would cancel every await in it) and from a task
+    cancelled natively, even more than once (openai-agents cancels a tool's
+    task again while draining it). Its own timeout bounds it: the client's.
+    A cancellation that came meanwhile is raised once ``work`` ended.
+    """
+    task = asyncio.ensure_future(work)
+    cancelled: asyncio.CancelledError | None = None
+    with anyio.CancelScope(shield=True):
+        while not task.done():
+            try:
+                await asyncio.shield(task)
+            except asyncio.CancelledError as error:
+                if task.cancelled():
+                    raise
+                cancelled = error
+    result = task.result()
+    if cancelled is not None:
+        raise cancelled
+    return result

@@ -16,8 +16,10 @@ from mandate.client._act import (
     failed,
     pending_of,
     refusal,
+    shielded,
     still_pending,
 )
+from mandate.client._offline import check_args_offline
 from mandate.client._models import (
     AuthorizeResponse,
     CompleteRequest,
@@ -193,7 +195,10 @@ class Mandate:
     ) -> T:
         """Runs ``fn`` as an action of the agent holding ``token``.
 
-        ``authorize`` first — nothing runs when it is refused
+        The token's own argument rules first, offline
+        (:func:`~mandate.client.check_args_offline`): arguments they refuse
+        raise with ``status`` 0 before anything is sent, and no record is
+        made. Then ``authorize`` — nothing runs when it is refused
         (:class:`~mandate.errors.MandateRefusal`, with the server's reason and
         ``reason_detail``) or when it needs a human's approval not given
         (:class:`~mandate.errors.MandateApprovalPending` with the reviewer's
@@ -205,6 +210,10 @@ class Mandate:
         """
         options: WriteOptions = {} if timeout is None else {"timeout": timeout}
         request = attempt(action, resource, args, spend_usd)
+        # Arguments the token's own rules refuse are refused here: nothing is sent, nothing runs.
+        offline = check_args_offline(token, request)
+        if offline is not None:
+            raise offline
         answer = self.records.authorize(request, token=token, key=key, traceparent=traceparent, **options)
         found = pending_of(self._t.base_url, answer)
         if found is not None:
@@ -477,6 +486,9 @@ class AsyncMandate:
         """:meth:`Mandate.act` for a coroutine function ``fn`` (a cancelled task completes as ``cancelled``)."""
         options: WriteOptions = {} if timeout is None else {"timeout": timeout}
         request = attempt(action, resource, args, spend_usd)
+        offline = check_args_offline(token, request)
+        if offline is not None:
+            raise offline
         answer = await self.records.authorize(request, token=token, key=key, traceparent=traceparent, **options)
         found = pending_of(self._t.base_url, answer)
         if found is not None:
@@ -496,8 +508,11 @@ class AsyncMandate:
             output = await fn(context)
         except BaseException as error:
             try:
-                await self.records.complete(
-                    answer["aar_id"], failed(error), token=token, key=key, traceparent=traceparent, **complete
+                # Shielded: a cancelled task's scope would cancel the completion too.
+                await shielded(
+                    self.records.complete(
+                        answer["aar_id"], failed(error), token=token, key=key, traceparent=traceparent, **complete
+                    )
                 )
             except UnconfirmedCompletion:
                 pass  # The attempt whose answer was lost completed it.
