@@ -213,7 +213,11 @@ class MandateMiddleware(AgentMiddleware):
     def _call(self, request: ToolCallRequest, grant: ToolGrant) -> _Call:
         tool_call = request.tool_call
         args: Args = dict(tool_call["args"])
-        attempt: Attempt = {"action": _value(grant.action, args), "resource": _value(grant.resource, args), "args": args}
+        attempt: Attempt = {
+            "action": _value(grant.action, args),
+            "resource": _value(grant.resource, args),
+            "args": args,
+        }
         spend = _value(grant.spend_usd, args)
         if spend is not None:
             attempt["spend_usd"] = spend
@@ -344,7 +348,9 @@ class _Async:
     async def authorize(self, call: _Call) -> AuthorizeResponse:
         client = self.client
         if isinstance(client, AsyncMandate):
-            return await client.records.authorize(call.attempt, token=self.token, key=self.key, idempotency_key=call.key)
+            return await client.records.authorize(
+                call.attempt, token=self.token, key=self.key, idempotency_key=call.key
+            )
         return await asyncio.to_thread(
             client.records.authorize, call.attempt, token=self.token, key=self.key, idempotency_key=call.key
         )
@@ -353,7 +359,9 @@ class _Async:
         client = self.client
         if isinstance(client, AsyncMandate):
             return await client.approvals.get(approval_id, wait=wait or None, token=self.token, key=self.key)
-        return await asyncio.to_thread(client.approvals.get, approval_id, wait=wait or None, token=self.token, key=self.key)
+        return await asyncio.to_thread(
+            client.approvals.get, approval_id, wait=wait or None, token=self.token, key=self.key
+        )
 
     async def complete(self, aar_id: str, body: CompleteRequest) -> None:
         client = self.client
@@ -362,4 +370,3 @@ class _Async:
             await shielded(client.records.complete(aar_id, body, token=self.token, key=self.key))
         else:
             await shielded(asyncio.to_thread(client.records.complete, aar_id, body, token=self.token, key=self.key))
-

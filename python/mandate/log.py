@@ -46,9 +46,7 @@ class VerifiedRecordProof:
     events: list[RecordEvent]
 
 
-def verify_record_proof(
-    proof: Mapping[str, Any], vkeys: LogKeys, *, origin: str | None = None
-) -> VerifiedRecordProof:
+def verify_record_proof(proof: Mapping[str, Any], vkeys: LogKeys, *, origin: str | None = None) -> VerifiedRecordProof:
     """Checks a record's proof as ``GET /v1/vat/aar/{aar_id}/proof`` answers it.
 
     The checkpoint is signed by a trusted key (of ``origin``, when given),
@@ -60,16 +58,12 @@ def verify_record_proof(
     # Typed, but checked: a caller may hand over any JSON the server sent.
     given = cast(object, proof)
     if not isinstance(given, Mapping):
-        raise MandateError(
-            "proof must be {aar_id, checkpoint, events}", code="invalid_argument", stage="input"
-        )
+        raise MandateError("proof must be {aar_id, checkpoint, events}", code="invalid_argument", stage="input")
     aar_id: object = proof.get("aar_id")
     note: object = proof.get("checkpoint")
     events: object = proof.get("events")
     if not isinstance(aar_id, str) or not isinstance(note, str) or not isinstance(events, list):
-        raise MandateError(
-            "proof must be {aar_id, checkpoint, events}", code="invalid_argument", stage="input"
-        )
+        raise MandateError("proof must be {aar_id, checkpoint, events}", code="invalid_argument", stage="input")
     listed: list[object] = list(events)  # pyright: ignore[reportUnknownArgumentType]
     if not listed:
         raise _refusal("record_no_events", "the answer lists no event of the record")
@@ -98,19 +92,14 @@ def verify_record_proof(
         except MandateError as error:
             error.index = index
             raise
-        if (
-            verified["checkpoint"]["size"] != checkpoint["size"]
-            or verified["checkpoint"]["root"] != checkpoint["root"]
-        ):
+        if verified["checkpoint"]["size"] != checkpoint["size"] or verified["checkpoint"]["root"] != checkpoint["root"]:
             raise _refusal(
                 "record_checkpoint_mismatch",
                 "the event's proof leads to another checkpoint than the answer's",
                 index,
             )
         if verified["index"] != fields.get("index"):
-            raise _refusal(
-                "record_index_mismatch", "the event's index is not the one its proof proves", index
-            )
+            raise _refusal("record_index_mismatch", "the event's index is not the one its proof proves", index)
         if verified["entry"].get("kind") != fields.get("kind"):
             raise _refusal("record_kind_mismatch", "the event's kind is not its leaf's", index)
         if verified["entry"].get("aar_id") != aar_id:
@@ -201,24 +190,14 @@ class LogMonitor:
                 return LogMonitorResult("unchanged", old=old, new=latest)
             return fork("log_fork", f"two roots for the tree of {old['size']} leaves")
         if latest["size"] < old["size"]:
-            return fork(
-                "log_rollback", f"the log shows {latest['size']} leaves after showing {old['size']}"
-            )
+            return fork("log_rollback", f"the log shows {latest['size']} leaves after showing {old['size']}")
         answer = cast(object, self._fetch_consistency(old["size"], latest["size"]))
         if not isinstance(answer, Mapping):
-            return fork(
-                "log_consistency_unusable", "the consistency answer is not for the sizes asked"
-            )
+            return fork("log_consistency_unusable", "the consistency answer is not for the sizes asked")
         fields: Mapping[str, object] = answer  # pyright: ignore[reportUnknownVariableType]
         proof = fields.get("proof")
-        if (
-            fields.get("old") != old["size"]
-            or fields.get("new") != latest["size"]
-            or not isinstance(proof, list)
-        ):
-            return fork(
-                "log_consistency_unusable", "the consistency answer is not for the sizes asked"
-            )
+        if fields.get("old") != old["size"] or fields.get("new") != latest["size"] or not isinstance(proof, list):
+            return fork("log_consistency_unusable", "the consistency answer is not for the sizes asked")
         try:
             verify_consistency(
                 {

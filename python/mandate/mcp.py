@@ -226,7 +226,8 @@ def access_token_of(token: str, claims: Claims, resource: str | None) -> AccessT
 
 @dataclass(frozen=True)
 class ToolGrant:
-    """What a gated tool's calls ask Mandate for: the action, the resource and the spend, fixed or from the arguments."""
+    """What a gated tool's calls ask Mandate for: the action, the resource and the spend, fixed or from the
+    arguments."""
 
     action: str | Callable[[Args], str]
     resource: str | Callable[[Args], str]
@@ -442,7 +443,9 @@ class _Gate:
         status = approval["status"]
         if status == "approved" and approval["record_status"] != "pending":
             # A repeat of a round that already ran under this approval.
-            return _tool_error(f"Not run: the approved call already ran: {url}", {**pending, META_ERROR: "already_completed"})
+            return _tool_error(
+                f"Not run: the approved call already ran: {url}", {**pending, META_ERROR: "already_completed"}
+            )
         if status == "approved":
             return None
         code = {"denied": "approval_denied", "expired": "approval_expired"}.get(status, "approval_pending")
@@ -500,9 +503,9 @@ def mandate_tool(
 
         if own is None:
             parameter = inspect.Parameter(_CONTEXT, inspect.Parameter.KEYWORD_ONLY, annotation=Context)
-            setattr(tool, "__signature__", signature.replace(parameters=[*signature.parameters.values(), parameter]))
+            # A function's __signature__ is not among the attributes its type declares.
+            setattr(tool, "__signature__", signature.replace(parameters=[*signature.parameters.values(), parameter]))  # noqa: B010
             tool.__annotations__ = {**fn.__annotations__, _CONTEXT: Context}
         return tool
 
     return gate
-

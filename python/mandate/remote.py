@@ -234,7 +234,9 @@ class _Remote:
             allowed = [own] if own is not None else []
         else:
             allowed = [origin.rstrip("/").lower() for origin in allowed_status_origins]
-        cooldown = KEY_REFRESH_COOLDOWN_SECONDS if key_refresh_cooldown_seconds is None else key_refresh_cooldown_seconds
+        cooldown = (
+            KEY_REFRESH_COOLDOWN_SECONDS if key_refresh_cooldown_seconds is None else key_refresh_cooldown_seconds
+        )
         if cooldown < 0:
             raise MandateError("key_refresh_cooldown_seconds must be 0 or more", code="invalid_options")
         self.jwks_url = jwks_url
@@ -334,9 +336,7 @@ class _Remote:
         except MandateError as error:
             last = self.attempts.get(uri)
             if error.stage == "status" and last is not None and last.reason is not None:
-                raise MandateError(
-                    f"{error.message} ({last.reason})", code=error.code, stage=error.stage
-                ) from error
+                raise MandateError(f"{error.message} ({last.reason})", code=error.code, stage=error.stage) from error
             raise
 
     def _refresh(self, uri: str, now: int) -> _Steps[None]:
@@ -521,14 +521,18 @@ class RemoteVerifier:
         return list(self._remote.allowed)
 
     def verify(self, token: str, *, now: int | None = None) -> VerifiedToken:
-        """Verifies ``token`` at ``now`` (unix seconds; default the clock) with its status checked; raises ``MandateError`` when refused."""
+        """Verifies ``token`` at ``now`` (unix seconds; default the clock) with its status checked.
+
+        Raises ``MandateError`` when refused.
+        """
         at = self._remote.now(now)
         return self._drive(lambda: self._remote.verify(token, at))
 
     def verify_request(
         self, token: str, *, method: str, url: str, proof: str | None = None, now: int | None = None
     ) -> VerifiedToken:
-        """``verify``, then the binding rule: a bound token needs ``proof``, its holder's DPoP proof for this request."""
+        """``verify``, then the binding rule: a bound token needs ``proof``, its holder's DPoP proof for this
+        request."""
         at = self._remote.now(now)
         return self._drive(lambda: self._remote.verify_request(token, at, method=method, url=url, proof=proof))
 

@@ -1,4 +1,5 @@
-"""The TypeScript example's CRM server (examples/mcp-crm/server.mjs) in Python: the same two tools, gated by mandate.mcp.
+"""The TypeScript example's CRM server (examples/mcp-crm/server.mjs) in Python: the same two tools, gated by
+mandate.mcp.
 
 Run by test_mcp_ts_agent.py, which points the example's TypeScript agent at it.
 """
@@ -13,13 +14,12 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 
-import uvicorn
-from starlette.applications import Starlette
-
 import mcp_types as types
+import uvicorn
 from mcp.server.auth.settings import AuthSettings
 from mcp.server.mcpserver import MCPServer
 from pydantic import AnyHttpUrl
+from starlette.applications import Starlette
 
 from mandate import AsyncMandate
 from mandate.mcp import MandateTokenVerifier, TokenChecker, ToolGrant, mandate_tool

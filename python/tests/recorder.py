@@ -1,4 +1,5 @@
-"""A Mandate that is not there: an httpx transport that records every request and answers as Mandate would a permitted call.
+"""A Mandate that is not there: an httpx transport that records every request and answers as Mandate would a
+permitted call.
 
 The npm suite's ``recorder()`` (wasm/test/args.test.mjs) does the same with a fetch.
 """

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -343,5 +343,3 @@ def test_pydantic_ai_a_streamed_run_records_as_run_does(live_server: LiveServer,
     asyncio.run(scenario())
     run = records(admin, "py-pa-run")
     assert len(run) == 2 and records(admin, "py-pa-streamed") == run
-
-

@@ -116,15 +116,11 @@ def test_the_verifier_refuses_junk() -> None:
                 "invalid_argument",
                 "invalid_revoked",
             }
-    assert refused(lambda: verifier.revoke(["x", VALID["expect"]["claims"]["jti"]])).code == (
-        "invalid_revoked"
-    )
+    assert refused(lambda: verifier.revoke(["x", VALID["expect"]["claims"]["jti"]])).code == ("invalid_revoked")
     # All or nothing: the valid jti was not added.
     assert verifier.verify(VALID["token"], now=VALID["now"])["claims"] == VALID["expect"]["claims"]
     assert refused(lambda: verifier.set_status_list("x")).code == "status_checking_off"
-    assert refused(lambda: verifier.verify_request(VALID["token"], method=JUNK[1], url="x")).stage == (
-        "input"
-    )
+    assert refused(lambda: verifier.verify_request(VALID["token"], method=JUNK[1], url="x")).stage == ("input")
 
 
 def test_a_cache_hit_is_checked_again() -> None:
@@ -208,7 +204,14 @@ def test_agent_key_round_trip_and_proofs_verify() -> None:
 
 def test_summarize_workflow_and_its_refusals() -> None:
     records: list[dict[str, Any]] = [
-        {"agent_id": "a", "action": "read", "status": "completed", "result": "success", "provenance_ref": "p", "extra": 1},
+        {
+            "agent_id": "a",
+            "action": "read",
+            "status": "completed",
+            "result": "success",
+            "provenance_ref": "p",
+            "extra": 1,
+        },
         {"agent_id": "b", "action": "read", "status": "denied", "provenance_ref": "p"},
     ]
     summary = mandate.summarize_workflow(records)

@@ -1,4 +1,5 @@
-"""mandate.mcp: an MCPServer (mcp 2.3.0) gated by Mandate, over streamable HTTP on 127.0.0.1, called by the SDK's client."""
+"""mandate.mcp: an MCPServer (mcp 2.3.0) gated by Mandate, over streamable HTTP on 127.0.0.1, called by the SDK's
+client."""
 
 from __future__ import annotations
 
@@ -6,7 +7,7 @@ import asyncio
 import socket
 import threading
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, cast
@@ -16,7 +17,6 @@ import httpx
 import httpx2
 import mcp_types as types
 import pytest
-from pydantic import AnyHttpUrl
 from conftest import LiveServer
 from crm_server import serving
 from mcp import Client
@@ -24,6 +24,7 @@ from mcp.client.session import ClientRequestContext, ElicitationFnT
 from mcp.client.streamable_http import streamable_http_client
 from mcp.server.auth.settings import AuthSettings
 from mcp.server.mcpserver import Context, MCPServer
+from pydantic import AnyHttpUrl
 
 import mandate
 from mandate import AgentKey, AsyncMandate, Mandate, MandateError, VerifiedToken
@@ -138,8 +139,6 @@ def issue(admin: Mandate, agent: str) -> str:
     )["compact_jwt"]
 
 
-
-
 def call(
     served: Served,
     token: str,
@@ -151,6 +150,7 @@ def call(
 ) -> types.CallToolResult:
     """One tool call by the SDK's client: ``auto`` negotiates 2026-07-28 (an approval takes two rounds),
     ``legacy`` the initialize handshake (the page is sent with ``elicitation/create``)."""
+
     async def go() -> types.CallToolResult:
         async with httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"}, timeout=30) as http:
             async with Client(
@@ -197,7 +197,12 @@ def test_a_call_tool_result_carries_the_record_and_its_hash_in_meta(served: Serv
 
 def test_out_of_scope_is_a_tool_error_with_the_code_and_nothing_runs(served: Served, admin: Mandate) -> None:
     token = admin.tokens.issue_root(
-        {"developer_email": "dev@example.com", "agent_id": "mcp-narrow", "resources": ["crm:leads/*"], "actions": ["read"]}
+        {
+            "developer_email": "dev@example.com",
+            "agent_id": "mcp-narrow",
+            "resources": ["crm:leads/*"],
+            "actions": ["read"],
+        }
     )["compact_jwt"]
     result = call(served, token, "read_account", {"account_id": "7"})
     assert result.is_error

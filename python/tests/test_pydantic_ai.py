@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import asyncio
-from datetime import date
 from collections.abc import Callable, Coroutine
+from datetime import date
 from typing import Any
 
 import pytest

@@ -64,7 +64,11 @@ class Key:
     def __init__(self) -> None:
         self.private = Ed25519PrivateKey.generate()
         x = b64(self.private.public_key().public_bytes(Encoding.Raw, PublicFormat.Raw))
-        self.kid = b64(hashlib.sha256(json.dumps({"crv": "Ed25519", "kty": "OKP", "x": x}, separators=(",", ":")).encode()).digest())
+        self.kid = b64(
+            hashlib.sha256(
+                json.dumps({"crv": "Ed25519", "kty": "OKP", "x": x}, separators=(",", ":")).encode()
+            ).digest()
+        )
         self.jwk = {"kty": "OKP", "crv": "Ed25519", "x": x, "kid": self.kid, "alg": "EdDSA", "use": "sig"}
 
     def sign(self, typ: str, claims: dict[str, Any]) -> str:
@@ -291,7 +295,7 @@ def test_forged_kids_make_one_fetch_per_cooldown_and_a_rotated_key_is_followed()
     # A storm of tokens naming a kid nobody publishes: one fetch per cooldown (30 s), then unknown_kid.
     forged = stranger.token()
     clock[0] += 31
-    for second in range(60):
+    for _ in range(60):
         clock[0] += 1
         assert code(lambda: verifier.verify(forged)) == "unknown_kid"
     assert fake.key_requests() == 3
@@ -337,7 +341,10 @@ def test_verify_request_checks_the_proof_once_even_when_the_list_is_refreshed_fi
     # A key refresh (which anyone can cause with a forged kid) does not make a proof good again.
     assert code(lambda: verifier.verify(Key().token(), now=NOW + 301)) == "unknown_kid"
     assert fake.key_requests() == 2
-    assert code(lambda: verifier.verify_request(token, method="POST", url=url, proof=later, now=NOW + 301)) == "dpop_replayed"
+    assert (
+        code(lambda: verifier.verify_request(token, method="POST", url=url, proof=later, now=NOW + 301))
+        == "dpop_replayed"
+    )
     assert verifier.verify_request(token, method="POST", url=url, proof=proof(NOW + 301), now=NOW + 301)
 
 
@@ -461,7 +468,9 @@ def test_live_a_rotated_signing_key_is_fetched_once_a_token_names_it(own_server:
         with admin.remote_verifier(max_staleness_seconds=600, clock=lambda: now) as verifier:
             assert code(lambda: verifier.verify(before)) is None
             old_kid = mandate.decode_token_unverified(before)["header"]["kid"]
-            subprocess.run([binary, "signing-key", "rotate", "--data-dir", own_server.data_dir], check=True, capture_output=True)
+            subprocess.run(
+                [binary, "signing-key", "rotate", "--data-dir", own_server.data_dir], check=True, capture_output=True
+            )
             after = before
             deadline = time.monotonic() + 30
             while mandate.decode_token_unverified(after)["header"]["kid"] == old_kid and time.monotonic() < deadline:
@@ -474,7 +483,6 @@ def test_live_a_rotated_signing_key_is_fetched_once_a_token_names_it(own_server:
             assert code(lambda: verifier.verify(after)) is None
             # The old key stays published: its tokens still verify.
             assert code(lambda: verifier.verify(before)) is None
-
 
 
 def test_the_native_set_keys_drops_lists_and_cache_and_keeps_proofs() -> None:

@@ -108,9 +108,7 @@ def test_token_vectors_verify_token() -> None:
         jwks = case.get("jwks", TOKENS["jwks"])
         options = token_options(case)
         shown = verdict(
-            lambda: mandate.verify_token(
-                case["token"], jwks, now=case["now"], skip_proof_of_possession=True, **options
-            )
+            lambda: mandate.verify_token(case["token"], jwks, now=case["now"], skip_proof_of_possession=True, **options)
         )
         assert shown == expected(case["expect"]), case["name"]
         bound = verdict(lambda: mandate.verify_token(case["token"], jwks, now=case["now"], **options))
@@ -134,8 +132,11 @@ def test_token_vectors_header_is_the_tokens_own() -> None:
     assert len(valid) >= 5
     for case in valid:
         result = mandate.verify_token(
-            case["token"], case.get("jwks", TOKENS["jwks"]), now=case["now"],
-            skip_proof_of_possession=True, **token_options(case),
+            case["token"],
+            case.get("jwks", TOKENS["jwks"]),
+            now=case["now"],
+            skip_proof_of_possession=True,
+            **token_options(case),
         )
         decoded = mandate.decode_token_unverified(case["token"])
         assert result == decoded, case["name"]
@@ -168,10 +169,9 @@ def test_chain_vectors_verify_chain() -> None:
     chains = TOKENS["chains"]
     assert len(chains) >= 5
     for chain in chains:
+
         def call() -> list[mandate.VerifiedToken]:
-            return mandate.verify_chain(
-                chain["tokens"], TOKENS["jwks"], now=chain["now"], revoked=chain["revoked"]
-            )
+            return mandate.verify_chain(chain["tokens"], TOKENS["jwks"], now=chain["now"], revoked=chain["revoked"])
 
         if chain["expect"]["valid"]:
             assert len(call()) == len(chain["tokens"]), chain["name"]
@@ -310,11 +310,10 @@ def test_status_list_vectors_verify_status_list() -> None:
     assert len(cases) >= 40
     valid = 0
     for case in cases:
+
         def call() -> None:
             nonlocal valid
-            info = mandate.verify_status_list(
-                case["list"], STATUS_LISTS["jwks"], now=case["now"], uri=case["uri"]
-            )
+            info = mandate.verify_status_list(case["list"], STATUS_LISTS["jwks"], now=case["now"], uri=case["uri"])
             assert isinstance(info["iat"], int)
             assert info["bits"] in {1, 2, 4, 8}
             valid += 1
@@ -422,6 +421,7 @@ def test_args_vectors_arguments_read_strictly() -> None:
     cases = ARGS["args"]
     assert len(cases) >= 15
     for case in cases:
+
         def call() -> mandate.PolicyResult:
             return mandate.evaluate_policy([["==", ".", None]], case["args_json"])
 
@@ -458,9 +458,7 @@ def test_args_vectors_permits_judges_the_rules_of_claims() -> None:
     assert mandate.permits(claims["svc_scope"], "pay", "bank:x") == {"ok": True}
     denied = mandate.permits(claims, "delete", "bank:x", {})
     assert denied.get("reason", {}).get("code") == "action_not_permitted"
-    assert refusal(lambda: mandate.permits(claims, "pay", "bank:x", '{"a":1,"a":2}')).code == (
-        "duplicate_member"
-    )
+    assert refusal(lambda: mandate.permits(claims, "pay", "bank:x", '{"a":1,"a":2}')).code == ("duplicate_member")
 
 
 def test_args_vectors_narrowing_and_delegation_keep_every_rule() -> None:
@@ -504,7 +502,9 @@ def test_log_vectors_inclusion() -> None:
     assert len(cases) >= 30
     for case in cases:
         if not case["expect"]["valid"]:
-            got = log_failure(lambda: mandate.verify_log_proof(case["proof"], case["leaf"], [VKEY], origin=LOG["origin"]))
+            got = log_failure(
+                lambda: mandate.verify_log_proof(case["proof"], case["leaf"], [VKEY], origin=LOG["origin"])
+            )
             assert got == case["expect"], case["name"]
             continue
         result = mandate.verify_log_proof(case["proof"], case["leaf"], [VKEY], origin=LOG["origin"])
@@ -555,9 +555,7 @@ def test_log_vectors_checkpoints() -> None:
             checkpoint = mandate.verify_checkpoint(case["note"], case["vkeys"], origin=case.get("origin"))
             assert {"valid": True, **checkpoint} == case["expect"], case["name"]
         else:
-            got = log_failure(
-                lambda: mandate.verify_checkpoint(case["note"], case["vkeys"], origin=case.get("origin"))
-            )
+            got = log_failure(lambda: mandate.verify_checkpoint(case["note"], case["vkeys"], origin=case.get("origin")))
             assert got == case["expect"], case["name"]
 
 
@@ -588,6 +586,7 @@ def test_log_vectors_record_proofs() -> None:
     cases = LOG["record_proofs"]
     assert len(cases) >= 5
     for case in cases:
+
         def call() -> mandate.VerifiedRecordProof:
             return mandate.verify_record_proof(case["response"], VKEY, origin=LOG["origin"])
 
@@ -605,9 +604,7 @@ def test_log_vectors_record_proofs() -> None:
     valid = cases[0]["response"]
     assert refusal(lambda: mandate.verify_record_proof(valid, LOG["other_vkey"])).code == "note_unknown_key"
     assert (
-        refusal(
-            lambda: mandate.verify_record_proof(valid, VKEY, origin="mandate.example/other-log")
-        ).code
+        refusal(lambda: mandate.verify_record_proof(valid, VKEY, origin="mandate.example/other-log")).code
         == "checkpoint_origin_mismatch"
     )
 
@@ -734,9 +731,7 @@ def test_webhook_vectors() -> None:
         names = [name.lower() for name, _ in pairs]
         if len(set(names)) == len(names):
             as_dict = webhook_verdict(
-                lambda: mandate.verify_webhook(
-                    case["body"].encode(), dict(pairs), secrets=case["secrets"], **options
-                )
+                lambda: mandate.verify_webhook(case["body"].encode(), dict(pairs), secrets=case["secrets"], **options)
             )
             assert as_dict == want, f"{case['name']} (dict, bytes)"
 
@@ -747,9 +742,7 @@ def test_webhook_vectors_secrets() -> None:
     assert len(secrets) >= 10
     for case in secrets:
         got = webhook_verdict(
-            lambda: mandate.verify_webhook(
-                good["body"], good["headers"], secrets=[case["secret"]], now=good["now"]
-            )
+            lambda: mandate.verify_webhook(good["body"], good["headers"], secrets=[case["secret"]], now=good["now"])
         )
         if case["expect"]["valid"]:
             assert got.get("error") != "webhook_secret_invalid", case["name"]

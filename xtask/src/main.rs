@@ -11,7 +11,9 @@
 //! - `python`: generate the Python client's types from the served OpenAPI
 //!   document (`python/mandate/client/_models.py`), then build the Python
 //!   package mandate-sdk's wheel into `python/dist` (maturin, in a virtual
-//!   environment the command creates).
+//!   environment the command creates). `python --test`: the test command's
+//!   Python step alone (types current, mypy, pyright, pytest against the
+//!   debug server).
 //! - `runtimes`: test mandate-sdk in Node 22 and 24, Deno, Bun and workerd
 //!   (part of `test`), building the package first when `wasm/pkg` is missing.
 //! - `openapi`: check the served OpenAPI document with openapi-spec-validator
@@ -344,6 +346,9 @@ fn main() {
         "schemathesis" => schemathesis::schemathesis_run(&root(), &rest),
         "serve" => serve(&rest),
         "wasm" => wasm::build(&root()),
+        "python" if rest.contains(&"--test") => {
+            debug_programs(&root()).and_then(|_| python::test(&root()))
+        }
         "python" => python::generate_and_build(&root()),
         "runtimes" => runtimes::run(&root()),
         "openapi" => openapi::check(&root()),
@@ -351,7 +356,7 @@ fn main() {
         "web" => web::build(&root()),
         _ => {
             eprintln!(
-                "usage: cargo xtask <test | fresh [--keep] | vectors [--check] | serve | postgres | wasm | python | runtimes | openapi | web | fuzz | schemathesis | bench [--quick] [--only budget|events|reviewer|trust|args|python] [--against BIN]>"
+                "usage: cargo xtask <test | fresh [--keep] | vectors [--check] | serve | postgres | wasm | python [--test] | runtimes | openapi | web | fuzz | schemathesis | bench [--quick] [--only budget|events|reviewer|trust|args|python] [--against BIN]>"
             );
             std::process::exit(2);
         }

@@ -262,6 +262,19 @@ pub(crate) fn test(root: &Path) -> Result<()> {
     models(root, true)?;
     let venv = installed(root)?;
     let dir = root.join("python");
+    // The package, its tests, the benchmarks and the Python example:
+    // formatted, and clean of the rules pyproject.toml selects.
+    let sources = [".", "../examples/python-langgraph"];
+    exec(python(
+        &venv,
+        &dir,
+        &[&["-m", "ruff", "format", "--check"][..], &sources].concat(),
+    ))?;
+    exec(python(
+        &venv,
+        &dir,
+        &[&["-m", "ruff", "check"][..], &sources].concat(),
+    ))?;
     exec(python(
         &venv,
         &dir,

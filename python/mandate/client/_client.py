@@ -19,8 +19,8 @@ from mandate.client._act import (
     shielded,
     still_pending,
 )
-from mandate.client._offline import check_args_offline
 from mandate.client._models import (
+    ApprovalBody,
     AuthorizeResponse,
     CompleteRequest,
     DelegateRequest,
@@ -34,8 +34,8 @@ from mandate.client._models import (
     RevokeResponse,
     VouchBody,
     VouchRequest,
-    ApprovalBody,
 )
+from mandate.client._offline import check_args_offline
 from mandate.client._transport import (
     DEFAULT_MAX_RETRIES,
     DEFAULT_MAX_RETRY_DELAY,

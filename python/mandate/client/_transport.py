@@ -23,7 +23,7 @@ import secrets
 import time
 from collections.abc import AsyncIterator, Callable, Iterator, Mapping
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from email.utils import parsedate_to_datetime
 from typing import Any, Literal, Protocol, TypedDict, cast
 from urllib.parse import quote, urlencode
@@ -164,7 +164,7 @@ def query(**params: object) -> str:
         if isinstance(value, bool):
             pairs.append((name, "true" if value else "false"))
         elif isinstance(value, datetime):
-            pairs.append((name, value.astimezone(timezone.utc).isoformat().replace("+00:00", "Z")))
+            pairs.append((name, value.astimezone(UTC).isoformat().replace("+00:00", "Z")))
         else:
             pairs.append((name, str(value)))
     return f"?{urlencode(pairs)}" if pairs else ""
@@ -187,8 +187,8 @@ def retry_after_seconds(value: str | None) -> float | None:
     except (TypeError, ValueError):
         return None
     if at.tzinfo is None:
-        at = at.replace(tzinfo=timezone.utc)
-    return max(0.0, (at - datetime.now(timezone.utc)).total_seconds())
+        at = at.replace(tzinfo=UTC)
+    return max(0.0, (at - datetime.now(UTC)).total_seconds())
 
 
 def problem_error(status: int, text: str, reason: str, headers: Mapping[str, str]) -> MandateError:

@@ -22,8 +22,8 @@ from mandate.client._transport import (
     RECONNECT,
     AsyncTransport,
     SseEvent,
-    Transport,
     SseParser,
+    Transport,
     as_object,
     transient,
 )
