@@ -8,78 +8,38 @@ use pyo3::exceptions::PyException;
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 
-/// Where a call failed, so codes that two stages share (`missing_kid`) stay
-/// distinct; the same stages as the npm package's.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Stage {
-    /// An argument of the wrong type or shape.
-    Input,
-    /// The key set was refused.
-    Jwks,
-    /// The token was refused.
-    Verify,
-    /// The chain was refused for something other than one token's verification.
-    Chain,
-    /// A bound token's proof of possession was missing or refused.
-    Dpop,
-    /// A record log checkpoint, proof, key or leaf was refused.
-    Log,
-    /// A status list token was refused.
-    StatusList,
-    /// A verified token's status refuses it, or could not be established.
-    Status,
-    /// A webhook's secret, headers, signature, timestamp or payload was refused.
-    Webhook,
-    /// A signed trust statement was refused.
-    Trust,
-}
+pub(crate) use mandate_facade::Stage;
 
-impl Stage {
-    fn name(self) -> &'static str {
-        match self {
-            Stage::Input => "input",
-            Stage::Jwks => "jwks",
-            Stage::Verify => "verify",
-            Stage::Chain => "chain",
-            Stage::Dpop => "dpop",
-            Stage::Log => "log",
-            Stage::StatusList => "status_list",
-            Stage::Status => "status",
-            Stage::Webhook => "webhook",
-            Stage::Trust => "trust",
-        }
-    }
-}
-
-/// A refusal on its way to Python.
+/// A refusal on its way to Python: mandate-facade's, which the npm package
+/// reports too, raised as `MandateError`.
 #[derive(Debug, Clone)]
-pub(crate) struct Failure {
-    pub(crate) code: &'static str,
-    pub(crate) message: String,
-    pub(crate) stage: Stage,
-    /// The position of the offending token in a chain.
-    pub(crate) index: Option<usize>,
-}
+pub(crate) struct Failure(mandate_facade::Failure);
 
 impl Failure {
     pub(crate) fn new(stage: Stage, code: &'static str, message: impl Display) -> Failure {
-        Failure {
-            code,
-            message: message.to_string(),
-            stage,
-            index: None,
-        }
+        Failure(mandate_facade::Failure::new(stage, code, message))
     }
 
     /// An argument that is not what the function takes.
     pub(crate) fn input(code: &'static str, message: impl Display) -> Failure {
-        Failure::new(Stage::Input, code, message)
+        Failure(mandate_facade::Failure::input(code, message))
     }
 
     /// An argument of the wrong type or shape, without a code of its own.
     pub(crate) fn argument(message: impl Display) -> Failure {
-        Failure::input("invalid_argument", message)
+        Failure(mandate_facade::Failure::argument(message))
     }
+}
+
+impl From<mandate_facade::Failure> for Failure {
+    fn from(failure: mandate_facade::Failure) -> Failure {
+        Failure(failure)
+    }
+}
+
+/// A refusal of mandate-facade's as the Python error it raises.
+pub(crate) fn raised(failure: mandate_facade::Failure) -> PyErr {
+    Failure(failure).into()
 }
 
 impl From<Failure> for PyErr {
@@ -92,7 +52,7 @@ impl From<Failure> for PyErr {
 
 /// `MandateError(message, code=…, stage=…, index=…)`; an import failure of
 /// the package's own module surfaces as itself.
-fn raise(py: Python<'_>, failure: &Failure) -> PyResult<PyErr> {
+fn raise(py: Python<'_>, Failure(failure): &Failure) -> PyResult<PyErr> {
     let class = py.import("mandate.errors")?.getattr("MandateError")?;
     let kwargs = PyDict::new(py);
     kwargs.set_item("code", failure.code)?;

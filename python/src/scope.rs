@@ -1,20 +1,20 @@
 //! Scopes, grants and argument rules: `permits`, `check_narrowing`,
 //! `delegated_grant`, `evaluate_policy`, and `sha256_ref`.
 
-use mandate_core::policy::{ArgsDenial, Truth, evaluate_json};
+use mandate_core::policy::{Truth, evaluate_json};
 use mandate_core::{
-    Action, Args, ArgsRules, Constraints, Grant, IssueError, Policy, Resource, Scope, ScopeError,
-    check_args,
+    Action, Args, ArgsRules, Constraints, Grant, Policy, Resource, Scope, check_args,
 };
+use mandate_facade::scope::{self, GrantInput, Reason};
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 use serde::{Deserialize, Serialize};
 
 use crate::convert::{Answer, bytes_arg, json_or_text, object_arg, string_arg, to_py};
-use crate::error::Failure;
+use crate::error::{Failure, raised};
 
-fn scope_failure(error: &ScopeError) -> Failure {
-    Failure::input(error.code(), error)
+fn scope_failure(error: &mandate_core::ScopeError) -> PyErr {
+    raised(mandate_facade::scope_failure(error))
 }
 
 /// A scope before core parses its entries.
@@ -36,19 +36,6 @@ struct ClaimsInput {
     svc_policy: Option<Policy>,
     #[serde(default)]
     exp: Option<i64>,
-}
-
-/// A grant: a scope with optional limits and policy, and its `exp`.
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct GrantInput {
-    resources: Vec<String>,
-    actions: Vec<String>,
-    #[serde(default)]
-    constraints: Constraints,
-    #[serde(default)]
-    policy: Policy,
-    exp: i64,
 }
 
 /// Whether a dict is token claims (it has `svc_scope`).
@@ -90,56 +77,7 @@ fn grant_of(value: &Bound<'_, PyAny>, name: &str) -> PyResult<Grant> {
     } else {
         object_arg(value, name, "invalid_grant")?
     };
-    Ok(Grant {
-        scope: Scope::parse(&input.resources, &input.actions).map_err(|e| scope_failure(&e))?,
-        constraints: input.constraints,
-        policy: input.policy,
-        expires_at: input.exp,
-    })
-}
-
-/// Why `permits` refuses: the scope, or the arguments (with the rule and
-/// statement, and the statement's truth).
-#[derive(Serialize)]
-struct Reason {
-    code: &'static str,
-    message: String,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    rule: Option<usize>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    statement: Option<usize>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    truth: Option<Truth>,
-}
-
-impl Reason {
-    fn scope(denial: mandate_core::ScopeDenial) -> Reason {
-        Reason {
-            code: denial.code(),
-            message: denial.to_string(),
-            rule: None,
-            statement: None,
-            truth: None,
-        }
-    }
-
-    fn args(denial: ArgsDenial) -> Reason {
-        let (rule, statement, truth) = match denial {
-            ArgsDenial::Required { rule } => (rule, None, None),
-            ArgsDenial::NotPermitted {
-                rule,
-                statement,
-                truth,
-            } => (rule, Some(statement), Some(truth)),
-        };
-        Reason {
-            code: denial.code(),
-            message: denial.to_string(),
-            rule: Some(rule),
-            statement,
-            truth,
-        }
-    }
+    input.grant().map_err(raised)
 }
 
 /// Whether a scope (or token claims: their scope and argument rules)
@@ -188,24 +126,6 @@ pub(crate) fn permits(
     )
 }
 
-/// One way a child is wider than its parent.
-#[derive(Serialize)]
-struct ViolationOut {
-    field: String,
-    code: &'static str,
-    message: String,
-}
-
-impl ViolationOut {
-    fn of(violation: &mandate_core::Violation) -> ViolationOut {
-        ViolationOut {
-            field: violation.field(),
-            code: violation.code(),
-            message: violation.to_string(),
-        }
-    }
-}
-
 /// Checks that `child` grants nothing `parent` does not, listing every way
 /// it is wider: `{"ok": bool, "violations": [...]}`. Each side is a grant
 /// dict or token claims.
@@ -218,19 +138,16 @@ pub(crate) fn check_narrowing(
     #[derive(Serialize)]
     struct Narrowing {
         ok: bool,
-        violations: Vec<ViolationOut>,
+        violations: Vec<scope::ViolationOut>,
     }
     let child = grant_of(child, "child")?;
     let parent = grant_of(parent, "parent")?;
-    let violations = match mandate_core::check_narrowing(&child, &parent) {
-        Ok(()) => Vec::new(),
-        Err(widening) => widening.violations,
-    };
+    let violations = scope::violations(&child, &parent);
     to_py(
         py,
         &Narrowing {
             ok: violations.is_empty(),
-            violations: violations.iter().map(ViolationOut::of).collect(),
+            violations,
         },
     )
 }
@@ -244,58 +161,9 @@ pub(crate) fn delegated_grant(
     request: &Bound<'_, PyAny>,
     parent: &Bound<'_, PyAny>,
 ) -> Answer {
-    #[derive(Serialize)]
-    struct GrantOut<'a> {
-        resources: &'a [mandate_core::ResourcePattern],
-        actions: &'a [Action],
-        constraints: &'a Constraints,
-        policy: &'a Policy,
-        exp: i64,
-    }
-    #[derive(Serialize)]
-    struct Granted<'a> {
-        ok: bool,
-        grant: GrantOut<'a>,
-    }
-    #[derive(Serialize)]
-    struct Refused {
-        ok: bool,
-        code: &'static str,
-        violations: Vec<ViolationOut>,
-    }
     let request = grant_of(request, "request")?;
     let parent = grant_of(parent, "parent")?;
-    match mandate_core::delegated_grant(request, &parent) {
-        Ok(grant) => to_py(
-            py,
-            &Granted {
-                ok: true,
-                grant: GrantOut {
-                    resources: grant.scope.resources(),
-                    actions: grant.scope.actions(),
-                    constraints: &grant.constraints,
-                    policy: &grant.policy,
-                    exp: grant.expires_at,
-                },
-            },
-        ),
-        Err(error) => {
-            let violations = match &error {
-                IssueError::Widening(widening) => {
-                    widening.violations.iter().map(ViolationOut::of).collect()
-                }
-                _ => Vec::new(),
-            };
-            to_py(
-                py,
-                &Refused {
-                    ok: false,
-                    code: error.code(),
-                    violations,
-                },
-            )
-        }
-    }
+    to_py(py, &scope::delegated_grant(request, &parent))
 }
 
 /// The truth of a UCAN policy (a list of statements) over arguments (a

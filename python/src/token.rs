@@ -3,18 +3,19 @@
 
 use std::collections::BTreeSet;
 
-use mandate_core::{
-    ChainError, ChainFault, Claims, DpopError, Header, Jkt, Jth, Jwks, ProofRequest, StatusUri,
-    TokenStatusError, VerifiedProof, VerifiedStatusList, VerifiedToken, VerifyOptions,
+use mandate_core::{Claims, Header, Jkt, Jth, Jwks, ProofRequest, VerifiedToken, VerifyOptions};
+use mandate_facade::{
+    Binding, ListInfo, RequestInput, StatusListCheck, StatusOptionFault, StatusOptions,
+    chain_failure, dpop_failure, status_list_failure, verify_failure,
 };
 use pyo3::prelude::*;
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 
 use crate::convert::{
     Answer, flag_arg, json_or_text, now_arg, object_arg, optional_string, seconds_arg, string_arg,
     strings_arg, to_py,
 };
-use crate::error::{Failure, Stage};
+use crate::error::{Failure, Stage, raised};
 
 /// Parses a key set given as a dict or as JSON text.
 pub(crate) fn parse_jwks(jwks: &Bound<'_, PyAny>) -> PyResult<Jwks> {
@@ -34,7 +35,7 @@ pub(crate) fn parse_revoked(revoked: Option<&Bound<'_, PyAny>>) -> PyResult<BTre
         return Ok(BTreeSet::new());
     };
     let entries = strings_arg(revoked, "revoked")?;
-    mandate_core::revocation_set(&entries).map_err(|e| Failure::input(e.code(), e).into())
+    mandate_facade::parse_revoked(&entries).map_err(raised)
 }
 
 /// Core's verification options with the caller's overrides.
@@ -42,84 +43,55 @@ pub(crate) fn verify_options(
     leeway_seconds: Option<&Bound<'_, PyAny>>,
     issuer: Option<&Bound<'_, PyAny>>,
 ) -> PyResult<VerifyOptions> {
-    let defaults = VerifyOptions::default();
-    Ok(VerifyOptions {
-        leeway_seconds: seconds_arg(leeway_seconds, "leeway_seconds", "invalid_options")?
-            .unwrap_or(defaults.leeway_seconds),
-        issuer: optional_string(issuer, "issuer")?,
+    Ok(mandate_facade::verify_options(
+        seconds_arg(leeway_seconds, "leeway_seconds", "invalid_options")?,
+        optional_string(issuer, "issuer")?,
+    ))
+}
+
+/// The status options of a verifier (`check_status`): the staleness bound
+/// and the origins apply to status lists only (mandate-facade's rule).
+pub(crate) fn status_options(
+    check_status: bool,
+    max_staleness_seconds: Option<&Bound<'_, PyAny>>,
+    status_origins: Option<&Bound<'_, PyAny>>,
+) -> PyResult<Option<StatusOptions>> {
+    status_options_for(
+        check_status,
+        max_staleness_seconds,
+        status_origins,
+        "max_staleness_seconds and status_origins apply to status lists: give check_status=True",
+    )
+}
+
+/// The status options read, refused with `without_status` when they are
+/// given and no status is checked.
+fn status_options_for(
+    checks_status: bool,
+    max_staleness_seconds: Option<&Bound<'_, PyAny>>,
+    status_origins: Option<&Bound<'_, PyAny>>,
+    without_status: &str,
+) -> PyResult<Option<StatusOptions>> {
+    let max_staleness = seconds_arg(
+        max_staleness_seconds,
+        "max_staleness_seconds",
+        "invalid_options",
+    )?;
+    let origins = status_origins
+        .filter(|v| !v.is_none())
+        .map(|origins| strings_arg(origins, "status_origins"))
+        .transpose()?;
+    mandate_facade::status_options(checks_status, max_staleness, origins).map_err(|fault| {
+        let message = match fault {
+            StatusOptionFault::StalenessWithoutStatus | StatusOptionFault::OriginsWithoutStatus => {
+                without_status
+            }
+            StatusOptionFault::NotOrigins => {
+                "status_origins holds origins: http(s)://host[:port], without a path"
+            }
+        };
+        Failure::input("invalid_options", message).into()
     })
-}
-
-/// The origins a token's status list must be on, when given: each
-/// `http(s)://host[:port]`.
-pub(crate) fn status_origins(value: Option<&Bound<'_, PyAny>>) -> PyResult<Option<Vec<String>>> {
-    let Some(value) = value.filter(|v| !v.is_none()) else {
-        return Ok(None);
-    };
-    let origins = strings_arg(value, "status_origins")?;
-    if !origins.iter().all(|o| StatusUri::is_origin(o)) {
-        return Err(Failure::input(
-            "invalid_options",
-            "status_origins holds origins: http(s)://host[:port], without a path",
-        )
-        .into());
-    }
-    Ok(Some(origins))
-}
-
-pub(crate) fn verify_failure(error: &mandate_core::VerifyError) -> Failure {
-    Failure::new(Stage::Verify, error.code(), error)
-}
-
-pub(crate) fn dpop_failure(error: &DpopError) -> Failure {
-    Failure::new(Stage::Dpop, error.code(), error)
-}
-
-pub(crate) fn status_failure(error: &mandate_core::StatusCheckError) -> Failure {
-    Failure::new(Stage::Status, error.code(), error)
-}
-
-pub(crate) fn status_list_failure(error: &mandate_core::StatusListError) -> Failure {
-    Failure::new(Stage::StatusList, error.code(), error)
-}
-
-/// Why a token is void through revocation, as core's chain check says it.
-pub(crate) fn revoked_failure(jth: Jth) -> Failure {
-    let fault = ChainFault::Revoked(jth);
-    Failure::new(Stage::Verify, fault.code(), fault)
-}
-
-/// The request a proof of possession is checked against.
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub(crate) struct RequestInput {
-    /// The `DPoP` header; none for an unbound token.
-    #[serde(default)]
-    pub(crate) proof: Option<String>,
-    pub(crate) method: String,
-    pub(crate) url: String,
-}
-
-impl RequestInput {
-    /// Applies core's binding rule to verified claims.
-    pub(crate) fn check(
-        &self,
-        claims: &Claims,
-        token: &str,
-        now: i64,
-    ) -> Result<Option<VerifiedProof>, Failure> {
-        mandate_core::check_binding(
-            claims,
-            token,
-            self.proof.as_deref(),
-            &ProofRequest {
-                method: &self.method,
-                url: &self.url,
-                now,
-            },
-        )
-        .map_err(|e| dpop_failure(&e))
-    }
 }
 
 /// `{header, claims}` as JSON text.
@@ -167,56 +139,35 @@ pub(crate) fn verify_token(
         .map(|r| object_arg(r, "request", "invalid_options"))
         .transpose()?;
     let status_list = optional_string(status_list, "status_list")?;
-    let max_staleness = seconds_arg(
-        max_staleness_seconds,
-        "max_staleness_seconds",
-        "invalid_options",
-    )?;
-    let origins = self::status_origins(status_origins)?;
-    let stray = if request.is_some() && skip {
-        Some("request and skip_proof_of_possession exclude each other")
-    } else if status_list.is_none() && (max_staleness.is_some() || origins.is_some()) {
-        Some("max_staleness_seconds and status_origins apply to a status list: give status_list")
-    } else {
-        None
-    };
-    if let Some(message) = stray {
-        return Err(Failure::input("invalid_options", message).into());
+    if request.is_some() && skip {
+        return Err(Failure::input(
+            "invalid_options",
+            "request and skip_proof_of_possession exclude each other",
+        )
+        .into());
     }
+    let status = status_options_for(
+        status_list.is_some(),
+        max_staleness_seconds,
+        status_origins,
+        "max_staleness_seconds and status_origins apply to a status list: give status_list",
+    )?;
     let options = verify_options(leeway_seconds, issuer)?;
     let revoked = parse_revoked(revoked)?;
     let keys = parse_jwks(jwks)?;
     let now = now_arg(now)?;
+    let status = status_list
+        .as_deref()
+        .zip(status.as_ref())
+        .map(|(list, options)| StatusListCheck { list, options });
+    let binding = match &request {
+        _ if skip => Binding::Skip,
+        Some(request) => Binding::Request(request),
+        None => Binding::Bearer,
+    };
     let verified =
-        mandate_core::verify(&token, &keys, now, &options).map_err(|e| verify_failure(&e))?;
-    if let Some(jth) = verified.claims.first_revoked(|jth| revoked.contains(jth)) {
-        return Err(revoked_failure(jth).into());
-    }
-    if let Some(list) = &status_list {
-        mandate_core::check_status_in_list(
-            &verified.claims,
-            list,
-            &keys,
-            now,
-            max_staleness,
-            origins.as_deref(),
-        )
-        .map_err(|e| match e {
-            TokenStatusError::List(e) => status_list_failure(&e),
-            TokenStatusError::Status(e) => status_failure(&e),
-        })?;
-    }
-    if !skip {
-        match &request {
-            Some(request) => {
-                request.check(&verified.claims, &token, now)?;
-            }
-            None if verified.claims.cnf.is_some() => {
-                return Err(dpop_failure(&DpopError::Required).into());
-            }
-            None => {}
-        }
-    }
+        mandate_facade::verify_token(&token, &keys, now, &options, &revoked, status, binding)
+            .map_err(raised)?;
     crate::convert::loads(py, &verified_json(&verified))
 }
 
@@ -225,23 +176,9 @@ pub(crate) fn verify_token(
 #[pyfunction]
 pub(crate) fn decode_token_unverified(py: Python<'_>, token: &Bound<'_, PyAny>) -> Answer {
     let token = string_arg(token, "token")?;
-    let decoded = mandate_core::decode_unverified(&token).map_err(|e| verify_failure(&e))?;
+    let decoded =
+        mandate_core::decode_unverified(&token).map_err(|e| raised(verify_failure(&e)))?;
     crate::convert::loads(py, &verified_json(&decoded))
-}
-
-fn chain_failure(error: &ChainError) -> Failure {
-    let (stage, index) = match error {
-        ChainError::Link {
-            index,
-            fault: ChainFault::Verify(_),
-        } => (Stage::Verify, Some(*index)),
-        ChainError::Link { index, .. } => (Stage::Chain, Some(*index)),
-        ChainError::Empty | ChainError::TooLong => (Stage::Chain, None),
-    };
-    Failure {
-        index,
-        ..Failure::new(stage, error.code(), error)
-    }
 }
 
 /// Verifies a delegation chain given root first; answers each token's
@@ -270,7 +207,7 @@ pub(crate) fn verify_chain(
     let tokens: Vec<&str> = tokens.iter().map(String::as_str).collect();
     let chain =
         mandate_core::verify_chain(&tokens, &keys, now, &options, |jth| revoked.contains(jth))
-            .map_err(|e| chain_failure(&e))?;
+            .map_err(|e| raised(chain_failure(&e)))?;
     let links: Vec<Link<'_>> = chain
         .iter()
         .map(|token| Link {
@@ -279,32 +216,6 @@ pub(crate) fn verify_chain(
         })
         .collect();
     to_py(py, &links)
-}
-
-/// A verified list: what it says about itself, not its entries.
-#[derive(Serialize)]
-pub(crate) struct ListInfo<'a> {
-    uri: &'a str,
-    kid: &'a str,
-    iat: i64,
-    exp: i64,
-    ttl: u64,
-    bits: u8,
-    size: u64,
-}
-
-impl<'a> ListInfo<'a> {
-    pub(crate) fn of(list: &'a VerifiedStatusList) -> ListInfo<'a> {
-        ListInfo {
-            uri: list.uri.as_str(),
-            kid: &list.kid,
-            iat: list.iat,
-            exp: list.exp,
-            ttl: list.ttl,
-            bits: list.list.bits().get(),
-            size: list.list.len(),
-        }
-    }
 }
 
 /// Verifies a status list token (`statuslist+jwt`); with `uri`, its `sub`
@@ -322,7 +233,7 @@ pub(crate) fn verify_status_list(
     let uri = optional_string(uri, "uri")?;
     let keys = parse_jwks(jwks)?;
     let list = mandate_core::verify_status_list(&jwt, &keys, now_arg(now)?, uri.as_deref())
-        .map_err(|e| status_list_failure(&e))?;
+        .map_err(|e| raised(status_list_failure(&e)))?;
     to_py(py, &ListInfo::of(&list))
 }
 
@@ -362,7 +273,7 @@ pub(crate) fn verify_proof(
             now: now_arg(now)?,
         },
     )
-    .map_err(|e| dpop_failure(&e))?;
+    .map_err(|e| raised(dpop_failure(&e)))?;
     to_py(
         py,
         &Verified {

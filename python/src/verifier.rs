@@ -1,19 +1,14 @@
-//! The prepared verifier (`Verifier`): a key set parsed once, a revocation
-//! set, the status lists it was given, an optional bounded cache of tokens
-//! that already verified, and a memory of the DPoP proofs it accepted, so
-//! none is used twice. And an agent's own key (`AgentKey`), which signs
-//! DPoP proofs with core's signer.
-//!
-//! A cache hit is not a free pass: every hit re-checks the token's lifetime,
-//! its line against the revocation set, its status (when checked) and its
-//! binding, exactly as a miss does.
+//! The prepared verifier (`Verifier`), over mandate-facade's `Verifier`: a
+//! key set parsed once, a revocation set, the status lists it was given, an
+//! optional bounded cache of tokens that already verified and a memory of
+//! the DPoP proofs it accepted, judged by the same sequence as the npm
+//! package's (a cache hit re-checks lifetime, revocation, status and
+//! binding exactly as a miss does); each verified token's result is kept as
+//! JSON text, so every hit gives the caller fresh Python values. And an
+//! agent's own key (`AgentKey`), which signs DPoP proofs with core's signer.
 
-use std::collections::{BTreeSet, HashMap};
-
-use mandate_core::{
-    Claims, DpopError, Jth, Jwks, NewProof, SigningKey, StatusCheckError, VerifiedProof,
-    VerifiedStatusList, VerifyOptions,
-};
+use mandate_core::{NewProof, SigningKey};
+use mandate_facade::{RequestInput, VerifierSetup};
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyString};
 
@@ -21,132 +16,15 @@ use crate::convert::{
     Answer, flag_arg, json_or_text, loads, now_arg, optional_string, seconds_arg, string_arg,
     strings_arg, to_py,
 };
-use crate::error::{Failure, Stage};
-use crate::token::{
-    ListInfo, RequestInput, dpop_failure, parse_jwks, parse_revoked, revoked_failure,
-    status_failure, status_list_failure, status_origins, verified_json, verify_failure,
-    verify_options,
-};
-
-/// Most proofs a verifier remembers at once.
-const PROOF_MEMORY: usize = 65_536;
-/// Most status lists a verifier holds at once; past it, the list signed
-/// longest ago is dropped, and a token of that list is refused
-/// (`status_unknown`) until it is given again.
-const MAX_HELD_LISTS: usize = 256;
-
-/// Status checking: the lists held, newest per uri, and the oldest list
-/// accepted.
-#[derive(Debug, Default)]
-struct StatusLists {
-    max_staleness_seconds: Option<u64>,
-    origins: Option<Vec<String>>,
-    lists: Vec<VerifiedStatusList>,
-}
-
-impl StatusLists {
-    /// The token's status in the list held for its uri (core's rule): a
-    /// token without a status claim passes; one whose list is not held is
-    /// `status_unknown`.
-    fn check(&self, claims: &Claims, now: i64) -> Result<(), Failure> {
-        if let Some(origins) = &self.origins {
-            mandate_core::check_status_origin(claims, origins).map_err(|e| status_failure(&e))?;
-        }
-        mandate_core::check_status_with(
-            claims,
-            |uri| self.lists.iter().find(|list| list.uri == *uri),
-            now,
-            self.max_staleness_seconds,
-        )
-        .map_err(|e| status_failure(&e))
-    }
-
-    /// Holds `list` for its uri unless one signed later is held; answers
-    /// whether it is now the one checked against.
-    fn hold(&mut self, list: VerifiedStatusList) -> bool {
-        if self
-            .lists
-            .iter()
-            .any(|held| held.uri == list.uri && held.iat > list.iat)
-        {
-            return false;
-        }
-        self.lists.retain(|held| held.uri != list.uri);
-        if self.lists.len() >= MAX_HELD_LISTS {
-            let oldest = (0..self.lists.len()).min_by_key(|i| self.lists.get(*i).map(|l| l.iat));
-            if let Some(oldest) = oldest {
-                self.lists.swap_remove(oldest);
-            }
-        }
-        self.lists.push(list);
-        true
-    }
-}
-
-/// A token that verified: its claims, and its result as JSON text (every
-/// hit gives the caller fresh Python values).
-#[derive(Debug)]
-struct Entry {
-    claims: Claims,
-    json: String,
-}
-
-/// A bounded map from tokens to what their verification found, in two
-/// generations: a lookup moves a token to the young one; when the young one
-/// is full it becomes the old one, and the previous old one is dropped.
-#[derive(Debug)]
-struct Cache {
-    half: usize,
-    young: HashMap<String, Entry>,
-    old: HashMap<String, Entry>,
-}
-
-impl Cache {
-    fn new(capacity: usize) -> Cache {
-        Cache {
-            half: capacity / 2,
-            young: HashMap::new(),
-            old: HashMap::new(),
-        }
-    }
-
-    fn get(&mut self, token: &str) -> Option<&Entry> {
-        if !self.young.contains_key(token) {
-            let entry = self.old.remove(token)?;
-            self.insert(token.to_owned(), entry);
-        }
-        self.young.get(token)
-    }
-
-    fn insert(&mut self, token: String, entry: Entry) {
-        if self.half == 0 {
-            return;
-        }
-        if self.young.len() >= self.half {
-            self.old = std::mem::take(&mut self.young);
-        }
-        self.young.insert(token, entry);
-    }
-
-    fn remove(&mut self, token: &str) {
-        self.young.remove(token);
-        self.old.remove(token);
-    }
-}
+use crate::error::{Failure, raised};
+use crate::token::{parse_jwks, parse_revoked, status_options, verified_json, verify_options};
 
 /// Verifies tokens against one key set, prepared once. The constructor
 /// raises `MandateError` when the key set or an option is unusable.
 #[pyclass(module = "mandate._native")]
 #[derive(Debug)]
 pub(crate) struct Verifier {
-    keys: Jwks,
-    options: VerifyOptions,
-    revoked: BTreeSet<Jth>,
-    cache: Cache,
-    /// Replay keys of accepted proofs, with the last second each is good for.
-    proofs: HashMap<[u8; 32], i64>,
-    /// With `check_status`, the status lists held; `None` checks no status.
-    status: Option<StatusLists>,
+    inner: mandate_facade::Verifier<String>,
 }
 
 #[pymethods]
@@ -168,30 +46,15 @@ impl Verifier {
         status_origins: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Verifier> {
         let check_status = flag_arg(check_status, "check_status")?;
-        let max_staleness = seconds_arg(
-            max_staleness_seconds,
-            "max_staleness_seconds",
-            "invalid_options",
-        )?;
-        let origins = self::status_origins(status_origins)?;
-        if !check_status && (max_staleness.is_some() || origins.is_some()) {
-            return Err(Failure::input(
-                "invalid_options",
-                "max_staleness_seconds and status_origins apply to status lists: give check_status=True",
-            )
-            .into());
-        }
+        let status = status_options(check_status, max_staleness_seconds, status_origins)?;
         let cache_size = seconds_arg(cache_size, "cache_size", "invalid_options")?.unwrap_or(0);
         Ok(Verifier {
-            options: verify_options(leeway_seconds, issuer)?,
-            revoked: parse_revoked(revoked)?,
-            keys: parse_jwks(jwks)?,
-            cache: Cache::new(usize::try_from(cache_size).unwrap_or(usize::MAX)),
-            proofs: HashMap::new(),
-            status: check_status.then(|| StatusLists {
-                max_staleness_seconds: max_staleness,
-                origins,
-                lists: Vec::new(),
+            inner: mandate_facade::Verifier::new(VerifierSetup {
+                options: verify_options(leeway_seconds, issuer)?,
+                revoked: parse_revoked(revoked)?,
+                keys: parse_jwks(jwks)?,
+                cache_size: usize::try_from(cache_size).unwrap_or(usize::MAX),
+                status,
             }),
         })
     }
@@ -199,7 +62,7 @@ impl Verifier {
     /// How many verified tokens the cache holds.
     #[getter]
     fn cached(&self) -> usize {
-        self.cache.young.len() + self.cache.old.len()
+        self.inner.cached()
     }
 
     /// Verifies a token at `now` (default the clock). A bound token is
@@ -213,7 +76,10 @@ impl Verifier {
     ) -> Answer {
         let now = now_arg(now)?;
         let token = string_arg(token, "token")?;
-        let json = self.checked(&token, now, None)?;
+        let json = self
+            .inner
+            .check(&token, now, None, verified_json)
+            .map_err(raised)?;
         loads(py, &json)
     }
 
@@ -238,7 +104,10 @@ impl Verifier {
             url: string_arg(url, "url")?,
         };
         let now = now_arg(now)?;
-        let json = self.checked(&token, now, Some(&request))?;
+        let json = self
+            .inner
+            .check(&token, now, Some(&request), verified_json)
+            .map_err(raised)?;
         loads(py, &json)
     }
 
@@ -250,8 +119,8 @@ impl Verifier {
         } else {
             strings_arg(jtis, "jtis")?
         };
-        let jths = mandate_core::revocation_set(&list).map_err(|e| Failure::input(e.code(), e))?;
-        self.revoked.extend(jths);
+        self.inner
+            .revoke(mandate_facade::parse_revoked(&list).map_err(raised)?);
         Ok(())
     }
 
@@ -270,38 +139,18 @@ impl Verifier {
         struct Set<'a> {
             held: bool,
             #[serde(flatten)]
-            info: ListInfo<'a>,
+            info: mandate_facade::ListInfo<'a>,
         }
         let now = now_arg(now)?;
         let jwt = string_arg(jwt, "jwt")?;
-        let Some(status) = self.status.as_mut() else {
-            return Err(Failure::input(
-                "status_checking_off",
+        self.inner
+            .set_status_list(
+                &jwt,
+                now,
                 "this verifier checks no status: make it with check_status=True",
+                |held, info| to_py(py, &Set { held, info }),
             )
-            .into());
-        };
-        let list = mandate_core::verify_status_list(&jwt, &self.keys, now, None)
-            .map_err(|e| status_list_failure(&e))?;
-        if status
-            .origins
-            .as_ref()
-            .is_some_and(|origins| !list.uri.on_origin(origins))
-        {
-            return Err(status_failure(&StatusCheckError::OriginNotAllowed).into());
-        }
-        let result = to_py(
-            py,
-            &Set {
-                held: !status
-                    .lists
-                    .iter()
-                    .any(|held| held.uri == list.uri && held.iat > list.iat),
-                info: ListInfo::of(&list),
-            },
-        )?;
-        status.hold(list);
-        Ok(result)
+            .map_err(raised)?
     }
 
     /// Replaces the key set (a key rotated in or out), raising
@@ -310,110 +159,13 @@ impl Verifier {
     /// lists again. The revocation set and the memory of accepted proofs
     /// stay, so a proof is not good twice across a key refresh.
     fn set_keys(&mut self, jwks: &Bound<'_, PyAny>) -> PyResult<()> {
-        self.keys = parse_jwks(jwks)?;
-        self.cache.young.clear();
-        self.cache.old.clear();
-        if let Some(status) = self.status.as_mut() {
-            status.lists.clear();
-        }
+        self.inner.set_keys(parse_jwks(jwks)?);
         Ok(())
     }
 
     /// Forgets every cached token (the revocation set and status lists stay).
     fn clear_cache(&mut self) {
-        self.cache.young.clear();
-        self.cache.old.clear();
-    }
-}
-
-impl Verifier {
-    /// Revocation, the token's status (when checked), then the binding rule.
-    /// Returns the proof to remember.
-    fn judge(
-        &self,
-        claims: &Claims,
-        token: &str,
-        now: i64,
-        request: Option<&RequestInput>,
-    ) -> Result<Option<VerifiedProof>, Failure> {
-        if let Some(jth) = claims.first_revoked(|jth| self.revoked.contains(jth)) {
-            return Err(revoked_failure(jth));
-        }
-        if let Some(status) = &self.status {
-            status.check(claims, now)?;
-        }
-        match request {
-            Some(request) => request.check(claims, token, now),
-            None if claims.cnf.is_some() => Err(dpop_failure(&DpopError::Required)),
-            None => Ok(None),
-        }
-    }
-
-    /// The verdict on a token at `now` as JSON text, from the cache or
-    /// afresh, with the binding rule for `request`.
-    fn checked(
-        &mut self,
-        token: &str,
-        now: i64,
-        request: Option<&RequestInput>,
-    ) -> Result<String, Failure> {
-        let leeway = self.options.leeway_seconds;
-        let hit = self.cache.get(token).map(|entry| {
-            (
-                entry
-                    .claims
-                    .check_time(now, leeway)
-                    .map(|()| entry.claims.clone()),
-                entry.json.clone(),
-            )
-        });
-        if let Some((claims, json)) = hit {
-            let claims = match claims {
-                Ok(claims) => claims,
-                Err(error) => {
-                    self.cache.remove(token);
-                    return Err(verify_failure(&error));
-                }
-            };
-            if let Some(proof) = self.judge(&claims, token, now, request)? {
-                self.first_use(&proof, now)?;
-            }
-            return Ok(json);
-        }
-        let verified = mandate_core::verify(token, &self.keys, now, &self.options)
-            .map_err(|e| verify_failure(&e))?;
-        if let Some(proof) = self.judge(&verified.claims, token, now, request)? {
-            self.first_use(&proof, now)?;
-        }
-        let json = verified_json(&verified);
-        self.cache.insert(
-            token.to_owned(),
-            Entry {
-                claims: verified.claims,
-                json: json.clone(),
-            },
-        );
-        Ok(json)
-    }
-
-    /// Remembers a proof's first use, or refuses a second.
-    fn first_use(&mut self, proof: &VerifiedProof, now: i64) -> Result<(), Failure> {
-        let key = proof.replay_key();
-        if self.proofs.get(&key).is_some_and(|until| *until >= now) {
-            return Err(dpop_failure(&DpopError::Replayed));
-        }
-        if self.proofs.len() >= PROOF_MEMORY {
-            self.proofs.retain(|_, until| *until >= now);
-            if self.proofs.len() >= PROOF_MEMORY {
-                return Err(Failure::new(
-                    Stage::Dpop,
-                    "dpop_memory_full",
-                    "too many live proofs to remember one more; retry in a minute",
-                ));
-            }
-        }
-        self.proofs.insert(key, proof.remember_until());
-        Ok(())
+        self.inner.clear_cache();
     }
 }
 

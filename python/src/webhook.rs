@@ -1,16 +1,12 @@
 //! Webhooks, received: a message's Standard Webhooks signature, timestamp
 //! and payload checked by core's rules with the receiver's secrets.
 
-use mandate_core::webhook::{self, Headers, Secret, WEBHOOK_TOLERANCE_SECONDS, WebhookError};
+use mandate_facade::webhook::{WEBHOOK_TOLERANCE_SECONDS, verify_webhook as verify};
 use pyo3::prelude::*;
 use pyo3::types::PyString;
 
 use crate::convert::{Answer, bytes_arg, loads, now_arg, seconds_arg, strings_arg};
-use crate::error::{Failure, Stage};
-
-fn webhook_failure(error: &WebhookError) -> Failure {
-    Failure::new(Stage::Webhook, error.code(), error)
-}
+use crate::error::{Failure, raised};
 
 /// Header `(name, value)` pairs of a mapping (a `dict`, an HTTP library's
 /// headers) or of a list of pairs.
@@ -66,22 +62,9 @@ pub(crate) fn verify_webhook(
     let now = now_arg(now)?;
     let tolerance = seconds_arg(tolerance_seconds, "tolerance_seconds", "invalid_options")?
         .unwrap_or(WEBHOOK_TOLERANCE_SECONDS);
-    let keys = secrets
-        .iter()
-        .map(|text| Secret::parse(text).map_err(|e| webhook_failure(&e)))
-        .collect::<Result<Vec<_>, _>>()?;
-    let check = || {
-        let headers = Headers::from_pairs(pairs.iter().map(|(n, v)| (n.as_str(), v.as_str())))?;
-        let verified = webhook::verify(&keys, &headers, &body, now, tolerance)?;
-        webhook::parse_event::<webhook::AnyObject>(&body)?;
-        Ok(verified)
-    };
-    let verified = check().map_err(|e| webhook_failure(&e))?;
-    // A payload read as a Mandate event is JSON text, so UTF-8.
-    let event = std::str::from_utf8(&body)
-        .map_err(|_| webhook_failure(&WebhookError::PayloadInvalid("not UTF-8")))?;
+    let verified = verify(&secrets, &pairs, &body, now, tolerance).map_err(raised)?;
     let result = pyo3::types::PyDict::new(py);
     result.set_item("id", verified.id.to_string())?;
-    result.set_item("event", loads(py, event)?)?;
+    result.set_item("event", loads(py, verified.event)?)?;
     Ok(result.into_any().unbind())
 }

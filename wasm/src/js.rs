@@ -1,69 +1,15 @@
 //! Values across the boundary. Everything crosses as JSON text: arguments
 //! through `JSON.stringify` into core's serde types, results from core's own
 //! serialisation through `JSON.parse`, so JavaScript sees exactly the JSON the
-//! server writes. Failures become [`Failure`] values, never exceptions.
-
-use std::fmt::Display;
+//! server writes. Failures become [`Failure`] values (mandate-facade's, the Python
+//! package's too), never exceptions.
 
 use js_sys::JSON;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 use wasm_bindgen::{JsCast as _, JsValue};
 
-/// Where a call failed, so codes that two stages share (`missing_kid`) stay
-/// distinct.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub(crate) enum Stage {
-    /// An argument of the wrong type or shape.
-    Input,
-    /// The key set was refused.
-    Jwks,
-    /// The token was refused.
-    Verify,
-    /// The chain was refused for something other than one token's verification.
-    Chain,
-    /// A bound token's proof of possession was missing or refused.
-    Dpop,
-    /// A record log checkpoint, proof, key or leaf was refused.
-    Log,
-    /// A status list token was refused.
-    StatusList,
-    /// A verified token's status refuses it, or could not be established.
-    Status,
-    /// A webhook's secret, headers, signature, timestamp or payload was
-    /// refused.
-    Webhook,
-    /// A signed trust statement was refused.
-    Trust,
-}
-
-/// A refusal as JavaScript sees it: `{ code, message, stage, index? }`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub(crate) struct Failure {
-    pub(crate) code: &'static str,
-    pub(crate) message: String,
-    pub(crate) stage: Stage,
-    /// The position of the offending token in a chain.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub(crate) index: Option<usize>,
-}
-
-impl Failure {
-    pub(crate) fn new(stage: Stage, code: &'static str, message: impl Display) -> Failure {
-        Failure {
-            code,
-            message: message.to_string(),
-            stage,
-            index: None,
-        }
-    }
-
-    /// An argument that is not what the function takes.
-    pub(crate) fn input(code: &'static str, message: impl Display) -> Failure {
-        Failure::new(Stage::Input, code, message)
-    }
-}
+pub(crate) use mandate_facade::{Failure, Stage};
 
 /// `{ valid: false, error }`, the refusal of the verifying functions.
 pub(crate) fn invalid(error: Failure) -> JsValue {

@@ -43,23 +43,27 @@ use std::collections::BTreeSet;
 use std::str::FromStr as _;
 
 use mandate_core::{
-    Action, ChainError, ChainFault, Claims, Constraints, DpopError, Grant, Header, IssueError, Jkt,
-    Jth, Jwks, JwksError, Outcome, Policy, ProofRequest, RecordError, RecordRow, ReputationCounts,
-    Resource, Scope, ScopeError, Status, StatusCheckError, StatusListError, StatusUri,
-    TokenStatusError, VerifiedProof, VerifiedStatusList, VerifiedToken, VerifyError, VerifyOptions,
-    WorkflowSummary, check_args,
+    Action, Claims, Grant, Header, Jkt, Jth, Jwks, JwksError, Outcome, ProofRequest, RecordError,
+    RecordRow, ReputationCounts, Resource, Scope, Status, VerifiedProof, VerifiedStatusList,
+    VerifiedToken, VerifyOptions, WorkflowSummary, check_args,
 };
 use serde::{Deserialize, Serialize};
 use wasm_bindgen::prelude::*;
 
+use mandate_facade::scope::{self, GrantInput, Reason, ViolationOut};
+use mandate_facade::{
+    Binding, Failure, ListInfo, RequestInput, StatusListCheck, StatusOptionFault, StatusOptions,
+    chain_failure, dpop_failure, jwks_failure, parse_revoked, scope_failure, status_list_failure,
+    verify_failure, verify_options,
+};
+
 use crate::js::{
-    Failure, Stage, bytes_arg, from_js, from_json_text, has_member, invalid, json_text, member,
-    not_ok, now_or_clock, object_from_js, options_from_js, string_arg, to_js,
+    bytes_arg, from_js, from_json_text, has_member, invalid, json_text, member, not_ok,
+    now_or_clock, object_from_js, options_from_js, string_arg, to_js,
 };
 
 pub use crate::agent_key::AgentKey;
 pub use crate::log::{parse_log_leaf, verify_checkpoint, verify_consistency, verify_log_proof};
-use crate::policy::Reason;
 pub use crate::policy::evaluate_policy;
 pub use crate::trust::{trust_scores, verify_trust_statement};
 pub use crate::verifier::Verifier;
@@ -83,18 +87,6 @@ fn valid_json(token: &VerifiedToken) -> String {
     };
     // Serialising core's claims cannot fail; an empty text parses to `null`.
     serde_json::to_string(&valid).unwrap_or_default()
-}
-
-fn verify_failure(error: &VerifyError) -> Failure {
-    Failure::new(Stage::Verify, error.code(), error)
-}
-
-fn jwks_failure(error: &JwksError) -> Failure {
-    Failure::new(Stage::Jwks, error.code(), error)
-}
-
-fn scope_failure(error: &ScopeError) -> Failure {
-    Failure::input(error.code(), error)
 }
 
 thread_local! {
@@ -122,73 +114,6 @@ fn parse_jwks(jwks: &JsValue) -> Result<Jwks, Failure> {
     let keys = Jwks::parse(text.as_bytes()).map_err(|e| jwks_failure(&e))?;
     LAST_JWKS.set(Some((text, keys.clone())));
     Ok(keys)
-}
-
-/// Parses revoked tokens, each named by its jti or its jti hash, into the
-/// jti hashes verification compares (core's rule).
-fn parse_revoked(entries: &[String]) -> Result<BTreeSet<Jth>, Failure> {
-    mandate_core::revocation_set(entries).map_err(|e| Failure::input(e.code(), e))
-}
-
-/// Core's verification options with the caller's overrides.
-fn verify_options(leeway_seconds: Option<u64>, issuer: Option<String>) -> VerifyOptions {
-    let defaults = VerifyOptions::default();
-    VerifyOptions {
-        leeway_seconds: leeway_seconds.unwrap_or(defaults.leeway_seconds),
-        issuer,
-    }
-}
-
-/// Why a token is void through revocation, as core's chain check says it.
-fn revoked_failure(jth: Jth) -> Failure {
-    let fault = ChainFault::Revoked(jth);
-    Failure::new(Stage::Verify, fault.code(), fault)
-}
-
-fn dpop_failure(error: &DpopError) -> Failure {
-    Failure::new(Stage::Dpop, error.code(), error)
-}
-
-fn status_list_failure(error: &StatusListError) -> Failure {
-    Failure::new(Stage::StatusList, error.code(), error)
-}
-
-fn status_failure(error: &StatusCheckError) -> Failure {
-    Failure::new(Stage::Status, error.code(), error)
-}
-
-/// The request a proof of possession is checked against, as JavaScript
-/// gives it.
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct RequestInput {
-    /// The `DPoP` header; none for an unbound token.
-    #[serde(default)]
-    proof: Option<String>,
-    method: String,
-    url: String,
-}
-
-impl RequestInput {
-    /// Applies core's binding rule to verified claims.
-    fn check(
-        &self,
-        claims: &Claims,
-        token: &str,
-        now: i64,
-    ) -> Result<Option<VerifiedProof>, Failure> {
-        mandate_core::check_binding(
-            claims,
-            token,
-            self.proof.as_deref(),
-            &ProofRequest {
-                method: &self.method,
-                url: &self.url,
-                now,
-            },
-        )
-        .map_err(|e| dpop_failure(&e))
-    }
 }
 
 /// Which function options are read for.
@@ -239,18 +164,23 @@ struct Options {
 }
 
 impl Options {
-    fn read(value: Option<JsValue>, purpose: Use) -> Result<Options, Failure> {
-        let options: Options = options_from_js(value, "options")?;
+    /// The options, and with `statusList` or `checkStatus` how a status is
+    /// checked (mandate-facade's rules of the status options).
+    fn read(
+        value: Option<JsValue>,
+        purpose: Use,
+    ) -> Result<(Options, Option<StatusOptions>), Failure> {
+        let mut options: Options = options_from_js(value, "options")?;
         let for_token_only = options.request.is_some()
             || options.skip_proof_of_possession
             || options.status_list.is_some();
-        let checks_status = options.status_list.is_some() || options.check_status;
         let for_tokens = options.leeway_seconds.is_some()
             || options.issuer.is_some()
             || !options.revoked.is_empty()
             || options.cache_size.is_some()
             || for_token_only
-            || checks_status
+            || options.status_list.is_some()
+            || options.check_status
             || options.max_staleness_seconds.is_some()
             || options.status_origins.is_some();
         let stray = match purpose {
@@ -272,24 +202,30 @@ impl Options {
             _ if options.request.is_some() && options.skip_proof_of_possession => {
                 Some("request and skipProofOfPossession exclude each other")
             }
-            _ if options.max_staleness_seconds.is_some() && !checks_status => Some(
-                "maxStalenessSeconds applies to status lists: give statusList (verifyToken) or checkStatus (new Verifier)",
-            ),
-            _ if options.status_origins.is_some() && !checks_status => Some(
-                "statusOrigins applies to status lists: give statusList (verifyToken) or checkStatus (new Verifier)",
-            ),
-            _ if options
-                .status_origins
-                .as_ref()
-                .is_some_and(|origins| !origins.iter().all(|o| StatusUri::is_origin(o))) =>
-            {
-                Some("statusOrigins holds origins: http(s)://host[:port], without a path")
-            }
             _ => None,
         };
-        match stray {
-            Some(message) => Err(Failure::input("invalid_options", message)),
-            None => Ok(options),
+        let status = match stray {
+            Some(message) => Err(message),
+            None => mandate_facade::status_options(
+                options.status_list.is_some() || options.check_status,
+                options.max_staleness_seconds,
+                options.status_origins.take(),
+            )
+            .map_err(|fault| match fault {
+                StatusOptionFault::StalenessWithoutStatus => {
+                    "maxStalenessSeconds applies to status lists: give statusList (verifyToken) or checkStatus (new Verifier)"
+                }
+                StatusOptionFault::OriginsWithoutStatus => {
+                    "statusOrigins applies to status lists: give statusList (verifyToken) or checkStatus (new Verifier)"
+                }
+                StatusOptionFault::NotOrigins => {
+                    "statusOrigins holds origins: http(s)://host[:port], without a path"
+                }
+            }),
+        };
+        match status {
+            Err(message) => Err(Failure::input("invalid_options", message)),
+            Ok(status) => Ok((options, status)),
         }
     }
 }
@@ -304,14 +240,13 @@ pub(crate) struct Checks {
     request: Option<RequestInput>,
     skip_proof_of_possession: bool,
     status_list: Option<String>,
-    check_status: bool,
-    max_staleness_seconds: Option<u64>,
-    status_origins: Option<Vec<String>>,
+    /// With `statusList` or `checkStatus`, how a status is checked.
+    status: Option<StatusOptions>,
 }
 
 impl Checks {
     fn read(jwks: &JsValue, options: Option<JsValue>, purpose: Use) -> Result<Checks, Failure> {
-        let options = Options::read(options, purpose)?;
+        let (options, status) = Options::read(options, purpose)?;
         Ok(Checks {
             revoked: parse_revoked(&options.revoked)?,
             keys: parse_jwks(jwks)?,
@@ -321,9 +256,7 @@ impl Checks {
             request: options.request,
             skip_proof_of_possession: options.skip_proof_of_possession,
             status_list: options.status_list,
-            check_status: options.check_status,
-            max_staleness_seconds: options.max_staleness_seconds,
-            status_origins: options.status_origins,
+            status,
         })
     }
 }
@@ -335,41 +268,25 @@ fn try_verify_token(
 ) -> Result<VerifiedToken, Failure> {
     let token = string_arg(token, "token")?;
     let checks = Checks::read(jwks, options, Use::Token)?;
-    let now = now_or_clock(checks.now);
-    let verified = mandate_core::verify(&token, &checks.keys, now, &checks.options)
-        .map_err(|e| verify_failure(&e))?;
-    if let Some(jth) = verified
-        .claims
-        .first_revoked(|jth| checks.revoked.contains(jth))
-    {
-        return Err(revoked_failure(jth));
-    }
-    if let Some(list) = &checks.status_list {
-        mandate_core::check_status_in_list(
-            &verified.claims,
-            list,
-            &checks.keys,
-            now,
-            checks.max_staleness_seconds,
-            checks.status_origins.as_deref(),
-        )
-        .map_err(|e| match e {
-            TokenStatusError::List(e) => status_list_failure(&e),
-            TokenStatusError::Status(e) => status_failure(&e),
-        })?;
-    }
-    if !checks.skip_proof_of_possession {
-        match &checks.request {
-            Some(request) => {
-                request.check(&verified.claims, &token, now)?;
-            }
-            None if verified.claims.cnf.is_some() => {
-                return Err(dpop_failure(&DpopError::Required));
-            }
-            None => {}
-        }
-    }
-    Ok(verified)
+    let status = checks
+        .status_list
+        .as_deref()
+        .zip(checks.status.as_ref())
+        .map(|(list, options)| StatusListCheck { list, options });
+    let binding = match &checks.request {
+        _ if checks.skip_proof_of_possession => Binding::Skip,
+        Some(request) => Binding::Request(request),
+        None => Binding::Bearer,
+    };
+    mandate_facade::verify_token(
+        &token,
+        &checks.keys,
+        now_or_clock(checks.now),
+        &checks.options,
+        &checks.revoked,
+        status,
+        binding,
+    )
 }
 
 /// Verifies a compact token against a key set (an object or JSON text):
@@ -416,21 +333,6 @@ pub fn decode_token_unverified(
             claims: &token.claims,
         }),
         Err(failure) => not_ok(failure),
-    }
-}
-
-fn chain_failure(error: &ChainError) -> Failure {
-    let (stage, index) = match error {
-        ChainError::Link {
-            index,
-            fault: ChainFault::Verify(_),
-        } => (Stage::Verify, Some(*index)),
-        ChainError::Link { index, .. } => (Stage::Chain, Some(*index)),
-        ChainError::Empty | ChainError::TooLong => (Stage::Chain, None),
-    };
-    Failure {
-        index,
-        ..Failure::new(stage, error.code(), error)
     }
 }
 
@@ -490,40 +392,13 @@ pub fn verify_chain(
     }
 }
 
-/// A verified list as JavaScript sees it: what it says about itself, not
-/// its entries.
-#[derive(Serialize)]
-pub(crate) struct ListInfo<'a> {
-    uri: &'a str,
-    kid: &'a str,
-    iat: i64,
-    exp: i64,
-    ttl: u64,
-    bits: u8,
-    size: u64,
-}
-
-impl<'a> ListInfo<'a> {
-    pub(crate) fn of(list: &'a VerifiedStatusList) -> ListInfo<'a> {
-        ListInfo {
-            uri: list.uri.as_str(),
-            kid: &list.kid,
-            iat: list.iat,
-            exp: list.exp,
-            ttl: list.ttl,
-            bits: list.list.bits().get(),
-            size: list.list.len(),
-        }
-    }
-}
-
 fn try_verify_status_list(
     jwt: &JsValue,
     jwks: &JsValue,
     options: Option<JsValue>,
 ) -> Result<VerifiedStatusList, Failure> {
     let jwt = string_arg(jwt, "jwt")?;
-    let options = Options::read(options, Use::StatusList)?;
+    let (options, _) = Options::read(options, Use::StatusList)?;
     let keys = parse_jwks(jwks)?;
     mandate_core::verify_status_list(
         &jwt,
@@ -638,20 +513,6 @@ pub fn permits(
     }
 }
 
-/// A grant as JavaScript gives it: a scope with optional limits and policy,
-/// and its `exp`.
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct GrantInput {
-    resources: Vec<String>,
-    actions: Vec<String>,
-    #[serde(default)]
-    constraints: Constraints,
-    #[serde(default)]
-    policy: Policy,
-    exp: i64,
-}
-
 /// The grant members of token claims (`svc_scope`, `svc_constraints`,
 /// `svc_policy`, `exp`) as a grant object; the other claims are left out.
 fn claims_grant(claims: &JsValue) -> JsValue {
@@ -685,12 +546,7 @@ fn grant_of(value: &JsValue, name: &str) -> Result<Grant, Failure> {
     };
     let input: GrantInput =
         object_from_js(&value, name).map_err(|message| Failure::input(code, message))?;
-    Ok(Grant {
-        scope: Scope::parse(&input.resources, &input.actions).map_err(|e| scope_failure(&e))?,
-        constraints: input.constraints,
-        policy: input.policy,
-        expires_at: input.exp,
-    })
+    input.grant()
 }
 
 /// Checks that `child` grants nothing `parent` does not, listing every way it
@@ -715,13 +571,10 @@ pub fn check_narrowing(
             error: Some(error),
         },
         Ok((child, parent)) => {
-            let violations = match mandate_core::check_narrowing(&child, &parent) {
-                Ok(()) => Vec::new(),
-                Err(widening) => widening.violations,
-            };
+            let violations = scope::violations(&child, &parent);
             Narrowing {
                 ok: violations.is_empty(),
-                violations: violations.iter().map(ViolationOut::of).collect(),
+                violations,
                 error: None,
             }
         }
@@ -792,72 +645,10 @@ pub fn delegated_grant(
     #[wasm_bindgen(unchecked_param_type = "Grant")] request: JsValue,
     #[wasm_bindgen(unchecked_param_type = "Grant | Claims")] parent: JsValue,
 ) -> JsValue {
-    #[derive(Serialize)]
-    struct GrantOut<'a> {
-        resources: &'a [mandate_core::ResourcePattern],
-        actions: &'a [Action],
-        constraints: &'a Constraints,
-        policy: &'a Policy,
-        exp: i64,
-    }
-    #[derive(Serialize)]
-    struct Granted<'a> {
-        ok: bool,
-        grant: GrantOut<'a>,
-    }
-    #[derive(Serialize)]
-    struct Refused {
-        ok: bool,
-        code: &'static str,
-        violations: Vec<ViolationOut>,
-    }
     let grants = grant_of(&request, "request").and_then(|r| Ok((r, grant_of(&parent, "parent")?)));
-    let (request, parent) = match grants {
-        Ok(grants) => grants,
-        Err(failure) => return not_ok(failure),
-    };
-    match mandate_core::delegated_grant(request, &parent) {
-        Ok(grant) => to_js(&Granted {
-            ok: true,
-            grant: GrantOut {
-                resources: grant.scope.resources(),
-                actions: grant.scope.actions(),
-                constraints: &grant.constraints,
-                policy: &grant.policy,
-                exp: grant.expires_at,
-            },
-        }),
-        Err(error) => {
-            let violations = match &error {
-                IssueError::Widening(widening) => {
-                    widening.violations.iter().map(ViolationOut::of).collect()
-                }
-                _ => Vec::new(),
-            };
-            to_js(&Refused {
-                ok: false,
-                code: error.code(),
-                violations,
-            })
-        }
-    }
-}
-
-/// One way a child is wider than its parent, as JavaScript sees it.
-#[derive(Serialize)]
-struct ViolationOut {
-    field: String,
-    code: &'static str,
-    message: String,
-}
-
-impl ViolationOut {
-    fn of(violation: &mandate_core::Violation) -> ViolationOut {
-        ViolationOut {
-            field: violation.field(),
-            code: violation.code(),
-            message: violation.to_string(),
-        }
+    match grants {
+        Ok((request, parent)) => to_js(&scope::delegated_grant(request, &parent)),
+        Err(failure) => not_ok(failure),
     }
 }
 

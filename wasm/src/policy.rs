@@ -2,7 +2,7 @@
 //! ([`evaluate_policy`]), and the reading of a token's argument rules and
 //! an attempt's arguments for [`crate::permits`].
 
-use mandate_core::policy::{ArgsDenial, EvaluateError, Truth, evaluate_json};
+use mandate_core::policy::{EvaluateError, Truth, evaluate_json};
 use mandate_core::{Args, ArgsRules, Constraints};
 use serde::Serialize;
 use wasm_bindgen::prelude::*;
@@ -80,48 +80,4 @@ pub(crate) fn args_of(args: Option<&JsValue>) -> Result<Option<Args>, Failure> {
     Args::parse(text.as_bytes())
         .map(Some)
         .map_err(|e| Failure::input(e.code(), e))
-}
-
-/// Why `permits` refuses: the scope, or the arguments (with the rule and
-/// statement, and the statement's truth).
-#[derive(Serialize)]
-pub(crate) struct Reason {
-    code: &'static str,
-    message: String,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    rule: Option<usize>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    statement: Option<usize>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    truth: Option<Truth>,
-}
-
-impl Reason {
-    pub(crate) fn scope(denial: mandate_core::ScopeDenial) -> Reason {
-        Reason {
-            code: denial.code(),
-            message: denial.to_string(),
-            rule: None,
-            statement: None,
-            truth: None,
-        }
-    }
-
-    pub(crate) fn args(denial: ArgsDenial) -> Reason {
-        let (rule, statement, truth) = match denial {
-            ArgsDenial::Required { rule } => (rule, None, None),
-            ArgsDenial::NotPermitted {
-                rule,
-                statement,
-                truth,
-            } => (rule, Some(statement), Some(truth)),
-        };
-        Reason {
-            code: denial.code(),
-            message: denial.to_string(),
-            rule: Some(rule),
-            statement,
-            truth,
-        }
-    }
 }

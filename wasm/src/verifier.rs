@@ -1,97 +1,19 @@
-//! The prepared verifier for hot paths: a key set parsed once, a revocation
-//! set, the status lists it was given (IETF Token Status List), an optional
-//! bounded cache of tokens that already verified, so an edge worker that sees
-//! the same token many times checks its signature once, and a memory of the
-//! DPoP proofs it accepted, so none is used twice.
-//!
-//! A cache hit is not a free pass: every hit re-checks the token's lifetime
-//! with core's `Claims::check_time`, its line (the token and every ancestor
-//! it names) against the revocation set, its status in the list it holds for
-//! the token's uri (when status checking is on), and its binding, exactly as
-//! a miss does.
+//! The prepared verifier for hot paths, over mandate-facade's `Verifier`:
+//! a key set parsed once, a revocation set, the status lists it was given,
+//! an optional bounded cache of tokens that already verified and a memory
+//! of the DPoP proofs it accepted, judged by the same sequence as the
+//! Python package's (a cache hit re-checks lifetime, revocation, status and
+//! binding exactly as a miss does). This file converts JavaScript values in
+//! and out, and keeps each verified token's result as a deeply frozen
+//! object: every hit hands out that same object, so no caller can change
+//! what another one sees.
 
-use std::collections::{BTreeSet, HashMap};
-
-use mandate_core::{
-    Claims, DpopError, Jth, Jwks, StatusCheckError, VerifiedProof, VerifiedStatusList,
-    VerifyOptions,
-};
+use mandate_facade::{Failure, ListInfo, RequestInput, VerifierSetup};
 use serde::{Deserialize, Serialize};
 use wasm_bindgen::prelude::*;
 
-use crate::js::{
-    Failure, from_js, from_json_text, invalid, not_ok, now_or_clock, object_from_js, to_js,
-};
-use crate::{
-    Checks, ListInfo, RequestInput, Use, dpop_failure, parse_revoked, revoked_failure,
-    status_failure, status_list_failure, valid_json, verify_failure,
-};
-
-/// Most proofs a verifier remembers at once (about 3 MiB).
-const PROOF_MEMORY: usize = 65_536;
-/// Most status lists a verifier holds at once (a Mandate list is 8 KiB);
-/// past it, the list signed longest ago is dropped, and a token of that list
-/// is refused (`status_unknown`) until it is given again.
-const MAX_HELD_LISTS: usize = 256;
-
-/// Status checking: the lists held, newest per uri, and the oldest list
-/// accepted. A few lists are held (one per 65,536 tokens), so a vector
-/// searched in order is enough, and smaller in the module than a map.
-#[derive(Debug, Default)]
-struct StatusLists {
-    max_staleness_seconds: Option<u64>,
-    /// The issuer's origins (`statusOrigins`), when given: a token or a list
-    /// naming another is refused.
-    origins: Option<Vec<String>>,
-    lists: Vec<VerifiedStatusList>,
-}
-
-impl StatusLists {
-    /// The token's status in the list held for its uri: a token without a
-    /// status claim passes; one whose list is not held is `status_unknown`.
-    fn check(&self, claims: &Claims, now: i64) -> Result<(), Failure> {
-        if let Some(origins) = &self.origins {
-            mandate_core::check_status_origin(claims, origins).map_err(|e| status_failure(&e))?;
-        }
-        mandate_core::check_status_with(
-            claims,
-            |uri| self.lists.iter().find(|list| list.uri == *uri),
-            now,
-            self.max_staleness_seconds,
-        )
-        .map_err(|e| status_failure(&e))
-    }
-
-    /// Whether a list of `list`'s uri signed later than it is held.
-    fn has_newer(&self, list: &VerifiedStatusList) -> bool {
-        self.lists
-            .iter()
-            .any(|held| held.uri == list.uri && held.iat > list.iat)
-    }
-
-    /// Holds `list` for its uri, in place of the one held, if any; when the
-    /// verifier holds as many lists as it may, the list signed longest ago
-    /// makes room.
-    fn hold(&mut self, list: VerifiedStatusList) {
-        self.lists.retain(|held| held.uri != list.uri);
-        if self.lists.len() >= MAX_HELD_LISTS {
-            let oldest = (0..self.lists.len()).min_by_key(|i| self.lists.get(*i).map(|l| l.iat));
-            if let Some(oldest) = oldest {
-                self.lists.swap_remove(oldest);
-            }
-        }
-        self.lists.push(list);
-    }
-}
-
-/// A token that verified, with its result ready to hand out again.
-#[derive(Debug)]
-struct Entry {
-    claims: Claims,
-    /// `{ valid: true, header, claims }`, deeply frozen: every hit hands out
-    /// this same object, so no caller can change what another one sees.
-    result: JsValue,
-}
+use crate::js::{from_js, from_json_text, invalid, not_ok, now_or_clock, object_from_js, to_js};
+use crate::{Checks, Use, valid_json};
 
 /// Freezes an object and everything in it.
 fn deep_freeze(value: &JsValue) {
@@ -103,101 +25,14 @@ fn deep_freeze(value: &JsValue) {
     }
 }
 
-/// A bounded map from tokens to what their verification found, in two
-/// generations. A lookup moves a token to the young generation; when the
-/// young one is full it becomes the old one, and the previous old one is
-/// dropped. Recently used tokens survive, and the map never holds more than
-/// its capacity.
-#[derive(Debug)]
-struct Cache<V> {
-    /// The capacity of each generation, half the whole.
-    half: usize,
-    young: HashMap<String, V>,
-    old: HashMap<String, V>,
-}
-
-impl<V> Cache<V> {
-    /// A cache of at most `capacity` tokens; below 2 it keeps none.
-    fn new(capacity: usize) -> Cache<V> {
-        Cache {
-            half: capacity / 2,
-            young: HashMap::new(),
-            old: HashMap::new(),
-        }
-    }
-
-    fn get(&mut self, token: &str) -> Option<&V> {
-        if !self.young.contains_key(token) {
-            let value = self.old.remove(token)?;
-            self.insert(token.to_owned(), value);
-        }
-        self.young.get(token)
-    }
-
-    fn insert(&mut self, token: String, value: V) {
-        if self.half == 0 {
-            return;
-        }
-        if self.young.len() >= self.half {
-            self.old = std::mem::take(&mut self.young);
-        }
-        self.young.insert(token, value);
-    }
-
-    fn remove(&mut self, token: &str) {
-        self.young.remove(token);
-        self.old.remove(token);
-    }
-
-    fn len(&self) -> usize {
-        self.young.len() + self.old.len()
-    }
-
-    fn clear(&mut self) {
-        self.young.clear();
-        self.old.clear();
-    }
-}
-
 /// Verifies tokens against one key set, prepared once.
 ///
 /// The constructor never throws: when the key set or the options are
 /// unusable, `error` says why and every `verify` returns that error.
-/// Revocation, the token's status (when checked), then the binding rule: a
-/// bound token needs a valid proof for `request`; without a request, a bound
-/// token is refused. Returns the proof to remember.
-fn judge(
-    claims: &Claims,
-    revoked: &BTreeSet<Jth>,
-    status: Option<&StatusLists>,
-    token: &str,
-    now: i64,
-    request: Option<&RequestInput>,
-) -> Result<Option<VerifiedProof>, Failure> {
-    if let Some(jth) = claims.first_revoked(|jth| revoked.contains(jth)) {
-        return Err(revoked_failure(jth));
-    }
-    if let Some(status) = status {
-        status.check(claims, now)?;
-    }
-    match request {
-        Some(request) => request.check(claims, token, now),
-        None if claims.cnf.is_some() => Err(dpop_failure(&DpopError::Required)),
-        None => Ok(None),
-    }
-}
-
 #[wasm_bindgen]
 #[derive(Debug)]
 pub struct Verifier {
-    keys: Result<Jwks, Failure>,
-    options: VerifyOptions,
-    revoked: BTreeSet<Jth>,
-    cache: Cache<Entry>,
-    /// Replay keys of accepted proofs, with the last second each is good for.
-    proofs: HashMap<[u8; 32], i64>,
-    /// With `checkStatus`, the status lists held; `None` checks no status.
-    status: Option<StatusLists>,
+    inner: Result<mandate_facade::Verifier<JsValue>, Failure>,
 }
 
 /// The request `verifyRequest` checks a token against.
@@ -226,34 +61,22 @@ impl Verifier {
         #[wasm_bindgen(unchecked_param_type = "Jwks | string")] jwks: JsValue,
         #[wasm_bindgen(unchecked_optional_param_type = "VerifierOptions")] options: Option<JsValue>,
     ) -> Verifier {
-        match Checks::read(&jwks, options, Use::Verifier) {
-            Ok(checks) => Verifier {
-                keys: Ok(checks.keys),
-                revoked: checks.revoked,
-                cache: Cache::new(checks.cache_size),
+        let inner = Checks::read(&jwks, options, Use::Verifier).map(|checks| {
+            mandate_facade::Verifier::new(VerifierSetup {
+                keys: checks.keys,
                 options: checks.options,
-                proofs: HashMap::new(),
-                status: checks.check_status.then(|| StatusLists {
-                    max_staleness_seconds: checks.max_staleness_seconds,
-                    origins: checks.status_origins,
-                    lists: Vec::new(),
-                }),
-            },
-            Err(failure) => Verifier {
-                keys: Err(failure),
-                options: VerifyOptions::default(),
-                revoked: BTreeSet::new(),
-                cache: Cache::new(0),
-                proofs: HashMap::new(),
-                status: None,
-            },
-        }
+                revoked: checks.revoked,
+                cache_size: checks.cache_size,
+                status: checks.status,
+            })
+        });
+        Verifier { inner }
     }
 
     /// Why the verifier cannot verify anything, or `null` when it can.
     #[wasm_bindgen(getter, unchecked_return_type = "ErrorInfo | null")]
     pub fn error(&self) -> JsValue {
-        match &self.keys {
+        match &self.inner {
             Ok(_) => JsValue::NULL,
             Err(failure) => to_js(failure),
         }
@@ -262,7 +85,7 @@ impl Verifier {
     /// How many verified tokens the cache holds.
     #[wasm_bindgen(getter)]
     pub fn cached(&self) -> usize {
-        self.cache.len()
+        self.inner.as_ref().map_or(0, |inner| inner.cached())
     }
 
     /// Verifies a token at `now` (unix seconds; default the JavaScript
@@ -284,10 +107,7 @@ impl Verifier {
         let Some(token) = token.as_string() else {
             return invalid(Failure::input("invalid_argument", "token must be a string"));
         };
-        match self.checked(&token, now, None) {
-            Ok(result) => result,
-            Err(failure) => invalid(failure),
-        }
+        self.checked(&token, now, None).unwrap_or_else(invalid)
     }
 
     /// Verifies a token presented with a request: everything `verify` checks,
@@ -308,85 +128,27 @@ impl Verifier {
             Err(message) => return invalid(Failure::input("invalid_argument", message)),
         };
         let now = now_or_clock(request.now);
-        match self.checked(&token, now, Some(&request.request)) {
-            Ok(result) => result,
-            Err(failure) => invalid(failure),
-        }
+        self.checked(&token, now, Some(&request.request))
+            .unwrap_or_else(invalid)
     }
 
-    /// The verdict on a token at `now`, from the cache or afresh, with the
-    /// binding rule for `request` (none: the token must not be bound).
+    /// The verdict on a token at `now`: the result object, frozen when the
+    /// verifier keeps it.
     fn checked(
         &mut self,
         token: &str,
         now: i64,
         request: Option<&RequestInput>,
     ) -> Result<JsValue, Failure> {
-        let keys = self.keys.as_ref().map_err(Clone::clone)?;
-        let leeway = self.options.leeway_seconds;
-        if let Some(entry) = self.cache.get(token) {
-            if let Err(error) = entry.claims.check_time(now, leeway) {
-                self.cache.remove(token);
-                return Err(verify_failure(&error));
+        let inner = self.inner.as_mut().map_err(|failure| failure.clone())?;
+        let caches = inner.caches();
+        inner.check(token, now, request, |verified| {
+            let result = from_json_text(&valid_json(verified));
+            if caches {
+                deep_freeze(&result);
             }
-            let proof = judge(
-                &entry.claims,
-                &self.revoked,
-                self.status.as_ref(),
-                token,
-                now,
-                request,
-            )?;
-            let result = entry.result.clone();
-            if let Some(proof) = proof {
-                self.first_use(&proof, now)?;
-            }
-            return Ok(result);
-        }
-        let verified = mandate_core::verify(token, keys, now, &self.options)
-            .map_err(|e| verify_failure(&e))?;
-        if let Some(proof) = judge(
-            &verified.claims,
-            &self.revoked,
-            self.status.as_ref(),
-            token,
-            now,
-            request,
-        )? {
-            self.first_use(&proof, now)?;
-        }
-        let result = from_json_text(&valid_json(&verified));
-        if self.cache.half > 0 {
-            deep_freeze(&result);
-            self.cache.insert(
-                token.to_owned(),
-                Entry {
-                    claims: verified.claims,
-                    result: result.clone(),
-                },
-            );
-        }
-        Ok(result)
-    }
-
-    /// Remembers a proof's first use, or refuses a second.
-    fn first_use(&mut self, proof: &VerifiedProof, now: i64) -> Result<(), Failure> {
-        let key = proof.replay_key();
-        if self.proofs.get(&key).is_some_and(|until| *until >= now) {
-            return Err(dpop_failure(&DpopError::Replayed));
-        }
-        if self.proofs.len() >= PROOF_MEMORY {
-            self.proofs.retain(|_, until| *until >= now);
-            if self.proofs.len() >= PROOF_MEMORY {
-                return Err(Failure::new(
-                    crate::js::Stage::Dpop,
-                    "dpop_memory_full",
-                    "too many live proofs to remember one more; retry in a minute",
-                ));
-            }
-        }
-        self.proofs.insert(key, proof.remember_until());
-        Ok(())
+            result
+        })
     }
 
     /// Adds one revoked token or a list to the revocation set, each named by
@@ -406,9 +168,12 @@ impl Verifier {
             None => from_js::<Vec<String>>(&jtis, "jtis")
                 .map_err(|message| Failure::input("invalid_argument", message)),
         };
-        match list.and_then(|list| parse_revoked(&list)) {
+        match list.and_then(|list| mandate_facade::parse_revoked(&list)) {
             Ok(jths) => {
-                self.revoked.extend(jths);
+                // A verifier that cannot verify keeps nothing.
+                if let Ok(inner) = &mut self.inner {
+                    inner.revoke(jths);
+                }
                 to_js(&Revoked { ok: true })
             }
             Err(failure) => not_ok(failure),
@@ -444,105 +209,32 @@ impl Verifier {
         let Some(jwt) = jwt.as_string() else {
             return not_ok(Failure::input("invalid_argument", "jwt must be a string"));
         };
-        let keys = match &self.keys {
-            Ok(keys) => keys,
-            Err(failure) => return not_ok(failure.clone()),
-        };
-        let Some(status) = self.status.as_mut() else {
-            return not_ok(Failure::input(
-                "status_checking_off",
-                "this verifier checks no status: make it with checkStatus: true",
-            ));
-        };
-        match mandate_core::verify_status_list(&jwt, keys, now, None) {
-            Ok(list)
-                if status
-                    .origins
-                    .as_ref()
-                    .is_some_and(|origins| !list.uri.on_origin(origins)) =>
-            {
-                not_ok(status_failure(&StatusCheckError::OriginNotAllowed))
-            }
-            Ok(list) => {
-                let held = !status.has_newer(&list);
-                let result = to_js(&Set {
-                    ok: true,
-                    held,
-                    info: ListInfo::of(&list),
-                });
-                if held {
-                    status.hold(list);
-                }
-                result
-            }
-            Err(error) => not_ok(status_list_failure(&error)),
-        }
+        let set = self
+            .inner
+            .as_mut()
+            .map_err(|failure| failure.clone())
+            .and_then(|inner| {
+                inner.set_status_list(
+                    &jwt,
+                    now,
+                    "this verifier checks no status: make it with checkStatus: true",
+                    |held, info| {
+                        to_js(&Set {
+                            ok: true,
+                            held,
+                            info,
+                        })
+                    },
+                )
+            });
+        set.unwrap_or_else(not_ok)
     }
 
     /// Forgets every cached token (the revocation set and status lists stay).
     #[wasm_bindgen(js_name = clearCache)]
     pub fn clear_cache(&mut self) {
-        self.cache.clear();
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::Cache;
-
-    fn token(n: usize) -> String {
-        format!("token-{n}")
-    }
-
-    #[test]
-    fn never_holds_more_than_its_capacity() {
-        for capacity in 0..10 {
-            let mut cache = Cache::new(capacity);
-            for n in 0..50 {
-                cache.insert(token(n), n);
-                assert!(
-                    cache.len() <= capacity,
-                    "capacity {capacity}: {}",
-                    cache.len()
-                );
-            }
+        if let Ok(inner) = &mut self.inner {
+            inner.clear_cache();
         }
-    }
-
-    #[test]
-    fn below_two_it_keeps_nothing() {
-        let mut cache = Cache::new(1);
-        cache.insert(token(1), 1);
-        assert_eq!(cache.get(&token(1)), None);
-    }
-
-    #[test]
-    fn recently_used_tokens_survive() {
-        let mut cache = Cache::new(4);
-        for n in 0..4 {
-            cache.insert(token(n), n);
-        }
-        // Token 0 is old; reading it makes it young again.
-        assert_eq!(cache.get(&token(0)), Some(&0));
-        for n in 4..6 {
-            cache.insert(token(n), n);
-        }
-        assert_eq!(cache.get(&token(0)), Some(&0));
-        assert_eq!(cache.get(&token(1)), None);
-    }
-
-    #[test]
-    fn remove_and_clear() {
-        let mut cache = Cache::new(8);
-        for n in 0..6 {
-            cache.insert(token(n), n);
-        }
-        cache.remove(&token(0));
-        cache.remove(&token(5));
-        assert_eq!(cache.get(&token(0)), None);
-        assert_eq!(cache.get(&token(5)), None);
-        assert_eq!(cache.len(), 4);
-        cache.clear();
-        assert_eq!(cache.len(), 0);
     }
 }

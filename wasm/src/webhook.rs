@@ -7,14 +7,10 @@
 //! with core's code (stage `webhook`). Nothing here signs.
 
 use js_sys::Array;
-use mandate_core::webhook::{self, Headers, Secret, WEBHOOK_TOLERANCE_SECONDS, WebhookError};
+use mandate_facade::webhook::{WEBHOOK_TOLERANCE_SECONDS, verify_webhook};
 use wasm_bindgen::prelude::*;
 
-use crate::js::{Failure, Stage, bytes_arg, from_js, from_json_text, invalid, now_or_clock};
-
-fn webhook_failure(error: &WebhookError) -> Failure {
-    Failure::new(Stage::Webhook, error.code(), error)
-}
+use crate::js::{Failure, bytes_arg, from_js, from_json_text, invalid, now_or_clock};
 
 /// `[name, value]` pairs of strings, read through `Array` (cheaper in the
 /// module than a serde type of its own).
@@ -69,23 +65,11 @@ fn try_verify(
             ));
         }
     };
-    let mut keys = Vec::with_capacity(secrets.len());
-    for text in &secrets {
-        keys.push(Secret::parse(text).map_err(|e| webhook_failure(&e))?);
-    }
-    let check = || {
-        let headers = Headers::from_pairs(pairs.iter().map(|(n, v)| (n.as_str(), v.as_str())))?;
-        let verified = webhook::verify(&keys, &headers, &body, now, tolerance)?;
-        webhook::parse_event::<webhook::AnyObject>(&body)?;
-        Ok(verified)
-    };
-    let verified = check().map_err(|e| webhook_failure(&e))?;
-    // The payload read as a Mandate event is JSON text; the id is letters,
-    // digits, `_` and `-`.
-    let event = std::str::from_utf8(&body).unwrap_or("null");
+    let verified = verify_webhook(&secrets, &pairs, &body, now, tolerance)?;
+    // The id is letters, digits, `_` and `-`; the event is JSON text.
     Ok(format!(
-        r#"{{"valid":true,"id":"{}","event":{event}}}"#,
-        verified.id
+        r#"{{"valid":true,"id":"{}","event":{}}}"#,
+        verified.id, verified.event
     ))
 }
 

@@ -1,0 +1,150 @@
+//! The record log, offline: checkpoints, inclusion proofs (tlog-proof@v1
+//! texts) and consistency proofs, judged by core's rules with the log keys
+//! the caller trusts, from the texts and base64 the façades read. Nothing
+//! here signs.
+
+use base64::Engine as _;
+use base64::engine::general_purpose::STANDARD;
+use mandate_core::tlog::{Hash, LogError, NoteVerifier};
+use mandate_core::{Checkpoint, LogEntry};
+use serde::{Deserialize, Serialize};
+
+use crate::failure::{Failure, Stage};
+
+pub fn log_failure(error: &LogError) -> Failure {
+    Failure::new(Stage::Log, error.code(), error)
+}
+
+/// The vkeys of one text: one a line, as `GET /v1/log/key` serves them.
+pub fn vkey_lines(text: &str) -> Vec<String> {
+    text.lines()
+        .map(str::trim)
+        .filter(|line| !line.is_empty())
+        .map(str::to_owned)
+        .collect()
+}
+
+/// The trusted log keys, at least one.
+pub fn verifiers(vkeys: &[String]) -> Result<Vec<NoteVerifier>, Failure> {
+    if vkeys.is_empty() {
+        return Err(Failure::argument("vkeys names no key"));
+    }
+    vkeys
+        .iter()
+        .map(|vkey| NoteVerifier::parse(vkey).map_err(|e| log_failure(&e)))
+        .collect()
+}
+
+/// Standard base64 (with padding), as the log's texts and answers carry.
+pub fn base64_bytes(text: &str, name: &str) -> Result<Vec<u8>, Failure> {
+    STANDARD
+        .decode(text)
+        .map_err(|_| Failure::argument(format!("{name} must be standard base64")))
+}
+
+fn hash_from(text: &str, name: &str) -> Result<Hash, Failure> {
+    STANDARD
+        .decode(text)
+        .ok()
+        .and_then(|bytes| Hash::try_from(bytes).ok())
+        .ok_or_else(|| {
+            Failure::argument(format!("{name} must be a SHA-256 hash in standard base64"))
+        })
+}
+
+/// A checkpoint as the SDKs answer it.
+#[derive(Debug, Serialize)]
+pub struct CheckpointOut<'a> {
+    origin: &'a str,
+    size: u64,
+    root: String,
+    #[serde(skip_serializing_if = "<[String]>::is_empty")]
+    extensions: &'a [String],
+}
+
+impl<'a> CheckpointOut<'a> {
+    pub fn of(checkpoint: &'a Checkpoint) -> CheckpointOut<'a> {
+        CheckpointOut {
+            origin: &checkpoint.origin,
+            size: checkpoint.size,
+            root: STANDARD.encode(checkpoint.root),
+            extensions: &checkpoint.extensions,
+        }
+    }
+}
+
+/// Opens a signed checkpoint (C2SP tlog-checkpoint) with the trusted log
+/// keys and, when given, checks that it is of the log `origin`.
+pub fn verify_checkpoint(
+    note: &str,
+    vkeys: &[NoteVerifier],
+    origin: Option<&str>,
+) -> Result<Checkpoint, Failure> {
+    mandate_core::open_checkpoint(note, origin, vkeys).map_err(|e| log_failure(&e))
+}
+
+/// A leaf's bytes checked as a log entry: the canonical JSON text.
+pub fn entry_text(leaf: &[u8]) -> Result<&str, Failure> {
+    LogEntry::from_leaf(leaf).map_err(|e| log_failure(&e))?;
+    // A valid entry is JSON, so UTF-8.
+    std::str::from_utf8(leaf).map_err(|_| log_failure(&LogError::LeafMalformed))
+}
+
+/// A leaf proved in the log.
+#[derive(Debug)]
+pub struct ProvedLeaf<'a> {
+    pub index: u64,
+    pub checkpoint: Checkpoint,
+    /// The leaf's canonical JSON text.
+    pub entry: &'a str,
+}
+
+/// Verifies a record log proof (C2SP tlog-proof@v1) for `leaf`: the
+/// checkpoint it carries is signed by a trusted key (of `origin`, when
+/// given), the leaf is included at the proof's index, and the leaf is a log
+/// entry in its canonical form.
+pub fn verify_log_proof<'a>(
+    proof: &str,
+    leaf: &'a [u8],
+    vkeys: &[NoteVerifier],
+    origin: Option<&str>,
+) -> Result<ProvedLeaf<'a>, Failure> {
+    let checkpoint =
+        mandate_core::verify_tlog_proof(proof, leaf, origin, vkeys).map_err(|e| log_failure(&e))?;
+    let index = mandate_core::TlogProof::parse(proof)
+        .map_err(|e| log_failure(&e))?
+        .index;
+    Ok(ProvedLeaf {
+        index,
+        checkpoint,
+        entry: entry_text(leaf)?,
+    })
+}
+
+/// A consistency proof as the server answers `GET /v1/log/consistency`,
+/// with the two roots the caller holds.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ConsistencyInput {
+    old_size: u64,
+    old_root: String,
+    new_size: u64,
+    new_root: String,
+    proof: Vec<String>,
+}
+
+/// Verifies that the tree of `new_size` leaves with root `new_root`
+/// extends the tree of `old_size` with root `old_root` (RFC 9162), the
+/// proof's hashes in standard base64.
+pub fn verify_consistency(input: &ConsistencyInput) -> Result<(), Failure> {
+    let old_root = hash_from(&input.old_root, "old_root")?;
+    let new_root = hash_from(&input.new_root, "new_root")?;
+    let proof = input
+        .proof
+        .iter()
+        .enumerate()
+        .map(|(i, hash)| hash_from(hash, &format!("proof[{i}]")))
+        .collect::<Result<Vec<Hash>, Failure>>()?;
+    mandate_core::verify_consistency(input.old_size, input.new_size, &old_root, &new_root, &proof)
+        .map_err(|e| log_failure(&e))
+}
