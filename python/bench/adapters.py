@@ -44,6 +44,7 @@ from langchain_core.messages import ToolMessage
 from mcp.server.auth.middleware.auth_context import auth_context_var
 from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser
 from mcp.server.auth.provider import AccessToken
+from mcp.server.context import ServerRequestContext
 from mcp.server.mcpserver import Context
 from pydantic_ai.messages import ToolCallPart
 from pydantic_ai.tools import ToolDefinition
@@ -200,7 +201,14 @@ def mcp(base_url: str, token: str, rounds: int) -> dict[str, dict[str, float]]:
         async def read_account(account_id: str, note: str) -> str:
             return f"account {account_id}"
 
-        context = Context()
+        # A tool call's request context, as the server hands the tool one:
+        # the gate reads the request's `_meta` (none here); the session is
+        # used only to ask for an approval, which a permitted call never does.
+        context: Context[Any] = Context(
+            request_context=ServerRequestContext(
+                session=cast(Any, None), lifespan_context={}, protocol_version="2026-07-28", method="tools/call"
+            )
+        )
 
         async def wrapped(i: int) -> object:
             return ran(await read_account(**ARGS, mandate_context=context))
