@@ -23,9 +23,9 @@ use crate::clock::{Now, iso_ms};
 use crate::error::{ApiError, ApiResult};
 use crate::ledger::{Attempt, Evaluated, LedgerError};
 use crate::model::authzen::{
-    AuthzenAction, AuthzenContext, AuthzenResource, AuthzenSubject, Decision, DecisionApproval,
-    DecisionContext, EvaluationItem, EvaluationRequest, EvaluationsAnswer, EvaluationsRequest,
-    EvaluationsResponse, EvaluationsSemantic, PdpMetadata, SUBJECT_TYPE,
+    AccessApproval, AccessDecision, AccessDecisionContext, AuthzenAction, AuthzenContext,
+    AuthzenResource, AuthzenSubject, EvaluationItem, EvaluationRequest, EvaluationsAnswer,
+    EvaluationsRequest, EvaluationsResponse, EvaluationsSemantic, PdpMetadata, SUBJECT_TYPE,
 };
 use crate::store::approvals::ApprovalStatus;
 
@@ -105,11 +105,11 @@ async fn attempt(
 }
 
 /// A refusal before any judgement, as a decision.
-fn refused(error: &ApiError) -> Decision {
+fn refused(error: &ApiError) -> AccessDecision {
     let problem = error.problem();
-    Decision {
+    AccessDecision {
         decision: false,
-        context: Some(DecisionContext {
+        context: Some(AccessDecisionContext {
             reason: Some(problem.code),
             detail: Some(problem.detail),
             aar_id: problem.aar_id,
@@ -121,14 +121,14 @@ fn refused(error: &ApiError) -> Decision {
 /// The decision on a judged attempt: permitted only when allowed and
 /// waiting for nobody; a denial with Mandate's code and words; an approval
 /// to wait for with where to read it.
-fn decided(evaluated: &Evaluated, base: &str) -> Decision {
+fn decided(evaluated: &Evaluated, base: &str) -> AccessDecision {
     let attempted = &evaluated.attempted;
     let aar_id = Some(attempted.aar_id.to_string());
     if let Some(reason) = attempted.denied {
         let problem = denial(reason, attempted).problem();
-        return Decision {
+        return AccessDecision {
             decision: false,
-            context: Some(DecisionContext {
+            context: Some(AccessDecisionContext {
                 reason: Some(problem.code),
                 detail: Some(problem.detail),
                 aar_id,
@@ -137,9 +137,9 @@ fn decided(evaluated: &Evaluated, base: &str) -> Decision {
         };
     }
     match &attempted.approval {
-        Some(approval) => Decision {
+        Some(approval) => AccessDecision {
             decision: false,
-            context: Some(DecisionContext {
+            context: Some(AccessDecisionContext {
                 reason: Some(mandate_core::DenyReason::ApprovalRequired.code().to_owned()),
                 detail: Some(
                     "a grant of the token's chain requires a human's approval of this act; \
@@ -147,7 +147,7 @@ fn decided(evaluated: &Evaluated, base: &str) -> Decision {
                         .to_owned(),
                 ),
                 aar_id,
-                approval: Some(DecisionApproval {
+                approval: Some(AccessApproval {
                     approval_id: approval.approval_id.to_string(),
                     status: ApprovalStatus::Pending.as_str().to_owned(),
                     expires_at: iso_ms(approval.expires_at),
@@ -155,11 +155,11 @@ fn decided(evaluated: &Evaluated, base: &str) -> Decision {
                 }),
             }),
         },
-        None => Decision {
+        None => AccessDecision {
             decision: true,
-            context: Some(DecisionContext {
+            context: Some(AccessDecisionContext {
                 aar_id,
-                ..DecisionContext::default()
+                ..AccessDecisionContext::default()
             }),
         },
     }
@@ -253,7 +253,16 @@ async fn decide(
         },
         render,
     )
-    .await?;
+    .await
+    .map_err(|error| match error.code {
+        // The shared machinery names its own header.
+        "idempotency_key_reused" => ApiError::invalid(
+            "X-Request-ID",
+            "idempotency_key_reused",
+            "this X-Request-ID was sent before with another body: a retry sends the same body, another request another id",
+        ),
+        _ => error,
+    })?;
     for evaluated in answered.iter().flat_map(|answered| &answered.written) {
         count_record(state, Some(&evaluated.attempted), "completed");
     }
@@ -275,7 +284,7 @@ async fn decide(
     tag = "authzen",
     request_body = EvaluationRequest,
     responses(
-        (status = 200, description = "The decision", body = Decision),
+        (status = 200, description = "The decision", body = AccessDecision),
         Errors,
     )
 )]

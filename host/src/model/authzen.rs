@@ -144,7 +144,7 @@ pub struct EvaluationsRequest {
 
 /// The approval a gated act waits for.
 #[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
-pub struct DecisionApproval {
+pub struct AccessApproval {
     pub approval_id: String,
     /// `pending`.
     pub status: String,
@@ -157,9 +157,9 @@ pub struct DecisionApproval {
 /// What Mandate says of a decision (the Decision's `context`, AuthZEN
 /// §5.5.1).
 #[derive(Debug, Clone, Default, Serialize, Deserialize, ToSchema)]
-pub struct DecisionContext {
+pub struct AccessDecisionContext {
     /// Why it is not permitted: Mandate's code (`action_not_permitted`,
-    /// `budget_exceeded`, `args_not_permitted`, `approval_required`,
+    /// `budget_max_actions`, `args_not_permitted`, `approval_required`,
     /// `token_revoked`, `subject_unsupported`, …).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,
@@ -171,22 +171,22 @@ pub struct DecisionContext {
     pub aar_id: Option<String>,
     /// The approval the act waits for (`reason` `approval_required`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub approval: Option<DecisionApproval>,
+    pub approval: Option<AccessApproval>,
 }
 
 /// AuthZEN Decision (§5.5).
 #[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
-pub struct Decision {
+pub struct AccessDecision {
     pub decision: bool,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub context: Option<DecisionContext>,
+    pub context: Option<AccessDecisionContext>,
 }
 
 /// The decisions of an evaluations request, in the order asked; fewer when
 /// a short-circuiting semantic stopped early (AuthZEN §7.2).
 #[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
 pub struct EvaluationsResponse {
-    pub evaluations: Vec<Decision>,
+    pub evaluations: Vec<AccessDecision>,
 }
 
 /// The answer to `POST /v1/access/evaluations`: the decisions, or one
@@ -195,7 +195,7 @@ pub struct EvaluationsResponse {
 #[serde(untagged)]
 pub enum EvaluationsAnswer {
     Many(EvaluationsResponse),
-    One(Decision),
+    One(AccessDecision),
 }
 
 /// Policy Decision Point metadata (AuthZEN §9), at

@@ -299,12 +299,13 @@ async fn a_retry_answers_the_same_and_budgets_count_each_act_once() {
     }
     assert_eq!(records(&app, "payer").await.len(), 1);
     // The same id with another body is another request: refused.
-    expect_problem(
+    let reused = expect_problem(
         ask(&app, &key, EVALUATION, Some("r1"), &pay(5.0)).await,
         StatusCode::UNPROCESSABLE_ENTITY,
         "idempotency_key_reused",
     )
     .await;
+    assert_eq!(reused["field"], "X-Request-ID");
     // Spend counts once: 4 + 7 is over 10.
     let over = decision(ask(&app, &key, EVALUATION, Some("r2"), &pay(7.0)).await).await;
     assert_eq!(over["context"]["reason"], "budget_max_spend_usd", "{over}");
