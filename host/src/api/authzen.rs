@@ -12,7 +12,7 @@ use mandate_core::limits::MAX_BATCH_RECORDS;
 
 use super::agent::{Asked, count_record};
 use super::docs::Errors;
-use super::extract::{AgentCall, ApiKeyAuth, Presented, RequestIdJson};
+use super::extract::{Acting, AgentCall, ApiKeyAuth, Presented, RequestIdJson};
 use super::input;
 use super::problems::denial;
 use super::status::public_base;
@@ -68,16 +68,24 @@ fn resource(resource: &AuthzenResource) -> ApiResult<String> {
     Ok(format!("{}:{}", resource.kind, resource.id))
 }
 
+/// A subject verified earlier in the same request: its token, the proof
+/// it came with, and who acts.
+type Verified = (String, Option<String>, Acting);
+
 /// The attempt an evaluation asks about, or why it cannot be one: a
 /// subject that is not an agent token this organisation holds (verified,
 /// with its proof when bound), or an action, resource or arguments
-/// Mandate's rules refuse.
+/// Mandate's rules refuse. A subject and proof verified for an earlier
+/// evaluation of the same request (`seen`) are not verified again — one
+/// proof is for one request, whichever of its evaluations share it — but
+/// each evaluation counts against the rate limits.
 async fn attempt(
     state: &AppState,
     call: &AgentCall,
     now: Now,
     gateway: &Principal,
     item: &Item,
+    seen: &mut Vec<Verified>,
 ) -> ApiResult<Attempt> {
     if item.subject.kind != SUBJECT_TYPE {
         return Err(ApiError::bad_request(
@@ -87,9 +95,19 @@ async fn attempt(
             ),
         ));
     }
-    let acting = call
-        .subject(state, now, &item.subject.id, item.context.dpop.as_deref())
-        .await?;
+    let (id, proof) = (&item.subject.id, &item.context.dpop);
+    let acting = match seen.iter().find(|(i, p, _)| i == id && p == proof) {
+        Some((_, _, acting)) => {
+            state.limiters.token(acting.jti.as_str())?;
+            state.limiters.org(acting.org)?;
+            acting.clone()
+        }
+        None => {
+            let acting = call.subject(state, now, id, proof.as_deref()).await?;
+            seen.push((id.clone(), proof.clone(), acting.clone()));
+            acting
+        }
+    };
     // Another organisation's token is, to this gateway, none at all.
     if acting.org != gateway.org {
         return Err(LedgerError::TokenInactive.into());
@@ -196,8 +214,9 @@ async fn decide(
     };
     let key = key.map(|k| k.scoped(gateway.org, route, &gateway.id));
     let mut attempts = Vec::with_capacity(items.len());
+    let mut seen = Vec::new();
     for item in &items {
-        let attempt = attempt(state, call, now, gateway, item).await;
+        let attempt = attempt(state, call, now, gateway, item, &mut seen).await;
         // A limit reached or a server that cannot answer now is the
         // request's answer (retry later), not a decision.
         if let Err(error) = &attempt

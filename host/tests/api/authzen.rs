@@ -534,6 +534,31 @@ async fn a_bound_token_needs_its_proof_for_the_evaluation_request_used_once() {
     let thief = Holder::new().proof("POST", &app.url(EVALUATION), compact);
     let answer = decision(ask(&app, &key, EVALUATION, None, &body(Some(&thief))).await).await;
     assert_eq!(answer["decision"], false);
+    // One proof for one evaluations request, shared by its evaluations
+    // through the default context; used up with it.
+    let proof = holder.proof("POST", &app.url(EVALUATIONS), compact);
+    let batch = json!({
+        "subject": subject(&token),
+        "action": {"name": "read"},
+        "context": {"dpop": proof},
+        "evaluations": [
+            {"resource": {"type": "crm", "id": "contact/1"}},
+            {"resource": {"type": "crm", "id": "contact/2"}},
+        ],
+    });
+    let answer = expect_json(
+        ask(&app, &key, EVALUATIONS, None, &batch).await,
+        StatusCode::OK,
+    )
+    .await;
+    assert_eq!(answer["evaluations"][0]["decision"], true, "{answer}");
+    assert_eq!(answer["evaluations"][1]["decision"], true, "{answer}");
+    let again = expect_json(
+        ask(&app, &key, EVALUATIONS, None, &batch).await,
+        StatusCode::OK,
+    )
+    .await;
+    assert_eq!(again["evaluations"][0]["context"]["reason"], "dpop_invalid");
 }
 
 #[tokio::test]
