@@ -163,6 +163,29 @@ async fn the_specifications_examples_are_read_and_answered_in_its_shapes() {
     let answer = decision(ask(&app, &key, EVALUATIONS, None, &one).await).await;
     assert_eq!(answer["decision"], true);
 
+    // §7.1's first example: every evaluation whole, no defaults (its
+    // `context.time` ignored).
+    let whole = |id: &str| {
+        json!({
+            "subject": subject(&token),
+            "action": {"name": "read"},
+            "resource": {"type": "document", "id": id},
+            "context": {"time": "2024-05-31T15:22-07:00"},
+        })
+    };
+    let answer = expect_json(
+        ask(
+            &app,
+            &key,
+            EVALUATIONS,
+            None,
+            &json!({"evaluations": [whole("1"), whole("2"), whole("3")]}),
+        )
+        .await,
+        StatusCode::OK,
+    )
+    .await;
+    assert_eq!(decisions(&answer), vec![true, false, true]);
     // §7.1.1: an item's member replaces the default whole; the context too.
     let overridden = json!({
         "subject": subject(&token),
