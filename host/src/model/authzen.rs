@@ -69,9 +69,10 @@ pub struct AuthzenContext {
     #[schema(minimum = 0, maximum = 1_000_000_000, multiple_of = 0.000001)]
     pub spend_usd: Option<f64>,
     /// For a bound (DPoP) token: the holder's proof (RFC 9449), made for
-    /// this evaluation request (`htm` `POST`, `htu` the evaluation
-    /// endpoint's URL as the metadata names it, `ath` the token's hash);
-    /// used once.
+    /// this evaluation request (`htm` `POST`, `htu` the URL of the
+    /// endpoint asked, checked as every proof's `htu` is: `public_url` +
+    /// path when set, as the metadata names it; `ath` the token's hash);
+    /// used once per request.
     #[serde(default)]
     pub dpop: Option<String>,
 }

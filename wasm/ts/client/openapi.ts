@@ -1345,9 +1345,10 @@ export interface components {
             args?: Record<string, unknown> | null;
             /**
              * @description For a bound (DPoP) token: the holder's proof (RFC 9449), made for
-             *     this evaluation request (`htm` `POST`, `htu` the evaluation
-             *     endpoint's URL as the metadata names it, `ath` the token's hash);
-             *     used once.
+             *     this evaluation request (`htm` `POST`, `htu` the URL of the
+             *     endpoint asked, checked as every proof's `htu` is: `public_url` +
+             *     path when set, as the metadata names it; `ath` the token's hash);
+             *     used once per request.
              */
             dpop?: string | null;
             /**
