@@ -205,14 +205,26 @@ impl Ledger {
         let token = self
             .token(&attempt.jti)?
             .ok_or(LedgerError::TokenInactive)?;
-        let args_hash = attempt.args.as_ref().map(Args::hash);
-        let open = records::open_evaluation(
-            &self.conn,
-            attempt.jti.as_str(),
-            attempt.action.as_str(),
-            attempt.resource.as_str(),
-            args_hash.as_ref(),
-        )?;
+        // Only an act a grant of the chain gates can have an approval to
+        // wait for or to use: the others are judged without a look-up.
+        let budgeted = self.budgeted(&token.claims)?;
+        let gated = chain_requires_approval_with_args(
+            budgeted.iter().map(|(_, constraints)| constraints),
+            &attempt.action,
+            &attempt.resource,
+            attempt.spend,
+            attempt.args.as_ref(),
+        );
+        let open = match gated {
+            true => records::open_evaluation(
+                &self.conn,
+                attempt.jti.as_str(),
+                attempt.action.as_str(),
+                attempt.resource.as_str(),
+                attempt.args.as_ref().map(Args::hash).as_ref(),
+            )?,
+            false => None,
+        };
         match open {
             Some(record) if record.state == RecordState::AwaitingApproval => {
                 let approval = approval_rows::by_record(&self.conn, &record.aar_id)?
