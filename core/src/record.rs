@@ -99,6 +99,10 @@ pub enum RecordOrigin {
     /// `delegate`: the delegation is the act itself (there is no
     /// pre-flight for it), so a refused one counts as a refused act.
     Delegate,
+    /// An AuthZEN evaluation by a gateway in front of the tool: asked
+    /// first, like `authorize`, and — since a gateway never completes —
+    /// completed (`success`) in the same step when permitted.
+    Evaluation,
     /// Made before its origin was stored (a host's schema 9): a refusal
     /// counts as it always did, as a failure unless an approval's decision
     /// made it.
@@ -112,6 +116,7 @@ impl RecordOrigin {
             RecordOrigin::Authorize => "authorize",
             RecordOrigin::RecordAction => "record_action",
             RecordOrigin::Delegate => "delegate",
+            RecordOrigin::Evaluation => "evaluation",
             RecordOrigin::Unknown => "unknown",
         }
     }
@@ -122,6 +127,7 @@ impl RecordOrigin {
             "authorize" => Some(RecordOrigin::Authorize),
             "record_action" => Some(RecordOrigin::RecordAction),
             "delegate" => Some(RecordOrigin::Delegate),
+            "evaluation" => Some(RecordOrigin::Evaluation),
             "unknown" => Some(RecordOrigin::Unknown),
             _ => None,
         }
@@ -511,6 +517,20 @@ impl RecordEvent {
             decision => decision,
         };
         RecordEvent::RecordAction { decision, result }
+    }
+
+    /// The event of an AuthZEN evaluation: refused when `decision` is a
+    /// denial, else waiting for approval when `needs_approval` (as
+    /// `authorize`), else the act permitted and, since a gateway never
+    /// completes, completed `success` at once (as `record/action`).
+    pub fn evaluate(decision: Decision, needs_approval: bool) -> RecordEvent {
+        match decision {
+            Ok(()) if needs_approval => RecordEvent::RequestApproval,
+            decision => RecordEvent::RecordAction {
+                decision,
+                result: Outcome::Success,
+            },
+        }
     }
 }
 

@@ -74,7 +74,8 @@ impl CountsChange {
     ///
     /// - a new record counts once by its state: pending (or awaiting
     ///   approval); a success (completed or rated with result `success`); a
-    ///   denied request (denied at `authorize`, for any reason, or by an
+    ///   denied request (denied at `authorize` or by an AuthZEN evaluation,
+    ///   for any reason, or by an
     ///   approval's decision: `approval_denied`, `approval_expired`); or a
     ///   failure (any other result, or denied at `record/action` or
     ///   `delegate`, or with an [`RecordOrigin::Unknown`] origin, for any
@@ -108,7 +109,8 @@ impl CountsChange {
                 ..CountsChange::default()
             },
             RecordState::Denied { reason }
-                if origin == RecordOrigin::Authorize || reason.is_approval_decision() =>
+                if matches!(origin, RecordOrigin::Authorize | RecordOrigin::Evaluation)
+                    || reason.is_approval_decision() =>
             {
                 CountsChange {
                     denied_requests: 1,
@@ -382,11 +384,13 @@ mod tests {
         use crate::record::DenyReason;
         let no = |reason| RecordState::Denied { reason };
         for reason in DenyReason::ALL {
-            assert_eq!(
-                CountsChange::of(ASKED, None, &no(reason)),
-                change(|c| c.denied_requests = 1),
-                "{reason:?}"
-            );
+            for asked in [ASKED, RecordOrigin::Evaluation] {
+                assert_eq!(
+                    CountsChange::of(asked, None, &no(reason)),
+                    change(|c| c.denied_requests = 1),
+                    "{asked:?} {reason:?}"
+                );
+            }
             let acted = if reason.is_approval_decision() {
                 change(|c| c.denied_requests = 1)
             } else {
@@ -401,7 +405,13 @@ mod tests {
             }
         }
         // The origin decides only refusals.
-        for origin in [ASKED, ACTED, RecordOrigin::Delegate, RecordOrigin::Unknown] {
+        for origin in [
+            ASKED,
+            ACTED,
+            RecordOrigin::Delegate,
+            RecordOrigin::Evaluation,
+            RecordOrigin::Unknown,
+        ] {
             assert_eq!(
                 CountsChange::of(origin, None, &completed(Outcome::Error)),
                 change(|c| c.failures = 1)
@@ -447,6 +457,7 @@ mod tests {
             RecordOrigin::Authorize,
             RecordOrigin::RecordAction,
             RecordOrigin::Delegate,
+            RecordOrigin::Evaluation,
             RecordOrigin::Unknown,
         ] {
             assert_eq!(RecordOrigin::parse(origin.as_str()), Some(origin));

@@ -1,4 +1,4 @@
-//! Who may do what inside an organisation: the four roles of an API key and
+//! Who may do what inside an organisation: the five roles of an API key and
 //! the permissions each holds, in one table ([`Role::permissions`]). The
 //! server checks every API-key call against it; the dashboard shows only
 //! what a role allows. An agent token holds no role: it acts with its own
@@ -19,6 +19,9 @@ pub enum Role {
     Reviewer,
     /// Reads.
     Auditor,
+    /// Asks for decisions (AuthZEN evaluations) and nothing else: the key
+    /// of a gateway in front of tools.
+    Gateway,
 }
 
 /// Something an API key may be allowed to do.
@@ -44,11 +47,14 @@ pub enum Permission {
     /// Vouch for an agent, and withdraw one's own vouches (the verified
     /// persons of the organisation: owners and reviewers).
     Vouch,
+    /// Ask for a decision on an agent's act (an AuthZEN evaluation), which
+    /// is recorded as the agent's act.
+    Evaluate,
 }
 
 impl Permission {
     /// Every permission, in the order the table lists them.
-    pub const ALL: [Permission; 9] = [
+    pub const ALL: [Permission; 10] = [
         Permission::Read,
         Permission::Issue,
         Permission::IssueForAnyone,
@@ -58,6 +64,7 @@ impl Permission {
         Permission::Decide,
         Permission::ManageWebhooks,
         Permission::Vouch,
+        Permission::Evaluate,
     ];
 
     /// The permission's name on the wire.
@@ -72,18 +79,25 @@ impl Permission {
             Permission::Decide => "decide",
             Permission::ManageWebhooks => "manage_webhooks",
             Permission::Vouch => "vouch",
+            Permission::Evaluate => "evaluate",
         }
     }
 }
 
 /// A role name that is none of the four.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("role must be owner, developer, reviewer or auditor")]
+#[error("role must be owner, developer, reviewer, auditor or gateway")]
 pub struct UnknownRole;
 
 impl Role {
     /// Every role, most powerful first.
-    pub const ALL: [Role; 4] = [Role::Owner, Role::Developer, Role::Reviewer, Role::Auditor];
+    pub const ALL: [Role; 5] = [
+        Role::Owner,
+        Role::Developer,
+        Role::Reviewer,
+        Role::Auditor,
+        Role::Gateway,
+    ];
 
     /// The role's name on the wire and in storage.
     pub fn as_str(self) -> &'static str {
@@ -92,13 +106,15 @@ impl Role {
             Role::Developer => "developer",
             Role::Reviewer => "reviewer",
             Role::Auditor => "auditor",
+            Role::Gateway => "gateway",
         }
     }
 
     /// The permission table: what each role may do.
     pub fn permissions(self) -> &'static [Permission] {
         use Permission::{
-            Decide, Issue, IssueForAnyone, ManageKeys, ManageWebhooks, Rate, Read, Revoke, Vouch,
+            Decide, Evaluate, Issue, IssueForAnyone, ManageKeys, ManageWebhooks, Rate, Read,
+            Revoke, Vouch,
         };
         match self {
             Role::Owner => &[
@@ -111,10 +127,12 @@ impl Role {
                 Decide,
                 ManageWebhooks,
                 Vouch,
+                Evaluate,
             ],
             Role::Developer => &[Read, Issue],
             Role::Reviewer => &[Read, Rate, Revoke, Decide, Vouch],
             Role::Auditor => &[Read],
+            Role::Gateway => &[Evaluate],
         }
     }
 

@@ -3,6 +3,7 @@
 //! exactly the spec's. Requests are checked and turned into core's types in
 //! `api::input`.
 
+pub mod authzen;
 pub mod dashboard;
 pub mod trust;
 pub mod webhooks;
@@ -780,6 +781,11 @@ pub struct RecordBody {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schema(value_type = Option<Object>)]
     pub args: Option<serde_json::Value>,
+    /// The call that made the record: `authorize`, `record_action`,
+    /// `delegate`, `evaluation` (an AuthZEN evaluation by a gateway:
+    /// permitted and completed in one step, or denied, or awaiting
+    /// approval), or `unknown` (made before the origin was stored).
+    pub origin: String,
 }
 
 /// A page of records, newest first.
@@ -1130,8 +1136,8 @@ pub struct OrgPage {
 #[derive(Debug, Clone, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct CreateKeyRequest {
-    /// `owner`, `developer`, `reviewer` or `auditor`.
-    #[schema(pattern = "^(owner|developer|reviewer|auditor)$")]
+    /// `owner`, `developer`, `reviewer`, `auditor` or `gateway`.
+    #[schema(pattern = "^(owner|developer|reviewer|auditor|gateway)$")]
     pub role: String,
     /// Whose key it is; required for a developer, who issues tokens only for
     /// this address.
@@ -1185,7 +1191,8 @@ pub struct MeBody {
     /// The deployment's admin key, which also manages organisations.
     pub admin: bool,
     /// What the role allows: `read`, `issue`, `issue_for_anyone`, `rate`,
-    /// `revoke`, `manage_keys`.
+    /// `revoke`, `manage_keys`, `decide`, `manage_webhooks`, `vouch`,
+    /// `evaluate`.
     pub permissions: Vec<String>,
     pub org: OrgRef,
 }

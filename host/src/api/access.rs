@@ -57,12 +57,13 @@ const ISSUE: Access = Access::ApiKey(KeyNeeds::Role(Permission::Issue));
 const KEYS: Access = Access::ApiKey(KeyNeeds::Role(Permission::ManageKeys));
 const HOOKS: Access = Access::ApiKey(KeyNeeds::Role(Permission::ManageWebhooks));
 const ADMIN: Access = Access::ApiKey(KeyNeeds::Admin);
+const EVALUATE: Access = Access::ApiKey(KeyNeeds::Role(Permission::Evaluate));
 
 /// Every operation by method and path, with the credentials it takes. A
 /// test checks that it names every operation the router serves, and only
 /// those.
 #[rustfmt::skip]
-pub(crate) const ROUTES: [(&str, &str, Access); 56] = [
+pub(crate) const ROUTES: [(&str, &str, Access); 59] = [
     ("post",   "/v1/vat/issue/l1",                              ISSUE),
     ("post",   "/v1/vat/issue/l2",                              ISSUE),
     ("post",   "/v1/vat/auth/capture",                          ISSUE),
@@ -114,6 +115,9 @@ pub(crate) const ROUTES: [(&str, &str, Access); 56] = [
     ("get",    "/v1/log/key",                                   Access::Public),
     ("get",    "/v1/log/consistency",                           Access::Public),
     ("get",    "/v1/vat/aar/{aar_id}/proof",                    READ),
+    ("post",   "/v1/access/evaluation",                         EVALUATE),
+    ("post",   "/v1/access/evaluations",                        EVALUATE),
+    ("get",    "/.well-known/authzen-configuration",            Access::Public),
     ("get",    "/.well-known/jwks.json",                        Access::Public),
     ("get",    "/healthz",                                      Access::Public),
     ("get",    "/readyz",                                       Access::Public),

@@ -38,8 +38,9 @@ use crate::store::idempotency::StoredReply;
 use crate::store::records::{Credential, Record};
 use crate::{AppState, random, spans};
 
-/// What an agent asks to do, checked.
-struct Asked {
+/// What an agent asks to do, checked (by `authorize`, `record/action` and
+/// an AuthZEN evaluation alike).
+pub(super) struct Asked {
     action: Action,
     resource: Resource,
     spend: Usd,
@@ -47,7 +48,7 @@ struct Asked {
 }
 
 impl Asked {
-    fn of(
+    pub(super) fn of(
         action: &str,
         resource: &str,
         spend_usd: Option<f64>,
@@ -63,7 +64,12 @@ impl Asked {
 
     /// The attempt of the token `acting` with, in `call`; its arguments
     /// stored with `redact` replaced.
-    fn by(self, acting: Acting, call: &AgentCall, redact: &[Selector]) -> ApiResult<Attempt> {
+    pub(super) fn by(
+        self,
+        acting: Acting,
+        call: &AgentCall,
+        redact: &[Selector],
+    ) -> ApiResult<Attempt> {
         let stored_args = self
             .args
             .as_ref()
@@ -123,7 +129,7 @@ impl Report {
 
 /// Counts a record written now (not a replayed answer's), and exports its
 /// span once it has ended.
-fn count_record(state: &AppState, attempted: Option<&Attempted>, allowed_status: &str) {
+pub(super) fn count_record(state: &AppState, attempted: Option<&Attempted>, allowed_status: &str) {
     if let Some(attempted) = attempted {
         let status = match (attempted.denied, &attempted.approval) {
             (Some(_), _) => "denied",

@@ -93,6 +93,7 @@ pub(crate) fn named_record(record: Record) -> RecordBody {
         credential: record.credential.as_str().to_owned(),
         args: shown_args(record.args.as_deref()),
         args_hash: record.args_hash,
+        origin: record.origin.as_str().to_owned(),
     }
 }
 

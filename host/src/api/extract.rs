@@ -265,6 +265,61 @@ impl<T: DeserializeOwned, S: Send + Sync> FromRequest<S> for IdempotentJson<T> {
     }
 }
 
+/// The header identifying an AuthZEN request (AuthZEN 1.0, "Request
+/// Identification"): echoed on the answer, and the key a retry is
+/// recognised by.
+pub(crate) const X_REQUEST_ID: &str = "x-request-id";
+
+/// A JSON body of an AuthZEN call with its `X-Request-ID`, if any, as the
+/// key a retry with the same body replays the first answer by. AuthZEN
+/// answers a request it cannot take with 400: JSON of the wrong shape (a
+/// required member missing, a member of the wrong type) is a 400 problem
+/// here, not 422.
+#[derive(Debug, Clone)]
+pub(crate) struct RequestIdJson<T> {
+    pub(crate) body: T,
+    pub(crate) key: Option<Presented>,
+}
+
+impl<T: DeserializeOwned, S: Send + Sync> FromRequest<S> for RequestIdJson<T> {
+    type Rejection = ApiError;
+
+    async fn from_request(request: Request, state: &S) -> Result<RequestIdJson<T>, ApiError> {
+        let invalid = || {
+            ApiError::bad_request(
+                "invalid_request_id",
+                "X-Request-ID must be 1 to 255 printable ASCII characters",
+            )
+        };
+        let header = request
+            .headers()
+            .get(X_REQUEST_ID)
+            .map(|value| value.to_str().map(str::to_owned).map_err(|_| invalid()))
+            .transpose()?;
+        let (body, bytes) = json_body(request, state).await.map_err(|mut error| {
+            if error.status == StatusCode::UNPROCESSABLE_ENTITY {
+                error.status = StatusCode::BAD_REQUEST;
+            }
+            error
+        })?;
+        let key = header
+            .map(|key| {
+                let valid = !key.is_empty()
+                    && key.len() <= MAX_IDEMPOTENCY_KEY_LEN
+                    && key.bytes().all(|b| b.is_ascii_graphic());
+                match valid {
+                    true => Ok(Presented {
+                        key,
+                        body_sha256: Sha256::digest(&bytes).into(),
+                    }),
+                    false => Err(invalid()),
+                }
+            })
+            .transpose()?;
+        Ok(RequestIdJson { body, key })
+    }
+}
+
 /// The credential in `Authorization: Bearer …`, if any.
 fn bearer(headers: &HeaderMap) -> ApiResult<Option<&str>> {
     match authorization(headers)? {
@@ -554,18 +609,36 @@ impl AgentCall {
                  Authorization: Bearer <compact_jwt> (DPoP <compact_jwt> with a proof when bound)",
             ));
         }
+        let proof = || match scheme {
+            // RFC 9449 §7.2: a bound token sent as a Bearer token is refused.
+            Scheme::Bearer => Ok(None),
+            Scheme::Dpop => Ok(Some(self.proof()?.ok_or_else(ApiError::dpop_required)?)),
+        };
+        self.verified(state, now, lifetime, compact, proof)
+            .await
+            .map(Some)
+    }
+
+    /// `compact` verified — its signature, issuer, lifetime (unless
+    /// `lifetime` says otherwise) — and then, for a bound token, the proof
+    /// `proof` finds checked for this request's method and URL and used
+    /// once; a proof beside an unbound token is refused.
+    async fn verified<'a>(
+        &'a self,
+        state: &AppState,
+        now: Now,
+        lifetime: Lifetime,
+        compact: &str,
+        proof: impl FnOnce() -> ApiResult<Option<&'a str>>,
+    ) -> ApiResult<Jti> {
         let claims = verify_token(state, compact, lifetime, now).await?;
+        let proof = proof()?;
         let now = now.s();
         let url = self.url(state);
         let request = ProofRequest {
             method: self.method.as_str(),
             url: &url,
             now,
-        };
-        let proof = match scheme {
-            // RFC 9449 §7.2: a bound token sent as a Bearer token is refused.
-            Scheme::Bearer => None,
-            Scheme::Dpop => Some(self.proof()?.ok_or_else(ApiError::dpop_required)?),
         };
         let checked = check_binding(&claims, compact, proof, &request).map_err(|e| match e {
             DpopError::Required => ApiError::dpop_required(),
@@ -590,7 +663,38 @@ impl AgentCall {
                 return Err(ApiError::dpop_invalid(&DpopError::Replayed));
             }
         }
-        Ok(Some(claims.jti.clone()))
+        Ok(claims.jti.clone())
+    }
+
+    /// The token an AuthZEN evaluation names as its subject (`compact`,
+    /// never a bare jti), verified as a token presented to this request is
+    /// — for a bound token with `proof` (the evaluation's
+    /// `context.dpop`), made for this request's method and URL and used
+    /// once — and counted against the token's and its organisation's rate
+    /// limits. A token this server does not hold is refused.
+    pub(crate) async fn subject(
+        &self,
+        state: &AppState,
+        now: Now,
+        compact: &str,
+        proof: Option<&str>,
+    ) -> ApiResult<Acting> {
+        if apikeys::meant_as_key(compact) {
+            return Err(ApiError::token_required(
+                "the subject is an API key (mk_…); it must be the agent's token",
+            ));
+        }
+        let jti = self
+            .verified(state, now, Lifetime::Checked, compact, || Ok(proof))
+            .await?;
+        state.limiters.token(jti.as_str())?;
+        let org = org_acting(state, &jti, Credential::Token).await?;
+        state.limiters.org(org)?;
+        Ok(Acting {
+            jti,
+            credential: Credential::Token,
+            org,
+        })
     }
 
     /// The token an agent call acts with: the token presented, or the

@@ -7,6 +7,7 @@ mod access;
 mod agent;
 mod approvals;
 mod assurance;
+mod authzen;
 mod bodies;
 mod dashboard;
 mod docs;
@@ -159,7 +160,8 @@ const REQUEST_ID: header::HeaderName = header::HeaderName::from_static("x-reques
 /// client behind a trusted proxy); the headers every response carries (pages
 /// set their own CSP and caching), among them the request's own id
 /// (`req_<ulid>`, drawn here: a caller's `x-request-id` is not taken, so a
-/// log line's id is always ours); and metrics and one `info` log line under
+/// log line's id is always ours — except that an AuthZEN call's answer
+/// carries the caller's back, as that API requires); and metrics and one `info` log line under
 /// the route template with that id — never the raw path, which may hold ids.
 async fn edge(State(state): State<AppState>, request: Request, next: Next) -> Response {
     let started = Instant::now();
@@ -173,6 +175,11 @@ async fn edge(State(state): State<AppState>, request: Request, next: Next) -> Re
         .extensions()
         .get::<ConnectInfo<SocketAddr>>()
         .map(|c| c.0);
+    // AuthZEN (§10.1.3): the PEP's request id is echoed on the answer.
+    let echoed = route
+        .starts_with("/v1/access/")
+        .then(|| request.headers().get(REQUEST_ID).cloned())
+        .flatten();
     let limited = peer.map(|peer| state.limiters.address(peer, request.headers()));
     let mut response = match limited {
         Some(Err(error)) => error.into_response(),
@@ -196,8 +203,15 @@ async fn edge(State(state): State<AppState>, request: Request, next: Next) -> Re
     headers
         .entry(header::CACHE_CONTROL)
         .or_insert(HeaderValue::from_static("no-store"));
-    if let Ok(value) = HeaderValue::from_str(&request_id) {
-        headers.insert(REQUEST_ID, value);
+    match echoed {
+        Some(value) => {
+            headers.insert(REQUEST_ID, value);
+        }
+        None => {
+            if let Ok(value) = HeaderValue::from_str(&request_id) {
+                headers.insert(REQUEST_ID, value);
+            }
+        }
     }
     let status = response.status().as_u16();
     let elapsed = started.elapsed();
@@ -261,6 +275,9 @@ pub fn app(state: AppState) -> Router {
         .routes(routes!(log::key))
         .routes(routes!(log::consistency))
         .routes(routes!(log::record_proof))
+        .routes(routes!(authzen::evaluation))
+        .routes(routes!(authzen::evaluations))
+        .routes(routes!(authzen::configuration))
         .routes(routes!(meta::jwks))
         .routes(routes!(meta::healthz))
         .routes(routes!(meta::readyz))

@@ -15,6 +15,7 @@ use super::outbox::ChargedBy;
 use super::{Ledger, LedgerError, Token, internal, new_aar_id};
 use crate::clock::Now;
 use crate::recordlog::events;
+use crate::store::approvals as approval_rows;
 use crate::store::orgs::Org;
 use crate::store::records::{self, Credential, NewRecord, Record, SummaryKey, micros};
 use mandate_core::ProvenanceRef;
@@ -69,6 +70,16 @@ pub struct Attempted {
     /// Which argument rule and statement refused the attempt, when its
     /// arguments did: told to the token's holder only.
     pub args_denial: Option<ChainArgsDenial>,
+}
+
+/// What came of an AuthZEN evaluation.
+#[derive(Debug, Clone)]
+pub struct Evaluated {
+    /// The record it made or used, and the decision.
+    pub attempted: Attempted,
+    /// Whether a record was written or changed (not when it was told of an
+    /// approval still awaited).
+    pub written: bool,
 }
 
 /// Why an attempt was denied, as judged.
@@ -176,6 +187,115 @@ impl Ledger {
             RecordOrigin::Authorize,
             RecordEvent::authorize,
         )
+    }
+
+    /// An AuthZEN evaluation by a gateway in front of the tool: judged
+    /// exactly as [`Ledger::authorize`] judges an attempt, but recorded as
+    /// made by an evaluation — permitted and completed (`success`) in one
+    /// step, since a gateway never completes, or denied, or awaiting a
+    /// human's approval — so it counts once against budgets and
+    /// `max_actions` and never stays pending. An attempt that needs
+    /// approval is asked once: while the evaluation that asked still waits,
+    /// a matching one (same token, action, resource and `args_hash`) is
+    /// told of the same approval and writes nothing; once it is approved,
+    /// the first matching evaluation uses it (its record completes) and is
+    /// permitted. An approved record whose token is no longer active is
+    /// not used: the attempt is judged anew and refused.
+    fn evaluate(&mut self, attempt: &Attempt, now: Now) -> Result<Evaluated, LedgerError> {
+        let token = self
+            .token(&attempt.jti)?
+            .ok_or(LedgerError::TokenInactive)?;
+        // Only an act a grant of the chain gates can have an approval to
+        // wait for or to use: the others are judged without a look-up.
+        let budgeted = self.budgeted(&token.claims)?;
+        let gated = chain_requires_approval_with_args(
+            budgeted.iter().map(|(_, constraints)| constraints),
+            &attempt.action,
+            &attempt.resource,
+            attempt.spend,
+            attempt.args.as_ref(),
+        );
+        let open = match gated {
+            true => records::open_evaluation(
+                &self.conn,
+                attempt.jti.as_str(),
+                attempt.action.as_str(),
+                attempt.resource.as_str(),
+                attempt.args.as_ref().map(Args::hash).as_ref(),
+            )?,
+            false => None,
+        };
+        match open {
+            Some(record) if record.state == RecordState::AwaitingApproval => {
+                let approval = approval_rows::by_record(&self.conn, &record.aar_id)?
+                    .ok_or_else(|| internal("a record awaiting approval has no approval"))?;
+                Ok(Evaluated {
+                    attempted: Attempted {
+                        aar_id: AarId::parse(&record.aar_id).map_err(internal)?,
+                        claims: token.claims,
+                        credential: attempt.credential,
+                        denied: None,
+                        approval: Some(AwaitedApproval {
+                            approval_id: ApprovalId::parse(&approval.id).map_err(internal)?,
+                            expires_at: approval.expires_at,
+                        }),
+                        trust_in_force: record.trust_in_force,
+                        args_denial: None,
+                    },
+                    written: false,
+                })
+            }
+            Some(record) if token.inactive_reason(now.s()).is_none() => {
+                let completion = Completion {
+                    aar_id: AarId::parse(&record.aar_id).map_err(internal)?,
+                    result: Outcome::Success,
+                    result_hash: None,
+                    spend: None,
+                    presented: Some(attempt.jti.clone()),
+                };
+                let completed = self.complete(&completion, now)?;
+                Ok(Evaluated {
+                    attempted: Attempted {
+                        aar_id: completion.aar_id,
+                        claims: token.claims,
+                        credential: attempt.credential,
+                        denied: None,
+                        approval: None,
+                        trust_in_force: completed.trust_in_force,
+                        args_denial: None,
+                    },
+                    written: true,
+                })
+            }
+            _ => Ok(Evaluated {
+                attempted: self.attempt(
+                    attempt,
+                    None,
+                    now,
+                    RecordOrigin::Evaluation,
+                    RecordEvent::evaluate,
+                )?,
+                written: true,
+            }),
+        }
+    }
+
+    /// [`Ledger::evaluate`] as one evaluation of a request that may hold
+    /// several: a refusal that wrote nothing (an unknown token, a quota
+    /// used up) is this evaluation's answer (`Ok(Err(…))`) and the others
+    /// go on; a failure of the store, or one after something was written,
+    /// fails the whole request and the writer rolls its group back.
+    pub fn evaluate_one(
+        &mut self,
+        attempt: &Attempt,
+        now: Now,
+    ) -> Result<Result<Evaluated, LedgerError>, LedgerError> {
+        let before = self.conn.total_changes();
+        match self.evaluate(attempt, now) {
+            Err(error @ LedgerError::Store(_)) => Err(error),
+            Err(error) if self.conn.total_changes() != before => Err(error),
+            outcome => Ok(outcome),
+        }
     }
 
     /// Judges an attempt — the token's standing, then scope, then the

@@ -51,7 +51,9 @@ use crate::store::orgs::{self as org_rows, Org, Quotas};
 use crate::store::records::{self, SummaryKey};
 use crate::store::{Owned, StoreError, dashboard, tokens};
 
-pub use acts::{ActionReport, Attempt, Attempted, AwaitedApproval, BulkRating, Completion, Rated};
+pub use acts::{
+    ActionReport, Attempt, Attempted, AwaitedApproval, BulkRating, Completion, Evaluated, Rated,
+};
 pub use approvals::{ApprovalView, EXPIRY_BATCH, approval_id_of};
 pub use authority::{Delegated, Delegation, REVOKED_LIST_LIMIT, Refusal, Revoked, Revoker};
 pub use idempotency::{IdempotencyKey, Reply};

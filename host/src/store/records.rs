@@ -412,6 +412,35 @@ pub fn insert(
     Ok(())
 }
 
+/// The AuthZEN evaluation of `jti` for this action, resource and
+/// arguments (`args_hash`, `None` for none) that is still open: awaiting
+/// a human's approval, or approved (pending) and not yet used by an
+/// evaluation. The oldest, if several.
+pub fn open_evaluation(
+    conn: &Connection,
+    jti: &str,
+    action: &str,
+    resource: &str,
+    args_hash: Option<&ArgsHash>,
+) -> sql::Result<Option<Record>> {
+    conn.prepare_cached(&format!(
+        "{} WHERE jti = ?1 AND action = ?2 AND resource = ?3 AND COALESCE(args_hash, '') = ?4
+           AND origin = 'evaluation' AND status IN ('pending', 'awaiting_approval')
+         ORDER BY seq LIMIT 1",
+        select_sql()
+    ))?
+    .query_row(
+        params![
+            jti,
+            action,
+            resource,
+            args_hash.map_or("", ArgsHash::as_str)
+        ],
+        from_row,
+    )
+    .optional()
+}
+
 /// A trust in [0, 1] as the tables store it: millionths.
 fn trust_ppm(trust: f64) -> i64 {
     (trust.clamp(0.0, 1.0) * 1_000_000.0).round() as i64

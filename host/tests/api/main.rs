@@ -7,6 +7,7 @@ mod approvals;
 mod args;
 mod assurance;
 mod authority;
+mod authzen;
 mod batch;
 mod budget;
 mod crash;

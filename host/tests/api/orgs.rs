@@ -311,7 +311,8 @@ fn operation(method: Method, path: impl Into<String>, body: Option<Value>) -> Op
 /// Whether a role may call an operation, by DESIGN.md section 8: owner
 /// everything of its organisation; developer issues (for its own e-mail)
 /// and reads; reviewer reads, rates, revokes and vouches; auditor reads;
-/// only the admin key manages organisations and reads the metrics.
+/// gateway asks for AuthZEN decisions and nothing else; only the admin key
+/// manages organisations and reads the metrics.
 fn allowed(role: &str, path: &str, method: &Method) -> bool {
     let read = *method == Method::GET
         && (path.starts_with("/v1/vat/") || path.starts_with("/v1/trust/") || path == "/v1/me");
@@ -320,12 +321,14 @@ fn allowed(role: &str, path: &str, method: &Method) -> bool {
     let rate = path.ends_with("/feedback");
     let revoke = path == "/v1/vat/revoke";
     let admin_only = path.starts_with("/v1/orgs") || path == "/metrics";
+    let evaluate = path.starts_with("/v1/access/");
     match role {
         "admin" => true,
         "owner" => !admin_only,
         "developer" => read || issue,
         "reviewer" => read || rate || revoke || vouch,
         "auditor" => read,
+        "gateway" => evaluate,
         _ => false,
     }
 }
@@ -340,7 +343,7 @@ async fn every_role_against_every_api_key_operation() {
         ("admin", app.admin_key.clone()),
         ("owner", beta_owner.clone()),
     ];
-    for role in ["developer", "reviewer", "auditor"] {
+    for role in ["developer", "reviewer", "auditor", "gateway"] {
         let key = app
             .key(&beta_owner, role, Some(&format!("{role}@beta.test")))
             .await;
@@ -415,6 +418,20 @@ async fn every_role_against_every_api_key_operation() {
             operation(Method::GET, "/v1/trust/agents/shared-bot", None),
             operation(Method::GET, "/v1/trust/graph", None),
             operation(Method::GET, "/v1/trust/agents/shared-bot/statement", None),
+            operation(
+                Method::POST,
+                "/v1/access/evaluation",
+                Some(
+                    json!({"subject": {"type": "mandate_vat", "id": beta.root["compact_jwt"]}, "action": {"name": "read"}, "resource": {"type": "crm", "id": "x"}}),
+                ),
+            ),
+            operation(
+                Method::POST,
+                "/v1/access/evaluations",
+                Some(
+                    json!({"subject": {"type": "mandate_vat", "id": beta.root["compact_jwt"]}, "action": {"name": "read"}, "evaluations": [{"resource": {"type": "crm", "id": "x"}}]}),
+                ),
+            ),
         ]
     };
     let mut table = String::new();
@@ -469,7 +486,7 @@ async fn every_role_against_every_api_key_operation() {
             op.path
         );
     }
-    assert_eq!(table.lines().count(), 5 * 25);
+    assert_eq!(table.lines().count(), 6 * 27);
 }
 
 #[tokio::test]

@@ -77,6 +77,9 @@ async fn openapi_lists_every_route() {
         ("/v1/trust/agents/{agent_id}", "get"),
         ("/v1/trust/graph", "get"),
         ("/v1/trust/agents/{agent_id}/statement", "get"),
+        ("/v1/access/evaluation", "post"),
+        ("/v1/access/evaluations", "post"),
+        ("/.well-known/authzen-configuration", "get"),
     ];
     for (path, method) in expected {
         assert!(
@@ -84,7 +87,7 @@ async fn openapi_lists_every_route() {
             "{method} {path} missing"
         );
     }
-    assert_eq!(paths.len(), 51, "paths (some with two methods)");
+    assert_eq!(paths.len(), 54, "paths (some with two methods)");
     assert!(document["components"]["securitySchemes"]["api_key"].is_object());
     assert!(document["components"]["schemas"]["Problem"].is_object());
     let mut references = Vec::new();

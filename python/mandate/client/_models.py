@@ -6,6 +6,48 @@ from __future__ import annotations
 
 from typing import Any, Literal, NotRequired, TypeAlias, TypedDict
 
+
+class AccessApproval(TypedDict):
+    """
+    The approval a gated act waits for.
+    """
+
+    approval_id: str
+    expires_at: str
+    status: str
+    """
+    `pending`.
+    """
+    url: str
+    """
+    Where the approval is read (`GET`, with the agent's token or an API
+    key): the deployment's public URL.
+    """
+
+
+class AccessDecisionContext(TypedDict):
+    """
+    What Mandate says of a decision (the Decision's `context`, AuthZEN
+    §5.5.1).
+    """
+
+    aar_id: NotRequired[str | None]
+    """
+    The record the evaluation made or used.
+    """
+    approval: NotRequired[AccessApproval | None]
+    detail: NotRequired[str | None]
+    """
+    The reason in words.
+    """
+    reason: NotRequired[str | None]
+    """
+    Why it is not permitted: Mandate's code (`action_not_permitted`,
+    `budget_max_actions`, `args_not_permitted`, `approval_required`,
+    `token_revoked`, `subject_unsupported`, …).
+    """
+
+
 Action: TypeAlias = str
 """
 An action: `a-z` first, then `a-z 0-9 _ . -`, at most 64.
@@ -87,6 +129,90 @@ ApprovalStatus: TypeAlias = Literal['pending', 'approved', 'denied', 'expired']
 """
 Where an approval stands.
 """
+
+
+class AuthzenAction(TypedDict):
+    """
+    AuthZEN Action (§5.3): the act, by Mandate's action name.
+    """
+
+    name: str
+    """
+    Mandate's action (`read`, `send_email`, …).
+    """
+    properties: NotRequired[dict[str, Any]]
+    """
+    Ignored.
+    """
+
+
+class AuthzenContext(TypedDict):
+    """
+    AuthZEN Context (§5.4): what Mandate reads of it. Other members are
+    ignored.
+    """
+
+    args: NotRequired[dict[str, Any] | None]
+    """
+    The arguments of the act, judged exactly as `authorize` judges its
+    `args` (a JSON object, at most 16 KiB as RFC 8785 canonical JSON; no
+    member twice; numbers within ±(2^53 − 1)).
+    """
+    dpop: NotRequired[str | None]
+    """
+    For a bound (DPoP) token: the holder's proof (RFC 9449), made for
+    this evaluation request (`htm` `POST`, `htu` the URL of the
+    endpoint asked, checked as every proof's `htu` is: `public_url` +
+    path when set, as the metadata names it; `ath` the token's hash);
+    used once per request.
+    """
+    spend_usd: NotRequired[float | None]
+    """
+    US dollars the act spends, reserved and charged as `authorize`'s
+    `spend_usd`.
+    """
+
+
+class AuthzenResource(TypedDict):
+    """
+    AuthZEN Resource (§5.2): Mandate's resource `type:id`.
+    """
+
+    id: str
+    """
+    The rest of Mandate's resource, after the first `:`
+    (`contact/42`).
+    """
+    properties: NotRequired[dict[str, Any]]
+    """
+    Ignored.
+    """
+    type: str
+    """
+    The resource's system: the part of Mandate's resource before the
+    first `:` (`crm` in `crm:contact/42`); it holds no `:`.
+    """
+
+
+class AuthzenSubject(TypedDict):
+    """
+    AuthZEN Subject (§5.1): for Mandate, the agent's token.
+    """
+
+    id: str
+    """
+    The agent's compact token (`Authorization`'s credential as the agent
+    sent it to the tool), never a bare jti: a jti proves nothing.
+    """
+    properties: NotRequired[dict[str, Any]]
+    """
+    Ignored.
+    """
+    type: str
+    """
+    `mandate_vat`: `id` is the agent's compact token. Anything else is
+    refused (`decision: false`, reason `subject_unsupported`).
+    """
 
 
 class BudgetThresholdData(TypedDict):
@@ -196,7 +322,7 @@ class CreateKeyRequest(TypedDict):
     """
     role: str
     """
-    `owner`, `developer`, `reviewer` or `auditor`.
+    `owner`, `developer`, `reviewer`, `auditor` or `gateway`.
     """
 
 
@@ -216,6 +342,36 @@ Email: TypeAlias = str
 """
 An e-mail address: one `@` between non-empty parts, no spaces or
 control characters, at most 254 characters.
+"""
+
+
+class EvaluationItem(TypedDict):
+    """
+    One evaluation of `POST /v1/access/evaluations`: each member it leaves
+    out is the request's top-level one (AuthZEN §7.1.1, "Default values");
+    one it holds replaces that default whole.
+    """
+
+    action: NotRequired[AuthzenAction | None]
+    context: NotRequired[AuthzenContext | None]
+    resource: NotRequired[AuthzenResource | None]
+    subject: NotRequired[AuthzenSubject | None]
+
+
+class EvaluationRequest(TypedDict):
+    """
+    `POST /v1/access/evaluation` (AuthZEN §6.1).
+    """
+
+    action: AuthzenAction
+    context: NotRequired[AuthzenContext | None]
+    resource: AuthzenResource
+    subject: AuthzenSubject
+
+
+EvaluationsSemantic: TypeAlias = Literal['execute_all', 'deny_on_first_deny', 'permit_on_first_permit']
+"""
+How the evaluations of a request run (AuthZEN §7.1.2.1).
 """
 
 
@@ -512,6 +668,20 @@ class OverviewTotals(TypedDict):
     errors: int
     ratings: int
     records: int
+
+
+class PdpMetadata(TypedDict):
+    """
+    Policy Decision Point metadata (AuthZEN §9), at
+    `/.well-known/authzen-configuration`.
+    """
+
+    access_evaluation_endpoint: str
+    access_evaluations_endpoint: str
+    policy_decision_point: str
+    """
+    The deployment's public URL.
+    """
 
 
 class PolicyBody(TypedDict):
@@ -1003,6 +1173,15 @@ class WorkflowPage(TypedDict):
     workflows: list[WorkflowBody]
 
 
+class AccessDecision(TypedDict):
+    """
+    AuthZEN Decision (§5.5).
+    """
+
+    context: NotRequired[AccessDecisionContext | None]
+    decision: bool
+
+
 class AgentHistoryBody(TypedDict):
     """
     An agent's history, oldest day first.
@@ -1397,6 +1576,42 @@ class DeliveryPage(TypedDict):
     """
 
 
+class EvaluationsOptions(TypedDict):
+    """
+    `options` of an evaluations request (AuthZEN §7.1.2); other members are
+    ignored.
+    """
+
+    evaluations_semantic: NotRequired[EvaluationsSemantic | None]
+
+
+class EvaluationsRequest(TypedDict):
+    """
+    `POST /v1/access/evaluations` (AuthZEN §7.1). Without `evaluations`
+    (or with none) it is one evaluation of the top-level members, answered
+    as `POST /v1/access/evaluation` answers.
+    """
+
+    action: NotRequired[AuthzenAction | None]
+    context: NotRequired[AuthzenContext | None]
+    evaluations: NotRequired[list[EvaluationItem] | None]
+    """
+    At most 1000.
+    """
+    options: NotRequired[EvaluationsOptions | None]
+    resource: NotRequired[AuthzenResource | None]
+    subject: NotRequired[AuthzenSubject | None]
+
+
+class EvaluationsResponse(TypedDict):
+    """
+    The decisions of an evaluations request, in the order asked; fewer when
+    a short-circuiting semantic stopped early (AuthZEN §7.2).
+    """
+
+    evaluations: list[AccessDecision]
+
+
 class FeedbackRequest(TypedDict):
     """
     `POST /v1/vat/aar/{aar_id}/feedback`.
@@ -1477,7 +1692,8 @@ class MeBody(TypedDict):
     permissions: list[str]
     """
     What the role allows: `read`, `issue`, `issue_for_anyone`, `rate`,
-    `revoke`, `manage_keys`.
+    `revoke`, `manage_keys`, `decide`, `manage_webhooks`, `vouch`,
+    `evaluate`.
     """
     role: str
 
@@ -1660,6 +1876,13 @@ class RecordBody(TypedDict):
     only to whoever receives the token).
     """
     note: NotRequired[str | None]
+    origin: str
+    """
+    The call that made the record: `authorize`, `record_action`,
+    `delegate`, `evaluation` (an AuthZEN evaluation by a gateway:
+    permitted and completed in one step, or denied, or awaiting
+    approval), or `unknown` (made before the origin was stored).
+    """
     provenance_ref: str
     rating: NotRequired[str | None]
     resource: str
@@ -1946,3 +2169,10 @@ class CaptureRequest(TypedDict):
     """
     The name of a configured verifier.
     """
+
+
+EvaluationsAnswer: TypeAlias = EvaluationsResponse | AccessDecision
+"""
+The answer to `POST /v1/access/evaluations`: the decisions, or one
+decision for a request without `evaluations`.
+"""

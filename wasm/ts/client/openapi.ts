@@ -4,6 +4,26 @@
  */
 
 export interface paths {
+    "/.well-known/authzen-configuration": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * AuthZEN Policy Decision Point metadata (§9), every URL built from the
+         *     deployment's public URL (never a request's `Host`).
+         */
+        get: operations["configuration"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/.well-known/jwks.json": {
         parameters: {
             query?: never;
@@ -71,6 +91,56 @@ export interface paths {
         get: operations["readyz"];
         put?: never;
         post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/access/evaluation": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * AuthZEN Access Evaluation (§6): may this agent's token do this act?
+         *     The decision is `authorize`'s, recorded as a completed record of its
+         *     own kind (permitted or denied) that counts once against budgets and
+         *     `max_actions`; an act that needs a human's approval is `decision:
+         *     false` with the approval in `context` until approved, and then the first
+         *     matching evaluation is permitted. A refusal's `context.reason` is
+         *     Mandate's code. With `X-Request-ID`, a retry answers the same decision
+         *     and records nothing.
+         */
+        post: operations["evaluation"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/access/evaluations": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * AuthZEN Access Evaluations (§7): several evaluations in one request and
+         *     one commit, each decided as `POST /v1/access/evaluation` decides one, in
+         *     order, under `options.evaluations_semantic` (`execute_all`, the default;
+         *     `deny_on_first_deny`; `permit_on_first_permit`). Without `evaluations`
+         *     it is one evaluation of the top-level members, answered as one
+         *     decision.
+         */
+        post: operations["evaluations"];
         delete?: never;
         options?: never;
         head?: never;
@@ -953,6 +1023,40 @@ export interface paths {
 export type webhooks = Record<string, never>;
 export interface components {
     schemas: {
+        /** @description The approval a gated act waits for. */
+        AccessApproval: {
+            approval_id: string;
+            expires_at: string;
+            /** @description `pending`. */
+            status: string;
+            /**
+             * @description Where the approval is read (`GET`, with the agent's token or an API
+             *     key): the deployment's public URL.
+             */
+            url: string;
+        };
+        /** @description AuthZEN Decision (§5.5). */
+        AccessDecision: {
+            context?: components["schemas"]["AccessDecisionContext"] | null;
+            decision: boolean;
+        };
+        /**
+         * @description What Mandate says of a decision (the Decision's `context`, AuthZEN
+         *     §5.5.1).
+         */
+        AccessDecisionContext: {
+            /** @description The record the evaluation made or used. */
+            aar_id?: string | null;
+            approval?: components["schemas"]["AccessApproval"] | null;
+            /** @description The reason in words. */
+            detail?: string | null;
+            /**
+             * @description Why it is not permitted: Mandate's code (`action_not_permitted`,
+             *     `budget_max_actions`, `args_not_permitted`, `approval_required`,
+             *     `token_revoked`, `subject_unsupported`, …).
+             */
+            reason?: string | null;
+        };
         /** @description An action: `a-z` first, then `a-z 0-9 _ . -`, at most 64. */
         Action: string;
         /** @description An agent's history, oldest day first. */
@@ -1219,6 +1323,75 @@ export interface components {
             /** Format: double */
             trust_score: number;
         };
+        /** @description AuthZEN Action (§5.3): the act, by Mandate's action name. */
+        AuthzenAction: {
+            /** @description Mandate's action (`read`, `send_email`, …). */
+            name: string;
+            /** @description Ignored. */
+            properties?: {
+                [key: string]: unknown;
+            } | null;
+        };
+        /**
+         * @description AuthZEN Context (§5.4): what Mandate reads of it. Other members are
+         *     ignored.
+         */
+        AuthzenContext: {
+            /**
+             * @description The arguments of the act, judged exactly as `authorize` judges its
+             *     `args` (a JSON object, at most 16 KiB as RFC 8785 canonical JSON; no
+             *     member twice; numbers within ±(2^53 − 1)).
+             */
+            args?: Record<string, unknown> | null;
+            /**
+             * @description For a bound (DPoP) token: the holder's proof (RFC 9449), made for
+             *     this evaluation request (`htm` `POST`, `htu` the URL of the
+             *     endpoint asked, checked as every proof's `htu` is: `public_url` +
+             *     path when set, as the metadata names it; `ath` the token's hash);
+             *     used once per request.
+             */
+            dpop?: string | null;
+            /**
+             * Format: double
+             * @description US dollars the act spends, reserved and charged as `authorize`'s
+             *     `spend_usd`.
+             */
+            spend_usd?: number | null;
+        };
+        /** @description AuthZEN Resource (§5.2): Mandate's resource `type:id`. */
+        AuthzenResource: {
+            /**
+             * @description The rest of Mandate's resource, after the first `:`
+             *     (`contact/42`).
+             */
+            id: string;
+            /** @description Ignored. */
+            properties?: {
+                [key: string]: unknown;
+            } | null;
+            /**
+             * @description The resource's system: the part of Mandate's resource before the
+             *     first `:` (`crm` in `crm:contact/42`); it holds no `:`.
+             */
+            type: string;
+        };
+        /** @description AuthZEN Subject (§5.1): for Mandate, the agent's token. */
+        AuthzenSubject: {
+            /**
+             * @description The agent's compact token (`Authorization`'s credential as the agent
+             *     sent it to the tool), never a bare jti: a jti proves nothing.
+             */
+            id: string;
+            /** @description Ignored. */
+            properties?: {
+                [key: string]: unknown;
+            } | null;
+            /**
+             * @description `mandate_vat`: `id` is the agent's compact token. Anything else is
+             *     refused (`decision: false`, reason `subject_unsupported`).
+             */
+            type: string;
+        };
         /**
          * @description `budget.threshold`: a token's budget, shared by its chain, reached a
          *     threshold.
@@ -1380,7 +1553,7 @@ export interface components {
              *     this address.
              */
             email?: string | null;
-            /** @description `owner`, `developer`, `reviewer` or `auditor`. */
+            /** @description `owner`, `developer`, `reviewer`, `auditor` or `gateway`. */
             role: string;
         };
         /** @description `POST /v1/orgs`. */
@@ -1487,6 +1660,62 @@ export interface components {
          *     control characters, at most 254 characters.
          */
         Email: string;
+        /**
+         * @description One evaluation of `POST /v1/access/evaluations`: each member it leaves
+         *     out is the request's top-level one (AuthZEN §7.1.1, "Default values");
+         *     one it holds replaces that default whole.
+         */
+        EvaluationItem: {
+            action?: components["schemas"]["AuthzenAction"] | null;
+            context?: components["schemas"]["AuthzenContext"] | null;
+            resource?: components["schemas"]["AuthzenResource"] | null;
+            subject?: components["schemas"]["AuthzenSubject"] | null;
+        };
+        /** @description `POST /v1/access/evaluation` (AuthZEN §6.1). */
+        EvaluationRequest: {
+            action: components["schemas"]["AuthzenAction"];
+            context?: components["schemas"]["AuthzenContext"] | null;
+            resource: components["schemas"]["AuthzenResource"];
+            subject: components["schemas"]["AuthzenSubject"];
+        };
+        /**
+         * @description The answer to `POST /v1/access/evaluations`: the decisions, or one
+         *     decision for a request without `evaluations`.
+         */
+        EvaluationsAnswer: components["schemas"]["EvaluationsResponse"] | components["schemas"]["AccessDecision"];
+        /**
+         * @description `options` of an evaluations request (AuthZEN §7.1.2); other members are
+         *     ignored.
+         */
+        EvaluationsOptions: {
+            evaluations_semantic?: components["schemas"]["EvaluationsSemantic"] | null;
+        };
+        /**
+         * @description `POST /v1/access/evaluations` (AuthZEN §7.1). Without `evaluations`
+         *     (or with none) it is one evaluation of the top-level members, answered
+         *     as `POST /v1/access/evaluation` answers.
+         */
+        EvaluationsRequest: {
+            action?: components["schemas"]["AuthzenAction"] | null;
+            context?: components["schemas"]["AuthzenContext"] | null;
+            /** @description At most 1000. */
+            evaluations?: components["schemas"]["EvaluationItem"][] | null;
+            options?: components["schemas"]["EvaluationsOptions"] | null;
+            resource?: components["schemas"]["AuthzenResource"] | null;
+            subject?: components["schemas"]["AuthzenSubject"] | null;
+        };
+        /**
+         * @description The decisions of an evaluations request, in the order asked; fewer when
+         *     a short-circuiting semantic stopped early (AuthZEN §7.2).
+         */
+        EvaluationsResponse: {
+            evaluations: components["schemas"]["AccessDecision"][];
+        };
+        /**
+         * @description How the evaluations of a request run (AuthZEN §7.1.2.1).
+         * @enum {string}
+         */
+        EvaluationsSemantic: "execute_all" | "deny_on_first_deny" | "permit_on_first_permit";
         /**
          * @description An event type.
          * @enum {string}
@@ -1708,7 +1937,8 @@ export interface components {
             org: components["schemas"]["OrgRef"];
             /**
              * @description What the role allows: `read`, `issue`, `issue_for_anyone`, `rate`,
-             *     `revoke`, `manage_keys`.
+             *     `revoke`, `manage_keys`, `decide`, `manage_webhooks`, `vouch`,
+             *     `evaluate`.
              */
             permissions: string[];
             role: string;
@@ -1809,6 +2039,16 @@ export interface components {
             ratings: number;
             /** Format: int64 */
             records: number;
+        };
+        /**
+         * @description Policy Decision Point metadata (AuthZEN §9), at
+         *     `/.well-known/authzen-configuration`.
+         */
+        PdpMetadata: {
+            access_evaluation_endpoint: string;
+            access_evaluations_endpoint: string;
+            /** @description The deployment's public URL. */
+            policy_decision_point: string;
         };
         /** @description Policy assertions, as sent. */
         PolicyBody: {
@@ -1960,6 +2200,13 @@ export interface components {
              */
             jth: components["schemas"]["Jth"];
             note?: string | null;
+            /**
+             * @description The call that made the record: `authorize`, `record_action`,
+             *     `delegate`, `evaluation` (an AuthZEN evaluation by a gateway:
+             *     permitted and completed in one step, or denied, or awaiting
+             *     approval), or `unknown` (made before the origin was stored).
+             */
+            origin: string;
             provenance_ref: string;
             rating?: string | null;
             resource: string;
@@ -2443,6 +2690,35 @@ export interface components {
 }
 export type $defs = Record<string, never>;
 export interface operations {
+    configuration: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The PDP metadata */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PdpMetadata"];
+                };
+            };
+            /** @description Rate limited; see `Retry-After`. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
     jwks: {
         parameters: {
             query?: never;
@@ -2630,6 +2906,246 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Health"];
+                };
+            };
+            /** @description Malformed JSON or query. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Missing or invalid API key, or a token that fails verification. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Token inactive, out of scope, over budget, widening, or not allowed. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Unknown record, workflow, agent or token. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Already completed, already rated, or not in a state for this. */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The body is larger than 64 KiB. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The body is not `application/json`. */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /**
+             * @description Well-formed JSON that breaks a rule, or a read that ran past the
+             *     query time budget (`query_too_broad`).
+             */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Rate limited; see `Retry-After`. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Storage cannot take writes right now. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    evaluation: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description The request's id (AuthZEN §10.1.3), echoed on the answer: a retry with the same id and body answers the first decision and records nothing */
+                "X-Request-ID"?: string | null;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["EvaluationRequest"];
+            };
+        };
+        responses: {
+            /** @description The decision */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AccessDecision"];
+                };
+            };
+            /** @description Malformed JSON or query. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Missing or invalid API key, or a token that fails verification. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Token inactive, out of scope, over budget, widening, or not allowed. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Unknown record, workflow, agent or token. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Already completed, already rated, or not in a state for this. */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The body is larger than 64 KiB. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The body is not `application/json`. */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /**
+             * @description Well-formed JSON that breaks a rule, or a read that ran past the
+             *     query time budget (`query_too_broad`).
+             */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Rate limited; see `Retry-After`. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Storage cannot take writes right now. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    evaluations: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description The request's id (AuthZEN §10.1.3), echoed on the answer: a retry with the same id and body answers the first decisions and records nothing */
+                "X-Request-ID"?: string | null;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["EvaluationsRequest"];
+            };
+        };
+        responses: {
+            /** @description The decisions, in the order asked (fewer when a semantic stopped early); one decision for a request without `evaluations` */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["EvaluationsAnswer"];
                 };
             };
             /** @description Malformed JSON or query. */

@@ -10,7 +10,7 @@ import type { Narrowed, Schemas } from "./types.js";
 // the member out, so their types keep the document's `null`s.
 
 /** The role of an API key within its organisation. */
-export type Role = "owner" | "developer" | "reviewer" | "auditor";
+export type Role = "owner" | "developer" | "reviewer" | "auditor" | "gateway";
 /** What a role allows; `GET /v1/me` lists the caller's. */
 export type Permission =
   | "read"
@@ -21,7 +21,8 @@ export type Permission =
   | "manage_keys"
   | "decide"
   | "manage_webhooks"
-  | "vouch";
+  | "vouch"
+  | "evaluate";
 
 /** `GET /v1/me`: the key a request is made with, its organisation and what its role allows. */
 export type Me = Narrowed<Schemas["MeBody"], { email: string | null; role: Role; permissions: Permission[] }>;

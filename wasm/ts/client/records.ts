@@ -153,6 +153,8 @@ export type ActionRecord = Narrowed<
     assurance_level: AssuranceLevel;
     /** What the agent proved: `token` (the token itself) or `jti` (a bare vat_jti, which proves nothing). */
     credential: "token" | "jti";
+    /** The call that made it; `evaluation`: an AuthZEN evaluation by a gateway. */
+    origin: "authorize" | "record_action" | "delegate" | "evaluation" | "unknown";
   }
 > &
   RecordArgs;

@@ -403,6 +403,10 @@ pub(crate) fn bench(root: &Path, args: &[&str]) -> Result<()> {
             ),
             ("record/healthz", ratio(&http.record, &http.healthz).median),
             (
+                "AuthZEN evaluation/authorize",
+                ratio(&http.evaluation, &http.authorize).median,
+            ),
+            (
                 "PostgreSQL/SQLite",
                 ratio(&postgres.record, &postgres.sqlite).median,
             ),
@@ -471,6 +475,8 @@ pub(crate) fn bench(root: &Path, args: &[&str]) -> Result<()> {
             + errors(&http.record_by_token)
             + errors(&http.full_control)
             + errors(&http.delegate)
+            + errors(&http.evaluation)
+            + errors(&http.authorize)
             + errors(&postgres.record)
             + errors(&postgres.one_host)
             + errors(&postgres.three_hosts)

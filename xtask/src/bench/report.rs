@@ -624,6 +624,12 @@ impl Report {
                 3,
             ),
             Row::new(
+                "3. AuthZEN evaluation by a gateway / `authorize` with the token itself (req/s)",
+                AtLeast(0.9, Times),
+                ratio(&h.evaluation, &h.authorize),
+                3,
+            ),
+            Row::new(
                 "3. native check of a bound token's call (token + DPoP proof) / of a Bearer call",
                 AtMost(2.2, Times),
                 native("bound_over_bearer"),
@@ -936,6 +942,8 @@ mod tests {
                 record_by_jti: loads(34810.0, 4.1, 4),
                 full_control: loads(35315.0, 4.14, 0),
                 delegate: loads(4810.0, 23.91, 1),
+                evaluation: loads(34410.0, 4.5, 2),
+                authorize: loads(35120.0, 4.3, 4),
                 single_commit: loads(4312.0, 30.0, 2),
                 grouped_for_single: loads(36787.0, 4.5, 3),
                 peak_rss_mib: 32.04,

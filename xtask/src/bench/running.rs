@@ -216,6 +216,10 @@ pub(super) struct Http {
     pub(super) record_by_jti: Vec<Load>,
     pub(super) full_control: Vec<Load>,
     pub(super) delegate: Vec<Load>,
+    /// An AuthZEN evaluation by a gateway key, the token as its subject,
+    /// in turns with `authorize` of the same act with the token itself.
+    pub(super) evaluation: Vec<Load>,
+    pub(super) authorize: Vec<Load>,
     pub(super) single_commit: Vec<Load>,
     pub(super) grouped_for_single: Vec<Load>,
     pub(super) peak_rss_mib: f64,
@@ -257,6 +261,37 @@ pub(super) fn http(plan: Plan, bin: &Path, scratch: &Path, scripts: &Path) -> Re
         plan,
         &|| wrk(&record_url, Some(&bearer_script), &bearer_env, plan.seconds),
         &record,
+    )?;
+    let gateway = server.post(
+        "/v1/keys",
+        Some(&server.key()?),
+        &json!({"role": "gateway"}),
+    )?;
+    let Some(gateway) = gateway["api_key"].as_str() else {
+        return fail(format!("no gateway key: {gateway}"));
+    };
+    let evaluation_url = format!("{}/v1/access/evaluation", server.base);
+    let evaluation_script = scripts.join("evaluation.lua");
+    let authorize_url = format!("{}/v1/vat/authorize", server.base);
+    let authorize_script = scripts.join("authorize_bearer.lua");
+    let (evaluation, authorize) = compare(
+        plan,
+        &|| {
+            wrk(
+                &evaluation_url,
+                Some(&evaluation_script),
+                &[("TOKEN", compact.as_str()), ("KEY", gateway)],
+                plan.seconds,
+            )
+        },
+        &|| {
+            wrk(
+                &authorize_url,
+                Some(&authorize_script),
+                &bearer_env,
+                plan.seconds,
+            )
+        },
     )?;
     let full_script = scripts.join("full_control.lua");
     let full_control = (0..plan.rounds)
@@ -333,6 +368,8 @@ pub(super) fn http(plan: Plan, bin: &Path, scratch: &Path, scripts: &Path) -> Re
         record_by_jti,
         full_control,
         delegate,
+        evaluation,
+        authorize,
         single_commit,
         grouped_for_single,
         peak_rss_mib,

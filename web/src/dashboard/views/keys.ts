@@ -11,6 +11,7 @@ import { client, whoAmI } from "../session.js";
 import { confirmDialog, field, load, problemBox, signedOut } from "../ui.js";
 
 const ROLES: Array<{ role: Role; label: string }> = [
+  { role: "gateway", label: "gateway — asks for decisions (AuthZEN) and nothing else" },
   { role: "auditor", label: "auditor — reads" },
   { role: "reviewer", label: "reviewer — reads, rates records, revokes tokens, vouches for agents" },
   { role: "developer", label: "developer — reads, issues tokens for its own e-mail" },
