@@ -68,6 +68,12 @@ pub struct Failure {
 
 impl Failure {
     pub fn new(stage: Stage, code: &'static str, message: impl Display) -> Failure {
+        Failure::written(stage, code, &message)
+    }
+
+    /// [`Failure::new`] for every kind of message at once: one copy of the
+    /// formatting in the wasm module rather than one per message type (21).
+    fn written(stage: Stage, code: &'static str, message: &dyn Display) -> Failure {
         Failure {
             code,
             message: message.to_string(),

@@ -293,6 +293,8 @@ export type ChainResult =
 
 export type RevokeResult = { ok: true } | { ok: false; error: ErrorInfo };
 
+export type SetKeysResult = { ok: true } | { ok: false; error: ErrorInfo };
+
 export type PermitResult =
   | { ok: true }
   | { ok: false; reason: { code: "action_not_permitted" | "resource_not_permitted"; message: string } }

@@ -13,7 +13,7 @@ use serde::{Deserialize, Serialize};
 use wasm_bindgen::prelude::*;
 
 use crate::js::{from_js, from_json_text, invalid, not_ok, now_or_clock, object_from_js, to_js};
-use crate::{Checks, Use, valid_json};
+use crate::{Checks, Use, parse_jwks, valid_json};
 
 /// Freezes an object and everything in it.
 fn deep_freeze(value: &JsValue) {
@@ -23,6 +23,12 @@ fn deep_freeze(value: &JsValue) {
         }
         js_sys::Object::freeze(object);
     }
+}
+
+/// The answer of a change that succeeded: `{ ok: true }`.
+#[derive(Serialize)]
+struct Done {
+    ok: bool,
 }
 
 /// Verifies tokens against one key set, prepared once.
@@ -159,10 +165,6 @@ impl Verifier {
         &mut self,
         #[wasm_bindgen(unchecked_param_type = "string | string[]")] jtis: JsValue,
     ) -> JsValue {
-        #[derive(Serialize)]
-        struct Revoked {
-            ok: bool,
-        }
         let list = match jtis.as_string() {
             Some(one) => Ok(vec![one]),
             None => from_js::<Vec<String>>(&jtis, "jtis")
@@ -174,9 +176,32 @@ impl Verifier {
                 if let Ok(inner) = &mut self.inner {
                     inner.revoke(jths);
                 }
-                to_js(&Revoked { ok: true })
+                to_js(&Done { ok: true })
             }
             Err(failure) => not_ok(failure),
+        }
+    }
+
+    /// Replaces the key set (an object or JSON text; a key rotated in or
+    /// out). Cached tokens and held status lists are dropped, as they were
+    /// verified with the old keys: give the lists again. The revocation set
+    /// and the memory of accepted proofs stay, so a proof is not good twice
+    /// across a key refresh. An unusable key set changes nothing.
+    #[wasm_bindgen(js_name = setKeys, unchecked_return_type = "SetKeysResult")]
+    pub fn set_keys(
+        &mut self,
+        #[wasm_bindgen(unchecked_param_type = "Jwks | string")] jwks: JsValue,
+    ) -> JsValue {
+        let keys = match parse_jwks(&jwks) {
+            Ok(keys) => keys,
+            Err(failure) => return not_ok(failure),
+        };
+        match &mut self.inner {
+            Ok(inner) => {
+                inner.set_keys(keys);
+                to_js(&Done { ok: true })
+            }
+            Err(failure) => not_ok(failure.clone()),
         }
     }
 

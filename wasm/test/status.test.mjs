@@ -3,7 +3,8 @@
 // cached hit; no argument makes a function throw; our lists and tokens are
 // read by implementations we did not write (jose, @sd-jwt/jwt-status-list),
 // and theirs by ours; and createRemoteVerifier fetches lists only where it
-// may, caches them for their ttl, honours ETags and fails closed.
+// may, caches them for their ttl, honours ETags and fails closed, and
+// checks a request's proof once, across list and key refreshes.
 import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
 import { createRequire } from "node:module";
@@ -370,4 +371,95 @@ test("remote: an unusable key set or server is a MandateError", async () => {
     (error) => error instanceof sdk.MandateError && error.code === "network_error",
   );
   await assert.rejects(sdk.createRemoteVerifier({ maxStalenessSeconds: 60, fetch: async () => answer(200, "{}") }), TypeError);
+});
+
+/** A signing key of our own, published as the server would (kid: its RFC 7638 thumbprint), signing with jose. */
+async function signingKey() {
+  const { privateKey, publicKey } = await jose.generateKeyPair("EdDSA", { crv: "Ed25519" });
+  const jwk = await jose.exportJWK(publicKey);
+  const kid = await jose.calculateJwkThumbprint(jwk);
+  const sign = (typ, claims) => new jose.SignJWT(claims).setProtectedHeader({ alg: "EdDSA", typ, kid }).sign(privateKey);
+  return {
+    jwk: { ...jwk, kid, alg: "EdDSA", use: "sig" },
+    /** The vectors' valid token (entry 3 of list 0), signed with this key. */
+    token: (extra = {}) => sign("vat+jwt", { ...sdk.decodeTokenUnverified(valid).claims, ...extra }),
+    /** List 0, nothing revoked, signed at `iat` with a ttl of 300 s. */
+    statusList: (iat) => {
+      const { payload } = createHeaderAndPayload(
+        new StatusList(new Array(16).fill(0), 1),
+        { sub: LIST0, iat, exp: iat + 86_400, ttl: 300 },
+        { alg: "EdDSA" },
+      );
+      return sign("statuslist+jwt", payload);
+    },
+  };
+}
+
+test("remote: verifyRequest checks a proof once, when the list is refreshed first and across a key refresh", async () => {
+  const key = await signingKey();
+  const agent = sdk.generateAgentKey();
+  const server = fakeServer({ [LIST0]: list(await key.statusList(NOW)) }, { jwks: { keys: [key.jwk] } });
+  const keyRequests = () => server.requests.length - server.statusRequests().length;
+  const verifier = await remote(server, { clock: () => NOW });
+  const token = await key.token({ cnf: { jkt: agent.jkt } });
+  const url = "https://api.example/crm";
+  const proof = (at) => {
+    const made = agent.proof({ method: "POST", url, accessToken: token, now: at });
+    assert.equal(made.ok, true);
+    return made.proof;
+  };
+  const request = (dpop, now) => verifier.verifyRequest(token, { method: "POST", url, proof: dpop, now });
+  assert.equal(code(await verifier.verify(token, NOW)), "dpop_required");
+  const first = proof(NOW);
+  const accepted = await request(first, NOW);
+  assert.equal(code(accepted), null);
+  assert.equal(accepted.claims.cnf.jkt, agent.jkt);
+  assert.equal(code(await request(first, NOW)), "dpop_replayed");
+  assert.equal(code(await verifier.verifyRequest(token, { method: "POST", url, now: NOW })), "dpop_required");
+  // Past the list's ttl (300 s) the list is fetched first, and a proof is still good once.
+  const later = proof(NOW + 300);
+  assert.equal(code(await request(later, NOW + 300)), null);
+  assert.equal(server.statusRequests().length, 2);
+  // A key refresh, which anyone can cause with a forged kid, does not make a proof good again.
+  const stranger = await signingKey();
+  assert.equal(code(await verifier.verify(await stranger.token(), NOW + 301)), "unknown_kid");
+  assert.equal(keyRequests(), 2);
+  assert.equal(code(await request(later, NOW + 301)), "dpop_replayed");
+  // The held list was given again with the new keys: a fresh proof passes without a fetch
+  // (one would be throttled, 1 s after the last, and the token refused status_unknown).
+  assert.equal(code(await request(proof(NOW + 301), NOW + 301)), null);
+  assert.equal(server.statusRequests().length, 2);
+  verifier.free();
+});
+
+test("Verifier.setKeys drops the cache and the lists, and keeps the revocation set", () => {
+  const verifier = new sdk.Verifier(lists.jwks, { checkStatus: true, cacheSize: 8 });
+  assert.equal(verifier.setStatusList(good, NOW).ok, true);
+  assert.equal(code(verifier.verify(valid, NOW)), null);
+  assert.equal(verifier.cached, 1);
+  for (const [junk, refusedAs] of [
+    [{ keys: "no" }, "malformed_jwks"],
+    [5, "malformed_jwks"],
+    ["not json", "malformed_jwks"],
+    [{ keys: [{ kty: "RSA" }] }, "no_usable_keys"],
+  ]) {
+    const refused = verifier.setKeys(junk);
+    assert.equal(refused.ok, false, JSON.stringify(junk));
+    assert.equal(refused.error.code, refusedAs, JSON.stringify(junk));
+  }
+  // An unusable key set changes nothing.
+  assert.equal(verifier.cached, 1);
+  assert.equal(code(verifier.verify(valid, NOW)), null);
+  assert.deepEqual(verifier.revoke(sdk.decodeTokenUnverified(unlisted).claims.jti), { ok: true });
+  assert.deepEqual(verifier.setKeys(JSON.stringify(lists.jwks)), { ok: true });
+  assert.equal(verifier.cached, 0);
+  assert.equal(code(verifier.verify(valid, NOW)), "status_unknown");
+  assert.equal(verifier.setStatusList(good, NOW).ok, true);
+  assert.equal(code(verifier.verify(valid, NOW)), null);
+  assert.equal(code(verifier.verify(revoked, NOW)), "token_revoked");
+  assert.equal(code(verifier.verify(unlisted, NOW)), "revoked");
+  verifier.free();
+  // A Verifier that cannot verify keeps its error.
+  const broken = new sdk.Verifier({ keys: "no" });
+  assert.equal(broken.setKeys(lists.jwks).error.code, "malformed_jwks");
 });

@@ -91,7 +91,7 @@ export interface RemoteVerifierOptions
   keyRefreshCooldownSeconds?: number;
 }
 
-/** A held list: its text, to give a new Verifier after a key refresh, and when to fetch it again. */
+/** A held list: its text, to give the Verifier again after a key refresh, and when to fetch it again. */
 interface HeldList {
   jwt: string;
   etag: string | null;
@@ -129,9 +129,8 @@ export class RemoteVerifier {
   readonly #fetch: StatusFetch;
   readonly #jwksUrl: string;
   readonly #allowed: ReadonlySet<string>;
-  readonly #options: VerifierOptions;
   readonly #clock: () => number;
-  #verifier: Verifier;
+  readonly #verifier: Verifier;
   #keysFetchedAt: number;
   readonly #keyCooldown: number;
   /** The key set's fetch under way, which concurrent verifications of unknown kids wait for. */
@@ -158,8 +157,7 @@ export class RemoteVerifier {
     const own = originOf(jwksUrl);
     this.#allowed = new Set(allowedStatusOrigins?.map((origin) => originOf(origin) ?? origin) ?? (own ? [own] : []));
     // The Verifier refuses what the fetcher would not fetch, lists included.
-    this.#options = { ...verifierOptions, checkStatus: true, statusOrigins: [...this.#allowed] };
-    this.#verifier = RemoteVerifier.#make(jwks, this.#options);
+    this.#verifier = RemoteVerifier.#make(jwks, { ...verifierOptions, checkStatus: true, statusOrigins: [...this.#allowed] });
     this.#keysFetchedAt = this.#clock();
   }
 
@@ -184,13 +182,19 @@ export class RemoteVerifier {
    */
   async verify(token: string, now?: number): Promise<VerifyResult> {
     const at = now ?? this.#clock();
-    return this.#judge(token, at, () => this.#verifier.verify(token, at));
+    const run = (): VerifyResult => this.#verifier.verify(token, at);
+    return this.#judge(token, at, run, run);
   }
 
   /** `Verifier.verifyRequest` (a bound token's proof for this request), with the token's status checked likewise. */
   async verifyRequest(token: string, request: RequestCheck): Promise<VerifyResult> {
     const at = request.now ?? this.#clock();
-    return this.#judge(token, at, () => this.#verifier.verifyRequest(token, { ...request, now: at }));
+    return this.#judge(
+      token,
+      at,
+      () => this.#verifier.verify(token, at),
+      () => this.#verifier.verifyRequest(token, { ...request, now: at }),
+    );
   }
 
   /**
@@ -207,12 +211,27 @@ export class RemoteVerifier {
     this.#verifier.free();
   }
 
-  async #judge(token: string, now: number, run: () => VerifyResult): Promise<VerifyResult> {
+  /**
+   * `run`'s verdict, with the token's list fetched first when it is due,
+   * missing, stale or expired. `run` (for a request: its proof, which is
+   * good once) is judged once unless it failed before its proof was
+   * remembered (an unknown kid, the token's status); `probe` decides
+   * whether a held list due for refresh is fetched before it: only for a
+   * token passing every check but its binding.
+   */
+  async #judge(token: string, now: number, probe: () => VerifyResult, run: () => VerifyResult): Promise<VerifyResult> {
+    const due = this.#due(token, now);
+    if (due !== undefined) {
+      const probed = probe();
+      if (probed.valid || probed.error.code === "dpop_required") {
+        await this.#refresh(due, now);
+      }
+    }
     let result = run();
     if (!result.valid && result.error.code === "unknown_kid" && (await this.#refreshKeys(now))) {
       result = run();
     }
-    const uri = this.#uriToFetch(result, token, now);
+    const uri = this.#uriToFetch(result, token);
     if (uri === undefined) {
       return result;
     }
@@ -232,20 +251,30 @@ export class RemoteVerifier {
     return again;
   }
 
-  /** The status list a verdict calls for: one due for refresh, or one missing, stale or expired. */
-  #uriToFetch(result: VerifyResult, token: string, now: number): string | undefined {
-    if (result.valid) {
-      const uri = result.claims.status?.status_list.uri;
-      const held = uri === undefined ? undefined : this.#lists.get(uri);
-      return held !== undefined && now >= held.fetchedAt + clamp(held.ttl) ? uri : undefined;
+  /**
+   * The token's status list when it is held and due for refresh. The token
+   * is decoded only when some list is due, to keep a verification cheap;
+   * its claims are unverified, and only choose which held list `probe` may
+   * refresh.
+   */
+  #due(token: string, now: number): string | undefined {
+    const isDue = (held: HeldList): boolean => now >= held.fetchedAt + clamp(held.ttl);
+    if (![...this.#lists.values()].some(isDue)) {
+      return undefined;
     }
-    if (result.error.stage !== "status" || !STATUS_CODES_TO_REFRESH.has(result.error.code)) {
+    const uri = statusUri(token);
+    const held = uri === undefined ? undefined : this.#lists.get(uri);
+    return held !== undefined && isDue(held) ? uri : undefined;
+  }
+
+  /** The status list a refusal calls for: one missing, stale or expired. */
+  #uriToFetch(result: VerifyResult, token: string): string | undefined {
+    if (result.valid || result.error.stage !== "status" || !STATUS_CODES_TO_REFRESH.has(result.error.code)) {
       return undefined;
     }
     // The Verifier only judges a token's status once its signature and
     // claims have passed, so its claims are those it verified.
-    const decoded = decodeTokenUnverified(token);
-    return decoded.ok ? decoded.claims.status?.status_list.uri : undefined;
+    return statusUri(token);
   }
 
   /** Fetches one list, once at a time per URI, at most once per MIN_STATUS_TTL_SECONDS. */
@@ -312,8 +341,8 @@ export class RemoteVerifier {
 
   /**
    * Fetches the key set again (at most once per cooldown; a fetch under way
-   * is shared) and gives a new Verifier the lists held. Answers whether a
-   * new key set is in force.
+   * is shared) and gives the Verifier the lists held again. Answers whether
+   * a new key set is in force.
    */
   #refreshKeys(now: number): Promise<boolean> {
     if (this.#keysPending !== undefined) {
@@ -337,21 +366,25 @@ export class RemoteVerifier {
     } catch {
       return false;
     }
-    let verifier: Verifier;
-    try {
-      verifier = RemoteVerifier.#make(jwks, this.#options);
-    } catch {
+    // The same Verifier keeps its memory of accepted proofs: a key refresh
+    // (which a forged kid can cause) must not make a proof good again.
+    if (!this.#verifier.setKeys(jwks).ok) {
       return false;
     }
+    // Its lists were dropped with the old keys: each is verified again with the new ones.
     for (const [uri, held] of this.#lists) {
-      if (!verifier.setStatusList(held.jwt, now).ok) {
+      if (!this.#verifier.setStatusList(held.jwt, now).ok) {
         this.#lists.delete(uri);
       }
     }
-    this.#verifier.free();
-    this.#verifier = verifier;
     return true;
   }
+}
+
+/** The status list uri a token names, read without checking it. */
+function statusUri(token: string): string | undefined {
+  const decoded = decodeTokenUnverified(token);
+  return decoded.ok ? decoded.claims.status?.status_list.uri : undefined;
 }
 
 async function fetchKeySet(fetch: StatusFetch, url: string): Promise<Jwks> {
