@@ -14,7 +14,15 @@ import httpx
 import pytest
 from conftest import LiveServer
 
-from mandate import AgentKey, Mandate, MandateApprovalPending, MandateError, MandateRefusal, verify_token
+from mandate import (
+    AgentKey,
+    Mandate,
+    MandateApprovalPending,
+    MandateError,
+    MandateRefusal,
+    decode_token_unverified,
+    verify_token,
+)
 from mandate.client import ActContext, Event, PendingApproval, sha256_ref
 from mandate.client._models import IssueL1Request
 
@@ -459,3 +467,34 @@ def test_a_token_bound_to_a_native_agent_key_acts_only_with_that_key(client: Man
     agent = client.as_agent(bound, key=key)
     assert agent.act("read", "crm:accounts/1", {"n": 1}, lambda _: "ok") == "ok"
     assert agent.act("read", "crm:accounts/2", {"n": 2}, lambda _: "ok") == "ok"
+
+
+def test_a_gateway_key_asks_for_decisions_and_nothing_else(client: Mandate, live_server: LiveServer) -> None:
+    gateway_key = client.keys.create({"role": "gateway", "email": "gateway@example.com"})["api_key"]
+    token = client.tokens.issue_root(grant("py-gated"))["compact_jwt"]
+    with Mandate(live_server.base_url, api_key=gateway_key) as gateway:
+        metadata = gateway.access.configuration()
+        assert metadata["access_evaluation_endpoint"].endswith("/v1/access/evaluation")
+        subject: Any = {"type": "mandate_vat", "id": token}
+        permitted = gateway.access.evaluation(
+            {"subject": subject, "action": {"name": "read"}, "resource": {"type": "crm", "id": "accounts/7"}}
+        )
+        assert permitted["decision"] is True
+        answers = gateway.access.evaluations(
+            {
+                "subject": subject,
+                "resource": {"type": "crm", "id": "accounts/7"},
+                "evaluations": [{"action": {"name": "read"}}, {"action": {"name": "delete"}}],
+            }
+        )
+        assert [answer["decision"] for answer in answers["evaluations"]] == [True, False]
+        # A jti names a token and proves nothing: never a subject.
+        jti = decode_token_unverified(token)["claims"]["jti"]
+        named: Any = {"type": "mandate_vat", "id": jti}
+        refused = gateway.access.evaluation(
+            {"subject": named, "action": {"name": "read"}, "resource": {"type": "crm", "id": "accounts/7"}}
+        )
+        assert refused["decision"] is False
+        with pytest.raises(MandateError) as forbidden:
+            gateway.tokens.issue_root(grant("py-not-by-a-gateway"))
+        assert forbidden.value.code == "role_forbidden"

@@ -204,6 +204,9 @@ OPERATIONS = {
     "update_webhook": "webhooks.update",
     "deliveries": "webhooks.deliveries_page",
     "rotate_secret": "webhooks.rotate_secret",
+    "evaluation": "access.evaluation",
+    "evaluations": "access.evaluations",
+    "configuration": "access.configuration",
 }
 
 

@@ -50,6 +50,7 @@ from mandate.client._transport import (
     segment,
     token_claims,
 )
+from mandate.client.access import Access, AsyncAccess
 from mandate.client.agents import Agents, AsyncAgents
 from mandate.client.approvals import Approvals, AsyncApprovals
 from mandate.client.events import Event, async_events, events
@@ -108,6 +109,7 @@ class Mandate:
         self.orgs = Orgs(self._t)
         self.keys = Keys(self._t)
         self.log = Log(self._t)
+        self.access = Access(self._t)
 
     @property
     def base_url(self) -> str:
@@ -412,6 +414,7 @@ class AsyncMandate:
         self.orgs = AsyncOrgs(self._t)
         self.keys = AsyncKeys(self._t)
         self.log = AsyncLog(self._t)
+        self.access = AsyncAccess(self._t)
 
     @property
     def base_url(self) -> str:
