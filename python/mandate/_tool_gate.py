@@ -36,6 +36,20 @@ V = TypeVar("V")
 FromArgs: TypeAlias = V | Callable[[dict[str, Any]], V]
 
 
+@dataclass(frozen=True)
+class ToolPolicy:
+    """What Mandate is asked for each call of one tool."""
+
+    #: The action checked against the token's scope, e.g. ``send``.
+    action: FromArgs[str]
+    #: The resource, e.g. ``lambda args: f"mail:{args['to']}"``.
+    resource: FromArgs[str]
+    #: US dollars reserved against the budget for the call.
+    spend_usd: FromArgs[float | None] = None
+    #: The ``result_hash`` of the tool's output (default: the client's ``output_hash``).
+    result_hash: Callable[[Any], str | None] | None = None
+
+
 def value_of(value: FromArgs[V], args: dict[str, Any]) -> V:
     """``value``, or what it computes from ``args``."""
     given: object = value

@@ -60,25 +60,11 @@ from agents import function_tool as agents_function_tool
 from agents.tool import ToolErrorFunction, ToolFunction
 from agents.tool_context import ToolContext
 
-from mandate._tool_gate import FromArgs, MandateToolCall, ToolGate, default_message
+from mandate._tool_gate import FromArgs, MandateToolCall, ToolGate, ToolPolicy, default_message
 from mandate.client import AsyncMandate, PendingApproval, ProofKey
 from mandate.errors import MandateError
 
 __all__ = ["ApprovalResolution", "MandateAgents", "MandateToolCall", "ToolPolicy"]
-
-
-@dataclass(frozen=True)
-class ToolPolicy:
-    """What Mandate is asked for each call of one tool."""
-
-    #: The action checked against the token's scope, e.g. ``send``.
-    action: FromArgs[str]
-    #: The resource, e.g. ``lambda args: f"mail:{args['to']}"``.
-    resource: FromArgs[str]
-    #: US dollars reserved against the budget for the call.
-    spend_usd: FromArgs[float | None] = None
-    #: The ``result_hash`` of the tool's output (default: the client's ``output_hash``).
-    result_hash: Callable[[Any], str | None] | None = None
 
 
 @dataclass

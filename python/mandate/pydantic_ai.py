@@ -42,25 +42,11 @@ from pydantic_ai.messages import ToolCallPart
 from pydantic_ai.tools import ToolDefinition
 from pydantic_core import to_jsonable_python
 
-from mandate._tool_gate import FromArgs, MandateToolCall, ToolGate, default_message
+from mandate._tool_gate import MandateToolCall, ToolGate, ToolPolicy, default_message
 from mandate.client import AsyncMandate, PendingApproval, ProofKey
 from mandate.errors import MandateError
 
 __all__ = ["ApprovalResolution", "MandateCapability", "MandateToolCall", "ToolPolicy"]
-
-
-@dataclass(frozen=True)
-class ToolPolicy:
-    """What Mandate is asked for each call of one tool."""
-
-    #: The action checked against the token's scope, e.g. ``send``.
-    action: FromArgs[str]
-    #: The resource, e.g. ``lambda args: f"mail:{args['to']}"``.
-    resource: FromArgs[str]
-    #: US dollars reserved against the budget for the call.
-    spend_usd: FromArgs[float | None] = None
-    #: The ``result_hash`` of the tool's output (default: the client's ``output_hash``).
-    result_hash: Callable[[Any], str | None] | None = None
 
 
 @dataclass
