@@ -98,7 +98,7 @@ test("without the frameworks: the adapters load and are not pulled in", () => {
     assert.throws(() => run(process.execPath, ["-e", `require.resolve(${JSON.stringify(framework)})`], project));
   }
   const files = packed.files.map((f) => f.path);
-  for (const adapter of ["mcp", "ai", "openai-agents"]) {
+  for (const adapter of ["mcp", "ai", "openai-agents", "authzen"]) {
     for (const file of [`js/${adapter}.mjs`, `js/${adapter}.d.mts`, `pkg/node/${adapter}.js`, `pkg/web/${adapter}.js`]) {
       assert.ok(files.includes(file), `${file} missing from the tarball`);
     }
@@ -110,13 +110,15 @@ test("without the frameworks: the adapters load and are not pulled in", () => {
     import { mandateAuth, mandateTool, protectedResourceMetadata } from "mandate-sdk/mcp";
     import { withMandate, mandateToolApproval } from "mandate-sdk/ai";
     import { mandateAgents, MandateAgents } from "mandate-sdk/openai-agents";
+    import { AuthzenPep, guard } from "mandate-sdk/authzen";
     const require = createRequire(import.meta.url);
-    for (const fn of [mandateAuth, mandateTool, protectedResourceMetadata, withMandate, mandateToolApproval, mandateAgents, MandateAgents]) {
+    for (const fn of [mandateAuth, mandateTool, protectedResourceMetadata, withMandate, mandateToolApproval, mandateAgents, MandateAgents, AuthzenPep, guard]) {
       assert.equal(typeof fn, "function");
     }
     assert.equal(require("mandate-sdk/mcp").mandateTool, mandateTool);
     assert.equal(typeof require("mandate-sdk/ai").withMandate, "function");
     assert.equal(typeof require("mandate-sdk/openai-agents").mandateAgents, "function");
+    assert.equal(require("mandate-sdk/authzen").guard, guard);
     const { MandateClient } = require("mandate-sdk");
     assert.equal(typeof new MandateClient({ baseUrl: "http://127.0.0.1:1" }).act, "function");
     console.log("adapters ok");`,

@@ -60,11 +60,12 @@ pub(crate) const NODE_TESTS: [&str; 11] = [
 /// The Node suite run against a live `mandate serve`.
 const LIVE_TEST: &str = "test/live.test.mjs";
 /// The suites against a live `mandate serve` run with Node 24: the client's
-/// own (the trust graph's too), the framework adapters with the real
+/// own (the trust graph's and the AuthZEN PEP's too), the framework adapters with the real
 /// frameworks (the `ai` package needs Node 22 or later), and the example MCP
 /// server and agent end to end.
-const LIVE_NODE24_TESTS: [&str; 6] = [
+const LIVE_NODE24_TESTS: [&str; 7] = [
     "test/client-live.test.mjs",
+    "test/authzen.test.mjs",
     "test/trust-live.test.mjs",
     "test/mcp.test.mjs",
     "test/ai.test.mjs",

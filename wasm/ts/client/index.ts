@@ -202,6 +202,23 @@ import type {
 } from "./organisations.js";
 import * as Log from "./log.js";
 import type { LogConsistency, RecordProof, RecordProofEvent } from "./log.js";
+import * as Access from "./access.js";
+import type {
+  AccessApproval,
+  AccessDecision,
+  AccessDecisionContext,
+  AuthzenAction,
+  AuthzenContext,
+  AuthzenResource,
+  AuthzenSubject,
+  EvaluationItem,
+  EvaluationOptions,
+  EvaluationRequest,
+  EvaluationsRequest,
+  EvaluationsResponse,
+  EvaluationsSemantic,
+  PdpMetadata,
+} from "./access.js";
 
 // The public surface: every name the package exports from the client.
 export {
@@ -360,6 +377,22 @@ export {
   type UpdateOrgRequest,
 };
 export { type LogConsistency, type RecordProof, type RecordProofEvent };
+export {
+  type AccessApproval,
+  type AccessDecision,
+  type AccessDecisionContext,
+  type AuthzenAction,
+  type AuthzenContext,
+  type AuthzenResource,
+  type AuthzenSubject,
+  type EvaluationItem,
+  type EvaluationOptions,
+  type EvaluationRequest,
+  type EvaluationsRequest,
+  type EvaluationsResponse,
+  type EvaluationsSemantic,
+  type PdpMetadata,
+};
 
 /** Options of `as`: the agent's key for a bound token, and a trace to join. */
 export type AgentOptions = Pick<AgentAuth, "key" | "traceparent">;
@@ -651,6 +684,31 @@ export class MandateClient {
   /** `GET /v1/log/consistency?old=N&new=M`: the proof that the tree of `newSize` leaves extends the tree of `oldSize`. */
   logConsistency(oldSize: number, newSize: number, options: RequestOptions = {}): Promise<LogConsistency> {
     return Log.logConsistency(this.#transport, oldSize, newSize, options);
+  }
+
+  /**
+   * `POST /v1/access/evaluation` (AuthZEN §6): may the agent's token (`subject.id`, never a jti) do this act?
+   * On an API key of the `gateway` role. A permitted act is recorded and counted at once (a gateway never
+   * completes); a refusal is `decision: false` with Mandate's code in `context.reason`, and a pending
+   * approval in `context.approval`. Sent with an `X-Request-ID` (`requestId`, made when missing), so a
+   * retry answers the first decision and records nothing new (docs/authzen.md).
+   */
+  evaluation(request: EvaluationRequest, options: EvaluationOptions = {}): Promise<AccessDecision> {
+    return Access.evaluation(this.#transport, request, options);
+  }
+
+  /**
+   * `POST /v1/access/evaluations` (AuthZEN §7): several decisions in one request, under
+   * `options.evaluations_semantic`; each as `evaluation` decides one. A request without `evaluations`
+   * is answered by the server as one decision; this method returns it as a list of one.
+   */
+  evaluations(request: EvaluationsRequest, options: EvaluationOptions = {}): Promise<EvaluationsResponse> {
+    return Access.evaluations(this.#transport, request, options);
+  }
+
+  /** `GET /.well-known/authzen-configuration` (AuthZEN §9): the policy decision point's endpoints. */
+  authzenConfiguration(options: RequestOptions = {}): Promise<PdpMetadata> {
+    return Access.authzenConfiguration(this.#transport, options);
   }
 
   /** `GET /.well-known/jwks.json`: the public keys tokens are signed with. */

@@ -330,7 +330,7 @@ export function anySignal(...signals: Array<AbortSignalLike | undefined>): Abort
 }
 
 /** 16 random bytes as hex, from the platform's cryptographic generator (the wasm module's where there is none). */
-function randomHex(): string {
+export function randomHex(): string {
   const crypto = (globalThis as { crypto?: { getRandomValues(bytes: Uint8Array): Uint8Array } }).crypto;
   if (crypto !== undefined) {
     return Array.from(crypto.getRandomValues(new Uint8Array(16)), (byte) => byte.toString(16).padStart(2, "0")).join("");
@@ -390,9 +390,12 @@ export interface CallOptions extends WriteOptions {
   /**
    * Whether the call may be sent again: `read` (a GET), `write` (a write
    * the server honours an `Idempotency-Key` for: one is made when missing),
-   * or `once` (never sent again).
+   * `keyed` (a write that carries its own key, `requestId`: sent again as
+   * it is), or `once` (never sent again).
    */
-  retry: "read" | "write" | "once";
+  retry: "read" | "write" | "keyed" | "once";
+  /** Sent as `X-Request-ID`: the key an AuthZEN evaluation is replayed by (AuthZEN §10.1.3). */
+  requestId?: string;
   /** Added to each attempt's timeout, ms (a long-poll's wait). */
   extraTimeoutMs?: number;
   /** Told of each failed attempt that will be retried. */
@@ -614,6 +617,9 @@ export class Transport {
       }
       if (options.traceparent !== undefined) {
         headers.traceparent = options.traceparent;
+      }
+      if (options.requestId !== undefined) {
+        headers["x-request-id"] = options.requestId;
       }
       const init: Parameters<FetchLike>[1] = { method, headers };
       if (text !== undefined) {

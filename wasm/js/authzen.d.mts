@@ -1,0 +1,4 @@
+import * as pep from "../pkg/node/authzen.js";
+
+export * from "../pkg/node/authzen.js";
+export default pep;
