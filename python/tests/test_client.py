@@ -498,3 +498,33 @@ def test_a_gateway_key_asks_for_decisions_and_nothing_else(client: Mandate, live
         with pytest.raises(MandateError) as forbidden:
             gateway.tokens.issue_root(grant("py-not-by-a-gateway"))
         assert forbidden.value.code == "role_forbidden"
+        # Without items the server answers one decision: the client returns the list.
+        one = gateway.access.evaluations(
+            {"subject": subject, "action": {"name": "read"}, "resource": {"type": "crm", "id": "accounts/7"}}
+        )
+        assert [answer["decision"] for answer in one["evaluations"]] == [True]
+
+
+def test_an_evaluation_whose_answer_is_lost_is_sent_again_with_the_same_request_id_and_recorded_once(
+    client: Mandate, live_server: LiveServer
+) -> None:
+    gateway_key = client.keys.create({"role": "gateway", "email": "gateway@example.com"})["api_key"]
+    root = client.tokens.issue_root(grant("py-gated-retry"))
+    losing = Losing(lambda request: request.url.path == "/v1/access/evaluation")
+    ids: list[str | None] = []
+    with Mandate(
+        live_server.base_url,
+        api_key=gateway_key,
+        http=httpx.Client(
+            transport=losing, event_hooks={"request": [lambda r: ids.append(r.headers.get("x-request-id"))]}
+        ),
+    ) as gateway:
+        subject: Any = {"type": "mandate_vat", "id": root["compact_jwt"]}
+        decision = gateway.access.evaluation(
+            {"subject": subject, "action": {"name": "read"}, "resource": {"type": "crm", "id": "accounts/7"}}
+        )
+    assert decision["decision"] is True
+    assert len(ids) == 2 and ids[0] is not None and ids[0].startswith("mandate-sdk-") and ids[1] == ids[0]
+    page = client.records.page(provenance_ref=root["provenance_ref"])
+    context: Any = decision.get("context")
+    assert [record.get("aar_id") for record in page["records"]] == [context["aar_id"]]

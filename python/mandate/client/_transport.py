@@ -49,7 +49,11 @@ RECONNECT = 1.0
 #: The longest pause between connections of the event stream, seconds.
 MAX_RECONNECT = 30.0
 
-Retry = Literal["read", "write", "once"]
+#: How a call may be sent again: ``read`` (a GET), ``write`` (a write the
+#: server honours an ``Idempotency-Key`` for: one is made when missing),
+#: ``keyed`` (a write that carries its own key, ``request_id``: sent again as
+#: it is), or ``once`` (never sent again).
+Retry = Literal["read", "write", "keyed", "once"]
 
 
 class ProofKey(Protocol):
@@ -90,6 +94,8 @@ class Call:
     retry: Retry = "read"
     accept: str = "application/json"
     idempotency_key: str | None = None
+    #: Sent as ``X-Request-ID``: the key an AuthZEN evaluation is replayed by (AuthZEN §10.1.3).
+    request_id: str | None = None
     traceparent: str | None = None
     timeout: float | None = None
     max_retries: int | None = None
@@ -361,6 +367,8 @@ class _Base:
         headers = {"accept": call.accept, **self.credential_headers(call.method, call.path, call.credential)}
         if key is not None:
             headers["idempotency-key"] = key
+        if call.request_id is not None:
+            headers["x-request-id"] = call.request_id
         if call.traceparent is not None:
             headers["traceparent"] = call.traceparent
         if has_body:
@@ -571,6 +579,16 @@ class WriteOptions(RequestOptions, total=False):
 
     #: Sent as ``Idempotency-Key``: a retry with the same key and body gets the first answer.
     idempotency_key: str
+
+
+class EvaluationOptions(RequestOptions, total=False):
+    """Options of an AuthZEN evaluation."""
+
+    #: Sent as ``X-Request-ID`` (1–255 visible ASCII characters): a request
+    #: with the same id and body is answered with the first decisions and
+    #: records nothing new. Made when left out, so that the client's own
+    #: retries are never a second act.
+    request_id: str
 
 
 def split(query: Mapping[str, object]) -> tuple[dict[str, object], RequestOptions]:

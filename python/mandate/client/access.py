@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import secrets
 from typing import Unpack, cast
 
 from mandate.client._models import (
@@ -11,13 +12,32 @@ from mandate.client._models import (
     EvaluationsResponse,
     PdpMetadata,
 )
-from mandate.client._transport import API_KEY, AsyncTransport, Call, RequestOptions, Transport
+from mandate.client._transport import API_KEY, AsyncTransport, Call, EvaluationOptions, RequestOptions, Transport
 
 
-def _ask(path: str, request: object, options: RequestOptions) -> Call:
-    # Sent once: an evaluation is recorded, and this client sends no
-    # X-Request-ID, the header the server replays a retry by.
-    return Call("POST", path, API_KEY, request, "once", **options)
+def _ask(path: str, request: object, options: EvaluationOptions) -> Call:
+    # An evaluation is recorded: it goes with an X-Request-ID (the caller's,
+    # or one made here), by which the server answers a repeat with the first
+    # decisions and records nothing, so the client may send it again.
+    request_id = options.get("request_id") or f"mandate-sdk-{secrets.token_hex(16)}"
+    return Call(
+        "POST",
+        path,
+        API_KEY,
+        request,
+        "keyed",
+        request_id=request_id,
+        timeout=options.get("timeout"),
+        max_retries=options.get("max_retries"),
+    )
+
+
+def _listed(answer: object) -> EvaluationsResponse:
+    # A request without `evaluations` is answered as one Decision (AuthZEN
+    # §7.1): a caller of the method named for the list gets the list.
+    if isinstance(answer, dict) and "evaluations" not in answer:
+        return {"evaluations": [cast(AccessDecision, answer)]}
+    return cast(EvaluationsResponse, answer)
 
 
 def _configuration(options: RequestOptions) -> Call:
@@ -30,13 +50,21 @@ class Access:
     def __init__(self, transport: Transport) -> None:
         self._t = transport
 
-    def evaluation(self, request: EvaluationRequest, **options: Unpack[RequestOptions]) -> AccessDecision:
-        """``POST /v1/access/evaluation``: one decision; the subject is the agent's compact token."""
+    def evaluation(self, request: EvaluationRequest, **options: Unpack[EvaluationOptions]) -> AccessDecision:
+        """``POST /v1/access/evaluation``: one decision; the subject is the agent's compact token.
+
+        Sent with an ``X-Request-ID`` (``request_id``, made when left out),
+        so a retry answers the first decision and records nothing new.
+        """
         return cast(AccessDecision, self._t.call(_ask("/v1/access/evaluation", request, options)))
 
-    def evaluations(self, request: EvaluationsRequest, **options: Unpack[RequestOptions]) -> EvaluationsResponse:
-        """``POST /v1/access/evaluations``: several decisions, by the request's ``evaluations_semantic``."""
-        return cast(EvaluationsResponse, self._t.call(_ask("/v1/access/evaluations", request, options)))
+    def evaluations(self, request: EvaluationsRequest, **options: Unpack[EvaluationOptions]) -> EvaluationsResponse:
+        """``POST /v1/access/evaluations``: several decisions, by the request's ``evaluations_semantic``.
+
+        A request without ``evaluations`` is answered by the server as one
+        decision; this returns it as a list of one.
+        """
+        return _listed(self._t.call(_ask("/v1/access/evaluations", request, options)))
 
     def configuration(self, **options: Unpack[RequestOptions]) -> PdpMetadata:
         """``GET /.well-known/authzen-configuration``: the policy decision point's metadata."""
@@ -49,13 +77,15 @@ class AsyncAccess:
     def __init__(self, transport: AsyncTransport) -> None:
         self._t = transport
 
-    async def evaluation(self, request: EvaluationRequest, **options: Unpack[RequestOptions]) -> AccessDecision:
+    async def evaluation(self, request: EvaluationRequest, **options: Unpack[EvaluationOptions]) -> AccessDecision:
         """``POST /v1/access/evaluation``."""
         return cast(AccessDecision, await self._t.call(_ask("/v1/access/evaluation", request, options)))
 
-    async def evaluations(self, request: EvaluationsRequest, **options: Unpack[RequestOptions]) -> EvaluationsResponse:
+    async def evaluations(
+        self, request: EvaluationsRequest, **options: Unpack[EvaluationOptions]
+    ) -> EvaluationsResponse:
         """``POST /v1/access/evaluations``."""
-        return cast(EvaluationsResponse, await self._t.call(_ask("/v1/access/evaluations", request, options)))
+        return _listed(await self._t.call(_ask("/v1/access/evaluations", request, options)))
 
     async def configuration(self, **options: Unpack[RequestOptions]) -> PdpMetadata:
         """``GET /.well-known/authzen-configuration``."""
