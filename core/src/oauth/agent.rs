@@ -13,11 +13,10 @@
 use sha2::{Digest as _, Sha256};
 
 use crate::ids::{AgentId, CROCKFORD, HumanRef};
+use crate::limits::OAUTH_AGENT_CHARS;
 
 /// The prefix of every agent id a consent makes.
 pub const OAUTH_AGENT_PREFIX: &str = "oauth-";
-/// How many base32 characters of the digest the id keeps (100 bits).
-pub const OAUTH_AGENT_CHARS: usize = 20;
 
 /// The agent id of `client_id`'s grants from `human`.
 pub fn oauth_agent_id(client_id: &str, human: &HumanRef) -> AgentId {

@@ -10,7 +10,7 @@
 //! (percent-encoded ones included, RFC 3986 §6.2.2.2 makes them the
 //! same); no fragment; no userinfo; and **no query** — §3 says "SHOULD
 //! NOT", Mandate refuses it (docs/decisions.md). At most
-//! [`MAX_URI_BYTES`](super::MAX_URI_BYTES) bytes. A pre-registered client's
+//! [`MAX_OAUTH_URI_BYTES`](crate::limits::MAX_OAUTH_URI_BYTES) bytes. A pre-registered client's
 //! id (`mcl_…`) never starts with `https://` (§6.9), so the two kinds
 //! cannot be confused.
 //!
@@ -47,13 +47,7 @@ use super::OAuthError;
 use super::redirect::{RedirectError, RedirectUri};
 use super::uri::split;
 use crate::json::{Strict, StrictRefusal};
-
-/// Largest client metadata document read, in bytes (CIMD §6.6).
-pub const MAX_CLIENT_DOCUMENT_BYTES: usize = 5120;
-/// Longest `client_name`, in characters.
-pub const MAX_CLIENT_NAME_CHARS: usize = 200;
-/// Most redirect URIs a document may list.
-pub const MAX_REDIRECT_URIS: usize = 16;
+use crate::limits::{MAX_CLIENT_DOCUMENT_BYTES, MAX_CLIENT_NAME_CHARS, MAX_REDIRECT_URIS};
 
 /// Why a client identifier URL or its document is refused.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

@@ -36,10 +36,6 @@ use serde::Serialize;
 
 pub use uri::{ResourceUri, ResourceUriError};
 
-/// Longest URI accepted as a `client_id`, `redirect_uri` or `resource`,
-/// in bytes (plan §2.1).
-pub const MAX_URI_BYTES: usize = 2048;
-
 /// The error names of OAuth's error responses that Mandate answers with.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
 #[serde(rename_all = "snake_case")]

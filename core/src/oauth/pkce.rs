@@ -24,15 +24,10 @@ use subtle::ConstantTimeEq as _;
 
 use super::OAuthError;
 use crate::b64;
+use crate::limits::{MAX_CODE_VERIFIER_LEN, MIN_CODE_VERIFIER_LEN, S256_CHALLENGE_LEN};
 
 /// The only `code_challenge_method` accepted.
 pub const S256: &str = "S256";
-/// Shortest code verifier (RFC 7636 §4.1).
-pub const MIN_VERIFIER_LEN: usize = 43;
-/// Longest code verifier (RFC 7636 §4.1).
-pub const MAX_VERIFIER_LEN: usize = 128;
-/// Length of an S256 challenge: 32 bytes in unpadded base64url.
-pub const S256_CHALLENGE_LEN: usize = 43;
 
 /// Why a PKCE parameter is refused.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
@@ -89,7 +84,7 @@ fn is_unreserved(b: u8) -> bool {
 impl CodeVerifier {
     /// Reads a verifier: 43–128 unreserved characters.
     pub fn parse(text: &str) -> Result<CodeVerifier, PkceError> {
-        let valid = (MIN_VERIFIER_LEN..=MAX_VERIFIER_LEN).contains(&text.len())
+        let valid = (MIN_CODE_VERIFIER_LEN..=MAX_CODE_VERIFIER_LEN).contains(&text.len())
             && text.bytes().all(is_unreserved);
         if valid {
             Ok(CodeVerifier(text.to_owned()))

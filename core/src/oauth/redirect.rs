@@ -4,10 +4,10 @@
 //! - **Registration** ([`RedirectUri::parse`]): an absolute `https` URI, or
 //!   `http` on the loopback interface (`127.0.0.1`, `[::1]`, `localhost`)
 //!   — MCP 2026-07-28 security considerations, "Communication Security"
-//!   item 2; no fragment (RFC 6749 §3.1.2); no userinfo (RFC 9700 §4.1.1:
+//!   item 2; no fragment (RFC 6749 §3.1.2); no userinfo (RFC 9700 §4.1:
 //!   `https://app.example@evil.example/` reads as one host and goes to
-//!   another); at most [`MAX_URI_BYTES`](super::MAX_URI_BYTES) bytes.
-//! - **Matching** ([`matches`]): exact, byte for byte (RFC 9700 §2.1 and
+//!   another); at most [`MAX_OAUTH_URI_BYTES`](crate::limits::MAX_OAUTH_URI_BYTES) bytes.
+//! - **Matching** ([`matches()`]): exact, byte for byte (RFC 9700 §2.1 and
 //!   §4.1.3; draft-ietf-oauth-client-id-metadata-document-01 §4.5). One
 //!   exception: `http` with an IP-literal loopback host (`127.0.0.1` or
 //!   `[::1]`) on both sides compares with the port removed, because a
@@ -129,7 +129,7 @@ impl RedirectUri {
         split(&self.0).map_or(RedirectKind::Https, |p| kind_of(&p))
     }
 
-    /// The requested URI if it matches this registered one (see [`matches`]).
+    /// The requested URI if it matches this registered one (see [`matches()`]).
     pub fn check(&self, requested: &str) -> Result<RedirectUri, RedirectError> {
         if matches(&self.0, requested) {
             RedirectUri::parse(requested)

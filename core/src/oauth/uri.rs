@@ -10,7 +10,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::OAuthError;
-use crate::oauth::MAX_URI_BYTES;
+use crate::limits::MAX_OAUTH_URI_BYTES;
 
 /// An absolute URI split at its delimiters; every part borrows the text.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -94,7 +94,10 @@ fn valid_host(host: &str) -> bool {
 
 /// Splits an absolute `http`/`https` URI, or `None` when it is not one.
 pub(crate) fn split(text: &str) -> Option<Parts<'_>> {
-    if text.len() > MAX_URI_BYTES || !text.bytes().all(is_uri_char) || !escapes_well_formed(text) {
+    if text.len() > MAX_OAUTH_URI_BYTES
+        || !text.bytes().all(is_uri_char)
+        || !escapes_well_formed(text)
+    {
         return None;
     }
     let (scheme, rest) = text.split_once("://")?;
@@ -152,7 +155,7 @@ pub(crate) fn is_loopback_host(host: &str) -> bool {
 /// A resource indicator (RFC 8707 §2): an absolute URI without a fragment,
 /// `https`, or `http` on a loopback host (`127.0.0.1`, `[::1]`,
 /// `localhost`: a local MCP server; the value is an identifier, never
-/// fetched), at most [`MAX_URI_BYTES`] bytes, no userinfo. Compared byte
+/// fetched), at most [`MAX_OAUTH_URI_BYTES`] bytes, no userinfo. Compared byte
 /// for byte wherever it is compared.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(try_from = "String", into = "String")]
@@ -197,7 +200,7 @@ impl From<ResourceUri> for String {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
 pub enum ResourceUriError {
     #[error(
-        "resource must be an absolute http or https URI of at most {MAX_URI_BYTES} bytes (RFC 8707 §2)"
+        "resource must be an absolute http or https URI of at most {MAX_OAUTH_URI_BYTES} bytes (RFC 8707 §2)"
     )]
     NotAbsolute,
     #[error("resource must not have a fragment (RFC 8707 §2)")]
@@ -279,7 +282,7 @@ mod tests {
         ] {
             assert_eq!(split(bad), None, "{bad}");
         }
-        let long = format!("https://a.example/{}", "x".repeat(MAX_URI_BYTES));
+        let long = format!("https://a.example/{}", "x".repeat(MAX_OAUTH_URI_BYTES));
         assert_eq!(split(&long), None);
     }
 
