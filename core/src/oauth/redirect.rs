@@ -32,7 +32,8 @@ pub enum RedirectKind {
     Https,
     /// `http` on `127.0.0.1` or `[::1]`: any port matches.
     LoopbackIp,
-    /// `http` (or `https`) on `localhost`: matched exactly, port included.
+    /// A loopback host matched exactly, port included: `localhost` (a
+    /// name, RFC 8252 §8.3), or `https` on a loopback literal.
     Localhost,
 }
 
