@@ -18,7 +18,7 @@
 //! Every refusal is a value with a stable snake_case `code()`, like the
 //! rest of core, and [`OAuthError::for_code`] is the one table from those
 //! codes to the `error` names OAuth answers with (RFC 6749 §4.1.2.1, §5.2;
-//! RFC 8707 §2; RFC 8693 §2.2.2; RFC 9449 §12.2).
+//! RFC 8707 §2; RFC 8693 §2.2.2; RFC 9449 §5 and its IANA error registration).
 //!
 //! Not here: fetching anything (the host, with its SSRF rules), time and
 //! randomness (parameters), storage, HTTP.
@@ -56,7 +56,7 @@ pub enum OAuthError {
     InvalidScope,
     /// RFC 8707 §2; RFC 8693 §2.2.2.
     InvalidTarget,
-    /// RFC 9449 §5, §12.2.
+    /// RFC 9449 §5 (registered by its IANA considerations).
     InvalidDpopProof,
     /// RFC 6749 §4.1.2.1.
     AccessDenied,
