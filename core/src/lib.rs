@@ -6,8 +6,10 @@
 //! lists (the IETF Token Status List), human references, approval
 //! requirements, the action-record lifecycle, budgets, reputation, workflow
 //! summaries, the record log's Merkle tree, signed checkpoints and proofs,
-//! webhooks (Standard Webhooks signatures and Mandate's event payloads) and
-//! W3C trace context.
+//! webhooks (Standard Webhooks signatures and Mandate's event payloads),
+//! W3C trace context, and the rules of Mandate as an OAuth authorization
+//! server (redirect URIs, PKCE, scopes, client metadata documents, refresh
+//! families, token exchange).
 //!
 //! This crate refuses to know about the world: it does no I/O, reads no
 //! clock, draws no randomness and starts no thread. Callers pass `now` (unix
@@ -42,6 +44,7 @@ mod json;
 pub mod keys;
 pub mod limits;
 pub mod money;
+pub mod oauth;
 pub mod policy;
 pub mod record;
 pub mod reputation;

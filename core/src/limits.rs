@@ -67,6 +67,26 @@ pub const MIN_PROOF_JTI_LEN: usize = 16;
 /// Longest `jti` of a DPoP proof; verifiers remember each for the window.
 pub const MAX_PROOF_JTI_LEN: usize = 128;
 
+/// Longest URI accepted as an OAuth `client_id`, `redirect_uri` or
+/// `resource`, in bytes.
+pub const MAX_OAUTH_URI_BYTES: usize = 2048;
+/// Largest client ID metadata document read, in bytes
+/// (draft-ietf-oauth-client-id-metadata-document-01 §6.6: 5 KB).
+pub const MAX_CLIENT_DOCUMENT_BYTES: usize = 5120;
+/// Longest `client_name` of a client metadata document, in characters.
+pub const MAX_CLIENT_NAME_CHARS: usize = 200;
+/// Most redirect URIs a client metadata document may list.
+pub const MAX_REDIRECT_URIS: usize = 16;
+/// Shortest PKCE code verifier (RFC 7636 §4.1).
+pub const MIN_CODE_VERIFIER_LEN: usize = 43;
+/// Longest PKCE code verifier (RFC 7636 §4.1).
+pub const MAX_CODE_VERIFIER_LEN: usize = 128;
+/// Length of an S256 code challenge: 32 bytes in unpadded base64url
+/// (RFC 7636 §4.2).
+pub const S256_CHALLENGE_LEN: usize = 43;
+/// Base32 characters of the digest an OAuth agent id keeps (100 bits).
+pub const OAUTH_AGENT_CHARS: usize = 20;
+
 /// Levels of the Merkle tree one tile spans (C2SP tlog-tiles).
 pub const LOG_TILE_HEIGHT: u32 = 8;
 /// Hashes in a full tile: 2^[`LOG_TILE_HEIGHT`].
