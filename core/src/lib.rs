@@ -107,8 +107,9 @@ pub use summary::{
 };
 pub use tlog::{
     Checkpoint, Frontier, LogEntry, LogError, LogEvent, NoteSigner, NoteVerifier, OpenedNote,
-    ReadError, TileEntry, TileId, TileReader, TlogProof, open_checkpoint, open_note,
-    verify_consistency, verify_inclusion, verify_tlog_proof,
+    ReadError, TileEntry, TileId, TileReader, TlogProof, WitnessPolicy, WitnessPolicyError,
+    WitnessSigner, WitnessVerifier, open_checkpoint, open_note, verify_consistency,
+    verify_inclusion, verify_tlog_proof, verify_witnessed,
 };
 pub use token::{
     Actor, AssuranceLevel, Claims, Confirmation, Header, IssueError, RootIssue, SignError,

@@ -103,6 +103,16 @@ pub const MAX_NOTE_SIGNATURES: usize = 100;
 pub const MAX_NOTE_BYTES: usize = 1024 * 1024;
 /// Longest tlog-proof text: a note and a proof of the most hashes.
 pub const MAX_TLOG_PROOF_BYTES: usize = MAX_NOTE_BYTES + 4096;
+/// Longest add-checkpoint request body (C2SP tlog-witness): a note and
+/// the old size line and consistency proof before it.
+pub const MAX_ADD_CHECKPOINT_BYTES: usize = MAX_NOTE_BYTES + 4096;
+/// Most consistency proof lines an add-checkpoint request may carry (C2SP
+/// tlog-witness: "The client MUST NOT send more than 63").
+pub const MAX_ADD_CHECKPOINT_PROOF_LINES: usize = 63;
+/// How far in the future a cosignature's timestamp may be and still count
+/// toward a witness policy: a witness's clock a minute ahead is tolerated,
+/// as token lifetimes tolerate [`DEFAULT_LEEWAY_SECONDS`].
+pub const COSIGNATURE_FUTURE_SKEW_SECONDS: i64 = 60;
 /// Longest leaf: tlog-tiles entry bundles prefix each entry with a 16-bit
 /// length.
 pub const MAX_LEAF_BYTES: usize = 65_535;

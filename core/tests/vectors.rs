@@ -956,3 +956,229 @@ fn trust_graph_vectors() {
 fn trust_statement_vectors() {
     rules::trust::trust_statements();
 }
+
+mod witness {
+    //! `witness.json`: cosignatures, witness policies and the witness's rule.
+
+    use base64::Engine as _;
+    use base64::engine::general_purpose::STANDARD;
+    use mandate_core::LogError;
+    use mandate_core::tlog::{
+        AddCheckpoint, Checkpoint, Hash, NoteVerifier, Refusal, Submission, WitnessPolicy,
+        WitnessSigner, WitnessState, WitnessVerifier, WitnessedLogs, verify_witnessed,
+    };
+    use serde_json::{Value, json};
+
+    const WITNESS: &str = include_str!("../../tests/vectors/witness.json");
+
+    fn file() -> Value {
+        serde_json::from_str(WITNESS).unwrap()
+    }
+
+    fn hash(value: &Value) -> Hash {
+        STANDARD
+            .decode(value.as_str().unwrap())
+            .unwrap()
+            .try_into()
+            .unwrap()
+    }
+
+    fn seed(value: &Value) -> [u8; 32] {
+        let hex = value.as_str().unwrap();
+        (0..32)
+            .map(|i| u8::from_str_radix(&hex[2 * i..2 * i + 2], 16).unwrap())
+            .collect::<Vec<_>>()
+            .try_into()
+            .unwrap()
+    }
+
+    fn signer(file: &Value, name: &str) -> WitnessSigner {
+        let entry = file["witnesses"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|w| w["name"] == name)
+            .unwrap();
+        let signer = WitnessSigner::new(&seed(&entry["seed"]), name).unwrap();
+        assert_eq!(signer.vkey(), entry["vkey"]);
+        signer
+    }
+
+    fn policy(value: &Value) -> Result<WitnessPolicy, &'static str> {
+        let witnesses = value["witnesses"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|k| WitnessVerifier::parse(k.as_str().unwrap()).unwrap())
+            .collect();
+        WitnessPolicy::new(
+            witnesses,
+            value["threshold"].as_u64().unwrap() as usize,
+            value["max_age_seconds"].as_u64().unwrap(),
+        )
+        .map_err(|e| e.code())
+    }
+
+    #[test]
+    fn cosignatures_are_made_and_checked_byte_for_byte() {
+        let file = file();
+        let signing = file["signing"].as_array().unwrap();
+        assert!(signing.len() >= 4);
+        for case in signing {
+            let witness = signer(&file, case["witness"].as_str().unwrap());
+            let checkpoint = Checkpoint::parse(case["checkpoint"].as_str().unwrap()).unwrap();
+            let line = witness
+                .cosign(&checkpoint, case["now"].as_i64().unwrap())
+                .unwrap();
+            assert_eq!(line, case["expect"]["line"], "{}", case["witness"]);
+        }
+        let cases = file["cosignatures"].as_array().unwrap();
+        assert!(cases.len() >= 9);
+        for case in cases {
+            let verifier = WitnessVerifier::parse(case["vkey"].as_str().unwrap()).unwrap();
+            let checkpoint = Checkpoint::parse(case["checkpoint"].as_str().unwrap()).unwrap();
+            let got = match verifier.verify_line(&checkpoint, case["line"].as_str().unwrap()) {
+                Ok(timestamp) => json!({ "valid": true, "timestamp": timestamp }),
+                Err(error) => json!({ "valid": false, "error": error.code() }),
+            };
+            assert_eq!(got, case["expect"], "{}", case["name"]);
+        }
+        for case in file["witness_vkeys"].as_array().unwrap() {
+            let got = match WitnessVerifier::parse(case["vkey"].as_str().unwrap()) {
+                Ok(key) => {
+                    json!({ "valid": true, "name": key.name(), "key_id": format!("{:08x}", key.key_id()) })
+                }
+                Err(error) => json!({ "valid": false, "error": error.code() }),
+            };
+            assert_eq!(got, case["expect"], "{}", case["name"]);
+        }
+        // The log's key is a signed-note key, never a witness's.
+        assert_eq!(
+            NoteVerifier::parse(file["witnesses"][0]["vkey"].as_str().unwrap()),
+            Err(LogError::VkeyUnsupportedType)
+        );
+    }
+
+    #[test]
+    fn policies_and_witnessed_checkpoints() {
+        let file = file();
+        for case in file["policies"].as_array().unwrap() {
+            let got = match policy(&case["policy"]) {
+                Ok(_) => json!({ "valid": true }),
+                Err(code) => json!({ "valid": false, "error": code }),
+            };
+            assert_eq!(got, case["expect"], "{}", case["name"]);
+        }
+        let log_key = NoteVerifier::parse(file["log"]["vkey"].as_str().unwrap()).unwrap();
+        let now = file["now"].as_i64().unwrap();
+        let cases = file["witnessed"].as_array().unwrap();
+        assert!(cases.len() >= 15);
+        let mut met = 0;
+        for case in cases {
+            let outcome = verify_witnessed(
+                case["note"].as_str().unwrap(),
+                case["origin"].as_str(),
+                std::slice::from_ref(&log_key),
+                &policy(&case["policy"]).unwrap(),
+                now,
+            );
+            let got = match outcome {
+                Ok(w) => {
+                    met += 1;
+                    json!({
+                        "valid": true,
+                        "size": w.checkpoint.size,
+                        "root": STANDARD.encode(w.checkpoint.root),
+                        "cosigned_by": w.cosigned_by.iter()
+                            .map(|c| json!({ "name": c.name, "timestamp": c.timestamp }))
+                            .collect::<Vec<_>>(),
+                    })
+                }
+                Err(LogError::CosignaturesInsufficient { fresh, threshold }) => json!({
+                    "valid": false,
+                    "error": "cosignatures_insufficient",
+                    "fresh": fresh,
+                    "threshold": threshold,
+                }),
+                Err(error) => json!({ "valid": false, "error": error.code() }),
+            };
+            assert_eq!(got, case["expect"], "{}", case["name"]);
+        }
+        assert!(met >= 4 && met < cases.len());
+    }
+
+    #[test]
+    fn the_witness_rule() {
+        let file = file();
+        let logs: WitnessedLogs = file["witness"]["logs"]
+            .as_object()
+            .unwrap()
+            .iter()
+            .map(|(origin, keys)| {
+                let keys = keys
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .map(|k| NoteVerifier::parse(k.as_str().unwrap()).unwrap())
+                    .collect();
+                (origin.clone(), keys)
+            })
+            .collect();
+        let witness = signer(&file, file["witnesses"][0]["name"].as_str().unwrap());
+        let now = file["now"].as_i64().unwrap();
+        let cases = file["witness"]["cases"].as_array().unwrap();
+        assert!(cases.len() >= 18);
+        let mut statuses = std::collections::BTreeSet::new();
+        for case in cases {
+            let state = match &case["state"] {
+                Value::Null => None,
+                s => Some(WitnessState {
+                    size: s["size"].as_u64().unwrap(),
+                    root: hash(&s["root"]),
+                }),
+            };
+            let outcome = AddCheckpoint::parse(case["body"].as_str().unwrap())
+                .map_err(Refusal::BadRequest)
+                .and_then(|request| Submission::route(&logs, &request))
+                .and_then(|submission| submission.apply(state.as_ref()));
+            let got = match outcome {
+                Ok(accepted) => json!({
+                    "accepted": true,
+                    "state": { "size": accepted.state.size, "root": STANDARD.encode(accepted.state.root) },
+                    "cosignature": witness.cosign(&accepted.checkpoint, now).unwrap(),
+                }),
+                Err(refusal) => {
+                    statuses.insert(refusal.status());
+                    let mut got = json!({
+                        "accepted": false,
+                        "status": refusal.status(),
+                        "refusal": refusal.code(),
+                    });
+                    if let Some(cause) = refusal.cause() {
+                        got["error"] = json!(cause.code());
+                    }
+                    match refusal {
+                        Refusal::Conflict { size } => got["size"] = json!(size),
+                        Refusal::SplitView {
+                            size,
+                            known,
+                            submitted,
+                        } => {
+                            got["size"] = json!(size);
+                            got["known"] = json!(STANDARD.encode(known));
+                            got["submitted"] = json!(STANDARD.encode(submitted));
+                        }
+                        Refusal::UnknownOrigin { origin } => got["origin"] = json!(origin),
+                        _ => {}
+                    }
+                    got
+                }
+            };
+            assert_eq!(got, case["expect"], "{}", case["name"]);
+        }
+        assert_eq!(
+            statuses.into_iter().collect::<Vec<_>>(),
+            vec![400, 403, 404, 409, 422]
+        );
+    }
+}

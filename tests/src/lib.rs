@@ -34,6 +34,7 @@ mod log;
 mod trace;
 mod trust;
 mod webhooks;
+mod witness;
 
 /// The seed every byte of the vectors derives from.
 const SEED: &str = "mandate conformance vectors v1";
@@ -2919,6 +2920,11 @@ pub fn files() -> Vec<(&'static str, String)> {
         ("webhooks.json", webhooks::webhook_vectors(&mut rng)),
         ("traceparent.json", trace::traceparent_vectors(&mut rng)),
         ("trust.json", trust::trust_vectors(&mut rng)),
+        // A counter of its own: its bytes do not move when files before it change.
+        (
+            "witness.json",
+            witness::witness_vectors(&mut Rng { counter: 0 }),
+        ),
     ]
     .into_iter()
     .map(|(name, value)| {

@@ -38,14 +38,14 @@ const START_MS: i64 = 1_800_000_000_000;
 
 /// A log in memory: its leaves, its tiles (from the frontier's pushes) and
 /// its frontier.
-struct MemoryLog {
+pub(crate) struct MemoryLog {
     leaves: Vec<Vec<u8>>,
     tiles: BTreeMap<u8, Vec<Hash>>,
     frontier: Frontier,
 }
 
 impl MemoryLog {
-    fn new() -> MemoryLog {
+    pub(crate) fn new() -> MemoryLog {
         MemoryLog {
             leaves: Vec::new(),
             tiles: BTreeMap::new(),
@@ -53,7 +53,7 @@ impl MemoryLog {
         }
     }
 
-    fn push(&mut self, leaf: Vec<u8>) {
+    pub(crate) fn push(&mut self, leaf: Vec<u8>) {
         let hash = leaf_hash(&leaf);
         self.tiles.entry(0).or_default().push(hash);
         for entry in self.frontier.push(hash).expect("the log has room") {
@@ -62,7 +62,7 @@ impl MemoryLog {
         self.leaves.push(leaf);
     }
 
-    fn root(&mut self, size: u64) -> Hash {
+    pub(crate) fn root(&mut self, size: u64) -> Hash {
         tree_root(self, size).expect("memory tiles are complete")
     }
 
@@ -70,7 +70,7 @@ impl MemoryLog {
         inclusion_proof(self, index, size).expect("memory tiles are complete")
     }
 
-    fn consistency(&mut self, old: u64, new: u64) -> Vec<Hash> {
+    pub(crate) fn consistency(&mut self, old: u64, new: u64) -> Vec<Hash> {
         consistency_proof(self, old, new).expect("memory tiles are complete")
     }
 
@@ -910,6 +910,6 @@ pub(crate) fn log_vectors(rng: &mut Rng) -> Value {
     })
 }
 
-fn hex(bytes: &[u8]) -> String {
+pub(crate) fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }

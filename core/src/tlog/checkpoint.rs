@@ -68,13 +68,7 @@ impl Checkpoint {
         if origin.is_empty() {
             return Err(malformed());
         }
-        let canonical = !size.is_empty()
-            && size.bytes().all(|b| b.is_ascii_digit())
-            && (size == "0" || !size.starts_with('0'));
-        let size: u64 = match canonical {
-            true => size.parse().map_err(|_| malformed())?,
-            false => return Err(malformed()),
-        };
+        let size = parse_decimal(size).ok_or_else(malformed)?;
         let root: Hash = STANDARD
             .decode(root)
             .ok()
@@ -101,6 +95,15 @@ impl Checkpoint {
         }
         signer.sign(&body)
     }
+}
+
+/// A tree size as the C2SP texts write it: ASCII decimal digits without
+/// leading zeroes (`0` alone for zero), within 64 bits.
+pub(crate) fn parse_decimal(text: &str) -> Option<u64> {
+    let canonical = !text.is_empty()
+        && text.bytes().all(|b| b.is_ascii_digit())
+        && (text == "0" || !text.starts_with('0'));
+    canonical.then(|| text.parse().ok()).flatten()
 }
 
 /// Opens a checkpoint note: [`open_note`] with the trusted keys, then

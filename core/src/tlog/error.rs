@@ -4,7 +4,8 @@
 //! ([`ReadError`]).
 
 use crate::limits::{
-    MAX_LEAF_BYTES, MAX_NOTE_BYTES, MAX_NOTE_SIGNATURES, MAX_PROOF_HASHES, MAX_TLOG_PROOF_BYTES,
+    MAX_ADD_CHECKPOINT_BYTES, MAX_LEAF_BYTES, MAX_NOTE_BYTES, MAX_NOTE_SIGNATURES,
+    MAX_PROOF_HASHES, MAX_TLOG_PROOF_BYTES,
 };
 
 /// Why the log's rules refused an input.
@@ -60,6 +61,22 @@ pub enum LogError {
     TlogProofMalformed,
     #[error("a tlog proof is at most {MAX_TLOG_PROOF_BYTES} bytes")]
     TlogProofTooLarge,
+    #[error("a witness key is a cosignature/v1 verifier key (signature type 0x04)")]
+    WitnessVkeyUnsupportedType,
+    #[error(
+        "a cosignature/v1 signature is the key id, an 8-byte timestamp below 2^63 and 64 signature bytes"
+    )]
+    CosignatureMalformed,
+    #[error("a cosignature by a witness of the policy does not verify")]
+    CosignatureInvalid,
+    #[error("{fresh} fresh cosignatures by the policy's witnesses, {threshold} needed")]
+    CosignaturesInsufficient { fresh: usize, threshold: usize },
+    #[error(
+        "an add-checkpoint body is `old <size>`, at most 63 base64 hashes, an empty line and a signed checkpoint"
+    )]
+    AddCheckpointMalformed,
+    #[error("an add-checkpoint body is at most {MAX_ADD_CHECKPOINT_BYTES} bytes")]
+    AddCheckpointTooLarge,
     #[error("the leaf is not a log entry: JSON of a known kind with every member valid")]
     LeafMalformed,
     #[error("the leaf is a log entry but not in its canonical form (RFC 8785)")]
@@ -95,6 +112,12 @@ impl LogError {
             LogError::CheckpointOriginMismatch => "checkpoint_origin_mismatch",
             LogError::TlogProofMalformed => "tlog_proof_malformed",
             LogError::TlogProofTooLarge => "tlog_proof_too_large",
+            LogError::WitnessVkeyUnsupportedType => "witness_vkey_unsupported_type",
+            LogError::CosignatureMalformed => "cosignature_malformed",
+            LogError::CosignatureInvalid => "cosignature_invalid",
+            LogError::CosignaturesInsufficient { .. } => "cosignatures_insufficient",
+            LogError::AddCheckpointMalformed => "add_checkpoint_malformed",
+            LogError::AddCheckpointTooLarge => "add_checkpoint_too_large",
             LogError::LeafMalformed => "leaf_malformed",
             LogError::LeafNotCanonical => "leaf_not_canonical",
             LogError::LeafTooLarge => "leaf_too_large",

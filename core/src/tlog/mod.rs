@@ -15,6 +15,11 @@
 //! - `checkpoint`: C2SP tlog-checkpoint ([`Checkpoint`],
 //!   [`open_checkpoint`]);
 //! - `proof`: C2SP tlog-proof@v1 ([`TlogProof`], [`verify_tlog_proof`]);
+//! - `cosignature`: C2SP tlog-cosignature, Ed25519 cosignature/v1
+//!   ([`WitnessSigner`], [`WitnessVerifier`]), and witness policies
+//!   ([`WitnessPolicy`], [`verify_witnessed`]);
+//! - `witness`: the witness's rule of C2SP tlog-witness `add-checkpoint`
+//!   ([`AddCheckpoint`], [`Submission`], [`Refusal`]);
 //! - `entry`: the leaves, [`LogEntry`] as RFC 8785 canonical JSON.
 //!
 //! Not here: where tiles, leaves and checkpoints are stored, when a
@@ -22,6 +27,7 @@
 //! clock (`at` is the caller's). Every number is in [`crate::limits`].
 
 mod checkpoint;
+mod cosignature;
 mod entry;
 mod error;
 mod frontier;
@@ -30,8 +36,13 @@ mod note;
 mod proof;
 mod tiles;
 mod verify;
+mod witness;
 
 pub use checkpoint::{Checkpoint, open_checkpoint};
+pub use cosignature::{
+    COSIGNATURE_V1_TYPE, Cosigned, WitnessPolicy, WitnessPolicyError, WitnessSigner,
+    WitnessVerifier, Witnessed, cosignature_message, verify_witnessed,
+};
 pub use entry::{
     ApprovalDecided, Credential, LOG_ENTRY_VERSION, LogEntry, LogEvent, MAX_VOUCH_WEIGHT_PPM,
     RecordCompleted, RecordCreated, RecordRated, TokenIssued, TokenRevoked, VouchCreated,
@@ -47,3 +58,7 @@ pub use tiles::{
     tile_path, tile_width, tiles, tree_root,
 };
 pub use verify::{verify_consistency, verify_inclusion};
+pub use witness::{
+    Accepted, AddCheckpoint, Refusal, Submission, TLOG_SIZE_CONTENT_TYPE, WitnessState,
+    WitnessedLogs,
+};

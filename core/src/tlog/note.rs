@@ -28,11 +28,11 @@ use crate::limits::{MAX_NOTE_BYTES, MAX_NOTE_SIGNATURES};
 pub const ED25519_TYPE: u8 = 0x01;
 
 /// The prefix of a signature line: an em dash and a space.
-const SIGNATURE_PREFIX: &str = "\u{2014} ";
+pub(crate) const SIGNATURE_PREFIX: &str = "\u{2014} ";
 
 /// Whether a key name is allowed: non-empty, without spaces (any Unicode
 /// white space), `+`, or control characters.
-fn valid_key_name(name: &str) -> bool {
+pub(crate) fn valid_key_name(name: &str) -> bool {
     !name.is_empty()
         && !name
             .chars()
@@ -41,14 +41,68 @@ fn valid_key_name(name: &str) -> bool {
 
 /// The key id of an Ed25519 key under `name`.
 pub fn key_id(name: &str, public: &[u8; 32]) -> u32 {
+    typed_key_id(name, ED25519_TYPE, public)
+}
+
+/// The key id signed-note recommends for a key of signature type `kind`:
+/// the first four bytes of SHA-256(name ‖ 0x0A ‖ type ‖ public key),
+/// big-endian.
+pub(crate) fn typed_key_id(name: &str, kind: u8, public: &[u8; 32]) -> u32 {
     let digest: [u8; 32] = Sha256::new()
         .chain_update(name.as_bytes())
-        .chain_update([b'\n', ED25519_TYPE])
+        .chain_update([b'\n', kind])
         .chain_update(public)
         .finalize()
         .into();
     let [a, b, c, d, ..] = digest;
     u32::from_be_bytes([a, b, c, d])
+}
+
+/// The vkey text of an Ed25519 key of signature type `kind`:
+/// `<name>+<8 hex digits of the id>+<base64(type ‖ public key)>`.
+pub(crate) fn vkey_text(name: &str, id: u32, kind: u8, key: &VerifyingKey) -> String {
+    let mut material = vec![kind];
+    material.extend_from_slice(&key.to_bytes());
+    format!("{name}+{id:08x}+{}", STANDARD.encode(material))
+}
+
+/// Parses the vkey of an Ed25519 key of signature type `kind`, refusing a
+/// malformed one, another type (`wrong_type`), a key name with spaces or
+/// `+`, a weak key, and an id that is not the one the name and key give.
+pub(crate) fn parse_vkey(
+    vkey: &str,
+    kind: u8,
+    wrong_type: LogError,
+) -> Result<(String, u32, VerifyingKey), LogError> {
+    // The name holds no `+` and the id is hex; the base64 key may.
+    let mut parts = vkey.splitn(3, '+');
+    let (Some(name), Some(id), Some(material)) = (parts.next(), parts.next(), parts.next()) else {
+        return Err(LogError::VkeyMalformed);
+    };
+    if !valid_key_name(name) {
+        return Err(LogError::KeyNameInvalid);
+    }
+    let hex_ok = id.len() == 8 && id.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'));
+    let id = u32::from_str_radix(id, 16)
+        .ok()
+        .filter(|_| hex_ok)
+        .ok_or(LogError::VkeyMalformed)?;
+    let material = STANDARD
+        .decode(material)
+        .map_err(|_| LogError::VkeyMalformed)?;
+    let (found, public) = material.split_first().ok_or(LogError::VkeyMalformed)?;
+    if *found != kind {
+        return Err(wrong_type);
+    }
+    let public: [u8; 32] = public.try_into().map_err(|_| LogError::VkeyMalformed)?;
+    let key = VerifyingKey::from_bytes(&public).map_err(|_| LogError::VkeyMalformed)?;
+    if key.is_weak() {
+        return Err(LogError::VkeyMalformed);
+    }
+    if typed_key_id(name, kind, &public) != id {
+        return Err(LogError::VkeyIdMismatch);
+    }
+    Ok((name.to_owned(), id, key))
 }
 
 /// Whether a note text is allowed: non-empty, ending in a newline, with no
@@ -101,14 +155,7 @@ impl NoteSigner {
 
     /// The verifier key, `<name>+<id>+<base64(0x01 ‖ public key)>`.
     pub fn vkey(&self) -> String {
-        let mut material = vec![ED25519_TYPE];
-        material.extend_from_slice(&self.key.verifying_key().to_bytes());
-        format!(
-            "{}+{:08x}+{}",
-            self.name,
-            self.id,
-            STANDARD.encode(material)
-        )
+        vkey_text(&self.name, self.id, ED25519_TYPE, &self.key.verifying_key())
     }
 
     /// The signature line this key adds to `text`, with its newline.
@@ -146,40 +193,8 @@ impl NoteVerifier {
     /// a key name with spaces or `+`, a weak key, and an id that is not the
     /// one the name and key give.
     pub fn parse(vkey: &str) -> Result<NoteVerifier, LogError> {
-        // The name holds no `+` and the id is hex; the base64 key may.
-        let mut parts = vkey.splitn(3, '+');
-        let (Some(name), Some(id), Some(material)) = (parts.next(), parts.next(), parts.next())
-        else {
-            return Err(LogError::VkeyMalformed);
-        };
-        if !valid_key_name(name) {
-            return Err(LogError::KeyNameInvalid);
-        }
-        let hex_ok = id.len() == 8 && id.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'));
-        let id = u32::from_str_radix(id, 16)
-            .ok()
-            .filter(|_| hex_ok)
-            .ok_or(LogError::VkeyMalformed)?;
-        let material = STANDARD
-            .decode(material)
-            .map_err(|_| LogError::VkeyMalformed)?;
-        let (kind, public) = material.split_first().ok_or(LogError::VkeyMalformed)?;
-        if *kind != ED25519_TYPE {
-            return Err(LogError::VkeyUnsupportedType);
-        }
-        let public: [u8; 32] = public.try_into().map_err(|_| LogError::VkeyMalformed)?;
-        let key = VerifyingKey::from_bytes(&public).map_err(|_| LogError::VkeyMalformed)?;
-        if key.is_weak() {
-            return Err(LogError::VkeyMalformed);
-        }
-        if key_id(name, &public) != id {
-            return Err(LogError::VkeyIdMismatch);
-        }
-        Ok(NoteVerifier {
-            name: name.to_owned(),
-            id,
-            key,
-        })
+        let (name, id, key) = parse_vkey(vkey, ED25519_TYPE, LogError::VkeyUnsupportedType)?;
+        Ok(NoteVerifier { name, id, key })
     }
 
     /// The key name.
@@ -194,14 +209,7 @@ impl NoteVerifier {
 
     /// The vkey this verifier was parsed from.
     pub fn vkey(&self) -> String {
-        let mut material = vec![ED25519_TYPE];
-        material.extend_from_slice(&self.key.to_bytes());
-        format!(
-            "{}+{:08x}+{}",
-            self.name,
-            self.id,
-            STANDARD.encode(material)
-        )
+        vkey_text(&self.name, self.id, ED25519_TYPE, &self.key)
     }
 }
 
@@ -216,13 +224,13 @@ pub struct OpenedNote {
 }
 
 /// One signature line: the key name, the key id and the signature bytes.
-struct SignatureLine<'a> {
-    name: &'a str,
-    id: u32,
-    signature: Vec<u8>,
+pub(crate) struct SignatureLine<'a> {
+    pub(crate) name: &'a str,
+    pub(crate) id: u32,
+    pub(crate) signature: Vec<u8>,
 }
 
-fn parse_signature_line(line: &str) -> Result<SignatureLine<'_>, LogError> {
+pub(crate) fn parse_signature_line(line: &str) -> Result<SignatureLine<'_>, LogError> {
     let rest = line
         .strip_prefix(SIGNATURE_PREFIX)
         .ok_or(LogError::NoteMalformed)?;
