@@ -141,6 +141,11 @@ fn consistency_edge_cases() {
         verify_consistency(0, 10, &root(1), &root(10), &[]),
         Err(LogError::RootMismatch)
     );
+    // An empty tree has one root: a size-0 checkpoint with any other is refused.
+    assert_eq!(
+        verify_consistency(0, 0, &empty_root(), &root(1), &[]),
+        Err(LogError::RootMismatch)
+    );
     assert_eq!(
         verify_consistency(10, 10, &root(10), &root(10), &[]),
         Ok(())

@@ -83,7 +83,9 @@ pub fn verify_consistency(
         } else {
             *new_root
         };
-        if *old_root != expected {
+        // Both roots are checked: with both sizes 0, the new root too must be
+        // the empty tree's.
+        if *old_root != expected || (new_size == 0 && *new_root != empty_root()) {
             return Err(LogError::RootMismatch);
         }
         return Ok(());
