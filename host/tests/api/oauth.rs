@@ -1,0 +1,306 @@
+//! The OAuth authorization server (docs/oauth.md): start checks, the
+//! metadata document (RFC 8414), the token endpoint's form reader and error
+//! bodies (RFC 6749 §3.1, §5.2), the schema 12 upgrade.
+
+use mandate_host::AppState;
+use mandate_host::clock::Clock;
+use mandate_host::config::{Config, OAuthConfig};
+use reqwest::StatusCode;
+use serde_json::{Value, json};
+
+use crate::helpers::{TestApp, expect_json, expect_problem};
+
+/// `[oauth]` on, the issuer being this server's own address (plus `path`).
+fn oauth_at(config: &mut Config, path: &str) {
+    let url = format!("http://{}{path}", config.listen);
+    config.public_url = Some(url.clone());
+    config.issuer = url;
+    config.oauth = OAuthConfig::for_test();
+}
+
+fn oauth_on(config: &mut Config) {
+    oauth_at(config, "");
+}
+
+fn expected_metadata(issuer: &str) -> Value {
+    json!({
+        "issuer": issuer,
+        "authorization_endpoint": format!("{issuer}/v1/oauth/authorize"),
+        "token_endpoint": format!("{issuer}/v1/oauth/token"),
+        "revocation_endpoint": format!("{issuer}/v1/oauth/revoke"),
+        "jwks_uri": format!("{issuer}/.well-known/jwks.json"),
+        "response_types_supported": ["code"],
+        "response_modes_supported": ["query"],
+        "grant_types_supported": [
+            "authorization_code",
+            "refresh_token",
+            "urn:ietf:params:oauth:grant-type:token-exchange"
+        ],
+        "code_challenge_methods_supported": ["S256"],
+        "token_endpoint_auth_methods_supported": ["none"],
+        "revocation_endpoint_auth_methods_supported": ["none"],
+        "client_id_metadata_document_supported": true,
+        "authorization_response_iss_parameter_supported": true,
+        "dpop_signing_alg_values_supported": ["EdDSA"]
+    })
+}
+
+/// RFC 8414 §3.2: the metadata as JSON, every member listed and no other;
+/// its `issuer` is the issuer byte for byte (§3.3); any origin may read it.
+#[tokio::test]
+async fn the_metadata_names_the_issuer_and_exactly_its_members() {
+    let app = TestApp::spawn_with(oauth_on).await;
+    let response = app
+        .client
+        .get(app.url("/.well-known/oauth-authorization-server"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.headers()["access-control-allow-origin"], "*");
+    assert!(
+        response.headers()["content-type"]
+            .to_str()
+            .unwrap()
+            .starts_with("application/json")
+    );
+    let metadata = expect_json(response, StatusCode::OK).await;
+    assert_eq!(metadata, expected_metadata(&app.base));
+    assert!(!app.base.ends_with('/'));
+}
+
+/// RFC 8414 §3.1: an issuer with a path is asked at the well-known path
+/// followed by the issuer's path; the plain well-known path answers too
+/// (clients that append the well-known path to the issuer reach it there
+/// through the proxy that strips the prefix).
+#[tokio::test]
+async fn an_issuer_with_a_path_is_served_at_the_path_inserted_address() {
+    let app = TestApp::spawn_with(|config| oauth_at(config, "/tenant")).await;
+    let issuer = format!("{}/tenant", app.base);
+    for path in [
+        "/.well-known/oauth-authorization-server/tenant",
+        "/.well-known/oauth-authorization-server",
+    ] {
+        let metadata = expect_json(
+            app.client.get(app.url(path)).send().await.unwrap(),
+            StatusCode::OK,
+        )
+        .await;
+        assert_eq!(metadata, expected_metadata(&issuer), "{path}");
+    }
+    expect_problem(
+        app.client
+            .get(app.url("/.well-known/oauth-authorization-server/other"))
+            .send()
+            .await
+            .unwrap(),
+        StatusCode::NOT_FOUND,
+        "not_found",
+    )
+    .await;
+}
+
+#[tokio::test]
+async fn with_oauth_off_its_paths_are_not_there() {
+    let app = TestApp::spawn().await;
+    for response in [
+        app.client
+            .get(app.url("/.well-known/oauth-authorization-server"))
+            .send()
+            .await
+            .unwrap(),
+        app.client
+            .post(app.url("/v1/oauth/token"))
+            .header("content-type", "application/x-www-form-urlencoded")
+            .body("grant_type=authorization_code")
+            .send()
+            .await
+            .unwrap(),
+    ] {
+        expect_problem(response, StatusCode::NOT_FOUND, "not_found").await;
+    }
+}
+
+/// The token endpoint answers OAuth errors (RFC 6749 §5.2): 400, JSON,
+/// `error` one of OAuth's codes, Mandate's code beside it, never cached.
+async fn token_error(app: &TestApp, request: reqwest::RequestBuilder) -> Value {
+    let response = request.send().await.unwrap();
+    assert_eq!(response.status(), StatusCode::BAD_REQUEST);
+    assert_eq!(response.headers()["content-type"], "application/json");
+    assert_eq!(response.headers()["cache-control"], "no-store");
+    assert_eq!(response.headers()["access-control-allow-origin"], "*");
+    let body: Value = response.json().await.unwrap();
+    let members: Vec<&str> = body
+        .as_object()
+        .unwrap()
+        .keys()
+        .map(String::as_str)
+        .collect();
+    assert_eq!(members, ["code", "error", "error_description"], "{body}");
+    let _ = app;
+    body
+}
+
+#[tokio::test]
+async fn the_token_endpoint_reads_forms_as_rfc_6749_says() {
+    let app = TestApp::spawn_with(oauth_on).await;
+    let token = || app.client.post(app.url("/v1/oauth/token"));
+    let form = |body: &'static str| {
+        token()
+            .header("content-type", "application/x-www-form-urlencoded")
+            .body(body)
+    };
+    for (request, error, code) in [
+        // No grant is served yet: every grant type is unsupported (§5.2).
+        (
+            form("grant_type=authorization_code&code=x&unknown=1&unknown=2"),
+            "unsupported_grant_type",
+            "grant_type_unsupported",
+        ),
+        (
+            form("grant_type=password"),
+            "unsupported_grant_type",
+            "grant_type_unsupported",
+        ),
+        // §3.1: an empty value is an omitted parameter.
+        (form("grant_type="), "invalid_request", "parameter_missing"),
+        (form("code=x"), "invalid_request", "parameter_missing"),
+        // §3.1: sent twice.
+        (
+            form("grant_type=authorization_code&grant_type=authorization_code"),
+            "invalid_request",
+            "parameter_repeated",
+        ),
+        (form("grant_type=%FF"), "invalid_request", "form_malformed"),
+        (
+            token().json(&json!({"grant_type": "authorization_code"})),
+            "invalid_request",
+            "form_required",
+        ),
+        (
+            token()
+                .header("content-type", "text/plain")
+                .body("grant_type=authorization_code"),
+            "invalid_request",
+            "form_required",
+        ),
+    ] {
+        let body = token_error(&app, request).await;
+        assert_eq!(
+            (text(&body["error"]), text(&body["code"])),
+            (error, code),
+            "{body}"
+        );
+        assert!(!text(&body["error_description"]).is_empty());
+    }
+    let huge = format!("grant_type=x&pad={}", "a".repeat(70 * 1024));
+    let body = token_error(
+        &app,
+        token()
+            .header(
+                "content-type",
+                "application/x-www-form-urlencoded; charset=UTF-8",
+            )
+            .body(huge),
+    )
+    .await;
+    assert_eq!(
+        (text(&body["error"]), text(&body["code"])),
+        ("invalid_request", "payload_too_large")
+    );
+}
+
+fn text(value: &Value) -> &str {
+    value.as_str().unwrap_or_default()
+}
+
+/// The plan's F1: tokens' `iss` is `issuer`, so an authorization server
+/// needs `issuer == public_url`, https (RFC 8414 §2) or loopback http. A
+/// deployment that breaks it does not start, and says why.
+#[tokio::test]
+async fn a_deployment_whose_issuer_is_not_its_https_url_does_not_start() {
+    for (public_url, issuer, says) in [
+        (None, "mandate", "needs public_url"),
+        (
+            Some("http://mandate.example"),
+            "http://mandate.example",
+            "must be an https URL",
+        ),
+        (
+            Some("https://mandate.example"),
+            "mandate",
+            "must equal public_url",
+        ),
+        (
+            Some("https://mandate.example/"),
+            "https://mandate.example/",
+            "must not end with a slash",
+        ),
+    ] {
+        let dir = tempfile::tempdir().unwrap();
+        let mut config = Config::for_test(dir.path());
+        config.database.url = crate::helpers::test_database(dir.path());
+        config.oauth = OAuthConfig::for_test();
+        config.public_url = public_url.map(str::to_owned);
+        config.issuer = issuer.to_owned();
+        let refused = AppState::open_with_clock(config, Clock::shifted())
+            .map(|_| ())
+            .unwrap_err()
+            .to_string();
+        assert!(refused.contains(says), "{public_url:?}: {refused}");
+    }
+}
+
+/// The upgrade to schema 12, on either engine: a database of the release
+/// before (no OAuth tables) gains them, empty, and keeps what it held.
+#[tokio::test]
+async fn the_upgrade_to_schema_12_adds_the_oauth_tables() {
+    use mandate_host::store::sql::Dialect;
+    const TABLES: [&str; 4] = [
+        "oauth_clients",
+        "oauth_codes",
+        "oauth_grants",
+        "oauth_refresh_tokens",
+    ];
+    let app = TestApp::spawn().await;
+    let token = app.root("mailer", &["crm:*"], &["read"]).await;
+    let dir = app.stop().await;
+    crate::helpers::with_database(dir.path(), |conn| {
+        for table in TABLES {
+            conn.execute_batch(&format!("DROP TABLE {table}")).unwrap();
+        }
+        match conn.dialect() {
+            Dialect::Sqlite => conn.execute_batch("PRAGMA user_version = 11").unwrap(),
+            Dialect::Postgres => conn
+                .execute_batch("UPDATE mandate_schema SET version = 11")
+                .unwrap(),
+        }
+    });
+    let app = TestApp::spawn_in(dir, |_| {}).await;
+    expect_json(
+        app.act(text(&token["jti"]), "read", "crm:lead/1", "success")
+            .await,
+        StatusCode::CREATED,
+    )
+    .await;
+    let dir = app.stop().await;
+    crate::helpers::with_database(dir.path(), |conn| {
+        for table in TABLES {
+            let rows: i64 = conn
+                .query_row(&format!("SELECT count(*) FROM {table}"), [], |row| {
+                    row.get(0)
+                })
+                .unwrap();
+            assert_eq!(rows, 0, "{table}");
+        }
+        let version: i64 = match conn.dialect() {
+            Dialect::Sqlite => conn
+                .query_row("PRAGMA user_version", [], |row| row.get(0))
+                .unwrap(),
+            Dialect::Postgres => conn
+                .query_row("SELECT version FROM mandate_schema", [], |row| row.get(0))
+                .unwrap(),
+        };
+        assert_eq!(version, mandate_host::store::SCHEMA_VERSION);
+        assert_eq!(version, 12);
+    });
+}
