@@ -304,3 +304,294 @@ async fn the_upgrade_to_schema_12_adds_the_oauth_tables() {
         assert_eq!(version, 12);
     });
 }
+
+const CLIENTS: &str = "/v1/oauth/clients";
+
+async fn register(app: &TestApp, key: &str, body: Value) -> reqwest::Response {
+    app.post_auth(CLIENTS, key, &body).await
+}
+
+/// MCP "Client Registration" (pre-registration): an owner registers a
+/// public client; it has an `mcl_` id, no secret, and both grant types
+/// unless it asks for fewer; the list shows it until it is deleted.
+#[tokio::test]
+async fn an_owner_registers_lists_and_deletes_public_clients() {
+    let app = TestApp::spawn_with(oauth_on).await;
+    let created = expect_json(
+        register(
+            &app,
+            &app.admin_key,
+            json!({"name": "Claude Desktop", "redirect_uris": [
+                "https://app.example/callback",
+                "http://127.0.0.1/callback",
+                "http://[::1]:8080/cb",
+                "http://localhost:6274/oauth/callback"
+            ]}),
+        )
+        .await,
+        StatusCode::CREATED,
+    )
+    .await;
+    let id = text(&created["client_id"]).to_owned();
+    assert!(id.starts_with("mcl_") && id.len() == 30, "{id}");
+    assert_eq!(created["name"], "Claude Desktop");
+    assert_eq!(
+        created["grant_types"],
+        json!(["authorization_code", "refresh_token"])
+    );
+    assert_eq!(created["token_endpoint_auth_method"], "none");
+    assert_eq!(
+        created["redirect_uris"][3],
+        "http://localhost:6274/oauth/callback"
+    );
+    let only_code = expect_json(
+        register(
+            &app,
+            &app.admin_key,
+            json!({"name": "One-off", "redirect_uris": ["https://a.example/cb"], "grant_types": ["authorization_code"]}),
+        )
+        .await,
+        StatusCode::CREATED,
+    )
+    .await;
+    assert_eq!(only_code["grant_types"], json!(["authorization_code"]));
+    let listed = expect_json(app.get_auth(CLIENTS, &app.admin_key).await, StatusCode::OK).await;
+    assert_eq!(listed["clients"], json!([only_code, created]));
+    let delete = |key: String, id: String| {
+        let app = &app;
+        async move {
+            app.send(
+                reqwest::Method::DELETE,
+                &format!("{CLIENTS}/{id}"),
+                &key,
+                None,
+            )
+            .await
+        }
+    };
+    assert_eq!(
+        delete(app.admin_key.clone(), id.clone()).await.status(),
+        StatusCode::NO_CONTENT
+    );
+    expect_problem(
+        delete(app.admin_key.clone(), id.clone()).await,
+        StatusCode::NOT_FOUND,
+        "client_not_found",
+    )
+    .await;
+    let listed = expect_json(app.get_auth(CLIENTS, &app.admin_key).await, StatusCode::OK).await;
+    assert_eq!(listed["clients"], json!([only_code]));
+}
+
+/// Another organisation's client is unknown, exactly like one that does
+/// not exist; its list holds only its own.
+#[tokio::test]
+async fn another_organisations_client_is_unknown() {
+    let app = TestApp::spawn_with(oauth_on).await;
+    let (_, beta) = app.org("beta").await;
+    let alpha_client = expect_json(
+        register(
+            &app,
+            &app.admin_key,
+            json!({"name": "A", "redirect_uris": ["https://a.example/cb"]}),
+        )
+        .await,
+        StatusCode::CREATED,
+    )
+    .await;
+    let listed = expect_json(app.get_auth(CLIENTS, &beta).await, StatusCode::OK).await;
+    assert_eq!(listed["clients"], json!([]));
+    for id in [
+        text(&alpha_client["client_id"]),
+        "mcl_01kaqv3f00000000000000000a",
+        "nonsense",
+    ] {
+        expect_problem(
+            app.send(
+                reqwest::Method::DELETE,
+                &format!("{CLIENTS}/{id}"),
+                &beta,
+                None,
+            )
+            .await,
+            StatusCode::NOT_FOUND,
+            "client_not_found",
+        )
+        .await;
+    }
+    let listed = expect_json(app.get_auth(CLIENTS, &app.admin_key).await, StatusCode::OK).await;
+    assert_eq!(listed["clients"].as_array().unwrap().len(), 1);
+}
+
+/// Redirect URIs (RFC 6749 §3.1.2: absolute, no fragment; RFC 8252
+/// §7.3/§8.3 and OAuth 2.1: https, or http only on a loopback host).
+#[tokio::test]
+async fn redirect_uris_must_be_https_or_loopback_absolute_and_without_fragment() {
+    let app = TestApp::spawn_with(oauth_on).await;
+    let long = format!("https://app.example/{}", "a".repeat(2048));
+    for (uris, code, field) in [
+        (
+            json!(["http://app.example/cb"]),
+            "redirect_uri_invalid",
+            "redirect_uris[0]",
+        ),
+        (
+            json!(["http://10.0.0.1/cb"]),
+            "redirect_uri_invalid",
+            "redirect_uris[0]",
+        ),
+        (
+            json!(["https://app.example/cb#frag"]),
+            "redirect_uri_invalid",
+            "redirect_uris[0]",
+        ),
+        (
+            json!(["https://app.example/cb#"]),
+            "redirect_uri_invalid",
+            "redirect_uris[0]",
+        ),
+        (
+            json!(["/callback"]),
+            "redirect_uri_invalid",
+            "redirect_uris[0]",
+        ),
+        (
+            json!(["app.example/cb"]),
+            "redirect_uri_invalid",
+            "redirect_uris[0]",
+        ),
+        (
+            json!(["com.example.app:/cb"]),
+            "redirect_uri_invalid",
+            "redirect_uris[0]",
+        ),
+        (
+            json!(["javascript:alert(1)"]),
+            "redirect_uri_invalid",
+            "redirect_uris[0]",
+        ),
+        (
+            json!(["https://u:p@app.example/cb"]),
+            "redirect_uri_invalid",
+            "redirect_uris[0]",
+        ),
+        (
+            json!([" https://app.example/cb"]),
+            "redirect_uri_invalid",
+            "redirect_uris[0]",
+        ),
+        (
+            json!(["https://app.example/c b"]),
+            "redirect_uri_invalid",
+            "redirect_uris[0]",
+        ),
+        (
+            json!(["https://ok.example/cb", long]),
+            "redirect_uri_invalid",
+            "redirect_uris[1]",
+        ),
+        (json!([]), "empty_list", "redirect_uris"),
+        (
+            json!(["https://a.example/cb", "https://a.example/cb"]),
+            "duplicate_entry",
+            "redirect_uris",
+        ),
+        (
+            json!(
+                (0..11)
+                    .map(|n| format!("https://a.example/{n}"))
+                    .collect::<Vec<_>>()
+            ),
+            "list_too_long",
+            "redirect_uris",
+        ),
+    ] {
+        let problem = expect_problem(
+            register(
+                &app,
+                &app.admin_key,
+                json!({"name": "X", "redirect_uris": uris}),
+            )
+            .await,
+            StatusCode::UNPROCESSABLE_ENTITY,
+            code,
+        )
+        .await;
+        assert_eq!(problem["field"], field, "{uris}");
+    }
+    for (body, code, field) in [
+        (
+            json!({"name": " ", "redirect_uris": ["https://a.example/cb"]}),
+            "empty_text",
+            "name",
+        ),
+        (
+            json!({"name": "x".repeat(101), "redirect_uris": ["https://a.example/cb"]}),
+            "too_long",
+            "name",
+        ),
+        (
+            json!({"name": "x", "redirect_uris": ["https://a.example/cb"], "grant_types": ["refresh_token"]}),
+            "grant_type_unsupported",
+            "grant_types",
+        ),
+        (
+            json!({"name": "x", "redirect_uris": ["https://a.example/cb"], "grant_types": ["authorization_code", "password"]}),
+            "grant_type_unsupported",
+            "grant_types",
+        ),
+        (
+            json!({"name": "x", "redirect_uris": ["https://a.example/cb"], "client_secret": "s"}),
+            "unknown_field",
+            "client_secret",
+        ),
+    ] {
+        let problem = expect_problem(
+            register(&app, &app.admin_key, body.clone()).await,
+            StatusCode::UNPROCESSABLE_ENTITY,
+            code,
+        )
+        .await;
+        assert_eq!(problem["field"], field, "{body}");
+    }
+    let listed = expect_json(app.get_auth(CLIENTS, &app.admin_key).await, StatusCode::OK).await;
+    assert_eq!(listed["clients"], json!([]));
+}
+
+/// Only `manage_clients` (owners) may touch clients; with `[oauth]` off
+/// the paths are not there even for an owner.
+#[tokio::test]
+async fn only_owners_manage_clients_and_only_with_oauth_on() {
+    let app = TestApp::spawn_with(oauth_on).await;
+    let body = json!({"name": "X", "redirect_uris": ["https://a.example/cb"]});
+    for role in ["developer", "reviewer", "auditor", "gateway"] {
+        let key = app
+            .key(&app.admin_key, role, Some(&format!("{role}@example.com")))
+            .await;
+        expect_problem(
+            register(&app, &key, body.clone()).await,
+            StatusCode::FORBIDDEN,
+            "role_forbidden",
+        )
+        .await;
+        expect_problem(
+            app.get_auth(CLIENTS, &key).await,
+            StatusCode::FORBIDDEN,
+            "role_forbidden",
+        )
+        .await;
+    }
+    let off = TestApp::spawn().await;
+    expect_problem(
+        register(&off, &off.admin_key, body).await,
+        StatusCode::NOT_FOUND,
+        "not_found",
+    )
+    .await;
+    expect_problem(
+        off.get_auth(CLIENTS, &off.admin_key).await,
+        StatusCode::NOT_FOUND,
+        "not_found",
+    )
+    .await;
+}
