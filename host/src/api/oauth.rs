@@ -93,6 +93,7 @@ fn open_to_any_origin(mut response: Response) -> Response {
 #[utoipa::path(
     get,
     path = "/.well-known/oauth-authorization-server",
+    operation_id = "oauth_metadata",
     tag = "oauth",
     responses((status = 200, description = "The metadata (RFC 8414 §3.2)", body = AuthorizationServerMetadata), Errors)
 )]
@@ -122,6 +123,7 @@ pub(crate) async fn metadata_at_issuer_path(
 #[utoipa::path(
     post,
     path = "/v1/oauth/token",
+    operation_id = "oauth_token",
     tag = "oauth",
     request_body(content = TokenRequest, content_type = "application/x-www-form-urlencoded"),
     responses(

@@ -102,6 +102,11 @@ pub fn test_database(dir: &Path) -> Option<String> {
     Some(format!("{server_root}/{name}{query}"))
 }
 
+/// Undoes schema 12 (the OAuth tables), for a test that sets a database
+/// back to an earlier version: the upgrade adds them again.
+pub const DROP_OAUTH_TABLES: &str = "DROP TABLE oauth_clients; DROP TABLE oauth_codes; \
+     DROP TABLE oauth_grants; DROP TABLE oauth_refresh_tokens;";
+
 pub struct TestApp {
     pub base: String,
     pub admin_key: String,

@@ -265,9 +265,8 @@ async fn the_upgrade_to_schema_12_adds_the_oauth_tables() {
     let token = app.root("mailer", &["crm:*"], &["read"]).await;
     let dir = app.stop().await;
     crate::helpers::with_database(dir.path(), |conn| {
-        for table in TABLES {
-            conn.execute_batch(&format!("DROP TABLE {table}")).unwrap();
-        }
+        conn.execute_batch(crate::helpers::DROP_OAUTH_TABLES)
+            .unwrap();
         match conn.dialect() {
             Dialect::Sqlite => conn.execute_batch("PRAGMA user_version = 11").unwrap(),
             Dialect::Postgres => conn
