@@ -122,7 +122,7 @@ async fn with_oauth_off_its_paths_are_not_there() {
 
 /// The token endpoint answers OAuth errors (RFC 6749 §5.2): 400, JSON,
 /// `error` one of OAuth's codes, Mandate's code beside it, never cached.
-async fn token_error(app: &TestApp, request: reqwest::RequestBuilder) -> Value {
+async fn token_error(request: reqwest::RequestBuilder) -> Value {
     let response = request.send().await.unwrap();
     assert_eq!(response.status(), StatusCode::BAD_REQUEST);
     assert_eq!(response.headers()["content-type"], "application/json");
@@ -136,7 +136,6 @@ async fn token_error(app: &TestApp, request: reqwest::RequestBuilder) -> Value {
         .map(String::as_str)
         .collect();
     assert_eq!(members, ["code", "error", "error_description"], "{body}");
-    let _ = app;
     body
 }
 
@@ -184,7 +183,7 @@ async fn the_token_endpoint_reads_forms_as_rfc_6749_says() {
             "form_required",
         ),
     ] {
-        let body = token_error(&app, request).await;
+        let body = token_error(request).await;
         assert_eq!(
             (text(&body["error"]), text(&body["code"])),
             (error, code),
@@ -194,7 +193,6 @@ async fn the_token_endpoint_reads_forms_as_rfc_6749_says() {
     }
     let huge = format!("grant_type=x&pad={}", "a".repeat(70 * 1024));
     let body = token_error(
-        &app,
         token()
             .header(
                 "content-type",
