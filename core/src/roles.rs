@@ -50,11 +50,14 @@ pub enum Permission {
     /// Ask for a decision on an agent's act (an AuthZEN evaluation), which
     /// is recorded as the agent's act.
     Evaluate,
+    /// Register and delete the organisation's OAuth clients (public
+    /// clients registered in advance, docs/oauth.md).
+    ManageClients,
 }
 
 impl Permission {
     /// Every permission, in the order the table lists them.
-    pub const ALL: [Permission; 10] = [
+    pub const ALL: [Permission; 11] = [
         Permission::Read,
         Permission::Issue,
         Permission::IssueForAnyone,
@@ -65,6 +68,7 @@ impl Permission {
         Permission::ManageWebhooks,
         Permission::Vouch,
         Permission::Evaluate,
+        Permission::ManageClients,
     ];
 
     /// The permission's name on the wire.
@@ -80,6 +84,7 @@ impl Permission {
             Permission::ManageWebhooks => "manage_webhooks",
             Permission::Vouch => "vouch",
             Permission::Evaluate => "evaluate",
+            Permission::ManageClients => "manage_clients",
         }
     }
 }
@@ -113,8 +118,8 @@ impl Role {
     /// The permission table: what each role may do.
     pub fn permissions(self) -> &'static [Permission] {
         use Permission::{
-            Decide, Evaluate, Issue, IssueForAnyone, ManageKeys, ManageWebhooks, Rate, Read,
-            Revoke, Vouch,
+            Decide, Evaluate, Issue, IssueForAnyone, ManageClients, ManageKeys, ManageWebhooks,
+            Rate, Read, Revoke, Vouch,
         };
         match self {
             Role::Owner => &[
@@ -128,6 +133,7 @@ impl Role {
                 ManageWebhooks,
                 Vouch,
                 Evaluate,
+                ManageClients,
             ],
             Role::Developer => &[Read, Issue],
             Role::Reviewer => &[Read, Rate, Revoke, Decide, Vouch],

@@ -402,6 +402,193 @@ impl Default for WebhooksConfig {
     }
 }
 
+/// Client ID metadata documents (`[oauth.client_documents]`): how the
+/// authorization server fetches the document an `https://` `client_id`
+/// names (draft-ietf-oauth-client-id-metadata-document).
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct ClientDocumentsConfig {
+    /// Longest one fetch may take, milliseconds.
+    pub timeout_ms: NonZeroU64,
+    /// Largest document accepted, bytes (the draft's §6 suggests 5 KB).
+    pub max_bytes: NonZeroU64,
+    /// Shortest time a fetched document is kept, seconds, whatever its
+    /// `Cache-Control` says.
+    pub cache_min_s: NonZeroU64,
+    /// Longest time a fetched document is kept, seconds.
+    pub cache_max_s: NonZeroU64,
+    /// Fetch documents from loopback addresses too (tests, a client on the
+    /// same machine). Off, a URL naming or resolving to a private,
+    /// loopback or link-local address is refused.
+    pub allow_loopback: bool,
+    /// PEM files of extra certificate authorities trusted for these
+    /// fetches (relative to the config file).
+    pub extra_roots: Vec<PathBuf>,
+}
+
+impl Default for ClientDocumentsConfig {
+    fn default() -> ClientDocumentsConfig {
+        ClientDocumentsConfig {
+            timeout_ms: NonZeroU64::new(5_000).unwrap_or(NonZeroU64::MIN),
+            max_bytes: NonZeroU64::new(5_120).unwrap_or(NonZeroU64::MIN),
+            cache_min_s: NonZeroU64::new(300).unwrap_or(NonZeroU64::MIN),
+            cache_max_s: NonZeroU64::new(86_400).unwrap_or(NonZeroU64::MIN),
+            allow_loopback: false,
+            extra_roots: Vec::new(),
+        }
+    }
+}
+
+/// Mandate as the OAuth 2.1 authorization server of MCP servers
+/// (`[oauth]`, docs/oauth.md). Off by default: every `/v1/oauth/…` path and
+/// the metadata document answer 404 then. On, the server refuses to start
+/// unless `public_url` is https (plain http only for a `127.0.0.1` or
+/// `[::1]` literal) and `issuer` equals it: one issuer names the metadata,
+/// the `iss` of redirects and of every token (RFC 8414 §2, §3.3; RFC 9207).
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct OAuthConfig {
+    pub enabled: bool,
+    /// Lifetime of an access token, seconds.
+    pub access_token_ttl_seconds: NonZeroU64,
+    /// Lifetime of an authorization code, seconds (OAuth 2.1: at most 10
+    /// minutes is recommended).
+    pub code_ttl_seconds: NonZeroU64,
+    /// How long a pending authorization request waits for the human's
+    /// decision on the consent page, seconds.
+    pub request_ttl_seconds: NonZeroU64,
+    /// A grant whose refresh token is not used for this many days expires.
+    pub refresh_idle_days: NonZeroU64,
+    pub client_documents: ClientDocumentsConfig,
+}
+
+impl Default for OAuthConfig {
+    fn default() -> OAuthConfig {
+        OAuthConfig {
+            enabled: false,
+            access_token_ttl_seconds: NonZeroU64::new(900).unwrap_or(NonZeroU64::MIN),
+            code_ttl_seconds: NonZeroU64::new(60).unwrap_or(NonZeroU64::MIN),
+            request_ttl_seconds: NonZeroU64::new(600).unwrap_or(NonZeroU64::MIN),
+            refresh_idle_days: NonZeroU64::new(14).unwrap_or(NonZeroU64::MIN),
+            client_documents: ClientDocumentsConfig::default(),
+        }
+    }
+}
+
+/// The longest authorization-code lifetime accepted, seconds (OAuth 2.1
+/// "Authorization Response": a maximum of 10 minutes is RECOMMENDED).
+pub const MAX_CODE_TTL_SECONDS: u64 = 600;
+/// The longest access-token lifetime accepted, seconds (a day; MCP asks
+/// for short-lived tokens).
+pub const MAX_ACCESS_TOKEN_TTL_SECONDS: u64 = 24 * 3600;
+/// The longest wait on the consent page accepted, seconds.
+pub const MAX_REQUEST_TTL_SECONDS: u64 = 3600;
+/// The longest refresh idle time accepted, days (a grant lives at most 30).
+pub const MAX_REFRESH_IDLE_DAYS: u64 = 30;
+
+impl OAuthConfig {
+    /// On, with the defaults, fetching client documents from loopback
+    /// (the tests' servers); the test sets `public_url` and `issuer`.
+    pub fn for_test() -> OAuthConfig {
+        OAuthConfig {
+            enabled: true,
+            client_documents: ClientDocumentsConfig {
+                allow_loopback: true,
+                ..ClientDocumentsConfig::default()
+            },
+            ..OAuthConfig::default()
+        }
+    }
+
+    /// The bounds of each lifetime; an error names the option.
+    fn check_bounds(&self) -> anyhow::Result<()> {
+        for (name, value, max) in [
+            (
+                "access_token_ttl_seconds",
+                self.access_token_ttl_seconds.get(),
+                MAX_ACCESS_TOKEN_TTL_SECONDS,
+            ),
+            (
+                "code_ttl_seconds",
+                self.code_ttl_seconds.get(),
+                MAX_CODE_TTL_SECONDS,
+            ),
+            (
+                "request_ttl_seconds",
+                self.request_ttl_seconds.get(),
+                MAX_REQUEST_TTL_SECONDS,
+            ),
+            (
+                "refresh_idle_days",
+                self.refresh_idle_days.get(),
+                MAX_REFRESH_IDLE_DAYS,
+            ),
+        ] {
+            if value > max {
+                anyhow::bail!("[oauth] {name} may be at most {max}");
+            }
+        }
+        let documents = &self.client_documents;
+        if documents.cache_min_s > documents.cache_max_s {
+            anyhow::bail!("[oauth.client_documents] cache_min_s may not exceed cache_max_s");
+        }
+        Ok(())
+    }
+}
+
+/// Whether `host` (as a URL writes it) is a loopback IP literal: the only
+/// hosts an http issuer may name.
+fn is_loopback_literal(host: &str) -> bool {
+    host == "127.0.0.1" || host == "[::1]"
+}
+
+/// Checks the issuer an `[oauth]` deployment announces: `public_url` set,
+/// an https URL (http only for a loopback literal) without user
+/// information, query or fragment and without a trailing slash (RFC 8414
+/// §2: "a URL that uses the "https" scheme and has no query or fragment
+/// components"), and `issuer` equal to it byte for byte (RFC 8414 §3.3:
+/// the metadata's `issuer` MUST be identical to the issuer identifier
+/// clients use; the tokens' `iss` is `issuer`).
+fn check_oauth_issuer(public_url: Option<&str>, issuer: &str) -> anyhow::Result<()> {
+    let Some(public_url) = public_url else {
+        anyhow::bail!(
+            "[oauth] enabled needs public_url: the authorization server's issuer is the address clients reach it at (set public_url, and issuer to the same value)"
+        );
+    };
+    let parsed = reqwest::Url::parse(public_url).map_err(|error| {
+        anyhow::anyhow!("[oauth] enabled: public_url {public_url:?} is not a URL ({error})")
+    })?;
+    let host = parsed.host_str().unwrap_or_default();
+    match parsed.scheme() {
+        "https" => {}
+        "http" if is_loopback_literal(host) => {}
+        _ => anyhow::bail!(
+            "[oauth] enabled: public_url {public_url:?} must be an https URL (plain http only for 127.0.0.1 or [::1])"
+        ),
+    }
+    if !parsed.username().is_empty()
+        || parsed.password().is_some()
+        || parsed.query().is_some()
+        || parsed.fragment().is_some()
+        || public_url.contains(['?', '#'])
+    {
+        anyhow::bail!(
+            "[oauth] enabled: public_url {public_url:?} may hold no user information, query or fragment (RFC 8414 §2)"
+        );
+    }
+    if public_url.ends_with('/') {
+        anyhow::bail!(
+            "[oauth] enabled: public_url {public_url:?} must not end with a slash: it is the issuer, compared byte for byte (RFC 8414 §3.3)"
+        );
+    }
+    if issuer != public_url {
+        anyhow::bail!(
+            "[oauth] enabled: issuer {issuer:?} must equal public_url {public_url:?}: the metadata, the `iss` of redirects and the `iss` of tokens name one issuer"
+        );
+    }
+    Ok(())
+}
+
 /// Where the database is (`[database]`).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
 #[serde(deny_unknown_fields, default)]
@@ -475,6 +662,8 @@ pub struct Config {
     pub events: EventsConfig,
     /// Webhook delivery (`[webhooks]`).
     pub webhooks: WebhooksConfig,
+    /// The OAuth authorization server (`[oauth]`); off by default.
+    pub oauth: OAuthConfig,
 }
 
 impl Default for Config {
@@ -502,6 +691,7 @@ impl Default for Config {
             records: RecordsConfig::default(),
             events: EventsConfig::default(),
             webhooks: WebhooksConfig::default(),
+            oauth: OAuthConfig::default(),
         }
     }
 }
@@ -553,6 +743,9 @@ impl Config {
         for verifier in &mut config.verifier {
             verifier.resolve(base);
         }
+        for file in &mut config.oauth.client_documents.extra_roots {
+            *file = base.join(&*file);
+        }
         Ok(config)
     }
 
@@ -571,6 +764,17 @@ impl Config {
             Some(url) => Database::from_url(url, self.database.ca_file.as_deref()),
             None => Ok(Database::Sqlite(self.data_dir.join(DB_FILE))),
         }
+    }
+
+    /// What must hold before the server starts, whichever way the
+    /// configuration was assembled (file, flags, a test): `[oauth]`'s
+    /// bounds and, with it on, its issuer (see [`check_oauth_issuer`]).
+    pub fn check(&self) -> anyhow::Result<()> {
+        self.oauth.check_bounds()?;
+        if self.oauth.enabled {
+            check_oauth_issuer(self.public_url.as_deref(), &self.issuer)?;
+        }
+        Ok(())
     }
 
     /// `query_budget_ms` as a duration.
@@ -704,5 +908,138 @@ mod tests {
         ));
         assert!(matches!(config.verifier[1], Verifier::Provider { .. }));
         assert!(toml::from_str::<Config>("[[verifier]]\nkind = \"magic\"\nname = \"x\"").is_err());
+    }
+
+    #[test]
+    fn oauth_is_off_by_default_and_refuses_unknown_keys() {
+        let config = Config::default();
+        assert!(!config.oauth.enabled);
+        assert_eq!(config.oauth.access_token_ttl_seconds.get(), 900);
+        assert_eq!(config.oauth.code_ttl_seconds.get(), 60);
+        assert_eq!(config.oauth.client_documents.max_bytes.get(), 5120);
+        config.check().unwrap();
+        let config: Config = toml::from_str(
+            "issuer = \"https://mandate.example\"\npublic_url = \"https://mandate.example\"\n\
+             [oauth]\nenabled = true\naccess_token_ttl_seconds = 300\n\
+             [oauth.client_documents]\ntimeout_ms = 2000\n",
+        )
+        .unwrap();
+        assert!(config.oauth.enabled);
+        assert_eq!(config.oauth.access_token_ttl_seconds.get(), 300);
+        assert_eq!(config.oauth.client_documents.timeout_ms.get(), 2000);
+        config.check().unwrap();
+        assert!(toml::from_str::<Config>("[oauth]\nenabeld = true").is_err());
+        assert!(toml::from_str::<Config>("[oauth.client_documents]\nmax = 1").is_err());
+        assert!(toml::from_str::<Config>("[oauth]\ncode_ttl_seconds = 0").is_err());
+    }
+
+    #[test]
+    fn oauth_lifetimes_are_bounded() {
+        for (option, text) in [
+            ("code_ttl_seconds", "code_ttl_seconds = 601"),
+            (
+                "access_token_ttl_seconds",
+                "access_token_ttl_seconds = 86401",
+            ),
+            ("request_ttl_seconds", "request_ttl_seconds = 3601"),
+            ("refresh_idle_days", "refresh_idle_days = 31"),
+        ] {
+            let config: Config = toml::from_str(&format!("[oauth]\n{text}")).unwrap();
+            let refused = config.check().unwrap_err().to_string();
+            assert!(refused.contains(option), "{refused}");
+        }
+        let config: Config =
+            toml::from_str("[oauth.client_documents]\ncache_min_s = 10\ncache_max_s = 5").unwrap();
+        assert!(
+            config
+                .check()
+                .unwrap_err()
+                .to_string()
+                .contains("cache_min_s")
+        );
+    }
+
+    /// RFC 8414 §2 (https, no query or fragment), §3.3 (the issuer is
+    /// compared byte for byte), and F1 of the OAuth plan: tokens' `iss` is
+    /// `issuer`, so it must be the public URL.
+    #[test]
+    fn oauth_needs_an_https_public_url_equal_to_the_issuer() {
+        let start = |public_url: Option<&str>, issuer: &str| {
+            let mut config = Config::for_test(Path::new("data"));
+            config.oauth = OAuthConfig::for_test();
+            config.public_url = public_url.map(str::to_owned);
+            config.issuer = issuer.to_owned();
+            config.check().map_err(|e| e.to_string())
+        };
+        for accepted in [
+            "https://mandate.example",
+            "https://mandate.example/tenant",
+            "https://mandate.example:8443",
+            "http://127.0.0.1:8080",
+            "http://[::1]:8080",
+        ] {
+            assert_eq!(start(Some(accepted), accepted), Ok(()), "{accepted}");
+        }
+        for (public_url, issuer, says) in [
+            (None, "mandate", "needs public_url"),
+            (
+                Some("http://mandate.example"),
+                "http://mandate.example",
+                "https",
+            ),
+            (
+                Some("http://localhost:8080"),
+                "http://localhost:8080",
+                "https",
+            ),
+            (Some("http://10.0.0.1"), "http://10.0.0.1", "https"),
+            (
+                Some("ftp://mandate.example"),
+                "ftp://mandate.example",
+                "https",
+            ),
+            (
+                Some("https://mandate.example/"),
+                "https://mandate.example/",
+                "slash",
+            ),
+            (
+                Some("https://mandate.example?a=1"),
+                "https://mandate.example?a=1",
+                "query",
+            ),
+            (
+                Some("https://mandate.example#x"),
+                "https://mandate.example#x",
+                "fragment",
+            ),
+            (
+                Some("https://u:p@mandate.example"),
+                "https://u:p@mandate.example",
+                "user",
+            ),
+            (
+                Some("https://mandate.example"),
+                "mandate",
+                "must equal public_url",
+            ),
+            (
+                Some("https://mandate.example"),
+                "https://mandate.example/",
+                "must equal public_url",
+            ),
+            (
+                Some("https://mandate.example"),
+                "https://MANDATE.example",
+                "must equal public_url",
+            ),
+        ] {
+            let refused = start(public_url, issuer).unwrap_err();
+            assert!(refused.contains(says), "{public_url:?} {issuer}: {refused}");
+            assert!(refused.starts_with("[oauth] enabled"), "{refused}");
+        }
+        let mut off = Config::for_test(Path::new("data"));
+        off.public_url = Some("http://mandate.example".to_owned());
+        off.check().unwrap();
     }
 }

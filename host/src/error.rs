@@ -9,6 +9,7 @@ use utoipa::ToSchema;
 
 #[cfg(test)]
 mod codes;
+pub mod oauth;
 mod titles;
 
 pub use titles::title;

@@ -146,6 +146,7 @@ impl AppState {
         config: Config,
         clock: Clock,
     ) -> anyhow::Result<(AppState, Option<String>)> {
+        config.check()?;
         let assurance = Assurance::load(&config)?;
         let redact_args = config.records.redactions()?;
         let telemetry = otel::Telemetry::start(&config.otel)?;

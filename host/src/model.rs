@@ -5,6 +5,7 @@
 
 pub mod authzen;
 pub mod dashboard;
+pub mod oauth;
 pub mod trust;
 pub mod webhooks;
 
@@ -1192,7 +1193,7 @@ pub struct MeBody {
     pub admin: bool,
     /// What the role allows: `read`, `issue`, `issue_for_anyone`, `rate`,
     /// `revoke`, `manage_keys`, `decide`, `manage_webhooks`, `vouch`,
-    /// `evaluate`.
+    /// `evaluate`, `manage_clients`.
     pub permissions: Vec<String>,
     pub org: OrgRef,
 }

@@ -23,12 +23,12 @@ use crate::store::sql::{Connection, params_from_iter};
 /// The export format's version.
 const FORMAT_VERSION: u64 = 1;
 
-/// Every table of schema 7 with its columns (a record's `org` is derived
+/// Every table of the schema with its columns (a record's `org` is derived
 /// from its `seq`, and PostgreSQL's `dpop_proofs` live seconds: neither is
 /// exported), in an order that inserts parents before what refers to them,
 /// and the key each is written in the order of (tokens by depth, so a
 /// parent comes before its children).
-const TABLES: [(&str, &[&str], &str); 24] = [
+const TABLES: [(&str, &[&str], &str); 28] = [
     ("meta", &["key", "value"], "key"),
     (
         "signing_keys",
@@ -321,6 +321,75 @@ const TABLES: [(&str, &[&str], &str); 24] = [
             "duration_ms",
         ],
         "webhook, event_seq, attempt",
+    ),
+    (
+        "oauth_clients",
+        &[
+            "client_id",
+            "org",
+            "name",
+            "redirect_uris",
+            "grant_types",
+            "created_by",
+            "created_at",
+            "revoked_at",
+        ],
+        "client_id",
+    ),
+    (
+        "oauth_codes",
+        &[
+            "code_hash",
+            "request_hash",
+            "org",
+            "human_ref",
+            "assurance",
+            "client_id",
+            "redirect_uri",
+            "code_challenge",
+            "resource",
+            "dpop_jkt",
+            "choice",
+            "created_at",
+            "expires_at",
+            "used_at",
+            "grant_id",
+        ],
+        "code_hash",
+    ),
+    (
+        "oauth_grants",
+        &[
+            "grant_id",
+            "org",
+            "human_ref",
+            "client_id",
+            "client_host",
+            "client_name",
+            "resource",
+            "agent_id",
+            "root_jti",
+            "scope",
+            "cnf_jkt",
+            "created_at",
+            "expires_at",
+            "last_used_at",
+            "revoked_at",
+            "revoke_reason",
+        ],
+        "grant_id",
+    ),
+    (
+        "oauth_refresh_tokens",
+        &[
+            "token_hash",
+            "grant_id",
+            "generation",
+            "issued_at",
+            "used_at",
+            "replaced_by",
+        ],
+        "token_hash",
     ),
 ];
 

@@ -207,6 +207,11 @@ OPERATIONS = {
     "evaluation": "access.evaluation",
     "evaluations": "access.evaluations",
     "configuration": "access.configuration",
+    "oauth_metadata": "oauth.metadata",
+    "oauth_token": "oauth.token",
+    "create_client": "oauth.create_client",
+    "list_clients": "oauth.list_clients",
+    "delete_client": "oauth.delete_client",
 }
 
 

@@ -11,6 +11,7 @@ import { spawn } from "node:child_process";
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
+import { createServer } from "node:net";
 import { createInterface } from "node:readline";
 import { fileURLToPath } from "node:url";
 import { chromium } from "playwright-core";
@@ -80,12 +81,22 @@ async function end(child) {
   }
 }
 
+/** A port no one listens on right now (the OS's pick, released). */
+export async function freePort() {
+  const server = createServer();
+  await new Promise((resolve) => server.listen(0, "127.0.0.1", resolve));
+  const { port } = server.address();
+  await new Promise((resolve) => server.close(resolve));
+  return port;
+}
+
 /**
- * Starts `mandate serve` on a free port with a fresh data folder; `config`,
- * when given, is the text of its TOML configuration file. `restart()` stops
- * it and serves the same data folder again at the same address.
+ * Starts `mandate serve` with a fresh data folder, on `listen` (by default
+ * a free port on loopback); `config`, when given, is the text of its TOML
+ * configuration file. `restart()` stops it and serves the same data folder
+ * again at the same address.
  */
-export async function startServer({ config } = {}) {
+export async function startServer({ config, listen = "127.0.0.1:0" } = {}) {
   const binary = process.env.MANDATE_BIN;
   assert.ok(binary, "MANDATE_BIN must name the mandate binary (cargo xtask test sets it)");
   const dataDir = mkdtempSync(join(tmpdir(), "mandate-e2e-"));
@@ -95,7 +106,7 @@ export async function startServer({ config } = {}) {
     writeFileSync(file, config, { mode: 0o600 });
     args.push("--config", file);
   }
-  let { child, base } = await serve(binary, [...args, "--listen", "127.0.0.1:0"]);
+  let { child, base } = await serve(binary, [...args, "--listen", listen]);
   const adminKey = readFileSync(join(dataDir, "admin.key"), "utf8").trim();
   return {
     base,

@@ -57,13 +57,14 @@ const ISSUE: Access = Access::ApiKey(KeyNeeds::Role(Permission::Issue));
 const KEYS: Access = Access::ApiKey(KeyNeeds::Role(Permission::ManageKeys));
 const HOOKS: Access = Access::ApiKey(KeyNeeds::Role(Permission::ManageWebhooks));
 const ADMIN: Access = Access::ApiKey(KeyNeeds::Admin);
+const CLIENTS: Access = Access::ApiKey(KeyNeeds::Role(Permission::ManageClients));
 const EVALUATE: Access = Access::ApiKey(KeyNeeds::Role(Permission::Evaluate));
 
 /// Every operation by method and path, with the credentials it takes. A
 /// test checks that it names every operation the router serves, and only
 /// those.
 #[rustfmt::skip]
-pub(crate) const ROUTES: [(&str, &str, Access); 59] = [
+pub(crate) const ROUTES: [(&str, &str, Access); 64] = [
     ("post",   "/v1/vat/issue/l1",                              ISSUE),
     ("post",   "/v1/vat/issue/l2",                              ISSUE),
     ("post",   "/v1/vat/auth/capture",                          ISSUE),
@@ -118,6 +119,11 @@ pub(crate) const ROUTES: [(&str, &str, Access); 59] = [
     ("post",   "/v1/access/evaluation",                         EVALUATE),
     ("post",   "/v1/access/evaluations",                        EVALUATE),
     ("get",    "/.well-known/authzen-configuration",            Access::Public),
+    ("get",    "/.well-known/oauth-authorization-server",       Access::Public),
+    ("post",   "/v1/oauth/token",                               Access::Public),
+    ("post",   "/v1/oauth/clients",                             CLIENTS),
+    ("get",    "/v1/oauth/clients",                             CLIENTS),
+    ("delete", "/v1/oauth/clients/{client_id}",                 CLIENTS),
     ("get",    "/.well-known/jwks.json",                        Access::Public),
     ("get",    "/healthz",                                      Access::Public),
     ("get",    "/readyz",                                       Access::Public),

@@ -22,6 +22,7 @@ use crate::AppState;
 use crate::apikeys::{self, Principal};
 use crate::clock::Now;
 use crate::config::AgentAuth;
+use crate::error::oauth::OAuthError;
 use crate::error::{ApiError, ApiResult, truncate_chars};
 use crate::ledger::{IdempotencyKey, LedgerError};
 use crate::proofs::Refused;
@@ -129,18 +130,8 @@ fn json_error(error: &serde_path_to_error::Error<serde_json::Error>) -> ApiError
     }
 }
 
-/// Reads and parses a JSON body; returns the value and the raw bytes.
-async fn json_body<T: DeserializeOwned, S: Send + Sync>(
-    request: Request,
-    state: &S,
-) -> Result<(T, Bytes), ApiError> {
-    if !is_json(request.headers()) {
-        return Err(ApiError::new(
-            StatusCode::UNSUPPORTED_MEDIA_TYPE,
-            "unsupported_media_type",
-            "send the body as Content-Type: application/json",
-        ));
-    }
+/// Reads a body of at most [`super::MAX_BODY_BYTES`]: 413 beyond.
+async fn capped_body<S: Send + Sync>(request: Request, state: &S) -> Result<Bytes, ApiError> {
     let too_large = || {
         ApiError::new(
             StatusCode::PAYLOAD_TOO_LARGE,
@@ -158,7 +149,7 @@ async fn json_body<T: DeserializeOwned, S: Send + Sync>(
     if declared.is_some_and(|length| length > super::MAX_BODY_BYTES as u64) {
         return Err(too_large());
     }
-    let bytes = Bytes::from_request(request, state)
+    Bytes::from_request(request, state)
         .await
         .map_err(|rejection| {
             if rejection.status() == StatusCode::PAYLOAD_TOO_LARGE {
@@ -166,7 +157,22 @@ async fn json_body<T: DeserializeOwned, S: Send + Sync>(
             } else {
                 ApiError::bad_request("unreadable_body", "the request body could not be read")
             }
-        })?;
+        })
+}
+
+/// Reads and parses a JSON body; returns the value and the raw bytes.
+async fn json_body<T: DeserializeOwned, S: Send + Sync>(
+    request: Request,
+    state: &S,
+) -> Result<(T, Bytes), ApiError> {
+    if !is_json(request.headers()) {
+        return Err(ApiError::new(
+            StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            "unsupported_media_type",
+            "send the body as Content-Type: application/json",
+        ));
+    }
+    let bytes = capped_body(request, state).await?;
     // Every body is an object; serde would read a struct from a list too.
     if bytes.trim_ascii_start().first() != Some(&b'{') {
         serde_json::from_slice::<serde::de::IgnoredAny>(&bytes).map_err(|e| malformed(&e))?;
@@ -189,6 +195,148 @@ impl<T: DeserializeOwned, S: Send + Sync> FromRequest<S> for Json<T> {
         json_body(request, state)
             .await
             .map(|(value, _)| Json(value))
+    }
+}
+
+/// A form body of an OAuth endpoint (RFC 6749 §3.2: the token endpoint
+/// takes `application/x-www-form-urlencoded`), read into `T` (a struct of
+/// optional strings). RFC 6749 §3.1 decides the rest: a parameter sent
+/// without a value is treated as omitted; a parameter `T` names sent twice
+/// is refused ("Request and response parameters MUST NOT be included more
+/// than once"); a parameter `T` does not name is ignored ("The
+/// authorization server MUST ignore unrecognized request parameters").
+/// Every refusal is an [`OAuthError`] (`invalid_request`): wrong content
+/// type `form_required`, over 64 KiB `payload_too_large`, bad
+/// percent-encoding or UTF-8 `form_malformed`, a repeat
+/// `parameter_repeated`, a required parameter absent `parameter_missing`.
+#[derive(Debug, Clone)]
+pub(crate) struct OAuthForm<T>(pub(crate) T);
+
+/// Whether the body is declared a form (any parameters, such as a
+/// charset, after the media type are ignored).
+fn is_form(headers: &HeaderMap) -> bool {
+    headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|value| value.split(';').next())
+        .is_some_and(|essence| {
+            essence
+                .trim()
+                .eq_ignore_ascii_case("application/x-www-form-urlencoded")
+        })
+}
+
+/// One name or value of a form, decoded: `+` is a space, `%XX` a byte, and
+/// the bytes must be UTF-8 (the WHATWG URL standard's
+/// `application/x-www-form-urlencoded` parser, strict where it would
+/// substitute U+FFFD).
+fn form_text(raw: &[u8]) -> Result<String, ApiError> {
+    let spaced: Vec<u8> = raw
+        .iter()
+        .map(|&b| if b == b'+' { b' ' } else { b })
+        .collect();
+    let malformed_escape = spaced.iter().enumerate().any(|(at, &b)| {
+        b == b'%'
+            && !spaced
+                .get(at + 1..at + 3)
+                .is_some_and(|hex| hex.iter().all(u8::is_ascii_hexdigit))
+    });
+    if malformed_escape {
+        return Err(ApiError::bad_request(
+            "form_malformed",
+            "the form holds a % not followed by two hexadecimal digits",
+        ));
+    }
+    let bytes: Vec<u8> = percent_encoding::percent_decode(&spaced).collect();
+    String::from_utf8(bytes)
+        .map_err(|_| ApiError::bad_request("form_malformed", "the form's text is not UTF-8"))
+}
+
+/// The parameters of a form, each name with every non-empty value it was
+/// sent with, in order.
+pub(crate) fn form_parameters(body: &[u8]) -> Result<Vec<(String, Vec<String>)>, ApiError> {
+    let mut parameters: Vec<(String, Vec<String>)> = Vec::new();
+    for pair in body.split(|&b| b == b'&').filter(|pair| !pair.is_empty()) {
+        let (name, value) = match pair.iter().position(|&b| b == b'=') {
+            Some(at) => (&pair[..at], &pair[at + 1..]),
+            None => (pair, &b""[..]),
+        };
+        let (name, value) = (form_text(name)?, form_text(value)?);
+        if value.is_empty() {
+            continue;
+        }
+        match parameters.iter_mut().find(|(known, _)| *known == name) {
+            Some((_, values)) => values.push(value),
+            None => parameters.push((name, vec![value])),
+        }
+    }
+    Ok(parameters)
+}
+
+/// Reads `T` from a form's parameters: one value a string, a repeated one
+/// a list, which `T`'s string member refuses (and a member `T` lacks is
+/// never read).
+pub(crate) fn from_form<T: DeserializeOwned>(body: &[u8]) -> Result<T, ApiError> {
+    let object: serde_json::Map<String, serde_json::Value> = form_parameters(body)?
+        .into_iter()
+        .map(|(name, mut values)| {
+            let value = if values.len() == 1 {
+                serde_json::Value::String(values.remove(0))
+            } else {
+                values.into_iter().map(serde_json::Value::String).collect()
+            };
+            (name, value)
+        })
+        .collect();
+    serde_path_to_error::deserialize(serde_json::Value::Object(object)).map_err(
+        |error: serde_path_to_error::Error<serde_json::Error>| {
+            let message = error.inner().to_string();
+            let named = error
+                .path()
+                .iter()
+                .find_map(|segment| match segment {
+                    serde_path_to_error::Segment::Map { key } => Some(key.clone()),
+                    _ => None,
+                })
+                .or_else(|| {
+                    message
+                        .strip_prefix("missing field `")
+                        .and_then(|rest| rest.split_once('`'))
+                        .map(|(name, _)| name.to_owned())
+                })
+                .unwrap_or_default();
+            let name = clipped(named, MAX_FIELD_CHARS);
+            if message.starts_with("missing field") {
+                ApiError::bad_request("parameter_missing", format!("`{name}` is required"))
+            } else if message.starts_with("invalid type: sequence") {
+                ApiError::bad_request(
+                    "parameter_repeated",
+                    format!("`{name}` is sent more than once (RFC 6749 §3.1)"),
+                )
+            } else {
+                ApiError::bad_request(
+                    "form_malformed",
+                    clipped(format!("`{name}`: {message}"), MAX_DETAIL_CHARS),
+                )
+            }
+        },
+    )
+}
+
+impl<T: DeserializeOwned, S: Send + Sync> FromRequest<S> for OAuthForm<T> {
+    type Rejection = OAuthError;
+
+    async fn from_request(request: Request, state: &S) -> Result<OAuthForm<T>, OAuthError> {
+        if !is_form(request.headers()) {
+            return Err(ApiError::new(
+                StatusCode::UNSUPPORTED_MEDIA_TYPE,
+                "form_required",
+                "send the body as Content-Type: application/x-www-form-urlencoded (RFC 6749 §3.2)",
+            )
+            .into());
+        }
+        let bytes = capped_body(request, state).await?;
+        Ok(OAuthForm(from_form(&bytes)?))
     }
 }
 
@@ -994,5 +1142,83 @@ impl<S: Send + Sync> FromRequestParts<S> for Peer {
             .get::<axum::extract::ConnectInfo<std::net::SocketAddr>>()
             .map(|info| info.0);
         Ok(Peer(address))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde::Deserialize;
+
+    use super::{form_parameters, from_form};
+
+    #[derive(Debug, Deserialize, PartialEq)]
+    struct Token {
+        grant_type: String,
+        code: Option<String>,
+    }
+
+    fn refused(body: &str) -> (&'static str, String) {
+        let error = from_form::<Token>(body.as_bytes()).unwrap_err();
+        (error.code, error.detail)
+    }
+
+    #[test]
+    fn a_form_decodes_plus_and_percent_and_ignores_unknown_parameters() {
+        let token: Token =
+            from_form(b"grant_type=authorization_code&code=a+b%2Fc%C3%A9&client_id=x&client_id=y")
+                .unwrap();
+        assert_eq!(
+            token,
+            Token {
+                grant_type: "authorization_code".to_owned(),
+                code: Some("a b/cé".to_owned()),
+            }
+        );
+    }
+
+    /// RFC 6749 §3.1: "Parameters sent without a value MUST be treated as
+    /// if they were omitted from the request."
+    #[test]
+    fn a_parameter_without_a_value_is_omitted() {
+        let token: Token = from_form(b"grant_type=x&code=&code").unwrap();
+        assert_eq!(token.code, None);
+        assert_eq!(
+            refused("grant_type=&code=1"),
+            ("parameter_missing", "`grant_type` is required".to_owned())
+        );
+        assert_eq!(
+            form_parameters(b"&&a=1&").unwrap(),
+            [("a".to_owned(), vec!["1".to_owned()])]
+        );
+    }
+
+    /// RFC 6749 §3.1: "Request and response parameters MUST NOT be
+    /// included more than once."
+    #[test]
+    fn a_known_parameter_sent_twice_is_refused() {
+        let (code, detail) = refused("grant_type=a&grant_type=a");
+        assert_eq!(code, "parameter_repeated");
+        assert!(detail.contains("`grant_type`"), "{detail}");
+        assert_eq!(
+            refused("grant_type=a&code=1&code=2").0,
+            "parameter_repeated"
+        );
+        assert_eq!(
+            refused("grant_type=a&code=1&code=1").0,
+            "parameter_repeated"
+        );
+    }
+
+    #[test]
+    fn bad_escapes_and_bytes_that_are_not_utf8_are_refused() {
+        for body in [
+            "grant_type=%zz",
+            "grant_type=%4",
+            "grant_type=%",
+            "grant_type=%FF",
+            "gr%C3=x",
+        ] {
+            assert_eq!(refused(body).0, "form_malformed", "{body}");
+        }
     }
 }

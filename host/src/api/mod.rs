@@ -17,6 +17,8 @@ mod input;
 mod issue;
 mod log;
 mod meta;
+mod oauth;
+mod oauth_admin;
 mod orgs;
 mod problems;
 mod query;
@@ -278,6 +280,13 @@ pub fn app(state: AppState) -> Router {
         .routes(routes!(authzen::evaluation))
         .routes(routes!(authzen::evaluations))
         .routes(routes!(authzen::configuration))
+        .routes(routes!(oauth::metadata))
+        .routes(routes!(oauth::token))
+        .routes(routes!(
+            oauth_admin::create_client,
+            oauth_admin::list_clients
+        ))
+        .routes(routes!(oauth_admin::delete_client))
         .routes(routes!(meta::jwks))
         .routes(routes!(meta::healthz))
         .routes(routes!(meta::readyz))
@@ -285,6 +294,13 @@ pub fn app(state: AppState) -> Router {
         .routes(routes!(openapi))
         .split_for_parts();
     let document = Document(Arc::new(docs::served(document, &state.config)));
+    let router = match oauth::issuer_path(&state) {
+        Some(path) => router.route(
+            &format!("{}{path}", oauth::METADATA_PATH),
+            axum::routing::get(oauth::metadata_at_issuer_path),
+        ),
+        None => router,
+    };
     router
         .route("/v1/log/tile/{*path}", axum::routing::get(log::tile))
         .merge(crate::web::routes())

@@ -104,6 +104,8 @@ impl From<LedgerError> for ApiError {
             LedgerError::LastOwner => ApiError::conflict("last_owner", message),
             LedgerError::UnknownWebhook => ApiError::not_found("webhook_not_found", message),
             LedgerError::TooManyWebhooks => ApiError::conflict("too_many_webhooks", message),
+            LedgerError::UnknownClient => ApiError::not_found("client_not_found", message),
+            LedgerError::TooManyClients => ApiError::conflict("too_many_clients", message),
             LedgerError::UnknownAgent => ApiError::not_found("agent_not_found", message),
             LedgerError::UnknownVouch => ApiError::not_found("vouch_not_found", message),
             LedgerError::VouchExists(_) => ApiError::conflict("vouch_exists", message),

@@ -26,6 +26,7 @@ mod approvals;
 mod authority;
 mod idempotency;
 mod log;
+mod oauth;
 mod orgs;
 mod outbox;
 #[cfg(test)]
@@ -58,6 +59,7 @@ pub use approvals::{ApprovalView, EXPIRY_BATCH, approval_id_of};
 pub use authority::{Delegated, Delegation, REVOKED_LIST_LIMIT, Refusal, Revoked, Revoker};
 pub use idempotency::{IdempotencyKey, Reply};
 pub use log::LogSetup;
+pub use oauth::MAX_CLIENTS_PER_ORG;
 pub use orgs::{NewOrg, OrgCreated, create_org};
 pub use trust::{NOT_ITS_AGENT, NewVouch, VouchBy};
 pub use webhooks::{AttemptMade, DISABLED_BY_OWNER, NewWebhook, RoundReport, WebhookChange};
@@ -217,6 +219,14 @@ pub enum LedgerError {
         "the organisation has {MAX_WEBHOOKS_PER_ORG} webhooks, as many as it may; delete one first"
     )]
     TooManyWebhooks,
+    /// No OAuth client of the caller's organisation has this id.
+    #[error("no OAuth client of this organisation has this client_id")]
+    UnknownClient,
+    /// The organisation has as many OAuth clients as it may.
+    #[error(
+        "the organisation has {MAX_CLIENTS_PER_ORG} OAuth clients, as many as it may; delete one first"
+    )]
+    TooManyClients,
     /// No agent of the caller's organisation has this id.
     #[error("no agent of this organisation has this id")]
     UnknownAgent,

@@ -268,7 +268,7 @@ fn migrate(conn: &Connection) -> anyhow::Result<()> {
             schema::VERSION
         ),
         Some(version) if version == schema::VERSION => return Ok(()),
-        Some(version @ (5..=10)) => {
+        Some(version @ (5..=11)) => {
             if version == 5 {
                 tx.execute_batch(schema::POSTGRES_EVENTS)?;
             }
@@ -286,7 +286,10 @@ fn migrate(conn: &Connection) -> anyhow::Result<()> {
                 tx.execute_batch(schema::POSTGRES_AGENTS)?;
                 super::agents::register_existing(&tx)?;
             }
-            tx.execute_batch(schema::POSTGRES_ARGS)?;
+            if version <= 10 {
+                tx.execute_batch(schema::POSTGRES_ARGS)?;
+            }
+            tx.execute_batch(schema::POSTGRES_OAUTH)?;
             tx.execute(
                 "UPDATE mandate_schema SET version = ?1",
                 params![schema::VERSION],
@@ -303,6 +306,7 @@ fn migrate(conn: &Connection) -> anyhow::Result<()> {
             tx.execute_batch(schema::POSTGRES_RECORD_ORIGIN)?;
             tx.execute_batch(schema::POSTGRES_AGENTS)?;
             tx.execute_batch(schema::POSTGRES_ARGS)?;
+            tx.execute_batch(schema::POSTGRES_OAUTH)?;
             // Nothing to count yet; run anyway, so every new database
             // checks the statements an upgrade from version 6 runs.
             super::dashboard::backfill(&tx)?;

@@ -19,6 +19,7 @@ pub mod database;
 pub mod events;
 pub mod idempotency;
 pub mod log;
+pub mod oauth;
 pub mod orgs;
 mod proofs;
 pub mod records;
@@ -234,6 +235,9 @@ fn migrate(wrapped: &Connection) -> anyhow::Result<()> {
     }
     if version < 11 {
         tx.execute_batch(schema::ARGS)?;
+    }
+    if version < 12 {
+        tx.execute_batch(schema::OAUTH)?;
     }
     tx.pragma_update(None, "user_version", schema::VERSION)?;
     tx.commit()?;

@@ -88,6 +88,17 @@
 //!   of the agent's `denied_requests`, one denied at `record/action` a
 //!   failure.
 //!
+//! - OAuth (schema 12, docs/oauth.md): `oauth_clients`, the public
+//!   clients an organisation's owner registered in advance (their
+//!   `redirect_uris` and `grant_types` as JSON arrays); `oauth_codes`,
+//!   authorization codes by the SHA-256 of the code, one per sealed
+//!   request (`request_hash`), with the human's choice (`choice`, JSON;
+//!   `grant` is an SQL keyword) and, once redeemed, the grant it made;
+//!   `oauth_grants`, a consent's grant (its refresh-token family) with the
+//!   grant root it issued; `oauth_refresh_tokens`, each refresh token of a
+//!   family by the SHA-256 of the token, with its generation and the one
+//!   that replaced it.
+//!
 //! Every object stands in one organisation: keys, tokens, workflows and
 //! idempotency keys carry its number in `org`; agents are keyed by `(org,
 //! agent_id)`; a record's organisation is its `seq >> 40` (the generated
@@ -96,11 +107,12 @@
 //! record index, ending in `seq`, is searched within that range.
 
 /// The schema version this build writes.
-pub(crate) const VERSION: i64 = 11;
+pub(crate) const VERSION: i64 = 12;
 
 /// PostgreSQL's schema at version 5 (version 6 adds [`POSTGRES_EVENTS`]
 /// to it, version 7 [`POSTGRES_DASHBOARD`], version 8 [`POSTGRES_TRUST`],
-/// version 9 [`POSTGRES_RECORD_ORIGIN`], version 10 [`POSTGRES_AGENTS`], version 11 [`POSTGRES_ARGS`]): SQLite's tables with PostgreSQL's
+/// version 9 [`POSTGRES_RECORD_ORIGIN`], version 10 [`POSTGRES_AGENTS`], version 11 [`POSTGRES_ARGS`],
+/// version 12 [`POSTGRES_OAUTH`]): SQLite's tables with PostgreSQL's
 /// types (every integer a `BIGINT`, blobs `BYTEA`, text compared byte by
 /// byte, `COLLATE "C"`, as SQLite does). A record's `org` is stored, since
 /// PostgreSQL 15 has no virtual generated columns; `seq` is still the
@@ -597,6 +609,138 @@ ALTER TABLE records ADD COLUMN args TEXT;
 pub(crate) const POSTGRES_ARGS: &str = r#"
 ALTER TABLE records ADD COLUMN args_hash TEXT COLLATE "C";
 ALTER TABLE records ADD COLUMN args TEXT;
+"#;
+
+/// Version 12: the OAuth authorization server's clients, codes, grants
+/// and refresh tokens (see the module's table list).
+pub(crate) const OAUTH: &str = r#"
+CREATE TABLE oauth_clients (
+    client_id     TEXT PRIMARY KEY,
+    org           INTEGER NOT NULL,
+    name          TEXT NOT NULL,
+    redirect_uris TEXT NOT NULL,
+    grant_types   TEXT NOT NULL,
+    created_by    TEXT NOT NULL,
+    created_at    INTEGER NOT NULL,
+    revoked_at    INTEGER
+) STRICT;
+CREATE INDEX oauth_clients_by_org ON oauth_clients(org, created_at);
+
+CREATE TABLE oauth_codes (
+    code_hash      BLOB PRIMARY KEY,
+    request_hash   BLOB NOT NULL UNIQUE,
+    org            INTEGER NOT NULL,
+    human_ref      TEXT NOT NULL,
+    assurance      TEXT NOT NULL,
+    client_id      TEXT NOT NULL,
+    redirect_uri   TEXT NOT NULL,
+    code_challenge TEXT NOT NULL,
+    resource       TEXT,
+    dpop_jkt       TEXT,
+    choice         TEXT NOT NULL,
+    created_at     INTEGER NOT NULL,
+    expires_at     INTEGER NOT NULL,
+    used_at        INTEGER,
+    grant_id       TEXT
+) STRICT;
+CREATE INDEX oauth_codes_by_expiry ON oauth_codes(expires_at);
+
+CREATE TABLE oauth_grants (
+    grant_id      TEXT PRIMARY KEY,
+    org           INTEGER NOT NULL,
+    human_ref     TEXT NOT NULL,
+    client_id     TEXT NOT NULL,
+    client_host   TEXT,
+    client_name   TEXT NOT NULL,
+    resource      TEXT,
+    agent_id      TEXT NOT NULL,
+    root_jti      TEXT NOT NULL,
+    scope         TEXT NOT NULL,
+    cnf_jkt       TEXT,
+    created_at    INTEGER NOT NULL,
+    expires_at    INTEGER NOT NULL,
+    last_used_at  INTEGER,
+    revoked_at    INTEGER,
+    revoke_reason TEXT
+) STRICT;
+CREATE INDEX oauth_grants_by_human ON oauth_grants(org, human_ref);
+CREATE INDEX oauth_grants_by_client ON oauth_grants(org, client_id);
+
+CREATE TABLE oauth_refresh_tokens (
+    token_hash  BLOB PRIMARY KEY,
+    grant_id    TEXT NOT NULL,
+    generation  INTEGER NOT NULL,
+    issued_at   INTEGER NOT NULL,
+    used_at     INTEGER,
+    replaced_by BLOB
+) STRICT;
+CREATE INDEX oauth_refresh_tokens_by_grant ON oauth_refresh_tokens(grant_id);
+"#;
+
+/// Version 12 on PostgreSQL, over version 11: [`OAUTH`] with PostgreSQL's
+/// types.
+pub(crate) const POSTGRES_OAUTH: &str = r#"
+CREATE TABLE oauth_clients (
+    client_id     TEXT COLLATE "C" PRIMARY KEY,
+    org           BIGINT NOT NULL,
+    name          TEXT COLLATE "C" NOT NULL,
+    redirect_uris TEXT COLLATE "C" NOT NULL,
+    grant_types   TEXT COLLATE "C" NOT NULL,
+    created_by    TEXT COLLATE "C" NOT NULL,
+    created_at    BIGINT NOT NULL,
+    revoked_at    BIGINT
+);
+CREATE INDEX oauth_clients_by_org ON oauth_clients(org, created_at);
+
+CREATE TABLE oauth_codes (
+    code_hash      BYTEA PRIMARY KEY,
+    request_hash   BYTEA NOT NULL UNIQUE,
+    org            BIGINT NOT NULL,
+    human_ref      TEXT COLLATE "C" NOT NULL,
+    assurance      TEXT COLLATE "C" NOT NULL,
+    client_id      TEXT COLLATE "C" NOT NULL,
+    redirect_uri   TEXT COLLATE "C" NOT NULL,
+    code_challenge TEXT COLLATE "C" NOT NULL,
+    resource       TEXT COLLATE "C",
+    dpop_jkt       TEXT COLLATE "C",
+    choice         TEXT COLLATE "C" NOT NULL,
+    created_at     BIGINT NOT NULL,
+    expires_at     BIGINT NOT NULL,
+    used_at        BIGINT,
+    grant_id       TEXT COLLATE "C"
+);
+CREATE INDEX oauth_codes_by_expiry ON oauth_codes(expires_at);
+
+CREATE TABLE oauth_grants (
+    grant_id      TEXT COLLATE "C" PRIMARY KEY,
+    org           BIGINT NOT NULL,
+    human_ref     TEXT COLLATE "C" NOT NULL,
+    client_id     TEXT COLLATE "C" NOT NULL,
+    client_host   TEXT COLLATE "C",
+    client_name   TEXT COLLATE "C" NOT NULL,
+    resource      TEXT COLLATE "C",
+    agent_id      TEXT COLLATE "C" NOT NULL,
+    root_jti      TEXT COLLATE "C" NOT NULL,
+    scope         TEXT COLLATE "C" NOT NULL,
+    cnf_jkt       TEXT COLLATE "C",
+    created_at    BIGINT NOT NULL,
+    expires_at    BIGINT NOT NULL,
+    last_used_at  BIGINT,
+    revoked_at    BIGINT,
+    revoke_reason TEXT COLLATE "C"
+);
+CREATE INDEX oauth_grants_by_human ON oauth_grants(org, human_ref);
+CREATE INDEX oauth_grants_by_client ON oauth_grants(org, client_id);
+
+CREATE TABLE oauth_refresh_tokens (
+    token_hash  BYTEA PRIMARY KEY,
+    grant_id    TEXT COLLATE "C" NOT NULL,
+    generation  BIGINT NOT NULL,
+    issued_at   BIGINT NOT NULL,
+    used_at     BIGINT,
+    replaced_by BYTEA
+);
+CREATE INDEX oauth_refresh_tokens_by_grant ON oauth_refresh_tokens(grant_id);
 "#;
 
 /// Version 6: approvals, the events outbox, webhooks and their delivery

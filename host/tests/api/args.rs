@@ -796,6 +796,8 @@ async fn the_upgrade_to_schema_11_adds_the_argument_columns() {
             "ALTER TABLE records DROP COLUMN args_hash; ALTER TABLE records DROP COLUMN args",
         )
         .unwrap();
+        conn.execute_batch(crate::helpers::DROP_OAUTH_TABLES)
+            .unwrap();
         match conn.dialect() {
             Dialect::Sqlite => conn.execute_batch("PRAGMA user_version = 10").unwrap(),
             Dialect::Postgres => conn

@@ -102,6 +102,11 @@ pub fn test_database(dir: &Path) -> Option<String> {
     Some(format!("{server_root}/{name}{query}"))
 }
 
+/// Undoes schema 12 (the OAuth tables), for a test that sets a database
+/// back to an earlier version: the upgrade adds them again.
+pub const DROP_OAUTH_TABLES: &str = "DROP TABLE oauth_clients; DROP TABLE oauth_codes; \
+     DROP TABLE oauth_grants; DROP TABLE oauth_refresh_tokens;";
+
 pub struct TestApp {
     pub base: String,
     pub admin_key: String,
@@ -138,14 +143,17 @@ impl TestApp {
         inspect: impl FnOnce(&AppState),
     ) -> TestApp {
         mandate_host::install_tls_provider();
+        // Bound first, so that `edit` sees the address (`config.listen`)
+        // a configuration naming its own URL needs.
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let mut config = Config::for_test(dir.path());
+        config.listen = listener.local_addr().unwrap();
         config.database.url = test_database(dir.path());
         config.rate_limits = RateLimits::off();
         edit(&mut config);
         let clock = Clock::shifted();
         let (state, _) = AppState::open_with_clock(config, clock.clone()).unwrap();
         inspect(&state);
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let base = format!("http://{}", listener.local_addr().unwrap());
         let (shutdown, stop) = oneshot::channel::<()>();
         let server = tokio::spawn(mandate_host::serve_until(listener, state, async move {

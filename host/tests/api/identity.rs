@@ -516,6 +516,8 @@ async fn the_upgrade_to_schema_10_registers_every_agent_and_disowns_impostors() 
              ALTER TABLE agents DROP COLUMN owner; ALTER TABLE agents DROP COLUMN parent",
         )
         .unwrap();
+        conn.execute_batch(crate::helpers::DROP_OAUTH_TABLES)
+            .unwrap();
         match conn.dialect() {
             Dialect::Sqlite => conn.execute_batch("PRAGMA user_version = 9").unwrap(),
             Dialect::Postgres => conn

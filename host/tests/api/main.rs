@@ -34,6 +34,7 @@ mod logs;
 mod messages;
 mod migration;
 mod names;
+mod oauth;
 mod openapi;
 mod orgs;
 mod otel;

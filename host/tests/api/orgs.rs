@@ -336,7 +336,13 @@ fn allowed(role: &str, path: &str, method: &Method) -> bool {
 #[tokio::test]
 async fn every_role_against_every_api_key_operation() {
     // Metrics open to loopback would answer every caller here.
-    let app = TestApp::spawn_with(|config| config.metrics_open_on_loopback = false).await;
+    let app = TestApp::spawn_with(|config| {
+        config.metrics_open_on_loopback = false;
+        config.public_url = Some(format!("http://{}", config.listen));
+        config.issuer = format!("http://{}", config.listen);
+        config.oauth = mandate_host::config::OAuthConfig::for_test();
+    })
+    .await;
     let (beta_id, beta_owner) = app.org("beta").await;
     let beta = seed(&app, &beta_owner, "beta").await;
     let mut keys = vec![
@@ -427,6 +433,17 @@ async fn every_role_against_every_api_key_operation() {
             ),
             operation(
                 Method::POST,
+                "/v1/oauth/clients",
+                Some(json!({"name": "x", "redirect_uris": ["https://a.example/cb"]})),
+            ),
+            operation(Method::GET, "/v1/oauth/clients", None),
+            operation(
+                Method::DELETE,
+                "/v1/oauth/clients/mcl_01kaqv3f00000000000000000a",
+                None,
+            ),
+            operation(
+                Method::POST,
                 "/v1/access/evaluations",
                 Some(
                     json!({"subject": {"type": "mandate_vat", "id": beta.root["compact_jwt"]}, "action": {"name": "read"}, "evaluations": [{"resource": {"type": "crm", "id": "x"}}]}),
@@ -486,7 +503,7 @@ async fn every_role_against_every_api_key_operation() {
             op.path
         );
     }
-    assert_eq!(table.lines().count(), 6 * 27);
+    assert_eq!(table.lines().count(), 6 * 30);
 }
 
 #[tokio::test]

@@ -197,6 +197,10 @@ fn downgrade_to_version_1(db: &std::path::Path, root_jti: &str, child_jti: &str)
          ALTER TABLE tokens DROP COLUMN budget_percent;
          ALTER TABLE tokens DROP COLUMN budget_limit;
          ALTER TABLE agents DROP COLUMN last_activity;
+         DROP TABLE oauth_clients;
+         DROP TABLE oauth_codes;
+         DROP TABLE oauth_grants;
+         DROP TABLE oauth_refresh_tokens;
          DROP TABLE approvals;
          DROP TABLE events;
          DROP TABLE webhooks;

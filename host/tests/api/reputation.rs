@@ -290,6 +290,8 @@ async fn the_upgrade_to_schema_9_keeps_the_counts_and_stores_the_origin_of_new_r
              ALTER TABLE agents DROP COLUMN owner; ALTER TABLE agents DROP COLUMN parent",
         )
         .unwrap();
+        conn.execute_batch(crate::helpers::DROP_OAUTH_TABLES)
+            .unwrap();
         match conn.dialect() {
             Dialect::Sqlite => conn
                 .as_sqlite()

@@ -600,6 +600,8 @@ async fn a_database_of_schema_7_gains_the_vouches_table_on_both_engines() {
     // column version 9 adds.
     crate::helpers::with_database(dir.path(), |conn| {
         conn.execute_batch("DROP TABLE vouches").unwrap();
+        conn.execute_batch(crate::helpers::DROP_OAUTH_TABLES)
+            .unwrap();
         conn.execute_batch(
             "ALTER TABLE records DROP COLUMN origin; ALTER TABLE records DROP COLUMN trust_ppm;
              ALTER TABLE records DROP COLUMN args_hash; ALTER TABLE records DROP COLUMN args;

@@ -55,6 +55,7 @@ from mandate.client.agents import Agents, AsyncAgents
 from mandate.client.approvals import Approvals, AsyncApprovals
 from mandate.client.events import Event, async_events, events
 from mandate.client.log import AsyncLog, Log
+from mandate.client.oauth import AsyncOAuth, OAuth
 from mandate.client.orgs import AsyncKeys, AsyncOrgs, Keys, Orgs
 from mandate.client.records import AsyncRecords, Attempt, Records, UnconfirmedCompletion
 from mandate.client.tokens import AsyncTokens, Tokens
@@ -110,6 +111,7 @@ class Mandate:
         self.keys = Keys(self._t)
         self.log = Log(self._t)
         self.access = Access(self._t)
+        self.oauth = OAuth(self._t)
 
     @property
     def base_url(self) -> str:
@@ -415,6 +417,7 @@ class AsyncMandate:
         self.keys = AsyncKeys(self._t)
         self.log = AsyncLog(self._t)
         self.access = AsyncAccess(self._t)
+        self.oauth = AsyncOAuth(self._t)
 
     @property
     def base_url(self) -> str:

@@ -131,6 +131,61 @@ Where an approval stands.
 """
 
 
+class AuthorizationServerMetadata(TypedDict):
+    """
+    Authorization server metadata (RFC 8414 §2), every URL under the
+    deployment's `issuer` (= `public_url`).
+    """
+
+    authorization_endpoint: str
+    authorization_response_iss_parameter_supported: bool
+    """
+    Every authorization response carries `iss` (RFC 9207).
+    """
+    client_id_metadata_document_supported: bool
+    """
+    A `client_id` may be the https URL of a client ID metadata document.
+    """
+    code_challenge_methods_supported: list[str]
+    """
+    `["S256"]` (PKCE, RFC 7636; `plain` is never accepted).
+    """
+    dpop_signing_alg_values_supported: list[str]
+    """
+    `["EdDSA"]` (RFC 9449 §5.1).
+    """
+    grant_types_supported: list[str]
+    issuer: str
+    """
+    The issuer: `public_url` exactly (RFC 8414 §3.3).
+    """
+    jwks_uri: str
+    """
+    The keys access tokens (VATs) are signed with.
+    """
+    response_modes_supported: list[str]
+    """
+    `["query"]`.
+    """
+    response_types_supported: list[str]
+    """
+    `["code"]`.
+    """
+    revocation_endpoint: str
+    """
+    RFC 7009 token revocation.
+    """
+    revocation_endpoint_auth_methods_supported: list[str]
+    """
+    `["none"]`.
+    """
+    token_endpoint: str
+    token_endpoint_auth_methods_supported: list[str]
+    """
+    `["none"]`: public clients only.
+    """
+
+
 class AuthzenAction(TypedDict):
     """
     AuthZEN Action (§5.3): the act, by Mandate's action name.
@@ -297,6 +352,40 @@ class ChainLink(TypedDict):
     delegation_depth: int
 
 
+class ClientBody(TypedDict):
+    """
+    A pre-registered client as the API shows it.
+    """
+
+    client_id: str
+    """
+    `mcl_<ulid>`: what the client sends as `client_id`.
+    """
+    created_at: str
+    """
+    RFC 3339.
+    """
+    created_by: str
+    """
+    The API key that registered it.
+    """
+    grant_types: list[str]
+    name: str
+    redirect_uris: list[str]
+    token_endpoint_auth_method: str
+    """
+    Always `none`: a public client, without a secret.
+    """
+
+
+class ClientList(TypedDict):
+    """
+    The organisation's pre-registered clients, newest first.
+    """
+
+    clients: list[ClientBody]
+
+
 class ConsistencyBody(TypedDict):
     """
     A consistency proof between two sizes of the record log (RFC 6962).
@@ -307,6 +396,30 @@ class ConsistencyBody(TypedDict):
     proof: list[str]
     """
     The proof's hashes, standard base64, in RFC 6962 order.
+    """
+
+
+class CreateClientRequest(TypedDict):
+    """
+    A public client registered in advance by an owner (MCP
+    "Client Registration": pre-registration).
+    """
+
+    grant_types: NotRequired[list[str] | None]
+    """
+    `authorization_code`, and `refresh_token` when the client may keep
+    access by refreshing; by default both.
+    """
+    name: str
+    """
+    What the consent page shows: 1–100 characters, no control
+    characters.
+    """
+    redirect_uris: list[str]
+    """
+    Where the authorization server may send the browser back: 1–10
+    absolute URIs without fragment, `https`, or `http` on a loopback
+    host (`127.0.0.1`, `[::1]`, `localhost`; RFC 8252 §7.3, §8.3).
     """
 
 
@@ -604,6 +717,25 @@ class LogEventBody(TypedDict):
     """
     A C2SP `tlog-proof@v1`: the index, the inclusion proof and the
     signed checkpoint.
+    """
+
+
+class OAuthErrorBody(TypedDict):
+    """
+    An OAuth error body (RFC 6749 §5.2).
+    """
+
+    code: str
+    """
+    Mandate's stable code, more precise than `error`.
+    """
+    error: str
+    """
+    OAuth's code: `invalid_request`, `unsupported_grant_type`, …
+    """
+    error_description: str
+    """
+    What went wrong, for the developer (the problem's detail).
     """
 
 
@@ -980,6 +1112,18 @@ class TokenPage(TypedDict):
 
     next_cursor: NotRequired[str | None]
     tokens: list[TokenListItem]
+
+
+class TokenRequest(TypedDict):
+    """
+    A token request (RFC 6749 §4.1.3, §6; RFC 8693 §2.1), as a form.
+    Parameters not listed are ignored (RFC 6749 §3.1).
+    """
+
+    grant_type: str
+    """
+    The grant asked for.
+    """
 
 
 class TokenRevokedData(TypedDict):
@@ -1693,7 +1837,7 @@ class MeBody(TypedDict):
     """
     What the role allows: `read`, `issue`, `issue_for_anyone`, `rate`,
     `revoke`, `manage_keys`, `decide`, `manage_webhooks`, `vouch`,
-    `evaluate`.
+    `evaluate`, `manage_clients`.
     """
     role: str
 

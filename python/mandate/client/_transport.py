@@ -102,6 +102,9 @@ class Call:
     extra_timeout: float = 0.0
     #: Told of each failure that is retried (``complete`` watches for a lost answer).
     on_retry: Callable[[MandateError], None] | None = None
+    #: Send ``body`` (a mapping of strings) as ``application/x-www-form-urlencoded``, as OAuth's
+    #: token endpoint takes it (RFC 6749 §3.2), not as JSON.
+    form: bool = False
 
 
 @dataclass(frozen=True)
@@ -206,7 +209,8 @@ def problem_error(status: int, text: str, reason: str, headers: Mapping[str, str
     problem = as_object(data) or {}
     code = problem.get("code")
     title = problem.get("title")
-    detail = problem.get("detail")
+    # OAuth's endpoints answer {error, error_description, code} (RFC 6749 §5.2).
+    detail = problem.get("detail", problem.get("error_description"))
     field_name = problem.get("field")
     code = code if isinstance(code, str) else "http_error"
     title = title if isinstance(title, str) else (reason or f"HTTP {status}")
@@ -236,6 +240,13 @@ def body_of(body: object) -> bytes | None:
         return json.dumps(body, separators=(",", ":"), ensure_ascii=False, allow_nan=False).encode()
     except (TypeError, ValueError) as cause:
         raise client_error("invalid_arguments", f"the request body is not JSON: {cause}") from cause
+
+
+def form_of(body: object) -> bytes:
+    """A request body as a form (``name=value&…``, percent-encoded); only a mapping of strings is one."""
+    if not isinstance(body, Mapping) or not all(isinstance(k, str) and isinstance(v, str) for k, v in body.items()):
+        raise client_error("invalid_arguments", "a form is a mapping of parameter names to strings")
+    return urlencode(body).encode()
 
 
 def base_url_of(base_url: str) -> str:
@@ -361,7 +372,7 @@ class _Base:
         key = call.idempotency_key
         if key is None and call.retry == "write" and retries > 0:
             key = f"mandate-sdk-{secrets.token_hex(16)}"
-        return retries, limit, key, body_of(call.body)
+        return retries, limit, key, form_of(call.body) if call.form else body_of(call.body)
 
     def headers(self, call: Call, key: str | None, has_body: bool) -> dict[str, str]:
         headers = {"accept": call.accept, **self.credential_headers(call.method, call.path, call.credential)}
@@ -372,7 +383,7 @@ class _Base:
         if call.traceparent is not None:
             headers["traceparent"] = call.traceparent
         if has_body:
-            headers["content-type"] = "application/json"
+            headers["content-type"] = "application/x-www-form-urlencoded" if call.form else "application/json"
         return headers
 
     def delay(self, attempt: int, failure: MandateError) -> float | None:

@@ -41,6 +41,28 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/.well-known/oauth-authorization-server": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The authorization server's metadata (RFC 8414): where to send the
+         *     browser, where to get tokens, what is supported. Also served at this
+         *     path followed by `public_url`'s path when it has one (RFC 8414 §3.1).
+         *     404 unless `[oauth]` is on.
+         */
+        get: operations["oauth_metadata"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/healthz": {
         parameters: {
             query?: never;
@@ -278,6 +300,66 @@ export interface paths {
         get: operations["me"];
         put?: never;
         post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/oauth/clients": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The organisation's clients, newest first. */
+        get: operations["list_clients"];
+        put?: never;
+        /**
+         * Registers a public client. Its `client_id` (`mcl_<ulid>`) is what the
+         *     client sends; it has no secret.
+         */
+        post: operations["create_client"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/oauth/clients/{client_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /** Deletes a client: from now on it is unknown. */
+        delete: operations["delete_client"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/oauth/token": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * The token endpoint (RFC 6749 §3.2): a form, no client authentication
+         *     (public clients). No grant is served yet: every `grant_type` is
+         *     answered `unsupported_grant_type` (RFC 6749 §5.2), a missing one
+         *     `invalid_request`. 404 unless `[oauth]` is on.
+         */
+        post: operations["oauth_token"];
         delete?: never;
         options?: never;
         head?: never;
@@ -1278,6 +1360,37 @@ export interface components {
          * @enum {string}
          */
         ApprovalStatus: "pending" | "approved" | "denied" | "expired";
+        /**
+         * @description Authorization server metadata (RFC 8414 §2), every URL under the
+         *     deployment's `issuer` (= `public_url`).
+         */
+        AuthorizationServerMetadata: {
+            authorization_endpoint: string;
+            /** @description Every authorization response carries `iss` (RFC 9207). */
+            authorization_response_iss_parameter_supported: boolean;
+            /** @description A `client_id` may be the https URL of a client ID metadata document. */
+            client_id_metadata_document_supported: boolean;
+            /** @description `["S256"]` (PKCE, RFC 7636; `plain` is never accepted). */
+            code_challenge_methods_supported: string[];
+            /** @description `["EdDSA"]` (RFC 9449 §5.1). */
+            dpop_signing_alg_values_supported: string[];
+            grant_types_supported: string[];
+            /** @description The issuer: `public_url` exactly (RFC 8414 §3.3). */
+            issuer: string;
+            /** @description The keys access tokens (VATs) are signed with. */
+            jwks_uri: string;
+            /** @description `["query"]`. */
+            response_modes_supported: string[];
+            /** @description `["code"]`. */
+            response_types_supported: string[];
+            /** @description RFC 7009 token revocation. */
+            revocation_endpoint: string;
+            /** @description `["none"]`. */
+            revocation_endpoint_auth_methods_supported: string[];
+            token_endpoint: string;
+            /** @description `["none"]`: public clients only. */
+            token_endpoint_auth_methods_supported: string[];
+        };
         /** @description `POST /v1/vat/authorize`. */
         AuthorizeRequest: {
             action: components["schemas"]["Action"];
@@ -1484,6 +1597,24 @@ export interface components {
             /** Format: int32 */
             delegation_depth: number;
         };
+        /** @description A pre-registered client as the API shows it. */
+        ClientBody: {
+            /** @description `mcl_<ulid>`: what the client sends as `client_id`. */
+            client_id: string;
+            /** @description RFC 3339. */
+            created_at: string;
+            /** @description The API key that registered it. */
+            created_by: string;
+            grant_types: string[];
+            name: string;
+            redirect_uris: string[];
+            /** @description Always `none`: a public client, without a secret. */
+            token_endpoint_auth_method: string;
+        };
+        /** @description The organisation's pre-registered clients, newest first. */
+        ClientList: {
+            clients: components["schemas"]["ClientBody"][];
+        };
         /** @description `POST /v1/vat/aar/{aar_id}/complete`. */
         CompleteRequest: {
             result: components["schemas"]["Outcome"];
@@ -1544,6 +1675,28 @@ export interface components {
              */
             min_trust?: number | null;
             require_approval?: components["schemas"]["ApprovalRequirementBody"] | null;
+        };
+        /**
+         * @description A public client registered in advance by an owner (MCP
+         *     "Client Registration": pre-registration).
+         */
+        CreateClientRequest: {
+            /**
+             * @description `authorization_code`, and `refresh_token` when the client may keep
+             *     access by refreshing; by default both.
+             */
+            grant_types?: string[] | null;
+            /**
+             * @description What the consent page shows: 1–100 characters, no control
+             *     characters.
+             */
+            name: string;
+            /**
+             * @description Where the authorization server may send the browser back: 1–10
+             *     absolute URIs without fragment, `https`, or `http` on a loopback
+             *     host (`127.0.0.1`, `[::1]`, `localhost`; RFC 8252 §7.3, §8.3).
+             */
+            redirect_uris: string[];
         };
         /** @description `POST /v1/keys`. */
         CreateKeyRequest: {
@@ -1938,10 +2091,19 @@ export interface components {
             /**
              * @description What the role allows: `read`, `issue`, `issue_for_anyone`, `rate`,
              *     `revoke`, `manage_keys`, `decide`, `manage_webhooks`, `vouch`,
-             *     `evaluate`.
+             *     `evaluate`, `manage_clients`.
              */
             permissions: string[];
             role: string;
+        };
+        /** @description An OAuth error body (RFC 6749 §5.2). */
+        OAuthErrorBody: {
+            /** @description Mandate's stable code, more precise than `error`. */
+            code: string;
+            /** @description OAuth's code: `invalid_request`, `unsupported_grant_type`, … */
+            error: string;
+            /** @description What went wrong, for the developer (the problem's detail). */
+            error_description: string;
         };
         /** @description An organisation. */
         OrgBody: {
@@ -2466,6 +2628,14 @@ export interface components {
             tokens: components["schemas"]["TokenListItem"][];
         };
         /**
+         * @description A token request (RFC 6749 §4.1.3, §6; RFC 8693 §2.1), as a form.
+         *     Parameters not listed are ignored (RFC 6749 §3.1).
+         */
+        TokenRequest: {
+            /** @description The grant asked for. */
+            grant_type: string;
+        };
+        /**
          * @description `token.revoked`: the token a revocation named, and how many tokens it
          *     ended (the token and its descendants not revoked before).
          */
@@ -2739,6 +2909,119 @@ export interface operations {
             };
             /** @description Rate limited; see `Retry-After`. */
             429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    oauth_metadata: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The metadata (RFC 8414 §3.2) */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AuthorizationServerMetadata"];
+                };
+            };
+            /** @description Malformed JSON or query. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Missing or invalid API key, or a token that fails verification. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Token inactive, out of scope, over budget, widening, or not allowed. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Unknown record, workflow, agent or token. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Already completed, already rated, or not in a state for this. */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The body is larger than 64 KiB. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The body is not `application/json`. */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /**
+             * @description Well-formed JSON that breaks a rule, or a read that ran past the
+             *     query time budget (`query_too_broad`).
+             */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Rate limited; see `Retry-After`. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Storage cannot take writes right now. */
+            503: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -4074,6 +4357,401 @@ export interface operations {
                 };
                 content: {
                     "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    list_clients: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The clients */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ClientList"];
+                };
+            };
+            /** @description Malformed JSON or query. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Missing or invalid API key, or a token that fails verification. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Token inactive, out of scope, over budget, widening, or not allowed. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Unknown record, workflow, agent or token. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Already completed, already rated, or not in a state for this. */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The body is larger than 64 KiB. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The body is not `application/json`. */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /**
+             * @description Well-formed JSON that breaks a rule, or a read that ran past the
+             *     query time budget (`query_too_broad`).
+             */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Rate limited; see `Retry-After`. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Storage cannot take writes right now. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    create_client: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["CreateClientRequest"];
+            };
+        };
+        responses: {
+            /** @description The client */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ClientBody"];
+                };
+            };
+            /** @description Malformed JSON or query. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Missing or invalid API key, or a token that fails verification. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Token inactive, out of scope, over budget, widening, or not allowed. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Unknown record, workflow, agent or token. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Already completed, already rated, or not in a state for this. */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The body is larger than 64 KiB. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The body is not `application/json`. */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /**
+             * @description Well-formed JSON that breaks a rule, or a read that ran past the
+             *     query time budget (`query_too_broad`).
+             */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Rate limited; see `Retry-After`. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Storage cannot take writes right now. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    delete_client: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The client, `mcl_<ulid>` */
+                client_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Deleted */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Malformed JSON or query. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Missing or invalid API key, or a token that fails verification. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Token inactive, out of scope, over budget, widening, or not allowed. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Unknown record, workflow, agent or token. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Already completed, already rated, or not in a state for this. */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The body is larger than 64 KiB. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The body is not `application/json`. */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /**
+             * @description Well-formed JSON that breaks a rule, or a read that ran past the
+             *     query time budget (`query_too_broad`).
+             */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Rate limited; see `Retry-After`. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Storage cannot take writes right now. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    oauth_token: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/x-www-form-urlencoded": components["schemas"]["TokenRequest"];
+            };
+        };
+        responses: {
+            /** @description An OAuth error (RFC 6749 §5.2) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OAuthErrorBody"];
+                };
+            };
+            /** @description `[oauth]` is off */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Rate limited; see `Retry-After`. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Storage cannot take writes right now (`temporarily_unavailable`) */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OAuthErrorBody"];
                 };
             };
         };

@@ -22,7 +22,8 @@ export type Permission =
   | "decide"
   | "manage_webhooks"
   | "vouch"
-  | "evaluate";
+  | "evaluate"
+  | "manage_clients";
 
 /** `GET /v1/me`: the key a request is made with, its organisation and what its role allows. */
 export type Me = Narrowed<Schemas["MeBody"], { email: string | null; role: Role; permissions: Permission[] }>;

@@ -1,0 +1,236 @@
+//! The organisation's OAuth clients registered in advance (MCP
+//! "Client Registration": pre-registration): public clients, without a
+//! secret, each with the redirect URIs the authorization server may send
+//! a browser back to. Every operation needs `manage_clients` (owners);
+//! another organisation's client answers exactly like one that does not
+//! exist; with `[oauth]` off the paths answer 404, as if unrouted.
+
+use axum::extract::{Path, State};
+use axum::http::StatusCode;
+
+use super::docs::Errors;
+use super::extract::{ApiKeyAuth, Json};
+use super::input;
+use crate::clock::iso_ms;
+use crate::error::{ApiError, ApiResult};
+use crate::ledger::LedgerError;
+use crate::model::oauth::{ClientBody, ClientList, CreateClientRequest};
+use crate::queries::QueryError;
+use crate::store::oauth::{self as rows, OAuthClient};
+use crate::{AppState, random};
+
+/// Longest client name, in characters.
+const MAX_CLIENT_NAME_CHARS: usize = 100;
+/// Most redirect URIs of one client.
+const MAX_REDIRECT_URIS: usize = 10;
+/// Longest redirect URI, in bytes.
+const MAX_REDIRECT_URI_BYTES: usize = 2048;
+/// The grant types a client may be registered for, and its default.
+const GRANT_TYPES: [&str; 2] = ["authorization_code", "refresh_token"];
+
+/// `Ok` when `[oauth]` is on; else the 404 of an unrouted `path`.
+fn oauth_on(state: &AppState, path: &str) -> ApiResult<()> {
+    if state.config.oauth.enabled {
+        Ok(())
+    } else {
+        Err(ApiError::no_route(path))
+    }
+}
+
+fn client_body(client: OAuthClient) -> ClientBody {
+    ClientBody {
+        client_id: client.client_id,
+        name: client.name,
+        redirect_uris: client.redirect_uris,
+        grant_types: client.grant_types,
+        token_endpoint_auth_method: "none".to_owned(),
+        created_at: iso_ms(client.created_at),
+        created_by: client.created_by,
+    }
+}
+
+/// Whether `host` (as a URL writes it) is a loopback host: a native or
+/// command-line client's redirect listener (RFC 8252 §7.3, §8.3).
+fn is_loopback_host(host: &str) -> bool {
+    matches!(host, "127.0.0.1" | "[::1]" | "localhost")
+}
+
+/// One redirect URI: absolute (RFC 6749 §3.1.2), without fragment
+/// (§3.1.2: "The endpoint URI MUST NOT include a fragment component"),
+/// without user information, `https`, or `http` on a loopback host (RFC
+/// 8252 §7.3; OAuth 2.1 §2.3.1 refuses any other plain http), at most
+/// [`MAX_REDIRECT_URI_BYTES`], no white space or control character (the
+/// URL parser would drop them, and the URI is matched as written).
+/// Stored as written: redirects are matched by exact string comparison.
+fn redirect_uri(index: usize, text: &str) -> ApiResult<String> {
+    let field = format!("redirect_uris[{index}]");
+    let unfit =
+        |why: &str| ApiError::invalid(&field, "redirect_uri_invalid", format!("{field}: {why}"));
+    if text.len() > MAX_REDIRECT_URI_BYTES {
+        return Err(unfit(&format!(
+            "longer than {MAX_REDIRECT_URI_BYTES} bytes"
+        )));
+    }
+    if text.chars().any(|c| c.is_whitespace() || c.is_control()) {
+        return Err(unfit("holds white space or a control character"));
+    }
+    let url = reqwest::Url::parse(text).map_err(|_| unfit("not an absolute URI"))?;
+    if url.fragment().is_some() || text.contains('#') {
+        return Err(unfit("has a fragment (RFC 6749 §3.1.2)"));
+    }
+    if !url.username().is_empty() || url.password().is_some() {
+        return Err(unfit("holds user information"));
+    }
+    let host = url.host_str().unwrap_or_default();
+    match url.scheme() {
+        "https" if !host.is_empty() => Ok(text.to_owned()),
+        "http" if is_loopback_host(host) => Ok(text.to_owned()),
+        _ => Err(unfit(
+            "must be https, or http on a loopback host (127.0.0.1, [::1], localhost)",
+        )),
+    }
+}
+
+/// The redirect URIs: 1 to [`MAX_REDIRECT_URIS`], each valid and given
+/// once.
+fn redirect_uris(texts: &[String]) -> ApiResult<Vec<String>> {
+    if texts.is_empty() {
+        return Err(ApiError::invalid(
+            "redirect_uris",
+            "empty_list",
+            "redirect_uris must name at least one URI",
+        ));
+    }
+    if texts.len() > MAX_REDIRECT_URIS {
+        return Err(ApiError::invalid(
+            "redirect_uris",
+            "list_too_long",
+            format!("redirect_uris may hold at most {MAX_REDIRECT_URIS} entries"),
+        ));
+    }
+    let mut uris: Vec<String> = Vec::with_capacity(texts.len());
+    for (index, text) in texts.iter().enumerate() {
+        let uri = redirect_uri(index, text)?;
+        if uris.contains(&uri) {
+            return Err(ApiError::invalid(
+                "redirect_uris",
+                "duplicate_entry",
+                format!("redirect_uris: {uri:?} is given twice"),
+            ));
+        }
+        uris.push(uri);
+    }
+    Ok(uris)
+}
+
+/// The grant types: `authorization_code` always, `refresh_token` if
+/// asked; both by default.
+fn grant_types(asked: Option<&[String]>) -> ApiResult<Vec<String>> {
+    let Some(asked) = asked else {
+        return Ok(GRANT_TYPES.iter().map(|&kind| kind.to_owned()).collect());
+    };
+    if let Some(unknown) = asked
+        .iter()
+        .find(|kind| !GRANT_TYPES.contains(&kind.as_str()))
+    {
+        return Err(ApiError::invalid(
+            "grant_types",
+            "grant_type_unsupported",
+            format!(
+                "grant_types: {unknown:?} is not one of {}",
+                GRANT_TYPES.join(", ")
+            ),
+        ));
+    }
+    if !asked.iter().any(|kind| kind == "authorization_code") {
+        return Err(ApiError::invalid(
+            "grant_types",
+            "grant_type_unsupported",
+            "grant_types must hold authorization_code: the only grant that starts with a human",
+        ));
+    }
+    Ok(GRANT_TYPES
+        .iter()
+        .filter(|kind| asked.iter().any(|asked| asked == *kind))
+        .map(|&kind| kind.to_owned())
+        .collect())
+}
+
+/// Registers a public client. Its `client_id` (`mcl_<ulid>`) is what the
+/// client sends; it has no secret.
+#[utoipa::path(
+    post,
+    path = "/v1/oauth/clients",
+    tag = "oauth",
+    request_body = CreateClientRequest,
+    responses((status = 201, description = "The client", body = ClientBody), Errors)
+)]
+pub(crate) async fn create_client(
+    State(state): State<AppState>,
+    ApiKeyAuth(principal): ApiKeyAuth,
+    Json(body): Json<CreateClientRequest>,
+) -> ApiResult<(StatusCode, axum::Json<ClientBody>)> {
+    oauth_on(&state, "/v1/oauth/clients")?;
+    let now = state.clock.now();
+    let name = input::text("name", Some(&body.name), MAX_CLIENT_NAME_CHARS)?
+        .filter(|name| !name.trim().is_empty())
+        .ok_or_else(|| ApiError::invalid("name", "empty_text", "name must not be empty"))?;
+    let client = OAuthClient {
+        client_id: format!("mcl_{}", random::ulid(now)),
+        org: principal.org,
+        name,
+        redirect_uris: redirect_uris(&body.redirect_uris)?,
+        grant_types: grant_types(body.grant_types.as_deref())?,
+        created_by: principal.id,
+        created_at: now.ms(),
+    };
+    let client = state
+        .write(move |ledger| ledger.create_client(&client))
+        .await?;
+    Ok((StatusCode::CREATED, axum::Json(client_body(client))))
+}
+
+/// The organisation's clients, newest first.
+#[utoipa::path(
+    get,
+    path = "/v1/oauth/clients",
+    tag = "oauth",
+    responses((status = 200, description = "The clients", body = ClientList), Errors)
+)]
+pub(crate) async fn list_clients(
+    State(state): State<AppState>,
+    ApiKeyAuth(principal): ApiKeyAuth,
+) -> ApiResult<axum::Json<ClientList>> {
+    oauth_on(&state, "/v1/oauth/clients")?;
+    let org = principal.org;
+    let clients = state
+        .store
+        .lookup(move |conn| Ok::<_, QueryError>(rows::clients(conn, org)?))
+        .await?;
+    Ok(axum::Json(ClientList {
+        clients: clients.into_iter().map(client_body).collect(),
+    }))
+}
+
+/// Deletes a client: from now on it is unknown.
+#[utoipa::path(
+    delete,
+    path = "/v1/oauth/clients/{client_id}",
+    tag = "oauth",
+    params(("client_id" = String, Path, description = "The client, `mcl_<ulid>`")),
+    responses((status = 204, description = "Deleted"), Errors)
+)]
+pub(crate) async fn delete_client(
+    State(state): State<AppState>,
+    ApiKeyAuth(principal): ApiKeyAuth,
+    Path(client_id): Path<String>,
+) -> ApiResult<StatusCode> {
+    oauth_on(&state, "/v1/oauth/clients/{client_id}")?;
+    let now = state.clock.now();
+    let org = principal.org;
+    state
+        .write(move |ledger| ledger.delete_client(org, &client_id, now))
+        .await
+        .map_err(|error: LedgerError| ApiError::from(error))?;
+    Ok(StatusCode::NO_CONTENT)
+}
