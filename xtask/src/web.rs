@@ -101,6 +101,9 @@ pub(crate) fn test(root: &Path) -> Result<()> {
     ensure_chromium(root)?;
     let web = root.join("web");
     let server = crate::debug_server(root)?;
+    // The MCP conformance suite needs Node 22 or later: the pinned Node 24
+    // the package's runtimes step installs (wasm/runtimes).
+    let node24 = crate::runtimes::node24(root)?;
     let mut suites: Vec<String> = std::fs::read_dir(web.join("e2e"))?
         .filter_map(|entry| entry.ok())
         .map(|entry| entry.file_name().to_string_lossy().into_owned())
@@ -117,6 +120,7 @@ pub(crate) fn test(root: &Path) -> Result<()> {
         &[
             ("MANDATE_BIN", server.as_os_str()),
             ("CHROMIUM", OsStr::new(CHROMIUM)),
+            ("MANDATE_NODE24", node24.as_os_str()),
         ],
     )
 }

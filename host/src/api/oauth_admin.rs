@@ -7,6 +7,7 @@
 
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
+use mandate_core::oauth::redirect::RedirectUri;
 
 use super::docs::Errors;
 use super::extract::{ApiKeyAuth, Json};
@@ -23,8 +24,6 @@ use crate::{AppState, random};
 const MAX_CLIENT_NAME_CHARS: usize = 100;
 /// Most redirect URIs of one client.
 const MAX_REDIRECT_URIS: usize = 10;
-/// Longest redirect URI, in bytes.
-const MAX_REDIRECT_URI_BYTES: usize = 2048;
 /// The grant types a client may be registered for, and its default.
 const GRANT_TYPES: [&str; 2] = ["authorization_code", "refresh_token"];
 
@@ -49,46 +48,16 @@ fn client_body(client: OAuthClient) -> ClientBody {
     }
 }
 
-/// Whether `host` (as a URL writes it) is a loopback host: a native or
-/// command-line client's redirect listener (RFC 8252 §7.3, §8.3).
-fn is_loopback_host(host: &str) -> bool {
-    matches!(host, "127.0.0.1" | "[::1]" | "localhost")
-}
-
-/// One redirect URI: absolute (RFC 6749 §3.1.2), without fragment
-/// (§3.1.2: "The endpoint URI MUST NOT include a fragment component"),
-/// without user information, `https`, or `http` on a loopback host (RFC
-/// 8252 §7.3; OAuth 2.1 §2.3.1 refuses any other plain http), at most
-/// [`MAX_REDIRECT_URI_BYTES`], no white space or control character (the
-/// URL parser would drop them, and the URI is matched as written).
-/// Stored as written: redirects are matched by exact string comparison.
+/// One redirect URI, by core's rule — the one the authorization request's
+/// `redirect_uri` is later matched with (`mandate_core::oauth::redirect`):
+/// absolute `https`, or `http` on a loopback host; no fragment (RFC 6749
+/// §3.1.2), no user information, at most 2048 bytes, nothing outside URI
+/// characters. Stored as written: redirects are matched as written.
 fn redirect_uri(index: usize, text: &str) -> ApiResult<String> {
     let field = format!("redirect_uris[{index}]");
-    let unfit =
-        |why: &str| ApiError::invalid(&field, "redirect_uri_invalid", format!("{field}: {why}"));
-    if text.len() > MAX_REDIRECT_URI_BYTES {
-        return Err(unfit(&format!(
-            "longer than {MAX_REDIRECT_URI_BYTES} bytes"
-        )));
-    }
-    if text.chars().any(|c| c.is_whitespace() || c.is_control()) {
-        return Err(unfit("holds white space or a control character"));
-    }
-    let url = reqwest::Url::parse(text).map_err(|_| unfit("not an absolute URI"))?;
-    if url.fragment().is_some() || text.contains('#') {
-        return Err(unfit("has a fragment (RFC 6749 §3.1.2)"));
-    }
-    if !url.username().is_empty() || url.password().is_some() {
-        return Err(unfit("holds user information"));
-    }
-    let host = url.host_str().unwrap_or_default();
-    match url.scheme() {
-        "https" if !host.is_empty() => Ok(text.to_owned()),
-        "http" if is_loopback_host(host) => Ok(text.to_owned()),
-        _ => Err(unfit(
-            "must be https, or http on a loopback host (127.0.0.1, [::1], localhost)",
-        )),
-    }
+    RedirectUri::parse(text)
+        .map(|uri| uri.as_str().to_owned())
+        .map_err(|why| ApiError::invalid(&field, "redirect_uri_invalid", format!("{field}: {why}")))
 }
 
 /// The redirect URIs: 1 to [`MAX_REDIRECT_URIS`], each valid and given
