@@ -10,6 +10,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::jws::VerifyError;
+use crate::audience::Audience;
 use crate::ids::{AgentId, HumanRef, Jkt, Jth, Jti, JtiKind, ProvenanceRef};
 use crate::json::{NumericDate, has_duplicate_member};
 use crate::limits::{MAX_DELEGATION_DEPTH, TRUST_L1, TRUST_L2, TRUST_L3};
@@ -81,6 +82,11 @@ pub struct Claims {
     /// `agent:<agent_id>`.
     #[serde(serialize_with = "serialize_subject")]
     pub sub: AgentId,
+    /// The one resource server the token is for (RFC 7519 §4.1.3, an RFC
+    /// 8707 resource indicator), when it names one. A single string: Mandate
+    /// neither issues nor accepts an array. Delegation keeps it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub aud: Option<Audience>,
     pub iat: i64,
     pub nbf: i64,
     pub exp: i64,
@@ -129,6 +135,7 @@ impl Claims {
             constraints: self.constraints(),
             policy: self.svc_policy.clone().unwrap_or_default(),
             expires_at: self.exp,
+            audience: self.aud.clone(),
         }
     }
 
@@ -251,12 +258,45 @@ impl Claims {
     }
 }
 
+/// `aud` as read from JSON. RFC 7519 §4.1.3 allows a string or an array of
+/// strings; an array is read only to be refused with its own reason, and
+/// any other type leaves the claims malformed.
+enum RawAudience {
+    One(String),
+    Array,
+}
+
+impl<'de> Deserialize<'de> for RawAudience {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = RawAudience;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a string")
+            }
+            fn visit_str<E: serde::de::Error>(self, value: &str) -> Result<RawAudience, E> {
+                Ok(RawAudience::One(value.to_owned()))
+            }
+            fn visit_seq<A: serde::de::SeqAccess<'de>>(
+                self,
+                mut seq: A,
+            ) -> Result<RawAudience, A::Error> {
+                while seq.next_element::<serde::de::IgnoredAny>()?.is_some() {}
+                Ok(RawAudience::Array)
+            }
+        }
+        deserializer.deserialize_any(Visitor)
+    }
+}
+
 /// Claims as read from JSON, before the checks that give their own errors.
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct RawClaims {
     iss: String,
     sub: String,
+    #[serde(default)]
+    aud: Option<RawAudience>,
     #[serde(default)]
     iat: NumericDate,
     #[serde(default)]
@@ -303,9 +343,25 @@ impl RawClaims {
             claim: "sub",
             reason: "must be agent:<agent_id>",
         })?;
+        let aud = match self.aud {
+            None => None,
+            Some(RawAudience::Array) => {
+                return Err(VerifyError::InvalidClaim {
+                    claim: "aud",
+                    reason: "must be one string: Mandate takes no array of audiences",
+                });
+            }
+            Some(RawAudience::One(uri)) => {
+                Some(Audience::try_from(uri).map_err(|_| VerifyError::InvalidClaim {
+                    claim: "aud",
+                    reason: "must be an absolute https URI (http only on a loopback host) without fragment, at most 2048 bytes",
+                })?)
+            }
+        };
         let claims = Claims {
             iss: self.iss,
             sub,
+            aud,
             iat,
             nbf,
             exp,
