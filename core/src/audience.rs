@@ -9,8 +9,9 @@
 //!
 //! RFC 7519 lets `aud` be a string or an array of strings. Mandate issues
 //! and accepts a single string only: a token is for one resource server,
-//! and narrowing compares one value. A token whose `aud` is an array is
-//! refused (`invalid_claim`), as is any other type.
+//! and narrowing compares one value. A token whose `aud` is an array, or
+//! any other type, is refused as malformed claims (`malformed_claims`); a
+//! string that is not a resource URI as an invalid claim (`invalid_claim`).
 //!
 //! It refuses to know which resources exist or who may name them: the
 //! server decides which `resource` to accept, a gate which identifier is

@@ -958,9 +958,9 @@ fn token_vectors(rng: &mut Rng, key: &Keys, issuer: &str, now: i64) -> Value {
     for (name, description, value, code) in [
         (
             "aud_array",
-            "aud as an array (RFC 7519 allows it; Mandate takes one string)",
+            "aud as an array (RFC 7519 allows it; Mandate reads one string)",
             json!([AUD]),
-            "invalid_claim",
+            "malformed_claims",
         ),
         (
             "aud_http_not_loopback",

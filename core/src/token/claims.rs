@@ -84,7 +84,8 @@ pub struct Claims {
     pub sub: AgentId,
     /// The one resource server the token is for (RFC 7519 §4.1.3, an RFC
     /// 8707 resource indicator), when it names one. A single string: Mandate
-    /// neither issues nor accepts an array. Delegation keeps it.
+    /// neither issues nor accepts an array (`malformed_claims`), and a string
+    /// that is no resource URI is `invalid_claim`. Delegation keeps it.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub aud: Option<Audience>,
     pub iat: i64,
@@ -258,45 +259,16 @@ impl Claims {
     }
 }
 
-/// `aud` as read from JSON. RFC 7519 §4.1.3 allows a string or an array of
-/// strings; an array is read only to be refused with its own reason, and
-/// any other type leaves the claims malformed.
-enum RawAudience {
-    One(String),
-    Array,
-}
-
-impl<'de> Deserialize<'de> for RawAudience {
-    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        struct Visitor;
-        impl<'de> serde::de::Visitor<'de> for Visitor {
-            type Value = RawAudience;
-            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-                f.write_str("a string")
-            }
-            fn visit_str<E: serde::de::Error>(self, value: &str) -> Result<RawAudience, E> {
-                Ok(RawAudience::One(value.to_owned()))
-            }
-            fn visit_seq<A: serde::de::SeqAccess<'de>>(
-                self,
-                mut seq: A,
-            ) -> Result<RawAudience, A::Error> {
-                while seq.next_element::<serde::de::IgnoredAny>()?.is_some() {}
-                Ok(RawAudience::Array)
-            }
-        }
-        deserializer.deserialize_any(Visitor)
-    }
-}
-
 /// Claims as read from JSON, before the checks that give their own errors.
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct RawClaims {
     iss: String,
     sub: String,
+    /// One string: an array (which RFC 7519 §4.1.3 allows) fails to read,
+    /// as malformed claims.
     #[serde(default)]
-    aud: Option<RawAudience>,
+    aud: Option<String>,
     #[serde(default)]
     iat: NumericDate,
     #[serde(default)]
@@ -343,21 +315,15 @@ impl RawClaims {
             claim: "sub",
             reason: "must be agent:<agent_id>",
         })?;
-        let aud = match self.aud {
-            None => None,
-            Some(RawAudience::Array) => {
-                return Err(VerifyError::InvalidClaim {
-                    claim: "aud",
-                    reason: "must be one string: Mandate takes no array of audiences",
-                });
-            }
-            Some(RawAudience::One(uri)) => {
-                Some(Audience::try_from(uri).map_err(|_| VerifyError::InvalidClaim {
+        let aud = self
+            .aud
+            .map(|uri| {
+                Audience::try_from(uri).map_err(|_| VerifyError::InvalidClaim {
                     claim: "aud",
                     reason: "must be an absolute https URI (http only on a loopback host) without fragment, at most 2048 bytes",
-                })?)
-            }
-        };
+                })
+            })
+            .transpose()?;
         let claims = Claims {
             iss: self.iss,
             sub,
