@@ -34,6 +34,7 @@
 
 pub mod agents;
 pub mod approval;
+pub mod audience;
 mod b64;
 pub mod budget;
 pub mod chain;
@@ -64,6 +65,7 @@ pub use approval::{
     ApprovalRequirement, chain_requires_approval, chain_requires_approval_with_args,
     check_constraints_reachable, check_reachable,
 };
+pub use audience::{Audience, ResourceUriError, check_resource_uri};
 pub use budget::{
     BUDGET_THRESHOLDS, BudgetExceeded, CompletionSpendRefused, ThresholdReached, Usage,
     check_budget, check_chain_budgets, check_chain_extra_spend, check_completion_spend,
@@ -112,9 +114,9 @@ pub use tlog::{
     verify_inclusion, verify_tlog_proof, verify_witnessed,
 };
 pub use token::{
-    Actor, AssuranceLevel, Claims, Confirmation, Header, IssueError, RootIssue, SignError,
+    Actor, AssuranceLevel, Claims, Confirmation, Header, IssueError, Renewal, RootIssue, SignError,
     TokenRequest, TokenStatus, VerifiedToken, VerifyError, VerifyOptions, check_fan_out,
-    decode_unverified, delegate, delegated_grant, issue_root, sign, verify,
+    decode_unverified, delegate, delegated_grant, issue_root, renew, sign, verify,
     verify_ignoring_lifetime,
 };
 pub use trace::{SpanId, TraceError, TraceFlags, TraceId, TraceParent};

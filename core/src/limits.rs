@@ -135,6 +135,9 @@ pub const MAX_REVOKE_REASON_CHARS: usize = 512;
 pub const STATUS_LIST_SIZE: u64 = 65_536;
 /// Longest status list URI a token may name.
 pub const MAX_STATUS_URI_LEN: usize = 512;
+/// Longest audience (`aud`) a token may carry, and longest OAuth `resource`
+/// (RFC 8707) Mandate takes, in bytes.
+pub const MAX_AUDIENCE_LEN: usize = 2048;
 /// Largest status list index a token may carry: 2^53 - 1, the largest
 /// integer JavaScript numbers hold exactly, so the SDK reads what the server
 /// wrote.

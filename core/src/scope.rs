@@ -32,6 +32,7 @@ use std::fmt;
 use serde::{Deserialize, Serialize};
 
 use crate::approval::{ApprovalRequirement, check_covers};
+use crate::audience::Audience;
 use crate::limits::{
     MAX_ACTIONS_LIMIT, MAX_LIST_LEN, MAX_NAME_LEN, MAX_NAMESPACE_LEN, MAX_RESOURCE_LEN,
 };
@@ -650,6 +651,8 @@ pub struct Grant {
     pub policy: Policy,
     /// Unix seconds after which the grant is void (`exp`).
     pub expires_at: i64,
+    /// The one resource server the grant is for (`aud`); `None` for any.
+    pub audience: Option<Audience>,
 }
 
 /// A budget limit, as named in requests, tokens and errors.
@@ -710,6 +713,10 @@ pub enum Violation {
     FrameworkDropped(Framework),
     /// The child would outlive its parent.
     LifetimeBeyondParent { child_exp: i64, parent_exp: i64 },
+    /// The child names another audience than its parent's.
+    AudienceChanged { child: Audience, parent: Audience },
+    /// The parent names an audience and the child names none (any).
+    AudienceDropped(Audience),
 }
 
 impl Violation {
@@ -738,6 +745,7 @@ impl Violation {
             Violation::LifetimeBeyondParent { .. } => "exp".to_owned(),
             Violation::ArgsRuleDropped(_) => "constraints.args".to_owned(),
             Violation::ApprovalArgsChanged => "constraints.require_approval.args".to_owned(),
+            Violation::AudienceChanged { .. } | Violation::AudienceDropped(_) => "aud".to_owned(),
         }
     }
 
@@ -759,6 +767,8 @@ impl Violation {
             Violation::LifetimeBeyondParent { .. } => "lifetime_beyond_parent",
             Violation::ArgsRuleDropped(_) => "args_rule_dropped",
             Violation::ApprovalArgsChanged => "approval_args_changed",
+            Violation::AudienceChanged { .. } => "audience_changed",
+            Violation::AudienceDropped(_) => "audience_dropped",
         }
     }
 }
@@ -819,6 +829,13 @@ impl fmt::Display for Violation {
             Violation::ApprovalArgsChanged => {
                 f.write_str("require_approval.args is set by the parent and must be kept unchanged")
             }
+            Violation::AudienceChanged { child, parent } => write!(
+                f,
+                "aud `{child}` is not the parent's audience `{parent}`, which a child keeps"
+            ),
+            Violation::AudienceDropped(parent) => {
+                write!(f, "aud is set by the parent (`{parent}`) and must be kept")
+            }
         }
     }
 }
@@ -863,7 +880,10 @@ fn check_limit<T: PartialOrd>(
 }
 
 /// Checks that `child` grants nothing `parent` does not. Lists every
-/// violation when it does.
+/// violation when it does. An audience (`aud`) is kept exactly: a child of
+/// a grant with one names the same (`audience_changed` otherwise, and
+/// `audience_dropped` for none, which would mean any resource server); a
+/// child of a grant without one may name one, which only narrows.
 pub fn check_narrowing(child: &Grant, parent: &Grant) -> Result<(), Widening> {
     let mut violations = Vec::new();
     for pattern in child.scope.resources() {
@@ -925,6 +945,16 @@ pub fn check_narrowing(child: &Grant, parent: &Grant) -> Result<(), Widening> {
             parent_exp: parent.expires_at,
         });
     }
+    match (&child.audience, &parent.audience) {
+        (Some(child), Some(parent)) if child != parent => {
+            violations.push(Violation::AudienceChanged {
+                child: child.clone(),
+                parent: parent.clone(),
+            });
+        }
+        (None, Some(parent)) => violations.push(Violation::AudienceDropped(parent.clone())),
+        _ => {}
+    }
     if violations.is_empty() {
         Ok(())
     } else {
@@ -946,6 +976,7 @@ mod tests {
             constraints: Constraints::default(),
             policy: Policy::default(),
             expires_at: 1_000,
+            audience: None,
         }
     }
 

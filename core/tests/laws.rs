@@ -5,7 +5,7 @@ mod common;
 use common::{NOW, key, root};
 use mandate_core::policy::Pol;
 use mandate_core::{
-    Action, ApprovalRequirement, Constraints, Framework, Grant, Jwks, Policy, Reputation,
+    Action, ApprovalRequirement, Audience, Constraints, Framework, Grant, Jwks, Policy, Reputation,
     ReputationCounts, Resource, ResourcePattern, Scope, Usd, VerifyOptions,
     chain_requires_approval, check_narrowing, delegated_grant, permits, reputation, sign, verify,
 };
@@ -20,6 +20,8 @@ const NAMES: [&str; 3] = ["a/x", "a/y", "b"];
 const PATTERN_NAMES: [&str; 3] = ["a/x", "a/*", "b"];
 const ACTIONS: [&str; 4] = ["read", "write", "delegate", "pay"];
 const FRAMEWORKS: [&str; 3] = ["gdpr", "hipaa", "soc2"];
+/// Audiences: two resource servers, one a path under the other.
+const AUDIENCES: [&str; 2] = ["https://mcp.example.com", "https://mcp.example.com/crm"];
 
 fn pattern() -> impl Strategy<Value = ResourcePattern> {
     (0..3usize, 0..4usize).prop_map(|(ns, name)| {
@@ -94,9 +96,10 @@ fn grant() -> impl Strategy<Value = Grant> {
         prop::collection::btree_set(0..3usize, 0..3),
         0..100i64,
         prop::option::of(requirement()),
+        prop::option::of(0..AUDIENCES.len()),
     )
         .prop_map(
-            |(resources, actions, spend, per_action, count, frameworks, exp, approval)| {
+            |(resources, actions, spend, per_action, count, frameworks, exp, approval, aud)| {
                 let resources: Vec<ResourcePattern> =
                     resources.into_iter().map(pattern_at).collect();
                 let actions = actions
@@ -121,6 +124,7 @@ fn grant() -> impl Strategy<Value = Grant> {
                     )
                     .unwrap(),
                     expires_at: exp,
+                    audience: aud.map(|i| Audience::parse(AUDIENCES[i]).unwrap()),
                 }
             },
         )
@@ -148,6 +152,9 @@ proptest! {
             }
             if let Some(max) = parent.constraints.max_actions {
                 prop_assert!(child.constraints.max_actions.is_some_and(|c| c <= max));
+            }
+            if parent.audience.is_some() {
+                prop_assert_eq!(&child.audience, &parent.audience);
             }
         }
     }
@@ -190,6 +197,10 @@ proptest! {
                         .or(parent_req.and_then(ApprovalRequirement::spend_over_usd))
                 );
             }
+            prop_assert_eq!(
+                &child.audience,
+                &asked.audience.clone().or(parent.audience.clone())
+            );
             prop_assert_eq!(child.scope, asked.scope);
         }
     }
@@ -222,6 +233,7 @@ proptest! {
             constraints: Constraints { require_approval: Some(requirement), ..Constraints::default() },
             policy: Policy::default(),
             expires_at: 10,
+            audience: None,
         };
         let raised = matches!(
             (asked.spend_over_usd(), parent.spend_over_usd()),
@@ -250,6 +262,7 @@ proptest! {
             constraints: Constraints { require_approval: Some(parent_req.clone()), ..Constraints::default() },
             policy: Policy::default(),
             expires_at: 10,
+            audience: None,
         };
         let actions: Vec<Action> = actions.into_iter().map(|i| Action::parse(ACTIONS[i]).unwrap()).collect();
         let patterns: Vec<ResourcePattern> = resources.into_iter().map(pattern_at).collect();
@@ -262,6 +275,7 @@ proptest! {
             },
             policy: Policy::default(),
             expires_at: 10,
+            audience: None,
         };
         let parts = |p: &ResourcePattern| {
             let (ns, name) = p.as_str().split_once(':').unwrap();
@@ -541,6 +555,7 @@ proptest! {
             },
             policy: Policy::default(),
             expires_at: 10,
+            audience: None,
         };
         let parent = grant(parent_args, parent_requirement);
         let child = grant(child_args, child_requirement);

@@ -7,10 +7,10 @@ use mandate_core::limits::{
     DEFAULT_TTL_SECONDS, MAX_CHILDREN_PER_TOKEN, MAX_DELEGATION_DEPTH, TRUST_L1,
 };
 use mandate_core::{
-    AgentId, ApprovalRequirement, ChainError, ChainFault, Claims, Confirmation, Constraints,
-    DenyReason, Framework, IdError, IssueError, Jti, JtiKind, Jwks, Limit, Policy, ScopeError, Usd,
-    VerifyError, VerifyOptions, Violation, Widening, check_fan_out, decode_unverified, delegate,
-    sign, verify, verify_chain,
+    AgentId, ApprovalRequirement, Audience, ChainError, ChainFault, Claims, Confirmation,
+    Constraints, DenyReason, Framework, IdError, IssueError, Jti, JtiKind, Jwks, Limit, Policy,
+    Renewal, ScopeError, Usd, VerifyError, VerifyOptions, Violation, Widening, check_fan_out,
+    decode_unverified, delegate, renew, sign, verify, verify_chain,
 };
 
 fn jwks() -> Jwks {
@@ -658,4 +658,291 @@ fn a_token_with_the_largest_rules_stays_under_8_kib() {
 fn claims_with_a_duplicated_member_in_a_rule_are_refused() {
     let text = r#"{"args":[{"pol":[["==",".to",{"a":1,"a":2}]]}]}"#;
     assert!(serde_json::from_str::<Constraints>(text).is_err());
+}
+
+const AUD: &str = "https://mcp.example.com/mcp";
+
+/// The test root, for the resource server `aud`.
+fn root_for(aud: &str) -> Claims {
+    Claims {
+        aud: Some(Audience::parse(aud).unwrap()),
+        ..root()
+    }
+}
+
+/// The claims of `claims` as JSON, signed after `change`.
+fn resigned(claims: &Claims, change: impl Fn(&mut serde_json::Value)) -> String {
+    let mut payload = serde_json::to_value(claims).unwrap();
+    change(&mut payload);
+    let header = serde_json::json!({"alg": "EdDSA", "typ": "vat+jwt", "kid": key(1).kid()});
+    let b64 = |v: &serde_json::Value| {
+        base64::Engine::encode(
+            &base64::engine::general_purpose::URL_SAFE_NO_PAD,
+            serde_json::to_vec(v).unwrap(),
+        )
+    };
+    let input = format!("{}.{}", b64(&header), b64(&payload));
+    let signature = ed25519_dalek::Signer::sign(
+        &ed25519_dalek::SigningKey::from_bytes(&[1; 32]),
+        input.as_bytes(),
+    );
+    format!(
+        "{input}.{}",
+        base64::Engine::encode(
+            &base64::engine::general_purpose::URL_SAFE_NO_PAD,
+            signature.to_bytes()
+        )
+    )
+}
+
+#[test]
+fn the_audience_is_one_resource_uri() {
+    let claims = root_for(AUD);
+    let token = sign(&claims, &key(1)).unwrap();
+    let verified = verify(&token, &jwks(), NOW, &VerifyOptions::default()).unwrap();
+    assert_eq!(
+        verified.claims.aud.as_ref().map(Audience::as_str),
+        Some(AUD)
+    );
+    let json = serde_json::to_value(&verified.claims).unwrap();
+    assert_eq!(json["aud"], AUD);
+    assert!(serde_json::to_value(root()).unwrap().get("aud").is_none());
+
+    let refused = |value: serde_json::Value| {
+        let token = resigned(&claims, |p| p["aud"] = value.clone());
+        verify(&token, &jwks(), NOW, &VerifyOptions::default())
+    };
+    // RFC 7519 allows an array; Mandate reads one string only.
+    assert_eq!(
+        refused(serde_json::json!([AUD])),
+        Err(VerifyError::MalformedClaims)
+    );
+    for bad in [
+        "http://mcp.example.com/mcp",
+        "https://mcp.example.com/mcp#x",
+        "mcp.example.com",
+        "https://user@mcp.example.com/",
+    ] {
+        let error = refused(serde_json::json!(bad)).unwrap_err();
+        assert!(
+            matches!(error, VerifyError::InvalidClaim { claim: "aud", .. }),
+            "{bad}: {error:?}"
+        );
+    }
+    assert_eq!(
+        refused(serde_json::json!(7)),
+        Err(VerifyError::MalformedClaims)
+    );
+    assert_eq!(
+        refused(serde_json::json!({"uri": AUD})),
+        Err(VerifyError::MalformedClaims)
+    );
+}
+
+#[test]
+fn a_child_keeps_its_parents_audience() {
+    let parent = root_for(AUD);
+    let child = delegate(&parent, request(&["crm:a"], &["read"]), NOW, ulid(3), None).unwrap();
+    assert_eq!(child.aud, parent.aud);
+    assert_eq!(child.grant().audience, parent.aud);
+
+    let unbound = delegate(&root(), request(&["crm:a"], &["read"]), NOW, ulid(3), None).unwrap();
+    assert_eq!(unbound.aud, None);
+
+    let mut asked = child.grant();
+    asked.audience = Some(Audience::parse("https://other.example.com/mcp").unwrap());
+    let widening = mandate_core::check_narrowing(&asked, &parent.grant()).unwrap_err();
+    assert_eq!(
+        widening.violations,
+        vec![Violation::AudienceChanged {
+            child: Audience::parse("https://other.example.com/mcp").unwrap(),
+            parent: Audience::parse(AUD).unwrap(),
+        }]
+    );
+    assert_eq!(widening.violations[0].field(), "aud");
+    assert_eq!(widening.violations[0].code(), "audience_changed");
+    assert_eq!(
+        mandate_core::delegated_grant(asked.clone(), &parent.grant())
+            .unwrap_err()
+            .code(),
+        "scope_widening"
+    );
+
+    let mut dropped = child.grant();
+    dropped.audience = None;
+    let widening = mandate_core::check_narrowing(&dropped, &parent.grant()).unwrap_err();
+    assert_eq!(
+        widening.violations,
+        vec![Violation::AudienceDropped(Audience::parse(AUD).unwrap())]
+    );
+    assert_eq!(widening.violations[0].field(), "aud");
+
+    let mut named = unbound.grant();
+    named.audience = Some(Audience::parse(AUD).unwrap());
+    assert_eq!(
+        mandate_core::check_narrowing(&named, &root().grant()),
+        Ok(())
+    );
+    assert_eq!(
+        mandate_core::delegated_grant(named, &root().grant())
+            .unwrap()
+            .audience,
+        Some(Audience::parse(AUD).unwrap())
+    );
+}
+
+#[test]
+fn a_chain_that_changes_its_audience_is_refused() {
+    let parent = root_for(AUD);
+    let child = delegate(&parent, request(&["crm:a"], &["read"]), NOW, ulid(3), None).unwrap();
+    let other = Claims {
+        aud: Some(Audience::parse("https://other.example.com").unwrap()),
+        ..child.clone()
+    };
+    let tokens = [
+        sign(&parent, &key(1)).unwrap(),
+        sign(&other, &key(1)).unwrap(),
+    ];
+    let chain: Vec<&str> = tokens.iter().map(String::as_str).collect();
+    let error =
+        verify_chain(&chain, &jwks(), NOW, &VerifyOptions::default(), |_| false).unwrap_err();
+    assert_eq!(error.code(), "scope_widening");
+    let kept = [tokens[0].clone(), sign(&child, &key(1)).unwrap()];
+    let chain: Vec<&str> = kept.iter().map(String::as_str).collect();
+    assert!(verify_chain(&chain, &jwks(), NOW, &VerifyOptions::default(), |_| false).is_ok());
+}
+
+fn renewal(ttl_seconds: u64) -> Renewal {
+    Renewal {
+        now: NOW + 100,
+        ttl_seconds,
+        holder: None,
+        jti: ulid(4),
+        status: None,
+    }
+}
+
+#[test]
+fn a_renewal_grants_exactly_its_parent() {
+    let mut grant_root = root_for(AUD);
+    grant_root.svc_scope = mandate_core::Scope::parse(&["crm:*"], &["read"]).unwrap();
+    grant_root.svc_constraints = Some(Constraints {
+        max_spend_usd: Some(Usd::from_micros(5_000_000).unwrap()),
+        max_actions: Some(10),
+        require_approval: Some(requirement(&["read"], Some(1.0))),
+        ..Constraints::default()
+    });
+    grant_root.svc_policy = Some(Policy::new(vec![framework("gdpr")]).unwrap());
+    let holder = key(7).holder_key().jkt().clone();
+    let access = renew(
+        &grant_root,
+        Renewal {
+            holder: Some(holder.clone()),
+            ..renewal(900)
+        },
+    )
+    .unwrap();
+    assert_eq!(
+        access.grant(),
+        mandate_core::Grant {
+            expires_at: NOW + 100 + 900,
+            ..grant_root.grant()
+        }
+    );
+    assert_eq!(access.aud, grant_root.aud);
+    assert_eq!(access.sub, grant_root.sub);
+    assert_eq!(access.svc_constraints, grant_root.svc_constraints);
+    assert_eq!(access.svc_policy, grant_root.svc_policy);
+    assert_eq!((access.iat, access.nbf), (NOW + 100, NOW + 100));
+    assert_eq!(access.cnf, Some(Confirmation { jkt: holder }));
+    assert_eq!(access.jti, Jti::delegated(ulid(4)));
+    assert_eq!(access.svc_depth, 1);
+    assert_eq!(access.svc_parent, Some(grant_root.jth()));
+    assert_eq!(access.svc_chain, Some(vec![grant_root.jth()]));
+    assert_eq!(
+        access.act,
+        Some(mandate_core::Actor {
+            sub: "agent:bot".into(),
+            act: None
+        })
+    );
+    let tokens = [
+        sign(&grant_root, &key(1)).unwrap(),
+        sign(&access, &key(1)).unwrap(),
+    ];
+    let chain: Vec<&str> = tokens.iter().map(String::as_str).collect();
+    assert!(
+        verify_chain(
+            &chain,
+            &jwks(),
+            NOW + 100,
+            &VerifyOptions::default(),
+            |_| false
+        )
+        .is_ok()
+    );
+
+    // A renewal of a renewal keeps the binding of its parent when it names
+    // no key, and nests `act`.
+    let again = renew(
+        &access,
+        Renewal {
+            now: NOW + 200,
+            ..renewal(900)
+        },
+    )
+    .unwrap();
+    assert_eq!(again.cnf, access.cnf);
+    assert_eq!(again.aud, grant_root.aud);
+    assert_eq!(
+        again.act.as_ref().and_then(|a| a.act.as_deref()),
+        access.act.as_ref()
+    );
+}
+
+#[test]
+fn a_renewal_ends_with_its_parent_and_needs_no_delegate_action() {
+    let mut parent = root_for(AUD);
+    parent.svc_scope = mandate_core::Scope::parse(&["crm:*"], &["read"]).unwrap();
+    let near_end = renew(
+        &parent,
+        Renewal {
+            now: parent.exp - 10,
+            ..renewal(900)
+        },
+    )
+    .unwrap();
+    assert_eq!(near_end.exp, parent.exp);
+    let unnamed = renew(&root(), renewal(900)).unwrap();
+    assert_eq!(unnamed.aud, None);
+    let cases = [
+        (
+            Renewal {
+                now: parent.exp,
+                ..renewal(900)
+            },
+            IssueError::ParentExpired,
+        ),
+        (
+            Renewal {
+                now: -1,
+                ..renewal(900)
+            },
+            IssueError::InvalidNow,
+        ),
+        (renewal(0), IssueError::TtlOutOfRange),
+        (renewal(31 * 24 * 3600), IssueError::TtlOutOfRange),
+    ];
+    for (asked, expected) in cases {
+        assert_eq!(renew(&parent, asked), Err(expected));
+    }
+    let mut deepest = renew(&parent, renewal(900)).unwrap();
+    for _ in 1..MAX_DELEGATION_DEPTH {
+        deepest = renew(&deepest, renewal(900)).unwrap();
+    }
+    assert_eq!(deepest.svc_depth, MAX_DELEGATION_DEPTH);
+    assert_eq!(
+        renew(&deepest, renewal(900)),
+        Err(IssueError::DepthExceeded)
+    );
 }

@@ -10,11 +10,11 @@ use std::collections::BTreeMap;
 
 use mandate_core::webhook::WebhookError;
 use mandate_core::{
-    Action, Constraints, Grant, IssueError, Jkt, Jth, Jti, Jwks, MessageId, Policy, ProofRequest,
-    ReputationCounts, Resource, Scope, ScopeError, StatusUri, TokenStatusError, VerifiedStatusList,
-    VerifyOptions, check_binding, check_narrowing, check_status, check_status_in_list,
-    check_status_with, delegated_grant, reputation, verify, verify_chain, verify_proof,
-    verify_status_list, webhook,
+    Action, Audience, Constraints, Grant, IssueError, Jkt, Jth, Jti, Jwks, MessageId, Policy,
+    ProofRequest, ReputationCounts, Resource, Scope, ScopeError, StatusUri, TokenStatusError,
+    VerifiedStatusList, VerifyOptions, check_binding, check_narrowing, check_status,
+    check_status_in_list, check_status_with, delegated_grant, reputation, verify, verify_chain,
+    verify_proof, verify_status_list, webhook,
 };
 use serde::Deserialize;
 use serde_json::Value;
@@ -286,6 +286,8 @@ struct GrantJson {
     #[serde(default)]
     policy: Policy,
     exp: i64,
+    #[serde(default)]
+    aud: Option<Audience>,
 }
 
 impl GrantJson {
@@ -295,6 +297,7 @@ impl GrantJson {
             constraints: self.constraints.clone(),
             policy: self.policy.clone(),
             expires_at: self.exp,
+            audience: self.aud.clone(),
         }
     }
 }

@@ -3,13 +3,15 @@
 //! delegation request gets.
 
 use mandate_core::policy::{ArgsDenial, Truth};
-use mandate_core::{Action, Constraints, Grant, IssueError, Policy, ResourcePattern, Scope};
+use mandate_core::{
+    Action, Audience, Constraints, Grant, IssueError, Policy, ResourcePattern, Scope,
+};
 use serde::{Deserialize, Serialize};
 
 use crate::failure::{Failure, scope_failure};
 
-/// A grant as the SDKs take it: a scope with optional limits and policy,
-/// and its `exp`.
+/// A grant as the SDKs take it: a scope with optional limits, policy and
+/// audience (`aud`, one resource URI), and its `exp`.
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct GrantInput {
@@ -20,6 +22,8 @@ pub struct GrantInput {
     #[serde(default)]
     pub policy: Policy,
     pub exp: i64,
+    #[serde(default)]
+    pub aud: Option<Audience>,
 }
 
 impl GrantInput {
@@ -30,6 +34,7 @@ impl GrantInput {
             constraints: self.constraints,
             policy: self.policy,
             expires_at: self.exp,
+            audience: self.aud,
         })
     }
 }
@@ -105,7 +110,7 @@ pub fn violations(child: &Grant, parent: &Grant) -> Vec<ViolationOut> {
 }
 
 /// A grant as the SDKs answer it: `{ resources, actions, constraints,
-/// policy, exp }`.
+/// policy, exp, aud? }`.
 #[derive(Debug)]
 pub struct GrantOut(Box<Grant>);
 
@@ -118,6 +123,8 @@ impl Serialize for GrantOut {
             constraints: &'a Constraints,
             policy: &'a Policy,
             exp: i64,
+            #[serde(skip_serializing_if = "Option::is_none")]
+            aud: Option<&'a Audience>,
         }
         let grant = &self.0;
         Out {
@@ -126,6 +133,7 @@ impl Serialize for GrantOut {
             constraints: &grant.constraints,
             policy: &grant.policy,
             exp: grant.expires_at,
+            aud: grant.audience.as_ref(),
         }
         .serialize(serializer)
     }

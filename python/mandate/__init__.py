@@ -3,6 +3,7 @@
 from mandate._native import (
     AgentKey,
     Verifier,
+    audience_matches,
     check_narrowing,
     decode_token_unverified,
     delegated_grant,
@@ -74,6 +75,7 @@ __all__ = [
     "RemoteVerifierOptions",
     "VerifiedRecordProof",
     "Verifier",
+    "audience_matches",
     "check_args_offline",
     "check_narrowing",
     "decode_token_unverified",

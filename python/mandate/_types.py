@@ -11,7 +11,11 @@ Truth = Literal["true", "false", "undefined"]
 
 
 class VerifiedToken(TypedDict):
-    """A token that verified: its header and claims, as the server wrote them."""
+    """A token that verified: its header and claims, as the server wrote them.
+
+    ``claims["aud"]``, when present, is the one resource server the token is
+    for: a single resource URI (RFC 8707), never a list.
+    """
 
     header: JsonObject
     claims: JsonObject

@@ -10,8 +10,9 @@ for the TypeScript SDK.
   (``MCPServer(token_verifier=..., auth=AuthSettings(...))``): the token is
   verified by a :class:`TokenChecker` (a ``RemoteVerifier`` fetching the
   server's keys and status lists, or the native ``Verifier`` with its status
-  lists, so a revoked token is refused), and its audience, when the
-  server names its own URL, must include it. The hook sees the token and
+  lists, so a revoked token is refused), and its audience (``aud``) must be
+  this server's ``resource`` when it names one (``audience="required"``:
+  always). The hook sees the token and
   never the request, so a bound (DPoP) token is refused: its proof cannot be
   checked here.
 - :func:`mandate_tool` turns an async tool function into a gated one for
@@ -54,11 +55,12 @@ import functools
 import hashlib
 import inspect
 import json
+import logging
 import secrets
 import time
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
-from typing import Any, Protocol, TypeAlias, TypeVar, cast
+from typing import Any, Literal, Protocol, TypeAlias, TypeVar, cast
 
 from mcp.server.auth.middleware.auth_context import get_access_token
 from mcp.server.auth.provider import AccessToken
@@ -74,7 +76,7 @@ from mcp_types import (
 )
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
-from mandate._native import decode_token_unverified
+from mandate._native import audience_matches, decode_token_unverified
 from mandate._types import VerifiedToken
 from mandate.client import AsyncMandate, ProofKey, WriteOptions, check_args_offline, output_hash, sha256_ref
 from mandate.client._act import failed, shielded
@@ -83,6 +85,7 @@ from mandate.client.records import Attempt
 from mandate.errors import MandateError, MandateRefusal
 
 __all__ = [
+    "AudiencePolicy",
     "META_AAR_ID",
     "META_APPROVAL_URL",
     "META_DELEGATED_TOKEN",
@@ -92,6 +95,7 @@ __all__ = [
     "MandateTokenVerifier",
     "TokenChecker",
     "ToolGrant",
+    "audience_problem",
     "jti_hash",
     "mandate_tool",
     "tool_result_hash",
@@ -109,6 +113,8 @@ META_APPROVAL_URL = "io.mandate/approval_url"
 #: In a request's ``_meta``: a child of the authenticated token the agent delegated to this server
 #: (bound to the gate's ``key``, or unbound), which the gate acts with instead of the authenticated token.
 META_DELEGATED_TOKEN = "io.mandate/delegated_token"
+
+_log = logging.getLogger(__name__)
 
 Claims: TypeAlias = Mapping[str, Any]
 Args: TypeAlias = dict[str, Any]
@@ -152,33 +158,68 @@ def jti_hash(jti: str) -> str:
     return base64.urlsafe_b64encode(hashlib.sha256(jti.encode()).digest()).decode().rstrip("=")
 
 
-def _audiences(claims: Claims) -> list[str]:
+#: What the token verifier asks of a token's audience (``aud``, the one resource server it was issued for):
+#: ``"if-present"`` refuses a token whose ``aud`` is not this server's ``resource`` and takes a token without
+#: ``aud`` (tokens Mandate's API issues name none); ``"required"`` also refuses a token without ``aud``.
+AudiencePolicy: TypeAlias = Literal["required", "if-present"]
+
+
+def audience_problem(claims: Claims, resource: str | None, audience: AudiencePolicy) -> str | None:
+    """Why verified ``claims`` are not for the server whose resource identifier is ``resource``, or None.
+
+    MCP authorization, "Token Handling": a server MUST validate that a token
+    was issued for it as the audience (RFC 8707 §2). A token naming an
+    audience passes only when it names ``resource`` (compared after RFC 3986
+    normalisation: :func:`mandate.audience_matches`; a URL under it is
+    another resource); with no ``resource``, a token naming any audience is
+    refused. ``"required"`` also refuses a token naming none.
+    """
     aud = claims.get("aud")
-    if isinstance(aud, str):
-        return [aud]
-    if isinstance(aud, list):
-        return [a for a in cast(list[object], aud) if isinstance(a, str)]
-    return []
-
-
-def _same_resource(a: str, b: str) -> bool:
-    return a.removesuffix("/") == b.removesuffix("/")
+    if aud is None:
+        if audience == "required":
+            return (
+                f"audience_required: the token names no audience (aud); this server takes only tokens issued for "
+                f"{resource}"
+            )
+        return None
+    if not isinstance(aud, str):
+        return "audience_mismatch: the token's aud is not one resource URI"
+    if resource is None:
+        return f"audience_mismatch: the token is for {aud}, and this server names no resource to compare it with"
+    if not audience_matches(aud, resource):
+        return f"audience_mismatch: the token is for {aud}, not for this server ({resource})"
+    return None
 
 
 class MandateTokenVerifier:
     """The MCP SDK's ``TokenVerifier`` for Mandate tokens, checked offline.
 
-    ``resource`` is this MCP server's URL (``AuthSettings.resource_server_url``):
-    given, a token whose ``aud`` does not name it is refused, and the
-    ``AccessToken``'s ``resource`` is that URL. ``AccessToken.client_id`` is
-    the agent's id, ``scopes`` the token's actions, ``claims`` the verified
-    claims without ``jti`` (a bare ``vat_jti`` would be a credential) and
-    with ``jth``, its hash.
+    ``resource`` is this MCP server's resource identifier: the ``resource``
+    of its protected-resource metadata (``AuthSettings.resource_server_url``),
+    which OAuth clients send as RFC 8707 ``resource`` and Mandate writes as
+    the token's ``aud``. ``audience`` (:data:`AudiencePolicy`, keyword-only,
+    default ``"if-present"``) says whether a token must name one:
+    :func:`audience_problem` decides. A refused token is None, which the SDK
+    answers 401 ``invalid_token`` (with its own description; the reason is
+    logged at warning level on the ``mandate.mcp`` logger).
+
+    ``AccessToken.client_id`` is the agent's id, ``scopes`` the token's
+    actions, ``resource`` this server's ``resource`` when given (so the SDK's
+    own ``resource_server_url`` check passes a token that passed here), else
+    the token's ``aud``; ``claims`` the verified claims without ``jti`` (a
+    bare ``vat_jti`` would be a credential) and with ``jth``, its hash.
     """
 
-    def __init__(self, verifier: TokenChecker, *, resource: str | None = None) -> None:
+    def __init__(
+        self, verifier: TokenChecker, *, resource: str | None = None, audience: AudiencePolicy = "if-present"
+    ) -> None:
+        if audience not in ("if-present", "required"):
+            raise ValueError(f'audience must be "required" or "if-present", not {audience!r}')
+        if audience == "required" and resource is None:
+            raise ValueError('audience "required" needs the server\'s resource (its protected-resource metadata)')
         self.verifier = verifier
         self.resource = resource
+        self.audience: AudiencePolicy = audience
 
     async def verify_token(self, token: str) -> AccessToken | None:
         """The token's ``AccessToken``, or None (the SDK answers 401) when it is refused."""
@@ -190,14 +231,12 @@ class MandateTokenVerifier:
             return None
         if "cnf" in claims:
             return None
-        resource: str | None = None
-        audiences = _audiences(claims)
-        if self.resource is not None:
-            if not any(_same_resource(aud, self.resource) for aud in audiences):
-                return None
-            resource = self.resource
-        elif len(audiences) == 1:
-            resource = audiences[0]
+        problem = audience_problem(claims, self.resource, self.audience)
+        if problem is not None:
+            _log.warning("token refused: %s", problem)
+            return None
+        aud = claims.get("aud")
+        resource = self.resource if self.resource is not None else aud if isinstance(aud, str) else None
         return access_token_of(token, claims, resource)
 
 

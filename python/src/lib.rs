@@ -45,6 +45,7 @@ fn native(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_function(wrap_pyfunction!(scope::delegated_grant, module)?)?;
     module.add_function(wrap_pyfunction!(scope::evaluate_policy, module)?)?;
     module.add_function(wrap_pyfunction!(scope::sha256_ref, module)?)?;
+    module.add_function(wrap_pyfunction!(scope::audience_matches, module)?)?;
     module.add_function(wrap_pyfunction!(numbers::reputation, module)?)?;
     module.add_function(wrap_pyfunction!(numbers::summarize_workflow, module)?)?;
     module.add_function(wrap_pyfunction!(numbers::trust_scores, module)?)?;

@@ -1,9 +1,10 @@
 //! Scopes, grants and argument rules: `permits`, `check_narrowing`,
-//! `delegated_grant`, `evaluate_policy`, and `sha256_ref`.
+//! `delegated_grant`, `evaluate_policy`, `sha256_ref`, and
+//! `audience_matches`.
 
 use mandate_core::policy::{Truth, evaluate_json};
 use mandate_core::{
-    Action, Args, ArgsRules, Constraints, Grant, Policy, Resource, Scope, check_args,
+    Action, Args, ArgsRules, Audience, Constraints, Grant, Policy, Resource, Scope, check_args,
 };
 use mandate_facade::scope::{self, GrantInput, Reason};
 use pyo3::prelude::*;
@@ -36,6 +37,8 @@ struct ClaimsInput {
     svc_policy: Option<Policy>,
     #[serde(default)]
     exp: Option<i64>,
+    #[serde(default)]
+    aud: Option<Audience>,
 }
 
 /// Whether a dict is token claims (it has `svc_scope`).
@@ -73,6 +76,7 @@ fn grant_of(value: &Bound<'_, PyAny>, name: &str) -> PyResult<Grant> {
             constraints: claims.svc_constraints.unwrap_or_default(),
             policy: claims.svc_policy.unwrap_or_default(),
             exp,
+            aud: claims.aud,
         }
     } else {
         object_arg(value, name, "invalid_grant")?
@@ -200,4 +204,13 @@ pub(crate) fn sha256_ref(data: &Bound<'_, PyAny>) -> PyResult<String> {
     let bytes =
         bytes_arg(data).ok_or_else(|| Failure::argument("data must be bytes, bytearray or str"))?;
     Ok(mandate_core::sha256_ref(&bytes).as_str().to_owned())
+}
+
+/// Whether a token's `aud` names the resource server whose own identifier
+/// (its protected-resource metadata `resource`) is `resource`: equal after
+/// RFC 3986 normalisation, the query exact. False when `aud` is not a
+/// resource URI Mandate takes.
+#[pyfunction]
+pub(crate) fn audience_matches(aud: &str, resource: &str) -> bool {
+    Audience::parse(aud).is_ok_and(|audience| audience.matches(resource))
 }

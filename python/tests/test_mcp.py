@@ -35,9 +35,11 @@ from mandate.mcp import (
     META_DELEGATED_TOKEN,
     META_ERROR,
     META_RESULT_HASH,
+    AudiencePolicy,
     MandateTokenVerifier,
     TokenChecker,
     ToolGrant,
+    audience_problem,
     jti_hash,
     mandate_tool,
     tool_result_hash,
@@ -342,28 +344,82 @@ def test_the_token_verifier_checks_audience_binding_and_hides_the_jti() -> None:
         "sub": "agent:crm-bot",
         "jti": "vat_root_abc",
         "exp": 2_000_000_000,
-        "aud": ["https://mcp.example.com/mcp", "https://other.example"],
+        "aud": "https://mcp.example.com/mcp",
         "svc_scope": {"resources": ["crm:*"], "actions": ["read"]},
         "svc_prov": "prov_x",
     }
-    here = MandateTokenVerifier(Fixed(claims), resource="https://mcp.example.com/mcp/")
+    here = MandateTokenVerifier(Fixed(claims), resource="https://MCP.example.com:443/mcp")
     access = asyncio.run(here.verify_token("t"))
     assert access is not None
     assert (access.client_id, access.scopes, access.resource, access.expires_at) == (
         "crm-bot",
         ["read"],
-        "https://mcp.example.com/mcp/",
+        "https://MCP.example.com:443/mcp",
         2_000_000_000,
     )
     assert access.claims is not None and "jti" not in access.claims
     assert access.claims["jth"] == jti_hash("vat_root_abc")
-    elsewhere = MandateTokenVerifier(Fixed(claims), resource="https://mcp.elsewhere.example/mcp")
-    assert asyncio.run(elsewhere.verify_token("t")) is None
-    no_aud = MandateTokenVerifier(Fixed({**claims, "aud": None}), resource="https://mcp.example.com/mcp")
-    assert asyncio.run(no_aud.verify_token("t")) is None
-    bound = MandateTokenVerifier(Fixed({**claims, "cnf": {"jkt": "abc"}}))
+    bound = MandateTokenVerifier(Fixed({**claims, "cnf": {"jkt": "abc"}}), resource="https://mcp.example.com/mcp")
     assert asyncio.run(bound.verify_token("t")) is None
     assert asyncio.run(MandateTokenVerifier(Fixed(None)).verify_token("t")) is None
+
+
+AUD = "https://mcp.example.com/mcp"
+
+
+@pytest.mark.parametrize(
+    ("resource", "audience", "aud", "passes"),
+    [
+        (AUD, "if-present", None, True),
+        (AUD, "if-present", AUD, True),
+        (AUD, "if-present", "https://mcp.example.com/mcp/tools", False),
+        (AUD, "if-present", "https://other.example.com/mcp", False),
+        (AUD, "if-present", [AUD], False),
+        (None, "if-present", None, True),
+        (None, "if-present", AUD, False),
+        (AUD, "required", AUD, True),
+        (AUD, "required", None, False),
+        (AUD, "required", "https://other.example.com/mcp", False),
+    ],
+)
+def test_the_token_verifier_takes_a_token_for_its_resource_only(
+    resource: str | None, audience: AudiencePolicy, aud: object, passes: bool
+) -> None:
+    claims: dict[str, Any] = {"sub": "agent:crm-bot", "jti": "vat_root_abc", "exp": 2_000_000_000}
+    if aud is not None:
+        claims["aud"] = aud
+    verifier = MandateTokenVerifier(Fixed(claims), resource=resource, audience=audience)
+    access = asyncio.run(verifier.verify_token("t"))
+    assert (access is not None) == passes
+    if access is not None:
+        assert access.resource == (resource if resource is not None else aud)
+
+
+def test_audience_problems_name_the_reason() -> None:
+    mine = {"aud": AUD}
+    other = {"aud": "https://other.example.com/mcp"}
+    assert audience_problem(mine, AUD, "required") is None
+    assert audience_problem({}, AUD, "if-present") is None
+    assert audience_problem({}, AUD, "required") == (
+        f"audience_required: the token names no audience (aud); this server takes only tokens issued for {AUD}"
+    )
+    assert audience_problem(other, AUD, "if-present") == (
+        f"audience_mismatch: the token is for https://other.example.com/mcp, not for this server ({AUD})"
+    )
+    problem = audience_problem(mine, None, "if-present")
+    assert problem is not None and problem.startswith("audience_mismatch: ")
+    with pytest.raises(ValueError, match="needs the server's resource"):
+        MandateTokenVerifier(Fixed({}), audience="required")
+    with pytest.raises(ValueError, match='"required" or "if-present"'):
+        MandateTokenVerifier(Fixed({}), resource=AUD, audience=cast(AudiencePolicy, "always"))
+
+
+def test_the_native_audience_match_normalises_as_rfc_3986() -> None:
+    assert mandate.audience_matches(AUD, "HTTPS://MCP.example.com:443/mcp")
+    assert mandate.audience_matches("https://mcp.example.com", "https://mcp.example.com/")
+    assert not mandate.audience_matches(AUD, f"{AUD}/tools")
+    assert not mandate.audience_matches(AUD, f"{AUD}?x=1")
+    assert not mandate.audience_matches("http://mcp.example.com/mcp", "http://mcp.example.com/mcp")
 
 
 def records_of(admin: Mandate, agent: str) -> list[dict[str, Any]]:

@@ -19,10 +19,10 @@ use ed25519_dalek::Signer as _;
 use hmac::{Hmac, Mac as _};
 use mandate_core::status_list::{compress, location};
 use mandate_core::{
-    AgentId, AssuranceLevel, Bits, Claims, Constraints, Framework, HumanRef, Identity, Jwks,
-    NewProof, Policy, ReputationCounts, RootIssue, Scope, SigningKey, StatusClaim, StatusList,
-    StatusListClaims, StatusType, StatusUri, TokenRequest, Ulid, Usd, check_status,
-    check_status_with, delegate, human_ref, issue_root, reputation, sign, sign_proof,
+    AgentId, AssuranceLevel, Audience, Bits, Claims, Constraints, Framework, HumanRef, Identity,
+    Jwks, NewProof, Policy, Renewal, ReputationCounts, RootIssue, Scope, SigningKey, StatusClaim,
+    StatusList, StatusListClaims, StatusType, StatusUri, TokenRequest, Ulid, Usd, check_status,
+    check_status_with, delegate, human_ref, issue_root, renew, reputation, sign, sign_proof,
     sign_status_list, verify, verify_status_list,
 };
 use serde_json::{Value, json};
@@ -920,6 +920,88 @@ fn token_vectors(rng: &mut Rng, key: &Keys, issuer: &str, now: i64) -> Value {
             "invalid_claim",
         );
     }
+    // The audience (`aud`): one resource URI (RFC 8707), never an array;
+    // a renewal keeps it, and a chain may not change it.
+    let mut for_mcp = root.clone();
+    for_mcp.aud = Some(Audience::parse(AUD).expect("a resource URI"));
+    let for_mcp_token = sign(&for_mcp, &key.core).expect("signs");
+    let renewed = renew(
+        &for_mcp,
+        Renewal {
+            now: iat + 30,
+            ttl_seconds: 900,
+            holder: Some(holder.core.holder_key().jkt().clone()),
+            // Not drawn from `rng`, so the vectors generated after these
+            // keep their bytes.
+            jti: Ulid::new((iat as u64 + 30) * 1000, [0xa0; 10]).expect("a ulid"),
+            status: None,
+        },
+    )
+    .expect("the grant renews");
+    let renewed_token = sign(&renewed, &key.core).expect("signs");
+    let mut moved = renewed.clone();
+    moved.aud = Some(Audience::parse(OTHER_AUD).expect("a resource URI"));
+    let moved_token = sign(&moved, &key.core).expect("signs");
+    t.valid(
+        "valid_with_aud",
+        "a root token for one resource server (aud, written after sub)",
+        &for_mcp_token,
+        now,
+        &for_mcp,
+    );
+    t.valid(
+        "valid_renewal_keeps_aud",
+        "a renewal: its parent's grant and aud, its own exp and key, depth 1",
+        &renewed_token,
+        now,
+        &renewed,
+    );
+    for (name, description, value, code) in [
+        (
+            "aud_array",
+            "aud as an array (RFC 7519 allows it; Mandate reads one string)",
+            json!([AUD]),
+            "malformed_claims",
+        ),
+        (
+            "aud_http_not_loopback",
+            "aud over http on a host that is not loopback",
+            json!("http://mcp.example.com/mcp"),
+            "invalid_claim",
+        ),
+        (
+            "aud_fragment",
+            "aud with a fragment (RFC 8707 2)",
+            json!(format!("{AUD}#tools")),
+            "invalid_claim",
+        ),
+        (
+            "aud_relative",
+            "aud that is no absolute URI",
+            json!("/mcp"),
+            "invalid_claim",
+        ),
+        (
+            "aud_too_long",
+            "aud over 2048 bytes",
+            json!(format!("{AUD}/{}", "a".repeat(2048))),
+            "invalid_claim",
+        ),
+        (
+            "aud_number",
+            "aud that is neither a string nor an array",
+            json!(7),
+            "malformed_claims",
+        ),
+    ] {
+        t.invalid(
+            name,
+            description,
+            &resign(&|p| p["aud"] = value.clone()),
+            now,
+            code,
+        );
+    }
     t.push(json!({
         "name": "issuer_matches",
         "description": "the caller names the right issuer",
@@ -1001,6 +1083,20 @@ fn token_vectors(rng: &mut Rng, key: &Keys, issuer: &str, now: i64) -> Value {
             "now": now,
             "revoked": [],
             "expect": { "valid": false, "index": 0, "error": "not_root" },
+        },
+        {
+            "name": "chain_renewal_keeps_aud",
+            "tokens": [for_mcp_token, renewed_token],
+            "now": now,
+            "revoked": [],
+            "expect": { "valid": true },
+        },
+        {
+            "name": "chain_aud_changed",
+            "tokens": [for_mcp_token, moved_token],
+            "now": now,
+            "revoked": [],
+            "expect": { "valid": false, "index": 1, "error": "scope_widening" },
         },
         {
             "name": "chain_empty",
@@ -1414,6 +1510,11 @@ fn add_group_order(s: [u8; 32]) -> [u8; 32] {
     out
 }
 
+/// The audience (`aud`) of the vectors' tokens and grants that name one.
+const AUD: &str = "https://mcp.example.com/mcp";
+/// Another resource server.
+const OTHER_AUD: &str = "https://other.example.com/mcp";
+
 fn scope_vectors() -> Value {
     let permits = json!([
         {"resources": ["crm:contacts"], "actions": ["read"], "action": "read", "resource": "crm:contacts", "expect": true},
@@ -1500,6 +1601,15 @@ fn scope_vectors() -> Value {
          "expect": {"ok": false, "violations": [{"field": "constraints.min_trust", "code": "min_trust_lowered"}]}},
         {"name": "min_trust_dropped", "parent": with(&|p| p["constraints"]["min_trust"] = json!(0.5)), "child": parent,
          "expect": {"ok": false, "violations": [{"field": "constraints.min_trust", "code": "min_trust_dropped"}]}},
+        {"name": "aud_kept", "parent": with(&|p| p["aud"] = json!(AUD)),
+         "child": with(&|c| c["aud"] = json!(AUD)), "expect": {"ok": true, "violations": []}},
+        {"name": "aud_added", "parent": parent,
+         "child": with(&|c| c["aud"] = json!(AUD)), "expect": {"ok": true, "violations": []}},
+        {"name": "aud_changed", "parent": with(&|p| p["aud"] = json!(AUD)),
+         "child": with(&|c| c["aud"] = json!(OTHER_AUD)),
+         "expect": {"ok": false, "violations": [{"field": "aud", "code": "audience_changed"}]}},
+        {"name": "aud_dropped", "parent": with(&|p| p["aud"] = json!(AUD)), "child": parent,
+         "expect": {"ok": false, "violations": [{"field": "aud", "code": "audience_dropped"}]}},
         {"name": "everything_at_once", "parent": parent, "child": json!({
             "resources": ["bank:*"], "actions": ["pay"], "constraints": {"max_spend_usd": 1000}, "exp": 3000
          }), "expect": {"ok": false, "violations": [
@@ -1552,12 +1662,27 @@ fn scope_vectors() -> Value {
         {"name": "min_trust_lowered", "parent": with(&|p| p["constraints"]["min_trust"] = json!(0.5)),
          "request": request(&|r| r["constraints"] = json!({"min_trust": 0.4})),
          "expect": {"ok": false, "error": "scope_widening", "violations": [{"field": "constraints.min_trust", "code": "min_trust_lowered"}]}},
+        {"name": "aud_inherited", "parent": with(&|p| p["aud"] = json!(AUD)),
+         "request": request(&|_| {}),
+         "expect": {"ok": true, "grant": {
+            "resources": ["crm:contacts"], "actions": ["read"],
+            "constraints": {"max_spend_usd": 100, "max_actions": 50},
+            "policy": {"frameworks": ["gdpr"]}, "exp": 1500, "aud": AUD}}},
+        {"name": "aud_set_under_a_parent_without", "parent": parent,
+         "request": request(&|r| r["aud"] = json!(AUD)),
+         "expect": {"ok": true, "grant": {
+            "resources": ["crm:contacts"], "actions": ["read"],
+            "constraints": {"max_spend_usd": 100, "max_actions": 50},
+            "policy": {"frameworks": ["gdpr"]}, "exp": 1500, "aud": AUD}}},
+        {"name": "aud_widened", "parent": with(&|p| p["aud"] = json!(AUD)),
+         "request": request(&|r| r["aud"] = json!(OTHER_AUD)),
+         "expect": {"ok": false, "error": "scope_widening", "violations": [{"field": "aud", "code": "audience_changed"}]}},
         {"name": "frameworks_overflow", "parent": with(&|p| p["policy"] = json!({"frameworks": many})),
          "request": request(&|r| r["policy"] = json!({"frameworks": ["hipaa"]})),
          "expect": {"ok": false, "error": "list_too_long", "violations": []}},
     ]);
     json!({
-        "description": "Scope vectors. `permits`: build the scope from resources and actions, parse action and resource, and expect true/false, or the code of the first parse error. `narrowing`: check child against parent (grants of resources, actions, constraints, policy, exp) and expect ok and the violations in order. `delegation`: the grant a delegation `request` gets under `parent` (limits and frameworks it leaves out are inherited), or the error code and violations.",
+        "description": "Scope vectors. `permits`: build the scope from resources and actions, parse action and resource, and expect true/false, or the code of the first parse error. `narrowing`: check child against parent (grants of resources, actions, constraints, policy, exp, aud) and expect ok and the violations in order. `delegation`: the grant a delegation `request` gets under `parent` (limits, frameworks and the aud it leaves out are inherited), or the error code and violations.",
         "generator": "cargo xtask vectors",
         "permits": permits,
         "narrowing": narrowing,

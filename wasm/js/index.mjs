@@ -21,6 +21,7 @@ export const {
   Verifier,
   argsHash,
   argsOf,
+  audienceMatches,
   canonicalJson,
   checkArgsOffline,
   checkNarrowing,

@@ -524,6 +524,7 @@ fn claims_grant(claims: &JsValue) -> JsValue {
         ("constraints", member(claims, "svc_constraints")),
         ("policy", member(claims, "svc_policy")),
         ("exp", member(claims, "exp")),
+        ("aud", member(claims, "aud")),
     ] {
         // Setting a member of a fresh plain object cannot fail.
         let _ = js_sys::Reflect::set(&grant, &JsValue::from_str(name), &value);
@@ -662,6 +663,16 @@ pub fn sha256_ref(
         Some(bytes) => JsValue::from_str(mandate_core::sha256_ref(&bytes).as_str()),
         None => JsValue::NULL,
     }
+}
+
+/// Whether a token's `aud` names the resource server whose own identifier
+/// (its protected-resource metadata `resource`) is `resource`: equal after
+/// RFC 3986 normalisation (scheme and host case, default port, empty path,
+/// percent-encoding, dot segments), the query exact. False when `aud` is not
+/// a resource URI Mandate takes.
+#[wasm_bindgen(js_name = audienceMatches)]
+pub fn audience_matches(aud: &str, resource: &str) -> bool {
+    mandate_core::Audience::parse(aud).is_ok_and(|audience| audience.matches(resource))
 }
 
 /// `{ error }`, the refusal of the functions that otherwise return numbers

@@ -103,6 +103,8 @@ export interface Claims {
   iss: string;
   /** `agent:<agent_id>`. */
   sub: string;
+  /** The one resource server the token is for (RFC 8707 resource URI); absent for any. Always one string, never an array. */
+  aud?: string;
   iat: number;
   nbf: number;
   exp: number;
@@ -317,6 +319,8 @@ export interface Grant extends Scope {
   policy?: Policy;
   /** Unix seconds after which the grant is void. */
   exp: number;
+  /** The one resource server the grant is for (`aud`); a child keeps its parent's. */
+  aud?: string;
 }
 
 /** One way a child is wider than its parent. */

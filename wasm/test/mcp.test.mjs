@@ -619,6 +619,16 @@ test("the protected-resource metadata is served at its RFC 9728 path and passes 
     protectedResourceMetadata({ resource: "https://mcp.example.com/", authorizationServer: "https://mandate.example.com/", dpop: false }),
     { resource: "https://mcp.example.com/", authorization_servers: ["https://mandate.example.com"], bearer_methods_supported: ["header"] },
   );
+  assert.deepEqual(
+    protectedResourceMetadata({
+      resource: "https://mcp.example.com/mcp",
+      authorizationServer: "https://mandate.example.com",
+      scopesSupported: ["read"],
+      resources: ["crm:*", "crm:contacts"],
+      dpop: false,
+    }).scopes_supported,
+    ["read", "crm:*", "crm:contacts"],
+  );
   assert.equal(protectedResourceMetadataUrl("https://mcp.example.com/"), "https://mcp.example.com/.well-known/oauth-protected-resource");
   const missing = await fetch(`${mcpUrl}/mcp`, { method: "POST" });
   assert.equal(missing.status, 401);
@@ -743,4 +753,90 @@ test("require_approval.args, live: a payment over 100 is elicited and the review
   await session.close();
   assert.deepEqual(result.content, [{ type: "text", text: "paid 1500 to landlord" }]);
   assert.equal(runs.pay, before + 2);
+});
+
+test("the gate checks a token's aud against its resource: if-present by default, required on demand", async () => {
+  const resource = "https://mcp.example.com/mcp";
+  const base = {
+    iss: "https://mandate.example.com",
+    sub: "agent:crm-bot",
+    iat: 1,
+    nbf: 1,
+    exp: 4_000_000_000,
+    jti: "vat_root_01jdxk0000000000000000000a",
+    svc_trust_score: 0.4,
+    svc_scope: { resources: ["files:*"], actions: ["read"] },
+    svc_prov: "prov_01jdxk0000000000000000000b",
+    svc_human: `sha256:${"0".repeat(64)}`,
+    svc_assurance: "L1",
+    svc_depth: 0,
+  };
+  /** A verifier that passes every token with the claims of its name. */
+  const claimsOf = {
+    none: base,
+    mine: { ...base, aud: resource },
+    spelled: { ...base, aud: "https://MCP.example.com:443/mcp" },
+    under: { ...base, aud: `${resource}/tools` },
+    other: { ...base, aud: "https://other.example.com/mcp" },
+  };
+  const fixed = { verify: (token) => ({ valid: true, header: {}, claims: claimsOf[token] }) };
+  const call = async (options, token) => {
+    const res = {
+      statusCode: 0,
+      headers: {},
+      body: undefined,
+      setHeader(name, value) {
+        this.headers[name] = value;
+      },
+      end(body) {
+        this.body = body === undefined ? undefined : JSON.parse(body);
+      },
+    };
+    let passed = false;
+    await mandateAuth({ verifier: fixed, ...options })({ headers: { authorization: `Bearer ${token}` } }, res, () => {
+      passed = true;
+    });
+    return { passed, status: res.statusCode, body: res.body, challenge: res.headers["www-authenticate"] };
+  };
+  const cases = [
+    // [options, token, passes, description prefix]
+    [{ resource }, "none", true],
+    [{ resource }, "mine", true],
+    [{ resource }, "spelled", true],
+    [{ resource }, "under", false, "audience_mismatch"],
+    [{ resource }, "other", false, "audience_mismatch"],
+    [{}, "none", true],
+    [{}, "mine", false, "audience_mismatch"],
+    [{ resource, audience: "if-present" }, "other", false, "audience_mismatch"],
+    [{ resource, audience: "required" }, "mine", true],
+    [{ resource, audience: "required" }, "none", false, "audience_required"],
+    [{ resource, audience: "required" }, "other", false, "audience_mismatch"],
+  ];
+  for (const [options, token, passes, code] of cases) {
+    const answer = await call(options, token);
+    const label = `${JSON.stringify(options)} ${token}`;
+    assert.equal(answer.passed, passes, label);
+    if (!passes) {
+      assert.equal(answer.status, 401, label);
+      assert.equal(answer.body.error, "invalid_token", label);
+      assert.ok(answer.body.error_description.startsWith(`${code}: `), `${label}: ${answer.body.error_description}`);
+      assert.match(answer.challenge[0], /^Bearer error="invalid_token", error_description="audience_/, label);
+    }
+  }
+  const other = await call({ resource }, "other");
+  assert.equal(
+    other.body.error_description,
+    `audience_mismatch: the token is for https://other.example.com/mcp, not for this server (${resource})`,
+  );
+
+  assert.throws(() => mandateAuth({ verifier: fixed, audience: "required" }), /audience "required" needs the server's resource/);
+  assert.throws(() => mandateAuth({ verifier: fixed, resource, audience: "always" }), /audience must be "required" or "if-present"/);
+
+  // The SDK's requireBearerAuth hook checks the audience the same way.
+  const hook = mandateTokenVerifier({ verifier: fixed, invalidTokenError: InvalidTokenError, resource, audience: "required" });
+  const mine = await hook.verifyAccessToken("mine");
+  assert.deepEqual([mine.clientId, mine.resource?.href], ["crm-bot", resource]);
+  await assert.rejects(hook.verifyAccessToken("none"), (error) => error instanceof InvalidTokenError && /^audience_required: /.test(error.message));
+  await assert.rejects(hook.verifyAccessToken("other"), (error) => error instanceof InvalidTokenError && /^audience_mismatch: /.test(error.message));
+  assert.throws(() => mandateTokenVerifier({ verifier: fixed, invalidTokenError: InvalidTokenError, audience: "required" }), TypeError);
 });

@@ -203,3 +203,16 @@ test("no argument makes a function throw, and none is taken for a valid one", ()
     }
   }
 });
+
+test("audienceMatches compares a token's aud with a resource identifier as RFC 3986 normalises URIs", () => {
+  const aud = "https://mcp.example.com/mcp";
+  assert.equal(sdk.audienceMatches(aud, aud), true);
+  assert.equal(sdk.audienceMatches(aud, "HTTPS://MCP.example.com:443/mcp"), true);
+  assert.equal(sdk.audienceMatches("https://mcp.example.com", "https://mcp.example.com/"), true);
+  assert.equal(sdk.audienceMatches(aud, "https://mcp.example.com/mcp/tools"), false);
+  assert.equal(sdk.audienceMatches(aud, "https://mcp.example.com/mcp?x=1"), false);
+  assert.equal(sdk.audienceMatches(aud, "http://mcp.example.com/mcp"), false);
+  // An aud Mandate would never take matches nothing.
+  assert.equal(sdk.audienceMatches("http://mcp.example.com/mcp", "http://mcp.example.com/mcp"), false);
+  assert.equal(sdk.audienceMatches(`${aud}#x`, aud), false);
+});

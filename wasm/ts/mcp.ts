@@ -52,6 +52,7 @@ import {
   type PendingApproval,
 } from "./client/index.js";
 import {
+  audienceMatches,
   decodeTokenUnverified,
   sha256Ref,
   type AgentKey,
@@ -88,7 +89,20 @@ export interface MandateTokenVerifierOptions {
    * any other.
    */
   invalidTokenError: new (message: string) => Error;
+  /** This MCP server's resource identifier, as in `MandateAuthOptions.resource`. */
+  resource?: string;
+  /** Whether a token must name an audience, as in `MandateAuthOptions.audience`. */
+  audience?: AudiencePolicy;
 }
+
+/**
+ * What the gate asks of a token's audience (`aud`, the one resource server
+ * it was issued for): `"if-present"` refuses a token whose `aud` is not this
+ * server's `resource` and takes a token without `aud` (tokens Mandate's API
+ * issues name none); `"required"` also refuses a token without `aud` (only
+ * tokens Mandate issued for this server through OAuth pass).
+ */
+export type AudiencePolicy = "required" | "if-present";
 
 /**
  * What the gate puts in `AuthInfo.extra`: the token's verified claims and
@@ -158,6 +172,18 @@ export interface MandateAuthOptions {
   resourceMetadataUrl?: string;
   /** Actions the token must hold (its scopes): else 403 `insufficient_scope`. */
   requiredScopes?: string[];
+  /**
+   * This MCP server's resource identifier: the `resource` of its
+   * protected-resource metadata (`https://mcp.example.com/mcp`), which OAuth
+   * clients send as RFC 8707 `resource` and Mandate writes as the token's
+   * `aud`. A token naming an audience passes only when it names this one
+   * (compared after RFC 3986 normalisation: `audienceMatches`); a URL under
+   * it is another resource. Without it, a token naming any audience is
+   * refused: the gate cannot tell that the token is for it.
+   */
+  resource?: string;
+  /** Whether a token must name an audience (`aud`): default `"if-present"`; `"required"` needs `resource`. */
+  audience?: AudiencePolicy;
 }
 
 /** Options of `protectedResourceMetadata`. */
@@ -172,6 +198,13 @@ export interface ProtectedResourceMetadataOptions {
   resourceDocumentation?: string;
   /** The actions tools are gated on (`scopes_supported`). */
   scopesSupported?: string[];
+  /**
+   * The resource patterns tools act on (`crm:*`, `crm:contacts`), appended
+   * to `scopes_supported` after the actions: OAuth clients ask for the
+   * scopes listed there, and Mandate's authorization server reads a scope
+   * with a `:` as a resource pattern, one without as an action.
+   */
+  resources?: string[];
   /** Whether bound tokens are taken (`dpop_signing_alg_values_supported: ["EdDSA"]`); default true. */
   dpop?: boolean;
   /** Whether only bound tokens are taken (`dpop_bound_access_tokens_required`). */
@@ -268,7 +301,7 @@ export function toolResultHash(result: Pick<CallToolResult, "content">): string 
   return sha256Ref(JSON.stringify(result.content ?? [])) ?? "";
 }
 
-/** The token's `AuthInfo`, from verified claims: `clientId` the agent, `scopes` the actions. */
+/** The token's `AuthInfo`, from verified claims: `clientId` the agent, `scopes` the actions, `resource` its `aud` (if any). */
 export function authInfoOf(token: string, claims: Claims): AuthInfo {
   const { jti, ...rest } = claims;
   const extra: MandateAuthExtra = {
@@ -279,13 +312,17 @@ export function authInfoOf(token: string, claims: Claims): AuthInfo {
     bound: claims.cnf !== undefined,
     claims: rest,
   };
-  return {
+  const info: AuthInfo = {
     token,
     clientId: extra.agentId,
     scopes: [...claims.svc_scope.actions],
     expiresAt: claims.exp,
     extra,
   };
+  if (claims.aud !== undefined) {
+    info.resource = new URL(claims.aud);
+  }
+  return info;
 }
 
 /** The gate's part of an `AuthInfo`, when the gate made it. */
@@ -298,11 +335,13 @@ export function mandateAuthOf(auth: AuthInfo | undefined): MandateAuthExtra | un
 
 /**
  * An `OAuthTokenVerifier` for `requireBearerAuth({ verifier })`: the VAT
- * checked offline. A bound token is refused: this hook is given the token
- * alone, never the request and its `DPoP` proof (use `mandateAuth`).
+ * checked offline, and its audience as `mandateAuth` checks it. A bound
+ * token is refused: this hook is given the token alone, never the request
+ * and its `DPoP` proof (use `mandateAuth`).
  */
 export function mandateTokenVerifier(options: MandateTokenVerifierOptions): OAuthTokenVerifierLike {
   const { verifier, invalidTokenError: InvalidToken } = options;
+  checkAudienceOptions(options);
   return {
     async verifyAccessToken(token: string): Promise<AuthInfo> {
       const result = await verifier.verify(token);
@@ -313,6 +352,10 @@ export function mandateTokenVerifier(options: MandateTokenVerifierOptions): OAut
             : result.error.message;
         throw new InvalidToken(`${result.error.code}: ${reason}`);
       }
+      const wrongAudience = audienceProblem(result.claims, options);
+      if (wrongAudience !== undefined) {
+        throw new InvalidToken(wrongAudience);
+      }
       return authInfoOf(token, result.claims);
     },
   };
@@ -321,12 +364,14 @@ export function mandateTokenVerifier(options: MandateTokenVerifierOptions): OAut
 /**
  * A middleware that lets a request through with a valid VAT, as `Bearer`, or
  * bound to a key as `DPoP` with its `DPoP` proof for this request, and sets
- * `req.auth`. Refusals are answered as the MCP SDK's `requireBearerAuth`
+ * `req.auth`. A token naming an audience (`aud`) must name this server's
+ * `resource` (`options.audience` says whether one must be named). Refusals are answered as the MCP SDK's `requireBearerAuth`
  * answers them: 401 `invalid_token` (`invalid_dpop_proof` for a refused
  * proof) or 403 `insufficient_scope`, a JSON `{error, error_description}`
  * body and a `WWW-Authenticate` challenge naming `resource_metadata`.
  */
 export function mandateAuth(options: MandateAuthOptions): Middleware {
+  checkAudienceOptions(options);
   return async (req, res, next) => {
     let outcome: AuthOutcome;
     try {
@@ -358,8 +403,8 @@ export function protectedResourceMetadata(options: ProtectedResourceMetadataOpti
     authorization_servers: [String(options.authorizationServer).replace(/\/+$/, "")],
     bearer_methods_supported: ["header"],
   };
-  if (options.scopesSupported !== undefined) {
-    metadata.scopes_supported = [...options.scopesSupported];
+  if (options.scopesSupported !== undefined || options.resources !== undefined) {
+    metadata.scopes_supported = [...(options.scopesSupported ?? []), ...(options.resources ?? [])];
   }
   if (options.resourceName !== undefined) {
     metadata.resource_name = options.resourceName;
@@ -488,12 +533,49 @@ async function authenticate(req: RequestLike, options: MandateAuthOptions): Prom
   if (!result.valid) {
     return refusal(401, "invalid_token", `${result.error.code}: ${result.error.message}`, scheme === "dpop" ? "DPoP" : "Bearer");
   }
+  const wrongAudience = audienceProblem(result.claims, options);
+  if (wrongAudience !== undefined) {
+    return refusal(401, "invalid_token", wrongAudience, scheme === "dpop" ? "DPoP" : "Bearer");
+  }
   const auth = authInfoOf(token, result.claims);
   const missing = (options.requiredScopes ?? []).filter((scope) => !auth.scopes.includes(scope));
   if (missing.length > 0) {
     return refusal(403, "insufficient_scope", `Insufficient scope: the token lacks ${missing.join(", ")}`, scheme === "dpop" ? "DPoP" : "Bearer");
   }
   return { auth };
+}
+
+/** Refuses, when the gate is built, an `audience` it does not know, or `"required"` without a `resource`. */
+function checkAudienceOptions(options: { resource?: string; audience?: AudiencePolicy }): void {
+  const policy = options.audience ?? "if-present";
+  if (policy !== "if-present" && policy !== "required") {
+    throw new TypeError(`audience must be "required" or "if-present", not ${JSON.stringify(policy)}`);
+  }
+  if (policy === "required" && options.resource === undefined) {
+    throw new TypeError('audience "required" needs the server\'s resource (its protected-resource metadata `resource`)');
+  }
+}
+
+/**
+ * Why a verified token is not for this server, or `undefined`: its `aud`
+ * names another resource (or this server names none to compare), or it names
+ * none and the gate requires one. MCP authorization, "Token Handling": a
+ * server MUST validate that a token was issued for it as the audience
+ * (RFC 8707 §2).
+ */
+function audienceProblem(claims: Claims, options: { resource?: string; audience?: AudiencePolicy }): string | undefined {
+  const { aud } = claims;
+  if (aud === undefined) {
+    return options.audience === "required"
+      ? `audience_required: the token names no audience (aud); this server takes only tokens issued for ${options.resource}`
+      : undefined;
+  }
+  if (options.resource === undefined) {
+    return `audience_mismatch: the token is for ${aud}, and this server names no resource to compare it with`;
+  }
+  return audienceMatches(aud, options.resource)
+    ? undefined
+    : `audience_mismatch: the token is for ${aud}, not for this server (${options.resource})`;
 }
 
 function refusal(status: Refusal["status"], error: Refusal["error"], description: string, scheme: Refusal["scheme"]): AuthOutcome {

@@ -41,8 +41,12 @@ const PROFILE: &str = "wasm-release";
 /// origins (+4.2 KB) and argument constraints (+70.3 KB: the policy
 /// language's parser and three-valued judge, the strict JSON reader and
 /// RFC 8785 writer over `serde_json::Value`, `evaluatePolicy` and `permits`
-/// with `args`); docs/decisions.md, "Size".
-const BUDGET_BYTES: u64 = 690_000;
+/// with `args`); docs/decisions.md, "Size"; then to 700 000 for the `aud`
+/// claim (694 438 measured, 688 913 before): the resource URI rule, the
+/// claim's reading and writing, its narrowing, the grant's `aud` and
+/// `audienceMatches` (+5.5 KB); docs/decisions.md, "The `aud` claim and
+/// renewals".
+const BUDGET_BYTES: u64 = 700_000;
 /// The Node suites that need no server.
 pub(crate) const NODE_TESTS: [&str; 11] = [
     "test/vectors.test.mjs",

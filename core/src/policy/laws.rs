@@ -262,6 +262,7 @@ impl Side {
             },
             policy: Policy::default(),
             expires_at: 1_000,
+            audience: None,
         })
     }
 }

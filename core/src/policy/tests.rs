@@ -467,6 +467,7 @@ fn grant(args_rules: Option<Value>) -> Grant {
         },
         policy: Policy::default(),
         expires_at: 1_000,
+        audience: None,
     }
 }
 

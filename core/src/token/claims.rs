@@ -10,6 +10,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::jws::VerifyError;
+use crate::audience::Audience;
 use crate::ids::{AgentId, HumanRef, Jkt, Jth, Jti, JtiKind, ProvenanceRef};
 use crate::json::{NumericDate, has_duplicate_member};
 use crate::limits::{MAX_DELEGATION_DEPTH, TRUST_L1, TRUST_L2, TRUST_L3};
@@ -81,6 +82,12 @@ pub struct Claims {
     /// `agent:<agent_id>`.
     #[serde(serialize_with = "serialize_subject")]
     pub sub: AgentId,
+    /// The one resource server the token is for (RFC 7519 §4.1.3, an RFC
+    /// 8707 resource indicator), when it names one. A single string: Mandate
+    /// neither issues nor accepts an array (`malformed_claims`), and a string
+    /// that is no resource URI is `invalid_claim`. Delegation keeps it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub aud: Option<Audience>,
     pub iat: i64,
     pub nbf: i64,
     pub exp: i64,
@@ -129,6 +136,7 @@ impl Claims {
             constraints: self.constraints(),
             policy: self.svc_policy.clone().unwrap_or_default(),
             expires_at: self.exp,
+            audience: self.aud.clone(),
         }
     }
 
@@ -257,6 +265,10 @@ impl Claims {
 struct RawClaims {
     iss: String,
     sub: String,
+    /// One string: an array (which RFC 7519 §4.1.3 allows) fails to read,
+    /// as malformed claims.
+    #[serde(default)]
+    aud: Option<String>,
     #[serde(default)]
     iat: NumericDate,
     #[serde(default)]
@@ -303,9 +315,19 @@ impl RawClaims {
             claim: "sub",
             reason: "must be agent:<agent_id>",
         })?;
+        let aud = self
+            .aud
+            .map(|uri| {
+                Audience::try_from(uri).map_err(|_| VerifyError::InvalidClaim {
+                    claim: "aud",
+                    reason: "must be an absolute https URI (http only on a loopback host) without fragment, at most 2048 bytes",
+                })
+            })
+            .transpose()?;
         let claims = Claims {
             iss: self.iss,
             sub,
+            aud,
             iat,
             nbf,
             exp,

@@ -1,5 +1,6 @@
-//! Issuing and delegating: the claims of a new root token, and of a token
-//! delegated from a parent, with every refusal ([`IssueError`]): lifetime,
+//! Issuing, delegating and renewing: the claims of a new root token, of a
+//! token delegated from a parent, and of a renewal (the parent's grant
+//! again, with a new lifetime and key), with every refusal ([`IssueError`]): lifetime,
 //! the `delegate` action, depth, fan-out and narrowing (approval
 //! requirements included), requirements that could never match, and the
 //! [`DenyReason`] a refusal of authority is recorded with.
@@ -138,6 +139,7 @@ pub fn issue_root(request: TokenRequest, issue: RootIssue) -> Result<Claims, Iss
     Ok(Claims {
         iss: issue.issuer,
         sub: request.agent_id,
+        aud: None,
         iat: issue.now,
         nbf: issue.now,
         exp,
@@ -172,6 +174,9 @@ pub fn issue_root(request: TokenRequest, issue: RootIssue) -> Result<Claims, Iss
 /// request sets are the child's whole list: each rule of the parent must be
 /// among them unchanged (`args_rule_dropped` otherwise); a request without
 /// rules inherits the parent's.
+///
+/// An audience (`aud`) the request leaves out is the parent's; one it sets
+/// must equal the parent's, when the parent has one.
 ///
 /// A grant no wider than its parent is still refused when what the request
 /// adds to the approval requirement could never match under the child's
@@ -217,6 +222,7 @@ pub fn delegated_grant(requested: Grant, parent: &Grant) -> Result<Grant, IssueE
         constraints,
         policy: Policy::new(frameworks)?,
         expires_at: requested.expires_at,
+        audience: requested.audience.or_else(|| parent.audience.clone()),
     };
     check_narrowing(&grant, parent)?;
     if let Some(requirement) = &grant.constraints.require_approval {
@@ -273,37 +279,126 @@ pub fn delegate(
             constraints: request.constraints,
             policy: request.policy,
             expires_at: exp,
+            audience: None,
         },
         &parent.grant(),
     )?;
+    Ok(child_claims(
+        parent,
+        request.agent_id,
+        child_grant,
+        Child {
+            now,
+            jti,
+            holder: request.holder,
+            status,
+        },
+    ))
+}
+
+/// What a child token has of its own, beyond its grant and agent.
+struct Child {
+    now: i64,
+    jti: Ulid,
+    holder: Option<Jkt>,
+    status: Option<StatusClaim>,
+}
+
+/// The claims of a child of `parent` for `agent` with `grant`: same issuer,
+/// human, assurance, trust and workflow; depth + 1; the parent's jti hash
+/// appended to the chain; the parent's agent as the nearest actor; bound to
+/// the child's holder key, else to the parent's.
+fn child_claims(parent: &Claims, agent: AgentId, grant: Grant, child: Child) -> Claims {
     let parent_jth = parent.jth();
     let mut chain = parent.ancestors().to_vec();
     chain.push(parent_jth.clone());
-    Ok(Claims {
+    Claims {
         iss: parent.iss.clone(),
-        sub: request.agent_id,
-        iat: now,
-        nbf: now,
-        exp,
-        jti: Jti::delegated(jti),
+        sub: agent,
+        aud: grant.audience,
+        iat: child.now,
+        nbf: child.now,
+        exp: grant.expires_at,
+        jti: Jti::delegated(child.jti),
         svc_trust_score: parent.svc_trust_score,
-        svc_scope: child_grant.scope,
-        svc_constraints: Some(child_grant.constraints).filter(|c| !c.is_empty()),
-        svc_policy: Some(child_grant.policy).filter(|p| !p.is_empty()),
+        svc_scope: grant.scope,
+        svc_constraints: Some(grant.constraints).filter(|c| !c.is_empty()),
+        svc_policy: Some(grant.policy).filter(|p| !p.is_empty()),
         svc_prov: parent.svc_prov.clone(),
         svc_human: parent.svc_human.clone(),
         svc_assurance: parent.svc_assurance,
         svc_depth: parent.svc_depth + 1,
         svc_parent: Some(parent_jth),
         svc_chain: Some(chain),
-        cnf: request
+        cnf: child
             .holder
             .map(|jkt| Confirmation { jkt })
             .or_else(|| parent.cnf.clone()),
-        status,
+        status: child.status,
         act: Some(Actor {
             sub: parent.sub.subject(),
             act: parent.act.clone().map(Box::new),
         }),
-    })
+    }
+}
+
+/// What a renewal has of its own: the moment, its lifetime, its key, its
+/// id and its status list entry (the caller's clock, randomness and
+/// allocation).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Renewal {
+    /// Unix seconds.
+    pub now: i64,
+    /// Lifetime, ended early at the parent's `exp`.
+    pub ttl_seconds: u64,
+    /// The key the renewed token is bound to; `None` binds it to the
+    /// parent's key, if the parent has one (a bound parent's child stays
+    /// bound, as [`crate::chain::verify_chain`] requires).
+    pub holder: Option<Jkt>,
+    /// The new token's id, `vat_del_<ulid>`.
+    pub jti: Ulid,
+    /// The new token's status list entry, allocated by the server.
+    pub status: Option<StatusClaim>,
+}
+
+/// Builds the claims of a renewal of `parent`: a child token for the same
+/// agent that grants exactly what the parent grants — scope, constraints,
+/// policy and audience (`aud`), nothing widened and nothing dropped — with
+/// its own `exp` (`now + ttl_seconds`, ended early at the parent's), its
+/// own key and its own status entry; otherwise a child like any delegated
+/// token (DESIGN §2: depth + 1, the parent in `svc_parent` and `svc_chain`,
+/// the parent's agent as the nearest `act`).
+///
+/// A renewal adds no authority, so unlike [`delegate`] it does not need the
+/// parent to hold `delegate`, and the server neither records it as a
+/// delegation nor counts it among the parent's children: it is how a
+/// short-lived access token is cut from a long-lived grant (an OAuth
+/// refresh). Refused when the parent has expired, when the chain would be
+/// too deep, or for a `ttl_seconds` out of range.
+pub fn renew(parent: &Claims, renewal: Renewal) -> Result<Claims, IssueError> {
+    if renewal.now < 0 {
+        return Err(IssueError::InvalidNow);
+    }
+    if renewal.now >= parent.exp {
+        return Err(IssueError::ParentExpired);
+    }
+    if parent.svc_depth >= MAX_DELEGATION_DEPTH {
+        return Err(IssueError::DepthExceeded);
+    }
+    let exp = expiry(renewal.now, renewal.ttl_seconds)?.min(parent.exp);
+    let grant = Grant {
+        expires_at: exp,
+        ..parent.grant()
+    };
+    Ok(child_claims(
+        parent,
+        parent.sub.clone(),
+        grant,
+        Child {
+            now: renewal.now,
+            jti: renewal.jti,
+            holder: renewal.holder,
+            status: renewal.status,
+        },
+    ))
 }

@@ -7,9 +7,9 @@
 //! - `jws`: the compact form: [`Header`], [`sign`], [`verify`] (every rule
 //!   in a documented order, an error variant each),
 //!   [`verify_ignoring_lifetime`] and [`decode_unverified`];
-//! - `issue`: [`issue_root`] and [`delegate`], with [`delegated_grant`]
-//!   and [`check_fan_out`], and the deny reason a refused delegation is
-//!   recorded with;
+//! - `issue`: [`issue_root`], [`delegate`] and [`renew`], with
+//!   [`delegated_grant`] and [`check_fan_out`], and the deny reason a
+//!   refused delegation is recorded with;
 //! - `status`: [`TokenStatus`], a stored token's status at a moment.
 //!
 //! Everything is re-exported here, so callers name `mandate_core::token::X`
@@ -22,7 +22,8 @@ mod status;
 
 pub use claims::{Actor, AssuranceLevel, Claims, Confirmation};
 pub use issue::{
-    IssueError, RootIssue, TokenRequest, check_fan_out, delegate, delegated_grant, issue_root,
+    IssueError, Renewal, RootIssue, TokenRequest, check_fan_out, delegate, delegated_grant,
+    issue_root, renew,
 };
 pub use jws::{
     ALG, Header, Segment, SignError, TYP, VerifiedToken, VerifyError, VerifyOptions,

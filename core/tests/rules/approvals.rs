@@ -164,6 +164,7 @@ impl GrantJson {
             constraints: self.constraints.clone(),
             policy: self.policy.clone(),
             expires_at: self.exp,
+            audience: None,
         }
     }
 }

@@ -98,6 +98,7 @@ impl GrantJson {
             constraints: self.constraints.clone(),
             policy: Policy::default(),
             expires_at: self.exp,
+            audience: None,
         }
     }
 }
