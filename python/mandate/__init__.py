@@ -16,15 +16,18 @@ from mandate._native import (
     verify_chain,
     verify_checkpoint,
     verify_consistency,
+    verify_cosignature,
     verify_log_proof,
     verify_proof,
     verify_status_list,
     verify_token,
     verify_trust_statement,
     verify_webhook,
+    verify_witnessed,
 )
 from mandate._types import (
     Checkpoint,
+    Cosigned,
     DelegatedGrantResult,
     HeldStatusList,
     JsonObject,
@@ -38,6 +41,8 @@ from mandate._types import (
     VerifiedToken,
     Violation,
     WebhookMessage,
+    Witnessed,
+    WitnessPolicy,
     WorkflowSummary,
 )
 from mandate.client import AsyncMandate, Mandate, check_args_offline
@@ -50,6 +55,7 @@ __all__ = [
     "AsyncMandate",
     "AsyncRemoteVerifier",
     "Checkpoint",
+    "Cosigned",
     "DelegatedGrantResult",
     "HeldStatusList",
     "JsonObject",
@@ -63,6 +69,8 @@ __all__ = [
     "VerifiedToken",
     "Violation",
     "WebhookMessage",
+    "WitnessPolicy",
+    "Witnessed",
     "WorkflowSummary",
     "LogMonitor",
     "LogMonitorResult",
@@ -88,6 +96,7 @@ __all__ = [
     "verify_chain",
     "verify_checkpoint",
     "verify_consistency",
+    "verify_cosignature",
     "verify_log_proof",
     "verify_proof",
     "verify_record_proof",
@@ -95,4 +104,5 @@ __all__ = [
     "verify_token",
     "verify_trust_statement",
     "verify_webhook",
+    "verify_witnessed",
 ]
