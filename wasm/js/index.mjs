@@ -40,6 +40,7 @@ export const {
   verifyChain,
   verifyCheckpoint,
   verifyConsistency,
+  verifyCosignature,
   verifyLogProof,
   verifyProof,
   verifyRecordProof,
@@ -48,6 +49,7 @@ export const {
   verifyTrustStatement,
   verifyWebhook,
   verifyWebhookPairs,
+  verifyWitnessed,
 } = sdk;
 
 export default sdk;
