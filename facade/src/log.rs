@@ -5,7 +5,7 @@
 
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD;
-use mandate_core::tlog::{Hash, LogError, NoteVerifier};
+use mandate_core::tlog::{Hash, LogError, NoteVerifier, WitnessPolicy, WitnessVerifier, Witnessed};
 use mandate_core::{Checkpoint, LogEntry};
 use serde::{Deserialize, Serialize};
 
@@ -146,5 +146,85 @@ pub fn verify_consistency(input: &ConsistencyInput) -> Result<(), Failure> {
         .map(|(i, hash)| hash_from(hash, &format!("proof[{i}]")))
         .collect::<Result<Vec<Hash>, Failure>>()?;
     mandate_core::verify_consistency(input.old_size, input.new_size, &old_root, &new_root, &proof)
+        .map_err(|e| log_failure(&e))
+}
+
+/// A witness policy as the SDKs take it (the shape of
+/// `tests/vectors/witness.json`): the witnesses' vkeys (each carries its
+/// name), how many fresh cosignatures a checkpoint needs and the oldest a
+/// cosignature may be, in seconds.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PolicyInput {
+    witnesses: Vec<String>,
+    threshold: usize,
+    max_age_seconds: u64,
+}
+
+/// The policy, refused (stage `log`) for a witness vkey core does not
+/// accept or a policy core does not build (`witness_policy_*`).
+pub fn witness_policy(input: &PolicyInput) -> Result<WitnessPolicy, Failure> {
+    let witnesses = input
+        .witnesses
+        .iter()
+        .map(|vkey| WitnessVerifier::parse(vkey).map_err(|e| log_failure(&e)))
+        .collect::<Result<Vec<_>, Failure>>()?;
+    WitnessPolicy::new(witnesses, input.threshold, input.max_age_seconds)
+        .map_err(|e| Failure::new(Stage::Log, e.code(), &e))
+}
+
+/// One cosignature that counted, as the SDKs answer it.
+#[derive(Debug, Serialize)]
+pub struct CosignedOut<'a> {
+    name: &'a str,
+    timestamp: u64,
+}
+
+/// A witnessed checkpoint as the SDKs answer it: the checkpoint and the
+/// fresh cosignatures that counted, in the note's order.
+#[derive(Debug, Serialize)]
+pub struct WitnessedOut<'a> {
+    checkpoint: CheckpointOut<'a>,
+    cosigned_by: Vec<CosignedOut<'a>>,
+}
+
+impl<'a> WitnessedOut<'a> {
+    pub fn of(witnessed: &'a Witnessed) -> WitnessedOut<'a> {
+        WitnessedOut {
+            checkpoint: CheckpointOut::of(&witnessed.checkpoint),
+            cosigned_by: witnessed
+                .cosigned_by
+                .iter()
+                .map(|c| CosignedOut {
+                    name: &c.name,
+                    timestamp: c.timestamp,
+                })
+                .collect(),
+        }
+    }
+}
+
+/// Opens a checkpoint with the trusted log keys (of `origin`, when given)
+/// and accepts it only with `policy`'s threshold of fresh cosignatures
+/// (C2SP tlog-cosignature, cosignature/v1) at `now`, POSIX seconds.
+pub fn verify_witnessed(
+    note: &str,
+    vkeys: &[NoteVerifier],
+    origin: Option<&str>,
+    policy: &WitnessPolicy,
+    now: i64,
+) -> Result<Witnessed, Failure> {
+    mandate_core::verify_witnessed(note, origin, vkeys, policy, now).map_err(|e| log_failure(&e))
+}
+
+/// Verifies one cosignature line (without its newline) by the witness of
+/// `vkey` on a checkpoint's text (the note's body, without signatures);
+/// returns the cosignature's timestamp. It says nothing of freshness or of
+/// the log's signature: that is [`verify_witnessed`]'s.
+pub fn verify_cosignature(checkpoint: &str, line: &str, vkey: &str) -> Result<u64, Failure> {
+    let witness = WitnessVerifier::parse(vkey).map_err(|e| log_failure(&e))?;
+    let checkpoint = Checkpoint::parse(checkpoint).map_err(|e| log_failure(&e))?;
+    witness
+        .verify_line(&checkpoint, line)
         .map_err(|e| log_failure(&e))
 }

@@ -17,15 +17,18 @@ from mandate._native import (
     verify_chain,
     verify_checkpoint,
     verify_consistency,
+    verify_cosignature,
     verify_log_proof,
     verify_proof,
     verify_status_list,
     verify_token,
     verify_trust_statement,
     verify_webhook,
+    verify_witnessed,
 )
 from mandate._types import (
     Checkpoint,
+    Cosigned,
     DelegatedGrantResult,
     HeldStatusList,
     JsonObject,
@@ -39,6 +42,8 @@ from mandate._types import (
     VerifiedToken,
     Violation,
     WebhookMessage,
+    Witnessed,
+    WitnessPolicy,
     WorkflowSummary,
 )
 from mandate.client import AsyncMandate, Mandate, check_args_offline
@@ -51,6 +56,7 @@ __all__ = [
     "AsyncMandate",
     "AsyncRemoteVerifier",
     "Checkpoint",
+    "Cosigned",
     "DelegatedGrantResult",
     "HeldStatusList",
     "JsonObject",
@@ -64,6 +70,8 @@ __all__ = [
     "VerifiedToken",
     "Violation",
     "WebhookMessage",
+    "WitnessPolicy",
+    "Witnessed",
     "WorkflowSummary",
     "LogMonitor",
     "LogMonitorResult",
@@ -90,6 +98,7 @@ __all__ = [
     "verify_chain",
     "verify_checkpoint",
     "verify_consistency",
+    "verify_cosignature",
     "verify_log_proof",
     "verify_proof",
     "verify_record_proof",
@@ -97,4 +106,5 @@ __all__ = [
     "verify_token",
     "verify_trust_statement",
     "verify_webhook",
+    "verify_witnessed",
 ]

@@ -20,6 +20,8 @@ from mandate._types import (
     VerifiedProof,
     VerifiedToken,
     WebhookMessage,
+    Witnessed,
+    WitnessPolicy,
     WorkflowSummary,
 )
 
@@ -90,6 +92,15 @@ def verify_webhook(
     tolerance_seconds: int | None = None,
 ) -> WebhookMessage: ...
 def verify_checkpoint(note: str, vkeys: str | Sequence[str], *, origin: str | None = None) -> Checkpoint: ...
+def verify_witnessed(
+    note: str,
+    vkeys: str | Sequence[str],
+    policy: WitnessPolicy | Mapping[str, Any],
+    *,
+    origin: str | None = None,
+    now: int | None = None,
+) -> Witnessed: ...
+def verify_cosignature(checkpoint: str, line: str, vkey: str) -> int: ...
 def verify_log_proof(
     proof: str, leaf: str, vkeys: str | Sequence[str], *, origin: str | None = None
 ) -> LogProofResult: ...

@@ -121,6 +121,34 @@ class Checkpoint(TypedDict):
     extensions: NotRequired[list[str]]
 
 
+class WitnessPolicy(TypedDict):
+    """Which witnesses a verifier trusts (C2SP tlog-cosignature, cosignature/v1).
+
+    The caller's own configuration, never one fetched from the log it checks:
+    the witnesses' vkeys (key type 0x04; each carries its name), how many fresh
+    cosignatures by distinct witnesses a checkpoint needs, and the oldest a
+    cosignature may be, in seconds.
+    """
+
+    witnesses: list[str]
+    threshold: int
+    max_age_seconds: int
+
+
+class Cosigned(TypedDict):
+    """A cosignature that counted: the witness's name and its timestamp (unix seconds)."""
+
+    name: str
+    timestamp: int
+
+
+class Witnessed(TypedDict):
+    """A checkpoint signed by its log and cosigned by enough of a policy's witnesses."""
+
+    checkpoint: Checkpoint
+    cosigned_by: list[Cosigned]
+
+
 class LogProofResult(TypedDict):
     """A verified record log proof: the leaf's index, the checkpoint, the entry."""
 

@@ -52,6 +52,8 @@ fn native(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_function(wrap_pyfunction!(numbers::verify_trust_statement, module)?)?;
     module.add_function(wrap_pyfunction!(webhook::verify_webhook, module)?)?;
     module.add_function(wrap_pyfunction!(log::verify_checkpoint, module)?)?;
+    module.add_function(wrap_pyfunction!(log::verify_witnessed, module)?)?;
+    module.add_function(wrap_pyfunction!(log::verify_cosignature, module)?)?;
     module.add_function(wrap_pyfunction!(log::verify_log_proof, module)?)?;
     module.add_function(wrap_pyfunction!(log::verify_consistency, module)?)?;
     module.add_function(wrap_pyfunction!(log::parse_log_leaf, module)?)?;

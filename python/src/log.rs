@@ -3,11 +3,15 @@
 //! the caller trusts. Nothing here signs.
 
 use mandate_core::tlog::NoteVerifier;
-use mandate_facade::log::{self as facade_log, CheckpointOut, ConsistencyInput};
+use mandate_facade::log::{
+    self as facade_log, CheckpointOut, ConsistencyInput, PolicyInput, WitnessedOut,
+};
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyString};
 
-use crate::convert::{Answer, loads, object_arg, optional_string, string_arg, strings_arg, to_py};
+use crate::convert::{
+    Answer, loads, now_arg, object_arg, optional_string, string_arg, strings_arg, to_py,
+};
 use crate::error::raised;
 
 /// The trusted log keys: one vkey, several in one text (one a line, as
@@ -42,6 +46,52 @@ pub(crate) fn verify_checkpoint(
     let checkpoint =
         facade_log::verify_checkpoint(&note, &verifiers, origin.as_deref()).map_err(raised)?;
     to_py(py, &CheckpointOut::of(&checkpoint))
+}
+
+/// Verifies a witnessed checkpoint: signed by a trusted log key (of
+/// `origin`, when given) and cosigned (C2SP tlog-cosignature,
+/// cosignature/v1) by at least `policy["threshold"]` of the policy's
+/// witnesses, each cosignature at most `policy["max_age_seconds"]` old at
+/// `now` (unix seconds; default the clock) and at most 60 s ahead of it:
+/// `{"checkpoint", "cosigned_by": [{"name", "timestamp"}]}`.
+#[pyfunction]
+#[pyo3(signature = (note, vkeys, policy, *, origin = None, now = None))]
+pub(crate) fn verify_witnessed(
+    py: Python<'_>,
+    note: &Bound<'_, PyAny>,
+    vkeys: &Bound<'_, PyAny>,
+    policy: &Bound<'_, PyAny>,
+    origin: Option<&Bound<'_, PyAny>>,
+    now: Option<&Bound<'_, PyAny>>,
+) -> Answer {
+    let note = string_arg(note, "note")?;
+    let verifiers = parse_vkeys(vkeys)?;
+    let policy: PolicyInput = object_arg(policy, "policy", "invalid_argument")?;
+    let policy = facade_log::witness_policy(&policy).map_err(raised)?;
+    let origin = optional_string(origin, "origin")?;
+    let now = now_arg(now)?;
+    let witnessed =
+        facade_log::verify_witnessed(&note, &verifiers, origin.as_deref(), &policy, now)
+            .map_err(raised)?;
+    to_py(py, &WitnessedOut::of(&witnessed))
+}
+
+/// Verifies one cosignature line (without its newline) by the witness of
+/// `vkey` on a checkpoint's text (the note without its signatures); returns
+/// its timestamp. Freshness and the log's signature are
+/// `verify_witnessed`'s.
+#[pyfunction]
+pub(crate) fn verify_cosignature(
+    checkpoint: &Bound<'_, PyAny>,
+    line: &Bound<'_, PyAny>,
+    vkey: &Bound<'_, PyAny>,
+) -> PyResult<u64> {
+    facade_log::verify_cosignature(
+        &string_arg(checkpoint, "checkpoint")?,
+        &string_arg(line, "line")?,
+        &string_arg(vkey, "vkey")?,
+    )
+    .map_err(raised)
 }
 
 /// Verifies a record log proof (C2SP tlog-proof@v1) for a leaf given as

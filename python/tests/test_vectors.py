@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import base64
 import json
+import re
+import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
@@ -33,6 +35,10 @@ JUDGED = {
     "args",
     "log",
     "webhooks",
+    # A verifier's part: cosignatures, policies, witnessed checkpoints. Its
+    # `witness.cases` are the witness's add-checkpoint rule, a server's,
+    # which no SDK function takes: core's native tests run those.
+    "witness",
 }
 SERVER_ONLY = {
     # The server's ledger, approvals, roles, delegation refusals, token
@@ -748,3 +754,127 @@ def test_webhook_vectors_secrets() -> None:
             assert got.get("error") != "webhook_secret_invalid", case["name"]
         else:
             assert (got["valid"], got.get("error")) == (False, case["expect"]["error"]), case["name"]
+
+
+# --- witnessed checkpoints --------------------------------------------------
+
+WITNESS = vectors("witness")
+LOG_VKEY = WITNESS["log"]["vkey"]
+INSUFFICIENT = re.compile(r"^(\d+) fresh cosignatures by the policy's witnesses, (\d+) needed$")
+
+
+def witness_failure(call: Callable[[], object]) -> dict[str, Any]:
+    """A refusal in the vectors' shape: cosignatures_insufficient's counts are read from its message."""
+    error = refusal(call)
+    assert error.stage == "log", error
+    got: dict[str, Any] = {"valid": False, "error": error.code}
+    if error.code == "cosignatures_insufficient":
+        counts = INSUFFICIENT.match(str(error))
+        assert counts, str(error)
+        got["fresh"], got["threshold"] = int(counts[1]), int(counts[2])
+    return got
+
+
+def witness_vkey(name: str) -> str:
+    return str(next(w["vkey"] for w in WITNESS["witnesses"] if w["name"] == name))
+
+
+def test_witness_vectors_cosignatures_and_vkeys() -> None:
+    cases = WITNESS["cosignatures"]
+    assert len(cases) >= 9
+    for case in cases:
+        if case["expect"]["valid"]:
+            timestamp = mandate.verify_cosignature(case["checkpoint"], case["line"], case["vkey"])
+            assert {"valid": True, "timestamp": timestamp} == case["expect"], case["name"]
+        else:
+            got = witness_failure(lambda: mandate.verify_cosignature(case["checkpoint"], case["line"], case["vkey"]))
+            assert got == case["expect"], case["name"]
+    # The lines the vectors' witnesses signed (each with its newline) verify, at the time they were signed.
+    assert len(WITNESS["signing"]) >= 4
+    for case in WITNESS["signing"]:
+        line = case["expect"]["line"].removesuffix("\n")
+        assert line != case["expect"]["line"]
+        assert mandate.verify_cosignature(case["checkpoint"], line, witness_vkey(case["witness"])) == case["now"]
+    valid = next(c for c in cases if c["name"] == "valid")
+    for case in WITNESS["witness_vkeys"]:
+        if case["expect"]["valid"]:
+            mandate.verify_cosignature(valid["checkpoint"], valid["line"], case["vkey"])
+        else:
+            got = witness_failure(lambda: mandate.verify_cosignature(valid["checkpoint"], valid["line"], case["vkey"]))
+            assert got == case["expect"], case["name"]
+    # The log's key is a signed-note key: a witness policy refuses it.
+    policy = {"witnesses": [LOG_VKEY], "threshold": 1, "max_age_seconds": 60}
+    assert witness_failure(lambda: mandate.verify_witnessed("", [LOG_VKEY], policy))["error"] == (
+        "witness_vkey_unsupported_type"
+    )
+
+
+def test_witness_vectors_policies_and_witnessed_checkpoints() -> None:
+    good = next(c for c in WITNESS["witnessed"] if c["expect"]["valid"])
+    for case in WITNESS["policies"]:
+        if case["expect"]["valid"]:
+            # A valid policy lets the note through to its own verdict.
+            try:
+                mandate.verify_witnessed(good["note"], [LOG_VKEY], case["policy"], now=WITNESS["now"])
+            except MandateError as error:
+                assert not error.code.startswith("witness_policy_"), case["name"]
+        else:
+            got = witness_failure(
+                lambda: mandate.verify_witnessed(good["note"], [LOG_VKEY], case["policy"], now=WITNESS["now"])
+            )
+            assert got == case["expect"], case["name"]
+    cases = WITNESS["witnessed"]
+    assert len(cases) >= 15
+    met = 0
+    for case in cases:
+
+        def call() -> mandate.Witnessed:
+            return mandate.verify_witnessed(
+                case["note"], [LOG_VKEY], case["policy"], origin=case["origin"], now=WITNESS["now"]
+            )
+
+        if not case["expect"]["valid"]:
+            assert witness_failure(call) == case["expect"], case["name"]
+            continue
+        met += 1
+        result = call()
+        assert result["checkpoint"]["origin"] == WITNESS["log"]["origin"]
+        got = {
+            "valid": True,
+            "size": result["checkpoint"]["size"],
+            "root": result["checkpoint"]["root"],
+            "cosigned_by": result["cosigned_by"],
+        }
+        assert got == case["expect"], case["name"]
+    assert 4 <= met < len(cases)
+    # The log keys as text, one a line, as GET /v1/log/key serves them.
+    mandate.verify_witnessed(good["note"], f"{LOG_VKEY}\n", good["policy"], now=WITNESS["now"])
+
+
+def test_witness_vectors_arguments_and_clock() -> None:
+    good = next(c for c in WITNESS["witnessed"] if c["expect"]["valid"])
+    keys = [LOG_VKEY]
+    bad: list[tuple[Callable[[], object], str]] = [
+        (lambda: mandate.verify_witnessed(42, keys, good["policy"]), "invalid_argument"),  # type: ignore[arg-type]
+        (lambda: mandate.verify_witnessed(good["note"], keys, [good["policy"]]), "invalid_argument"),  # type: ignore[arg-type]
+        (lambda: mandate.verify_witnessed(good["note"], keys, {**good["policy"], "k": 1}), "invalid_argument"),
+        (lambda: mandate.verify_witnessed(good["note"], keys, {**good["policy"], "threshold": -1}), "invalid_argument"),
+        (lambda: mandate.verify_witnessed(good["note"], keys, good["policy"], now=True), "invalid_argument"),
+    ]
+    for call, code in bad:
+        error = refusal(call)
+        assert (error.stage, error.code) == ("input", code)
+    # Without `now`, the clock judges freshness.
+    clock = int(time.time())
+    fresh = [
+        c
+        for c in good["expect"]["cosigned_by"]
+        if clock - good["policy"]["max_age_seconds"] <= c["timestamp"] <= clock + WITNESS["future_skew_seconds"]
+    ]
+    try:
+        mandate.verify_witnessed(good["note"], keys, good["policy"])
+        by_clock = True
+    except MandateError as error:
+        assert error.code == "cosignatures_insufficient"
+        by_clock = False
+    assert by_clock == (len(fresh) >= good["policy"]["threshold"])

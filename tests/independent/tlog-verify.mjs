@@ -1,6 +1,7 @@
 // An independent verifier of Mandate's record log, written apart from
 // mandate-core from the texts of the standards alone: C2SP signed-note
-// (Ed25519), tlog-checkpoint and tlog-proof@v1, RFC 6962 §2.1 hashing and
+// (Ed25519), tlog-checkpoint, tlog-proof@v1 and tlog-cosignature (the
+// Ed25519 cosignature/v1 of witnesses), RFC 6962 §2.1 hashing and
 // the RFC 9162 §2.1.3.2 / §2.1.4.2 verification algorithms. Plain
 // JavaScript over node:crypto, no dependency; sizes and indexes are BigInts.
 //
@@ -70,13 +71,17 @@ function validKeyName(name) {
   return name.length > 0 && !/[\p{White_Space}\p{Cc}+]/u.test(name);
 }
 
-/** The signed-note key id of an Ed25519 key: SHA-256(name || 0x0A || 0x01 || key)[:4], big-endian. */
-export function keyId(name, publicKey) {
-  return sha256(Buffer.from(name, "utf8"), Buffer.from([0x0a, 0x01]), publicKey).readUInt32BE(0);
+/** Signature types (signed-note): a log's Ed25519 key, a witness's cosignature/v1 key. */
+const ED25519 = 0x01;
+const COSIGNATURE_V1 = 0x04;
+
+/** The signed-note key id of an Ed25519 key: SHA-256(name || 0x0A || type || key)[:4], big-endian. */
+export function keyId(name, publicKey, type = ED25519) {
+  return sha256(Buffer.from(name, "utf8"), Buffer.from([0x0a, type]), publicKey).readUInt32BE(0);
 }
 
-/** Parses a vkey `<name>+<hex id>+<base64(0x01 || key)>`. */
-export function parseVkey(vkey) {
+/** Parses a vkey `<name>+<hex id>+<base64(type || key)>`; a log's keys are type 0x01. */
+export function parseVkey(vkey, type = ED25519) {
   const first = vkey.indexOf("+");
   const second = first < 0 ? -1 : vkey.indexOf("+", first + 1);
   if (second < 0) fail("vkey_malformed", "a vkey has three parts");
@@ -86,7 +91,9 @@ export function parseVkey(vkey) {
   if (!validKeyName(name)) fail("note_key_name_invalid", "bad key name");
   if (!/^[0-9a-f]{8}$/.test(idText)) fail("vkey_malformed", "the id is 8 lowercase hex digits");
   if (material === null || material.length === 0) fail("vkey_malformed", "the key is standard base64");
-  if (material[0] !== 0x01) fail("vkey_unsupported_type", "only Ed25519 (0x01)");
+  if (material[0] !== type) {
+    fail(type === ED25519 ? "vkey_unsupported_type" : "witness_vkey_unsupported_type", `only type ${type}`);
+  }
   const raw = material.subarray(1);
   if (raw.length !== 32) fail("vkey_malformed", "an Ed25519 key is 32 bytes");
   let key;
@@ -96,12 +103,12 @@ export function parseVkey(vkey) {
     fail("vkey_malformed", "not an Ed25519 public key");
   }
   const id = Number.parseInt(idText, 16);
-  if (keyId(name, raw) !== id) fail("vkey_id_mismatch", "the id is not the name's and key's");
+  if (keyId(name, raw, type) !== id) fail("vkey_id_mismatch", "the id is not the name's and key's");
   return { name, id, key };
 }
 
-/** Opens a signed note with trusted keys (parsed vkeys); returns `{ text, verifiedBy }`. */
-export function openNote(note, keys) {
+/** Splits a signed note into its text and its signature lines `{ name, id, signature }`. */
+function splitNote(note) {
   if (Buffer.byteLength(note, "utf8") > MAX_NOTE_BYTES) fail("note_too_large");
   if (/[\u0000-\u0009\u000b-\u001f]/.test(note)) fail("note_malformed", "a control character");
   const blank = note.lastIndexOf("\n\n");
@@ -121,6 +128,12 @@ export function openNote(note, keys) {
     if (!validKeyName(name) || bytes === null || bytes.length < 5) fail("note_malformed", "a signature line");
     return { name, id: bytes.readUInt32BE(0), signature: bytes.subarray(4) };
   });
+  return { text, signatures };
+}
+
+/** Opens a signed note with trusted keys (parsed vkeys); returns `{ text, verifiedBy }`. */
+export function openNote(note, keys) {
+  const { text, signatures } = splitNote(note);
   const seen = new Set();
   const verifiedBy = [];
   for (const { name, id, signature } of signatures) {
@@ -258,7 +271,7 @@ export function verifyConsistency(oldSize, newSize, oldRoot, newRoot, path) {
 /** Parses trusted keys: one vkey, several one a line, or a list. */
 export function parseVkeys(vkeys) {
   const list = typeof vkeys === "string" ? vkeys.split("\n").map((l) => l.trim()).filter(Boolean) : vkeys;
-  return list.map(parseVkey);
+  return list.map((vkey) => parseVkey(vkey));
 }
 
 /**
@@ -272,4 +285,70 @@ export function verifyTlogProof(proofText, leafBytes, vkeys, origin) {
   const checkpoint = openCheckpoint(proof.checkpoint, parseVkeys(vkeys), origin);
   verifyInclusion(leaf, proof.index, checkpoint.size, proof.path, checkpoint.root);
   return { index: proof.index, checkpoint };
+}
+
+/**
+ * A witness's vkey (tlog-cosignature §Format: "MAY be encoded as vkeys with
+ * signature type 0x04"), its key id SHA-256(name || "\n" || 0x04 || key)[:4].
+ */
+export function parseWitnessVkey(vkey) {
+  return parseVkey(vkey, COSIGNATURE_V1);
+}
+
+const I64_MAX = (1n << 63n) - 1n;
+
+/**
+ * Checks one cosignature's bytes (after the key id) by `witness` on a note
+ * text (tlog-cosignature §Format and §Ed25519 signed message): a u64
+ * big-endian timestamp, at most 2^63 − 1, then 64 bytes of Ed25519 over
+ * "cosignature/v1\n" || "time <decimal>\n" || the whole note text.
+ * Returns the timestamp (BigInt).
+ */
+function checkCosignature(text, witness, signature) {
+  if (signature.length !== 8 + 64) fail("cosignature_malformed", "a timestamp and 64 signature bytes");
+  const timestamp = signature.readBigUInt64BE(0);
+  if (timestamp > I64_MAX) fail("cosignature_malformed", "a timestamp above 2^63 - 1");
+  const message = Buffer.from(`cosignature/v1\ntime ${timestamp}\n${text}`, "utf8");
+  if (!verify(null, message, witness.key, signature.subarray(8))) fail("cosignature_invalid");
+  return timestamp;
+}
+
+/**
+ * Verifies one cosignature line (without its newline) by a parsed witness
+ * key on a checkpoint's note text; returns its timestamp (BigInt). A line
+ * by another name or key id is `note_unknown_key`.
+ */
+export function verifyCosignatureLine(text, line, witness) {
+  const [{ name, id, signature }] = splitNote(`${text}\n${line}\n`).signatures;
+  if (name !== witness.name || id !== witness.id) fail("note_unknown_key");
+  return checkCosignature(text, witness, signature);
+}
+
+/**
+ * Opens a checkpoint note with the log's keys (of `origin` when given) and
+ * counts the cosignatures of `policy.witnesses` (vkeys) made within
+ * [now − max_age_seconds, now + futureSkew]; fewer than
+ * `policy.threshold` is `cosignatures_insufficient`. As signed-note says of
+ * known keys, a policy witness's line that is malformed or fails rejects
+ * the note, and one witness twice is a duplicate; other lines are ignored.
+ * Returns `{ checkpoint, cosignedBy: [{ name, timestamp }] }`.
+ */
+export function verifyWitnessed(note, logVkeys, policy, now, origin, futureSkew = 60n) {
+  const checkpoint = openCheckpoint(note, parseVkeys(logVkeys), origin);
+  const witnesses = policy.witnesses.map((vkey) => parseWitnessVkey(vkey));
+  const { text, signatures } = splitNote(note);
+  const oldest = BigInt(now) - BigInt(policy.max_age_seconds);
+  const newest = BigInt(now) + futureSkew;
+  const seen = new Set();
+  const cosignedBy = [];
+  for (const { name, id, signature } of signatures) {
+    const witness = witnesses.find((w) => w.name === name && w.id === id);
+    if (witness === undefined) continue;
+    if (seen.has(name)) fail("note_duplicate_signature");
+    seen.add(name);
+    const timestamp = checkCosignature(text, witness, signature);
+    if (timestamp >= oldest && timestamp <= newest) cosignedBy.push({ name, timestamp });
+  }
+  if (cosignedBy.length < policy.threshold) fail("cosignatures_insufficient", `${cosignedBy.length} of ${policy.threshold}`);
+  return { checkpoint, cosignedBy };
 }

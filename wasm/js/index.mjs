@@ -41,6 +41,7 @@ export const {
   verifyChain,
   verifyCheckpoint,
   verifyConsistency,
+  verifyCosignature,
   verifyLogProof,
   verifyProof,
   verifyRecordProof,
@@ -49,6 +50,7 @@ export const {
   verifyTrustStatement,
   verifyWebhook,
   verifyWebhookPairs,
+  verifyWitnessed,
 } = sdk;
 
 export default sdk;

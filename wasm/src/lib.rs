@@ -63,7 +63,10 @@ use crate::js::{
 };
 
 pub use crate::agent_key::AgentKey;
-pub use crate::log::{parse_log_leaf, verify_checkpoint, verify_consistency, verify_log_proof};
+pub use crate::log::{
+    parse_log_leaf, verify_checkpoint, verify_consistency, verify_cosignature, verify_log_proof,
+    verify_witnessed,
+};
 pub use crate::policy::evaluate_policy;
 pub use crate::trust::{trust_scores, verify_trust_statement};
 pub use crate::verifier::Verifier;

@@ -7,12 +7,15 @@
 
 use mandate_core::Checkpoint;
 use mandate_core::tlog::NoteVerifier;
-use mandate_facade::log::{self as facade_log, CheckpointOut, ConsistencyInput};
-use serde::Serialize;
+use mandate_facade::log::{
+    self as facade_log, CheckpointOut, ConsistencyInput, PolicyInput, WitnessedOut,
+};
+use serde::{Deserialize, Serialize};
 use wasm_bindgen::prelude::*;
 
 use crate::js::{
-    Failure, from_js, from_json_text, invalid, not_ok, object_from_js, string_arg, to_js,
+    Failure, from_js, from_json_text, invalid, not_ok, now_or_clock, object_from_js,
+    options_from_js, string_arg, to_js,
 };
 
 /// The trusted log keys: one vkey, several in one text (one a line, as
@@ -73,6 +76,101 @@ pub fn verify_checkpoint(
         Ok(checkpoint) => to_js(&Valid {
             valid: true,
             checkpoint: CheckpointOut::of(&checkpoint),
+        }),
+        Err(failure) => invalid(failure),
+    }
+}
+
+/// `verifyWitnessed`'s options: the log's origin, and `now` in unix
+/// seconds (default the JavaScript clock).
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct WitnessedOptions {
+    origin: Option<String>,
+    now: Option<f64>,
+}
+
+fn try_verify_witnessed(
+    note: &JsValue,
+    vkeys: &JsValue,
+    policy: &JsValue,
+    options: Option<JsValue>,
+) -> Result<JsValue, Failure> {
+    let note = string_arg(note, "note")?;
+    let verifiers = parse_vkeys(vkeys)?;
+    let policy: PolicyInput = object_from_js(policy, "policy")
+        .map_err(|message| Failure::input("invalid_argument", message))?;
+    let policy = facade_log::witness_policy(&policy)?;
+    let options: WitnessedOptions = options_from_js(options, "options")?;
+    let witnessed = facade_log::verify_witnessed(
+        &note,
+        &verifiers,
+        options.origin.as_deref(),
+        &policy,
+        now_or_clock(options.now),
+    )?;
+    #[derive(Serialize)]
+    struct Valid<'a> {
+        valid: bool,
+        #[serde(flatten)]
+        witnessed: WitnessedOut<'a>,
+    }
+    Ok(to_js(&Valid {
+        valid: true,
+        witnessed: WitnessedOut::of(&witnessed),
+    }))
+}
+
+/// Verifies a witnessed checkpoint: signed by a trusted log key (of
+/// `options.origin`, when given) and cosigned (C2SP tlog-cosignature,
+/// cosignature/v1) by at least `policy.threshold` of the policy's
+/// witnesses, each cosignature at most `policy.max_age_seconds` old at
+/// `options.now` (unix seconds; default the JavaScript clock) and at most
+/// 60 s ahead of it. The policy is the caller's, never the log's.
+#[wasm_bindgen(js_name = verifyWitnessed, unchecked_return_type = "WitnessedResult")]
+pub fn verify_witnessed(
+    #[wasm_bindgen(unchecked_param_type = "string")] note: JsValue,
+    #[wasm_bindgen(unchecked_param_type = "string | string[]")] vkeys: JsValue,
+    #[wasm_bindgen(unchecked_param_type = "WitnessPolicy")] policy: JsValue,
+    #[wasm_bindgen(unchecked_optional_param_type = "WitnessedOptions")] options: Option<JsValue>,
+) -> JsValue {
+    match try_verify_witnessed(&note, &vkeys, &policy, options) {
+        Ok(result) => result,
+        Err(failure) => invalid(failure),
+    }
+}
+
+fn try_verify_cosignature(
+    checkpoint: &JsValue,
+    line: &JsValue,
+    vkey: &JsValue,
+) -> Result<u64, Failure> {
+    facade_log::verify_cosignature(
+        &string_arg(checkpoint, "checkpoint")?,
+        &string_arg(line, "line")?,
+        &string_arg(vkey, "vkey")?,
+    )
+}
+
+/// Verifies one cosignature line (without its newline) by the witness of
+/// `vkey` on a checkpoint's text (the note without its signatures) and
+/// answers its timestamp. It judges neither freshness nor the log's
+/// signature: `verifyWitnessed` does.
+#[wasm_bindgen(js_name = verifyCosignature, unchecked_return_type = "CosignatureResult")]
+pub fn verify_cosignature(
+    #[wasm_bindgen(unchecked_param_type = "string")] checkpoint: JsValue,
+    #[wasm_bindgen(unchecked_param_type = "string")] line: JsValue,
+    #[wasm_bindgen(unchecked_param_type = "string")] vkey: JsValue,
+) -> JsValue {
+    #[derive(Serialize)]
+    struct Valid {
+        valid: bool,
+        timestamp: u64,
+    }
+    match try_verify_cosignature(&checkpoint, &line, &vkey) {
+        Ok(timestamp) => to_js(&Valid {
+            valid: true,
+            timestamp,
         }),
         Err(failure) => invalid(failure),
     }

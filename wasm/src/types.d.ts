@@ -391,6 +391,40 @@ export type CheckpointResult =
   | { valid: true; checkpoint: LogCheckpoint }
   | { valid: false; error: ErrorInfo };
 
+/**
+ * Which witnesses a verifier trusts (C2SP tlog-cosignature, cosignature/v1):
+ * the caller's own configuration, never one fetched from the log it checks.
+ */
+export interface WitnessPolicy {
+  /** The witnesses' vkeys (`name+keyid+base64`, key type 0x04); each carries its name. */
+  witnesses: string[];
+  /** How many fresh cosignatures by distinct witnesses a checkpoint needs (the k of k of n). */
+  threshold: number;
+  /** The oldest a cosignature may be, in seconds, and still count. */
+  max_age_seconds: number;
+}
+
+export interface WitnessedOptions {
+  /** The log the checkpoint must be of. */
+  origin?: string;
+  /** Unix seconds; default the JavaScript clock. */
+  now?: number;
+}
+
+/** A cosignature that counted: the witness's name and when it cosigned (unix seconds). */
+export interface Cosigned {
+  name: string;
+  timestamp: number;
+}
+
+export type WitnessedResult =
+  | { valid: true; checkpoint: LogCheckpoint; cosigned_by: Cosigned[] }
+  | { valid: false; error: ErrorInfo };
+
+export type CosignatureResult =
+  | { valid: true; timestamp: number }
+  | { valid: false; error: ErrorInfo };
+
 /** One leaf of the record log: a state change, as its canonical JSON (RFC 8785). */
 export type LogEntry = {
   v: 1;

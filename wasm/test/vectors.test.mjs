@@ -344,3 +344,99 @@ test("args vectors: checkNarrowing and delegatedGrant keep every rule", () => {
     assert.deepEqual(got, testCase.expect, testCase.name);
   }
 });
+
+// witness.json: what a verifier does with it — cosignature lines, witness
+// vkeys, policies and witnessed checkpoints. Its `witness.cases` are the
+// witness's add-checkpoint rule, a server's, which no SDK function takes:
+// core's native tests run those.
+const witness = vectors("witness");
+const witnessVkey = (name) => witness.witnesses.find((w) => w.name === name).vkey;
+
+/** A refusal in the vectors' shape: cosignatures_insufficient's counts are read from its message. */
+function witnessFailure(result) {
+  assert.equal(result.error.stage, "log", JSON.stringify(result.error));
+  const got = { valid: false, error: result.error.code };
+  if (result.error.code === "cosignatures_insufficient") {
+    const counts = /^(\d+) fresh cosignatures by the policy's witnesses, (\d+) needed$/.exec(result.error.message);
+    assert.ok(counts, result.error.message);
+    got.fresh = Number(counts[1]);
+    got.threshold = Number(counts[2]);
+  }
+  return got;
+}
+
+test("witness vectors: verifyCosignature, lines and witness vkeys", () => {
+  assert.ok(witness.cosignatures.length >= 9);
+  for (const c of witness.cosignatures) {
+    const result = sdk.verifyCosignature(c.checkpoint, c.line, c.vkey);
+    assert.deepEqual(result.valid ? result : witnessFailure(result), c.expect, c.name);
+  }
+  // The lines the vectors' witnesses signed (each with its newline) verify, at the time they were signed.
+  assert.ok(witness.signing.length >= 4);
+  for (const c of witness.signing) {
+    assert.ok(c.expect.line.endsWith("\n"));
+    const result = sdk.verifyCosignature(c.checkpoint, c.expect.line.slice(0, -1), witnessVkey(c.witness));
+    assert.deepEqual(result, { valid: true, timestamp: c.now }, c.witness);
+  }
+  // A witness vkey is refused with core's code; a valid one verifies its line.
+  const line = witness.cosignatures.find((c) => c.name === "valid");
+  for (const c of witness.witness_vkeys) {
+    const result = sdk.verifyCosignature(line.checkpoint, line.line, c.vkey);
+    assert.deepEqual(result.valid ? { valid: true } : witnessFailure(result), c.expect.valid ? { valid: true } : c.expect, c.name);
+  }
+  // The log's key is a signed-note key: a witness policy refuses it.
+  assert.equal(
+    sdk.verifyWitnessed("", [witness.log.vkey], { witnesses: [witness.log.vkey], threshold: 1, max_age_seconds: 60 }).error.code,
+    "witness_vkey_unsupported_type",
+  );
+});
+
+test("witness vectors: policies and verifyWitnessed", () => {
+  const good = witness.witnessed.find((c) => c.expect.valid);
+  for (const c of witness.policies) {
+    // A valid policy lets a note through to its own verdict; a refused one is refused before the note is read.
+    const result = sdk.verifyWitnessed(good.note, [witness.log.vkey], c.policy, { now: witness.now });
+    const got = c.expect.valid ? { valid: !(result.error?.code ?? "").startsWith("witness_policy_") } : witnessFailure(result);
+    assert.deepEqual(got, c.expect, c.name);
+  }
+  assert.ok(witness.witnessed.length >= 15);
+  let met = 0;
+  for (const c of witness.witnessed) {
+    const result = sdk.verifyWitnessed(c.note, [witness.log.vkey], c.policy, { origin: c.origin, now: witness.now });
+    if (result.valid) {
+      met += 1;
+      assert.equal(result.checkpoint.origin, witness.log.origin, c.name);
+    }
+    const got = result.valid
+      ? { valid: true, size: result.checkpoint.size, root: result.checkpoint.root, cosigned_by: result.cosigned_by }
+      : witnessFailure(result);
+    assert.deepEqual(got, c.expect, c.name);
+  }
+  assert.ok(met >= 4 && met < witness.witnessed.length);
+  // The log keys as text, one a line, as GET /v1/log/key serves them.
+  assert.equal(sdk.verifyWitnessed(good.note, `${witness.log.vkey}\n`, good.policy, { now: witness.now }).valid, true);
+});
+
+test("witness vectors: verifyWitnessed refuses what is not its arguments, never throwing", () => {
+  const good = witness.witnessed.find((c) => c.expect.valid);
+  const keys = [witness.log.vkey];
+  const code = (...args) => {
+    const result = sdk.verifyWitnessed(...args);
+    assert.equal(result.valid, false);
+    return `${result.error.stage}/${result.error.code}`;
+  };
+  assert.equal(code(42, keys, good.policy), "input/invalid_argument");
+  assert.equal(code(good.note, keys, [good.policy]), "input/invalid_argument");
+  assert.equal(code(good.note, keys, { ...good.policy, k: 1 }), "input/invalid_argument");
+  assert.equal(code(good.note, keys, { ...good.policy, threshold: -1 }), "input/invalid_argument");
+  assert.equal(code(good.note, keys, good.policy, { now: "soon" }), "input/invalid_options");
+  assert.equal(code(good.note, keys, good.policy, { origin: good.origin, when: 1 }), "input/invalid_options");
+  // Without `now`, the JavaScript clock judges freshness.
+  const clock = Math.floor(Date.now() / 1000);
+  const fresh = good.expect.cosigned_by.filter(
+    ({ timestamp }) => timestamp >= clock - good.policy.max_age_seconds && timestamp <= clock + witness.future_skew_seconds,
+  );
+  const byClock = sdk.verifyWitnessed(good.note, keys, good.policy);
+  assert.equal(byClock.valid, fresh.length >= good.policy.threshold);
+  assert.equal(sdk.verifyWitnessed(good.note, keys, good.policy, { now: clock }).valid, byClock.valid);
+});
