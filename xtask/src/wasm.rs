@@ -45,8 +45,11 @@ const PROFILE: &str = "wasm-release";
 /// claim (694 438 measured, 688 913 before): the resource URI rule, the
 /// claim's reading and writing, its narrowing, the grant's `aud` and
 /// `audienceMatches` (+5.5 KB); docs/decisions.md, "The `aud` claim and
-/// renewals".
-const BUDGET_BYTES: u64 = 700_000;
+/// renewals"; then to 720 000 for witnessed checkpoints (714 850 measured):
+/// cosignature/v1, witness policies and `verifyWitnessed` /
+/// `verifyCosignature` with their serde readers (+20.4 KB; the largest
+/// single addition since argument constraints — a candidate for shrinking).
+const BUDGET_BYTES: u64 = 720_000;
 /// The Node suites that need no server.
 pub(crate) const NODE_TESTS: [&str; 11] = [
     "test/vectors.test.mjs",

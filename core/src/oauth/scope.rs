@@ -149,6 +149,9 @@ impl RequestedScope {
             constraints: Constraints::default(),
             policy: Policy::default(),
             expires_at,
+            // Any audience: the request's `resource` sets the token's `aud`,
+            // which the choice carries and narrowing then keeps.
+            audience: None,
         })
     }
 }
@@ -317,6 +320,7 @@ mod tests {
             constraints: Constraints::default(),
             policy: Policy::default(),
             expires_at: 3_000,
+            audience: None,
         };
         let widening = check_narrowing(&wider, &ceiling).unwrap_err();
         assert_eq!(
@@ -396,6 +400,7 @@ mod tests {
                 constraints: Constraints { max_actions, ..Constraints::default() },
                 policy: Policy::default(),
                 expires_at: 1_000,
+                audience: None,
             };
             prop_assert!(check_narrowing(&choice, &ceiling).is_ok());
 
