@@ -8,14 +8,15 @@ use std::num::NonZeroU64;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use serde::Deserialize;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
 
 use crate::secrets::KEY_FILE;
 use crate::store::{DB_FILE, Database};
 
 /// Requests per second allowed per caller, with the burst a caller may use
 /// at once. `0` turns a limit off.
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields, default)]
 pub struct RateLimits {
     /// Per API key.
@@ -57,7 +58,7 @@ impl RateLimits {
 }
 
 /// How `record/action` and `authorize` may name the token they act with.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum AgentAuth {
     /// As the spec shows: a bare `vat_jti` in the body, or the token itself.
@@ -71,7 +72,7 @@ pub enum AgentAuth {
 }
 
 /// An OpenID Connect provider whose ID tokens may issue L2 tokens.
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct OidcIssuer {
     /// The `iss` of its ID tokens, exactly.
@@ -95,19 +96,21 @@ pub struct OidcIssuer {
 }
 
 /// OIDC settings for L2.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Oidc {
+    /// The providers (`[[oidc.issuer]]`).
     #[serde(default)]
     pub issuer: Vec<OidcIssuer>,
 }
 
 /// A named identity verifier for L3.
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]
 #[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
 pub enum Verifier {
     /// A WebAssembly module (see docs/plugins.md), run sandboxed.
     Plugin {
+        /// The name requests use.
         name: String,
         /// The module file (relative to the config file).
         module: PathBuf,
@@ -123,6 +126,7 @@ pub enum Verifier {
     },
     /// An identity-verification provider that signs its verdicts (a JWS).
     Provider {
+        /// The name requests use.
         name: String,
         /// The `iss` of its attestations.
         issuer: String,
@@ -132,6 +136,27 @@ pub enum Verifier {
         #[serde(default)]
         audience: Option<String>,
     },
+}
+
+/// What every serialisation of the configuration (`mandate config check`)
+/// shows in place of a secret.
+pub const REDACTED: &str = "[redacted]";
+
+/// Serialises a secret as [`REDACTED`] (or nothing when unset).
+fn redact<S: serde::Serializer>(secret: &Option<String>, to: S) -> Result<S::Ok, S::Error> {
+    secret.as_ref().map(|_| REDACTED).serialize(to)
+}
+
+/// Serialises a map's names with every value [`REDACTED`].
+fn redact_values<S: serde::Serializer>(
+    secrets: &BTreeMap<String, String>,
+    to: S,
+) -> Result<S::Ok, S::Error> {
+    secrets
+        .keys()
+        .map(|name| (name, REDACTED))
+        .collect::<BTreeMap<_, _>>()
+        .serialize(to)
 }
 
 fn default_fuel() -> u64 {
@@ -170,7 +195,7 @@ const DEFAULT_QUERY_BUDGET_MS: NonZeroU64 = NonZeroU64::new(500).unwrap();
 /// The record log (`[log]`): every token issued, delegated and revoked and
 /// every record created, completed and rated is a leaf of one Merkle log
 /// whose signed checkpoints anyone can check (docs/log.md).
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields, default)]
 pub struct LogConfig {
     /// Append to the log. Off, nothing is appended and nothing new is
@@ -197,7 +222,7 @@ impl Default for LogConfig {
 
 /// Token status lists (`[status]`): what offline verifiers read to refuse a
 /// revoked token.
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields, default)]
 pub struct StatusConfig {
     /// How long a verifier may keep a status list before fetching it again
@@ -217,7 +242,7 @@ impl Default for StatusConfig {
 /// OpenTelemetry (`[otel]`): each action record exported as a span over
 /// OTLP/HTTP (see `otel.rs` and docs/decisions.md). Off while `endpoint` is
 /// unset: nothing is started then.
-#[derive(Clone, PartialEq, Eq, Deserialize)]
+#[derive(Clone, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields, default)]
 pub struct OtelConfig {
     /// The collector's OTLP/HTTP base address, such as
@@ -226,7 +251,9 @@ pub struct OtelConfig {
     /// `service.name` of the spans' resource.
     pub service_name: String,
     /// Headers sent with every export, such as an `authorization` token the
-    /// collector asks for. Their values are never logged.
+    /// collector asks for. Their values are secrets: never logged, and shown
+    /// as `[redacted]` by `mandate config check`.
+    #[serde(serialize_with = "redact_values")]
     pub headers: BTreeMap<String, String>,
     /// Longest one export may take, retries included, in milliseconds.
     pub timeout_ms: NonZeroU64,
@@ -263,7 +290,7 @@ impl OtelConfig {
 }
 
 /// Approval before the act (`[approvals]`).
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields, default)]
 pub struct ApprovalsConfig {
     /// How long an approval waits for a decision before it expires (and
@@ -280,7 +307,7 @@ impl Default for ApprovalsConfig {
 }
 
 /// What records keep of an act's arguments (`[records]`).
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields, default)]
 pub struct RecordsConfig {
     /// Keep the arguments on the record (their `args_hash` is always
@@ -329,7 +356,7 @@ impl ApprovalsConfig {
 }
 
 /// Events (`[events]`): the outbox webhooks and `GET /v1/events` deliver.
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields, default)]
 pub struct EventsConfig {
     /// Write events to the outbox. Off, nothing is reported: no webhook
@@ -361,7 +388,7 @@ impl Default for EventsConfig {
 }
 
 /// Webhooks (`[webhooks]`).
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields, default)]
 pub struct WebhooksConfig {
     /// Allow webhook URLs that name or resolve to private, loopback,
@@ -590,11 +617,13 @@ fn check_oauth_issuer(public_url: Option<&str>, issuer: &str) -> anyhow::Result<
 }
 
 /// Where the database is (`[database]`).
-#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields, default)]
 pub struct DatabaseConfig {
     /// `postgres://…` for PostgreSQL, shared by any number of hosts;
-    /// unset for the embedded SQLite in the data folder.
+    /// unset for the embedded SQLite in the data folder. A secret (it may
+    /// carry a password): shown as `[redacted]` by `mandate config check`.
+    #[serde(serialize_with = "redact")]
     pub url: Option<String>,
     /// PEM file of the certificate authorities that may sign the database
     /// server's certificate (relative to the config file); by default the
@@ -603,17 +632,18 @@ pub struct DatabaseConfig {
 }
 
 /// Everything the server can be told.
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields, default)]
 pub struct Config {
     /// Address to listen on.
     pub listen: SocketAddr,
     /// Folder of the database (SQLite), the key file and the admin key.
     pub data_dir: PathBuf,
+    /// Where the database is (`[database]`).
     pub database: DatabaseConfig,
     /// The key-encryption key's file (relative to the config file), which
     /// seals the signing keys and the human-reference secret; by default
-    /// [`KEY_FILE`] in the data folder. See [`Config::key_file_path`].
+    /// `key-encryption.key` in the data folder (`Config::key_file_path`).
     pub key_file: Option<PathBuf>,
     /// The `iss` of every token.
     pub issuer: String,
@@ -637,6 +667,7 @@ pub struct Config {
     pub query_budget_ms: NonZeroU64,
     /// Most writes committed together in one transaction (1 = one commit per write).
     pub max_batch: usize,
+    /// Requests per second per caller (`[rate_limits]`).
     pub rate_limits: RateLimits,
     /// Peers whose `X-Forwarded-For` is believed for per-address limits.
     pub trusted_proxies: Vec<IpAddr>,

@@ -14,6 +14,7 @@ pub mod apikeys;
 pub mod assurance;
 pub mod clock;
 pub mod config;
+pub mod configdoc;
 pub mod error;
 pub mod events;
 pub mod keyring;
@@ -425,12 +426,18 @@ pub async fn serve_until(
 pub async fn serve(config: Config) -> anyhow::Result<()> {
     let listen = config.listen;
     let data_dir = config.data_dir.clone();
+    let public_url = config.public_url.clone();
     let (state, new_admin_key) = AppState::open(config)?;
     let listener = TcpListener::bind(listen)
         .await
         .map_err(|e| anyhow::anyhow!("cannot listen on {listen}: {e}"))?;
     let address = listener.local_addr()?;
-    report(&data_dir, address, new_admin_key.as_deref());
+    report(
+        &data_dir,
+        address,
+        public_url.as_deref(),
+        new_admin_key.as_deref(),
+    );
     serve_until(listener, state, shutdown_signal()).await
 }
 
@@ -438,10 +445,60 @@ pub async fn serve(config: Config) -> anyhow::Result<()> {
     clippy::print_stdout,
     reason = "the operator reads these lines once, at start"
 )]
-fn report(data_dir: &std::path::Path, address: SocketAddr, new_admin_key: Option<&str>) {
+fn report(
+    data_dir: &std::path::Path,
+    address: SocketAddr,
+    public_url: Option<&str>,
+    new_admin_key: Option<&str>,
+) {
+    let to_terminal = std::io::IsTerminal::is_terminal(&std::io::stdout());
     if let Some(key) = new_admin_key {
-        let to_terminal = std::io::IsTerminal::is_terminal(&std::io::stdout());
         println!("{}", setup::admin_key_notice(data_dir, key, to_terminal));
     }
+    // Only the start that created the deployment (the one that made the
+    // admin key), and only for a person: a pipe or a log gets nothing more.
+    // Before the address line, which tools wait for as the sign of a start.
+    if new_admin_key.is_some() && to_terminal {
+        println!(
+            "{}",
+            setup::first_run_guide(&reached_at(address, public_url), data_dir)
+        );
+    }
     println!("listening on http://{address}");
+}
+
+/// The base address a client on this machine reaches the server at: the
+/// public URL when set, else the address it listens on, loopback in place
+/// of an unspecified address (`0.0.0.0` is no address to send to).
+fn reached_at(address: SocketAddr, public_url: Option<&str>) -> String {
+    if let Some(url) = public_url {
+        return url.trim_end_matches('/').to_owned();
+    }
+    let mut address = address;
+    if address.ip().is_unspecified() {
+        address.set_ip(match address.ip() {
+            std::net::IpAddr::V4(_) => std::net::Ipv4Addr::LOCALHOST.into(),
+            std::net::IpAddr::V6(_) => std::net::Ipv6Addr::LOCALHOST.into(),
+        });
+    }
+    format!("http://{address}")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_guide_sends_to_the_public_url_else_to_a_loopback_address() {
+        let any: SocketAddr = "0.0.0.0:8080".parse().unwrap();
+        assert_eq!(reached_at(any, None), "http://127.0.0.1:8080");
+        let any6: SocketAddr = "[::]:8080".parse().unwrap();
+        assert_eq!(reached_at(any6, None), "http://[::1]:8080");
+        let one: SocketAddr = "192.0.2.1:80".parse().unwrap();
+        assert_eq!(reached_at(one, None), "http://192.0.2.1:80");
+        assert_eq!(
+            reached_at(any, Some("https://mandate.example/")),
+            "https://mandate.example"
+        );
+    }
 }

@@ -93,6 +93,28 @@ enum Command {
         #[command(subcommand)]
         command: AuditCommand,
     },
+    /// Check a configuration file, or print the configuration reference
+    Config {
+        #[command(subcommand)]
+        command: ConfigCommand,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+enum ConfigCommand {
+    /// Read FILE as `mandate serve` would (with the flags and environment
+    /// variables that override it) and print the configuration it resolves
+    /// to, secrets redacted; exits non-zero naming the first mistake
+    Check {
+        file: PathBuf,
+        /// Address to listen on, as `mandate serve --listen` [default:
+        /// 127.0.0.1:8080]
+        #[arg(long, env = "MANDATE_LISTEN")]
+        listen: Option<SocketAddr>,
+    },
+    /// Print the configuration reference (docs/configuration.md): every
+    /// option, its type, its default, its environment variable
+    Reference,
 }
 
 #[derive(Debug, Subcommand)]
@@ -197,7 +219,17 @@ enum SigningKeyCommand {
 }
 
 fn config(cli: &Cli) -> anyhow::Result<Config> {
-    let mut config = match &cli.config {
+    let file = match &cli.command {
+        Command::Config {
+            command: ConfigCommand::Check { file, .. },
+        } => Some(file),
+        // The reference is the types' own, whatever file is configured.
+        Command::Config {
+            command: ConfigCommand::Reference,
+        } => None,
+        _ => cli.config.as_ref(),
+    };
+    let mut config = match file {
         Some(path) => Config::from_file(path)?,
         None => Config::default(),
     };
@@ -215,12 +247,112 @@ fn config(cli: &Cli) -> anyhow::Result<Config> {
     }
     if let Command::Serve {
         listen: Some(listen),
+    }
+    | Command::Config {
+        command: ConfigCommand::Check {
+            listen: Some(listen),
+            ..
+        },
     } = &cli.command
     {
         config.listen = *listen;
     }
     Ok(config)
 }
+
+/// `mandate config check`: the checks a start makes before it reads or
+/// writes anything (the loader's, the database URL's, the OpenTelemetry
+/// headers'), then the configuration, secrets redacted.
+fn check_config(config: &Config) -> anyhow::Result<()> {
+    config.database()?;
+    mandate_host::otel::validate(&config.otel)?;
+    say(mandate_host::configdoc::resolved(config)?.trim_end());
+    Ok(())
+}
+
+/// Values tried for a flag when finding what it sets: an address first
+/// (the only flag that needs one), then anything else.
+const FLAG_SAMPLES: [&str; 2] = ["198.51.100.7:9", "postgres://sample@example.invalid/db"];
+
+/// Every environment variable the server reads, with the option each sets:
+/// the flags' own (as clap declares them), each tried with a value and the
+/// configuration [`config`] resolves compared with the one it resolves
+/// without — the option that changes is the one it sets — and the log
+/// filter's.
+fn env_variables() -> Vec<mandate_host::configdoc::EnvVariable> {
+    use clap::CommandFactory as _;
+    let command = Cli::command();
+    let serve = command.find_subcommand("serve").cloned();
+    let global = command.get_arguments().map(|arg| (arg.clone(), true));
+    let local = serve
+        .iter()
+        .flat_map(|serve| serve.get_arguments().map(|arg| (arg.clone(), false)));
+    let resolve = |argv: &[&str]| {
+        let cli = Cli::try_parse_from(argv).ok()?;
+        serde_json::to_value(config(&cli).ok()?).ok()
+    };
+    let before = resolve(&["mandate", "serve"]);
+    let mut variables: Vec<_> = global
+        .chain(local)
+        .filter_map(|(arg, global)| {
+            let name = arg.get_env()?.to_string_lossy().into_owned();
+            let flag = format!("--{}", arg.get_long()?);
+            let option = FLAG_SAMPLES.iter().find_map(|sample| {
+                let argv = if global {
+                    ["mandate", &flag, sample, "serve"]
+                } else {
+                    ["mandate", "serve", &flag, sample]
+                };
+                let after = resolve(&argv)?;
+                let changed = changed_options(before.as_ref()?, &after, "");
+                (changed.len() == 1).then(|| changed.concat())
+            });
+            let help = arg.get_help().map(ToString::to_string).unwrap_or_default();
+            Some(mandate_host::configdoc::EnvVariable {
+                name,
+                flag: Some(flag),
+                option,
+                help,
+            })
+        })
+        .collect();
+    variables.push(mandate_host::configdoc::EnvVariable {
+        name: tracing_subscriber::EnvFilter::DEFAULT_ENV.to_owned(),
+        flag: None,
+        option: None,
+        help: format!("What the log shows, as tracing's filter directives [default: {LOG_FILTER}]"),
+    });
+    variables
+}
+
+/// The options (`a.b`) whose values differ between two configurations.
+fn changed_options(
+    before: &serde_json::Value,
+    after: &serde_json::Value,
+    path: &str,
+) -> Vec<String> {
+    match (before, after) {
+        (serde_json::Value::Object(before), serde_json::Value::Object(after)) => after
+            .iter()
+            .flat_map(|(name, value)| {
+                let option = if path.is_empty() {
+                    name.clone()
+                } else {
+                    format!("{path}.{name}")
+                };
+                match before.get(name) {
+                    Some(old) => changed_options(old, value, &option),
+                    None => vec![option],
+                }
+            })
+            .collect(),
+        (before, after) if before == after => Vec::new(),
+        _ => vec![path.to_owned()],
+    }
+}
+
+/// The log filter when `RUST_LOG` is unset.
+const LOG_FILTER: &str = "info";
 
 /// The database, the key that opens its secrets, and the record log's
 /// name and keys.
@@ -539,7 +671,7 @@ fn main() -> anyhow::Result<()> {
     tracing_subscriber::fmt()
         .with_env_filter(
             tracing_subscriber::EnvFilter::try_from_default_env()
-                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info")),
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(LOG_FILTER)),
         )
         .with_writer(log_writer)
         .with_ansi(std::io::stderr().is_terminal())
@@ -564,6 +696,15 @@ fn main() -> anyhow::Result<()> {
         } => revoke_signing_key(&config, kid),
         Command::LogKey { command } => log_key(&config, command),
         Command::Audit { command } => audit(&config, command),
+        Command::Config {
+            command: ConfigCommand::Check { .. },
+        } => check_config(&config),
+        Command::Config {
+            command: ConfigCommand::Reference,
+        } => {
+            say(mandate_host::configdoc::reference(&env_variables()).trim_end());
+            Ok(())
+        }
     }
 }
 

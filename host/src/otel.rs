@@ -228,15 +228,12 @@ impl Telemetry {
             return Ok(None);
         };
         let url = traces_url(endpoint)?;
-        let mut headers = HashMap::new();
-        for (name, value) in &config.headers {
-            reqwest::header::HeaderName::from_bytes(name.as_bytes())
-                .with_context(|| format!("invalid config: [otel] header name {name:?}"))?;
-            // The value is a secret: not in the message.
-            reqwest::header::HeaderValue::from_str(value)
-                .map_err(|_| anyhow::anyhow!("invalid config: [otel] header {name:?}'s value"))?;
-            headers.insert(name.clone(), value.clone());
-        }
+        validate(config)?;
+        let headers: HashMap<String, String> = config
+            .headers
+            .iter()
+            .map(|(name, value)| (name.clone(), value.clone()))
+            .collect();
         // The blocking client's TLS (https endpoints) uses the process's
         // provider, as every other outgoing client does.
         crate::install_tls_provider();
@@ -324,6 +321,22 @@ impl Telemetry {
 }
 
 /// `<endpoint>/v1/traces`, for an absolute http(s) base address.
+/// The checks of `[otel]` that need no connection: the endpoint is a
+/// URL the exporter takes, each header a valid name and value (the value,
+/// a secret, never in the message).
+pub fn validate(config: &OtelConfig) -> anyhow::Result<()> {
+    if let Some(endpoint) = &config.endpoint {
+        traces_url(endpoint)?;
+    }
+    for (name, value) in &config.headers {
+        reqwest::header::HeaderName::from_bytes(name.as_bytes())
+            .with_context(|| format!("invalid config: [otel] header name {name:?}"))?;
+        reqwest::header::HeaderValue::from_str(value)
+            .map_err(|_| anyhow::anyhow!("invalid config: [otel] header {name:?}'s value"))?;
+    }
+    Ok(())
+}
+
 fn traces_url(endpoint: &str) -> anyhow::Result<String> {
     let url = reqwest::Url::parse(endpoint)
         .ok()

@@ -50,6 +50,27 @@ pub fn admin_key_notice(data_dir: &Path, key: &str, to_terminal: bool) -> String
     }
 }
 
+/// What to do next, shown once on a terminal by the start that created the
+/// deployment: the dashboard, where the admin key is, a request that issues
+/// a first token with it (to `base`, the address the server is reached at),
+/// and the SDK's install line.
+pub fn first_run_guide(base: &str, data_dir: &Path) -> String {
+    let key = data_dir.join(ADMIN_KEY_FILE);
+    let key = key.display();
+    format!(
+        "\
+Next steps:
+  dashboard   {base}/
+  admin key   {key} (an owner key of the organisation \"default\"; keep it secret)
+  a first token, for an agent acting for dev@example.com:
+    curl -s {base}/v1/vat/issue/l1 -H \"authorization: Bearer $(cat '{key}')\" \\
+      -H 'content-type: application/json' \\
+      -d '{{\"developer_email\":\"dev@example.com\",\"agent_id\":\"research-bot\",\"resources\":[\"crm:*\"],\"actions\":[\"read\"]}}'
+  the SDK     npm install mandate-sdk
+  options     mandate config reference (docs/configuration.md)"
+    )
+}
+
 /// What a start needs from the data folder and the database.
 #[derive(Debug)]
 pub struct Prepared {
@@ -473,6 +494,22 @@ mod tests {
         server.await.unwrap().unwrap();
         let after = database_bytes(data);
         assert!(!holds(&after, &HUMAN_SECRET) && !holds(&after, &ACTIVE_KEY));
+    }
+
+    #[test]
+    fn the_first_run_guide_names_the_dashboard_the_key_file_a_working_curl_and_the_sdk() {
+        let guide = first_run_guide("http://127.0.0.1:8080", Path::new("data"));
+        assert!(
+            guide.contains("dashboard   http://127.0.0.1:8080/\n"),
+            "{guide}"
+        );
+        assert!(guide.contains("data/admin.key"), "{guide}");
+        assert!(
+            guide.contains("curl -s http://127.0.0.1:8080/v1/vat/issue/l1 "),
+            "{guide}"
+        );
+        assert!(guide.contains("$(cat 'data/admin.key')"), "{guide}");
+        assert!(guide.contains("npm install mandate-sdk"), "{guide}");
     }
 
     #[test]

@@ -38,6 +38,7 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 mod bench;
+mod configref;
 mod fresh;
 mod fuzz;
 mod openapi;
@@ -188,6 +189,9 @@ fn test() -> Result<()> {
         )
     })?;
     steps.step("API suite on PostgreSQL", postgres_pass)?;
+    steps.step("configuration reference current", || {
+        configref::reference(&root, true)
+    })?;
     steps.step("wasm and the npm package", || wasm::test(&root))?;
     steps.step("Python package", || python::test(&root))?;
     steps.step("OpenAPI validators", || openapi::check(&root))?;
@@ -352,11 +356,12 @@ fn main() {
         "python" => python::generate_and_build(&root()),
         "runtimes" => runtimes::run(&root()),
         "openapi" => openapi::check(&root()),
+        "config-reference" => configref::reference(&root(), false),
         "postgres" => postgres::serve(),
         "web" => web::build(&root()),
         _ => {
             eprintln!(
-                "usage: cargo xtask <test | fresh [--keep] | vectors [--check] | serve | postgres | wasm | python [--test] | runtimes | openapi | web | fuzz | schemathesis | bench [--quick] [--only budget|events|reviewer|trust|args|python] [--against BIN]>"
+                "usage: cargo xtask <test | fresh [--keep] | vectors [--check] | serve | postgres | wasm | python [--test] | runtimes | openapi | config-reference | web | fuzz | schemathesis | bench [--quick] [--only budget|events|reviewer|trust|args|python] [--against BIN]>"
             );
             std::process::exit(2);
         }

@@ -10,6 +10,7 @@ mod authority;
 mod authzen;
 mod batch;
 mod budget;
+mod config_cli;
 mod crash;
 mod delegation;
 mod door;

@@ -1,0 +1,146 @@
+//! `mandate config check` and `mandate config reference`, as an operator
+//! runs them.
+
+use crate::process::operator_on;
+
+/// Runs `mandate config check` on a file of `text`.
+fn check(text: &str) -> (std::process::ExitStatus, String, String) {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("mandate.toml");
+    std::fs::write(&file, text).unwrap();
+    operator_on(
+        &dir.path().join("data"),
+        None,
+        &["config", "check", file.to_str().unwrap()],
+    )
+}
+
+#[test]
+fn a_valid_file_prints_its_resolved_configuration_and_never_a_secret() {
+    let (status, stdout, stderr) = check(
+        r#"
+listen = "0.0.0.0:9000"
+
+[database]
+url = "postgres://mandate:hunter2-db@db.example/mandate"
+
+[otel]
+endpoint = "http://collector:4318"
+headers = { authorization = "Bearer hunter2-otel" }
+
+[rate_limits]
+per_token = 7
+"#,
+    );
+    assert!(status.success(), "{stderr}");
+    assert!(stdout.contains("listen = \"0.0.0.0:9000\""), "{stdout}");
+    assert!(stdout.contains("per_token = 7"), "{stdout}");
+    // Defaults are shown too: the configuration the server would run with.
+    assert!(stdout.contains("per_api_key = 1000"), "{stdout}");
+    assert!(stdout.contains("url = \"[redacted]\""), "{stdout}");
+    assert!(
+        stdout.contains("authorization = \"[redacted]\""),
+        "{stdout}"
+    );
+    for secret in ["hunter2", "mandate:", "Bearer"] {
+        assert!(!stdout.contains(secret), "{secret} in {stdout}");
+        assert!(!stderr.contains(secret), "{secret} in {stderr}");
+    }
+    // What it prints is a configuration file that reads back (a secret
+    // aside): the same options.
+    let printed: toml::Value = toml::from_str(&stdout).unwrap();
+    assert_eq!(printed["rate_limits"]["per_token"].as_integer(), Some(7));
+}
+
+#[test]
+fn an_unknown_key_is_named_with_its_line() {
+    let (status, _, stderr) = check("issuer = \"mandate\"\nlisen = \"0.0.0.0:1\"\n");
+    assert!(!status.success());
+    assert!(stderr.contains("lisen"), "{stderr}");
+    assert!(stderr.contains("line 2"), "{stderr}");
+}
+
+#[test]
+fn a_value_a_start_refuses_is_refused() {
+    for (text, named) in [
+        ("[approvals]\nttl_seconds = 9999999\n", "ttl_seconds"),
+        ("public_url = \"ftp://x\"\n", "public_url"),
+        ("[database]\nurl = \"mysql://x\"\n", "postgres://"),
+        ("[records]\nredact_args = [\"password\"]\n", "redact_args"),
+        (
+            "[otel]\nheaders = { \"bad name\" = \"x\" }\n",
+            "header name",
+        ),
+        ("query_budget_ms = 0\n", "query_budget_ms"),
+    ] {
+        let (status, stdout, stderr) = check(text);
+        assert!(!status.success(), "{text} accepted: {stdout}");
+        assert!(stderr.contains(named), "{text}: {stderr}");
+    }
+}
+
+#[test]
+fn a_missing_file_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let (status, _, stderr) = operator_on(
+        &dir.path().join("data"),
+        None,
+        &["config", "check", "no-such.toml"],
+    );
+    assert!(!status.success());
+    assert!(stderr.contains("cannot read config"), "{stderr}");
+    assert!(
+        !dir.path().join("data").exists(),
+        "a check created the data folder"
+    );
+}
+
+#[test]
+fn the_reference_names_every_environment_variable_with_the_option_it_sets() {
+    let dir = tempfile::tempdir().unwrap();
+    let (status, stdout, stderr) = operator_on(dir.path(), None, &["config", "reference"]);
+    assert!(status.success(), "{stderr}");
+    for row in [
+        "| `MANDATE_LISTEN` | `--listen` | `listen` |",
+        "| `MANDATE_DATA_DIR` | `--data-dir` | `data_dir` |",
+        "| `MANDATE_DATABASE_URL` | `--database` | `database.url` |",
+        "| `MANDATE_DATABASE_CA_FILE` | `--database-ca-file` | `database.ca_file` |",
+        "| `MANDATE_KEY_FILE` | `--key-file` | `key_file` |",
+        "| `MANDATE_CONFIG` | `--config` | — |",
+        "| `RUST_LOG` | — | — |",
+    ] {
+        assert!(stdout.contains(row), "{row} missing");
+    }
+    assert!(stdout.contains("### `webhooks.ports`\n"), "{stdout}");
+    assert!(stdout.contains("- default: `[443,80,8443]`"), "{stdout}");
+}
+
+#[test]
+fn a_first_start_off_a_terminal_prints_no_guide() {
+    use std::io::{BufRead as _, BufReader};
+    let dir = tempfile::tempdir().unwrap();
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_mandate"))
+        .args(["serve", "--listen", "127.0.0.1:0", "--data-dir"])
+        .arg(dir.path().join("data"))
+        .env_remove("MANDATE_DATABASE_URL")
+        .env_remove("MANDATE_CONFIG")
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let stdout = child.stdout.take().unwrap();
+    // The guide would come before the address line.
+    let lines: Vec<String> = BufReader::new(stdout)
+        .lines()
+        .map_while(Result::ok)
+        .take_while(|line| !line.starts_with("listening on "))
+        .collect();
+    let _ = child.kill();
+    let _ = child.wait();
+    assert_eq!(lines.len(), 1, "{lines:?}");
+    assert!(
+        lines[0].starts_with("admin API key written to"),
+        "{lines:?}"
+    );
+    assert!(dir.path().join("data/admin.key").exists());
+}
