@@ -432,7 +432,7 @@ impl Default for WebhooksConfig {
 /// Client ID metadata documents (`[oauth.client_documents]`): how the
 /// authorization server fetches the document an `https://` `client_id`
 /// names (draft-ietf-oauth-client-id-metadata-document).
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields, default)]
 pub struct ClientDocumentsConfig {
     /// Longest one fetch may take, milliseconds.
@@ -472,9 +472,10 @@ impl Default for ClientDocumentsConfig {
 /// unless `public_url` is https (plain http only for a `127.0.0.1` or
 /// `[::1]` literal) and `issuer` equals it: one issuer names the metadata,
 /// the `iss` of redirects and of every token (RFC 8414 §2, §3.3; RFC 9207).
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields, default)]
 pub struct OAuthConfig {
+    /// Serve the authorization server: its metadata and `/v1/oauth/…`.
     pub enabled: bool,
     /// Lifetime of an access token, seconds.
     pub access_token_ttl_seconds: NonZeroU64,
@@ -486,6 +487,7 @@ pub struct OAuthConfig {
     pub request_ttl_seconds: NonZeroU64,
     /// A grant whose refresh token is not used for this many days expires.
     pub refresh_idle_days: NonZeroU64,
+    /// How client ID metadata documents are fetched.
     pub client_documents: ClientDocumentsConfig,
 }
 
