@@ -1,6 +1,7 @@
 //! Prometheus metrics: requests by route and status with latency histograms,
 //! records written, group-commit batch sizes, verification failures by code,
-//! and read connections in use by lane. Served at `GET /metrics` in the OpenMetrics text format.
+//! read connections in use by lane, and the database statements and round
+//! trips each lane sends. Served at `GET /metrics` in the OpenMetrics text format.
 
 use std::time::Duration;
 
@@ -50,6 +51,19 @@ pub struct Metrics {
     batches: Histogram,
     verify_failures: Family<Labels, Counter>,
     readers_busy: Family<LaneLabels, Gauge>,
+    db_statements: Family<LaneLabels, Counter>,
+    db_round_trips: Family<LaneLabels, Counter>,
+}
+
+/// What one lane's connections send to the database: statements (a
+/// batch of `;`-separated statements sent at once counts as one) on both
+/// engines, and round trips to the server on PostgreSQL (a statement, or
+/// the preparation of one not yet cached; SQLite has none: its statements
+/// are calls in the process). Connecting is not counted.
+#[derive(Debug, Clone, Default)]
+pub struct DbTally {
+    pub statements: Counter,
+    pub round_trips: Counter,
 }
 
 impl Default for Metrics {
@@ -70,6 +84,8 @@ impl Metrics {
         let batches = Histogram::new(exponential_buckets(1.0, 2.0, 12));
         let verify_failures = Family::<Labels, Counter>::default();
         let readers_busy = Family::<LaneLabels, Gauge>::default();
+        let db_statements = Family::<LaneLabels, Counter>::default();
+        let db_round_trips = Family::<LaneLabels, Counter>::default();
         registry.register(
             "http_requests",
             "HTTP requests by route, method and status",
@@ -100,6 +116,16 @@ impl Metrics {
             "Read connections in use, by lane",
             readers_busy.clone(),
         );
+        registry.register(
+            "db_statements",
+            "Database statements sent, by lane (a batch sent at once counts once)",
+            db_statements.clone(),
+        );
+        registry.register(
+            "db_round_trips",
+            "Round trips to the database server, by lane (PostgreSQL; SQLite has none)",
+            db_round_trips.clone(),
+        );
         Metrics {
             registry,
             requests,
@@ -108,6 +134,8 @@ impl Metrics {
             batches,
             verify_failures,
             readers_busy,
+            db_statements,
+            db_round_trips,
         }
     }
 
@@ -158,6 +186,21 @@ impl Metrics {
             .clone()
     }
 
+    /// The counters of what `lane`'s connections send to the database:
+    /// `writer`, or a read lane's name.
+    pub fn db_lane(&self, lane: &'static str) -> DbTally {
+        DbTally {
+            statements: self
+                .db_statements
+                .get_or_create(&LaneLabels { lane })
+                .clone(),
+            round_trips: self
+                .db_round_trips
+                .get_or_create(&LaneLabels { lane })
+                .clone(),
+        }
+    }
+
     /// The exposition text.
     pub fn render(&self) -> String {
         let mut text = String::new();
@@ -180,6 +223,7 @@ mod tests {
         metrics.observe_batch(3);
         metrics.verification_failed("expired");
         metrics.readers_busy("queries").inc();
+        metrics.db_lane("writer").round_trips.inc();
         let text = metrics.render();
         for name in [
             "mandate_http_requests_total",
@@ -188,6 +232,8 @@ mod tests {
             "mandate_group_commit_batch_size_bucket",
             "mandate_token_verification_failures_total",
             "mandate_readers_busy{lane=\"queries\"} 1",
+            "mandate_db_statements_total{lane=\"writer\"} 0",
+            "mandate_db_round_trips_total{lane=\"writer\"} 1",
         ] {
             assert!(text.contains(name), "{name} missing from\n{text}");
         }

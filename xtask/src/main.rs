@@ -20,7 +20,7 @@
 //!   and Redocly's recommended rules.
 //! - `fuzz [--seconds N] [TARGET…]`: run the cargo-fuzz targets in `fuzz/`.
 //! - `schemathesis [--examples N]`: API conformance under generated input.
-//! - `bench [--quick] [--only budget|events|reviewer|trust|args|python] [--against BIN]`:
+//! - `bench [--quick] [--only budget|events|reviewer|trust|args|python|postgres] [--against BIN]`:
 //!   measure against peers and ceilings; write BENCHMARKS.md (not with
 //!   `--only`, which measures some rows, nor `--against`, which measures
 //!   the write rows against another build's `mandate`).
@@ -361,7 +361,7 @@ fn main() {
         "web" => web::build(&root()),
         _ => {
             eprintln!(
-                "usage: cargo xtask <test | fresh [--keep] | vectors [--check] | serve | postgres | wasm | python [--test] | runtimes | openapi | config-reference | web | fuzz | schemathesis | bench [--quick] [--only budget|events|reviewer|trust|args|python] [--against BIN]>"
+                "usage: cargo xtask <test | fresh [--keep] | vectors [--check] | serve | postgres | wasm | python [--test] | runtimes | openapi | config-reference | web | fuzz | schemathesis | bench [--quick] [--only budget|events|reviewer|trust|args|python|postgres] [--against BIN]>"
             );
             std::process::exit(2);
         }

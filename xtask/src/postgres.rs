@@ -212,6 +212,17 @@ impl Cluster {
         )
     }
 
+    /// The URL of a database of the cluster reached through `address`
+    /// (a proxy in front of [`Cluster::address`]).
+    pub fn url_through(&self, address: &str, database: &str) -> String {
+        format!("postgres://postgres@{address}/{database}?sslmode=disable")
+    }
+
+    /// Where the server listens: `127.0.0.1:PORT`.
+    pub fn address(&self) -> String {
+        format!("127.0.0.1:{}", self.port)
+    }
+
     /// The certificate authority that signed the server's certificate.
     pub fn ca_file(&self) -> PathBuf {
         self.dir.join("ca.crt")

@@ -42,7 +42,7 @@ use prometheus_client::metrics::gauge::Gauge;
 use rusqlite::OpenFlags;
 use tokio::sync::Semaphore;
 
-use crate::metrics::Metrics;
+use crate::metrics::{DbTally, Metrics};
 pub use database::Database;
 pub use sql::Connection;
 pub use writer::Owned;
@@ -343,6 +343,8 @@ struct ReaderPool {
     permits: Arc<Semaphore>,
     budget: Option<Duration>,
     busy: Gauge,
+    /// What the lane's connections send to the database.
+    tally: DbTally,
 }
 
 impl ReaderPool {
@@ -360,21 +362,23 @@ impl ReaderPool {
             permits: Arc::new(Semaphore::new(size.max(1))),
             budget,
             busy: metrics.readers_busy(lane),
+            tally: metrics.db_lane(lane),
         })
     }
 
     fn open_reader(&self) -> Result<Connection, StoreError> {
-        match &self.database {
+        let conn = match &self.database {
             Database::Sqlite(path) => {
                 let conn = open(
                     path,
                     OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,
                 )?;
                 conn.pragma_update(None, "query_only", "ON")?;
-                Ok(Connection::sqlite(conn))
+                Connection::sqlite(conn)
             }
-            Database::Postgres(pg) => database::open_reader(pg, self.budget, self.writable),
-        }
+            Database::Postgres(pg) => database::open_reader(pg, self.budget, self.writable)?,
+        };
+        Ok(conn.tallied(self.tally.clone()))
     }
 
     fn take(&self) -> Result<Connection, StoreError> {
@@ -659,7 +663,7 @@ impl<S: Owned> Store<S> {
         metrics: Arc<Metrics>,
         own: impl FnOnce(Connection) -> S,
     ) -> anyhow::Result<Store<S>> {
-        let conn = database.open_writer()?;
+        let conn = database.open_writer()?.tallied(metrics.db_lane("writer"));
         let keys = ReaderPool::new(database, KEY_READERS, None, &metrics, "keys");
         // PostgreSQL's timeout counts wall-clock time, waiting for a CPU
         // included; SQLite's budget counts a read's steps, which a read of

@@ -18,6 +18,8 @@ use std::fmt;
 
 use postgres::types::{IsNull, ToSql as PgTo, Type, to_sql_checked};
 
+use crate::metrics::DbTally;
+
 /// Which engine a connection speaks to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Dialect {
@@ -640,8 +642,12 @@ enum Engine {
     Postgres(Box<Pg>),
 }
 
-/// A connection to either engine.
-pub struct Connection(Engine);
+/// A connection to either engine, counting what it sends in its lane's
+/// [`DbTally`] once given one.
+pub struct Connection {
+    engine: Engine,
+    tally: Option<DbTally>,
+}
 
 impl fmt::Debug for Connection {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -652,26 +658,38 @@ impl fmt::Debug for Connection {
 impl Connection {
     /// Wraps an open SQLite connection.
     pub fn sqlite(conn: rusqlite::Connection) -> Connection {
-        Connection(Engine::Sqlite(conn))
+        Connection {
+            engine: Engine::Sqlite(conn),
+            tally: None,
+        }
     }
 
     /// Connects to PostgreSQL and runs `session` (statements that set up
     /// the session, run again on every reconnection).
     pub fn postgres(config: &postgres::Config, tls: &Tls, session: &str) -> Result<Connection> {
         let client = Pg::connect(config, tls, session)?;
-        Ok(Connection(Engine::Postgres(Box::new(Pg {
-            config: config.clone(),
-            tls: tls.clone(),
-            session: session.to_owned(),
-            client: RefCell::new(client),
-            statements: RefCell::new(HashMap::new()),
-            changes: Cell::new(0),
-        }))))
+        Ok(Connection {
+            engine: Engine::Postgres(Box::new(Pg {
+                config: config.clone(),
+                tls: tls.clone(),
+                session: session.to_owned(),
+                client: RefCell::new(client),
+                statements: RefCell::new(HashMap::new()),
+                changes: Cell::new(0),
+            })),
+            tally: None,
+        })
+    }
+
+    /// Counts what the connection sends from now on in `tally` (its lane's).
+    pub fn tallied(mut self, tally: DbTally) -> Connection {
+        self.tally = Some(tally);
+        self
     }
 
     /// The engine this connection speaks to.
     pub fn dialect(&self) -> Dialect {
-        match &self.0 {
+        match &self.engine {
             Engine::Sqlite(_) => Dialect::Sqlite,
             Engine::Postgres(_) => Dialect::Postgres,
         }
@@ -680,7 +698,7 @@ impl Connection {
     /// The SQLite connection underneath, for what only SQLite has
     /// (pragmas, the progress handler).
     pub fn as_sqlite(&self) -> Option<&rusqlite::Connection> {
-        match &self.0 {
+        match &self.engine {
             Engine::Sqlite(conn) => Some(conn),
             Engine::Postgres(_) => None,
         }
@@ -688,7 +706,7 @@ impl Connection {
 
     /// The SQLite connection underneath, to change (the progress handler).
     pub fn as_sqlite_mut(&mut self) -> Option<&mut rusqlite::Connection> {
-        match &mut self.0 {
+        match &mut self.engine {
             Engine::Sqlite(conn) => Some(conn),
             Engine::Postgres(_) => None,
         }
@@ -697,7 +715,7 @@ impl Connection {
     /// What stops the statement this connection runs from another thread
     /// (PostgreSQL; SQLite's reads are stopped by their progress handler).
     pub fn canceller(&self) -> Option<Canceller> {
-        match &self.0 {
+        match &self.engine {
             Engine::Sqlite(_) => None,
             Engine::Postgres(pg) => Some(Canceller {
                 token: pg.client.borrow().cancel_token(),
@@ -709,7 +727,7 @@ impl Connection {
     /// Whether the connection is known to be lost (PostgreSQL's server
     /// went away); an SQLite connection never is.
     pub fn is_lost(&self) -> bool {
-        match &self.0 {
+        match &self.engine {
             Engine::Sqlite(_) => false,
             Engine::Postgres(pg) => pg.client.borrow().is_closed(),
         }
@@ -718,7 +736,7 @@ impl Connection {
     /// Rows changed since the connection opened (on PostgreSQL, failed
     /// statements count too: they abort the transaction).
     pub fn total_changes(&self) -> u64 {
-        match &self.0 {
+        match &self.engine {
             Engine::Sqlite(conn) => conn.total_changes(),
             Engine::Postgres(pg) => pg.changes.get(),
         }
@@ -726,12 +744,22 @@ impl Connection {
 
     /// Prepares `sql`, or finds it prepared before.
     pub fn prepare_cached(&self, sql: &str) -> Result<Statement<'_>> {
-        Ok(Statement(match &self.0 {
+        let prepared = match &self.engine {
             Engine::Sqlite(conn) => Prepared::Sqlite(conn.prepare_cached(sql)?),
             Engine::Postgres(pg) => {
+                if let Some(tally) = &self.tally
+                    && !pg.statements.borrow().contains_key(sql)
+                {
+                    // Preparing is a round trip of its own.
+                    tally.round_trips.inc();
+                }
                 Prepared::Postgres(pg, pg.statement(sql)?, sql.contains("RETURNING"))
             }
-        }))
+        };
+        Ok(Statement {
+            prepared,
+            tally: self.tally.as_ref(),
+        })
     }
 
     /// Runs one statement.
@@ -751,7 +779,8 @@ impl Connection {
 
     /// Runs statements without parameters, separated by `;`.
     pub fn execute_batch(&self, sql: &str) -> Result<()> {
-        match &self.0 {
+        count_sent(self.tally.as_ref(), self.dialect());
+        match &self.engine {
             Engine::Sqlite(conn) => Ok(conn.execute_batch(sql)?),
             Engine::Postgres(pg) => {
                 let result = pg.client.borrow_mut().batch_execute(sql);
@@ -765,7 +794,7 @@ impl Connection {
     /// PostgreSQL connection lost since the last transaction (the server
     /// restarted) connects again first.
     pub fn begin(&self) -> Result<()> {
-        match &self.0 {
+        match &self.engine {
             Engine::Sqlite(_) => self.execute_batch("BEGIN IMMEDIATE"),
             Engine::Postgres(pg) => {
                 pg.reconnect_if_lost()?;
@@ -788,7 +817,7 @@ impl Connection {
 
     /// Closes the connection.
     pub fn close(self) -> Result<()> {
-        match self.0 {
+        match self.engine {
             Engine::Sqlite(conn) => conn.close().map_err(|(_, e)| Error::Sqlite(e)),
             Engine::Postgres(pg) => Ok(pg.client.into_inner().close()?),
         }
@@ -831,8 +860,22 @@ enum Prepared<'c> {
     Postgres(&'c Pg, postgres::Statement, bool),
 }
 
+/// Counts one statement sent, and on PostgreSQL its round trip.
+fn count_sent(tally: Option<&DbTally>, dialect: Dialect) {
+    if let Some(tally) = tally {
+        tally.statements.inc();
+        if dialect == Dialect::Postgres {
+            tally.round_trips.inc();
+        }
+    }
+}
+
 /// A prepared statement.
-pub struct Statement<'c>(Prepared<'c>);
+pub struct Statement<'c> {
+    prepared: Prepared<'c>,
+    /// The counters of its connection's lane, if counted.
+    tally: Option<&'c DbTally>,
+}
 
 impl fmt::Debug for Statement<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -843,7 +886,7 @@ impl fmt::Debug for Statement<'_> {
 impl Statement<'_> {
     /// The names of the columns it returns.
     pub fn column_names(&self) -> Vec<&str> {
-        match &self.0 {
+        match &self.prepared {
             Prepared::Sqlite(statement) => statement.column_names().collect(),
             Prepared::Postgres(_, statement, _) => {
                 statement.columns().iter().map(|c| c.name()).collect()
@@ -856,9 +899,19 @@ impl Statement<'_> {
         self.column_names().len()
     }
 
+    /// Counts it sent.
+    fn sent(&self) {
+        let dialect = match self.prepared {
+            Prepared::Sqlite(_) => Dialect::Sqlite,
+            Prepared::Postgres(..) => Dialect::Postgres,
+        };
+        count_sent(self.tally, dialect);
+    }
+
     /// Runs it; answers how many rows it changed.
     pub fn execute<P: Params>(&mut self, params: P) -> Result<usize> {
-        match &mut self.0 {
+        self.sent();
+        match &mut self.prepared {
             Prepared::Sqlite(statement) => {
                 let values = params.values()?;
                 let binds: Vec<SqliteBind<'_>> = values.into_iter().map(SqliteBind).collect();
@@ -879,7 +932,8 @@ impl Statement<'_> {
 
     /// Runs it and reads every row.
     pub fn query<P: Params>(&mut self, params: P) -> Result<Rows<'_>> {
-        match &mut self.0 {
+        self.sent();
+        match &mut self.prepared {
             Prepared::Sqlite(statement) => {
                 let values = params.values()?;
                 let binds: Vec<SqliteBind<'_>> = values.into_iter().map(SqliteBind).collect();

@@ -1025,3 +1025,61 @@ async fn concurrent_batches_and_single_calls_never_pass_a_budget() {
         .sum();
     assert!((spent - 5.0).abs() < 1e-9, "{spent}");
 }
+
+/// What the writer lane sent the database, read from `/metrics`: round
+/// trips on PostgreSQL, statements on SQLite (which has no round trips).
+async fn writer_sent(app: &TestApp) -> u64 {
+    let name = if crate::helpers::postgres_server().is_some() {
+        "mandate_db_round_trips_total{lane=\"writer\"} "
+    } else {
+        "mandate_db_statements_total{lane=\"writer\"} "
+    };
+    public_text(app, "/metrics")
+        .await
+        .lines()
+        .find_map(|line| line.strip_prefix(name))
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap()
+}
+
+#[tokio::test]
+async fn the_writer_lane_counts_what_a_group_sends_the_database() {
+    let app = TestApp::spawn().await;
+    let token = app.root("counted", &["crm:*"], &["read"]).await;
+    let jti = text(&token["jti"]);
+    let act = || async {
+        expect_json(
+            app.act(jti, "read", "crm:a", "success").await,
+            StatusCode::CREATED,
+        )
+        .await
+    };
+    // The first write reads the token's claims and prepares statements.
+    act().await;
+    let before = writer_sent(&app).await;
+    act().await;
+    let one = writer_sent(&app).await - before;
+    let record =
+        json!({"vat_jti": jti, "action": "read", "resource": "crm:a", "result": "success"});
+    let before = writer_sent(&app).await;
+    let results = results(batch(&app, None, &vec![record; 10]).await).await;
+    assert!(results.iter().all(|r| r["recorded"] == true), "{results:?}");
+    let ten = writer_sent(&app).await - before;
+    // Today's costs (docs/plans/write-path-at-scale.md §0.1, §0.4), which
+    // the plan's later chunks bring down to a constant. PostgreSQL: 13
+    // round trips a group (BEGIN, the log's state and size, the
+    // organisation's lock, its tail and quotas, six counters, COMMIT) and 4
+    // a record (the token's organisation and standing, the leaf, the
+    // record). SQLite: 10 statements a group and 3 a record (no
+    // organisation lock, tail or quotas re-read, nor the token's
+    // organisation).
+    let (group, per_record) = if crate::helpers::postgres_server().is_some() {
+        (13, 4)
+    } else {
+        (10, 3)
+    };
+    assert_eq!(one, group + per_record, "one record");
+    assert_eq!(ten, group + 10 * per_record, "a batch of ten");
+}

@@ -1,4 +1,4 @@
-//! `cargo xtask bench [--quick] [--only budget|events|reviewer|trust|args|python]
+//! `cargo xtask bench [--quick] [--only budget|events|reviewer|trust|args|python|postgres]
 //! [--against BIN]`: measures Mandate against peers and ceilings in one run
 //! and writes `BENCHMARKS.md`.
 //!
@@ -15,7 +15,9 @@
 //! against its ceiling; `--only args` the argument-constraints section,
 //! written into BENCHMARKS.md in place of the one there (unless
 //! `--quick`); `--only python` the Python section (mandate-sdk for Python
-//! against PyJWT, and the adapters' cost per tool call), likewise.
+//! against PyJWT, and the adapters' cost per tool call), likewise;
+//! `--only postgres` the PostgreSQL rows (direct and through the latency
+//! proxy) and the round-trip tables, printed, writing nothing.
 //! `--against BIN` measures record/action and delegate on this build and on
 //! another build's `mandate` in interleaved rounds, prints the ratios and
 //! writes nothing.
@@ -114,6 +116,27 @@ fn reviewer_only(plan: Plan, bins: &Path, scratch: &Path, scripts: &Path) -> Res
     }
     for (what, figure) in rows.figures() {
         eprintln!("| {what} | {figure} |");
+    }
+    Ok(())
+}
+
+/// `cargo xtask bench --only postgres`: the PostgreSQL rows, direct and
+/// through the latency proxy, and the round trips per group; prints them
+/// and writes nothing.
+fn postgres_only(plan: Plan, bins: &Path, scratch: &Path, scripts: &Path) -> Result<()> {
+    let rows = postgres(plan, &bins.join("mandate"), scratch, scripts)?;
+    let _ = std::fs::remove_dir_all(scratch);
+    for (what, figure) in rows.figures() {
+        eprintln!("| {what} | {figure} |");
+    }
+    eprint!("\n{}", rows.round_trips());
+    let failed = errors(&rows.record)
+        + errors(&rows.one_host)
+        + errors(&rows.three_hosts)
+        + errors(&rows.proxied_one_host)
+        + errors(&rows.proxied_three_hosts);
+    if failed > 0 {
+        return fail(format!("{failed} requests failed under the load"));
     }
     Ok(())
 }
@@ -258,7 +281,7 @@ fn trust_only(root: &Path, quick: bool) -> Result<()> {
     }
 }
 
-/// `cargo xtask bench [--quick] [--only budget|events|reviewer|trust]`.
+/// `cargo xtask bench [--quick] [--only budget|events|reviewer|trust|args|python|postgres]`.
 pub(crate) fn bench(root: &Path, args: &[&str]) -> Result<()> {
     let quick = args.contains(&"--quick");
     let only = match args.iter().position(|a| *a == "--only") {
@@ -270,9 +293,10 @@ pub(crate) fn bench(root: &Path, args: &[&str]) -> Result<()> {
             Some(&"trust") => Some("trust"),
             Some(&"args") => Some("args"),
             Some(&"python") => Some("python"),
+            Some(&"postgres") => Some("postgres"),
             other => {
                 return fail(format!(
-                    "--only takes `budget` (the read-budget rows), `events` (the events rows), `reviewer` (the dashboard's rows), `trust` (the trust recompute row), `args` (the argument-constraints section) or `python` (the Python section), not {other:?}"
+                    "--only takes `budget` (the read-budget rows), `events` (the events rows), `reviewer` (the dashboard's rows), `trust` (the trust recompute row), `args` (the argument-constraints section), `python` (the Python section) or `postgres` (the PostgreSQL rows and round trips), not {other:?}"
                 ));
             }
         },
@@ -320,6 +344,7 @@ pub(crate) fn bench(root: &Path, args: &[&str]) -> Result<()> {
         Some("budget") => return budget_only(plan, &bins, &scratch, &scripts),
         Some("reviewer") => return reviewer_only(plan, &bins, &scratch, &scripts),
         Some("args") => return args_only(plan, root, &bins, &scratch, &scripts),
+        Some("postgres") => return postgres_only(plan, &bins, &scratch, &scripts),
         Some(_) => return events_only(plan, &bins, &scratch, &scripts),
         None => {}
     }
@@ -415,6 +440,15 @@ pub(crate) fn bench(root: &Path, args: &[&str]) -> Result<()> {
                 ratio(&postgres.three_hosts, &postgres.one_host).median,
             ),
             (
+                "three hosts/one host through the proxy",
+                ratio(&postgres.proxied_three_hosts, &postgres.proxied_one_host).median,
+            ),
+            ("proxy round trip µs", postgres.rtt_us.0),
+            (
+                "writer round trips per batch of one",
+                postgres.batches.first().map_or(f64::NAN, |b| b.lanes[0]),
+            ),
+            (
                 "API-key read p99 beside slow reads / alone",
                 p99_ratio(&budget.beside_slow, &budget.alone).median,
             ),
@@ -480,6 +514,8 @@ pub(crate) fn bench(root: &Path, args: &[&str]) -> Result<()> {
             + errors(&postgres.record)
             + errors(&postgres.one_host)
             + errors(&postgres.three_hosts)
+            + errors(&postgres.proxied_one_host)
+            + errors(&postgres.proxied_three_hosts)
             + errors(&log.with_log)
             + errors(&log.without_log)
             + errors(&log.proof)

@@ -10,8 +10,8 @@ use super::Plan;
 use super::parsing::{Spread, p, p99_ratio, ratio, rps};
 use super::python::PythonRows;
 use super::running::{
-    Against, ArgsRows, BUDGET_MS, Budget, DashboardRows, EventRows, Growth, Http, LogRows,
-    Postgres, READERS,
+    Against, ArgsRows, BUDGET_MS, Budget, DashboardRows, EventRows, Growth, Http, LANES, LogRows,
+    PROXY_DELAY_US, Postgres, READERS,
 };
 
 impl Spread {
@@ -205,7 +205,8 @@ impl Budget {
 
 impl Postgres {
     /// The rows of the absolute figures: (what, figure).
-    fn figures(&self) -> [(String, String); 8] {
+    pub(super) fn figures(&self) -> Vec<(String, String)> {
+        let delay = f64::from(PROXY_DELAY_US) / 1000.0;
         [
             (
                 "record/action on PostgreSQL, one host (req/s)",
@@ -241,6 +242,87 @@ impl Postgres {
             ),
         ]
         .map(|(what, figure)| (what.to_owned(), figure))
+        .into_iter()
+        .chain([
+            (
+                format!(
+                    "record/action, one host, PostgreSQL through the {delay} ms proxy, in turns with three (req/s)"
+                ),
+                rps(&self.proxied_one_host).show(0),
+            ),
+            (
+                format!("record/action, three hosts through the {delay} ms proxy, together (req/s)"),
+                rps(&self.proxied_three_hosts).show(0),
+            ),
+            (
+                format!("three hosts / one host through the {delay} ms proxy"),
+                format!(
+                    "{}×",
+                    ratio(&self.proxied_three_hosts, &self.proxied_one_host).show(3)
+                ),
+            ),
+            (
+                format!("the proxy's measured round trip, {delay} ms each way: median / p99 (µs)"),
+                format!("{:.0} / {:.0}", self.rtt_us.0, self.rtt_us.1),
+            ),
+        ])
+        .collect()
+    }
+
+    /// The round-trip tables (plan §3.1): per batch group and per commit
+    /// group, by lane, beside what the proxy counted.
+    pub(super) fn round_trips(&self) -> String {
+        let mut out = String::new();
+        let lanes = LANES.join(" | ");
+        let _ = writeln!(
+            out,
+            "### Round trips to PostgreSQL per group\n\n\
+             Counted by the host (`mandate_db_round_trips_total` by lane: each statement, and each \
+             statement prepared the first time) and by the latency proxy in front of the database \
+             (every connection; its idle rate over 2 s subtracted), on one host through the proxy.\n\n\
+             A batch group: one `POST /v1/vat/record/actions` of N records sent alone \
+             (median of the requests).\n\n\
+             | records | budgeted token | {lanes} | proxy |\n|---|---|{}---|",
+            "---|".repeat(LANES.len())
+        );
+        for row in &self.batches {
+            let _ = writeln!(
+                out,
+                "| {} | {} | {} | {:.1} |",
+                row.records,
+                if row.budgeted { "yes" } else { "no" },
+                row.lanes
+                    .iter()
+                    .map(|v| format!("{v:.0}"))
+                    .collect::<Vec<_>>()
+                    .join(" | "),
+                row.proxy
+            );
+        }
+        let _ = writeln!(
+            out,
+            "\nA commit group: K concurrent clients of single `record/action` for the round's \
+             seconds; round trips per group committed.\n\n\
+             | clients | groups | writes per group | {lanes} | proxy |\n|---|---|---|{}---|",
+            "---|".repeat(LANES.len())
+        );
+        for row in &self.commits {
+            let _ = writeln!(
+                out,
+                "| {} | {:.0} | {:.1} | {} | {:.1} |",
+                row.clients,
+                row.groups,
+                row.size,
+                row.lanes
+                    .iter()
+                    .map(|v| format!("{v:.2}"))
+                    .collect::<Vec<_>>()
+                    .join(" | "),
+                row.proxy
+            );
+        }
+        out.push('\n');
+        out
     }
 }
 
@@ -859,6 +941,7 @@ impl Report {
             let _ = writeln!(out, "| {what} | {figure} |");
         }
         out.push('\n');
+        out.push_str(&self.postgres.round_trips());
         out.push_str(&self.python.section("Measured in the same run."));
         out.push_str(&self.args.section("Measured in the same run."));
         let _ = writeln!(
@@ -881,7 +964,7 @@ mod tests {
 
     use super::*;
     use crate::bench::parsing::Load;
-    use crate::bench::running::DashboardPage;
+    use crate::bench::running::{BatchTrips, CommitTrips, DashboardPage};
 
     /// Five rounds around `rps` and `p99_ms`, each figure different, so a
     /// spread shows its median and range; `turn` shifts the rounds, so the
@@ -974,6 +1057,22 @@ mod tests {
                 sqlite: loads(31000.0, 4.5, 1),
                 one_host: loads(9400.0, 12.0, 2),
                 three_hosts: loads(8100.0, 30.0, 3),
+                proxied_one_host: loads(900.0, 80.0, 0),
+                proxied_three_hosts: loads(950.0, 90.0, 1),
+                rtt_us: (1100.0, 1900.0),
+                batches: vec![BatchTrips {
+                    records: 10,
+                    budgeted: false,
+                    lanes: vec![53.0, 0.0, 0.0, 0.0, 0.0],
+                    proxy: 62.0,
+                }],
+                commits: vec![CommitTrips {
+                    clients: 8,
+                    groups: 400.0,
+                    size: 7.5,
+                    lanes: vec![43.0, 0.0, 0.0, 0.0, 0.0],
+                    proxy: 44.0,
+                }],
             },
             log: LogRows {
                 with_log: loads(34100.0, 4.4, 0),

@@ -1033,6 +1033,16 @@ pub(super) struct Postgres {
     /// The same load spread over three hosts on one database (a third of
     /// the connections each), their loads added up.
     pub(super) three_hosts: Vec<Load>,
+    /// `one_host` and `three_hosts` again, the database reached through
+    /// the latency proxy ([`PROXY_DELAY_US`] each way).
+    pub(super) proxied_one_host: Vec<Load>,
+    pub(super) proxied_three_hosts: Vec<Load>,
+    /// The proxy's measured round trip over those loads, median and p99 (µs).
+    pub(super) rtt_us: (f64, f64),
+    /// Round trips per batch group.
+    pub(super) batches: Vec<BatchTrips>,
+    /// Round trips per commit group.
+    pub(super) commits: Vec<CommitTrips>,
 }
 
 /// Three wrk runs at once, each against its own URL with a third of the
@@ -1067,19 +1077,333 @@ fn wrk_spread(urls: &[String], script: &Path, env: &[(&str, &str)], seconds: u32
     Ok(total)
 }
 
+/// The latency proxy (`bench/src/bin/latency_proxy.rs`) as a child: it
+/// forwards to `upstream` after `delay_us` each way and counts round trips,
+/// read and zeroed over its stdin.
+pub(super) struct Proxy {
+    child: Child,
+    commands: std::process::ChildStdin,
+    answers: std::io::Lines<BufReader<std::process::ChildStdout>>,
+    /// Where it listens: `127.0.0.1:PORT`.
+    pub(super) address: String,
+}
+
+impl Proxy {
+    pub(super) fn start(bin: &Path, upstream: &str, delay_us: u32) -> Result<Proxy> {
+        let mut child = Command::new(bin)
+            .args(["--upstream", upstream, "--delay-us", &delay_us.to_string()])
+            .args(["--listen", "127.0.0.1:0"])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()?;
+        let commands = child.stdin.take().ok_or("no stdin")?;
+        let mut answers = BufReader::new(child.stdout.take().ok_or("no stdout")?).lines();
+        let address = answers
+            .by_ref()
+            .map_while(std::result::Result::ok)
+            .find_map(|line| line.strip_prefix("listening on ").map(str::to_owned))
+            .ok_or("the latency proxy did not start")?;
+        Ok(Proxy {
+            child,
+            commands,
+            answers,
+            address,
+        })
+    }
+
+    fn ask(&mut self, command: &str) -> Result<Value> {
+        use std::io::Write as _;
+        writeln!(self.commands, "{command}")?;
+        self.commands.flush()?;
+        let line = self.answers.next().ok_or("the latency proxy exited")??;
+        Ok(serde_json::from_str(&line)?)
+    }
+
+    /// Its counts since the last [`Proxy::reset`].
+    pub(super) fn stats(&mut self) -> Result<Value> {
+        self.ask("stats")
+    }
+
+    pub(super) fn reset(&mut self) -> Result<()> {
+        self.ask("reset").map(drop)
+    }
+
+    pub(super) fn stop(mut self) {
+        drop(self.commands);
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// The proxy's delay each way in the PostgreSQL rows: a database on
+/// another machine of the same network.
+pub(super) const PROXY_DELAY_US: u32 = 500;
+
+/// The lanes of a host's database connections, as `/metrics` names them.
+pub(super) const LANES: [&str; 5] = ["writer", "keys", "lookups", "queries", "proofs"];
+
+/// A host's `/metrics` text.
+fn metrics_of(server: &Server) -> Result<String> {
+    let output = Command::new("curl")
+        .args(["-sS", &format!("{}/metrics", server.base)])
+        .output()?;
+    Ok(String::from_utf8_lossy(&output.stdout).into_owned())
+}
+
+/// A sample's value in a `/metrics` text (0 when absent).
+fn metric(text: &str, sample: &str) -> f64 {
+    text.lines()
+        .find_map(|line| {
+            line.strip_prefix(sample)
+                .and_then(|rest| rest.strip_prefix(' '))
+                .and_then(|v| v.trim().parse::<f64>().ok())
+        })
+        .unwrap_or(0.0)
+}
+
+/// What a host had counted at one moment: round trips by lane, and groups
+/// committed with their writes.
+#[derive(Debug, Clone)]
+struct Counted {
+    lanes: Vec<f64>,
+    groups: f64,
+    writes: f64,
+}
+
+impl Counted {
+    fn of(server: &Server) -> Result<Counted> {
+        let text = metrics_of(server)?;
+        Ok(Counted {
+            lanes: LANES
+                .iter()
+                .map(|lane| {
+                    metric(
+                        &text,
+                        &format!("mandate_db_round_trips_total{{lane=\"{lane}\"}}"),
+                    )
+                })
+                .collect(),
+            groups: metric(&text, "mandate_group_commit_batch_size_count"),
+            writes: metric(&text, "mandate_group_commit_batch_size_sum"),
+        })
+    }
+
+    /// What was counted between `self` and `later`.
+    fn until(&self, later: &Counted) -> Counted {
+        Counted {
+            lanes: later
+                .lanes
+                .iter()
+                .zip(&self.lanes)
+                .map(|(b, a)| b - a)
+                .collect(),
+            groups: later.groups - self.groups,
+            writes: later.writes - self.writes,
+        }
+    }
+}
+
+/// Round trips of one `record/actions` request of `records` records, sent
+/// alone (the median of the requests).
+#[derive(Debug, Clone)]
+pub(super) struct BatchTrips {
+    pub(super) records: usize,
+    /// Whether the token has a spend budget (its usage read and charged
+    /// per record).
+    pub(super) budgeted: bool,
+    /// Round trips by lane ([`LANES`]), median per request.
+    pub(super) lanes: Vec<f64>,
+    /// The proxy's round trips per request (median), less its idle rate.
+    pub(super) proxy: f64,
+}
+
+/// Round trips per commit group under `clients` concurrent single
+/// `record/action` writers.
+#[derive(Debug, Clone)]
+pub(super) struct CommitTrips {
+    pub(super) clients: u32,
+    pub(super) groups: f64,
+    /// Writes per group (mean).
+    pub(super) size: f64,
+    /// Round trips by lane ([`LANES`]) per group.
+    pub(super) lanes: Vec<f64>,
+    /// The proxy's round trips per group, less its idle rate.
+    pub(super) proxy: f64,
+}
+
+fn median(mut values: Vec<f64>) -> f64 {
+    values.sort_by(f64::total_cmp);
+    values.get(values.len() / 2).copied().unwrap_or(f64::NAN)
+}
+
+/// The proxy's round trips per second with the host idle (background
+/// tasks: trust recomputation, webhook and event workers).
+fn idle_rate(proxy: &mut Proxy) -> Result<f64> {
+    proxy.reset()?;
+    let started = Instant::now();
+    std::thread::sleep(std::time::Duration::from_secs(2));
+    let trips = proxy.stats()?["round_trips"].as_f64().unwrap_or(f64::NAN);
+    Ok(trips / started.elapsed().as_secs_f64())
+}
+
+/// The two round-trip tables of the plan's §3.1 on `server` (reaching
+/// its database through `proxy`): batch groups of 1 … 500 records, sent
+/// alone, with a token without limits and with a budgeted one; and
+/// commit groups of 1, 8 and 64 concurrent writers.
+fn round_trips(
+    plan: Plan,
+    server: &Server,
+    proxy: &mut Proxy,
+    script: &Path,
+) -> Result<(Vec<BatchTrips>, Vec<CommitTrips>)> {
+    let plain = server.token("trips-bot", &["read"])?;
+    let body = json!({
+        "developer_email": "bench@example.com", "agent_id": "budget-bot",
+        "resources": ["crm:*"], "actions": ["read"], "ttl_seconds": 86_400,
+        "constraints": {"max_spend_usd": 1_000_000}
+    });
+    let issued = server.post("/v1/vat/issue/l1", Some(&server.key()?), &body)?;
+    let Some(budgeted) = issued["jti"].as_str().map(str::to_owned) else {
+        return fail(format!("issue failed: {issued}"));
+    };
+    let requests = if plan.quick { 2 } else { 20 };
+    let mut batches = Vec::new();
+    for (jti, is_budgeted) in [(&plain, false), (&budgeted, true)] {
+        let record = |_| {
+            let mut record = json!({
+                "vat_jti": jti, "action": "read", "resource": "crm:contacts", "result": "success"
+            });
+            if is_budgeted {
+                record["spend_usd"] = json!(1);
+            }
+            record
+        };
+        // Warm: the token's claims cached, every statement prepared.
+        server.post(
+            "/v1/vat/record/actions",
+            None,
+            &json!({"records": (0..2).map(record).collect::<Vec<_>>()}),
+        )?;
+        let idle = idle_rate(proxy)?;
+        for records in [1, 10, 100, 500] {
+            let body = json!({"records": (0..records).map(record).collect::<Vec<_>>()});
+            let mut lanes = vec![Vec::new(); LANES.len()];
+            let mut through = Vec::new();
+            for _ in 0..requests {
+                let before = Counted::of(server)?;
+                proxy.reset()?;
+                let started = Instant::now();
+                let answer = server.post("/v1/vat/record/actions", None, &body)?;
+                let elapsed = started.elapsed().as_secs_f64();
+                let trips = proxy.stats()?["round_trips"].as_f64().unwrap_or(f64::NAN);
+                let recorded = answer["results"]
+                    .as_array()
+                    .map_or(0, |r| r.iter().filter(|r| r["recorded"] == true).count());
+                if recorded != records {
+                    return fail(format!(
+                        "a batch of {records} recorded {recorded}: {answer}"
+                    ));
+                }
+                let counted = before.until(&Counted::of(server)?);
+                for (lane, value) in lanes.iter_mut().zip(counted.lanes) {
+                    lane.push(value);
+                }
+                through.push(trips - idle * elapsed);
+            }
+            batches.push(BatchTrips {
+                records,
+                budgeted: is_budgeted,
+                lanes: lanes.into_iter().map(median).collect(),
+                proxy: median(through),
+            });
+        }
+    }
+    let idle = idle_rate(proxy)?;
+    let env = [("JTI", plain.as_str())];
+    let url = format!("{}/v1/vat/record/action", server.base);
+    let mut commits = Vec::new();
+    for clients in [1, 8, 64] {
+        let before = Counted::of(server)?;
+        proxy.reset()?;
+        let started = Instant::now();
+        let load = wrk_with(&url, Some(script), &env, plan.seconds, clients)?;
+        let elapsed = started.elapsed().as_secs_f64();
+        let trips = proxy.stats()?["round_trips"].as_f64().unwrap_or(f64::NAN);
+        if load.errors > 0 {
+            return fail(format!("{} requests failed under the load", load.errors));
+        }
+        let counted = before.until(&Counted::of(server)?);
+        let groups = counted.groups.max(1.0);
+        commits.push(CommitTrips {
+            clients,
+            groups: counted.groups,
+            size: counted.writes / groups,
+            lanes: counted.lanes.iter().map(|v| v / groups).collect(),
+            proxy: (trips - idle * elapsed) / groups,
+        });
+    }
+    Ok((batches, commits))
+}
+
+/// One host against three of one PostgreSQL database reached at
+/// `url(database)`, the load of `script` on one token, in turns.
+fn one_and_three_hosts(
+    plan: Plan,
+    bin: &Path,
+    scratch: &Path,
+    script: &Path,
+    config: &str,
+) -> Result<(Vec<Load>, Vec<Load>)> {
+    let first = Server::start(bin, &scratch.join("host-0"), config)?;
+    let mut hosts = vec![first];
+    for n in 1..3 {
+        let data = scratch.join(format!("host-{n}"));
+        std::fs::create_dir_all(&data)?;
+        for file in ["key-encryption.key", "admin.key"] {
+            std::fs::copy(hosts[0].data.join(file), data.join(file))?;
+        }
+        hosts.push(Server::start(bin, &data, config)?);
+    }
+    let jti = hosts[0].token("bench-bot", &["read"])?;
+    let env = [("JTI", jti.as_str())];
+    let urls: Vec<String> = hosts
+        .iter()
+        .map(|host| format!("{}/v1/vat/record/action", host.base))
+        .collect();
+    let loads = compare(
+        plan,
+        &|| wrk(&urls[0], Some(script), &env, plan.seconds),
+        &|| wrk_spread(&urls, script, &env, plan.seconds),
+    );
+    for host in hosts {
+        host.stop();
+    }
+    loads
+}
+
 /// record/action on PostgreSQL against SQLite, and on three hosts of one
-/// PostgreSQL database against one, on a throwaway cluster.
+/// PostgreSQL database against one, on a throwaway cluster; then the same
+/// hosts reaching the database through the latency proxy at
+/// [`PROXY_DELAY_US`] each way, and the round trips per batch group and
+/// per commit group measured through it.
 pub(super) fn postgres(plan: Plan, bin: &Path, scratch: &Path, scripts: &Path) -> Result<Postgres> {
     let cluster = crate::postgres::Cluster::start(&crate::postgres::ensure_installed()?)?;
-    let config = |database: &str| -> Result<String> {
+    let mut proxy = Proxy::start(
+        &bin.with_file_name("latency_proxy"),
+        &cluster.address(),
+        PROXY_DELAY_US,
+    )?;
+    let config = |database: &str, through: Option<&str>| -> Result<String> {
         cluster.createdb(database)?;
-        Ok(format!(
-            "[database]\nurl = \"{}\"\n{NO_LIMITS}",
-            cluster.url(database)
-        ))
+        let url = match through {
+            Some(address) => cluster.url_through(address, database),
+            None => cluster.url(database),
+        };
+        Ok(format!("[database]\nurl = \"{url}\"\n{NO_LIMITS}"))
     };
     let script = scripts.join("record.lua");
-    let on_postgres = Server::start(bin, &scratch.join("postgres"), &config("bench")?)?;
+    let on_postgres = Server::start(bin, &scratch.join("postgres"), &config("bench", None)?)?;
     let on_sqlite = Server::start(bin, &scratch.join("sqlite"), NO_LIMITS)?;
     let (pg_jti, lite_jti) = (
         on_postgres.token("bench-bot", &["read"])?,
@@ -1111,36 +1435,40 @@ pub(super) fn postgres(plan: Plan, bin: &Path, scratch: &Path, scripts: &Path) -
     on_postgres.stop();
     on_sqlite.stop();
 
-    let hosts_config = config("hosts")?;
-    let first = Server::start(bin, &scratch.join("host-0"), &hosts_config)?;
-    let mut hosts = vec![first];
-    for n in 1..3 {
-        let data = scratch.join(format!("host-{n}"));
-        std::fs::create_dir_all(&data)?;
-        for file in ["key-encryption.key", "admin.key"] {
-            std::fs::copy(hosts[0].data.join(file), data.join(file))?;
-        }
-        hosts.push(Server::start(bin, &data, &hosts_config)?);
-    }
-    let jti = hosts[0].token("bench-bot", &["read"])?;
-    let env = [("JTI", jti.as_str())];
-    let urls: Vec<String> = hosts
-        .iter()
-        .map(|host| format!("{}/v1/vat/record/action", host.base))
-        .collect();
-    let (one_host, three_hosts) = compare(
+    let (one_host, three_hosts) = one_and_three_hosts(
         plan,
-        &|| wrk(&urls[0], Some(&script), &env, plan.seconds),
-        &|| wrk_spread(&urls, &script, &env, plan.seconds),
+        bin,
+        &scratch.join("direct"),
+        &script,
+        &config("hosts", None)?,
     )?;
-    for host in hosts {
-        host.stop();
-    }
+    let address = proxy.address.clone();
+    let through = Some(address.as_str());
+    let hosts_config = config("proxied", through)?;
+    proxy.reset()?;
+    let (proxied_one_host, proxied_three_hosts) =
+        one_and_three_hosts(plan, bin, &scratch.join("proxied"), &script, &hosts_config)?;
+    let rtt = proxy.stats()?["rtt_us"].clone();
+    let rtt_us = (
+        rtt["median"].as_f64().unwrap_or(f64::NAN),
+        rtt["p99"].as_f64().unwrap_or(f64::NAN),
+    );
+
+    let counted = Server::start(bin, &scratch.join("trips"), &config("trips", through)?)?;
+    let trips = round_trips(plan, &counted, &mut proxy, &script);
+    counted.stop();
+    proxy.stop();
+    let (batches, commits) = trips?;
     Ok(Postgres {
         record,
         sqlite,
         one_host,
         three_hosts,
+        proxied_one_host,
+        proxied_three_hosts,
+        rtt_us,
+        batches,
+        commits,
     })
 }
 
