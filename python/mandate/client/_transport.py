@@ -244,9 +244,15 @@ def body_of(body: object) -> bytes | None:
 
 def form_of(body: object) -> bytes:
     """A request body as a form (``name=value&…``, percent-encoded); only a mapping of strings is one."""
-    if not isinstance(body, Mapping) or not all(isinstance(k, str) and isinstance(v, str) for k, v in body.items()):
+    if not isinstance(body, Mapping):
         raise client_error("invalid_arguments", "a form is a mapping of parameter names to strings")
-    return urlencode(body).encode()
+    pairs: list[tuple[object, object]] = list(cast(Mapping[object, object], body).items())
+    form: list[tuple[str, str]] = []
+    for name, value in pairs:
+        if not isinstance(name, str) or not isinstance(value, str):
+            raise client_error("invalid_arguments", "a form is a mapping of parameter names to strings")
+        form.append((name, value))
+    return urlencode(form).encode()
 
 
 def base_url_of(base_url: str) -> str:
