@@ -23,6 +23,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::dpop::normalize_url;
 use crate::limits::MAX_AUDIENCE_LEN;
+use crate::status_list::{path_byte, percent_ok};
 
 /// Why a resource indicator was refused.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
@@ -123,21 +124,6 @@ fn host_of(authority: &str) -> Option<&str> {
 /// `sub-delims` and `%` of a triplet).
 fn reg_name_byte(b: u8) -> bool {
     b.is_ascii_alphanumeric() || b"-._~!$&'()*+,;=%".contains(&b)
-}
-
-/// Whether a byte may appear in a path or query (RFC 3986 `pchar`, `/` and
-/// `?`).
-fn path_byte(b: u8) -> bool {
-    b.is_ascii_alphanumeric() || b"-._~!$&'()*+,;=:@/?%".contains(&b)
-}
-
-/// Whether every `%` of `text` starts a triplet of two hex digits.
-fn percent_ok(text: &[u8]) -> bool {
-    text.iter().enumerate().all(|(i, b)| {
-        *b != b'%'
-            || (text.get(i + 1).is_some_and(u8::is_ascii_hexdigit)
-                && text.get(i + 2).is_some_and(u8::is_ascii_hexdigit))
-    })
 }
 
 /// A token's audience: one resource indicator of the form

@@ -424,12 +424,12 @@ fn authority_byte(b: u8) -> bool {
 
 /// Whether a byte may appear in a URI's path or query (RFC 3986 `pchar`,
 /// `/` and `?`).
-fn path_byte(b: u8) -> bool {
+pub(crate) fn path_byte(b: u8) -> bool {
     b.is_ascii_alphanumeric() || b"-._~!$&'()*+,;=:@/?%".contains(&b)
 }
 
 /// Whether every `%` of `text` starts a triplet of two hex digits.
-fn percent_ok(text: &[u8]) -> bool {
+pub(crate) fn percent_ok(text: &[u8]) -> bool {
     text.iter().enumerate().all(|(i, b)| {
         *b != b'%'
             || (text.get(i + 1).is_some_and(u8::is_ascii_hexdigit)
