@@ -316,6 +316,7 @@ fn grant(
         },
         policy: Policy::default(),
         expires_at: 1_000,
+        audience: None,
     })
 }
 

@@ -2,14 +2,14 @@
 //! refuses cleanly, and the laws hold for whatever parses — a child that
 //! passes narrowing permits nothing its parent does not, and asks approval
 //! for everything its parent asks approval for, and holds it to a trust
-//! floor at least its parent's.
+//! floor at least its parent's, for the parent's audience if it names one.
 
 #![no_main]
 
 use arbitrary::Arbitrary;
 use libfuzzer_sys::fuzz_target;
 use mandate_core::{
-    Action, ApprovalRequirement, Constraints, Grant, MinTrust, Policy, Resource, ResourcePattern,
+    Action, ApprovalRequirement, Audience, Constraints, Grant, MinTrust, Policy, Resource, ResourcePattern,
     Scope, Usd, check_narrowing, permits,
 };
 
@@ -23,6 +23,7 @@ struct Side {
     approval: Option<Approval>,
     min_trust: Option<f64>,
     exp: i64,
+    audience: Option<String>,
 }
 
 #[derive(Arbitrary, Debug)]
@@ -56,6 +57,10 @@ fn grant(side: &Side) -> Option<Grant> {
         ),
         None => None,
     };
+    let audience = match &side.audience {
+        Some(uri) => Some(Audience::parse(uri).ok()?),
+        None => None,
+    };
     Some(Grant {
         scope,
         constraints: Constraints {
@@ -70,6 +75,7 @@ fn grant(side: &Side) -> Option<Grant> {
         },
         policy: Policy::default(),
         expires_at: side.exp,
+        audience,
     })
 }
 
@@ -97,6 +103,9 @@ fuzz_target!(|input: Input| {
         {
             let ours = child.constraints.require_approval.as_ref();
             assert!(ours.is_some_and(|ours| ours.applies(&action, &resource, spend)));
+        }
+        if let Some(theirs) = &parent.audience {
+            assert_eq!(child.audience.as_ref(), Some(theirs));
         }
         if let Some(theirs) = parent.constraints.min_trust {
             let ours = child.constraints.min_trust;
