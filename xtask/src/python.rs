@@ -4,9 +4,11 @@
 //! Both work in a virtual environment the command creates in the target
 //! folder (`<target>/python-venv`) with the machine's `python3`, installing
 //! pinned tools from PyPI: maturin builds the PyO3 extension and the wheel
-//! from source (no wheel of ours is ever downloaded) into `python/dist`,
-//! linked by zig for manylinux2014 (glibc 2.17); the
-//! test step installs that wheel with the suites' pinned packages
+//! from source (no wheel of ours is ever downloaded) into `python/dist`:
+//! `cargo xtask python` the release wheel, linked by zig for manylinux2014
+//! (glibc 2.17); the test step a wheel of the same code in the dev profile
+//! for this machine's glibc ([`Wheel::Test`]), which it installs with the
+//! suites' pinned packages
 //! (`python/requirements-test.txt`), runs pytest (the conformance vectors,
 //! then the client and adapters against a live `mandate serve`), and checks
 //! the package's types with mypy --strict and pyright.
@@ -122,7 +124,7 @@ pub(crate) fn models(root: &Path, check: bool) -> Result<()> {
 /// `cargo xtask python`: the client's types, then the wheel.
 pub(crate) fn generate_and_build(root: &Path) -> Result<()> {
     models(root, false)?;
-    build(root).map(|_| ())
+    build(root, Wheel::Release).map(|_| ())
 }
 
 /// The virtual environment's folder and its interpreter, created when missing.
@@ -154,42 +156,60 @@ fn python(venv: &Path, dir: &Path, args: &[&str]) -> Command {
     command
 }
 
-/// Builds the wheel (release) into `python/dist` and returns its path.
-pub(crate) fn build(root: &Path) -> Result<PathBuf> {
+/// Which wheel to build.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Wheel {
+    /// Optimised and linked by zig for manylinux2014: what a release
+    /// publishes, and what the full benchmark measures.
+    Release,
+    /// The same code in the dev profile, for this machine's glibc: what the
+    /// test command and the quick benchmark install. It reuses most of the
+    /// debug build the native tests made, where the release wheel compiled
+    /// every dependency again (68 s of a cold run's 239 s Python step), and
+    /// needs no zig.
+    Test,
+}
+
+/// Builds the wheel into `python/dist` and returns its path.
+pub(crate) fn build(root: &Path, wheel: Wheel) -> Result<PathBuf> {
     let venv = venv(root)?;
     let dir = root.join("python");
+    let tools: &[&str] = match wheel {
+        Wheel::Release => &[MATURIN, ZIG],
+        Wheel::Test => &[MATURIN],
+    };
     exec(python(
         &venv,
         &dir,
         &[
-            "-m",
-            "pip",
-            "install",
-            "--quiet",
-            "--disable-pip-version-check",
-            MATURIN,
-            ZIG,
-        ],
+            &[
+                "-m",
+                "pip",
+                "install",
+                "--quiet",
+                "--disable-pip-version-check",
+            ][..],
+            tools,
+        ]
+        .concat(),
     ))?;
     let dist = dir.join("dist");
     if dist.exists() {
         std::fs::remove_dir_all(&dist)?;
     }
+    let profile: &[&str] = match wheel {
+        Wheel::Release => &["--release", "--zig", "--compatibility", "manylinux2014"],
+        Wheel::Test => &["--profile", "dev"],
+    };
     let mut maturin = python(
         &venv,
         &dir,
         &[
-            "-m",
-            "maturin",
-            "build",
-            "--release",
-            "--zig",
-            "--compatibility",
-            "manylinux2014",
-            "--out",
-            "dist",
-            "--interpreter",
-        ],
+            &["-m", "maturin", "build"][..],
+            profile,
+            &["--out", "dist", "--interpreter"],
+        ]
+        .concat(),
     );
     maturin.arg(&venv);
     // maturin finds zig as `python-zig` beside the interpreter.
@@ -221,8 +241,8 @@ pub(crate) fn build(root: &Path) -> Result<PathBuf> {
 
 /// Builds the wheel and installs it with the suites' pinned packages in the
 /// virtual environment; returns its interpreter.
-pub(crate) fn installed(root: &Path) -> Result<PathBuf> {
-    let wheel = build(root)?;
+pub(crate) fn installed(root: &Path, wheel: Wheel) -> Result<PathBuf> {
+    let wheel = build(root, wheel)?;
     let venv = venv(root)?;
     let dir = root.join("python");
     exec(python(
@@ -260,7 +280,7 @@ pub(crate) fn installed(root: &Path) -> Result<PathBuf> {
 /// Python suites.
 pub(crate) fn test(root: &Path) -> Result<()> {
     models(root, true)?;
-    let venv = installed(root)?;
+    let venv = installed(root, Wheel::Test)?;
     let dir = root.join("python");
     // The package, its tests, the benchmarks and the Python example:
     // formatted, and clean of the rules pyproject.toml selects.

@@ -40,10 +40,16 @@ pub(super) struct PythonRows {
     adapters: Value,
 }
 
-/// Builds and installs the wheel (release, as users get it) and measures,
-/// the adapters against `server` (the `mandate` binary).
+/// Builds and installs the wheel (release, as users get it; the test
+/// command's with `quick`, which checks only that the rows run) and
+/// measures, the adapters against `server` (the `mandate` binary).
 pub(super) fn python_rows(root: &Path, quick: bool, server: &Path) -> Result<PythonRows> {
-    let python = crate::python::installed(root)?;
+    let wheel = if quick {
+        crate::python::Wheel::Test
+    } else {
+        crate::python::Wheel::Release
+    };
+    let python = crate::python::installed(root, wheel)?;
     let mut args = vec!["bench/verify.py", "--json"];
     if quick {
         args.push("--quick");
