@@ -571,6 +571,25 @@ fn is_loopback_literal(host: &str) -> bool {
     host == "127.0.0.1" || host == "[::1]"
 }
 
+/// Checks `public_url` as a start needs it. A server listening on every
+/// interface (`0.0.0.0`, `[::]`, as inside a container) must be told the
+/// address clients reach it at: every URL it signs (token status lists) is
+/// under `public_url`, else the listen address, and an unspecified address
+/// signed into a token is one no verifier can fetch (DESIGN §14: nothing
+/// signed is taken from a request's `Host`, so there is nothing else).
+fn check_public_url(listen: SocketAddr, public_url: Option<&str>) -> anyhow::Result<()> {
+    match public_url {
+        Some(url) if mandate_core::dpop::normalize_url(url).is_none() => anyhow::bail!(
+            "public_url {url:?} must be an absolute http(s) URL without user information"
+        ),
+        Some(_) => Ok(()),
+        None if listen.ip().is_unspecified() => anyhow::bail!(
+            "listening on {listen} (every interface) needs public_url, the address clients reach this server at: the URLs it signs into tokens are under it, and {listen} is no address to fetch (set public_url in the file, --public-url, or MANDATE_PUBLIC_URL)"
+        ),
+        None => Ok(()),
+    }
+}
+
 /// Checks the issuer an `[oauth]` deployment announces: `public_url` set,
 /// an https URL (http only for a loopback literal) without user
 /// information, query or fragment and without a trailing slash (RFC 8414
@@ -654,7 +673,9 @@ pub struct Config {
     /// (by default `http://` and the request's `Host`), and every URL the
     /// server signs is under it — token status lists (by default `http://`
     /// and the address it listens on, never a request's `Host`). Set it in
-    /// production; behind a proxy that terminates TLS it is needed.
+    /// production; behind a proxy that terminates TLS it is needed, and a
+    /// start listening on every interface (`0.0.0.0`, `[::]`, as in a
+    /// container) is refused without it.
     pub public_url: Option<String>,
     /// How `record/action` and `authorize` may name their token (`delegate`,
     /// an agent's `revoke` and every bound token always need the token).
@@ -800,9 +821,12 @@ impl Config {
     }
 
     /// What must hold before the server starts, whichever way the
-    /// configuration was assembled (file, flags, a test): `[oauth]`'s
-    /// bounds and, with it on, its issuer (see [`check_oauth_issuer`]).
+    /// configuration was assembled (file, flags, a test): `public_url` an
+    /// absolute http(s) URL, and set when the server listens on every
+    /// interface (see [`check_public_url`]); `[oauth]`'s bounds and, with it
+    /// on, its issuer (see [`check_oauth_issuer`]).
     pub fn check(&self) -> anyhow::Result<()> {
+        check_public_url(self.listen, self.public_url.as_deref())?;
         self.oauth.check_bounds()?;
         if self.oauth.enabled {
             check_oauth_issuer(self.public_url.as_deref(), &self.issuer)?;

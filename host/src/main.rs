@@ -58,6 +58,10 @@ enum Command {
         /// Address to listen on [default: 127.0.0.1:8080]
         #[arg(long, env = "MANDATE_LISTEN")]
         listen: Option<SocketAddr>,
+        /// The address clients reach this server at (public_url); needed
+        /// when listening on every interface
+        #[arg(long, env = "MANDATE_PUBLIC_URL")]
+        public_url: Option<String>,
     },
     /// Create or upgrade the database's schema (and, on first use, the
     /// deployment's keys), then exit
@@ -111,6 +115,10 @@ enum ConfigCommand {
         /// 127.0.0.1:8080]
         #[arg(long, env = "MANDATE_LISTEN")]
         listen: Option<SocketAddr>,
+        /// The address clients reach the server at, as `mandate serve
+        /// --public-url`
+        #[arg(long, env = "MANDATE_PUBLIC_URL")]
+        public_url: Option<String>,
     },
     /// Print the configuration reference (docs/configuration.md): every
     /// option, its type, its default, its environment variable
@@ -245,25 +253,28 @@ fn config(cli: &Cli) -> anyhow::Result<Config> {
     if let Some(file) = &cli.database_ca_file {
         config.database.ca_file = Some(file.clone());
     }
-    if let Command::Serve {
-        listen: Some(listen),
-    }
+    if let Command::Serve { listen, public_url }
     | Command::Config {
         command: ConfigCommand::Check {
-            listen: Some(listen),
-            ..
+            listen, public_url, ..
         },
     } = &cli.command
     {
-        config.listen = *listen;
+        if let Some(listen) = listen {
+            config.listen = *listen;
+        }
+        if let Some(url) = public_url {
+            config.public_url = Some(url.clone());
+        }
     }
     Ok(config)
 }
 
 /// `mandate config check`: the checks a start makes before it reads or
-/// writes anything (the loader's, the database URL's, the OpenTelemetry
-/// headers'), then the configuration, secrets redacted.
+/// writes anything (the loader's, [`Config::check`]'s, the database URL's,
+/// the OpenTelemetry headers'), then the configuration, secrets redacted.
 fn check_config(config: &Config) -> anyhow::Result<()> {
+    config.check()?;
     config.database()?;
     mandate_host::otel::validate(&config.otel)?;
     say(mandate_host::configdoc::resolved(config)?.trim_end());

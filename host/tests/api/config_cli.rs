@@ -20,6 +20,7 @@ fn a_valid_file_prints_its_resolved_configuration_and_never_a_secret() {
     let (status, stdout, stderr) = check(
         r#"
 listen = "0.0.0.0:9000"
+public_url = "https://mandate.example"
 
 [database]
 url = "postgres://mandate:hunter2-db@db.example/mandate"
@@ -50,6 +51,56 @@ per_token = 7
     // aside): the same options.
     let printed: toml::Value = toml::from_str(&stdout).unwrap();
     assert_eq!(printed["rate_limits"]["per_token"].as_integer(), Some(7));
+}
+
+#[test]
+fn every_interface_without_a_public_url_is_refused_by_check_and_by_serve() {
+    for listen in ["0.0.0.0:9000", "[::]:9000"] {
+        let (status, stdout, stderr) = check(&format!("listen = \"{listen}\"\n"));
+        assert!(!status.success(), "{listen} accepted: {stdout}");
+        assert!(
+            stderr.contains("public_url") && stderr.contains("MANDATE_PUBLIC_URL"),
+            "{stderr}"
+        );
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    let (status, _, stderr) = operator_on(&data, None, &["serve", "--listen", "0.0.0.0:0"]);
+    assert!(!status.success());
+    assert!(stderr.contains("public_url"), "{stderr}");
+    assert!(!data.exists(), "a refused start created the data folder");
+    // Told where clients reach it, by the flag its variable also sets.
+    let file = dir.path().join("mandate.toml");
+    std::fs::write(&file, "listen = \"0.0.0.0:9000\"\n").unwrap();
+    let (status, stdout, stderr) = operator_on(
+        &data,
+        None,
+        &[
+            "config",
+            "check",
+            file.to_str().unwrap(),
+            "--public-url",
+            "https://mandate.example",
+        ],
+    );
+    assert!(status.success(), "{stderr}");
+    assert!(
+        stdout.contains("public_url = \"https://mandate.example\""),
+        "{stdout}"
+    );
+    let (status, _, stderr) = operator_on(
+        &data,
+        None,
+        &[
+            "config",
+            "check",
+            file.to_str().unwrap(),
+            "--public-url",
+            "ftp://x",
+        ],
+    );
+    assert!(!status.success());
+    assert!(stderr.contains("public_url"), "{stderr}");
 }
 
 #[test]

@@ -126,6 +126,7 @@ pub fn operator_on(
         .arg("--data-dir")
         .arg(data_dir)
         .env_remove("MANDATE_DATABASE_URL")
+        .env_remove("MANDATE_PUBLIC_URL")
         .stdin(Stdio::null());
     if let Some(url) = url {
         command.env("MANDATE_DATABASE_URL", url);
