@@ -474,6 +474,13 @@ fn reached_at(address: SocketAddr, public_url: Option<&str>) -> String {
     if let Some(url) = public_url {
         return url.trim_end_matches('/').to_owned();
     }
+    format!("http://{}", local_address(address))
+}
+
+/// The address a client on this machine sends to for a server listening on
+/// `address`: loopback in place of an unspecified address (`0.0.0.0` and
+/// `[::]` are no addresses to send to).
+pub fn local_address(address: SocketAddr) -> SocketAddr {
     let mut address = address;
     if address.ip().is_unspecified() {
         address.set_ip(match address.ip() {
@@ -481,7 +488,7 @@ fn reached_at(address: SocketAddr, public_url: Option<&str>) -> String {
             std::net::IpAddr::V6(_) => std::net::Ipv6Addr::LOCALHOST.into(),
         });
     }
-    format!("http://{address}")
+    address
 }
 
 #[cfg(test)]

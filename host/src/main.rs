@@ -102,6 +102,16 @@ enum Command {
         #[command(subcommand)]
         command: ConfigCommand,
     },
+    /// Ask the server on this machine whether it takes writes (GET /readyz
+    /// on the listen address, loopback for every interface); exits 0 only
+    /// on a 200 within 5 s. For a container's health check, which has no
+    /// shell tools
+    Healthcheck {
+        /// The address the server listens on, as `mandate serve --listen`
+        /// [default: 127.0.0.1:8080]
+        #[arg(long, env = "MANDATE_LISTEN")]
+        listen: Option<SocketAddr>,
+    },
 }
 
 #[derive(Debug, Subcommand)]
@@ -267,6 +277,12 @@ fn config(cli: &Cli) -> anyhow::Result<Config> {
             config.public_url = Some(url.clone());
         }
     }
+    if let Command::Healthcheck {
+        listen: Some(listen),
+    } = &cli.command
+    {
+        config.listen = *listen;
+    }
     Ok(config)
 }
 
@@ -279,6 +295,39 @@ fn check_config(config: &Config) -> anyhow::Result<()> {
     mandate_host::otel::validate(&config.otel)?;
     say(mandate_host::configdoc::resolved(config)?.trim_end());
     Ok(())
+}
+
+/// How long `mandate healthcheck` waits for the answer.
+const HEALTHCHECK_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(5);
+
+/// `mandate healthcheck`: `GET /readyz` on this machine's server (the
+/// database takes writes); fails, saying why, on anything but a 200.
+fn healthcheck(config: &Config) -> anyhow::Result<()> {
+    let url = format!(
+        "http://{}/readyz",
+        mandate_host::local_address(config.listen)
+    );
+    mandate_host::install_tls_provider();
+    let answer = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?
+        .block_on(async {
+            reqwest::Client::builder()
+                .no_proxy()
+                .timeout(HEALTHCHECK_TIMEOUT)
+                .build()?
+                .get(&url)
+                .send()
+                .await
+        });
+    match answer {
+        Ok(answer) if answer.status() == reqwest::StatusCode::OK => {
+            say(&format!("{url}: ready"));
+            Ok(())
+        }
+        Ok(answer) => anyhow::bail!("{url} answered {}", answer.status()),
+        Err(error) => anyhow::bail!("{url}: {error}"),
+    }
 }
 
 /// Values tried for a flag when finding what it sets: an address first
@@ -716,6 +765,7 @@ fn main() -> anyhow::Result<()> {
             say(mandate_host::configdoc::reference(&env_variables()).trim_end());
             Ok(())
         }
+        Command::Healthcheck { .. } => healthcheck(&config),
     }
 }
 

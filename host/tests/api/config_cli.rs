@@ -1,7 +1,9 @@
-//! `mandate config check` and `mandate config reference`, as an operator
-//! runs them.
+//! `mandate config check`, `mandate config reference` and `mandate
+//! healthcheck`, as an operator (or a container runtime) runs them.
 
-use crate::process::operator_on;
+use std::io::{Read as _, Write as _};
+
+use crate::process::{Server, config_without_limits, operator_on};
 
 /// Runs `mandate config check` on a file of `text`.
 fn check(text: &str) -> (std::process::ExitStatus, String, String) {
@@ -194,4 +196,42 @@ fn a_first_start_off_a_terminal_prints_no_guide() {
         "{lines:?}"
     );
     assert!(dir.path().join("data/admin.key").exists());
+}
+
+#[test]
+fn healthcheck_passes_only_on_a_server_that_takes_writes() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    let server = Server::start(&data, &config_without_limits(dir.path()));
+    let port = server.base.rsplit(':').next().unwrap().to_owned();
+    // Every interface is asked on loopback, as inside a container.
+    let (status, stdout, stderr) = operator_on(
+        &data,
+        None,
+        &["healthcheck", "--listen", &format!("0.0.0.0:{port}")],
+    );
+    assert!(status.success(), "{stderr}");
+    assert!(stdout.contains("ready"), "{stdout}");
+    server.stop();
+
+    // A server that answers, but not 200.
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let address = listener.local_addr().unwrap().to_string();
+    let answering = std::thread::spawn(move || {
+        let (mut stream, _) = listener.accept().unwrap();
+        let mut request = [0_u8; 1024];
+        let _ = stream.read(&mut request).unwrap();
+        stream
+            .write_all(b"HTTP/1.1 503 Service Unavailable\r\ncontent-length: 0\r\nconnection: close\r\n\r\n")
+            .unwrap();
+    });
+    let (status, _, stderr) = operator_on(&data, None, &["healthcheck", "--listen", &address]);
+    answering.join().unwrap();
+    assert!(!status.success());
+    assert!(stderr.contains("503"), "{stderr}");
+
+    // Nobody there.
+    let (status, _, stderr) = operator_on(&data, None, &["healthcheck", "--listen", "127.0.0.1:1"]);
+    assert!(!status.success());
+    assert!(stderr.contains("/readyz"), "{stderr}");
 }
