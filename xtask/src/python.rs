@@ -240,8 +240,8 @@ pub(crate) fn build(root: &Path, wheel: Wheel) -> Result<PathBuf> {
 }
 
 /// Builds the wheel and installs it with the suites' pinned packages in the
-/// virtual environment; returns its interpreter.
-pub(crate) fn installed(root: &Path, wheel: Wheel) -> Result<PathBuf> {
+/// virtual environment; returns its interpreter and the wheel.
+pub(crate) fn installed(root: &Path, wheel: Wheel) -> Result<(PathBuf, PathBuf)> {
     let wheel = build(root, wheel)?;
     let venv = venv(root)?;
     let dir = root.join("python");
@@ -273,14 +273,58 @@ pub(crate) fn installed(root: &Path, wheel: Wheel) -> Result<PathBuf> {
     );
     install.arg(&wheel);
     exec(install)?;
-    Ok(venv)
+    Ok((venv, wheel))
+}
+
+/// The wheel as a user installs it: into a new virtual environment, its
+/// dependencies resolved by pip from PyPI, then imported from an empty
+/// folder (no source tree beside it) and its verifier called.
+pub(crate) fn try_clean(wheel: &Path) -> Result<()> {
+    let scratch = std::env::temp_dir().join(format!("mandate-wheel-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&scratch);
+    let empty = scratch.join("empty");
+    std::fs::create_dir_all(&empty)?;
+    let venv = scratch.join("venv");
+    exec({
+        let mut command = Command::new("python3");
+        command.args(["-m", "venv"]).arg(&venv);
+        command
+    })?;
+    let python = venv.join("bin").join("python");
+    let mut install = self::python(
+        &python,
+        &empty,
+        &[
+            "-m",
+            "pip",
+            "install",
+            "--quiet",
+            "--disable-pip-version-check",
+        ],
+    );
+    install.arg(wheel);
+    exec(install)?;
+    let outcome = exec(self::python(
+        &python,
+        &empty,
+        &[
+            "-c",
+            "import mandate\n\
+             try:\n    mandate.verify_token('a.b.c', {'keys': []})\n\
+             except mandate.MandateError as error:\n    print('mandate', mandate.__file__, error.code)\n\
+             else:\n    raise SystemExit('a malformed token verified')",
+        ],
+    ));
+    let _ = std::fs::remove_dir_all(&scratch);
+    outcome
 }
 
 /// Builds and installs the wheel, then runs the type checkers and the
 /// Python suites.
 pub(crate) fn test(root: &Path) -> Result<()> {
     models(root, true)?;
-    let venv = installed(root, Wheel::Test)?;
+    let (venv, wheel) = installed(root, Wheel::Test)?;
+    try_clean(&wheel)?;
     let dir = root.join("python");
     // The package, its tests, the benchmarks and the Python example:
     // formatted, and clean of the rules pyproject.toml selects.

@@ -49,7 +49,7 @@ pub(super) fn python_rows(root: &Path, quick: bool, server: &Path) -> Result<Pyt
     } else {
         crate::python::Wheel::Release
     };
-    let python = crate::python::installed(root, wheel)?;
+    let (python, _) = crate::python::installed(root, wheel)?;
     let mut args = vec!["bench/verify.py", "--json"];
     if quick {
         args.push("--quick");
