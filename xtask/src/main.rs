@@ -4,6 +4,9 @@
 //! - `test`: set up what a fresh machine lacks, then run every suite.
 //! - `fresh [--keep]`: the fresh-machine check: `test` on a clone of the
 //!   committed head with empty caches and a fresh `CARGO_HOME`.
+//! - `dist`: write what a release publishes into `dist/` (the static server,
+//!   the npm tarball, the wheel, the examples, the container image,
+//!   `SHA256SUMS`), each tried from an empty folder.
 //! - `vectors [--check]`: write (or check) the conformance vectors.
 //! - `serve`: build and run the server with the defaults.
 //! - `wasm`: build the npm package mandate-sdk into `wasm/pkg` (writing its
@@ -39,6 +42,7 @@ use std::time::{Duration, Instant};
 
 mod bench;
 mod configref;
+mod dist;
 mod fresh;
 mod fuzz;
 mod openapi;
@@ -346,6 +350,7 @@ fn main() {
         "fresh" => fresh::fresh(&root(), &rest),
         "vectors" => vectors::run(&root(), rest.contains(&"--check")),
         "fuzz" => fuzz::fuzz(&root(), &rest),
+        "dist" => dist::dist(&root()),
         "bench" => bench::bench(&root(), &rest),
         "schemathesis" => schemathesis::schemathesis_run(&root(), &rest),
         "serve" => serve(&rest),
@@ -361,7 +366,7 @@ fn main() {
         "web" => web::build(&root()),
         _ => {
             eprintln!(
-                "usage: cargo xtask <test | fresh [--keep] | vectors [--check] | serve | postgres | wasm | python [--test] | runtimes | openapi | config-reference | web | fuzz | schemathesis | bench [--quick] [--only budget|events|reviewer|trust|args|python|postgres] [--against BIN]>"
+                "usage: cargo xtask <test | fresh [--keep] | dist | vectors [--check] | serve | postgres | wasm | python [--test] | runtimes | openapi | config-reference | web | fuzz | schemathesis | bench [--quick] [--only budget|events|reviewer|trust|args|python|postgres] [--against BIN]>"
             );
             std::process::exit(2);
         }
