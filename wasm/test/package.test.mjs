@@ -255,3 +255,78 @@ test("TypeScript: the declarations type-check a strict consumer", { skip: typesC
     }
   }
 });
+
+test("an adapter outside its supported Node or framework versions throws at first use, naming both", () => {
+  // Fake frameworks (a package.json each), written where Node resolves them
+  // from the installed package and rewritten between calls: the check reads
+  // the version at each first use. The ranges expected are the package's own
+  // peer ranges and engines; on the machine's Node 20 the AI SDK and Agents
+  // adapters refuse the Node too.
+  write(
+    "support.cjs",
+    `const assert = require("node:assert/strict");
+    const { mkdirSync, rmSync, writeFileSync } = require("node:fs");
+    const { join } = require("node:path");
+    const { MandateClient, MandateError } = require("mandate-sdk");
+    const { withMandate, mandateToolApproval } = require("mandate-sdk/ai");
+    const { mandateAgents } = require("mandate-sdk/openai-agents");
+    const { mandateTool, mandateTokenVerifier } = require("mandate-sdk/mcp");
+    const { engines, peerDependencies } = require("mandate-sdk/package.json");
+    const client = new MandateClient({ baseUrl: "http://127.0.0.1:1" });
+    const ai = { framework: "ai", minNode: 22, inside: ["7.0.0", "7.0.173", "7.99.1"], outside: ["6.0.326", "8.0.0", "7.0.0-beta.5"] };
+    const agents = { framework: "@openai/agents", minNode: 22, inside: ["0.20.0", "0.99.0"], outside: ["0.19.2", "1.0.0"] };
+    const mcp = { framework: "@modelcontextprotocol/sdk", minNode: Number(/^>=(\\d+)$/.exec(engines.node)[1]), inside: ["1.32.0", "1.40.1"], outside: ["1.31.0", "2.0.0"] };
+    const uses = [
+      ["ai", ai, () => withMandate({}, { client, token: "t", actions: {} })],
+      ["ai", ai, () => mandateToolApproval()],
+      ["openai-agents", agents, () => mandateAgents({ client, token: "t" })],
+      ["mcp", mcp, () => mandateTool(client, { action: "a", resource: "r:x" }, async () => ({ content: [] }))],
+      ["mcp", mcp, () => mandateTokenVerifier({ verifier: { verify: async () => ({ valid: false }) }, invalidTokenError: Error })],
+    ];
+    function install(framework, manifest) {
+      const dir = join("node_modules", framework);
+      rmSync(dir, { recursive: true, force: true });
+      if (manifest !== undefined) {
+        mkdirSync(dir, { recursive: true });
+        writeFileSync(join(dir, "package.json"), JSON.stringify({ name: framework, ...manifest }));
+      }
+    }
+    function thrown(use) {
+      try {
+        use();
+      } catch (error) {
+        return error;
+      }
+      return undefined;
+    }
+    const node = process.versions.node;
+    let refused = 0;
+    for (const [adapter, { framework, minNode, inside, outside }, use] of uses) {
+      const oldNode = Number(node.split(".")[0]) < minNode;
+      const head = "mandate-sdk/" + adapter + " supports Node " + minNode + " or later with " + framework + " " + peerDependencies[framework] + "; found ";
+      const cases = [
+        ...inside.map((version) => [{ version }, undefined]),
+        ...outside.map((version) => [{ version }, framework + " " + version]),
+        [{}, framework + " without a version"],
+        [undefined, "no " + framework + " package"],
+      ];
+      for (const [manifest, found] of cases) {
+        install(framework, manifest);
+        const error = thrown(use);
+        const problems = [...(oldNode ? ["Node " + node] : []), ...(found === undefined ? [] : [found])];
+        if (problems.length === 0) {
+          assert.equal(error, undefined, adapter + " with " + JSON.stringify(manifest) + ": " + error);
+          continue;
+        }
+        assert.ok(error instanceof MandateError, adapter + " with " + JSON.stringify(manifest) + ": " + error);
+        assert.deepEqual([error.status, error.code], [0, "unsupported_environment"]);
+        assert.ok(error.detail.startsWith(head + problems.join(" and ") + " ("), error.detail);
+        refused += 1;
+      }
+      install(framework, undefined);
+    }
+    assert.ok(refused >= 20);
+    console.log("support ok");`,
+  );
+  assert.equal(run(process.execPath, ["support.cjs"], project).trim(), "support ok");
+});

@@ -34,7 +34,11 @@
 // This module owns only the glue. It imports `ai` for its types alone, so
 // mandate-sdk installs and loads without it, and it never permits anything
 // itself: every permission comes from the Mandate server (the offline check
-// of arguments only refuses).
+// of arguments only refuses). `withMandate` and `mandateToolApproval` check
+// at first use that this Node and the installed `ai` are ones the adapter
+// supports (Node 22 or later, `ai` ^7.0.0: `support.ts`) and throw
+// `unsupported_environment` otherwise: AI SDK 6 takes the `toolApproval`
+// option without a word and never calls it.
 
 import type {
   InferToolInput,
@@ -63,6 +67,7 @@ import {
 } from "./client/index.js";
 import type { AgentKey } from "./mandate_wasm.js";
 import type { RemoteVerifier } from "./remote.js";
+import { AI_SUPPORT, requireSupported } from "./support.js";
 
 /** How one tool's calls become Mandate actions: the action, the resource and the spend, from the tool's input. */
 export interface MandateToolAction<INPUT> {
@@ -547,6 +552,7 @@ class Gate {
  * is. Every tool must have an action in `options.actions`.
  */
 export function withMandate<TOOLS extends ToolSet>(tools: TOOLS, options: WithMandateOptions<TOOLS>): TOOLS {
+  requireSupported(AI_SUPPORT);
   if (typeof options?.token !== "string" || options.token === "") {
     throw invalidOptions("withMandate needs the agent's token");
   }
@@ -589,6 +595,7 @@ export function withMandate<TOOLS extends ToolSet>(tools: TOOLS, options: WithMa
  * to the SDK (`not-applicable`).
  */
 export function mandateToolApproval(): MandateToolApproval {
+  requireSupported(AI_SUPPORT);
   return async ({ toolCall, tools }) => {
     const owner = tools === undefined ? undefined : ownerOf(tools, toolCall.toolName);
     if (owner === undefined) {

@@ -27,7 +27,10 @@
 // The MCP SDK is imported only as types, so that mandate-sdk installs and
 // runs without it: the runtime objects the gate needs from it (the server,
 // to elicit; the SDK's error classes, which its handlers recognise with
-// `instanceof`) come from the caller. Nothing here uses a Node-only API.
+// `instanceof`) come from the caller. Nothing here needs a Node-only API.
+// `mandateTool` and `mandateTokenVerifier` check at first use that this
+// Node and the installed SDK are ones the gate supports (Node 20 or later,
+// SDK ^1.32.0: `support.ts`), throwing `unsupported_environment` otherwise.
 
 import type { AuthInfo } from "@modelcontextprotocol/sdk/server/auth/types.js";
 import type { NotificationOptions, RequestHandlerExtra, RequestOptions } from "@modelcontextprotocol/sdk/shared/protocol.js";
@@ -60,6 +63,7 @@ import {
   type RequestCheck,
   type VerifyResult,
 } from "./mandate_wasm.js";
+import { MCP_SUPPORT, requireSupported } from "./support.js";
 
 // ---------------------------------------------------------------------------
 // The API.
@@ -340,6 +344,7 @@ export function mandateAuthOf(auth: AuthInfo | undefined): MandateAuthExtra | un
  * and its `DPoP` proof (use `mandateAuth`).
  */
 export function mandateTokenVerifier(options: MandateTokenVerifierOptions): OAuthTokenVerifierLike {
+  requireSupported(MCP_SUPPORT);
   const { verifier, invalidTokenError: InvalidToken } = options;
   checkAudienceOptions(options);
   return {
@@ -478,6 +483,7 @@ export function mandateTool<Args>(
   handler: MandateToolHandler<Args>,
   options: MandateToolOptions = {},
 ): (args: Args, extra: ToolExtra) => Promise<CallToolResult> {
+  requireSupported(MCP_SUPPORT);
   return (args, extra) => runTool(client, grant, handler, options, args, extra);
 }
 

@@ -48,7 +48,10 @@
 // Nothing of @openai/agents is imported, not even its types: the shapes this
 // module reads are declared here, structurally compatible with the SDK's, so
 // mandate-sdk installs and type-checks without the SDK (whose declarations do
-// not compile under `skipLibCheck: false`).
+// not compile under `skipLibCheck: false`). `mandateAgents` checks that this
+// Node and the installed SDK are ones the adapter supports (Node 22 or
+// later, @openai/agents >=0.20.0 <1: `support.ts`) and throws
+// `unsupported_environment` otherwise.
 
 import {
   MandateError,
@@ -68,6 +71,7 @@ import {
   type PendingApproval,
 } from "./client/index.js";
 import type { AgentKey } from "./mandate_wasm.js";
+import { OPENAI_AGENTS_SUPPORT, requireSupported } from "./support.js";
 
 /** A model's call of a function tool, as the runner hands it on (the part of the SDK's `FunctionCallItem` read here). */
 export interface FunctionCallLike {
@@ -307,6 +311,7 @@ export class MandateAgents {
   readonly #policies = new Map<string, { policy: MandateToolPolicy<never>; parameters: unknown }>();
 
   constructor(options: MandateAgentsOptions) {
+    requireSupported(OPENAI_AGENTS_SUPPORT);
     this.#client = options.client;
     this.#options = options;
     this.#auth = { token: options.token, key: options.key, traceparent: options.traceparent };

@@ -449,7 +449,9 @@ export type ClientErrorCode =
   /** A value `canonicalJson` cannot write: it is not JSON data (a tool call's arguments, for the adapters). */
   | "invalid_arguments"
   /** The key set could not be fetched for a verifier. */
-  | "jwks_unavailable";
+  | "jwks_unavailable"
+  /** A framework adapter runs on a Node or with a framework version it does not support (status 0): the detail names both. */
+  | "unsupported_environment";
 
 /**
  * An RFC 9457 problem body. Any member may be missing: the client makes
