@@ -955,6 +955,40 @@ mod tests {
     }
 
     #[test]
+    fn witnessed_logs_need_keys_of_logs_and_one_entry_an_origin() {
+        let log = mandate_core::tlog::NoteSigner::new(&[1; 32], "log.example/a").unwrap();
+        let witness =
+            mandate_core::tlog::WitnessSigner::new(&[2; 32], "witness.example/w").unwrap();
+        let parse = |logs: &str| {
+            toml::from_str::<Config>(&format!("[witness]\nname = \"witness.example/w\"\n{logs}"))
+                .unwrap()
+                .witness
+                .witnessed_logs()
+                .map_err(|e| e.to_string())
+        };
+        let entry = |origin: &str, vkeys: &str| {
+            format!("[[witness.log]]\norigin = \"{origin}\"\nvkeys = [{vkeys}]\n")
+        };
+        let good = entry("log.example/a", &format!("\"{}\"", log.vkey()));
+        let logs = parse(&good).unwrap();
+        assert_eq!(logs["log.example/a"].len(), 1);
+        assert!(parse("").unwrap().is_empty());
+        let refused = parse(&format!("{good}{good}")).unwrap_err();
+        assert!(refused.contains("listed twice"), "{refused}");
+        let refused = parse(&entry("log.example/b", "")).unwrap_err();
+        assert!(refused.contains("give its vkeys"), "{refused}");
+        // A witness's vkey (type 0x04) is no log key.
+        let refused =
+            parse(&entry("log.example/c", &format!("\"{}\"", witness.vkey()))).unwrap_err();
+        assert!(refused.contains("is not a log's vkey"), "{refused}");
+        assert!(toml::from_str::<Config>("[witness]\nnmae = \"x\"").is_err());
+        assert!(toml::from_str::<Config>("[witness]\nrequest_timeout_ms = 0").is_err());
+        let defaults = WitnessConfig::default();
+        assert_eq!(defaults.listen.port(), 8090);
+        assert_eq!(defaults.request_timeout(), Duration::from_secs(10));
+    }
+
+    #[test]
     fn the_query_budget_is_a_positive_number_of_milliseconds() {
         assert_eq!(Config::default().query_budget(), Duration::from_millis(500));
         let config: Config = toml::from_str("query_budget_ms = 250").unwrap();

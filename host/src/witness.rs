@@ -447,3 +447,63 @@ fn report(vkey: &str, address: SocketAddr, logs: usize) {
     println!("witness {vkey} for {logs} logs");
     println!("listening on http://{address}");
 }
+
+#[cfg(test)]
+mod tests {
+    use mandate_core::tlog::NoteSigner;
+
+    use super::*;
+    use crate::config::WitnessedLogConfig;
+
+    const ORIGIN: &str = "log.example/a";
+
+    fn config(dir: &Path) -> Config {
+        let mut config = Config::for_test(dir);
+        config.witness.name = Some("witness.example/w".to_owned());
+        config.witness.log = vec![WitnessedLogConfig {
+            origin: ORIGIN.to_owned(),
+            vkeys: vec![log().vkey()],
+        }];
+        config
+    }
+
+    fn log() -> NoteSigner {
+        NoteSigner::new(&[1; 32], ORIGIN).unwrap()
+    }
+
+    #[test]
+    fn the_stored_note_keeps_one_cosignature_of_the_witness() {
+        let dir = tempfile::tempdir().unwrap();
+        let witness = Witness::open(&config(dir.path())).unwrap();
+        let empty = Checkpoint::new(ORIGIN, 0, mandate_core::tlog::empty_root());
+        let note = empty.sign(&log()).unwrap();
+        let body = |note: &str| format!("old 0\n\n{note}");
+        let first = witness.add_checkpoint(body(&note).as_bytes(), 100).unwrap();
+        // The log resends the note it got back, with that cosignature.
+        let again = witness
+            .add_checkpoint(body(&format!("{note}{first}")).as_bytes(), 200)
+            .unwrap();
+        assert_ne!(first, again);
+        let stored = witness.latest(ORIGIN).unwrap().unwrap();
+        assert_eq!(stored, format!("{note}{again}"));
+        assert_eq!(witness.latest("log.example/b").unwrap(), None);
+    }
+
+    #[test]
+    fn a_witness_needs_a_name_and_refuses_a_newer_database() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut unnamed = config(dir.path());
+        unnamed.witness.name = None;
+        let refused = Witness::open(&unnamed).unwrap_err().to_string();
+        assert!(refused.contains("[witness] name"), "{refused}");
+        let named = config(dir.path());
+        let vkey = vkey(&named).unwrap();
+        assert_eq!(Witness::open(&named).unwrap().vkey(), vkey);
+        let conn = rusqlite::Connection::open(dir.path().join(DB_FILE)).unwrap();
+        conn.pragma_update(None, "user_version", SCHEMA_VERSION + 1)
+            .unwrap();
+        drop(conn);
+        let refused = Witness::open(&named).unwrap_err().to_string();
+        assert!(refused.contains("newer than this build's"), "{refused}");
+    }
+}
