@@ -193,7 +193,9 @@ fn note_of(body: &str) -> &str {
 /// the message tlog-cosignature writes out.
 fn signed_note_agrees(note: &str, vkey: &str) {
     use signed_note::{Note, StandardVerifier, Verifier as _, VerifierList, key_id};
-    let public: [u8; 32] = STANDARD.decode(vkey.rsplit('+').next().unwrap()).unwrap()[1..]
+    let public: [u8; 32] = STANDARD
+        .decode(vkey.splitn(3, '+').nth(2).unwrap())
+        .unwrap()[1..]
         .try_into()
         .unwrap();
     let parsed = Note::from_bytes(note.as_bytes()).unwrap();
