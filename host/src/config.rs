@@ -637,6 +637,86 @@ fn check_oauth_issuer(public_url: Option<&str>, issuer: &str) -> anyhow::Result<
     Ok(())
 }
 
+/// A log a witness witnesses (`[[witness.log]]`).
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct WitnessedLogConfig {
+    /// The log's origin, the first line of its checkpoints (a Mandate
+    /// deployment's is its `[log] origin`).
+    pub origin: String,
+    /// Verifier keys of the log (a Mandate deployment lists its own at
+    /// `GET /v1/log/key`; take them from a source other than the log): a
+    /// checkpoint is cosigned only when one of them signed it and none of
+    /// their signatures on it fails. List the new key beside the old while
+    /// the log rotates.
+    pub vkeys: Vec<String>,
+}
+
+/// `mandate witness serve` (`[witness]`, docs/log.md): a C2SP tlog-witness
+/// for other deployments' record logs. Its key and state are in the data
+/// folder (`witness.key`, `witness.db`), apart from a server's.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields, default)]
+pub struct WitnessConfig {
+    /// Address the witness listens on.
+    pub listen: SocketAddr,
+    /// The witness's name: its key's name, on every cosignature it makes —
+    /// a schema-less URL such as `witness.example.com/w1`. Needed to serve.
+    pub name: Option<String>,
+    /// Longest one request may take, reading its body included,
+    /// milliseconds; slower is answered 408.
+    pub request_timeout_ms: NonZeroU64,
+    /// The logs it witnesses (`[[witness.log]]`); a checkpoint of any
+    /// other origin is answered 404.
+    pub log: Vec<WitnessedLogConfig>,
+}
+
+impl Default for WitnessConfig {
+    fn default() -> WitnessConfig {
+        WitnessConfig {
+            listen: SocketAddr::from(([127, 0, 0, 1], 8090)),
+            name: None,
+            request_timeout_ms: NonZeroU64::new(10_000).unwrap_or(NonZeroU64::MIN),
+            log: Vec::new(),
+        }
+    }
+}
+
+impl WitnessConfig {
+    /// The witnessed logs with their keys parsed; an origin listed twice,
+    /// a log without keys or a key that is not a log's vkey is an error
+    /// naming it.
+    pub fn witnessed_logs(&self) -> anyhow::Result<mandate_core::tlog::WitnessedLogs> {
+        let mut logs = mandate_core::tlog::WitnessedLogs::new();
+        for log in &self.log {
+            if log.vkeys.is_empty() {
+                anyhow::bail!("[[witness.log]] {:?}: give its vkeys", log.origin);
+            }
+            let keys = log
+                .vkeys
+                .iter()
+                .map(|vkey| {
+                    mandate_core::tlog::NoteVerifier::parse(vkey).map_err(|e| {
+                        anyhow::anyhow!(
+                            "[[witness.log]] {:?}: {vkey:?} is not a log's vkey: {e}",
+                            log.origin
+                        )
+                    })
+                })
+                .collect::<anyhow::Result<Vec<_>>>()?;
+            if logs.insert(log.origin.clone(), keys).is_some() {
+                anyhow::bail!("[[witness.log]] {:?} is listed twice", log.origin);
+            }
+        }
+        Ok(logs)
+    }
+
+    /// `request_timeout_ms` as a duration.
+    pub fn request_timeout(&self) -> Duration {
+        Duration::from_millis(self.request_timeout_ms.get())
+    }
+}
+
 /// Where the database is (`[database]`).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields, default)]
@@ -718,6 +798,8 @@ pub struct Config {
     pub webhooks: WebhooksConfig,
     /// The OAuth authorization server (`[oauth]`); off by default.
     pub oauth: OAuthConfig,
+    /// `mandate witness serve`: a witness for other logs (`[witness]`).
+    pub witness: WitnessConfig,
 }
 
 impl Default for Config {
@@ -746,6 +828,7 @@ impl Default for Config {
             events: EventsConfig::default(),
             webhooks: WebhooksConfig::default(),
             oauth: OAuthConfig::default(),
+            witness: WitnessConfig::default(),
         }
     }
 }
@@ -893,6 +976,40 @@ mod tests {
         std::fs::write(&file, "key_file = \"secrets/kek\"\n").unwrap();
         let config = Config::from_file(&file).unwrap();
         assert_eq!(config.key_file_path(), dir.path().join("secrets/kek"));
+    }
+
+    #[test]
+    fn witnessed_logs_need_keys_of_logs_and_one_entry_an_origin() {
+        let log = mandate_core::tlog::NoteSigner::new(&[1; 32], "log.example/a").unwrap();
+        let witness =
+            mandate_core::tlog::WitnessSigner::new(&[2; 32], "witness.example/w").unwrap();
+        let parse = |logs: &str| {
+            toml::from_str::<Config>(&format!("[witness]\nname = \"witness.example/w\"\n{logs}"))
+                .unwrap()
+                .witness
+                .witnessed_logs()
+                .map_err(|e| e.to_string())
+        };
+        let entry = |origin: &str, vkeys: &str| {
+            format!("[[witness.log]]\norigin = \"{origin}\"\nvkeys = [{vkeys}]\n")
+        };
+        let good = entry("log.example/a", &format!("\"{}\"", log.vkey()));
+        let logs = parse(&good).unwrap();
+        assert_eq!(logs["log.example/a"].len(), 1);
+        assert!(parse("").unwrap().is_empty());
+        let refused = parse(&format!("{good}{good}")).unwrap_err();
+        assert!(refused.contains("listed twice"), "{refused}");
+        let refused = parse(&entry("log.example/b", "")).unwrap_err();
+        assert!(refused.contains("give its vkeys"), "{refused}");
+        // A witness's vkey (type 0x04) is no log key.
+        let refused =
+            parse(&entry("log.example/c", &format!("\"{}\"", witness.vkey()))).unwrap_err();
+        assert!(refused.contains("is not a log's vkey"), "{refused}");
+        assert!(toml::from_str::<Config>("[witness]\nnmae = \"x\"").is_err());
+        assert!(toml::from_str::<Config>("[witness]\nrequest_timeout_ms = 0").is_err());
+        let defaults = WitnessConfig::default();
+        assert_eq!(defaults.listen.port(), 8090);
+        assert_eq!(defaults.request_timeout(), Duration::from_secs(10));
     }
 
     #[test]

@@ -39,6 +39,7 @@ pub mod trust;
 pub mod verified;
 pub mod web;
 pub mod webhooks;
+pub mod witness;
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -303,7 +304,7 @@ async fn housekeeping(state: AppState) {
     }
 }
 
-async fn shutdown_signal() {
+pub(crate) async fn shutdown_signal() {
     let ctrl_c = async {
         if tokio::signal::ctrl_c().await.is_err() {
             std::future::pending::<()>().await;

@@ -112,6 +112,28 @@ enum Command {
         #[arg(long, env = "MANDATE_LISTEN")]
         listen: Option<SocketAddr>,
     },
+    /// Witness other deployments' record logs (C2SP tlog-witness;
+    /// `[witness]`, docs/log.md)
+    Witness {
+        #[command(subcommand)]
+        command: WitnessCommand,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+enum WitnessCommand {
+    /// Serve `add-checkpoint` for the logs of `[[witness.log]]`; the
+    /// witness's key (witness.key) and state (witness.db) are in the data
+    /// folder, made at the first start
+    Serve {
+        /// Address the witness listens on (`mandate witness serve
+        /// --listen`) [default: 127.0.0.1:8090]
+        #[arg(long, env = "MANDATE_WITNESS_LISTEN")]
+        listen: Option<SocketAddr>,
+    },
+    /// Print the witness's verifier key (making its key on first use), for
+    /// the logs it witnesses to configure
+    Vkey,
 }
 
 #[derive(Debug, Subcommand)]
@@ -283,6 +305,14 @@ fn config(cli: &Cli) -> anyhow::Result<Config> {
     {
         config.listen = *listen;
     }
+    if let Command::Witness {
+        command: WitnessCommand::Serve {
+            listen: Some(listen),
+        },
+    } = &cli.command
+    {
+        config.witness.listen = *listen;
+    }
     Ok(config)
 }
 
@@ -293,6 +323,7 @@ fn check_config(config: &Config) -> anyhow::Result<()> {
     config.check()?;
     config.database()?;
     mandate_host::otel::validate(&config.otel)?;
+    config.witness.witnessed_logs()?;
     say(mandate_host::configdoc::resolved(config)?.trim_end());
     Ok(())
 }
@@ -342,29 +373,47 @@ const FLAG_SAMPLES: [&str; 2] = ["198.51.100.7:9", "postgres://sample@example.in
 fn env_variables() -> Vec<mandate_host::configdoc::EnvVariable> {
     use clap::CommandFactory as _;
     let command = Cli::command();
-    let serve = command.find_subcommand("serve").cloned();
-    let global = command.get_arguments().map(|arg| (arg.clone(), true));
-    let local = serve
-        .iter()
-        .flat_map(|serve| serve.get_arguments().map(|arg| (arg.clone(), false)));
+    let subcommand = |path: &[&'static str]| {
+        let mut found = Some(&command);
+        for name in path {
+            found = found.and_then(|c| c.find_subcommand(name));
+        }
+        found.map(|c| {
+            (
+                path.to_vec(),
+                c.get_arguments().cloned().collect::<Vec<_>>(),
+            )
+        })
+    };
+    let global = command
+        .get_arguments()
+        .map(|arg| (arg.clone(), vec!["serve"], true));
+    let local: Vec<_> = [subcommand(&["serve"]), subcommand(&["witness", "serve"])]
+        .into_iter()
+        .flatten()
+        .flat_map(|(path, args)| args.into_iter().map(move |arg| (arg, path.clone(), false)))
+        .collect();
     let resolve = |argv: &[&str]| {
         let cli = Cli::try_parse_from(argv).ok()?;
         serde_json::to_value(config(&cli).ok()?).ok()
     };
-    let before = resolve(&["mandate", "serve"]);
     let mut variables: Vec<_> = global
         .chain(local)
-        .filter_map(|(arg, global)| {
+        .filter_map(|(arg, path, global)| {
             let name = arg.get_env()?.to_string_lossy().into_owned();
             let flag = format!("--{}", arg.get_long()?);
             let option = FLAG_SAMPLES.iter().find_map(|sample| {
-                let argv = if global {
-                    ["mandate", &flag, sample, "serve"]
+                let mut argv = vec!["mandate"];
+                if global {
+                    argv.extend([flag.as_str(), sample]);
+                    argv.extend(&path);
                 } else {
-                    ["mandate", "serve", &flag, sample]
-                };
+                    argv.extend(&path);
+                    argv.extend([flag.as_str(), sample]);
+                }
+                let before = resolve(&[&["mandate"][..], &path].concat())?;
                 let after = resolve(&argv)?;
-                let changed = changed_options(before.as_ref()?, &after, "");
+                let changed = changed_options(&before, &after, "");
                 (changed.len() == 1).then(|| changed.concat())
             });
             let help = arg.get_help().map(ToString::to_string).unwrap_or_default();
@@ -759,6 +808,18 @@ fn main() -> anyhow::Result<()> {
         Command::Config {
             command: ConfigCommand::Check { .. },
         } => check_config(&config),
+        Command::Witness {
+            command: WitnessCommand::Serve { .. },
+        } => tokio::runtime::Builder::new_multi_thread()
+            .enable_all()
+            .build()?
+            .block_on(mandate_host::witness::serve(config)),
+        Command::Witness {
+            command: WitnessCommand::Vkey,
+        } => {
+            say(&mandate_host::witness::vkey(&config)?);
+            Ok(())
+        }
         Command::Config {
             command: ConfigCommand::Reference,
         } => {

@@ -212,71 +212,83 @@ impl Kek {
     /// exactly 32 bytes is an error, as is one that others may read (outside
     /// the data folder Mandate does not change its mode; it says so).
     pub fn read_file(path: &Path) -> anyhow::Result<Option<Kek>> {
-        let file = match File::open(path) {
-            Ok(file) => file,
-            Err(e) if e.kind() == ErrorKind::NotFound => return Ok(None),
-            Err(e) => anyhow::bail!("cannot read the key file {}: {e}", path.display()),
-        };
-        let mode = file
-            .metadata()
-            .map_err(|e| anyhow::anyhow!("cannot read the key file {}: {e}", path.display()))?
-            .permissions()
-            .mode();
-        if mode & 0o077 != 0 {
-            tracing::warn!(
-                path = %path.display(),
-                mode = format!("{:04o}", mode & 0o7777),
-                "the key file is open to group or others; make it 0600"
-            );
-        }
-        let mut bytes = Vec::with_capacity(KEY_LEN);
-        file.take(KEY_LEN as u64 + 1)
-            .read_to_end(&mut bytes)
-            .map_err(|e| anyhow::anyhow!("cannot read the key file {}: {e}", path.display()))?;
-        let key: [u8; KEY_LEN] = bytes.as_slice().try_into().map_err(|_| {
-            anyhow::anyhow!(
-                "the key file {} must hold exactly {KEY_LEN} bytes",
-                path.display()
-            )
-        })?;
-        Ok(Some(Kek::from_bytes(&key)))
+        Ok(read_key_file(path)?.map(|key| Kek::from_bytes(&key)))
     }
 
-    /// Creates a key file of 32 random bytes, mode 0600. It is written under
-    /// a temporary name, synced and renamed, so a crash never leaves a short
-    /// key file behind.
+    /// Creates a key file of 32 random bytes, mode 0600 (see
+    /// [`create_key_file`]).
     pub fn create_file(path: &Path) -> anyhow::Result<Kek> {
-        let fail = |e: std::io::Error| {
-            anyhow::anyhow!("cannot create the key file {}: {e}", path.display())
-        };
-        let key: [u8; KEY_LEN] = crate::random::bytes();
-        let mut temporary = path.as_os_str().to_owned();
-        temporary.push(".tmp");
-        let temporary = PathBuf::from(temporary);
-        match std::fs::remove_file(&temporary) {
-            Err(e) if e.kind() != ErrorKind::NotFound => return Err(fail(e)),
-            _ => {}
-        }
-        let mut file = OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .mode(0o600)
-            .open(&temporary)
-            .map_err(fail)?;
-        file.write_all(&key).map_err(fail)?;
-        file.sync_all().map_err(fail)?;
-        drop(file);
-        std::fs::rename(&temporary, path).map_err(fail)?;
-        let folder = match path.parent() {
-            Some(parent) if !parent.as_os_str().is_empty() => parent,
-            _ => Path::new("."),
-        };
-        File::open(folder)
-            .and_then(|folder| folder.sync_all())
-            .map_err(fail)?;
-        tracing::info!(path = %path.display(), "created the key file (mode 0600)");
-        Ok(Kek::from_bytes(&key))
+        Ok(Kek::from_bytes(&create_key_file(path)?))
     }
+}
+
+/// Reads a file of one 32-byte key; `None` when there is none. A file that
+/// is not exactly 32 bytes is an error; one that group or others may read
+/// is logged as a warning.
+pub fn read_key_file(path: &Path) -> anyhow::Result<Option<[u8; KEY_LEN]>> {
+    let file = match File::open(path) {
+        Ok(file) => file,
+        Err(e) if e.kind() == ErrorKind::NotFound => return Ok(None),
+        Err(e) => anyhow::bail!("cannot read the key file {}: {e}", path.display()),
+    };
+    let mode = file
+        .metadata()
+        .map_err(|e| anyhow::anyhow!("cannot read the key file {}: {e}", path.display()))?
+        .permissions()
+        .mode();
+    if mode & 0o077 != 0 {
+        tracing::warn!(
+            path = %path.display(),
+            mode = format!("{:04o}", mode & 0o7777),
+            "the key file is open to group or others; make it 0600"
+        );
+    }
+    let mut bytes = Vec::with_capacity(KEY_LEN);
+    file.take(KEY_LEN as u64 + 1)
+        .read_to_end(&mut bytes)
+        .map_err(|e| anyhow::anyhow!("cannot read the key file {}: {e}", path.display()))?;
+    let key: [u8; KEY_LEN] = bytes.as_slice().try_into().map_err(|_| {
+        anyhow::anyhow!(
+            "the key file {} must hold exactly {KEY_LEN} bytes",
+            path.display()
+        )
+    })?;
+    Ok(Some(key))
+}
+
+/// Creates a file of 32 random bytes, mode 0600. It is written under a
+/// temporary name, synced and renamed, and its folder synced, so a crash
+/// never leaves a short key file behind.
+pub fn create_key_file(path: &Path) -> anyhow::Result<[u8; KEY_LEN]> {
+    let fail =
+        |e: std::io::Error| anyhow::anyhow!("cannot create the key file {}: {e}", path.display());
+    let key: [u8; KEY_LEN] = crate::random::bytes();
+    let mut temporary = path.as_os_str().to_owned();
+    temporary.push(".tmp");
+    let temporary = PathBuf::from(temporary);
+    match std::fs::remove_file(&temporary) {
+        Err(e) if e.kind() != ErrorKind::NotFound => return Err(fail(e)),
+        _ => {}
+    }
+    let mut file = OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .open(&temporary)
+        .map_err(fail)?;
+    file.write_all(&key).map_err(fail)?;
+    file.sync_all().map_err(fail)?;
+    drop(file);
+    std::fs::rename(&temporary, path).map_err(fail)?;
+    let folder = match path.parent() {
+        Some(parent) if !parent.as_os_str().is_empty() => parent,
+        _ => Path::new("."),
+    };
+    File::open(folder)
+        .and_then(|folder| folder.sync_all())
+        .map_err(fail)?;
+    tracing::info!(path = %path.display(), "created the key file (mode 0600)");
+    Ok(key)
 }
 
 #[cfg(test)]

@@ -141,6 +141,15 @@ fn create_private(path: &Path) -> anyhow::Result<()> {
 /// Opens the SQLite writer connection, enforces WAL and `synchronous=FULL`,
 /// and creates or migrates the schema.
 pub fn open_writer(path: &Path) -> anyhow::Result<Connection> {
+    let conn = Connection::sqlite(open_durable(path)?);
+    migrate(&conn)?;
+    Ok(conn)
+}
+
+/// Opens (creating it 0600) an SQLite database for writing, in WAL mode
+/// with `synchronous=FULL`: a transaction is on disk when its commit
+/// returns. Refuses a file system that cannot give both.
+pub(crate) fn open_durable(path: &Path) -> anyhow::Result<rusqlite::Connection> {
     create_private(path)?;
     let conn = open(
         path,
@@ -160,8 +169,6 @@ pub fn open_writer(path: &Path) -> anyhow::Result<Connection> {
     if synchronous != 2 {
         anyhow::bail!("SQLite refused synchronous=FULL (got {synchronous})");
     }
-    let conn = Connection::sqlite(conn);
-    migrate(&conn)?;
     Ok(conn)
 }
 

@@ -51,3 +51,4 @@ mod transfer;
 mod trust;
 mod web;
 mod webhooks;
+mod witness;

@@ -38,15 +38,41 @@ impl Server {
         Server::spawn(data_dir, config, Stdio::from(file), None)
     }
 
+    /// `mandate witness serve` on port 0, waiting for its `listening on`
+    /// line (its banner holds the `witness <vkey> …` line).
+    pub fn witness(data_dir: &Path, config: &Path) -> Server {
+        Server::run(
+            &["witness", "serve"],
+            data_dir,
+            config,
+            None,
+            Stdio::null(),
+            Some("info"),
+        )
+    }
+
     fn spawn(data_dir: &Path, config: &Path, stderr: Stdio, level: Option<&str>) -> Server {
+        let database = test_database(data_dir);
+        Server::run(&["serve"], data_dir, config, database, stderr, level)
+    }
+
+    fn run(
+        command_path: &[&str],
+        data_dir: &Path,
+        config: &Path,
+        database: Option<String>,
+        stderr: Stdio,
+        level: Option<&str>,
+    ) -> Server {
         mandate_host::install_tls_provider();
         let mut command = Command::new(env!("CARGO_BIN_EXE_mandate"));
         command
-            .args(["serve", "--listen", "127.0.0.1:0", "--data-dir"])
+            .args(command_path)
+            .args(["--listen", "127.0.0.1:0", "--data-dir"])
             .arg(data_dir)
             .arg("--config")
             .arg(config);
-        if let Some(url) = test_database(data_dir) {
+        if let Some(url) = database {
             command.env("MANDATE_DATABASE_URL", url);
         }
         match level {
