@@ -46,6 +46,9 @@ pub const SEALED_LEN: usize = 1 + NONCE_LEN + KEY_LEN + TAG_LEN;
 
 const SEALING_LABEL: &[u8] = b"mandate kek v1: sealing key";
 const CHECK_LABEL: &[u8] = b"mandate kek v1: check value";
+const REQUEST_LABEL: &[u8] = b"mandate kek v1: oauth request";
+/// The associated data of a sealed OAuth authorization request.
+const REQUEST_AAD: &[u8] = b"mandate oauth_request v1";
 
 /// What a sealed secret is for; part of its associated data.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -86,10 +89,13 @@ pub enum SealError {
     NotAuthentic,
 }
 
-/// The key-encryption key, as the two keys derived from it.
+/// The key-encryption key, as the keys derived from it.
 pub struct Kek {
     sealing: XChaCha20Poly1305,
     check: [u8; 32],
+    /// Seals pending OAuth authorization requests (docs/oauth.md): derived
+    /// like the others, so every host with the key file opens them.
+    requests: XChaCha20Poly1305,
 }
 
 impl std::fmt::Debug for Kek {
@@ -126,7 +132,55 @@ impl Kek {
         Kek {
             sealing: XChaCha20Poly1305::new(&sealing.into()),
             check: hmac(kek, CHECK_LABEL),
+            requests: XChaCha20Poly1305::new(&hmac(kek, REQUEST_LABEL).into()),
         }
+    }
+
+    /// Seals an OAuth authorization request (its JSON) under a fresh
+    /// random nonce: `version ‖ nonce (24 bytes) ‖ ciphertext and tag`.
+    /// The request travels in the consent page's URL instead of a row, so
+    /// the unauthenticated authorization endpoint writes nothing; it opens
+    /// only with this deployment's key file, and unchanged.
+    pub fn seal_request(&self, plain: &[u8]) -> Result<Vec<u8>, SealError> {
+        let nonce: [u8; NONCE_LEN] = crate::random::bytes();
+        let ciphertext = self
+            .requests
+            .encrypt(
+                &XNonce::from(nonce),
+                Payload {
+                    msg: plain,
+                    aad: REQUEST_AAD,
+                },
+            )
+            .map_err(|_| SealError::Encryption)?;
+        let mut sealed = Vec::with_capacity(1 + NONCE_LEN + ciphertext.len());
+        sealed.push(VERSION);
+        sealed.extend_from_slice(&nonce);
+        sealed.extend_from_slice(&ciphertext);
+        Ok(sealed)
+    }
+
+    /// Opens what [`Kek::seal_request`] sealed; anything else, changed or
+    /// sealed under another key file is [`SealError::NotAuthentic`].
+    pub fn open_request(&self, sealed: &[u8]) -> Result<Vec<u8>, SealError> {
+        let (&version, rest) = sealed.split_first().ok_or(SealError::NotAuthentic)?;
+        if version != VERSION {
+            return Err(SealError::UnknownVersion(version));
+        }
+        if rest.len() < NONCE_LEN + TAG_LEN {
+            return Err(SealError::NotAuthentic);
+        }
+        let (nonce, ciphertext) = rest.split_at(NONCE_LEN);
+        let nonce: [u8; NONCE_LEN] = nonce.try_into().map_err(|_| SealError::NotAuthentic)?;
+        self.requests
+            .decrypt(
+                &XNonce::from(nonce),
+                Payload {
+                    msg: ciphertext,
+                    aad: REQUEST_AAD,
+                },
+            )
+            .map_err(|_| SealError::NotAuthentic)
     }
 
     /// Seals a 32-byte secret under a fresh random nonce.
@@ -350,6 +404,33 @@ mod tests {
             kek.open(Purpose::SigningKey, "k", &sealed),
             Err(SealError::NotAuthentic)
         );
+    }
+
+    #[test]
+    fn sealed_requests_open_only_unchanged_and_under_their_key_file() {
+        let kek = Kek::from_bytes(&[7; 32]);
+        let plain = br#"{"client_id":"mcl_x"}"#;
+        let sealed = kek.seal_request(plain).unwrap();
+        assert_ne!(sealed, kek.seal_request(plain).unwrap());
+        assert!(!sealed.windows(plain.len()).any(|w| w == plain));
+        assert_eq!(kek.open_request(&sealed).unwrap(), plain);
+        for at in [1, 30, sealed.len() - 1] {
+            let mut changed = sealed.clone();
+            changed[at] ^= 1;
+            assert_eq!(kek.open_request(&changed), Err(SealError::NotAuthentic));
+        }
+        assert_eq!(
+            Kek::from_bytes(&[8; 32]).open_request(&sealed),
+            Err(SealError::NotAuthentic)
+        );
+        assert_eq!(
+            kek.open_request(&sealed[..20]),
+            Err(SealError::NotAuthentic)
+        );
+        assert_eq!(kek.open_request(&[]), Err(SealError::NotAuthentic));
+        // Not a secret of another purpose, nor one of those a request.
+        let secret = kek.seal(Purpose::SigningKey, "", &[1; 32]).unwrap();
+        assert_eq!(kek.open_request(&secret), Err(SealError::NotAuthentic));
     }
 
     #[test]

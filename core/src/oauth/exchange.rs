@@ -31,7 +31,7 @@ use serde_json::{Map, Value};
 
 use super::OAuthError;
 use super::scope::{RequestedScope, ScopeGrammarError};
-use super::uri::{ResourceUri, ResourceUriError};
+use crate::audience::{Audience, ResourceUriError};
 use crate::ids::AgentId;
 use crate::json::Strict;
 use crate::keys::HolderKey;
@@ -115,7 +115,7 @@ pub struct ExchangeRequest {
     /// agent call's token.
     pub subject_token: String,
     pub subject_token_type: SubjectTokenType,
-    pub resource: Option<ResourceUri>,
+    pub resource: Option<Audience>,
     pub audience: Option<String>,
     pub scope: Option<RequestedScope>,
     /// `mandate_grant`'s members (empty when it was not sent).
@@ -171,7 +171,7 @@ pub fn parse(params: &BTreeMap<String, String>) -> Result<ExchangeRequest, Excha
         Some(_) => return Err(E::RequestedTokenType),
     }
     let resource = get(params, "resource")
-        .map(ResourceUri::parse)
+        .map(Audience::parse)
         .transpose()
         .map_err(E::Resource)?;
     let scope = get(params, "scope")
@@ -216,7 +216,7 @@ impl ExchangeRequest {
     /// (a `resource` must then equal it), else the `resource` asked for,
     /// if any. An `audience` parameter must equal the result.
     pub fn audience(&self, parent_aud: Option<&str>) -> Result<Option<String>, ExchangeError> {
-        let resource = self.resource.as_ref().map(ResourceUri::as_str);
+        let resource = self.resource.as_ref().map(Audience::as_str);
         let aud = match (parent_aud, resource) {
             (Some(parent), Some(asked)) if parent != asked => {
                 return Err(ExchangeError::Audience("resource"));
@@ -338,7 +338,7 @@ mod tests {
             ("requested refresh token", params(&[("requested_token_type", "urn:ietf:params:oauth:token-type:refresh_token")]), E::RequestedTokenType, OAuthError::InvalidRequest),
             ("actor token", params(&[("actor_token", "x"), ("actor_token_type", ACCESS_TOKEN_TYPE)]), E::ActorToken, OAuthError::InvalidRequest),
             ("actor token type alone", params(&[("actor_token_type", ACCESS_TOKEN_TYPE)]), E::ActorToken, OAuthError::InvalidRequest),
-            ("relative resource", params(&[("resource", "/mcp")]), E::Resource(ResourceUriError::NotAbsolute), OAuthError::InvalidTarget),
+            ("relative resource", params(&[("resource", "/mcp")]), E::Resource(ResourceUriError::Scheme), OAuthError::InvalidTarget),
             ("resource with fragment", params(&[("resource", "https://mcp.example/#a")]), E::Resource(ResourceUriError::Fragment), OAuthError::InvalidTarget),
             ("bad scope", params(&[("scope", "read  crm:*")]), E::Scope(ScopeGrammarError::Malformed), OAuthError::InvalidScope),
             ("bad scope token", params(&[("scope", "Read")]), E::Scope(ScopeGrammarError::InvalidToken("Read".into())), OAuthError::InvalidScope),
@@ -494,7 +494,10 @@ mod tests {
             ExchangeError::SubjectTokenType,
             ExchangeError::RequestedTokenType,
             ExchangeError::ActorToken,
-            ExchangeError::Resource(ResourceUriError::NotHttps),
+            ExchangeError::Resource(ResourceUriError::TooLong),
+            ExchangeError::Resource(ResourceUriError::Fragment),
+            ExchangeError::Resource(ResourceUriError::Scheme),
+            ExchangeError::Resource(ResourceUriError::Malformed),
             ExchangeError::Audience("resource"),
             ExchangeError::MandateGrant(String::new()),
             ExchangeError::HolderKey(String::new()),

@@ -34,8 +34,6 @@ mod uri;
 
 use serde::Serialize;
 
-pub use uri::{ResourceUri, ResourceUriError};
-
 /// The error names of OAuth's error responses that Mandate answers with.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
 #[serde(rename_all = "snake_case")]
@@ -117,11 +115,11 @@ pub const ERRORS: &[(&str, OAuthError)] = &[
     ("scope_not_a_token", E::InvalidScope),
     ("scope_reserved_action", E::InvalidScope),
     ("scope_widening", E::InvalidScope),
-    // resource: RFC 8707 §2.
-    ("resource_not_absolute", E::InvalidTarget),
-    ("resource_has_fragment", E::InvalidTarget),
-    ("resource_has_userinfo", E::InvalidTarget),
-    ("resource_not_https", E::InvalidTarget),
+    // resource (`audience::check_resource_uri`): RFC 8707 §2.
+    ("resource_uri_too_long", E::InvalidTarget),
+    ("resource_uri_fragment", E::InvalidTarget),
+    ("resource_uri_scheme", E::InvalidTarget),
+    ("resource_uri_malformed", E::InvalidTarget),
     ("audience_mismatch", E::InvalidTarget),
     // client identifiers and documents: an unknown or unusable client
     // (RFC 6749 §5.2 `invalid_client`; at the authorization endpoint the

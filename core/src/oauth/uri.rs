@@ -7,9 +7,6 @@
 //! by two hex digits, a scheme other than lowercase `http` or `https`, an
 //! empty host, and a port that is not 1 to 65535 in decimal.
 
-use serde::{Deserialize, Serialize};
-
-use super::OAuthError;
 use crate::limits::MAX_OAUTH_URI_BYTES;
 
 /// An absolute URI split at its delimiters; every part borrows the text.
@@ -152,82 +149,6 @@ pub(crate) fn is_loopback_host(host: &str) -> bool {
     LOOPBACK_LITERALS.contains(&host) || host == "localhost"
 }
 
-/// A resource indicator (RFC 8707 §2): an absolute URI without a fragment,
-/// `https`, or `http` on a loopback host (`127.0.0.1`, `[::1]`,
-/// `localhost`: a local MCP server; the value is an identifier, never
-/// fetched), at most [`MAX_OAUTH_URI_BYTES`] bytes, no userinfo. Compared byte
-/// for byte wherever it is compared.
-#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
-#[serde(try_from = "String", into = "String")]
-pub struct ResourceUri(String);
-
-impl ResourceUri {
-    /// Reads a `resource` parameter; refused with `invalid_target`.
-    pub fn parse(text: &str) -> Result<ResourceUri, ResourceUriError> {
-        let parts = split(text).ok_or(ResourceUriError::NotAbsolute)?;
-        if parts.fragment.is_some() {
-            return Err(ResourceUriError::Fragment);
-        }
-        if parts.userinfo.is_some() {
-            return Err(ResourceUriError::Userinfo);
-        }
-        if parts.scheme == "http" && !is_loopback_host(parts.host) {
-            return Err(ResourceUriError::NotHttps);
-        }
-        Ok(ResourceUri(text.to_owned()))
-    }
-
-    /// The URI as given.
-    pub fn as_str(&self) -> &str {
-        &self.0
-    }
-}
-
-impl TryFrom<String> for ResourceUri {
-    type Error = ResourceUriError;
-    fn try_from(text: String) -> Result<ResourceUri, ResourceUriError> {
-        ResourceUri::parse(&text)
-    }
-}
-
-impl From<ResourceUri> for String {
-    fn from(uri: ResourceUri) -> String {
-        uri.0
-    }
-}
-
-/// Why a `resource` is refused (RFC 8707 §2: `invalid_target`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
-pub enum ResourceUriError {
-    #[error(
-        "resource must be an absolute http or https URI of at most {MAX_OAUTH_URI_BYTES} bytes (RFC 8707 §2)"
-    )]
-    NotAbsolute,
-    #[error("resource must not have a fragment (RFC 8707 §2)")]
-    Fragment,
-    #[error("resource must not have userinfo")]
-    Userinfo,
-    #[error("resource must be https, or http on 127.0.0.1, [::1] or localhost")]
-    NotHttps,
-}
-
-impl ResourceUriError {
-    /// Stable snake_case code.
-    pub fn code(&self) -> &'static str {
-        match self {
-            ResourceUriError::NotAbsolute => "resource_not_absolute",
-            ResourceUriError::Fragment => "resource_has_fragment",
-            ResourceUriError::Userinfo => "resource_has_userinfo",
-            ResourceUriError::NotHttps => "resource_not_https",
-        }
-    }
-
-    /// The OAuth `error` it is answered with.
-    pub fn oauth_error(&self) -> OAuthError {
-        OAuthError::for_code(self.code())
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -284,31 +205,5 @@ mod tests {
         }
         let long = format!("https://a.example/{}", "x".repeat(MAX_OAUTH_URI_BYTES));
         assert_eq!(split(&long), None);
-    }
-
-    #[test]
-    fn resource_indicators() {
-        for good in [
-            "https://mcp.example/mcp",
-            "https://mcp.example",
-            "https://mcp.example:8443/a?b=c",
-            "http://127.0.0.1:3000/mcp",
-            "http://[::1]/mcp",
-            "http://localhost:3000/mcp",
-        ] {
-            assert_eq!(ResourceUri::parse(good).unwrap().as_str(), good);
-        }
-        for (bad, error) in [
-            ("mcp.example/mcp", ResourceUriError::NotAbsolute),
-            ("/mcp", ResourceUriError::NotAbsolute),
-            ("urn:x:y", ResourceUriError::NotAbsolute),
-            ("https://mcp.example/mcp#x", ResourceUriError::Fragment),
-            ("https://u@mcp.example/mcp", ResourceUriError::Userinfo),
-            ("http://mcp.example/mcp", ResourceUriError::NotHttps),
-            ("http://127.0.0.2/mcp", ResourceUriError::NotHttps),
-        ] {
-            assert_eq!(ResourceUri::parse(bad), Err(error), "{bad}");
-            assert_eq!(error.oauth_error(), OAuthError::InvalidTarget);
-        }
     }
 }

@@ -64,7 +64,7 @@ const EVALUATE: Access = Access::ApiKey(KeyNeeds::Role(Permission::Evaluate));
 /// test checks that it names every operation the router serves, and only
 /// those.
 #[rustfmt::skip]
-pub(crate) const ROUTES: [(&str, &str, Access); 64] = [
+pub(crate) const ROUTES: [(&str, &str, Access); 67] = [
     ("post",   "/v1/vat/issue/l1",                              ISSUE),
     ("post",   "/v1/vat/issue/l2",                              ISSUE),
     ("post",   "/v1/vat/auth/capture",                          ISSUE),
@@ -120,6 +120,9 @@ pub(crate) const ROUTES: [(&str, &str, Access); 64] = [
     ("post",   "/v1/access/evaluations",                        EVALUATE),
     ("get",    "/.well-known/authzen-configuration",            Access::Public),
     ("get",    "/.well-known/oauth-authorization-server",       Access::Public),
+    ("get",    "/v1/oauth/authorize",                           Access::Public),
+    ("post",   "/v1/oauth/requests/open",                       ISSUE),
+    ("post",   "/v1/oauth/requests/decision",                   ISSUE),
     ("post",   "/v1/oauth/token",                               Access::Public),
     ("post",   "/v1/oauth/clients",                             CLIENTS),
     ("get",    "/v1/oauth/clients",                             CLIENTS),

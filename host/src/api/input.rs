@@ -8,6 +8,7 @@ use mandate_core::{
 };
 
 use crate::error::{ApiError, ApiResult};
+use crate::model::oauth::ConsentGrant;
 use crate::model::{
     CaptureRequest, ConstraintsBody, DelegateRequest, IssueL1Request, IssueL2Request, PolicyBody,
     QuotasBody,
@@ -362,7 +363,25 @@ fn holder_key(jwk: Option<&serde_json::Map<String, serde_json::Value>>) -> ApiRe
 
 /// Checks a grant request and builds core's token request.
 pub(crate) fn token_request(body: &impl GrantRequest) -> ApiResult<TokenRequest> {
-    let parts = body.grant_parts();
+    parts_request(&body.grant_parts())
+}
+
+/// Checks what a consent grants (for `agent_id`: the one it names, or the
+/// OAuth default) and builds core's token request: the fields and rules of
+/// an issue request, without a holder key.
+pub(crate) fn consent_request(agent_id: &str, grant: &ConsentGrant) -> ApiResult<TokenRequest> {
+    parts_request(&GrantParts {
+        agent_id,
+        resources: &grant.resources,
+        actions: &grant.actions,
+        constraints: grant.constraints.as_ref(),
+        policy: grant.policy.as_ref(),
+        ttl_seconds: grant.ttl_seconds,
+        holder_key: None,
+    })
+}
+
+fn parts_request(parts: &GrantParts<'_>) -> ApiResult<TokenRequest> {
     // A refused pattern is named by its place in the list.
     for (i, text) in parts.resources.iter().enumerate() {
         ResourcePattern::parse(text)

@@ -19,6 +19,7 @@ mod log;
 mod meta;
 mod oauth;
 mod oauth_admin;
+mod oauth_consent;
 mod orgs;
 mod problems;
 mod query;
@@ -281,6 +282,9 @@ pub fn app(state: AppState) -> Router {
         .routes(routes!(authzen::evaluations))
         .routes(routes!(authzen::configuration))
         .routes(routes!(oauth::metadata))
+        .routes(routes!(oauth_consent::authorize))
+        .routes(routes!(oauth_consent::open_request))
+        .routes(routes!(oauth_consent::decide_request))
         .routes(routes!(oauth::token))
         .routes(routes!(
             oauth_admin::create_client,

@@ -2,7 +2,9 @@
 //! and the store to HTTP: status, code and detail of each problem.
 
 use axum::http::StatusCode;
-use mandate_core::{ArgsDenial, ChainArgsDenial, DenyReason, IssueError, RecordError, Scope};
+use mandate_core::{
+    ArgsDenial, ChainArgsDenial, DenyReason, IssueError, RecordError, Scope, Widening,
+};
 
 use crate::error::{ApiError, ViolationBody};
 use crate::ledger::{Attempted, LedgerError, QuotaExceeded, Refusal};
@@ -106,6 +108,7 @@ impl From<LedgerError> for ApiError {
             LedgerError::TooManyWebhooks => ApiError::conflict("too_many_webhooks", message),
             LedgerError::UnknownClient => ApiError::not_found("client_not_found", message),
             LedgerError::TooManyClients => ApiError::conflict("too_many_clients", message),
+            LedgerError::RequestAnswered => ApiError::conflict("request_answered", message),
             LedgerError::UnknownAgent => ApiError::not_found("agent_not_found", message),
             LedgerError::UnknownVouch => ApiError::not_found("vouch_not_found", message),
             LedgerError::VouchExists(_) => ApiError::conflict("vouch_exists", message),
@@ -237,6 +240,21 @@ fn listed<T: std::fmt::Display>(items: &[T]) -> String {
         .join(", ")
 }
 
+/// A grant wider than what it narrows: 403, every widening named with
+/// its field.
+pub(crate) fn widening_problem(widening: &Widening) -> ApiError {
+    let violations = widening
+        .violations
+        .iter()
+        .map(|v| ViolationBody {
+            field: v.field(),
+            code: v.code().to_owned(),
+            message: v.to_string(),
+        })
+        .collect();
+    ApiError::forbidden(widening.code(), widening.to_string()).with_violations(violations)
+}
+
 /// The problem a refused delegation answers with.
 pub(crate) fn refusal(refusal: &Refusal) -> ApiError {
     match refusal {
@@ -245,18 +263,7 @@ pub(crate) fn refusal(refusal: &Refusal) -> ApiError {
             "action_not_permitted",
             "the parent token does not hold the `delegate` action",
         ),
-        Refusal::Issue(_, IssueError::Widening(widening)) => {
-            let violations = widening
-                .violations
-                .iter()
-                .map(|v| ViolationBody {
-                    field: v.field(),
-                    code: v.code().to_owned(),
-                    message: v.to_string(),
-                })
-                .collect();
-            ApiError::forbidden(widening.code(), widening.to_string()).with_violations(violations)
-        }
+        Refusal::Issue(_, IssueError::Widening(widening)) => widening_problem(widening),
         Refusal::Issue(_, IssueError::ParentExpired) => ApiError::holder_inactive(true),
         Refusal::Issue(_, error @ (IssueError::DepthExceeded | IssueError::TooManyChildren)) => {
             ApiError::forbidden(error.code(), error.to_string())

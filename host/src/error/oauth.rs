@@ -19,6 +19,11 @@ pub enum OAuthErrorCode {
     /// A parameter is missing, repeated, malformed or not supported, or
     /// the body is not a form.
     InvalidRequest,
+    /// The code is unknown, expired, used, or was issued for another
+    /// client or redirect URI, or the PKCE verifier does not prove it.
+    InvalidGrant,
+    /// The `resource` is not the one authorized (RFC 8707 §2).
+    InvalidTarget,
     /// The `grant_type` is not one this server supports.
     UnsupportedGrantType,
     /// The server failed (RFC 6749 §4.1.2.1 names it for the authorization
@@ -33,6 +38,8 @@ impl OAuthErrorCode {
     pub fn as_str(self) -> &'static str {
         match self {
             OAuthErrorCode::InvalidRequest => "invalid_request",
+            OAuthErrorCode::InvalidGrant => "invalid_grant",
+            OAuthErrorCode::InvalidTarget => "invalid_target",
             OAuthErrorCode::UnsupportedGrantType => "unsupported_grant_type",
             OAuthErrorCode::ServerError => "server_error",
             OAuthErrorCode::TemporarilyUnavailable => "temporarily_unavailable",
@@ -46,12 +53,19 @@ impl OAuthErrorCode {
 /// code (unless specified otherwise)").
 #[rustfmt::skip]
 pub const OAUTH_ERRORS: &[(&str, OAuthErrorCode)] = &[
+    ("agent_not_yours",        OAuthErrorCode::InvalidGrant),
+    ("code_invalid",           OAuthErrorCode::InvalidGrant),
+    ("code_verifier_invalid",  OAuthErrorCode::InvalidRequest),
+    ("code_verifier_mismatch", OAuthErrorCode::InvalidGrant),
+    ("code_verifier_missing",  OAuthErrorCode::InvalidRequest),
     ("form_malformed",         OAuthErrorCode::InvalidRequest),
     ("form_required",          OAuthErrorCode::InvalidRequest),
     ("grant_type_unsupported", OAuthErrorCode::UnsupportedGrantType),
     ("parameter_missing",      OAuthErrorCode::InvalidRequest),
     ("parameter_repeated",     OAuthErrorCode::InvalidRequest),
     ("payload_too_large",      OAuthErrorCode::InvalidRequest),
+    ("redirect_uri_mismatch",  OAuthErrorCode::InvalidGrant),
+    ("resource_mismatch",      OAuthErrorCode::InvalidTarget),
     ("unreadable_body",        OAuthErrorCode::InvalidRequest),
 ];
 

@@ -173,11 +173,16 @@ impl Ledger {
     /// revoked since the caller read the key ring leaves nothing changed.
     /// The caller checked the quotas ([`Ledger::check_token_quota`]) before
     /// writing anything.
+    #[allow(
+        clippy::too_many_arguments,
+        reason = "each named at its few call sites"
+    )]
     fn store_token(
         &mut self,
         org: Org,
         claims: &Claims,
         parent: Option<&Jti>,
+        renewal: bool,
         kid: &str,
         issued_by: Option<&str>,
         now_ms: i64,
@@ -195,6 +200,7 @@ impl Ledger {
                 org,
                 claims,
                 parent,
+                renewal,
                 kid,
                 issued_by,
                 claims_text: &claims_text,
@@ -262,7 +268,15 @@ impl Ledger {
         }
         claims.status = Some(self.next_status(status_base)?);
         let compact = sign(&claims, key).map_err(internal)?;
-        self.store_token(org, &claims, None, key.kid(), Some(issued_by), now.ms())?;
+        self.store_token(
+            org,
+            &claims,
+            None,
+            false,
+            key.kid(),
+            Some(issued_by),
+            now.ms(),
+        )?;
         Ok((claims, compact))
     }
 
@@ -502,8 +516,46 @@ impl Ledger {
         }
         child.status = Some(self.next_status(status_base)?);
         let compact_jwt = sign(child, key).map_err(internal)?;
-        self.store_token(org, child, Some(&parent.claims.jti), key.kid(), None, at_ms)?;
+        self.store_token(
+            org,
+            child,
+            Some(&parent.claims.jti),
+            false,
+            key.kid(),
+            None,
+            at_ms,
+        )?;
         Ok(compact_jwt)
+    }
+
+    /// Signs and stores a renewal of `parent` (core `renew`: the same
+    /// grant, a later `exp`), with the next status list index: a child of
+    /// `parent` in the chain — revoked with it, its budgets shared — but
+    /// no delegation: no record, not counted among the parent's children
+    /// (docs/oauth.md, the access tokens of a grant).
+    pub(super) fn issue_renewal(
+        &mut self,
+        org: Org,
+        parent: &Claims,
+        renewal: &mut Claims,
+        status_base: &str,
+        key: &SigningKey,
+        at_ms: i64,
+    ) -> Result<String, LedgerError> {
+        check_token_size(renewal, status_base, key)?;
+        self.check_token_quota(org, at_ms / 1000)?;
+        renewal.status = Some(self.next_status(status_base)?);
+        let compact = sign(renewal, key).map_err(internal)?;
+        self.store_token(
+            org,
+            renewal,
+            Some(&parent.jti),
+            true,
+            key.kid(),
+            None,
+            at_ms,
+        )?;
+        Ok(compact)
     }
 
     /// How the child names its agent: the delegating agent, one

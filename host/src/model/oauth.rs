@@ -7,6 +7,8 @@
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
+use super::{ConstraintsBody, PolicyBody, forms, object, whole_number};
+
 /// Authorization server metadata (RFC 8414 §2), every URL under the
 /// deployment's `issuer` (= `public_url`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, ToSchema)]
@@ -42,8 +44,128 @@ pub struct AuthorizationServerMetadata {
 /// Parameters not listed are ignored (RFC 6749 §3.1).
 #[derive(Debug, Clone, Deserialize, ToSchema)]
 pub struct TokenRequest {
-    /// The grant asked for.
+    /// The grant asked for: `authorization_code`.
     pub grant_type: String,
+    /// The authorization code (`authorization_code`).
+    #[serde(default)]
+    pub code: Option<String>,
+    /// The `redirect_uri` of the authorization request, exactly.
+    #[serde(default)]
+    pub redirect_uri: Option<String>,
+    /// The client the code was issued to.
+    #[serde(default)]
+    pub client_id: Option<String>,
+    /// The PKCE verifier (RFC 7636 §4.5).
+    #[serde(default)]
+    pub code_verifier: Option<String>,
+    /// The resource the token is for: when sent, the authorization
+    /// request's exactly (RFC 8707 §2.2).
+    #[serde(default)]
+    pub resource: Option<String>,
+}
+
+/// A successful token response (RFC 6749 §5.1).
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct TokenResponse {
+    /// The access token: a VAT, compact.
+    pub access_token: String,
+    /// `Bearer`.
+    pub token_type: String,
+    /// Seconds until the access token expires.
+    pub expires_in: u64,
+    /// The granted scope: actions, then resource patterns (absent when a
+    /// resource pattern cannot be written as a scope token).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub scope: Option<String>,
+}
+
+/// `POST /v1/oauth/requests/open`.
+#[derive(Debug, Clone, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct OpenRequest {
+    /// The sealed authorization request, from the consent page's URL.
+    #[schema(max_length = 16384)]
+    pub request: String,
+}
+
+/// A pending authorization request, as the consent page shows it.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct OpenedRequest {
+    pub client_id: String,
+    /// The client's registered name.
+    pub client_name: String,
+    /// `registered`: a client the organisation registered in advance.
+    pub client_kind: String,
+    /// Where the browser goes back to.
+    pub redirect_uri: String,
+    /// The host of `redirect_uri`, which the page must show.
+    pub redirect_host: String,
+    /// Whether `redirect_uri` is on this machine (loopback): the page
+    /// warns about it.
+    pub redirect_loopback: bool,
+    /// The resource server the token will be for (its `aud`).
+    pub resource: String,
+    /// The `scope` parameter as sent, if any.
+    pub scope: Option<String>,
+    /// The actions `scope` asks for.
+    pub actions: Vec<String>,
+    /// The resource patterns `scope` asks for (none: the human names them).
+    pub resources: Vec<String>,
+    /// The agent the grant is for unless the human names another.
+    pub agent_id: String,
+    /// RFC 3339: when the request can no longer be decided.
+    pub expires_at: String,
+}
+
+/// Approve or deny.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum Decision {
+    Approve,
+    Deny,
+}
+
+/// What the human grants: never wider than asked (the actions and
+/// resource patterns of `scope`), for an agent of their own.
+#[derive(Debug, Clone, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ConsentGrant {
+    /// The agent; by default `oauth-` and a hash of the client and the human.
+    #[schema(value_type = Option<forms::AgentId>)]
+    #[serde(default)]
+    pub agent_id: Option<String>,
+    #[schema(value_type = Vec<forms::ResourcePattern>, min_items = 1, max_items = 64)]
+    pub resources: Vec<String>,
+    #[schema(value_type = Vec<forms::Action>, min_items = 1, max_items = 64)]
+    pub actions: Vec<String>,
+    #[serde(default, deserialize_with = "object")]
+    pub constraints: Option<ConstraintsBody>,
+    #[serde(default, deserialize_with = "object")]
+    pub policy: Option<PolicyBody>,
+    /// The grant's lifetime in seconds (default 3600, at most 2592000).
+    #[schema(minimum = 1, maximum = 2_592_000)]
+    #[serde(default, deserialize_with = "whole_number")]
+    pub ttl_seconds: Option<u64>,
+}
+
+/// `POST /v1/oauth/requests/decision`.
+#[derive(Debug, Clone, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct DecisionRequest {
+    /// The sealed authorization request.
+    #[schema(max_length = 16384)]
+    pub request: String,
+    pub decision: Decision,
+    /// What is granted; required to approve.
+    #[serde(default, deserialize_with = "object")]
+    pub grant: Option<ConsentGrant>,
+}
+
+/// Where the consent page sends the browser: the client's redirect URI
+/// with `code` (or `error`), `state` and `iss`.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct DecisionResponse {
+    pub redirect: String,
 }
 
 /// A public client registered in advance by an owner (MCP

@@ -1,9 +1,10 @@
-//! The OAuth tables (schema 12). Today: `oauth_clients`, the public
-//! clients an organisation's owner registered in advance, their redirect
-//! URIs and grant types stored as JSON arrays. A deleted client keeps its
-//! row (`revoked_at`), so its id is never handed out again and what it
-//! was given stays explainable; it is unknown to every API. Only the
-//! ledger writes them.
+//! The OAuth tables (schema 12): `oauth_clients`, the public clients an
+//! organisation's owner registered in advance, their redirect URIs and
+//! grant types stored as JSON arrays (a deleted client keeps its row,
+//! `revoked_at`, so its id is never handed out again and what it was
+//! given stays explainable; it is unknown to every API); `oauth_codes`,
+//! authorization codes by the SHA-256 of the code, one per sealed request;
+//! `oauth_grants`, what a redeemed code made. Only the ledger writes them.
 
 use super::orgs::Org;
 use crate::store::sql::{self, Connection, OptionalExtension, Row, params};
@@ -96,5 +97,185 @@ pub fn count_clients(conn: &Connection, org: Org) -> sql::Result<u64> {
 pub fn delete_client(conn: &Connection, client_id: &str, now: i64) -> sql::Result<()> {
     conn.prepare_cached("UPDATE oauth_clients SET revoked_at = ?2 WHERE client_id = ?1")?
         .execute(params![client_id, now])?;
+    Ok(())
+}
+
+/// The client `client_id` of whichever organisation registered it, unless
+/// deleted: the authorization endpoint knows no organisation yet.
+pub fn client_by_id(conn: &Connection, client_id: &str) -> sql::Result<Option<OAuthClient>> {
+    conn.prepare_cached(&format!(
+        "SELECT {COLUMNS} FROM oauth_clients WHERE client_id = ?1 AND revoked_at IS NULL"
+    ))?
+    .query_row([client_id], from_row)
+    .optional()
+}
+
+/// An authorization code as stored: everything the token request is
+/// checked against and the grant is made of, never the code itself.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OAuthCode {
+    /// SHA-256 of the code.
+    pub code_hash: Vec<u8>,
+    /// SHA-256 of the sealed request it answers (one code per request).
+    pub request_hash: Vec<u8>,
+    pub org: Org,
+    /// The consenting human (`sha256:<hex>`).
+    pub human_ref: String,
+    /// How the human signed in (`L1`: an API key).
+    pub assurance: String,
+    pub client_id: String,
+    pub redirect_uri: String,
+    pub code_challenge: String,
+    pub resource: Option<String>,
+    pub dpop_jkt: Option<String>,
+    /// The human's choice, JSON (`api::oauth_consent::Choice`).
+    pub choice: String,
+    /// Unix milliseconds.
+    pub created_at: i64,
+    /// Unix milliseconds.
+    pub expires_at: i64,
+    pub used_at: Option<i64>,
+    /// The grant the code made, once redeemed.
+    pub grant_id: Option<String>,
+}
+
+const CODE_COLUMNS: &str = "code_hash, request_hash, org, human_ref, assurance, client_id, \
+    redirect_uri, code_challenge, resource, dpop_jkt, choice, created_at, expires_at, used_at, grant_id";
+
+fn code_from_row(row: &Row<'_>) -> sql::Result<OAuthCode> {
+    Ok(OAuthCode {
+        code_hash: row.get("code_hash")?,
+        request_hash: row.get("request_hash")?,
+        org: row.get("org")?,
+        human_ref: row.get("human_ref")?,
+        assurance: row.get("assurance")?,
+        client_id: row.get("client_id")?,
+        redirect_uri: row.get("redirect_uri")?,
+        code_challenge: row.get("code_challenge")?,
+        resource: row.get("resource")?,
+        dpop_jkt: row.get("dpop_jkt")?,
+        choice: row.get("choice")?,
+        created_at: row.get("created_at")?,
+        expires_at: row.get("expires_at")?,
+        used_at: row.get("used_at")?,
+        grant_id: row.get("grant_id")?,
+    })
+}
+
+/// Whether a code answers the sealed request of this hash already.
+pub fn request_answered(conn: &Connection, request_hash: &[u8]) -> sql::Result<bool> {
+    Ok(conn
+        .prepare_cached("SELECT 1 FROM oauth_codes WHERE request_hash = ?1")?
+        .query_row([request_hash], |_| Ok(()))
+        .optional()?
+        .is_some())
+}
+
+/// Stores a new code.
+pub fn insert_code(conn: &Connection, code: &OAuthCode) -> sql::Result<()> {
+    conn.prepare_cached(&format!(
+        "INSERT INTO oauth_codes ({CODE_COLUMNS})
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15)"
+    ))?
+    .execute(params![
+        code.code_hash.as_slice(),
+        code.request_hash.as_slice(),
+        code.org,
+        code.human_ref,
+        code.assurance,
+        code.client_id,
+        code.redirect_uri,
+        code.code_challenge,
+        code.resource,
+        code.dpop_jkt,
+        code.choice,
+        code.created_at,
+        code.expires_at,
+        code.used_at,
+        code.grant_id
+    ])?;
+    Ok(())
+}
+
+/// The code whose SHA-256 is `code_hash`, used or not.
+pub fn code(conn: &Connection, code_hash: &[u8]) -> sql::Result<Option<OAuthCode>> {
+    conn.prepare_cached(&format!(
+        "SELECT {CODE_COLUMNS} FROM oauth_codes WHERE code_hash = ?1"
+    ))?
+    .query_row([code_hash], code_from_row)
+    .optional()
+}
+
+/// Marks a code redeemed at `now` (unix milliseconds) into `grant_id`.
+pub fn use_code(conn: &Connection, code_hash: &[u8], now: i64, grant_id: &str) -> sql::Result<()> {
+    conn.prepare_cached("UPDATE oauth_codes SET used_at = ?2, grant_id = ?3 WHERE code_hash = ?1")?
+        .execute(params![code_hash, now, grant_id])?;
+    Ok(())
+}
+
+/// A consent's grant: what a redeemed code made.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OAuthGrant {
+    /// `ogr_<ulid>`.
+    pub grant_id: String,
+    pub org: Org,
+    pub human_ref: String,
+    pub client_id: String,
+    /// The host of a client ID metadata document URL; none for a
+    /// pre-registered client.
+    pub client_host: Option<String>,
+    /// The client's name as the consent showed it.
+    pub client_name: String,
+    pub resource: Option<String>,
+    pub agent_id: String,
+    /// The grant root's jti: revoking it ends everything the grant issued.
+    pub root_jti: String,
+    /// The granted scope, as a `scope` parameter.
+    pub scope: String,
+    /// Unix milliseconds.
+    pub created_at: i64,
+    /// Unix milliseconds: the grant root's `exp`.
+    pub expires_at: i64,
+}
+
+/// Stores a new grant.
+pub fn insert_grant(conn: &Connection, grant: &OAuthGrant) -> sql::Result<()> {
+    conn.prepare_cached(
+        "INSERT INTO oauth_grants (grant_id, org, human_ref, client_id, client_host, client_name,
+            resource, agent_id, root_jti, scope, created_at, expires_at)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
+    )?
+    .execute(params![
+        grant.grant_id,
+        grant.org,
+        grant.human_ref,
+        grant.client_id,
+        grant.client_host,
+        grant.client_name,
+        grant.resource,
+        grant.agent_id,
+        grant.root_jti,
+        grant.scope,
+        grant.created_at,
+        grant.expires_at
+    ])?;
+    Ok(())
+}
+
+/// The grant root of `grant_id`, if the grant exists.
+pub fn grant_root(conn: &Connection, grant_id: &str) -> sql::Result<Option<String>> {
+    conn.prepare_cached("SELECT root_jti FROM oauth_grants WHERE grant_id = ?1")?
+        .query_row([grant_id], |row| row.get(0))
+        .optional()
+}
+
+/// Marks a grant revoked at `now` (unix milliseconds) for `reason`,
+/// unless it was before (the first reason stands).
+pub fn revoke_grant(conn: &Connection, grant_id: &str, now: i64, reason: &str) -> sql::Result<()> {
+    conn.prepare_cached(
+        "UPDATE oauth_grants SET revoked_at = ?2, revoke_reason = ?3
+         WHERE grant_id = ?1 AND revoked_at IS NULL",
+    )?
+    .execute(params![grant_id, now, reason])?;
     Ok(())
 }

@@ -232,6 +232,9 @@ pub struct NewToken<'a> {
     pub claims: &'a Claims,
     /// The parent's jti, for a delegated token.
     pub parent: Option<&'a Jti>,
+    /// A renewal of its parent (an OAuth access token of a grant root):
+    /// in the chain, but not counted among the parent's children.
+    pub renewal: bool,
     pub kid: &'a str,
     /// The API key that issued a root token.
     pub issued_by: Option<&'a str>,
@@ -246,7 +249,8 @@ pub fn claims_json(claims: &Claims) -> sql::Result<String> {
     serde_json::to_string(claims).map_err(|e| sql::Error::Conversion(e.to_string()))
 }
 
-/// Stores a token, and counts it as a child of its parent.
+/// Stores a token, and counts it as a child of its parent unless it is a
+/// renewal.
 pub fn insert(conn: &Connection, token: &NewToken<'_>) -> sql::Result<()> {
     let claims = token.claims;
     let status_idx = claims.status.as_ref().map(|status| status.idx());
@@ -271,7 +275,7 @@ pub fn insert(conn: &Connection, token: &NewToken<'_>) -> sql::Result<()> {
         status_idx,
         token.log_issued,
     ])?;
-    if let Some(parent) = token.parent {
+    if let Some(parent) = token.parent.filter(|_| !token.renewal) {
         conn.prepare_cached("UPDATE tokens SET children = children + 1 WHERE jti = ?1")?
             .execute([parent.as_str()])?;
     }

@@ -149,11 +149,17 @@ async fn the_token_endpoint_reads_forms_as_rfc_6749_says() {
             .body(body)
     };
     for (request, error, code) in [
-        // No grant is served yet: every grant type is unsupported (§5.2).
+        // Only authorization_code is served: refresh tokens come with
+        // chunk C8 (§5.2). Unknown parameters are ignored, even repeated.
         (
-            form("grant_type=authorization_code&code=x&unknown=1&unknown=2"),
+            form("grant_type=refresh_token&refresh_token=x&unknown=1&unknown=2"),
             "unsupported_grant_type",
             "grant_type_unsupported",
+        ),
+        (
+            form("grant_type=authorization_code&unknown=1&unknown=2"),
+            "invalid_request",
+            "parameter_missing",
         ),
         (
             form("grant_type=password"),
@@ -589,6 +595,847 @@ async fn only_owners_manage_clients_and_only_with_oauth_on() {
         off.get_auth(CLIENTS, &off.admin_key).await,
         StatusCode::NOT_FOUND,
         "not_found",
+    )
+    .await;
+}
+
+// ---- The authorization code flow (docs/oauth.md; plan §2.1, §2.5, §1.4) ----
+
+use base64::Engine as _;
+use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+use sha2::{Digest as _, Sha256};
+
+const VERIFIER: &str = "dBjftJeZ4CVP-mB92K27uhbUJU1p1r_wW1gFWFOEjXk";
+const RESOURCE: &str = "https://mcp.example/mcp";
+const REDIRECT: &str = "https://app.example/cb";
+
+/// `name=value&…`, each part percent-encoded (the test client has no
+/// form or query encoder of its own).
+fn encoded<K: AsRef<str>, V: AsRef<str>>(pairs: &[(K, V)]) -> String {
+    use percent_encoding::{NON_ALPHANUMERIC, utf8_percent_encode};
+    pairs
+        .iter()
+        .map(|(k, v)| {
+            format!(
+                "{}={}",
+                utf8_percent_encode(k.as_ref(), NON_ALPHANUMERIC),
+                utf8_percent_encode(v.as_ref(), NON_ALPHANUMERIC)
+            )
+        })
+        .collect::<Vec<_>>()
+        .join("&")
+}
+
+/// A form body (RFC 6749 §3.2).
+trait FormBody {
+    fn form_of<K: AsRef<str>, V: AsRef<str>>(self, pairs: &[(K, V)]) -> Self;
+}
+
+impl FormBody for reqwest::RequestBuilder {
+    fn form_of<K: AsRef<str>, V: AsRef<str>>(self, pairs: &[(K, V)]) -> Self {
+        self.header("content-type", "application/x-www-form-urlencoded")
+            .body(encoded(pairs))
+    }
+}
+
+fn challenge(verifier: &str) -> String {
+    URL_SAFE_NO_PAD.encode(Sha256::digest(verifier.as_bytes()))
+}
+
+/// A client that shows redirects instead of following them.
+fn browser() -> reqwest::Client {
+    reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .unwrap()
+}
+
+/// A server with `[oauth]` on, a client of the default organisation
+/// (`REDIRECT` and the port-free loopback callback), and a developer's
+/// key to consent with.
+struct Flow {
+    app: TestApp,
+    client_id: String,
+    developer: String,
+}
+
+impl Flow {
+    async fn start() -> Flow {
+        Flow::on(TestApp::spawn_with(oauth_on).await).await
+    }
+
+    async fn on(app: TestApp) -> Flow {
+        let client = expect_json(
+            register(
+                &app,
+                &app.admin_key,
+                json!({"name": "Claude", "redirect_uris": [REDIRECT, "http://127.0.0.1/callback"]}),
+            )
+            .await,
+            StatusCode::CREATED,
+        )
+        .await;
+        let developer = app
+            .key(&app.admin_key, "developer", Some("dev@example.com"))
+            .await;
+        Flow {
+            client_id: text(&client["client_id"]).to_owned(),
+            developer,
+            app,
+        }
+    }
+
+    /// The authorization request's parameters, changed by `edit` (a
+    /// `None` value drops the parameter).
+    fn parameters(&self, edit: &[(&str, Option<&str>)]) -> Vec<(String, String)> {
+        let challenge = challenge(VERIFIER);
+        let mut parameters: Vec<(String, Option<String>)> = [
+            ("response_type", "code"),
+            ("client_id", self.client_id.as_str()),
+            ("redirect_uri", REDIRECT),
+            ("code_challenge", challenge.as_str()),
+            ("code_challenge_method", "S256"),
+            ("resource", RESOURCE),
+            ("scope", "read write crm:*"),
+            ("state", "af0ifjsldkj+/ =x"),
+        ]
+        .iter()
+        .map(|(k, v)| ((*k).to_owned(), Some((*v).to_owned())))
+        .collect();
+        for (name, value) in edit {
+            match parameters.iter_mut().find(|(k, _)| k == name) {
+                Some(slot) => slot.1 = value.map(str::to_owned),
+                None => parameters.push(((*name).to_owned(), value.map(str::to_owned))),
+            }
+        }
+        parameters
+            .into_iter()
+            .filter_map(|(k, v)| v.map(|v| (k, v)))
+            .collect()
+    }
+
+    async fn authorize_with(&self, parameters: &[(String, String)]) -> reqwest::Response {
+        browser()
+            .get(format!(
+                "{}?{}",
+                self.app.url("/v1/oauth/authorize"),
+                encoded(parameters)
+            ))
+            .send()
+            .await
+            .unwrap()
+    }
+
+    async fn authorize(&self, edit: &[(&str, Option<&str>)]) -> reqwest::Response {
+        self.authorize_with(&self.parameters(edit)).await
+    }
+
+    /// The sealed request of a successful authorization.
+    async fn sealed(&self) -> String {
+        let response = self.authorize(&[]).await;
+        assert_eq!(response.status(), StatusCode::SEE_OTHER);
+        let location = location(&response);
+        let consent = format!("{}/oauth/consent?request=", self.app.base);
+        assert!(location.starts_with(&consent), "{location}");
+        query_of(&location)["request"].clone()
+    }
+
+    async fn decide(&self, key: &str, body: Value) -> reqwest::Response {
+        self.app
+            .post_auth("/v1/oauth/requests/decision", key, &body)
+            .await
+    }
+
+    /// Approves `sealed` with `grant`; the redirect's parameters.
+    async fn approve(
+        &self,
+        sealed: &str,
+        grant: Value,
+    ) -> std::collections::BTreeMap<String, String> {
+        let answer = expect_json(
+            self.decide(
+                &self.developer,
+                json!({"request": sealed, "decision": "approve", "grant": grant}),
+            )
+            .await,
+            StatusCode::OK,
+        )
+        .await;
+        let redirect = text(&answer["redirect"]);
+        assert!(redirect.starts_with(&format!("{REDIRECT}?")), "{redirect}");
+        query_of(redirect)
+    }
+
+    async fn code(&self) -> String {
+        let sealed = self.sealed().await;
+        self.approve(
+            &sealed,
+            json!({"actions": ["read"], "resources": ["crm:*"]}),
+        )
+        .await["code"]
+            .clone()
+    }
+
+    async fn token(&self, form: &[(&str, &str)]) -> reqwest::Response {
+        self.app
+            .client
+            .post(self.app.url("/v1/oauth/token"))
+            .form_of(form)
+            .send()
+            .await
+            .unwrap()
+    }
+
+    async fn redeem(&self, code: &str) -> reqwest::Response {
+        self.token(&[
+            ("grant_type", "authorization_code"),
+            ("code", code),
+            ("client_id", &self.client_id),
+            ("redirect_uri", REDIRECT),
+            ("code_verifier", VERIFIER),
+            ("resource", RESOURCE),
+        ])
+        .await
+    }
+}
+
+fn location(response: &reqwest::Response) -> String {
+    response.headers()["location"].to_str().unwrap().to_owned()
+}
+
+fn query_of(url: &str) -> std::collections::BTreeMap<String, String> {
+    reqwest::Url::parse(url)
+        .unwrap()
+        .query_pairs()
+        .map(|(k, v)| (k.into_owned(), v.into_owned()))
+        .collect()
+}
+
+/// The claims of a compact token, unverified.
+fn claims_of(compact: &str) -> Value {
+    let payload = compact.split('.').nth(1).unwrap();
+    serde_json::from_slice(&URL_SAFE_NO_PAD.decode(payload).unwrap()).unwrap()
+}
+
+/// RFC 6749 §4.1.2.1, RFC 9700 §4.1.3: until the redirect URI is matched
+/// exactly (a loopback IP literal on any port, RFC 8252 §7.3), a refusal is
+/// a problem on the page and no `Location` is sent anywhere.
+#[tokio::test]
+async fn redirect_uri_must_match_exactly() {
+    let flow = Flow::start().await;
+    for (redirect, accepted) in [
+        ("https://app.example/cb/evil", false),
+        ("https://app.example/c", false),
+        ("https://APP.example/cb", false),
+        ("https://app.example/cb/", false),
+        ("https://app.example/cb?x=1", false),
+        ("https://app.example@evil.example/cb", false),
+        ("https://app.example/cb#f", false),
+        ("http://app.example/cb", false),
+        ("http://localhost/callback", false),
+        ("http://127.0.0.1:53682/callback", true),
+        ("http://127.0.0.1/callback", true),
+        ("http://127.0.0.1:53682/other", false),
+        ("https://app.example/cb", true),
+    ] {
+        let response = flow.authorize(&[("redirect_uri", Some(redirect))]).await;
+        if accepted {
+            assert_eq!(response.status(), StatusCode::SEE_OTHER, "{redirect}");
+            assert!(location(&response).contains("/oauth/consent?request="));
+        } else {
+            assert!(response.headers().get("location").is_none(), "{redirect}");
+            expect_problem(response, StatusCode::BAD_REQUEST, "redirect_uri_mismatch").await;
+        }
+    }
+    for (edit, status, code) in [
+        (
+            vec![("client_id", None)],
+            StatusCode::BAD_REQUEST,
+            "parameter_missing",
+        ),
+        (
+            vec![("redirect_uri", None)],
+            StatusCode::BAD_REQUEST,
+            "parameter_missing",
+        ),
+        (
+            vec![("client_id", Some("mcl_01kaqv3f00000000000000000a"))],
+            StatusCode::NOT_FOUND,
+            "client_not_found",
+        ),
+        // Client ID metadata documents come with chunk C7: refused, not guessed.
+        (
+            vec![("client_id", Some("https://client.example/meta.json"))],
+            StatusCode::BAD_REQUEST,
+            "client_document_unsupported",
+        ),
+    ] {
+        let response = flow.authorize(&edit).await;
+        assert!(response.headers().get("location").is_none(), "{edit:?}");
+        expect_problem(response, status, code).await;
+    }
+    let mut twice = flow.parameters(&[]);
+    twice.push(("redirect_uri".to_owned(), REDIRECT.to_owned()));
+    let response = flow.authorize_with(&twice).await;
+    assert!(response.headers().get("location").is_none());
+    expect_problem(response, StatusCode::BAD_REQUEST, "parameter_repeated").await;
+}
+
+/// After the redirect URI is verified, refusals go back to it with
+/// `error`, `state` as sent and `iss` (RFC 6749 §4.1.2.1, RFC 9207 §2);
+/// PKCE is S256 only (RFC 7636 §4.4.1, RFC 9700 §2.1.1) — and at the token
+/// endpoint the verifier must prove the challenge (§4.6).
+#[tokio::test]
+async fn pkce_downgrade_is_refused() {
+    let flow = Flow::start().await;
+    let short = "a".repeat(42);
+    for (edit, error) in [
+        (vec![("code_challenge", None)], "invalid_request"),
+        (
+            vec![("code_challenge_method", Some("plain"))],
+            "invalid_request",
+        ),
+        (vec![("code_challenge_method", None)], "invalid_request"),
+        (
+            vec![("code_challenge", Some(short.as_str()))],
+            "invalid_request",
+        ),
+        (
+            vec![("response_type", Some("token"))],
+            "unsupported_response_type",
+        ),
+        (vec![("response_type", None)], "invalid_request"),
+        (vec![("resource", None)], "invalid_target"),
+        (vec![("resource", Some("/mcp"))], "invalid_target"),
+        (
+            vec![("resource", Some("https://mcp.example/mcp#x"))],
+            "invalid_target",
+        ),
+        (vec![("scope", Some("read  crm:*"))], "invalid_scope"),
+        (vec![("scope", Some("Read"))], "invalid_scope"),
+        (vec![("dpop_jkt", Some("short"))], "invalid_request"),
+    ] {
+        let response = flow.authorize(&edit).await;
+        assert_eq!(response.status(), StatusCode::SEE_OTHER, "{edit:?}");
+        let back = location(&response);
+        assert!(back.starts_with(&format!("{REDIRECT}?")), "{back}");
+        let query = query_of(&back);
+        assert_eq!(query["error"], error, "{edit:?}");
+        assert_eq!(query["state"], "af0ifjsldkj+/ =x", "{edit:?}");
+        assert_eq!(query["iss"], flow.app.base, "{edit:?}");
+    }
+    // `state` absent: omitted; too long: refused, not echoed.
+    let query = query_of(&location(
+        &flow
+            .authorize(&[("state", None), ("code_challenge_method", Some("plain"))])
+            .await,
+    ));
+    assert!(!query.contains_key("state"));
+    let long = "s".repeat(1025);
+    let query = query_of(&location(&flow.authorize(&[("state", Some(&long))]).await));
+    assert_eq!(
+        (query["error"].as_str(), query.contains_key("state")),
+        ("invalid_request", false)
+    );
+    let mut two = flow.parameters(&[]);
+    two.push((
+        "resource".to_owned(),
+        "https://other.example/mcp".to_owned(),
+    ));
+    let query = query_of(&location(&flow.authorize_with(&two).await));
+    assert_eq!(query["error"], "invalid_target");
+    // At the token endpoint (RFC 7636 §4.6).
+    for (verifier, error, code) in [
+        (None, "invalid_request", "code_verifier_missing"),
+        (
+            Some("x".repeat(42)),
+            "invalid_request",
+            "code_verifier_invalid",
+        ),
+        (
+            Some("x".repeat(129)),
+            "invalid_request",
+            "code_verifier_invalid",
+        ),
+        (
+            Some(format!("{}!", "x".repeat(42))),
+            "invalid_request",
+            "code_verifier_invalid",
+        ),
+        (
+            Some(challenge(VERIFIER)),
+            "invalid_grant",
+            "code_verifier_mismatch",
+        ),
+        (
+            Some("y".repeat(43)),
+            "invalid_grant",
+            "code_verifier_mismatch",
+        ),
+    ] {
+        let code_value = flow.code().await;
+        let mut form = vec![
+            ("grant_type", "authorization_code"),
+            ("code", code_value.as_str()),
+            ("client_id", flow.client_id.as_str()),
+            ("redirect_uri", REDIRECT),
+        ];
+        if let Some(verifier) = &verifier {
+            form.push(("code_verifier", verifier));
+        }
+        let body = token_error(
+            flow.app
+                .client
+                .post(flow.app.url("/v1/oauth/token"))
+                .form_of(&form),
+        )
+        .await;
+        assert_eq!(
+            (text(&body["error"]), text(&body["code"])),
+            (error, code),
+            "{verifier:?}"
+        );
+    }
+}
+
+/// The sealed request (plan §1.3): changed, expired, or made by another
+/// deployment, it opens nowhere — 400 `request_invalid`, never a redirect.
+#[tokio::test]
+async fn a_sealed_request_opens_only_unchanged_unexpired_and_here() {
+    let flow = Flow::start().await;
+    let sealed = flow.sealed().await;
+    let open = |key: String, request: String| {
+        let app = &flow.app;
+        async move {
+            app.post_auth(
+                "/v1/oauth/requests/open",
+                &key,
+                &json!({"request": request}),
+            )
+            .await
+        }
+    };
+    let opened = expect_json(
+        open(flow.developer.clone(), sealed.clone()).await,
+        StatusCode::OK,
+    )
+    .await;
+    assert_eq!(opened["client_id"], flow.client_id.as_str());
+    assert_eq!(opened["client_name"], "Claude");
+    assert_eq!(opened["redirect_host"], "app.example");
+    assert_eq!(opened["redirect_loopback"], false);
+    assert_eq!(opened["resource"], RESOURCE);
+    assert_eq!(opened["actions"], json!(["read", "write"]));
+    assert_eq!(opened["resources"], json!(["crm:*"]));
+    assert!(text(&opened["agent_id"]).starts_with("oauth-"));
+    let mut bytes = URL_SAFE_NO_PAD.decode(&sealed).unwrap();
+    let last = bytes.len() - 1;
+    bytes[last] ^= 1;
+    let other = Flow::start().await;
+    let elsewhere = other.sealed().await;
+    for changed in [
+        URL_SAFE_NO_PAD.encode(&bytes),
+        "nonsense".to_owned(),
+        elsewhere,
+    ] {
+        expect_problem(
+            open(flow.developer.clone(), changed.clone()).await,
+            StatusCode::BAD_REQUEST,
+            "request_invalid",
+        )
+        .await;
+        expect_problem(
+            flow.decide(
+                &flow.developer,
+                json!({"request": changed, "decision": "deny"}),
+            )
+            .await,
+            StatusCode::BAD_REQUEST,
+            "request_invalid",
+        )
+        .await;
+    }
+    flow.app.clock.advance(std::time::Duration::from_secs(601));
+    expect_problem(
+        open(flow.developer.clone(), sealed).await,
+        StatusCode::BAD_REQUEST,
+        "request_invalid",
+    )
+    .await;
+}
+
+/// The decision API (plan §2.5): an API key in a header (no ambient
+/// credential: a cross-site form can send neither it nor JSON), JSON only;
+/// deny writes nothing and answers `access_denied` with `state` and `iss`;
+/// a grant wider than asked is refused naming the field; one approval per
+/// request.
+#[tokio::test]
+async fn the_decision_needs_a_key_json_and_a_grant_no_wider_than_asked() {
+    let flow = Flow::start().await;
+    let sealed = flow.sealed().await;
+    let decision = flow.app.url("/v1/oauth/requests/decision");
+    let approve = json!({"request": sealed, "decision": "approve", "grant": {"actions": ["read"], "resources": ["crm:*"]}});
+    expect_problem(
+        flow.app
+            .client
+            .post(&decision)
+            .json(&approve)
+            .send()
+            .await
+            .unwrap(),
+        StatusCode::UNAUTHORIZED,
+        "unauthorized",
+    )
+    .await;
+    expect_problem(
+        flow.app
+            .client
+            .post(&decision)
+            .bearer_auth(&flow.developer)
+            .header("content-type", "text/plain")
+            .body(approve.to_string())
+            .send()
+            .await
+            .unwrap(),
+        StatusCode::UNSUPPORTED_MEDIA_TYPE,
+        "unsupported_media_type",
+    )
+    .await;
+    // The admin key is made for nobody: a consent is a person's.
+    expect_problem(
+        flow.decide(&flow.app.admin_key, approve.clone()).await,
+        StatusCode::FORBIDDEN,
+        "consent_needs_email",
+    )
+    .await;
+    for (grant, field) in [
+        (
+            json!({"actions": ["read", "delete"], "resources": ["crm:*"]}),
+            "actions",
+        ),
+        (
+            json!({"actions": ["read"], "resources": ["mail:*"]}),
+            "resources",
+        ),
+    ] {
+        let problem = expect_problem(
+            flow.decide(
+                &flow.developer,
+                json!({"request": sealed, "decision": "approve", "grant": grant}),
+            )
+            .await,
+            StatusCode::FORBIDDEN,
+            "scope_widening",
+        )
+        .await;
+        assert_eq!(problem["violations"][0]["field"], field, "{problem}");
+    }
+    let denied = expect_json(
+        flow.decide(
+            &flow.developer,
+            json!({"request": sealed, "decision": "deny"}),
+        )
+        .await,
+        StatusCode::OK,
+    )
+    .await;
+    let query = query_of(text(&denied["redirect"]));
+    assert_eq!(query["error"], "access_denied");
+    assert_eq!(query["state"], "af0ifjsldkj+/ =x");
+    assert_eq!(query["iss"], flow.app.base);
+    let codes = || {
+        flow.app.with_database(|conn| {
+            conn.query_row("SELECT count(*) FROM oauth_codes", [], |row| {
+                row.get::<_, i64>(0)
+            })
+            .unwrap()
+        })
+    };
+    assert_eq!(codes(), 0);
+    let query = flow
+        .approve(
+            &sealed,
+            json!({"actions": ["read"], "resources": ["crm:contacts"]}),
+        )
+        .await;
+    assert!(query["code"].starts_with("moc_") && query["code"].len() == 47);
+    assert_eq!(query["state"], "af0ifjsldkj+/ =x");
+    assert_eq!(query["iss"], flow.app.base);
+    assert_eq!(codes(), 1);
+    expect_problem(
+        flow.decide(&flow.developer, approve).await,
+        StatusCode::CONFLICT,
+        "request_answered",
+    )
+    .await;
+    assert_eq!(codes(), 1);
+}
+
+/// Plan §1.4 end to end: authorize → open → decision → token; the access
+/// token is a VAT renewing the grant root (`aud` the resource, 900 s), it
+/// records an action in the root's workflow, and revoking the root ends
+/// it. A code used twice is refused and revokes what it issued (RFC 6749
+/// §4.1.2).
+#[tokio::test]
+async fn a_code_becomes_a_vat_in_the_grant_roots_workflow_once() {
+    let flow = Flow::start().await;
+    let code = flow.code().await;
+    let response = flow.redeem(&code).await;
+    assert_eq!(response.headers()["cache-control"], "no-store");
+    let issued = expect_json(response, StatusCode::OK).await;
+    assert_eq!(issued["token_type"], "Bearer");
+    assert_eq!(issued["expires_in"], 900);
+    assert_eq!(issued["scope"], "read crm:*");
+    assert!(issued.get("refresh_token").is_none());
+    let access = text(&issued["access_token"]).to_owned();
+    let claims = claims_of(&access);
+    assert_eq!(claims["aud"], RESOURCE);
+    assert_eq!(claims["iss"], flow.app.base);
+    assert_eq!(claims["svc_depth"], 1);
+    assert!(text(&claims["sub"]).starts_with("agent:oauth-"), "{claims}");
+    let (root_jti, agent): (String, String) = flow.app.with_database(|conn| {
+        conn.query_row("SELECT root_jti, agent_id FROM oauth_grants", [], |row| {
+            Ok((row.get(0)?, row.get(1)?))
+        })
+        .unwrap()
+    });
+    assert_eq!(format!("agent:{agent}"), text(&claims["sub"]));
+    // A renewal is not a delegation: the root counts no child.
+    let children: i64 = flow.app.with_database(|conn| {
+        conn.query_row(
+            "SELECT children FROM tokens WHERE jti = ?1",
+            [root_jti.as_str()],
+            |row| row.get(0),
+        )
+        .unwrap()
+    });
+    assert_eq!(children, 0);
+    let record = expect_json(
+        flow.app
+            .post_auth(
+                "/v1/vat/record/action",
+                &access,
+                &json!({"action": "read", "resource": "crm:lead/1", "result": "success"}),
+            )
+            .await,
+        StatusCode::CREATED,
+    )
+    .await;
+    assert_eq!(record["provenance_ref"], claims["svc_prov"], "{record}");
+    // Replayed: refused, and what the code issued is revoked.
+    let body = token_error(
+        flow.app
+            .client
+            .post(flow.app.url("/v1/oauth/token"))
+            .form_of(&[
+                ("grant_type", "authorization_code"),
+                ("code", code.as_str()),
+                ("client_id", flow.client_id.as_str()),
+                ("redirect_uri", REDIRECT),
+                ("code_verifier", VERIFIER),
+            ]),
+    )
+    .await;
+    assert_eq!(
+        (text(&body["error"]), text(&body["code"])),
+        ("invalid_grant", "code_invalid")
+    );
+    let after = flow
+        .app
+        .post_auth(
+            "/v1/vat/record/action",
+            &access,
+            &json!({"action": "read", "resource": "crm:lead/2", "result": "success"}),
+        )
+        .await;
+    assert_eq!(
+        after.status(),
+        StatusCode::UNAUTHORIZED,
+        "{}",
+        after.text().await.unwrap()
+    );
+    let reason: Option<String> = flow.app.with_database(|conn| {
+        conn.query_row("SELECT revoke_reason FROM oauth_grants", [], |row| {
+            row.get(0)
+        })
+        .unwrap()
+    });
+    assert_eq!(reason.as_deref(), Some("code_replayed"));
+    // Revoking the grant root ends a grant's access token.
+    let second = flow.code().await;
+    let access =
+        text(&expect_json(flow.redeem(&second).await, StatusCode::OK).await["access_token"])
+            .to_owned();
+    let root_jti: String = flow.app.with_database(|conn| {
+        conn.query_row(
+            "SELECT root_jti FROM oauth_grants WHERE revoked_at IS NULL",
+            [],
+            |row| row.get(0),
+        )
+        .unwrap()
+    });
+    expect_json(
+        flow.app
+            .post_auth(
+                "/v1/vat/revoke",
+                &flow.app.admin_key,
+                &json!({"jti": root_jti}),
+            )
+            .await,
+        StatusCode::OK,
+    )
+    .await;
+    let after = flow
+        .app
+        .post_auth(
+            "/v1/vat/record/action",
+            &access,
+            &json!({"action": "read", "resource": "crm:lead/3", "result": "success"}),
+        )
+        .await;
+    assert_eq!(after.status(), StatusCode::UNAUTHORIZED);
+}
+
+/// RFC 8707 §2.2 and the token request's equalities: `resource` the
+/// authorized one, `redirect_uri` and `client_id` the code's; a code
+/// expires (60 s).
+#[tokio::test]
+async fn the_token_request_must_repeat_what_was_authorized() {
+    let flow = Flow::start().await;
+    for (name, value, error, code) in [
+        (
+            "resource",
+            "https://other.example/mcp",
+            "invalid_target",
+            "resource_mismatch",
+        ),
+        (
+            "redirect_uri",
+            "http://127.0.0.1/callback",
+            "invalid_grant",
+            "redirect_uri_mismatch",
+        ),
+        (
+            "client_id",
+            "mcl_01kaqv3f00000000000000000a",
+            "invalid_grant",
+            "code_invalid",
+        ),
+    ] {
+        let code_value = flow.code().await;
+        let mut form: Vec<(&str, &str)> = vec![
+            ("grant_type", "authorization_code"),
+            ("code", &code_value),
+            ("client_id", &flow.client_id),
+            ("redirect_uri", REDIRECT),
+            ("code_verifier", VERIFIER),
+            ("resource", RESOURCE),
+        ];
+        form.iter_mut().find(|(k, _)| *k == name).unwrap().1 = value;
+        let body = token_error(
+            flow.app
+                .client
+                .post(flow.app.url("/v1/oauth/token"))
+                .form_of(&form),
+        )
+        .await;
+        assert_eq!(
+            (text(&body["error"]), text(&body["code"])),
+            (error, code),
+            "{name}"
+        );
+        // The refusal did not use the code up.
+        expect_json(flow.redeem(&code_value).await, StatusCode::OK).await;
+    }
+    let late = flow.code().await;
+    flow.app.clock.advance(std::time::Duration::from_secs(61));
+    let body = token_error(
+        flow.app
+            .client
+            .post(flow.app.url("/v1/oauth/token"))
+            .form_of(&[
+                ("grant_type", "authorization_code"),
+                ("code", late.as_str()),
+                ("client_id", flow.client_id.as_str()),
+                ("redirect_uri", REDIRECT),
+                ("code_verifier", VERIFIER),
+            ]),
+    )
+    .await;
+    assert_eq!(text(&body["code"]), "code_invalid");
+}
+
+/// Mix-up (RFC 9700 §4.4, RFC 9207): a code from another deployment is
+/// unknown here.
+#[tokio::test]
+async fn a_code_from_another_issuer_is_refused() {
+    let a = Flow::start().await;
+    let b = Flow::start().await;
+    let code = a.code().await;
+    let body = token_error(b.app.client.post(b.app.url("/v1/oauth/token")).form_of(&[
+        ("grant_type", "authorization_code"),
+        ("code", code.as_str()),
+        ("client_id", b.client_id.as_str()),
+        ("redirect_uri", REDIRECT),
+        ("code_verifier", VERIFIER),
+    ]))
+    .await;
+    assert_eq!(
+        (text(&body["error"]), text(&body["code"])),
+        ("invalid_grant", "code_invalid")
+    );
+    expect_json(a.redeem(&code).await, StatusCode::OK).await;
+}
+
+/// DESIGN §14: the agent of a consent is `oauth-…` of (client, human)
+/// unless the human names one; two humans are two agents; an agent
+/// another human owns is refused.
+#[tokio::test]
+async fn the_agent_is_the_humans_own() {
+    let flow = Flow::start().await;
+    let other = flow
+        .app
+        .key(&flow.app.admin_key, "developer", Some("other@example.com"))
+        .await;
+    let grant = json!({"actions": ["read"], "resources": ["crm:*"]});
+    let agent_of = |access: &str| text(&claims_of(access)["sub"]).to_owned();
+    let mut agents = Vec::new();
+    for key in [&flow.developer, &flow.developer, &other] {
+        let sealed = flow.sealed().await;
+        let answer = expect_json(
+            flow.decide(
+                key,
+                json!({"request": sealed, "decision": "approve", "grant": grant}),
+            )
+            .await,
+            StatusCode::OK,
+        )
+        .await;
+        let code = query_of(text(&answer["redirect"]))["code"].clone();
+        let issued = expect_json(flow.redeem(&code).await, StatusCode::OK).await;
+        agents.push(agent_of(text(&issued["access_token"])));
+    }
+    assert_eq!(agents[0], agents[1]);
+    assert_ne!(agents[0], agents[2]);
+    // Named: the developer's own new agent, then the other human refused it.
+    let sealed = flow.sealed().await;
+    let named = flow
+        .approve(
+            &sealed,
+            json!({"agent_id": "my-crm-bot", "actions": ["read"], "resources": ["crm:*"]}),
+        )
+        .await;
+    let issued = expect_json(flow.redeem(&named["code"]).await, StatusCode::OK).await;
+    assert_eq!(agent_of(text(&issued["access_token"])), "agent:my-crm-bot");
+    let sealed = flow.sealed().await;
+    expect_problem(
+        flow.decide(
+            &other,
+            json!({"request": sealed, "decision": "approve", "grant": {"agent_id": "my-crm-bot", "actions": ["read"], "resources": ["crm:*"]}}),
+        )
+        .await,
+        StatusCode::FORBIDDEN,
+        "agent_not_yours",
     )
     .await;
 }

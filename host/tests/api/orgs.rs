@@ -309,15 +309,18 @@ fn operation(method: Method, path: impl Into<String>, body: Option<Value>) -> Op
 }
 
 /// Whether a role may call an operation, by DESIGN.md section 8: owner
-/// everything of its organisation; developer issues (for its own e-mail)
-/// and reads; reviewer reads, rates, revokes and vouches; auditor reads;
+/// everything of its organisation; developer issues (for its own e-mail),
+/// consents to OAuth requests and reads; reviewer reads, rates, revokes and
+/// vouches; auditor reads;
 /// gateway asks for AuthZEN decisions and nothing else; only the admin key
 /// manages organisations and reads the metrics.
 fn allowed(role: &str, path: &str, method: &Method) -> bool {
     let read = *method == Method::GET
         && (path.starts_with("/v1/vat/") || path.starts_with("/v1/trust/") || path == "/v1/me");
     let vouch = path.starts_with("/v1/trust/vouches");
-    let issue = path.starts_with("/v1/vat/issue") || path == "/v1/vat/auth/capture";
+    let issue = path.starts_with("/v1/vat/issue")
+        || path == "/v1/vat/auth/capture"
+        || path.starts_with("/v1/oauth/requests/");
     let rate = path.ends_with("/feedback");
     let revoke = path == "/v1/vat/revoke";
     let admin_only = path.starts_with("/v1/orgs") || path == "/metrics";
@@ -438,6 +441,16 @@ async fn every_role_against_every_api_key_operation() {
             ),
             operation(Method::GET, "/v1/oauth/clients", None),
             operation(
+                Method::POST,
+                "/v1/oauth/requests/open",
+                Some(json!({"request": "x"})),
+            ),
+            operation(
+                Method::POST,
+                "/v1/oauth/requests/decision",
+                Some(json!({"request": "x", "decision": "deny"})),
+            ),
+            operation(
                 Method::DELETE,
                 "/v1/oauth/clients/mcl_01kaqv3f00000000000000000a",
                 None,
@@ -503,7 +516,7 @@ async fn every_role_against_every_api_key_operation() {
             op.path
         );
     }
-    assert_eq!(table.lines().count(), 6 * 30);
+    assert_eq!(table.lines().count(), 6 * 32);
 }
 
 #[tokio::test]

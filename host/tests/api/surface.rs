@@ -81,6 +81,9 @@ async fn openapi_lists_every_route() {
         ("/v1/access/evaluations", "post"),
         ("/.well-known/authzen-configuration", "get"),
         ("/.well-known/oauth-authorization-server", "get"),
+        ("/v1/oauth/authorize", "get"),
+        ("/v1/oauth/requests/open", "post"),
+        ("/v1/oauth/requests/decision", "post"),
         ("/v1/oauth/token", "post"),
         ("/v1/oauth/clients", "post"),
         ("/v1/oauth/clients", "get"),
@@ -92,7 +95,7 @@ async fn openapi_lists_every_route() {
             "{method} {path} missing"
         );
     }
-    assert_eq!(paths.len(), 58, "paths (some with two methods)");
+    assert_eq!(paths.len(), 61, "paths (some with two methods)");
     assert!(document["components"]["securitySchemes"]["api_key"].is_object());
     assert!(document["components"]["schemas"]["Problem"].is_object());
     let mut references = Vec::new();

@@ -306,6 +306,31 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/oauth/authorize": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The authorization endpoint (RFC 6749 §4.1.1): checks the request in
+         *     order — the client and its redirect URI first, refused on the page
+         *     (a problem, never a redirect); then `response_type`, S256 PKCE (RFC
+         *     7636 §4.3), `resource` (RFC 8707 §2), `scope`, `state`, `dpop_jkt`,
+         *     refused back at the redirect URI with `error`, `state` and `iss` (RFC
+         *     9207 §2) — seals it and sends the browser to the consent page (303).
+         *     Writes nothing. 404 unless `[oauth]` is on.
+         */
+        get: operations["oauth_authorize"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/oauth/clients": {
         parameters: {
             query?: never;
@@ -344,6 +369,54 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/oauth/requests/decision": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * The human's decision on a pending request (JSON only; an API key that
+         *     may `issue`, made for the person who consents). `deny` answers the
+         *     redirect with `access_denied` and writes nothing; `approve` checks the
+         *     grant — never wider than asked (`scope_widening`, naming each field),
+         *     for an agent of the human's — stores a code (60 s by default, its hash
+         *     only; one per request: a second approval is 409 `request_answered`) and
+         *     answers the redirect with `code`, `state` as sent and `iss` (RFC 6749
+         *     §4.1.2, RFC 9207 §2). The page sends the browser there.
+         */
+        post: operations["oauth_decide_request"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/oauth/requests/open": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Opens a pending authorization request for the consent page: the
+         *     client, where the browser goes back to, the resource, what is asked
+         *     and for which agent by default. Needs an API key that may `issue`,
+         *     made for a person (who consents as themselves).
+         */
+        post: operations["oauth_open_request"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/oauth/token": {
         parameters: {
             query?: never;
@@ -355,9 +428,9 @@ export interface paths {
         put?: never;
         /**
          * The token endpoint (RFC 6749 §3.2): a form, no client authentication
-         *     (public clients). No grant is served yet: every `grant_type` is
-         *     answered `unsupported_grant_type` (RFC 6749 §5.2), a missing one
-         *     `invalid_request`. 404 unless `[oauth]` is on.
+         *     (public clients). `authorization_code` (RFC 6749 §4.1.3) is served;
+         *     every other `grant_type` is answered `unsupported_grant_type` (RFC 6749
+         *     §5.2), a missing one `invalid_request`. 404 unless `[oauth]` is on.
          */
         post: operations["oauth_token"];
         delete?: never;
@@ -1625,6 +1698,22 @@ export interface components {
              */
             spend_usd?: number | null;
         };
+        /**
+         * @description What the human grants: never wider than asked (the actions and
+         *     resource patterns of `scope`), for an agent of their own.
+         */
+        ConsentGrant: {
+            actions: components["schemas"]["Action"][];
+            agent_id?: components["schemas"]["AgentId"] | null;
+            constraints?: components["schemas"]["ConstraintsBody"] | null;
+            policy?: components["schemas"]["PolicyBody"] | null;
+            resources: components["schemas"]["ResourcePattern"][];
+            /**
+             * Format: int64
+             * @description The grant's lifetime in seconds (default 3600, at most 2592000).
+             */
+            ttl_seconds?: number | null;
+        };
         /** @description A consistency proof between two sizes of the record log (RFC 6962). */
         ConsistencyBody: {
             /** Format: int64 */
@@ -1734,14 +1823,23 @@ export interface components {
             url: string;
         };
         /**
-         * @description What a person decides on an approval.
+         * @description Approve or deny.
          * @enum {string}
          */
         Decision: "approve" | "deny";
-        /** @description `POST /v1/vat/approvals/{approval_id}/decision`. */
+        /** @description `POST /v1/oauth/requests/decision`. */
         DecisionRequest: {
             decision: components["schemas"]["Decision"];
-            note?: components["schemas"]["Text"] | null;
+            grant?: components["schemas"]["ConsentGrant"] | null;
+            /** @description The sealed authorization request. */
+            request: string;
+        };
+        /**
+         * @description Where the consent page sends the browser: the client's redirect URI
+         *     with `code` (or `error`), `state` and `iss`.
+         */
+        DecisionResponse: {
+            redirect: string;
         };
         /**
          * @description `POST /v1/vat/delegate`, made with the parent token itself
@@ -2104,6 +2202,40 @@ export interface components {
             error: string;
             /** @description What went wrong, for the developer (the problem's detail). */
             error_description: string;
+        };
+        /** @description `POST /v1/oauth/requests/open`. */
+        OpenRequest: {
+            /** @description The sealed authorization request, from the consent page's URL. */
+            request: string;
+        };
+        /** @description A pending authorization request, as the consent page shows it. */
+        OpenedRequest: {
+            /** @description The actions `scope` asks for. */
+            actions: string[];
+            /** @description The agent the grant is for unless the human names another. */
+            agent_id: string;
+            client_id: string;
+            /** @description `registered`: a client the organisation registered in advance. */
+            client_kind: string;
+            /** @description The client's registered name. */
+            client_name: string;
+            /** @description RFC 3339: when the request can no longer be decided. */
+            expires_at: string;
+            /** @description The host of `redirect_uri`, which the page must show. */
+            redirect_host: string;
+            /**
+             * @description Whether `redirect_uri` is on this machine (loopback): the page
+             *     warns about it.
+             */
+            redirect_loopback: boolean;
+            /** @description Where the browser goes back to. */
+            redirect_uri: string;
+            /** @description The resource server the token will be for (its `aud`). */
+            resource: string;
+            /** @description The resource patterns `scope` asks for (none: the human names them). */
+            resources: string[];
+            /** @description The `scope` parameter as sent, if any. */
+            scope?: string | null;
         };
         /** @description An organisation. */
         OrgBody: {
@@ -2632,8 +2764,38 @@ export interface components {
          *     Parameters not listed are ignored (RFC 6749 §3.1).
          */
         TokenRequest: {
-            /** @description The grant asked for. */
+            /** @description The client the code was issued to. */
+            client_id?: string | null;
+            /** @description The authorization code (`authorization_code`). */
+            code?: string | null;
+            /** @description The PKCE verifier (RFC 7636 §4.5). */
+            code_verifier?: string | null;
+            /** @description The grant asked for: `authorization_code`. */
             grant_type: string;
+            /** @description The `redirect_uri` of the authorization request, exactly. */
+            redirect_uri?: string | null;
+            /**
+             * @description The resource the token is for: when sent, the authorization
+             *     request's exactly (RFC 8707 §2.2).
+             */
+            resource?: string | null;
+        };
+        /** @description A successful token response (RFC 6749 §5.1). */
+        TokenResponse: {
+            /** @description The access token: a VAT, compact. */
+            access_token: string;
+            /**
+             * Format: int64
+             * @description Seconds until the access token expires.
+             */
+            expires_in: number;
+            /**
+             * @description The granted scope: actions, then resource patterns (absent when a
+             *     resource pattern cannot be written as a scope token).
+             */
+            scope?: string | null;
+            /** @description `Bearer`. */
+            token_type: string;
         };
         /**
          * @description `token.revoked`: the token a revocation named, and how many tokens it
@@ -4361,6 +4523,136 @@ export interface operations {
             };
         };
     };
+    oauth_authorize: {
+        parameters: {
+            query: {
+                /** @description `code` */
+                response_type: string;
+                /** @description A client registered by the organisation (`mcl_…`) */
+                client_id: string;
+                /** @description One of the client's, exactly (an http loopback IP literal may use any port) */
+                redirect_uri: string;
+                /** @description S256 PKCE challenge: 43 base64url characters */
+                code_challenge: string;
+                /** @description `S256` */
+                code_challenge_method: string;
+                /** @description The MCP server the token is for (RFC 8707) */
+                resource: string;
+                /** @description Actions and resource patterns, separated by spaces */
+                scope?: string;
+                /** @description Returned as sent (at most 1024 bytes) */
+                state?: string;
+                /** @description RFC 9449 §10 key thumbprint */
+                dpop_jkt?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description To the consent page (the request sealed in its URL), or back to the redirect URI with `error`, `state` and `iss` */
+            303: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Malformed JSON or query. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Missing or invalid API key, or a token that fails verification. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Token inactive, out of scope, over budget, widening, or not allowed. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Unknown record, workflow, agent or token. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Already completed, already rated, or not in a state for this. */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The body is larger than 64 KiB. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The body is not `application/json`. */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /**
+             * @description Well-formed JSON that breaks a rule, or a read that ran past the
+             *     query time budget (`query_too_broad`).
+             */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Rate limited; see `Retry-After`. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Storage cannot take writes right now. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
     list_clients: {
         parameters: {
             query?: never;
@@ -4705,6 +4997,240 @@ export interface operations {
             };
         };
     };
+    oauth_decide_request: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["DecisionRequest"];
+            };
+        };
+        responses: {
+            /** @description Where the browser goes */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DecisionResponse"];
+                };
+            };
+            /** @description Malformed JSON or query. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Missing or invalid API key, or a token that fails verification. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Token inactive, out of scope, over budget, widening, or not allowed. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Unknown record, workflow, agent or token. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Already completed, already rated, or not in a state for this. */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The body is larger than 64 KiB. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The body is not `application/json`. */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /**
+             * @description Well-formed JSON that breaks a rule, or a read that ran past the
+             *     query time budget (`query_too_broad`).
+             */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Rate limited; see `Retry-After`. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Storage cannot take writes right now. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    oauth_open_request: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["OpenRequest"];
+            };
+        };
+        responses: {
+            /** @description The request */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenedRequest"];
+                };
+            };
+            /** @description Malformed JSON or query. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Missing or invalid API key, or a token that fails verification. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Token inactive, out of scope, over budget, widening, or not allowed. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Unknown record, workflow, agent or token. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Already completed, already rated, or not in a state for this. */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The body is larger than 64 KiB. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The body is not `application/json`. */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /**
+             * @description Well-formed JSON that breaks a rule, or a read that ran past the
+             *     query time budget (`query_too_broad`).
+             */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Rate limited; see `Retry-After`. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Storage cannot take writes right now. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
     oauth_token: {
         parameters: {
             query?: never;
@@ -4718,6 +5244,15 @@ export interface operations {
             };
         };
         responses: {
+            /** @description The access token (RFC 6749 §5.1) */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["TokenResponse"];
+                };
+            };
             /** @description An OAuth error (RFC 6749 §5.2) */
             400: {
                 headers: {
