@@ -525,6 +525,9 @@ struct Pg {
     config: postgres::Config,
     tls: Tls,
     session: String,
+    /// What starts a transaction: `BEGIN` and the transaction's own
+    /// settings (`SET LOCAL`), one message.
+    begin: String,
     client: RefCell<postgres::Client>,
     statements: RefCell<HashMap<String, postgres::Statement>>,
     changes: Cell<u64>,
@@ -647,6 +650,9 @@ enum Engine {
 pub struct Connection {
     engine: Engine,
     tally: Option<DbTally>,
+    /// Transactions open through [`Connection::unchecked_transaction`]:
+    /// one opened inside another is a savepoint.
+    depth: Cell<u32>,
 }
 
 impl fmt::Debug for Connection {
@@ -661,23 +667,33 @@ impl Connection {
         Connection {
             engine: Engine::Sqlite(conn),
             tally: None,
+            depth: Cell::new(0),
         }
     }
 
     /// Connects to PostgreSQL and runs `session` (statements that set up
-    /// the session, run again on every reconnection).
-    pub fn postgres(config: &postgres::Config, tls: &Tls, session: &str) -> Result<Connection> {
+    /// the session, run again on every reconnection); every transaction
+    /// starts with `begin` (`BEGIN` and its `SET LOCAL`s, sent as one
+    /// message).
+    pub fn postgres(
+        config: &postgres::Config,
+        tls: &Tls,
+        session: &str,
+        begin: &str,
+    ) -> Result<Connection> {
         let client = Pg::connect(config, tls, session)?;
         Ok(Connection {
             engine: Engine::Postgres(Box::new(Pg {
                 config: config.clone(),
                 tls: tls.clone(),
                 session: session.to_owned(),
+                begin: begin.to_owned(),
                 client: RefCell::new(client),
                 statements: RefCell::new(HashMap::new()),
                 changes: Cell::new(0),
             })),
             tally: None,
+            depth: Cell::new(0),
         })
     }
 
@@ -790,27 +806,33 @@ impl Connection {
     }
 
     /// Starts a write transaction: SQLite's `BEGIN IMMEDIATE` takes the
-    /// write lock at once; PostgreSQL takes row locks as it writes. A
-    /// PostgreSQL connection lost since the last transaction (the server
-    /// restarted) connects again first.
+    /// write lock at once; PostgreSQL takes row locks as it writes, with
+    /// the connection's transaction settings. A PostgreSQL connection lost
+    /// since the last transaction (the server restarted) connects again
+    /// first.
     pub fn begin(&self) -> Result<()> {
         match &self.engine {
             Engine::Sqlite(_) => self.execute_batch("BEGIN IMMEDIATE"),
             Engine::Postgres(pg) => {
                 pg.reconnect_if_lost()?;
-                self.execute_batch("BEGIN")
+                self.execute_batch(&pg.begin)
             }
         }
     }
 
-    /// A transaction on a shared reference, rolled back unless committed.
+    /// A transaction on a shared reference, rolled back unless committed;
+    /// inside another one, a savepoint of it.
     pub fn unchecked_transaction(&self) -> Result<Transaction<'_>> {
-        self.execute_batch(match self.dialect() {
-            Dialect::Sqlite => "BEGIN DEFERRED",
-            Dialect::Postgres => "BEGIN",
-        })?;
+        let depth = self.depth.get();
+        match (&self.engine, depth) {
+            (_, 1..) => self.execute_batch(&format!("SAVEPOINT nested_{depth}"))?,
+            (Engine::Sqlite(_), 0) => self.execute_batch("BEGIN DEFERRED")?,
+            (Engine::Postgres(pg), 0) => self.execute_batch(&pg.begin)?,
+        }
+        self.depth.set(depth + 1);
         Ok(Transaction {
             conn: self,
+            depth,
             done: false,
         })
     }
@@ -829,13 +851,22 @@ impl Connection {
 #[derive(Debug)]
 pub struct Transaction<'c> {
     conn: &'c Connection,
+    /// Transactions open around it: 0 for a transaction, more for a
+    /// savepoint.
+    depth: u32,
     done: bool,
 }
 
 impl Transaction<'_> {
     pub fn commit(mut self) -> Result<()> {
         self.done = true;
-        self.conn.execute_batch("COMMIT")
+        self.conn.depth.set(self.depth);
+        match self.depth {
+            0 => self.conn.execute_batch("COMMIT"),
+            depth => self
+                .conn
+                .execute_batch(&format!("RELEASE SAVEPOINT nested_{depth}")),
+        }
     }
 }
 
@@ -849,7 +880,13 @@ impl std::ops::Deref for Transaction<'_> {
 impl Drop for Transaction<'_> {
     fn drop(&mut self) {
         if !self.done {
-            let _ = self.conn.execute_batch("ROLLBACK");
+            self.conn.depth.set(self.depth);
+            let _ = match self.depth {
+                0 => self.conn.execute_batch("ROLLBACK"),
+                depth => self.conn.execute_batch(&format!(
+                    "ROLLBACK TO SAVEPOINT nested_{depth}; RELEASE SAVEPOINT nested_{depth}"
+                )),
+            };
         }
     }
 }
