@@ -924,6 +924,7 @@ pub enum Column {
     Integer,
     Real,
     Text,
+    Blob,
 }
 
 impl Column {
@@ -932,6 +933,7 @@ impl Column {
             Column::Integer => "bigint",
             Column::Real => "double precision",
             Column::Text => "text",
+            Column::Blob => "bytea",
         }
     }
 
@@ -983,6 +985,15 @@ impl Column {
                         other => Err(wrong(other)),
                     })
                     .collect::<Result<Vec<Option<&str>>>>()?,
+            ),
+            Column::Blob => Box::new(
+                values
+                    .map(|value| match value {
+                        Some(Value::Null) => Ok(None),
+                        Some(Value::Blob(b)) => Ok(Some(b.as_slice())),
+                        other => Err(wrong(other)),
+                    })
+                    .collect::<Result<Vec<Option<&[u8]>>>>()?,
             ),
         })
     }
