@@ -87,34 +87,51 @@ pub struct Prepared {
 /// Opens the data folder and the database of `config`, creating everything
 /// on first start, and opens the secrets with the key file (see the
 /// module's rules); sets the record log up (`recordlog::prepare`). On
-/// PostgreSQL, hosts starting together take turns (an advisory lock): the
-/// first creates the deployment, the others find it.
+/// PostgreSQL, hosts starting together take turns (a transaction-level
+/// advisory lock, everything in one transaction): the first creates the
+/// deployment, the others find it.
 pub fn prepare(config: &Config, database: &Database, now: Now) -> anyhow::Result<Prepared> {
     let data_dir = config.data_dir.as_path();
-    let key_file = config.key_file_path();
-    let key_file = key_file.as_path();
     DirBuilder::new()
         .recursive(true)
         .mode(0o700)
         .create(data_dir)
         .map_err(|e| anyhow::anyhow!("cannot create data folder {}: {e}", data_dir.display()))?;
     tighten(data_dir)?;
-    let conn = database.open_writer()?;
-    if conn.dialect() == Dialect::Postgres {
-        conn.execute("SELECT pg_advisory_lock(?1)", params![SETUP_LOCK])?;
-    }
-    let kek = unlock(&conn, key_file)?;
-    let new_admin_key = match read_secret(&conn, &kek)? {
-        Some(_) => None,
-        None => Some(first_start(&conn, data_dir, &kek, now)?),
+    let writer = database.open_writer()?;
+    let prepared = match writer.dialect() {
+        Dialect::Sqlite => prepare_on(config, &writer, now)?,
+        Dialect::Postgres => {
+            // One transaction under a transaction-level lock (a pooler in
+            // transaction mode keeps neither a session's lock nor its
+            // connection): the transactions inside are its savepoints.
+            let tx = writer.unchecked_transaction()?;
+            tx.execute("SELECT pg_advisory_xact_lock(?1)", params![SETUP_LOCK])?;
+            let prepared = prepare_on(config, &tx, now)?;
+            tx.commit()?;
+            prepared
+        }
     };
-    let human_secret = read_secret(&conn, &kek)?
+    writer.close()?;
+    Ok(prepared)
+}
+
+/// [`prepare`]'s reads and writes, on the writer's connection `conn`.
+fn prepare_on(config: &Config, conn: &Connection, now: Now) -> anyhow::Result<Prepared> {
+    let data_dir = config.data_dir.as_path();
+    let key_file = config.key_file_path();
+    let key_file = key_file.as_path();
+    let kek = unlock(conn, key_file)?;
+    let new_admin_key = match read_secret(conn, &kek)? {
+        Some(_) => None,
+        None => Some(first_start(conn, data_dir, &kek, now)?),
+    };
+    let human_secret = read_secret(conn, &kek)?
         .ok_or_else(|| anyhow::anyhow!("the deployment secret is missing after set-up"))?;
-    let ring = keyring::load(&conn, &kek, now)
+    let ring = keyring::load(conn, &kek, now)
         .map_err(|e| anyhow::anyhow!("cannot load signing keys: {e}"))?;
-    let log = recordlog::prepare(&conn, &kek, &config.log, config.public_url.as_deref(), now)?;
-    warn_unreachable(&conn, now)?;
-    conn.close()?;
+    let log = recordlog::prepare(conn, &kek, &config.log, config.public_url.as_deref(), now)?;
+    warn_unreachable(conn, now)?;
     Ok(Prepared {
         ring,
         human_secret,

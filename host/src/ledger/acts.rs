@@ -15,6 +15,7 @@ use super::outbox::ChargedBy;
 use super::{Ledger, LedgerError, Token, internal, new_aar_id};
 use crate::clock::Now;
 use crate::recordlog::events;
+use crate::store::Owned;
 use crate::store::approvals as approval_rows;
 use crate::store::orgs::Org;
 use crate::store::records::{self, Credential, NewRecord, Record, SummaryKey, micros};
@@ -162,7 +163,7 @@ impl Ledger {
     ) -> Result<Vec<Result<Attempted, LedgerError>>, LedgerError> {
         let mut outcomes = Vec::with_capacity(reports.len());
         for report in reports {
-            let before = self.conn.total_changes();
+            let before = Owned::changes(self);
             match self.record_action(
                 &report.attempt,
                 report.result,
@@ -170,7 +171,7 @@ impl Ledger {
                 now,
             ) {
                 Err(error @ LedgerError::Store(_)) => return Err(error),
-                Err(error) if self.conn.total_changes() != before => return Err(error),
+                Err(error) if Owned::changes(self) != before => return Err(error),
                 outcome => outcomes.push(outcome),
             }
         }
@@ -215,6 +216,7 @@ impl Ledger {
             attempt.spend,
             attempt.args.as_ref(),
         );
+        self.store_records()?;
         let open = match gated {
             true => records::open_evaluation(
                 &self.conn,
@@ -290,10 +292,10 @@ impl Ledger {
         attempt: &Attempt,
         now: Now,
     ) -> Result<Result<Evaluated, LedgerError>, LedgerError> {
-        let before = self.conn.total_changes();
+        let before = Owned::changes(self);
         match self.evaluate(attempt, now) {
             Err(error @ LedgerError::Store(_)) => Err(error),
-            Err(error) if self.conn.total_changes() != before => Err(error),
+            Err(error) if Owned::changes(self) != before => Err(error),
             outcome => Ok(outcome),
         }
     }
@@ -449,6 +451,7 @@ impl Ledger {
     }
 
     fn record(&mut self, aar_id: &AarId) -> Result<(Record, Token), LedgerError> {
+        self.store_records()?;
         let mut record =
             records::by_id(&self.conn, aar_id.as_str())?.ok_or(LedgerError::UnknownRecord)?;
         if self.enter(record.org())? {
@@ -634,6 +637,7 @@ impl Ledger {
         now: Now,
     ) -> Result<Rated, LedgerError> {
         self.enter(org)?;
+        self.store_records()?;
         let mut record = records::by_id(&self.conn, aar_id.as_str())?
             .filter(|record| record.org() == org)
             .ok_or(LedgerError::UnknownRecord)?;
@@ -687,6 +691,7 @@ impl Ledger {
     ) -> Result<Vec<AarId>, LedgerError> {
         self.enter(org)?;
         let workflow = bulk.provenance_ref.as_str();
+        self.store_records()?;
         if !records::workflow_exists(&self.conn, org, workflow)? {
             return Err(LedgerError::UnknownWorkflow);
         }

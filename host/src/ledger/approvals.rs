@@ -112,8 +112,9 @@ impl Ledger {
         })
     }
 
-    fn approval_view(&self, id: &str) -> Result<ApprovalView, LedgerError> {
+    fn approval_view(&mut self, id: &str) -> Result<ApprovalView, LedgerError> {
         let approval = rows::by_id(&self.conn, id)?.ok_or(LedgerError::UnknownApproval)?;
+        self.store_records()?;
         let record = records::by_id(&self.conn, &approval.aar_id)?
             .ok_or_else(|| internal("an approval's record is missing"))?;
         Ok(ApprovalView { approval, record })
@@ -183,6 +184,7 @@ impl Ledger {
         jtis: &[String],
         now: Now,
     ) -> Result<(), LedgerError> {
+        self.store_records()?;
         for approval in rows::pending_of_tokens(&self.conn, jtis)? {
             self.settle(approval, ApprovalDecision::Expired, None, None, now.ms())?;
         }
@@ -201,6 +203,7 @@ impl Ledger {
         by: Option<&str>,
         at_ms: i64,
     ) -> Result<ApprovalView, LedgerError> {
+        self.store_records()?;
         let mut record = records::by_id(&self.conn, &approval.aar_id)?
             .ok_or_else(|| internal("an approval's record is missing"))?;
         if approval.status != ApprovalStatus::Pending {

@@ -404,6 +404,7 @@ impl Ledger {
         key: &SigningKey,
         now: Now,
     ) -> Result<Option<Delegated>, LedgerError> {
+        self.store_records()?;
         let record =
             records::by_id(&self.conn, aar_id.as_str())?.ok_or(LedgerError::UnknownRecord)?;
         self.enter(record.org())?;
@@ -475,6 +476,7 @@ impl Ledger {
             },
             now,
         )?;
+        self.store_records()?;
         records::set_delegated(&self.conn, aar_id.as_str(), child.jti.as_str())?;
         Ok(Some(Delegated::Issued {
             child: Box::new(child),

@@ -47,6 +47,9 @@ pub struct LogSetup {
 #[derive(Debug)]
 pub(super) struct GroupLog {
     pub(super) frontier: Frontier,
+    /// The leaves and tile entries the group appended, stored just before
+    /// it commits.
+    rows: recordlog::LogRows,
     next_status_idx: u64,
     /// The `seq` of the next event the group writes to the outbox.
     next_event_seq: i64,
@@ -74,6 +77,7 @@ impl Ledger {
             };
             self.group = Some(GroupLog {
                 frontier,
+                rows: recordlog::LogRows::default(),
                 next_status_idx: state.next_status_idx,
                 next_event_seq: state.next_event_seq,
                 events_written: false,
@@ -112,11 +116,13 @@ impl Ledger {
         }
         let org = self.org_id(org)?;
         self.group_log()?;
-        let Ledger { conn, group, .. } = self;
-        let group = group
+        let group = self
+            .group
             .as_mut()
             .ok_or_else(|| internal("the group's log state vanished"))?;
-        let idx = recordlog::append(conn, &mut group.frontier, &org, at_ms, event)?;
+        let kept = group.rows.len();
+        let idx = group.rows.append(&mut group.frontier, &org, at_ms, event)?;
+        self.buffered += u64::try_from(group.rows.len() - kept).unwrap_or(u64::MAX);
         Ok(Some(idx))
     }
 
@@ -164,14 +170,15 @@ impl Ledger {
         Ok(())
     }
 
-    /// Writes what the group changed: every status list it touched, and
-    /// the next status index and event `seq` when it took one. The right edge stays in
-    /// the group until it commits (kept for the next group) or rolls back
-    /// (forgotten).
+    /// Writes what the group changed: its leaves and tile entries, every
+    /// status list it touched, and the next status index and event `seq`
+    /// when it took one. The right edge stays in the group until it commits
+    /// (kept for the next group) or rolls back (forgotten).
     pub(super) fn flush_log(&mut self) -> Result<(), LedgerError> {
-        let Some(group) = self.group.as_ref() else {
+        let Some(group) = self.group.as_mut() else {
             return Ok(());
         };
+        group.rows.store(&self.conn)?;
         for (list, (status, revision)) in &group.lists {
             status_lists::put(
                 &self.conn,

@@ -37,6 +37,7 @@ mod webhooks;
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
+use crate::store::sql::types::Value;
 use crate::store::sql::{self, Connection, Dialect};
 use mandate_core::{
     AarId, BudgetExceeded, Claims, Constraints, CountsChange, DenyReason, IssueError, Jth, Jti,
@@ -520,6 +521,13 @@ pub struct Ledger {
     /// Organisations whose trust inputs the current group changed: marked
     /// stale when it commits.
     touched: HashSet<Org>,
+    /// The records the current group made, not yet stored: written by one
+    /// statement just before it commits, or before anything reads records.
+    records: Vec<Vec<Value>>,
+    /// Rows ever kept to be written, and changes made by writing them (see
+    /// [`Owned::changes`]).
+    buffered: u64,
+    flushed: u64,
 }
 
 impl Owned for Ledger {
@@ -527,7 +535,15 @@ impl Owned for Ledger {
         &self.conn
     }
 
+    /// Rows kept to be written count when kept, not when written: a write
+    /// that reads records (and so writes those of earlier writes first)
+    /// changed nothing of its own by that.
+    fn changes(&self) -> u64 {
+        self.conn.total_changes() - self.flushed + self.buffered
+    }
+
     fn before_commit(&mut self) -> Result<(), StoreError> {
+        self.store_records()?;
         self.touched
             .extend(self.counters.agents.keys().map(|(org, _)| *org));
         self.flush_log().map_err(|error| match error {
@@ -552,6 +568,7 @@ impl Owned for Ledger {
     }
 
     fn after_rollback(&mut self) {
+        self.records.clear();
         self.group = None;
         self.frontier = None;
         self.locked.clear();
@@ -585,6 +602,9 @@ impl Ledger {
             keep_args: true,
             trust: Arc::default(),
             touched: HashSet::new(),
+            records: Vec::new(),
+            buffered: 0,
+            flushed: 0,
             conn,
             claims: HashMap::new(),
             counters: Counters::default(),
@@ -781,11 +801,26 @@ impl Ledger {
         Ok(())
     }
 
+    /// Writes the records the group made so far, in one statement: before
+    /// anything reads or changes records, and before the group commits.
+    fn store_records(&mut self) -> Result<(), StoreError> {
+        if self.records.is_empty() {
+            return Ok(());
+        }
+        let rows = std::mem::take(&mut self.records);
+        let before = self.conn.total_changes();
+        self.conn
+            .insert_rows(records::INSERT_INTO, &records::INSERTED, &rows)?;
+        self.flushed += self.conn.total_changes() - before;
+        Ok(())
+    }
+
     /// The newest record of `org`.
     fn tail(&mut self, org: Org) -> Result<Tail, LedgerError> {
         if let Some(tail) = self.tails.get(&org) {
             return Ok(*tail);
         }
+        self.store_records()?;
         let tail = match records::tail(&self.conn, org)? {
             Some((seq, created_at)) => Tail { seq, created_at },
             None => Tail {
@@ -828,6 +863,7 @@ impl Ledger {
         let records = match self.days.get(&org) {
             Some(count) if count.day == day => count.records,
             _ => {
+                self.store_records()?;
                 let from = records::first_seq_at(&self.conn, org, day * DAY_MS)?;
                 let records = records::count_in(&self.conn, from..org.seqs().end)?;
                 self.days.insert(org, DayCount { day, records });
@@ -890,7 +926,8 @@ impl Ledger {
             args_hash: record.args_hash,
         })?;
         let log_created = self.append(org, record.created_at, created)?;
-        records::insert(&self.conn, seq, record, log_created)?;
+        self.records.push(records::row(seq, record, log_created)?);
+        self.buffered += 1;
         let reported = match record.state {
             mandate_core::RecordState::Denied { .. } => Some(EventType::RecordDenied),
             mandate_core::RecordState::Completed { result } if result != Outcome::Success => {

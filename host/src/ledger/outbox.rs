@@ -95,6 +95,7 @@ impl Ledger {
             .ok_or_else(|| internal("a budgeted token is missing"))?;
         // The charging record is written before its charge, in this
         // transaction; its id is left out while it completes it.
+        self.store_records()?;
         let aar_id = records::by_id(&self.conn, by.aar_id.as_str())?
             .and_then(|record| record.shown_aar_id().map(str::to_owned));
         for threshold in reached {

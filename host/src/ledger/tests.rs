@@ -468,6 +468,7 @@ fn a_widening_delegation_is_refused_and_recorded_as_denied() {
         refusal,
         Refusal::Issue(DenyReason::ScopeWidening, IssueError::Widening(_))
     ));
+    f.commit();
     let record = records::by_id(&f.ledger.conn, aar_id.as_str())
         .unwrap()
         .unwrap();
@@ -593,6 +594,7 @@ fn record_times_never_go_back_when_the_clock_does() {
     let root = f.root(&["read"], Constraints::default(), 3600);
     let first = f.act(&root, "read", at(20));
     let second = f.act(&root, "read", at(10));
+    f.commit();
     let time = |aar_id: &AarId| {
         records::by_id(&f.ledger.conn, aar_id.as_str())
             .unwrap()
@@ -756,6 +758,7 @@ fn organisations_write_records_into_their_own_ranges_of_seq() {
     .conn;
     fixture.ledger = Ledger::new(conn, test_log());
     let next = fixture.act(&beta_token, "read", at(9)).aar_id;
+    fixture.commit();
     let record = records::by_id(&fixture.ledger.conn, next.as_str())
         .unwrap()
         .unwrap();

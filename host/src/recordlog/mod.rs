@@ -258,19 +258,86 @@ pub fn append(
     at: i64,
     event: LogEvent,
 ) -> Result<u64, StoreError> {
-    let leaf = LogEntry::new(org.clone(), at, event)
-        .to_leaf()
-        .map_err(|e| StoreError::Internal(format!("an event the log refuses: {e}")))?;
-    let hash = tlog::leaf_hash(&leaf);
-    let index = frontier.size();
-    let nodes = frontier
-        .push(hash)
-        .map_err(|e| StoreError::Internal(format!("the log cannot grow: {e}")))?;
-    rows::insert_leaf(conn, index, &hash, &leaf)?;
-    for node in nodes {
-        rows::insert_node(conn, node.level, node.index, &node.hash)?;
-    }
+    let mut rows = LogRows::default();
+    let index = rows.append(frontier, org, at, event)?;
+    rows.store(conn)?;
     Ok(index)
+}
+
+/// Leaves and tile entries appended in memory, to be stored together
+/// ([`LogRows::store`]: one statement per table on PostgreSQL).
+#[derive(Debug, Default)]
+pub struct LogRows {
+    /// `log_leaves (idx, hash, leaf)` rows.
+    leaves: Vec<Vec<sql::types::Value>>,
+    /// `log_nodes (level, idx, hash)` rows.
+    nodes: Vec<Vec<sql::types::Value>>,
+}
+
+impl LogRows {
+    /// Appends an event of organisation `org` at `at` (unix ms) to the log
+    /// whose right edge is `frontier`, keeping its leaf, hash and the tile
+    /// entries it completes. Answers the leaf's index.
+    pub fn append(
+        &mut self,
+        frontier: &mut Frontier,
+        org: &OrgId,
+        at: i64,
+        event: LogEvent,
+    ) -> Result<u64, StoreError> {
+        use sql::types::Value;
+        let leaf = LogEntry::new(org.clone(), at, event)
+            .to_leaf()
+            .map_err(|e| StoreError::Internal(format!("an event the log refuses: {e}")))?;
+        let hash = tlog::leaf_hash(&leaf);
+        let index = frontier.size();
+        let nodes = frontier
+            .push(hash)
+            .map_err(|e| StoreError::Internal(format!("the log cannot grow: {e}")))?;
+        let number = |n: u64| {
+            i64::try_from(n)
+                .map(Value::Integer)
+                .map_err(|_| StoreError::Internal("the log outgrew its index".to_owned()))
+        };
+        self.leaves.push(vec![
+            number(index)?,
+            Value::Blob(hash.to_vec()),
+            Value::Blob(leaf),
+        ]);
+        for node in nodes {
+            self.nodes.push(vec![
+                Value::Integer(node.level.into()),
+                number(node.index)?,
+                Value::Blob(node.hash.to_vec()),
+            ]);
+        }
+        Ok(index)
+    }
+
+    /// Rows kept and not yet stored.
+    pub fn len(&self) -> usize {
+        self.leaves.len() + self.nodes.len()
+    }
+
+    /// Whether none are kept.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Stores what was kept, and forgets it.
+    pub fn store(&mut self, conn: &Connection) -> sql::Result<()> {
+        use sql::Column::{Blob, Integer};
+        conn.insert_rows(
+            "log_leaves (idx, hash, leaf)",
+            &[Integer, Blob, Blob],
+            &std::mem::take(&mut self.leaves),
+        )?;
+        conn.insert_rows(
+            "log_nodes (level, idx, hash)",
+            &[Integer, Integer, Blob],
+            &std::mem::take(&mut self.nodes),
+        )
+    }
 }
 
 /// A token as the backfill reads it.

@@ -136,7 +136,7 @@ impl Database {
             Database::Sqlite(path) => super::open_writer(path),
             Database::Postgres(pg) => {
                 let conn =
-                    Connection::postgres(&pg.config, &pg.tls, WRITER_SESSION).map_err(|e| {
+                    Connection::postgres(&pg.config, &pg.tls, "", WRITER_BEGIN).map_err(|e| {
                         anyhow::anyhow!(
                             "cannot connect to the {}: {}",
                             self.describe(),
@@ -151,15 +151,20 @@ impl Database {
     }
 }
 
-/// Every write transaction reads what was committed before each of its
-/// statements; the ledger takes row locks where a decision depends on a
-/// row another host may change.
-const WRITER_SESSION: &str = "SET client_min_messages = warning;
-SET default_transaction_isolation = 'read committed';
-SET synchronous_commit = on;
-SET lock_timeout = '10s';
-SET statement_timeout = '30s';
-SET idle_in_transaction_session_timeout = '60s'";
+/// How the writer starts each transaction. Every write transaction reads
+/// what was committed before each of its statements; the ledger takes row
+/// locks where a decision depends on a row another host may change. The
+/// settings are the transaction's own (`SET LOCAL`), sent with its `BEGIN`
+/// in one message, so a pooler in transaction mode, which hands each
+/// transaction any server connection, keeps them: nothing is set on the
+/// session. A transaction left open by a host that stopped answering
+/// mid-group ends after 5 s idle, releasing its locks.
+const WRITER_BEGIN: &str = "BEGIN ISOLATION LEVEL READ COMMITTED;
+SET LOCAL client_min_messages = warning;
+SET LOCAL synchronous_commit = on;
+SET LOCAL lock_timeout = '10s';
+SET LOCAL statement_timeout = '30s';
+SET LOCAL idle_in_transaction_session_timeout = '5s'";
 
 /// How connections to `config` are made (see [`Database::from_url`]).
 fn tls(config: &postgres::Config, ca_file: Option<&Path>) -> anyhow::Result<Tls> {
@@ -251,7 +256,9 @@ pub(super) fn open_reader(
         "SET default_transaction_read_only = {read_only}; SET statement_timeout = {timeout_ms}; \
          SET synchronous_commit = on"
     );
-    Ok(Connection::postgres(&pg.config, &pg.tls, &session)?)
+    Ok(Connection::postgres(
+        &pg.config, &pg.tls, &session, "BEGIN",
+    )?)
 }
 
 /// Creates or migrates the schema, one host at a time.

@@ -7,6 +7,7 @@
 //! comes back typed: the record's state, its spend, its times, the
 //! credential it was made with.
 
+use crate::store::sql::types::Value;
 use crate::store::sql::{self, Connection, OptionalExtension, Row, params};
 use mandate_core::{
     AarId, ArgsHash, Claims, CountsChange, DenyReason, Jti, Outcome, Rating, RecordError,
@@ -354,17 +355,27 @@ pub fn micros(amount: Usd) -> i64 {
     i64::try_from(amount.micros()).unwrap_or(i64::MAX)
 }
 
-/// Stores a new record as `seq`, which lies in the range of the token's
-/// organisation after its last record, with the leaf index of its creation
-/// in the record log. A pending record keeps its spend as what was
-/// reserved, as does one awaiting approval. The counters it changes are
-/// the caller's to add.
-pub fn insert(
-    conn: &Connection,
-    seq: i64,
-    record: &NewRecord<'_>,
-    log_created: Option<u64>,
-) -> sql::Result<()> {
+/// The columns of a new record, in the order of [`row`]'s values.
+pub const INSERT_INTO: &str = "records (aar_id, provenance_ref, jti, agent_id, action, resource,
+    status, result, deny_reason, result_hash, spend_micros, trust_score, delegation_depth,
+    human_ref, assurance_level, created_at, completed_at, delegated_jti, credential, seq,
+    reserved_micros, log_created, traceparent, origin, trust_ppm, args_hash, args)";
+
+/// The types of [`INSERT_INTO`]'s columns.
+pub const INSERTED: [sql::Column; 27] = {
+    use sql::Column::{Integer as I, Real as R, Text as T};
+    [
+        T, T, T, T, T, T, T, T, T, T, I, R, I, T, T, I, I, T, T, I, I, I, T, T, I, T, T,
+    ]
+};
+
+/// A new record's row, to store as `seq` (which lies in the range of the
+/// token's organisation after its last record) with the leaf index of its
+/// creation in the record log, through [`Connection::insert_rows`] with
+/// [`INSERT_INTO`] and [`INSERTED`]. A pending record keeps its spend as
+/// what was reserved, as does one awaiting approval. The counters it
+/// changes are the caller's to add.
+pub fn row(seq: i64, record: &NewRecord<'_>, log_created: Option<u64>) -> sql::Result<Vec<Value>> {
     let claims = record.token;
     let completed_at =
         matches!(record.state.status(), Status::Completed).then_some(record.created_at);
@@ -373,14 +384,7 @@ pub fn insert(
         Status::Pending | Status::AwaitingApproval
     )
     .then_some(micros(record.spend));
-    conn.prepare_cached(
-        "INSERT INTO records (aar_id, provenance_ref, jti, agent_id, action, resource, status, result,
-            deny_reason, result_hash, spend_micros, trust_score, delegation_depth, human_ref,
-            assurance_level, created_at, completed_at, delegated_jti, credential, seq,
-            reserved_micros, log_created, traceparent, origin, trust_ppm, args_hash, args)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21, ?22, ?23, ?24, ?25, ?26, ?27)",
-    )?
-    .execute(params![
+    sql::owned(&params![
         record.aar_id.as_str(),
         claims.svc_prov.as_str(),
         claims.jti.as_str(),
@@ -408,8 +412,7 @@ pub fn insert(
         record.trust.map(trust_ppm),
         record.args_hash.map(ArgsHash::as_str),
         record.args,
-    ])?;
-    Ok(())
+    ])
 }
 
 /// The AuthZEN evaluation of `jti` for this action, resource and

@@ -317,6 +317,28 @@ macro_rules! array_params {
 
 array_params!(1, 2, 3, 4, 5, 6, 7, 8);
 
+impl Params for &[Value] {
+    fn values(&self) -> Result<Vec<ValueRef<'_>>> {
+        self.iter().map(ToSql::to_sql).collect()
+    }
+}
+
+/// The values of `params`, owned: a row kept to be written later
+/// ([`Connection::insert_rows`]).
+pub fn owned(params: &dyn Params) -> Result<Vec<Value>> {
+    Ok(params
+        .values()?
+        .into_iter()
+        .map(|value| match value {
+            ValueRef::Null => Value::Null,
+            ValueRef::Integer(i) => Value::Integer(i),
+            ValueRef::Real(f) => Value::Real(f),
+            ValueRef::Text(s) => Value::Text(s.to_owned()),
+            ValueRef::Blob(b) => Value::Blob(b.to_vec()),
+        })
+        .collect())
+}
+
 /// Parameters built at run time (see [`params_from_iter`]).
 #[derive(Debug)]
 pub struct ParamsFromIter(Vec<Value>);
@@ -525,6 +547,9 @@ struct Pg {
     config: postgres::Config,
     tls: Tls,
     session: String,
+    /// What starts a transaction: `BEGIN` and the transaction's own
+    /// settings (`SET LOCAL`), one message.
+    begin: String,
     client: RefCell<postgres::Client>,
     statements: RefCell<HashMap<String, postgres::Statement>>,
     changes: Cell<u64>,
@@ -647,6 +672,9 @@ enum Engine {
 pub struct Connection {
     engine: Engine,
     tally: Option<DbTally>,
+    /// Transactions open through [`Connection::unchecked_transaction`]:
+    /// one opened inside another is a savepoint.
+    depth: Cell<u32>,
 }
 
 impl fmt::Debug for Connection {
@@ -661,23 +689,33 @@ impl Connection {
         Connection {
             engine: Engine::Sqlite(conn),
             tally: None,
+            depth: Cell::new(0),
         }
     }
 
     /// Connects to PostgreSQL and runs `session` (statements that set up
-    /// the session, run again on every reconnection).
-    pub fn postgres(config: &postgres::Config, tls: &Tls, session: &str) -> Result<Connection> {
+    /// the session, run again on every reconnection); every transaction
+    /// starts with `begin` (`BEGIN` and its `SET LOCAL`s, sent as one
+    /// message).
+    pub fn postgres(
+        config: &postgres::Config,
+        tls: &Tls,
+        session: &str,
+        begin: &str,
+    ) -> Result<Connection> {
         let client = Pg::connect(config, tls, session)?;
         Ok(Connection {
             engine: Engine::Postgres(Box::new(Pg {
                 config: config.clone(),
                 tls: tls.clone(),
                 session: session.to_owned(),
+                begin: begin.to_owned(),
                 client: RefCell::new(client),
                 statements: RefCell::new(HashMap::new()),
                 changes: Cell::new(0),
             })),
             tally: None,
+            depth: Cell::new(0),
         })
     }
 
@@ -789,28 +827,83 @@ impl Connection {
         }
     }
 
+    /// Inserts `rows` (their values in `columns`' order) into `into`
+    /// (`table (column, …)`). PostgreSQL: one statement whatever their
+    /// count, each column bound as one typed array and the rows read back
+    /// with `unnest` (no limit on parameters, one text to prepare). SQLite:
+    /// the cached single-row statement once per row, in process (no round
+    /// trip to save).
+    pub fn insert_rows(&self, into: &str, columns: &[Column], rows: &[Vec<Value>]) -> Result<()> {
+        if rows.is_empty() {
+            return Ok(());
+        }
+        let pg = match &self.engine {
+            Engine::Sqlite(_) => {
+                let marks: Vec<String> = (1..=columns.len()).map(|i| format!("?{i}")).collect();
+                let mut statement = self
+                    .prepare_cached(&format!("INSERT INTO {into} VALUES ({})", marks.join(", ")))?;
+                for row in rows {
+                    statement.execute(row.as_slice())?;
+                }
+                return Ok(());
+            }
+            Engine::Postgres(pg) => pg,
+        };
+        let arrays: Vec<String> = columns
+            .iter()
+            .enumerate()
+            .map(|(i, column)| format!("${}::{}[]", i + 1, column.pg_type()))
+            .collect();
+        let sql = format!(
+            "INSERT INTO {into} SELECT * FROM unnest({})",
+            arrays.join(", ")
+        );
+        let statement = self.prepare_cached(&sql)?;
+        statement.sent();
+        let bound: Vec<Box<dyn postgres::types::ToSql + Sync + '_>> = columns
+            .iter()
+            .enumerate()
+            .map(|(i, column)| column.array(rows.iter().map(|row| row.get(i))))
+            .collect::<Result<_>>()?;
+        let refs: Vec<&(dyn postgres::types::ToSql + Sync)> =
+            bound.iter().map(AsRef::as_ref).collect();
+        let Prepared::Postgres(_, prepared, _) = &statement.prepared else {
+            return Err(Error::Conversion("a PostgreSQL statement on SQLite".into()));
+        };
+        let result = pg.client.borrow_mut().execute(prepared, &refs);
+        let changed = pg.noted(result)?;
+        pg.changes.set(pg.changes.get() + changed);
+        Ok(())
+    }
+
     /// Starts a write transaction: SQLite's `BEGIN IMMEDIATE` takes the
-    /// write lock at once; PostgreSQL takes row locks as it writes. A
-    /// PostgreSQL connection lost since the last transaction (the server
-    /// restarted) connects again first.
+    /// write lock at once; PostgreSQL takes row locks as it writes, with
+    /// the connection's transaction settings. A PostgreSQL connection lost
+    /// since the last transaction (the server restarted) connects again
+    /// first.
     pub fn begin(&self) -> Result<()> {
         match &self.engine {
             Engine::Sqlite(_) => self.execute_batch("BEGIN IMMEDIATE"),
             Engine::Postgres(pg) => {
                 pg.reconnect_if_lost()?;
-                self.execute_batch("BEGIN")
+                self.execute_batch(&pg.begin)
             }
         }
     }
 
-    /// A transaction on a shared reference, rolled back unless committed.
+    /// A transaction on a shared reference, rolled back unless committed;
+    /// inside another one, a savepoint of it.
     pub fn unchecked_transaction(&self) -> Result<Transaction<'_>> {
-        self.execute_batch(match self.dialect() {
-            Dialect::Sqlite => "BEGIN DEFERRED",
-            Dialect::Postgres => "BEGIN",
-        })?;
+        let depth = self.depth.get();
+        match (&self.engine, depth) {
+            (_, 1..) => self.execute_batch(&format!("SAVEPOINT nested_{depth}"))?,
+            (Engine::Sqlite(_), 0) => self.execute_batch("BEGIN DEFERRED")?,
+            (Engine::Postgres(pg), 0) => self.execute_batch(&pg.begin)?,
+        }
+        self.depth.set(depth + 1);
         Ok(Transaction {
             conn: self,
+            depth,
             done: false,
         })
     }
@@ -824,18 +917,109 @@ impl Connection {
     }
 }
 
+/// The type of a column of rows inserted together
+/// ([`Connection::insert_rows`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Column {
+    Integer,
+    Real,
+    Text,
+    Blob,
+}
+
+impl Column {
+    fn pg_type(self) -> &'static str {
+        match self {
+            Column::Integer => "bigint",
+            Column::Real => "double precision",
+            Column::Text => "text",
+            Column::Blob => "bytea",
+        }
+    }
+
+    /// The column's values as one PostgreSQL array (`None`: a row without
+    /// the column).
+    fn array<'v>(
+        self,
+        values: impl Iterator<Item = Option<&'v Value>>,
+    ) -> Result<Box<dyn postgres::types::ToSql + Sync + 'v>> {
+        let wrong = |value: Option<&Value>| {
+            Error::Conversion(format!(
+                "{} in a column of {}",
+                value.map_or("a missing value", |v| match v {
+                    Value::Null => "null",
+                    Value::Integer(_) => "an integer",
+                    Value::Real(_) => "a real",
+                    Value::Text(_) => "text",
+                    Value::Blob(_) => "a blob",
+                }),
+                self.pg_type()
+            ))
+        };
+        Ok(match self {
+            Column::Integer => Box::new(
+                values
+                    .map(|value| match value {
+                        Some(Value::Null) => Ok(None),
+                        Some(Value::Integer(i)) => Ok(Some(*i)),
+                        other => Err(wrong(other)),
+                    })
+                    .collect::<Result<Vec<Option<i64>>>>()?,
+            ),
+            Column::Real => Box::new(
+                values
+                    .map(|value| match value {
+                        Some(Value::Null) => Ok(None),
+                        Some(Value::Real(f)) => Ok(Some(*f)),
+                        #[allow(clippy::cast_precision_loss, reason = "SQLite's own conversion")]
+                        Some(Value::Integer(i)) => Ok(Some(*i as f64)),
+                        other => Err(wrong(other)),
+                    })
+                    .collect::<Result<Vec<Option<f64>>>>()?,
+            ),
+            Column::Text => Box::new(
+                values
+                    .map(|value| match value {
+                        Some(Value::Null) => Ok(None),
+                        Some(Value::Text(s)) => Ok(Some(s.as_str())),
+                        other => Err(wrong(other)),
+                    })
+                    .collect::<Result<Vec<Option<&str>>>>()?,
+            ),
+            Column::Blob => Box::new(
+                values
+                    .map(|value| match value {
+                        Some(Value::Null) => Ok(None),
+                        Some(Value::Blob(b)) => Ok(Some(b.as_slice())),
+                        other => Err(wrong(other)),
+                    })
+                    .collect::<Result<Vec<Option<&[u8]>>>>()?,
+            ),
+        })
+    }
+}
+
 /// A transaction: committed by [`Transaction::commit`], rolled back when
 /// dropped without it.
 #[derive(Debug)]
 pub struct Transaction<'c> {
     conn: &'c Connection,
+    /// Transactions open around it: 0 for a transaction, more for a
+    /// savepoint.
+    depth: u32,
     done: bool,
 }
 
 impl Transaction<'_> {
     pub fn commit(mut self) -> Result<()> {
         self.done = true;
-        self.conn.execute_batch("COMMIT")
+        self.conn.depth.set(self.depth);
+        match self.depth {
+            0 => self.conn.execute_batch("COMMIT"),
+            depth => self
+                .conn
+                .execute_batch(&format!("RELEASE SAVEPOINT nested_{depth}")),
+        }
     }
 }
 
@@ -849,7 +1033,13 @@ impl std::ops::Deref for Transaction<'_> {
 impl Drop for Transaction<'_> {
     fn drop(&mut self) {
         if !self.done {
-            let _ = self.conn.execute_batch("ROLLBACK");
+            self.conn.depth.set(self.depth);
+            let _ = match self.depth {
+                0 => self.conn.execute_batch("ROLLBACK"),
+                depth => self.conn.execute_batch(&format!(
+                    "ROLLBACK TO SAVEPOINT nested_{depth}; RELEASE SAVEPOINT nested_{depth}"
+                )),
+            };
         }
     }
 }

@@ -36,6 +36,11 @@ const QUEUE_DEPTH: usize = 8192;
 pub trait Owned: Send + 'static {
     /// The read-write connection every write runs on.
     fn connection(&self) -> &Connection;
+    /// What the group has changed so far, written or kept to be written: a
+    /// write that fails after changing something fails its group.
+    fn changes(&self) -> u64 {
+        self.connection().total_changes()
+    }
     /// Runs just before `COMMIT`, in the group's transaction: writes what
     /// the group kept in memory.
     fn before_commit(&mut self) -> Result<(), StoreError>;
@@ -177,9 +182,9 @@ enum Ran {
 }
 
 fn run_job<S: Owned>(owned: &mut S, job: Box<dyn Job<S>>) -> Ran {
-    let before = owned.connection().total_changes();
+    let before = owned.changes();
     let outcome = catch_unwind(AssertUnwindSafe(|| job.run(owned)));
-    let untouched = owned.connection().total_changes() == before;
+    let untouched = owned.changes() == before;
     match outcome {
         Ok((true, deliver)) => Ran::Answer(deliver),
         Ok((false, deliver)) if untouched => Ran::Answer(deliver),

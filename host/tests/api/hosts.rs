@@ -439,6 +439,61 @@ async fn a_postgresql_restart_under_load_loses_nothing_acknowledged() {
     server.stop();
 }
 
+/// Two hosts started at once on one empty database (each with its own data
+/// folder, one key file between them) make one deployment: both come up,
+/// one of them migrates and creates the secrets, signing key, admin key and
+/// log key, the other finds them — the first start is one transaction under
+/// a transaction-level advisory lock, so a pooler in transaction mode can
+/// carry it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_hosts_starting_at_once_on_an_empty_database_make_one_deployment() {
+    needs_postgres();
+    let (first, second, keys) = (
+        tempfile::tempdir().unwrap(),
+        tempfile::tempdir().unwrap(),
+        tempfile::tempdir().unwrap(),
+    );
+    let url = test_database(first.path()).unwrap();
+    let at_once = Arc::new(std::sync::Barrier::new(2));
+    let starts: Vec<_> = [first.path(), second.path()]
+        .into_iter()
+        .map(|dir| {
+            let mut config = Config::for_test(dir);
+            config.database.url = Some(url.clone());
+            config.key_file = Some(keys.path().join(mandate_host::secrets::KEY_FILE));
+            let at_once = at_once.clone();
+            tokio::task::spawn_blocking(move || {
+                at_once.wait();
+                let (state, admin_key) = mandate_host::AppState::open(config).unwrap();
+                drop(state);
+                admin_key.is_some()
+            })
+        })
+        .collect();
+    let mut created = Vec::new();
+    for start in starts {
+        created.push(start.await.unwrap());
+    }
+    assert_eq!(
+        created.iter().filter(|made| **made).count(),
+        1,
+        "{created:?}"
+    );
+    let counts: Vec<i64> = crate::helpers::with_database(first.path(), |conn| {
+        [
+            "SELECT count(*) FROM mandate_schema",
+            "SELECT count(*) FROM signing_keys",
+            "SELECT count(*) FROM api_keys",
+            "SELECT count(*) FROM log_keys",
+            "SELECT count(*) FROM orgs",
+        ]
+        .iter()
+        .map(|count| conn.query_row(count, [], |row| row.get(0)).unwrap())
+        .collect()
+    });
+    assert_eq!(counts, [1; 5]);
+}
+
 /// TLS to PostgreSQL (`cargo xtask test` serves its cluster with a
 /// certificate of its own authority, `MANDATE_TEST_POSTGRES_CA`): with
 /// `sslmode=require` and that authority every connection is encrypted; with
