@@ -202,7 +202,11 @@ fn main() -> anyhow::Result<()> {
                 args_hash: None,
             })?;
             let index = recordlog::append(&tx, &mut frontier, &org_id, at, created)?;
-            records::insert(&tx, seq, &record, Some(index))?;
+            tx.insert_rows(
+                records::INSERT_INTO,
+                &records::INSERTED,
+                &[records::row(seq, &record, Some(index))?],
+            )?;
             counts.moved(which, at, None, &state);
             let workflow = counts.workflows.entry(which).or_insert((0, at));
             workflow.0 += 1;
