@@ -40,7 +40,7 @@ use crate::clock::{Now, iso_s};
 use crate::error::{ApiError, ApiResult};
 use crate::ledger::LedgerError;
 use crate::model::oauth::{
-    Decision, DecisionRequest, DecisionResponse, OpenRequest, OpenedRequest,
+    ConsentDecision, ConsentDecisionRequest, ConsentDecisionResponse, OpenRequest, OpenedRequest,
 };
 use crate::queries::QueryError;
 use crate::store::agents;
@@ -619,22 +619,22 @@ async fn checked_choice(
     path = "/v1/oauth/requests/decision",
     operation_id = "oauth_decide_request",
     tag = "oauth",
-    request_body = DecisionRequest,
-    responses((status = 200, description = "Where the browser goes", body = DecisionResponse), Errors)
+    request_body = ConsentDecisionRequest,
+    responses((status = 200, description = "Where the browser goes", body = ConsentDecisionResponse), Errors)
 )]
 pub(crate) async fn decide_request(
     State(state): State<AppState>,
     ApiKeyAuth(principal): ApiKeyAuth,
-    Json(body): Json<DecisionRequest>,
-) -> ApiResult<axum::Json<DecisionResponse>> {
+    Json(body): Json<ConsentDecisionRequest>,
+) -> ApiResult<axum::Json<ConsentDecisionResponse>> {
     let iss = issuer(&state, "/v1/oauth/requests/decision")?.to_owned();
     let now = state.clock.now();
     let (pending, request_hash) = open_pending(&state, &body.request, now)?;
     let client = client_of(&state, principal.org, &pending.client_id).await?;
     let (human, label) = consenting_human(&state, &principal)?;
     let grant = match body.decision {
-        Decision::Deny => {
-            return Ok(axum::Json(DecisionResponse {
+        ConsentDecision::Deny => {
+            return Ok(axum::Json(ConsentDecisionResponse {
                 redirect: error_redirect(
                     &pending.redirect_uri,
                     Oauth::AccessDenied,
@@ -644,7 +644,7 @@ pub(crate) async fn decide_request(
                 ),
             }));
         }
-        Decision::Approve => body.grant.ok_or_else(|| {
+        ConsentDecision::Approve => body.grant.ok_or_else(|| {
             ApiError::invalid("grant", "missing_field", "an approval names the grant")
         })?,
     };
@@ -690,7 +690,7 @@ pub(crate) async fn decide_request(
         grant_id: None,
     };
     state.write(move |ledger| ledger.approve(&row)).await?;
-    Ok(axum::Json(DecisionResponse {
+    Ok(axum::Json(ConsentDecisionResponse {
         redirect: with_query(
             &pending.redirect_uri,
             &[

@@ -252,3 +252,82 @@ pub(super) fn emitted() -> BTreeSet<String> {
     codes.extend(core_codes.codes);
     codes
 }
+
+/// The name each type deriving `ToSchema` takes in the OpenAPI document:
+/// its own, or the one `#[schema(as = …)]` gives it.
+#[derive(Default)]
+struct Schemas(BTreeMap<String, usize>);
+
+impl Schemas {
+    fn note(&mut self, attrs: &[syn::Attribute], ident: &syn::Ident) {
+        let mut derives = false;
+        let mut name = ident.to_string();
+        for attr in attrs {
+            if attr.path().is_ident("derive") {
+                let _ = attr.parse_nested_meta(|meta| {
+                    derives |= meta
+                        .path
+                        .segments
+                        .last()
+                        .is_some_and(|s| s.ident == "ToSchema");
+                    Ok(())
+                });
+            } else if attr.path().is_ident("schema") {
+                let _ = attr.parse_nested_meta(|meta| {
+                    if meta.path.is_ident("as") {
+                        let path: syn::Path = meta.value()?.parse()?;
+                        if let Some(last) = path.segments.last() {
+                            name = last.ident.to_string();
+                        }
+                    } else if meta.input.peek(syn::Token![=]) {
+                        let _: syn::Expr = meta.value()?.parse()?;
+                    }
+                    Ok(())
+                });
+            }
+        }
+        if derives {
+            *self.0.entry(name).or_default() += 1;
+        }
+    }
+}
+
+impl Visit<'_> for Schemas {
+    fn visit_item_mod(&mut self, module: &syn::ItemMod) {
+        if !is_test_only(&module.attrs) {
+            visit::visit_item_mod(self, module);
+        }
+    }
+
+    fn visit_item_struct(&mut self, item: &syn::ItemStruct) {
+        self.note(&item.attrs, &item.ident);
+    }
+
+    fn visit_item_enum(&mut self, item: &syn::ItemEnum) {
+        self.note(&item.attrs, &item.ident);
+    }
+}
+
+/// utoipa keys the document's schemas by name, so a second type of a name
+/// silently replaces the first in it — and in the clients generated from
+/// it (the consent decision once replaced the approvals' `DecisionRequest`,
+/// and only the dashboard's type check noticed).
+#[test]
+fn no_two_schemas_share_a_name() {
+    let mut schemas = Schemas::default();
+    for file in parsed_files(&Path::new(env!("CARGO_MANIFEST_DIR")).join("src")) {
+        schemas.visit_file(&file);
+    }
+    assert!(
+        schemas.0.len() > 50,
+        "too few schemas found: {:?}",
+        schemas.0
+    );
+    let shared: Vec<&String> = schemas
+        .0
+        .iter()
+        .filter(|(_, count)| **count > 1)
+        .map(|(name, _)| name)
+        .collect();
+    assert!(shared.is_empty(), "schema names used twice: {shared:?}");
+}

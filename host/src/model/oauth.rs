@@ -120,7 +120,7 @@ pub struct OpenedRequest {
 /// Approve or deny.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, ToSchema)]
 #[serde(rename_all = "snake_case")]
-pub enum Decision {
+pub enum ConsentDecision {
     Approve,
     Deny,
 }
@@ -151,11 +151,11 @@ pub struct ConsentGrant {
 /// `POST /v1/oauth/requests/decision`.
 #[derive(Debug, Clone, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
-pub struct DecisionRequest {
+pub struct ConsentDecisionRequest {
     /// The sealed authorization request.
     #[schema(max_length = 16384)]
     pub request: String,
-    pub decision: Decision,
+    pub decision: ConsentDecision,
     /// What is granted; required to approve.
     #[serde(default, deserialize_with = "object")]
     pub grant: Option<ConsentGrant>,
@@ -164,7 +164,7 @@ pub struct DecisionRequest {
 /// Where the consent page sends the browser: the client's redirect URI
 /// with `code` (or `error`), `state` and `iss`.
 #[derive(Debug, Clone, Serialize, ToSchema)]
-pub struct DecisionResponse {
+pub struct ConsentDecisionResponse {
     pub redirect: String,
 }
 

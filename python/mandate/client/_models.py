@@ -386,6 +386,21 @@ class ClientList(TypedDict):
     clients: list[ClientBody]
 
 
+ConsentDecision: TypeAlias = Literal['approve', 'deny']
+"""
+Approve or deny.
+"""
+
+
+class ConsentDecisionResponse(TypedDict):
+    """
+    Where the consent page sends the browser: the client's redirect URI
+    with `code` (or `error`), `state` and `iss`.
+    """
+
+    redirect: str
+
+
 class ConsistencyBody(TypedDict):
     """
     A consistency proof between two sizes of the record log (RFC 6962).
@@ -736,6 +751,70 @@ class OAuthErrorBody(TypedDict):
     error_description: str
     """
     What went wrong, for the developer (the problem's detail).
+    """
+
+
+class OpenRequest(TypedDict):
+    """
+    `POST /v1/oauth/requests/open`.
+    """
+
+    request: str
+    """
+    The sealed authorization request, from the consent page's URL.
+    """
+
+
+class OpenedRequest(TypedDict):
+    """
+    A pending authorization request, as the consent page shows it.
+    """
+
+    actions: list[str]
+    """
+    The actions `scope` asks for.
+    """
+    agent_id: str
+    """
+    The agent the grant is for unless the human names another.
+    """
+    client_id: str
+    client_kind: str
+    """
+    `registered`: a client the organisation registered in advance.
+    """
+    client_name: str
+    """
+    The client's registered name.
+    """
+    expires_at: str
+    """
+    RFC 3339: when the request can no longer be decided.
+    """
+    redirect_host: str
+    """
+    The host of `redirect_uri`, which the page must show.
+    """
+    redirect_loopback: bool
+    """
+    Whether `redirect_uri` is on this machine (loopback): the page
+    warns about it.
+    """
+    redirect_uri: str
+    """
+    Where the browser goes back to.
+    """
+    resource: str
+    """
+    The resource server the token will be for (its `aud`).
+    """
+    resources: list[str]
+    """
+    The resource patterns `scope` asks for (none: the human names them).
+    """
+    scope: NotRequired[str | None]
+    """
+    The `scope` parameter as sent, if any.
     """
 
 
@@ -1120,9 +1199,54 @@ class TokenRequest(TypedDict):
     Parameters not listed are ignored (RFC 6749 §3.1).
     """
 
+    client_id: NotRequired[str | None]
+    """
+    The client the code was issued to.
+    """
+    code: NotRequired[str | None]
+    """
+    The authorization code (`authorization_code`).
+    """
+    code_verifier: NotRequired[str | None]
+    """
+    The PKCE verifier (RFC 7636 §4.5).
+    """
     grant_type: str
     """
-    The grant asked for.
+    The grant asked for: `authorization_code`.
+    """
+    redirect_uri: NotRequired[str | None]
+    """
+    The `redirect_uri` of the authorization request, exactly.
+    """
+    resource: NotRequired[str | None]
+    """
+    The resource the token is for: when sent, the authorization
+    request's exactly (RFC 8707 §2.2).
+    """
+
+
+class TokenResponse(TypedDict):
+    """
+    A successful token response (RFC 6749 §5.1).
+    """
+
+    access_token: str
+    """
+    The access token: a VAT, compact.
+    """
+    expires_in: int
+    """
+    Seconds until the access token expires.
+    """
+    scope: NotRequired[str | None]
+    """
+    The granted scope: actions, then resource patterns (absent when a
+    resource pattern cannot be written as a scope token).
+    """
+    token_type: str
+    """
+    `Bearer`.
     """
 
 
@@ -2315,8 +2439,38 @@ class CaptureRequest(TypedDict):
     """
 
 
+class ConsentGrant(TypedDict):
+    """
+    What the human grants: never wider than asked (the actions and
+    resource patterns of `scope`), for an agent of their own.
+    """
+
+    actions: list[Action]
+    agent_id: NotRequired[AgentId | None]
+    constraints: NotRequired[ConstraintsBody | None]
+    policy: NotRequired[PolicyBody | None]
+    resources: list[ResourcePattern]
+    ttl_seconds: NotRequired[int | None]
+    """
+    The grant's lifetime in seconds (default 3600, at most 2592000).
+    """
+
+
 EvaluationsAnswer: TypeAlias = EvaluationsResponse | AccessDecision
 """
 The answer to `POST /v1/access/evaluations`: the decisions, or one
 decision for a request without `evaluations`.
 """
+
+
+class ConsentDecisionRequest(TypedDict):
+    """
+    `POST /v1/oauth/requests/decision`.
+    """
+
+    decision: ConsentDecision
+    grant: NotRequired[ConsentGrant | None]
+    request: str
+    """
+    The sealed authorization request.
+    """

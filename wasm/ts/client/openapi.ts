@@ -1699,6 +1699,25 @@ export interface components {
             spend_usd?: number | null;
         };
         /**
+         * @description Approve or deny.
+         * @enum {string}
+         */
+        ConsentDecision: "approve" | "deny";
+        /** @description `POST /v1/oauth/requests/decision`. */
+        ConsentDecisionRequest: {
+            decision: components["schemas"]["ConsentDecision"];
+            grant?: components["schemas"]["ConsentGrant"] | null;
+            /** @description The sealed authorization request. */
+            request: string;
+        };
+        /**
+         * @description Where the consent page sends the browser: the client's redirect URI
+         *     with `code` (or `error`), `state` and `iss`.
+         */
+        ConsentDecisionResponse: {
+            redirect: string;
+        };
+        /**
          * @description What the human grants: never wider than asked (the actions and
          *     resource patterns of `scope`), for an agent of their own.
          */
@@ -1823,23 +1842,14 @@ export interface components {
             url: string;
         };
         /**
-         * @description Approve or deny.
+         * @description What a person decides on an approval.
          * @enum {string}
          */
         Decision: "approve" | "deny";
-        /** @description `POST /v1/oauth/requests/decision`. */
+        /** @description `POST /v1/vat/approvals/{approval_id}/decision`. */
         DecisionRequest: {
             decision: components["schemas"]["Decision"];
-            grant?: components["schemas"]["ConsentGrant"] | null;
-            /** @description The sealed authorization request. */
-            request: string;
-        };
-        /**
-         * @description Where the consent page sends the browser: the client's redirect URI
-         *     with `code` (or `error`), `state` and `iss`.
-         */
-        DecisionResponse: {
-            redirect: string;
+            note?: components["schemas"]["Text"] | null;
         };
         /**
          * @description `POST /v1/vat/delegate`, made with the parent token itself
@@ -5006,7 +5016,7 @@ export interface operations {
         };
         requestBody: {
             content: {
-                "application/json": components["schemas"]["DecisionRequest"];
+                "application/json": components["schemas"]["ConsentDecisionRequest"];
             };
         };
         responses: {
@@ -5016,7 +5026,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["DecisionResponse"];
+                    "application/json": components["schemas"]["ConsentDecisionResponse"];
                 };
             };
             /** @description Malformed JSON or query. */
