@@ -904,17 +904,16 @@ impl Config {
     }
 
     /// What must hold before the server starts, whichever way the
-    /// configuration was assembled (file, flags, a test): `public_url` an
-    /// absolute http(s) URL, and set when the server listens on every
-    /// interface (see [`check_public_url`]); `[oauth]`'s bounds and, with it
-    /// on, its issuer (see [`check_oauth_issuer`]).
+    /// configuration was assembled (file, flags, a test): `[oauth]`'s
+    /// bounds and, with it on, its issuer (see [`check_oauth_issuer`]);
+    /// `public_url` an absolute http(s) URL, and set when the server
+    /// listens on every interface (see [`check_public_url`]).
     pub fn check(&self) -> anyhow::Result<()> {
-        check_public_url(self.listen, self.public_url.as_deref())?;
         self.oauth.check_bounds()?;
         if self.oauth.enabled {
             check_oauth_issuer(self.public_url.as_deref(), &self.issuer)?;
         }
-        Ok(())
+        check_public_url(self.listen, self.public_url.as_deref())
     }
 
     /// `query_budget_ms` as a duration.
