@@ -860,13 +860,17 @@ impl Connection {
         );
         let statement = self.prepare_cached(&sql)?;
         statement.sent();
-        let bound: Vec<Box<dyn postgres::types::ToSql + Sync + '_>> = columns
+        let bound: Vec<PgArray<'_>> = columns
             .iter()
             .enumerate()
-            .map(|(i, column)| column.array(rows.iter().map(|row| row.get(i))))
+            .map(|(i, column)| {
+                column
+                    .array(rows.iter().map(|row| row.get(i)))
+                    .map(|array| PgArray(array, *column, rows.len()))
+            })
             .collect::<Result<_>>()?;
         let refs: Vec<&(dyn postgres::types::ToSql + Sync)> =
-            bound.iter().map(AsRef::as_ref).collect();
+            bound.iter().map(|array| array as _).collect();
         let Prepared::Postgres(_, prepared, _) = &statement.prepared else {
             return Err(Error::Conversion("a PostgreSQL statement on SQLite".into()));
         };
@@ -914,6 +918,40 @@ impl Connection {
             Engine::Sqlite(conn) => conn.close().map_err(|(_, e)| Error::Sqlite(e)),
             Engine::Postgres(pg) => Ok(pg.client.into_inner().close()?),
         }
+    }
+}
+
+/// A column of rows bound as one array ([`Connection::insert_rows`]).
+/// Its `Debug` shows only its type and length, as [`PgBind`]'s shows only
+/// a kind: the PostgreSQL client logs parameters at debug level.
+struct PgArray<'v>(Box<dyn postgres::types::ToSql + Sync + 'v>, Column, usize);
+
+impl fmt::Debug for PgArray<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "<{} × {}>", self.2, self.1.pg_type())
+    }
+}
+
+impl postgres::types::ToSql for PgArray<'_> {
+    fn to_sql(
+        &self,
+        ty: &Type,
+        out: &mut postgres::types::private::BytesMut,
+    ) -> std::result::Result<IsNull, Box<dyn std::error::Error + Sync + Send>> {
+        self.0.to_sql_checked(ty, out)
+    }
+
+    /// Whatever the column's array accepts, which `to_sql_checked` asks it.
+    fn accepts(_: &Type) -> bool {
+        true
+    }
+
+    fn to_sql_checked(
+        &self,
+        ty: &Type,
+        out: &mut postgres::types::private::BytesMut,
+    ) -> std::result::Result<IsNull, Box<dyn std::error::Error + Sync + Send>> {
+        self.0.to_sql_checked(ty, out)
     }
 }
 
