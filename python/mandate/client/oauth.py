@@ -30,6 +30,15 @@ def _create(request: CreateClientRequest, options: RequestOptions) -> Call:
     return Call("POST", _CLIENTS, API_KEY, request, "once", **options)
 
 
+def _open(request: str, options: RequestOptions) -> Call:
+    return Call("POST", "/v1/oauth/requests/open", API_KEY, {"request": request}, "read", **options)
+
+
+def _decide(body: Mapping[str, Any], options: RequestOptions) -> Call:
+    # Sent once: a second approval of one request is refused (409).
+    return Call("POST", "/v1/oauth/requests/decision", API_KEY, body, "once", **options)
+
+
 def _delete(client_id: str, options: RequestOptions) -> Call:
     return Call("DELETE", f"{_CLIENTS}/{segment(client_id)}", retry="once", **options)
 
@@ -60,6 +69,14 @@ class OAuth:
         """``DELETE /v1/oauth/clients/{client_id}``."""
         self._t.request(_delete(client_id, options))
 
+    def open_request(self, request: str, **options: Unpack[RequestOptions]) -> dict[str, Any]:
+        """``POST /v1/oauth/requests/open``: what a sealed authorization request asks."""
+        return cast(dict[str, Any], self._t.call(_open(request, options)))
+
+    def decide_request(self, body: Mapping[str, Any], **options: Unpack[RequestOptions]) -> dict[str, Any]:
+        """``POST /v1/oauth/requests/decision``: approve (with the grant chosen) or deny; answers the redirect."""
+        return cast(dict[str, Any], self._t.call(_decide(body, options)))
+
 
 class AsyncOAuth:
     """``mandate.oauth`` of :class:`AsyncMandate`: as :class:`OAuth`, awaited."""
@@ -82,6 +99,14 @@ class AsyncOAuth:
     async def list_clients(self, **options: Unpack[RequestOptions]) -> ClientList:
         """``GET /v1/oauth/clients``."""
         return cast(ClientList, await self._t.call(Call("GET", _CLIENTS, **options)))
+
+    async def open_request(self, request: str, **options: Unpack[RequestOptions]) -> dict[str, Any]:
+        """``POST /v1/oauth/requests/open``: what a sealed authorization request asks."""
+        return cast(dict[str, Any], await self._t.call(_open(request, options)))
+
+    async def decide_request(self, body: Mapping[str, Any], **options: Unpack[RequestOptions]) -> dict[str, Any]:
+        """``POST /v1/oauth/requests/decision``: approve (with the grant chosen) or deny; answers the redirect."""
+        return cast(dict[str, Any], await self._t.call(_decide(body, options)))
 
     async def delete_client(self, client_id: str, **options: Unpack[RequestOptions]) -> None:
         """``DELETE /v1/oauth/clients/{client_id}``."""
