@@ -61,20 +61,11 @@ fn version(root: &Path) -> Result<String> {
         .map_or_else(|| fail("Cargo.toml has no [workspace.package] version"), Ok)
 }
 
-/// Announces and runs a command; fails on a non-zero exit.
+/// [`crate::wasm::exec`] on a command built in place, without the
+/// variables `cargo run` gave xtask.
 fn exec(command: &mut Command) -> Result<()> {
     crate::without_cargo_run_env(command);
-    let shown = std::iter::once(command.get_program())
-        .chain(command.get_args())
-        .map(|part| part.to_string_lossy())
-        .collect::<Vec<_>>()
-        .join(" ");
-    eprintln!("\n$ {shown}");
-    let status = command.status()?;
-    if !status.success() {
-        return fail(format!("`{shown}` failed: {status}"));
-    }
-    Ok(())
+    crate::wasm::exec(std::mem::replace(command, Command::new("true")))
 }
 
 /// Runs a command and answers its stdout; fails on a non-zero exit.

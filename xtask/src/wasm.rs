@@ -88,7 +88,7 @@ fn command(dir: &Path, program: impl AsRef<OsStr>, args: &[&OsStr]) -> Command {
 }
 
 /// Announces and runs a command; fails on a non-zero exit.
-fn exec(mut command: Command) -> Result<()> {
+pub(crate) fn exec(mut command: Command) -> Result<()> {
     let shown = std::iter::once(command.get_program())
         .chain(command.get_args())
         .map(|part| part.to_string_lossy())
