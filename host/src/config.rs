@@ -374,6 +374,21 @@ pub struct EventsConfig {
     /// below the organisation's so that one key (an auditor's) cannot take
     /// them all; one more is refused 429 `too_many_streams`.
     pub max_streams_per_key: usize,
+    /// Seconds between the `:heartbeat` comments of a quiet event stream,
+    /// 1 to 15: lower it behind a proxy that closes connections idle for
+    /// less. Never more than 15, since the SDKs take a stream silent for
+    /// 45 s (three missed heartbeats) for a dead one.
+    pub heartbeat_seconds: u64,
+}
+
+/// The longest pause between an event stream's heartbeats, and the default.
+const MAX_HEARTBEAT_SECONDS: u64 = 15;
+
+impl EventsConfig {
+    /// `heartbeat_seconds` as a duration.
+    pub fn heartbeat(&self) -> Duration {
+        Duration::from_secs(self.heartbeat_seconds.clamp(1, MAX_HEARTBEAT_SECONDS))
+    }
 }
 
 impl Default for EventsConfig {
@@ -383,6 +398,7 @@ impl Default for EventsConfig {
             retain_hours: NonZeroU64::new(72).unwrap_or(NonZeroU64::MIN),
             max_streams_per_org: 16,
             max_streams_per_key: 4,
+            heartbeat_seconds: MAX_HEARTBEAT_SECONDS,
         }
     }
 }
@@ -859,6 +875,12 @@ impl Config {
             .records
             .redactions()
             .map_err(|e| anyhow::anyhow!("invalid config {}: {e}", path.display()))?;
+        if !(1..=MAX_HEARTBEAT_SECONDS).contains(&config.events.heartbeat_seconds) {
+            anyhow::bail!(
+                "invalid config {}: [events] heartbeat_seconds must be 1 to {MAX_HEARTBEAT_SECONDS} (the SDKs take 45 s of silence for a dead stream)",
+                path.display()
+            );
+        }
         if config.events.retain_hours.get() < 24 {
             anyhow::bail!(
                 "invalid config {}: [events] retain_hours must be at least 24 (the webhook retry window)",

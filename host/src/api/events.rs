@@ -26,7 +26,6 @@ use crate::store::events::{self, StoredEvent};
 use crate::store::orgs::Org;
 
 /// How often a comment is sent on a quiet stream.
-pub(crate) const HEARTBEAT: Duration = Duration::from_secs(15);
 /// How often the outbox is read again without a local write to wake the
 /// stream (another host may have written).
 const POLL: Duration = Duration::from_secs(1);
@@ -234,11 +233,12 @@ pub(crate) async fn events(
         committed: None,
         ready: VecDeque::new(),
     };
+    let heartbeat = tail.state.config.events.heartbeat();
     let stopping = tail.state.stopping.clone().cancelled_owned();
     let stream = futures_util::stream::unfold(tail, |mut tail| async move {
         let event = tail.next().await;
         Some((Ok(sse_event(&event)), tail))
     })
     .take_until(stopping);
-    Ok(Sse::new(stream).keep_alive(KeepAlive::new().interval(HEARTBEAT).text("heartbeat")))
+    Ok(Sse::new(stream).keep_alive(KeepAlive::new().interval(heartbeat).text("heartbeat")))
 }

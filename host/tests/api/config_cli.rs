@@ -125,6 +125,8 @@ fn a_value_a_start_refuses_is_refused() {
             "header name",
         ),
         ("query_budget_ms = 0\n", "query_budget_ms"),
+        ("[events]\nheartbeat_seconds = 16\n", "heartbeat_seconds"),
+        ("[events]\nheartbeat_seconds = 0\n", "heartbeat_seconds"),
     ] {
         let (status, stdout, stderr) = check(text);
         assert!(!status.success(), "{text} accepted: {stdout}");

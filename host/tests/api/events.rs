@@ -206,10 +206,10 @@ async fn an_organisation_sees_only_its_own_events() {
 
 #[tokio::test]
 async fn a_quiet_stream_gets_heartbeats() {
-    let app = TestApp::spawn().await;
+    let app = TestApp::spawn_with(|config| config.events.heartbeat_seconds = 1).await;
     let mut stream = Stream::open(&app, &app.admin_key, None).await;
-    assert!(stream.next(Duration::from_secs(17)).await.is_none());
-    assert!(stream.comments >= 1, "no heartbeat in 17 s");
+    assert!(stream.next(Duration::from_secs(3)).await.is_none());
+    assert!(stream.comments >= 1, "no heartbeat in 3 s at one a second");
 }
 
 #[tokio::test]
@@ -277,5 +277,5 @@ async fn a_stopping_server_ends_its_streams_instead_of_waiting_for_them() {
     tokio::time::timeout(Duration::from_secs(10), app.stop())
         .await
         .expect("the server did not stop within 10 s with a stream open");
-    assert!(stream.next(Duration::from_secs(5)).await.is_none());
+    assert!(stream.next(Duration::from_secs(3)).await.is_none());
 }
