@@ -680,7 +680,8 @@ pub struct WitnessConfig {
     /// a schema-less URL such as `witness.example.com/w1`. Needed to serve.
     pub name: Option<String>,
     /// Longest one request may take, reading its body included,
-    /// milliseconds; slower is answered 408.
+    /// milliseconds; slower is answered 408. A client slower to send its
+    /// headers is disconnected.
     pub request_timeout_ms: NonZeroU64,
     /// The logs it witnesses (`[[witness.log]]`); a checkpoint of any
     /// other origin is answered 404.
@@ -784,6 +785,11 @@ pub struct Config {
     /// is stopped and answered 422 `query_too_broad` (a filter no index
     /// serves, over many records), so it never holds a connection longer.
     pub query_budget_ms: NonZeroU64,
+    /// Longest a client may take to send a request's line and headers,
+    /// milliseconds, and to start its next request on a kept-alive
+    /// connection; the connection is closed then. A client that trickles
+    /// its headers cannot hold connections open (the slow-header attack).
+    pub header_read_timeout_ms: NonZeroU64,
     /// Most writes committed together in one transaction (1 = one commit per write).
     pub max_batch: usize,
     /// Requests per second per caller (`[rate_limits]`).
@@ -830,6 +836,7 @@ impl Default for Config {
             agent_auth: AgentAuth::Jti,
             readers: 4,
             query_budget_ms: DEFAULT_QUERY_BUDGET_MS,
+            header_read_timeout_ms: NonZeroU64::new(10_000).unwrap_or(NonZeroU64::MIN),
             max_batch: 512,
             rate_limits: RateLimits::default(),
             trusted_proxies: Vec::new(),
@@ -936,6 +943,11 @@ impl Config {
             check_oauth_issuer(self.public_url.as_deref(), &self.issuer)?;
         }
         check_public_url(self.listen, self.public_url.as_deref())
+    }
+
+    /// `header_read_timeout_ms` as a duration.
+    pub fn header_read_timeout(&self) -> Duration {
+        Duration::from_millis(self.header_read_timeout_ms.get())
     }
 
     /// `query_budget_ms` as a duration.

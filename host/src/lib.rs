@@ -19,6 +19,7 @@ pub mod error;
 pub mod events;
 pub mod keyring;
 pub mod ledger;
+pub mod listen;
 pub mod metrics;
 pub mod model;
 pub mod otel;
@@ -374,15 +375,16 @@ pub async fn serve_until(
     let (stop_delivery, delivery_stop) = tokio::sync::oneshot::channel();
     let deliverer = tokio::spawn(webhooks::deliver(state.clone(), delivery_stop));
     let stopping = state.stopping.clone();
-    axum::serve(
+    listen::serve(
         listener,
-        router.into_make_service_with_connect_info::<SocketAddr>(),
+        router,
+        state.config.header_read_timeout(),
+        async move {
+            shutdown.await;
+            stopping.cancel();
+        },
     )
-    .with_graceful_shutdown(async move {
-        shutdown.await;
-        stopping.cancel();
-    })
-    .await?;
+    .await;
     for task in [keeper, expirer, pruner, scorer] {
         task.abort();
         let _ = task.await;

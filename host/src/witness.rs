@@ -432,9 +432,14 @@ pub async fn serve(config: Config) -> anyhow::Result<()> {
         .map_err(|e| anyhow::anyhow!("cannot listen on {listen}: {e}"))?;
     let address: SocketAddr = listener.local_addr()?;
     report(&witness.vkey(), address, witness.logs.len());
-    axum::serve(listener, router(witness, config.witness.request_timeout()))
-        .with_graceful_shutdown(crate::shutdown_signal())
-        .await?;
+    let timeout = config.witness.request_timeout();
+    crate::listen::serve(
+        listener,
+        router(witness, timeout),
+        timeout,
+        crate::shutdown_signal(),
+    )
+    .await;
     tracing::info!("witness stopped");
     Ok(())
 }
