@@ -1,11 +1,10 @@
 //! UCAN's published policy fixtures (ucan-wg/rs-ucan
 //! `ucan/tests/fixtures/policy.json`), run unchanged against core's policy
 //! language. The file is not in this repository, and no registry these
-//! machines reach serves it, so this test target is built only with the
-//! `ucan-fixtures` feature and reads the file from the path in
-//! `MANDATE_UCAN_POLICY_FIXTURES` (failing when that is unset):
-//! `MANDATE_UCAN_POLICY_FIXTURES=…/policy.json cargo test -p
-//! mandate-conformance --features ucan-fixtures --test ucan_policy`.
+//! machines reach serves it, so that test is ignored unless asked for; it
+//! reads the file from the path in `MANDATE_UCAN_POLICY_FIXTURES` (failing
+//! when that is unset): `MANDATE_UCAN_POLICY_FIXTURES=…/policy.json cargo
+//! test -p mandate-conformance --test ucan_policy -- --include-ignored`.
 //!
 //! Each statement of a `valid` policy must be true, and no `invalid` policy
 //! may be true (we never permit what UCAN refuses). Where a `valid`
@@ -64,6 +63,7 @@ fn divergence(pol: &Pol, args: &Value) -> Option<&'static str> {
 }
 
 #[test]
+#[ignore = "needs MANDATE_UCAN_POLICY_FIXTURES naming rs-ucan's policy.json"]
 fn ucan_published_policy_fixtures() {
     let path = std::env::var_os(FIXTURES).unwrap_or_else(|| {
         panic!("{FIXTURES} must name UCAN's policy.json (rs-ucan ucan/tests/fixtures/policy.json)")

@@ -10,7 +10,7 @@
 use std::path::Path;
 use std::process::Command;
 
-use crate::{Result, fail, run};
+use crate::{Result, fail};
 
 /// Every target, with the cargo features it needs.
 const TARGETS: [(&str, &[&str]); 6] = [
@@ -31,7 +31,14 @@ fn ensure_cargo_fuzz() -> Result<()> {
     if installed {
         return Ok(());
     }
-    run("cargo", &["install", "cargo-fuzz"])
+    eprintln!("\n$ cargo install cargo-fuzz");
+    let status = crate::unlinted(&mut Command::new("cargo"))
+        .args(["install", "cargo-fuzz"])
+        .status()?;
+    if !status.success() {
+        return fail(format!("`cargo install cargo-fuzz` failed: {status}"));
+    }
+    Ok(())
 }
 
 /// Runs one target for `seconds`; returns libFuzzer's last status line.
@@ -43,7 +50,7 @@ fn fuzz_one(root: &Path, target: &str, features: &[&str], seconds: u64) -> Resul
     std::fs::create_dir_all(&seeds)?;
     let mut command = Command::new("cargo");
     crate::without_cargo_run_env(&mut command);
-    command
+    crate::unlinted(&mut command)
         .current_dir(root.join("fuzz"))
         .args(["+nightly", "fuzz", "run", target]);
     if !features.is_empty() {
