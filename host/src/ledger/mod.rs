@@ -463,6 +463,29 @@ impl Counters {
     }
 }
 
+/// A budgeted token's usage as the current group sees it: read once, then
+/// changed in memory by the group's charges, which are stored just before
+/// it commits.
+#[derive(Debug)]
+struct HeldUsage {
+    /// Spent (micro-USD) and actions: as stored plus the group's charges.
+    spent_micros: i64,
+    actions: i64,
+    /// What the group's charges added, and the token's constraints: `None`
+    /// when the group only read the usage.
+    charged: Option<(i64, i64, Constraints)>,
+}
+
+impl HeldUsage {
+    fn usage(&self) -> Result<Usage, StoreError> {
+        Ok(Usage {
+            spent: Usd::from_micros(u64::try_from(self.spent_micros).unwrap_or(0))
+                .map_err(|e| StoreError::Internal(format!("a token's spend: {e}")))?,
+            actions: u64::try_from(self.actions).unwrap_or(0),
+        })
+    }
+}
+
 /// The newest record of an organisation: where its next `seq` follows, and
 /// the time no later record may be created before.
 #[derive(Debug, Clone, Copy)]
@@ -524,6 +547,12 @@ pub struct Ledger {
     /// The records the current group made, not yet stored: written by one
     /// statement just before it commits, or before anything reads records.
     records: Vec<Vec<Value>>,
+    /// The events the current group reported, not yet stored: written by
+    /// one statement just before it commits, or before anything reads
+    /// events.
+    events_held: Vec<Vec<Value>>,
+    /// The usage of budgeted tokens the current group read or charged.
+    usage_held: HashMap<Jth, HeldUsage>,
     /// Rows ever kept to be written, and changes made by writing them (see
     /// [`Owned::changes`]).
     buffered: u64,
@@ -544,6 +573,8 @@ impl Owned for Ledger {
 
     fn before_commit(&mut self) -> Result<(), StoreError> {
         self.store_records()?;
+        self.store_events()?;
+        self.store_usage()?;
         self.touched
             .extend(self.counters.agents.keys().map(|(org, _)| *org));
         self.flush_log().map_err(|error| match error {
@@ -569,6 +600,8 @@ impl Owned for Ledger {
 
     fn after_rollback(&mut self) {
         self.records.clear();
+        self.events_held.clear();
+        self.usage_held.clear();
         self.group = None;
         self.frontier = None;
         self.locked.clear();
@@ -603,6 +636,8 @@ impl Ledger {
             trust: Arc::default(),
             touched: HashSet::new(),
             records: Vec::new(),
+            events_held: Vec::new(),
+            usage_held: HashMap::new(),
             buffered: 0,
             flushed: 0,
             conn,
@@ -753,19 +788,37 @@ impl Ledger {
     /// The constraints of a chain with what each token has used so far, for
     /// core's checks over a chain. Only a token with a budget limit keeps
     /// its usage (see [`Ledger::charge`]); another's reads as none, without
-    /// a statement.
-    fn usage(&self, budgeted: &Budgeted) -> Result<Vec<(Constraints, Usage)>, LedgerError> {
+    /// a statement. A token's usage is read once per group, then kept with
+    /// the group's charges added.
+    fn usage(&mut self, budgeted: &Budgeted) -> Result<Vec<(Constraints, Usage)>, LedgerError> {
         budgeted
             .iter()
             .map(|(jth, constraints)| {
                 let used = if constraints.has_budget() {
-                    tokens::usage(&self.conn, jth)?
+                    self.held_usage(jth)?.usage()?
                 } else {
                     Usage::default()
                 };
                 Ok((constraints.clone(), used))
             })
             .collect()
+    }
+
+    /// A budgeted token's usage as the group sees it: read when the group
+    /// first needs it.
+    fn held_usage(&mut self, jth: &Jth) -> Result<&mut HeldUsage, LedgerError> {
+        if !self.usage_held.contains_key(jth) {
+            let stored = tokens::usage(&self.conn, jth)?;
+            let held = HeldUsage {
+                spent_micros: i64::try_from(stored.spent.micros()).map_err(internal)?,
+                actions: i64::try_from(stored.actions).map_err(internal)?,
+                charged: None,
+            };
+            self.usage_held.insert(jth.clone(), held);
+        }
+        self.usage_held
+            .get_mut(jth)
+            .ok_or_else(|| internal("a token's usage was not kept"))
     }
 
     /// Adds spend and actions to the usage of every token of a chain that
@@ -775,7 +828,8 @@ impl Ledger {
     /// floor or argument rules) keeps no usage, as a token without
     /// constraints keeps none: nothing is measured against it, and
     /// charging it cost every one of its records three statements on the
-    /// writer.
+    /// writer. The charges are kept in memory and stored with the group
+    /// ([`Ledger::store_usage`]).
     fn charge(
         &mut self,
         budgeted: &Budgeted,
@@ -784,20 +838,44 @@ impl Ledger {
         by: outbox::ChargedBy<'_>,
     ) -> Result<(), LedgerError> {
         for (jth, constraints) in budgeted.iter().filter(|(_, c)| c.has_budget()) {
-            let after = tokens::charge(&self.conn, jth, spend_micros, actions)?;
-            dashboard::note_budget_share(&self.conn, jth.as_str(), constraints, after)?;
+            let held = self.held_usage(jth)?;
+            let before = held.usage()?;
+            held.spent_micros += spend_micros;
+            held.actions += actions;
+            let charged = held.charged.get_or_insert((0, 0, constraints.clone()));
+            charged.0 += spend_micros;
+            charged.1 += actions;
+            let after = held.usage()?;
+            self.buffered += 1;
             if spend_micros > 0 || actions > 0 {
-                let undo = |now: u64, delta: i64| {
-                    u64::try_from(i128::from(now) - i128::from(delta)).unwrap_or(0)
-                };
-                let before = Usage {
-                    spent: Usd::from_micros(undo(after.spent.micros(), spend_micros))
-                        .map_err(internal)?,
-                    actions: undo(after.actions, actions),
-                };
                 self.report_thresholds(jth, constraints, before, after, by)?;
             }
         }
+        Ok(())
+    }
+
+    /// Stores the group's charges, one statement for every token charged.
+    fn store_usage(&mut self) -> Result<(), StoreError> {
+        let mut rows = Vec::new();
+        let mut held: Vec<(Jth, HeldUsage)> =
+            std::mem::take(&mut self.usage_held).into_iter().collect();
+        // One order of rows, whatever the map's.
+        held.sort_by(|(a, _), (b, _)| a.as_str().cmp(b.as_str()));
+        for (jth, held) in held {
+            let Some((spend_micros, actions, constraints)) = &held.charged else {
+                continue;
+            };
+            let share = mandate_core::largest_share(constraints, held.usage()?);
+            rows.push(tokens::charged(
+                &jth,
+                *spend_micros,
+                *actions,
+                share.map(|(limit, percent)| (limit.as_str(), percent)),
+            ));
+        }
+        let before = self.conn.total_changes();
+        tokens::charge_all(&self.conn, &rows)?;
+        self.flushed += self.conn.total_changes() - before;
         Ok(())
     }
 
@@ -811,6 +889,24 @@ impl Ledger {
         let before = self.conn.total_changes();
         self.conn
             .insert_rows(records::INSERT_INTO, &records::INSERTED, &rows)?;
+        self.flushed += self.conn.total_changes() - before;
+        Ok(())
+    }
+
+    /// Writes the events the group reported so far, in one statement:
+    /// before anything reads or deletes events, and before the group
+    /// commits.
+    fn store_events(&mut self) -> Result<(), StoreError> {
+        if self.events_held.is_empty() {
+            return Ok(());
+        }
+        let rows = std::mem::take(&mut self.events_held);
+        let before = self.conn.total_changes();
+        self.conn.insert_rows(
+            crate::store::events::INSERT_INTO,
+            &crate::store::events::INSERTED,
+            &rows,
+        )?;
         self.flushed += self.conn.total_changes() - before;
         Ok(())
     }

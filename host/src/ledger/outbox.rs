@@ -25,7 +25,8 @@ pub(super) struct ChargedBy<'a> {
 impl Ledger {
     /// Writes an event of `org` at `at_ms` to the outbox (when events are
     /// on): its payload, `{data, timestamp, type}`, is made once, here, and
-    /// delivered as it is.
+    /// delivered as it is. The event is kept with the group's others and
+    /// stored with them before the group commits (its `seq` is taken now).
     pub(super) fn emit<T: Serialize>(
         &mut self,
         org: Org,
@@ -42,23 +43,22 @@ impl Ledger {
         let ulid =
             mandate_core::Ulid::new(u64::try_from(at_ms).unwrap_or(0), crate::random::bytes())
                 .map_err(internal)?;
-        rows::insert(
-            &self.conn,
-            &StoredEvent {
-                seq,
-                id: MessageId::new(ulid).to_string(),
-                org,
-                kind: kind.as_str().to_owned(),
-                created_at: at_ms,
-                payload,
-            },
-        )?;
+        self.events_held.push(rows::row(StoredEvent {
+            seq,
+            id: MessageId::new(ulid).to_string(),
+            org,
+            kind: kind.as_str().to_owned(),
+            created_at: at_ms,
+            payload,
+        }));
+        self.buffered += 1;
         Ok(())
     }
 
     /// Deletes up to `limit` events created before `before_ms` that every
     /// webhook of their organisation has been sent; answers how many.
     pub fn prune_events(&mut self, before_ms: i64, limit: u32) -> Result<usize, LedgerError> {
+        self.store_events()?;
         Ok(rows::prune(&self.conn, before_ms, limit)?)
     }
 

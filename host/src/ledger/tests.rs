@@ -344,9 +344,9 @@ fn a_completion_over_the_reservation_is_checked_against_the_chain() {
     let record = f.ledger.complete(&within, at(3)).unwrap();
     assert_eq!(record.spend, usd(9.0));
     assert_eq!(record.completed_at, Some(at(3).ms()));
+    f.commit();
     let used = tokens::usage(&f.ledger.conn, &root.jth()).unwrap();
     assert_eq!(used.spent, usd(9.0));
-    f.commit();
     assert_eq!(f.counts("bot"), (1, 0, 0, 0), "pending moved to success");
 }
 

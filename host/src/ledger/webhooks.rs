@@ -96,7 +96,9 @@ impl Ledger {
             return Err(LedgerError::TooManyWebhooks);
         }
         // Under the lock every group writing events takes (PostgreSQL), or
-        // in the one writer (SQLite): every event up to here is stored.
+        // in the one writer (SQLite): every event up to here is stored once
+        // this group's own are.
+        self.store_events()?;
         let cursor = events::last_seq(&self.conn)?;
         rows::insert(
             &self.conn,

@@ -5,6 +5,7 @@
 //! the ledger's state row, see `crate::store::log::lock_state`).
 
 use super::orgs::Org;
+use crate::store::sql::types::Value;
 use crate::store::sql::{self, Connection, OptionalExtension, Row, params};
 
 /// A stored event.
@@ -35,21 +36,27 @@ fn from_row(row: &Row<'_>) -> sql::Result<StoredEvent> {
     })
 }
 
-/// Stores an event.
-pub fn insert(conn: &Connection, event: &StoredEvent) -> sql::Result<()> {
-    conn.prepare_cached(
-        "INSERT INTO events (seq, id, org, type, created_at, payload)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
-    )?
-    .execute(params![
-        event.seq,
-        event.id,
-        event.org,
-        event.kind,
-        event.created_at,
-        event.payload
-    ])?;
-    Ok(())
+/// The columns of a stored event, in the order of [`row`]'s values: events
+/// a group writes are stored together through
+/// [`Connection::insert_rows`].
+pub const INSERT_INTO: &str = "events (seq, id, org, type, created_at, payload)";
+
+/// The types of [`INSERT_INTO`]'s columns.
+pub const INSERTED: [sql::Column; 6] = {
+    use sql::Column::{Blob as B, Integer as I, Text as T};
+    [I, T, I, T, I, B]
+};
+
+/// An event's row for [`INSERT_INTO`] and [`INSERTED`].
+pub fn row(event: StoredEvent) -> Vec<Value> {
+    vec![
+        Value::Integer(event.seq),
+        Value::Text(event.id),
+        Value::Integer(event.org.number()),
+        Value::Text(event.kind),
+        Value::Integer(event.created_at),
+        Value::Blob(event.payload),
+    ]
 }
 
 /// Up to `limit` events of `org` after `seq`, in order.

@@ -834,14 +834,41 @@ impl Connection {
     /// the cached single-row statement once per row, in process (no round
     /// trip to save).
     pub fn insert_rows(&self, into: &str, columns: &[Column], rows: &[Vec<Value>]) -> Result<()> {
+        let marks: Vec<String> = (1..=columns.len()).map(|i| format!("?{i}")).collect();
+        let arrays: Vec<String> = columns
+            .iter()
+            .enumerate()
+            .map(|(i, column)| format!("${}::{}[]", i + 1, column.pg_type()))
+            .collect();
+        self.apply_rows(
+            &format!("INSERT INTO {into} VALUES ({})", marks.join(", ")),
+            &format!(
+                "INSERT INTO {into} SELECT * FROM unnest({})",
+                arrays.join(", ")
+            ),
+            columns,
+            rows,
+        )
+    }
+
+    /// Applies `rows` (their values in `columns`' order) by a statement of
+    /// each engine's: on SQLite `sqlite`, binding one row's values as
+    /// `?1`, `?2` …, once per row; on PostgreSQL `postgres` once, binding
+    /// each column as one typed array `$1`, `$2` … (for `unnest`). How a
+    /// group's changes of many rows of a table become one statement.
+    pub fn apply_rows(
+        &self,
+        sqlite: &str,
+        postgres: &str,
+        columns: &[Column],
+        rows: &[Vec<Value>],
+    ) -> Result<()> {
         if rows.is_empty() {
             return Ok(());
         }
         let pg = match &self.engine {
             Engine::Sqlite(_) => {
-                let marks: Vec<String> = (1..=columns.len()).map(|i| format!("?{i}")).collect();
-                let mut statement = self
-                    .prepare_cached(&format!("INSERT INTO {into} VALUES ({})", marks.join(", ")))?;
+                let mut statement = self.prepare_cached(sqlite)?;
                 for row in rows {
                     statement.execute(row.as_slice())?;
                 }
@@ -849,16 +876,7 @@ impl Connection {
             }
             Engine::Postgres(pg) => pg,
         };
-        let arrays: Vec<String> = columns
-            .iter()
-            .enumerate()
-            .map(|(i, column)| format!("${}::{}[]", i + 1, column.pg_type()))
-            .collect();
-        let sql = format!(
-            "INSERT INTO {into} SELECT * FROM unnest({})",
-            arrays.join(", ")
-        );
-        let statement = self.prepare_cached(&sql)?;
+        let statement = self.prepare_cached(postgres)?;
         statement.sent();
         let bound: Vec<PgArray<'_>> = columns
             .iter()

@@ -196,22 +196,51 @@ pub fn usage(conn: &Connection, jth: &Jth) -> sql::Result<Usage> {
     })
 }
 
-/// Adds spend (which may be negative: a released reservation) and actions
-/// to a token's usage; answers the usage after.
-pub fn charge(conn: &Connection, jth: &Jth, spend_micros: i64, actions: i64) -> sql::Result<Usage> {
-    let (spent, actions): (i64, i64) = conn
-        .prepare_cached(
-            "UPDATE tokens SET spent_micros = spent_micros + ?1, actions = actions + ?2 WHERE jth = ?3
-             RETURNING spent_micros, actions",
-        )?
-        .query_row(params![spend_micros, actions, jth.as_str()], |row| {
-            Ok((row.get(0)?, row.get(1)?))
-        })?;
-    Ok(Usage {
-        spent: Usd::from_micros(u64::try_from(spent).unwrap_or(0))
-            .map_err(|e| sql::Error::corrupt("tokens.spent_micros", e))?,
-        actions: u64::try_from(actions).unwrap_or(0),
-    })
+/// The columns of a token's charge by a group, in the order of
+/// [`charged`]'s values.
+pub const CHARGED: [sql::Column; 5] = {
+    use sql::Column::{Integer as I, Real as R, Text as T};
+    [T, I, I, R, T]
+};
+
+/// A token's charge by a group for [`charge_all`]: the spend (negative for
+/// a released reservation) and actions to add to its usage, and the largest
+/// share of a budget its usage then reaches, with that budget's name.
+pub fn charged(
+    jth: &Jth,
+    spend_micros: i64,
+    actions: i64,
+    share: Option<(&str, f64)>,
+) -> Vec<Value> {
+    let (limit, percent) = share.map_or((Value::Null, Value::Null), |(limit, percent)| {
+        (Value::Text(limit.to_owned()), Value::Real(percent))
+    });
+    vec![
+        Value::Text(jth.as_str().to_owned()),
+        Value::Integer(spend_micros),
+        Value::Integer(actions),
+        percent,
+        limit,
+    ]
+}
+
+/// Adds a group's charges ([`charged`] rows, one per token) to the tokens'
+/// usage and notes each one's largest share of a budget: one statement on
+/// PostgreSQL whatever their count.
+pub fn charge_all(conn: &Connection, rows: &[Vec<Value>]) -> sql::Result<()> {
+    conn.apply_rows(
+        "UPDATE tokens SET spent_micros = spent_micros + ?2, actions = actions + ?3,
+             budget_percent = ?4, budget_limit = ?5
+         WHERE jth = ?1",
+        "UPDATE tokens SET spent_micros = tokens.spent_micros + d.spend,
+             actions = tokens.actions + d.actions, budget_percent = d.percent,
+             budget_limit = d.budget
+         FROM unnest($1::text[], $2::bigint[], $3::bigint[], $4::double precision[], $5::text[])
+             AS d(jth, spend, actions, percent, budget)
+         WHERE tokens.jth = d.jth",
+        &CHARGED,
+        rows,
+    )
 }
 
 /// Notes that a token signed by `kid` expires at `exp`, so the key stays

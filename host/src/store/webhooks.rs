@@ -487,18 +487,17 @@ mod tests {
     }
 
     fn event(conn: &Connection, seq: i64, org: Org) {
-        crate::store::events::insert(
-            conn,
-            &crate::store::events::StoredEvent {
-                seq,
-                id: format!("msg_{seq}"),
-                org,
-                kind: "record.denied".to_owned(),
-                created_at: seq,
-                payload: b"{}".to_vec(),
-            },
-        )
-        .unwrap();
+        use crate::store::events::{INSERT_INTO, INSERTED, StoredEvent, row};
+        let event = StoredEvent {
+            seq,
+            id: format!("msg_{seq}"),
+            org,
+            kind: "record.denied".to_owned(),
+            created_at: seq,
+            payload: b"{}".to_vec(),
+        };
+        conn.insert_rows(INSERT_INTO, &INSERTED, &[row(event)])
+            .unwrap();
     }
 
     #[test]

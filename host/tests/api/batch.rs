@@ -1064,8 +1064,11 @@ async fn the_writer_lane_counts_what_a_group_sends_the_database() {
     let record =
         json!({"vat_jti": jti, "action": "read", "resource": "crm:a", "result": "success"});
     let before = writer_sent(&app).await;
-    let results = results(batch(&app, None, &vec![record; 10]).await).await;
-    assert!(results.iter().all(|r| r["recorded"] == true), "{results:?}");
+    let ten_bare = results(batch(&app, None, &vec![record; 10]).await).await;
+    assert!(
+        ten_bare.iter().all(|r| r["recorded"] == true),
+        "{ten_bare:?}"
+    );
     let ten = writer_sent(&app).await - before;
     // Today's costs (docs/plans/write-path-at-scale.md §0.1, §0.4), which
     // the plan's later chunks bring down to a constant. PostgreSQL: 15
@@ -1083,6 +1086,84 @@ async fn the_writer_lane_counts_what_a_group_sends_the_database() {
     };
     assert_eq!(one, group + per_record, "one record");
     assert_eq!(ten, group + 10 * per_record, "a batch of ten");
+
+    // A chain with a budget: its usage is read once a group and its
+    // charges stored by one statement (they were three statements a record:
+    // the read, the charge and the budget's share).
+    let budgeted = app
+        .issue(
+            json!({"developer_email": "dev@example.com", "agent_id": "counted",
+                      "resources": ["crm:*"], "actions": ["read"],
+                      "constraints": {"max_actions": 1_000_000}}),
+        )
+        .await;
+    let budgeted = text(&budgeted["jti"]);
+    let record = json!({"vat_jti": budgeted, "action": "read", "resource": "crm:a",
+                        "result": "success"});
+    let sent = |records: usize| {
+        let record = record.clone();
+        let app = &app;
+        async move {
+            let before = writer_sent(app).await;
+            let answered = results(batch(app, None, &vec![record; records]).await).await;
+            assert!(
+                answered.iter().all(|r| r["recorded"] == true),
+                "{answered:?}"
+            );
+            writer_sent(app).await - before
+        }
+    };
+    sent(1).await;
+    assert_eq!(sent(1).await, group + 2 + per_record, "one budgeted record");
+    assert_eq!(
+        sent(10).await,
+        group + 2 + 10 * per_record,
+        "ten budgeted records"
+    );
+
+    // Records denied over their budget: their events are stored by one
+    // statement a group (the usage read once, nothing charged).
+    let poor = app
+        .issue(
+            json!({"developer_email": "dev@example.com", "agent_id": "counted",
+                      "resources": ["crm:*"], "actions": ["read"],
+                      "constraints": {"max_spend_usd": 1}}),
+        )
+        .await;
+    let denied = json!({"vat_jti": text(&poor["jti"]), "action": "read", "resource": "crm:a",
+                        "result": "success", "spend_usd": 2});
+    let denials = |records: usize| {
+        let denied = denied.clone();
+        let app = &app;
+        async move {
+            let before = writer_sent(app).await;
+            let answered = results(batch(app, None, &vec![denied; records]).await).await;
+            assert!(
+                answered.iter().all(|r| r["code"] == "budget_max_spend_usd"),
+                "{answered:?}"
+            );
+            writer_sent(app).await - before
+        }
+    };
+    // (SQLite runs the cached single-row insert once per event, in process.)
+    let events = |records: u64| {
+        if crate::helpers::postgres_server().is_some() {
+            1
+        } else {
+            records
+        }
+    };
+    denials(1).await;
+    assert_eq!(
+        denials(1).await,
+        group + 1 + events(1) + per_record,
+        "one denial"
+    );
+    assert_eq!(
+        denials(10).await,
+        group + 1 + events(10) + 10 * per_record,
+        "ten denials and their events"
+    );
 }
 
 /// Refusals between good records of one group (one batch: an unknown token,

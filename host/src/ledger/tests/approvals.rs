@@ -39,7 +39,9 @@ impl Fixture {
         self.ledger.authorize(&attempt, now).unwrap()
     }
 
-    fn used(&self, token: &Claims) -> Usage {
+    /// A token's usage as stored once what the group holds is written.
+    fn used(&mut self, token: &Claims) -> Usage {
+        self.commit();
         tokens::usage(&self.ledger.conn, &token.jth()).unwrap()
     }
 
@@ -49,7 +51,9 @@ impl Fixture {
             .unwrap()
     }
 
-    fn event_types(&self) -> Vec<String> {
+    /// The events stored once what the group holds is written.
+    fn event_types(&mut self) -> Vec<String> {
+        self.commit();
         event_rows::after(&self.ledger.conn, Org::DEFAULT, 0, 1000)
             .unwrap()
             .into_iter()
@@ -380,6 +384,7 @@ fn budgets_report_reaching_80_and_100_percent_once_each() {
             .record_action(&attempt, Outcome::Success, None, at(2))
             .unwrap();
     }
+    f.commit();
     let events = event_rows::after(&f.ledger.conn, Org::DEFAULT, 0, 10).unwrap();
     let thresholds: Vec<serde_json::Value> = events
         .iter()
@@ -424,6 +429,7 @@ fn failures_ratings_and_revocations_are_reported_and_nothing_else() {
         f.event_types(),
         ["record.failed", "record.rated", "token.revoked"]
     );
+    f.commit();
     let events = event_rows::after(&f.ledger.conn, Org::DEFAULT, 0, 10).unwrap();
     let seqs: Vec<i64> = events.iter().map(|event| event.seq).collect();
     assert_eq!(seqs, [1, 2, 3], "numbered in order from 1");
