@@ -1,5 +1,6 @@
-// Two pages (the dashboard and the widget demo) and the widget's own module
-// under a fixed name, so any page can load it with one <script type="module">.
+// Three pages (the dashboard, the widget demo and the OAuth consent page) and
+// the widget's own module under a fixed name, so any page can load it with
+// one <script type="module">.
 // Everything else gets a content hash in its name and is cached for good.
 
 import { resolve } from "node:path";
@@ -20,6 +21,7 @@ export default defineConfig({
       input: {
         index: resolve(import.meta.dirname, "index.html"),
         widget: resolve(import.meta.dirname, "widget.html"),
+        consent: resolve(import.meta.dirname, "consent.html"),
         [widgetEntry]: resolve(import.meta.dirname, "src/widget/element.ts"),
       },
       output: {

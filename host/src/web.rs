@@ -1,4 +1,5 @@
-//! The pages served at `/`: the dashboard and the token widget, built from
+//! The pages served at `/`: the dashboard, the token widget and the OAuth
+//! consent page (`/oauth/consent`), built from
 //! `web/` (`cargo xtask web`) into `web/dist` and embedded in the binary, so
 //! `mandate serve` alone serves them. A binary built before the assets were
 //! serves a short page that says how to build them; the API works either way.
@@ -35,6 +36,10 @@ const IMMUTABLE: &str = "public, max-age=31536000, immutable";
 
 /// Pages and the widget's fixed-name module are checked on every use.
 const REVALIDATE: &str = "no-cache";
+
+/// The consent page is never stored: it is reached with a sealed
+/// authorization request in its URL (plan §2.5).
+const NO_STORE: &str = "no-store";
 
 const NOT_BUILT: &str = "<!doctype html>
 <html lang=\"en\"><head><meta charset=\"utf-8\"><title>Mandate</title>
@@ -153,6 +158,13 @@ async fn widget_page(request: HeaderMap) -> Response {
     page("widget.html", &request)
 }
 
+async fn consent_page(request: HeaderMap) -> Response {
+    if !assets_built() {
+        return not_built();
+    }
+    embedded("consent.html", NO_STORE, &request).unwrap_or_else(missing)
+}
+
 async fn widget_module(request: HeaderMap) -> Response {
     embedded("mandate-verify.js", REVALIDATE, &request).unwrap_or_else(missing)
 }
@@ -168,6 +180,10 @@ pub fn routes() -> Router<AppState> {
         .route("/widget.html", get(widget_page))
         .route("/mandate-verify.js", get(widget_module))
         .route("/assets/{*path}", get(asset))
+        .route("/oauth/consent", get(consent_page))
+        // The pages' asset URLs are relative (Vite's `base: "./"`), so the
+        // consent page, one folder down, asks for them under `/oauth/`.
+        .route("/oauth/assets/{*path}", get(asset))
 }
 
 #[cfg(test)]

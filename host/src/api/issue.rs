@@ -4,8 +4,8 @@
 use axum::extract::State;
 use axum::http::StatusCode;
 use mandate_core::{
-    AssuranceLevel, Identity, IssueError, Permission, RootIssue, TokenRequest, human_ref,
-    issue_root,
+    AssuranceLevel, Claims, HumanRef, Identity, IssueError, Permission, RootIssue, TokenRequest,
+    human_ref, issue_root,
 };
 
 use super::bodies;
@@ -75,23 +75,23 @@ pub(crate) struct Root<'a> {
     pub(crate) label: Option<String>,
 }
 
-/// Issues, signs and stores a root token for a verified human, whatever the
-/// assurance level. With an idempotency key, a retry returns the first
-/// token and issues nothing.
-pub(crate) async fn issue_root_token(
+/// Core's claims of a root token for `human` at `level`, issued now by this
+/// server (fresh `jti` and provenance), or the problem a client's request
+/// makes of core's refusal. Shared by the issue endpoints and the consent
+/// decision, which checks a grant as its redemption will issue it.
+pub(crate) fn root_claims(
     state: &AppState,
-    principal: &Principal,
-    key_for_replay: Option<IdempotencyKey>,
-    root: Root<'_>,
+    request: TokenRequest,
+    human: HumanRef,
+    level: AssuranceLevel,
     now: Now,
-) -> ApiResult<Rendered> {
-    let ring = state.keys.current();
-    let claims = issue_root(
-        root.request,
+) -> ApiResult<Claims> {
+    issue_root(
+        request,
         RootIssue {
             issuer: state.config.issuer.clone(),
-            human: human_ref(&state.human_secret, root.identity),
-            level: root.level,
+            human,
+            level,
             now: now.s(),
             jti: random::ulid(now),
             provenance: random::ulid(now),
@@ -103,7 +103,27 @@ pub(crate) async fn issue_root_token(
         IssueError::TtlOutOfRange => LedgerError::TtlOutOfRange(e).into(),
         IssueError::Scope(error) => input::scope_error(error),
         other => ApiError::internal(other),
-    })?;
+    })
+}
+
+/// Issues, signs and stores a root token for a verified human, whatever the
+/// assurance level. With an idempotency key, a retry returns the first
+/// token and issues nothing.
+pub(crate) async fn issue_root_token(
+    state: &AppState,
+    principal: &Principal,
+    key_for_replay: Option<IdempotencyKey>,
+    root: Root<'_>,
+    now: Now,
+) -> ApiResult<Rendered> {
+    let ring = state.keys.current();
+    let claims = root_claims(
+        state,
+        root.request,
+        human_ref(&state.human_secret, root.identity),
+        root.level,
+        now,
+    )?;
     let key = ring.active.clone();
     let by = principal.id.clone();
     let for_anyone = principal.may(Permission::IssueForAnyone);

@@ -24,8 +24,8 @@ use mandate_core::oauth::pkce::CodeChallenge;
 use mandate_core::oauth::redirect::{self, RedirectUri};
 use mandate_core::oauth::scope::RequestedScope;
 use mandate_core::{
-    AgentId, AssuranceLevel, Constraints, Grant, HumanRef, Identity, IssueError, Permission,
-    Policy, RootIssue, Scope, TokenRequest, check_narrowing, human_ref, issue_root, may_issue_for,
+    AgentId, AssuranceLevel, Constraints, Grant, HumanRef, Identity, Permission, Policy, Scope,
+    TokenRequest, check_narrowing, human_ref, may_issue_for,
 };
 use percent_encoding::{AsciiSet, NON_ALPHANUMERIC, utf8_percent_encode};
 use serde::{Deserialize, Serialize};
@@ -34,6 +34,7 @@ use sha2::{Digest as _, Sha256};
 use super::docs::Errors;
 use super::extract::{ApiKeyAuth, Json, form_parameters};
 use super::input;
+use super::issue::root_claims;
 use super::problems::widening_problem;
 use crate::apikeys::Principal;
 use crate::clock::{Now, iso_s};
@@ -523,18 +524,26 @@ impl Choice {
 }
 
 /// The most a consent may grant: the actions asked for × the resource
-/// patterns asked for (those the human names when the request named none),
-/// nothing else, for at most the longest lifetime.
+/// patterns asked for, nothing else, for at most the longest lifetime. A
+/// request without `scope` (RFC 6749 §3.3 lets the authorization server
+/// follow "the resource owner's instructions") is granted what the person
+/// names: the actions and patterns they chose are the ceiling; a request
+/// that named resources but no action, likewise for its actions.
 fn ceiling(requested: &RequestedScope, chosen: &Scope, now_s: i64) -> ApiResult<Grant> {
     let resources = if requested.resources().is_empty() {
         chosen.resources().to_vec()
     } else {
         requested.resources().to_vec()
     };
-    let scope = Scope::new(resources, requested.actions().to_vec()).map_err(|_| {
+    let actions = if requested.actions().is_empty() {
+        chosen.actions().to_vec()
+    } else {
+        requested.actions().to_vec()
+    };
+    let scope = Scope::new(resources, actions).map_err(|_| {
         ApiError::forbidden(
             "scope_widening",
-            "the request's scope names no action: there is nothing to grant",
+            "the grant names no action: there is nothing to grant",
         )
     })?;
     Ok(Grant {
@@ -559,23 +568,13 @@ async fn checked_choice(
     request: &TokenRequest,
     now: Now,
 ) -> ApiResult<()> {
-    let chosen = issue_root(
+    let chosen = root_claims(
+        state,
         request.clone(),
-        RootIssue {
-            issuer: state.config.issuer.clone(),
-            human: human.clone(),
-            level: AssuranceLevel::L1,
-            now: now.s(),
-            jti: random::ulid(now),
-            provenance: random::ulid(now),
-            status: None,
-        },
-    )
-    .map_err(|e| match e {
-        IssueError::TtlOutOfRange => LedgerError::TtlOutOfRange(e).into(),
-        IssueError::Scope(error) => input::scope_error(error),
-        other => ApiError::internal(other),
-    })?;
+        human.clone(),
+        AssuranceLevel::L1,
+        now,
+    )?;
     let choice = Grant {
         scope: chosen.svc_scope,
         constraints: chosen.svc_constraints.unwrap_or_default(),

@@ -1171,6 +1171,39 @@ async fn the_decision_needs_a_key_json_and_a_grant_no_wider_than_asked() {
     assert_eq!(codes(), 1);
 }
 
+/// A request without `scope` (the MCP conformance suite's sends none) is
+/// granted what the person names on the consent page, actions and
+/// resource patterns (RFC 6749 §3.3: the resource owner's instructions);
+/// the token response says what was granted (§5.1).
+#[tokio::test]
+async fn a_request_without_scope_is_granted_what_the_person_names() {
+    let flow = Flow::start().await;
+    let response = flow.authorize(&[("scope", None)]).await;
+    assert_eq!(response.status(), StatusCode::SEE_OTHER);
+    let sealed = query_of(&location(&response))["request"].clone();
+    let opened = expect_json(
+        flow.app
+            .post_auth(
+                "/v1/oauth/requests/open",
+                &flow.developer,
+                &json!({"request": sealed}),
+            )
+            .await,
+        StatusCode::OK,
+    )
+    .await;
+    assert_eq!(opened["actions"], json!([]));
+    assert_eq!(opened["resources"], json!([]));
+    let redirect = flow
+        .approve(
+            &sealed,
+            json!({"actions": ["read"], "resources": ["crm:contacts"]}),
+        )
+        .await;
+    let issued = expect_json(flow.redeem(&redirect["code"]).await, StatusCode::OK).await;
+    assert_eq!(issued["scope"], "read crm:contacts");
+}
+
 /// Plan §1.4 end to end: authorize → open → decision → token; the access
 /// token is a VAT renewing the grant root (`aud` the resource, 900 s), it
 /// records an action in the root's workflow, and revoking the root ends

@@ -1,0 +1,353 @@
+// The consent page (`/oauth/consent?request=…`, DESIGN §17, docs/oauth.md):
+// where a person lets an OAuth client (an MCP client, an agent framework)
+// act for them. `GET /v1/oauth/authorize` sends the browser here with the
+// request sealed by the server. The person signs in with an API key made
+// for their e-mail (kept in this tab's sessionStorage, as the dashboard
+// keeps it), sees who asks — the client as the organisation registered
+// it, where the browser goes back to, the server the token is for, what
+// is asked — narrows it, and approves or denies. The decision is a JSON
+// `fetch` with the key; the page then sends the browser to the redirect the
+// server answers (a form POST could not redirect to another origin under
+// `form-action 'self'`). Every value the server or the client sent is set
+// as text, never parsed as markup.
+
+import "../dashboard/style.css";
+import "./consent.css";
+import type { Me } from "mandate-sdk/web";
+import { h, replace } from "../dashboard/dom.js";
+import { apiKey, client, signIn, signOut } from "../dashboard/session.js";
+import { field, problemBox } from "../dashboard/ui.js";
+import { type ConsentGrant, type OpenedRequest, decide, openRequest } from "./api.js";
+
+const main = document.getElementById("main") as HTMLElement;
+const account = document.getElementById("account") as HTMLElement;
+const identity = document.getElementById("identity") as HTMLElement;
+const request = new URLSearchParams(location.search).get("request");
+
+/** The lifetimes offered, in seconds (the longest is the server's most). */
+const LIFETIMES: [string, number][] = [
+  ["1 hour", 3600],
+  ["1 day", 86_400],
+  ["7 days", 604_800],
+  ["30 days", 2_592_000],
+];
+
+/** Shows `alert` (a `role="alert"` box) in `region` and moves focus to it. */
+function showAlert(region: HTMLElement, alert: HTMLElement): void {
+  alert.tabIndex = -1;
+  replace(region, alert);
+  alert.focus();
+}
+
+function alertBox(title: string, detail: string): HTMLElement {
+  return h(
+    "div",
+    { class: "problem", role: "alert" },
+    h("p", { class: "problem-title" }, title),
+    h("p", { class: "problem-detail" }, detail),
+  );
+}
+
+function heading(text: string): HTMLHeadingElement {
+  return h("h1", { tabindex: -1 }, text);
+}
+
+function render(): void {
+  if (request === null || request === "") {
+    const title = heading("Grant access");
+    replace(main, title);
+    showAlert(
+      main.appendChild(h("div", {})),
+      alertBox(
+        "There is no request to answer",
+        "This page is opened by an application that asks for access to Mandate on your behalf. Start again from that application.",
+      ),
+    );
+    return;
+  }
+  const key = apiKey();
+  if (key === null) {
+    signInForm(request);
+    return;
+  }
+  void signedIn(key, request);
+}
+
+function signInForm(sealed: string, why?: unknown): void {
+  account.hidden = true;
+  const key = h("input", {
+    name: "api_key",
+    type: "password",
+    autocomplete: "off",
+    spellcheck: false,
+    required: true,
+    placeholder: "mk_…",
+  });
+  const outcome = h("div", {});
+  const submit = h("button", { type: "submit" }, "Sign in");
+  const form = h(
+    "form",
+    {
+      class: "signin",
+      "aria-labelledby": "consent-title",
+      onsubmit: (event) => {
+        event.preventDefault();
+        void attempt();
+      },
+    },
+    h("h1", { id: "consent-title", tabindex: -1 }, "Sign in to grant access"),
+    h(
+      "p",
+      {},
+      "An application asks to act for you through Mandate. Sign in with your Mandate API key (one made for your e-mail) to see what it asks. The key stays in this tab only.",
+    ),
+    field("API key", key),
+    submit,
+    outcome,
+  );
+  const attempt = async (): Promise<void> => {
+    const value = key.value.trim();
+    submit.disabled = true;
+    replace(outcome, h("p", { role: "status" }, "Checking the key…"));
+    try {
+      signIn(value, await client(value).me());
+      await signedIn(value, sealed);
+    } catch (error) {
+      submit.disabled = false;
+      showAlert(outcome, problemBox(error));
+    }
+  };
+  replace(main, form);
+  if (why !== undefined) {
+    showAlert(outcome, problemBox(why));
+  } else {
+    key.focus();
+  }
+}
+
+/** Why this key cannot grant, if it cannot: no `issue`, or made for no e-mail. */
+function cannotGrant(me: Me): string | undefined {
+  if (!me.permissions.includes("issue")) {
+    return `This key's role (${me.role}) cannot grant access: only a key that may issue tokens (an owner's, an admin's or a developer's) can. Sign out and sign in with such a key.`;
+  }
+  if (me.email === undefined || me.email === null) {
+    return "This key was made for no person: a grant is given by a person, as themselves. Sign out and sign in with an API key made for your e-mail.";
+  }
+  return undefined;
+}
+
+async function signedIn(key: string, sealed: string): Promise<void> {
+  replace(main, h("p", { class: "loading", role: "status" }, "Loading the request…"));
+  let me: Me;
+  try {
+    me = await client(key).me();
+  } catch (error) {
+    signOut();
+    signInForm(sealed, error);
+    return;
+  }
+  account.hidden = false;
+  identity.textContent = `${me.email ?? "no e-mail"} · ${me.key_id}`;
+  const refusal = cannotGrant(me);
+  if (refusal !== undefined) {
+    const title = heading("You cannot grant access with this key");
+    replace(main, title);
+    showAlert(main.appendChild(h("div", {})), alertBox("This key cannot grant access", refusal));
+    return;
+  }
+  try {
+    consentForm(key, sealed, await openRequest(key, sealed));
+  } catch (error) {
+    replace(main, heading("Grant access"));
+    showAlert(main.appendChild(h("div", {})), problemBox(error));
+  }
+}
+
+function checkbox(name: string, value: string, checked: boolean): HTMLInputElement {
+  const box = h("input", { type: "checkbox", name, value });
+  box.checked = checked;
+  return box;
+}
+
+function choiceList(legend: string, name: string, values: string[], checked: boolean): [HTMLElement, HTMLInputElement[]] {
+  const boxes = values.map((value) => checkbox(name, value, checked));
+  const set = h(
+    "fieldset",
+    {},
+    h("legend", {}, legend),
+    ...boxes.map((box) => h("label", { class: "check" }, box, h("code", {}, box.value))),
+  );
+  return [set, boxes];
+}
+
+function numberInput(name: string): HTMLInputElement {
+  return h("input", { name, type: "number", min: 0, step: "any", inputmode: "decimal" });
+}
+
+/** The value of a number input, absent when empty. */
+function numberOf(input: HTMLInputElement): number | undefined {
+  return input.value.trim() === "" ? undefined : Number(input.value);
+}
+
+function consentForm(key: string, sealed: string, asked: OpenedRequest): void {
+  const [actionSet, actions] = choiceList("Actions it may take", "action", asked.actions, true);
+  const namedActions = h("input", { name: "actions", spellcheck: false, placeholder: "read" });
+  if (asked.actions.length === 0) {
+    actionSet.append(field("Actions, separated by spaces (the request named none)", namedActions));
+  }
+  const resources = asked.resources.map((pattern) =>
+    h("input", { name: "resource", value: pattern, spellcheck: false, "aria-label": `Resource pattern (asked: ${pattern})` }),
+  );
+  const named = h("textarea", { name: "resources", rows: 2, spellcheck: false });
+  const resourceSet = h(
+    "fieldset",
+    {},
+    h("legend", {}, "Resources it may act on"),
+    asked.resources.length === 0
+      ? field("Resource patterns, one a line (the request named none)", named)
+      : h("p", { class: "hint" }, "You may narrow a pattern, e.g. crm:* to crm:contacts."),
+    ...resources,
+  );
+  const spend = numberInput("max_spend_usd");
+  const count = h("input", { name: "max_actions", type: "number", min: 1, step: 1, inputmode: "numeric" });
+  const [approvalSet, approvals] = choiceList(
+    "Ask me before these actions",
+    "approval",
+    asked.actions.filter((action) => action !== "delegate"),
+    false,
+  );
+  const spendOver = numberInput("spend_over_usd");
+  approvalSet.append(field("Ask me before spending more than (USD) at once", spendOver));
+  const lifetime = h(
+    "select",
+    { name: "lifetime" },
+    ...LIFETIMES.map(([label, seconds]) => h("option", { value: seconds }, label)),
+  );
+  const agent = h("input", { name: "agent_id", spellcheck: false, placeholder: asked.agent_id });
+  const outcome = h("div", {});
+  const approve = h("button", { type: "submit" }, "Approve");
+  const deny = h("button", { type: "button", class: "danger", onclick: () => void send("deny") }, "Deny");
+  const title = h("h1", { id: "consent-title", tabindex: -1 }, "Grant access");
+
+  const send = async (decision: "approve" | "deny"): Promise<void> => {
+    approve.disabled = true;
+    deny.disabled = true;
+    replace(outcome, h("p", { role: "status" }, decision === "approve" ? "Granting…" : "Denying…"));
+    try {
+      const grant = decision === "approve" ? chosen() : null;
+      location.assign(await decide(key, { request: sealed, decision, grant }));
+    } catch (error) {
+      approve.disabled = false;
+      deny.disabled = false;
+      showAlert(outcome, problemBox(error));
+    }
+  };
+
+  const chosen = (): ConsentGrant => {
+    const patterns =
+      asked.resources.length === 0
+        ? named.value.split("\n").map((line) => line.trim()).filter((line) => line !== "")
+        : resources.map((input) => input.value.trim());
+    const maxSpend = numberOf(spend);
+    const maxActions = numberOf(count);
+    const overUsd = numberOf(spendOver);
+    const ask = approvals.filter((box) => box.checked).map((box) => box.value);
+    const grant: ConsentGrant = {
+      actions:
+        asked.actions.length === 0
+          ? namedActions.value.split(" ").filter((action) => action !== "")
+          : actions.filter((box) => box.checked).map((box) => box.value),
+      resources: patterns,
+      ttl_seconds: Number(lifetime.value),
+    };
+    if (agent.value.trim() !== "") grant.agent_id = agent.value.trim();
+    if (maxSpend !== undefined || maxActions !== undefined || ask.length > 0 || overUsd !== undefined) {
+      grant.constraints = {
+        max_spend_usd: maxSpend ?? null,
+        max_actions: maxActions ?? null,
+        require_approval:
+          ask.length > 0 || overUsd !== undefined
+            ? { actions: ask.length > 0 ? ask : null, spend_over_usd: overUsd ?? null }
+            : null,
+      };
+    }
+    return grant;
+  };
+
+  const form = h(
+    "form",
+    {
+      class: "consent",
+      "aria-labelledby": "consent-title",
+      onsubmit: (event) => {
+        event.preventDefault();
+        void send("approve");
+      },
+    },
+    title,
+    h(
+      "section",
+      { class: "who", "aria-label": "Who asks" },
+      h("p", { class: "client-name" }, asked.client_name),
+      h("p", {}, "registered by your organisation as ", h("code", {}, asked.client_id)),
+      h("p", {}, "asks to act for you. When you answer, your browser goes back to ", h("strong", { class: "host" }, asked.redirect_host), "."),
+      asked.redirect_loopback
+        ? h(
+            "p",
+            { class: "warning" },
+            "It goes back to a program on this computer (loopback). Approve only if you started that program yourself just now.",
+          )
+        : null,
+      h("p", {}, "The token is for the server ", h("code", { class: "resource" }, asked.resource), "."),
+    ),
+    h(
+      "section",
+      { "aria-label": "What it asks" },
+      h("h2", {}, "What it asks"),
+      h(
+        "table",
+        {},
+        h("caption", {}, "Requested actions on requested resources"),
+        h("thead", {}, h("tr", {}, h("th", { scope: "col" }, "Actions"), h("th", { scope: "col" }, "Resources"))),
+        h(
+          "tbody",
+          {},
+          h(
+            "tr",
+            {},
+            h("td", {}, asked.actions.length === 0 ? "none named: you name them" : asked.actions.join(", ")),
+            h("td", {}, asked.resources.length === 0 ? "none named: you name them" : asked.resources.join(", ")),
+          ),
+        ),
+      ),
+      asked.actions.includes("delegate")
+        ? h("p", { class: "hint" }, "It asks to hand narrower tokens to sub-agents (delegate): clear that action to refuse it.")
+        : null,
+    ),
+    h("h2", {}, "What you grant"),
+    actionSet,
+    resourceSet,
+    h(
+      "fieldset",
+      {},
+      h("legend", {}, "Limits"),
+      field("Budget (USD, empty: none)", spend),
+      field("Most actions (empty: no limit)", count),
+    ),
+    approvalSet,
+    field("For how long", lifetime),
+    field(`Agent name (empty: ${asked.agent_id})`, agent),
+    h("p", { class: "hint" }, `Answer before ${asked.expires_at}.`),
+    h("div", { class: "decision" }, approve, deny),
+    outcome,
+  );
+  replace(main, form);
+  title.focus();
+}
+
+document.getElementById("sign-out")?.addEventListener("click", () => {
+  signOut();
+  render();
+});
+
+render();
