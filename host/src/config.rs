@@ -328,9 +328,7 @@ impl LogConfig {
 fn witness_url(url: &str) -> anyhow::Result<reqwest::Url> {
     let parsed = reqwest::Url::parse(url.trim_end_matches('/'))
         .map_err(|e| anyhow::anyhow!("[log] witnesses: url {url:?}: {e}"))?;
-    let loopback = parsed
-        .host_str()
-        .is_some_and(|host| is_loopback_literal(host));
+    let loopback = parsed.host_str().is_some_and(is_loopback_literal);
     let scheme_ok = parsed.scheme() == "https" || (parsed.scheme() == "http" && loopback);
     if !scheme_ok
         || !parsed.username().is_empty()
