@@ -209,15 +209,138 @@ pub struct LogConfig {
     /// another is refused. By default the `public_url` without its scheme
     /// and `/v1/log`, else `mandate.invalid/` and a random name.
     pub origin: Option<String>,
+    /// Witnesses the log submits its checkpoints to (C2SP tlog-witness,
+    /// docs/log.md), each `{ url, vkey }`: `url` the witness's prefix
+    /// (`add-checkpoint` is under it), https or http on a loopback literal;
+    /// `vkey` its cosignature/v1 verifier key, taken from the witness's
+    /// operator, never from the witness's answers.
+    pub witnesses: Vec<LogWitnessConfig>,
+    /// How many of `witnesses` must cosign a checkpoint before it counts as
+    /// witnessed; needed with `witnesses`, at most their number.
+    pub witness_threshold: Option<usize>,
+    /// How often the log signs a checkpoint and submits it to its witnesses
+    /// while it grows, milliseconds (nothing is sent while it does not):
+    /// the longest a write waits for a checkpoint that covers it, plus the
+    /// witnesses' round trip. 1000 by default: each witness persists one
+    /// state per checkpoint, so one a second per log is little load on it,
+    /// and a second is short against the minutes an auditor polls at.
+    /// Between 100 and 3 600 000.
+    pub checkpoint_interval_ms: NonZeroU64,
 }
+
+/// The default of `checkpoint_interval_ms` (see its documentation).
+const DEFAULT_CHECKPOINT_INTERVAL_MS: NonZeroU64 = NonZeroU64::new(1000).unwrap();
+
+/// The bounds of `checkpoint_interval_ms`: faster than 100 ms asks a
+/// witness for a durable write per checkpoint faster than a disk makes
+/// them; slower than an hour leaves writes unwitnessed for longer than
+/// any auditor's maximum age would accept.
+const CHECKPOINT_INTERVAL_MS_BOUNDS: (u64, u64) = (100, 3_600_000);
 
 impl Default for LogConfig {
     fn default() -> LogConfig {
         LogConfig {
             enabled: true,
             origin: None,
+            witnesses: Vec::new(),
+            witness_threshold: None,
+            checkpoint_interval_ms: DEFAULT_CHECKPOINT_INTERVAL_MS,
         }
     }
+}
+
+/// A witness the log submits to (`[log] witnesses`).
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct LogWitnessConfig {
+    /// The witness's URL prefix: `<url>/add-checkpoint` is where
+    /// checkpoints go.
+    pub url: String,
+    /// The witness's verifier key (`name+keyid+key`, type 0x04,
+    /// cosignature/v1).
+    pub vkey: String,
+}
+
+/// A witness of `[log] witnesses` with its URL and key checked.
+#[derive(Debug, Clone)]
+pub struct LogWitness {
+    /// The URL prefix, without a trailing slash.
+    pub url: reqwest::Url,
+    /// Its cosignature key.
+    pub verifier: mandate_core::tlog::WitnessVerifier,
+}
+
+impl LogConfig {
+    /// The witnesses and threshold, checked: each URL https (http only on
+    /// a loopback literal) without user information, query or fragment;
+    /// each vkey a witness's key; no witness twice (by name or key: the
+    /// cosignature does not sign the name); the threshold from 1 to the
+    /// number of witnesses, and given exactly when witnesses are; witnesses
+    /// only with the log enabled. `None` without witnesses.
+    pub fn witness_set(&self) -> anyhow::Result<Option<(Vec<LogWitness>, usize)>> {
+        let (low, high) = CHECKPOINT_INTERVAL_MS_BOUNDS;
+        let interval = self.checkpoint_interval_ms.get();
+        if !(low..=high).contains(&interval) {
+            anyhow::bail!("[log] checkpoint_interval_ms must be between {low} and {high}");
+        }
+        let threshold = match (self.witnesses.is_empty(), self.witness_threshold) {
+            (true, None) => return Ok(None),
+            (true, Some(_)) => {
+                anyhow::bail!("[log] witness_threshold is given without witnesses")
+            }
+            (false, None) => anyhow::bail!(
+                "[log] witnesses need witness_threshold: how many of them must cosign a checkpoint"
+            ),
+            (false, Some(threshold)) => threshold,
+        };
+        if !self.enabled {
+            anyhow::bail!("[log] witnesses need the log enabled");
+        }
+        let mut witnesses = Vec::with_capacity(self.witnesses.len());
+        for witness in &self.witnesses {
+            let verifier =
+                mandate_core::tlog::WitnessVerifier::parse(&witness.vkey).map_err(|e| {
+                    anyhow::anyhow!(
+                        "[log] witnesses: {:?} is not a witness's vkey ({e})",
+                        witness.vkey
+                    )
+                })?;
+            witnesses.push(LogWitness {
+                url: witness_url(&witness.url)?,
+                verifier,
+            });
+        }
+        // Core's policy holds the rules of a threshold over named keys
+        // (1 ≤ k ≤ n, no witness twice); the age is a verifier's, any
+        // positive one checks the same.
+        mandate_core::tlog::WitnessPolicy::new(
+            witnesses.iter().map(|w| w.verifier.clone()).collect(),
+            threshold,
+            1,
+        )
+        .map_err(|e| anyhow::anyhow!("[log] witnesses: {e}"))?;
+        Ok(Some((witnesses, threshold)))
+    }
+}
+
+/// A witness's URL prefix as `[log] witnesses` takes it (see
+/// [`LogConfig::witness_set`]), its trailing slash removed.
+fn witness_url(url: &str) -> anyhow::Result<reqwest::Url> {
+    let parsed = reqwest::Url::parse(url.trim_end_matches('/'))
+        .map_err(|e| anyhow::anyhow!("[log] witnesses: url {url:?}: {e}"))?;
+    let loopback = parsed.host_str().is_some_and(is_loopback_literal);
+    let scheme_ok = parsed.scheme() == "https" || (parsed.scheme() == "http" && loopback);
+    if !scheme_ok
+        || !parsed.username().is_empty()
+        || parsed.password().is_some()
+        || parsed.query().is_some()
+        || parsed.fragment().is_some()
+    {
+        anyhow::bail!(
+            "[log] witnesses: url {url:?} must be an https URL (http only on 127.0.0.1 or [::1]) without user information, query or fragment"
+        );
+    }
+    Ok(parsed)
 }
 
 /// Token status lists (`[status]`): what offline verifiers read to refuse a
@@ -935,10 +1058,13 @@ impl Config {
     /// What must hold before the server starts, whichever way the
     /// configuration was assembled (file, flags, a test): `[oauth]`'s
     /// bounds and, with it on, its issuer (see [`check_oauth_issuer`]);
-    /// `public_url` an absolute http(s) URL, and set when the server
-    /// listens on every interface (see [`check_public_url`]).
+    /// `[log]`'s witnesses, threshold and cadence (see
+    /// [`LogConfig::witness_set`]); `public_url` an absolute http(s) URL,
+    /// and set when the server listens on every interface (see
+    /// [`check_public_url`]).
     pub fn check(&self) -> anyhow::Result<()> {
         self.oauth.check_bounds()?;
+        self.log.witness_set()?;
         if self.oauth.enabled {
             check_oauth_issuer(self.public_url.as_deref(), &self.issuer)?;
         }
@@ -1043,6 +1169,83 @@ mod tests {
         let defaults = WitnessConfig::default();
         assert_eq!(defaults.listen.port(), 8090);
         assert_eq!(defaults.request_timeout(), Duration::from_secs(10));
+    }
+
+    #[test]
+    fn log_witnesses_are_checked_at_start() {
+        let w1 = mandate_core::tlog::WitnessSigner::new(&[3; 32], "witness.example/w1").unwrap();
+        let w2 = mandate_core::tlog::WitnessSigner::new(&[4; 32], "witness.example/w2").unwrap();
+        let log = mandate_core::tlog::NoteSigner::new(&[1; 32], "log.example/a").unwrap();
+        let parse = |section: &str| {
+            let config: Config = toml::from_str(&format!("[log]\n{section}")).unwrap();
+            config.check().map_err(|e| e.to_string())?;
+            config.log.witness_set().map_err(|e| e.to_string())
+        };
+        let entry = |url: &str, vkey: &str| format!("{{ url = \"{url}\", vkey = \"{vkey}\" }}");
+        let two = format!(
+            "witnesses = [{}, {}]\n",
+            entry("https://w1.example/", &w1.vkey()),
+            entry("http://127.0.0.1:8090", &w2.vkey())
+        );
+        let (witnesses, threshold) = parse(&format!("{two}witness_threshold = 2\n"))
+            .unwrap()
+            .unwrap();
+        assert_eq!(threshold, 2);
+        assert_eq!(witnesses[0].url.as_str(), "https://w1.example/");
+        assert_eq!(witnesses[1].verifier.name(), "witness.example/w2");
+        assert!(parse("").unwrap().is_none());
+        assert_eq!(
+            LogConfig::default().checkpoint_interval_ms,
+            NonZeroU64::new(1000).unwrap()
+        );
+        for (section, message) in [
+            (format!("{two}witness_threshold = 3\n"), "can never be met"),
+            (format!("{two}witness_threshold = 0\n"), "threshold of 0"),
+            (two.clone(), "need witness_threshold"),
+            ("witness_threshold = 1\n".into(), "without witnesses"),
+            (
+                format!("{two}witness_threshold = 1\nenabled = false\n"),
+                "log enabled",
+            ),
+            (
+                format!("{two}witness_threshold = 1\ncheckpoint_interval_ms = 50\n"),
+                "between 100",
+            ),
+            (
+                format!(
+                    "witnesses = [{}]\nwitness_threshold = 1\n",
+                    entry("http://w1.example", &w1.vkey())
+                ),
+                "must be an https URL",
+            ),
+            (
+                format!(
+                    "witnesses = [{}]\nwitness_threshold = 1\n",
+                    entry("https://w1.example/?q=1", &w1.vkey())
+                ),
+                "must be an https URL",
+            ),
+            // A log's key (type 0x01) is no witness's.
+            (
+                format!(
+                    "witnesses = [{}]\nwitness_threshold = 1\n",
+                    entry("https://w1.example", &log.vkey())
+                ),
+                "is not a witness's vkey",
+            ),
+            (
+                format!(
+                    "witnesses = [{}, {}]\nwitness_threshold = 1\n",
+                    entry("https://w1.example", &w1.vkey()),
+                    entry("https://w2.example", &w1.vkey())
+                ),
+                "named twice",
+            ),
+        ] {
+            let refused = parse(&section).unwrap_err();
+            assert!(refused.contains(message), "{section}: {refused}");
+        }
+        assert!(toml::from_str::<Config>("[log]\nwitnesses = [{ url = \"https://a\" }]").is_err());
     }
 
     #[test]
