@@ -510,7 +510,7 @@ const MAX_HEARTBEAT_SECONDS: u64 = 15;
 impl EventsConfig {
     /// `heartbeat_seconds` as a duration.
     pub fn heartbeat(&self) -> Duration {
-        Duration::from_secs(self.heartbeat_seconds.clamp(1, MAX_HEARTBEAT_SECONDS))
+        Duration::from_secs(self.heartbeat_seconds)
     }
 }
 
@@ -1005,12 +1005,6 @@ impl Config {
             .records
             .redactions()
             .map_err(|e| anyhow::anyhow!("invalid config {}: {e}", path.display()))?;
-        if !(1..=MAX_HEARTBEAT_SECONDS).contains(&config.events.heartbeat_seconds) {
-            anyhow::bail!(
-                "invalid config {}: [events] heartbeat_seconds must be 1 to {MAX_HEARTBEAT_SECONDS} (the SDKs take 45 s of silence for a dead stream)",
-                path.display()
-            );
-        }
         if config.events.retain_hours.get() < 24 {
             anyhow::bail!(
                 "invalid config {}: [events] retain_hours must be at least 24 (the webhook retry window)",
@@ -1059,12 +1053,17 @@ impl Config {
     /// configuration was assembled (file, flags, a test): `[oauth]`'s
     /// bounds and, with it on, its issuer (see [`check_oauth_issuer`]);
     /// `[log]`'s witnesses, threshold and cadence (see
-    /// [`LogConfig::witness_set`]); `public_url` an absolute http(s) URL,
+    /// [`LogConfig::witness_set`]); `[events]`'s heartbeat; `public_url` an absolute http(s) URL,
     /// and set when the server listens on every interface (see
     /// [`check_public_url`]).
     pub fn check(&self) -> anyhow::Result<()> {
         self.oauth.check_bounds()?;
         self.log.witness_set()?;
+        if !(1..=MAX_HEARTBEAT_SECONDS).contains(&self.events.heartbeat_seconds) {
+            anyhow::bail!(
+                "[events] heartbeat_seconds must be 1 to {MAX_HEARTBEAT_SECONDS} (the SDKs take 45 s of silence for a dead stream)"
+            );
+        }
         if self.oauth.enabled {
             check_oauth_issuer(self.public_url.as_deref(), &self.issuer)?;
         }

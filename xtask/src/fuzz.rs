@@ -31,14 +31,9 @@ fn ensure_cargo_fuzz() -> Result<()> {
     if installed {
         return Ok(());
     }
-    eprintln!("\n$ cargo install cargo-fuzz");
-    let status = crate::unlinted(&mut Command::new("cargo"))
-        .args(["install", "cargo-fuzz"])
-        .status()?;
-    if !status.success() {
-        return fail(format!("`cargo install cargo-fuzz` failed: {status}"));
-    }
-    Ok(())
+    let mut install = Command::new("cargo");
+    crate::unlinted(&mut install).args(["install", "cargo-fuzz"]);
+    crate::wasm::exec(install)
 }
 
 /// Runs one target for `seconds`; returns libFuzzer's last status line.

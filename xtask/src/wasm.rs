@@ -3,11 +3,12 @@
 //!
 //! The build generates the client's request and response types from the
 //! server's OpenAPI document (see [`crate::openapi`]), compiles mandate-wasm
-//! for wasm32 with the `wasm-release` profile, generates its bindings for Node (CommonJS, `wasm/pkg/node`) and
-//! for the web (ESM, `wasm/pkg/web`), shrinks the module (the same for both)
-//! once with `wasm-opt -Oz` from the npm package binaryen (a system binaryen may be too old and emit a
-//! broken module), compiles the TypeScript client for each, and checks the
-//! module against its size budget. Afterwards `require('<repo>/wasm')` loads
+//! for wasm32 with the `wasm-release` profile, generates its bindings for
+//! Node (CommonJS, `wasm/pkg/node`) and for the web (ESM, `wasm/pkg/web`),
+//! shrinks the module (the same for both) once with `wasm-opt -Oz` from the
+//! npm package binaryen (a system binaryen may be too old and emit a broken
+//! module), compiles the TypeScript client for each, and checks the module
+//! against its size budget. Afterwards `require('<repo>/wasm')` loads
 //! the built package.
 
 use std::ffi::OsStr;

@@ -25,7 +25,6 @@ use crate::store::StoreError;
 use crate::store::events::{self, StoredEvent};
 use crate::store::orgs::Org;
 
-/// How often a comment is sent on a quiet stream.
 /// How often the outbox is read again without a local write to wake the
 /// stream (another host may have written).
 const POLL: Duration = Duration::from_secs(1);

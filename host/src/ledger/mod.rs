@@ -807,18 +807,17 @@ impl Ledger {
     /// A budgeted token's usage as the group sees it: read when the group
     /// first needs it.
     fn held_usage(&mut self, jth: &Jth) -> Result<&mut HeldUsage, LedgerError> {
-        if !self.usage_held.contains_key(jth) {
-            let stored = tokens::usage(&self.conn, jth)?;
-            let held = HeldUsage {
-                spent_micros: i64::try_from(stored.spent.micros()).map_err(internal)?,
-                actions: i64::try_from(stored.actions).map_err(internal)?,
-                charged: None,
-            };
-            self.usage_held.insert(jth.clone(), held);
+        match self.usage_held.entry(jth.clone()) {
+            std::collections::hash_map::Entry::Occupied(held) => Ok(held.into_mut()),
+            std::collections::hash_map::Entry::Vacant(slot) => {
+                let stored = tokens::usage(&self.conn, jth)?;
+                Ok(slot.insert(HeldUsage {
+                    spent_micros: i64::try_from(stored.spent.micros()).map_err(internal)?,
+                    actions: i64::try_from(stored.actions).map_err(internal)?,
+                    charged: None,
+                }))
+            }
         }
-        self.usage_held
-            .get_mut(jth)
-            .ok_or_else(|| internal("a token's usage was not kept"))
     }
 
     /// Adds spend and actions to the usage of every token of a chain that
