@@ -194,6 +194,7 @@ impl Ledger {
         let issued = events::token_issued(claims, &claims_text, kid);
         // A token's issue is logged at its `iat`, which its row keeps.
         let log_issued = self.append(org, claims.iat.saturating_mul(1000), issued)?;
+        self.forget_standings();
         tokens::insert(
             &self.conn,
             &NewToken {
@@ -731,6 +732,7 @@ impl Ledger {
         let event = events::token_revoked(&token.jth, cause, reason)?;
         // Logged at the second its row keeps.
         let log = self.append(token.org, now.s().saturating_mul(1000), event)?;
+        self.forget_standings();
         tokens::revoke(
             &self.conn,
             &token.jti,

@@ -412,7 +412,9 @@ impl Counters {
         }
     }
 
-    /// Writes every counter the group changed, and forgets them.
+    /// Writes every counter the group changed, and forgets them: one
+    /// statement a table, rows in the order of their keys (so two writers'
+    /// row locks are taken in one order).
     fn flush(&mut self, conn: &Connection) -> Result<(), StoreError> {
         let Counters {
             agents,
@@ -423,22 +425,34 @@ impl Counters {
             summaries,
             ..
         } = std::mem::take(self);
-        for ((org, agent_id), (change, active_at)) in &agents {
-            records::count_for_agent(conn, *org, agent_id, change, *active_at)?;
-        }
-        for ((org, agent_id, day), counts) in &days {
-            dashboard::add_agent_day(conn, *org, agent_id, *day, counts)?;
-        }
-        for ((org, hour), counts) in &hours {
-            dashboard::add_org_hour(conn, *org, *hour, counts)?;
-        }
-        for (org, (approvals_pending, records_unrated)) in &inboxes {
-            dashboard::add_inbox(conn, *org, *approvals_pending, *records_unrated)?;
-        }
-        for (provenance_ref, (added, at_ms)) in &workflows {
-            records::count_for_workflow(conn, provenance_ref, *added, *at_ms)?;
-        }
-        for (key, change) in &summaries {
+        let agents: Vec<_> = sorted(agents)
+            .map(|((org, agent_id), (change, active_at))| {
+                records::agent_counted(org, &agent_id, &change, active_at)
+            })
+            .collect();
+        records::count_for_agents(conn, &agents)?;
+        let days: Vec<_> = sorted(days)
+            .map(|((org, agent_id, day), counts)| {
+                dashboard::agent_day(org, &agent_id, day, &counts)
+            })
+            .collect();
+        dashboard::add_agent_days(conn, &days)?;
+        let hours: Vec<_> = sorted(hours)
+            .map(|((org, hour), counts)| dashboard::org_hour(org, hour, &counts))
+            .collect();
+        dashboard::add_org_hours(conn, &hours)?;
+        let inboxes: Vec<_> = sorted(inboxes)
+            .map(|(org, (pending, unrated))| dashboard::inbox_moved(org, pending, unrated))
+            .collect();
+        dashboard::add_inboxes(conn, &inboxes)?;
+        let workflows: Vec<_> = sorted(workflows)
+            .map(|(provenance_ref, (added, at_ms))| {
+                records::workflow_counted(&provenance_ref, added, at_ms)
+            })
+            .collect();
+        records::count_for_workflows(conn, &workflows)?;
+        let mut rows = Vec::with_capacity(summaries.len());
+        for (key, change) in sorted(summaries) {
             let mut parts = key.split('\0');
             let (Some(provenance_ref), Some(agent_id), Some(action), Some(result_key), None) = (
                 parts.next(),
@@ -457,10 +471,18 @@ impl Counters {
                 action,
                 result_key,
             };
-            records::count_in_summary(conn, &key, *change)?;
+            rows.push(records::summary_counted(&key, change));
         }
+        records::count_in_summaries(conn, &rows)?;
         Ok(())
     }
+}
+
+/// A map's entries in the order of their keys.
+fn sorted<K: Ord, V>(map: HashMap<K, V>) -> impl Iterator<Item = (K, V)> {
+    let mut entries: Vec<(K, V)> = map.into_iter().collect();
+    entries.sort_unstable_by(|(a, _), (b, _)| a.cmp(b));
+    entries.into_iter()
 }
 
 /// A budgeted token's usage as the current group sees it: read once, then
@@ -507,8 +529,9 @@ const DAY_MS: i64 = 86_400_000;
 
 /// The write side's state, owned by the writer thread: the connection,
 /// parsed claims (claims never change once issued, so a cached copy is
-/// always right; revocation and usage are always read from the database),
-/// the counters of the current group, and per organisation its newest
+/// always right, and neither does a token's organisation; revocation and
+/// usage are read from the database once a group), the counters of the
+/// current group, and per organisation its newest
 /// record, its quotas and what it wrote today. What the database says
 /// decides: everything but the claims is forgotten when a group rolls back
 /// and read again.
@@ -516,6 +539,13 @@ const DAY_MS: i64 = 86_400_000;
 pub struct Ledger {
     conn: Connection,
     claims: HashMap<Jth, Arc<Claims>>,
+    /// The organisation of each token whose claims are kept (it never
+    /// changes).
+    token_orgs: HashMap<Jth, Org>,
+    /// The standing of the tokens the current group read: forgotten after
+    /// every group, and whenever the group stores or revokes a token (a
+    /// child changes its parent's count, a revocation a whole subtree).
+    standings: HashMap<Jth, tokens::Standing>,
     counters: Counters,
     tails: HashMap<Org, Tail>,
     quotas: HashMap<Org, Quotas>,
@@ -589,6 +619,7 @@ impl Owned for Ledger {
             self.frontier = Some(group.frontier);
         }
         self.locked.clear();
+        self.standings.clear();
         self.trust.mark_stale(self.touched.drain());
         if self.shared {
             // Other hosts may change them before the next group.
@@ -602,6 +633,7 @@ impl Owned for Ledger {
         self.records.clear();
         self.events_held.clear();
         self.usage_held.clear();
+        self.standings.clear();
         self.group = None;
         self.frontier = None;
         self.locked.clear();
@@ -642,6 +674,8 @@ impl Ledger {
             flushed: 0,
             conn,
             claims: HashMap::new(),
+            token_orgs: HashMap::new(),
+            standings: HashMap::new(),
             counters: Counters::default(),
             tails: HashMap::new(),
             quotas: HashMap::new(),
@@ -728,20 +762,54 @@ impl Ledger {
 
     /// A token and its standing, by jti; `None` for a token never issued
     /// here.
+    ///
+    /// The standing is read once a group: the group holds the lock of the
+    /// token's organisation from that read to its commit, and what of the
+    /// group changes a standing forgets what was read
+    /// ([`Ledger::forget_standings`]).
     fn token(&mut self, jti: &Jti) -> Result<Option<Token>, LedgerError> {
         let jth = jti.hash();
-        if self.shared
-            && let Some(org) = tokens::org_by_jth(&self.conn, &jth)?
-        {
-            self.enter(org)?;
-        }
-        let Some(standing) = tokens::standing(&self.conn, &jth)? else {
-            return Ok(None);
+        let standing = match self.standings.get(&jth) {
+            Some(standing) => *standing,
+            None => {
+                if self.shared
+                    && let Some(org) = self.org_of(&jth)?
+                {
+                    self.enter(org)?;
+                }
+                let Some(standing) = tokens::standing(&self.conn, &jth)? else {
+                    return Ok(None);
+                };
+                self.standings.insert(jth.clone(), standing);
+                standing
+            }
         };
         let claims = self
             .claims(&jth)?
             .ok_or_else(|| internal("a token row vanished"))?;
         Ok(Some(Token { claims, standing }))
+    }
+
+    /// The organisation of the token with this jti hash, read once (it
+    /// never changes); `None` for a token never issued here.
+    fn org_of(&mut self, jth: &Jth) -> Result<Option<Org>, LedgerError> {
+        if let Some(org) = self.token_orgs.get(jth) {
+            return Ok(Some(*org));
+        }
+        let Some(org) = tokens::org_by_jth(&self.conn, jth)? else {
+            return Ok(None);
+        };
+        if self.token_orgs.len() >= CLAIMS_CACHE_LIMIT {
+            self.token_orgs.clear();
+        }
+        self.token_orgs.insert(jth.clone(), org);
+        Ok(Some(org))
+    }
+
+    /// Forgets the standings the group read: it is about to store a token
+    /// (its parent's count of children changes) or revoke one.
+    fn forget_standings(&mut self) {
+        self.standings.clear();
     }
 
     /// Takes the lock of `org` for the rest of the group; answers whether

@@ -568,6 +568,29 @@ fn an_agent_revokes_itself_and_its_descendants_and_nothing_else() {
     assert_eq!(f.act(&root, "read", at(4)).denied, None);
 }
 
+/// A token's standing is read once a group (the fixture's writes are one
+/// group: it never ends one), so revoking an ancestor within the group
+/// must be seen by the next act of a descendant acted with before.
+#[test]
+fn a_standing_read_earlier_in_the_group_does_not_outlive_a_revocation() {
+    let mut f = Fixture::new();
+    let root = f.root(&["read", "delegate"], Constraints::default(), 3600);
+    let child = f.child(&root, "helper", &["read"]);
+    assert_eq!(f.act(&child, "read", at(2)).denied, None);
+    assert_eq!(f.act(&root, "read", at(2)).denied, None);
+    f.ledger
+        .revoke(&root.jti, None, &Revoker::ApiKey(Org::DEFAULT), at(3))
+        .unwrap();
+    assert_eq!(
+        f.act(&child, "read", at(4)).denied,
+        Some(DenyReason::TokenRevoked)
+    );
+    assert_eq!(
+        f.act(&root, "read", at(4)).denied,
+        Some(DenyReason::TokenRevoked)
+    );
+}
+
 #[test]
 fn a_signing_key_revoked_since_signing_stores_nothing() {
     let mut f = Fixture::new();

@@ -17,6 +17,7 @@ use mandate_core::{
 };
 
 use super::orgs::Org;
+use crate::store::sql::types::Value;
 use crate::store::sql::{self, Connection, OptionalExtension, params};
 
 /// Milliseconds of an hour and of a day.
@@ -170,16 +171,41 @@ impl Moved {
     }
 }
 
-/// Adds to an agent's day.
-pub fn add_agent_day(
-    conn: &Connection,
-    org: Org,
-    agent_id: &str,
-    day: i64,
-    add: &DayCounts,
-) -> sql::Result<()> {
+/// The columns of [`add_agent_days`]' rows.
+pub const AGENT_DAY: [sql::Column; 13] = {
+    use sql::Column::{Integer as I, Text as T};
+    [I, T, I, I, I, I, I, I, I, I, I, I, I]
+};
+
+/// What a group adds to an agent's day, as a row of [`add_agent_days`].
+pub fn agent_day(org: Org, agent_id: &str, day: i64, add: &DayCounts) -> Vec<Value> {
     let c = &add.counts;
-    conn.prepare_cached(
+    let counts = [
+        day,
+        add.records,
+        add.errors,
+        add.denied,
+        c.successes,
+        c.failures,
+        c.pending,
+        c.denied_requests,
+        c.approved,
+        c.flagged,
+        c.rejected,
+    ];
+    [
+        Value::Integer(org.number()),
+        Value::Text(agent_id.to_owned()),
+    ]
+    .into_iter()
+    .chain(counts.into_iter().map(Value::Integer))
+    .collect()
+}
+
+/// Adds to agents' days ([`agent_day`] rows, one per agent and day): one
+/// statement on PostgreSQL whatever their count.
+pub fn add_agent_days(conn: &Connection, rows: &[Vec<Value>]) -> sql::Result<()> {
+    conn.apply_rows(
         "INSERT INTO agent_days (org, agent_id, day, records, errors, denied, successes, failures,
             pending, denied_requests, approved, flagged, rejected)
          VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)
@@ -194,28 +220,54 @@ pub fn add_agent_day(
             approved = agent_days.approved + excluded.approved,
             flagged = agent_days.flagged + excluded.flagged,
             rejected = agent_days.rejected + excluded.rejected",
-    )?
-    .execute(params![
-        org,
-        agent_id,
-        day,
-        add.records,
-        add.errors,
-        add.denied,
-        c.successes,
-        c.failures,
-        c.pending,
-        c.denied_requests,
-        c.approved,
-        c.flagged,
-        c.rejected,
-    ])?;
-    Ok(())
+        "INSERT INTO agent_days (org, agent_id, day, records, errors, denied, successes, failures,
+            pending, denied_requests, approved, flagged, rejected)
+         SELECT * FROM unnest($1::bigint[], $2::text[], $3::bigint[], $4::bigint[],
+             $5::bigint[], $6::bigint[], $7::bigint[], $8::bigint[], $9::bigint[],
+             $10::bigint[], $11::bigint[], $12::bigint[], $13::bigint[])
+         ON CONFLICT (org, agent_id, day) DO UPDATE SET
+            records = agent_days.records + excluded.records,
+            errors = agent_days.errors + excluded.errors,
+            denied = agent_days.denied + excluded.denied,
+            successes = agent_days.successes + excluded.successes,
+            failures = agent_days.failures + excluded.failures,
+            pending = agent_days.pending + excluded.pending,
+            denied_requests = agent_days.denied_requests + excluded.denied_requests,
+            approved = agent_days.approved + excluded.approved,
+            flagged = agent_days.flagged + excluded.flagged,
+            rejected = agent_days.rejected + excluded.rejected",
+        &AGENT_DAY,
+        rows,
+    )
 }
 
-/// Adds to an organisation's hour.
-pub fn add_org_hour(conn: &Connection, org: Org, hour: i64, add: &HourCounts) -> sql::Result<()> {
-    conn.prepare_cached(
+/// The columns of [`add_org_hours`]' rows.
+pub const ORG_HOUR: [sql::Column; 10] = [sql::Column::Integer; 10];
+
+/// What a group adds to an organisation's hour, as a row of
+/// [`add_org_hours`].
+pub fn org_hour(org: Org, hour: i64, add: &HourCounts) -> Vec<Value> {
+    [
+        org.number(),
+        hour,
+        add.records,
+        add.successes,
+        add.errors,
+        add.denied,
+        add.ratings,
+        add.approvals_decided,
+        add.approval_wait_ms,
+        add.approval_wait_max_ms,
+    ]
+    .into_iter()
+    .map(Value::Integer)
+    .collect()
+}
+
+/// Adds to organisations' hours ([`org_hour`] rows, one per organisation
+/// and hour): one statement on PostgreSQL whatever their count.
+pub fn add_org_hours(conn: &Connection, rows: &[Vec<Value>]) -> sql::Result<()> {
+    conn.apply_rows(
         "INSERT INTO org_hours (org, hour, records, successes, errors, denied, ratings,
             approvals_decided, approval_wait_ms, approval_wait_max_ms)
          VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)
@@ -229,37 +281,55 @@ pub fn add_org_hour(conn: &Connection, org: Org, hour: i64, add: &HourCounts) ->
             approval_wait_ms = org_hours.approval_wait_ms + excluded.approval_wait_ms,
             approval_wait_max_ms = CASE WHEN org_hours.approval_wait_max_ms > excluded.approval_wait_max_ms
                 THEN org_hours.approval_wait_max_ms ELSE excluded.approval_wait_max_ms END",
-    )?
-    .execute(params![
-        org,
-        hour,
-        add.records,
-        add.successes,
-        add.errors,
-        add.denied,
-        add.ratings,
-        add.approvals_decided,
-        add.approval_wait_ms,
-        add.approval_wait_max_ms,
-    ])?;
-    Ok(())
+        "INSERT INTO org_hours (org, hour, records, successes, errors, denied, ratings,
+            approvals_decided, approval_wait_ms, approval_wait_max_ms)
+         SELECT * FROM unnest($1::bigint[], $2::bigint[], $3::bigint[], $4::bigint[],
+             $5::bigint[], $6::bigint[], $7::bigint[], $8::bigint[], $9::bigint[],
+             $10::bigint[])
+         ON CONFLICT (org, hour) DO UPDATE SET
+            records = org_hours.records + excluded.records,
+            successes = org_hours.successes + excluded.successes,
+            errors = org_hours.errors + excluded.errors,
+            denied = org_hours.denied + excluded.denied,
+            ratings = org_hours.ratings + excluded.ratings,
+            approvals_decided = org_hours.approvals_decided + excluded.approvals_decided,
+            approval_wait_ms = org_hours.approval_wait_ms + excluded.approval_wait_ms,
+            approval_wait_max_ms = CASE WHEN org_hours.approval_wait_max_ms > excluded.approval_wait_max_ms
+                THEN org_hours.approval_wait_max_ms ELSE excluded.approval_wait_max_ms END",
+        &ORG_HOUR,
+        rows,
+    )
 }
 
-/// Adds to an organisation's inbox counts.
-pub fn add_inbox(
-    conn: &Connection,
-    org: Org,
-    approvals_pending: i64,
-    records_unrated: i64,
-) -> sql::Result<()> {
-    conn.prepare_cached(
+/// The columns of [`add_inboxes`]' rows.
+pub const INBOX: [sql::Column; 3] = [sql::Column::Integer; 3];
+
+/// What a group adds to an organisation's inbox counts, as a row of
+/// [`add_inboxes`].
+pub fn inbox_moved(org: Org, approvals_pending: i64, records_unrated: i64) -> Vec<Value> {
+    vec![
+        Value::Integer(org.number()),
+        Value::Integer(approvals_pending),
+        Value::Integer(records_unrated),
+    ]
+}
+
+/// Adds to organisations' inbox counts ([`inbox_moved`] rows, one per
+/// organisation): one statement on PostgreSQL whatever their count.
+pub fn add_inboxes(conn: &Connection, rows: &[Vec<Value>]) -> sql::Result<()> {
+    conn.apply_rows(
         "INSERT INTO org_counts (org, approvals_pending, records_unrated) VALUES (?1, ?2, ?3)
          ON CONFLICT (org) DO UPDATE SET
             approvals_pending = org_counts.approvals_pending + excluded.approvals_pending,
             records_unrated = org_counts.records_unrated + excluded.records_unrated",
-    )?
-    .execute(params![org, approvals_pending, records_unrated])?;
-    Ok(())
+        "INSERT INTO org_counts (org, approvals_pending, records_unrated)
+         SELECT * FROM unnest($1::bigint[], $2::bigint[], $3::bigint[])
+         ON CONFLICT (org) DO UPDATE SET
+            approvals_pending = org_counts.approvals_pending + excluded.approvals_pending,
+            records_unrated = org_counts.records_unrated + excluded.records_unrated",
+        &INBOX,
+        rows,
+    )
 }
 
 /// An organisation's inbox: approvals pending and completed records
@@ -551,15 +621,21 @@ pub fn backfill(conn: &Connection) -> sql::Result<()> {
         let seen = activity.entry((org, agent_id)).or_insert(last);
         *seen = (*seen).max(last);
     }
-    for ((org, agent_id, day), counts) in &days {
-        add_agent_day(conn, *org, agent_id, *day, counts)?;
-    }
-    for ((org, hour), counts) in &hours {
-        add_org_hour(conn, *org, *hour, counts)?;
-    }
-    for (org, (approvals_pending, records_unrated)) in &inboxes {
-        add_inbox(conn, *org, *approvals_pending, *records_unrated)?;
-    }
+    let days: Vec<_> = days
+        .iter()
+        .map(|((org, agent_id, day), counts)| agent_day(*org, agent_id, *day, counts))
+        .collect();
+    add_agent_days(conn, &days)?;
+    let hours: Vec<_> = hours
+        .iter()
+        .map(|((org, hour), counts)| org_hour(*org, *hour, counts))
+        .collect();
+    add_org_hours(conn, &hours)?;
+    let inboxes: Vec<_> = inboxes
+        .iter()
+        .map(|(org, (pending, unrated))| inbox_moved(*org, *pending, *unrated))
+        .collect();
+    add_inboxes(conn, &inboxes)?;
     let mut touch = conn
         .prepare_cached("UPDATE agents SET last_activity = ?1 WHERE org = ?2 AND agent_id = ?3")?;
     for ((org, agent_id), last) in &activity {
@@ -601,10 +677,11 @@ fn backfill_decisions(conn: &Connection) -> sql::Result<()> {
             ))
         })?
         .collect::<sql::Result<Vec<_>>>()?;
-    for (org, hour, counts) in &decided {
-        add_org_hour(conn, *org, *hour, counts)?;
-    }
-    Ok(())
+    let decided: Vec<_> = decided
+        .iter()
+        .map(|(org, hour, counts)| org_hour(*org, *hour, counts))
+        .collect();
+    add_org_hours(conn, &decided)
 }
 
 /// Notes the share each used budget has reached.

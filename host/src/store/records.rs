@@ -583,36 +583,60 @@ pub fn add_agent(conn: &Connection, org: Org, agent_id: &str) -> sql::Result<()>
     Ok(())
 }
 
-/// Adds `change` to the counters of an agent of `org`, and moves its last
-/// activity to `active_at` (unix ms) if that is later.
-pub fn count_for_agent(
-    conn: &Connection,
+/// The columns of [`count_for_agents`]' rows.
+pub const AGENT_COUNTED: [sql::Column; 10] = {
+    use sql::Column::{Integer as I, Text as T};
+    [I, T, I, I, I, I, I, I, I, I]
+};
+
+/// How a group moved an agent's reputation counts, and its latest activity
+/// (`None`: no activity), as a row of [`count_for_agents`].
+pub fn agent_counted(
     org: Org,
     agent_id: &str,
     change: &CountsChange,
     active_at: Option<i64>,
-) -> sql::Result<()> {
-    conn.prepare_cached(
-        "UPDATE agents SET successes = successes + ?1, failures = failures + ?2, pending = pending + ?3,
-            approved = approved + ?4, flagged = flagged + ?5, rejected = rejected + ?6,
-            denied_requests = denied_requests + ?7,
-            last_activity = CASE WHEN last_activity IS NULL OR last_activity < ?8 THEN ?8
+) -> Vec<Value> {
+    vec![
+        Value::Integer(org.number()),
+        Value::Text(agent_id.to_owned()),
+        Value::Integer(change.successes),
+        Value::Integer(change.failures),
+        Value::Integer(change.pending),
+        Value::Integer(change.approved),
+        Value::Integer(change.flagged),
+        Value::Integer(change.rejected),
+        Value::Integer(change.denied_requests),
+        active_at.map_or(Value::Null, Value::Integer),
+    ]
+}
+
+/// Adds a group's changes of agents' counts ([`agent_counted`] rows, one
+/// per agent): one statement on PostgreSQL whatever their count.
+pub fn count_for_agents(conn: &Connection, rows: &[Vec<Value>]) -> sql::Result<()> {
+    conn.apply_rows(
+        "UPDATE agents SET successes = successes + ?3, failures = failures + ?4,
+            pending = pending + ?5, approved = approved + ?6, flagged = flagged + ?7,
+            rejected = rejected + ?8, denied_requests = denied_requests + ?9,
+            last_activity = CASE WHEN last_activity IS NULL OR last_activity < ?10 THEN ?10
                 ELSE last_activity END
-         WHERE org = ?9 AND agent_id = ?10",
-    )?
-    .execute(params![
-        change.successes,
-        change.failures,
-        change.pending,
-        change.approved,
-        change.flagged,
-        change.rejected,
-        change.denied_requests,
-        active_at,
-        org,
-        agent_id
-    ])?;
-    Ok(())
+         WHERE org = ?1 AND agent_id = ?2",
+        "UPDATE agents SET successes = agents.successes + d.successes,
+            failures = agents.failures + d.failures, pending = agents.pending + d.pending,
+            approved = agents.approved + d.approved, flagged = agents.flagged + d.flagged,
+            rejected = agents.rejected + d.rejected,
+            denied_requests = agents.denied_requests + d.denied_requests,
+            last_activity = CASE WHEN agents.last_activity IS NULL
+                OR agents.last_activity < d.active_at THEN d.active_at
+                ELSE agents.last_activity END
+         FROM unnest($1::bigint[], $2::text[], $3::bigint[], $4::bigint[], $5::bigint[],
+             $6::bigint[], $7::bigint[], $8::bigint[], $9::bigint[], $10::bigint[])
+             AS d(org, agent_id, successes, failures, pending, approved, flagged, rejected,
+                 denied_requests, active_at)
+         WHERE agents.org = d.org AND agents.agent_id = d.agent_id",
+        &AGENT_COUNTED,
+        rows,
+    )
 }
 
 /// A workflow, opened when its root token is issued.
@@ -644,20 +668,37 @@ pub fn open_workflow(conn: &Connection, workflow: &NewWorkflow<'_>) -> sql::Resu
     Ok(())
 }
 
-/// Adds `records` to a workflow's total and moves its last activity to
-/// `at_ms` if that is later.
-pub fn count_for_workflow(
-    conn: &Connection,
-    provenance_ref: &str,
-    records: i64,
-    at_ms: i64,
-) -> sql::Result<()> {
-    conn.prepare_cached(
-        "UPDATE workflows SET total_records = total_records + ?1, last_activity = CASE WHEN last_activity > ?2 THEN last_activity ELSE ?2 END
-         WHERE provenance_ref = ?3",
-    )?
-    .execute(params![records, at_ms, provenance_ref])?;
-    Ok(())
+/// The columns of [`count_for_workflows`]' rows.
+pub const WORKFLOW_COUNTED: [sql::Column; 3] = {
+    use sql::Column::{Integer as I, Text as T};
+    [T, I, I]
+};
+
+/// Records a group added to a workflow and its latest activity (unix
+/// milliseconds), as a row of [`count_for_workflows`].
+pub fn workflow_counted(provenance_ref: &str, records: i64, at_ms: i64) -> Vec<Value> {
+    vec![
+        Value::Text(provenance_ref.to_owned()),
+        Value::Integer(records),
+        Value::Integer(at_ms),
+    ]
+}
+
+/// Adds a group's records to their workflows ([`workflow_counted`] rows,
+/// one per workflow): one statement on PostgreSQL whatever their count.
+pub fn count_for_workflows(conn: &Connection, rows: &[Vec<Value>]) -> sql::Result<()> {
+    conn.apply_rows(
+        "UPDATE workflows SET total_records = total_records + ?2,
+            last_activity = CASE WHEN last_activity > ?3 THEN last_activity ELSE ?3 END
+         WHERE provenance_ref = ?1",
+        "UPDATE workflows SET total_records = workflows.total_records + d.added,
+            last_activity = CASE WHEN workflows.last_activity > d.at THEN workflows.last_activity
+                ELSE d.at END
+         FROM unnest($1::text[], $2::bigint[], $3::bigint[]) AS d(provenance_ref, added, at)
+         WHERE workflows.provenance_ref = d.provenance_ref",
+        &WORKFLOW_COUNTED,
+        rows,
+    )
 }
 
 /// One group of a workflow's summary: its records of one agent and action
@@ -670,22 +711,40 @@ pub struct SummaryKey<'a> {
     pub result_key: &'a str,
 }
 
-/// Adds `change` records to a group of a workflow's summary.
-pub fn count_in_summary(conn: &Connection, key: &SummaryKey<'_>, change: i64) -> sql::Result<()> {
-    conn.prepare_cached(
+/// The columns of [`count_in_summaries`]' rows.
+pub const SUMMARY_COUNTED: [sql::Column; 5] = {
+    use sql::Column::{Integer as I, Text as T};
+    [T, T, T, T, I]
+};
+
+/// `change` records of a group of a workflow's summary, as a row of
+/// [`count_in_summaries`].
+pub fn summary_counted(key: &SummaryKey<'_>, change: i64) -> Vec<Value> {
+    vec![
+        Value::Text(key.provenance_ref.to_owned()),
+        Value::Text(key.agent_id.to_owned()),
+        Value::Text(key.action.to_owned()),
+        Value::Text(key.result_key.to_owned()),
+        Value::Integer(change),
+    ]
+}
+
+/// Adds a group's changes to workflows' summaries ([`summary_counted`]
+/// rows, one per key: `ON CONFLICT` refuses one key twice in a statement):
+/// one statement on PostgreSQL whatever their count.
+pub fn count_in_summaries(conn: &Connection, rows: &[Vec<Value>]) -> sql::Result<()> {
+    conn.apply_rows(
         "INSERT INTO workflow_counts (provenance_ref, agent_id, action, result_key, count)
          VALUES (?1, ?2, ?3, ?4, ?5)
          ON CONFLICT (provenance_ref, agent_id, action, result_key)
          DO UPDATE SET count = workflow_counts.count + excluded.count",
-    )?
-    .execute(params![
-        key.provenance_ref,
-        key.agent_id,
-        key.action,
-        key.result_key,
-        change
-    ])?;
-    Ok(())
+        "INSERT INTO workflow_counts (provenance_ref, agent_id, action, result_key, count)
+         SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::bigint[])
+         ON CONFLICT (provenance_ref, agent_id, action, result_key)
+         DO UPDATE SET count = workflow_counts.count + excluded.count",
+        &SUMMARY_COUNTED,
+        rows,
+    )
 }
 
 #[cfg(test)]
