@@ -3,12 +3,14 @@
 //! route and the credential (API key or token) that sent it; the stored answer remembers
 //! the SHA-256 of the request body, so the same key with another body is
 //! refused. The check, the write and the stored answer share the writer's
-//! transaction, so two concurrent retries cannot both act. Answers are kept
+//! transaction, so two concurrent retries cannot both act (a group's
+//! answers are kept in memory and stored by one statement just before it
+//! commits; a repeat within the group finds them there). Answers are kept
 //! for 24 hours.
 
 use super::{Ledger, LedgerError};
 use crate::clock::Now;
-use crate::store::idempotency::{self, StoredReply};
+use crate::store::idempotency::{self, Stored, StoredReply};
 use crate::store::orgs::Org;
 
 /// The status of a stored answer that waits (202 Accepted): a repeat may
@@ -28,6 +30,34 @@ pub struct IdempotencyKey {
     pub scope: String,
     pub key: String,
     pub body_sha256: [u8; 32],
+}
+
+/// Where an answer is kept: organisation, scope and key.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub(super) struct HeldKey {
+    org: Org,
+    scope: String,
+    key: String,
+}
+
+impl HeldKey {
+    fn of(key: &IdempotencyKey) -> HeldKey {
+        HeldKey {
+            org: key.org,
+            scope: key.scope.clone(),
+            key: key.key.clone(),
+        }
+    }
+}
+
+/// An answer the current group gave under a key, stored just before it
+/// commits ([`Ledger::store_replies`]); a repeat of the key later in the
+/// group finds it here.
+#[derive(Debug)]
+pub(super) struct HeldReply {
+    request_sha256: [u8; 32],
+    reply: StoredReply,
+    at_ms: i64,
 }
 
 /// What came of an idempotent write.
@@ -73,7 +103,15 @@ impl Ledger {
         };
         self.enter(key.org)?;
         let since = now.ms() - RETENTION_MS;
-        let outcome = match idempotency::find(&self.conn, key.org, &key.scope, &key.key, since)? {
+        let found = match self.replies_held.get(&HeldKey::of(key)) {
+            Some(held) if held.at_ms > since => Some(Stored {
+                request_sha256: held.request_sha256.to_vec(),
+                reply: held.reply.clone(),
+            }),
+            Some(_) => None,
+            None => idempotency::find(&self.conn, key.org, &key.scope, &key.key, since)?,
+        };
+        let outcome = match found {
             Some(stored) if stored.request_sha256 != key.body_sha256 => {
                 return Err(LedgerError::IdempotencyKeyReused);
             }
@@ -85,21 +123,51 @@ impl Ledger {
             None => write(self)?,
         };
         let reply = answer(&outcome);
-        idempotency::store(
-            &self.conn,
-            key.org,
-            &key.scope,
-            &key.key,
-            &key.body_sha256,
-            &reply,
-            now.ms(),
-        )?;
+        self.replies_held.insert(
+            HeldKey::of(key),
+            HeldReply {
+                request_sha256: key.body_sha256,
+                reply: reply.clone(),
+                at_ms: now.ms(),
+            },
+        );
+        self.buffered += 1;
         Ok(Reply::Fresh(outcome, Some(reply)))
+    }
+
+    /// Stores the answers the group gave under keys, in one statement:
+    /// before the group commits, and before old answers are forgotten.
+    pub(super) fn store_replies(&mut self) -> Result<(), crate::store::StoreError> {
+        if self.replies_held.is_empty() {
+            return Ok(());
+        }
+        let mut held: Vec<(HeldKey, HeldReply)> =
+            std::mem::take(&mut self.replies_held).into_iter().collect();
+        // One order of rows, whatever the map's.
+        held.sort_unstable_by(|(a, _), (b, _)| a.cmp(b));
+        let rows: Vec<_> = held
+            .iter()
+            .map(|(key, held)| {
+                idempotency::stored(
+                    key.org,
+                    &key.scope,
+                    &key.key,
+                    &held.request_sha256,
+                    &held.reply,
+                    held.at_ms,
+                )
+            })
+            .collect();
+        let before = self.conn.total_changes();
+        idempotency::store_all(&self.conn, &rows)?;
+        self.flushed += self.conn.total_changes() - before;
+        Ok(())
     }
 
     /// Forgets the answers older than the retention period; returns how
     /// many.
     pub fn forget_old_replies(&mut self, now: Now) -> Result<usize, LedgerError> {
+        self.store_replies()?;
         Ok(idempotency::forget_before(
             &self.conn,
             now.ms() - RETENTION_MS,

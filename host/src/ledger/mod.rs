@@ -583,6 +583,8 @@ pub struct Ledger {
     events_held: Vec<Vec<Value>>,
     /// The usage of budgeted tokens the current group read or charged.
     usage_held: HashMap<Jth, HeldUsage>,
+    /// The answers the current group gave under idempotency keys.
+    replies_held: HashMap<idempotency::HeldKey, idempotency::HeldReply>,
     /// Rows ever kept to be written, and changes made by writing them (see
     /// [`Owned::changes`]).
     buffered: u64,
@@ -605,6 +607,7 @@ impl Owned for Ledger {
         self.store_records()?;
         self.store_events()?;
         self.store_usage()?;
+        self.store_replies()?;
         self.touched
             .extend(self.counters.agents.keys().map(|(org, _)| *org));
         self.flush_log().map_err(|error| match error {
@@ -633,6 +636,7 @@ impl Owned for Ledger {
         self.records.clear();
         self.events_held.clear();
         self.usage_held.clear();
+        self.replies_held.clear();
         self.standings.clear();
         self.group = None;
         self.frontier = None;
@@ -670,6 +674,7 @@ impl Ledger {
             records: Vec::new(),
             events_held: Vec::new(),
             usage_held: HashMap::new(),
+            replies_held: HashMap::new(),
             buffered: 0,
             flushed: 0,
             conn,

@@ -2,6 +2,7 @@
 //! within an organisation and a scope (the route and the credential that
 //! sent the key), with the SHA-256 of the request body they answered.
 
+use crate::store::sql::types::Value;
 use crate::store::sql::{self, Connection, OptionalExtension, params};
 
 use super::orgs::Org;
@@ -45,33 +46,50 @@ pub fn find(
     .optional()
 }
 
-/// Stores the answer to a request under `key` in `org` and `scope`,
-/// replacing an expired one.
-pub fn store(
-    conn: &Connection,
+/// The columns of [`store_all`]'s rows.
+pub const STORED: [sql::Column; 7] = {
+    use sql::Column::{Blob as B, Integer as I, Text as T};
+    [I, T, T, B, I, B, I]
+};
+
+/// The answer to a request under `key` in `org` and `scope`, given at
+/// `at_ms`, as a row of [`store_all`].
+pub fn stored(
     org: Org,
     scope: &str,
     key: &str,
     request_sha256: &[u8; 32],
     reply: &StoredReply,
     at_ms: i64,
-) -> sql::Result<()> {
-    conn.prepare_cached(
+) -> Vec<Value> {
+    vec![
+        Value::Integer(org.number()),
+        Value::Text(scope.to_owned()),
+        Value::Text(key.to_owned()),
+        Value::Blob(request_sha256.to_vec()),
+        Value::Integer(i64::from(reply.status)),
+        Value::Blob(reply.body.clone()),
+        Value::Integer(at_ms),
+    ]
+}
+
+/// Stores answers ([`stored`] rows, one per key: `ON CONFLICT` refuses one
+/// key twice in a statement), each replacing an expired one: one statement
+/// on PostgreSQL whatever their count.
+pub fn store_all(conn: &Connection, rows: &[Vec<Value>]) -> sql::Result<()> {
+    conn.apply_rows(
         "INSERT INTO idempotency (org, scope, key, request_hash, status, body, created_at)
          VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)
          ON CONFLICT (org, scope, key) DO UPDATE SET request_hash = excluded.request_hash,
              status = excluded.status, body = excluded.body, created_at = excluded.created_at",
-    )?
-    .execute(params![
-        org,
-        scope,
-        key,
-        request_sha256.as_slice(),
-        reply.status,
-        reply.body,
-        at_ms,
-    ])?;
-    Ok(())
+        "INSERT INTO idempotency (org, scope, key, request_hash, status, body, created_at)
+         SELECT * FROM unnest($1::bigint[], $2::text[], $3::text[], $4::bytea[], $5::bigint[],
+             $6::bytea[], $7::bigint[])
+         ON CONFLICT (org, scope, key) DO UPDATE SET request_hash = excluded.request_hash,
+             status = excluded.status, body = excluded.body, created_at = excluded.created_at",
+        &STORED,
+        rows,
+    )
 }
 
 /// Deletes the answers stored before `before_ms`; returns how many.
