@@ -12,6 +12,7 @@ use super::{Ledger, LedgerError};
 use crate::clock::Now;
 use crate::store::idempotency::{self, Stored, StoredReply};
 use crate::store::orgs::Org;
+use crate::store::sql::types::Value;
 
 /// The status of a stored answer that waits (202 Accepted): a repeat may
 /// resume it ([`Ledger::once_resuming`]).
@@ -51,7 +52,7 @@ impl HeldKey {
 }
 
 /// An answer the current group gave under a key, stored just before it
-/// commits ([`Ledger::store_replies`]); a repeat of the key later in the
+/// commits ([`Ledger::store_tail`]); a repeat of the key later in the
 /// group finds it here.
 #[derive(Debug)]
 pub(super) struct HeldReply {
@@ -135,18 +136,15 @@ impl Ledger {
         Ok(Reply::Fresh(outcome, Some(reply)))
     }
 
-    /// Stores the answers the group gave under keys, in one statement:
-    /// before the group commits, and before old answers are forgotten.
-    pub(super) fn store_replies(&mut self) -> Result<(), crate::store::StoreError> {
-        if self.replies_held.is_empty() {
-            return Ok(());
-        }
+    /// The rows of the answers the group gave under keys, which it then
+    /// forgets: stored with the group's other held rows before it commits
+    /// ([`Ledger::store_tail`]), or alone before old answers are forgotten.
+    pub(super) fn reply_rows(&mut self) -> Vec<Vec<Value>> {
         let mut held: Vec<(HeldKey, HeldReply)> =
             std::mem::take(&mut self.replies_held).into_iter().collect();
         // One order of rows, whatever the map's.
         held.sort_unstable_by(|(a, _), (b, _)| a.cmp(b));
-        let rows: Vec<_> = held
-            .iter()
+        held.iter()
             .map(|(key, held)| {
                 idempotency::stored(
                     key.org,
@@ -157,17 +155,16 @@ impl Ledger {
                     held.at_ms,
                 )
             })
-            .collect();
-        let before = self.conn.total_changes();
-        idempotency::store_all(&self.conn, &rows)?;
-        self.flushed += self.conn.total_changes() - before;
-        Ok(())
+            .collect()
     }
 
     /// Forgets the answers older than the retention period; returns how
     /// many.
     pub fn forget_old_replies(&mut self, now: Now) -> Result<usize, LedgerError> {
-        self.store_replies()?;
+        let rows = self.reply_rows();
+        let before = self.conn.total_changes();
+        self.conn.apply_tables(&[idempotency::store_all(&rows)])?;
+        self.flushed += self.conn.total_changes() - before;
         Ok(idempotency::forget_before(
             &self.conn,
             now.ms() - RETENTION_MS,

@@ -35,10 +35,10 @@ mod trust;
 mod webhooks;
 
 use std::collections::{HashMap, HashSet};
-use std::sync::Arc;
+use std::sync::{Arc, LazyLock};
 
 use crate::store::sql::types::Value;
-use crate::store::sql::{self, Connection, Dialect};
+use crate::store::sql::{self, Connection, Dialect, InsertTexts, RowsFor};
 use mandate_core::{
     AarId, BudgetExceeded, Claims, Constraints, CountsChange, DenyReason, IssueError, Jth, Jti,
     RecordError, RecordOrigin, RecordState, ScopeError, TokenStatus, Ulid, Usage, Usd,
@@ -412,10 +412,10 @@ impl Counters {
         }
     }
 
-    /// Writes every counter the group changed, and forgets them: one
-    /// statement a table, rows in the order of their keys (so two writers'
-    /// row locks are taken in one order).
-    fn flush(&mut self, conn: &Connection) -> Result<(), StoreError> {
+    /// The rows of every counter the group changed, which it then
+    /// forgets, in the order of their keys (so two writers' row locks are
+    /// taken in one order).
+    fn take_rows(&mut self) -> Result<CounterRows, StoreError> {
         let Counters {
             agents,
             days,
@@ -425,33 +425,7 @@ impl Counters {
             summaries,
             ..
         } = std::mem::take(self);
-        let agents: Vec<_> = sorted(agents)
-            .map(|((org, agent_id), (change, active_at))| {
-                records::agent_counted(org, &agent_id, &change, active_at)
-            })
-            .collect();
-        records::count_for_agents(conn, &agents)?;
-        let days: Vec<_> = sorted(days)
-            .map(|((org, agent_id, day), counts)| {
-                dashboard::agent_day(org, &agent_id, day, &counts)
-            })
-            .collect();
-        dashboard::add_agent_days(conn, &days)?;
-        let hours: Vec<_> = sorted(hours)
-            .map(|((org, hour), counts)| dashboard::org_hour(org, hour, &counts))
-            .collect();
-        dashboard::add_org_hours(conn, &hours)?;
-        let inboxes: Vec<_> = sorted(inboxes)
-            .map(|(org, (pending, unrated))| dashboard::inbox_moved(org, pending, unrated))
-            .collect();
-        dashboard::add_inboxes(conn, &inboxes)?;
-        let workflows: Vec<_> = sorted(workflows)
-            .map(|(provenance_ref, (added, at_ms))| {
-                records::workflow_counted(&provenance_ref, added, at_ms)
-            })
-            .collect();
-        records::count_for_workflows(conn, &workflows)?;
-        let mut rows = Vec::with_capacity(summaries.len());
+        let mut summary_rows = Vec::with_capacity(summaries.len());
         for (key, change) in sorted(summaries) {
             let mut parts = key.split('\0');
             let (Some(provenance_ref), Some(agent_id), Some(action), Some(result_key), None) = (
@@ -471,10 +445,55 @@ impl Counters {
                 action,
                 result_key,
             };
-            rows.push(records::summary_counted(&key, change));
+            summary_rows.push(records::summary_counted(&key, change));
         }
-        records::count_in_summaries(conn, &rows)?;
-        Ok(())
+        Ok(CounterRows {
+            agents: sorted(agents)
+                .map(|((org, agent_id), (change, active_at))| {
+                    records::agent_counted(org, &agent_id, &change, active_at)
+                })
+                .collect(),
+            days: sorted(days)
+                .map(|((org, agent_id, day), counts)| {
+                    dashboard::agent_day(org, &agent_id, day, &counts)
+                })
+                .collect(),
+            hours: sorted(hours)
+                .map(|((org, hour), counts)| dashboard::org_hour(org, hour, &counts))
+                .collect(),
+            inboxes: sorted(inboxes)
+                .map(|(org, (pending, unrated))| dashboard::inbox_moved(org, pending, unrated))
+                .collect(),
+            workflows: sorted(workflows)
+                .map(|(provenance_ref, (added, at_ms))| {
+                    records::workflow_counted(&provenance_ref, added, at_ms)
+                })
+                .collect(),
+            summaries: summary_rows,
+        })
+    }
+}
+
+/// The rows of a group's counters, a table each.
+struct CounterRows {
+    agents: Vec<Vec<Value>>,
+    days: Vec<Vec<Value>>,
+    hours: Vec<Vec<Value>>,
+    inboxes: Vec<Vec<Value>>,
+    workflows: Vec<Vec<Value>>,
+    summaries: Vec<Vec<Value>>,
+}
+
+impl CounterRows {
+    fn parts(&self) -> [RowsFor<'_>; 6] {
+        [
+            records::count_for_agents(&self.agents),
+            dashboard::add_agent_days(&self.days),
+            dashboard::add_org_hours(&self.hours),
+            dashboard::add_inboxes(&self.inboxes),
+            records::count_for_workflows(&self.workflows),
+            records::count_in_summaries(&self.summaries),
+        ]
     }
 }
 
@@ -604,17 +623,13 @@ impl Owned for Ledger {
     }
 
     fn before_commit(&mut self) -> Result<(), StoreError> {
-        self.store_records()?;
-        self.store_events()?;
-        self.store_usage()?;
-        self.store_replies()?;
         self.touched
             .extend(self.counters.agents.keys().map(|(org, _)| *org));
         self.flush_log().map_err(|error| match error {
             LedgerError::Store(error) => error,
             other => StoreError::Internal(other.to_string()),
         })?;
-        self.counters.flush(&self.conn)
+        self.store_tail()
     }
 
     fn after_commit(&mut self) {
@@ -926,8 +941,9 @@ impl Ledger {
         Ok(())
     }
 
-    /// Stores the group's charges, one statement for every token charged.
-    fn store_usage(&mut self) -> Result<(), StoreError> {
+    /// The rows of the group's charges, one a token charged, which it
+    /// then forgets.
+    fn usage_rows(&mut self) -> Result<Vec<Vec<Value>>, StoreError> {
         let mut rows = Vec::new();
         let mut held: Vec<(Jth, HeldUsage)> =
             std::mem::take(&mut self.usage_held).into_iter().collect();
@@ -945,8 +961,36 @@ impl Ledger {
                 share.map(|(limit, percent)| (limit.as_str(), percent)),
             ));
         }
+        Ok(rows)
+    }
+
+    /// Writes what the group still holds — its records, events, charges,
+    /// idempotency answers and counters — just before it commits: one
+    /// statement on PostgreSQL whatever their number (the log's leaves are
+    /// stored by [`Ledger::flush_log`]).
+    fn store_tail(&mut self) -> Result<(), StoreError> {
+        static RECORDS: LazyLock<InsertTexts> =
+            LazyLock::new(|| InsertTexts::new(records::INSERT_INTO, &records::INSERTED));
+        static EVENTS: LazyLock<InsertTexts> = LazyLock::new(|| {
+            InsertTexts::new(
+                crate::store::events::INSERT_INTO,
+                &crate::store::events::INSERTED,
+            )
+        });
+        let records = std::mem::take(&mut self.records);
+        let events = std::mem::take(&mut self.events_held);
+        let usage = self.usage_rows()?;
+        let replies = self.reply_rows();
+        let counters = self.counters.take_rows()?;
+        let mut parts = vec![
+            RECORDS.rows(&records::INSERTED, &records),
+            EVENTS.rows(&crate::store::events::INSERTED, &events),
+            tokens::charge_all(&usage),
+            crate::store::idempotency::store_all(&replies),
+        ];
+        parts.extend(counters.parts());
         let before = self.conn.total_changes();
-        tokens::charge_all(&self.conn, &rows)?;
+        self.conn.apply_tables(&parts)?;
         self.flushed += self.conn.total_changes() - before;
         Ok(())
     }

@@ -202,11 +202,11 @@ pub fn agent_day(org: Org, agent_id: &str, day: i64, add: &DayCounts) -> Vec<Val
     .collect()
 }
 
-/// Adds to agents' days ([`agent_day`] rows, one per agent and day): one
-/// statement on PostgreSQL whatever their count.
-pub fn add_agent_days(conn: &Connection, rows: &[Vec<Value>]) -> sql::Result<()> {
-    conn.apply_rows(
-        "INSERT INTO agent_days (org, agent_id, day, records, errors, denied, successes, failures,
+/// The part of a group's statement ([`Connection::apply_tables`]) adding
+/// to agents' days ([`agent_day`] rows, one per agent and day).
+pub fn add_agent_days(rows: &[Vec<Value>]) -> sql::RowsFor<'_> {
+    sql::RowsFor {
+        sqlite: "INSERT INTO agent_days (org, agent_id, day, records, errors, denied, successes, failures,
             pending, denied_requests, approved, flagged, rejected)
          VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)
          ON CONFLICT (org, agent_id, day) DO UPDATE SET
@@ -220,7 +220,7 @@ pub fn add_agent_days(conn: &Connection, rows: &[Vec<Value>]) -> sql::Result<()>
             approved = agent_days.approved + excluded.approved,
             flagged = agent_days.flagged + excluded.flagged,
             rejected = agent_days.rejected + excluded.rejected",
-        "INSERT INTO agent_days (org, agent_id, day, records, errors, denied, successes, failures,
+        postgres: "INSERT INTO agent_days (org, agent_id, day, records, errors, denied, successes, failures,
             pending, denied_requests, approved, flagged, rejected)
          SELECT * FROM unnest($1::bigint[], $2::text[], $3::bigint[], $4::bigint[],
              $5::bigint[], $6::bigint[], $7::bigint[], $8::bigint[], $9::bigint[],
@@ -236,9 +236,9 @@ pub fn add_agent_days(conn: &Connection, rows: &[Vec<Value>]) -> sql::Result<()>
             approved = agent_days.approved + excluded.approved,
             flagged = agent_days.flagged + excluded.flagged,
             rejected = agent_days.rejected + excluded.rejected",
-        &AGENT_DAY,
+        columns: &AGENT_DAY,
         rows,
-    )
+    }
 }
 
 /// The columns of [`add_org_hours`]' rows.
@@ -264,11 +264,12 @@ pub fn org_hour(org: Org, hour: i64, add: &HourCounts) -> Vec<Value> {
     .collect()
 }
 
-/// Adds to organisations' hours ([`org_hour`] rows, one per organisation
-/// and hour): one statement on PostgreSQL whatever their count.
-pub fn add_org_hours(conn: &Connection, rows: &[Vec<Value>]) -> sql::Result<()> {
-    conn.apply_rows(
-        "INSERT INTO org_hours (org, hour, records, successes, errors, denied, ratings,
+/// The part of a group's statement ([`Connection::apply_tables`]) adding
+/// to organisations' hours ([`org_hour`] rows, one per organisation and
+/// hour).
+pub fn add_org_hours(rows: &[Vec<Value>]) -> sql::RowsFor<'_> {
+    sql::RowsFor {
+        sqlite: "INSERT INTO org_hours (org, hour, records, successes, errors, denied, ratings,
             approvals_decided, approval_wait_ms, approval_wait_max_ms)
          VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)
          ON CONFLICT (org, hour) DO UPDATE SET
@@ -281,7 +282,7 @@ pub fn add_org_hours(conn: &Connection, rows: &[Vec<Value>]) -> sql::Result<()> 
             approval_wait_ms = org_hours.approval_wait_ms + excluded.approval_wait_ms,
             approval_wait_max_ms = CASE WHEN org_hours.approval_wait_max_ms > excluded.approval_wait_max_ms
                 THEN org_hours.approval_wait_max_ms ELSE excluded.approval_wait_max_ms END",
-        "INSERT INTO org_hours (org, hour, records, successes, errors, denied, ratings,
+        postgres: "INSERT INTO org_hours (org, hour, records, successes, errors, denied, ratings,
             approvals_decided, approval_wait_ms, approval_wait_max_ms)
          SELECT * FROM unnest($1::bigint[], $2::bigint[], $3::bigint[], $4::bigint[],
              $5::bigint[], $6::bigint[], $7::bigint[], $8::bigint[], $9::bigint[],
@@ -296,9 +297,9 @@ pub fn add_org_hours(conn: &Connection, rows: &[Vec<Value>]) -> sql::Result<()> 
             approval_wait_ms = org_hours.approval_wait_ms + excluded.approval_wait_ms,
             approval_wait_max_ms = CASE WHEN org_hours.approval_wait_max_ms > excluded.approval_wait_max_ms
                 THEN org_hours.approval_wait_max_ms ELSE excluded.approval_wait_max_ms END",
-        &ORG_HOUR,
+        columns: &ORG_HOUR,
         rows,
-    )
+    }
 }
 
 /// The columns of [`add_inboxes`]' rows.
@@ -314,22 +315,24 @@ pub fn inbox_moved(org: Org, approvals_pending: i64, records_unrated: i64) -> Ve
     ]
 }
 
-/// Adds to organisations' inbox counts ([`inbox_moved`] rows, one per
-/// organisation): one statement on PostgreSQL whatever their count.
-pub fn add_inboxes(conn: &Connection, rows: &[Vec<Value>]) -> sql::Result<()> {
-    conn.apply_rows(
-        "INSERT INTO org_counts (org, approvals_pending, records_unrated) VALUES (?1, ?2, ?3)
+/// The part of a group's statement ([`Connection::apply_tables`]) adding
+/// to organisations' inbox counts ([`inbox_moved`] rows, one per
+/// organisation).
+pub fn add_inboxes(rows: &[Vec<Value>]) -> sql::RowsFor<'_> {
+    sql::RowsFor {
+        sqlite:
+            "INSERT INTO org_counts (org, approvals_pending, records_unrated) VALUES (?1, ?2, ?3)
          ON CONFLICT (org) DO UPDATE SET
             approvals_pending = org_counts.approvals_pending + excluded.approvals_pending,
             records_unrated = org_counts.records_unrated + excluded.records_unrated",
-        "INSERT INTO org_counts (org, approvals_pending, records_unrated)
+        postgres: "INSERT INTO org_counts (org, approvals_pending, records_unrated)
          SELECT * FROM unnest($1::bigint[], $2::bigint[], $3::bigint[])
          ON CONFLICT (org) DO UPDATE SET
             approvals_pending = org_counts.approvals_pending + excluded.approvals_pending,
             records_unrated = org_counts.records_unrated + excluded.records_unrated",
-        &INBOX,
+        columns: &INBOX,
         rows,
-    )
+    }
 }
 
 /// An organisation's inbox: approvals pending and completed records
@@ -625,17 +628,19 @@ pub fn backfill(conn: &Connection) -> sql::Result<()> {
         .iter()
         .map(|((org, agent_id, day), counts)| agent_day(*org, agent_id, *day, counts))
         .collect();
-    add_agent_days(conn, &days)?;
     let hours: Vec<_> = hours
         .iter()
         .map(|((org, hour), counts)| org_hour(*org, *hour, counts))
         .collect();
-    add_org_hours(conn, &hours)?;
     let inboxes: Vec<_> = inboxes
         .iter()
         .map(|(org, (pending, unrated))| inbox_moved(*org, *pending, *unrated))
         .collect();
-    add_inboxes(conn, &inboxes)?;
+    conn.apply_tables(&[
+        add_agent_days(&days),
+        add_org_hours(&hours),
+        add_inboxes(&inboxes),
+    ])?;
     let mut touch = conn
         .prepare_cached("UPDATE agents SET last_activity = ?1 WHERE org = ?2 AND agent_id = ?3")?;
     for ((org, agent_id), last) in &activity {
@@ -681,7 +686,7 @@ fn backfill_decisions(conn: &Connection) -> sql::Result<()> {
         .iter()
         .map(|(org, hour, counts)| org_hour(*org, *hour, counts))
         .collect();
-    add_org_hours(conn, &decided)
+    conn.apply_tables(&[add_org_hours(&decided)])
 }
 
 /// Notes the share each used budget has reached.

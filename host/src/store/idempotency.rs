@@ -73,23 +73,24 @@ pub fn stored(
     ]
 }
 
-/// Stores answers ([`stored`] rows, one per key: `ON CONFLICT` refuses one
-/// key twice in a statement), each replacing an expired one: one statement
-/// on PostgreSQL whatever their count.
-pub fn store_all(conn: &Connection, rows: &[Vec<Value>]) -> sql::Result<()> {
-    conn.apply_rows(
-        "INSERT INTO idempotency (org, scope, key, request_hash, status, body, created_at)
+/// The part of a group's statement ([`sql::Connection::apply_tables`])
+/// storing answers ([`stored`] rows, one per key: `ON CONFLICT` refuses
+/// one key twice in a statement), each replacing an expired one.
+pub fn store_all(rows: &[Vec<Value>]) -> sql::RowsFor<'_> {
+    sql::RowsFor {
+        sqlite: "INSERT INTO idempotency (org, scope, key, request_hash, status, body, created_at)
          VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)
          ON CONFLICT (org, scope, key) DO UPDATE SET request_hash = excluded.request_hash,
              status = excluded.status, body = excluded.body, created_at = excluded.created_at",
-        "INSERT INTO idempotency (org, scope, key, request_hash, status, body, created_at)
+        postgres:
+            "INSERT INTO idempotency (org, scope, key, request_hash, status, body, created_at)
          SELECT * FROM unnest($1::bigint[], $2::text[], $3::text[], $4::bytea[], $5::bigint[],
              $6::bytea[], $7::bigint[])
          ON CONFLICT (org, scope, key) DO UPDATE SET request_hash = excluded.request_hash,
              status = excluded.status, body = excluded.body, created_at = excluded.created_at",
-        &STORED,
+        columns: &STORED,
         rows,
-    )
+    }
 }
 
 /// Deletes the answers stored before `before_ms`; returns how many.

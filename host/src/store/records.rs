@@ -611,17 +611,17 @@ pub fn agent_counted(
     ]
 }
 
-/// Adds a group's changes of agents' counts ([`agent_counted`] rows, one
-/// per agent): one statement on PostgreSQL whatever their count.
-pub fn count_for_agents(conn: &Connection, rows: &[Vec<Value>]) -> sql::Result<()> {
-    conn.apply_rows(
-        "UPDATE agents SET successes = successes + ?3, failures = failures + ?4,
+/// The part of a group's statement ([`Connection::apply_tables`]) adding
+/// its changes of agents' counts ([`agent_counted`] rows, one per agent).
+pub fn count_for_agents(rows: &[Vec<Value>]) -> sql::RowsFor<'_> {
+    sql::RowsFor {
+        sqlite: "UPDATE agents SET successes = successes + ?3, failures = failures + ?4,
             pending = pending + ?5, approved = approved + ?6, flagged = flagged + ?7,
             rejected = rejected + ?8, denied_requests = denied_requests + ?9,
             last_activity = CASE WHEN last_activity IS NULL OR last_activity < ?10 THEN ?10
                 ELSE last_activity END
          WHERE org = ?1 AND agent_id = ?2",
-        "UPDATE agents SET successes = agents.successes + d.successes,
+        postgres: "UPDATE agents SET successes = agents.successes + d.successes,
             failures = agents.failures + d.failures, pending = agents.pending + d.pending,
             approved = agents.approved + d.approved, flagged = agents.flagged + d.flagged,
             rejected = agents.rejected + d.rejected,
@@ -634,9 +634,9 @@ pub fn count_for_agents(conn: &Connection, rows: &[Vec<Value>]) -> sql::Result<(
              AS d(org, agent_id, successes, failures, pending, approved, flagged, rejected,
                  denied_requests, active_at)
          WHERE agents.org = d.org AND agents.agent_id = d.agent_id",
-        &AGENT_COUNTED,
+        columns: &AGENT_COUNTED,
         rows,
-    )
+    }
 }
 
 /// A workflow, opened when its root token is issued.
@@ -684,21 +684,22 @@ pub fn workflow_counted(provenance_ref: &str, records: i64, at_ms: i64) -> Vec<V
     ]
 }
 
-/// Adds a group's records to their workflows ([`workflow_counted`] rows,
-/// one per workflow): one statement on PostgreSQL whatever their count.
-pub fn count_for_workflows(conn: &Connection, rows: &[Vec<Value>]) -> sql::Result<()> {
-    conn.apply_rows(
-        "UPDATE workflows SET total_records = total_records + ?2,
+/// The part of a group's statement ([`Connection::apply_tables`]) adding
+/// its records to their workflows ([`workflow_counted`] rows, one per
+/// workflow).
+pub fn count_for_workflows(rows: &[Vec<Value>]) -> sql::RowsFor<'_> {
+    sql::RowsFor {
+        sqlite: "UPDATE workflows SET total_records = total_records + ?2,
             last_activity = CASE WHEN last_activity > ?3 THEN last_activity ELSE ?3 END
          WHERE provenance_ref = ?1",
-        "UPDATE workflows SET total_records = workflows.total_records + d.added,
+        postgres: "UPDATE workflows SET total_records = workflows.total_records + d.added,
             last_activity = CASE WHEN workflows.last_activity > d.at THEN workflows.last_activity
                 ELSE d.at END
          FROM unnest($1::text[], $2::bigint[], $3::bigint[]) AS d(provenance_ref, added, at)
          WHERE workflows.provenance_ref = d.provenance_ref",
-        &WORKFLOW_COUNTED,
+        columns: &WORKFLOW_COUNTED,
         rows,
-    )
+    }
 }
 
 /// One group of a workflow's summary: its records of one agent and action
@@ -729,22 +730,23 @@ pub fn summary_counted(key: &SummaryKey<'_>, change: i64) -> Vec<Value> {
     ]
 }
 
-/// Adds a group's changes to workflows' summaries ([`summary_counted`]
-/// rows, one per key: `ON CONFLICT` refuses one key twice in a statement):
-/// one statement on PostgreSQL whatever their count.
-pub fn count_in_summaries(conn: &Connection, rows: &[Vec<Value>]) -> sql::Result<()> {
-    conn.apply_rows(
-        "INSERT INTO workflow_counts (provenance_ref, agent_id, action, result_key, count)
+/// The part of a group's statement ([`Connection::apply_tables`]) adding
+/// its changes to workflows' summaries ([`summary_counted`] rows, one per
+/// key: `ON CONFLICT` refuses one key twice in a statement).
+pub fn count_in_summaries(rows: &[Vec<Value>]) -> sql::RowsFor<'_> {
+    sql::RowsFor {
+        sqlite: "INSERT INTO workflow_counts (provenance_ref, agent_id, action, result_key, count)
          VALUES (?1, ?2, ?3, ?4, ?5)
          ON CONFLICT (provenance_ref, agent_id, action, result_key)
          DO UPDATE SET count = workflow_counts.count + excluded.count",
-        "INSERT INTO workflow_counts (provenance_ref, agent_id, action, result_key, count)
+        postgres:
+            "INSERT INTO workflow_counts (provenance_ref, agent_id, action, result_key, count)
          SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::bigint[])
          ON CONFLICT (provenance_ref, agent_id, action, result_key)
          DO UPDATE SET count = workflow_counts.count + excluded.count",
-        &SUMMARY_COUNTED,
+        columns: &SUMMARY_COUNTED,
         rows,
-    )
+    }
 }
 
 #[cfg(test)]

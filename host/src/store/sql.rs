@@ -834,21 +834,60 @@ impl Connection {
     /// the cached single-row statement once per row, in process (no round
     /// trip to save).
     pub fn insert_rows(&self, into: &str, columns: &[Column], rows: &[Vec<Value>]) -> Result<()> {
-        let marks: Vec<String> = (1..=columns.len()).map(|i| format!("?{i}")).collect();
-        let arrays: Vec<String> = columns
-            .iter()
-            .enumerate()
-            .map(|(i, column)| format!("${}::{}[]", i + 1, column.pg_type()))
-            .collect();
-        self.apply_rows(
-            &format!("INSERT INTO {into} VALUES ({})", marks.join(", ")),
-            &format!(
-                "INSERT INTO {into} SELECT * FROM unnest({})",
-                arrays.join(", ")
-            ),
-            columns,
-            rows,
-        )
+        let texts = InsertTexts::new(into, columns);
+        self.apply_rows(&texts.sqlite, &texts.postgres, columns, rows)
+    }
+
+    /// Applies each part's rows as [`Connection::apply_rows`] does, and on
+    /// PostgreSQL all of them by one statement: each part's statement
+    /// becomes a data-modifying `WITH` query of it (`… RETURNING 1`, its
+    /// `$n` renumbered after the parts before it), and the statement
+    /// answers the rows they changed together. The parts must change
+    /// different rows (they see one snapshot; PostgreSQL runs them in no
+    /// set order): one part a table. How a group's writes to several
+    /// tables cost one round trip.
+    pub fn apply_tables(&self, parts: &[RowsFor<'_>]) -> Result<()> {
+        let parts: Vec<&RowsFor<'_>> = parts.iter().filter(|part| !part.rows.is_empty()).collect();
+        let pg = match (&self.engine, parts.as_slice()) {
+            (Engine::Postgres(pg), [_, _, ..]) => pg,
+            _ => {
+                for part in parts {
+                    self.apply_rows(part.sqlite, part.postgres, part.columns, part.rows)?;
+                }
+                return Ok(());
+            }
+        };
+        let mut queries = Vec::with_capacity(parts.len());
+        let mut counts = Vec::with_capacity(parts.len());
+        let mut offset = 0;
+        for (i, part) in parts.iter().enumerate() {
+            queries.push(format!(
+                "w{i} AS ({} RETURNING 1)",
+                renumbered(part.postgres, offset)
+            ));
+            counts.push(format!("(SELECT count(*) FROM w{i})"));
+            offset += part.columns.len();
+        }
+        let text = format!("WITH {} SELECT {}", queries.join(", "), counts.join(" + "));
+        let statement = self.prepare_cached(&text)?;
+        statement.sent();
+        let mut bound: Vec<PgArray<'_>> = Vec::with_capacity(offset);
+        for part in &parts {
+            for (i, column) in part.columns.iter().enumerate() {
+                let array = column.array(part.rows.iter().map(|row| row.get(i)))?;
+                bound.push(PgArray(array, *column, part.rows.len()));
+            }
+        }
+        let refs: Vec<&(dyn postgres::types::ToSql + Sync)> =
+            bound.iter().map(|array| array as _).collect();
+        let Prepared::Postgres(_, prepared, _) = &statement.prepared else {
+            return Err(Error::Conversion("a PostgreSQL statement on SQLite".into()));
+        };
+        let result = pg.client.borrow_mut().query_one(prepared, &refs);
+        let changed: i64 = pg.noted(result)?.get(0);
+        pg.changes
+            .set(pg.changes.get() + u64::try_from(changed).unwrap_or(0));
+        Ok(())
     }
 
     /// Applies `rows` (their values in `columns`' order) by a statement of
@@ -937,6 +976,71 @@ impl Connection {
             Engine::Postgres(pg) => Ok(pg.client.into_inner().close()?),
         }
     }
+}
+
+/// One table's part of [`Connection::apply_tables`]: the statements and
+/// rows [`Connection::apply_rows`] takes.
+#[derive(Debug, Clone, Copy)]
+pub struct RowsFor<'a> {
+    pub sqlite: &'a str,
+    pub postgres: &'a str,
+    pub columns: &'a [Column],
+    pub rows: &'a [Vec<Value>],
+}
+
+/// The statements of [`Connection::insert_rows`] for a table
+/// (`table (column, …)`) of `columns`: SQLite's single-row insert and
+/// PostgreSQL's insert from `unnest` of one array a column.
+#[derive(Debug, Clone)]
+pub struct InsertTexts {
+    pub sqlite: String,
+    pub postgres: String,
+}
+
+impl InsertTexts {
+    pub fn new(into: &str, columns: &[Column]) -> InsertTexts {
+        let marks: Vec<String> = (1..=columns.len()).map(|i| format!("?{i}")).collect();
+        let arrays: Vec<String> = columns
+            .iter()
+            .enumerate()
+            .map(|(i, column)| format!("${}::{}[]", i + 1, column.pg_type()))
+            .collect();
+        InsertTexts {
+            sqlite: format!("INSERT INTO {into} VALUES ({})", marks.join(", ")),
+            postgres: format!(
+                "INSERT INTO {into} SELECT * FROM unnest({})",
+                arrays.join(", ")
+            ),
+        }
+    }
+
+    /// Its part of [`Connection::apply_tables`] with `rows`.
+    pub fn rows<'a>(&'a self, columns: &'a [Column], rows: &'a [Vec<Value>]) -> RowsFor<'a> {
+        RowsFor {
+            sqlite: &self.sqlite,
+            postgres: &self.postgres,
+            columns,
+            rows,
+        }
+    }
+}
+
+/// `sql` with each parameter `$n` written `$(n + offset)`.
+fn renumbered(sql: &str, offset: usize) -> String {
+    let mut out = String::with_capacity(sql.len() + 8);
+    let mut rest = sql;
+    while let Some(at) = rest.find('$') {
+        out.push_str(&rest[..=at]);
+        rest = &rest[at + 1..];
+        let digits = rest.bytes().take_while(u8::is_ascii_digit).count();
+        match rest[..digits].parse::<usize>() {
+            Ok(n) => out.push_str(&(n + offset).to_string()),
+            Err(_) => out.push_str(&rest[..digits]),
+        }
+        rest = &rest[digits..];
+    }
+    out.push_str(rest);
+    out
 }
 
 /// A column of rows bound as one array ([`Connection::insert_rows`]).
@@ -1265,6 +1369,19 @@ impl Rows<'_> {
 mod tests {
     use super::types::{FromSql, Value, ValueRef};
     use super::*;
+
+    #[test]
+    fn a_part_of_a_combined_statement_numbers_its_arrays_after_those_before() {
+        assert_eq!(
+            renumbered(
+                "SELECT * FROM unnest($1::text[], $2::bigint[]) WHERE $12 = $1",
+                3
+            ),
+            "SELECT * FROM unnest($4::text[], $5::bigint[]) WHERE $15 = $4"
+        );
+        assert_eq!(renumbered("no parameters", 7), "no parameters");
+        assert_eq!(renumbered("a bare $ stays", 2), "a bare $ stays");
+    }
 
     #[test]
     fn placeholders_become_postgresql_numbers_outside_quotes() {

@@ -224,23 +224,23 @@ pub fn charged(
     ]
 }
 
-/// Adds a group's charges ([`charged`] rows, one per token) to the tokens'
-/// usage and notes each one's largest share of a budget: one statement on
-/// PostgreSQL whatever their count.
-pub fn charge_all(conn: &Connection, rows: &[Vec<Value>]) -> sql::Result<()> {
-    conn.apply_rows(
-        "UPDATE tokens SET spent_micros = spent_micros + ?2, actions = actions + ?3,
+/// The part of a group's statement ([`sql::Connection::apply_tables`])
+/// adding its charges ([`charged`] rows, one per token) to the tokens'
+/// usage and noting each one's largest share of a budget.
+pub fn charge_all(rows: &[Vec<Value>]) -> sql::RowsFor<'_> {
+    sql::RowsFor {
+        sqlite: "UPDATE tokens SET spent_micros = spent_micros + ?2, actions = actions + ?3,
              budget_percent = ?4, budget_limit = ?5
          WHERE jth = ?1",
-        "UPDATE tokens SET spent_micros = tokens.spent_micros + d.spend,
+        postgres: "UPDATE tokens SET spent_micros = tokens.spent_micros + d.spend,
              actions = tokens.actions + d.actions, budget_percent = d.percent,
              budget_limit = d.budget
          FROM unnest($1::text[], $2::bigint[], $3::bigint[], $4::double precision[], $5::text[])
              AS d(jth, spend, actions, percent, budget)
          WHERE tokens.jth = d.jth",
-        &CHARGED,
+        columns: &CHARGED,
         rows,
-    )
+    }
 }
 
 /// Notes that a token signed by `kid` expires at `exp`, so the key stays
