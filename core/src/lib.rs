@@ -116,7 +116,7 @@ pub use tlog::{
 pub use token::{
     Actor, AssuranceLevel, Claims, Confirmation, Header, IssueError, Renewal, RootIssue, SignError,
     TokenRequest, TokenStatus, VerifiedToken, VerifyError, VerifyOptions, check_fan_out,
-    decode_unverified, delegate, delegated_grant, issue_root, renew, sign, verify,
+    decode_unverified, delegate, delegated_grant, issue_root, renew, renew_within, sign, verify,
     verify_ignoring_lifetime,
 };
 pub use trace::{SpanId, TraceError, TraceFlags, TraceId, TraceParent};

@@ -10,7 +10,7 @@ use mandate_core::{
     AgentId, ApprovalRequirement, Audience, ChainError, ChainFault, Claims, Confirmation,
     Constraints, DenyReason, Framework, IdError, IssueError, Jti, JtiKind, Jwks, Limit, Policy,
     Renewal, ScopeError, Usd, VerifyError, VerifyOptions, Violation, Widening, check_fan_out,
-    decode_unverified, delegate, renew, sign, verify, verify_chain,
+    decode_unverified, delegate, renew, renew_within, sign, verify, verify_chain,
 };
 
 fn jwks() -> Jwks {
@@ -897,6 +897,56 @@ fn a_renewal_grants_exactly_its_parent() {
     assert_eq!(
         again.act.as_ref().and_then(|a| a.act.as_deref()),
         access.act.as_ref()
+    );
+}
+
+/// An OAuth refresh asking for less (RFC 6749 §6): the scope narrowed by
+/// the delegation rules, everything else the parent's; wider is refused.
+#[test]
+fn a_renewal_within_a_narrower_scope_keeps_the_rest_and_refuses_wider() {
+    let mut grant_root = root_for(AUD);
+    grant_root.svc_scope = mandate_core::Scope::parse(&["crm:*"], &["read", "write"]).unwrap();
+    grant_root.svc_constraints = Some(Constraints {
+        max_actions: Some(10),
+        require_approval: Some(requirement(&["write"], None)),
+        ..Constraints::default()
+    });
+    let narrower = mandate_core::Scope::parse(&["crm:contacts"], &["read"]).unwrap();
+    let access = renew_within(&grant_root, renewal(900), narrower.clone()).unwrap();
+    assert_eq!(
+        access.grant(),
+        mandate_core::Grant {
+            scope: narrower,
+            expires_at: NOW + 100 + 900,
+            ..grant_root.grant()
+        }
+    );
+    assert_eq!(access.svc_parent, Some(grant_root.jth()));
+    assert_eq!(access.jti, Jti::delegated(ulid(4)));
+    // The whole scope is `renew`'s token, exactly.
+    assert_eq!(
+        renew_within(&grant_root, renewal(900), grant_root.svc_scope.clone()),
+        renew(&grant_root, renewal(900))
+    );
+    for (resources, actions) in [(&["crm:*"][..], &["delete"][..]), (&["mail:*"], &["read"])] {
+        let wider = mandate_core::Scope::parse(resources, actions).unwrap();
+        let refused = renew_within(&grant_root, renewal(900), wider).unwrap_err();
+        assert_eq!(
+            refused.code(),
+            "scope_widening",
+            "{resources:?} {actions:?}"
+        );
+    }
+    assert_eq!(
+        renew_within(
+            &grant_root,
+            Renewal {
+                now: grant_root.exp,
+                ..renewal(900)
+            },
+            grant_root.svc_scope.clone()
+        ),
+        Err(IssueError::ParentExpired)
     );
 }
 

@@ -139,6 +139,25 @@ impl RequestedScope {
         Scope::new(self.resources.clone(), self.actions.clone()).map_err(ScopeGrammarError::Scope)
     }
 
+    /// What a refresh asking for this scope gets of `granted` (RFC 6749
+    /// §6: at most what was granted, all of it when `scope` is omitted):
+    /// the actions named, else the granted ones; the resource patterns
+    /// named, else the granted ones. Whether that is within `granted` is
+    /// the renewal's to judge (`renew_within`, by `check_narrowing`).
+    pub fn within(&self, granted: &Scope) -> Result<Scope, ScopeGrammarError> {
+        let actions = if self.actions.is_empty() {
+            granted.actions()
+        } else {
+            &self.actions
+        };
+        let resources = if self.resources.is_empty() {
+            granted.resources()
+        } else {
+            &self.resources
+        };
+        Scope::new(resources.to_vec(), actions.to_vec()).map_err(ScopeGrammarError::Scope)
+    }
+
     /// The most a consent may grant for this request: the actions × the
     /// resources asked for, no constraint, no policy, until `expires_at`.
     /// The human's choice must narrow it (`check_narrowing(choice,
@@ -308,6 +327,32 @@ mod tests {
             ScopeGrammarError::TooLong,
         ] {
             assert!(super::super::listed(e.code()), "{}", e.code());
+        }
+    }
+
+    /// RFC 6749 §6: a refresh names what it keeps; what it leaves out is
+    /// the grant's.
+    #[test]
+    fn a_refresh_scope_fills_in_the_granted_half_it_leaves_out() {
+        let granted = Scope::parse(&["crm:*", "mail:*"], &["read", "write"]).unwrap();
+        for (asked, resources, actions) in [
+            ("read", vec!["crm:*", "mail:*"], vec!["read"]),
+            ("crm:contacts", vec!["crm:contacts"], vec!["read", "write"]),
+            ("write mail:*", vec!["mail:*"], vec!["write"]),
+            (
+                "offline_access",
+                vec!["crm:*", "mail:*"],
+                vec!["read", "write"],
+            ),
+            // Wider is written as asked: the renewal refuses it.
+            ("delete", vec!["crm:*", "mail:*"], vec!["delete"]),
+        ] {
+            let scope = RequestedScope::parse(asked).unwrap().within(&granted);
+            assert_eq!(
+                scope,
+                Ok(Scope::parse(&resources[..], &actions[..]).unwrap()),
+                "{asked}"
+            );
         }
     }
 

@@ -376,6 +376,37 @@ pub struct Renewal {
 /// refresh). Refused when the parent has expired, when the chain would be
 /// too deep, or for a `ttl_seconds` out of range.
 pub fn renew(parent: &Claims, renewal: Renewal) -> Result<Claims, IssueError> {
+    let exp = renewal_expiry(parent, &renewal)?;
+    let grant = Grant {
+        expires_at: exp,
+        ..parent.grant()
+    };
+    Ok(renewed(parent, grant, renewal))
+}
+
+/// A renewal of `parent` that grants only `scope` of it (an OAuth refresh
+/// asking for less, RFC 6749 §6): everything else — constraints, policy,
+/// `aud` — inherited as a delegation inherits what its request leaves out
+/// ([`delegated_grant`] with an empty request beside the scope), and the
+/// result held to the parent by [`check_narrowing`], so a scope naming a
+/// resource or an action the parent does not hold is refused
+/// ([`IssueError::Widening`], `scope_widening`). Otherwise exactly
+/// [`renew`]: no `delegate` action needed, the same refusals.
+pub fn renew_within(parent: &Claims, renewal: Renewal, scope: Scope) -> Result<Claims, IssueError> {
+    let exp = renewal_expiry(parent, &renewal)?;
+    let requested = Grant {
+        scope,
+        constraints: Constraints::default(),
+        policy: Policy::default(),
+        expires_at: exp,
+        audience: None,
+    };
+    let grant = delegated_grant(requested, &parent.grant())?;
+    Ok(renewed(parent, grant, renewal))
+}
+
+/// A renewal's `exp`, or why `parent` cannot be renewed at `renewal.now`.
+fn renewal_expiry(parent: &Claims, renewal: &Renewal) -> Result<i64, IssueError> {
     if renewal.now < 0 {
         return Err(IssueError::InvalidNow);
     }
@@ -385,12 +416,12 @@ pub fn renew(parent: &Claims, renewal: Renewal) -> Result<Claims, IssueError> {
     if parent.svc_depth >= MAX_DELEGATION_DEPTH {
         return Err(IssueError::DepthExceeded);
     }
-    let exp = expiry(renewal.now, renewal.ttl_seconds)?.min(parent.exp);
-    let grant = Grant {
-        expires_at: exp,
-        ..parent.grant()
-    };
-    Ok(child_claims(
+    Ok(expiry(renewal.now, renewal.ttl_seconds)?.min(parent.exp))
+}
+
+/// The claims of a renewal granting `grant`.
+fn renewed(parent: &Claims, grant: Grant, renewal: Renewal) -> Claims {
+    child_claims(
         parent,
         parent.sub.clone(),
         grant,
@@ -400,5 +431,5 @@ pub fn renew(parent: &Claims, renewal: Renewal) -> Result<Claims, IssueError> {
             holder: renewal.holder,
             status: renewal.status,
         },
-    ))
+    )
 }

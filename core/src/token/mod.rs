@@ -7,7 +7,7 @@
 //! - `jws`: the compact form: [`Header`], [`sign`], [`verify`] (every rule
 //!   in a documented order, an error variant each),
 //!   [`verify_ignoring_lifetime`] and [`decode_unverified`];
-//! - `issue`: [`issue_root`], [`delegate`] and [`renew`], with
+//! - `issue`: [`issue_root`], [`delegate`], [`renew`] and [`renew_within`], with
 //!   [`delegated_grant`] and [`check_fan_out`], and the deny reason a
 //!   refused delegation is recorded with;
 //! - `status`: [`TokenStatus`], a stored token's status at a moment.
@@ -23,7 +23,7 @@ mod status;
 pub use claims::{Actor, AssuranceLevel, Claims, Confirmation};
 pub use issue::{
     IssueError, Renewal, RootIssue, TokenRequest, check_fan_out, delegate, delegated_grant,
-    issue_root, renew,
+    issue_root, renew, renew_within,
 };
 pub use jws::{
     ALG, Header, Segment, SignError, TYP, VerifiedToken, VerifyError, VerifyOptions,

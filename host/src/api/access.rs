@@ -64,7 +64,7 @@ const EVALUATE: Access = Access::ApiKey(KeyNeeds::Role(Permission::Evaluate));
 /// test checks that it names every operation the router serves, and only
 /// those.
 #[rustfmt::skip]
-pub(crate) const ROUTES: [(&str, &str, Access); 67] = [
+pub(crate) const ROUTES: [(&str, &str, Access); 70] = [
     ("post",   "/v1/vat/issue/l1",                              ISSUE),
     ("post",   "/v1/vat/issue/l2",                              ISSUE),
     ("post",   "/v1/vat/auth/capture",                          ISSUE),
@@ -124,6 +124,9 @@ pub(crate) const ROUTES: [(&str, &str, Access); 67] = [
     ("post",   "/v1/oauth/requests/open",                       ISSUE),
     ("post",   "/v1/oauth/requests/decision",                   ISSUE),
     ("post",   "/v1/oauth/token",                               Access::Public),
+    ("post",   "/v1/oauth/revoke",                              Access::Public),
+    ("get",    "/v1/oauth/grants",                              READ),
+    ("delete", "/v1/oauth/grants/{grant_id}",                   Access::ApiKey(KeyNeeds::Role(Permission::Revoke))),
     ("post",   "/v1/oauth/clients",                             CLIENTS),
     ("get",    "/v1/oauth/clients",                             CLIENTS),
     ("delete", "/v1/oauth/clients/{client_id}",                 CLIENTS),

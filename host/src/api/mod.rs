@@ -286,6 +286,9 @@ pub fn app(state: AppState) -> Router {
         .routes(routes!(oauth_consent::open_request))
         .routes(routes!(oauth_consent::decide_request))
         .routes(routes!(oauth::token))
+        .routes(routes!(oauth::revoke))
+        .routes(routes!(oauth_admin::list_grants))
+        .routes(routes!(oauth_admin::revoke_grant))
         .routes(routes!(
             oauth_admin::create_client,
             oauth_admin::list_clients

@@ -1,7 +1,7 @@
 //! Mandate as the OAuth 2.1 authorization server of MCP servers
-//! (docs/oauth.md): the metadata document (RFC 8414) and the token
-//! endpoint (the authorization endpoint and the consent APIs are
-//! `oauth_consent`). With `[oauth]` off every one answers 404, as if nothing were
+//! (docs/oauth.md): the metadata document (RFC 8414), the token endpoint
+//! (codes and refresh tokens) and the revocation endpoint (RFC 7009) (the
+//! authorization endpoint and the consent APIs are `oauth_consent`). With `[oauth]` off every one answers 404, as if nothing were
 //! routed there. The issuer is `public_url`, which the server's start
 //! checks hold equal to `issuer` (`Config::check`).
 
@@ -9,21 +9,26 @@ use axum::extract::{FromRequest as _, State};
 use axum::http::{HeaderValue, header};
 use axum::response::{IntoResponse, Response};
 
+use base64::Engine as _;
+use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use mandate_core::audience::Audience;
 use mandate_core::oauth::pkce::CodeChallenge;
-use mandate_core::oauth::scope::format;
-use mandate_core::{AssuranceLevel, HumanRef, IssueError, RootIssue, issue_root};
+use mandate_core::oauth::scope::{RequestedScope, format};
+use mandate_core::{AssuranceLevel, HumanRef, VerifyOptions, verify_ignoring_lifetime};
 use sha2::{Digest as _, Sha256};
 
 use super::docs::Errors;
 use super::extract::OAuthForm;
+use super::issue::root_claims;
 use super::oauth_consent::{CONSENT_ASSURANCE, Choice, issuer};
 use super::status::public_base;
 use crate::clock::Now;
 use crate::error::oauth::{OAuthError, OAuthErrorBody};
 use crate::error::{ApiError, ApiResult, truncate_chars};
-use crate::ledger::{LedgerError, Redeemed, Redemption};
-use crate::model::oauth::{AuthorizationServerMetadata, TokenRequest, TokenResponse};
+use crate::ledger::{ClientRevocation, Redeemed, Redemption, Refresh, RefreshRefusal, Refreshed};
+use crate::model::oauth::{
+    AuthorizationServerMetadata, RevocationRequest, TokenRequest, TokenResponse,
+};
 use crate::queries::QueryError;
 use crate::store::oauth::{self as rows, OAuthCode, OAuthGrant};
 use crate::{AppState, random};
@@ -38,6 +43,12 @@ const TOKEN_PATH: &str = "/v1/oauth/token";
 const REVOKE_PATH: &str = "/v1/oauth/revoke";
 /// Longest client text an error description repeats, in characters.
 const MAX_SHOWN_CHARS: usize = 100;
+/// What a refresh token starts with.
+const REFRESH_PREFIX: &str = "mrt_";
+/// The grant type that lets a client refresh (RFC 6749 §6).
+const REFRESH_GRANT: &str = "refresh_token";
+/// Seconds in a day, for `[oauth] refresh_idle_days`.
+const DAY_SECONDS: u64 = 86_400;
 
 /// The path `public_url` has after its host, if any (`/tenant` of
 /// `https://mandate.example/tenant`): the metadata is then also served at
@@ -120,9 +131,10 @@ pub(crate) async fn metadata_at_issuer_path(
 }
 
 /// The token endpoint (RFC 6749 §3.2): a form, no client authentication
-/// (public clients). `authorization_code` (RFC 6749 §4.1.3) is served;
-/// every other `grant_type` is answered `unsupported_grant_type` (RFC 6749
-/// §5.2), a missing one `invalid_request`. 404 unless `[oauth]` is on.
+/// (public clients). `authorization_code` (RFC 6749 §4.1.3) and
+/// `refresh_token` (§6) are served; every other `grant_type` is answered
+/// `unsupported_grant_type` (RFC 6749 §5.2), a missing one
+/// `invalid_request`. 404 unless `[oauth]` is on.
 #[utoipa::path(
     post,
     path = "/v1/oauth/token",
@@ -130,7 +142,7 @@ pub(crate) async fn metadata_at_issuer_path(
     tag = "oauth",
     request_body(content = TokenRequest, content_type = "application/x-www-form-urlencoded"),
     responses(
-        (status = 200, description = "The access token (RFC 6749 §5.1)", body = TokenResponse),
+        (status = 200, description = "The access token, and a refresh token when the client may refresh (RFC 6749 §5.1)", body = TokenResponse),
         (status = 400, description = "An OAuth error (RFC 6749 §5.2)", body = OAuthErrorBody),
         (status = 404, description = "`[oauth]` is off", body = crate::error::Problem, content_type = "application/problem+json"),
         (status = 503, description = "Storage cannot take writes right now (`temporarily_unavailable`)", body = OAuthErrorBody)
@@ -143,12 +155,16 @@ pub(crate) async fn token(
     if let Err(off) = issuer(&state, TOKEN_PATH) {
         return off.into_response();
     }
+    let answered = |issued: ApiResult<TokenResponse>| match issued {
+        Ok(issued) => axum::Json(issued).into_response(),
+        Err(refused) => OAuthError::from(refused).into_response(),
+    };
     let answer = match OAuthForm::<TokenRequest>::from_request(request, &state).await {
         Ok(OAuthForm(form)) if form.grant_type == "authorization_code" => {
-            match redeem(&state, form).await {
-                Ok(issued) => axum::Json(issued).into_response(),
-                Err(refused) => OAuthError::from(refused).into_response(),
-            }
+            answered(redeem(&state, form).await)
+        }
+        Ok(OAuthForm(form)) if form.grant_type == REFRESH_GRANT => {
+            answered(refresh(&state, form).await)
         }
         Ok(OAuthForm(form)) => {
             let mut shown = form.grant_type;
@@ -162,6 +178,17 @@ pub(crate) async fn token(
         Err(refused) => refused.into_response(),
     };
     open_to_any_origin(answer)
+}
+
+/// A new refresh token (`mrt_` and 43 base64url characters: 256 random
+/// bits) and its SHA-256, which is all that is stored.
+fn new_refresh_token() -> (String, Vec<u8>) {
+    let token = format!(
+        "{REFRESH_PREFIX}{}",
+        URL_SAFE_NO_PAD.encode(random::bytes::<32>())
+    );
+    let hash = Sha256::digest(token.as_bytes()).to_vec();
+    (token, hash)
 }
 
 fn code_invalid(detail: &str) -> ApiError {
@@ -222,7 +249,28 @@ async fn redeem(state: &AppState, form: TokenRequest) -> ApiResult<TokenResponse
             ));
         }
     }
-    let redemption = redemption(state, &stored, code_hash, now)?;
+    // A client deleted since the consent redeems nothing; one registered
+    // for `refresh_token` gets a refresh token (plan §1.4). A used code
+    // goes on to the ledger whatever its client, to revoke what it issued.
+    let refresh = if stored.used_at.is_none() {
+        let (org, client_id) = (stored.org, stored.client_id.clone());
+        let Some(client) = state
+            .store
+            .lookup(move |conn| Ok::<_, QueryError>(rows::client(conn, org, &client_id)?))
+            .await?
+        else {
+            return Err(code_invalid(UNKNOWN));
+        };
+        client
+            .grant_types
+            .iter()
+            .any(|kind| kind == REFRESH_GRANT)
+            .then(new_refresh_token)
+    } else {
+        None
+    };
+    let mut redemption = redemption(state, &stored, code_hash, now)?;
+    redemption.refresh_hash = refresh.as_ref().map(|(_, hash)| hash.clone());
     let ttl = redemption.access_ttl_seconds;
     match state
         .write(move |ledger| ledger.redeem_code(redemption, now))
@@ -233,6 +281,7 @@ async fn redeem(state: &AppState, form: TokenRequest) -> ApiResult<TokenResponse
             token_type: "Bearer".to_owned(),
             expires_in: u64::try_from(access.exp - now.s()).unwrap_or(ttl),
             scope: format(&access.svc_scope).ok(),
+            refresh_token: refresh.map(|(token, _)| token),
         }),
         Redeemed::Replayed => Err(code_invalid(
             "the code was used before: what it issued is revoked (RFC 6749 §4.1.2)",
@@ -255,22 +304,13 @@ fn redemption(
         return Err(ApiError::internal("a code of an unknown sign-in"));
     }
     let human = HumanRef::parse(&code.human_ref).map_err(ApiError::internal)?;
-    let mut root = issue_root(
+    let mut root = root_claims(
+        state,
         choice.token_request(),
-        RootIssue {
-            issuer: state.config.issuer.clone(),
-            human,
-            level: AssuranceLevel::L1,
-            now: now.s(),
-            jti: random::ulid(now),
-            provenance: random::ulid(now),
-            status: None,
-        },
-    )
-    .map_err(|e| match e {
-        IssueError::TtlOutOfRange => LedgerError::TtlOutOfRange(e).into(),
-        other => ApiError::internal(other),
-    })?;
+        human,
+        AssuranceLevel::L1,
+        now,
+    )?;
     // RFC 8707 §2: the token is for the resource the request named.
     root.aud = code
         .resource
@@ -291,6 +331,9 @@ fn redemption(
         scope: format(&root.svc_scope).unwrap_or_default(),
         created_at: now.ms(),
         expires_at: root.exp.saturating_mul(1000),
+        last_used_at: now.ms(),
+        revoked_at: None,
+        revoke_reason: None,
     };
     Ok(Redemption {
         code_hash,
@@ -301,7 +344,141 @@ fn redemption(
         grant,
         access_ttl_seconds: state.config.oauth.access_token_ttl_seconds.get(),
         access_jti: random::ulid(now),
+        refresh_hash: None,
         status_base: public_base(state),
         key: state.keys.current().active.clone(),
     })
+}
+
+/// The `refresh_token` grant (RFC 6749 §6): the current refresh token of a
+/// live grant, for the grant's client; `resource`, when sent, the grant's
+/// (RFC 8707 §2.2); `scope`, when sent, no wider than the grant (core's
+/// delegation rules narrow the new access token; the grant keeps its
+/// scope). One ledger job rotates the refresh token and renews the grant
+/// root; a refresh token used before revokes the grant (RFC 9700
+/// §4.14.2). Two refreshes with one token at once: one succeeds, the other
+/// is reuse and ends the grant — there is no grace window.
+async fn refresh(state: &AppState, form: TokenRequest) -> ApiResult<TokenResponse> {
+    let now = state.clock.now();
+    let token = required(form.refresh_token.as_ref(), "refresh_token")?;
+    let client_id = required(form.client_id.as_ref(), "client_id")?.to_owned();
+    let scope = form
+        .scope
+        .as_deref()
+        .map(RequestedScope::parse)
+        .transpose()
+        .map_err(|why| ApiError::bad_request(why.code(), why.to_string()))?;
+    let (next, next_hash) = new_refresh_token();
+    let oauth = &state.config.oauth;
+    let job = Refresh {
+        token_hash: Sha256::digest(token.as_bytes()).to_vec(),
+        client_id,
+        resource: form.resource,
+        scope,
+        next_hash,
+        idle_seconds: i64::try_from(oauth.refresh_idle_days.get().saturating_mul(DAY_SECONDS))
+            .unwrap_or(i64::MAX),
+        access_ttl_seconds: oauth.access_token_ttl_seconds.get(),
+        access_jti: random::ulid(now),
+        status_base: public_base(state),
+        key: state.keys.current().active.clone(),
+    };
+    let ttl = job.access_ttl_seconds;
+    match state.write(move |ledger| ledger.refresh(job, now)).await? {
+        Refreshed::Issued { access, compact } => Ok(TokenResponse {
+            access_token: compact,
+            token_type: "Bearer".to_owned(),
+            expires_in: u64::try_from(access.exp - now.s()).unwrap_or(ttl),
+            scope: format(&access.svc_scope).ok(),
+            refresh_token: Some(next),
+        }),
+        Refreshed::Refused(RefreshRefusal::Unknown) => Err(ApiError::bad_request(
+            "refresh_token_invalid",
+            "the refresh token is unknown, or was issued to another client",
+        )),
+        Refreshed::Refused(RefreshRefusal::Resource) => Err(ApiError::bad_request(
+            "resource_mismatch",
+            "resource must be the grant's (RFC 8707 §2.2)",
+        )),
+        Refreshed::Refused(RefreshRefusal::Scope(widening)) => Err(ApiError::bad_request(
+            "scope_widening",
+            format!("scope may only narrow the grant (RFC 6749 §6): {widening}"),
+        )),
+        Refreshed::Refused(RefreshRefusal::Family(why)) => {
+            Err(ApiError::bad_request(why.code(), why.to_string()))
+        }
+    }
+}
+
+/// Token revocation (RFC 7009 §2.1): a form naming `token`, with
+/// `token_type_hint` and `client_id` optional. A refresh token ends its
+/// whole grant (the grant root revoked, so every access token of it); an
+/// access token of a grant is revoked alone. An unknown, invalid, expired
+/// or already revoked token is answered 200 like a revoked one (§2.2).
+/// When `client_id` is given and the token was issued to another client,
+/// nothing is revoked and the answer is `unauthorized_client` (§2.1: the
+/// server verifies the token was issued to the client asking). The hint
+/// is not needed: the two kinds of token differ by their form. CORS `*`.
+#[utoipa::path(
+    post,
+    path = "/v1/oauth/revoke",
+    operation_id = "oauth_revoke",
+    tag = "oauth",
+    request_body(content = RevocationRequest, content_type = "application/x-www-form-urlencoded"),
+    responses(
+        (status = 200, description = "Revoked, or nothing to revoke (RFC 7009 §2.2); no body"),
+        (status = 400, description = "An OAuth error (RFC 7009 §2.2.1)", body = OAuthErrorBody),
+        (status = 404, description = "`[oauth]` is off", body = crate::error::Problem, content_type = "application/problem+json"),
+        (status = 503, description = "Storage cannot take writes right now (`temporarily_unavailable`)", body = OAuthErrorBody)
+    )
+)]
+pub(crate) async fn revoke(
+    State(state): State<AppState>,
+    request: axum::extract::Request,
+) -> Response {
+    if let Err(off) = issuer(&state, REVOKE_PATH) {
+        return off.into_response();
+    }
+    let answer = match OAuthForm::<RevocationRequest>::from_request(request, &state).await {
+        Ok(OAuthForm(form)) => match revoke_token(&state, form).await {
+            Ok(()) => axum::http::StatusCode::OK.into_response(),
+            Err(refused) => OAuthError::from(refused).into_response(),
+        },
+        Err(refused) => refused.into_response(),
+    };
+    open_to_any_origin(answer)
+}
+
+async fn revoke_token(state: &AppState, form: RevocationRequest) -> ApiResult<()> {
+    let now = state.clock.now();
+    let client_id = form.client_id;
+    let done = if form.token.starts_with(REFRESH_PREFIX) {
+        let hash = Sha256::digest(form.token.as_bytes()).to_vec();
+        state
+            .write(move |ledger| ledger.revoke_refresh_token(&hash, client_id.as_deref(), now))
+            .await?
+    } else {
+        // Only a token this server signed names a token to revoke: a
+        // forged one naming another's jti revokes nothing.
+        let options = VerifyOptions {
+            issuer: Some(state.config.issuer.clone()),
+            ..VerifyOptions::default()
+        };
+        let Ok(verified) =
+            verify_ignoring_lifetime(&form.token, &state.keys.current().jwks, &options)
+        else {
+            return Ok(());
+        };
+        let access = verified.claims;
+        state
+            .write(move |ledger| ledger.revoke_access_token(&access, client_id.as_deref(), now))
+            .await?
+    };
+    match done {
+        ClientRevocation::Done => Ok(()),
+        ClientRevocation::OtherClient => Err(ApiError::bad_request(
+            "client_mismatch",
+            "the token was not issued to this client_id: nothing was revoked (RFC 7009 §2.1)",
+        )),
+    }
 }

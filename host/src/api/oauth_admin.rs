@@ -4,20 +4,29 @@
 //! a browser back to. Every operation needs `manage_clients` (owners);
 //! another organisation's client answers exactly like one that does not
 //! exist; with `[oauth]` off the paths answer 404, as if unrouted.
+//!
+//! And the grants consents made (what each client holds for each human):
+//! listed with `read` — a developer key sees its own human's only — and
+//! revoked with `revoke`, which ends the grant as RFC 7009 revocation of
+//! its refresh token does.
 
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use mandate_core::oauth::redirect::RedirectUri;
+use mandate_core::{Identity, Role, human_ref};
+use serde::Deserialize;
+use utoipa::IntoParams;
 
 use super::docs::Errors;
 use super::extract::{ApiKeyAuth, Json};
 use super::input;
+use super::query::{Query, limit};
 use crate::clock::iso_ms;
 use crate::error::{ApiError, ApiResult};
 use crate::ledger::LedgerError;
-use crate::model::oauth::{ClientBody, ClientList, CreateClientRequest};
+use crate::model::oauth::{ClientBody, ClientList, CreateClientRequest, GrantBody, GrantList};
 use crate::queries::QueryError;
-use crate::store::oauth::{self as rows, OAuthClient};
+use crate::store::oauth::{self as rows, OAuthClient, OAuthGrant};
 use crate::{AppState, random};
 
 /// Longest client name, in characters.
@@ -199,6 +208,130 @@ pub(crate) async fn delete_client(
     let org = principal.org;
     state
         .write(move |ledger| ledger.delete_client(org, &client_id, now))
+        .await
+        .map_err(|error: LedgerError| ApiError::from(error))?;
+    Ok(StatusCode::NO_CONTENT)
+}
+
+/// Grants listed at once by default, and at most.
+const DEFAULT_GRANTS: u32 = 100;
+const MAX_GRANTS: u32 = 500;
+
+/// `GET /v1/oauth/grants`: whose grants.
+#[derive(Debug, Clone, Deserialize, IntoParams)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct GrantsQuery {
+    /// Only this human's (`sha256:<hex>`, as a grant shows it). A
+    /// developer key sees its own human's only: naming another is 403.
+    pub(crate) human_ref: Option<String>,
+    /// Only this client's.
+    pub(crate) client_id: Option<String>,
+    /// At most this many, newest first (1–500, default 100).
+    #[param(minimum = 1, maximum = 500)]
+    pub(crate) limit: Option<u32>,
+}
+
+fn grant_body(grant: OAuthGrant) -> GrantBody {
+    GrantBody {
+        grant_id: grant.grant_id,
+        human_ref: grant.human_ref,
+        client_id: grant.client_id,
+        client_name: grant.client_name,
+        client_host: grant.client_host,
+        resource: grant.resource,
+        agent_id: grant.agent_id,
+        root_jti: grant.root_jti,
+        scope: grant.scope,
+        created_at: iso_ms(grant.created_at),
+        expires_at: iso_ms(grant.expires_at),
+        last_used_at: iso_ms(grant.last_used_at),
+        revoked_at: grant.revoked_at.map(iso_ms),
+        revoke_reason: grant.revoke_reason,
+    }
+}
+
+/// The grants of the organisation's consents, newest first: one human's,
+/// one client's, or all. A developer key sees its own human's only (the
+/// human its e-mail names).
+#[utoipa::path(
+    get,
+    path = "/v1/oauth/grants",
+    tag = "oauth",
+    params(GrantsQuery),
+    responses((status = 200, description = "The grants", body = GrantList), Errors)
+)]
+pub(crate) async fn list_grants(
+    State(state): State<AppState>,
+    ApiKeyAuth(principal): ApiKeyAuth,
+    Query(query): Query<GrantsQuery>,
+) -> ApiResult<axum::Json<GrantList>> {
+    oauth_on(&state, "/v1/oauth/grants")?;
+    let limit = limit(query.limit, DEFAULT_GRANTS, MAX_GRANTS)?;
+    let human = if principal.role == Role::Developer {
+        let own = principal
+            .email
+            .as_deref()
+            .and_then(|email| Identity::email(email).ok())
+            .map(|identity| {
+                human_ref(&state.human_secret, &identity)
+                    .as_str()
+                    .to_owned()
+            })
+            .ok_or_else(|| {
+                ApiError::forbidden(
+                    "human_not_yours",
+                    "a developer key without an e-mail has no grants",
+                )
+            })?;
+        if query.human_ref.as_ref().is_some_and(|asked| *asked != own) {
+            return Err(ApiError::forbidden(
+                "human_not_yours",
+                "a developer key sees its own human's grants only",
+            ));
+        }
+        Some(own)
+    } else {
+        query.human_ref
+    };
+    let org = principal.org;
+    let client_id = query.client_id;
+    let grants = state
+        .store
+        .lookup(move |conn| {
+            Ok::<_, QueryError>(rows::grants(
+                conn,
+                org,
+                human.as_deref(),
+                client_id.as_deref(),
+                limit,
+            )?)
+        })
+        .await?;
+    Ok(axum::Json(GrantList {
+        grants: grants.into_iter().map(grant_body).collect(),
+    }))
+}
+
+/// Revokes a grant: its root is revoked, and with it every access token
+/// the grant issued; its refresh token refreshes no more. Revoking a
+/// revoked grant changes nothing.
+#[utoipa::path(
+    delete,
+    path = "/v1/oauth/grants/{grant_id}",
+    tag = "oauth",
+    params(("grant_id" = String, Path, description = "The grant, `ogr_<ulid>`")),
+    responses((status = 204, description = "Revoked"), Errors)
+)]
+pub(crate) async fn revoke_grant(
+    State(state): State<AppState>,
+    ApiKeyAuth(principal): ApiKeyAuth,
+    Path(grant_id): Path<String>,
+) -> ApiResult<StatusCode> {
+    oauth_on(&state, "/v1/oauth/grants/{grant_id}")?;
+    let now = state.clock.now();
+    let org = principal.org;
+    state
+        .write(move |ledger| ledger.revoke_grant(org, &grant_id, now))
         .await
         .map_err(|error: LedgerError| ApiError::from(error))?;
     Ok(StatusCode::NO_CONTENT)

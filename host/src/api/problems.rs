@@ -108,6 +108,7 @@ impl From<LedgerError> for ApiError {
             LedgerError::TooManyWebhooks => ApiError::conflict("too_many_webhooks", message),
             LedgerError::UnknownClient => ApiError::not_found("client_not_found", message),
             LedgerError::TooManyClients => ApiError::conflict("too_many_clients", message),
+            LedgerError::UnknownGrant => ApiError::not_found("grant_not_found", message),
             LedgerError::RequestAnswered => ApiError::conflict("request_answered", message),
             LedgerError::UnknownAgent => ApiError::not_found("agent_not_found", message),
             LedgerError::UnknownVouch => ApiError::not_found("vouch_not_found", message),

@@ -24,6 +24,11 @@ pub enum OAuthErrorCode {
     InvalidGrant,
     /// The `resource` is not the one authorized (RFC 8707 §2).
     InvalidTarget,
+    /// The `scope` is malformed or wider than the grant (RFC 6749 §5.2).
+    InvalidScope,
+    /// The token was issued to another client (RFC 7009 §2.1; RFC 6749
+    /// §5.2).
+    UnauthorizedClient,
     /// The `grant_type` is not one this server supports.
     UnsupportedGrantType,
     /// The server failed (RFC 6749 §4.1.2.1 names it for the authorization
@@ -40,6 +45,8 @@ impl OAuthErrorCode {
             OAuthErrorCode::InvalidRequest => "invalid_request",
             OAuthErrorCode::InvalidGrant => "invalid_grant",
             OAuthErrorCode::InvalidTarget => "invalid_target",
+            OAuthErrorCode::InvalidScope => "invalid_scope",
+            OAuthErrorCode::UnauthorizedClient => "unauthorized_client",
             OAuthErrorCode::UnsupportedGrantType => "unsupported_grant_type",
             OAuthErrorCode::ServerError => "server_error",
             OAuthErrorCode::TemporarilyUnavailable => "temporarily_unavailable",
@@ -54,18 +61,30 @@ impl OAuthErrorCode {
 #[rustfmt::skip]
 pub const OAUTH_ERRORS: &[(&str, OAuthErrorCode)] = &[
     ("agent_not_yours",        OAuthErrorCode::InvalidGrant),
+    ("client_mismatch",        OAuthErrorCode::UnauthorizedClient),
     ("code_invalid",           OAuthErrorCode::InvalidGrant),
     ("code_verifier_invalid",  OAuthErrorCode::InvalidRequest),
     ("code_verifier_mismatch", OAuthErrorCode::InvalidGrant),
     ("code_verifier_missing",  OAuthErrorCode::InvalidRequest),
     ("form_malformed",         OAuthErrorCode::InvalidRequest),
     ("form_required",          OAuthErrorCode::InvalidRequest),
+    ("grant_exhausted",        OAuthErrorCode::InvalidGrant),
+    ("grant_expired",          OAuthErrorCode::InvalidGrant),
+    ("grant_idle",             OAuthErrorCode::InvalidGrant),
+    ("grant_revoked",          OAuthErrorCode::InvalidGrant),
     ("grant_type_unsupported", OAuthErrorCode::UnsupportedGrantType),
     ("parameter_missing",      OAuthErrorCode::InvalidRequest),
     ("parameter_repeated",     OAuthErrorCode::InvalidRequest),
     ("payload_too_large",      OAuthErrorCode::InvalidRequest),
     ("redirect_uri_mismatch",  OAuthErrorCode::InvalidGrant),
+    ("refresh_token_invalid",  OAuthErrorCode::InvalidGrant),
+    ("refresh_token_reused",   OAuthErrorCode::InvalidGrant),
+    ("refresh_token_unknown",  OAuthErrorCode::InvalidGrant),
     ("resource_mismatch",      OAuthErrorCode::InvalidTarget),
+    ("scope_malformed",        OAuthErrorCode::InvalidScope),
+    ("scope_token_invalid",    OAuthErrorCode::InvalidScope),
+    ("scope_too_long",         OAuthErrorCode::InvalidScope),
+    ("scope_widening",         OAuthErrorCode::InvalidScope),
     ("unreadable_body",        OAuthErrorCode::InvalidRequest),
 ];
 

@@ -60,7 +60,9 @@ pub use approvals::{ApprovalView, EXPIRY_BATCH, approval_id_of};
 pub use authority::{Delegated, Delegation, REVOKED_LIST_LIMIT, Refusal, Revoked, Revoker};
 pub use idempotency::{IdempotencyKey, Reply};
 pub use log::LogSetup;
-pub use oauth::{CODE_REPLAYED, MAX_CLIENTS_PER_ORG, Redeemed, Redemption};
+pub use oauth::{
+    ClientRevocation, MAX_CLIENTS_PER_ORG, Redeemed, Redemption, Refresh, RefreshRefusal, Refreshed,
+};
 pub use orgs::{NewOrg, OrgCreated, create_org};
 pub use trust::{NOT_ITS_AGENT, NewVouch, VouchBy};
 pub use webhooks::{AttemptMade, DISABLED_BY_OWNER, NewWebhook, RoundReport, WebhookChange};
@@ -228,6 +230,9 @@ pub enum LedgerError {
         "the organisation has {MAX_CLIENTS_PER_ORG} OAuth clients, as many as it may; delete one first"
     )]
     TooManyClients,
+    /// No OAuth grant of the caller's organisation has this id.
+    #[error("no OAuth grant of this organisation has this id")]
+    UnknownGrant,
     /// A code answers this sealed authorization request already.
     #[error("this authorization request was approved already; start again from the client")]
     RequestAnswered,

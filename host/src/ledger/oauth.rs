@@ -1,17 +1,23 @@
 //! OAuth on the write side: an owner registers and deletes its
-//! organisation's public clients; a human's approval stores a code. Every
-//! write takes its organisation's lock first (PostgreSQL), as every write
-//! does.
+//! organisation's public clients; a human's approval stores a code; a
+//! code's redemption stores the grant; a refresh rotates the grant's
+//! refresh token (core's `oauth::family` judges each step); a revocation
+//! ends a grant or one access token. Every write takes its organisation's
+//! lock first (PostgreSQL), as every write does.
 
 use std::sync::Arc;
 
-use mandate_core::{Claims, Jti, Renewal, SigningKey, Ulid, renew};
+use mandate_core::oauth::family::{
+    FamilyError, FamilyEvent, FamilyState, RevokeReason, transition,
+};
+use mandate_core::{Claims, IssueError, Jti, Renewal, SigningKey, Ulid, renew, renew_within};
 
 use super::Revoker;
 use super::{Ledger, LedgerError, internal};
 use crate::clock::Now;
 use crate::store::oauth::{self as rows, OAuthClient, OAuthCode, OAuthGrant};
 use crate::store::orgs::Org;
+use crate::store::tokens;
 
 /// The most clients an organisation may have registered at once.
 pub const MAX_CLIENTS_PER_ORG: u64 = 100;
@@ -77,6 +83,9 @@ pub struct Redemption {
     pub access_ttl_seconds: u64,
     /// The access token's id.
     pub access_jti: Ulid,
+    /// SHA-256 of the refresh token to store as generation 0; none when
+    /// the client may not refresh.
+    pub refresh_hash: Option<Vec<u8>>,
     /// The server's public address, for the status lists.
     pub status_base: String,
     pub key: Arc<SigningKey>,
@@ -98,17 +107,15 @@ pub enum Redeemed {
     Invalid,
 }
 
-/// Why a grant was revoked when its code came back.
-pub const CODE_REPLAYED: &str = "code_replayed";
-
 impl Ledger {
     /// Redeems a code, in one transaction: unused and unexpired, its grant
     /// root is stored (the path every root token takes: its agent
     /// registered to the human, a status entry, a log leaf, its workflow
     /// opened), the human labelled, the first access token stored as the
-    /// root's renewal, the grant row written and the code marked used.
-    /// A code used before revokes its grant's root — and with it every
-    /// token the grant issued — and marks the grant revoked.
+    /// root's renewal, the grant row written with its first refresh token
+    /// (when the client may refresh) and the code marked used. A code used
+    /// before revokes its grant's root — and with it every token the grant
+    /// issued — and marks the grant revoked.
     pub fn redeem_code(
         &mut self,
         redemption: Redemption,
@@ -124,7 +131,7 @@ impl Ledger {
         };
         if code.used_at.is_some() {
             if let Some(grant_id) = &code.grant_id {
-                self.revoke_grant_root(code.org, grant_id, now)?;
+                self.end_grant(grant_id, RevokeReason::CodeReplayed, now)?;
             }
             return Ok(Redeemed::Replayed);
         }
@@ -140,6 +147,7 @@ impl Ledger {
             grant,
             access_ttl_seconds,
             access_jti,
+            refresh_hash,
             status_base,
             key,
             ..
@@ -164,6 +172,9 @@ impl Ledger {
             ..grant
         };
         rows::insert_grant(&self.conn, &grant)?;
+        if let Some(refresh_hash) = &refresh_hash {
+            rows::insert_refresh_token(&self.conn, refresh_hash, &grant.grant_id, 0, now.ms())?;
+        }
         rows::use_code(&self.conn, &code.code_hash, now.ms(), &grant.grant_id)?;
         Ok(Redeemed::Issued {
             access: Box::new(access),
@@ -171,14 +182,298 @@ impl Ledger {
         })
     }
 
-    /// Revokes what a grant issued (its root, and so the chain) and marks
-    /// the grant revoked because its code was replayed.
-    fn revoke_grant_root(&mut self, org: Org, grant_id: &str, now: Now) -> Result<(), LedgerError> {
-        if let Some(root) = rows::grant_root(&self.conn, grant_id)? {
-            let root = Jti::parse(&root).map_err(internal)?;
-            self.revoke(&root, Some(CODE_REPLAYED), &Revoker::ApiKey(org), now)?;
+    /// Ends the grant `grant_id` for `reason`, unless it ended before
+    /// (core's family: revoking a revoked grant is refused, and changes
+    /// nothing): its root is revoked — and with it every token the grant
+    /// issued, their status bits and log leaves — and the grant row marked.
+    /// The caller holds the grant's organisation's lock.
+    fn end_grant(
+        &mut self,
+        grant_id: &str,
+        reason: RevokeReason,
+        now: Now,
+    ) -> Result<(), LedgerError> {
+        let grant =
+            rows::grant(&self.conn, grant_id)?.ok_or_else(|| internal("a grant row vanished"))?;
+        if transition(family_state(&grant, None), FamilyEvent::Revoke(reason)).is_err() {
+            return Ok(());
         }
-        rows::revoke_grant(&self.conn, grant_id, now.ms(), CODE_REPLAYED)?;
+        let root = Jti::parse(&grant.root_jti).map_err(internal)?;
+        self.revoke(
+            &root,
+            Some(reason.as_str()),
+            &Revoker::ApiKey(grant.org),
+            now,
+        )?;
+        rows::revoke_grant(&self.conn, grant_id, now.ms(), reason.as_str())?;
         Ok(())
+    }
+}
+
+/// A family's state from its grant row: revoked when the row says so,
+/// else active at the current generation (`current`, none before any
+/// refresh token).
+fn family_state(grant: &OAuthGrant, current: Option<u64>) -> FamilyState {
+    match (&grant.revoked_at, &grant.revoke_reason) {
+        (Some(_), reason) => FamilyState::Revoked(
+            reason
+                .as_deref()
+                .and_then(|text| serde_json::from_value(serde_json::Value::from(text)).ok())
+                .unwrap_or(RevokeReason::Revoked),
+        ),
+        (None, _) => FamilyState::Active {
+            generation: current.unwrap_or(0),
+            last_used_at: grant.last_used_at.div_euclid(1000),
+            expires_at: grant.expires_at.div_euclid(1000),
+        },
+    }
+}
+
+/// A refresh (RFC 6749 §6) as the token endpoint read it, for
+/// [`Ledger::refresh`].
+#[derive(Debug)]
+pub struct Refresh {
+    /// SHA-256 of the refresh token presented.
+    pub token_hash: Vec<u8>,
+    pub client_id: String,
+    /// The `resource` parameter, if sent.
+    pub resource: Option<String>,
+    /// The `scope` parameter read against nothing yet: the scope asked
+    /// for is made of it and the grant's (`RequestedScope::within`) here.
+    pub scope: Option<mandate_core::oauth::scope::RequestedScope>,
+    /// SHA-256 of the next generation's refresh token.
+    pub next_hash: Vec<u8>,
+    /// `[oauth] refresh_idle_days`, in seconds.
+    pub idle_seconds: i64,
+    pub access_ttl_seconds: u64,
+    pub access_jti: Ulid,
+    pub status_base: String,
+    pub key: Arc<SigningKey>,
+}
+
+/// What a refresh did.
+#[derive(Debug)]
+pub enum Refreshed {
+    /// The presented token is used, the next one stored, and a new access
+    /// token issued.
+    Issued {
+        access: Box<Claims>,
+        compact: String,
+    },
+    /// Refused; a reused token's refusal revoked the grant, in this
+    /// transaction.
+    Refused(RefreshRefusal),
+}
+
+/// Why a refresh was refused.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum RefreshRefusal {
+    /// No such refresh token, another client's, or its client deleted.
+    Unknown,
+    /// `resource` is not the grant's (RFC 8707 §2.2).
+    Resource,
+    /// `scope` is wider than the grant (RFC 6749 §6); the widening.
+    Scope(String),
+    /// What core's family said: reused, expired, idle, revoked.
+    Family(FamilyError),
+}
+
+/// What RFC 7009 revocation did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ClientRevocation {
+    /// The token is revoked, or was already, or is unknown here: the same
+    /// answer (RFC 7009 §2.2).
+    Done,
+    /// `client_id` was given and the token's grant is another client's:
+    /// nothing revoked (RFC 7009 §2.1).
+    OtherClient,
+}
+
+impl Ledger {
+    /// A refresh, in one transaction (plan §3.2): the presented refresh
+    /// token, its grant and the grant root read under the organisation's
+    /// lock; core's `family::transition` judges it. The current token,
+    /// for the grant's client and `resource`, rotates: it is marked used,
+    /// the next generation stored, the grant's last use moved, and an
+    /// access token issued as a renewal of the grant root (narrowed to
+    /// `scope` by core's delegation rules when asked). An older token is
+    /// reuse (RFC 9700 §4.14.2): the grant is ended here — root and every
+    /// token under it revoked — and the refresh refused; that refusal
+    /// commits. A grant whose root was revoked by another path ends as
+    /// `root_revoked`.
+    pub fn refresh(&mut self, refresh: Refresh, now: Now) -> Result<Refreshed, LedgerError> {
+        let refuse = |why| Ok(Refreshed::Refused(why));
+        let Some(presented) = rows::refresh_token(&self.conn, &refresh.token_hash)? else {
+            return refuse(RefreshRefusal::Unknown);
+        };
+        let org = rows::grant(&self.conn, &presented.grant_id)?
+            .ok_or_else(|| internal("a refresh token's grant vanished"))?
+            .org;
+        self.enter(org)?;
+        // Read again under the organisation's lock (PostgreSQL).
+        let presented = rows::refresh_token(&self.conn, &refresh.token_hash)?
+            .ok_or_else(|| internal("a refresh token vanished"))?;
+        let grant = rows::grant(&self.conn, &presented.grant_id)?
+            .ok_or_else(|| internal("a refresh token's grant vanished"))?;
+        let current = rows::current_generation(&self.conn, &grant.grant_id)?;
+        let root_jti = Jti::parse(&grant.root_jti).map_err(internal)?;
+        let root = self
+            .token(&root_jti)?
+            .ok_or_else(|| internal("a grant root vanished"))?;
+        // The current token's request is checked before the family moves,
+        // and a refusal leaves it current; any presentation of an older
+        // one is reuse, whatever it asks.
+        if presented.used_at.is_none() {
+            if refresh.client_id != grant.client_id
+                || rows::client(&self.conn, org, &grant.client_id)?.is_none()
+            {
+                return refuse(RefreshRefusal::Unknown);
+            }
+            if let Some(resource) = &refresh.resource
+                && Some(resource) != grant.resource.as_ref()
+            {
+                return refuse(RefreshRefusal::Resource);
+            }
+        }
+        if grant.revoked_at.is_none() && root.standing.revoked {
+            self.end_grant(&grant.grant_id, RevokeReason::RootRevoked, now)?;
+            return refuse(RefreshRefusal::Family(FamilyError::Revoked));
+        }
+        let event = FamilyEvent::Refresh {
+            presented: presented.generation,
+            now: now.s(),
+            idle_seconds: refresh.idle_seconds,
+        };
+        let next = match transition(family_state(&grant, current), event) {
+            Ok(FamilyState::Active { generation, .. }) => generation,
+            Ok(_) => return Err(internal("a refresh left its family inactive")),
+            Err(refusal) => {
+                if let FamilyState::Revoked(reason) = refusal.state
+                    && grant.revoked_at.is_none()
+                {
+                    self.end_grant(&grant.grant_id, reason, now)?;
+                }
+                return refuse(RefreshRefusal::Family(refusal.error));
+            }
+        };
+        let renewal = Renewal {
+            now: now.s(),
+            ttl_seconds: refresh.access_ttl_seconds,
+            holder: None,
+            jti: refresh.access_jti,
+            status: None,
+        };
+        let renewed = match refresh
+            .scope
+            .as_ref()
+            .map(|asked| asked.within(&root.claims.svc_scope))
+        {
+            None => renew(&root.claims, renewal),
+            Some(Ok(scope)) => renew_within(&root.claims, renewal, scope),
+            Some(Err(why)) => return refuse(RefreshRefusal::Scope(why.to_string())),
+        };
+        let mut access = match renewed {
+            Ok(access) => access,
+            Err(IssueError::Widening(widening)) => {
+                return refuse(RefreshRefusal::Scope(widening.to_string()));
+            }
+            Err(IssueError::ParentExpired) => {
+                return refuse(RefreshRefusal::Family(FamilyError::Expired));
+            }
+            Err(other) => return Err(internal(other)),
+        };
+        let compact = self.issue_renewal(
+            org,
+            &root.claims,
+            &mut access,
+            &refresh.status_base,
+            &refresh.key,
+            now.ms(),
+        )?;
+        rows::insert_refresh_token(
+            &self.conn,
+            &refresh.next_hash,
+            &grant.grant_id,
+            next,
+            now.ms(),
+        )?;
+        rows::use_refresh_token(
+            &self.conn,
+            &presented.token_hash,
+            now.ms(),
+            &refresh.next_hash,
+        )?;
+        rows::touch_grant(&self.conn, &grant.grant_id, now.ms())?;
+        Ok(Refreshed::Issued {
+            access: Box::new(access),
+            compact,
+        })
+    }
+
+    /// RFC 7009 for a refresh token: its whole grant ends
+    /// (`client_revoked`; §2.1: the access tokens of the grant go with it).
+    /// `client_id`, when given, must be the grant's client.
+    pub fn revoke_refresh_token(
+        &mut self,
+        token_hash: &[u8],
+        client_id: Option<&str>,
+        now: Now,
+    ) -> Result<ClientRevocation, LedgerError> {
+        let Some(presented) = rows::refresh_token(&self.conn, token_hash)? else {
+            return Ok(ClientRevocation::Done);
+        };
+        let grant = rows::grant(&self.conn, &presented.grant_id)?
+            .ok_or_else(|| internal("a refresh token's grant vanished"))?;
+        self.enter(grant.org)?;
+        if client_id.is_some_and(|client| client != grant.client_id) {
+            return Ok(ClientRevocation::OtherClient);
+        }
+        self.end_grant(&grant.grant_id, RevokeReason::ClientRevoked, now)?;
+        Ok(ClientRevocation::Done)
+    }
+
+    /// RFC 7009 for an access token (`access`, verified by the caller): if
+    /// it is a grant's — a renewal of a grant root — it is revoked, and
+    /// nothing else. `client_id`, when given, must be the grant's client.
+    /// A token of no grant is none of the authorization server's: nothing.
+    pub fn revoke_access_token(
+        &mut self,
+        access: &Claims,
+        client_id: Option<&str>,
+        now: Now,
+    ) -> Result<ClientRevocation, LedgerError> {
+        let Some(parent) = &access.svc_parent else {
+            return Ok(ClientRevocation::Done);
+        };
+        let Some(root) = tokens::jti_by_jth(&self.conn, parent)? else {
+            return Ok(ClientRevocation::Done);
+        };
+        let Some(grant) = rows::grant_of_root(&self.conn, root.as_str())? else {
+            return Ok(ClientRevocation::Done);
+        };
+        self.enter(grant.org)?;
+        if client_id.is_some_and(|client| client != grant.client_id) {
+            return Ok(ClientRevocation::OtherClient);
+        }
+        match self.revoke(
+            &access.jti,
+            Some(RevokeReason::ClientRevoked.as_str()),
+            &Revoker::ApiKey(grant.org),
+            now,
+        ) {
+            Ok(_) | Err(LedgerError::UnknownToken) => Ok(ClientRevocation::Done),
+            Err(other) => Err(other),
+        }
+    }
+
+    /// Revokes the grant `grant_id` of `org` (a person, by the API): its
+    /// root and everything under it. Another organisation's grant is
+    /// unknown; one revoked before stays as it was.
+    pub fn revoke_grant(&mut self, org: Org, grant_id: &str, now: Now) -> Result<(), LedgerError> {
+        self.enter(org)?;
+        match rows::grant(&self.conn, grant_id)? {
+            Some(grant) if grant.org == org => self.end_grant(grant_id, RevokeReason::Revoked, now),
+            _ => Err(LedgerError::UnknownGrant),
+        }
     }
 }

@@ -1,6 +1,7 @@
 //! The bodies of the OAuth authorization server (docs/oauth.md): its
-//! metadata (RFC 8414), the token endpoint's form (RFC 6749 §3.2) and the
-//! owner's API for pre-registered public clients. OAuth's own bodies use
+//! metadata (RFC 8414), the token and revocation endpoints' forms (RFC
+//! 6749 §3.2, RFC 7009 §2.1), the owner's API for pre-registered public
+//! clients and the grants API. OAuth's own bodies use
 //! OAuth's names; the clients API is a Mandate API like any other (JSON,
 //! unknown members refused).
 
@@ -40,11 +41,11 @@ pub struct AuthorizationServerMetadata {
     pub dpop_signing_alg_values_supported: Vec<String>,
 }
 
-/// A token request (RFC 6749 §4.1.3, §6; RFC 8693 §2.1), as a form.
-/// Parameters not listed are ignored (RFC 6749 §3.1).
+/// A token request (RFC 6749 §4.1.3, §6), as a form. Parameters not
+/// listed are ignored (RFC 6749 §3.1).
 #[derive(Debug, Clone, Deserialize, ToSchema)]
 pub struct TokenRequest {
-    /// The grant asked for: `authorization_code`.
+    /// The grant asked for: `authorization_code` or `refresh_token`.
     pub grant_type: String,
     /// The authorization code (`authorization_code`).
     #[serde(default)]
@@ -52,7 +53,7 @@ pub struct TokenRequest {
     /// The `redirect_uri` of the authorization request, exactly.
     #[serde(default)]
     pub redirect_uri: Option<String>,
-    /// The client the code was issued to.
+    /// The client the code or refresh token was issued to (required).
     #[serde(default)]
     pub client_id: Option<String>,
     /// The PKCE verifier (RFC 7636 §4.5).
@@ -62,6 +63,29 @@ pub struct TokenRequest {
     /// request's exactly (RFC 8707 §2.2).
     #[serde(default)]
     pub resource: Option<String>,
+    /// The refresh token (`refresh_token`).
+    #[serde(default)]
+    pub refresh_token: Option<String>,
+    /// `refresh_token`: the scope of the new access token, no wider than
+    /// the grant's; the actions or resource patterns it leaves out are the
+    /// grant's (RFC 6749 §6).
+    #[serde(default)]
+    pub scope: Option<String>,
+}
+
+/// A revocation request (RFC 7009 §2.1), as a form.
+#[derive(Debug, Clone, Deserialize, ToSchema)]
+pub struct RevocationRequest {
+    /// The refresh token (`mrt_…`) or access token to revoke.
+    pub token: String,
+    /// `refresh_token` or `access_token`; read by nobody (the tokens'
+    /// forms tell them apart), accepted as RFC 7009 §2.1 allows.
+    #[serde(default)]
+    pub token_type_hint: Option<String>,
+    /// When given, the token must have been issued to this client, else
+    /// nothing is revoked (`unauthorized_client`).
+    #[serde(default)]
+    pub client_id: Option<String>,
 }
 
 /// A successful token response (RFC 6749 §5.1).
@@ -77,6 +101,11 @@ pub struct TokenResponse {
     /// resource pattern cannot be written as a scope token).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub scope: Option<String>,
+    /// A refresh token (`mrt_…`), when the client is registered for
+    /// `refresh_token`; each refresh answers a new one and uses up the one
+    /// presented.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub refresh_token: Option<String>,
 }
 
 /// `POST /v1/oauth/requests/open`.
@@ -206,4 +235,42 @@ pub struct ClientBody {
 #[derive(Debug, Clone, Serialize, ToSchema)]
 pub struct ClientList {
     pub clients: Vec<ClientBody>,
+}
+
+/// A consent's grant: what a client holds for a human, and whether it
+/// still does.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct GrantBody {
+    /// `ogr_<ulid>`.
+    pub grant_id: String,
+    pub human_ref: String,
+    pub client_id: String,
+    /// The client's name as the consent page showed it.
+    pub client_name: String,
+    /// The host of a client ID metadata document URL, if the client is one.
+    pub client_host: Option<String>,
+    /// The resource server the grant's tokens are for (`aud`).
+    pub resource: Option<String>,
+    pub agent_id: String,
+    /// The grant root: revoking it ends the grant.
+    pub root_jti: String,
+    /// What was granted, as a `scope` parameter.
+    pub scope: String,
+    /// RFC 3339.
+    pub created_at: String,
+    /// RFC 3339: the grant root's `exp`.
+    pub expires_at: String,
+    /// RFC 3339: the redemption or the last refresh.
+    pub last_used_at: String,
+    /// RFC 3339, when revoked.
+    pub revoked_at: Option<String>,
+    /// `refresh_token_reused`, `code_replayed`, `client_revoked`,
+    /// `revoked` (by a person) or `root_revoked`.
+    pub revoke_reason: Option<String>,
+}
+
+/// Grants, newest first.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct GrantList {
+    pub grants: Vec<GrantBody>,
 }

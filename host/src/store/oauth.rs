@@ -4,7 +4,9 @@
 //! `revoked_at`, so its id is never handed out again and what it was
 //! given stays explainable; it is unknown to every API); `oauth_codes`,
 //! authorization codes by the SHA-256 of the code, one per sealed request;
-//! `oauth_grants`, what a redeemed code made. Only the ledger writes them.
+//! `oauth_grants`, what a redeemed code made; `oauth_refresh_tokens`, the
+//! refresh tokens of a grant by the SHA-256 of each, one generation after
+//! another. Only the ledger writes them.
 
 use super::orgs::Org;
 use crate::store::sql::{self, Connection, OptionalExtension, Row, params};
@@ -236,15 +238,46 @@ pub struct OAuthGrant {
     pub created_at: i64,
     /// Unix milliseconds: the grant root's `exp`.
     pub expires_at: i64,
+    /// Unix milliseconds: the redemption or the last refresh.
+    pub last_used_at: i64,
+    /// Unix milliseconds.
+    pub revoked_at: Option<i64>,
+    /// Why it was revoked (core's `family::RevokeReason`, as stored).
+    pub revoke_reason: Option<String>,
+}
+
+const GRANT_COLUMNS: &str = "grant_id, org, human_ref, client_id, client_host, client_name, \
+    resource, agent_id, root_jti, scope, created_at, expires_at, last_used_at, revoked_at, revoke_reason";
+
+fn grant_from_row(row: &Row<'_>) -> sql::Result<OAuthGrant> {
+    let created_at: i64 = row.get("created_at")?;
+    Ok(OAuthGrant {
+        grant_id: row.get("grant_id")?,
+        org: row.get("org")?,
+        human_ref: row.get("human_ref")?,
+        client_id: row.get("client_id")?,
+        client_host: row.get("client_host")?,
+        client_name: row.get("client_name")?,
+        resource: row.get("resource")?,
+        agent_id: row.get("agent_id")?,
+        root_jti: row.get("root_jti")?,
+        scope: row.get("scope")?,
+        created_at,
+        expires_at: row.get("expires_at")?,
+        last_used_at: row
+            .get::<_, Option<i64>>("last_used_at")?
+            .unwrap_or(created_at),
+        revoked_at: row.get("revoked_at")?,
+        revoke_reason: row.get("revoke_reason")?,
+    })
 }
 
 /// Stores a new grant.
 pub fn insert_grant(conn: &Connection, grant: &OAuthGrant) -> sql::Result<()> {
-    conn.prepare_cached(
-        "INSERT INTO oauth_grants (grant_id, org, human_ref, client_id, client_host, client_name,
-            resource, agent_id, root_jti, scope, created_at, expires_at)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
-    )?
+    conn.prepare_cached(&format!(
+        "INSERT INTO oauth_grants ({GRANT_COLUMNS})
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15)"
+    ))?
     .execute(params![
         grant.grant_id,
         grant.org,
@@ -257,16 +290,70 @@ pub fn insert_grant(conn: &Connection, grant: &OAuthGrant) -> sql::Result<()> {
         grant.root_jti,
         grant.scope,
         grant.created_at,
-        grant.expires_at
+        grant.expires_at,
+        grant.last_used_at,
+        grant.revoked_at,
+        grant.revoke_reason
     ])?;
     Ok(())
 }
 
-/// The grant root of `grant_id`, if the grant exists.
-pub fn grant_root(conn: &Connection, grant_id: &str) -> sql::Result<Option<String>> {
-    conn.prepare_cached("SELECT root_jti FROM oauth_grants WHERE grant_id = ?1")?
-        .query_row([grant_id], |row| row.get(0))
-        .optional()
+/// The grant `grant_id`, of whichever organisation.
+pub fn grant(conn: &Connection, grant_id: &str) -> sql::Result<Option<OAuthGrant>> {
+    conn.prepare_cached(&format!(
+        "SELECT {GRANT_COLUMNS} FROM oauth_grants WHERE grant_id = ?1"
+    ))?
+    .query_row([grant_id], grant_from_row)
+    .optional()
+}
+
+/// The grant whose root is `root_jti`, if that token is a grant root.
+pub fn grant_of_root(conn: &Connection, root_jti: &str) -> sql::Result<Option<OAuthGrant>> {
+    conn.prepare_cached(&format!(
+        "SELECT {GRANT_COLUMNS} FROM oauth_grants WHERE root_jti = ?1"
+    ))?
+    .query_row([root_jti], grant_from_row)
+    .optional()
+}
+
+/// The grants of `org`, of one human and one client when named, newest
+/// first, at most `limit`.
+pub fn grants(
+    conn: &Connection,
+    org: Org,
+    human_ref: Option<&str>,
+    client_id: Option<&str>,
+    limit: u32,
+) -> sql::Result<Vec<OAuthGrant>> {
+    // One statement per combination of filters: each is a plain equality
+    // the indexes (org, human_ref) and (org, client_id) serve.
+    let (filter, values): (&str, Vec<&str>) = match (human_ref, client_id) {
+        (None, None) => ("", vec![]),
+        (Some(human), None) => (" AND human_ref = ?3", vec![human]),
+        (None, Some(client)) => (" AND client_id = ?3", vec![client]),
+        (Some(human), Some(client)) => (
+            " AND human_ref = ?3 AND client_id = ?4",
+            vec![human, client],
+        ),
+    };
+    let mut statement = conn.prepare_cached(&format!(
+        "SELECT {GRANT_COLUMNS} FROM oauth_grants WHERE org = ?1{filter}
+         ORDER BY created_at DESC, grant_id DESC LIMIT ?2"
+    ))?;
+    let limit = i64::from(limit);
+    let rows = match values.as_slice() {
+        [] => statement.query_map(params![org, limit], grant_from_row)?,
+        [one] => statement.query_map(params![org, limit, one], grant_from_row)?,
+        [one, two, ..] => statement.query_map(params![org, limit, one, two], grant_from_row)?,
+    };
+    rows.collect()
+}
+
+/// Marks a grant used at `now` (unix milliseconds): a refresh.
+pub fn touch_grant(conn: &Connection, grant_id: &str, now: i64) -> sql::Result<()> {
+    conn.prepare_cached("UPDATE oauth_grants SET last_used_at = ?2 WHERE grant_id = ?1")?
+        .execute(params![grant_id, now])?;
+    Ok(())
 }
 
 /// Marks a grant revoked at `now` (unix milliseconds) for `reason`,
@@ -277,5 +364,85 @@ pub fn revoke_grant(conn: &Connection, grant_id: &str, now: i64, reason: &str) -
          WHERE grant_id = ?1 AND revoked_at IS NULL",
     )?
     .execute(params![grant_id, now, reason])?;
+    Ok(())
+}
+
+/// A refresh token as stored: never the token, only its SHA-256.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RefreshToken {
+    pub token_hash: Vec<u8>,
+    pub grant_id: String,
+    /// 0 for the redemption's, then one more at each refresh.
+    pub generation: u64,
+    /// Unix milliseconds.
+    pub issued_at: i64,
+    /// Unix milliseconds: when it was refreshed with.
+    pub used_at: Option<i64>,
+}
+
+fn refresh_from_row(row: &Row<'_>) -> sql::Result<RefreshToken> {
+    let generation: i64 = row.get("generation")?;
+    Ok(RefreshToken {
+        token_hash: row.get("token_hash")?,
+        grant_id: row.get("grant_id")?,
+        generation: u64::try_from(generation)
+            .map_err(|error| sql::Error::corrupt("generation", error))?,
+        issued_at: row.get("issued_at")?,
+        used_at: row.get("used_at")?,
+    })
+}
+
+/// Stores a grant's refresh token of `generation`.
+pub fn insert_refresh_token(
+    conn: &Connection,
+    token_hash: &[u8],
+    grant_id: &str,
+    generation: u64,
+    now: i64,
+) -> sql::Result<()> {
+    let generation =
+        i64::try_from(generation).map_err(|error| sql::Error::corrupt("generation", error))?;
+    conn.prepare_cached(
+        "INSERT INTO oauth_refresh_tokens (token_hash, grant_id, generation, issued_at)
+         VALUES (?1, ?2, ?3, ?4)",
+    )?
+    .execute(params![token_hash, grant_id, generation, now])?;
+    Ok(())
+}
+
+/// The refresh token whose SHA-256 is `token_hash`, used or not.
+pub fn refresh_token(conn: &Connection, token_hash: &[u8]) -> sql::Result<Option<RefreshToken>> {
+    conn.prepare_cached(
+        "SELECT token_hash, grant_id, generation, issued_at, used_at
+         FROM oauth_refresh_tokens WHERE token_hash = ?1",
+    )?
+    .query_row([token_hash], refresh_from_row)
+    .optional()
+}
+
+/// The newest generation of `grant_id`'s refresh tokens: the current one.
+pub fn current_generation(conn: &Connection, grant_id: &str) -> sql::Result<Option<u64>> {
+    let newest: Option<i64> = conn
+        .prepare_cached("SELECT max(generation) FROM oauth_refresh_tokens WHERE grant_id = ?1")?
+        .query_row([grant_id], |row| row.get(0))?;
+    newest
+        .map(|generation| {
+            u64::try_from(generation).map_err(|error| sql::Error::corrupt("generation", error))
+        })
+        .transpose()
+}
+
+/// Marks a refresh token used at `now` (unix milliseconds), replaced by
+/// the token of SHA-256 `replaced_by`.
+pub fn use_refresh_token(
+    conn: &Connection,
+    token_hash: &[u8],
+    now: i64,
+    replaced_by: &[u8],
+) -> sql::Result<()> {
+    conn.prepare_cached(
+        "UPDATE oauth_refresh_tokens SET used_at = ?2, replaced_by = ?3 WHERE token_hash = ?1",
+    )?
+    .execute(params![token_hash, now, replaced_by])?;
     Ok(())
 }

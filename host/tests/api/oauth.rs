@@ -115,6 +115,13 @@ async fn with_oauth_off_its_paths_are_not_there() {
             .send()
             .await
             .unwrap(),
+        app.client
+            .post(app.url("/v1/oauth/revoke"))
+            .header("content-type", "application/x-www-form-urlencoded")
+            .body("token=mrt_x")
+            .send()
+            .await
+            .unwrap(),
     ] {
         expect_problem(response, StatusCode::NOT_FOUND, "not_found").await;
     }
@@ -149,12 +156,11 @@ async fn the_token_endpoint_reads_forms_as_rfc_6749_says() {
             .body(body)
     };
     for (request, error, code) in [
-        // Only authorization_code is served: refresh tokens come with
-        // chunk C8 (§5.2). Unknown parameters are ignored, even repeated.
+        // Unknown parameters are ignored, even repeated.
         (
             form("grant_type=refresh_token&refresh_token=x&unknown=1&unknown=2"),
-            "unsupported_grant_type",
-            "grant_type_unsupported",
+            "invalid_request",
+            "parameter_missing",
         ),
         (
             form("grant_type=authorization_code&unknown=1&unknown=2"),
@@ -665,13 +671,19 @@ impl Flow {
     }
 
     async fn on(app: TestApp) -> Flow {
+        Flow::registered(app, json!({})).await
+    }
+
+    /// As [`Flow::on`], the client registered with `more` (e.g. its
+    /// `grant_types`) besides its name and redirect URIs.
+    async fn registered(app: TestApp, more: Value) -> Flow {
+        let mut body =
+            json!({"name": "Claude", "redirect_uris": [REDIRECT, "http://127.0.0.1/callback"]});
+        for (name, value) in more.as_object().unwrap() {
+            body[name] = value.clone();
+        }
         let client = expect_json(
-            register(
-                &app,
-                &app.admin_key,
-                json!({"name": "Claude", "redirect_uris": [REDIRECT, "http://127.0.0.1/callback"]}),
-            )
-            .await,
+            register(&app, &app.admin_key, body).await,
             StatusCode::CREATED,
         )
         .await;
@@ -786,6 +798,47 @@ impl Flow {
             .unwrap()
     }
 
+    /// A redeemed consent granting `grant`: the token response.
+    async fn granted(&self, grant: Value) -> Value {
+        let sealed = self.sealed().await;
+        let code = self.approve(&sealed, grant).await["code"].clone();
+        expect_json(self.redeem(&code).await, StatusCode::OK).await
+    }
+
+    /// A refresh with `refresh_token` by this client, and `more`.
+    async fn refresh(&self, refresh_token: &str, more: &[(&str, &str)]) -> reqwest::Response {
+        let mut form = vec![
+            ("grant_type", "refresh_token"),
+            ("refresh_token", refresh_token),
+            ("client_id", self.client_id.as_str()),
+        ];
+        form.extend_from_slice(more);
+        self.token(&form).await
+    }
+
+    /// The OAuth error of a refresh.
+    async fn refresh_refused(
+        &self,
+        refresh_token: &str,
+        more: &[(&str, &str)],
+    ) -> (String, String) {
+        let response = self.refresh(refresh_token, more).await;
+        oauth_error_of(response).await
+    }
+
+    /// RFC 7009 revocation of `token` with `more`.
+    async fn revoke(&self, token: &str, more: &[(&str, &str)]) -> reqwest::Response {
+        let mut form = vec![("token", token)];
+        form.extend_from_slice(more);
+        self.app
+            .client
+            .post(self.app.url("/v1/oauth/revoke"))
+            .form_of(&form)
+            .send()
+            .await
+            .unwrap()
+    }
+
     async fn redeem(&self, code: &str) -> reqwest::Response {
         self.token(&[
             ("grant_type", "authorization_code"),
@@ -797,6 +850,17 @@ impl Flow {
         ])
         .await
     }
+}
+
+/// An OAuth error answer (RFC 6749 §5.2): 400, JSON, `no-store`; its
+/// `error` and Mandate's `code`.
+async fn oauth_error_of(response: reqwest::Response) -> (String, String) {
+    assert_eq!(response.headers()["cache-control"], "no-store");
+    let body = expect_json(response, StatusCode::BAD_REQUEST).await;
+    (
+        text(&body["error"]).to_owned(),
+        text(&body["code"]).to_owned(),
+    )
 }
 
 fn location(response: &reqwest::Response) -> String {
@@ -1219,7 +1283,12 @@ async fn a_code_becomes_a_vat_in_the_grant_roots_workflow_once() {
     assert_eq!(issued["token_type"], "Bearer");
     assert_eq!(issued["expires_in"], 900);
     assert_eq!(issued["scope"], "read crm:*");
-    assert!(issued.get("refresh_token").is_none());
+    // The client is registered for `refresh_token` (the default).
+    let refresh = text(&issued["refresh_token"]).to_owned();
+    assert!(
+        refresh.starts_with("mrt_") && refresh.len() == 47,
+        "{refresh}"
+    );
     let access = text(&issued["access_token"]).to_owned();
     let claims = claims_of(&access);
     assert_eq!(claims["aud"], RESOURCE);
@@ -1294,6 +1363,11 @@ async fn a_code_becomes_a_vat_in_the_grant_roots_workflow_once() {
         .unwrap()
     });
     assert_eq!(reason.as_deref(), Some("code_replayed"));
+    // The refresh token the code issued died with the grant.
+    assert_eq!(
+        flow.refresh_refused(&refresh, &[]).await,
+        ("invalid_grant".to_owned(), "grant_revoked".to_owned())
+    );
     // Revoking the grant root ends a grant's access token.
     let second = flow.code().await;
     let access =
@@ -1469,6 +1543,646 @@ async fn the_agent_is_the_humans_own() {
         .await,
         StatusCode::FORBIDDEN,
         "agent_not_yours",
+    )
+    .await;
+}
+
+// ---- Refresh tokens, revocation, grants (chunk C8; plan §3.2, §3.3) ----
+
+/// What a grant is read as in these tests.
+const READ_CRM: &str = r#"{"actions": ["read"], "resources": ["crm:*"]}"#;
+
+fn read_crm() -> Value {
+    serde_json::from_str(READ_CRM).unwrap()
+}
+
+/// Records an act with `access`; the answer's status and code.
+async fn act_with(app: &TestApp, access: &str, action: &str) -> (StatusCode, Value) {
+    let response = app
+        .post_auth(
+            "/v1/vat/record/action",
+            access,
+            &json!({"action": action, "resource": "crm:lead/1", "result": "success"}),
+        )
+        .await;
+    let status = response.status();
+    (status, response.json().await.unwrap_or(Value::Null))
+}
+
+/// Whether the status list the server publishes says `compact` is revoked.
+async fn revoked_in_status_list(app: &TestApp, compact: &str) -> bool {
+    let claims = mandate_core::decode_unverified(compact).unwrap().claims;
+    let status = claims.status.as_ref().unwrap();
+    let list = app
+        .client
+        .get(app.url(&format!("/v1/vat/status/{}", status.idx() / 65_536)))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    let jwks = app
+        .client
+        .get(app.url("/.well-known/jwks.json"))
+        .send()
+        .await
+        .unwrap()
+        .bytes()
+        .await
+        .unwrap();
+    let jwks = mandate_core::Jwks::parse(&jwks).unwrap();
+    let now = app.clock.now().s();
+    let list = mandate_core::verify_status_list(&list, &jwks, now, None).unwrap();
+    mandate_core::check_status(&claims, &list, now, None)
+        == Err(mandate_core::StatusCheckError::Revoked)
+}
+
+/// The grant row's `revoke_reason`, of the only grant.
+fn revoke_reason(app: &TestApp) -> Option<String> {
+    app.with_database(|conn| {
+        conn.query_row("SELECT revoke_reason FROM oauth_grants", [], |row| {
+            row.get(0)
+        })
+        .unwrap()
+    })
+}
+
+fn pair(error: &str, code: &str) -> (String, String) {
+    (error.to_owned(), code.to_owned())
+}
+
+/// OAuth 2.1 "Refresh Token Grant", MCP security considerations "Token
+/// Theft": a refresh answers a new access token — a renewal of the same
+/// grant root, in the same workflow — and a new refresh token; the one
+/// presented is used up. Only the hashes are stored. A client registered
+/// without `refresh_token` gets none.
+#[tokio::test]
+async fn a_refresh_rotates_the_refresh_token_and_renews_the_grant_root() {
+    let flow = Flow::start().await;
+    let issued = flow.granted(read_crm()).await;
+    let (first_access, first_refresh) = (
+        text(&issued["access_token"]).to_owned(),
+        text(&issued["refresh_token"]).to_owned(),
+    );
+    flow.app.clock.advance(std::time::Duration::from_secs(600));
+    let response = flow.refresh(&first_refresh, &[]).await;
+    assert_eq!(response.headers()["cache-control"], "no-store");
+    assert_eq!(response.headers()["access-control-allow-origin"], "*");
+    let renewed = expect_json(response, StatusCode::OK).await;
+    assert_eq!(renewed["token_type"], "Bearer");
+    assert_eq!(renewed["expires_in"], 900);
+    assert_eq!(renewed["scope"], "read crm:*");
+    let access = text(&renewed["access_token"]).to_owned();
+    let refresh = text(&renewed["refresh_token"]).to_owned();
+    assert!(refresh.starts_with("mrt_") && refresh.len() == 47);
+    assert_ne!(refresh, first_refresh);
+    let (before, after) = (claims_of(&first_access), claims_of(&access));
+    assert_ne!(before["jti"], after["jti"]);
+    for same in ["svc_parent", "svc_prov", "sub", "aud", "svc_scope"] {
+        assert_eq!(before[same], after[same], "{same}");
+    }
+    assert_eq!(after["svc_depth"], 1);
+    // Both access tokens act, in the grant root's workflow.
+    for token in [&first_access, &access] {
+        let (status, record) = act_with(&flow.app, token, "read").await;
+        assert_eq!(status, StatusCode::CREATED, "{record}");
+        assert_eq!(record["provenance_ref"], after["svc_prov"]);
+    }
+    let (rows, used, last_used, created): (i64, i64, i64, i64) = flow.app.with_database(|conn| {
+        conn.query_row(
+            "SELECT (SELECT count(*) FROM oauth_refresh_tokens),
+                        (SELECT count(*) FROM oauth_refresh_tokens WHERE used_at IS NOT NULL),
+                        last_used_at, created_at FROM oauth_grants",
+            [],
+            |row| Ok((row.get(0)?, row.get(1)?, row.get(2)?, row.get(3)?)),
+        )
+        .unwrap()
+    });
+    assert_eq!((rows, used), (2, 1));
+    assert!(last_used - created >= 600_000, "{last_used} {created}");
+    let stored: Vec<Vec<u8>> = flow.app.with_database(|conn| {
+        let mut statement = conn
+            .prepare_cached("SELECT token_hash FROM oauth_refresh_tokens ORDER BY generation")
+            .unwrap();
+        statement
+            .query_map([], |row| row.get(0))
+            .unwrap()
+            .map(Result::unwrap)
+            .collect()
+    });
+    assert_eq!(
+        stored,
+        [&first_refresh, &refresh]
+            .map(|token| Sha256::digest(token.as_bytes()).to_vec())
+            .to_vec()
+    );
+    // The new one refreshes in its turn.
+    expect_json(flow.refresh(&refresh, &[]).await, StatusCode::OK).await;
+
+    let narrow = Flow::registered(
+        TestApp::spawn_with(oauth_on).await,
+        json!({"grant_types": ["authorization_code"]}),
+    )
+    .await;
+    let issued = narrow.granted(read_crm()).await;
+    assert!(issued.get("refresh_token").is_none(), "{issued}");
+    let (error, code) = narrow.refresh_refused("mrt_none", &[]).await;
+    assert_eq!(
+        (error.as_str(), code.as_str()),
+        ("invalid_grant", "refresh_token_invalid")
+    );
+}
+
+/// RFC 9700 §4.14.2: a refresh token presented after it was rotated means
+/// two parties hold the grant; the grant ends — the current refresh token
+/// too, every access token of it (`token_revoked`, the status list's bit
+/// set). Two refreshes racing with one token: one wins, the other is reuse
+/// and ends the grant (no grace window).
+#[tokio::test]
+async fn a_refresh_token_reused_after_rotation_revokes_the_family() {
+    let flow = Flow::start().await;
+    let issued = flow.granted(read_crm()).await;
+    let first_access = text(&issued["access_token"]).to_owned();
+    let stolen = text(&issued["refresh_token"]).to_owned();
+    let renewed = expect_json(flow.refresh(&stolen, &[]).await, StatusCode::OK).await;
+    let access = text(&renewed["access_token"]).to_owned();
+    let current = text(&renewed["refresh_token"]).to_owned();
+    // Reuse, even by another client_id or for another resource.
+    let (error, code) = flow
+        .refresh_refused(&stolen, &[("resource", "https://other.example/mcp")])
+        .await;
+    assert_eq!((error, code), pair("invalid_grant", "refresh_token_reused"));
+    assert_eq!(
+        revoke_reason(&flow.app).as_deref(),
+        Some("refresh_token_reused")
+    );
+    assert_eq!(
+        flow.refresh_refused(&current, &[]).await,
+        pair("invalid_grant", "grant_revoked")
+    );
+    for token in [&first_access, &access] {
+        let (status, body) = act_with(&flow.app, token, "read").await;
+        assert_eq!(status, StatusCode::UNAUTHORIZED, "{body}");
+        assert_eq!(body["code"], "token_revoked", "{body}");
+        assert!(revoked_in_status_list(&flow.app, token).await);
+    }
+
+    // The race.
+    let race = Flow::start().await;
+    let issued = race.granted(read_crm()).await;
+    let token = text(&issued["refresh_token"]).to_owned();
+    let (one, two) = tokio::join!(race.refresh(&token, &[]), race.refresh(&token, &[]));
+    let mut statuses = [one.status(), two.status()];
+    statuses.sort();
+    assert_eq!(statuses, [StatusCode::OK, StatusCode::BAD_REQUEST]);
+    let (won, lost) = if one.status() == StatusCode::OK {
+        (one, two)
+    } else {
+        (two, one)
+    };
+    assert_eq!(
+        oauth_error_of(lost).await,
+        pair("invalid_grant", "refresh_token_reused")
+    );
+    let won = expect_json(won, StatusCode::OK).await;
+    assert_eq!(
+        race.refresh_refused(text(&won["refresh_token"]), &[]).await,
+        pair("invalid_grant", "grant_revoked")
+    );
+    let (status, _) = act_with(&race.app, text(&won["access_token"]), "read").await;
+    assert_eq!(status, StatusCode::UNAUTHORIZED);
+}
+
+/// `[oauth] refresh_idle_days` (7 here): a grant not refreshed for that
+/// long refreshes no more, though its root lives on; each refresh starts
+/// the wait again. At the root's end the grant has expired.
+#[tokio::test]
+async fn a_grant_idle_too_long_or_expired_refreshes_no_more() {
+    let day = std::time::Duration::from_secs(86_400);
+    let flow = Flow::on(
+        TestApp::spawn_with(|config| {
+            oauth_on(config);
+            config.oauth.refresh_idle_days = std::num::NonZeroU64::new(7).unwrap();
+        })
+        .await,
+    )
+    .await;
+    let thirty_days =
+        json!({"actions": ["read"], "resources": ["crm:*"], "ttl_seconds": 2_592_000});
+    let issued = flow.granted(thirty_days).await;
+    let mut token = text(&issued["refresh_token"]).to_owned();
+    // Day 6 and day 12: twelve days from the redemption, six from the last
+    // refresh.
+    for _ in 0..2 {
+        flow.app.clock.advance(day * 6);
+        let renewed = expect_json(flow.refresh(&token, &[]).await, StatusCode::OK).await;
+        token = text(&renewed["refresh_token"]).to_owned();
+    }
+    flow.app.clock.advance(day * 7);
+    assert_eq!(
+        flow.refresh_refused(&token, &[]).await,
+        pair("invalid_grant", "grant_idle")
+    );
+    // Refused, not revoked: nothing was used up or ended.
+    assert_eq!(revoke_reason(&flow.app), None);
+
+    let short = Flow::start().await;
+    let issued = short.granted(read_crm()).await;
+    short
+        .app
+        .clock
+        .advance(std::time::Duration::from_secs(3_600));
+    assert_eq!(
+        short
+            .refresh_refused(text(&issued["refresh_token"]), &[])
+            .await,
+        pair("invalid_grant", "grant_expired")
+    );
+}
+
+/// RFC 6749 §6 and RFC 8707 §2.2: a refresh names the grant's client and,
+/// if any, its resource; refusals leave the token current. Both parameters
+/// are required as the form reader requires them.
+#[tokio::test]
+async fn a_refresh_must_name_the_grants_client_and_resource() {
+    let flow = Flow::start().await;
+    let other = expect_json(
+        register(
+            &flow.app,
+            &flow.app.admin_key,
+            json!({"name": "Other", "redirect_uris": [REDIRECT]}),
+        )
+        .await,
+        StatusCode::CREATED,
+    )
+    .await;
+    let issued = flow.granted(read_crm()).await;
+    let token = text(&issued["refresh_token"]).to_owned();
+    let wrong_client = flow
+        .token(&[
+            ("grant_type", "refresh_token"),
+            ("refresh_token", &token),
+            ("client_id", text(&other["client_id"])),
+        ])
+        .await;
+    assert_eq!(
+        oauth_error_of(wrong_client).await,
+        pair("invalid_grant", "refresh_token_invalid")
+    );
+    assert_eq!(
+        flow.refresh_refused(&token, &[("resource", "https://other.example/mcp")])
+            .await,
+        pair("invalid_target", "resource_mismatch")
+    );
+    let no_client = flow
+        .token(&[("grant_type", "refresh_token"), ("refresh_token", &token)])
+        .await;
+    assert_eq!(
+        oauth_error_of(no_client).await,
+        pair("invalid_request", "parameter_missing")
+    );
+    let no_token = flow
+        .token(&[
+            ("grant_type", "refresh_token"),
+            ("client_id", &flow.client_id),
+        ])
+        .await;
+    assert_eq!(
+        oauth_error_of(no_token).await,
+        pair("invalid_request", "parameter_missing")
+    );
+    assert_eq!(
+        flow.refresh_refused("mrt_AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA", &[])
+            .await,
+        pair("invalid_grant", "refresh_token_invalid")
+    );
+    // None of that used the token up; the grant's own resource is taken.
+    expect_json(
+        flow.refresh(&token, &[("resource", RESOURCE)]).await,
+        StatusCode::OK,
+    )
+    .await;
+    assert_eq!(revoke_reason(&flow.app), None);
+}
+
+/// RFC 6749 §6: `scope` on a refresh may narrow the new access token —
+/// by core's delegation rules, so what it leaves out is the grant's — and
+/// never widen it (`invalid_scope`); the grant keeps its scope for the next
+/// refresh.
+#[tokio::test]
+async fn a_refresh_may_narrow_the_scope_and_never_widen_it() {
+    let flow = Flow::start().await;
+    let issued = flow
+        .granted(json!({"actions": ["read", "write"], "resources": ["crm:*"], "constraints": {"max_actions": 50}}))
+        .await;
+    let mut token = text(&issued["refresh_token"]).to_owned();
+    for (asked, error, code) in [
+        ("read delete", "invalid_scope", "scope_widening"),
+        ("mail:*", "invalid_scope", "scope_widening"),
+        ("read  crm:*", "invalid_scope", "scope_malformed"),
+        ("read crm:a\"b", "invalid_scope", "scope_malformed"),
+    ] {
+        assert_eq!(
+            flow.refresh_refused(&token, &[("scope", asked)]).await,
+            pair(error, code),
+            "{asked}"
+        );
+    }
+    for (asked, granted) in [
+        ("read crm:contacts", "read crm:contacts"),
+        ("write", "write crm:*"),
+        ("offline_access", "read write crm:*"),
+    ] {
+        let renewed = expect_json(
+            flow.refresh(&token, &[("scope", asked)]).await,
+            StatusCode::OK,
+        )
+        .await;
+        assert_eq!(renewed["scope"], granted, "{asked}");
+        let claims = claims_of(text(&renewed["access_token"]));
+        assert_eq!(claims["svc_constraints"]["max_actions"], 50, "{claims}");
+        assert_eq!(claims["aud"], RESOURCE);
+        token = text(&renewed["refresh_token"]).to_owned();
+        if asked == "read crm:contacts" {
+            let (status, body) = act_with(&flow.app, text(&renewed["access_token"]), "write").await;
+            assert_eq!(status, StatusCode::FORBIDDEN, "{body}");
+        }
+    }
+    let whole = expect_json(flow.refresh(&token, &[]).await, StatusCode::OK).await;
+    assert_eq!(whole["scope"], "read write crm:*");
+}
+
+/// Revoking the grant root by the API (`/v1/vat/revoke`) ends the grant:
+/// its refresh token is refused and the grant marked `root_revoked`.
+#[tokio::test]
+async fn a_grant_whose_root_was_revoked_refreshes_no_more() {
+    let flow = Flow::start().await;
+    let issued = flow.granted(read_crm()).await;
+    let root_jti: String = flow.app.with_database(|conn| {
+        conn.query_row("SELECT root_jti FROM oauth_grants", [], |row| row.get(0))
+            .unwrap()
+    });
+    expect_json(
+        flow.app
+            .post_auth(
+                "/v1/vat/revoke",
+                &flow.app.admin_key,
+                &json!({"jti": root_jti}),
+            )
+            .await,
+        StatusCode::OK,
+    )
+    .await;
+    assert_eq!(
+        flow.refresh_refused(text(&issued["refresh_token"]), &[])
+            .await,
+        pair("invalid_grant", "grant_revoked")
+    );
+    assert_eq!(revoke_reason(&flow.app).as_deref(), Some("root_revoked"));
+}
+
+/// RFC 7009: a refresh token ends its grant, an access token only itself;
+/// an unknown or invalid token is 200 all the same (§2.2); a `client_id`
+/// that is not the token's client revokes nothing (§2.1:
+/// `unauthorized_client`). Answers carry CORS `*` and `no-store`.
+#[tokio::test]
+async fn revocation_follows_rfc_7009() {
+    let flow = Flow::start().await;
+    // An access token alone.
+    let issued = flow.granted(read_crm()).await;
+    let access = text(&issued["access_token"]).to_owned();
+    let refresh = text(&issued["refresh_token"]).to_owned();
+    let response = flow
+        .revoke(&access, &[("token_type_hint", "access_token")])
+        .await;
+    assert_eq!(response.status(), StatusCode::OK);
+    assert_eq!(response.headers()["access-control-allow-origin"], "*");
+    assert_eq!(response.headers()["cache-control"], "no-store");
+    assert_eq!(response.text().await.unwrap(), "");
+    let (status, body) = act_with(&flow.app, &access, "read").await;
+    assert_eq!(
+        (status, &body["code"]),
+        (StatusCode::UNAUTHORIZED, &json!("token_revoked"))
+    );
+    assert!(revoked_in_status_list(&flow.app, &access).await);
+    let renewed = expect_json(flow.refresh(&refresh, &[]).await, StatusCode::OK).await;
+    let access = text(&renewed["access_token"]).to_owned();
+    let refresh = text(&renewed["refresh_token"]).to_owned();
+    assert_eq!(
+        act_with(&flow.app, &access, "read").await.0,
+        StatusCode::CREATED
+    );
+    // Another client's: refused, nothing revoked.
+    let response = flow
+        .revoke(&refresh, &[("client_id", "mcl_01kaqv3f00000000000000000a")])
+        .await;
+    assert_eq!(
+        oauth_error_of(response).await,
+        pair("unauthorized_client", "client_mismatch")
+    );
+    let response = flow
+        .revoke(&access, &[("client_id", "mcl_01kaqv3f00000000000000000a")])
+        .await;
+    assert_eq!(
+        oauth_error_of(response).await,
+        pair("unauthorized_client", "client_mismatch")
+    );
+    assert_eq!(
+        act_with(&flow.app, &access, "read").await.0,
+        StatusCode::CREATED
+    );
+    // The refresh token: the whole grant (the hint is not needed).
+    let client_id = flow.client_id.clone();
+    let response = flow
+        .revoke(
+            &refresh,
+            &[
+                ("token_type_hint", "access_token"),
+                ("client_id", &client_id),
+            ],
+        )
+        .await;
+    assert_eq!(response.status(), StatusCode::OK);
+    assert_eq!(
+        act_with(&flow.app, &access, "read").await.0,
+        StatusCode::UNAUTHORIZED
+    );
+    assert!(revoked_in_status_list(&flow.app, &access).await);
+    assert_eq!(
+        flow.refresh_refused(&refresh, &[]).await,
+        pair("invalid_grant", "grant_revoked")
+    );
+    assert_eq!(revoke_reason(&flow.app).as_deref(), Some("client_revoked"));
+    // Again, and tokens that are none of this server's: 200, nothing done.
+    let api_token = flow.app.root("api-bot", &["crm:*"], &["read"]).await;
+    let api_token = text(&api_token["compact_jwt"]).to_owned();
+    let forged = {
+        let mut parts: Vec<String> = api_token.split('.').map(str::to_owned).collect();
+        parts[2] = URL_SAFE_NO_PAD.encode([0u8; 64]);
+        parts.join(".")
+    };
+    for token in [
+        refresh.as_str(),
+        access.as_str(),
+        "mrt_AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA",
+        "not a token",
+        forged.as_str(),
+        api_token.as_str(),
+    ] {
+        assert_eq!(
+            flow.revoke(token, &[]).await.status(),
+            StatusCode::OK,
+            "{token}"
+        );
+    }
+    let (status, body) = act_with(&flow.app, &api_token, "read").await;
+    assert_eq!(status, StatusCode::CREATED, "{body}");
+    // A request that is no revocation request.
+    let missing = flow
+        .app
+        .client
+        .post(flow.app.url("/v1/oauth/revoke"))
+        .form_of(&[("token_type_hint", "refresh_token")])
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(
+        oauth_error_of(missing).await,
+        pair("invalid_request", "parameter_missing")
+    );
+    let json_body = flow
+        .app
+        .post("/v1/oauth/revoke", &json!({"token": refresh}))
+        .await;
+    assert_eq!(
+        oauth_error_of(json_body).await,
+        pair("invalid_request", "form_required")
+    );
+}
+
+/// The grants API: `read` lists (a developer its own human's only),
+/// `revoke` revokes — the root and so every access token; the refresh
+/// token is refused after. Another organisation's grant is unknown.
+#[tokio::test]
+async fn the_grants_api_lists_and_revokes_what_clients_hold() {
+    let flow = Flow::start().await;
+    let other = flow
+        .app
+        .key(&flow.app.admin_key, "developer", Some("other@example.com"))
+        .await;
+    let mine = flow.granted(read_crm()).await;
+    // The other developer's consent.
+    let sealed = flow.sealed().await;
+    let answer = expect_json(
+        flow.decide(
+            &other,
+            json!({"request": sealed, "decision": "approve", "grant": read_crm()}),
+        )
+        .await,
+        StatusCode::OK,
+    )
+    .await;
+    let code = query_of(text(&answer["redirect"]))["code"].clone();
+    expect_json(flow.redeem(&code).await, StatusCode::OK).await;
+
+    let list = |key: String, query: String| {
+        let app = &flow.app;
+        async move {
+            expect_json(
+                app.get_auth(&format!("/v1/oauth/grants{query}"), &key)
+                    .await,
+                StatusCode::OK,
+            )
+            .await["grants"]
+                .as_array()
+                .unwrap()
+                .clone()
+        }
+    };
+    let all = list(flow.app.admin_key.clone(), String::new()).await;
+    assert_eq!(all.len(), 2);
+    let own = list(flow.developer.clone(), String::new()).await;
+    assert_eq!(own.len(), 1);
+    let grant = own[0].clone();
+    assert_eq!(grant["client_id"], json!(flow.client_id));
+    assert_eq!(grant["client_name"], "Claude");
+    assert_eq!(grant["resource"], RESOURCE);
+    assert_eq!(grant["scope"], "read crm:*");
+    assert_eq!(grant["revoked_at"], Value::Null);
+    assert_eq!(
+        format!("agent:{}", text(&grant["agent_id"])),
+        text(&claims_of(text(&mine["access_token"]))["sub"])
+    );
+    let human = text(&grant["human_ref"]).to_owned();
+    assert_eq!(
+        list(flow.app.admin_key.clone(), format!("?human_ref={human}")).await,
+        own
+    );
+    assert_eq!(
+        list(
+            flow.app.admin_key.clone(),
+            format!("?client_id={}&limit=1", flow.client_id)
+        )
+        .await
+        .len(),
+        1
+    );
+    let theirs = all.iter().find(|g| g["human_ref"] != json!(human)).unwrap();
+    expect_problem(
+        flow.app
+            .get_auth(
+                &format!("/v1/oauth/grants?human_ref={}", text(&theirs["human_ref"])),
+                &flow.developer,
+            )
+            .await,
+        StatusCode::FORBIDDEN,
+        "human_not_yours",
+    )
+    .await;
+    // Another organisation sees none and revokes none.
+    let (_, beta_owner) = flow.app.org("beta").await;
+    assert_eq!(
+        list(beta_owner.clone(), String::new()).await,
+        Vec::<Value>::new()
+    );
+    let path = format!("/v1/oauth/grants/{}", text(&grant["grant_id"]));
+    expect_problem(
+        flow.app
+            .send(reqwest::Method::DELETE, &path, &beta_owner, None)
+            .await,
+        StatusCode::NOT_FOUND,
+        "grant_not_found",
+    )
+    .await;
+    // A reviewer revokes it: the access token and the refresh token die.
+    let reviewer = flow
+        .app
+        .key(&flow.app.admin_key, "reviewer", Some("rev@example.com"))
+        .await;
+    for _ in 0..2 {
+        let response = flow
+            .app
+            .send(reqwest::Method::DELETE, &path, &reviewer, None)
+            .await;
+        assert_eq!(response.status(), StatusCode::NO_CONTENT);
+    }
+    let (status, _) = act_with(&flow.app, text(&mine["access_token"]), "read").await;
+    assert_eq!(status, StatusCode::UNAUTHORIZED);
+    assert_eq!(
+        flow.refresh_refused(text(&mine["refresh_token"]), &[])
+            .await,
+        pair("invalid_grant", "grant_revoked")
+    );
+    let own = list(flow.developer.clone(), String::new()).await;
+    assert_eq!(own[0]["revoke_reason"], "revoked");
+    assert!(own[0]["revoked_at"].is_string());
+    // With `[oauth]` off there are no grants to see.
+    let off = TestApp::spawn().await;
+    expect_problem(
+        off.get_auth("/v1/oauth/grants", &off.admin_key).await,
+        StatusCode::NOT_FOUND,
+        "not_found",
     )
     .await;
 }

@@ -310,19 +310,24 @@ fn operation(method: Method, path: impl Into<String>, body: Option<Value>) -> Op
 
 /// Whether a role may call an operation, by DESIGN.md section 8: owner
 /// everything of its organisation; developer issues (for its own e-mail),
-/// consents to OAuth requests and reads; reviewer reads, rates, revokes and
-/// vouches; auditor reads;
+/// consents to OAuth requests and reads (OAuth grants: its own human's);
+/// reviewer reads, rates, revokes (tokens, OAuth grants) and vouches;
+/// auditor reads;
 /// gateway asks for AuthZEN decisions and nothing else; only the admin key
 /// manages organisations and reads the metrics.
 fn allowed(role: &str, path: &str, method: &Method) -> bool {
     let read = *method == Method::GET
-        && (path.starts_with("/v1/vat/") || path.starts_with("/v1/trust/") || path == "/v1/me");
+        && (path.starts_with("/v1/vat/")
+            || path.starts_with("/v1/trust/")
+            || path.starts_with("/v1/oauth/grants")
+            || path == "/v1/me");
     let vouch = path.starts_with("/v1/trust/vouches");
     let issue = path.starts_with("/v1/vat/issue")
         || path == "/v1/vat/auth/capture"
         || path.starts_with("/v1/oauth/requests/");
     let rate = path.ends_with("/feedback");
-    let revoke = path == "/v1/vat/revoke";
+    let revoke = path == "/v1/vat/revoke"
+        || (*method == Method::DELETE && path.starts_with("/v1/oauth/grants/"));
     let admin_only = path.starts_with("/v1/orgs") || path == "/metrics";
     let evaluate = path.starts_with("/v1/access/");
     match role {
@@ -455,6 +460,12 @@ async fn every_role_against_every_api_key_operation() {
                 "/v1/oauth/clients/mcl_01kaqv3f00000000000000000a",
                 None,
             ),
+            operation(Method::GET, "/v1/oauth/grants", None),
+            operation(
+                Method::DELETE,
+                "/v1/oauth/grants/ogr_01kaqv3f00000000000000000a",
+                None,
+            ),
             operation(
                 Method::POST,
                 "/v1/access/evaluations",
@@ -516,7 +527,7 @@ async fn every_role_against_every_api_key_operation() {
             op.path
         );
     }
-    assert_eq!(table.lines().count(), 6 * 32);
+    assert_eq!(table.lines().count(), 6 * 34);
 }
 
 #[tokio::test]

@@ -88,6 +88,9 @@ async fn openapi_lists_every_route() {
         ("/v1/oauth/clients", "post"),
         ("/v1/oauth/clients", "get"),
         ("/v1/oauth/clients/{client_id}", "delete"),
+        ("/v1/oauth/revoke", "post"),
+        ("/v1/oauth/grants", "get"),
+        ("/v1/oauth/grants/{grant_id}", "delete"),
     ];
     for (path, method) in expected {
         assert!(
@@ -95,7 +98,7 @@ async fn openapi_lists_every_route() {
             "{method} {path} missing"
         );
     }
-    assert_eq!(paths.len(), 61, "paths (some with two methods)");
+    assert_eq!(paths.len(), 64, "paths (some with two methods)");
     assert!(document["components"]["securitySchemes"]["api_key"].is_object());
     assert!(document["components"]["schemas"]["Problem"].is_object());
     let mut references = Vec::new();
