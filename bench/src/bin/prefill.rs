@@ -235,31 +235,57 @@ fn main() -> anyhow::Result<()> {
                 counts.moved(which, at, Some(&state), &rated);
             }
         }
-        for (which, (change, active_at)) in &counts.agents {
-            let agent_id = tokens_[*which].agent_id().as_str();
-            records::count_for_agent(&tx, org, agent_id, change, *active_at)?;
-        }
-        for ((which, day), day_counts) in &counts.days {
-            let agent_id = tokens_[*which].agent_id().as_str();
-            dashboard::add_agent_day(&tx, org, agent_id, *day, day_counts)?;
-        }
-        for (hour, hour_counts) in &counts.hours {
-            dashboard::add_org_hour(&tx, org, *hour, hour_counts)?;
-        }
-        dashboard::add_inbox(&tx, org, counts.inbox.0, counts.inbox.1)?;
-        for (which, (added, at)) in &counts.workflows {
-            records::count_for_workflow(&tx, tokens_[*which].svc_prov.as_str(), *added, *at)?;
-        }
-        for ((which, action, result_key), added) in &counts.summaries {
-            let token = &tokens_[*which];
-            let key = SummaryKey {
-                provenance_ref: token.svc_prov.as_str(),
-                agent_id: token.agent_id().as_str(),
-                action,
-                result_key,
-            };
-            records::count_in_summary(&tx, &key, *added)?;
-        }
+        let agents: Vec<_> = counts
+            .agents
+            .iter()
+            .map(|(which, (change, active_at))| {
+                let agent_id = tokens_[*which].agent_id().as_str();
+                records::agent_counted(org, agent_id, change, *active_at)
+            })
+            .collect();
+        let days: Vec<_> = counts
+            .days
+            .iter()
+            .map(|((which, day), day_counts)| {
+                let agent_id = tokens_[*which].agent_id().as_str();
+                dashboard::agent_day(org, agent_id, *day, day_counts)
+            })
+            .collect();
+        let hours: Vec<_> = counts
+            .hours
+            .iter()
+            .map(|(hour, hour_counts)| dashboard::org_hour(org, *hour, hour_counts))
+            .collect();
+        let inboxes = [dashboard::inbox_moved(org, counts.inbox.0, counts.inbox.1)];
+        let workflows: Vec<_> = counts
+            .workflows
+            .iter()
+            .map(|(which, (added, at))| {
+                records::workflow_counted(tokens_[*which].svc_prov.as_str(), *added, *at)
+            })
+            .collect();
+        let summaries: Vec<_> = counts
+            .summaries
+            .iter()
+            .map(|((which, action, result_key), added)| {
+                let token = &tokens_[*which];
+                let key = SummaryKey {
+                    provenance_ref: token.svc_prov.as_str(),
+                    agent_id: token.agent_id().as_str(),
+                    action,
+                    result_key,
+                };
+                records::summary_counted(&key, *added)
+            })
+            .collect();
+        tx.apply_tables(&[
+            records::count_for_agents(&agents),
+            dashboard::add_agent_days(&days),
+            dashboard::add_org_hours(&hours),
+            dashboard::add_inboxes(&inboxes),
+            records::count_for_workflows(&workflows),
+            records::count_in_summaries(&summaries),
+        ])?;
         let checkpoint = recordlog::sign_checkpoint(
             &signers,
             &origin,
