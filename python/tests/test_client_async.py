@@ -214,6 +214,9 @@ OPERATIONS = {
     "delete_client": "oauth.delete_client",
     "oauth_open_request": "oauth.open_request",
     "oauth_decide_request": "oauth.decide_request",
+    "oauth_revoke": "oauth.revoke",
+    "list_grants": "oauth.list_grants",
+    "revoke_grant": "oauth.revoke_grant",
 }
 
 

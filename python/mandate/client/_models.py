@@ -525,6 +525,70 @@ A compliance framework: `a-z 0-9 _ . -`, starting with a letter or digit.
 """
 
 
+class GrantBody(TypedDict):
+    """
+    A consent's grant: what a client holds for a human, and whether it
+    still does.
+    """
+
+    agent_id: str
+    client_host: NotRequired[str | None]
+    """
+    The host of a client ID metadata document URL, if the client is one.
+    """
+    client_id: str
+    client_name: str
+    """
+    The client's name as the consent page showed it.
+    """
+    created_at: str
+    """
+    RFC 3339.
+    """
+    expires_at: str
+    """
+    RFC 3339: the grant root's `exp`.
+    """
+    grant_id: str
+    """
+    `ogr_<ulid>`.
+    """
+    human_ref: str
+    last_used_at: str
+    """
+    RFC 3339: the redemption or the last refresh.
+    """
+    resource: NotRequired[str | None]
+    """
+    The resource server the grant's tokens are for (`aud`).
+    """
+    revoke_reason: NotRequired[str | None]
+    """
+    `refresh_token_reused`, `code_replayed`, `client_revoked`,
+    `revoked` (by a person) or `root_revoked`.
+    """
+    revoked_at: NotRequired[str | None]
+    """
+    RFC 3339, when revoked.
+    """
+    root_jti: str
+    """
+    The grant root: revoking it ends the grant.
+    """
+    scope: str
+    """
+    What was granted, as a `scope` parameter.
+    """
+
+
+class GrantList(TypedDict):
+    """
+    Grants, newest first.
+    """
+
+    grants: list[GrantBody]
+
+
 GraphEdge = TypedDict(
     'GraphEdge',
     {
@@ -1090,6 +1154,27 @@ The `result` filter of a record query: a result, `denied`,
 """
 
 
+class RevocationRequest(TypedDict):
+    """
+    A revocation request (RFC 7009 §2.1), as a form.
+    """
+
+    client_id: NotRequired[str | None]
+    """
+    When given, the token must have been issued to this client, else
+    nothing is revoked (`unauthorized_client`).
+    """
+    token: str
+    """
+    The refresh token (`mrt_…`) or access token to revoke.
+    """
+    token_type_hint: NotRequired[str | None]
+    """
+    `refresh_token` or `access_token`; read by nobody (the tokens'
+    forms tell them apart), accepted as RFC 7009 §2.1 allows.
+    """
+
+
 class RevokeResponse(TypedDict):
     """
     The tokens a revocation ended.
@@ -1195,13 +1280,13 @@ class TokenPage(TypedDict):
 
 class TokenRequest(TypedDict):
     """
-    A token request (RFC 6749 §4.1.3, §6; RFC 8693 §2.1), as a form.
-    Parameters not listed are ignored (RFC 6749 §3.1).
+    A token request (RFC 6749 §4.1.3, §6), as a form. Parameters not
+    listed are ignored (RFC 6749 §3.1).
     """
 
     client_id: NotRequired[str | None]
     """
-    The client the code was issued to.
+    The client the code or refresh token was issued to (required).
     """
     code: NotRequired[str | None]
     """
@@ -1213,16 +1298,26 @@ class TokenRequest(TypedDict):
     """
     grant_type: str
     """
-    The grant asked for: `authorization_code`.
+    The grant asked for: `authorization_code` or `refresh_token`.
     """
     redirect_uri: NotRequired[str | None]
     """
     The `redirect_uri` of the authorization request, exactly.
     """
+    refresh_token: NotRequired[str | None]
+    """
+    The refresh token (`refresh_token`).
+    """
     resource: NotRequired[str | None]
     """
     The resource the token is for: when sent, the authorization
     request's exactly (RFC 8707 §2.2).
+    """
+    scope: NotRequired[str | None]
+    """
+    `refresh_token`: the scope of the new access token, no wider than
+    the grant's; the actions or resource patterns it leaves out are the
+    grant's (RFC 6749 §6).
     """
 
 
@@ -1238,6 +1333,12 @@ class TokenResponse(TypedDict):
     expires_in: int
     """
     Seconds until the access token expires.
+    """
+    refresh_token: NotRequired[str | None]
+    """
+    A refresh token (`mrt_…`), when the client is registered for
+    `refresh_token`; each refresh answers a new one and uses up the one
+    presented.
     """
     scope: NotRequired[str | None]
     """

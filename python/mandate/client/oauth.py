@@ -1,5 +1,6 @@
-"""Mandate as an OAuth authorization server (docs/oauth.md): its metadata, its token endpoint and the
-organisation's pre-registered public clients (an owner key, ``manage_clients``)."""
+"""Mandate as an OAuth authorization server (docs/oauth.md): its metadata, its token and revocation
+endpoints, the organisation's pre-registered public clients (an owner key, ``manage_clients``) and the
+grants clients hold."""
 
 from __future__ import annotations
 
@@ -11,10 +12,12 @@ from mandate.client._models import (
     ClientBody,
     ClientList,
     CreateClientRequest,
+    GrantList,
 )
-from mandate.client._transport import API_KEY, AsyncTransport, Call, RequestOptions, Transport, segment
+from mandate.client._transport import API_KEY, AsyncTransport, Call, RequestOptions, Transport, query, segment
 
 _CLIENTS = "/v1/oauth/clients"
+_GRANTS = "/v1/oauth/grants"
 
 
 def _metadata(options: RequestOptions) -> Call:
@@ -24,6 +27,19 @@ def _metadata(options: RequestOptions) -> Call:
 def _token(form: Mapping[str, str], options: RequestOptions) -> Call:
     # Sent once: a code or a refresh token is good for one use.
     return Call("POST", "/v1/oauth/token", None, form, "once", form=True, **options)
+
+
+def _revoke(form: Mapping[str, str], options: RequestOptions) -> Call:
+    # Revoking twice is harmless (RFC 7009 §2.2 answers 200 either way).
+    return Call("POST", "/v1/oauth/revoke", None, form, "once", form=True, **options)
+
+
+def _grants(human_ref: str | None, client_id: str | None, limit: int | None, options: RequestOptions) -> Call:
+    return Call("GET", f"{_GRANTS}{query(human_ref=human_ref, client_id=client_id, limit=limit)}", **options)
+
+
+def _revoke_grant(grant_id: str, options: RequestOptions) -> Call:
+    return Call("DELETE", f"{_GRANTS}/{segment(grant_id)}", retry="once", **options)
 
 
 def _create(request: CreateClientRequest, options: RequestOptions) -> Call:
@@ -56,6 +72,25 @@ class OAuth:
     def token(self, form: Mapping[str, str], **options: Unpack[RequestOptions]) -> dict[str, Any]:
         """``POST /v1/oauth/token``: a token request, sent as a form (RFC 6749 §3.2)."""
         return cast(dict[str, Any], self._t.call(_token(form, options)))
+
+    def revoke(self, form: Mapping[str, str], **options: Unpack[RequestOptions]) -> None:
+        """``POST /v1/oauth/revoke``: revokes a refresh token (its whole grant) or an access token (RFC 7009)."""
+        self._t.request(_revoke(form, options))
+
+    def list_grants(
+        self,
+        *,
+        human_ref: str | None = None,
+        client_id: str | None = None,
+        limit: int | None = None,
+        **options: Unpack[RequestOptions],
+    ) -> GrantList:
+        """``GET /v1/oauth/grants``: the grants clients hold, newest first (a developer key: its own human's)."""
+        return cast(GrantList, self._t.call(_grants(human_ref, client_id, limit, options)))
+
+    def revoke_grant(self, grant_id: str, **options: Unpack[RequestOptions]) -> None:
+        """``DELETE /v1/oauth/grants/{grant_id}``: ends the grant and revokes its root with everything under it."""
+        self._t.request(_revoke_grant(grant_id, options))
 
     def create_client(self, request: CreateClientRequest, **options: Unpack[RequestOptions]) -> ClientBody:
         """``POST /v1/oauth/clients``: registers a public client; its ``client_id`` is ``mcl_…``."""
@@ -91,6 +126,25 @@ class AsyncOAuth:
     async def token(self, form: Mapping[str, str], **options: Unpack[RequestOptions]) -> dict[str, Any]:
         """``POST /v1/oauth/token``."""
         return cast(dict[str, Any], await self._t.call(_token(form, options)))
+
+    async def revoke(self, form: Mapping[str, str], **options: Unpack[RequestOptions]) -> None:
+        """``POST /v1/oauth/revoke``."""
+        await self._t.request(_revoke(form, options))
+
+    async def list_grants(
+        self,
+        *,
+        human_ref: str | None = None,
+        client_id: str | None = None,
+        limit: int | None = None,
+        **options: Unpack[RequestOptions],
+    ) -> GrantList:
+        """``GET /v1/oauth/grants``."""
+        return cast(GrantList, await self._t.call(_grants(human_ref, client_id, limit, options)))
+
+    async def revoke_grant(self, grant_id: str, **options: Unpack[RequestOptions]) -> None:
+        """``DELETE /v1/oauth/grants/{grant_id}``."""
+        await self._t.request(_revoke_grant(grant_id, options))
 
     async def create_client(self, request: CreateClientRequest, **options: Unpack[RequestOptions]) -> ClientBody:
         """``POST /v1/oauth/clients``."""

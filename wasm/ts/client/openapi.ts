@@ -369,6 +369,48 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/oauth/grants": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The grants of the organisation's consents, newest first: one human's,
+         *     one client's, or all. A developer key sees its own human's only (the
+         *     human its e-mail names).
+         */
+        get: operations["list_grants"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/oauth/grants/{grant_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /**
+         * Revokes a grant: its root is revoked, and with it every access token
+         *     the grant issued; its refresh token refreshes no more. Revoking a
+         *     revoked grant changes nothing.
+         */
+        delete: operations["revoke_grant"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/oauth/requests/decision": {
         parameters: {
             query?: never;
@@ -417,6 +459,33 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/oauth/revoke": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Token revocation (RFC 7009 §2.1): a form naming `token`, with
+         *     `token_type_hint` and `client_id` optional. A refresh token ends its
+         *     whole grant (the grant root revoked, so every access token of it); an
+         *     access token of a grant is revoked alone. An unknown, invalid, expired
+         *     or already revoked token is answered 200 like a revoked one (§2.2).
+         *     When `client_id` is given and the token was issued to another client,
+         *     nothing is revoked and the answer is `unauthorized_client` (§2.1: the
+         *     server verifies the token was issued to the client asking). The hint
+         *     is not needed: the two kinds of token differ by their form. CORS `*`.
+         */
+        post: operations["oauth_revoke"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/oauth/token": {
         parameters: {
             query?: never;
@@ -428,9 +497,10 @@ export interface paths {
         put?: never;
         /**
          * The token endpoint (RFC 6749 §3.2): a form, no client authentication
-         *     (public clients). `authorization_code` (RFC 6749 §4.1.3) is served;
-         *     every other `grant_type` is answered `unsupported_grant_type` (RFC 6749
-         *     §5.2), a missing one `invalid_request`. 404 unless `[oauth]` is on.
+         *     (public clients). `authorization_code` (RFC 6749 §4.1.3) and
+         *     `refresh_token` (§6) are served; every other `grant_type` is answered
+         *     `unsupported_grant_type` (RFC 6749 §5.2), a missing one
+         *     `invalid_request`. 404 unless `[oauth]` is on.
          */
         post: operations["oauth_token"];
         delete?: never;
@@ -1996,6 +2066,44 @@ export interface components {
         };
         /** @description A compliance framework: `a-z 0-9 _ . -`, starting with a letter or digit. */
         Framework: string;
+        /**
+         * @description A consent's grant: what a client holds for a human, and whether it
+         *     still does.
+         */
+        GrantBody: {
+            agent_id: string;
+            /** @description The host of a client ID metadata document URL, if the client is one. */
+            client_host?: string | null;
+            client_id: string;
+            /** @description The client's name as the consent page showed it. */
+            client_name: string;
+            /** @description RFC 3339. */
+            created_at: string;
+            /** @description RFC 3339: the grant root's `exp`. */
+            expires_at: string;
+            /** @description `ogr_<ulid>`. */
+            grant_id: string;
+            human_ref: string;
+            /** @description RFC 3339: the redemption or the last refresh. */
+            last_used_at: string;
+            /** @description The resource server the grant's tokens are for (`aud`). */
+            resource?: string | null;
+            /**
+             * @description `refresh_token_reused`, `code_replayed`, `client_revoked`,
+             *     `revoked` (by a person) or `root_revoked`.
+             */
+            revoke_reason?: string | null;
+            /** @description RFC 3339, when revoked. */
+            revoked_at?: string | null;
+            /** @description The grant root: revoking it ends the grant. */
+            root_jti: string;
+            /** @description What was granted, as a `scope` parameter. */
+            scope: string;
+        };
+        /** @description Grants, newest first. */
+        GrantList: {
+            grants: components["schemas"]["GrantBody"][];
+        };
         /** @description The execution graph of one workflow. */
         GraphBody: {
             edges: components["schemas"]["GraphEdge"][];
@@ -2675,6 +2783,21 @@ export interface components {
          * @enum {string}
          */
         ResultFilter: "success" | "error" | "timeout" | "cancelled" | "denied" | "pending" | "awaiting_approval";
+        /** @description A revocation request (RFC 7009 §2.1), as a form. */
+        RevocationRequest: {
+            /**
+             * @description When given, the token must have been issued to this client, else
+             *     nothing is revoked (`unauthorized_client`).
+             */
+            client_id?: string | null;
+            /** @description The refresh token (`mrt_…`) or access token to revoke. */
+            token: string;
+            /**
+             * @description `refresh_token` or `access_token`; read by nobody (the tokens'
+             *     forms tell them apart), accepted as RFC 7009 §2.1 allows.
+             */
+            token_type_hint?: string | null;
+        };
         /** @description `POST /v1/vat/revoke`. */
         RevokeRequest: {
             jth?: components["schemas"]["Jth"] | null;
@@ -2770,25 +2893,33 @@ export interface components {
             tokens: components["schemas"]["TokenListItem"][];
         };
         /**
-         * @description A token request (RFC 6749 §4.1.3, §6; RFC 8693 §2.1), as a form.
-         *     Parameters not listed are ignored (RFC 6749 §3.1).
+         * @description A token request (RFC 6749 §4.1.3, §6), as a form. Parameters not
+         *     listed are ignored (RFC 6749 §3.1).
          */
         TokenRequest: {
-            /** @description The client the code was issued to. */
+            /** @description The client the code or refresh token was issued to (required). */
             client_id?: string | null;
             /** @description The authorization code (`authorization_code`). */
             code?: string | null;
             /** @description The PKCE verifier (RFC 7636 §4.5). */
             code_verifier?: string | null;
-            /** @description The grant asked for: `authorization_code`. */
+            /** @description The grant asked for: `authorization_code` or `refresh_token`. */
             grant_type: string;
             /** @description The `redirect_uri` of the authorization request, exactly. */
             redirect_uri?: string | null;
+            /** @description The refresh token (`refresh_token`). */
+            refresh_token?: string | null;
             /**
              * @description The resource the token is for: when sent, the authorization
              *     request's exactly (RFC 8707 §2.2).
              */
             resource?: string | null;
+            /**
+             * @description `refresh_token`: the scope of the new access token, no wider than
+             *     the grant's; the actions or resource patterns it leaves out are the
+             *     grant's (RFC 6749 §6).
+             */
+            scope?: string | null;
         };
         /** @description A successful token response (RFC 6749 §5.1). */
         TokenResponse: {
@@ -2799,6 +2930,12 @@ export interface components {
              * @description Seconds until the access token expires.
              */
             expires_in: number;
+            /**
+             * @description A refresh token (`mrt_…`), when the client is registered for
+             *     `refresh_token`; each refresh answers a new one and uses up the one
+             *     presented.
+             */
+            refresh_token?: string | null;
             /**
              * @description The granted scope: actions, then resource patterns (absent when a
              *     resource pattern cannot be written as a scope token).
@@ -5007,6 +5144,243 @@ export interface operations {
             };
         };
     };
+    list_grants: {
+        parameters: {
+            query?: {
+                /**
+                 * @description Only this human's (`sha256:<hex>`, as a grant shows it). A
+                 *     developer key sees its own human's only: naming another is 403.
+                 */
+                human_ref?: string | null;
+                /** @description Only this client's. */
+                client_id?: string | null;
+                /** @description At most this many, newest first (1–500, default 100). */
+                limit?: number | null;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The grants */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["GrantList"];
+                };
+            };
+            /** @description Malformed JSON or query. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Missing or invalid API key, or a token that fails verification. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Token inactive, out of scope, over budget, widening, or not allowed. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Unknown record, workflow, agent or token. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Already completed, already rated, or not in a state for this. */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The body is larger than 64 KiB. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The body is not `application/json`. */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /**
+             * @description Well-formed JSON that breaks a rule, or a read that ran past the
+             *     query time budget (`query_too_broad`).
+             */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Rate limited; see `Retry-After`. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Storage cannot take writes right now. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    revoke_grant: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The grant, `ogr_<ulid>` */
+                grant_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Revoked */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Malformed JSON or query. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Missing or invalid API key, or a token that fails verification. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Token inactive, out of scope, over budget, widening, or not allowed. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Unknown record, workflow, agent or token. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Already completed, already rated, or not in a state for this. */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The body is larger than 64 KiB. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The body is not `application/json`. */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /**
+             * @description Well-formed JSON that breaks a rule, or a read that ran past the
+             *     query time budget (`query_too_broad`).
+             */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Rate limited; see `Retry-After`. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Storage cannot take writes right now. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
     oauth_decide_request: {
         parameters: {
             query?: never;
@@ -5241,6 +5615,64 @@ export interface operations {
             };
         };
     };
+    oauth_revoke: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/x-www-form-urlencoded": components["schemas"]["RevocationRequest"];
+            };
+        };
+        responses: {
+            /** @description Revoked, or nothing to revoke (RFC 7009 §2.2); no body */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description An OAuth error (RFC 7009 §2.2.1) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OAuthErrorBody"];
+                };
+            };
+            /** @description `[oauth]` is off */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Rate limited; see `Retry-After`. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Storage cannot take writes right now (`temporarily_unavailable`) */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OAuthErrorBody"];
+                };
+            };
+        };
+    };
     oauth_token: {
         parameters: {
             query?: never;
@@ -5254,7 +5686,7 @@ export interface operations {
             };
         };
         responses: {
-            /** @description The access token (RFC 6749 §5.1) */
+            /** @description The access token, and a refresh token when the client may refresh (RFC 6749 §5.1) */
             200: {
                 headers: {
                     [name: string]: unknown;
