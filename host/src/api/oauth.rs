@@ -10,6 +10,7 @@ use axum::http::{HeaderValue, header};
 use axum::response::{IntoResponse, Response};
 
 use mandate_core::audience::Audience;
+use mandate_core::oauth::client_document::ClientIdUrl;
 use mandate_core::oauth::pkce::CodeChallenge;
 use mandate_core::oauth::scope::format;
 use mandate_core::{AssuranceLevel, HumanRef, IssueError, RootIssue, issue_root};
@@ -283,7 +284,9 @@ fn redemption(
         org: code.org,
         human_ref: code.human_ref.clone(),
         client_id: code.client_id.clone(),
-        client_host: None,
+        client_host: ClientIdUrl::parse(&code.client_id)
+            .ok()
+            .map(|url| url.host().to_owned()),
         client_name: choice.client_name.clone(),
         resource: code.resource.clone(),
         agent_id: choice.agent_id.as_str().to_owned(),
