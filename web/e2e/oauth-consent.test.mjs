@@ -304,8 +304,8 @@ test("a metadata document's client: fetched after sign-in, its host shown, its s
   await page.getByLabel("API key").fill(developerKey);
   await page.keyboard.press("Enter");
   await page.getByRole("heading", { name: "Grant access", level: 1 }).waitFor();
-  assert.equal(documents.state.hits, 1);
   assert.equal(await page.locator(".client-host").textContent(), "127.0.0.1");
+  assert.equal(documents.state.hits, 1);
   assert.equal(await page.locator(".claimed-name").textContent(), SCRIPT_NAME);
   assert.match(await page.locator(".says").textContent(), /^says it is /);
   assert.equal(await page.locator("main img").count(), 0);
