@@ -576,19 +576,22 @@ impl Default for WebhooksConfig {
 pub struct ClientDocumentsConfig {
     /// Longest one fetch may take, milliseconds.
     pub timeout_ms: NonZeroU64,
-    /// Largest document accepted, bytes (the draft's §6 suggests 5 KB).
+    /// Largest document accepted, bytes (the draft's §6 suggests 5 KB; at
+    /// most 5120).
     pub max_bytes: NonZeroU64,
     /// Shortest time a fetched document is kept, seconds, whatever its
     /// `Cache-Control` says.
     pub cache_min_s: NonZeroU64,
     /// Longest time a fetched document is kept, seconds.
     pub cache_max_s: NonZeroU64,
-    /// Fetch documents from loopback addresses too (tests, a client on the
-    /// same machine). Off, a URL naming or resolving to a private,
-    /// loopback or link-local address is refused.
+    /// Fetch documents from a URL whose host is a loopback IP literal, on
+    /// any port (tests). Off, a URL naming or resolving to a private,
+    /// loopback or link-local address is refused. Only when the server
+    /// listens on loopback.
     pub allow_loopback: bool,
     /// PEM files of extra certificate authorities trusted for these
-    /// fetches (relative to the config file).
+    /// fetches (relative to the config file; tests). Only when the server
+    /// listens on loopback.
     pub extra_roots: Vec<PathBuf>,
 }
 
@@ -699,6 +702,13 @@ impl OAuthConfig {
         let documents = &self.client_documents;
         if documents.cache_min_s > documents.cache_max_s {
             anyhow::bail!("[oauth.client_documents] cache_min_s may not exceed cache_max_s");
+        }
+        let most =
+            u64::try_from(mandate_core::limits::MAX_CLIENT_DOCUMENT_BYTES).unwrap_or(u64::MAX);
+        if documents.max_bytes.get() > most {
+            anyhow::bail!(
+                "[oauth.client_documents] max_bytes may be at most {most} (larger documents are refused anyway)"
+            );
         }
         Ok(())
     }
@@ -1066,6 +1076,15 @@ impl Config {
         }
         if self.oauth.enabled {
             check_oauth_issuer(self.public_url.as_deref(), &self.issuer)?;
+        }
+        let documents = &self.oauth.client_documents;
+        if (documents.allow_loopback || !documents.extra_roots.is_empty())
+            && !self.listen.ip().is_loopback()
+        {
+            anyhow::bail!(
+                "[oauth.client_documents] allow_loopback and extra_roots are for tests: they need the server to listen on a loopback address, not {}",
+                self.listen
+            );
         }
         check_public_url(self.listen, self.public_url.as_deref())
     }

@@ -12,6 +12,7 @@
 pub mod api;
 pub mod apikeys;
 pub mod assurance;
+pub mod client_documents;
 pub mod clock;
 pub mod config;
 pub mod configdoc;
@@ -95,6 +96,8 @@ pub struct Shared {
     pub metrics: Arc<Metrics>,
     /// OIDC issuers (L2) and identity verifiers (L3).
     pub assurance: Assurance,
+    /// The OAuth clients' metadata documents, fetched and kept.
+    pub client_documents: client_documents::ClientDocuments,
     /// The record log's name (`origin`) and the keys that sign its
     /// checkpoints.
     pub log_origin: String,
@@ -151,6 +154,8 @@ impl AppState {
     ) -> anyhow::Result<(AppState, Option<String>)> {
         config.check()?;
         let assurance = Assurance::load(&config)?;
+        let client_documents =
+            client_documents::ClientDocuments::new(&config.oauth.client_documents)?;
         let redact_args = config.records.redactions()?;
         let telemetry = otel::Telemetry::start(&config.otel)?;
         let database = config.database()?;
@@ -195,6 +200,7 @@ impl AppState {
             limiters,
             metrics,
             assurance,
+            client_documents,
             log_origin: prepared.log.origin,
             log_keys: prepared.log.keys,
             status_lists: status::SignedLists::default(),

@@ -4,21 +4,30 @@
 // 303s to the page; the person signs in with their API key, narrows what is
 // asked and approves (keyboard only) or denies; the browser lands on the
 // client's callback (a tiny server of this test) with `code`, `state` and
-// `iss` (RFC 6749 §4.1.2, RFC 9207 §2), or `error=access_denied`.
+// `iss` (RFC 6749 §4.1.2, RFC 9207 §2), or `error=access_denied`. A client
+// may also name itself by the https URL of its metadata document (CIMD),
+// served here over the API tests' test certificate authority, which the
+// server trusts through `[oauth.client_documents] extra_roots`.
 
 import assert from "node:assert/strict";
 import { createHash, randomBytes } from "node:crypto";
+import { readFileSync } from "node:fs";
 import { createServer } from "node:http";
+import { createServer as createHttpsServer } from "node:https";
 import { after, before, test } from "node:test";
+import { fileURLToPath } from "node:url";
 
 import { freePort, launchBrowser, openPage, screenshot, startServer } from "./harness.mjs";
 
 const RESOURCE = "https://mcp.example.com/mcp";
 const XSS_NAME = `<img src=x onerror="window.__xss=1">Notes & Co`;
+const SCRIPT_NAME = "<img src=x onerror=alert(1)><script>alert(2)</script>";
+const TLS = fileURLToPath(new URL("../../host/tests/fixtures/cimd-tls/", import.meta.url));
 
 let server;
 let browser;
 let callback;
+let documents;
 let developerKey;
 let reviewerKey;
 
@@ -37,6 +46,40 @@ async function startCallback() {
     uri: `http://127.0.0.1:${http.address().port}/callback`,
     hits,
     close: () => new Promise((resolve) => http.close(resolve)),
+  };
+}
+
+/**
+ * An HTTPS server of client metadata documents on loopback (the test
+ * certificate of host/tests/fixtures/cimd-tls): `serve(path, document)` sets
+ * what a path answers; `hits` counts the requests it was sent.
+ */
+async function startDocuments() {
+  const served = new Map();
+  const state = { hits: 0 };
+  const https = createHttpsServer(
+    { cert: readFileSync(`${TLS}server.pem`), key: readFileSync(`${TLS}server.key`) },
+    (request, response) => {
+      state.hits += 1;
+      const document = served.get(new URL(request.url, "https://127.0.0.1").pathname);
+      if (document === undefined) {
+        response.writeHead(404).end();
+        return;
+      }
+      response.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify(document));
+    },
+  );
+  await new Promise((resolve) => https.listen(0, "127.0.0.1", resolve));
+  const origin = `https://127.0.0.1:${https.address().port}`;
+  return {
+    state,
+    /** Serves a public client's document at `path`; answers its URL, the client_id. */
+    client(path, fields) {
+      const url = `${origin}${path}`;
+      served.set(path, { client_id: url, redirect_uris: [callback.uri], token_endpoint_auth_method: "none", ...fields });
+      return url;
+    },
+    close: () => new Promise((resolve) => https.close(resolve)),
   };
 }
 
@@ -88,9 +131,12 @@ before(async () => {
   const issuer = `http://127.0.0.1:${port}`;
   server = await startServer({
     listen: `127.0.0.1:${port}`,
-    config: `public_url = "${issuer}"\nissuer = "${issuer}"\n\n[oauth]\nenabled = true\n`,
+    config:
+      `public_url = "${issuer}"\nissuer = "${issuer}"\n\n[oauth]\nenabled = true\n\n` +
+      `[oauth.client_documents]\nallow_loopback = true\nextra_roots = [${JSON.stringify(`${TLS}ca.pem`)}]\n`,
   });
   callback = await startCallback();
+  documents = await startDocuments();
   browser = await launchBrowser();
   developerKey = (await server.api.createKey({ role: "developer", email: "dev@example.com" })).api_key;
   reviewerKey = (await server.api.createKey({ role: "reviewer", email: "rev@example.com" })).api_key;
@@ -99,6 +145,7 @@ before(async () => {
 after(async () => {
   await browser?.close();
   await callback?.close();
+  await documents?.close();
   await server?.stop();
 });
 
@@ -235,4 +282,61 @@ test("on a 375×812 phone the page has no horizontal scroll", async () => {
   assert.ok(scrollWidth <= clientWidth, `scrollWidth ${scrollWidth} > ${clientWidth}`);
   assert.deepEqual(errors, []);
   await page.context().close();
+});
+
+test("a metadata document's client: fetched after sign-in, its host shown, its script-bearing name only text", async () => {
+  const clientId = documents.client("/agents/scripted.json", {
+    client_name: SCRIPT_NAME,
+    logo_uri: "https://logo.example/logo.png",
+  });
+  const { verifier, challenge } = pkce();
+  const { page, errors } = await openPage(browser);
+  const dialogs = [];
+  page.on("dialog", (dialog) => {
+    dialogs.push(dialog.message());
+    void dialog.dismiss();
+  });
+  const origins = new Set();
+  page.on("request", (request) => origins.add(new URL(request.url()).origin));
+  await page.goto(authorizeUrl(clientId, { challenge, state: "cimd" }));
+  await page.getByRole("heading", { name: "Sign in to grant access", level: 1 }).waitFor();
+  assert.equal(documents.state.hits, 0, "nothing is fetched before sign-in");
+  await page.getByLabel("API key").fill(developerKey);
+  await page.keyboard.press("Enter");
+  await page.getByRole("heading", { name: "Grant access", level: 1 }).waitFor();
+  assert.equal(await page.locator(".client-host").textContent(), "127.0.0.1");
+  assert.equal(documents.state.hits, 1);
+  assert.equal(await page.locator(".claimed-name").textContent(), SCRIPT_NAME);
+  assert.match(await page.locator(".says").textContent(), /^says it is /);
+  assert.equal(await page.locator("main img").count(), 0);
+  assert.equal(await page.locator("main script").count(), 0);
+  assert.deepEqual(dialogs, []);
+  assert.deepEqual([...origins], [server.base], "no request to any other host (no logo)");
+  assert.deepEqual(errors, []);
+
+  const landed = page.waitForURL((url) => url.href.startsWith(callback.uri));
+  await page.getByRole("button", { name: "Approve" }).click();
+  await landed;
+  const query = new URL(page.url()).searchParams;
+  assert.equal(query.get("state"), "cimd");
+  assert.equal(query.get("iss"), server.base);
+  assert.deepEqual(dialogs, []);
+  await page.context().close();
+
+  const response = await fetch(`${server.base}/v1/oauth/token`, {
+    method: "POST",
+    headers: { "content-type": "application/x-www-form-urlencoded" },
+    body: new URLSearchParams({
+      grant_type: "authorization_code",
+      code: query.get("code"),
+      client_id: clientId,
+      redirect_uri: callback.uri,
+      code_verifier: verifier,
+      resource: RESOURCE,
+    }),
+  });
+  const token = await response.json();
+  assert.equal(response.status, 200, JSON.stringify(token));
+  assert.equal(token.token_type, "Bearer");
+  assert.equal(documents.state.hits, 1, "the decision used the document kept");
 });

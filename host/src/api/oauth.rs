@@ -12,6 +12,7 @@ use axum::response::{IntoResponse, Response};
 use base64::Engine as _;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use mandate_core::audience::Audience;
+use mandate_core::oauth::client_document::ClientIdUrl;
 use mandate_core::oauth::pkce::CodeChallenge;
 use mandate_core::oauth::scope::{RequestedScope, format};
 use mandate_core::{AssuranceLevel, HumanRef, VerifyOptions, verify_ignoring_lifetime};
@@ -250,9 +251,14 @@ async fn redeem(state: &AppState, form: TokenRequest) -> ApiResult<TokenResponse
         }
     }
     // A client deleted since the consent redeems nothing; one registered
-    // for `refresh_token` gets a refresh token (plan §1.4). A used code
-    // goes on to the ledger whatever its client, to revoke what it issued.
-    let refresh = if stored.used_at.is_none() {
+    // for `refresh_token` gets a refresh token (plan §1.4). A client named
+    // by its metadata document gets none yet: the document was read at
+    // consent, and the code does not keep what it said of `grant_types`
+    // (decisions "OAuth chunk C7"). A used code goes on to the ledger
+    // whatever its client, to revoke what it issued.
+    let refresh = if stored.used_at.is_some() || ClientIdUrl::is_url(&stored.client_id) {
+        None
+    } else {
         let (org, client_id) = (stored.org, stored.client_id.clone());
         let Some(client) = state
             .store
@@ -266,8 +272,6 @@ async fn redeem(state: &AppState, form: TokenRequest) -> ApiResult<TokenResponse
             .iter()
             .any(|kind| kind == REFRESH_GRANT)
             .then(new_refresh_token)
-    } else {
-        None
     };
     let mut redemption = redemption(state, &stored, code_hash, now)?;
     redemption.refresh_hash = refresh.as_ref().map(|(_, hash)| hash.clone());
@@ -323,7 +327,9 @@ fn redemption(
         org: code.org,
         human_ref: code.human_ref.clone(),
         client_id: code.client_id.clone(),
-        client_host: None,
+        client_host: ClientIdUrl::parse(&code.client_id)
+            .ok()
+            .map(|url| url.host().to_owned()),
         client_name: choice.client_name.clone(),
         resource: code.resource.clone(),
         agent_id: choice.agent_id.as_str().to_owned(),

@@ -10,6 +10,15 @@
 //! the client with `error`, `state` and `iss` (RFC 9207 §2). Nothing is
 //! written until a signed-in human approves: the pending request travels
 //! sealed in the consent page's URL (`secrets::Kek::seal_request`).
+//!
+//! A client is either registered by an organisation (`mcl_…`) or named by
+//! the `https` URL of its metadata document (CIMD,
+//! `crate::client_documents`). Such a document is fetched only once a
+//! person has signed in, so `/authorize` checks the URL's form alone and
+//! cannot verify the redirect URI: every refusal there is on the page. The
+//! document's `redirect_uris` verify it when the request is opened.
+
+use std::sync::Arc;
 
 use axum::extract::{RawQuery, State};
 use axum::http::{HeaderValue, StatusCode, header};
@@ -19,7 +28,7 @@ use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use mandate_core::audience::check_resource_uri;
 use mandate_core::oauth::OAuthError as Oauth;
 use mandate_core::oauth::agent::oauth_agent_id;
-use mandate_core::oauth::client_document::ClientIdUrl;
+use mandate_core::oauth::client_document::{ClientDocument, ClientIdUrl};
 use mandate_core::oauth::pkce::CodeChallenge;
 use mandate_core::oauth::redirect::{self, RedirectUri};
 use mandate_core::oauth::scope::RequestedScope;
@@ -48,6 +57,56 @@ use crate::store::agents;
 use crate::store::oauth::{self as rows, OAuthClient, OAuthCode};
 use crate::store::orgs::Org;
 use crate::{AppState, random};
+
+/// The client of a request.
+enum Client {
+    /// Registered by the signer's organisation.
+    Registered(OAuthClient),
+    /// Named by its metadata document's URL (CIMD), with the document.
+    Document(ClientIdUrl, Arc<ClientDocument>),
+}
+
+impl Client {
+    fn id(&self) -> &str {
+        match self {
+            Client::Registered(client) => &client.client_id,
+            Client::Document(url, _) => url.as_str(),
+        }
+    }
+
+    /// The registered name, or the name the document says.
+    fn name(&self) -> &str {
+        match self {
+            Client::Registered(client) => &client.name,
+            Client::Document(_, document) => &document.client_name,
+        }
+    }
+
+    /// The host of a document's URL: who the client really is (CIMD §6.4).
+    fn host(&self) -> Option<&str> {
+        match self {
+            Client::Registered(_) => None,
+            Client::Document(url, _) => Some(url.host()),
+        }
+    }
+
+    fn kind(&self) -> &'static str {
+        match self {
+            Client::Registered(_) => "registered",
+            Client::Document(..) => "document",
+        }
+    }
+}
+
+/// The client and redirect URI of an authorization request, as far as
+/// `/authorize` can know them.
+struct Named {
+    client_id: String,
+    redirect_uri: String,
+    /// Whether the redirect URI is verified (a registered client's): only
+    /// then may a refusal be sent there.
+    verified: bool,
+}
 
 /// The authorization endpoint (RFC 6749 §3.1).
 const AUTHORIZE_PATH: &str = "/v1/oauth/authorize";
@@ -160,11 +219,10 @@ fn single<'a>(
 
 /// The client a request names, and the redirect URI it may be answered
 /// at; every refusal here is shown on the page (nobody is redirected to a
-/// URI not yet verified).
-async fn verified_client(
-    state: &AppState,
-    parameters: &[(String, Vec<String>)],
-) -> ApiResult<(OAuthClient, String)> {
+/// URI not yet verified). A metadata document's URL is checked for its
+/// form only (nothing is fetched before sign-in), and its redirect URI
+/// only for its form.
+async fn named_client(state: &AppState, parameters: &[(String, Vec<String>)]) -> ApiResult<Named> {
     let repeated = |detail| ApiError::bad_request("parameter_repeated", detail);
     let client_id = single(parameters, "client_id")
         .map_err(repeated)?
@@ -176,10 +234,24 @@ async fn verified_client(
         ));
     }
     if ClientIdUrl::is_url(client_id) {
-        return Err(ApiError::bad_request(
-            "client_document_unsupported",
-            "this server does not yet accept clients identified by a client ID metadata document URL; use a client registered by the organisation (mcl_…)",
-        ));
+        let url = ClientIdUrl::parse(client_id)
+            .map_err(|why| ApiError::bad_request(why.code(), why.to_string()))?;
+        let requested = single(parameters, "redirect_uri")
+            .map_err(repeated)?
+            .ok_or_else(|| {
+                ApiError::bad_request("parameter_missing", "`redirect_uri` is required")
+            })?;
+        RedirectUri::parse(requested).map_err(|why| {
+            ApiError::bad_request(
+                why.code(),
+                format!("redirect_uri cannot be one a client registers: {why}"),
+            )
+        })?;
+        return Ok(Named {
+            client_id: url.as_str().to_owned(),
+            redirect_uri: requested.to_owned(),
+            verified: false,
+        });
     }
     let id = client_id.to_owned();
     let client = state
@@ -206,7 +278,11 @@ async fn verified_client(
             "redirect_uri is not one the client registered (compared exactly; an http loopback IP literal may use any port, RFC 8252 §7.3)",
         ));
     }
-    Ok((client, requested.to_owned()))
+    Ok(Named {
+        client_id: client.client_id,
+        redirect_uri: requested.to_owned(),
+        verified: true,
+    })
 }
 
 /// Checks what follows the redirect URI, in the order of
@@ -283,7 +359,10 @@ fn checked_request(
 /// 7636 §4.3), `resource` (RFC 8707 §2), `scope`, `state`, `dpop_jkt`,
 /// refused back at the redirect URI with `error`, `state` and `iss` (RFC
 /// 9207 §2) — seals it and sends the browser to the consent page (303).
-/// Writes nothing. 404 unless `[oauth]` is on.
+/// A client named by its metadata document's URL has no verified redirect
+/// URI yet (nothing is fetched before sign-in): its refusals are all on
+/// the page (`authorization_request_refused`). Writes nothing, fetches
+/// nothing. 404 unless `[oauth]` is on.
 #[utoipa::path(
     get,
     path = "/v1/oauth/authorize",
@@ -291,7 +370,7 @@ fn checked_request(
     tag = "oauth",
     params(
         ("response_type" = String, Query, description = "`code`"),
-        ("client_id" = String, Query, description = "A client registered by the organisation (`mcl_…`)"),
+        ("client_id" = String, Query, description = "A client registered by the organisation (`mcl_…`), or the https URL of the client's metadata document (fetched only after sign-in)"),
         ("redirect_uri" = String, Query, description = "One of the client's, exactly (an http loopback IP literal may use any port)"),
         ("code_challenge" = String, Query, description = "S256 PKCE challenge: 43 base64url characters"),
         ("code_challenge_method" = String, Query, description = "`S256`"),
@@ -312,8 +391,10 @@ pub(crate) async fn authorize(
     let iss = issuer(&state, AUTHORIZE_PATH)?;
     let now = state.clock.now();
     let parameters = form_parameters(query.unwrap_or_default().as_bytes())?;
-    let (client, redirect_uri) = verified_client(&state, &parameters).await?;
-    // From here on, refusals go back to the client.
+    let named = named_client(&state, &parameters).await?;
+    let redirect_uri = named.redirect_uri.clone();
+    // From here on, refusals go back to the client when its redirect URI
+    // is verified; a metadata document's client hears them on the page.
     let (client_state, state_refused) = match single(&parameters, "state") {
         Ok(Some(value)) if value.len() > MAX_STATE_BYTES => (
             None,
@@ -327,7 +408,7 @@ pub(crate) async fn authorize(
     );
     let checked = checked_request(
         &parameters,
-        &client.client_id,
+        &named.client_id,
         redirect_uri.clone(),
         client_state.clone(),
         iss,
@@ -339,6 +420,12 @@ pub(crate) async fn authorize(
     });
     let pending = match checked {
         Ok(pending) => pending,
+        Err((error, why)) if !named.verified => {
+            return Err(ApiError::bad_request(
+                "authorization_request_refused",
+                format!("{}: {why}", error.as_str()),
+            ));
+        }
         Err((error, why)) => {
             return see_other(&error_redirect(
                 &redirect_uri,
@@ -413,14 +500,43 @@ fn consenting_human(state: &AppState, principal: &Principal) -> ApiResult<(Human
     ))
 }
 
-/// The pending request's client, in the signer's organisation; another
-/// organisation's is unknown.
-async fn client_of(state: &AppState, org: Org, client_id: &str) -> ApiResult<OAuthClient> {
-    let id = client_id.to_owned();
+/// The pending request's client: registered in the signer's organisation
+/// (another organisation's is unknown), or named by its metadata
+/// document's URL — fetched now (or kept from a fetch before), which must
+/// list the request's redirect URI (compared as a registered one is).
+/// Until that holds, the page shows the refusal and nobody is redirected.
+async fn client_of(state: &AppState, org: Org, pending: &Pending, now: Now) -> ApiResult<Client> {
+    if ClientIdUrl::is_url(&pending.client_id) {
+        let url = ClientIdUrl::parse(&pending.client_id)
+            .map_err(|_| request_invalid("the sealed request's client_id does not read"))?;
+        let document = state
+            .client_documents
+            .get(&url, now)
+            .await
+            .map_err(|refused| {
+                ApiError::new(
+                    StatusCode::UNPROCESSABLE_ENTITY,
+                    "client_document_refused",
+                    format!(
+                        "the client's metadata document at {} cannot be used: {refused}",
+                        url.as_str()
+                    ),
+                )
+            })?;
+        if redirect::find(&document.redirect_uris, &pending.redirect_uri).is_none() {
+            return Err(ApiError::bad_request(
+                "redirect_uri_mismatch",
+                "redirect_uri is not one the client's metadata document lists (compared exactly; an http loopback IP literal may use any port, RFC 8252 §7.3)",
+            ));
+        }
+        return Ok(Client::Document(url, document));
+    }
+    let id = pending.client_id.clone();
     state
         .store
         .lookup(move |conn| Ok::<_, QueryError>(rows::client(conn, org, &id)?))
         .await?
+        .map(Client::Registered)
         .ok_or_else(|| {
             ApiError::not_found(
                 "client_not_found",
@@ -443,7 +559,10 @@ fn requested_scope(pending: &Pending) -> ApiResult<RequestedScope> {
 /// Opens a pending authorization request for the consent page: the
 /// client, where the browser goes back to, the resource, what is asked
 /// and for which agent by default. Needs an API key that may `issue`,
-/// made for a person (who consents as themselves).
+/// made for a person (who consents as themselves). A client named by its
+/// metadata document's URL is fetched now (422 `client_document_refused`,
+/// with the reason, when it cannot be used) and its document must list the
+/// redirect URI.
 #[utoipa::path(
     post,
     path = "/v1/oauth/requests/open",
@@ -460,15 +579,16 @@ pub(crate) async fn open_request(
     issuer(&state, "/v1/oauth/requests/open")?;
     let now = state.clock.now();
     let (pending, _) = open_pending(&state, &body.request, now)?;
-    let client = client_of(&state, principal.org, &pending.client_id).await?;
     let (human, _) = consenting_human(&state, &principal)?;
+    let client = client_of(&state, principal.org, &pending, now).await?;
     let requested = requested_scope(&pending)?;
     let redirect =
         RedirectUri::parse(&pending.redirect_uri).map_err(|_| request_invalid("redirect_uri"))?;
     Ok(axum::Json(OpenedRequest {
-        client_id: client.client_id.clone(),
-        client_name: client.name,
-        client_kind: "registered".to_owned(),
+        client_id: client.id().to_owned(),
+        client_name: client.name().to_owned(),
+        client_kind: client.kind().to_owned(),
+        client_host: client.host().map(str::to_owned),
         redirect_host: redirect.host().to_owned(),
         redirect_loopback: redirect.kind().is_loopback(),
         redirect_uri: pending.redirect_uri,
@@ -484,7 +604,7 @@ pub(crate) async fn open_request(
             .iter()
             .map(ToString::to_string)
             .collect(),
-        agent_id: oauth_agent_id(&client.client_id, &human).to_string(),
+        agent_id: oauth_agent_id(client.id(), &human).to_string(),
         expires_at: iso_s(pending.exp),
     }))
 }
@@ -629,8 +749,8 @@ pub(crate) async fn decide_request(
     let iss = issuer(&state, "/v1/oauth/requests/decision")?.to_owned();
     let now = state.clock.now();
     let (pending, request_hash) = open_pending(&state, &body.request, now)?;
-    let client = client_of(&state, principal.org, &pending.client_id).await?;
     let (human, label) = consenting_human(&state, &principal)?;
+    let client = client_of(&state, principal.org, &pending, now).await?;
     let grant = match body.decision {
         ConsentDecision::Deny => {
             return Ok(axum::Json(ConsentDecisionResponse {
@@ -649,7 +769,7 @@ pub(crate) async fn decide_request(
     };
     let agent = match &grant.agent_id {
         Some(agent) => agent.clone(),
-        None => oauth_agent_id(&client.client_id, &human).to_string(),
+        None => oauth_agent_id(client.id(), &human).to_string(),
     };
     let request = input::consent_request(&agent, &grant)?;
     checked_choice(&state, &principal, &human, &pending, &request, now).await?;
@@ -662,7 +782,7 @@ pub(crate) async fn decide_request(
         approved_by: principal.id.clone(),
         for_anyone: principal.may(Permission::IssueForAnyone),
         label,
-        client_name: client.name,
+        client_name: client.name().to_owned(),
     };
     let code = format!(
         "{CODE_PREFIX}{}",
@@ -677,7 +797,7 @@ pub(crate) async fn decide_request(
         org: principal.org,
         human_ref: human.as_str().to_owned(),
         assurance: CONSENT_ASSURANCE.to_owned(),
-        client_id: client.client_id,
+        client_id: client.id().to_owned(),
         redirect_uri: pending.redirect_uri.clone(),
         code_challenge: pending.code_challenge,
         resource: Some(pending.resource),

@@ -121,10 +121,16 @@ pub struct OpenRequest {
 #[derive(Debug, Clone, Serialize, ToSchema)]
 pub struct OpenedRequest {
     pub client_id: String,
-    /// The client's registered name.
+    /// The client's registered name, or for a metadata document's client
+    /// the `client_name` it says (its own claim: show it as text, beside
+    /// `client_host`).
     pub client_name: String,
-    /// `registered`: a client the organisation registered in advance.
+    /// `registered`: a client the organisation registered in advance;
+    /// `document`: a client named by the URL of its metadata document.
     pub client_kind: String,
+    /// For a `document` client, the host of its `client_id` URL: who the
+    /// client is, whatever its name says (show it prominently).
+    pub client_host: Option<String>,
     /// Where the browser goes back to.
     pub redirect_uri: String,
     /// The host of `redirect_uri`, which the page must show.

@@ -10,6 +10,8 @@ use serde_json::{Value, json};
 
 use crate::helpers::{TestApp, expect_json, expect_problem};
 
+mod documents;
+
 /// `[oauth]` on, the issuer being this server's own address (plus `path`).
 fn oauth_at(config: &mut Config, path: &str) {
     let url = format!("http://{}{path}", config.listen);
@@ -927,11 +929,12 @@ async fn redirect_uri_must_match_exactly() {
             StatusCode::NOT_FOUND,
             "client_not_found",
         ),
-        // Client ID metadata documents come with chunk C7: refused, not guessed.
+        // A metadata document's URL is checked for its form here (the
+        // document is fetched after sign-in: oauth/documents.rs).
         (
-            vec![("client_id", Some("https://client.example/meta.json"))],
+            vec![("client_id", Some("https://client.example/meta.json?v=1"))],
             StatusCode::BAD_REQUEST,
-            "client_document_unsupported",
+            "client_id_invalid",
         ),
     ] {
         let response = flow.authorize(&edit).await;

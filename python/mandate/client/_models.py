@@ -842,14 +842,22 @@ class OpenedRequest(TypedDict):
     """
     The agent the grant is for unless the human names another.
     """
+    client_host: NotRequired[str | None]
+    """
+    For a `document` client, the host of its `client_id` URL: who the
+    client is, whatever its name says (show it prominently).
+    """
     client_id: str
     client_kind: str
     """
-    `registered`: a client the organisation registered in advance.
+    `registered`: a client the organisation registered in advance;
+    `document`: a client named by the URL of its metadata document.
     """
     client_name: str
     """
-    The client's registered name.
+    The client's registered name, or for a metadata document's client
+    the `client_name` it says (its own claim: show it as text, beside
+    `client_host`).
     """
     expires_at: str
     """

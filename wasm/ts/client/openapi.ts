@@ -320,7 +320,10 @@ export interface paths {
          *     7636 §4.3), `resource` (RFC 8707 §2), `scope`, `state`, `dpop_jkt`,
          *     refused back at the redirect URI with `error`, `state` and `iss` (RFC
          *     9207 §2) — seals it and sends the browser to the consent page (303).
-         *     Writes nothing. 404 unless `[oauth]` is on.
+         *     A client named by its metadata document's URL has no verified redirect
+         *     URI yet (nothing is fetched before sign-in): its refusals are all on
+         *     the page (`authorization_request_refused`). Writes nothing, fetches
+         *     nothing. 404 unless `[oauth]` is on.
          */
         get: operations["oauth_authorize"];
         put?: never;
@@ -450,7 +453,10 @@ export interface paths {
          * Opens a pending authorization request for the consent page: the
          *     client, where the browser goes back to, the resource, what is asked
          *     and for which agent by default. Needs an API key that may `issue`,
-         *     made for a person (who consents as themselves).
+         *     made for a person (who consents as themselves). A client named by its
+         *     metadata document's URL is fetched now (422 `client_document_refused`,
+         *     with the reason, when it cannot be used) and its document must list the
+         *     redirect URI.
          */
         post: operations["oauth_open_request"];
         delete?: never;
@@ -2332,10 +2338,22 @@ export interface components {
             actions: string[];
             /** @description The agent the grant is for unless the human names another. */
             agent_id: string;
+            /**
+             * @description For a `document` client, the host of its `client_id` URL: who the
+             *     client is, whatever its name says (show it prominently).
+             */
+            client_host?: string | null;
             client_id: string;
-            /** @description `registered`: a client the organisation registered in advance. */
+            /**
+             * @description `registered`: a client the organisation registered in advance;
+             *     `document`: a client named by the URL of its metadata document.
+             */
             client_kind: string;
-            /** @description The client's registered name. */
+            /**
+             * @description The client's registered name, or for a metadata document's client
+             *     the `client_name` it says (its own claim: show it as text, beside
+             *     `client_host`).
+             */
             client_name: string;
             /** @description RFC 3339: when the request can no longer be decided. */
             expires_at: string;
@@ -4675,7 +4693,7 @@ export interface operations {
             query: {
                 /** @description `code` */
                 response_type: string;
-                /** @description A client registered by the organisation (`mcl_…`) */
+                /** @description A client registered by the organisation (`mcl_…`), or the https URL of the client's metadata document (fetched only after sign-in) */
                 client_id: string;
                 /** @description One of the client's, exactly (an http loopback IP literal may use any port) */
                 redirect_uri: string;

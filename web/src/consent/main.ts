@@ -4,8 +4,9 @@
 // request sealed by the server. The person signs in with an API key made
 // for their e-mail (kept in this tab's sessionStorage, as the dashboard
 // keeps it), sees who asks — the client as the organisation registered
-// it, where the browser goes back to, the server the token is for, what
-// is asked — narrows it, and approves or denies. The decision is a JSON
+// it, or the host of the URL a client names itself by beside the name its
+// metadata document claims — where the browser goes back to, the server
+// the token is for, what is asked — narrows it, and approves or denies. The decision is a JSON
 // `fetch` with the key; the page then sends the browser to the redirect the
 // server answers (a form POST could not redirect to another origin under
 // `form-action 'self'`). Every value the server or the client sent is set
@@ -20,6 +21,26 @@ import { field, problemBox } from "../dashboard/ui.js";
 import { type ConsentGrant, type OpenedRequest, decide, openRequest } from "./api.js";
 
 const main = document.getElementById("main") as HTMLElement;
+
+/**
+ * Who asks. A client the organisation registered: its registered name. A
+ * client named by its metadata document's URL: the URL's host, large —
+ * that is who it is — and the name its document gives, as its own claim
+ * ("says it is", CIMD §6.4). Text only; no logo is loaded (§6.7).
+ */
+function who(asked: OpenedRequest): HTMLElement[] {
+  if (asked.client_kind === "document" && asked.client_host) {
+    return [
+      h("p", { class: "client-name client-host" }, asked.client_host),
+      h("p", { class: "says" }, "says it is ", h("q", { class: "claimed-name" }, asked.client_name)),
+      h("p", { class: "hint" }, "identified by its metadata document at ", h("code", {}, asked.client_id)),
+    ];
+  }
+  return [
+    h("p", { class: "client-name" }, asked.client_name),
+    h("p", {}, "registered by your organisation as ", h("code", {}, asked.client_id)),
+  ];
+}
 const account = document.getElementById("account") as HTMLElement;
 const identity = document.getElementById("identity") as HTMLElement;
 const request = new URLSearchParams(location.search).get("request");
@@ -288,8 +309,7 @@ function consentForm(key: string, sealed: string, asked: OpenedRequest): void {
     h(
       "section",
       { class: "who", "aria-label": "Who asks" },
-      h("p", { class: "client-name" }, asked.client_name),
-      h("p", {}, "registered by your organisation as ", h("code", {}, asked.client_id)),
+      ...who(asked),
       h("p", {}, "asks to act for you. When you answer, your browser goes back to ", h("strong", { class: "host" }, asked.redirect_host), "."),
       asked.redirect_loopback
         ? h(
