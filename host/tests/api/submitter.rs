@@ -190,3 +190,40 @@ async fn witnesses_cosign_one_down_holds_none_up_and_a_lagging_one_catches_up_by
     });
     drop((first, second, third));
 }
+
+/// The upgrade to schema 13, on either engine: a database of version 12
+/// gains the witnessed log's tables, empty, and keeps what it held.
+#[tokio::test]
+async fn the_upgrade_to_schema_13_adds_the_witnessed_log_tables() {
+    use mandate_host::store::sql::Dialect;
+    let app = TestApp::spawn().await;
+    let token = app.root("mailer", &["crm:*"], &["read"]).await;
+    let dir = app.stop().await;
+    crate::helpers::with_database(dir.path(), |conn| {
+        conn.execute_batch(crate::helpers::DROP_WITNESSED_TABLES)
+            .unwrap();
+        match conn.dialect() {
+            Dialect::Sqlite => conn.execute_batch("PRAGMA user_version = 12").unwrap(),
+            Dialect::Postgres => conn
+                .execute_batch("UPDATE mandate_schema SET version = 12")
+                .unwrap(),
+        }
+    });
+    let app = TestApp::spawn_in(dir, |_| {}).await;
+    let response = app
+        .act(text(&token["jti"]), "read", "crm:lead/1", "success")
+        .await;
+    assert_eq!(response.status(), reqwest::StatusCode::CREATED);
+    let dir = app.stop().await;
+    crate::helpers::with_database(dir.path(), |conn| {
+        for table in ["log_witnesses", "log_cosignatures", "log_submitter"] {
+            let rows: i64 = conn
+                .query_row(&format!("SELECT count(*) FROM {table}"), [], |row| {
+                    row.get(0)
+                })
+                .unwrap();
+            assert_eq!(rows, 0, "{table}");
+        }
+        assert_eq!(mandate_host::store::SCHEMA_VERSION, 13);
+    });
+}
