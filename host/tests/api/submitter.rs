@@ -141,8 +141,14 @@ async fn witnesses_cosign_one_down_holds_none_up_and_a_lagging_one_catches_up_by
     }
     let (two, three) = (policy(&vkeys, 2), policy(&vkeys, 3));
     let witnessed_by = |note: &str, policy: &WitnessPolicy, size: u64| {
-        verify_witnessed(note, Some(ORIGIN), &[log_key.clone()], policy, now())
-            .is_ok_and(|w| w.checkpoint.size >= size)
+        verify_witnessed(
+            note,
+            Some(ORIGIN),
+            std::slice::from_ref(&log_key),
+            policy,
+            now(),
+        )
+        .is_ok_and(|w| w.checkpoint.size >= size)
     };
     checkpoint_when(&app, |note| witnessed_by(note, &three, 4)).await;
     // The third goes down; the log grows; two cosign.
@@ -174,8 +180,14 @@ async fn witnesses_cosign_one_down_holds_none_up_and_a_lagging_one_catches_up_by
     let response = app.act(&jti, "read", "crm:lead/9", "success").await;
     assert_eq!(response.status(), reqwest::StatusCode::CREATED);
     let note = checkpoint_when(&app, |note| witnessed_by(note, &three, 6)).await;
-    let witnessed =
-        verify_witnessed(&note, Some(ORIGIN), &[log_key.clone()], &three, now()).unwrap();
+    let witnessed = verify_witnessed(
+        &note,
+        Some(ORIGIN),
+        std::slice::from_ref(&log_key),
+        &three,
+        now(),
+    )
+    .unwrap();
     assert_eq!(witnessed.cosigned_by.len(), 3);
     let dir = app.stop().await;
     crate::helpers::with_database(dir.path(), |conn| {
