@@ -380,6 +380,8 @@ pub async fn serve_until(
     let scorer = tokio::spawn(trust::recompute(state.clone()));
     let (stop_delivery, delivery_stop) = tokio::sync::oneshot::channel();
     let deliverer = tokio::spawn(webhooks::deliver(state.clone(), delivery_stop));
+    let (stop_submitting, submitter_stop) = tokio::sync::oneshot::channel();
+    let submitter = tokio::spawn(recordlog::submit::submit(state.clone(), submitter_stop));
     let stopping = state.stopping.clone();
     listen::serve(
         listener,
@@ -400,6 +402,10 @@ pub async fn serve_until(
     let _ = stop_delivery.send(());
     if deliverer.await.is_err() {
         tracing::error!("the webhook delivery task did not stop cleanly");
+    }
+    let _ = stop_submitting.send(());
+    if submitter.await.is_err() {
+        tracing::error!("the checkpoint submitter did not stop cleanly");
     }
     // The log's end is signed before the database closes: no leaf is left
     // without a checkpoint that covers it.

@@ -28,7 +28,7 @@ const FORMAT_VERSION: u64 = 1;
 /// exported), in an order that inserts parents before what refers to them,
 /// and the key each is written in the order of (tokens by depth, so a
 /// parent comes before its children).
-const TABLES: [(&str, &[&str], &str); 28] = [
+const TABLES: [(&str, &[&str], &str); 31] = [
     ("meta", &["key", "value"], "key"),
     (
         "signing_keys",
@@ -250,6 +250,17 @@ const TABLES: [(&str, &[&str], &str); 28] = [
         &["key_id", "secret", "created_at", "retired_at"],
         "key_id",
     ),
+    (
+        "log_witnesses",
+        &["name", "key_id", "size", "updated_at"],
+        "name, key_id",
+    ),
+    (
+        "log_cosignatures",
+        &["size", "name", "key_id", "timestamp", "line"],
+        "size, name, key_id",
+    ),
+    ("log_submitter", &["id", "owner", "until_ms"], "id"),
     (
         "ledger_state",
         &["id", "next_status_idx", "next_event_seq"],

@@ -30,7 +30,7 @@ use mandate_core::tlog::{Frontier, LogEvent};
 use super::{Ledger, LedgerError, internal};
 use crate::clock::Now;
 use crate::recordlog::{self, LogKeys};
-use crate::store::log::{self as rows, StoredCheckpoint};
+use crate::store::log::{self as rows, StoredCheckpoint, StoredCosignature};
 use crate::store::orgs::{self as org_rows, Org};
 use crate::store::status_lists::{self, StoredList};
 
@@ -222,5 +222,49 @@ impl Ledger {
         )?;
         rows::insert_checkpoint(&self.conn, &checkpoint)?;
         Ok(checkpoint)
+    }
+
+    /// Leases the checkpoint submitter to the host `owner` until
+    /// `until_ms`, unless another host holds it; answers whether `owner`
+    /// holds it.
+    pub fn claim_submitter(
+        &mut self,
+        owner: &str,
+        now: Now,
+        until_ms: i64,
+    ) -> Result<bool, LedgerError> {
+        // The state row is every group's first lock (PostgreSQL).
+        self.group_log()?;
+        Ok(rows::claim_submitter(
+            &self.conn,
+            owner,
+            now.ms(),
+            until_ms,
+        )?)
+    }
+
+    /// Ends the submitter's lease of `owner` (when it stops), or of any
+    /// host (`None`: a process that alone submits, at its start).
+    pub fn release_submitter(&mut self, owner: Option<&str>) -> Result<usize, LedgerError> {
+        self.group_log()?;
+        Ok(rows::release_submitter(&self.conn, owner)?)
+    }
+
+    /// Stores what a witness answered: the size it is at and, when it
+    /// cosigned, its cosignature.
+    pub fn record_witness(
+        &mut self,
+        name: &str,
+        key_id: u32,
+        size: u64,
+        cosignature: Option<&StoredCosignature>,
+        now: Now,
+    ) -> Result<(), LedgerError> {
+        self.group_log()?;
+        if let Some(cosignature) = cosignature {
+            rows::insert_cosignature(&self.conn, cosignature)?;
+        }
+        rows::save_witness_size(&self.conn, name, key_id, size, now.ms())?;
+        Ok(())
     }
 }

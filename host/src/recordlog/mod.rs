@@ -17,6 +17,7 @@ pub mod audit;
 pub mod events;
 pub mod keys;
 pub mod proofs;
+pub mod submit;
 pub mod watch;
 
 use std::collections::HashMap;

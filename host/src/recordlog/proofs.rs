@@ -134,3 +134,52 @@ pub fn tile(conn: &Connection, id: TileId) -> Result<Vec<u8>, QueryError> {
     }
     Ok(hashes.concat())
 }
+
+/// `checkpoint` with the cosignatures stored for its size by the
+/// witnesses `witnesses` (key name and id) appended, one signature line
+/// each (C2SP signed-note: a cosignature is one more signature line).
+pub fn with_cosignatures(
+    conn: &Connection,
+    mut checkpoint: StoredCheckpoint,
+    witnesses: &[(String, u32)],
+) -> Result<(StoredCheckpoint, usize), QueryError> {
+    let mut count = 0;
+    for cosignature in rows::cosignatures(conn, checkpoint.size)? {
+        if witnesses
+            .iter()
+            .any(|(name, id)| *name == cosignature.name && *id == cosignature.key_id)
+        {
+            checkpoint.note.push_str(&cosignature.line);
+            checkpoint.note.push('\n');
+            count += 1;
+        }
+    }
+    Ok((checkpoint, count))
+}
+
+/// How many cosigned sizes [`witnessed`] looks through for one cosigned
+/// by enough of the configured witnesses.
+const COSIGNED_LOOKBACK: u64 = 16;
+
+/// The newest checkpoint cosigned by at least `threshold` of `witnesses`,
+/// with their cosignatures; else the newest checkpoint with whatever
+/// cosignatures it has.
+pub fn witnessed(
+    conn: &Connection,
+    witnesses: &[(String, u32)],
+    threshold: usize,
+) -> Result<StoredCheckpoint, QueryError> {
+    for size in rows::cosigned_sizes(conn, threshold, COSIGNED_LOOKBACK)? {
+        let Some(checkpoint) = rows::checkpoints_from(conn, size, 1)?
+            .into_iter()
+            .find(|c| c.size == size)
+        else {
+            continue;
+        };
+        let (checkpoint, count) = with_cosignatures(conn, checkpoint, witnesses)?;
+        if count >= threshold {
+            return Ok(checkpoint);
+        }
+    }
+    Ok(with_cosignatures(conn, latest(conn)?, witnesses)?.0)
+}

@@ -275,7 +275,7 @@ fn migrate(conn: &Connection) -> anyhow::Result<()> {
             schema::VERSION
         ),
         Some(version) if version == schema::VERSION => return Ok(()),
-        Some(version @ (5..=11)) => {
+        Some(version @ (5..=12)) => {
             if version == 5 {
                 tx.execute_batch(schema::POSTGRES_EVENTS)?;
             }
@@ -296,7 +296,10 @@ fn migrate(conn: &Connection) -> anyhow::Result<()> {
             if version <= 10 {
                 tx.execute_batch(schema::POSTGRES_ARGS)?;
             }
-            tx.execute_batch(schema::POSTGRES_OAUTH)?;
+            if version <= 11 {
+                tx.execute_batch(schema::POSTGRES_OAUTH)?;
+            }
+            tx.execute_batch(schema::POSTGRES_WITNESSED)?;
             tx.execute(
                 "UPDATE mandate_schema SET version = ?1",
                 params![schema::VERSION],
@@ -314,6 +317,7 @@ fn migrate(conn: &Connection) -> anyhow::Result<()> {
             tx.execute_batch(schema::POSTGRES_AGENTS)?;
             tx.execute_batch(schema::POSTGRES_ARGS)?;
             tx.execute_batch(schema::POSTGRES_OAUTH)?;
+            tx.execute_batch(schema::POSTGRES_WITNESSED)?;
             // Nothing to count yet; run anyway, so every new database
             // checks the statements an upgrade from version 6 runs.
             super::dashboard::backfill(&tx)?;

@@ -222,3 +222,130 @@ pub fn nodes(conn: &Connection) -> sql::Result<Vec<(u8, u64, Hash)>> {
         })
         .collect()
 }
+
+/// A cosignature gathered from a witness of `[log] witnesses`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StoredCosignature {
+    /// The size of the checkpoint it cosigns.
+    pub size: u64,
+    /// The witness's key name and id.
+    pub name: String,
+    pub key_id: u32,
+    /// When the witness cosigned, POSIX seconds (the signature's own).
+    pub timestamp: u64,
+    /// The signature line, without its newline.
+    pub line: String,
+}
+
+/// The tree size the witness `(name, key_id)` last cosigned, as its
+/// answers told the submitter; `None` before its first answer.
+pub fn witness_size(conn: &Connection, name: &str, key_id: u32) -> sql::Result<Option<u64>> {
+    conn.prepare_cached("SELECT size FROM log_witnesses WHERE name = ?1 AND key_id = ?2")?
+        .query_row(params![name, i64::from(key_id)], |row| row.get(0))
+        .optional()
+}
+
+/// Remembers that the witness `(name, key_id)` is at `size`.
+pub fn save_witness_size(
+    conn: &Connection,
+    name: &str,
+    key_id: u32,
+    size: u64,
+    at_ms: i64,
+) -> sql::Result<()> {
+    conn.prepare_cached(
+        "INSERT INTO log_witnesses (name, key_id, size, updated_at) VALUES (?1, ?2, ?3, ?4)
+         ON CONFLICT (name, key_id) DO UPDATE SET size = excluded.size, updated_at = excluded.updated_at",
+    )?
+    .execute(params![name, i64::from(key_id), size, at_ms])?;
+    Ok(())
+}
+
+/// Stores a cosignature (once: the same witness's second one for a size is
+/// ignored, the first kept).
+pub fn insert_cosignature(conn: &Connection, cosignature: &StoredCosignature) -> sql::Result<()> {
+    conn.prepare_cached(
+        "INSERT INTO log_cosignatures (size, name, key_id, timestamp, line)
+         VALUES (?1, ?2, ?3, ?4, ?5) ON CONFLICT (size, name, key_id) DO NOTHING",
+    )?
+    .execute(params![
+        cosignature.size,
+        cosignature.name,
+        i64::from(cosignature.key_id),
+        cosignature.timestamp,
+        cosignature.line
+    ])?;
+    Ok(())
+}
+
+/// The cosignatures gathered for the checkpoint of `size`, by witness name.
+pub fn cosignatures(conn: &Connection, size: u64) -> sql::Result<Vec<StoredCosignature>> {
+    conn.prepare_cached(
+        "SELECT name, key_id, timestamp, line FROM log_cosignatures WHERE size = ?1
+         ORDER BY name, key_id",
+    )?
+    .query_map(params![size], |row| {
+        Ok((
+            row.get::<_, String>(0)?,
+            row.get::<_, i64>(1)?,
+            row.get::<_, u64>(2)?,
+            row.get::<_, String>(3)?,
+        ))
+    })?
+    .map(|row| {
+        let (name, key_id, timestamp, line) = row?;
+        let key_id = u32::try_from(key_id)
+            .map_err(|_| sql::Error::corrupt("a cosignature's key id", "not 32 bits"))?;
+        Ok(StoredCosignature {
+            size,
+            name,
+            key_id,
+            timestamp,
+            line,
+        })
+    })
+    .collect()
+}
+
+/// Leases the submitter to the host `owner` until `until_ms`, unless
+/// another host holds it past `now_ms`; answers whether `owner` holds it.
+pub fn claim_submitter(
+    conn: &Connection,
+    owner: &str,
+    now_ms: i64,
+    until_ms: i64,
+) -> sql::Result<bool> {
+    let changed = conn
+        .prepare_cached(
+            "INSERT INTO log_submitter (id, owner, until_ms) VALUES (1, ?1, ?3)
+             ON CONFLICT (id) DO UPDATE SET owner = excluded.owner, until_ms = excluded.until_ms
+             WHERE log_submitter.owner = excluded.owner OR log_submitter.until_ms <= ?2",
+        )?
+        .execute(params![owner, now_ms, until_ms])?;
+    Ok(changed == 1)
+}
+
+/// Ends the submitter's lease held by `owner`, or by anyone (`None`: a
+/// process that alone submits, at its start).
+pub fn release_submitter(conn: &Connection, owner: Option<&str>) -> sql::Result<usize> {
+    match owner {
+        Some(owner) => conn
+            .prepare_cached("DELETE FROM log_submitter WHERE owner = ?1")?
+            .execute([owner]),
+        None => conn
+            .prepare_cached("DELETE FROM log_submitter")?
+            .execute([]),
+    }
+}
+
+/// Up to `limit` checkpoint sizes with at least `threshold` cosignatures
+/// stored, largest first.
+pub fn cosigned_sizes(conn: &Connection, threshold: usize, limit: u64) -> sql::Result<Vec<u64>> {
+    let threshold = i64::try_from(threshold).unwrap_or(i64::MAX);
+    conn.prepare_cached(
+        "SELECT size FROM log_cosignatures GROUP BY size HAVING count(*) >= ?1
+         ORDER BY size DESC LIMIT ?2",
+    )?
+    .query_map(params![threshold, limit], |row| row.get(0))?
+    .collect()
+}

@@ -246,6 +246,9 @@ fn migrate(wrapped: &Connection) -> anyhow::Result<()> {
     if version < 12 {
         tx.execute_batch(schema::OAUTH)?;
     }
+    if version < 13 {
+        tx.execute_batch(schema::WITNESSED)?;
+    }
     tx.pragma_update(None, "user_version", schema::VERSION)?;
     tx.commit()?;
     Ok(())

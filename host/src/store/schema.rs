@@ -99,6 +99,13 @@
 //!   family by the SHA-256 of the token, with its generation and the one
 //!   that replaced it.
 //!
+//! - Witnessed checkpoints (schema 13, docs/log.md): `log_witnesses`, per
+//!   witness of `[log] witnesses` (its key name and id) the tree size it
+//!   last cosigned, as its answers told the submitter;
+//!   `log_cosignatures`, each cosignature line gathered, by checkpoint
+//!   size and witness, with its timestamp; `log_submitter`, one row, the
+//!   host whose lease lets it submit and until when.
+//!
 //! Every object stands in one organisation: keys, tokens, workflows and
 //! idempotency keys carry its number in `org`; agents are keyed by `(org,
 //! agent_id)`; a record's organisation is its `seq >> 40` (the generated
@@ -107,12 +114,12 @@
 //! record index, ending in `seq`, is searched within that range.
 
 /// The schema version this build writes.
-pub(crate) const VERSION: i64 = 12;
+pub(crate) const VERSION: i64 = 13;
 
 /// PostgreSQL's schema at version 5 (version 6 adds [`POSTGRES_EVENTS`]
 /// to it, version 7 [`POSTGRES_DASHBOARD`], version 8 [`POSTGRES_TRUST`],
 /// version 9 [`POSTGRES_RECORD_ORIGIN`], version 10 [`POSTGRES_AGENTS`], version 11 [`POSTGRES_ARGS`],
-/// version 12 [`POSTGRES_OAUTH`]): SQLite's tables with PostgreSQL's
+/// version 12 [`POSTGRES_OAUTH`], version 13 [`POSTGRES_WITNESSED`]): SQLite's tables with PostgreSQL's
 /// types (every integer a `BIGINT`, blobs `BYTEA`, text compared byte by
 /// byte, `COLLATE "C"`, as SQLite does). A record's `org` is stored, since
 /// PostgreSQL 15 has no virtual generated columns; `seq` is still the
@@ -741,6 +748,60 @@ CREATE TABLE oauth_refresh_tokens (
     replaced_by BYTEA
 );
 CREATE INDEX oauth_refresh_tokens_by_grant ON oauth_refresh_tokens(grant_id);
+"#;
+
+/// Version 13: what the submitter keeps of its witnesses (see the
+/// module's table list).
+pub(crate) const WITNESSED: &str = r#"
+CREATE TABLE log_witnesses (
+    name       TEXT NOT NULL,
+    key_id     INTEGER NOT NULL,
+    size       INTEGER NOT NULL,
+    updated_at INTEGER NOT NULL,
+    PRIMARY KEY (name, key_id)
+) STRICT;
+
+CREATE TABLE log_cosignatures (
+    size      INTEGER NOT NULL,
+    name      TEXT NOT NULL,
+    key_id    INTEGER NOT NULL,
+    timestamp INTEGER NOT NULL,
+    line      TEXT NOT NULL,
+    PRIMARY KEY (size, name, key_id)
+) STRICT;
+
+CREATE TABLE log_submitter (
+    id       INTEGER PRIMARY KEY CHECK (id = 1),
+    owner    TEXT NOT NULL,
+    until_ms INTEGER NOT NULL
+) STRICT;
+"#;
+
+/// Version 13 on PostgreSQL, over version 12: [`WITNESSED`] with
+/// PostgreSQL's types.
+pub(crate) const POSTGRES_WITNESSED: &str = r#"
+CREATE TABLE log_witnesses (
+    name       TEXT COLLATE "C" NOT NULL,
+    key_id     BIGINT NOT NULL,
+    size       BIGINT NOT NULL,
+    updated_at BIGINT NOT NULL,
+    PRIMARY KEY (name, key_id)
+);
+
+CREATE TABLE log_cosignatures (
+    size      BIGINT NOT NULL,
+    name      TEXT COLLATE "C" NOT NULL,
+    key_id    BIGINT NOT NULL,
+    timestamp BIGINT NOT NULL,
+    line      TEXT COLLATE "C" NOT NULL,
+    PRIMARY KEY (size, name, key_id)
+);
+
+CREATE TABLE log_submitter (
+    id       BIGINT PRIMARY KEY CHECK (id = 1),
+    owner    TEXT COLLATE "C" NOT NULL,
+    until_ms BIGINT NOT NULL
+);
 "#;
 
 /// Version 6: approvals, the events outbox, webhooks and their delivery

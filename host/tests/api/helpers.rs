@@ -102,10 +102,17 @@ pub fn test_database(dir: &Path) -> Option<String> {
     Some(format!("{server_root}/{name}{query}"))
 }
 
-/// Undoes schema 12 (the OAuth tables), for a test that sets a database
-/// back to an earlier version: the upgrade adds them again.
+/// Undoes schemas 12 (the OAuth tables) and 13 (the witnessed log's), for
+/// a test that sets a database back to an earlier version: the upgrade
+/// adds them again.
 pub const DROP_OAUTH_TABLES: &str = "DROP TABLE oauth_clients; DROP TABLE oauth_codes; \
-     DROP TABLE oauth_grants; DROP TABLE oauth_refresh_tokens;";
+     DROP TABLE oauth_grants; DROP TABLE oauth_refresh_tokens; \
+     DROP TABLE log_witnesses; DROP TABLE log_cosignatures; DROP TABLE log_submitter;";
+
+/// Undoes schema 13 (the witnessed log's tables), for a test that sets a
+/// database back to version 12.
+pub const DROP_WITNESSED_TABLES: &str =
+    "DROP TABLE log_witnesses; DROP TABLE log_cosignatures; DROP TABLE log_submitter;";
 
 pub struct TestApp {
     pub base: String,

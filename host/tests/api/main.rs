@@ -46,6 +46,7 @@ mod races;
 mod reputation;
 mod reviewer;
 mod secrets;
+mod submitter;
 mod surface;
 mod transfer;
 mod trust;

@@ -201,6 +201,9 @@ fn downgrade_to_version_1(db: &std::path::Path, root_jti: &str, child_jti: &str)
          DROP TABLE oauth_codes;
          DROP TABLE oauth_grants;
          DROP TABLE oauth_refresh_tokens;
+         DROP TABLE log_witnesses;
+         DROP TABLE log_cosignatures;
+         DROP TABLE log_submitter;
          DROP TABLE approvals;
          DROP TABLE events;
          DROP TABLE webhooks;
