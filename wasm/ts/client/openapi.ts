@@ -237,7 +237,10 @@ export interface paths {
         /**
          * The newest checkpoint of the record log: a C2SP `tlog-checkpoint`
          *     signed note (origin, tree size, root hash), signed by every log key in
-         *     force.
+         *     force. With `[log] witnesses`, the newest checkpoint cosigned by
+         *     `witness_threshold` of them, their cosignatures (C2SP
+         *     `tlog-cosignature`) appended as signature lines; until one is, the
+         *     newest checkpoint with the cosignatures it has.
          */
         get: operations["checkpoint"];
         put?: never;
