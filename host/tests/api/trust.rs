@@ -6,6 +6,7 @@
 
 use std::time::Duration;
 
+use mandate_host::trust::MAX_AGE;
 use reqwest::{Method, StatusCode};
 use serde_json::{Value, json};
 
@@ -79,9 +80,14 @@ async fn trust_when(
     agent: &str,
     until: impl Fn(&Value) -> bool,
 ) -> Value {
-    // A busy machine may take a while to recompute: wait up to a minute.
+    // A recomputation that ran between the last write's commit and the
+    // caller's reading of the clock is the last one its writes asked for:
+    // the next comes when the scores are [`MAX_AGE`] old, checked every
+    // quarter of that. Wait for that one, and a minute more on a busy
+    // machine.
+    let deadline = MAX_AGE + MAX_AGE / 4 + Duration::from_secs(60);
     let started = std::time::Instant::now();
-    while started.elapsed() < Duration::from_secs(60) {
+    while started.elapsed() < deadline {
         let body = trust(app, key, agent).await;
         if until(&body) {
             return body;
