@@ -8,6 +8,8 @@
 //! refresh tokens of a grant by the SHA-256 of each, one generation after
 //! another. Only the ledger writes them.
 
+use mandate_core::oauth::family::RevokeReason;
+
 use super::orgs::Org;
 use crate::store::sql::{self, Connection, OptionalExtension, Row, params};
 
@@ -317,7 +319,10 @@ pub fn grant_of_root(conn: &Connection, root_jti: &str) -> sql::Result<Option<OA
 }
 
 /// The grants of `org`, of one human and one client when named, newest
-/// first, at most `limit`.
+/// first, at most `limit`. A grant whose root was revoked by another path
+/// (`POST /v1/vat/revoke`, a signing key's revocation) shows as revoked
+/// for `root_revoked` at the root's revocation, though its row is marked
+/// only when a refresh finds it out.
 pub fn grants(
     conn: &Connection,
     org: Org,
@@ -329,16 +334,24 @@ pub fn grants(
     // the indexes (org, human_ref) and (org, client_id) serve.
     let (filter, values): (&str, Vec<&str>) = match (human_ref, client_id) {
         (None, None) => ("", vec![]),
-        (Some(human), None) => (" AND human_ref = ?3", vec![human]),
-        (None, Some(client)) => (" AND client_id = ?3", vec![client]),
+        (Some(human), None) => (" AND g.human_ref = ?3", vec![human]),
+        (None, Some(client)) => (" AND g.client_id = ?3", vec![client]),
         (Some(human), Some(client)) => (
-            " AND human_ref = ?3 AND client_id = ?4",
+            " AND g.human_ref = ?3 AND g.client_id = ?4",
             vec![human, client],
         ),
     };
     let mut statement = conn.prepare_cached(&format!(
-        "SELECT {GRANT_COLUMNS} FROM oauth_grants WHERE org = ?1{filter}
-         ORDER BY created_at DESC, grant_id DESC LIMIT ?2"
+        "SELECT g.grant_id, g.org, g.human_ref, g.client_id, g.client_host, g.client_name,
+                g.resource, g.agent_id, g.root_jti, g.scope, g.created_at, g.expires_at,
+                g.last_used_at,
+                COALESCE(g.revoked_at, t.revoked_at * 1000) AS revoked_at,
+                CASE WHEN g.revoked_at IS NOT NULL THEN g.revoke_reason
+                     WHEN t.revoked_at IS NOT NULL THEN '{root_revoked}' END AS revoke_reason
+         FROM oauth_grants g LEFT JOIN tokens t ON t.jti = g.root_jti
+         WHERE g.org = ?1{filter}
+         ORDER BY g.created_at DESC, g.grant_id DESC LIMIT ?2",
+        root_revoked = RevokeReason::RootRevoked.as_str(),
     ))?;
     let limit = i64::from(limit);
     let rows = match values.as_slice() {

@@ -1937,6 +1937,18 @@ async fn a_grant_whose_root_was_revoked_refreshes_no_more() {
         StatusCode::OK,
     )
     .await;
+    // The grants API tells the truth before any refresh found it out.
+    let listed = expect_json(
+        flow.app
+            .get_auth("/v1/oauth/grants", &flow.app.admin_key)
+            .await,
+        StatusCode::OK,
+    )
+    .await;
+    let grant = &listed["grants"][0];
+    assert_eq!(grant["revoke_reason"], "root_revoked", "{listed}");
+    assert!(grant["revoked_at"].is_string(), "{listed}");
+    assert_eq!(revoke_reason(&flow.app), None);
     assert_eq!(
         flow.refresh_refused(text(&issued["refresh_token"]), &[])
             .await,
