@@ -1,7 +1,8 @@
 //! Several hosts on one PostgreSQL database (this module runs on the
 //! PostgreSQL pass only; `cargo xtask test` skips it on SQLite, which serves
 //! one process): a token issued on one host acts on another, a revocation on
-//! one is refused by the others the moment it returns, spenders spread over
+//! one is refused by the others the moment it returns and no write any host
+//! acknowledged commits after it, spenders spread over
 //! the hosts never pass a budget, concurrent ratings have one winner, an
 //! Idempotency-Key retried on another host gets the first answer, a DPoP
 //! proof used on one host is refused on another; `kill -9` of one host
@@ -751,5 +752,117 @@ async fn hosts_writing_at_once_append_to_one_log() {
     });
     assert_eq!(report.findings, [], "{}", report.summary());
     assert_eq!(report.records, 90);
+    stop_all(hosts).await;
+}
+
+/// Revoking the root ends the chain on every host: no write that any host
+/// acknowledged commits after the revocation did. Writers on two hosts
+/// record with the root and a child while the third revokes the root; the
+/// record log orders commits (each write's leaf is appended in its commit),
+/// so every acknowledged record's leaf comes before the revocations'. The
+/// guarantee whatever replaces the organisation's lock must keep (plan
+/// write-path-at-scale §5.4, answer 2).
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn no_write_acknowledged_on_any_host_commits_after_its_chain_was_revoked() {
+    needs_postgres();
+    let hosts = three_hosts().await;
+    let root = hosts[0]
+        .root("bot", &["crm:*"], &["read", "delegate"])
+        .await;
+    let child = expect_json(
+        hosts[1]
+            .delegate(
+                &root,
+                json!({"agent_id": "helper", "resources": ["crm:*"], "actions": ["read"]}),
+            )
+            .await,
+        StatusCode::CREATED,
+    )
+    .await;
+    let acknowledged = Arc::new(AtomicU64::new(0));
+    let mut writers = Vec::new();
+    for host in &hosts[..2] {
+        for token in [&root, &child] {
+            let (client, url, jti, acknowledged) = (
+                host.client.clone(),
+                host.url("/v1/vat/record/action"),
+                text(&token["jti"]).to_owned(),
+                acknowledged.clone(),
+            );
+            writers.push(tokio::spawn(async move {
+                let mut ids = Vec::new();
+                loop {
+                    let response = client
+                        .post(&url)
+                        .json(&json!({"vat_jti": jti, "action": "read",
+                                      "resource": "crm:a", "result": "success"}))
+                        .send()
+                        .await
+                        .unwrap();
+                    // Refused once revoked (a denied record of its own).
+                    if response.status() == StatusCode::FORBIDDEN {
+                        let body: Value = response.json().await.unwrap();
+                        assert_eq!(body["code"], "token_inactive", "{body}");
+                        return ids;
+                    }
+                    let body: Value = expect_json(response, StatusCode::CREATED).await;
+                    ids.push(text(&body["aar_id"]).to_owned());
+                    acknowledged.fetch_add(1, Ordering::SeqCst);
+                }
+            }));
+        }
+    }
+    // Revoke once the writers are well under way.
+    let started = Instant::now();
+    while acknowledged.load(Ordering::SeqCst) < 40 {
+        assert!(
+            started.elapsed() < Duration::from_secs(60),
+            "the writers never got going"
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    let jti = text(&root["jti"]).to_owned();
+    expect_json(
+        hosts[2]
+            .post_auth("/v1/vat/revoke", &hosts[2].admin_key, &json!({"jti": jti}))
+            .await,
+        StatusCode::OK,
+    )
+    .await;
+    let mut ids = Vec::new();
+    for writer in writers {
+        ids.extend(writer.await.unwrap());
+    }
+    let child_jti = text(&child["jti"]).to_owned();
+    let (revoked, latest): (Vec<i64>, i64) = hosts[0].with_database(move |conn| {
+        let revoked = [&jti, &child_jti]
+            .iter()
+            .map(|jti| {
+                conn.query_row(
+                    "SELECT log_revoked FROM tokens WHERE jti = ?1",
+                    [jti.as_str()],
+                    |row| row.get(0),
+                )
+                .unwrap()
+            })
+            .collect();
+        let mut latest = i64::MIN;
+        for id in &ids {
+            let leaf: i64 = conn
+                .query_row(
+                    "SELECT log_created FROM records WHERE aar_id = ?1",
+                    [id.as_str()],
+                    |row| row.get(0),
+                )
+                .unwrap();
+            latest = latest.max(leaf);
+        }
+        (revoked, latest)
+    });
+    let first_revocation = revoked.iter().copied().min().unwrap();
+    assert!(
+        latest < first_revocation,
+        "an acknowledged record's leaf {latest} follows the revocation's {first_revocation}"
+    );
     stop_all(hosts).await;
 }
