@@ -880,6 +880,25 @@ pub struct DatabaseConfig {
     /// server's certificate (relative to the config file); by default the
     /// system's.
     pub ca_file: Option<PathBuf>,
+    /// What stands between the hosts and PostgreSQL: `none` (the default)
+    /// or a pooler in `transaction` mode (PgBouncer's `pool_mode =
+    /// transaction`), which hands each transaction any server connection:
+    /// then no statement is prepared by name and every read runs in a
+    /// transaction of its own that carries its settings (docs/postgres.md).
+    pub pooler: Pooler,
+}
+
+/// What stands between the hosts and PostgreSQL (`[database] pooler`).
+#[derive(
+    Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, Serialize, JsonSchema, clap::ValueEnum,
+)]
+#[serde(rename_all = "snake_case")]
+pub enum Pooler {
+    /// Each connection is a server session of its own.
+    #[default]
+    None,
+    /// A pooler in transaction mode.
+    Transaction,
 }
 
 /// Everything the server can be told.
@@ -1054,7 +1073,11 @@ impl Config {
     /// folder.
     pub fn database(&self) -> anyhow::Result<Database> {
         match &self.database.url {
-            Some(url) => Database::from_url(url, self.database.ca_file.as_deref()),
+            Some(url) => Database::from_url(
+                url,
+                self.database.ca_file.as_deref(),
+                self.database.pooler == Pooler::Transaction,
+            ),
             None => Ok(Database::Sqlite(self.data_dir.join(DB_FILE))),
         }
     }

@@ -47,6 +47,11 @@ struct Cli {
     /// certificate [default: the system's]
     #[arg(long, global = true, env = "MANDATE_DATABASE_CA_FILE")]
     database_ca_file: Option<PathBuf>,
+    /// What stands between the hosts and PostgreSQL: none, or a pooler in
+    /// transaction mode (PgBouncer's `pool_mode = transaction`) [default:
+    /// none]
+    #[arg(long, global = true, env = "MANDATE_DATABASE_POOLER")]
+    database_pooler: Option<mandate_host::config::Pooler>,
     #[command(subcommand)]
     command: Command,
 }
@@ -284,6 +289,9 @@ fn config(cli: &Cli) -> anyhow::Result<Config> {
     }
     if let Some(file) = &cli.database_ca_file {
         config.database.ca_file = Some(file.clone());
+    }
+    if let Some(pooler) = cli.database_pooler {
+        config.database.pooler = pooler;
     }
     if let Command::Serve { listen, public_url }
     | Command::Config {

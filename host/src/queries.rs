@@ -233,6 +233,47 @@ pub fn approvals(
     Ok(Page { items, next_cursor })
 }
 
+/// A page of `org`'s OAuth grants, newest first: one human's and one
+/// client's when named.
+pub fn grants(
+    conn: &Connection,
+    org: Org,
+    human_ref: Option<&str>,
+    client_id: Option<&str>,
+    limit: u32,
+    cursor: Option<&str>,
+) -> Result<Page<crate::store::oauth::OAuthGrant>, QueryError> {
+    let before = cursor
+        .map(|cursor| {
+            let text = decode_cursor(cursor, 'g')?;
+            let (at, id) = text.split_once(':').ok_or(QueryError::InvalidCursor)?;
+            let at: i64 = at.parse().map_err(|_| QueryError::InvalidCursor)?;
+            Ok::<_, QueryError>((at, id.to_owned()))
+        })
+        .transpose()?;
+    let mut found = crate::store::oauth::grants(
+        conn,
+        org,
+        human_ref,
+        client_id,
+        before.as_ref().map(|(at, id)| (*at, id.as_str())),
+        limit + 1,
+    )?;
+    let more = found.len() > limit as usize;
+    found.truncate(limit as usize);
+    let next_cursor = more
+        .then(|| {
+            found
+                .last()
+                .map(|g| encode_cursor(&format!("g:{}:{}", g.created_at, g.grant_id)))
+        })
+        .flatten();
+    Ok(Page {
+        items: found,
+        next_cursor,
+    })
+}
+
 /// One record of `org` in full.
 pub fn record(conn: &Connection, org: Org, aar_id: &str) -> Result<Record, QueryError> {
     records::by_id(conn, aar_id)?

@@ -1,5 +1,6 @@
 //! A throwaway PostgreSQL cluster for the test suites and the benchmarks:
-//! PostgreSQL from Debian when it is missing, `initdb` in a temporary
+//! PostgreSQL (and PgBouncer, which the multi-host suite puts in front of
+//! it) from Debian when missing, `initdb` in a temporary
 //! folder, a free port on 127.0.0.1, TLS with a certificate of its own
 //! authority (made with `openssl`), stopped and removed when dropped.
 
@@ -10,14 +11,19 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use crate::{Result, fail};
 
+/// Where Debian's package puts PgBouncer (the suite's default too).
+const PGBOUNCER: &str = "/usr/sbin/pgbouncer";
+
 /// The folder of PostgreSQL's server programs (`initdb`, `pg_ctl`): the
-/// newest `/usr/lib/postgresql/<N>/bin`, installed from Debian when there is
-/// none.
+/// newest `/usr/lib/postgresql/<N>/bin`, installed from Debian (with
+/// PgBouncer) when there is none or PgBouncer is missing.
 pub fn ensure_installed() -> Result<PathBuf> {
-    if let Some(bin) = find_bin() {
+    if let Some(bin) = find_bin()
+        && Path::new(PGBOUNCER).exists()
+    {
         return Ok(bin);
     }
-    eprintln!("\n$ apt-get install postgresql");
+    eprintln!("\n$ apt-get install postgresql pgbouncer");
     let _ = Command::new("apt-get")
         .args(["update", "-qq"])
         .stdout(Stdio::null())
@@ -32,6 +38,7 @@ pub fn ensure_installed() -> Result<PathBuf> {
                 "-qq",
                 "--no-install-recommends",
                 "postgresql",
+                "pgbouncer",
                 "openssl",
             ])
             .stdout(Stdio::null())
@@ -41,10 +48,10 @@ pub fn ensure_installed() -> Result<PathBuf> {
         }
         eprintln!("apt-get install postgresql failed ({status}), attempt {attempt} of 3");
     }
-    find_bin().map_or_else(
-        || fail("PostgreSQL is not installed and apt-get could not install it"),
-        Ok,
-    )
+    match find_bin() {
+        Some(bin) if Path::new(PGBOUNCER).exists() => Ok(bin),
+        _ => fail("PostgreSQL and PgBouncer are not installed and apt-get could not install them"),
+    }
 }
 
 fn find_bin() -> Option<PathBuf> {

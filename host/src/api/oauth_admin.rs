@@ -25,7 +25,7 @@ use crate::clock::iso_ms;
 use crate::error::{ApiError, ApiResult};
 use crate::ledger::LedgerError;
 use crate::model::oauth::{ClientBody, ClientList, CreateClientRequest, GrantBody, GrantList};
-use crate::queries::QueryError;
+use crate::queries::{self, QueryError};
 use crate::store::oauth::{self as rows, OAuthClient, OAuthGrant};
 use crate::{AppState, random};
 
@@ -229,6 +229,9 @@ pub(crate) struct GrantsQuery {
     /// At most this many, newest first (1–500, default 100).
     #[param(minimum = 1, maximum = 500)]
     pub(crate) limit: Option<u32>,
+    /// The `next_cursor` of the previous page.
+    #[param(pattern = r"^[A-Za-z0-9_-]+$")]
+    pub(crate) cursor: Option<String>,
 }
 
 fn grant_body(grant: OAuthGrant) -> GrantBody {
@@ -295,20 +298,23 @@ pub(crate) async fn list_grants(
     };
     let org = principal.org;
     let client_id = query.client_id;
-    let grants = state
+    let cursor = query.cursor;
+    let page = state
         .store
         .lookup(move |conn| {
-            Ok::<_, QueryError>(rows::grants(
+            queries::grants(
                 conn,
                 org,
                 human.as_deref(),
                 client_id.as_deref(),
                 limit,
-            )?)
+                cursor.as_deref(),
+            )
         })
         .await?;
     Ok(axum::Json(GrantList {
-        grants: grants.into_iter().map(grant_body).collect(),
+        grants: page.items.into_iter().map(grant_body).collect(),
+        next_cursor: page.next_cursor,
     }))
 }
 

@@ -279,4 +279,7 @@ pub struct GrantBody {
 #[derive(Debug, Clone, Serialize, ToSchema)]
 pub struct GrantList {
     pub grants: Vec<GrantBody>,
+    /// Pass back as `cursor` for the next page; absent on the last page.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub next_cursor: Option<String>,
 }

@@ -29,6 +29,8 @@ pub enum Database {
 pub struct Postgres {
     pub config: postgres::Config,
     pub tls: Tls,
+    /// Behind a pooler in transaction mode (`[database] pooler`).
+    pub pooled: bool,
 }
 
 impl fmt::Debug for Postgres {
@@ -70,7 +72,7 @@ impl Database {
     /// `disable`, `prefer` (the default: TLS when the server offers it) or
     /// `require`; the server's certificate is always verified, against
     /// `ca_file` (PEM) when given, else the system's roots.
-    pub fn from_url(url: &str, ca_file: Option<&Path>) -> anyhow::Result<Database> {
+    pub fn from_url(url: &str, ca_file: Option<&Path>, pooled: bool) -> anyhow::Result<Database> {
         if !(url.starts_with("postgres://") || url.starts_with("postgresql://")) {
             anyhow::bail!(
                 "the database URL must start with postgres:// or postgresql:// (leave it unset for the embedded SQLite)"
@@ -101,7 +103,11 @@ impl Database {
         }
         config.keepalives_idle(UNANSWERED_TIMEOUT);
         let tls = tls(&config, ca_file)?;
-        Ok(Database::Postgres(Box::new(Postgres { config, tls })))
+        Ok(Database::Postgres(Box::new(Postgres {
+            config,
+            tls,
+            pooled,
+        })))
     }
 
     /// Where it is, for logs and messages (never a password).
@@ -135,14 +141,10 @@ impl Database {
         match self {
             Database::Sqlite(path) => super::open_writer(path),
             Database::Postgres(pg) => {
-                let conn =
-                    Connection::postgres(&pg.config, &pg.tls, "", WRITER_BEGIN).map_err(|e| {
-                        anyhow::anyhow!(
-                            "cannot connect to the {}: {}",
-                            self.describe(),
-                            explain(&e)
-                        )
-                    })?;
+                let conn = Connection::postgres(&pg.config, &pg.tls, "", WRITER_BEGIN, pg.pooled)
+                    .map_err(|e| {
+                    anyhow::anyhow!("cannot connect to the {}: {}", self.describe(), explain(&e))
+                })?;
                 check_durable(&conn)?;
                 migrate(&conn)?;
                 Ok(conn)
@@ -244,20 +246,31 @@ fn check_durable(conn: &Connection) -> anyhow::Result<()> {
 
 /// A connection for one lane: read-only unless `writable` (the proofs
 /// lane, whose writes commit one statement at a time), with the lane's time
-/// budget as `statement_timeout`.
+/// budget as `statement_timeout`. Behind a pooler in transaction mode the
+/// settings cannot be the session's (the server connection is another
+/// client's after the transaction): they are the transaction's, and the
+/// lane runs each read in a transaction of its own (`Connection::pooled`).
 pub(super) fn open_reader(
     pg: &Postgres,
     budget: Option<Duration>,
     writable: bool,
 ) -> Result<Connection, StoreError> {
     let timeout_ms = budget.map_or(0, |b| b.as_millis().max(1));
+    if pg.pooled {
+        let access = if writable { "READ WRITE" } else { "READ ONLY" };
+        let begin = format!(
+            "BEGIN {access}; SET LOCAL statement_timeout = {timeout_ms}; \
+             SET LOCAL synchronous_commit = on"
+        );
+        return Ok(Connection::postgres(&pg.config, &pg.tls, "", &begin, true)?);
+    }
     let read_only = if writable { "off" } else { "on" };
     let session = format!(
         "SET default_transaction_read_only = {read_only}; SET statement_timeout = {timeout_ms}; \
          SET synchronous_commit = on"
     );
     Ok(Connection::postgres(
-        &pg.config, &pg.tls, &session, "BEGIN",
+        &pg.config, &pg.tls, &session, "BEGIN", false,
     )?)
 }
 

@@ -464,7 +464,7 @@ impl ReaderPool {
                     )
                     .map_err(StoreError::from)?;
             }
-            let mut result = work(&conn);
+            let mut result = scoped(&conn, &work);
             set_cancel(None);
             if conn.is_lost() {
                 // The server went away since the connection was last used
@@ -474,7 +474,7 @@ impl ReaderPool {
                 pool.forget_idle();
                 conn = pool.take()?;
                 set_cancel(conn.canceller());
-                result = work(&conn);
+                result = scoped(&conn, &work);
                 set_cancel(None);
             }
             pool.give_back(conn);
@@ -484,6 +484,22 @@ impl ReaderPool {
         .await
         .map_err(|e| StoreError::Internal(format!("a read panicked: {e}")))?
     }
+}
+
+/// Runs `work` on `conn`; behind a pooler in transaction mode, in a
+/// transaction of its own, which carries the lane's settings (see
+/// `database::open_reader`), committed when `work` succeeds.
+fn scoped<T, E: From<StoreError>>(
+    conn: &Connection,
+    work: &impl Fn(&Connection) -> Result<T, E>,
+) -> Result<T, E> {
+    if !conn.pooled() {
+        return work(conn);
+    }
+    let tx = conn.unchecked_transaction().map_err(StoreError::from)?;
+    let result = work(&tx)?;
+    tx.commit().map_err(StoreError::from)?;
+    Ok(result)
 }
 
 impl Drop for ReaderPool {

@@ -319,7 +319,8 @@ pub fn grant_of_root(conn: &Connection, root_jti: &str) -> sql::Result<Option<OA
 }
 
 /// The grants of `org`, of one human and one client when named, newest
-/// first, at most `limit`. A grant whose root was revoked by another path
+/// first, older than `before` (a grant's `created_at` and id) when given,
+/// at most `limit`. A grant whose root was revoked by another path
 /// (`POST /v1/vat/revoke`, a signing key's revocation) shows as revoked
 /// for `root_revoked` at the root's revocation, though its row is marked
 /// only when a refresh finds it out.
@@ -328,19 +329,28 @@ pub fn grants(
     org: Org,
     human_ref: Option<&str>,
     client_id: Option<&str>,
+    before: Option<(i64, &str)>,
     limit: u32,
 ) -> sql::Result<Vec<OAuthGrant>> {
     // One statement per combination of filters: each is a plain equality
     // the indexes (org, human_ref) and (org, client_id) serve.
-    let (filter, values): (&str, Vec<&str>) = match (human_ref, client_id) {
-        (None, None) => ("", vec![]),
-        (Some(human), None) => (" AND g.human_ref = ?3", vec![human]),
-        (None, Some(client)) => (" AND g.client_id = ?3", vec![client]),
-        (Some(human), Some(client)) => (
-            " AND g.human_ref = ?3 AND g.client_id = ?4",
-            vec![human, client],
-        ),
-    };
+    let limit = i64::from(limit);
+    let mut values: Vec<&dyn sql::types::ToSql> = vec![&org, &limit];
+    let mut filter = String::new();
+    for (column, value) in [("human_ref", &human_ref), ("client_id", &client_id)] {
+        if let Some(value) = value {
+            values.push(value);
+            filter.push_str(&format!(" AND g.{column} = ?{}", values.len()));
+        }
+    }
+    if let Some((at, id)) = &before {
+        values.push(at);
+        values.push(id);
+        let (at, id) = (values.len() - 1, values.len());
+        filter.push_str(&format!(
+            " AND (g.created_at < ?{at} OR (g.created_at = ?{at} AND g.grant_id < ?{id}))"
+        ));
+    }
     let mut statement = conn.prepare_cached(&format!(
         "SELECT g.grant_id, g.org, g.human_ref, g.client_id, g.client_host, g.client_name,
                 g.resource, g.agent_id, g.root_jti, g.scope, g.created_at, g.expires_at,
@@ -353,13 +363,9 @@ pub fn grants(
          ORDER BY g.created_at DESC, g.grant_id DESC LIMIT ?2",
         root_revoked = RevokeReason::RootRevoked.as_str(),
     ))?;
-    let limit = i64::from(limit);
-    let rows = match values.as_slice() {
-        [] => statement.query_map(params![org, limit], grant_from_row)?,
-        [one] => statement.query_map(params![org, limit, one], grant_from_row)?,
-        [one, two, ..] => statement.query_map(params![org, limit, one, two], grant_from_row)?,
-    };
-    rows.collect()
+    statement
+        .query_map(values.as_slice(), grant_from_row)?
+        .collect()
 }
 
 /// Marks a grant used at `now` (unix milliseconds): a refresh.

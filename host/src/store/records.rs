@@ -762,6 +762,6 @@ mod tests {
         assert_eq!(names[Column::seq as usize], "seq");
         let conn = crate::store::open_in_memory().unwrap();
         let statement = conn.prepare_cached(&select_sql()).unwrap();
-        assert_eq!(statement.column_names(), names);
+        assert_eq!(statement.column_names(), Some(names));
     }
 }

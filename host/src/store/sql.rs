@@ -16,7 +16,7 @@ use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
 use std::fmt;
 
-use postgres::types::{IsNull, ToSql as PgTo, Type, to_sql_checked};
+use postgres::types::{Format, IsNull, Kind, ToSql as PgTo, Type, to_sql_checked};
 
 use crate::metrics::DbTally;
 
@@ -447,6 +447,10 @@ impl postgres::types::ToSql for PgBind<'_> {
         };
         match (self.0, ty) {
             (ValueRef::Null, _) => Ok(IsNull::Yes),
+            (value, ty) if ty.oid() == 0 => {
+                as_text(value, out);
+                Ok(IsNull::No)
+            }
             (ValueRef::Integer(i), &Type::INT8) => PgTo::to_sql(&i, ty, out),
             (ValueRef::Integer(i), &Type::INT4) => PgTo::to_sql(&i32::try_from(i)?, ty, out),
             (ValueRef::Integer(i), &Type::INT2) => PgTo::to_sql(&i16::try_from(i)?, ty, out),
@@ -466,7 +470,52 @@ impl postgres::types::ToSql for PgBind<'_> {
         true
     }
 
+    /// Text for a parameter of no stated type ([`unspecified`]), which
+    /// the server reads as the type it infers; binary for the others.
+    fn encode_format(&self, ty: &Type) -> Format {
+        if ty.oid() == 0 {
+            Format::Text
+        } else {
+            Format::Binary
+        }
+    }
+
     to_sql_checked!();
+}
+
+/// The type of a parameter whose type the server infers from the
+/// statement (object id 0 in the Parse message, as `prepare` leaves it):
+/// how a statement is sent without being prepared by name.
+fn unspecified() -> Type {
+    Type::new(
+        "unspecified".to_owned(),
+        0,
+        Kind::Pseudo,
+        "pg_catalog".to_owned(),
+    )
+}
+
+/// A value in PostgreSQL's text input form (of any type the server may
+/// infer for it: `1` is a `bigint`, a `boolean` or a `text` alike).
+fn as_text(value: ValueRef<'_>, out: &mut postgres::types::private::BytesMut) {
+    match value {
+        ValueRef::Null => {}
+        ValueRef::Integer(i) => out.extend_from_slice(i.to_string().as_bytes()),
+        ValueRef::Real(f) if f.is_nan() => out.extend_from_slice(b"NaN"),
+        ValueRef::Real(f) if f.is_infinite() => out.extend_from_slice(if f > 0.0 {
+            b"Infinity".as_slice()
+        } else {
+            b"-Infinity".as_slice()
+        }),
+        ValueRef::Real(f) => out.extend_from_slice(format!("{f:?}").as_bytes()),
+        ValueRef::Text(text) => out.extend_from_slice(text.as_bytes()),
+        ValueRef::Blob(bytes) => {
+            out.extend_from_slice(b"\\x");
+            for byte in bytes {
+                out.extend_from_slice(format!("{byte:02x}").as_bytes());
+            }
+        }
+    }
 }
 
 /// A column as PostgreSQL returns it, in SQLite's storage classes.
@@ -553,6 +602,20 @@ struct Pg {
     client: RefCell<postgres::Client>,
     statements: RefCell<HashMap<String, postgres::Statement>>,
     changes: Cell<u64>,
+    /// Behind a pooler in transaction mode (`[database] pooler`): no
+    /// statement is prepared by name, since the next transaction may run
+    /// on another server connection, shared with other clients.
+    pooled: bool,
+}
+
+/// A statement as a PostgreSQL connection runs it: prepared by name once
+/// (and kept), or sent whole each time with its parameters' types left to
+/// the server (behind a pooler; one round trip all the same: Parse, Bind,
+/// Describe, Execute and Sync in one flight).
+#[derive(Clone)]
+enum PgStatement {
+    Named(postgres::Statement),
+    Unnamed(String),
 }
 
 /// How a PostgreSQL connection is made: in the clear (`sslmode=disable`),
@@ -621,15 +684,18 @@ impl Pg {
         Ok(())
     }
 
-    fn statement(&self, sql: &str) -> Result<postgres::Statement> {
+    fn statement(&self, sql: &str) -> Result<PgStatement> {
+        if self.pooled {
+            return Ok(PgStatement::Unnamed(numbered(sql)));
+        }
         if let Some(statement) = self.statements.borrow().get(sql) {
-            return Ok(statement.clone());
+            return Ok(PgStatement::Named(statement.clone()));
         }
         let statement = self.noted(self.client.borrow_mut().prepare(&numbered(sql)))?;
         self.statements
             .borrow_mut()
             .insert(sql.to_owned(), statement.clone());
-        Ok(statement)
+        Ok(PgStatement::Named(statement))
     }
 
     /// Counts a failed statement as a change: on PostgreSQL a failed
@@ -641,25 +707,94 @@ impl Pg {
         })
     }
 
-    fn run<T>(
-        &self,
-        statement: &postgres::Statement,
-        params: &dyn Params,
-        f: impl FnOnce(
-            &mut postgres::Client,
-            &postgres::Statement,
-            &[&(dyn postgres::types::ToSql + Sync)],
-        ) -> std::result::Result<T, postgres::Error>,
-    ) -> Result<T> {
+    /// Runs `statement` with `params`: how many rows it changed (or, a
+    /// query, returned).
+    fn execute(&self, statement: &PgStatement, params: &dyn Params) -> Result<u64> {
         let values = params.values()?;
         let binds: Vec<PgBind<'_>> = values.into_iter().map(PgBind).collect();
-        let refs: Vec<&(dyn postgres::types::ToSql + Sync)> = binds
-            .iter()
-            .map(|bind| bind as &(dyn postgres::types::ToSql + Sync))
-            .collect();
-        let result = f(&mut self.client.borrow_mut(), statement, &refs);
+        let result = match statement {
+            PgStatement::Named(statement) => {
+                self.client.borrow_mut().execute(statement, &bound(&binds))
+            }
+            PgStatement::Unnamed(text) => self
+                .client
+                .borrow_mut()
+                .execute_typed(text, &inferred(&binds)),
+        };
         self.noted(result)
     }
+
+    /// Runs `statement` with `params` and reads every row.
+    fn query(&self, statement: &PgStatement, params: &dyn Params) -> Result<Vec<postgres::Row>> {
+        let values = params.values()?;
+        let binds: Vec<PgBind<'_>> = values.into_iter().map(PgBind).collect();
+        let result = match statement {
+            PgStatement::Named(statement) => {
+                self.client.borrow_mut().query(statement, &bound(&binds))
+            }
+            PgStatement::Unnamed(text) => self
+                .client
+                .borrow_mut()
+                .query_typed(text, &inferred(&binds)),
+        };
+        self.noted(result)
+    }
+
+    /// Runs `statement` with whole columns as arrays ([`PgArray`]): how
+    /// many rows it changed.
+    fn execute_arrays(&self, statement: &PgStatement, arrays: &[PgArray<'_>]) -> Result<u64> {
+        let result = match statement {
+            PgStatement::Named(statement) => {
+                let refs: Vec<&(dyn postgres::types::ToSql + Sync)> =
+                    arrays.iter().map(|array| array as _).collect();
+                self.client.borrow_mut().execute(statement, &refs)
+            }
+            PgStatement::Unnamed(text) => {
+                let typed: Vec<(&(dyn postgres::types::ToSql + Sync), Type)> = arrays
+                    .iter()
+                    .map(|array| (array as _, array.1.pg_array_type()))
+                    .collect();
+                self.client.borrow_mut().execute_typed(text, &typed)
+            }
+        };
+        self.noted(result)
+    }
+
+    /// Runs `statement` with whole columns as arrays and reads the one
+    /// number it answers.
+    fn count_arrays(&self, statement: &PgStatement, arrays: &[PgArray<'_>]) -> Result<i64> {
+        let result = match statement {
+            PgStatement::Named(statement) => {
+                let refs: Vec<&(dyn postgres::types::ToSql + Sync)> =
+                    arrays.iter().map(|array| array as _).collect();
+                self.client.borrow_mut().query_one(statement, &refs)
+            }
+            PgStatement::Unnamed(text) => {
+                let typed: Vec<(&(dyn postgres::types::ToSql + Sync), Type)> = arrays
+                    .iter()
+                    .map(|array| (array as _, array.1.pg_array_type()))
+                    .collect();
+                self.client.borrow_mut().query_typed_one(text, &typed)
+            }
+        };
+        Ok(self.noted(result)?.get(0))
+    }
+}
+
+/// Parameters for a statement prepared by name (which knows their types).
+fn bound<'b>(binds: &'b [PgBind<'_>]) -> Vec<&'b (dyn postgres::types::ToSql + Sync)> {
+    binds
+        .iter()
+        .map(|bind| bind as &(dyn postgres::types::ToSql + Sync))
+        .collect()
+}
+
+/// Parameters for a statement sent whole, their types left to the server.
+fn inferred<'b>(binds: &'b [PgBind<'_>]) -> Vec<(&'b (dyn postgres::types::ToSql + Sync), Type)> {
+    binds
+        .iter()
+        .map(|bind| (bind as &(dyn postgres::types::ToSql + Sync), unspecified()))
+        .collect()
 }
 
 enum Engine {
@@ -696,12 +831,14 @@ impl Connection {
     /// Connects to PostgreSQL and runs `session` (statements that set up
     /// the session, run again on every reconnection); every transaction
     /// starts with `begin` (`BEGIN` and its `SET LOCAL`s, sent as one
-    /// message).
+    /// message). `pooled`: behind a pooler in transaction mode, statements
+    /// are sent whole, never prepared by name (see [`PgStatement`]).
     pub fn postgres(
         config: &postgres::Config,
         tls: &Tls,
         session: &str,
         begin: &str,
+        pooled: bool,
     ) -> Result<Connection> {
         let client = Pg::connect(config, tls, session)?;
         Ok(Connection {
@@ -713,6 +850,7 @@ impl Connection {
                 client: RefCell::new(client),
                 statements: RefCell::new(HashMap::new()),
                 changes: Cell::new(0),
+                pooled,
             })),
             tally: None,
             depth: Cell::new(0),
@@ -723,6 +861,15 @@ impl Connection {
     pub fn tallied(mut self, tally: DbTally) -> Connection {
         self.tally = Some(tally);
         self
+    }
+
+    /// Whether it reaches PostgreSQL through a pooler in transaction mode,
+    /// where only a transaction's own settings hold.
+    pub fn pooled(&self) -> bool {
+        match &self.engine {
+            Engine::Sqlite(_) => false,
+            Engine::Postgres(pg) => pg.pooled,
+        }
     }
 
     /// The engine this connection speaks to.
@@ -786,6 +933,7 @@ impl Connection {
             Engine::Sqlite(conn) => Prepared::Sqlite(conn.prepare_cached(sql)?),
             Engine::Postgres(pg) => {
                 if let Some(tally) = &self.tally
+                    && !pg.pooled
                     && !pg.statements.borrow().contains_key(sql)
                 {
                     // Preparing is a round trip of its own.
@@ -878,13 +1026,10 @@ impl Connection {
                 bound.push(PgArray(array, *column, part.rows.len()));
             }
         }
-        let refs: Vec<&(dyn postgres::types::ToSql + Sync)> =
-            bound.iter().map(|array| array as _).collect();
         let Prepared::Postgres(_, prepared, _) = &statement.prepared else {
             return Err(Error::Conversion("a PostgreSQL statement on SQLite".into()));
         };
-        let result = pg.client.borrow_mut().query_one(prepared, &refs);
-        let changed: i64 = pg.noted(result)?.get(0);
+        let changed = pg.count_arrays(prepared, &bound)?;
         pg.changes
             .set(pg.changes.get() + u64::try_from(changed).unwrap_or(0));
         Ok(())
@@ -926,13 +1071,10 @@ impl Connection {
                     .map(|array| PgArray(array, *column, rows.len()))
             })
             .collect::<Result<_>>()?;
-        let refs: Vec<&(dyn postgres::types::ToSql + Sync)> =
-            bound.iter().map(|array| array as _).collect();
         let Prepared::Postgres(_, prepared, _) = &statement.prepared else {
             return Err(Error::Conversion("a PostgreSQL statement on SQLite".into()));
         };
-        let result = pg.client.borrow_mut().execute(prepared, &refs);
-        let changed = pg.noted(result)?;
+        let changed = pg.execute_arrays(prepared, &bound)?;
         pg.changes.set(pg.changes.get() + changed);
         Ok(())
     }
@@ -1088,6 +1230,16 @@ pub enum Column {
 }
 
 impl Column {
+    /// The type of an array of the column's values.
+    fn pg_array_type(self) -> Type {
+        match self {
+            Column::Integer => Type::INT8_ARRAY,
+            Column::Real => Type::FLOAT8_ARRAY,
+            Column::Text => Type::TEXT_ARRAY,
+            Column::Blob => Type::BYTEA_ARRAY,
+        }
+    }
+
     fn pg_type(self) -> &'static str {
         match self {
             Column::Integer => "bigint",
@@ -1204,10 +1356,30 @@ impl Drop for Transaction<'_> {
     }
 }
 
+impl PgStatement {
+    /// Whether it only reads: a statement prepared by name returns columns
+    /// (a `SELECT`); one sent whole, whose columns are not known before it
+    /// runs, starts with `SELECT` or `SHOW` (anything else counts as a
+    /// change, the side that rolls a failed write's group back).
+    fn reads_only(&self) -> bool {
+        match self {
+            PgStatement::Named(statement) => !statement.columns().is_empty(),
+            PgStatement::Unnamed(text) => {
+                let first = text
+                    .trim_start()
+                    .split(|c: char| !c.is_ascii_alphabetic())
+                    .next()
+                    .unwrap_or("");
+                first.eq_ignore_ascii_case("SELECT") || first.eq_ignore_ascii_case("SHOW")
+            }
+        }
+    }
+}
+
 enum Prepared<'c> {
     Sqlite(rusqlite::CachedStatement<'c>),
     /// The connection, the statement, and whether it returns changed rows.
-    Postgres(&'c Pg, postgres::Statement, bool),
+    Postgres(&'c Pg, PgStatement, bool),
 }
 
 /// Counts one statement sent, and on PostgreSQL its round trip.
@@ -1234,19 +1406,17 @@ impl fmt::Debug for Statement<'_> {
 }
 
 impl Statement<'_> {
-    /// The names of the columns it returns.
-    pub fn column_names(&self) -> Vec<&str> {
+    /// The names of the columns it returns; `None` for a statement sent
+    /// whole ([`PgStatement::Unnamed`]), whose columns are known once it
+    /// ran.
+    pub fn column_names(&self) -> Option<Vec<&str>> {
         match &self.prepared {
-            Prepared::Sqlite(statement) => statement.column_names().collect(),
-            Prepared::Postgres(_, statement, _) => {
-                statement.columns().iter().map(|c| c.name()).collect()
+            Prepared::Sqlite(statement) => Some(statement.column_names().collect()),
+            Prepared::Postgres(_, PgStatement::Named(statement), _) => {
+                Some(statement.columns().iter().map(|c| c.name()).collect())
             }
+            Prepared::Postgres(_, PgStatement::Unnamed(_), _) => None,
         }
-    }
-
-    /// How many columns it returns.
-    pub fn column_count(&self) -> usize {
-        self.column_names().len()
     }
 
     /// Counts it sent.
@@ -1268,11 +1438,9 @@ impl Statement<'_> {
                 Ok(statement.execute(rusqlite::params_from_iter(binds.iter()))?)
             }
             Prepared::Postgres(pg, statement, returning) => {
-                let changed = pg.run(statement, &params, |client, statement, refs| {
-                    client.execute(statement, refs)
-                })?;
+                let changed = pg.execute(statement, &params)?;
                 // PostgreSQL counts the rows a SELECT returned as well.
-                if statement.columns().is_empty() || *returning {
+                if *returning || !statement.reads_only() {
                     pg.changes.set(pg.changes.get() + changed);
                 }
                 usize::try_from(changed).map_err(|e| Error::Conversion(e.to_string()))
@@ -1292,9 +1460,7 @@ impl Statement<'_> {
                 )))
             }
             Prepared::Postgres(pg, statement, returning) => {
-                let rows = pg.run(statement, &params, |client, statement, refs| {
-                    client.query(statement, refs)
-                })?;
+                let rows = pg.query(statement, &params)?;
                 if *returning {
                     pg.changes.set(pg.changes.get() + rows.len() as u64);
                 }

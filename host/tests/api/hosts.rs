@@ -866,3 +866,207 @@ async fn no_write_acknowledged_on_any_host_commits_after_its_chain_was_revoked()
     );
     stop_all(hosts).await;
 }
+
+/// A PgBouncer in transaction mode in front of the suite's PostgreSQL
+/// server (`MANDATE_TEST_PGBOUNCER`, else Debian's `/usr/sbin/pgbouncer`,
+/// which `cargo xtask test` installs with PostgreSQL), with `pool_size`
+/// server connections a database: fewer than the hosts' connections, so
+/// their transactions take turns on shared server connections. Stopped
+/// when dropped.
+struct Bouncer {
+    child: std::process::Child,
+    port: u16,
+    _dir: tempfile::TempDir,
+}
+
+impl Bouncer {
+    fn start(pool_size: u32) -> Bouncer {
+        let server: postgres::Config = postgres_server().unwrap().parse().unwrap();
+        let host = match &server.get_hosts()[0] {
+            postgres::config::Host::Tcp(name) => name.clone(),
+            postgres::config::Host::Unix(path) => path.display().to_string(),
+        };
+        let server_port = server.get_ports().first().copied().unwrap_or(5432);
+        let user = server.get_user().unwrap_or("postgres");
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let dir = tempfile::tempdir().unwrap();
+        let ini = dir.path().join("pgbouncer.ini");
+        std::fs::write(
+            &ini,
+            format!(
+                "[databases]\n* = host={host} port={server_port} user={user}\n\
+                 [pgbouncer]\nlisten_addr = 127.0.0.1\nlisten_port = {port}\n\
+                 unix_socket_dir =\nauth_type = any\npool_mode = transaction\n\
+                 default_pool_size = {pool_size}\nmax_client_conn = 1000\n"
+            ),
+        )
+        .unwrap();
+        use std::os::unix::fs::PermissionsExt as _;
+        for (path, mode) in [(dir.path(), 0o755), (ini.as_path(), 0o644)] {
+            std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode)).unwrap();
+        }
+        let program = std::env::var("MANDATE_TEST_PGBOUNCER")
+            .unwrap_or_else(|_| "/usr/sbin/pgbouncer".to_owned());
+        let mut command = std::process::Command::new(&program);
+        // PgBouncer refuses to run as root.
+        let root = std::process::Command::new("id")
+            .arg("-u")
+            .output()
+            .is_ok_and(|out| String::from_utf8_lossy(&out.stdout).trim() == "0");
+        if root {
+            command.args(["-u", "postgres"]);
+        }
+        let child = command
+            .arg(&ini)
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap_or_else(|e| {
+                panic!("{program} did not start ({e}): `cargo xtask test` installs PgBouncer")
+            });
+        let started = Instant::now();
+        while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+            assert!(
+                started.elapsed() < Duration::from_secs(30),
+                "PgBouncer never listened"
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        Bouncer {
+            child,
+            port,
+            _dir: dir,
+        }
+    }
+
+    /// The database `url` names, reached through the bouncer.
+    fn url(&self, url: &str) -> String {
+        let name = url
+            .rsplit('/')
+            .next()
+            .and_then(|rest| rest.split('?').next())
+            .unwrap();
+        format!(
+            "postgres://postgres@127.0.0.1:{}/{name}?sslmode=disable",
+            self.port
+        )
+    }
+}
+
+impl Drop for Bouncer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Hosts behind PgBouncer in transaction mode (`[database] pooler =
+/// "transaction"`) make one deployment: the first start (schema, keys,
+/// admin key) goes through it, and three hosts sharing four server
+/// connections issue, record at once, delegate, revoke, query and prove —
+/// no statement prepared by name meets another client's, no session
+/// setting of one lane leaks into another's transaction.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn hosts_behind_pgbouncer_make_one_deployment() {
+    needs_postgres();
+    let bouncer = Arc::new(Bouncer::start(4));
+    let through = |bouncer: Arc<Bouncer>| {
+        move |config: &mut Config| {
+            let url = config.database.url.take().unwrap();
+            config.database.url = Some(bouncer.url(&url));
+            config.database.pooler = mandate_host::config::Pooler::Transaction;
+            config.public_url = Some(PUBLIC_URL.to_owned());
+        }
+    };
+    let first = TestApp::spawn_with(through(bouncer.clone())).await;
+    let hosts = vec![
+        first.another_host(through(bouncer.clone())).await,
+        first.another_host(through(bouncer.clone())).await,
+        first,
+    ];
+    let root = hosts[0]
+        .root("bot", &["crm:*"], &["read", "delegate"])
+        .await;
+    let jti = text(&root["jti"]).to_owned();
+    let mut writers = Vec::new();
+    for (n, host) in hosts.iter().enumerate() {
+        let (client, url, jti) = (
+            host.client.clone(),
+            host.url("/v1/vat/record/action"),
+            jti.clone(),
+        );
+        writers.push(tokio::spawn(async move {
+            for i in 0..20 {
+                let response = client
+                    .post(&url)
+                    .json(&json!({"vat_jti": jti, "action": "read",
+                                  "resource": format!("crm:{n}-{i}"), "result": "success"}))
+                    .send()
+                    .await
+                    .unwrap();
+                expect_json(response, StatusCode::CREATED).await;
+            }
+        }));
+    }
+    for writer in writers {
+        writer.await.unwrap();
+    }
+    let child = expect_json(
+        hosts[1]
+            .delegate(
+                &root,
+                json!({"agent_id": "helper", "resources": ["crm:a"], "actions": ["read"]}),
+            )
+            .await,
+        StatusCode::CREATED,
+    )
+    .await;
+    let records = expect_json(
+        hosts[2]
+            .get_auth(
+                &format!("/v1/vat/aar?vat_jti={jti}&limit=100"),
+                &hosts[2].admin_key,
+            )
+            .await,
+        StatusCode::OK,
+    )
+    .await;
+    let records = records["records"].as_array().unwrap();
+    // Sixty actions and the delegation's own record.
+    assert_eq!(records.len(), 61);
+    let proof = expect_json(
+        hosts[1]
+            .get_auth(
+                &format!("/v1/vat/aar/{}/proof", text(&records[0]["aar_id"])),
+                &hosts[1].admin_key,
+            )
+            .await,
+        StatusCode::OK,
+    )
+    .await;
+    assert_eq!(proof["events"].as_array().unwrap().len(), 1, "{proof}");
+    expect_json(
+        hosts[2]
+            .post_auth("/v1/vat/revoke", &hosts[2].admin_key, &json!({"jti": jti}))
+            .await,
+        StatusCode::OK,
+    )
+    .await;
+    for host in &hosts[..2] {
+        for token in [&root, &child] {
+            let refused = host
+                .post_auth(
+                    "/v1/vat/record/action",
+                    text(&token["compact_jwt"]),
+                    &json!({"action": "read", "resource": "crm:a", "result": "success"}),
+                )
+                .await;
+            assert_eq!(refused.status(), StatusCode::UNAUTHORIZED);
+        }
+    }
+    stop_all(hosts).await;
+}

@@ -112,7 +112,7 @@ fn columns(conn: &Connection, table: &str) -> Vec<String> {
 /// Every row of `sql`, every column as stored.
 fn rows(conn: &Connection, sql: &str) -> Vec<Vec<Value>> {
     let mut statement = conn.prepare_cached(sql).unwrap();
-    let width = statement.column_count();
+    let width = statement.column_names().unwrap().len();
     statement
         .query_map([], |row| (0..width).map(|i| row.get(i)).collect())
         .unwrap()

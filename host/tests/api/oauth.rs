@@ -2143,6 +2143,39 @@ async fn the_grants_api_lists_and_revokes_what_clients_hold() {
         .len(),
         1
     );
+    // Pages of one, newest first, end to end; a forged cursor is 400.
+    let first = expect_json(
+        flow.app
+            .get_auth("/v1/oauth/grants?limit=1", &flow.app.admin_key)
+            .await,
+        StatusCode::OK,
+    )
+    .await;
+    assert_eq!(first["grants"].as_array().unwrap(), &all[..1]);
+    let cursor = text(&first["next_cursor"]).to_owned();
+    let second = expect_json(
+        flow.app
+            .get_auth(
+                &format!("/v1/oauth/grants?limit=1&cursor={cursor}"),
+                &flow.app.admin_key,
+            )
+            .await,
+        StatusCode::OK,
+    )
+    .await;
+    assert_eq!(second["grants"].as_array().unwrap(), &all[1..]);
+    assert!(second.get("next_cursor").is_none(), "{second}");
+    expect_problem(
+        flow.app
+            .get_auth(
+                "/v1/oauth/grants?cursor=bm90LWEtY3Vyc29y",
+                &flow.app.admin_key,
+            )
+            .await,
+        StatusCode::BAD_REQUEST,
+        "invalid_cursor",
+    )
+    .await;
     let theirs = all.iter().find(|g| g["human_ref"] != json!(human)).unwrap();
     expect_problem(
         flow.app

@@ -587,6 +587,10 @@ class GrantList(TypedDict):
     """
 
     grants: list[GrantBody]
+    next_cursor: NotRequired[str | None]
+    """
+    Pass back as `cursor` for the next page; absent on the last page.
+    """
 
 
 GraphEdge = TypedDict(

@@ -34,8 +34,11 @@ def _revoke(form: Mapping[str, str], options: RequestOptions) -> Call:
     return Call("POST", "/v1/oauth/revoke", None, form, "once", form=True, **options)
 
 
-def _grants(human_ref: str | None, client_id: str | None, limit: int | None, options: RequestOptions) -> Call:
-    return Call("GET", f"{_GRANTS}{query(human_ref=human_ref, client_id=client_id, limit=limit)}", **options)
+def _grants(
+    human_ref: str | None, client_id: str | None, limit: int | None, cursor: str | None, options: RequestOptions
+) -> Call:
+    path = f"{_GRANTS}{query(human_ref=human_ref, client_id=client_id, limit=limit, cursor=cursor)}"
+    return Call("GET", path, **options)
 
 
 def _revoke_grant(grant_id: str, options: RequestOptions) -> Call:
@@ -83,10 +86,12 @@ class OAuth:
         human_ref: str | None = None,
         client_id: str | None = None,
         limit: int | None = None,
+        cursor: str | None = None,
         **options: Unpack[RequestOptions],
     ) -> GrantList:
-        """``GET /v1/oauth/grants``: the grants clients hold, newest first (a developer key: its own human's)."""
-        return cast(GrantList, self._t.call(_grants(human_ref, client_id, limit, options)))
+        """``GET /v1/oauth/grants``: a page of the grants clients hold, newest first (a developer key: its own
+        human's); pass ``next_cursor`` back as ``cursor`` for the next."""
+        return cast(GrantList, self._t.call(_grants(human_ref, client_id, limit, cursor, options)))
 
     def revoke_grant(self, grant_id: str, **options: Unpack[RequestOptions]) -> None:
         """``DELETE /v1/oauth/grants/{grant_id}``: ends the grant and revokes its root with everything under it."""
@@ -137,10 +142,11 @@ class AsyncOAuth:
         human_ref: str | None = None,
         client_id: str | None = None,
         limit: int | None = None,
+        cursor: str | None = None,
         **options: Unpack[RequestOptions],
     ) -> GrantList:
         """``GET /v1/oauth/grants``."""
-        return cast(GrantList, await self._t.call(_grants(human_ref, client_id, limit, options)))
+        return cast(GrantList, await self._t.call(_grants(human_ref, client_id, limit, cursor, options)))
 
     async def revoke_grant(self, grant_id: str, **options: Unpack[RequestOptions]) -> None:
         """``DELETE /v1/oauth/grants/{grant_id}``."""

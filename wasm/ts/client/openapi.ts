@@ -2112,6 +2112,8 @@ export interface components {
         /** @description Grants, newest first. */
         GrantList: {
             grants: components["schemas"]["GrantBody"][];
+            /** @description Pass back as `cursor` for the next page; absent on the last page. */
+            next_cursor?: string | null;
         };
         /** @description The execution graph of one workflow. */
         GraphBody: {
@@ -5177,6 +5179,8 @@ export interface operations {
                 client_id?: string | null;
                 /** @description At most this many, newest first (1–500, default 100). */
                 limit?: number | null;
+                /** @description The `next_cursor` of the previous page. */
+                cursor?: string | null;
             };
             header?: never;
             path?: never;
