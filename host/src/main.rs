@@ -370,8 +370,13 @@ fn healthcheck(config: &Config) -> anyhow::Result<()> {
 }
 
 /// Values tried for a flag when finding what it sets: an address first
-/// (the only flag that needs one), then anything else.
-const FLAG_SAMPLES: [&str; 2] = ["198.51.100.7:9", "postgres://sample@example.invalid/db"];
+/// (the only flag that needs one), then anything else, then the one value
+/// of `--database-pooler` that is not its default.
+const FLAG_SAMPLES: [&str; 3] = [
+    "198.51.100.7:9",
+    "postgres://sample@example.invalid/db",
+    "transaction",
+];
 
 /// Every environment variable the server reads, with the option each sets:
 /// the flags' own (as clap declares them), each tried with a value and the
