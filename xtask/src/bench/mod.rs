@@ -1,4 +1,4 @@
-//! `cargo xtask bench [--quick] [--only budget|events|reviewer|trust|args|python|postgres]
+//! `cargo xtask bench [--quick] [--only budget|events|reviewer|trust|args|python|postgres|witnessed]
 //! [--against BIN]`: measures Mandate against peers and ceilings in one run
 //! and writes `BENCHMARKS.md`.
 //!
@@ -17,7 +17,10 @@
 //! `--quick`); `--only python` the Python section (mandate-sdk for Python
 //! against PyJWT, and the adapters' cost per tool call), likewise;
 //! `--only postgres` the PostgreSQL rows (direct and through the latency
-//! proxy) and the round-trip tables, printed, writing nothing.
+//! proxy) and the round-trip tables, printed, writing nothing; `--only
+//! witnessed` the witnessed log's rows (two witnesses and the submitter
+//! against none; the time from a write to a checkpoint cosigned by two of
+//! three witnesses), likewise.
 //! `--against BIN` measures record/action and delegate on this build and on
 //! another build's `mandate` in interleaved rounds, prints the ratios and
 //! writes nothing.
@@ -41,7 +44,7 @@ use report::Report;
 use running::{
     DASHBOARD_AGENTS, against, args_rows, budget, cold_starts, dashboard, ensure_wrk, events,
     filled, filled_for_dashboard, growth, http, json_of, machine, postgres, record_log,
-    reference_verifier, today, wasm_sizes,
+    reference_verifier, today, wasm_sizes, witnessed,
 };
 
 /// How long and how often: full runs for the table, quick ones for CI.
@@ -135,6 +138,24 @@ fn postgres_only(plan: Plan, bins: &Path, scratch: &Path, scripts: &Path) -> Res
         + errors(&rows.three_hosts)
         + errors(&rows.proxied_one_host)
         + errors(&rows.proxied_three_hosts);
+    if failed > 0 {
+        return fail(format!("{failed} requests failed under the load"));
+    }
+    Ok(())
+}
+
+/// `cargo xtask bench --only witnessed`: the witnessed log's rows alone,
+/// printed; writes nothing.
+fn witnessed_only(plan: Plan, bins: &Path, scratch: &Path, scripts: &Path) -> Result<()> {
+    let rows = witnessed(plan, &bins.join("mandate"), scratch, scripts)?;
+    let _ = std::fs::remove_dir_all(scratch);
+    for row in rows.targets() {
+        eprintln!("{}", row.line());
+    }
+    for (what, figure) in rows.figures() {
+        eprintln!("| {what} | {figure} |");
+    }
+    let failed = errors(&rows.with_witnesses) + errors(&rows.without_witnesses);
     if failed > 0 {
         return fail(format!("{failed} requests failed under the load"));
     }
@@ -281,7 +302,7 @@ fn trust_only(root: &Path, quick: bool) -> Result<()> {
     }
 }
 
-/// `cargo xtask bench [--quick] [--only budget|events|reviewer|trust|args|python|postgres]`.
+/// `cargo xtask bench [--quick] [--only budget|events|reviewer|trust|args|python|postgres|witnessed]`.
 pub(crate) fn bench(root: &Path, args: &[&str]) -> Result<()> {
     let quick = args.contains(&"--quick");
     let only = match args.iter().position(|a| *a == "--only") {
@@ -294,9 +315,10 @@ pub(crate) fn bench(root: &Path, args: &[&str]) -> Result<()> {
             Some(&"args") => Some("args"),
             Some(&"python") => Some("python"),
             Some(&"postgres") => Some("postgres"),
+            Some(&"witnessed") => Some("witnessed"),
             other => {
                 return fail(format!(
-                    "--only takes `budget` (the read-budget rows), `events` (the events rows), `reviewer` (the dashboard's rows), `trust` (the trust recompute row), `args` (the argument-constraints section), `python` (the Python section) or `postgres` (the PostgreSQL rows and round trips), not {other:?}"
+                    "--only takes `budget` (the read-budget rows), `events` (the events rows), `reviewer` (the dashboard's rows), `trust` (the trust recompute row), `args` (the argument-constraints section), `python` (the Python section), `postgres` (the PostgreSQL rows and round trips) or `witnessed` (the witnessed log's rows), not {other:?}"
                 ));
             }
         },
@@ -345,6 +367,7 @@ pub(crate) fn bench(root: &Path, args: &[&str]) -> Result<()> {
         Some("reviewer") => return reviewer_only(plan, &bins, &scratch, &scripts),
         Some("args") => return args_only(plan, root, &bins, &scratch, &scripts),
         Some("postgres") => return postgres_only(plan, &bins, &scratch, &scripts),
+        Some("witnessed") => return witnessed_only(plan, &bins, &scratch, &scripts),
         Some(_) => return events_only(plan, &bins, &scratch, &scripts),
         None => {}
     }
@@ -374,6 +397,8 @@ pub(crate) fn bench(root: &Path, args: &[&str]) -> Result<()> {
     let http = http(plan, &bins.join("mandate"), &scratch, &scripts)?;
     eprintln!("the record log");
     let log = record_log(plan, &bins.join("mandate"), &scratch, &scripts)?;
+    eprintln!("the witnessed log");
+    let witnessed = witnessed(plan, &bins.join("mandate"), &scratch, &scripts)?;
     eprintln!("events");
     let events = events(plan, &bins.join("mandate"), &scratch, &scripts)?;
     let sizes: &[u64] = if quick {
@@ -462,6 +487,14 @@ pub(crate) fn bench(root: &Path, args: &[&str]) -> Result<()> {
             ),
             ("proof p99 ms", p(&log.proof, |l| l.p99_ms).median),
             (
+                "record/action with two witnesses / without",
+                ratio(&witnessed.with_witnesses, &witnessed.without_witnesses).median,
+            ),
+            (
+                "write to 2-of-3 cosigned checkpoint, p99 ms",
+                witnessed.cosigned_p99_ms(),
+            ),
+            (
                 "record/action with events / without",
                 ratio(&events.with_events, &events.without_events).median,
             ),
@@ -519,6 +552,8 @@ pub(crate) fn bench(root: &Path, args: &[&str]) -> Result<()> {
             + errors(&log.with_log)
             + errors(&log.without_log)
             + errors(&log.proof)
+            + errors(&witnessed.with_witnesses)
+            + errors(&witnessed.without_witnesses)
             + errors(&events.with_events)
             + errors(&events.without_events)
             + errors(&args.with_rules)
@@ -547,6 +582,7 @@ pub(crate) fn bench(root: &Path, args: &[&str]) -> Result<()> {
         budget,
         postgres,
         log,
+        witnessed,
         events,
         dashboard,
         args,

@@ -11,7 +11,7 @@ use super::parsing::{Spread, p, p99_ratio, ratio, rps};
 use super::python::PythonRows;
 use super::running::{
     Against, ArgsRows, BUDGET_MS, Budget, DashboardRows, EventRows, Growth, Http, LANES, LogRows,
-    PROXY_DELAY_US, Postgres, READERS,
+    PROXY_DELAY_US, Postgres, READERS, WitnessRows,
 };
 
 impl Spread {
@@ -326,6 +326,81 @@ impl Postgres {
     }
 }
 
+impl WitnessRows {
+    /// The `q` quantile (0–1) of the times to a cosigned checkpoint, ms.
+    fn cosigned_quantile_ms(&self, q: f64) -> f64 {
+        let mut sorted = self.cosigned_ms.clone();
+        sorted.sort_by(f64::total_cmp);
+        if sorted.is_empty() {
+            return f64::NAN;
+        }
+        #[allow(
+            clippy::cast_possible_truncation,
+            clippy::cast_sign_loss,
+            clippy::cast_precision_loss,
+            reason = "an index into a short list"
+        )]
+        let at = ((sorted.len() as f64 * q).ceil() as usize).clamp(1, sorted.len()) - 1;
+        sorted[at]
+    }
+
+    /// p99 of the times from a write to a checkpoint cosigned by two of
+    /// three witnesses, ms.
+    pub(super) fn cosigned_p99_ms(&self) -> f64 {
+        self.cosigned_quantile_ms(0.99)
+    }
+
+    /// The rows of the targets table: the submitter's cost on the write
+    /// path, and how soon a write is witnessed (within one cadence and a
+    /// round of local witnesses: the cadence plus half a second).
+    pub(super) fn targets(&self) -> [Row; 2] {
+        #[allow(clippy::cast_precision_loss, reason = "milliseconds")]
+        let bound = self.interval_ms as f64 + 500.0;
+        [
+            Row::new(
+                "6. record/action with two witnesses and the submitter at its cadence / without (req/s)",
+                Target::AtLeast(0.95, Unit::Times),
+                ratio(&self.with_witnesses, &self.without_witnesses),
+                3,
+            ),
+            Row::new(
+                format!(
+                    "6. a write to a checkpoint cosigned by 2 of 3 local witnesses, p99 ({} ms cadence)",
+                    self.interval_ms
+                ),
+                Target::AtMost(bound, Unit::Ms),
+                Spread::of(&[self.cosigned_p99_ms()]),
+                0,
+            ),
+        ]
+    }
+
+    /// The rows of the absolute figures: (what, figure).
+    pub(super) fn figures(&self) -> [(String, String); 3] {
+        [
+            (
+                "record/action, two witnesses and the submitter (req/s)".to_owned(),
+                rps(&self.with_witnesses).show(0),
+            ),
+            (
+                "record/action, the log without witnesses, same rounds (req/s)".to_owned(),
+                rps(&self.without_witnesses).show(0),
+            ),
+            (
+                format!(
+                    "a write to a checkpoint cosigned by 2 of 3 witnesses, {} writes, p50 / p99 (ms)",
+                    self.cosigned_ms.len()
+                ),
+                format!(
+                    "{:.0} / {:.0}",
+                    self.cosigned_quantile_ms(0.5),
+                    self.cosigned_p99_ms()
+                ),
+            ),
+        ]
+    }
+}
+
 impl LogRows {
     /// The row of the targets table.
     fn target(&self) -> Row {
@@ -635,6 +710,7 @@ pub(super) struct Report {
     pub(super) budget: Budget,
     pub(super) postgres: Postgres,
     pub(super) log: LogRows,
+    pub(super) witnessed: WitnessRows,
     pub(super) events: EventRows,
     pub(super) dashboard: DashboardRows,
     pub(super) args: ArgsRows,
@@ -750,6 +826,7 @@ impl Report {
         }
         rows.extend(self.budget.targets());
         rows.push(self.log.target());
+        rows.extend(self.witnessed.targets());
         rows.push(Row::new(
             "6. a record proof verified in Node: mandate-sdk (wasm) / an independent JavaScript verifier",
             AtMost(2.0, Times),
@@ -909,6 +986,7 @@ impl Report {
             .chain(self.budget.figures())
             .chain(self.postgres.figures())
             .chain(self.log.figures())
+            .chain(self.witnessed.figures())
             .chain(self.events.figures())
             .chain(self.dashboard.figures())
             .chain(proofs)
@@ -1079,6 +1157,12 @@ mod tests {
                 without_log: loads(36200.0, 4.1, 1),
                 proof: loads(9100.0, 9.8, 2),
                 records: 412_000,
+            },
+            witnessed: WitnessRows {
+                with_witnesses: loads(33900.0, 4.5, 0),
+                without_witnesses: loads(34100.0, 4.4, 1),
+                cosigned_ms: vec![420.0, 980.0, 1040.0],
+                interval_ms: 1000,
             },
             events: EventRows {
                 with_events: loads(33800.0, 4.5, 0),

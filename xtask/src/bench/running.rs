@@ -92,11 +92,25 @@ pub(super) struct Server {
 
 impl Server {
     pub(super) fn start(bin: &Path, data: &Path, config: &str) -> Result<Server> {
+        Server::run(bin, "serve", data, config)
+    }
+
+    /// `mandate witness serve` on `data` with `config` (its `[witness]`).
+    pub(super) fn witness(bin: &Path, data: &Path, config: &str) -> Result<Server> {
+        Server::run(bin, "witness", data, config)
+    }
+
+    /// `mandate serve`, or `mandate witness serve` (`mode` `witness`).
+    fn run(bin: &Path, mode: &str, data: &Path, config: &str) -> Result<Server> {
         std::fs::create_dir_all(data)?;
         let config_path = data.with_extension("toml");
         std::fs::write(&config_path, config)?;
         let started = Instant::now();
-        let mut child = Command::new(bin)
+        let mut command = Command::new(bin);
+        if mode == "witness" {
+            command.arg("witness");
+        }
+        let mut child = command
             .args(["serve", "--listen", "127.0.0.1:0", "--data-dir"])
             .arg(data)
             .arg("--config")
@@ -596,6 +610,189 @@ pub(super) fn growth(
         prefill_seconds,
         peak_rss_mib,
         audit_seconds,
+    })
+}
+
+/// The rows of the witnessed log (issue 37).
+pub(super) struct WitnessRows {
+    /// record/action with two witnesses configured and the submitter at
+    /// its cadence, in turns with `without_witnesses` (the log on, no
+    /// witnesses).
+    pub(super) with_witnesses: Vec<Load>,
+    pub(super) without_witnesses: Vec<Load>,
+    /// Milliseconds from a write's answer to the first checkpoint served
+    /// that holds it with two cosignatures of three witnesses, a write each.
+    pub(super) cosigned_ms: Vec<f64>,
+    /// The submitter's cadence, `[log] checkpoint_interval_ms` (default).
+    pub(super) interval_ms: u64,
+}
+
+/// The witnessed log's origin in the benchmark.
+const WITNESSED_ORIGIN: &str = "bench.mandate.example/log";
+/// The submitter's default cadence (`[log] checkpoint_interval_ms`).
+const CHECKPOINT_INTERVAL_MS: u64 = 1000;
+
+/// Three `mandate witness serve` of [`WITNESSED_ORIGIN`] for `log_vkey`,
+/// with their verifier keys.
+fn witnesses(bin: &Path, scratch: &Path, log_vkey: &str) -> Result<Vec<(Server, String)>> {
+    (1..=3)
+        .map(|n| {
+            let witness = Server::witness(
+                bin,
+                &scratch.join(format!("witness-{n}")),
+                &format!(
+                    "[witness]\nname = \"witness.bench/w{n}\"\n\n[[witness.log]]\n\
+                     origin = \"{WITNESSED_ORIGIN}\"\nvkeys = [\"{log_vkey}\"]\n"
+                ),
+            )?;
+            let vkey = curl_text(&format!("{}/vkey", witness.base))?
+                .trim()
+                .to_owned();
+            Ok((witness, vkey))
+        })
+        .collect()
+}
+
+/// The `[log]` of a log witnessed by `witnesses` at threshold 2.
+fn witnessed_config(witnesses: &[(Server, String)]) -> String {
+    let mut config =
+        format!("{NO_LIMITS}[log]\norigin = \"{WITNESSED_ORIGIN}\"\nwitness_threshold = 2\n");
+    for (witness, vkey) in witnesses {
+        config.push_str(&format!(
+            "\n[[log.witnesses]]\nurl = \"{}\"\nvkey = \"{vkey}\"\n",
+            witness.base
+        ));
+    }
+    config
+}
+
+fn curl_text(url: &str) -> Result<String> {
+    let output = Command::new("curl").args(["-sS", "--fail", url]).output()?;
+    if !output.status.success() {
+        return fail(format!("GET {url} failed"));
+    }
+    Ok(String::from_utf8_lossy(&output.stdout).into_owned())
+}
+
+/// The size of a checkpoint note and how many of its signature lines are
+/// witnesses' (`witness.bench/…`).
+fn checkpoint_size_and_cosignatures(note: &str) -> (u64, usize) {
+    let size = note
+        .lines()
+        .nth(1)
+        .and_then(|size| size.parse().ok())
+        .unwrap_or(0);
+    let cosignatures = note
+        .lines()
+        .filter(|line| line.starts_with("\u{2014} witness.bench/"))
+        .count();
+    (size, cosignatures)
+}
+
+/// record/action with two witnesses and the submitter running, against the
+/// log without witnesses, in turns on servers of their own; then, three
+/// witnesses at threshold 2, the time from writes to the checkpoint that
+/// holds each with two cosignatures.
+pub(super) fn witnessed(
+    plan: Plan,
+    bin: &Path,
+    scratch: &Path,
+    scripts: &Path,
+) -> Result<WitnessRows> {
+    // The log's key is made at its first start.
+    let data = scratch.join("witnessed");
+    let plain = format!("{NO_LIMITS}[log]\norigin = \"{WITNESSED_ORIGIN}\"\n");
+    let first = Server::start(bin, &data, &plain)?;
+    let log_vkey = curl_text(&format!("{}/v1/log/key", first.base))?
+        .lines()
+        .next()
+        .ok_or("the log has no key")?
+        .to_owned();
+    first.stop();
+    let all = witnesses(bin, scratch, &log_vkey)?;
+    let witnessed = Server::start(bin, &data, &witnessed_config(&all[..2]))?;
+    let unwitnessed = Server::start(bin, &scratch.join("unwitnessed"), &plain)?;
+    let script = scripts.join("record.lua");
+    let witnessed_jti = witnessed.token("bench-bot", &["read"])?;
+    let unwitnessed_jti = unwitnessed.token("bench-bot", &["read"])?;
+    let witnessed_url = format!("{}/v1/vat/record/action", witnessed.base);
+    let unwitnessed_url = format!("{}/v1/vat/record/action", unwitnessed.base);
+    let (with_witnesses, without_witnesses) = compare(
+        plan,
+        &|| {
+            wrk(
+                &witnessed_url,
+                Some(&script),
+                &[("JTI", witnessed_jti.as_str())],
+                plan.seconds,
+            )
+        },
+        &|| {
+            wrk(
+                &unwitnessed_url,
+                Some(&script),
+                &[("JTI", unwitnessed_jti.as_str())],
+                plan.seconds,
+            )
+        },
+    )?;
+    unwitnessed.stop();
+    witnessed.stop();
+    // Three witnesses, two enough: a write is cosigned once the submitter
+    // sent a checkpoint holding it and two answered.
+    let witnessed = Server::start(bin, &data, &witnessed_config(&all))?;
+    let jti = witnessed.token("bench-latency", &["read"])?;
+    let checkpoint_url = format!("{}/v1/log/checkpoint", witnessed.base);
+    let samples = if plan.quick { 3 } else { 50 };
+    let mut cosigned_ms = Vec::with_capacity(samples);
+    for n in 0..samples {
+        // Writes at spread phases of the cadence (a fraction of it by the
+        // golden ratio each), not each just after the round that cosigned
+        // the one before.
+        #[allow(
+            clippy::cast_possible_truncation,
+            clippy::cast_sign_loss,
+            clippy::cast_precision_loss,
+            reason = "a fraction of a second"
+        )]
+        let phase = ((n as f64 * 0.618_034).fract() * CHECKPOINT_INTERVAL_MS as f64) as u64;
+        std::thread::sleep(std::time::Duration::from_millis(phase));
+        let made = witnessed.post(
+            "/v1/vat/record/action",
+            None,
+            &json!({"vat_jti": jti, "action": "read", "resource": format!("crm:lead/{n}"), "result": "success"}),
+        )?;
+        let answered = Instant::now();
+        let aar_id = made["aar_id"]
+            .as_str()
+            .ok_or_else(|| format!("record/action failed: {made}"))?;
+        let proof = witnessed.get(&format!("/v1/vat/aar/{aar_id}/proof"), &witnessed.key()?)?;
+        let index = proof["events"]
+            .as_array()
+            .and_then(|events| events.iter().filter_map(|e| e["index"].as_u64()).max())
+            .ok_or_else(|| format!("a proof without events: {proof}"))?;
+        loop {
+            let (size, cosignatures) =
+                checkpoint_size_and_cosignatures(&curl_text(&checkpoint_url)?);
+            if size > index && cosignatures >= 2 {
+                break;
+            }
+            if answered.elapsed().as_secs() > 30 {
+                return fail("no checkpoint cosigned by two witnesses within 30 s of a write");
+            }
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
+        cosigned_ms.push(answered.elapsed().as_secs_f64() * 1000.0);
+    }
+    witnessed.stop();
+    for (witness, _) in all {
+        witness.stop();
+    }
+    Ok(WitnessRows {
+        with_witnesses,
+        without_witnesses,
+        cosigned_ms,
+        interval_ms: CHECKPOINT_INTERVAL_MS,
     })
 }
 
