@@ -226,6 +226,14 @@ pub struct LogConfig {
     /// and a second is short against the minutes an auditor polls at.
     /// Between 100 and 3 600 000.
     pub checkpoint_interval_ms: NonZeroU64,
+    /// How old a witness's newest cosignature of the log's current
+    /// checkpoint may grow, seconds, before the submitter asks that witness
+    /// again for the same checkpoint (a witness cosigns a checkpoint it
+    /// holds once more, with a new timestamp): a log that stops growing
+    /// keeps cosignatures younger than this plus the cadence, which
+    /// verifiers' maximum age must exceed. 600 by default; between 10 and
+    /// 86 400.
+    pub cosignature_refresh_seconds: NonZeroU64,
 }
 
 /// The default of `checkpoint_interval_ms` (see its documentation).
@@ -237,6 +245,15 @@ const DEFAULT_CHECKPOINT_INTERVAL_MS: NonZeroU64 = NonZeroU64::new(1000).unwrap(
 /// any auditor's maximum age would accept.
 const CHECKPOINT_INTERVAL_MS_BOUNDS: (u64, u64) = (100, 3_600_000);
 
+/// The default of `cosignature_refresh_seconds`: ten minutes, well inside
+/// the hours a verifier's maximum age is typically set to.
+const DEFAULT_COSIGNATURE_REFRESH_SECONDS: NonZeroU64 = NonZeroU64::new(600).unwrap();
+
+/// The bounds of `cosignature_refresh_seconds`: more often than every 10 s
+/// asks witnesses for a durable write that says nothing new; less often
+/// than daily outlasts any maximum age worth having.
+const COSIGNATURE_REFRESH_SECONDS_BOUNDS: (u64, u64) = (10, 86_400);
+
 impl Default for LogConfig {
     fn default() -> LogConfig {
         LogConfig {
@@ -245,6 +262,7 @@ impl Default for LogConfig {
             witnesses: Vec::new(),
             witness_threshold: None,
             checkpoint_interval_ms: DEFAULT_CHECKPOINT_INTERVAL_MS,
+            cosignature_refresh_seconds: DEFAULT_COSIGNATURE_REFRESH_SECONDS,
         }
     }
 }
@@ -282,6 +300,10 @@ impl LogConfig {
         let interval = self.checkpoint_interval_ms.get();
         if !(low..=high).contains(&interval) {
             anyhow::bail!("[log] checkpoint_interval_ms must be between {low} and {high}");
+        }
+        let (low, high) = COSIGNATURE_REFRESH_SECONDS_BOUNDS;
+        if !(low..=high).contains(&self.cosignature_refresh_seconds.get()) {
+            anyhow::bail!("[log] cosignature_refresh_seconds must be between {low} and {high}");
         }
         let threshold = match (self.witnesses.is_empty(), self.witness_threshold) {
             (true, None) => return Ok(None),
@@ -1239,6 +1261,10 @@ mod tests {
             LogConfig::default().checkpoint_interval_ms,
             NonZeroU64::new(1000).unwrap()
         );
+        assert_eq!(
+            LogConfig::default().cosignature_refresh_seconds,
+            NonZeroU64::new(600).unwrap()
+        );
         for (section, message) in [
             (format!("{two}witness_threshold = 3\n"), "can never be met"),
             (format!("{two}witness_threshold = 0\n"), "threshold of 0"),
@@ -1251,6 +1277,14 @@ mod tests {
             (
                 format!("{two}witness_threshold = 1\ncheckpoint_interval_ms = 50\n"),
                 "between 100",
+            ),
+            (
+                format!("{two}witness_threshold = 1\ncosignature_refresh_seconds = 9\n"),
+                "cosignature_refresh_seconds must be between 10",
+            ),
+            (
+                format!("{two}witness_threshold = 1\ncosignature_refresh_seconds = 86401\n"),
+                "cosignature_refresh_seconds must be between 10",
             ),
             (
                 format!(

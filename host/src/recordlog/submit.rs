@@ -3,7 +3,8 @@
 //! leases an endpoint) wakes every `[log] checkpoint_interval_ms`; when the
 //! log grew since the newest checkpoint it signs one, and it sends the
 //! newest checkpoint to every witness of `[log] witnesses` that has not
-//! cosigned its size yet:
+//! cosigned its size yet, or whose cosignature of it is older than `[log]
+//! cosignature_refresh_seconds` (the witness cosigns it anew):
 //!
 //! ```text
 //! POST <url>/add-checkpoint
@@ -55,6 +56,8 @@ struct Submitter {
     /// This process's name in the lease row.
     owner: String,
     lease_ms: i64,
+    /// `[log] cosignature_refresh_seconds`.
+    refresh_s: u64,
 }
 
 /// Submits checkpoints to the configured witnesses until `stop` resolves
@@ -93,6 +96,7 @@ pub async fn submit(state: AppState, mut stop: oneshot::Receiver<()>) {
             .saturating_add(LEASE_MARGIN_MS),
         client,
         witnesses,
+        refresh_s: state.config.log.cosignature_refresh_seconds.get(),
         state: state.clone(),
     });
     if state.config.database.url.is_none()
@@ -177,22 +181,36 @@ impl From<StoreError> for Failed {
 }
 
 /// Brings the witness `index` to `checkpoint`: from the size it is known
-/// to be at, and once more from the size a 409 says.
+/// to be at, and once more from the size a 409 says. A witness at the
+/// checkpoint's size is asked again (with an empty proof) when it has no
+/// cosignature of it here, or only one older than `[log]
+/// cosignature_refresh_seconds`: it cosigns the checkpoint it holds anew,
+/// so an idle log's cosignatures stay younger than verifiers' maximum age.
 async fn ask(submitter: Arc<Submitter>, index: usize, checkpoint: Arc<StoredCheckpoint>) {
     let witness = &submitter.witnesses[index];
     let (name, key_id) = (
         witness.verifier.name().to_owned(),
         witness.verifier.key_id(),
     );
-    let lookup_name = name.clone();
+    let (lookup_name, size) = (name.clone(), checkpoint.size);
     let known = submitter
         .state
         .store
-        .lookup(move |conn| Ok::<_, StoreError>(rows::witness_size(conn, &lookup_name, key_id)?))
+        .lookup(move |conn| {
+            Ok::<_, StoreError>((
+                rows::witness_size(conn, &lookup_name, key_id)?,
+                rows::cosigned_at(conn, size, &lookup_name, key_id)?,
+            ))
+        })
         .await;
+    let now_s = u64::try_from(submitter.state.clock.now().s()).unwrap_or(0);
+    let fresh = |cosigned: Option<u64>| {
+        cosigned.is_some_and(|at| now_s.saturating_sub(at) < submitter.refresh_s)
+    };
     let mut old = match known {
-        Ok(Some(size)) if size >= checkpoint.size => return,
-        Ok(known) => known.unwrap_or(0),
+        Ok((Some(size), _)) if size > checkpoint.size => return,
+        Ok((Some(size), cosigned)) if size == checkpoint.size && fresh(cosigned) => return,
+        Ok((known, _)) => known.unwrap_or(0),
         Err(error) => {
             tracing::warn!(%error, witness = %name, "reading a witness's size failed");
             return;

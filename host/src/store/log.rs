@@ -245,6 +245,21 @@ pub fn witness_size(conn: &Connection, name: &str, key_id: u32) -> sql::Result<O
         .optional()
 }
 
+/// When the witness `(name, key_id)` last cosigned the checkpoint of
+/// `size`, POSIX seconds (its cosignature's own), if it did.
+pub fn cosigned_at(
+    conn: &Connection,
+    size: u64,
+    name: &str,
+    key_id: u32,
+) -> sql::Result<Option<u64>> {
+    conn.prepare_cached(
+        "SELECT timestamp FROM log_cosignatures WHERE size = ?1 AND name = ?2 AND key_id = ?3",
+    )?
+    .query_row(params![size, name, i64::from(key_id)], |row| row.get(0))
+    .optional()
+}
+
 /// Remembers that the witness `(name, key_id)` is at `size`.
 pub fn save_witness_size(
     conn: &Connection,
@@ -261,12 +276,15 @@ pub fn save_witness_size(
     Ok(())
 }
 
-/// Stores a cosignature (once: the same witness's second one for a size is
-/// ignored, the first kept).
+/// Stores a cosignature: of a size the witness cosigned before, a newer
+/// one replaces the older (a refresh, see `[log]
+/// cosignature_refresh_seconds`), an older one is ignored.
 pub fn insert_cosignature(conn: &Connection, cosignature: &StoredCosignature) -> sql::Result<()> {
     conn.prepare_cached(
         "INSERT INTO log_cosignatures (size, name, key_id, timestamp, line)
-         VALUES (?1, ?2, ?3, ?4, ?5) ON CONFLICT (size, name, key_id) DO NOTHING",
+         VALUES (?1, ?2, ?3, ?4, ?5) ON CONFLICT (size, name, key_id)
+         DO UPDATE SET timestamp = excluded.timestamp, line = excluded.line
+         WHERE excluded.timestamp > log_cosignatures.timestamp",
     )?
     .execute(params![
         cosignature.size,

@@ -65,6 +65,22 @@ async fn checkpoint_when(app: &TestApp, accept: impl Fn(&str) -> bool) -> String
     panic!("the checkpoint never got there");
 }
 
+/// The log's verifier key, fixed at its first start.
+async fn log_vkey(app: &TestApp) -> String {
+    app.client
+        .get(format!("{}/v1/log/key", app.base))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap()
+        .lines()
+        .next()
+        .unwrap()
+        .to_owned()
+}
+
 fn policy(vkeys: &[String], k: usize) -> WitnessPolicy {
     WitnessPolicy::new(
         vkeys
@@ -93,21 +109,8 @@ fn now() -> i64 {
 /// size, answers 409 and is brought up to date from its size.
 #[tokio::test]
 async fn witnesses_cosign_one_down_holds_none_up_and_a_lagging_one_catches_up_by_409() {
-    // The log's key, fixed at its first start.
     let app = TestApp::spawn_with(|c| c.log.origin = Some(ORIGIN.to_owned())).await;
-    let log_vkey = app
-        .client
-        .get(format!("{}/v1/log/key", app.base))
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap()
-        .lines()
-        .next()
-        .unwrap()
-        .to_owned();
+    let log_vkey = log_vkey(&app).await;
     let dir = app.stop().await;
     let folder = tempfile::tempdir().unwrap();
     let first = witness(folder.path(), "w1", &log_vkey);
@@ -201,6 +204,112 @@ async fn witnesses_cosign_one_down_holds_none_up_and_a_lagging_one_catches_up_by
         assert_eq!(size, i64::try_from(witnessed.checkpoint.size).unwrap());
     });
     drop((first, second, third));
+}
+
+/// The cosignatures `(name, timestamp, line)` stored for the checkpoint
+/// of `size`.
+fn cosignatures_at(app: &TestApp, size: i64) -> Vec<(String, i64, String)> {
+    app.with_database(|conn| {
+        conn.prepare_cached(
+            "SELECT name, timestamp, line FROM log_cosignatures WHERE size = ?1 ORDER BY name",
+        )
+        .unwrap()
+        .query_map([size], |row| Ok((row.get(0)?, row.get(1)?, row.get(2)?)))
+        .unwrap()
+        .collect::<Result<_, _>>()
+        .unwrap()
+    })
+}
+
+/// A log that stops growing keeps its cosignatures fresh: a witness whose
+/// cosignature of the current checkpoint is older than `[log]
+/// cosignature_refresh_seconds` is sent the same checkpoint again and
+/// cosigns it anew, so a verifier's maximum age keeps passing; the
+/// checkpoint served carries the new lines.
+#[tokio::test]
+async fn an_idle_logs_cosignatures_are_refreshed() {
+    let app = TestApp::spawn_with(|c| c.log.origin = Some(ORIGIN.to_owned())).await;
+    let log_vkey = log_vkey(&app).await;
+    let dir = app.stop().await;
+    let folder = tempfile::tempdir().unwrap();
+    let witnesses = [
+        witness(folder.path(), "w1", &log_vkey),
+        witness(folder.path(), "w2", &log_vkey),
+    ];
+    let mut configured = Vec::new();
+    for server in &witnesses {
+        configured.push(LogWitnessConfig {
+            url: server.base.clone(),
+            vkey: vkey(server).await,
+        });
+    }
+    let app = TestApp::spawn_in(dir, move |c| {
+        c.log.origin = Some(ORIGIN.to_owned());
+        c.log.witnesses = configured;
+        c.log.witness_threshold = Some(2);
+        c.log.checkpoint_interval_ms = std::num::NonZeroU64::new(100).unwrap();
+    })
+    .await;
+    let token = app.root("mailer", &["crm:*"], &["read"]).await;
+    let response = app
+        .act(text(&token["jti"]), "read", "crm:lead/1", "success")
+        .await;
+    assert_eq!(response.status(), reqwest::StatusCode::CREATED);
+    // The log's size once the record is in it: nothing is written after.
+    let record: Value = response.json().await.unwrap();
+    let proof = crate::helpers::expect_json(
+        app.get_auth(
+            &format!("/v1/vat/aar/{}/proof", text(&record["aar_id"])),
+            &app.admin_key,
+        )
+        .await,
+        reqwest::StatusCode::OK,
+    )
+    .await;
+    let last = proof["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|event| event["index"].as_i64().unwrap())
+        .max()
+        .unwrap();
+    let size = last + 1;
+    let cosigned = |note: &str| {
+        note.lines().nth(1) == Some(size.to_string().as_str())
+            && note.matches("\u{2014} witness.test/").count() == 2
+    };
+    checkpoint_when(&app, cosigned).await;
+    let first = cosignatures_at(&app, size);
+    assert_eq!(first.len(), 2, "{first:?}");
+    // The witnesses' clocks pass a second (timestamps are in seconds);
+    // the log's passes the refresh age. Nothing is written meanwhile.
+    let latest = first.iter().map(|(_, at, _)| *at).max().unwrap();
+    while now() <= latest {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    app.clock.advance(Duration::from_secs(601));
+    let mut refreshed = Vec::new();
+    for _ in 0..300 {
+        refreshed = cosignatures_at(&app, size);
+        if refreshed
+            .iter()
+            .zip(&first)
+            .all(|((_, at, _), (_, before, _))| at > before)
+        {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    for ((name, at, line), (_, before, _)) in refreshed.iter().zip(&first) {
+        assert!(at > before, "{name} was not asked again: {refreshed:?}");
+        let note = checkpoint_when(&app, |note| note.contains(line.as_str())).await;
+        assert_eq!(
+            note.lines().nth(1),
+            Some(size.to_string().as_str()),
+            "{note}"
+        );
+    }
+    drop(witnesses);
 }
 
 /// The upgrade to schema 13, on either engine: a database of version 12
