@@ -128,6 +128,32 @@ fn encode_cursor(text: &str) -> String {
     URL_SAFE_NO_PAD.encode(text)
 }
 
+/// A cursor of `kind` for a keyset of a time and an id (`kind:at:id`),
+/// read back.
+fn decode_keyset(cursor: &str, kind: char) -> Result<(i64, String), QueryError> {
+    let text = decode_cursor(cursor, kind)?;
+    let (at, id) = text.split_once(':').ok_or(QueryError::InvalidCursor)?;
+    let at: i64 = at.parse().map_err(|_| QueryError::InvalidCursor)?;
+    Ok((at, id.to_owned()))
+}
+
+/// The page of `found` (read with `limit + 1`, so one more means more):
+/// its first `limit`, with the cursor of the last, as `cursor_of` writes
+/// it, when more follow.
+fn page_of<T>(mut found: Vec<T>, limit: u32, cursor_of: impl Fn(&T) -> String) -> Page<T> {
+    let more = found.len() > limit as usize;
+    found.truncate(limit as usize);
+    let next_cursor = if more {
+        found.last().map(|last| encode_cursor(&cursor_of(last)))
+    } else {
+        None
+    };
+    Page {
+        items: found,
+        next_cursor,
+    }
+}
+
 fn decode_cursor(cursor: &str, kind: char) -> Result<String, QueryError> {
     let bytes = URL_SAFE_NO_PAD
         .decode(cursor)
@@ -203,34 +229,25 @@ pub fn approvals(
     cursor: Option<&str>,
 ) -> Result<Page<ApprovalInFull>, QueryError> {
     let before = cursor
-        .map(|cursor| {
-            let text = decode_cursor(cursor, 'a')?;
-            let (at, id) = text.split_once(':').ok_or(QueryError::InvalidCursor)?;
-            let at: i64 = at.parse().map_err(|_| QueryError::InvalidCursor)?;
-            Ok::<_, QueryError>((at, id.to_owned()))
-        })
+        .map(|cursor| decode_keyset(cursor, 'a'))
         .transpose()?;
-    let mut found = approvals::list(
+    let found = approvals::list(
         conn,
         org,
         status,
         before.as_ref().map(|(at, id)| (*at, id.as_str())),
         limit + 1,
     )?;
-    let more = found.len() > limit as usize;
-    found.truncate(limit as usize);
-    let next_cursor = more
-        .then(|| {
-            found
-                .last()
-                .map(|a| encode_cursor(&format!("a:{}:{}", a.requested_at, a.id)))
-        })
-        .flatten();
-    let items = found
+    let page = page_of(found, limit, |a| format!("a:{}:{}", a.requested_at, a.id));
+    let items = page
+        .items
         .into_iter()
         .map(|approval| in_full(conn, approval))
         .collect::<Result<Vec<_>, _>>()?;
-    Ok(Page { items, next_cursor })
+    Ok(Page {
+        items,
+        next_cursor: page.next_cursor,
+    })
 }
 
 /// A page of `org`'s OAuth grants, newest first: one human's and one
@@ -244,14 +261,9 @@ pub fn grants(
     cursor: Option<&str>,
 ) -> Result<Page<crate::store::oauth::OAuthGrant>, QueryError> {
     let before = cursor
-        .map(|cursor| {
-            let text = decode_cursor(cursor, 'g')?;
-            let (at, id) = text.split_once(':').ok_or(QueryError::InvalidCursor)?;
-            let at: i64 = at.parse().map_err(|_| QueryError::InvalidCursor)?;
-            Ok::<_, QueryError>((at, id.to_owned()))
-        })
+        .map(|cursor| decode_keyset(cursor, 'g'))
         .transpose()?;
-    let mut found = crate::store::oauth::grants(
+    let found = crate::store::oauth::grants(
         conn,
         org,
         human_ref,
@@ -259,19 +271,9 @@ pub fn grants(
         before.as_ref().map(|(at, id)| (*at, id.as_str())),
         limit + 1,
     )?;
-    let more = found.len() > limit as usize;
-    found.truncate(limit as usize);
-    let next_cursor = more
-        .then(|| {
-            found
-                .last()
-                .map(|g| encode_cursor(&format!("g:{}:{}", g.created_at, g.grant_id)))
-        })
-        .flatten();
-    Ok(Page {
-        items: found,
-        next_cursor,
-    })
+    Ok(page_of(found, limit, |g| {
+        format!("g:{}:{}", g.created_at, g.grant_id)
+    }))
 }
 
 /// One record of `org` in full.

@@ -6,7 +6,7 @@ use crate::store::orgs::Org;
 use crate::store::sql::Connection;
 use crate::store::webhooks::{self as rows, Delivery, DeliveryKey, Webhook};
 
-use super::{Page, QueryError, decode_cursor, encode_cursor};
+use super::{Page, QueryError, decode_cursor, page_of};
 
 /// The webhook `id` of `org`.
 pub fn webhook(conn: &Connection, org: Org, id: &str) -> Result<Webhook, QueryError> {
@@ -45,18 +45,8 @@ pub fn deliveries(
             }
         })
         .transpose()?;
-    let mut found = rows::deliveries(conn, id, before, limit + 1)?;
-    let more = found.len() > limit as usize;
-    found.truncate(limit as usize);
-    let next_cursor = more
-        .then(|| {
-            found
-                .last()
-                .map(|d| encode_cursor(&format!("h:{}:{}:{}", d.at, d.event_seq, d.attempt)))
-        })
-        .flatten();
-    Ok(Page {
-        items: found,
-        next_cursor,
-    })
+    let found = rows::deliveries(conn, id, before, limit + 1)?;
+    Ok(page_of(found, limit, |d| {
+        format!("h:{}:{}:{}", d.at, d.event_seq, d.attempt)
+    }))
 }

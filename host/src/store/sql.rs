@@ -707,93 +707,100 @@ impl Pg {
         })
     }
 
+    /// Runs `statement` with `params` (each with the type a statement
+    /// sent whole states for it) through `named` or `unnamed`, the
+    /// client's call for each kind of statement.
+    fn run<T>(
+        &self,
+        statement: &PgStatement,
+        params: &[(&(dyn postgres::types::ToSql + Sync), Type)],
+        named: impl FnOnce(
+            &mut postgres::Client,
+            &postgres::Statement,
+            &[&(dyn postgres::types::ToSql + Sync)],
+        ) -> std::result::Result<T, postgres::Error>,
+        unnamed: impl FnOnce(
+            &mut postgres::Client,
+            &str,
+            &[(&(dyn postgres::types::ToSql + Sync), Type)],
+        ) -> std::result::Result<T, postgres::Error>,
+    ) -> Result<T> {
+        let mut client = self.client.borrow_mut();
+        let result = match statement {
+            PgStatement::Named(statement) => {
+                let refs: Vec<_> = params.iter().map(|(param, _)| *param).collect();
+                named(&mut client, statement, &refs)
+            }
+            PgStatement::Unnamed(text) => unnamed(&mut client, text, params),
+        };
+        drop(client);
+        self.noted(result)
+    }
+
     /// Runs `statement` with `params`: how many rows it changed (or, a
     /// query, returned).
     fn execute(&self, statement: &PgStatement, params: &dyn Params) -> Result<u64> {
         let values = params.values()?;
         let binds: Vec<PgBind<'_>> = values.into_iter().map(PgBind).collect();
-        let result = match statement {
-            PgStatement::Named(statement) => {
-                self.client.borrow_mut().execute(statement, &bound(&binds))
-            }
-            PgStatement::Unnamed(text) => self
-                .client
-                .borrow_mut()
-                .execute_typed(text, &inferred(&binds)),
-        };
-        self.noted(result)
+        self.run(
+            statement,
+            &inferred(&binds),
+            |client, statement, refs| client.execute(statement, refs),
+            |client, text, typed| client.execute_typed(text, typed),
+        )
     }
 
     /// Runs `statement` with `params` and reads every row.
     fn query(&self, statement: &PgStatement, params: &dyn Params) -> Result<Vec<postgres::Row>> {
         let values = params.values()?;
         let binds: Vec<PgBind<'_>> = values.into_iter().map(PgBind).collect();
-        let result = match statement {
-            PgStatement::Named(statement) => {
-                self.client.borrow_mut().query(statement, &bound(&binds))
-            }
-            PgStatement::Unnamed(text) => self
-                .client
-                .borrow_mut()
-                .query_typed(text, &inferred(&binds)),
-        };
-        self.noted(result)
+        self.run(
+            statement,
+            &inferred(&binds),
+            |client, statement, refs| client.query(statement, refs),
+            |client, text, typed| client.query_typed(text, typed),
+        )
     }
 
     /// Runs `statement` with whole columns as arrays ([`PgArray`]): how
     /// many rows it changed.
     fn execute_arrays(&self, statement: &PgStatement, arrays: &[PgArray<'_>]) -> Result<u64> {
-        let result = match statement {
-            PgStatement::Named(statement) => {
-                let refs: Vec<&(dyn postgres::types::ToSql + Sync)> =
-                    arrays.iter().map(|array| array as _).collect();
-                self.client.borrow_mut().execute(statement, &refs)
-            }
-            PgStatement::Unnamed(text) => {
-                let typed: Vec<(&(dyn postgres::types::ToSql + Sync), Type)> = arrays
-                    .iter()
-                    .map(|array| (array as _, array.1.pg_array_type()))
-                    .collect();
-                self.client.borrow_mut().execute_typed(text, &typed)
-            }
-        };
-        self.noted(result)
+        self.run(
+            statement,
+            &typed_arrays(arrays),
+            |client, statement, refs| client.execute(statement, refs),
+            |client, text, typed| client.execute_typed(text, typed),
+        )
     }
 
     /// Runs `statement` with whole columns as arrays and reads the one
     /// number it answers.
     fn count_arrays(&self, statement: &PgStatement, arrays: &[PgArray<'_>]) -> Result<i64> {
-        let result = match statement {
-            PgStatement::Named(statement) => {
-                let refs: Vec<&(dyn postgres::types::ToSql + Sync)> =
-                    arrays.iter().map(|array| array as _).collect();
-                self.client.borrow_mut().query_one(statement, &refs)
-            }
-            PgStatement::Unnamed(text) => {
-                let typed: Vec<(&(dyn postgres::types::ToSql + Sync), Type)> = arrays
-                    .iter()
-                    .map(|array| (array as _, array.1.pg_array_type()))
-                    .collect();
-                self.client.borrow_mut().query_typed_one(text, &typed)
-            }
-        };
-        Ok(self.noted(result)?.get(0))
+        let row = self.run(
+            statement,
+            &typed_arrays(arrays),
+            |client, statement, refs| client.query_one(statement, refs),
+            |client, text, typed| client.query_typed_one(text, typed),
+        )?;
+        Ok(row.get(0))
     }
 }
 
-/// Parameters for a statement prepared by name (which knows their types).
-fn bound<'b>(binds: &'b [PgBind<'_>]) -> Vec<&'b (dyn postgres::types::ToSql + Sync)> {
-    binds
-        .iter()
-        .map(|bind| bind as &(dyn postgres::types::ToSql + Sync))
-        .collect()
-}
-
-/// Parameters for a statement sent whole, their types left to the server.
+/// Parameters whose types the server infers ([`unspecified`]).
 fn inferred<'b>(binds: &'b [PgBind<'_>]) -> Vec<(&'b (dyn postgres::types::ToSql + Sync), Type)> {
     binds
         .iter()
         .map(|bind| (bind as &(dyn postgres::types::ToSql + Sync), unspecified()))
+        .collect()
+}
+
+/// Whole columns, each with the type of an array of its values.
+fn typed_arrays<'b>(
+    arrays: &'b [PgArray<'_>],
+) -> Vec<(&'b (dyn postgres::types::ToSql + Sync), Type)> {
+    arrays
+        .iter()
+        .map(|array| (array as _, array.1.pg_array_type()))
         .collect()
 }
 
