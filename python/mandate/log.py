@@ -5,9 +5,10 @@ Every rule is core's, through the native functions (``verify_checkpoint``,
 ``verify_witnessed``, ``verify_log_proof``, ``verify_witnessed_log_proof``,
 ``verify_consistency``); this module only combines their verdicts. With a
 witness policy — the caller's own configuration, never one the log sends —
-a checkpoint counts only with the policy's threshold of fresh cosignatures. It makes no HTTP request: ``LogMonitor`` is given the two
-calls that fetch the latest checkpoint and a consistency proof (a client's
-methods, or any callables).
+a checkpoint counts only with the policy's threshold of fresh cosignatures.
+It makes no HTTP request: ``LogMonitor`` is given the two calls that fetch
+the latest checkpoint and a consistency proof (a client's methods, or any
+callables).
 """
 
 from __future__ import annotations
@@ -240,9 +241,7 @@ class LogMonitor:
                 latest = verify_checkpoint(note, self._vkeys, origin=self._origin)
             else:
                 now = None if self._now is None else self._now()
-                latest = verify_witnessed(note, self._vkeys, self._policy, origin=self._origin, now=now)[
-                    "checkpoint"
-                ]
+                latest = verify_witnessed(note, self._vkeys, self._policy, origin=self._origin, now=now)["checkpoint"]
         except MandateError as error:
             return LogMonitorResult("invalid", error=error, new_note=note)
         if self._trusted is None:
