@@ -967,8 +967,9 @@ mod witness {
     use base64::engine::general_purpose::STANDARD;
     use mandate_core::LogError;
     use mandate_core::tlog::{
-        AddCheckpoint, Checkpoint, Hash, NoteVerifier, Refusal, Submission, WitnessPolicy,
-        WitnessSigner, WitnessState, WitnessVerifier, WitnessedLogs, verify_witnessed,
+        AddCheckpoint, Checkpoint, CosignedLink, Hash, NoteVerifier, Refusal, Submission,
+        WitnessPolicy, WitnessSigner, WitnessState, WitnessVerifier, WitnessedLogs,
+        verify_witnessed, verify_witnessed_inclusion,
     };
     use serde_json::{Value, json};
 
@@ -1108,6 +1109,69 @@ mod witness {
             assert_eq!(got, case["expect"], "{}", case["name"]);
         }
         assert!(met >= 4 && met < cases.len());
+    }
+
+    #[test]
+    fn record_proofs_under_a_witness_policy() {
+        let file = file();
+        let log_key = NoteVerifier::parse(file["log"]["vkey"].as_str().unwrap()).unwrap();
+        let proofs = &file["witnessed_proofs"];
+        let policy = policy(&proofs["policy"]).unwrap();
+        let cases = proofs["cases"].as_array().unwrap();
+        assert!(cases.len() >= 15);
+        let (mut direct, mut linked) = (0, 0);
+        for case in cases {
+            let link = case["cosigned"].as_object().map(|link| CosignedLink {
+                checkpoint: link["checkpoint"].as_str().unwrap().to_owned(),
+                consistency: link["consistency"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .map(hash)
+                    .collect(),
+            });
+            let leaf = STANDARD.decode(case["leaf"].as_str().unwrap()).unwrap();
+            let outcome = verify_witnessed_inclusion(
+                case["proof"].as_str().unwrap(),
+                &leaf,
+                file["log"]["origin"].as_str(),
+                std::slice::from_ref(&log_key),
+                link.as_ref(),
+                &policy,
+                case["now"].as_i64().unwrap(),
+            );
+            let got = match outcome {
+                Ok(w) => {
+                    if w.linked {
+                        linked += 1;
+                    } else {
+                        direct += 1;
+                    }
+                    json!({
+                        "valid": true,
+                        "size": w.checkpoint.size,
+                        "root": STANDARD.encode(w.checkpoint.root),
+                        "linked": w.linked,
+                        "witnessed": {
+                            "size": w.witnessed.checkpoint.size,
+                            "root": STANDARD.encode(w.witnessed.checkpoint.root),
+                            "cosigned_by": w.witnessed.cosigned_by.iter()
+                                .map(|c| json!({ "name": c.name, "timestamp": c.timestamp }))
+                                .collect::<Vec<_>>(),
+                        },
+                    })
+                }
+                Err(LogError::CosignaturesInsufficient { fresh, threshold }) => json!({
+                    "valid": false,
+                    "error": "cosignatures_insufficient",
+                    "fresh": fresh,
+                    "threshold": threshold,
+                }),
+                Err(error) => json!({ "valid": false, "error": error.code() }),
+            };
+            assert_eq!(got, case["expect"], "{}", case["name"]);
+        }
+        assert!(direct >= 2 && linked >= 3 && direct + linked < cases.len());
     }
 
     #[test]

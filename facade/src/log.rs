@@ -5,7 +5,10 @@
 
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD;
-use mandate_core::tlog::{Hash, LogError, NoteVerifier, WitnessPolicy, WitnessVerifier, Witnessed};
+use mandate_core::tlog::{
+    CosignedLink, Hash, LogError, NoteVerifier, WitnessPolicy, WitnessVerifier, Witnessed,
+    verify_witnessed_inclusion,
+};
 use mandate_core::{Checkpoint, LogEntry};
 use serde::{Deserialize, Serialize};
 
@@ -227,4 +230,69 @@ pub fn verify_cosignature(checkpoint: &str, line: &str, vkey: &str) -> Result<u6
     witness
         .verify_line(&checkpoint, line)
         .map_err(|e| log_failure(&e))
+}
+
+/// An older cosigned checkpoint and the consistency proof from it to the
+/// checkpoint a record's proofs lead to, as `GET /v1/vat/aar/{id}/proof`
+/// answers it (`cosigned`) and the vectors write it.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CosignedInput {
+    checkpoint: String,
+    consistency: Vec<String>,
+}
+
+/// A leaf proved in a checkpoint that meets a witness policy, directly or
+/// through a cosigned link.
+#[derive(Debug)]
+pub struct WitnessedLeaf<'a> {
+    pub index: u64,
+    pub checkpoint: Checkpoint,
+    /// The leaf's canonical JSON text.
+    pub entry: &'a str,
+    /// Whether the policy was met by the link's checkpoint.
+    pub linked: bool,
+    /// The checkpoint that met the policy, and its counted cosignatures.
+    pub witnessed: Witnessed,
+}
+
+/// [`verify_log_proof`] under a witness policy at `now` (POSIX seconds):
+/// the proof's checkpoint meets `policy`, or `cosigned` carries one of the
+/// same log that does and a consistency proof that the proof's checkpoint
+/// extends it (core's `verify_witnessed_inclusion`).
+pub fn verify_witnessed_log_proof<'a>(
+    proof: &str,
+    leaf: &'a [u8],
+    vkeys: &[NoteVerifier],
+    origin: Option<&str>,
+    cosigned: Option<&CosignedInput>,
+    policy: &WitnessPolicy,
+    now: i64,
+) -> Result<WitnessedLeaf<'a>, Failure> {
+    let link = cosigned
+        .map(|input| {
+            let consistency = input
+                .consistency
+                .iter()
+                .enumerate()
+                .map(|(i, hash)| hash_from(hash, &format!("cosigned.consistency[{i}]")))
+                .collect::<Result<Vec<Hash>, Failure>>()?;
+            Ok::<_, Failure>(CosignedLink {
+                checkpoint: input.checkpoint.clone(),
+                consistency,
+            })
+        })
+        .transpose()?;
+    let proved = verify_witnessed_inclusion(proof, leaf, origin, vkeys, link.as_ref(), policy, now)
+        .map_err(|e| log_failure(&e))?;
+    let index = mandate_core::TlogProof::parse(proof)
+        .map_err(|e| log_failure(&e))?
+        .index;
+    Ok(WitnessedLeaf {
+        index,
+        checkpoint: proved.checkpoint,
+        entry: entry_text(leaf)?,
+        linked: proved.linked,
+        witnessed: proved.witnessed,
+    })
 }

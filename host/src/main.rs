@@ -200,6 +200,11 @@ enum AuditCommand {
         /// checkpoint)
         #[arg(long)]
         once: bool,
+        /// A witness policy file (TOML: `witnesses = ["<vkey>", …]`,
+        /// `threshold`, `max_age_seconds`): trust a checkpoint only with
+        /// `threshold` fresh cosignatures of those witnesses (docs/log.md)
+        #[arg(long)]
+        witness_policy: Option<PathBuf>,
     },
 }
 
@@ -764,12 +769,14 @@ fn audit(config: &Config, command: &AuditCommand) -> anyhow::Result<()> {
             interval,
             state,
             once,
+            witness_policy,
         } => recordlog::watch::run(&recordlog::watch::Watch {
             url: url.clone(),
             vkeys: vkey.clone(),
             interval: std::time::Duration::from_secs((*interval).max(1)),
             state: state.clone(),
             once: *once,
+            witness_policy: witness_policy.clone(),
         }),
     }
 }

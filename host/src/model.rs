@@ -1060,9 +1060,28 @@ pub struct RecordProofBody {
     pub aar_id: String,
     /// The log's name, the first line of its checkpoints.
     pub origin: String,
-    /// The signed checkpoint (C2SP `tlog-checkpoint`) every proof leads to.
+    /// The signed checkpoint (C2SP `tlog-checkpoint`) every proof leads
+    /// to, with the witnesses' cosignatures (C2SP `tlog-cosignature`)
+    /// gathered for it so far.
     pub checkpoint: String,
     pub events: Vec<LogEventBody>,
+    /// With `[log] witnesses`, when `checkpoint` is not yet cosigned by
+    /// `witness_threshold` of them: the newest checkpoint that is, and the
+    /// consistency proof from it to `checkpoint`, so a verifier holding a
+    /// witness policy can check a fresh proof. Absent otherwise.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cosigned: Option<CosignedLinkBody>,
+}
+
+/// An older, cosigned checkpoint and the RFC 6962 consistency proof from it
+/// to a newer one.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct CosignedLinkBody {
+    /// The checkpoint, signed by the log and cosigned by the witnesses.
+    pub checkpoint: String,
+    /// Consistency proof hashes from its size to the newer checkpoint's,
+    /// standard base64.
+    pub consistency: Vec<String>,
 }
 
 /// `GET /healthz` and `GET /readyz`.

@@ -25,10 +25,12 @@ from mandate._native import (
     verify_trust_statement,
     verify_webhook,
     verify_witnessed,
+    verify_witnessed_log_proof,
 )
 from mandate._types import (
     Checkpoint,
     Cosigned,
+    CosignedLink,
     DelegatedGrantResult,
     HeldStatusList,
     JsonObject,
@@ -43,6 +45,7 @@ from mandate._types import (
     Violation,
     WebhookMessage,
     Witnessed,
+    WitnessedLogProofResult,
     WitnessPolicy,
     WorkflowSummary,
 )
@@ -57,6 +60,7 @@ __all__ = [
     "AsyncRemoteVerifier",
     "Checkpoint",
     "Cosigned",
+    "CosignedLink",
     "DelegatedGrantResult",
     "HeldStatusList",
     "JsonObject",
@@ -72,6 +76,7 @@ __all__ = [
     "WebhookMessage",
     "WitnessPolicy",
     "Witnessed",
+    "WitnessedLogProofResult",
     "WorkflowSummary",
     "LogMonitor",
     "LogMonitorResult",
@@ -107,4 +112,5 @@ __all__ = [
     "verify_trust_statement",
     "verify_webhook",
     "verify_witnessed",
+    "verify_witnessed_log_proof",
 ]

@@ -9,6 +9,7 @@ from typing import Any
 
 from mandate._types import (
     Checkpoint,
+    CosignedLink,
     DelegatedGrantResult,
     HeldStatusList,
     JsonObject,
@@ -21,6 +22,7 @@ from mandate._types import (
     VerifiedToken,
     WebhookMessage,
     Witnessed,
+    WitnessedLogProofResult,
     WitnessPolicy,
     WorkflowSummary,
 )
@@ -104,6 +106,16 @@ def verify_cosignature(checkpoint: str, line: str, vkey: str) -> int: ...
 def verify_log_proof(
     proof: str, leaf: str, vkeys: str | Sequence[str], *, origin: str | None = None
 ) -> LogProofResult: ...
+def verify_witnessed_log_proof(
+    proof: str,
+    leaf: str,
+    vkeys: str | Sequence[str],
+    policy: WitnessPolicy | Mapping[str, Any],
+    *,
+    origin: str | None = None,
+    cosigned: CosignedLink | Mapping[str, Any] | None = None,
+    now: int | None = None,
+) -> WitnessedLogProofResult: ...
 def verify_consistency(consistency: Mapping[str, Any]) -> None: ...
 def parse_log_leaf(leaf: str) -> JsonObject: ...
 

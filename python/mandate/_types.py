@@ -155,3 +155,24 @@ class LogProofResult(TypedDict):
     index: int
     checkpoint: Checkpoint
     entry: JsonObject
+
+
+class CosignedLink(TypedDict):
+    """An older cosigned checkpoint and the consistency proof (base64 hashes)
+    from it to the checkpoint a record's proofs lead to: a record proof
+    answer's ``cosigned``."""
+
+    checkpoint: str
+    consistency: list[str]
+
+
+class WitnessedLogProofResult(TypedDict):
+    """A record log proof that met a witness policy: as ``LogProofResult``,
+    with whether the policy was met through the linked, older checkpoint and
+    the checkpoint that met it."""
+
+    index: int
+    checkpoint: Checkpoint
+    entry: JsonObject
+    linked: bool
+    witnessed: Witnessed

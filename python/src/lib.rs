@@ -55,6 +55,7 @@ fn native(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_function(wrap_pyfunction!(log::verify_witnessed, module)?)?;
     module.add_function(wrap_pyfunction!(log::verify_cosignature, module)?)?;
     module.add_function(wrap_pyfunction!(log::verify_log_proof, module)?)?;
+    module.add_function(wrap_pyfunction!(log::verify_witnessed_log_proof, module)?)?;
     module.add_function(wrap_pyfunction!(log::verify_consistency, module)?)?;
     module.add_function(wrap_pyfunction!(log::parse_log_leaf, module)?)?;
     module.add_class::<verifier::Verifier>()?;

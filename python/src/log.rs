@@ -4,7 +4,7 @@
 
 use mandate_core::tlog::NoteVerifier;
 use mandate_facade::log::{
-    self as facade_log, CheckpointOut, ConsistencyInput, PolicyInput, WitnessedOut,
+    self as facade_log, CheckpointOut, ConsistencyInput, CosignedInput, PolicyInput, WitnessedOut,
 };
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyString};
@@ -118,6 +118,65 @@ pub(crate) fn verify_log_proof(
         to_py(py, &CheckpointOut::of(&proved.checkpoint))?,
     )?;
     result.set_item("entry", loads(py, proved.entry)?)?;
+    Ok(result.into_any().unbind())
+}
+
+/// Verifies a record log proof as `verify_log_proof` does, and holds it to
+/// a witness policy the caller is configured with (never one the log
+/// sent): the proof's checkpoint carries `policy["threshold"]` fresh
+/// cosignatures at `now`, or `cosigned` (a record proof answer's
+/// `cosigned`: an older cosigned checkpoint and the consistency proof to
+/// the proof's) does and links to it: `{"index", "checkpoint", "entry",
+/// "linked", "witnessed": {"checkpoint", "cosigned_by"}}`.
+#[pyfunction]
+#[pyo3(signature = (proof, leaf, vkeys, policy, *, origin = None, cosigned = None, now = None))]
+#[allow(
+    clippy::too_many_arguments,
+    reason = "the Python signature, keywords included"
+)]
+pub(crate) fn verify_witnessed_log_proof(
+    py: Python<'_>,
+    proof: &Bound<'_, PyAny>,
+    leaf: &Bound<'_, PyAny>,
+    vkeys: &Bound<'_, PyAny>,
+    policy: &Bound<'_, PyAny>,
+    origin: Option<&Bound<'_, PyAny>>,
+    cosigned: Option<&Bound<'_, PyAny>>,
+    now: Option<&Bound<'_, PyAny>>,
+) -> Answer {
+    let proof = string_arg(proof, "proof")?;
+    let leaf = base64_arg(leaf, "leaf")?;
+    let verifiers = parse_vkeys(vkeys)?;
+    let policy: PolicyInput = object_arg(policy, "policy", "invalid_argument")?;
+    let policy = facade_log::witness_policy(&policy).map_err(raised)?;
+    let origin = optional_string(origin, "origin")?;
+    let cosigned: Option<CosignedInput> = match cosigned {
+        Some(value) if !value.is_none() => Some(object_arg(value, "cosigned", "invalid_argument")?),
+        _ => None,
+    };
+    let now = now_arg(now)?;
+    let proved = facade_log::verify_witnessed_log_proof(
+        &proof,
+        &leaf,
+        &verifiers,
+        origin.as_deref(),
+        cosigned.as_ref(),
+        &policy,
+        now,
+    )
+    .map_err(raised)?;
+    let result = PyDict::new(py);
+    result.set_item("index", proved.index)?;
+    result.set_item(
+        "checkpoint",
+        to_py(py, &CheckpointOut::of(&proved.checkpoint))?,
+    )?;
+    result.set_item("entry", loads(py, proved.entry)?)?;
+    result.set_item("linked", proved.linked)?;
+    result.set_item(
+        "witnessed",
+        to_py(py, &WitnessedOut::of(&proved.witnessed))?,
+    )?;
     Ok(result.into_any().unbind())
 }
 

@@ -680,6 +680,8 @@ def test_log_monitor_reports_a_fork_or_rollback_and_never_trusts_it() -> None:
         result = watching.check()
         assert result.status == "fork", code
         assert result.error is not None and result.error.code == code
+        # Both signed checkpoints, which together prove the split view.
+        assert (result.old_note, result.new_note) == (trusted, served), code
         assert watching.trusted == trusted
     watching = monitor(FakeLog([f["1100"], m["1100"]], [FORK]), trusted=m["257"])
     assert watching.check().status == "grew"
@@ -701,6 +703,52 @@ def test_log_monitor_an_unverified_checkpoint_changes_nothing() -> None:
             fetch_consistency=lambda old, new: {},
             trusted=MAIN["checkpoints"]["1000"],
         )
+
+
+def test_log_monitor_with_a_policy_trusts_only_witnessed_checkpoints() -> None:
+    def note(name: str) -> str:
+        return str(next(c for c in WITNESS["witnessed"] if c["name"] == name)["note"])
+
+    policy = next(c for c in WITNESS["witnessed"] if c["name"] == "two_of_three")["policy"]
+    fake = FakeLog([note("one_of_two_needed"), note("two_of_three"), note("not_cosigned")], [])
+    watching = mandate.LogMonitor(
+        vkeys=LOG_VKEY,
+        origin=WITNESS["log"]["origin"],
+        fetch_checkpoint=fake.checkpoint,
+        fetch_consistency=fake.consistency,
+        policy=policy,
+        now=lambda: WITNESS["now"],
+    )
+    refused = watching.check()
+    assert refused.status == "invalid" and refused.error is not None
+    assert refused.error.code == "cosignatures_insufficient" and watching.trusted is None
+    assert watching.check().status == "first"
+    assert watching.trusted == note("two_of_three")
+    # The same tree, signed by the log but not cosigned: not trusted.
+    unwitnessed = watching.check()
+    assert unwitnessed.status == "invalid" and watching.trusted == note("two_of_three")
+
+
+def test_record_proof_under_a_policy_through_the_link() -> None:
+    proofs = WITNESS["witnessed_proofs"]
+    case = next(c for c in proofs["cases"] if c["name"] == "linked")
+    entry = json.loads(base64.b64decode(case["leaf"]))
+    note = case["proof"].split("\n\n", 1)[1]
+    answer = {
+        "aar_id": entry["aar_id"],
+        "checkpoint": note,
+        "events": [{"kind": entry["kind"], "index": 11, "leaf": case["leaf"], "proof": case["proof"]}],
+        "cosigned": case["cosigned"],
+    }
+    held = mandate.verify_record_proof(answer, LOG_VKEY, policy=proofs["policy"], now=case["now"])
+    assert held.witnessed is not None
+    assert held.witnessed["checkpoint"]["size"] == case["expect"]["witnessed"]["size"]
+    # Without the link, the newest checkpoint alone is not witnessed.
+    bare = {k: v for k, v in answer.items() if k != "cosigned"}
+    error = refusal(lambda: mandate.verify_record_proof(bare, LOG_VKEY, policy=proofs["policy"], now=case["now"]))
+    assert (error.code, error.index) == ("cosignatures_insufficient", 0)
+    # Without a policy, the signature alone is checked, as before.
+    assert mandate.verify_record_proof(bare, LOG_VKEY).witnessed is None
 
 
 # --- webhooks ---------------------------------------------------------------
@@ -849,6 +897,52 @@ def test_witness_vectors_policies_and_witnessed_checkpoints() -> None:
     assert 4 <= met < len(cases)
     # The log keys as text, one a line, as GET /v1/log/key serves them.
     mandate.verify_witnessed(good["note"], f"{LOG_VKEY}\n", good["policy"], now=WITNESS["now"])
+
+
+def test_witness_vectors_record_proofs_under_a_policy() -> None:
+    proofs = WITNESS["witnessed_proofs"]
+    cases = proofs["cases"]
+    assert len(cases) >= 15
+    linked = 0
+    for case in cases:
+
+        def call() -> mandate.WitnessedLogProofResult:
+            return mandate.verify_witnessed_log_proof(
+                case["proof"],
+                case["leaf"],
+                [LOG_VKEY],
+                proofs["policy"],
+                origin=WITNESS["log"]["origin"],
+                cosigned=case["cosigned"],
+                now=case["now"],
+            )
+
+        if not case["expect"]["valid"]:
+            assert witness_failure(call) == case["expect"], case["name"]
+            continue
+        result = call()
+        linked += result["linked"]
+        assert result["entry"] == json.loads(base64.b64decode(case["leaf"])), case["name"]
+        got = {
+            "valid": True,
+            "size": result["checkpoint"]["size"],
+            "root": result["checkpoint"]["root"],
+            "linked": result["linked"],
+            "witnessed": {
+                "size": result["witnessed"]["checkpoint"]["size"],
+                "root": result["witnessed"]["checkpoint"]["root"],
+                "cosigned_by": result["witnessed"]["cosigned_by"],
+            },
+        }
+        assert got == case["expect"], case["name"]
+    assert linked >= 3
+    # The caller's policy is required: a link is no policy of its own.
+    bad = cases[0]
+    assert witness_failure(
+        lambda: mandate.verify_witnessed_log_proof(
+            bad["proof"], bad["leaf"], [LOG_VKEY], {"witnesses": [], "threshold": 1, "max_age_seconds": 60}
+        )
+    )["error"] == ("witness_policy_threshold_above_witnesses")
 
 
 def test_witness_vectors_arguments_and_clock() -> None:

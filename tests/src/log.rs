@@ -66,7 +66,7 @@ impl MemoryLog {
         tree_root(self, size).expect("memory tiles are complete")
     }
 
-    fn inclusion(&mut self, index: u64, size: u64) -> Vec<Hash> {
+    pub(crate) fn inclusion(&mut self, index: u64, size: u64) -> Vec<Hash> {
         inclusion_proof(self, index, size).expect("memory tiles are complete")
     }
 
@@ -74,7 +74,7 @@ impl MemoryLog {
         consistency_proof(self, old, new).expect("memory tiles are complete")
     }
 
-    fn leaf(&self, index: u64) -> &[u8] {
+    pub(crate) fn leaf(&self, index: u64) -> &[u8] {
         &self.leaves[index as usize]
     }
 }
@@ -109,7 +109,7 @@ fn record_args(index: u64) -> Option<Args> {
 /// (from the third) carry their arguments' `args_hash`, and so do those of
 /// every twelfth (from the tenth), whose direct record was denied
 /// `args_not_permitted`.
-fn entries(rng: &mut Rng, label: &str, count: u64, first: u64) -> Vec<LogEntry> {
+pub(crate) fn entries(rng: &mut Rng, label: &str, count: u64, first: u64) -> Vec<LogEntry> {
     let org = OrgId::new(rng.ulid_ms(START_MS as u64, label));
     let reviewer = KeyId::new(rng.ulid_ms(START_MS as u64, label));
     let human = HumanRef::from_digest(&rng.bytes(label));

@@ -9,13 +9,14 @@ use std::collections::BTreeMap;
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD;
 use mandate_core::tlog::{
-    AddCheckpoint, Checkpoint, Hash, NoteSigner, NoteVerifier, Refusal, Submission, WitnessPolicy,
-    WitnessSigner, WitnessState, WitnessVerifier, WitnessedLogs, empty_root, verify_witnessed,
+    AddCheckpoint, Checkpoint, CosignedLink, Hash, NoteSigner, NoteVerifier, Refusal, Submission,
+    TlogProof, WitnessPolicy, WitnessSigner, WitnessState, WitnessVerifier, WitnessedLogs,
+    empty_root, verify_witnessed, verify_witnessed_inclusion,
 };
 use serde_json::{Value, json};
 
 use crate::Rng;
-use crate::log::{MemoryLog, ORIGIN, hex};
+use crate::log::{MemoryLog, ORIGIN, entries, hex};
 
 /// The vectors' clock (2027-01-15), POSIX seconds.
 const NOW: i64 = 1_800_000_000;
@@ -667,8 +668,17 @@ pub(crate) fn witness_vectors(rng: &mut Rng) -> Value {
         note_body(0, log_key.sign("not a checkpoint\n").expect("a valid text")),
     );
 
+    let proofs = witnessed_proof_vectors(
+        rng,
+        &log_key,
+        &impostor,
+        std::slice::from_ref(&log_verifier),
+        [w1, w2, w3],
+        two_of_three.clone(),
+    );
+
     json!({
-        "description": "Witnessed checkpoints (docs/log.md, Cosignatures): C2SP tlog-cosignature (Ed25519 cosignature/v1, key type 0x04) and tlog-witness add-checkpoint. `signing`: the cosignature line `witness` (its seed in `witnesses`) makes for `checkpoint` (a note text) at `now`, byte for byte. `cosignatures`: verify `line` against the witness `vkey` for `checkpoint`; expect its timestamp or the error code. `witness_vkeys`: parse a witness vkey. `policies`: build a policy; expect valid or the error code. `witnessed`: verify `note` with the log's `log.vkey` for `origin` under `policy` at `now`; expect the counted cosignatures (witness name and timestamp, in note order) or the error code (with the fresh count and the threshold for cosignatures_insufficient). `witness`: the witness's rule for witness 1 of `witnesses`, witnessing `witness.logs`: from `state` (the size and root it cosigned last, null when none), the add-checkpoint `body` is accepted (the new state and the cosignature line at `now`) or refused (the HTTP status, the refusal code, the log error under it, and for 409 the witness's size).",
+        "description": "Witnessed checkpoints (docs/log.md, Cosignatures): C2SP tlog-cosignature (Ed25519 cosignature/v1, key type 0x04) and tlog-witness add-checkpoint. `signing`: the cosignature line `witness` (its seed in `witnesses`) makes for `checkpoint` (a note text) at `now`, byte for byte. `cosignatures`: verify `line` against the witness `vkey` for `checkpoint`; expect its timestamp or the error code. `witness_vkeys`: parse a witness vkey. `policies`: build a policy; expect valid or the error code. `witnessed`: verify `note` with the log's `log.vkey` for `origin` under `policy` at `now`; expect the counted cosignatures (witness name and timestamp, in note order) or the error code (with the fresh count and the threshold for cosignatures_insufficient). `witness`: the witness's rule for witness 1 of `witnesses`, witnessing `witness.logs`: from `state` (the size and root it cosigned last, null when none), the add-checkpoint `body` is accepted (the new state and the cosignature line at `now`) or refused (the HTTP status, the refusal code, the log error under it, and for 409 the witness's size). `witnessed_proofs`: a record's inclusion proof (`proof`, a tlog-proof@v1 text, for the leaf `leaf` in base64) held to `witnessed_proofs.policy` at `now`, with `cosigned` (null, or an older cosigned checkpoint and the consistency proof from it to the proof's checkpoint): expect the proof's checkpoint, whether the policy was met through the link, and the checkpoint that met it, or the error code.",
         "generator": "cargo xtask vectors",
         "now": NOW,
         "log": { "origin": ORIGIN, "seed": hex(&log_seed), "vkey": log_key.vkey() },
@@ -688,5 +698,327 @@ pub(crate) fn witness_vectors(rng: &mut Rng) -> Value {
             "logs": { ORIGIN: [log_key.vkey()] },
             "cases": rule,
         },
+        "witnessed_proofs": proofs,
     })
+}
+
+/// Leaves of the witnessed-proof log and of its fork, which keeps the
+/// first [`PROOF_FORK_AT`].
+const PROOF_SIZE: u64 = 14;
+const PROOF_FORK_AT: u64 = 10;
+/// The size of the log's last cosigned checkpoint before the fork.
+const COSIGNED_AT: u64 = 8;
+
+/// `witnessed_proofs`: inclusion proofs under a witness policy, directly
+/// or through a link to an older cosigned checkpoint.
+fn witnessed_proof_vectors(
+    rng: &mut Rng,
+    log_key: &NoteSigner,
+    impostor: &NoteSigner,
+    log_keys: &[NoteVerifier],
+    [w1, w2, w3]: [&WitnessSigner; 3],
+    policy: Value,
+) -> Value {
+    let mut log = MemoryLog::new();
+    let mut fork = MemoryLog::new();
+    let shared = entries(rng, "witnessed proof entries", PROOF_SIZE, 0);
+    let forked = entries(
+        rng,
+        "witnessed proof fork",
+        PROOF_SIZE - PROOF_FORK_AT,
+        PROOF_FORK_AT,
+    );
+    for (i, entry) in shared.iter().enumerate() {
+        let leaf = entry.to_leaf().expect("vector entries follow the rules");
+        if (i as u64) < PROOF_FORK_AT {
+            fork.push(leaf.clone());
+        }
+        log.push(leaf);
+    }
+    for entry in &forked {
+        fork.push(entry.to_leaf().expect("vector entries follow the rules"));
+    }
+    let built = WitnessPolicy::new(
+        policy["witnesses"]
+            .as_array()
+            .expect("keys")
+            .iter()
+            .map(|k| WitnessVerifier::parse(k.as_str().expect("a vkey")).expect("parses"))
+            .collect(),
+        2,
+        MAX_AGE,
+    )
+    .expect("a valid policy");
+    let head = |log: &mut MemoryLog, size: u64| Checkpoint::new(ORIGIN, size, log.root(size));
+    let signed = |log: &mut MemoryLog, size: u64, key: &NoteSigner| {
+        head(log, size).sign(key).expect("a valid checkpoint")
+    };
+    // The note of the log's checkpoint of `size`, cosigned by `by` at `at`.
+    let cosigned = |log: &mut MemoryLog, size: u64, by: &[&WitnessSigner], at: i64| {
+        let checkpoint = head(log, size);
+        let mut note = signed(log, size, log_key);
+        for w in by {
+            note.push_str(&w.cosign(&checkpoint, at).expect("a valid checkpoint"));
+        }
+        note
+    };
+    let proof = |log: &mut MemoryLog, index: u64, note: String| {
+        TlogProof {
+            extra: None,
+            index,
+            path: log.inclusion(index, note_size(&note)),
+            checkpoint: note,
+        }
+        .to_text()
+    };
+    let link = |note: String, consistency: Vec<Hash>| Some((note, consistency));
+    let index = 11;
+    let leaf = log.leaf(index).to_vec();
+    let fork_leaf = fork.leaf(index).to_vec();
+    let stale = NOW - i64::try_from(MAX_AGE).expect("small") - 1;
+    let latest = signed(&mut log, PROOF_SIZE, log_key);
+    let fork_latest = signed(&mut fork, PROOF_SIZE, log_key);
+    let c8 = cosigned(&mut log, COSIGNED_AT, &[w1, w2], NOW - 30);
+    let c12 = cosigned(&mut log, 12, &[w1, w3], NOW);
+    let c14 = cosigned(&mut log, PROOF_SIZE, &[w2, w3], NOW);
+    let latest_12 = signed(&mut log, 12, log_key);
+    let wrong_cosignature = {
+        let other = head(&mut log, 12);
+        format!(
+            "{latest}{}",
+            w3.cosign(&other, NOW).expect("a valid checkpoint")
+        )
+    };
+    let to_14 = |log: &mut MemoryLog, old: u64| log.consistency(old, PROOF_SIZE);
+
+    let mut cases = Vec::new();
+    let mut case = |name: &str,
+                    description: &str,
+                    proof: String,
+                    leaf: &[u8],
+                    cosigned: Option<(String, Vec<Hash>)>,
+                    now: i64| {
+        let link = cosigned
+            .as_ref()
+            .map(|(checkpoint, consistency)| CosignedLink {
+                checkpoint: checkpoint.clone(),
+                consistency: consistency.clone(),
+            });
+        let expect = match verify_witnessed_inclusion(
+            &proof,
+            leaf,
+            Some(ORIGIN),
+            log_keys,
+            link.as_ref(),
+            &built,
+            now,
+        ) {
+            Ok(w) => json!({
+                "valid": true,
+                "size": w.checkpoint.size,
+                "root": b64(w.checkpoint.root),
+                "linked": w.linked,
+                "witnessed": {
+                    "size": w.witnessed.checkpoint.size,
+                    "root": b64(w.witnessed.checkpoint.root),
+                    "cosigned_by": w.witnessed.cosigned_by.iter()
+                        .map(|c| json!({ "name": c.name, "timestamp": c.timestamp }))
+                        .collect::<Vec<_>>(),
+                },
+            }),
+            Err(error) => {
+                let mut e = json!({ "valid": false, "error": error.code() });
+                if let mandate_core::LogError::CosignaturesInsufficient { fresh, threshold } = error
+                {
+                    e["fresh"] = json!(fresh);
+                    e["threshold"] = json!(threshold);
+                }
+                e
+            }
+        };
+        cases.push(json!({
+            "name": name,
+            "description": description,
+            "proof": proof,
+            "leaf": b64(leaf),
+            "cosigned": cosigned.map(|(checkpoint, consistency)| json!({
+                "checkpoint": checkpoint,
+                "consistency": consistency.iter().map(b64).collect::<Vec<_>>(),
+            })),
+            "now": now,
+            "expect": expect,
+        }));
+    };
+    case(
+        "cosigned_itself",
+        "the proof's checkpoint of 14 carries two fresh cosignatures",
+        proof(&mut log, index, c14.clone()),
+        &leaf,
+        None,
+        NOW,
+    );
+    case(
+        "cosigned_itself_link_ignored",
+        "the proof's checkpoint meets the policy: a broken link is not looked at",
+        proof(&mut log, index, c14.clone()),
+        &leaf,
+        link(c8.clone(), Vec::new()),
+        NOW,
+    );
+    case(
+        "linked",
+        "the newest checkpoint (14) is not cosigned; the cosigned 8 and the proof from 8 to 14 are carried",
+        proof(&mut log, index, latest.clone()),
+        &leaf,
+        link(c8.clone(), to_14(&mut log, COSIGNED_AT)),
+        NOW,
+    );
+    case(
+        "linked_same_size",
+        "the link is the proof's own tree of 14, cosigned, with an empty consistency proof",
+        proof(&mut log, index, latest.clone()),
+        &leaf,
+        link(c14.clone(), Vec::new()),
+        NOW,
+    );
+    case(
+        "not_cosigned_no_link",
+        "the newest checkpoint, signed by the log only, and no link",
+        proof(&mut log, index, latest.clone()),
+        &leaf,
+        None,
+        NOW,
+    );
+    case(
+        "link_stale",
+        "the linked checkpoint's cosignatures are older than the policy's maximum age",
+        proof(&mut log, index, latest.clone()),
+        &leaf,
+        link(
+            cosigned(&mut log, COSIGNED_AT, &[w1, w2], stale),
+            to_14(&mut log, COSIGNED_AT),
+        ),
+        NOW,
+    );
+    case(
+        "link_one_cosignature",
+        "the linked checkpoint is cosigned by one witness of the two needed",
+        proof(&mut log, index, latest.clone()),
+        &leaf,
+        link(
+            cosigned(&mut log, COSIGNED_AT, &[w3], NOW),
+            to_14(&mut log, COSIGNED_AT),
+        ),
+        NOW,
+    );
+    case(
+        "link_not_signed_by_the_log",
+        "the linked checkpoint of 8 is cosigned but signed by another key under the log's name",
+        proof(&mut log, index, latest.clone()),
+        &leaf,
+        link(
+            {
+                let checkpoint = head(&mut log, COSIGNED_AT);
+                format!(
+                    "{}{}{}",
+                    checkpoint.sign(impostor).expect("a valid checkpoint"),
+                    w1.cosign(&checkpoint, NOW).expect("a valid checkpoint"),
+                    w2.cosign(&checkpoint, NOW).expect("a valid checkpoint"),
+                )
+            },
+            to_14(&mut log, COSIGNED_AT),
+        ),
+        NOW,
+    );
+    case(
+        "link_larger",
+        "the proof leads to the checkpoint of 12; the link is the cosigned 14",
+        proof(&mut log, index, latest_12),
+        &leaf,
+        link(c14.clone(), Vec::new()),
+        NOW,
+    );
+    case(
+        "link_consistency_tampered",
+        "the consistency proof from 8 to 14 with one hash changed",
+        proof(&mut log, index, latest.clone()),
+        &leaf,
+        link(c8.clone(), {
+            let mut hashes = to_14(&mut log, COSIGNED_AT);
+            hashes[0][0] ^= 1;
+            hashes
+        }),
+        NOW,
+    );
+    case(
+        "link_consistency_missing",
+        "the cosigned 8 without the consistency proof to 14",
+        proof(&mut log, index, latest.clone()),
+        &leaf,
+        link(c8.clone(), Vec::new()),
+        NOW,
+    );
+    case(
+        "split_view",
+        "a proof in the fork's checkpoint of 14, linked to the log's cosigned 14: same size, other root",
+        proof(&mut fork, index, fork_latest.clone()),
+        &fork_leaf,
+        link(c14.clone(), Vec::new()),
+        NOW,
+    );
+    case(
+        "fork_after_the_cosigned_size",
+        "a proof in the fork (parted at 10), linked to the log's cosigned 12 with the log's proof from 12 to 14",
+        proof(&mut fork, index, fork_latest.clone()),
+        &fork_leaf,
+        link(c12.clone(), to_14(&mut log, 12)),
+        NOW,
+    );
+    case(
+        "fork_extending_the_last_cosigned",
+        "a proof in the fork (parted at 10), linked to the cosigned 8 it extends: accepted while the 8's cosignatures are fresh (docs/log.md)",
+        proof(&mut fork, index, fork_latest.clone()),
+        &fork_leaf,
+        link(c8.clone(), to_14(&mut fork, COSIGNED_AT)),
+        NOW,
+    );
+    case(
+        "fork_extending_the_last_cosigned_later",
+        "the same, once the 8's cosignatures are older than the maximum age: no witness cosigns the fork, so it is refused",
+        proof(&mut fork, index, fork_latest.clone()),
+        &fork_leaf,
+        link(c8.clone(), to_14(&mut fork, COSIGNED_AT)),
+        NOW + i64::try_from(MAX_AGE).expect("small"),
+    );
+    case(
+        "invalid_cosignature_on_the_proof",
+        "the proof's checkpoint carries a policy witness's cosignature of another checkpoint; the link is good",
+        proof(&mut log, index, wrong_cosignature),
+        &leaf,
+        link(c8.clone(), to_14(&mut log, COSIGNED_AT)),
+        NOW,
+    );
+    case(
+        "other_leaf",
+        "the leaf of index 11 with the path of index 12",
+        TlogProof {
+            extra: None,
+            index: 12,
+            path: log.inclusion(12, PROOF_SIZE),
+            checkpoint: c14.clone(),
+        }
+        .to_text(),
+        &leaf,
+        None,
+        NOW,
+    );
+    json!({ "policy": policy, "cases": cases })
+}
+
+/// The size line of a checkpoint note.
+fn note_size(note: &str) -> u64 {
+    note.lines()
+        .nth(1)
+        .and_then(|size| size.parse().ok())
+        .expect("a checkpoint note")
 }

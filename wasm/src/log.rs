@@ -5,10 +5,9 @@
 //! Results are `{ valid: true, … }` or `{ valid: false, error }` with
 //! core's code (stage `log`); `parseLogLeaf` answers `{ ok, … }`.
 
-use mandate_core::Checkpoint;
 use mandate_core::tlog::NoteVerifier;
 use mandate_facade::log::{
-    self as facade_log, CheckpointOut, ConsistencyInput, PolicyInput, WitnessedOut,
+    self as facade_log, CheckpointOut, ConsistencyInput, CosignedInput, PolicyInput, WitnessedOut,
 };
 use serde::{Deserialize, Serialize};
 use wasm_bindgen::prelude::*;
@@ -48,35 +47,87 @@ fn base64_arg(value: &JsValue, name: &str) -> Result<Vec<u8>, Failure> {
     facade_log::base64_bytes(&string_arg(value, name)?, name)
 }
 
+/// `verifyCheckpoint`'s options: the log's origin and, to require
+/// cosignatures, the caller's witness policy and `now` (unix seconds;
+/// default the JavaScript clock).
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct CheckpointOptions {
+    origin: Option<String>,
+    policy: Option<PolicyInput>,
+    now: Option<f64>,
+}
+
 fn try_verify_checkpoint(
     note: &JsValue,
     vkeys: &JsValue,
-    origin: Option<JsValue>,
-) -> Result<Checkpoint, Failure> {
+    options: Option<JsValue>,
+) -> Result<JsValue, Failure> {
     let note = string_arg(note, "note")?;
     let verifiers = parse_vkeys(vkeys)?;
-    let origin = parse_origin(origin)?;
-    facade_log::verify_checkpoint(&note, &verifiers, origin.as_deref())
-}
-
-/// Verifies a signed checkpoint (C2SP tlog-checkpoint) with the trusted
-/// log keys and, when given, that it is of the log `origin`.
-#[wasm_bindgen(js_name = verifyCheckpoint, unchecked_return_type = "CheckpointResult")]
-pub fn verify_checkpoint(
-    #[wasm_bindgen(unchecked_param_type = "string")] note: JsValue,
-    #[wasm_bindgen(unchecked_param_type = "string | string[]")] vkeys: JsValue,
-    #[wasm_bindgen(unchecked_optional_param_type = "string")] origin: Option<JsValue>,
-) -> JsValue {
+    // The third argument is the origin, or the options.
+    let options = match options {
+        Some(value) if value.is_string() => CheckpointOptions {
+            origin: parse_origin(Some(value))?,
+            ..CheckpointOptions::default()
+        },
+        Some(value) if value.is_null() || value.is_undefined() => CheckpointOptions::default(),
+        other => options_from_js(other, "options")?,
+    };
     #[derive(Serialize)]
     struct Valid<'a> {
         valid: bool,
         checkpoint: CheckpointOut<'a>,
     }
-    match try_verify_checkpoint(&note, &vkeys, origin) {
-        Ok(checkpoint) => to_js(&Valid {
-            valid: true,
-            checkpoint: CheckpointOut::of(&checkpoint),
-        }),
+    #[derive(Serialize)]
+    struct ValidWitnessed<'a> {
+        valid: bool,
+        #[serde(flatten)]
+        witnessed: WitnessedOut<'a>,
+    }
+    match &options.policy {
+        None => {
+            let checkpoint =
+                facade_log::verify_checkpoint(&note, &verifiers, options.origin.as_deref())?;
+            Ok(to_js(&Valid {
+                valid: true,
+                checkpoint: CheckpointOut::of(&checkpoint),
+            }))
+        }
+        Some(policy) => {
+            let policy = facade_log::witness_policy(policy)?;
+            let witnessed = facade_log::verify_witnessed(
+                &note,
+                &verifiers,
+                options.origin.as_deref(),
+                &policy,
+                now_or_clock(options.now),
+            )?;
+            Ok(to_js(&ValidWitnessed {
+                valid: true,
+                witnessed: WitnessedOut::of(&witnessed),
+            }))
+        }
+    }
+}
+
+/// Verifies a signed checkpoint (C2SP tlog-checkpoint) with the trusted
+/// log keys and, when given, that it is of the log `origin` (the third
+/// argument, or `options.origin`). With `options.policy` — the caller's
+/// witness policy, never one the log sent — the checkpoint is accepted
+/// only with the policy's threshold of fresh cosignatures at
+/// `options.now`, as `verifyWitnessed` judges, and the answer lists them
+/// (`cosigned_by`).
+#[wasm_bindgen(js_name = verifyCheckpoint, unchecked_return_type = "CheckpointResult")]
+pub fn verify_checkpoint(
+    #[wasm_bindgen(unchecked_param_type = "string")] note: JsValue,
+    #[wasm_bindgen(unchecked_param_type = "string | string[]")] vkeys: JsValue,
+    #[wasm_bindgen(unchecked_optional_param_type = "string | CheckpointOptions")] options: Option<
+        JsValue,
+    >,
+) -> JsValue {
+    match try_verify_checkpoint(&note, &vkeys, options) {
+        Ok(result) => result,
         Err(failure) => invalid(failure),
     }
 }
@@ -220,6 +271,88 @@ pub fn verify_log_proof(
     #[wasm_bindgen(unchecked_optional_param_type = "string")] origin: Option<JsValue>,
 ) -> JsValue {
     match try_verify_log_proof(&proof, &leaf, &vkeys, origin) {
+        Ok(result) => result,
+        Err(failure) => invalid(failure),
+    }
+}
+
+/// `verifyWitnessedLogProof`'s options: the log's origin, `now` in unix
+/// seconds (default the JavaScript clock) and the older cosigned
+/// checkpoint a record proof carries (`cosigned`).
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct WitnessedProofOptions {
+    origin: Option<String>,
+    now: Option<f64>,
+    cosigned: Option<CosignedInput>,
+}
+
+fn try_verify_witnessed_log_proof(
+    proof: &JsValue,
+    leaf: &JsValue,
+    vkeys: &JsValue,
+    policy: &JsValue,
+    options: Option<JsValue>,
+) -> Result<JsValue, Failure> {
+    let proof = string_arg(proof, "proof")?;
+    let leaf = base64_arg(leaf, "leaf")?;
+    let verifiers = parse_vkeys(vkeys)?;
+    let policy: PolicyInput = object_from_js(policy, "policy")
+        .map_err(|message| Failure::input("invalid_argument", message))?;
+    let policy = facade_log::witness_policy(&policy)?;
+    let options: WitnessedProofOptions = options_from_js(options, "options")?;
+    let proved = facade_log::verify_witnessed_log_proof(
+        &proof,
+        &leaf,
+        &verifiers,
+        options.origin.as_deref(),
+        options.cosigned.as_ref(),
+        &policy,
+        now_or_clock(options.now),
+    )?;
+    #[derive(Serialize)]
+    struct Valid<'a> {
+        valid: bool,
+        index: u64,
+        checkpoint: CheckpointOut<'a>,
+        linked: bool,
+        witnessed: WitnessedOut<'a>,
+    }
+    let result = to_js(&Valid {
+        valid: true,
+        index: proved.index,
+        checkpoint: CheckpointOut::of(&proved.checkpoint),
+        linked: proved.linked,
+        witnessed: WitnessedOut::of(&proved.witnessed),
+    });
+    js_sys::Reflect::set(
+        &result,
+        &JsValue::from_str("entry"),
+        &from_json_text(proved.entry),
+    )
+    .map_err(|_| Failure::input("invalid_argument", "the result could not be built"))?;
+    Ok(result)
+}
+
+/// Verifies a record log proof as `verifyLogProof` does, and holds it to a
+/// witness policy the caller is configured with (never one the log sent):
+/// the proof's checkpoint carries `policy.threshold` fresh cosignatures of
+/// the policy's witnesses at `options.now`, or `options.cosigned` (the
+/// `cosigned` member of a record proof answer) carries an older checkpoint
+/// of the same log that does, with a consistency proof that the proof's
+/// checkpoint extends it (`linked: true`). `witnessed` is the checkpoint
+/// that met the policy and the cosignatures that counted.
+#[wasm_bindgen(js_name = verifyWitnessedLogProof, unchecked_return_type = "WitnessedLogProofResult")]
+pub fn verify_witnessed_log_proof(
+    #[wasm_bindgen(unchecked_param_type = "string")] proof: JsValue,
+    #[wasm_bindgen(unchecked_param_type = "string")] leaf: JsValue,
+    #[wasm_bindgen(unchecked_param_type = "string | string[]")] vkeys: JsValue,
+    #[wasm_bindgen(unchecked_param_type = "WitnessPolicy")] policy: JsValue,
+    #[wasm_bindgen(unchecked_optional_param_type = "WitnessedProofOptions")] options: Option<
+        JsValue,
+    >,
+) -> JsValue {
+    match try_verify_witnessed_log_proof(&proof, &leaf, &vkeys, &policy, options) {
         Ok(result) => result,
         Err(failure) => invalid(failure),
     }

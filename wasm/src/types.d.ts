@@ -388,8 +388,22 @@ export interface LogCheckpoint {
 }
 
 export type CheckpointResult =
-  | { valid: true; checkpoint: LogCheckpoint }
+  | {
+      valid: true;
+      checkpoint: LogCheckpoint;
+      /** With `options.policy`: the fresh cosignatures that counted. */
+      cosigned_by?: Cosigned[];
+    }
   | { valid: false; error: ErrorInfo };
+
+export interface CheckpointOptions {
+  /** The log the checkpoint must be of. */
+  origin?: string;
+  /** The caller's witness policy: the checkpoint must carry its threshold of fresh cosignatures. */
+  policy?: WitnessPolicy;
+  /** Unix seconds; default the JavaScript clock. */
+  now?: number;
+}
 
 /**
  * Which witnesses a verifier trusts (C2SP tlog-cosignature, cosignature/v1):
@@ -503,6 +517,37 @@ export type LogEntry = {
 
 export type LogProofResult =
   | { valid: true; index: number; checkpoint: LogCheckpoint; entry: LogEntry }
+  | { valid: false; error: ErrorInfo };
+
+/** An older cosigned checkpoint and the consistency proof from it to the checkpoint a record's proofs lead to (a record proof answer's `cosigned`). */
+export interface CosignedLink {
+  /** The checkpoint note with the log's signature and the witnesses' cosignature lines. */
+  checkpoint: string;
+  /** RFC 6962 consistency proof hashes, standard base64. */
+  consistency: string[];
+}
+
+export interface WitnessedProofOptions {
+  /** The log the checkpoint must be of. */
+  origin?: string;
+  /** Unix seconds; default the JavaScript clock. */
+  now?: number;
+  /** The link a record proof answer carries when its checkpoint is not cosigned yet. */
+  cosigned?: CosignedLink | null;
+}
+
+export type WitnessedLogProofResult =
+  | {
+      valid: true;
+      index: number;
+      /** The checkpoint the inclusion proof leads to. */
+      checkpoint: LogCheckpoint;
+      entry: LogEntry;
+      /** Whether the policy was met by the linked, older checkpoint. */
+      linked: boolean;
+      /** The checkpoint that met the policy and the cosignatures that counted. */
+      witnessed: { checkpoint: LogCheckpoint; cosigned_by: Cosigned[] };
+    }
   | { valid: false; error: ErrorInfo };
 
 /** A consistency proof between two trees, as `GET /v1/log/consistency` gives its hashes, with the roots the caller holds. */

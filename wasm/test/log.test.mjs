@@ -201,6 +201,8 @@ test("LogMonitor: a fork or a rollback is reported and never trusted", async () 
     assert.equal(result.status, "fork", name);
     assert.equal(result.error.code, code, name);
     assert.equal(result.old.size, sdk.verifyCheckpoint(trusted, vkey).checkpoint.size, name);
+    // Both signed checkpoints, which together prove the split view.
+    assert.deepEqual([result.oldNote, result.newNote], [trusted, served], name);
     assert.equal(monitor.trusted, trusted, `${name}: the trusted checkpoint stays`);
   }
   // A fork that parted after the trusted size is consistent with it: only
@@ -210,6 +212,28 @@ test("LogMonitor: a fork or a rollback is reported and never trusted", async () 
   assert.equal((await monitor.check()).status, "grew");
   const seen = await monitor.check();
   assert.deepEqual([seen.status, seen.error.code], ["fork", "log_fork"]);
+});
+
+test("LogMonitor: with a policy, only a witnessed checkpoint is trusted", async () => {
+  const witness = JSON.parse(readFileSync(new URL("../../tests/vectors/witness.json", import.meta.url), "utf8"));
+  const note = (name) => witness.witnessed.find((c) => c.name === name).note;
+  const policy = witness.witnessed.find((c) => c.name === "two_of_three").policy;
+  const server = fakeServer([note("one_of_two_needed"), note("two_of_three"), note("not_cosigned")], []);
+  const monitor = new sdk.LogMonitor({
+    baseUrl: "https://mandate.example",
+    fetch: server.fetch,
+    vkeys: witness.log.vkey,
+    origin: witness.log.origin,
+    policy,
+    now: () => witness.now,
+  });
+  const refused = await monitor.check();
+  assert.deepEqual([refused.status, refused.error.code, monitor.trusted], ["invalid", "cosignatures_insufficient", undefined]);
+  assert.equal((await monitor.check()).status, "first");
+  assert.equal(monitor.trusted, note("two_of_three"));
+  // The same tree, signed by the log but not cosigned: not trusted.
+  assert.equal((await monitor.check()).status, "invalid");
+  assert.equal(monitor.trusted, note("two_of_three"));
 });
 
 test("LogMonitor: a checkpoint that does not verify changes nothing", async () => {

@@ -417,6 +417,66 @@ test("witness vectors: policies and verifyWitnessed", () => {
   assert.equal(sdk.verifyWitnessed(good.note, `${witness.log.vkey}\n`, good.policy, { now: witness.now }).valid, true);
 });
 
+test("witness vectors: verifyWitnessedLogProof, record proofs under a policy", () => {
+  const { policy, cases } = witness.witnessed_proofs;
+  assert.ok(cases.length >= 15);
+  let linked = 0;
+  for (const c of cases) {
+    const result = sdk.verifyWitnessedLogProof(c.proof, c.leaf, [witness.log.vkey], policy, {
+      origin: witness.log.origin,
+      now: c.now,
+      cosigned: c.cosigned,
+    });
+    if (result.valid) {
+      linked += result.linked ? 1 : 0;
+      assert.deepEqual(result.entry, JSON.parse(Buffer.from(c.leaf, "base64").toString("utf8")), c.name);
+    }
+    const got = result.valid
+      ? {
+          valid: true,
+          size: result.checkpoint.size,
+          root: result.checkpoint.root,
+          linked: result.linked,
+          witnessed: {
+            size: result.witnessed.checkpoint.size,
+            root: result.witnessed.checkpoint.root,
+            cosigned_by: result.witnessed.cosigned_by,
+          },
+        }
+      : witnessFailure(result);
+    assert.deepEqual(got, c.expect, c.name);
+  }
+  assert.ok(linked >= 3);
+  // verifyCheckpoint with a policy is verifyWitnessed; its origin may be the third argument or an option.
+  const good = witness.witnessed.find((c) => c.name === "two_of_three");
+  const bare = witness.witnessed.find((c) => c.name === "not_cosigned");
+  const withPolicy = sdk.verifyCheckpoint(good.note, witness.log.vkey, { origin: good.origin, policy: good.policy, now: witness.now });
+  assert.deepEqual(withPolicy.cosigned_by, good.expect.cosigned_by);
+  assert.deepEqual(
+    witnessFailure(sdk.verifyCheckpoint(bare.note, witness.log.vkey, { policy: bare.policy, now: witness.now })),
+    bare.expect,
+  );
+  assert.equal(sdk.verifyCheckpoint(bare.note, witness.log.vkey, bare.origin).valid, true);
+  assert.equal(sdk.verifyCheckpoint(bare.note, witness.log.vkey, { origin: bare.origin }).valid, true);
+  // The record proof answer, checked with the caller's policy through its link.
+  const c = cases.find((x) => x.name === "linked");
+  const entry = JSON.parse(Buffer.from(c.leaf, "base64").toString("utf8"));
+  const answer = {
+    aar_id: entry.aar_id,
+    origin: witness.log.origin,
+    checkpoint: c.proof.split("\n\n").slice(1).join("\n\n"),
+    events: [{ kind: entry.kind, index: 11, leaf: c.leaf, proof: c.proof }],
+    cosigned: c.cosigned,
+  };
+  const held = sdk.verifyRecordProof(answer, witness.log.vkey, { policy, now: c.now });
+  assert.equal(held.valid, true, JSON.stringify(held.error));
+  assert.deepEqual([held.witnessed.checkpoint.size, held.witnessed.linked], [c.expect.witnessed.size, true]);
+  const { cosigned: _, ...unlinked } = answer;
+  const refused = sdk.verifyRecordProof(unlinked, witness.log.vkey, { policy, now: c.now });
+  assert.deepEqual([refused.valid, refused.error.code, refused.error.index], [false, "cosignatures_insufficient", 0]);
+  assert.equal(sdk.verifyRecordProof(unlinked, witness.log.vkey).valid, true);
+});
+
 test("witness vectors: verifyWitnessed refuses what is not its arguments, never throwing", () => {
   const good = witness.witnessed.find((c) => c.expect.valid);
   const keys = [witness.log.vkey];

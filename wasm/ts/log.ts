@@ -1,15 +1,21 @@
 // The record log, offline: a record's proof checked event by event, and a
 // monitor that holds a log to its past. Every rule is core's, through the
-// wasm exports (verifyCheckpoint, verifyLogProof, verifyConsistency); this
-// file only combines their verdicts.
+// wasm exports (verifyCheckpoint, verifyLogProof, verifyWitnessedLogProof,
+// verifyConsistency); this file only combines their verdicts. With a witness
+// policy — the caller's configuration, never one the log sends — a
+// checkpoint counts only with the policy's threshold of fresh cosignatures.
 
 import {
   verifyCheckpoint,
   verifyConsistency,
   verifyLogProof,
+  verifyWitnessedLogProof,
+  type Cosigned,
+  type CosignedLink,
   type ErrorInfo,
   type LogCheckpoint,
   type LogEntry,
+  type WitnessPolicy,
 } from "./mandate_wasm.js";
 import { MandateClient, MandateError, type FetchLike, type RecordProof } from "./client/index.js";
 
@@ -25,8 +31,25 @@ export interface VerifiedRecordEvent {
 }
 
 export type RecordProofResult =
-  | { valid: true; aar_id: string; checkpoint: LogCheckpoint; events: VerifiedRecordEvent[] }
+  | {
+      valid: true;
+      aar_id: string;
+      checkpoint: LogCheckpoint;
+      events: VerifiedRecordEvent[];
+      /** With a policy: the checkpoint that met it (the proofs' own, or the older cosigned one linked to) and the cosignatures that counted. */
+      witnessed?: { checkpoint: LogCheckpoint; cosigned_by: Cosigned[]; linked: boolean };
+    }
   | { valid: false; error: ErrorInfo };
+
+/** How a record proof or a log's checkpoints are judged. */
+export interface LogTrustOptions {
+  /** The log's origin: checkpoints of another log are refused. */
+  origin?: string;
+  /** The caller's witness policy (never one fetched from the log): checkpoints need its threshold of fresh cosignatures. */
+  policy?: WitnessPolicy;
+  /** Unix seconds to judge freshness at; default the JavaScript clock. */
+  now?: number;
+}
 
 function refusal(code: string, message: string, index?: number): { valid: false; error: ErrorInfo } {
   const error: ErrorInfo = { code, message, stage: "log" };
@@ -44,13 +67,17 @@ function isObject(value: unknown): value is Record<string, unknown> {
  * Checks a record's proof as `GET /v1/vat/aar/{aar_id}/proof` answers it:
  * the checkpoint is signed by a trusted key (of `origin`, when given), and
  * every event's leaf is included in that same tree at the index given, is
- * a log entry of the kind given, and names this record. A refusal names
- * the event at fault (`error.index`). Never throws.
+ * a log entry of the kind given, and names this record. With
+ * `options.policy`, the checkpoint must also carry the policy's threshold
+ * of fresh cosignatures, or the answer's `cosigned` must carry an older
+ * checkpoint that does with a consistency proof that the proofs'
+ * checkpoint extends it. A refusal names the event at fault
+ * (`error.index`). Never throws.
  */
 export function verifyRecordProof(
   proof: RecordProof,
   vkeys: LogKeys,
-  options: { origin?: string } = {},
+  options: LogTrustOptions = {},
 ): RecordProofResult {
   if (!isObject(proof) || typeof proof.aar_id !== "string" || typeof proof.checkpoint !== "string" || !Array.isArray(proof.events)) {
     return refusal("invalid_argument", "proof must be { aar_id, checkpoint, events }");
@@ -63,12 +90,29 @@ export function verifyRecordProof(
     return { valid: false, error: opened.error };
   }
   const checkpoint = opened.checkpoint;
+  const cosigned: unknown = (proof as { cosigned?: unknown }).cosigned;
+  if (cosigned !== undefined && cosigned !== null && !isObject(cosigned)) {
+    return refusal("invalid_argument", "cosigned must be { checkpoint, consistency }");
+  }
+  let witnessed: { checkpoint: LogCheckpoint; cosigned_by: Cosigned[]; linked: boolean } | undefined;
   const events: VerifiedRecordEvent[] = [];
   for (const [index, event] of proof.events.entries()) {
     if (!isObject(event) || typeof event.proof !== "string" || typeof event.leaf !== "string") {
       return refusal("invalid_argument", "an event is { kind, index, leaf, proof }", index);
     }
-    const verified = verifyLogProof(event.proof, event.leaf, vkeys, options.origin);
+    let verified;
+    if (options.policy === undefined) {
+      verified = verifyLogProof(event.proof, event.leaf, vkeys, options.origin);
+    } else {
+      verified = verifyWitnessedLogProof(event.proof, event.leaf, vkeys, options.policy, {
+        origin: options.origin,
+        now: options.now,
+        cosigned: (cosigned ?? null) as CosignedLink | null,
+      });
+      if (verified.valid) {
+        witnessed = { ...verified.witnessed, linked: verified.linked };
+      }
+    }
     if (!verified.valid) {
       return { valid: false, error: { ...verified.error, index } };
     }
@@ -86,7 +130,9 @@ export function verifyRecordProof(
     }
     events.push({ index: verified.index, entry: verified.entry });
   }
-  return { valid: true, aar_id: proof.aar_id, checkpoint, events };
+  return witnessed === undefined
+    ? { valid: true, aar_id: proof.aar_id, checkpoint, events }
+    : { valid: true, aar_id: proof.aar_id, checkpoint, events, witnessed };
 }
 
 export interface LogMonitorOptions {
@@ -98,8 +144,12 @@ export interface LogMonitorOptions {
   vkeys: LogKeys;
   /** The log's origin: checkpoints of another log are refused. */
   origin: string;
-  /** The checkpoint note trusted last (`monitor.trusted` of an earlier run), to resume from. */
+  /** The checkpoint note trusted last (`monitor.trusted` of an earlier run), to resume from. Its signature is checked, not its cosignatures, which have aged since. */
   trusted?: string;
+  /** The caller's witness policy: a served checkpoint is trusted only with its threshold of fresh cosignatures. */
+  policy?: WitnessPolicy;
+  /** The clock freshness is judged by, unix seconds; default the JavaScript clock. */
+  now?: () => number;
 }
 
 /** What one `check()` found. */
@@ -113,22 +163,27 @@ export type LogMonitorResult =
   /**
    * The log contradicts what it showed before: another root at the same
    * size, a smaller tree, or a larger one that does not extend the trusted
-   * one. The new checkpoint is not trusted.
+   * one. The new checkpoint is not trusted. `oldNote` and `newNote` are the
+   * two signed checkpoints that together prove it: report them.
    */
-  | { status: "fork"; old: LogCheckpoint; new: LogCheckpoint; error: ErrorInfo }
-  /** The served checkpoint does not verify (signature, key, origin or form). Nothing changes. */
+  | { status: "fork"; old: LogCheckpoint; new: LogCheckpoint; error: ErrorInfo; oldNote: string; newNote: string }
+  /** The served checkpoint does not verify (signature, key, origin or form; with a policy, too few fresh cosignatures). Nothing changes. */
   | { status: "invalid"; error: ErrorInfo };
 
 /**
  * Watches a record log: each `check()` fetches the latest checkpoint,
  * verifies it with the trusted keys and holds it to the last trusted one
- * (RFC 6962 consistency). Persist `trusted` to resume later. A fork or
- * rollback is reported and never trusted.
+ * (RFC 6962 consistency). With `policy`, a checkpoint is trusted only
+ * with the policy's threshold of fresh cosignatures. Persist `trusted` to
+ * resume later. A fork or rollback is reported with both signed
+ * checkpoints and never trusted.
  */
 export class LogMonitor {
   readonly #client: MandateClient;
   readonly #vkeys: LogKeys;
   readonly #origin: string;
+  readonly #policy: WitnessPolicy | undefined;
+  readonly #now: (() => number) | undefined;
   #trusted: { note: string; checkpoint: LogCheckpoint } | undefined;
 
   constructor(options: LogMonitorOptions) {
@@ -141,6 +196,8 @@ export class LogMonitor {
     }
     this.#vkeys = options.vkeys;
     this.#origin = options.origin;
+    this.#policy = options.policy;
+    this.#now = options.now;
     if (options.trusted !== undefined) {
       const opened = verifyCheckpoint(options.trusted, this.#vkeys, this.#origin);
       if (!opened.valid) {
@@ -163,7 +220,11 @@ export class LogMonitor {
   /** Fetches and judges the latest checkpoint (see `LogMonitorResult`). Rejects only when the server cannot be reached or answers an error. */
   async check(): Promise<LogMonitorResult> {
     const note = await this.#client.logCheckpoint();
-    const opened = verifyCheckpoint(note, this.#vkeys, this.#origin);
+    const opened = verifyCheckpoint(note, this.#vkeys, {
+      origin: this.#origin,
+      policy: this.#policy,
+      now: this.#now?.(),
+    });
     if (!opened.valid) {
       return { status: "invalid", error: opened.error };
     }
@@ -179,6 +240,8 @@ export class LogMonitor {
       old,
       new: latest,
       error: { code, message, stage: "log" },
+      oldNote: trusted.note,
+      newNote: note,
     });
     if (latest.size === old.size) {
       return latest.root === old.root
@@ -200,7 +263,7 @@ export class LogMonitor {
       proof: answer.proof,
     });
     if (!consistent.valid) {
-      return { status: "fork", old, new: latest, error: consistent.error };
+      return { status: "fork", old, new: latest, error: consistent.error, oldNote: trusted.note, newNote: note };
     }
     this.#trusted = { note, checkpoint: latest };
     return { status: "grew", old, new: latest };

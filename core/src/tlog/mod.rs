@@ -20,6 +20,9 @@
 //!   ([`WitnessPolicy`], [`verify_witnessed`]);
 //! - `witness`: the witness's rule of C2SP tlog-witness `add-checkpoint`
 //!   ([`AddCheckpoint`], [`Submission`], [`Refusal`]);
+//! - `witnessed_proof`: an inclusion proof held to a witness policy,
+//!   through a [`CosignedLink`] to an older cosigned checkpoint when the
+//!   newest is not cosigned yet ([`verify_witnessed_inclusion`]);
 //! - `entry`: the leaves, [`LogEntry`] as RFC 8785 canonical JSON.
 //!
 //! Not here: where tiles, leaves and checkpoints are stored, when a
@@ -37,6 +40,7 @@ mod proof;
 mod tiles;
 mod verify;
 mod witness;
+mod witnessed_proof;
 
 pub use checkpoint::{Checkpoint, open_checkpoint};
 pub use cosignature::{
@@ -62,3 +66,4 @@ pub use witness::{
     Accepted, AddCheckpoint, Refusal, Submission, TLOG_SIZE_CONTENT_TYPE, WitnessState,
     WitnessedLogs,
 };
+pub use witnessed_proof::{CosignedLink, WitnessedInclusion, verify_witnessed_inclusion};

@@ -17,7 +17,7 @@ use super::extract::ApiKeyAuth;
 use super::query::{Query, record_id};
 use crate::AppState;
 use crate::error::ApiResult;
-use crate::model::{ConsistencyBody, LogEventBody, RecordProofBody};
+use crate::model::{ConsistencyBody, CosignedLinkBody, LogEventBody, RecordProofBody};
 use crate::queries::QueryError;
 use crate::recordlog::proofs;
 use crate::store::log::{self as log_rows, StoredCheckpoint};
@@ -177,7 +177,10 @@ pub(crate) async fn tile(
 /// Every event of a record in the record log — its creation, completion
 /// and rating — each with its leaf (RFC 8785 canonical JSON, base64) and a
 /// C2SP `tlog-proof@v1` against the newest checkpoint, which covers every
-/// acknowledged write.
+/// acknowledged write. With `[log] witnesses`, the checkpoint carries the
+/// cosignatures gathered so far, and until `witness_threshold` of them have
+/// cosigned it, `cosigned` carries the newest checkpoint they have, with
+/// the consistency proof from it (docs/log.md).
 #[utoipa::path(
     get,
     path = "/v1/vat/aar/{aar_id}/proof",
@@ -192,9 +195,30 @@ pub(crate) async fn record_proof(
 ) -> ApiResult<axum::Json<RecordProofBody>> {
     let aar_id = record_id(&aar_id)?;
     fresh_checkpoint(&state).await?;
+    // `Config::check` refused a bad witness set at start.
+    let witnesses = state
+        .config
+        .log
+        .witness_set()
+        .ok()
+        .flatten()
+        .map(|(witnesses, threshold)| {
+            let keys: Vec<(String, u32)> = witnesses
+                .iter()
+                .map(|w| (w.verifier.name().to_owned(), w.verifier.key_id()))
+                .collect();
+            (keys, threshold)
+        });
     let proof = state
         .store
-        .lookup(move |conn| proofs::record_proof(conn, principal.org, aar_id.as_str()))
+        .lookup(move |conn| {
+            proofs::record_proof(
+                conn,
+                principal.org,
+                aar_id.as_str(),
+                witnesses.as_ref().map(|(keys, k)| (keys.as_slice(), *k)),
+            )
+        })
         .await?;
     Ok(axum::Json(RecordProofBody {
         aar_id: proof.aar_id,
@@ -210,5 +234,11 @@ pub(crate) async fn record_proof(
                 proof: event.proof,
             })
             .collect(),
+        cosigned: proof
+            .cosigned
+            .map(|(checkpoint, consistency)| CosignedLinkBody {
+                checkpoint,
+                consistency: consistency.iter().map(|h| STANDARD.encode(h)).collect(),
+            }),
     }))
 }

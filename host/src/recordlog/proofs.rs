@@ -47,17 +47,48 @@ pub struct EventProof {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RecordProof {
     pub aar_id: String,
-    /// The signed checkpoint every proof leads to.
+    /// The signed checkpoint every proof leads to, with the cosignatures
+    /// gathered for it.
     pub checkpoint: String,
     pub events: Vec<EventProof>,
+    /// When that checkpoint is not yet cosigned by enough witnesses: the
+    /// newest that is, and the consistency proof from it to the proofs'.
+    pub cosigned: Option<(String, Vec<Hash>)>,
 }
 
+/// The witnesses a deployment names (key name and id) and how many of
+/// them a checkpoint needs.
+pub type WitnessSet<'a> = (&'a [(String, u32)], usize);
+
 /// Every event of the record `aar_id` of `org` with its inclusion proof in
-/// the newest checkpoint. A record of another organisation is unknown; one
-/// written while the log was off is [`QueryError::NotInLog`].
-pub fn record_proof(conn: &Connection, org: Org, aar_id: &str) -> Result<RecordProof, QueryError> {
+/// the newest checkpoint — with `witnesses`, the checkpoint carries the
+/// cosignatures gathered, and when they are fewer than the threshold the
+/// answer links to the newest checkpoint that has enough (a verifier with
+/// a policy checks the link: core's `verify_witnessed_inclusion`). A record
+/// of another organisation is unknown; one written while the log was off
+/// is [`QueryError::NotInLog`].
+pub fn record_proof(
+    conn: &Connection,
+    org: Org,
+    aar_id: &str,
+    witnesses: Option<WitnessSet<'_>>,
+) -> Result<RecordProof, QueryError> {
     let record = queries::record(conn, org, aar_id)?;
-    let checkpoint = latest(conn)?;
+    let mut checkpoint = latest(conn)?;
+    let mut cosigned = None;
+    if let Some((keys, threshold)) = witnesses {
+        let count;
+        (checkpoint, count) = with_cosignatures(conn, checkpoint, keys)?;
+        if count < threshold
+            && let Some(older) = cosigned_checkpoint(conn, keys, threshold)?
+            && older.size <= checkpoint.size
+        {
+            let proof =
+                tlog::consistency_proof(&mut TableTiles::new(conn), older.size, checkpoint.size)
+                    .map_err(read_error)?;
+            cosigned = Some((older.note, proof));
+        }
+    }
     let mut tiles = TableTiles::new(conn);
     let mut events = Vec::new();
     for (kind, index) in [
@@ -95,6 +126,7 @@ pub fn record_proof(conn: &Connection, org: Org, aar_id: &str) -> Result<RecordP
         aar_id: record.aar_id,
         checkpoint: checkpoint.note,
         events,
+        cosigned,
     })
 }
 
@@ -162,13 +194,12 @@ pub fn with_cosignatures(
 const COSIGNED_LOOKBACK: u64 = 16;
 
 /// The newest checkpoint cosigned by at least `threshold` of `witnesses`,
-/// with their cosignatures; else the newest checkpoint with whatever
-/// cosignatures it has.
-pub fn witnessed(
+/// with their cosignatures, if one of the last cosigned sizes is.
+pub fn cosigned_checkpoint(
     conn: &Connection,
     witnesses: &[(String, u32)],
     threshold: usize,
-) -> Result<StoredCheckpoint, QueryError> {
+) -> Result<Option<StoredCheckpoint>, QueryError> {
     for size in rows::cosigned_sizes(conn, threshold, COSIGNED_LOOKBACK)? {
         let Some(checkpoint) = rows::checkpoints_from(conn, size, 1)?
             .into_iter()
@@ -178,8 +209,22 @@ pub fn witnessed(
         };
         let (checkpoint, count) = with_cosignatures(conn, checkpoint, witnesses)?;
         if count >= threshold {
-            return Ok(checkpoint);
+            return Ok(Some(checkpoint));
         }
     }
-    Ok(with_cosignatures(conn, latest(conn)?, witnesses)?.0)
+    Ok(None)
+}
+
+/// The newest checkpoint cosigned by at least `threshold` of `witnesses`,
+/// with their cosignatures; else the newest checkpoint with whatever
+/// cosignatures it has.
+pub fn witnessed(
+    conn: &Connection,
+    witnesses: &[(String, u32)],
+    threshold: usize,
+) -> Result<StoredCheckpoint, QueryError> {
+    match cosigned_checkpoint(conn, witnesses, threshold)? {
+        Some(checkpoint) => Ok(checkpoint),
+        None => Ok(with_cosignatures(conn, latest(conn)?, witnesses)?.0),
+    }
 }

@@ -6,14 +6,19 @@
 //! checkpoints of one size with different roots, a smaller tree, a proof
 //! that fails — is a fork: the log showed someone a history it later
 //! rewrote. The watcher prints both checkpoints (each is signed: together
-//! they prove it) and exits non-zero.
+//! they prove it) and exits non-zero. With `--witness-policy`, a checkpoint
+//! is trusted only with the policy's threshold of fresh cosignatures (core's
+//! `verify_witnessed`); the policy is the auditor's file, never the log's.
 
 use std::path::PathBuf;
 use std::time::Duration;
 
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD;
-use mandate_core::tlog::{Checkpoint, Hash, NoteVerifier, open_checkpoint, verify_consistency};
+use mandate_core::tlog::{
+    Checkpoint, Hash, NoteVerifier, WitnessPolicy, WitnessVerifier, open_checkpoint,
+    verify_consistency, verify_witnessed,
+};
 use serde::Deserialize;
 
 /// What to watch, and how.
@@ -28,6 +33,36 @@ pub struct Watch {
     pub state: Option<PathBuf>,
     /// Check once and exit.
     pub once: bool,
+    /// The witness policy file (`--witness-policy`), if any.
+    pub witness_policy: Option<PathBuf>,
+}
+
+/// A witness policy file: TOML, `witnesses = ["<vkey>", …]`, `threshold`,
+/// `max_age_seconds`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct PolicyFile {
+    witnesses: Vec<String>,
+    threshold: usize,
+    max_age_seconds: u64,
+}
+
+/// Reads and builds a witness policy file, with core's refusals.
+pub fn read_policy(path: &std::path::Path) -> anyhow::Result<WitnessPolicy> {
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| anyhow::anyhow!("the witness policy {}: {e}", path.display()))?;
+    let file: PolicyFile = toml::from_str(&text)
+        .map_err(|e| anyhow::anyhow!("the witness policy {}: {e}", path.display()))?;
+    let witnesses = file
+        .witnesses
+        .iter()
+        .map(|vkey| {
+            WitnessVerifier::parse(vkey)
+                .map_err(|e| anyhow::anyhow!("the witness policy's vkey {vkey}: {e}"))
+        })
+        .collect::<anyhow::Result<Vec<_>>>()?;
+    WitnessPolicy::new(witnesses, file.threshold, file.max_age_seconds)
+        .map_err(|e| anyhow::anyhow!("the witness policy {}: {e}", path.display()))
 }
 
 /// A checkpoint and its signed note.
@@ -51,16 +86,23 @@ pub enum Seen {
 }
 
 /// Judges a freshly fetched checkpoint note against the trusted one;
-/// `consistency` fetches the proof from one size to another.
+/// `consistency` fetches the proof from one size to another. With a
+/// `policy` (and the time, POSIX seconds), the note must also carry the
+/// policy's threshold of fresh cosignatures.
 pub fn judge(
     trusted: Option<&Trusted>,
     note: &str,
     origin: &str,
     verifiers: &[NoteVerifier],
+    policy: Option<(&WitnessPolicy, i64)>,
     consistency: impl FnOnce(u64, u64) -> anyhow::Result<Vec<Hash>>,
 ) -> anyhow::Result<Seen> {
-    let checkpoint = open_checkpoint(note, Some(origin), verifiers)
-        .map_err(|e| anyhow::anyhow!("the deployment's checkpoint does not verify: {e}"))?;
+    let checkpoint = match policy {
+        None => open_checkpoint(note, Some(origin), verifiers),
+        Some((policy, now)) => verify_witnessed(note, Some(origin), verifiers, policy, now)
+            .map(|witnessed| witnessed.checkpoint),
+    }
+    .map_err(|e| anyhow::anyhow!("the deployment's checkpoint does not verify: {e}"))?;
     let new = Trusted {
         checkpoint,
         note: note.to_owned(),
@@ -154,6 +196,11 @@ pub fn run(watch: &Watch) -> anyhow::Result<()> {
         .first()
         .map(|verifier| verifier.name().to_owned())
         .ok_or_else(|| anyhow::anyhow!("give at least one --vkey"))?;
+    let policy = watch
+        .witness_policy
+        .as_deref()
+        .map(read_policy)
+        .transpose()?;
     let base = watch.url.trim_end_matches('/').to_owned();
     let client = reqwest::Client::builder()
         .timeout(Duration::from_secs(30))
@@ -187,9 +234,21 @@ pub fn run(watch: &Watch) -> anyhow::Result<()> {
                 }
                 None => None,
             };
-            judge(trusted.as_ref(), &note, &origin, &verifiers, |_, _| {
-                proof.unwrap_or_else(|| Err(anyhow::anyhow!("no consistency proof was fetched")))
-            })
+            let now = std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| i64::try_from(d.as_secs()).unwrap_or(i64::MAX));
+            let policy = policy.as_ref().map(|policy| (policy, now));
+            judge(
+                trusted.as_ref(),
+                &note,
+                &origin,
+                &verifiers,
+                policy,
+                |_, _| {
+                    proof
+                        .unwrap_or_else(|| Err(anyhow::anyhow!("no consistency proof was fetched")))
+                },
+            )
         });
         match looked {
             Ok(Seen::Fork { new, why }) => {

@@ -414,6 +414,23 @@ class ConsistencyBody(TypedDict):
     """
 
 
+class CosignedLinkBody(TypedDict):
+    """
+    An older, cosigned checkpoint and the RFC 6962 consistency proof from it
+    to a newer one.
+    """
+
+    checkpoint: str
+    """
+    The checkpoint, signed by the log and cosigned by the witnesses.
+    """
+    consistency: list[str]
+    """
+    Consistency proof hashes from its size to the newer checkpoint's,
+    standard base64.
+    """
+
+
 class CreateClientRequest(TypedDict):
     """
     A public client registered in advance by an owner (MCP
@@ -1064,8 +1081,11 @@ class RecordProofBody(TypedDict):
     aar_id: str
     checkpoint: str
     """
-    The signed checkpoint (C2SP `tlog-checkpoint`) every proof leads to.
+    The signed checkpoint (C2SP `tlog-checkpoint`) every proof leads
+    to, with the witnesses' cosignatures (C2SP `tlog-cosignature`)
+    gathered for it so far.
     """
+    cosigned: NotRequired[CosignedLinkBody | None]
     events: list[LogEventBody]
     origin: str
     """

@@ -798,7 +798,10 @@ export interface paths {
          * Every event of a record in the record log — its creation, completion
          *     and rating — each with its leaf (RFC 8785 canonical JSON, base64) and a
          *     C2SP `tlog-proof@v1` against the newest checkpoint, which covers every
-         *     acknowledged write.
+         *     acknowledged write. With `[log] witnesses`, the checkpoint carries the
+         *     cosignatures gathered so far, and until `witness_threshold` of them have
+         *     cosigned it, `cosigned` carries the newest checkpoint they have, with
+         *     the consistency proof from it (docs/log.md).
          */
         get: operations["record_proof"];
         put?: never;
@@ -1864,6 +1867,19 @@ export interface components {
             require_approval?: components["schemas"]["ApprovalRequirementBody"] | null;
         };
         /**
+         * @description An older, cosigned checkpoint and the RFC 6962 consistency proof from it
+         *     to a newer one.
+         */
+        CosignedLinkBody: {
+            /** @description The checkpoint, signed by the log and cosigned by the witnesses. */
+            checkpoint: string;
+            /**
+             * @description Consistency proof hashes from its size to the newer checkpoint's,
+             *     standard base64.
+             */
+            consistency: string[];
+        };
+        /**
          * @description A public client registered in advance by an owner (MCP
          *     "Client Registration": pre-registration).
          */
@@ -2696,8 +2712,13 @@ export interface components {
          */
         RecordProofBody: {
             aar_id: string;
-            /** @description The signed checkpoint (C2SP `tlog-checkpoint`) every proof leads to. */
+            /**
+             * @description The signed checkpoint (C2SP `tlog-checkpoint`) every proof leads
+             *     to, with the witnesses' cosignatures (C2SP `tlog-cosignature`)
+             *     gathered for it so far.
+             */
             checkpoint: string;
+            cosigned?: components["schemas"]["CosignedLinkBody"] | null;
             events: components["schemas"]["LogEventBody"][];
             /** @description The log's name, the first line of its checkpoints. */
             origin: string;
