@@ -209,7 +209,8 @@ struct ProofClaimsOut<'a> {
     htm: &'a str,
     htu: &'a str,
     iat: i64,
-    ath: &'a str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    ath: Option<&'a str>,
 }
 
 fn decode(segment: &str) -> Result<Vec<u8>, DpopError> {
@@ -256,14 +257,9 @@ fn read_claims(bytes: &[u8]) -> Result<(RawProofClaims, i64), DpopError> {
     Ok((claims, iat))
 }
 
-/// Checks a proof sent with `access_token`, a token bound to `jkt`, against
-/// the request it came with. Every rule but replay (see the module docs).
-pub fn verify_proof(
-    proof: &str,
-    access_token: &str,
-    jkt: &Jkt,
-    request: &ProofRequest<'_>,
-) -> Result<VerifiedProof, DpopError> {
+/// A proof's signature checked and its claims read: the key that signed
+/// it, its claims and its `iat` (rules 1–5 of the module docs).
+fn signed(proof: &str) -> Result<(HolderKey, RawProofClaims, i64), DpopError> {
     if proof.len() > MAX_PROOF_BYTES {
         return Err(DpopError::TooLarge);
     }
@@ -287,13 +283,17 @@ pub fn verify_proof(
         .verify_strict(signing_input.as_bytes(), &Signature::from_bytes(&signature))
         .map_err(|_| DpopError::InvalidSignature)?;
     let (claims, iat) = read_claims(&payload_bytes)?;
-    if key.jkt() != jkt {
-        return Err(DpopError::KeyMismatch);
-    }
-    let proof_ath = claims.ath.as_deref().ok_or(DpopError::MissingAth)?;
-    if proof_ath != ath(access_token) {
-        return Err(DpopError::AthMismatch);
-    }
+    Ok((key, claims, iat))
+}
+
+/// Rules 7 and 8 of the module docs: the proof was made for `request`'s
+/// method and URL, at about `request.now`.
+fn made_for(
+    key: &HolderKey,
+    claims: RawProofClaims,
+    iat: i64,
+    request: &ProofRequest<'_>,
+) -> Result<VerifiedProof, DpopError> {
     if claims.htm != request.method {
         return Err(DpopError::MethodMismatch);
     }
@@ -312,6 +312,42 @@ pub fn verify_proof(
         iat,
         jkt: key.jkt().clone(),
     })
+}
+
+/// Checks a proof sent with `access_token`, a token bound to `jkt`, against
+/// the request it came with. Every rule but replay (see the module docs).
+pub fn verify_proof(
+    proof: &str,
+    access_token: &str,
+    jkt: &Jkt,
+    request: &ProofRequest<'_>,
+) -> Result<VerifiedProof, DpopError> {
+    let (key, claims, iat) = signed(proof)?;
+    if key.jkt() != jkt {
+        return Err(DpopError::KeyMismatch);
+    }
+    let proof_ath = claims.ath.as_deref().ok_or(DpopError::MissingAth)?;
+    if proof_ath != ath(access_token) {
+        return Err(DpopError::AthMismatch);
+    }
+    made_for(&key, claims, iat, request)
+}
+
+/// Checks a proof sent to a token endpoint (RFC 9449 §5): no access token
+/// goes with it, so it names none — a proof carrying `ath` was made for a
+/// resource and is refused as [`DpopError::MalformedClaims`] — and any key
+/// may sign it; the caller compares the returned thumbprint with the one
+/// the grant is bound to, if any. Every other rule as [`verify_proof`],
+/// replay excepted.
+pub fn verify_token_request_proof(
+    proof: &str,
+    request: &ProofRequest<'_>,
+) -> Result<VerifiedProof, DpopError> {
+    let (key, claims, iat) = signed(proof)?;
+    if claims.ath.is_some() {
+        return Err(DpopError::MalformedClaims);
+    }
+    made_for(&key, claims, iat, request)
 }
 
 /// The binding rule, the same for the server and offline verifiers: a token
@@ -339,8 +375,9 @@ pub struct NewProof<'a> {
     pub method: &'a str,
     /// The request's absolute URL; `htu` is it without query and fragment.
     pub url: &'a str,
-    /// The token sent with the proof.
-    pub access_token: &'a str,
+    /// The token sent with the proof; none for a token request (RFC 9449
+    /// §5), whose proof has no `ath`.
+    pub access_token: Option<&'a str>,
     /// Unix seconds.
     pub now: i64,
     /// Random bytes of the proof's `jti` (128 bits, base64url).
@@ -356,13 +393,13 @@ pub fn sign_proof(key: &SigningKey, proof: &NewProof<'_>) -> Result<String, Dpop
         jwk: key.holder_key().public_jwk(),
     };
     let jti = b64::encode(proof.jti_random);
-    let ath = ath(proof.access_token);
+    let ath = proof.access_token.map(ath);
     let claims = ProofClaimsOut {
         jti: &jti,
         htm: proof.method,
         htu: &htu,
         iat: proof.now,
-        ath: &ath,
+        ath: ath.as_deref(),
     };
     let header = serde_json::to_vec(&header).map_err(|_| DpopError::Malformed)?;
     let claims = serde_json::to_vec(&claims).map_err(|_| DpopError::Malformed)?;
@@ -505,7 +542,7 @@ mod tests {
             &NewProof {
                 method: "POST",
                 url: URL,
-                access_token: "token",
+                access_token: Some("token"),
                 now,
                 jti_random: [7; 16],
             },
@@ -656,6 +693,62 @@ mod tests {
             Err(DpopError::Required)
         );
         assert!(check_binding(&claims, "token", Some(&p), &request).is_ok());
+    }
+
+    /// RFC 9449 §5: a token request's proof names no token; any key
+    /// signs it, and the thumbprint is returned. One made for a resource
+    /// (with `ath`) is refused there, and a token request's proof is
+    /// refused at a resource (no `ath`).
+    #[test]
+    fn a_token_request_proof_has_no_ath_and_any_key() {
+        const TOKEN_URL: &str = "https://mandate.example/v1/oauth/token";
+        let holder = key(3);
+        let jkt = holder.holder_key().jkt().clone();
+        let request = ProofRequest {
+            method: "POST",
+            url: TOKEN_URL,
+            now: 1_000,
+        };
+        let signed = |access_token, url| {
+            sign_proof(
+                &holder,
+                &NewProof {
+                    method: "POST",
+                    url,
+                    access_token,
+                    now: 1_000,
+                    jti_random: [9; 16],
+                },
+            )
+            .unwrap()
+        };
+        let bare = signed(None, TOKEN_URL);
+        assert_eq!(
+            verify_token_request_proof(&bare, &request).map(|proof| proof.jkt),
+            Ok(jkt.clone())
+        );
+        assert_eq!(
+            verify_token_request_proof(&signed(Some("token"), TOKEN_URL), &request),
+            Err(DpopError::MalformedClaims)
+        );
+        assert_eq!(
+            verify_token_request_proof(&signed(None, URL), &request),
+            Err(DpopError::UrlMismatch)
+        );
+        assert_eq!(
+            verify_token_request_proof(
+                &bare,
+                &ProofRequest {
+                    method: "GET",
+                    ..request
+                }
+            ),
+            Err(DpopError::MethodMismatch)
+        );
+        assert_eq!(
+            verify_proof(&bare, "token", &jkt, &request),
+            Err(DpopError::MissingAth)
+        );
     }
 
     #[test]

@@ -74,6 +74,7 @@ pub use budget::{
 pub use chain::{ChainError, ChainFault, InvalidRevoked, revocation_set, verify_chain};
 pub use dpop::{
     DpopError, NewProof, ProofRequest, VerifiedProof, check_binding, sign_proof, verify_proof,
+    verify_token_request_proof,
 };
 pub use human::{EmailError, Identity, human_ref};
 pub use ids::{

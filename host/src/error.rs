@@ -248,6 +248,11 @@ impl ApiError {
         self
     }
 
+    /// The record the problem is about, if any.
+    pub fn aar_id(&self) -> Option<&str> {
+        self.extra.as_ref()?.aar_id.as_deref()
+    }
+
     /// Attaches every widening of a refused delegation.
     pub fn with_violations(mut self, violations: Vec<ViolationBody>) -> ApiError {
         self.extra().violations = violations;

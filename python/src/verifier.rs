@@ -253,7 +253,7 @@ impl AgentKey {
             &NewProof {
                 method: &method,
                 url: &url,
-                access_token: &access_token,
+                access_token: Some(&access_token),
                 now,
                 jti_random,
             },

@@ -1154,7 +1154,7 @@ fn dpop_vectors(rng: &mut Rng, key: &Keys, issuer: &str, now: i64) -> Value {
                 &NewProof {
                     method,
                     url,
-                    access_token: token,
+                    access_token: Some(token),
                     now: at,
                     jti_random: rng.bytes("proof jti"),
                 },

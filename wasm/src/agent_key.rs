@@ -139,7 +139,7 @@ impl AgentKey {
                     &NewProof {
                         method: &request.method,
                         url: &request.url,
-                        access_token: &request.access_token,
+                        access_token: Some(&request.access_token),
                         now: now_or_clock(request.now),
                         jti_random,
                     },

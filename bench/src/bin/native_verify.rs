@@ -123,7 +123,7 @@ fn main() -> anyhow::Result<()> {
         &NewProof {
             method: "POST",
             url,
-            access_token: &bound_token,
+            access_token: Some(&bound_token),
             now,
             jti_random: [3; 16],
         },

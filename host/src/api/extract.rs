@@ -9,7 +9,7 @@ use axum::extract::{FromRequest, FromRequestParts, MatchedPath, Request};
 use axum::http::request::Parts;
 use axum::http::{HeaderMap, Method, StatusCode, header};
 use mandate_core::{
-    Claims, DpopError, Jti, ProofRequest, VerifyError, VerifyOptions, check_binding,
+    Claims, DpopError, Jti, ProofRequest, VerifiedProof, VerifyError, VerifyOptions, check_binding,
     verify_ignoring_lifetime,
 };
 use serde::de::DeserializeOwned;
@@ -643,6 +643,53 @@ pub(crate) fn parse_jti(field: &str, text: &str) -> ApiResult<Jti> {
     Jti::parse(text).map_err(|e| ApiError::invalid(field, e.code(), e.to_string()))
 }
 
+/// Whether `proof` is used for the first time (`now` in unix seconds):
+/// this host's memory of proofs, then the store's, which every host on the
+/// same database shares, so a proof is accepted once by the whole
+/// deployment — at the agent endpoints and the token endpoint alike.
+/// `false` is a replay.
+pub(crate) async fn first_use_of_proof(
+    state: &AppState,
+    proof: &VerifiedProof,
+    now: i64,
+) -> ApiResult<bool> {
+    match state.proofs.first_use(proof, now) {
+        Ok(()) => {}
+        Err(Refused::Replayed) => return Ok(false),
+        Err(Refused::Full) => {
+            return Err(ApiError::unavailable(
+                "too many proofs of possession are in flight to remember one more; retry",
+            ));
+        }
+    }
+    Ok(state
+        .store
+        .first_use_of_proof(proof.replay_key(), proof.remember_until(), now)
+        .await?)
+}
+
+/// The subject token of an RFC 8693 exchange (`compact`, never a bare
+/// jti), verified as an agent call's token is — signature, issuer,
+/// lifetime — and counted against the token's rate limit; its
+/// organisation (a token this server does not hold is refused) and its
+/// claims. Its binding is the token endpoint's to check: the proof there
+/// is made for the token request, not for this token (RFC 9449 §5).
+pub(crate) async fn token_subject(
+    state: &AppState,
+    now: Now,
+    compact: &str,
+) -> ApiResult<(Org, Arc<Claims>)> {
+    if apikeys::meant_as_key(compact) {
+        return Err(ApiError::token_required(
+            "the subject is an API key (mk_…); it must be the agent's token",
+        ));
+    }
+    let claims = verify_token(state, compact, Lifetime::Checked, now).await?;
+    state.limiters.token(claims.jti.as_str())?;
+    let org = org_acting(state, &claims.jti, Credential::Token).await?;
+    Ok((org, claims))
+}
+
 /// What an agent call must present.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Need {
@@ -792,24 +839,10 @@ impl AgentCall {
             DpopError::Required => ApiError::dpop_required(),
             other => ApiError::dpop_invalid(&other),
         })?;
-        if let Some(proof) = checked {
-            state
-                .proofs
-                .first_use(&proof, now)
-                .map_err(|refused| match refused {
-                    Refused::Replayed => ApiError::dpop_invalid(&DpopError::Replayed),
-                    Refused::Full => ApiError::unavailable(
-                        "too many proofs of possession are in flight to remember one more; retry",
-                    ),
-                })?;
-            // Other hosts on the same database may have seen it.
-            if !state
-                .store
-                .first_use_of_proof(proof.replay_key(), proof.remember_until(), now)
-                .await?
-            {
-                return Err(ApiError::dpop_invalid(&DpopError::Replayed));
-            }
+        if let Some(proof) = checked
+            && !first_use_of_proof(state, &proof, now).await?
+        {
+            return Err(ApiError::dpop_invalid(&DpopError::Replayed));
         }
         Ok(claims.jti.clone())
     }

@@ -6,33 +6,43 @@
 //! checks hold equal to `issuer` (`Config::check`).
 
 use axum::extract::{FromRequest as _, State};
-use axum::http::{HeaderValue, header};
+use axum::http::{HeaderMap, HeaderValue, header};
 use axum::response::{IntoResponse, Response};
 
 use base64::Engine as _;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use mandate_core::audience::Audience;
 use mandate_core::oauth::client_document::ClientIdUrl;
+use mandate_core::oauth::exchange;
 use mandate_core::oauth::pkce::CodeChallenge;
 use mandate_core::oauth::scope::{RequestedScope, format};
-use mandate_core::{AssuranceLevel, HumanRef, VerifyOptions, verify_ignoring_lifetime};
+use mandate_core::{
+    AssuranceLevel, DpopError, HumanRef, Jkt, ProofRequest, VerifyOptions,
+    verify_ignoring_lifetime, verify_token_request_proof,
+};
 use sha2::{Digest as _, Sha256};
 
 use super::docs::Errors;
-use super::extract::OAuthForm;
+use super::extract::{OAuthForm, first_use_of_proof, token_subject};
+use super::input;
 use super::issue::root_claims;
 use super::oauth_consent::{CONSENT_ASSURANCE, Choice, issuer};
+use super::problems::refusal;
 use super::status::public_base;
 use crate::clock::Now;
 use crate::error::oauth::{OAuthError, OAuthErrorBody};
 use crate::error::{ApiError, ApiResult, truncate_chars};
-use crate::ledger::{ClientRevocation, Redeemed, Redemption, Refresh, RefreshRefusal, Refreshed};
+use crate::ledger::{
+    ClientRevocation, Delegated, Delegation, LedgerError, Redeemed, Redemption, Refresh,
+    RefreshRefusal, Refreshed,
+};
+use crate::model::DelegateRequest;
 use crate::model::oauth::{
     AuthorizationServerMetadata, RevocationRequest, TokenRequest, TokenResponse,
 };
 use crate::queries::QueryError;
 use crate::store::oauth::{self as rows, OAuthCode, OAuthGrant};
-use crate::{AppState, random};
+use crate::{AppState, random, spans};
 
 /// Where the metadata document is (RFC 8414 §3).
 pub(crate) const METADATA_PATH: &str = "/.well-known/oauth-authorization-server";
@@ -132,8 +142,10 @@ pub(crate) async fn metadata_at_issuer_path(
 }
 
 /// The token endpoint (RFC 6749 §3.2): a form, no client authentication
-/// (public clients). `authorization_code` (RFC 6749 §4.1.3) and
-/// `refresh_token` (§6) are served; every other `grant_type` is answered
+/// (public clients). `authorization_code` (RFC 6749 §4.1.3),
+/// `refresh_token` (§6) and token exchange (RFC 8693 §2.1, a delegation)
+/// are served, with an optional `DPoP` proof (RFC 9449 §5); every other
+/// `grant_type` is answered
 /// `unsupported_grant_type` (RFC 6749 §5.2), a missing one
 /// `invalid_request`. 404 unless `[oauth]` is on.
 #[utoipa::path(
@@ -160,12 +172,16 @@ pub(crate) async fn token(
         Ok(issued) => axum::Json(issued).into_response(),
         Err(refused) => OAuthError::from(refused).into_response(),
     };
+    let headers = request.headers().clone();
     let answer = match OAuthForm::<TokenRequest>::from_request(request, &state).await {
         Ok(OAuthForm(form)) if form.grant_type == "authorization_code" => {
-            answered(redeem(&state, form).await)
+            answered(redeem(&state, &headers, form).await)
         }
         Ok(OAuthForm(form)) if form.grant_type == REFRESH_GRANT => {
-            answered(refresh(&state, form).await)
+            answered(refresh(&state, &headers, form).await)
+        }
+        Ok(OAuthForm(form)) if form.grant_type == exchange::GRANT_TYPE => {
+            answered(exchange_token(&state, &headers, form).await)
         }
         Ok(OAuthForm(form)) => {
             let mut shown = form.grant_type;
@@ -179,6 +195,48 @@ pub(crate) async fn token(
         Err(refused) => refused.into_response(),
     };
     open_to_any_origin(answer)
+}
+
+/// A refused DPoP proof at the token endpoint: 400 `invalid_dpop_proof`
+/// (RFC 9449 §5), Mandate's code naming the rule.
+fn proof_refused(error: &DpopError) -> ApiError {
+    ApiError::bad_request(error.code(), format!("the DPoP proof was refused: {error}"))
+}
+
+/// The key of the token request's `DPoP` proof (RFC 9449 §5), if it
+/// carries one: the proof checked by core for `POST` to this token
+/// endpoint (`{issuer}/v1/oauth/token`) at about now, without `ath`, and
+/// used once in the replay memory every agent call's proof goes through.
+/// Two `DPoP` headers, or one that is not text, are malformed (§4.3).
+async fn token_proof(state: &AppState, headers: &HeaderMap, now: Now) -> ApiResult<Option<Jkt>> {
+    let mut values = headers.get_all("dpop").iter();
+    let proof = match (values.next(), values.next()) {
+        (None, _) => return Ok(None),
+        (Some(one), None) => one
+            .to_str()
+            .map_err(|_| proof_refused(&DpopError::Malformed))?,
+        (Some(_), Some(_)) => return Err(proof_refused(&DpopError::Malformed)),
+    };
+    let url = format!("{}{TOKEN_PATH}", issuer(state, TOKEN_PATH)?);
+    let request = ProofRequest {
+        method: "POST",
+        url: &url,
+        now: now.s(),
+    };
+    let verified = verify_token_request_proof(proof, &request).map_err(|e| proof_refused(&e))?;
+    if !first_use_of_proof(state, &verified, now.s()).await? {
+        return Err(proof_refused(&DpopError::Replayed));
+    }
+    Ok(Some(verified.jkt))
+}
+
+/// `Bearer`, or `DPoP` for a token bound to a key (RFC 9449 §5).
+fn token_type(access: &mandate_core::Claims) -> String {
+    match access.cnf {
+        Some(_) => "DPoP",
+        None => "Bearer",
+    }
+    .to_owned()
 }
 
 /// A new refresh token (`mrt_` and 43 base64url characters: 256 random
@@ -209,10 +267,19 @@ fn required<'a>(value: Option<&'a String>, name: &str) -> ApiResult<&'a str> {
 /// a `resource`, when sent, is the authorized one (RFC 8707 §2.2). Then
 /// one ledger job stores the grant root, its first access token and the
 /// grant. A code from another server is unknown here (mix-up: RFC 9700
-/// §4.4); a code used before is refused and revokes what it issued.
-async fn redeem(state: &AppState, form: TokenRequest) -> ApiResult<TokenResponse> {
+/// §4.4); a code used before is refused and revokes what it issued. A
+/// request with a `DPoP` proof gets a token bound to the proof's key and a
+/// grant whose refreshes need that key (RFC 9449 §5); a code whose
+/// authorization request named a key (`dpop_jkt`) needs a proof by it
+/// (§10).
+async fn redeem(
+    state: &AppState,
+    headers: &HeaderMap,
+    form: TokenRequest,
+) -> ApiResult<TokenResponse> {
     const UNKNOWN: &str = "the code is unknown, expired or used, or was issued to another client";
     let now = state.clock.now();
+    let holder = token_proof(state, headers, now).await?;
     let code = required(form.code.as_ref(), "code")?;
     let client_id = required(form.client_id.as_ref(), "client_id")?;
     let redirect_uri = required(form.redirect_uri.as_ref(), "redirect_uri")?;
@@ -249,6 +316,17 @@ async fn redeem(state: &AppState, form: TokenRequest) -> ApiResult<TokenResponse
                 "resource must be the one the authorization request named (RFC 8707 §2.2)",
             ));
         }
+        // RFC 9449 §10: a request that named a key (`dpop_jkt`) is redeemed
+        // only with a proof by that key.
+        if let Some(bound) = &stored.dpop_jkt {
+            match &holder {
+                None => return Err(proof_refused(&DpopError::Required)),
+                Some(jkt) if jkt.as_str() != bound => {
+                    return Err(proof_refused(&DpopError::KeyMismatch));
+                }
+                Some(_) => {}
+            }
+        }
     }
     // A client deleted since the consent redeems nothing; one registered
     // for `refresh_token` gets a refresh token (plan §1.4). A client named
@@ -273,7 +351,7 @@ async fn redeem(state: &AppState, form: TokenRequest) -> ApiResult<TokenResponse
             .any(|kind| kind == REFRESH_GRANT)
             .then(new_refresh_token)
     };
-    let mut redemption = redemption(state, &stored, code_hash, now)?;
+    let mut redemption = redemption(state, &stored, code_hash, holder, now)?;
     redemption.refresh_hash = refresh.as_ref().map(|(_, hash)| hash.clone());
     let ttl = redemption.access_ttl_seconds;
     match state
@@ -281,11 +359,12 @@ async fn redeem(state: &AppState, form: TokenRequest) -> ApiResult<TokenResponse
         .await?
     {
         Redeemed::Issued { access, compact } => Ok(TokenResponse {
+            token_type: token_type(&access),
             access_token: compact,
-            token_type: "Bearer".to_owned(),
             expires_in: u64::try_from(access.exp - now.s()).unwrap_or(ttl),
             scope: format(&access.svc_scope).ok(),
             refresh_token: refresh.map(|(token, _)| token),
+            issued_token_type: None,
         }),
         Redeemed::Replayed => Err(code_invalid(
             "the code was used before: what it issued is revoked (RFC 6749 §4.1.2)",
@@ -295,12 +374,14 @@ async fn redeem(state: &AppState, form: TokenRequest) -> ApiResult<TokenResponse
 }
 
 /// What the ledger needs to redeem `code`: the grant root core makes of
-/// the human's choice (`aud` the request's `resource`), the grant row, the
-/// access token's lifetime and id.
+/// the human's choice (`aud` the request's `resource`), the grant row
+/// (bound to `holder`, the key of the request's proof, if any), the access
+/// token's lifetime and id.
 fn redemption(
     state: &AppState,
     code: &OAuthCode,
     code_hash: Vec<u8>,
+    holder: Option<Jkt>,
     now: Now,
 ) -> ApiResult<Redemption> {
     let choice: Choice = serde_json::from_str(&code.choice).map_err(ApiError::internal)?;
@@ -335,6 +416,7 @@ fn redemption(
         agent_id: choice.agent_id.as_str().to_owned(),
         root_jti: root.jti.as_str().to_owned(),
         scope: format(&root.svc_scope).unwrap_or_default(),
+        cnf_jkt: holder.as_ref().map(|jkt| jkt.as_str().to_owned()),
         created_at: now.ms(),
         expires_at: root.exp.saturating_mul(1000),
         last_used_at: now.ms(),
@@ -350,6 +432,7 @@ fn redemption(
         grant,
         access_ttl_seconds: state.config.oauth.access_token_ttl_seconds.get(),
         access_jti: random::ulid(now),
+        holder,
         refresh_hash: None,
         status_base: public_base(state),
         key: state.keys.current().active.clone(),
@@ -363,9 +446,18 @@ fn redemption(
 /// scope). One ledger job rotates the refresh token and renews the grant
 /// root; a refresh token used before revokes the grant (RFC 9700
 /// §4.14.2). Two refreshes with one token at once: one succeeds, the other
-/// is reuse and ends the grant — there is no grace window.
-async fn refresh(state: &AppState, form: TokenRequest) -> ApiResult<TokenResponse> {
+/// is reuse and ends the grant — there is no grace window. A grant bound to
+/// a key is refreshed only with a proof by that key, and its new access
+/// token is bound to it; an unbound grant is refreshed without a proof and
+/// stays unbound (RFC 9449 §5; a proof there is refused, not taken as a
+/// binding).
+async fn refresh(
+    state: &AppState,
+    headers: &HeaderMap,
+    form: TokenRequest,
+) -> ApiResult<TokenResponse> {
     let now = state.clock.now();
+    let holder = token_proof(state, headers, now).await?;
     let token = required(form.refresh_token.as_ref(), "refresh_token")?;
     let client_id = required(form.client_id.as_ref(), "client_id")?.to_owned();
     let scope = form
@@ -386,17 +478,19 @@ async fn refresh(state: &AppState, form: TokenRequest) -> ApiResult<TokenRespons
             .unwrap_or(i64::MAX),
         access_ttl_seconds: oauth.access_token_ttl_seconds.get(),
         access_jti: random::ulid(now),
+        holder,
         status_base: public_base(state),
         key: state.keys.current().active.clone(),
     };
     let ttl = job.access_ttl_seconds;
     match state.write(move |ledger| ledger.refresh(job, now)).await? {
         Refreshed::Issued { access, compact } => Ok(TokenResponse {
+            token_type: token_type(&access),
             access_token: compact,
-            token_type: "Bearer".to_owned(),
             expires_in: u64::try_from(access.exp - now.s()).unwrap_or(ttl),
             scope: format(&access.svc_scope).ok(),
             refresh_token: Some(next),
+            issued_token_type: None,
         }),
         Refreshed::Refused(RefreshRefusal::Unknown) => Err(ApiError::bad_request(
             "refresh_token_invalid",
@@ -410,9 +504,148 @@ async fn refresh(state: &AppState, form: TokenRequest) -> ApiResult<TokenRespons
             "scope_widening",
             format!("scope may only narrow the grant (RFC 6749 §6): {widening}"),
         )),
+        Refreshed::Refused(RefreshRefusal::Proof(why)) => Err(proof_refused(&why)),
         Refreshed::Refused(RefreshRefusal::Family(why)) => {
             Err(ApiError::bad_request(why.code(), why.to_string()))
         }
+    }
+}
+
+/// What a token exchange's delegation came to.
+enum Exchanged {
+    Delegated(Delegated),
+    /// The delegation needs a person's approval, which a token exchange
+    /// does not wait for.
+    NeedsApproval,
+}
+
+/// Token exchange (RFC 8693 §2.1; plan §3.4): the subject token is the
+/// parent VAT, verified as an agent call's token is (never looked up by
+/// jti); a bound subject needs the request's proof by its key. The child
+/// is made by `delegate`'s own path — core's parameter reader writes the
+/// body `POST /v1/vat/delegate` would have received, read by the same
+/// parser, and `Ledger::delegate` applies every delegation rule and writes
+/// the `delegate` record. The child is bound to `holder_key` when given,
+/// else to a bound subject's key, else to the proof's key when there is
+/// one. No refresh token (§2.2.1). A client's mistake is a 400 with
+/// OAuth's `error` for its code (§2.2.2), the denied record's `aar_id`
+/// beside it.
+async fn exchange_token(
+    state: &AppState,
+    headers: &HeaderMap,
+    form: TokenRequest,
+) -> ApiResult<TokenResponse> {
+    exchanged(state, headers, form)
+        .await
+        .map_err(|mut refused| {
+            // RFC 6749 §5.2: an OAuth error is a 400 unless said otherwise;
+            // the delegation's own refusals (401, 403, 422) are the client's.
+            if refused.status.is_client_error()
+                && refused.status != axum::http::StatusCode::TOO_MANY_REQUESTS
+            {
+                refused.status = axum::http::StatusCode::BAD_REQUEST;
+            }
+            refused
+        })
+}
+
+async fn exchanged(
+    state: &AppState,
+    headers: &HeaderMap,
+    form: TokenRequest,
+) -> ApiResult<TokenResponse> {
+    let now = state.clock.now();
+    let asked = exchange::parse(&form.parameters())
+        .map_err(|why| ApiError::bad_request(why.code(), why.to_string()))?;
+    let proof = token_proof(state, headers, now).await?;
+    let (org, subject) = token_subject(state, now, &asked.subject_token)
+        .await
+        .map_err(|refused| {
+            ApiError::bad_request(
+                "subject_token_invalid",
+                format!(
+                    "the subject token was refused: {} ({})",
+                    refused.detail, refused.code
+                ),
+            )
+        })?;
+    // RFC 9449 §5 for the token endpoint: a bound subject is exchanged
+    // only by its holder.
+    if let Some(cnf) = &subject.cnf {
+        match &proof {
+            None => return Err(proof_refused(&DpopError::Required)),
+            Some(jkt) if jkt != &cnf.jkt => return Err(proof_refused(&DpopError::KeyMismatch)),
+            Some(_) => {}
+        }
+    }
+    let parent_aud = subject.aud.as_ref().map(Audience::as_str);
+    let aud = asked
+        .audience(parent_aud)
+        .map_err(|why| ApiError::bad_request(why.code(), why.to_string()))?;
+    if aud.as_deref() != parent_aud {
+        return Err(ApiError::bad_request(
+            "audience_mismatch",
+            "the subject token has no audience, and an exchange keeps the subject's: \
+             `resource` cannot give the child one",
+        ));
+    }
+    let body = asked.delegate_body(&subject.sub, &subject.svc_scope);
+    let body: DelegateRequest = serde_json::from_value(serde_json::Value::Object(body))
+        .map_err(|why| ApiError::bad_request("mandate_grant_invalid", why.to_string()))?;
+    let mut request = input::token_request(&body)?;
+    if request.holder.is_none() && subject.cnf.is_none() {
+        request.holder = proof;
+    }
+    let delegation = Delegation {
+        parent: subject.jti.clone(),
+        request,
+        child_random: random::bytes(),
+        record_random: random::bytes(),
+        status_base: public_base(state),
+        traceparent: None,
+        resumable: false,
+    };
+    state.limiters.org(org)?;
+    let key = state.keys.current().active.clone();
+    let exchanged = state
+        .write(move |ledger| match ledger.delegate(delegation, &key, now) {
+            Ok(delegated) => Ok(Exchanged::Delegated(delegated)),
+            Err(LedgerError::IdempotencyKeyRequired) => Ok(Exchanged::NeedsApproval),
+            Err(other) => Err(other),
+        })
+        .await?;
+    let delegated = match exchanged {
+        Exchanged::Delegated(delegated) => delegated,
+        Exchanged::NeedsApproval => {
+            return Err(ApiError::bad_request(
+                "approval_required",
+                "this delegation needs a person's approval, which a token exchange does not \
+                 wait for: delegate with POST /v1/vat/delegate and an Idempotency-Key",
+            ));
+        }
+    };
+    let (status, aar_id) = match &delegated {
+        Delegated::Issued { aar_id, .. } => ("completed", aar_id),
+        Delegated::Refused { aar_id, .. } => ("denied", aar_id),
+        Delegated::AwaitingApproval { aar_id, .. } => ("awaiting_approval", aar_id),
+    };
+    state.metrics.record_written(status);
+    spans::export(state, aar_id);
+    match delegated {
+        Delegated::Issued {
+            child, compact_jwt, ..
+        } => Ok(TokenResponse {
+            token_type: token_type(&child),
+            access_token: compact_jwt,
+            expires_in: u64::try_from(child.exp - now.s()).unwrap_or(0),
+            scope: format(&child.svc_scope).ok(),
+            refresh_token: None,
+            issued_token_type: Some(exchange::ACCESS_TOKEN_TYPE.to_owned()),
+        }),
+        Delegated::Refused { aar_id, refusal: r } => Err(refusal(&r).with_record(aar_id.as_str())),
+        Delegated::AwaitingApproval { .. } => Err(ApiError::internal(
+            "a delegation without an idempotency key waits for an approval",
+        )),
     }
 }
 

@@ -31,6 +31,9 @@ pub enum OAuthErrorCode {
     UnauthorizedClient,
     /// The `grant_type` is not one this server supports.
     UnsupportedGrantType,
+    /// The `DPoP` proof is missing where the grant is bound, invalid,
+    /// replayed, or by another key than the grant's (RFC 9449 §5, §10).
+    InvalidDpopProof,
     /// The server failed (RFC 6749 §4.1.2.1 names it for the authorization
     /// endpoint; token clients read it too).
     ServerError,
@@ -48,6 +51,7 @@ impl OAuthErrorCode {
             OAuthErrorCode::InvalidScope => "invalid_scope",
             OAuthErrorCode::UnauthorizedClient => "unauthorized_client",
             OAuthErrorCode::UnsupportedGrantType => "unsupported_grant_type",
+            OAuthErrorCode::InvalidDpopProof => "invalid_dpop_proof",
             OAuthErrorCode::ServerError => "server_error",
             OAuthErrorCode::TemporarilyUnavailable => "temporarily_unavailable",
         }
@@ -60,32 +64,63 @@ impl OAuthErrorCode {
 /// code (unless specified otherwise)").
 #[rustfmt::skip]
 pub const OAUTH_ERRORS: &[(&str, OAuthErrorCode)] = &[
-    ("agent_not_yours",        OAuthErrorCode::InvalidGrant),
-    ("client_mismatch",        OAuthErrorCode::UnauthorizedClient),
-    ("code_invalid",           OAuthErrorCode::InvalidGrant),
-    ("code_verifier_invalid",  OAuthErrorCode::InvalidRequest),
-    ("code_verifier_mismatch", OAuthErrorCode::InvalidGrant),
-    ("code_verifier_missing",  OAuthErrorCode::InvalidRequest),
-    ("form_malformed",         OAuthErrorCode::InvalidRequest),
-    ("form_required",          OAuthErrorCode::InvalidRequest),
-    ("grant_exhausted",        OAuthErrorCode::InvalidGrant),
-    ("grant_expired",          OAuthErrorCode::InvalidGrant),
-    ("grant_idle",             OAuthErrorCode::InvalidGrant),
-    ("grant_revoked",          OAuthErrorCode::InvalidGrant),
-    ("grant_type_unsupported", OAuthErrorCode::UnsupportedGrantType),
-    ("parameter_missing",      OAuthErrorCode::InvalidRequest),
-    ("parameter_repeated",     OAuthErrorCode::InvalidRequest),
-    ("payload_too_large",      OAuthErrorCode::InvalidRequest),
-    ("redirect_uri_mismatch",  OAuthErrorCode::InvalidGrant),
-    ("refresh_token_invalid",  OAuthErrorCode::InvalidGrant),
-    ("refresh_token_reused",   OAuthErrorCode::InvalidGrant),
-    ("refresh_token_unknown",  OAuthErrorCode::InvalidGrant),
-    ("resource_mismatch",      OAuthErrorCode::InvalidTarget),
-    ("scope_malformed",        OAuthErrorCode::InvalidScope),
-    ("scope_token_invalid",    OAuthErrorCode::InvalidScope),
-    ("scope_too_long",         OAuthErrorCode::InvalidScope),
-    ("scope_widening",         OAuthErrorCode::InvalidScope),
-    ("unreadable_body",        OAuthErrorCode::InvalidRequest),
+    ("action_not_permitted",            OAuthErrorCode::InvalidScope),
+    ("agent_not_yours",                 OAuthErrorCode::InvalidGrant),
+    ("audience_mismatch",               OAuthErrorCode::InvalidTarget),
+    ("budget_max_actions",              OAuthErrorCode::InvalidGrant),
+    ("budget_max_spend_per_action_usd", OAuthErrorCode::InvalidGrant),
+    ("budget_max_spend_usd",            OAuthErrorCode::InvalidGrant),
+    ("client_mismatch",                 OAuthErrorCode::UnauthorizedClient),
+    ("code_invalid",                    OAuthErrorCode::InvalidGrant),
+    ("code_verifier_invalid",           OAuthErrorCode::InvalidRequest),
+    ("code_verifier_mismatch",          OAuthErrorCode::InvalidGrant),
+    ("code_verifier_missing",           OAuthErrorCode::InvalidRequest),
+    ("dpop_from_future",                OAuthErrorCode::InvalidDpopProof),
+    ("dpop_invalid_jti",                OAuthErrorCode::InvalidDpopProof),
+    ("dpop_invalid_key",                OAuthErrorCode::InvalidDpopProof),
+    ("dpop_invalid_signature",          OAuthErrorCode::InvalidDpopProof),
+    ("dpop_invalid_typ",                OAuthErrorCode::InvalidDpopProof),
+    ("dpop_invalid_url",                OAuthErrorCode::InvalidDpopProof),
+    ("dpop_key_mismatch",               OAuthErrorCode::InvalidDpopProof),
+    ("dpop_malformed",                  OAuthErrorCode::InvalidDpopProof),
+    ("dpop_malformed_claims",           OAuthErrorCode::InvalidDpopProof),
+    ("dpop_malformed_header",           OAuthErrorCode::InvalidDpopProof),
+    ("dpop_method_mismatch",            OAuthErrorCode::InvalidDpopProof),
+    ("dpop_not_bound",                  OAuthErrorCode::InvalidDpopProof),
+    ("dpop_replayed",                   OAuthErrorCode::InvalidDpopProof),
+    ("dpop_required",                   OAuthErrorCode::InvalidDpopProof),
+    ("dpop_stale",                      OAuthErrorCode::InvalidDpopProof),
+    ("dpop_too_large",                  OAuthErrorCode::InvalidDpopProof),
+    ("dpop_unsupported_alg",            OAuthErrorCode::InvalidDpopProof),
+    ("dpop_url_mismatch",               OAuthErrorCode::InvalidDpopProof),
+    ("form_malformed",                  OAuthErrorCode::InvalidRequest),
+    ("form_required",                   OAuthErrorCode::InvalidRequest),
+    ("grant_exhausted",                 OAuthErrorCode::InvalidGrant),
+    ("grant_expired",                   OAuthErrorCode::InvalidGrant),
+    ("grant_idle",                      OAuthErrorCode::InvalidGrant),
+    ("grant_revoked",                   OAuthErrorCode::InvalidGrant),
+    ("grant_type_unsupported",          OAuthErrorCode::UnsupportedGrantType),
+    ("parameter_missing",               OAuthErrorCode::InvalidRequest),
+    ("parameter_repeated",              OAuthErrorCode::InvalidRequest),
+    ("payload_too_large",               OAuthErrorCode::InvalidRequest),
+    ("redirect_uri_mismatch",           OAuthErrorCode::InvalidGrant),
+    ("refresh_token_invalid",           OAuthErrorCode::InvalidGrant),
+    ("refresh_token_reused",            OAuthErrorCode::InvalidGrant),
+    ("refresh_token_unknown",           OAuthErrorCode::InvalidGrant),
+    ("resource_mismatch",               OAuthErrorCode::InvalidTarget),
+    ("resource_uri_fragment",           OAuthErrorCode::InvalidTarget),
+    ("resource_uri_malformed",          OAuthErrorCode::InvalidTarget),
+    ("resource_uri_scheme",             OAuthErrorCode::InvalidTarget),
+    ("resource_uri_too_long",           OAuthErrorCode::InvalidTarget),
+    ("scope_malformed",                 OAuthErrorCode::InvalidScope),
+    ("scope_token_invalid",             OAuthErrorCode::InvalidScope),
+    ("scope_too_long",                  OAuthErrorCode::InvalidScope),
+    ("scope_widening",                  OAuthErrorCode::InvalidScope),
+    ("subject_token_invalid",           OAuthErrorCode::InvalidGrant),
+    ("token_expired",                   OAuthErrorCode::InvalidGrant),
+    ("token_revoked",                   OAuthErrorCode::InvalidGrant),
+    ("trust_too_low",                   OAuthErrorCode::InvalidGrant),
+    ("unreadable_body",                 OAuthErrorCode::InvalidRequest),
 ];
 
 /// The OAuth `error` of a problem and the status it is sent with: the
@@ -114,6 +149,10 @@ pub struct OAuthErrorBody {
     pub error_description: String,
     /// Mandate's stable code, more precise than `error`.
     pub code: String,
+    /// The record a refused token exchange wrote (its denied `delegate`
+    /// record), when there is one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub aar_id: Option<String>,
 }
 
 /// An [`ApiError`] on its way out of an OAuth endpoint.
@@ -136,6 +175,7 @@ impl OAuthError {
                 error: error.as_str().to_owned(),
                 error_description: self.0.detail.clone(),
                 code: self.0.code.to_owned(),
+                aar_id: self.0.aar_id().map(str::to_owned),
             },
         )
     }
@@ -190,6 +230,7 @@ mod tests {
                 error: "invalid_request".to_owned(),
                 error_description: "send the body as a form".to_owned(),
                 code: "form_required".to_owned(),
+                aar_id: None,
             }
         );
         let unsupported = OAuthError(ApiError::bad_request("grant_type_unsupported", "no"));

@@ -322,6 +322,7 @@ const TITLES: &[(&str, &str)] = &[
     ("status_uri_mismatch",                      "Status list is not the token's"),
     ("status_value_too_wide",                    "Status value does not fit the list"),
     ("subject_mismatch",                         "Status list is for another address"),
+    ("subject_token_invalid",                    "Subject token refused"),
     ("subject_token_type_unsupported",           "Subject token type not supported"),
     ("subject_unsupported",                      "Subject is not an agent token"),
     ("tile_not_found",                           "Tile not found"),

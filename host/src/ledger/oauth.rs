@@ -10,7 +10,9 @@ use std::sync::Arc;
 use mandate_core::oauth::family::{
     FamilyError, FamilyEvent, FamilyState, RevokeReason, transition,
 };
-use mandate_core::{Claims, IssueError, Jti, Renewal, SigningKey, Ulid, renew, renew_within};
+use mandate_core::{
+    Claims, DpopError, IssueError, Jkt, Jti, Renewal, SigningKey, Ulid, renew, renew_within,
+};
 
 use super::Revoker;
 use super::{Ledger, LedgerError, internal};
@@ -83,6 +85,9 @@ pub struct Redemption {
     pub access_ttl_seconds: u64,
     /// The access token's id.
     pub access_jti: Ulid,
+    /// The key of the token request's proof: the access token is bound to
+    /// it (the grant row's `cnf_jkt` says the same).
+    pub holder: Option<Jkt>,
     /// SHA-256 of the refresh token to store as generation 0; none when
     /// the client may not refresh.
     pub refresh_hash: Option<Vec<u8>>,
@@ -147,6 +152,7 @@ impl Ledger {
             grant,
             access_ttl_seconds,
             access_jti,
+            holder,
             refresh_hash,
             status_base,
             key,
@@ -160,7 +166,7 @@ impl Ledger {
             Renewal {
                 now: now.s(),
                 ttl_seconds: access_ttl_seconds,
-                holder: None,
+                holder,
                 jti: access_jti,
                 status: None,
             },
@@ -247,6 +253,9 @@ pub struct Refresh {
     pub idle_seconds: i64,
     pub access_ttl_seconds: u64,
     pub access_jti: Ulid,
+    /// The key of the request's proof, checked (signature, endpoint, time,
+    /// once) but not yet against the grant's binding, which is read here.
+    pub holder: Option<Jkt>,
     pub status_base: String,
     pub key: Arc<SigningKey>,
 }
@@ -274,6 +283,9 @@ pub enum RefreshRefusal {
     Resource,
     /// `scope` is wider than the grant (RFC 6749 §6); the widening.
     Scope(String),
+    /// The proof does not fit the grant's binding (RFC 9449 §5): none for
+    /// a bound grant, another key's, or one for an unbound grant.
+    Proof(DpopError),
     /// What core's family said: reused, expired, idle, revoked.
     Family(FamilyError),
 }
@@ -293,7 +305,8 @@ impl Ledger {
     /// A refresh, in one transaction (plan §3.2): the presented refresh
     /// token, its grant and the grant root read under the organisation's
     /// lock; core's `family::transition` judges it. The current token,
-    /// for the grant's client and `resource`, rotates: it is marked used,
+    /// for the grant's client and `resource`, with a proof by the grant's
+    /// key when it is bound and none when it is not, rotates: it is marked used,
     /// the next generation stored, the grant's last use moved, and an
     /// access token issued as a renewal of the grant root (narrowed to
     /// `scope` by core's delegation rules when asked). An older token is
@@ -334,6 +347,14 @@ impl Ledger {
             {
                 return refuse(RefreshRefusal::Resource);
             }
+            let proof = refresh.holder.as_ref().map(Jkt::as_str);
+            match (grant.cnf_jkt.as_deref(), proof) {
+                (None, None) => {}
+                (Some(bound), Some(jkt)) if bound == jkt => {}
+                (Some(_), Some(_)) => return refuse(RefreshRefusal::Proof(DpopError::KeyMismatch)),
+                (Some(_), None) => return refuse(RefreshRefusal::Proof(DpopError::Required)),
+                (None, Some(_)) => return refuse(RefreshRefusal::Proof(DpopError::NotBound)),
+            }
         }
         if grant.revoked_at.is_none() && root.standing.revoked {
             self.end_grant(&grant.grant_id, RevokeReason::RootRevoked, now)?;
@@ -359,7 +380,7 @@ impl Ledger {
         let renewal = Renewal {
             now: now.s(),
             ttl_seconds: refresh.access_ttl_seconds,
-            holder: None,
+            holder: refresh.holder,
             jti: refresh.access_jti,
             status: None,
         };

@@ -41,11 +41,12 @@ pub struct AuthorizationServerMetadata {
     pub dpop_signing_alg_values_supported: Vec<String>,
 }
 
-/// A token request (RFC 6749 §4.1.3, §6), as a form. Parameters not
-/// listed are ignored (RFC 6749 §3.1).
+/// A token request (RFC 6749 §4.1.3, §6; RFC 8693 §2.1), as a form.
+/// Parameters not listed are ignored (RFC 6749 §3.1).
 #[derive(Debug, Clone, Deserialize, ToSchema)]
 pub struct TokenRequest {
-    /// The grant asked for: `authorization_code` or `refresh_token`.
+    /// The grant asked for: `authorization_code`, `refresh_token` or
+    /// `urn:ietf:params:oauth:grant-type:token-exchange`.
     pub grant_type: String,
     /// The authorization code (`authorization_code`).
     #[serde(default)]
@@ -68,9 +69,60 @@ pub struct TokenRequest {
     pub refresh_token: Option<String>,
     /// `refresh_token`: the scope of the new access token, no wider than
     /// the grant's; the actions or resource patterns it leaves out are the
-    /// grant's (RFC 6749 §6).
+    /// grant's (RFC 6749 §6). Token exchange: the child's actions and
+    /// resource patterns, each the subject's when left out.
     #[serde(default)]
     pub scope: Option<String>,
+    /// Token exchange: the parent VAT itself, compact (never a jti).
+    #[serde(default)]
+    pub subject_token: Option<String>,
+    /// Token exchange: `urn:ietf:params:oauth:token-type:access_token` or
+    /// `…:jwt`.
+    #[serde(default)]
+    pub subject_token_type: Option<String>,
+    /// Token exchange: absent or `urn:ietf:params:oauth:token-type:access_token`.
+    #[serde(default)]
+    pub requested_token_type: Option<String>,
+    /// Token exchange: refused when sent (the chain names every actor).
+    #[serde(default)]
+    pub actor_token: Option<String>,
+    /// Token exchange: refused when sent.
+    #[serde(default)]
+    pub actor_token_type: Option<String>,
+    /// Token exchange: accepted only when equal to the child's `aud`.
+    #[serde(default)]
+    pub audience: Option<String>,
+    /// Token exchange: a JSON object with the rest of `POST
+    /// /v1/vat/delegate`'s body (`agent_id`, `constraints`, `policy`,
+    /// `ttl_seconds`).
+    #[serde(default)]
+    pub mandate_grant: Option<String>,
+    /// Token exchange: a public Ed25519 JWK (JSON) the child is bound to.
+    #[serde(default)]
+    pub holder_key: Option<String>,
+}
+
+impl TokenRequest {
+    /// The parameters sent, by name, as core's token-exchange reader
+    /// takes them.
+    pub fn parameters(&self) -> std::collections::BTreeMap<String, String> {
+        [
+            ("grant_type", Some(&self.grant_type)),
+            ("resource", self.resource.as_ref()),
+            ("scope", self.scope.as_ref()),
+            ("subject_token", self.subject_token.as_ref()),
+            ("subject_token_type", self.subject_token_type.as_ref()),
+            ("requested_token_type", self.requested_token_type.as_ref()),
+            ("actor_token", self.actor_token.as_ref()),
+            ("actor_token_type", self.actor_token_type.as_ref()),
+            ("audience", self.audience.as_ref()),
+            ("mandate_grant", self.mandate_grant.as_ref()),
+            ("holder_key", self.holder_key.as_ref()),
+        ]
+        .into_iter()
+        .filter_map(|(name, value)| Some((name.to_owned(), value?.clone())))
+        .collect()
+    }
 }
 
 /// A revocation request (RFC 7009 §2.1), as a form.
@@ -93,7 +145,7 @@ pub struct RevocationRequest {
 pub struct TokenResponse {
     /// The access token: a VAT, compact.
     pub access_token: String,
-    /// `Bearer`.
+    /// `Bearer`, or `DPoP` for a token bound to a key (RFC 9449 §5).
     pub token_type: String,
     /// Seconds until the access token expires.
     pub expires_in: u64,
@@ -103,9 +155,13 @@ pub struct TokenResponse {
     pub scope: Option<String>,
     /// A refresh token (`mrt_…`), when the client is registered for
     /// `refresh_token`; each refresh answers a new one and uses up the one
-    /// presented.
+    /// presented. Never for a token exchange.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub refresh_token: Option<String>,
+    /// Token exchange: `urn:ietf:params:oauth:token-type:access_token`
+    /// (RFC 8693 §2.2.1).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub issued_token_type: Option<String>,
 }
 
 /// `POST /v1/oauth/requests/open`.

@@ -236,6 +236,10 @@ pub struct OAuthGrant {
     pub root_jti: String,
     /// The granted scope, as a `scope` parameter.
     pub scope: String,
+    /// The thumbprint of the key the grant's refresh tokens and access
+    /// tokens are bound to (RFC 9449 §5), fixed at redemption; none for an
+    /// unbound grant, which stays unbound.
+    pub cnf_jkt: Option<String>,
     /// Unix milliseconds.
     pub created_at: i64,
     /// Unix milliseconds: the grant root's `exp`.
@@ -249,7 +253,8 @@ pub struct OAuthGrant {
 }
 
 const GRANT_COLUMNS: &str = "grant_id, org, human_ref, client_id, client_host, client_name, \
-    resource, agent_id, root_jti, scope, created_at, expires_at, last_used_at, revoked_at, revoke_reason";
+    resource, agent_id, root_jti, scope, cnf_jkt, created_at, expires_at, last_used_at, revoked_at, \
+    revoke_reason";
 
 fn grant_from_row(row: &Row<'_>) -> sql::Result<OAuthGrant> {
     let created_at: i64 = row.get("created_at")?;
@@ -264,6 +269,7 @@ fn grant_from_row(row: &Row<'_>) -> sql::Result<OAuthGrant> {
         agent_id: row.get("agent_id")?,
         root_jti: row.get("root_jti")?,
         scope: row.get("scope")?,
+        cnf_jkt: row.get("cnf_jkt")?,
         created_at,
         expires_at: row.get("expires_at")?,
         last_used_at: row
@@ -278,7 +284,7 @@ fn grant_from_row(row: &Row<'_>) -> sql::Result<OAuthGrant> {
 pub fn insert_grant(conn: &Connection, grant: &OAuthGrant) -> sql::Result<()> {
     conn.prepare_cached(&format!(
         "INSERT INTO oauth_grants ({GRANT_COLUMNS})
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15)"
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16)"
     ))?
     .execute(params![
         grant.grant_id,
@@ -291,6 +297,7 @@ pub fn insert_grant(conn: &Connection, grant: &OAuthGrant) -> sql::Result<()> {
         grant.agent_id,
         grant.root_jti,
         grant.scope,
+        grant.cnf_jkt,
         grant.created_at,
         grant.expires_at,
         grant.last_used_at,

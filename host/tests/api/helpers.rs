@@ -358,6 +358,12 @@ impl Holder {
 
     /// A proof for one request with `token`, made `age` seconds ago.
     pub fn proof_aged(&self, method: &str, url: &str, token: &str, age: i64) -> String {
+        self.proof_at(method, url, Some(token), mandate_host::clock::now_s() - age)
+    }
+
+    /// A proof for one request, with `token` (none for a token request,
+    /// RFC 9449 §5), made at `now` (unix seconds).
+    pub fn proof_at(&self, method: &str, url: &str, token: Option<&str>, now: i64) -> String {
         use rand_core::RngCore as _;
         let mut jti = [0u8; 16];
         rand_core::OsRng.fill_bytes(&mut jti);
@@ -367,11 +373,16 @@ impl Holder {
                 method,
                 url,
                 access_token: token,
-                now: mandate_host::clock::now_s() - age,
+                now,
                 jti_random: jti,
             },
         )
         .unwrap()
+    }
+
+    /// The RFC 7638 thumbprint of the public key.
+    pub fn jkt(&self) -> String {
+        self.key.holder_key().jkt().as_str().to_owned()
     }
 
     /// A fresh proof for one request with `token`.

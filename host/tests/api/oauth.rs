@@ -11,6 +11,7 @@ use serde_json::{Value, json};
 use crate::helpers::{TestApp, expect_json, expect_problem};
 
 mod documents;
+mod exchange;
 
 /// `[oauth]` on, the issuer being this server's own address (plus `path`).
 fn oauth_at(config: &mut Config, path: &str) {
@@ -2233,4 +2234,322 @@ async fn the_grants_api_lists_and_revokes_what_clients_hold() {
         "not_found",
     )
     .await;
+}
+
+// DPoP at the token endpoint (RFC 9449 §5, §10).
+
+use crate::helpers::Holder;
+
+impl Flow {
+    /// The token endpoint's address, as a proof's `htu` names it.
+    fn token_url(&self) -> String {
+        self.app.url("/v1/oauth/token")
+    }
+
+    /// A token-request proof by `holder` for `POST` to the token endpoint,
+    /// made now by the server's clock.
+    fn token_proof(&self, holder: &Holder) -> String {
+        holder.proof_at("POST", &self.token_url(), None, self.app.clock.now().s())
+    }
+
+    /// A token request with the `DPoP` headers `proofs`.
+    async fn token_with(&self, form: &[(&str, &str)], proofs: &[&str]) -> reqwest::Response {
+        let mut request = self.app.client.post(self.token_url()).form_of(form);
+        for proof in proofs {
+            request = request.header("dpop", *proof);
+        }
+        request.send().await.unwrap()
+    }
+
+    /// The redemption of `code` with the `DPoP` headers `proofs`.
+    async fn redeem_with(&self, code: &str, proofs: &[&str]) -> reqwest::Response {
+        self.token_with(
+            &[
+                ("grant_type", "authorization_code"),
+                ("code", code),
+                ("client_id", &self.client_id),
+                ("redirect_uri", REDIRECT),
+                ("code_verifier", VERIFIER),
+                ("resource", RESOURCE),
+            ],
+            proofs,
+        )
+        .await
+    }
+
+    /// A refresh with `refresh_token` and the `DPoP` headers `proofs`.
+    async fn refresh_with(&self, refresh_token: &str, proofs: &[&str]) -> reqwest::Response {
+        self.token_with(
+            &[
+                ("grant_type", "refresh_token"),
+                ("refresh_token", refresh_token),
+                ("client_id", &self.client_id),
+            ],
+            proofs,
+        )
+        .await
+    }
+
+    /// A code for an authorization request naming `holder`'s key as
+    /// `dpop_jkt` (RFC 9449 §10), granting `read` on `crm:*`.
+    async fn code_for_key(&self, holder: &Holder) -> String {
+        let jkt = holder.jkt();
+        let response = self.authorize(&[("dpop_jkt", Some(jkt.as_str()))]).await;
+        assert_eq!(response.status(), StatusCode::SEE_OTHER);
+        let sealed = query_of(&location(&response))["request"].clone();
+        self.approve(&sealed, read_crm()).await["code"].clone()
+    }
+
+    /// The grant row's `cnf_jkt`, of the only grant.
+    fn grant_jkt(&self) -> Option<String> {
+        self.app.with_database(|conn| {
+            conn.query_row("SELECT cnf_jkt FROM oauth_grants", [], |row| row.get(0))
+                .unwrap()
+        })
+    }
+}
+
+/// Records an act with the bound token `access`, with a proof by `holder`
+/// (none when `None`); the answer's status and body.
+async fn act_bound(app: &TestApp, access: &str, holder: Option<&Holder>) -> (StatusCode, Value) {
+    let path = "/v1/vat/record/action";
+    let proof = holder.map(|holder| holder.proof("POST", &app.url(path), access));
+    let response = app
+        .post_dpop(
+            path,
+            access,
+            proof.as_deref(),
+            &json!({"action": "read", "resource": "crm:lead/1", "result": "success"}),
+        )
+        .await;
+    let status = response.status();
+    (status, response.json().await.unwrap_or(Value::Null))
+}
+
+/// RFC 9449 §5, §10: a code whose request named a key, redeemed with a
+/// proof by it, answers a `DPoP` token bound to that key (`cnf.jkt`) and
+/// binds the grant; the token acts at the agent endpoints only with a
+/// proof by that key — not as a Bearer token, not with another key's
+/// proof. A refresh with a proof by the same key answers a token bound to
+/// it again. A code whose request named no key, redeemed with a proof, is
+/// bound to the proof's key all the same.
+#[tokio::test]
+async fn dpop_bound_code_flow() {
+    let flow = Flow::start().await;
+    let holder = Holder::new();
+    let code = flow.code_for_key(&holder).await;
+    let response = flow.redeem_with(&code, &[&flow.token_proof(&holder)]).await;
+    assert_eq!(response.headers()["cache-control"], "no-store");
+    let issued = expect_json(response, StatusCode::OK).await;
+    assert_eq!(issued["token_type"], "DPoP");
+    let access = text(&issued["access_token"]).to_owned();
+    assert_eq!(claims_of(&access)["cnf"]["jkt"], json!(holder.jkt()));
+    assert_eq!(flow.grant_jkt(), Some(holder.jkt()));
+
+    let (status, record) = act_bound(&flow.app, &access, Some(&holder)).await;
+    assert_eq!(status, StatusCode::CREATED, "{record}");
+    let (status, refused) = act_with(&flow.app, &access, "read").await;
+    assert_eq!(
+        (status, &refused["code"]),
+        (StatusCode::UNAUTHORIZED, &json!("dpop_required"))
+    );
+    let (status, refused) = act_bound(&flow.app, &access, Some(&Holder::new())).await;
+    assert_eq!(
+        (status, &refused["reason"]),
+        (StatusCode::UNAUTHORIZED, &json!("dpop_key_mismatch")),
+        "{refused}"
+    );
+
+    let refresh = text(&issued["refresh_token"]).to_owned();
+    let renewed = expect_json(
+        flow.refresh_with(&refresh, &[&flow.token_proof(&holder)])
+            .await,
+        StatusCode::OK,
+    )
+    .await;
+    assert_eq!(renewed["token_type"], "DPoP");
+    let access = text(&renewed["access_token"]).to_owned();
+    assert_eq!(claims_of(&access)["cnf"]["jkt"], json!(holder.jkt()));
+    let (status, record) = act_bound(&flow.app, &access, Some(&holder)).await;
+    assert_eq!(status, StatusCode::CREATED, "{record}");
+
+    let unnamed = Flow::start().await;
+    let other = Holder::new();
+    let code = unnamed.code().await;
+    let issued = expect_json(
+        unnamed
+            .redeem_with(&code, &[&unnamed.token_proof(&other)])
+            .await,
+        StatusCode::OK,
+    )
+    .await;
+    assert_eq!(issued["token_type"], "DPoP");
+    assert_eq!(
+        claims_of(text(&issued["access_token"]))["cnf"]["jkt"],
+        json!(other.jkt())
+    );
+    assert_eq!(unnamed.grant_jkt(), Some(other.jkt()));
+}
+
+/// RFC 9449 §10: a code whose request named a key is redeemed only with a
+/// proof by that key — none, or another key's, is `invalid_dpop_proof`
+/// and leaves the code unused; the right proof then redeems it.
+#[tokio::test]
+async fn dpop_jkt_mismatch_is_refused() {
+    let flow = Flow::start().await;
+    let holder = Holder::new();
+    let code = flow.code_for_key(&holder).await;
+    assert_eq!(
+        oauth_error_of(flow.redeem_with(&code, &[]).await).await,
+        pair("invalid_dpop_proof", "dpop_required")
+    );
+    let thief = Holder::new();
+    assert_eq!(
+        oauth_error_of(flow.redeem_with(&code, &[&flow.token_proof(&thief)]).await).await,
+        pair("invalid_dpop_proof", "dpop_key_mismatch")
+    );
+    let issued = expect_json(
+        flow.redeem_with(&code, &[&flow.token_proof(&holder)]).await,
+        StatusCode::OK,
+    )
+    .await;
+    assert_eq!(issued["token_type"], "DPoP");
+}
+
+/// RFC 9449 §11.1: a token request's proof is used once — the same proof
+/// again, even for another grant type, is refused; the replay memory is
+/// the agent calls' own (on PostgreSQL, the table every host shares).
+#[tokio::test]
+async fn a_token_proof_is_used_once() {
+    let flow = Flow::start().await;
+    let holder = Holder::new();
+    let code = flow.code_for_key(&holder).await;
+    let proof = flow.token_proof(&holder);
+    let issued = expect_json(flow.redeem_with(&code, &[&proof]).await, StatusCode::OK).await;
+    let refresh = text(&issued["refresh_token"]).to_owned();
+    assert_eq!(
+        oauth_error_of(flow.refresh_with(&refresh, &[&proof]).await).await,
+        pair("invalid_dpop_proof", "dpop_replayed")
+    );
+    // The refused refresh left the refresh token current.
+    expect_json(
+        flow.refresh_with(&refresh, &[&flow.token_proof(&holder)])
+            .await,
+        StatusCode::OK,
+    )
+    .await;
+}
+
+/// RFC 9449 §4.3 at the token endpoint: a proof made for another URL or
+/// method, one carrying `ath` (made for a resource), a stale one, a
+/// malformed one, or two `DPoP` headers are refused with
+/// `invalid_dpop_proof` naming the rule; none of them uses the code up.
+#[tokio::test]
+async fn a_proof_for_another_endpoint_is_refused() {
+    let flow = Flow::start().await;
+    let holder = Holder::new();
+    let code = flow.code_for_key(&holder).await;
+    let now = flow.app.clock.now().s();
+    let token_url = flow.token_url();
+    let cases = [
+        (
+            holder.proof_at("POST", &flow.app.url("/v1/oauth/revoke"), None, now),
+            "dpop_url_mismatch",
+        ),
+        (
+            holder.proof_at("GET", &token_url, None, now),
+            "dpop_method_mismatch",
+        ),
+        (
+            holder.proof_at("POST", &token_url, Some("token"), now),
+            "dpop_malformed_claims",
+        ),
+        (
+            holder.proof_at("POST", &token_url, None, now - 61),
+            "dpop_stale",
+        ),
+        ("not.a.proof".to_owned(), "dpop_malformed"),
+    ];
+    for (proof, expected) in cases {
+        assert_eq!(
+            oauth_error_of(flow.redeem_with(&code, &[&proof]).await).await,
+            pair("invalid_dpop_proof", expected)
+        );
+    }
+    let (one, two) = (flow.token_proof(&holder), flow.token_proof(&holder));
+    assert_eq!(
+        oauth_error_of(flow.redeem_with(&code, &[&one, &two]).await).await,
+        pair("invalid_dpop_proof", "dpop_malformed")
+    );
+    expect_json(
+        flow.redeem_with(&code, &[&flow.token_proof(&holder)]).await,
+        StatusCode::OK,
+    )
+    .await;
+}
+
+/// RFC 9449 §5: the refresh token of a bound grant is used only with a
+/// proof by the grant's key; without one, or with another key's, the
+/// refresh is refused and the token stays current (a refusal is not
+/// reuse); the holder then refreshes.
+#[tokio::test]
+async fn refresh_of_a_bound_family_needs_the_same_key() {
+    let flow = Flow::start().await;
+    let holder = Holder::new();
+    let code = flow.code_for_key(&holder).await;
+    let issued = expect_json(
+        flow.redeem_with(&code, &[&flow.token_proof(&holder)]).await,
+        StatusCode::OK,
+    )
+    .await;
+    let refresh = text(&issued["refresh_token"]).to_owned();
+    assert_eq!(
+        oauth_error_of(flow.refresh_with(&refresh, &[]).await).await,
+        pair("invalid_dpop_proof", "dpop_required")
+    );
+    assert_eq!(
+        oauth_error_of(
+            flow.refresh_with(&refresh, &[&flow.token_proof(&Holder::new())])
+                .await
+        )
+        .await,
+        pair("invalid_dpop_proof", "dpop_key_mismatch")
+    );
+    assert_eq!(revoke_reason(&flow.app), None);
+    let renewed = expect_json(
+        flow.refresh_with(&refresh, &[&flow.token_proof(&holder)])
+            .await,
+        StatusCode::OK,
+    )
+    .await;
+    assert_eq!(renewed["token_type"], "DPoP");
+}
+
+/// Decision "no silent upgrade": a grant redeemed without a proof stays
+/// unbound — a refresh with a proof is refused (`dpop_not_bound`), leaves
+/// the refresh token current, and a refresh without one answers a Bearer
+/// token.
+#[tokio::test]
+async fn an_unbound_family_is_not_bound_by_a_refresh() {
+    let flow = Flow::start().await;
+    let issued = flow.granted(read_crm()).await;
+    assert_eq!(issued["token_type"], "Bearer");
+    assert_eq!(flow.grant_jkt(), None);
+    let refresh = text(&issued["refresh_token"]).to_owned();
+    assert_eq!(
+        oauth_error_of(
+            flow.refresh_with(&refresh, &[&flow.token_proof(&Holder::new())])
+                .await
+        )
+        .await,
+        pair("invalid_dpop_proof", "dpop_not_bound")
+    );
+    let renewed = expect_json(flow.refresh_with(&refresh, &[]).await, StatusCode::OK).await;
+    assert_eq!(renewed["token_type"], "Bearer");
+    assert!(
+        claims_of(text(&renewed["access_token"]))
+            .get("cnf")
+            .is_none()
+    );
+    assert_eq!(flow.grant_jkt(), None);
 }

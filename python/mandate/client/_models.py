@@ -825,6 +825,11 @@ class OAuthErrorBody(TypedDict):
     An OAuth error body (RFC 6749 §5.2).
     """
 
+    aar_id: NotRequired[str | None]
+    """
+    The record a refused token exchange wrote (its denied `delegate`
+    record), when there is one.
+    """
     code: str
     """
     Mandate's stable code, more precise than `error`.
@@ -1312,10 +1317,22 @@ class TokenPage(TypedDict):
 
 class TokenRequest(TypedDict):
     """
-    A token request (RFC 6749 §4.1.3, §6), as a form. Parameters not
-    listed are ignored (RFC 6749 §3.1).
+    A token request (RFC 6749 §4.1.3, §6; RFC 8693 §2.1), as a form.
+    Parameters not listed are ignored (RFC 6749 §3.1).
     """
 
+    actor_token: NotRequired[str | None]
+    """
+    Token exchange: refused when sent (the chain names every actor).
+    """
+    actor_token_type: NotRequired[str | None]
+    """
+    Token exchange: refused when sent.
+    """
+    audience: NotRequired[str | None]
+    """
+    Token exchange: accepted only when equal to the child's `aud`.
+    """
     client_id: NotRequired[str | None]
     """
     The client the code or refresh token was issued to (required).
@@ -1330,7 +1347,18 @@ class TokenRequest(TypedDict):
     """
     grant_type: str
     """
-    The grant asked for: `authorization_code` or `refresh_token`.
+    The grant asked for: `authorization_code`, `refresh_token` or
+    `urn:ietf:params:oauth:grant-type:token-exchange`.
+    """
+    holder_key: NotRequired[str | None]
+    """
+    Token exchange: a public Ed25519 JWK (JSON) the child is bound to.
+    """
+    mandate_grant: NotRequired[str | None]
+    """
+    Token exchange: a JSON object with the rest of `POST
+    /v1/vat/delegate`'s body (`agent_id`, `constraints`, `policy`,
+    `ttl_seconds`).
     """
     redirect_uri: NotRequired[str | None]
     """
@@ -1339,6 +1367,10 @@ class TokenRequest(TypedDict):
     refresh_token: NotRequired[str | None]
     """
     The refresh token (`refresh_token`).
+    """
+    requested_token_type: NotRequired[str | None]
+    """
+    Token exchange: absent or `urn:ietf:params:oauth:token-type:access_token`.
     """
     resource: NotRequired[str | None]
     """
@@ -1349,7 +1381,17 @@ class TokenRequest(TypedDict):
     """
     `refresh_token`: the scope of the new access token, no wider than
     the grant's; the actions or resource patterns it leaves out are the
-    grant's (RFC 6749 §6).
+    grant's (RFC 6749 §6). Token exchange: the child's actions and
+    resource patterns, each the subject's when left out.
+    """
+    subject_token: NotRequired[str | None]
+    """
+    Token exchange: the parent VAT itself, compact (never a jti).
+    """
+    subject_token_type: NotRequired[str | None]
+    """
+    Token exchange: `urn:ietf:params:oauth:token-type:access_token` or
+    `…:jwt`.
     """
 
 
@@ -1366,11 +1408,16 @@ class TokenResponse(TypedDict):
     """
     Seconds until the access token expires.
     """
+    issued_token_type: NotRequired[str | None]
+    """
+    Token exchange: `urn:ietf:params:oauth:token-type:access_token`
+    (RFC 8693 §2.2.1).
+    """
     refresh_token: NotRequired[str | None]
     """
     A refresh token (`mrt_…`), when the client is registered for
     `refresh_token`; each refresh answers a new one and uses up the one
-    presented.
+    presented. Never for a token exchange.
     """
     scope: NotRequired[str | None]
     """
@@ -1379,7 +1426,7 @@ class TokenResponse(TypedDict):
     """
     token_type: str
     """
-    `Bearer`.
+    `Bearer`, or `DPoP` for a token bound to a key (RFC 9449 §5).
     """
 
 

@@ -352,6 +352,7 @@ export type ProblemCode =
   | "status_uri_mismatch"
   | "status_value_too_wide"
   | "subject_mismatch"
+  | "subject_token_invalid"
   | "subject_token_type_unsupported"
   | "subject_unsupported"
   | "tile_not_found"

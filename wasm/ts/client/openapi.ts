@@ -506,8 +506,10 @@ export interface paths {
         put?: never;
         /**
          * The token endpoint (RFC 6749 §3.2): a form, no client authentication
-         *     (public clients). `authorization_code` (RFC 6749 §4.1.3) and
-         *     `refresh_token` (§6) are served; every other `grant_type` is answered
+         *     (public clients). `authorization_code` (RFC 6749 §4.1.3),
+         *     `refresh_token` (§6) and token exchange (RFC 8693 §2.1, a delegation)
+         *     are served, with an optional `DPoP` proof (RFC 9449 §5); every other
+         *     `grant_type` is answered
          *     `unsupported_grant_type` (RFC 6749 §5.2), a missing one
          *     `invalid_request`. 404 unless `[oauth]` is on.
          */
@@ -2341,6 +2343,11 @@ export interface components {
         };
         /** @description An OAuth error body (RFC 6749 §5.2). */
         OAuthErrorBody: {
+            /**
+             * @description The record a refused token exchange wrote (its denied `delegate`
+             *     record), when there is one.
+             */
+            aar_id?: string | null;
             /** @description Mandate's stable code, more precise than `error`. */
             code: string;
             /** @description OAuth's code: `invalid_request`, `unsupported_grant_type`, … */
@@ -2937,22 +2944,41 @@ export interface components {
             tokens: components["schemas"]["TokenListItem"][];
         };
         /**
-         * @description A token request (RFC 6749 §4.1.3, §6), as a form. Parameters not
-         *     listed are ignored (RFC 6749 §3.1).
+         * @description A token request (RFC 6749 §4.1.3, §6; RFC 8693 §2.1), as a form.
+         *     Parameters not listed are ignored (RFC 6749 §3.1).
          */
         TokenRequest: {
+            /** @description Token exchange: refused when sent (the chain names every actor). */
+            actor_token?: string | null;
+            /** @description Token exchange: refused when sent. */
+            actor_token_type?: string | null;
+            /** @description Token exchange: accepted only when equal to the child's `aud`. */
+            audience?: string | null;
             /** @description The client the code or refresh token was issued to (required). */
             client_id?: string | null;
             /** @description The authorization code (`authorization_code`). */
             code?: string | null;
             /** @description The PKCE verifier (RFC 7636 §4.5). */
             code_verifier?: string | null;
-            /** @description The grant asked for: `authorization_code` or `refresh_token`. */
+            /**
+             * @description The grant asked for: `authorization_code`, `refresh_token` or
+             *     `urn:ietf:params:oauth:grant-type:token-exchange`.
+             */
             grant_type: string;
+            /** @description Token exchange: a public Ed25519 JWK (JSON) the child is bound to. */
+            holder_key?: string | null;
+            /**
+             * @description Token exchange: a JSON object with the rest of `POST
+             *     /v1/vat/delegate`'s body (`agent_id`, `constraints`, `policy`,
+             *     `ttl_seconds`).
+             */
+            mandate_grant?: string | null;
             /** @description The `redirect_uri` of the authorization request, exactly. */
             redirect_uri?: string | null;
             /** @description The refresh token (`refresh_token`). */
             refresh_token?: string | null;
+            /** @description Token exchange: absent or `urn:ietf:params:oauth:token-type:access_token`. */
+            requested_token_type?: string | null;
             /**
              * @description The resource the token is for: when sent, the authorization
              *     request's exactly (RFC 8707 §2.2).
@@ -2961,9 +2987,17 @@ export interface components {
             /**
              * @description `refresh_token`: the scope of the new access token, no wider than
              *     the grant's; the actions or resource patterns it leaves out are the
-             *     grant's (RFC 6749 §6).
+             *     grant's (RFC 6749 §6). Token exchange: the child's actions and
+             *     resource patterns, each the subject's when left out.
              */
             scope?: string | null;
+            /** @description Token exchange: the parent VAT itself, compact (never a jti). */
+            subject_token?: string | null;
+            /**
+             * @description Token exchange: `urn:ietf:params:oauth:token-type:access_token` or
+             *     `…:jwt`.
+             */
+            subject_token_type?: string | null;
         };
         /** @description A successful token response (RFC 6749 §5.1). */
         TokenResponse: {
@@ -2975,9 +3009,14 @@ export interface components {
              */
             expires_in: number;
             /**
+             * @description Token exchange: `urn:ietf:params:oauth:token-type:access_token`
+             *     (RFC 8693 §2.2.1).
+             */
+            issued_token_type?: string | null;
+            /**
              * @description A refresh token (`mrt_…`), when the client is registered for
              *     `refresh_token`; each refresh answers a new one and uses up the one
-             *     presented.
+             *     presented. Never for a token exchange.
              */
             refresh_token?: string | null;
             /**
@@ -2985,7 +3024,7 @@ export interface components {
              *     resource pattern cannot be written as a scope token).
              */
             scope?: string | null;
-            /** @description `Bearer`. */
+            /** @description `Bearer`, or `DPoP` for a token bound to a key (RFC 9449 §5). */
             token_type: string;
         };
         /**
