@@ -360,7 +360,7 @@ pub fn grants(
     }
     let mut statement = conn.prepare_cached(&format!(
         "SELECT g.grant_id, g.org, g.human_ref, g.client_id, g.client_host, g.client_name,
-                g.resource, g.agent_id, g.root_jti, g.scope, g.created_at, g.expires_at,
+                g.resource, g.agent_id, g.root_jti, g.scope, g.cnf_jkt, g.created_at, g.expires_at,
                 g.last_used_at,
                 COALESCE(g.revoked_at, t.revoked_at * 1000) AS revoked_at,
                 CASE WHEN g.revoked_at IS NOT NULL THEN g.revoke_reason
