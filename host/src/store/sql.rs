@@ -485,14 +485,18 @@ impl postgres::types::ToSql for PgBind<'_> {
 
 /// The type of a parameter whose type the server infers from the
 /// statement (object id 0 in the Parse message, as `prepare` leaves it):
-/// how a statement is sent without being prepared by name.
+/// how a statement is sent without being prepared by name. Made once; a
+/// clone shares it.
 fn unspecified() -> Type {
-    Type::new(
-        "unspecified".to_owned(),
-        0,
-        Kind::Pseudo,
-        "pg_catalog".to_owned(),
-    )
+    static UNSPECIFIED: std::sync::LazyLock<Type> = std::sync::LazyLock::new(|| {
+        Type::new(
+            "unspecified".to_owned(),
+            0,
+            Kind::Pseudo,
+            "pg_catalog".to_owned(),
+        )
+    });
+    UNSPECIFIED.clone()
 }
 
 /// A value in PostgreSQL's text input form (of any type the server may
