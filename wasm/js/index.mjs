@@ -51,6 +51,7 @@ export const {
   verifyWebhook,
   verifyWebhookPairs,
   verifyWitnessed,
+  verifyWitnessedLogProof,
 } = sdk;
 
 export default sdk;
