@@ -12,7 +12,7 @@ mod codes;
 pub mod oauth;
 mod titles;
 
-pub use titles::title;
+pub use titles::{known_code, title};
 
 /// One way a delegation would widen its parent, as sent to clients.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, ToSchema)]
@@ -69,6 +69,8 @@ struct Extra {
     retry_after: Option<u64>,
     /// `WWW-Authenticate` of a 401 other than the Bearer default.
     challenge: Option<&'static str>,
+    /// The approval an OAuth request waits for.
+    approval: Option<oauth::MandateApproval>,
 }
 
 /// The challenge of a 401 about a bound token (RFC 9449 §7.1).
@@ -251,6 +253,17 @@ impl ApiError {
     /// The record the problem is about, if any.
     pub fn aar_id(&self) -> Option<&str> {
         self.extra.as_ref()?.aar_id.as_deref()
+    }
+
+    /// Attaches the approval an OAuth request waits for.
+    pub fn with_approval(mut self, approval: oauth::MandateApproval) -> ApiError {
+        self.extra().approval = Some(approval);
+        self
+    }
+
+    /// The approval an OAuth request waits for, if any.
+    pub fn approval(&self) -> Option<&oauth::MandateApproval> {
+        self.extra.as_ref()?.approval.as_ref()
     }
 
     /// Attaches every widening of a refused delegation.

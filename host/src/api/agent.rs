@@ -529,7 +529,7 @@ pub(crate) async fn delegate(
 }
 
 /// The `delegate` record of a stored 202 answer.
-fn waiting_delegation(waiting: &StoredReply) -> Result<AarId, LedgerError> {
+pub(crate) fn waiting_delegation(waiting: &StoredReply) -> Result<AarId, LedgerError> {
     serde_json::from_slice::<DelegationAwaitingApproval>(&waiting.body)
         .ok()
         .and_then(|body| AarId::parse(&body.aar_id).ok())
@@ -540,7 +540,7 @@ fn waiting_delegation(waiting: &StoredReply) -> Result<AarId, LedgerError> {
         })
 }
 
-fn render_delegation(delegated: &Delegated) -> Rendered {
+pub(crate) fn render_delegation(delegated: &Delegated) -> Rendered {
     match delegated {
         Delegated::Issued {
             child,

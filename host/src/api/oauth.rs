@@ -17,31 +17,33 @@ use mandate_core::oauth::exchange;
 use mandate_core::oauth::pkce::CodeChallenge;
 use mandate_core::oauth::scope::{RequestedScope, format};
 use mandate_core::{
-    AssuranceLevel, DpopError, HumanRef, Jkt, ProofRequest, VerifyOptions,
+    AssuranceLevel, DpopError, HumanRef, Jkt, Jti, ProofRequest, VerifyOptions,
     verify_ignoring_lifetime, verify_token_request_proof,
 };
 use sha2::{Digest as _, Sha256};
 
+use super::agent::{render_delegation, waiting_delegation};
 use super::docs::Errors;
 use super::extract::{OAuthForm, first_use_of_proof, token_subject};
 use super::input;
 use super::issue::root_claims;
 use super::oauth_consent::{CONSENT_ASSURANCE, Choice, issuer};
-use super::problems::refusal;
 use super::status::public_base;
+use super::write::{Rendered, once_resuming};
 use crate::clock::Now;
-use crate::error::oauth::{OAuthError, OAuthErrorBody};
-use crate::error::{ApiError, ApiResult, truncate_chars};
+use crate::error::oauth::{MandateApproval, OAuthError, OAuthErrorBody};
+use crate::error::{ApiError, ApiResult, known_code, truncate_chars};
 use crate::ledger::{
-    ClientRevocation, Delegated, Delegation, LedgerError, Redeemed, Redemption, Refresh,
-    RefreshRefusal, Refreshed,
+    ClientRevocation, Delegated, Delegation, IdempotencyKey, LedgerError, Redeemed, Redemption,
+    Refresh, RefreshRefusal, Refreshed,
 };
-use crate::model::DelegateRequest;
 use crate::model::oauth::{
     AuthorizationServerMetadata, RevocationRequest, TokenRequest, TokenResponse,
 };
+use crate::model::{DelegateRequest, DelegationAwaitingApproval, IssuedToken};
 use crate::queries::QueryError;
 use crate::store::oauth::{self as rows, OAuthCode, OAuthGrant};
+use crate::store::orgs::Org;
 use crate::{AppState, random, spans};
 
 /// Where the metadata document is (RFC 8414 §3).
@@ -590,12 +592,14 @@ async fn exchanged(
         ));
     }
     let body = asked.delegate_body(&subject.sub, &subject.svc_scope);
+    let canonical = serde_json::to_vec(&body).map_err(ApiError::internal)?;
     let body: DelegateRequest = serde_json::from_value(serde_json::Value::Object(body))
         .map_err(|why| ApiError::bad_request("mandate_grant_invalid", why.to_string()))?;
     let mut request = input::token_request(&body)?;
     if request.holder.is_none() && subject.cnf.is_none() {
         request.holder = proof;
     }
+    let waiting = waiting_key(org, &subject.jti, &canonical, request.holder.as_ref());
     let delegation = Delegation {
         parent: subject.jti.clone(),
         request,
@@ -607,45 +611,136 @@ async fn exchanged(
     };
     state.limiters.org(org)?;
     let key = state.keys.current().active.clone();
+    let asked = delegation.clone();
     let exchanged = state
-        .write(move |ledger| match ledger.delegate(delegation, &key, now) {
+        .write(move |ledger| match ledger.delegate(asked, &key, now) {
             Ok(delegated) => Ok(Exchanged::Delegated(delegated)),
             Err(LedgerError::IdempotencyKeyRequired) => Ok(Exchanged::NeedsApproval),
             Err(other) => Err(other),
         })
         .await?;
-    let delegated = match exchanged {
-        Exchanged::Delegated(delegated) => delegated,
+    let rendered = match exchanged {
+        Exchanged::Delegated(delegated) => {
+            written(state, &delegated);
+            render_delegation(&delegated)
+        }
         Exchanged::NeedsApproval => {
-            return Err(ApiError::bad_request(
-                "approval_required",
-                "this delegation needs a person's approval, which a token exchange does not \
-                 wait for: delegate with POST /v1/vat/delegate and an Idempotency-Key",
-            ));
+            let delegation = Delegation {
+                resumable: true,
+                ..delegation
+            };
+            let resumed = delegation.clone();
+            let signing = state.keys.current().active.clone();
+            let resuming = signing.clone();
+            let (delegated, rendered) = once_resuming(
+                state,
+                Some(waiting),
+                now,
+                move |ledger| ledger.delegate(delegation, &signing, now),
+                move |ledger, stored| {
+                    let aar_id = waiting_delegation(stored)?;
+                    ledger.resume_delegation(&aar_id, resumed, &resuming, now)
+                },
+                render_delegation,
+            )
+            .await?;
+            if let Some(delegated) = &delegated {
+                written(state, delegated);
+            }
+            rendered
         }
     };
-    let (status, aar_id) = match &delegated {
+    exchange_answer(state, &rendered, now)
+}
+
+/// Counts and exports the `delegate` record an exchange wrote.
+fn written(state: &AppState, delegated: &Delegated) {
+    let (status, aar_id) = match delegated {
         Delegated::Issued { aar_id, .. } => ("completed", aar_id),
         Delegated::Refused { aar_id, .. } => ("denied", aar_id),
         Delegated::AwaitingApproval { aar_id, .. } => ("awaiting_approval", aar_id),
     };
     state.metrics.record_written(status);
     spans::export(state, aar_id);
-    match delegated {
-        Delegated::Issued {
-            child, compact_jwt, ..
-        } => Ok(TokenResponse {
-            token_type: token_type(&child),
-            access_token: compact_jwt,
-            expires_in: u64::try_from(child.exp - now.s()).unwrap_or(0),
-            scope: format(&child.svc_scope).ok(),
-            refresh_token: None,
-            issued_token_type: Some(exchange::ACCESS_TOKEN_TYPE.to_owned()),
-        }),
-        Delegated::Refused { aar_id, refusal: r } => Err(refusal(&r).with_record(aar_id.as_str())),
-        Delegated::AwaitingApproval { .. } => Err(ApiError::internal(
-            "a delegation without an idempotency key waits for an approval",
-        )),
+}
+
+/// Where an exchange that waits for an approval keeps its answer (plan
+/// §3.4): under the subject, keyed by the SHA-256 of everything its child
+/// is made from — the delegation's body, as core wrote it from the
+/// parameters, and the key the child is bound to — so only the same
+/// exchange by the same subject finds it, and an approval given for one
+/// child never issues another.
+fn waiting_key(org: Org, subject: &Jti, body: &[u8], holder: Option<&Jkt>) -> IdempotencyKey {
+    let mut digest = Sha256::new();
+    digest.update(body);
+    digest.update([0]);
+    if let Some(holder) = holder {
+        digest.update(holder.as_str().as_bytes());
+    }
+    let sha256: [u8; 32] = digest.finalize().into();
+    IdempotencyKey {
+        org,
+        scope: format!("token_exchange {subject}"),
+        key: URL_SAFE_NO_PAD.encode(sha256),
+        body_sha256: sha256,
+    }
+}
+
+/// An exchange's answer from its delegation's, as `POST /v1/vat/delegate`
+/// would have rendered it (and as it is kept while an approval is
+/// awaited): the child as RFC 8693 §2.2.1's response; waiting, OAuth's
+/// `authorization_pending` with the approval; refused, the refusal's
+/// code with the denied record.
+fn exchange_answer(state: &AppState, rendered: &Rendered, now: Now) -> ApiResult<TokenResponse> {
+    match rendered.status.as_u16() {
+        201 => {
+            let issued: IssuedToken =
+                serde_json::from_slice(&rendered.body).map_err(ApiError::internal)?;
+            let child: mandate_core::Claims =
+                serde_json::from_value(issued.claims).map_err(ApiError::internal)?;
+            Ok(TokenResponse {
+                token_type: token_type(&child),
+                access_token: issued.compact_jwt,
+                expires_in: u64::try_from(child.exp - now.s()).unwrap_or(0),
+                scope: format(&child.svc_scope).ok(),
+                refresh_token: None,
+                issued_token_type: Some(exchange::ACCESS_TOKEN_TYPE.to_owned()),
+            })
+        }
+        202 => {
+            let waiting: DelegationAwaitingApproval =
+                serde_json::from_slice(&rendered.body).map_err(ApiError::internal)?;
+            let url = format!(
+                "{}/v1/vat/approvals/{}",
+                public_base(state),
+                waiting.approval.approval_id
+            );
+            Err(ApiError::bad_request(
+                "approval_pending",
+                "this delegation waits for a person's approval: repeat the same exchange once \
+                 it is decided",
+            )
+            .with_record(&waiting.aar_id)
+            .with_approval(MandateApproval {
+                approval_id: waiting.approval.approval_id,
+                url,
+                expires_at: waiting.approval.expires_at,
+            }))
+        }
+        _ => {
+            let problem: serde_json::Value =
+                serde_json::from_slice(&rendered.body).map_err(ApiError::internal)?;
+            let code = problem["code"]
+                .as_str()
+                .and_then(known_code)
+                .ok_or_else(|| ApiError::internal("a delegation's problem has no known code"))?;
+            let detail = problem["detail"].as_str().unwrap_or_default();
+            let refused = ApiError::new(rendered.status, code, detail);
+            Err(match problem["aar_id"].as_str() {
+                Some(aar_id) => refused.with_record(aar_id),
+                None => refused,
+            })
+        }
     }
 }
 

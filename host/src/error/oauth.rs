@@ -39,6 +39,10 @@ pub enum OAuthErrorCode {
     ServerError,
     /// The server cannot answer now (a 503); retrying later may work.
     TemporarilyUnavailable,
+    /// The request waits for a person's decision; the client repeats it
+    /// once decided (RFC 8628 §3.5's code, as plan §3.4 uses it for a token
+    /// exchange whose delegation needs an approval).
+    AuthorizationPending,
 }
 
 impl OAuthErrorCode {
@@ -54,6 +58,7 @@ impl OAuthErrorCode {
             OAuthErrorCode::InvalidDpopProof => "invalid_dpop_proof",
             OAuthErrorCode::ServerError => "server_error",
             OAuthErrorCode::TemporarilyUnavailable => "temporarily_unavailable",
+            OAuthErrorCode::AuthorizationPending => "authorization_pending",
         }
     }
 }
@@ -66,6 +71,9 @@ impl OAuthErrorCode {
 pub const OAUTH_ERRORS: &[(&str, OAuthErrorCode)] = &[
     ("action_not_permitted",            OAuthErrorCode::InvalidScope),
     ("agent_not_yours",                 OAuthErrorCode::InvalidGrant),
+    ("approval_denied",                 OAuthErrorCode::InvalidGrant),
+    ("approval_expired",                OAuthErrorCode::InvalidGrant),
+    ("approval_pending",                OAuthErrorCode::AuthorizationPending),
     ("audience_mismatch",               OAuthErrorCode::InvalidTarget),
     ("budget_max_actions",              OAuthErrorCode::InvalidGrant),
     ("budget_max_spend_per_action_usd", OAuthErrorCode::InvalidGrant),
@@ -153,6 +161,20 @@ pub struct OAuthErrorBody {
     /// record), when there is one.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub aar_id: Option<String>,
+    /// The approval a token exchange waits for (`authorization_pending`):
+    /// the client repeats the same exchange once a person approved it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub mandate_approval: Option<MandateApproval>,
+}
+
+/// The approval an `authorization_pending` answer names.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, ToSchema)]
+pub struct MandateApproval {
+    #[schema(value_type = crate::model::forms::ApprovalId)]
+    pub approval_id: String,
+    /// Where a person reads and decides it (`GET` with a key).
+    pub url: String,
+    pub expires_at: String,
 }
 
 /// An [`ApiError`] on its way out of an OAuth endpoint.
@@ -176,6 +198,7 @@ impl OAuthError {
                 error_description: self.0.detail.clone(),
                 code: self.0.code.to_owned(),
                 aar_id: self.0.aar_id().map(str::to_owned),
+                mandate_approval: self.0.approval().cloned(),
             },
         )
     }
@@ -231,6 +254,7 @@ mod tests {
                 error_description: "send the body as a form".to_owned(),
                 code: "form_required".to_owned(),
                 aar_id: None,
+                mandate_approval: None,
             }
         );
         let unsupported = OAuthError(ApiError::bad_request("grant_type_unsupported", "no"));

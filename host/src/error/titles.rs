@@ -418,6 +418,16 @@ pub fn title(code: &str) -> Option<&'static str> {
         .map(|(_, title)| *title)
 }
 
+/// The table's own copy of `code`, if it is one: what an error read back
+/// from a stored answer carries.
+pub fn known_code(code: &str) -> Option<&'static str> {
+    TITLES
+        .binary_search_by(|(known, _)| known.cmp(&code))
+        .ok()
+        .and_then(|at| TITLES.get(at))
+        .map(|(known, _)| *known)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -820,6 +820,19 @@ class LogEventBody(TypedDict):
     """
 
 
+class MandateApproval(TypedDict):
+    """
+    The approval an `authorization_pending` answer names.
+    """
+
+    approval_id: ApprovalId
+    expires_at: str
+    url: str
+    """
+    Where a person reads and decides it (`GET` with a key).
+    """
+
+
 class OAuthErrorBody(TypedDict):
     """
     An OAuth error body (RFC 6749 §5.2).
@@ -842,6 +855,7 @@ class OAuthErrorBody(TypedDict):
     """
     What went wrong, for the developer (the problem's detail).
     """
+    mandate_approval: NotRequired[MandateApproval | None]
 
 
 class OpenRequest(TypedDict):

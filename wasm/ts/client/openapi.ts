@@ -2326,6 +2326,13 @@ export interface components {
              */
             proof: string;
         };
+        /** @description The approval an `authorization_pending` answer names. */
+        MandateApproval: {
+            approval_id: components["schemas"]["ApprovalId"];
+            expires_at: string;
+            /** @description Where a person reads and decides it (`GET` with a key). */
+            url: string;
+        };
         /** @description `GET /v1/me`: the key a request is made with. */
         MeBody: {
             /** @description The deployment's admin key, which also manages organisations. */
@@ -2354,6 +2361,7 @@ export interface components {
             error: string;
             /** @description What went wrong, for the developer (the problem's detail). */
             error_description: string;
+            mandate_approval?: components["schemas"]["MandateApproval"] | null;
         };
         /** @description `POST /v1/oauth/requests/open`. */
         OpenRequest: {

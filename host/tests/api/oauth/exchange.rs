@@ -18,18 +18,25 @@ impl Flow {
     /// An access token granting `read` and `delegate` on `crm:*` (bound to
     /// `holder`'s key when given): the subject of the exchanges below.
     async fn delegating(&self, holder: Option<&Holder>) -> String {
+        self.delegating_granted(
+            holder,
+            json!({"actions": ["read", "delegate"], "resources": ["crm:*"]}),
+        )
+        .await
+    }
+
+    /// As [`Flow::delegating`], the human granting `grant`.
+    async fn delegating_granted(
+        &self,
+        holder: Option<&Holder>,
+        grant: serde_json::Value,
+    ) -> String {
         let response = self
             .authorize(&[("scope", Some("read write delegate crm:*"))])
             .await;
         assert_eq!(response.status(), StatusCode::SEE_OTHER);
         let sealed = query_of(&location(&response))["request"].clone();
-        let code = self
-            .approve(
-                &sealed,
-                json!({"actions": ["read", "delegate"], "resources": ["crm:*"]}),
-            )
-            .await["code"]
-            .clone();
+        let code = self.approve(&sealed, grant).await["code"].clone();
         let proofs: Vec<String> = holder.map(|h| self.token_proof(h)).into_iter().collect();
         let proofs: Vec<&str> = proofs.iter().map(String::as_str).collect();
         let issued = expect_json(self.redeem_with(&code, &proofs).await, StatusCode::OK).await;
@@ -275,5 +282,128 @@ async fn exchange_attacks_are_refused() {
     assert_eq!(
         oauth_error_of(flow.exchange(&subject, &[("scope", "read")], &[]).await).await,
         pair("invalid_grant", "token_revoked")
+    );
+}
+
+/// An exchange whose delegation a grant of the chain puts before a person
+/// (plan §3.4): `authorization_pending` with the approval, the same until
+/// decided (one approval, however often the client repeats); once
+/// approved, the same exchange returns the child, and again the same child
+/// if repeated. Only the same exchange resumes it: other parameters, or a
+/// proof that would bind the child to another key, ask anew; a denial ends
+/// it with `approval_denied`.
+#[tokio::test]
+async fn an_exchange_needing_approval_waits_then_returns_the_child() {
+    let flow = Flow::start().await;
+    let subject = flow
+        .delegating_granted(
+            None,
+            json!({
+                "actions": ["read", "delegate"],
+                "resources": ["crm:*"],
+                "constraints": {"require_approval": {"actions": ["delegate"]}},
+            }),
+        )
+        .await;
+    let asked: &[(&str, &str)] = &[
+        ("scope", "read"),
+        ("mandate_grant", r#"{"agent_id": "crm-helper"}"#),
+    ];
+    let pending = |response: reqwest::Response| async move {
+        let body = expect_json(response, StatusCode::BAD_REQUEST).await;
+        assert_eq!(
+            (text(&body["error"]), text(&body["code"])),
+            ("authorization_pending", "approval_pending"),
+            "{body}"
+        );
+        let approval = body["mandate_approval"].clone();
+        let id = text(&approval["approval_id"]).to_owned();
+        assert!(id.starts_with("apr_"), "{body}");
+        assert!(
+            text(&approval["url"]).ends_with(&format!("/v1/vat/approvals/{id}")),
+            "{body}"
+        );
+        assert!(!text(&approval["expires_at"]).is_empty(), "{body}");
+        assert!(text(&body["aar_id"]).starts_with("aar_"), "{body}");
+        id
+    };
+
+    let id = pending(flow.exchange(&subject, asked, &[]).await).await;
+    assert_eq!(pending(flow.exchange(&subject, asked, &[]).await).await, id);
+    // Another child, or the same one bound to a key the proof names: each
+    // is its own delegation, asked for on its own.
+    let other = pending(
+        flow.exchange(
+            &subject,
+            &[
+                ("scope", "read"),
+                ("mandate_grant", r#"{"agent_id": "crm-other"}"#),
+            ],
+            &[],
+        )
+        .await,
+    )
+    .await;
+    let prover = Holder::new();
+    let bound = pending(
+        flow.exchange(&subject, asked, &[&flow.token_proof(&prover)])
+            .await,
+    )
+    .await;
+    assert_ne!(other, id);
+    assert_ne!(bound, id);
+
+    let decide = |id: String, decision: &'static str| {
+        let app = &flow.app;
+        async move {
+            expect_json(
+                app.post_auth(
+                    &format!("/v1/vat/approvals/{id}/decision"),
+                    &app.admin_key,
+                    &json!({"decision": decision}),
+                )
+                .await,
+                StatusCode::OK,
+            )
+            .await
+        }
+    };
+    decide(id.clone(), "approve").await;
+    let issued = expect_json(flow.exchange(&subject, asked, &[]).await, StatusCode::OK).await;
+    assert_eq!(issued["issued_token_type"], ACCESS_TOKEN);
+    assert_eq!(issued["token_type"], "Bearer");
+    let child = text(&issued["access_token"]).to_owned();
+    assert_eq!(claims_of(&child)["sub"], "agent:crm-helper");
+    assert_eq!(claims_of(&child)["act"]["sub"], claims_of(&subject)["sub"]);
+    let (status, record) = act_with(&flow.app, &child, "read").await;
+    assert_eq!(status, StatusCode::CREATED, "{record}");
+    // The approval was used once: the repeat returns that child.
+    let again = expect_json(flow.exchange(&subject, asked, &[]).await, StatusCode::OK).await;
+    assert_eq!(again["access_token"], issued["access_token"]);
+    // The bound request was not approved by the approval of the unbound.
+    assert_eq!(
+        pending(
+            flow.exchange(&subject, asked, &[&flow.token_proof(&prover)])
+                .await
+        )
+        .await,
+        bound
+    );
+
+    decide(other, "deny").await;
+    assert_eq!(
+        oauth_error_of(
+            flow.exchange(
+                &subject,
+                &[
+                    ("scope", "read"),
+                    ("mandate_grant", r#"{"agent_id": "crm-other"}"#)
+                ],
+                &[],
+            )
+            .await
+        )
+        .await,
+        pair("invalid_grant", "approval_denied")
     );
 }
