@@ -13,8 +13,10 @@
 //!
 //! 1. size (over [`MAX_PROOF_BYTES`] is refused before decoding); three
 //!    segments of strict base64url;
-//! 2. header: exactly `typ` `dpop+jwt`, `alg` `EdDSA` and `jwk`, no member
-//!    twice, nothing else;
+//! 2. header: exactly `typ` `dpop+jwt`, `alg` and `jwk`, no member twice,
+//!    nothing else; `alg` is `EdDSA` (RFC 8037) or `Ed25519`, its fully
+//!    specified name (RFC 9864 §2.2, which deprecates `EdDSA`; stock clients
+//!    such as oauth4webapi send it) — the same signature either way;
 //! 3. `jwk`: a public Ed25519 key, no private member, not a weak point;
 //! 4. the signature, `verify_strict` under that key;
 //! 5. claims: exactly `jti` (16–128 characters), `htm`, `htu`, `iat` (an
@@ -47,6 +49,10 @@ use crate::limits::{
 };
 use crate::token::{ALG, Claims};
 
+/// The `alg`s a proof may name: both are an Ed25519 signature by the
+/// header's key (module doc, step 2). Proofs made here name [`ALG`].
+pub const ACCEPTED_ALGS: [&str; 2] = [ALG, "Ed25519"];
+
 /// The JWS `typ` of a DPoP proof.
 pub const DPOP_TYP: &str = "dpop+jwt";
 
@@ -67,7 +73,7 @@ pub enum DpopError {
     Malformed,
     #[error("the proof's typ must be dpop+jwt")]
     InvalidTyp,
-    #[error("the proof's alg must be EdDSA")]
+    #[error("the proof's alg must be EdDSA or Ed25519")]
     UnsupportedAlg,
     #[error("the proof's header holds exactly typ, alg and jwk, each once")]
     MalformedHeader,
@@ -230,7 +236,11 @@ fn read_header(bytes: &[u8]) -> Result<HolderKey, DpopError> {
     if header.typ.as_deref() != Some(DPOP_TYP) {
         return Err(DpopError::InvalidTyp);
     }
-    if header.alg.as_deref() != Some(ALG) {
+    if !header
+        .alg
+        .as_deref()
+        .is_some_and(|alg| ACCEPTED_ALGS.contains(&alg))
+    {
         return Err(DpopError::UnsupportedAlg);
     }
     let jwk = header.jwk.ok_or(DpopError::MalformedHeader)?;

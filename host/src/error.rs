@@ -74,9 +74,11 @@ struct Extra {
 }
 
 /// The challenge of a 401 about a bound token (RFC 9449 §7.1).
-const DPOP_CHALLENGE: &str = r#"DPoP realm="mandate", error="invalid_dpop_proof", algs="EdDSA""#;
+const DPOP_CHALLENGE: &str =
+    r#"DPoP realm="mandate", error="invalid_dpop_proof", algs="EdDSA Ed25519""#;
 /// The challenge of a 401 for a bound token sent without its proof.
-const DPOP_TOKEN_CHALLENGE: &str = r#"DPoP realm="mandate", error="invalid_token", algs="EdDSA""#;
+const DPOP_TOKEN_CHALLENGE: &str =
+    r#"DPoP realm="mandate", error="invalid_token", algs="EdDSA Ed25519""#;
 
 /// The code of [`ApiError::query_too_broad`].
 pub const QUERY_TOO_BROAD: &str = "query_too_broad";

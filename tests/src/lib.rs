@@ -1385,6 +1385,22 @@ fn dpop_vectors(rng: &mut Rng, key: &Keys, issuer: &str, now: i64) -> Value {
             here,
             Some("dpop_unsupported_alg"),
         );
+        let h = json!({"typ": "dpop+jwt", "alg": "Ed25519", "jwk": holder_jwk});
+        case(
+            "alg_ed25519",
+            "alg Ed25519, EdDSA's fully specified name (RFC 9864), as oauth4webapi sends it",
+            &raw(&holder, &h, &claims),
+            here,
+            None,
+        );
+        let h = json!({"typ": "dpop+jwt", "alg": "Ed448", "jwk": holder_jwk});
+        case(
+            "alg_ed448",
+            "alg Ed448 on an Ed25519 key",
+            &raw(&holder, &h, &claims),
+            here,
+            Some("dpop_unsupported_alg"),
+        );
     }
     case(
         "jwk_missing",

@@ -347,7 +347,7 @@ test("a bound token is refused without its proof; with it, the gate acts only wi
     });
   const asBearer = await post({ authorization: `Bearer ${token.compact_jwt}` });
   assert.equal(asBearer.status, 401);
-  assert.match(asBearer.headers.get("www-authenticate"), /^DPoP error="invalid_token", error_description="dpop_required: .*algs="EdDSA"$/);
+  assert.match(asBearer.headers.get("www-authenticate"), /^DPoP error="invalid_token", error_description="dpop_required: .*algs="EdDSA Ed25519"$/);
   const noProof = await post({ authorization: `DPoP ${token.compact_jwt}` });
   assert.equal(noProof.status, 401);
   assert.equal((await noProof.json()).error, "invalid_dpop_proof");
@@ -612,7 +612,7 @@ test("the protected-resource metadata is served at its RFC 9728 path and passes 
     bearer_methods_supported: ["header"],
     scopes_supported: ["read", "pay"],
     resource_name: "Files",
-    dpop_signing_alg_values_supported: ["EdDSA"],
+    dpop_signing_alg_values_supported: ["EdDSA", "Ed25519"],
   });
   assert.deepEqual(OAuthProtectedResourceMetadataSchema.parse(document), document);
   assert.deepEqual(

@@ -209,7 +209,7 @@ export interface ProtectedResourceMetadataOptions {
    * with a `:` as a resource pattern, one without as an action.
    */
   resources?: string[];
-  /** Whether bound tokens are taken (`dpop_signing_alg_values_supported: ["EdDSA"]`); default true. */
+  /** Whether bound tokens are taken (`dpop_signing_alg_values_supported: ["EdDSA", "Ed25519"]`); default true. */
   dpop?: boolean;
   /** Whether only bound tokens are taken (`dpop_bound_access_tokens_required`). */
   dpopRequired?: boolean;
@@ -418,7 +418,7 @@ export function protectedResourceMetadata(options: ProtectedResourceMetadataOpti
     metadata.resource_documentation = options.resourceDocumentation;
   }
   if (options.dpop ?? true) {
-    metadata.dpop_signing_alg_values_supported = ["EdDSA"];
+    metadata.dpop_signing_alg_values_supported = ["EdDSA", "Ed25519"];
   }
   if (options.dpopRequired !== undefined) {
     metadata.dpop_bound_access_tokens_required = options.dpopRequired;
@@ -598,7 +598,7 @@ function refuse(res: ResponseLike, refused: Refusal, options: MandateAuthOptions
     params.push(`resource_metadata="${quoted(options.resourceMetadataUrl)}"`);
   }
   const bearer = `Bearer ${params.join(", ")}`;
-  const dpop = `DPoP ${[...params, 'algs="EdDSA"'].join(", ")}`;
+  const dpop = `DPoP ${[...params, 'algs="EdDSA Ed25519"'].join(", ")}`;
   const challenges = refused.scheme === "both" ? [bearer, dpop] : [refused.scheme === "DPoP" ? dpop : bearer];
   res.setHeader("www-authenticate", challenges);
   send(res, refused.status, { error: refused.error, error_description: refused.description });

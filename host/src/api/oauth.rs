@@ -98,7 +98,7 @@ pub(crate) fn metadata_of(issuer: &str) -> AuthorizationServerMetadata {
         revocation_endpoint_auth_methods_supported: list(&["none"]),
         client_id_metadata_document_supported: true,
         authorization_response_iss_parameter_supported: true,
-        dpop_signing_alg_values_supported: list(&["EdDSA"]),
+        dpop_signing_alg_values_supported: list(&mandate_core::dpop::ACCEPTED_ALGS),
     }
 }
 

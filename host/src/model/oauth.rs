@@ -37,7 +37,7 @@ pub struct AuthorizationServerMetadata {
     pub client_id_metadata_document_supported: bool,
     /// Every authorization response carries `iss` (RFC 9207).
     pub authorization_response_iss_parameter_supported: bool,
-    /// `["EdDSA"]` (RFC 9449 §5.1).
+    /// `["EdDSA", "Ed25519"]` (RFC 9449 §5.1; RFC 9864 names `Ed25519`).
     pub dpop_signing_alg_values_supported: Vec<String>,
 }
 

@@ -44,7 +44,7 @@ fn expected_metadata(issuer: &str) -> Value {
         "revocation_endpoint_auth_methods_supported": ["none"],
         "client_id_metadata_document_supported": true,
         "authorization_response_iss_parameter_supported": true,
-        "dpop_signing_alg_values_supported": ["EdDSA"]
+        "dpop_signing_alg_values_supported": ["EdDSA", "Ed25519"]
     })
 }
 

@@ -1529,7 +1529,7 @@ export interface components {
             client_id_metadata_document_supported: boolean;
             /** @description `["S256"]` (PKCE, RFC 7636; `plain` is never accepted). */
             code_challenge_methods_supported: string[];
-            /** @description `["EdDSA"]` (RFC 9449 §5.1). */
+            /** @description `["EdDSA", "Ed25519"]` (RFC 9449 §5.1; RFC 9864 names `Ed25519`). */
             dpop_signing_alg_values_supported: string[];
             grant_types_supported: string[];
             /** @description The issuer: `public_url` exactly (RFC 8414 §3.3). */
