@@ -233,19 +233,24 @@ impl AgentKey {
     }
 
     /// A DPoP proof for one request made with `access_token`: the value of
-    /// its `DPoP` header.
-    #[pyo3(signature = (*, method, url, access_token, now = None))]
+    /// its `DPoP` header. Without `access_token`, a proof for a token
+    /// request (RFC 9449 §5: no `ath`), which binds what the authorization
+    /// server issues to this key.
+    #[pyo3(signature = (*, method, url, access_token = None, now = None))]
     fn proof(
         &self,
         py: Python<'_>,
         method: &Bound<'_, PyAny>,
         url: &Bound<'_, PyAny>,
-        access_token: &Bound<'_, PyAny>,
+        access_token: Option<&Bound<'_, PyAny>>,
         now: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<String> {
         let method = string_arg(method, "method")?;
         let url = string_arg(url, "url")?;
-        let access_token = string_arg(access_token, "access_token")?;
+        let access_token = match access_token {
+            Some(token) if !token.is_none() => Some(string_arg(token, "access_token")?),
+            _ => None,
+        };
         let now = now_arg(now)?;
         let jti_random = random_bytes::<16>(py)?;
         mandate_core::sign_proof(
@@ -253,7 +258,7 @@ impl AgentKey {
             &NewProof {
                 method: &method,
                 url: &url,
-                access_token: Some(&access_token),
+                access_token: access_token.as_deref(),
                 now,
                 jti_random,
             },

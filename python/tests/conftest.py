@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import re
+import socket
 import subprocess
 import tempfile
 from collections.abc import Iterator
@@ -28,14 +29,19 @@ class LiveServer:
 
 
 @contextmanager
-def mandate_server() -> Iterator[LiveServer]:
-    """A fresh `mandate serve` on port 0, stopped on leaving."""
+def mandate_server(listen: str = "127.0.0.1:0", config: str | None = None) -> Iterator[LiveServer]:
+    """A fresh `mandate serve` (on port 0 unless told), with ``config`` as its TOML file when given; stopped on
+    leaving."""
     binary = os.environ.get("MANDATE_BIN")
     if not binary:
         pytest.fail("set MANDATE_BIN to the mandate server binary")
     with tempfile.TemporaryDirectory(prefix="mandate-py-live-") as data:
+        more = []
+        if config is not None:
+            (Path(data) / "config.toml").write_text(config)
+            more = ["--config", str(Path(data) / "config.toml")]
         server = subprocess.Popen(
-            [binary, "serve", "--listen", "127.0.0.1:0", "--data-dir", data],
+            [binary, "serve", "--listen", listen, "--data-dir", data, *more],
             stdout=subprocess.PIPE,
             stderr=subprocess.DEVNULL,
             text=True,
@@ -60,6 +66,18 @@ def mandate_server() -> Iterator[LiveServer]:
 @pytest.fixture(scope="session")
 def live_server() -> Iterator[LiveServer]:
     with mandate_server() as server:
+        yield server
+
+
+@pytest.fixture
+def oauth_server() -> Iterator[LiveServer]:
+    """A server of the test's own acting as the OAuth authorization server (`[oauth]` on), its issuer on loopback."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    issuer = f"http://127.0.0.1:{port}"
+    config = f'public_url = "{issuer}"\nissuer = "{issuer}"\n\n[oauth]\nenabled = true\n'
+    with mandate_server(f"127.0.0.1:{port}", config) as server:
         yield server
 
 

@@ -152,7 +152,7 @@ class AuthorizationServerMetadata(TypedDict):
     """
     dpop_signing_alg_values_supported: list[str]
     """
-    `["EdDSA"]` (RFC 9449 §5.1).
+    `["EdDSA", "Ed25519"]` (RFC 9449 §5.1; RFC 9864 names `Ed25519`).
     """
     grant_types_supported: list[str]
     issuer: str

@@ -69,6 +69,22 @@ class ProofKey(Protocol):
     def proof(self, *, method: str, url: str, access_token: str) -> str: ...
 
 
+class HolderKey(Protocol):
+    """A key that proves possession at the token endpoint (RFC 9449 §5): its proofs carry no ``ath``.
+
+    ``mandate.AgentKey`` fits.
+    """
+
+    def proof(self, *, method: str, url: str) -> str: ...
+
+
+@dataclass(frozen=True)
+class Holder:
+    """A token request's credential: the key its DPoP proof is made by, which binds what is issued."""
+
+    key: HolderKey
+
+
 @dataclass(frozen=True)
 class Agent:
     """An agent's token as the credential of a call, with its key when bound."""
@@ -80,7 +96,7 @@ class Agent:
 #: The client's API key as the credential of a call.
 API_KEY: Literal["api_key"] = "api_key"
 
-Credential = Agent | Literal["api_key"] | None
+Credential = Agent | Holder | Literal["api_key"] | None
 
 
 @dataclass(frozen=True)
@@ -356,6 +372,9 @@ class _Base:
             return {} if self.api_key is None else {"authorization": f"Bearer {self.api_key}"}
         if credential is None:
             return {}
+        path_only = path.split("?", 1)[0]
+        if isinstance(credential, Holder):
+            return {"dpop": credential.key.proof(method=method, url=self.url(path_only))}
         jkt = _bound_jkt(credential.token)
         if jkt is None:
             return {"authorization": f"Bearer {credential.token}"}
@@ -364,7 +383,6 @@ class _Base:
                 "dpop_key_missing",
                 "the token is bound to a key: pass that key as `key` so each call carries its proof",
             )
-        path_only = path.split("?", 1)[0]
         proof = credential.key.proof(method=method, url=self.url(path_only), access_token=credential.token)
         return {"authorization": f"DPoP {credential.token}", "dpop": proof}
 

@@ -14,7 +14,17 @@ from mandate.client._models import (
     CreateClientRequest,
     GrantList,
 )
-from mandate.client._transport import API_KEY, AsyncTransport, Call, RequestOptions, Transport, query, segment
+from mandate.client._transport import (
+    API_KEY,
+    AsyncTransport,
+    Call,
+    Holder,
+    HolderKey,
+    RequestOptions,
+    Transport,
+    query,
+    segment,
+)
 
 _CLIENTS = "/v1/oauth/clients"
 _GRANTS = "/v1/oauth/grants"
@@ -24,9 +34,10 @@ def _metadata(options: RequestOptions) -> Call:
     return Call("GET", "/.well-known/oauth-authorization-server", None, **options)
 
 
-def _token(form: Mapping[str, str], options: RequestOptions) -> Call:
+def _token(form: Mapping[str, str], dpop_key: HolderKey | None, options: RequestOptions) -> Call:
     # Sent once: a code or a refresh token is good for one use.
-    return Call("POST", "/v1/oauth/token", None, form, "once", form=True, **options)
+    credential = None if dpop_key is None else Holder(dpop_key)
+    return Call("POST", "/v1/oauth/token", credential, form, "once", form=True, **options)
 
 
 def _revoke(form: Mapping[str, str], options: RequestOptions) -> Call:
@@ -72,9 +83,13 @@ class OAuth:
         """``GET /.well-known/oauth-authorization-server``: the RFC 8414 metadata."""
         return cast(AuthorizationServerMetadata, self._t.call(_metadata(options)))
 
-    def token(self, form: Mapping[str, str], **options: Unpack[RequestOptions]) -> dict[str, Any]:
-        """``POST /v1/oauth/token``: a token request, sent as a form (RFC 6749 §3.2)."""
-        return cast(dict[str, Any], self._t.call(_token(form, options)))
+    def token(
+        self, form: Mapping[str, str], *, dpop_key: HolderKey | None = None, **options: Unpack[RequestOptions]
+    ) -> dict[str, Any]:
+        """``POST /v1/oauth/token``: a token request, sent as a form (RFC 6749 §3.2). With ``dpop_key`` (an
+        ``AgentKey``) it carries that key's DPoP proof (RFC 9449 §5): the tokens issued are bound to the key, and a
+        bound grant's refresh or a bound subject's exchange needs it."""
+        return cast(dict[str, Any], self._t.call(_token(form, dpop_key, options)))
 
     def revoke(self, form: Mapping[str, str], **options: Unpack[RequestOptions]) -> None:
         """``POST /v1/oauth/revoke``: revokes a refresh token (its whole grant) or an access token (RFC 7009)."""
@@ -128,9 +143,11 @@ class AsyncOAuth:
         """``GET /.well-known/oauth-authorization-server``."""
         return cast(AuthorizationServerMetadata, await self._t.call(_metadata(options)))
 
-    async def token(self, form: Mapping[str, str], **options: Unpack[RequestOptions]) -> dict[str, Any]:
-        """``POST /v1/oauth/token``."""
-        return cast(dict[str, Any], await self._t.call(_token(form, options)))
+    async def token(
+        self, form: Mapping[str, str], *, dpop_key: HolderKey | None = None, **options: Unpack[RequestOptions]
+    ) -> dict[str, Any]:
+        """``POST /v1/oauth/token``; ``dpop_key`` as :meth:`OAuth.token`."""
+        return cast(dict[str, Any], await self._t.call(_token(form, dpop_key, options)))
 
     async def revoke(self, form: Mapping[str, str], **options: Unpack[RequestOptions]) -> None:
         """``POST /v1/oauth/revoke``."""
