@@ -74,11 +74,12 @@ const LIVE_TEST: &str = "test/live.test.mjs";
 /// own (the trust graph's and the AuthZEN PEP's too), the framework adapters with the real
 /// frameworks (the `ai` package needs Node 22 or later), and the example MCP
 /// server and agent end to end.
-const LIVE_NODE24_TESTS: [&str; 7] = [
+const LIVE_NODE24_TESTS: [&str; 8] = [
     "test/client-live.test.mjs",
     "test/authzen.test.mjs",
     "test/trust-live.test.mjs",
     "test/mcp.test.mjs",
+    "test/mcp-relay.test.mjs",
     "test/ai.test.mjs",
     "test/openai-agents.test.mjs",
     "test/example.test.mjs",
