@@ -211,6 +211,8 @@ struct ProofClaimsOut<'a> {
     iat: i64,
     #[serde(skip_serializing_if = "Option::is_none")]
     ath: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    cph: Option<String>,
 }
 
 fn decode(segment: &str) -> Result<Vec<u8>, DpopError> {
@@ -432,9 +434,20 @@ pub struct NewProof<'a> {
 
 /// Signs a proof with the holder's key.
 pub fn sign_proof(key: &SigningKey, proof: &NewProof<'_>) -> Result<String, DpopError> {
+    sign_with(key, DPOP_TYP, proof, None)
+}
+
+/// Signs a proof of `typ` for `proof`'s request, with `cph` when given
+/// (a relay proof's): one signer for DPoP and relay proofs.
+pub(crate) fn sign_with(
+    key: &SigningKey,
+    typ: &'static str,
+    proof: &NewProof<'_>,
+    cph: Option<String>,
+) -> Result<String, DpopError> {
     let htu = normalize_url(proof.url).ok_or(DpopError::InvalidUrl)?;
     let header = ProofHeaderOut {
-        typ: DPOP_TYP,
+        typ,
         alg: ALG,
         jwk: key.holder_key().public_jwk(),
     };
@@ -446,6 +459,7 @@ pub fn sign_proof(key: &SigningKey, proof: &NewProof<'_>) -> Result<String, Dpop
         htu: &htu,
         iat: proof.now,
         ath: ath.as_deref(),
+        cph,
     };
     let header = serde_json::to_vec(&header).map_err(|_| DpopError::Malformed)?;
     let claims = serde_json::to_vec(&claims).map_err(|_| DpopError::Malformed)?;

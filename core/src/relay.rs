@@ -24,19 +24,18 @@
 //! proofs. Which relay key is registered for which audience is the
 //! caller's to know.
 
-use serde::{Deserialize, Serialize};
+use serde::Deserialize;
 use sha2::{Digest as _, Sha256};
 
 use crate::audience::Audience;
 use crate::b64;
 use crate::dpop::{
-    DpopError, ProofRequest, VerifiedProof, ath, check_iat, jti_ok, normalize_url,
-    verify_proof_where, verify_signed,
+    DpopError, NewProof, ProofRequest, VerifiedProof, ath, check_iat, jti_ok, normalize_url,
+    sign_with, verify_proof_where, verify_signed,
 };
 use crate::ids::Jkt;
 use crate::json::{NumericDate, has_duplicate_member};
-use crate::keys::{PublicJwk, SigningKey};
-use crate::token::ALG;
+use crate::keys::SigningKey;
 
 /// The JWS `typ` of a relay proof.
 pub const RELAY_TYP: &str = "mandate-relay+jwt";
@@ -209,24 +208,6 @@ pub fn verify_relay(
     })
 }
 
-#[derive(Serialize)]
-struct RelayHeaderOut {
-    typ: &'static str,
-    alg: &'static str,
-    jwk: PublicJwk,
-}
-
-#[derive(Serialize)]
-struct RelayClaimsOut<'a> {
-    jti: &'a str,
-    htm: &'a str,
-    htu: &'a str,
-    iat: i64,
-    ath: &'a str,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    cph: Option<String>,
-}
-
 /// What a gate signs a relay proof for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct NewRelay<'a> {
@@ -247,38 +228,20 @@ pub struct NewRelay<'a> {
 
 /// Signs a relay proof with the gate's key.
 pub fn sign_relay(key: &SigningKey, relay: &NewRelay<'_>) -> Result<String, RelayError> {
-    let htu = normalize_url(relay.url).ok_or(RelayError::Relay(DpopError::InvalidUrl))?;
-    let header = RelayHeaderOut {
-        typ: RELAY_TYP,
-        alg: ALG,
-        jwk: key.holder_key().public_jwk(),
+    let proof = NewProof {
+        method: relay.method,
+        url: relay.url,
+        access_token: Some(relay.access_token),
+        now: relay.now,
+        jti_random: relay.jti_random,
     };
-    let jti = b64::encode(relay.jti_random);
-    let ath = ath(relay.access_token);
-    let claims = RelayClaimsOut {
-        jti: &jti,
-        htm: relay.method,
-        htu: &htu,
-        iat: relay.now,
-        ath: &ath,
-        cph: relay.forwarded.map(cph),
-    };
-    let malformed = |_| RelayError::Relay(DpopError::Malformed);
-    let header = serde_json::to_vec(&header).map_err(malformed)?;
-    let claims = serde_json::to_vec(&claims).map_err(malformed)?;
-    let mut compact = b64::encode(header);
-    compact.push('.');
-    compact.push_str(&b64::encode(claims));
-    let signature = key.sign(compact.as_bytes());
-    compact.push('.');
-    compact.push_str(&b64::encode(signature));
-    Ok(compact)
+    sign_with(key, RELAY_TYP, &proof, relay.forwarded.map(cph)).map_err(RelayError::Relay)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::dpop::{NewProof, sign_proof};
+    use crate::dpop::sign_proof;
 
     const MCP: &str = "https://crm.example/mcp";
     const MANDATE: &str = "https://mandate.example/v1/vat/authorize";
