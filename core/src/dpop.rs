@@ -217,6 +217,8 @@ struct ProofClaimsOut<'a> {
     iat: i64,
     #[serde(skip_serializing_if = "Option::is_none")]
     ath: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    cph: Option<String>,
 }
 
 fn decode(segment: &str) -> Result<Vec<u8>, DpopError> {
@@ -225,7 +227,7 @@ fn decode(segment: &str) -> Result<Vec<u8>, DpopError> {
         .map_err(|_| DpopError::Malformed)
 }
 
-fn read_header(bytes: &[u8]) -> Result<HolderKey, DpopError> {
+fn read_header(bytes: &[u8], typ: &str) -> Result<HolderKey, DpopError> {
     let header: RawProofHeader = match serde_json::from_slice(bytes) {
         Ok(header) => header,
         Err(_) if serde_json::from_slice::<serde::de::IgnoredAny>(bytes).is_err() => {
@@ -233,7 +235,7 @@ fn read_header(bytes: &[u8]) -> Result<HolderKey, DpopError> {
         }
         Err(_) => return Err(DpopError::MalformedHeader),
     };
-    if header.typ.as_deref() != Some(DPOP_TYP) {
+    if header.typ.as_deref() != Some(typ) {
         return Err(DpopError::InvalidTyp);
     }
     if !header
@@ -259,17 +261,16 @@ fn read_claims(bytes: &[u8]) -> Result<(RawProofClaims, i64), DpopError> {
     let NumericDate::Int(iat) = claims.iat else {
         return Err(DpopError::MalformedClaims);
     };
-    let jti_ok = (MIN_PROOF_JTI_LEN..=MAX_PROOF_JTI_LEN).contains(&claims.jti.len())
-        && claims.jti.bytes().all(|b| b.is_ascii_graphic());
-    if !jti_ok {
+    if !jti_ok(&claims.jti) {
         return Err(DpopError::InvalidJti);
     }
     Ok((claims, iat))
 }
 
-/// A proof's signature checked and its claims read: the key that signed
-/// it, its claims and its `iat` (rules 1–5 of the module docs).
-fn signed(proof: &str) -> Result<(HolderKey, RawProofClaims, i64), DpopError> {
+/// Rules 1–4 for a compact JWS whose header must be exactly `typ`,
+/// `alg` `EdDSA` and `jwk`: its key and its payload's bytes, the
+/// signature verified.
+pub(crate) fn verify_signed(proof: &str, typ: &str) -> Result<(HolderKey, Vec<u8>), DpopError> {
     if proof.len() > MAX_PROOF_BYTES {
         return Err(DpopError::TooLarge);
     }
@@ -282,7 +283,7 @@ fn signed(proof: &str) -> Result<(HolderKey, RawProofClaims, i64), DpopError> {
     let header_bytes = decode(header)?;
     let payload_bytes = decode(payload)?;
     let signature_bytes = decode(signature)?;
-    let key = read_header(&header_bytes)?;
+    let key = read_header(&header_bytes, typ)?;
     let signature: [u8; 64] = signature_bytes
         .try_into()
         .map_err(|_| DpopError::InvalidSignature)?;
@@ -292,36 +293,70 @@ fn signed(proof: &str) -> Result<(HolderKey, RawProofClaims, i64), DpopError> {
     key.verifying_key()
         .verify_strict(signing_input.as_bytes(), &Signature::from_bytes(&signature))
         .map_err(|_| DpopError::InvalidSignature)?;
+    Ok((key, payload_bytes))
+}
+
+/// A DPoP proof's signature checked and its claims read: the key that
+/// signed it, its claims and its `iat` (rules 1–5 of the module docs).
+fn signed(proof: &str) -> Result<(HolderKey, RawProofClaims, i64), DpopError> {
+    let (key, payload_bytes) = verify_signed(proof, DPOP_TYP)?;
     let (claims, iat) = read_claims(&payload_bytes)?;
     Ok((key, claims, iat))
 }
 
-/// Rules 7 and 8 of the module docs: the proof was made for `request`'s
-/// method and URL, at about `request.now`.
+/// Rules 7 and 8 of the module docs: `request_ok` accepts the proof's
+/// `htm` and its `htu` normalised (an `htu` that does not normalise is
+/// refused before), and `iat` is about `now`.
 fn made_for(
     key: &HolderKey,
     claims: RawProofClaims,
     iat: i64,
-    request: &ProofRequest<'_>,
+    now: i64,
+    request_ok: impl FnOnce(&str, &str) -> Result<(), DpopError>,
 ) -> Result<VerifiedProof, DpopError> {
-    if claims.htm != request.method {
-        return Err(DpopError::MethodMismatch);
-    }
     let htu = normalize_url(&claims.htu).ok_or(DpopError::InvalidUrl)?;
-    if Some(htu) != normalize_url(request.url) {
-        return Err(DpopError::UrlMismatch);
-    }
-    if iat < request.now.saturating_sub(DPOP_IAT_WINDOW_SECONDS) {
-        return Err(DpopError::Stale);
-    }
-    if iat > request.now.saturating_add(DPOP_IAT_WINDOW_SECONDS) {
-        return Err(DpopError::FromFuture);
-    }
+    request_ok(&claims.htm, &htu)?;
+    check_iat(iat, now)?;
     Ok(VerifiedProof {
         jti: claims.jti,
         iat,
         jkt: key.jkt().clone(),
     })
+}
+
+/// The request check of [`verify_proof`] and
+/// [`verify_token_request_proof`]: `htm` is `request`'s method and `htu`
+/// its URL.
+fn same_request<'a>(
+    request: &'a ProofRequest<'_>,
+) -> impl FnOnce(&str, &str) -> Result<(), DpopError> + 'a {
+    move |htm, htu| {
+        if htm != request.method {
+            return Err(DpopError::MethodMismatch);
+        }
+        if Some(htu) != normalize_url(request.url).as_deref() {
+            return Err(DpopError::UrlMismatch);
+        }
+        Ok(())
+    }
+}
+
+/// `iat` within [`DPOP_IAT_WINDOW_SECONDS`] of `now`, either way.
+pub(crate) fn check_iat(iat: i64, now: i64) -> Result<(), DpopError> {
+    if iat < now.saturating_sub(DPOP_IAT_WINDOW_SECONDS) {
+        return Err(DpopError::Stale);
+    }
+    if iat > now.saturating_add(DPOP_IAT_WINDOW_SECONDS) {
+        return Err(DpopError::FromFuture);
+    }
+    Ok(())
+}
+
+/// Whether `jti` is a usable proof `jti`: 16–128 printable ASCII
+/// characters.
+pub(crate) fn jti_ok(jti: &str) -> bool {
+    (MIN_PROOF_JTI_LEN..=MAX_PROOF_JTI_LEN).contains(&jti.len())
+        && jti.bytes().all(|b| b.is_ascii_graphic())
 }
 
 /// Checks a proof sent with `access_token`, a token bound to `jkt`, against
@@ -332,6 +367,19 @@ pub fn verify_proof(
     jkt: &Jkt,
     request: &ProofRequest<'_>,
 ) -> Result<VerifiedProof, DpopError> {
+    verify_proof_where(proof, access_token, jkt, request.now, same_request(request))
+}
+
+/// [`verify_proof`] with the request check left to `request_ok`, given
+/// the proof's `htm` and its `htu` normalised (an `htu` that does not
+/// normalise is refused before).
+pub(crate) fn verify_proof_where(
+    proof: &str,
+    access_token: &str,
+    jkt: &Jkt,
+    now: i64,
+    request_ok: impl FnOnce(&str, &str) -> Result<(), DpopError>,
+) -> Result<VerifiedProof, DpopError> {
     let (key, claims, iat) = signed(proof)?;
     if key.jkt() != jkt {
         return Err(DpopError::KeyMismatch);
@@ -340,7 +388,7 @@ pub fn verify_proof(
     if proof_ath != ath(access_token) {
         return Err(DpopError::AthMismatch);
     }
-    made_for(&key, claims, iat, request)
+    made_for(&key, claims, iat, now, request_ok)
 }
 
 /// Checks a proof sent to a token endpoint (RFC 9449 §5): no access token
@@ -357,7 +405,7 @@ pub fn verify_token_request_proof(
     if claims.ath.is_some() {
         return Err(DpopError::MalformedClaims);
     }
-    made_for(&key, claims, iat, request)
+    made_for(&key, claims, iat, request.now, same_request(request))
 }
 
 /// The binding rule, the same for the server and offline verifiers: a token
@@ -396,9 +444,20 @@ pub struct NewProof<'a> {
 
 /// Signs a proof with the holder's key.
 pub fn sign_proof(key: &SigningKey, proof: &NewProof<'_>) -> Result<String, DpopError> {
+    sign_with(key, DPOP_TYP, proof, None)
+}
+
+/// Signs a proof of `typ` for `proof`'s request, with `cph` when given
+/// (a relay proof's): one signer for DPoP and relay proofs.
+pub(crate) fn sign_with(
+    key: &SigningKey,
+    typ: &'static str,
+    proof: &NewProof<'_>,
+    cph: Option<String>,
+) -> Result<String, DpopError> {
     let htu = normalize_url(proof.url).ok_or(DpopError::InvalidUrl)?;
     let header = ProofHeaderOut {
-        typ: DPOP_TYP,
+        typ,
         alg: ALG,
         jwk: key.holder_key().public_jwk(),
     };
@@ -410,6 +469,7 @@ pub fn sign_proof(key: &SigningKey, proof: &NewProof<'_>) -> Result<String, Dpop
         htu: &htu,
         iat: proof.now,
         ath: ath.as_deref(),
+        cph,
     };
     let header = serde_json::to_vec(&header).map_err(|_| DpopError::Malformed)?;
     let claims = serde_json::to_vec(&claims).map_err(|_| DpopError::Malformed)?;

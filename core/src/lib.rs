@@ -48,6 +48,7 @@ pub mod money;
 pub mod oauth;
 pub mod policy;
 pub mod record;
+pub mod relay;
 pub mod reputation;
 pub mod roles;
 pub mod scope;
@@ -93,6 +94,7 @@ pub use record::{
     ApprovalDecision, Decision, DenyReason, Outcome, Rating, RecordError, RecordEvent,
     RecordOrigin, RecordState, Status, result_key, transition,
 };
+pub use relay::{NewRelay, RelayError, sign_relay, verify_forwarded, verify_relay};
 pub use reputation::{CountsChange, Reputation, ReputationCounts, reputation};
 pub use roles::{Permission, Role, UnknownRole};
 pub use scope::{

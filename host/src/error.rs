@@ -234,6 +234,19 @@ impl ApiError {
         problem
     }
 
+    /// A relayed call refused for a rule of core's relay (`reason`): the
+    /// client's forwarded proof (`client_proof_invalid`) or the relay's own
+    /// proof, or the token (`relay_invalid`).
+    pub fn relay_invalid(error: &mandate_core::RelayError) -> ApiError {
+        let code = match error.is_client_proof() {
+            true => "client_proof_invalid",
+            false => "relay_invalid",
+        };
+        let mut problem = ApiError::unauthorized(code, error.to_string());
+        problem.extra().reason = Some(error.code());
+        problem
+    }
+
     /// The same input error about a member of entry `index` of the list
     /// `list`: its `field` becomes `list.field` and its detail names the
     /// entry (`records[3]: …`). An error about no member is unchanged.

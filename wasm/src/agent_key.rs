@@ -6,7 +6,7 @@
 //! called to store it.
 
 use js_sys::{Function, Reflect, Uint8Array};
-use mandate_core::{NewProof, SigningKey};
+use mandate_core::{NewProof, NewRelay, SigningKey};
 use serde::{Deserialize, Serialize};
 use wasm_bindgen::prelude::*;
 
@@ -43,6 +43,25 @@ struct ProofFor {
     access_token: String,
     #[serde(default)]
     now: Option<f64>,
+}
+
+/// What a relay proof is made for.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+struct RelayFor {
+    method: String,
+    url: String,
+    access_token: String,
+    #[serde(default)]
+    forwarded_proof: Option<String>,
+    #[serde(default)]
+    now: Option<f64>,
+}
+
+#[derive(Serialize)]
+struct Made {
+    ok: bool,
+    proof: String,
 }
 
 /// An agent's own key.
@@ -125,11 +144,6 @@ impl AgentKey {
         &self,
         #[wasm_bindgen(unchecked_param_type = "ProofFor")] request: JsValue,
     ) -> JsValue {
-        #[derive(Serialize)]
-        struct Made {
-            ok: bool,
-            proof: String,
-        }
         let made = object_from_js::<ProofFor>(&request, "request")
             .map_err(|message| Failure::input("invalid_argument", message))
             .and_then(|request| {
@@ -140,6 +154,38 @@ impl AgentKey {
                         method: &request.method,
                         url: &request.url,
                         access_token: Some(&request.access_token),
+                        now: now_or_clock(request.now),
+                        jti_random,
+                    },
+                )
+                .map_err(|e| Failure::input(e.code(), e))
+            });
+        match made {
+            Ok(proof) => to_js(&Made { ok: true, proof }),
+            Err(failure) => not_ok(failure),
+        }
+    }
+
+    /// A gate's relay proof for one Mandate request made with a client's
+    /// `accessToken` (the value of its `Mandate-Relay` header), naming the
+    /// client's proof it forwards, if any (docs/oauth.md, "The gate relays
+    /// the client's proof"). `{ ok: true, proof }` or `{ ok: false, error }`.
+    #[wasm_bindgen(js_name = relayProof, unchecked_return_type = "ProofMade")]
+    pub fn relay_proof(
+        &self,
+        #[wasm_bindgen(unchecked_param_type = "RelayFor")] request: JsValue,
+    ) -> JsValue {
+        let made = object_from_js::<RelayFor>(&request, "request")
+            .map_err(|message| Failure::input("invalid_argument", message))
+            .and_then(|request| {
+                let jti_random = random_bytes::<16>().ok_or_else(no_randomness)?;
+                mandate_core::sign_relay(
+                    &self.key,
+                    &NewRelay {
+                        method: &request.method,
+                        url: &request.url,
+                        access_token: &request.access_token,
+                        forwarded: request.forwarded_proof.as_deref(),
                         now: now_or_clock(request.now),
                         jti_random,
                     },

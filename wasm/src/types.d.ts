@@ -272,6 +272,19 @@ export interface ProofFor {
 
 export type ProofMade = { ok: true; proof: string } | { ok: false; error: ErrorInfo };
 
+/**
+ * What a gate's relay proof (`Mandate-Relay`) is made for: the Mandate
+ * request, the client's token sent with it, and the client's DPoP proof it
+ * forwards (`Mandate-Client-DPoP`), if any.
+ */
+export interface RelayFor {
+  method: string;
+  url: string;
+  accessToken: string;
+  forwardedProof?: string;
+  now?: number;
+}
+
 /** An Ed25519 public key as `holder_key` takes it. */
 export interface PublicJwk {
   crv: "Ed25519";

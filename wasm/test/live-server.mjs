@@ -1,20 +1,28 @@
 // A live `mandate serve` for the suites that need one: started on port 0
 // with a fresh data folder from the binary MANDATE_BIN names (`cargo xtask
 // test` sets it), its address read from its first line, its admin key from
-// the folder. `stop()` ends it and removes the folder.
+// the folder. `stop()` ends it and removes the folder. `listen` and `config`
+// (the text of a TOML configuration file) change how it serves.
 import { spawn } from "node:child_process";
-import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { createInterface } from "node:readline";
 
 /** Starts a server; resolves with `{ baseUrl, apiKey, dataDir, process, stop }` once it listens. */
-export async function startServer({ binary = process.env.MANDATE_BIN, args = [] } = {}) {
+export async function startServer({ binary = process.env.MANDATE_BIN, args = [], listen = "127.0.0.1:0", config } = {}) {
   if (!binary) {
     throw new Error("set MANDATE_BIN to the mandate server binary");
   }
   const dataDir = mkdtempSync(join(tmpdir(), "mandate-sdk-live-"));
-  const server = spawn(binary, ["serve", "--listen", "127.0.0.1:0", "--data-dir", dataDir, ...args], {
+  const configArgs = [];
+  if (config !== undefined) {
+    const file = join(dataDir, "config.toml");
+    writeFileSync(file, config, { mode: 0o600 });
+    configArgs.push("--config", file);
+  }
+  const server = spawn(binary, ["serve", "--listen", listen, "--data-dir", dataDir, ...configArgs, ...args], {
     stdio: ["ignore", "pipe", "pipe"],
   });
   const stop = () => {
@@ -47,4 +55,13 @@ export async function startServer({ binary = process.env.MANDATE_BIN, args = [] 
   }
   const apiKey = readFileSync(join(dataDir, "admin.key"), "utf8").trim();
   return { baseUrl, apiKey, dataDir, process: server, stop };
+}
+
+/** A port on loopback free now (for a server whose configuration names its own address). */
+export async function freePort() {
+  const probe = createServer();
+  await new Promise((resolve) => probe.listen(0, "127.0.0.1", resolve));
+  const { port } = probe.address();
+  await new Promise((resolve) => probe.close(resolve));
+  return port;
 }

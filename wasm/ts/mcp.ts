@@ -125,6 +125,12 @@ export interface MandateAuthExtra {
   resources: string[];
   /** Whether the token is bound to a key (`cnf.jkt`); such a token passed only with its proof. */
   bound: boolean;
+  /**
+   * A bound token's DPoP proof, exactly as received: what the gate forwards
+   * to Mandate (`Mandate-Client-DPoP`) when it acts for the client with
+   * `MandateToolOptions.relayKey`.
+   */
+  dpopProof?: string;
   /** The verified claims, without `jti`. */
   claims: Omit<Claims, "jti">;
 }
@@ -276,9 +282,19 @@ export interface MandateToolOptions {
    * a token bound to a key it holds: a child token the agent delegated to
    * this server with `holder_key: key.publicJwk`, sent in the request's
    * `_meta` as `io.mandate/delegated_token`. A token bound to any other key
-   * is refused (`dpop_key_not_held`).
+   * is refused (`dpop_key_not_held`), unless `relayKey` is given.
    */
   key?: AgentKey;
+  /**
+   * The gate's relay key, for a client's token bound to the client's own
+   * key (a stock MCP client's DPoP token): the gate then acts at Mandate
+   * with the client's token, forwarding the client's proof of the MCP
+   * request (`mandateAuth` keeps it) and adding a proof of its own by this
+   * key. Register its thumbprint (`relayKey.jkt`) for this server's
+   * resource with `POST /v1/oauth/resources`; Mandate takes each client
+   * proof once, and the relay completes only what it authorized.
+   */
+  relayKey?: AgentKey;
 }
 
 /** The `_meta` keys the gate sets on a tool result (reverse-DNS prefix, as MCP asks). */
@@ -369,7 +385,8 @@ export function mandateTokenVerifier(options: MandateTokenVerifierOptions): OAut
 /**
  * A middleware that lets a request through with a valid VAT, as `Bearer`, or
  * bound to a key as `DPoP` with its `DPoP` proof for this request, and sets
- * `req.auth`. A token naming an audience (`aud`) must name this server's
+ * `req.auth` (a bound token's proof kept in `extra.dpopProof`, for a gate
+ * with a `relayKey` to forward). A token naming an audience (`aud`) must name this server's
  * `resource` (`options.audience` says whether one must be named). Refusals are answered as the MCP SDK's `requireBearerAuth`
  * answers them: 401 `invalid_token` (`invalid_dpop_proof` for a refused
  * proof) or 403 `insufficient_scope`, a JSON `{error, error_description}`
@@ -513,6 +530,7 @@ async function authenticate(req: RequestLike, options: MandateAuthOptions): Prom
     return refusal(401, "invalid_token", "Invalid Authorization header format, expected 'Bearer TOKEN' or 'DPoP TOKEN'", "both");
   }
   let result: VerifyResult;
+  let proof: string | undefined;
   if (scheme === "bearer") {
     result = await options.verifier.verify(token);
     if (!result.valid && result.error.code === "dpop_required") {
@@ -520,7 +538,7 @@ async function authenticate(req: RequestLike, options: MandateAuthOptions): Prom
     }
   } else {
     const proofs = req.headers.dpop;
-    const proof = single(proofs);
+    proof = single(proofs);
     if (proof === undefined || Array.isArray(proofs) || proof.includes(",")) {
       return refusal(401, "invalid_dpop_proof", "dpop_required: a DPoP token needs exactly one DPoP proof header", "DPoP");
     }
@@ -544,6 +562,10 @@ async function authenticate(req: RequestLike, options: MandateAuthOptions): Prom
     return refusal(401, "invalid_token", wrongAudience, scheme === "dpop" ? "DPoP" : "Bearer");
   }
   const auth = authInfoOf(token, result.claims);
+  if (proof !== undefined) {
+    // Kept as received, for the gate to relay to Mandate.
+    (auth.extra as MandateAuthExtra).dpopProof = proof;
+  }
   const missing = (options.requiredScopes ?? []).filter((scope) => !auth.scopes.includes(scope));
   if (missing.length > 0) {
     return refusal(403, "insufficient_scope", `Insufficient scope: the token lacks ${missing.join(", ")}`, scheme === "dpop" ? "DPoP" : "Bearer");
@@ -720,11 +742,14 @@ async function runTool<Args>(
   }
   const decoded = decodeTokenUnverified(token);
   const jkt = decoded.ok ? decoded.claims.cnf?.jkt : undefined;
-  if (jkt !== undefined && options.key?.jkt !== jkt) {
+  // The client's own proof, relayed: only for the token it was made with.
+  const forwarded = token === presented ? mandateAuthOf(extra.authInfo)?.dpopProof : undefined;
+  const relaying = jkt !== undefined && options.key?.jkt !== jkt && options.relayKey !== undefined && forwarded !== undefined;
+  if (jkt !== undefined && options.key?.jkt !== jkt && !relaying) {
     return toolError(
       "Not authorized: the token is bound to a key this server does not hold, and Mandate takes a bound token " +
         "only with its holder's proof. Delegate a child token to this server's key and send it in _meta " +
-        `as ${META_DELEGATED_TOKEN}.`,
+        `as ${META_DELEGATED_TOKEN}, or relay the client's proof with a registered relayKey.`,
       { [META_ERROR]: "dpop_key_not_held" },
     );
   }
@@ -782,6 +807,10 @@ async function runTool<Args>(
   };
   if (options.key !== undefined) {
     act.key = options.key;
+  }
+  if (relaying) {
+    act.relayKey = options.relayKey;
+    act.forwardedProof = forwarded;
   }
   const traceparent = extra._meta?.traceparent;
   if (typeof traceparent === "string") {

@@ -186,6 +186,7 @@ fn main() -> anyhow::Result<()> {
                 trust: None,
                 args_hash: None,
                 args: None,
+                relay_jkt: None,
             };
             let created = events::record_created(events::Created {
                 aar_id: &aar_id,

@@ -64,7 +64,7 @@ const EVALUATE: Access = Access::ApiKey(KeyNeeds::Role(Permission::Evaluate));
 /// test checks that it names every operation the router serves, and only
 /// those.
 #[rustfmt::skip]
-pub(crate) const ROUTES: [(&str, &str, Access); 70] = [
+pub(crate) const ROUTES: [(&str, &str, Access); 73] = [
     ("post",   "/v1/vat/issue/l1",                              ISSUE),
     ("post",   "/v1/vat/issue/l2",                              ISSUE),
     ("post",   "/v1/vat/auth/capture",                          ISSUE),
@@ -130,6 +130,9 @@ pub(crate) const ROUTES: [(&str, &str, Access); 70] = [
     ("post",   "/v1/oauth/clients",                             CLIENTS),
     ("get",    "/v1/oauth/clients",                             CLIENTS),
     ("delete", "/v1/oauth/clients/{client_id}",                 CLIENTS),
+    ("post",   "/v1/oauth/resources",                           CLIENTS),
+    ("get",    "/v1/oauth/resources",                           CLIENTS),
+    ("delete", "/v1/oauth/resources/{resource_id}",             CLIENTS),
     ("get",    "/.well-known/jwks.json",                        Access::Public),
     ("get",    "/healthz",                                      Access::Public),
     ("get",    "/readyz",                                       Access::Public),

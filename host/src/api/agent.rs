@@ -15,7 +15,7 @@ use mandate_core::{
 
 use super::bodies;
 use super::docs::Errors;
-use super::extract::{Acting, AgentCall, IdempotentJson, Need};
+use super::extract::{Acting, AgentCall, IdempotentJson, Need, Relaying};
 use super::input;
 use super::problems::{args_detail, denial, refusal};
 use super::query::record_id;
@@ -76,6 +76,7 @@ impl Asked {
             .map(|args| stored_args(args, redact))
             .transpose()?;
         Ok(Attempt {
+            relay_jkt: acting.relay,
             jti: acting.jti,
             credential: acting.credential,
             action: self.action,
@@ -339,7 +340,13 @@ pub(crate) async fn authorize(
 ) -> ApiResult<Rendered> {
     let now = state.clock.now();
     let acting = call
-        .acting(&state, now, body.vat_jti.as_deref(), Need::TokenOrJti)
+        .acting_relayed(
+            &state,
+            now,
+            body.vat_jti.as_deref(),
+            Need::TokenOrJti,
+            Relaying::WithClientProof,
+        )
         .await?;
     let key = key.map(|k| k.scoped(acting.org, "authorize", acting.jti.as_str()));
     let attempt = Asked::of(
@@ -426,7 +433,8 @@ pub(crate) async fn complete(
     // record made with a bare `vat_jti`, again without one), so a replay
     // shows nobody more than the first answer showed its sender.
     let credential = match &presented {
-        Some(jti) => format!("{aar_id} {jti}"),
+        Some((jti, None)) => format!("{aar_id} {jti}"),
+        Some((jti, Some(relay))) => format!("{aar_id} {jti} {relay}"),
         None => aar_id.to_string(),
     };
     let completed_id = aar_id.clone();
@@ -436,7 +444,8 @@ pub(crate) async fn complete(
         result: input::outcome(&body.result)?,
         result_hash: input::result_hash(body.result_hash.as_deref())?,
         spend: input::amount("spend_usd", body.spend_usd)?,
-        presented,
+        relay: presented.as_ref().and_then(|(_, relay)| relay.clone()),
+        presented: presented.map(|(jti, _)| jti),
     };
     let (completed, rendered) = once_where(
         &state,

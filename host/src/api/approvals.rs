@@ -8,12 +8,12 @@ use std::time::Duration;
 
 use axum::extract::{Path, State};
 use axum::http::HeaderMap;
-use mandate_core::{ApprovalDecision, ApprovalId, Jth, Jti, KeyId};
+use mandate_core::{ApprovalDecision, ApprovalId, Jkt, Jth, Jti, KeyId};
 use serde::Deserialize;
 use utoipa::IntoParams;
 
 use super::docs::Errors;
-use super::extract::{AgentCall, ApiKeyAuth, Json, Need, Operation, has_api_key};
+use super::extract::{AgentCall, ApiKeyAuth, Json, Need, Operation, Relaying, has_api_key};
 use super::query::{Query, limit};
 use crate::clock::iso_ms;
 use crate::error::{ApiError, ApiResult};
@@ -79,15 +79,16 @@ enum Reader {
     /// A key of the organisation.
     Key(Org),
     /// The agent with this token: it reads approvals of records made with
-    /// it or a token delegated from it.
-    Token(Org, Jti),
+    /// it or a token delegated from it; through a relay (its key), only
+    /// those of records that relay key authorized.
+    Token(Org, Jti, Option<Jkt>),
 }
 
 /// The approval `id` as `reader` may see it.
 async fn read(state: &AppState, reader: &Reader, id: &ApprovalId) -> ApiResult<ApprovalInFull> {
-    let (org, holder) = match reader {
-        Reader::Key(org) => (*org, None),
-        Reader::Token(org, jti) => (*org, Some(jti.clone())),
+    let (org, holder, relay) = match reader {
+        Reader::Key(org) => (*org, None, None),
+        Reader::Token(org, jti, relay) => (*org, Some(jti.clone()), relay.clone()),
     };
     let id = id.to_string();
     let full = state
@@ -99,6 +100,11 @@ async fn read(state: &AppState, reader: &Reader, id: &ApprovalId) -> ApiResult<A
                     .map(|jti| jti.hash())
                     .map_err(|_| QueryError::UnknownApproval)?;
                 if !governed_by(conn, &jth, holder)? {
+                    return Err(QueryError::UnknownApproval);
+                }
+                if let Some(relay) = &relay
+                    && full.record.relay_jkt.as_deref() != Some(relay.as_str())
+                {
                     return Err(QueryError::UnknownApproval);
                 }
             }
@@ -159,9 +165,15 @@ pub(crate) async fn approval(
         Reader::Key(operation.api_key(&state, &headers).await?.org)
     } else {
         let acting = call
-            .acting(&state, state.clock.now(), None, Need::Token)
+            .acting_relayed(
+                &state,
+                state.clock.now(),
+                None,
+                Need::Token,
+                Relaying::RelayAlone,
+            )
             .await?;
-        Reader::Token(acting.org, acting.jti)
+        Reader::Token(acting.org, acting.jti, acting.relay)
     };
     let id = approval_id(&id)?;
     let deadline = tokio::time::Instant::now() + Duration::from_secs(wait);

@@ -9,8 +9,8 @@ use axum::extract::{FromRequest, FromRequestParts, MatchedPath, Request};
 use axum::http::request::Parts;
 use axum::http::{HeaderMap, Method, StatusCode, header};
 use mandate_core::{
-    Claims, DpopError, Jti, ProofRequest, VerifiedProof, VerifyError, VerifyOptions, check_binding,
-    verify_ignoring_lifetime,
+    Claims, DpopError, Jkt, Jti, ProofRequest, RelayError, VerifiedProof, VerifyError,
+    VerifyOptions, check_binding, verify_forwarded, verify_ignoring_lifetime, verify_relay,
 };
 use serde::de::DeserializeOwned;
 use sha2::{Digest as _, Sha256};
@@ -27,6 +27,7 @@ use crate::error::{ApiError, ApiResult, truncate_chars};
 use crate::ledger::{IdempotencyKey, LedgerError};
 use crate::proofs::Refused;
 use crate::store::StoreError;
+use crate::store::oauth as oauth_rows;
 use crate::store::orgs::Org;
 use crate::store::records::Credential;
 use crate::store::tokens;
@@ -709,6 +710,39 @@ pub(crate) struct Acting {
     pub(crate) jti: Jti,
     pub(crate) credential: Credential,
     pub(crate) org: Org,
+    /// The relay key of the gate that relayed the call, if one did.
+    pub(crate) relay: Option<Jkt>,
+}
+
+/// The header a gate forwards the client's DPoP proof in, exactly as
+/// received (docs/oauth.md, "The gate relays the client's proof").
+pub(crate) const CLIENT_DPOP_HEADER: &str = "mandate-client-dpop";
+/// The header of the gate's own proof, by its relay key.
+pub(crate) const RELAY_HEADER: &str = "mandate-relay";
+
+/// Whether, and how, a call may come from a gate relaying a client's
+/// proof.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Relaying {
+    /// Not at all: the relay headers are refused (`relay_not_allowed`).
+    Refused,
+    /// With the client's proof forwarded, which the call uses up
+    /// (`authorize`).
+    WithClientProof,
+    /// With the relay's proof alone, for a record the same relay key
+    /// authorized (`complete`, an approval read).
+    RelayAlone,
+}
+
+/// The token presented, verified, and the relay key that relayed it.
+type Shown = (Jti, Option<Jkt>);
+
+/// The proof a replay was spotted for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum ProofOf {
+    Holder,
+    Client,
+    Relay,
 }
 
 /// An agent call: what it needs to authenticate the token it presents —
@@ -771,6 +805,16 @@ impl AgentCall {
         }
     }
 
+    /// The one `name` header, if any; two are refused as `two`.
+    fn header_once(&self, name: &str, two: impl FnOnce() -> ApiError) -> ApiResult<Option<&str>> {
+        let mut values = self.headers.get_all(name).iter();
+        match (values.next(), values.next()) {
+            (None, _) => Ok(None),
+            (Some(value), None) => value.to_str().map(Some).map_err(|_| two()),
+            (Some(_), Some(_)) => Err(two()),
+        }
+    }
+
     /// The one `DPoP` header, if any (RFC 9449 §4.3: never two).
     fn proof(&self) -> ApiResult<Option<&str>> {
         let mut proofs = self.headers.get_all("dpop").iter();
@@ -794,8 +838,25 @@ impl AgentCall {
         state: &AppState,
         now: Now,
         lifetime: Lifetime,
-    ) -> ApiResult<Option<Jti>> {
+        relaying: Relaying,
+    ) -> ApiResult<Option<Shown>> {
+        let malformed = |name: &'static str| {
+            move || {
+                ApiError::unauthorized(
+                    "relay_invalid",
+                    format!("send one readable {name} header, not two"),
+                )
+            }
+        };
+        let relay = self.header_once(RELAY_HEADER, malformed("Mandate-Relay"))?;
+        let forwarded = self.header_once(CLIENT_DPOP_HEADER, malformed("Mandate-Client-DPoP"))?;
         let Some((scheme, compact)) = authorization(&self.headers)? else {
+            if relay.is_some() || forwarded.is_some() {
+                return Err(ApiError::unauthorized(
+                    "relay_not_allowed",
+                    "a relayed call carries the client's token: Authorization: DPoP <token>",
+                ));
+            }
             return Ok(None);
         };
         if apikeys::meant_as_key(compact) {
@@ -804,6 +865,18 @@ impl AgentCall {
                  Authorization: Bearer <compact_jwt> (DPoP <compact_jwt> with a proof when bound)",
             ));
         }
+        if relay.is_some() || forwarded.is_some() {
+            let relayed = Relayed {
+                scheme,
+                compact,
+                relay,
+                forwarded,
+            };
+            return self
+                .relayed(state, now, lifetime, relaying, relayed)
+                .await
+                .map(|(jti, relay)| Some((jti, Some(relay))));
+        }
         let proof = || match scheme {
             // RFC 9449 §7.2: a bound token sent as a Bearer token is refused.
             Scheme::Bearer => Ok(None),
@@ -811,7 +884,103 @@ impl AgentCall {
         };
         self.verified(state, now, lifetime, compact, proof)
             .await
-            .map(Some)
+            .map(|jti| Some((jti, None)))
+    }
+
+    /// A call a gate relays (see [`mandate_core::relay`]): the client's
+    /// token, verified; the relay's proof, made for this request by a key
+    /// the token's organisation registered for the token's audience; the
+    /// client's forwarded proof where `relaying` takes one; both used
+    /// once, in the store DPoP proofs are remembered in. The token and
+    /// the relay key.
+    async fn relayed(
+        &self,
+        state: &AppState,
+        now: Now,
+        lifetime: Lifetime,
+        relaying: Relaying,
+        relayed: Relayed<'_>,
+    ) -> ApiResult<(Jti, Jkt)> {
+        let Some(relay) = relayed.relay else {
+            return Err(ApiError::unauthorized(
+                "relay_required",
+                "a client proof forwarded in Mandate-Client-DPoP goes with the gate's own proof in Mandate-Relay",
+            ));
+        };
+        let not_allowed =
+            |detail: &str| ApiError::unauthorized("relay_not_allowed", detail.to_owned());
+        match (relaying, relayed.forwarded.is_some()) {
+            (Relaying::Refused, _) => {
+                return Err(not_allowed(
+                    "this operation takes no relayed call: a gate relays authorize, and then completes or reads the approval of what it authorized",
+                ));
+            }
+            (Relaying::WithClientProof, false) => {
+                return Err(ApiError::unauthorized(
+                    "client_proof_required",
+                    "a relay authorizes with the client's proof, forwarded exactly as received in Mandate-Client-DPoP",
+                ));
+            }
+            (Relaying::RelayAlone, true) => {
+                return Err(not_allowed(
+                    "the client's proof is used up by authorize; a completion or an approval read carries the relay's proof alone",
+                ));
+            }
+            _ => {}
+        }
+        if relayed.scheme != Scheme::Dpop || self.proof()?.is_some() {
+            return Err(not_allowed(
+                "a relayed call sends the client's token as Authorization: DPoP <token>, and no DPoP header",
+            ));
+        }
+        let compact = relayed.compact;
+        let claims = verify_token(state, compact, lifetime, now).await?;
+        let cnf = claims
+            .cnf
+            .as_ref()
+            .ok_or_else(|| ApiError::dpop_invalid(&DpopError::NotBound))?;
+        let audience = claims
+            .aud
+            .as_ref()
+            .ok_or_else(|| ApiError::relay_invalid(&RelayError::NoAudience))?;
+        let now = now.s();
+        let url = self.url(state);
+        let request = ProofRequest {
+            method: self.method.as_str(),
+            url: &url,
+            now,
+        };
+        let relay_proof = verify_relay(relay, compact, relayed.forwarded, &request)
+            .map_err(|e| ApiError::relay_invalid(&e))?;
+        let client_proof = relayed
+            .forwarded
+            .map(|forwarded| verify_forwarded(forwarded, compact, &cnf.jkt, audience, now))
+            .transpose()
+            .map_err(|e| ApiError::relay_invalid(&e))?;
+        let org = org_acting(state, &claims.jti, Credential::Token).await?;
+        let relay_jkt = relay_proof.jkt.clone();
+        let audience = audience.clone();
+        let registered = state
+            .store
+            .lookup(move |conn| {
+                let resources = oauth_rows::resources(conn, org).map_err(StoreError::from)?;
+                Ok::<_, StoreError>(resources.iter().any(|row| {
+                    audience.matches(&row.resource)
+                        && row.relay_jkts.iter().any(|jkt| jkt == relay_jkt.as_str())
+                }))
+            })
+            .await?;
+        if !registered {
+            return Err(ApiError::forbidden(
+                "relay_not_registered",
+                "the relay key is not registered for the token's audience in the token's organisation (POST /v1/oauth/resources)",
+            ));
+        }
+        if let Some(client_proof) = &client_proof {
+            first_use(state, client_proof, now, ProofOf::Client).await?;
+        }
+        first_use(state, &relay_proof, now, ProofOf::Relay).await?;
+        Ok((claims.jti.clone(), relay_proof.jkt))
     }
 
     /// `compact` verified — its signature, issuer, lifetime (unless
@@ -839,10 +1008,8 @@ impl AgentCall {
             DpopError::Required => ApiError::dpop_required(),
             other => ApiError::dpop_invalid(&other),
         })?;
-        if let Some(proof) = checked
-            && !first_use_of_proof(state, &proof, now).await?
-        {
-            return Err(ApiError::dpop_invalid(&DpopError::Replayed));
+        if let Some(proof) = checked {
+            first_use(state, &proof, now, ProofOf::Holder).await?;
         }
         Ok(claims.jti.clone())
     }
@@ -875,13 +1042,15 @@ impl AgentCall {
             jti,
             credential: Credential::Token,
             org,
+            relay: None,
         })
     }
 
     /// The token an agent call acts with: the token presented, or the
     /// body's bare `vat_jti` where `need` and the deployment allow one. A
     /// `vat_jti` beside a presented token must name it. Counted against
-    /// the token's and its organisation's rate limits.
+    /// the token's and its organisation's rate limits. A relayed call is
+    /// refused.
     pub(crate) async fn acting(
         &self,
         state: &AppState,
@@ -889,11 +1058,26 @@ impl AgentCall {
         body_jti: Option<&str>,
         need: Need,
     ) -> ApiResult<Acting> {
-        let presented = self.presented(state, now, Lifetime::Checked).await?;
+        self.acting_relayed(state, now, body_jti, need, Relaying::Refused)
+            .await
+    }
+
+    /// [`AgentCall::acting`], taking a call relayed as `relaying` says.
+    pub(crate) async fn acting_relayed(
+        &self,
+        state: &AppState,
+        now: Now,
+        body_jti: Option<&str>,
+        need: Need,
+        relaying: Relaying,
+    ) -> ApiResult<Acting> {
+        let presented = self
+            .presented(state, now, Lifetime::Checked, relaying)
+            .await?;
         let named = body_jti
             .map(|text| parse_jti("vat_jti", text))
             .transpose()?;
-        let (jti, credential) = choose(state, presented.as_ref(), named, need)?;
+        let (jti, credential) = choose(state, presented.as_ref().map(|(jti, _)| jti), named, need)?;
         state.limiters.token(jti.as_str())?;
         let org = org_acting(state, &jti, credential).await?;
         state.limiters.org(org)?;
@@ -901,6 +1085,7 @@ impl AgentCall {
             jti,
             credential,
             org,
+            relay: presented.and_then(|(_, relay)| relay),
         })
     }
 
@@ -926,7 +1111,10 @@ impl AgentCall {
         now: Now,
         named: &[Option<&str>],
     ) -> ApiResult<Vec<ApiResult<Acting>>> {
-        let presented = self.presented(state, now, Lifetime::Checked).await?;
+        let presented = self
+            .presented(state, now, Lifetime::Checked, Relaying::Refused)
+            .await?
+            .map(|(jti, _)| jti);
         let mut chosen = Vec::with_capacity(named.len());
         for (index, text) in named.iter().enumerate() {
             let named = text
@@ -988,6 +1176,7 @@ impl AgentCall {
                     jti: jti.clone(),
                     credential: *credential,
                     org,
+                    relay: None,
                 })
             })
             .collect();
@@ -998,14 +1187,18 @@ impl AgentCall {
     /// call, but whatever its lifetime, since a completion reports what the
     /// token did while it was valid; counted against its organisation's
     /// rate limit. A completion by `aar_id` alone is counted by address.
-    pub(crate) async fn completer(&self, state: &AppState, now: Now) -> ApiResult<Option<Jti>> {
-        let presented = self.presented(state, now, Lifetime::Ignored).await?;
+    /// A relay completes with its own proof alone: the token presented and
+    /// its relay key.
+    pub(crate) async fn completer(&self, state: &AppState, now: Now) -> ApiResult<Option<Shown>> {
+        let presented = self
+            .presented(state, now, Lifetime::Ignored, Relaying::RelayAlone)
+            .await?;
         match presented {
-            Some(jti) => {
+            Some((jti, relay)) => {
                 state.limiters.token(jti.as_str())?;
                 let org = org_acting(state, &jti, Credential::Token).await?;
                 state.limiters.org(org)?;
-                Ok(Some(jti))
+                Ok(Some((jti, relay)))
             }
             None if state.config.agent_auth == AgentAuth::Bearer => Err(ApiError::token_required(
                 "this deployment takes agent calls with the token itself: \
@@ -1052,6 +1245,34 @@ fn choose(
             "vat_jti is required, or the token itself as Authorization: Bearer <compact_jwt>",
         )),
     }
+}
+
+/// What a relayed call sent: the `Authorization` scheme and token, and
+/// the relay headers.
+struct Relayed<'a> {
+    scheme: Scheme,
+    compact: &'a str,
+    relay: Option<&'a str>,
+    forwarded: Option<&'a str>,
+}
+
+/// Remembers `proof` as used ([`first_use_of_proof`]: the replay store
+/// the token endpoint shares); a proof seen before is refused as a replay
+/// of the proof it is (`of`).
+async fn first_use(
+    state: &AppState,
+    proof: &VerifiedProof,
+    now: i64,
+    of: ProofOf,
+) -> ApiResult<()> {
+    if first_use_of_proof(state, proof, now).await? {
+        return Ok(());
+    }
+    Err(match of {
+        ProofOf::Holder => ApiError::dpop_invalid(&DpopError::Replayed),
+        ProofOf::Client => ApiError::relay_invalid(&RelayError::Client(DpopError::Replayed)),
+        ProofOf::Relay => ApiError::relay_invalid(&RelayError::Relay(DpopError::Replayed)),
+    })
 }
 
 /// How a token this server does not hold is refused, as the ledger would

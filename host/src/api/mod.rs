@@ -294,6 +294,11 @@ pub fn app(state: AppState) -> Router {
             oauth_admin::list_clients
         ))
         .routes(routes!(oauth_admin::delete_client))
+        .routes(routes!(
+            oauth_admin::create_resource,
+            oauth_admin::list_resources
+        ))
+        .routes(routes!(oauth_admin::delete_resource))
         .routes(routes!(meta::jwks))
         .routes(routes!(meta::healthz))
         .routes(routes!(meta::readyz))

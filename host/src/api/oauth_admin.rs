@@ -5,6 +5,9 @@
 //! another organisation's client answers exactly like one that does not
 //! exist; with `[oauth]` off the paths answer 404, as if unrouted.
 //!
+//! And the resources whose MCP gates relay clients' proofs, with their
+//! relay keys (`manage_clients`, as clients).
+//!
 //! And the grants consents made (what each client holds for each human):
 //! listed with `read` — a developer key sees its own human's only — and
 //! revoked with `revoke`, which ends the grant as RFC 7009 revocation of
@@ -12,8 +15,9 @@
 
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
+use mandate_core::audience::check_resource_uri;
 use mandate_core::oauth::redirect::RedirectUri;
-use mandate_core::{Identity, Role, human_ref};
+use mandate_core::{Identity, Jkt, Role, human_ref};
 use serde::Deserialize;
 use utoipa::IntoParams;
 
@@ -24,9 +28,12 @@ use super::query::{Query, limit};
 use crate::clock::iso_ms;
 use crate::error::{ApiError, ApiResult};
 use crate::ledger::LedgerError;
-use crate::model::oauth::{ClientBody, ClientList, CreateClientRequest, GrantBody, GrantList};
+use crate::model::oauth::{
+    ClientBody, ClientList, CreateClientRequest, CreateResourceRequest, GrantBody, GrantList,
+    ResourceBody, ResourceList,
+};
 use crate::queries::{self, QueryError};
-use crate::store::oauth::{self as rows, OAuthClient, OAuthGrant};
+use crate::store::oauth::{self as rows, OAuthClient, OAuthGrant, OAuthResource};
 use crate::{AppState, random};
 
 /// Longest client name, in characters.
@@ -208,6 +215,130 @@ pub(crate) async fn delete_client(
     let org = principal.org;
     state
         .write(move |ledger| ledger.delete_client(org, &client_id, now))
+        .await
+        .map_err(|error: LedgerError| ApiError::from(error))?;
+    Ok(StatusCode::NO_CONTENT)
+}
+
+/// Most relay keys of one resource.
+const MAX_RELAY_JKTS: usize = 10;
+
+fn resource_body(resource: OAuthResource) -> ResourceBody {
+    ResourceBody {
+        resource_id: resource.resource_id,
+        resource: resource.resource,
+        relay_jkts: resource.relay_jkts,
+        created_at: iso_ms(resource.created_at),
+        created_by: resource.created_by,
+    }
+}
+
+/// The relay key thumbprints: 1 to [`MAX_RELAY_JKTS`], each an RFC 7638
+/// thumbprint and given once.
+fn relay_jkts(texts: &[String]) -> ApiResult<Vec<String>> {
+    if texts.is_empty() {
+        return Err(ApiError::invalid(
+            "relay_jkts",
+            "empty_list",
+            "relay_jkts must name at least one relay key",
+        ));
+    }
+    if texts.len() > MAX_RELAY_JKTS {
+        return Err(ApiError::invalid(
+            "relay_jkts",
+            "list_too_long",
+            format!("relay_jkts may hold at most {MAX_RELAY_JKTS} entries"),
+        ));
+    }
+    let mut jkts: Vec<String> = Vec::with_capacity(texts.len());
+    for (index, text) in texts.iter().enumerate() {
+        let field = format!("relay_jkts[{index}]");
+        let jkt = Jkt::parse(text)
+            .map_err(|e| ApiError::invalid(&field, e.code(), format!("{field}: {e}")))?;
+        if jkts.iter().any(|seen| seen == jkt.as_str()) {
+            return Err(ApiError::invalid(
+                "relay_jkts",
+                "duplicate_entry",
+                format!("relay_jkts: {text:?} is given twice"),
+            ));
+        }
+        jkts.push(jkt.as_str().to_owned());
+    }
+    Ok(jkts)
+}
+
+/// Registers a resource and the relay keys of its MCP gates: a gate
+/// acting at Mandate for a client whose token names this resource in
+/// `aud` signs its `Mandate-Relay` proof with one of these keys.
+#[utoipa::path(
+    post,
+    path = "/v1/oauth/resources",
+    tag = "oauth",
+    request_body = CreateResourceRequest,
+    responses((status = 201, description = "The resource", body = ResourceBody), Errors)
+)]
+pub(crate) async fn create_resource(
+    State(state): State<AppState>,
+    ApiKeyAuth(principal): ApiKeyAuth,
+    Json(body): Json<CreateResourceRequest>,
+) -> ApiResult<(StatusCode, axum::Json<ResourceBody>)> {
+    oauth_on(&state, "/v1/oauth/resources")?;
+    let now = state.clock.now();
+    check_resource_uri(&body.resource)
+        .map_err(|why| ApiError::invalid("resource", why.code(), format!("resource: {why}")))?;
+    let resource = OAuthResource {
+        resource_id: format!("ors_{}", random::ulid(now)),
+        org: principal.org,
+        resource: body.resource,
+        relay_jkts: relay_jkts(&body.relay_jkts)?,
+        created_by: principal.id,
+        created_at: now.ms(),
+    };
+    let resource = state
+        .write(move |ledger| ledger.create_resource(&resource))
+        .await?;
+    Ok((StatusCode::CREATED, axum::Json(resource_body(resource))))
+}
+
+/// The organisation's resources, newest first.
+#[utoipa::path(
+    get,
+    path = "/v1/oauth/resources",
+    tag = "oauth",
+    responses((status = 200, description = "The resources", body = ResourceList), Errors)
+)]
+pub(crate) async fn list_resources(
+    State(state): State<AppState>,
+    ApiKeyAuth(principal): ApiKeyAuth,
+) -> ApiResult<axum::Json<ResourceList>> {
+    oauth_on(&state, "/v1/oauth/resources")?;
+    let org = principal.org;
+    let resources = state
+        .store
+        .lookup(move |conn| Ok::<_, QueryError>(rows::resources(conn, org)?))
+        .await?;
+    Ok(axum::Json(ResourceList {
+        resources: resources.into_iter().map(resource_body).collect(),
+    }))
+}
+
+/// Deletes a resource: its relay keys relay nothing from now on.
+#[utoipa::path(
+    delete,
+    path = "/v1/oauth/resources/{resource_id}",
+    tag = "oauth",
+    params(("resource_id" = String, Path, description = "The resource, `ors_<ulid>`")),
+    responses((status = 204, description = "Deleted"), Errors)
+)]
+pub(crate) async fn delete_resource(
+    State(state): State<AppState>,
+    ApiKeyAuth(principal): ApiKeyAuth,
+    Path(resource_id): Path<String>,
+) -> ApiResult<StatusCode> {
+    oauth_on(&state, "/v1/oauth/resources/{resource_id}")?;
+    let org = principal.org;
+    state
+        .write(move |ledger| ledger.delete_resource(org, &resource_id))
         .await
         .map_err(|error: LedgerError| ApiError::from(error))?;
     Ok(StatusCode::NO_CONTENT)

@@ -67,6 +67,9 @@ impl From<LedgerError> for ApiError {
                 problem.with_record(aar_id.as_str())
             }
             LedgerError::BeyondReservationWithoutToken { .. } => ApiError::token_required(message),
+            LedgerError::BeyondReservationByRelay { .. } => {
+                ApiError::forbidden("relay_beyond_reservation", message)
+            }
             LedgerError::OverBudget { aar_id, exceeded } => {
                 ApiError::forbidden(exceeded.code(), exceeded.to_string())
                     .with_record(aar_id.as_str())
@@ -108,6 +111,10 @@ impl From<LedgerError> for ApiError {
             LedgerError::TooManyWebhooks => ApiError::conflict("too_many_webhooks", message),
             LedgerError::UnknownClient => ApiError::not_found("client_not_found", message),
             LedgerError::TooManyClients => ApiError::conflict("too_many_clients", message),
+            LedgerError::UnknownResource => ApiError::not_found("resource_not_found", message),
+            LedgerError::ResourceExists => ApiError::conflict("resource_exists", message),
+            LedgerError::TooManyResources => ApiError::conflict("too_many_resources", message),
+            LedgerError::NotTheRelaysRecord => ApiError::forbidden("relay_not_yours", message),
             LedgerError::UnknownGrant => ApiError::not_found("grant_not_found", message),
             LedgerError::RequestAnswered => ApiError::conflict("request_answered", message),
             LedgerError::UnknownAgent => ApiError::not_found("agent_not_found", message),

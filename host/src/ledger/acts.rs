@@ -6,9 +6,9 @@ use std::sync::Arc;
 use mandate_core::webhook::EventType;
 use mandate_core::{
     AarId, Action, ApprovalId, Args, ArgsRules, ChainArgsDenial, Claims, CompletionSpendRefused,
-    Decision, DenyReason, Jti, Outcome, Rating, RecordEvent, RecordOrigin, RecordState, Resource,
-    ResultHash, Usd, chain_requires_approval_with_args, check_chain_args, check_chain_budgets,
-    check_completion_spend, transition,
+    Decision, DenyReason, Jkt, Jti, Outcome, Rating, RecordEvent, RecordOrigin, RecordState,
+    Resource, ResultHash, Usd, chain_requires_approval_with_args, check_chain_args,
+    check_chain_budgets, check_completion_spend, transition,
 };
 
 use super::outbox::ChargedBy;
@@ -41,6 +41,9 @@ pub struct Attempt {
     /// The arguments as the record stores them (`[records] redact_args`
     /// applied), as canonical JSON; `None` when none were given.
     pub stored_args: Option<String>,
+    /// The relay key of the gate that authorized it for a client (the
+    /// client's proof forwarded with its own), kept on the record.
+    pub relay_jkt: Option<Jkt>,
 }
 
 /// One action of a batch, as `record/action` takes it: the attempt and
@@ -109,6 +112,10 @@ pub struct Completion {
     /// The token presented with the call (verified, with its proof when
     /// bound), if any.
     pub presented: Option<Jti>,
+    /// The relay key whose proof stood in for the client's (a gate
+    /// completing what it authorized): it must be the record's
+    /// `relay_jkt`, and it completes within the reservation only.
+    pub relay: Option<Jkt>,
 }
 
 /// The records of a workflow to rate at once: those completed with
@@ -254,6 +261,7 @@ impl Ledger {
                     result_hash: None,
                     spend: None,
                     presented: Some(attempt.jti.clone()),
+                    relay: None,
                 };
                 let completed = self.complete(&completion, now)?;
                 Ok(Evaluated {
@@ -359,6 +367,7 @@ impl Ledger {
             trust,
             args_hash: args_hash.as_ref(),
             args: attempt.stored_args.as_deref().filter(|_| kept),
+            relay_jkt: attempt.relay_jkt.as_ref().map(Jkt::as_str),
         };
         self.insert_record(org, &record)?;
         let approval = match state {
@@ -515,6 +524,11 @@ impl Ledger {
             (None, Credential::Token) => return Err(LedgerError::UnknownRecord),
             (None, Credential::Jti) => {}
         }
+        if let Some(relay) = &completion.relay
+            && record.relay_jkt.as_deref() != Some(relay.as_str())
+        {
+            return Err(LedgerError::NotTheRelaysRecord);
+        }
         if record.action == mandate_core::scope::DELEGATE_ACTION && !by_delegation {
             return Err(LedgerError::DelegationCloses);
         }
@@ -598,6 +612,11 @@ impl Ledger {
         let aar_id = || completion.aar_id.clone();
         if completion.presented.is_none() {
             return Err(LedgerError::BeyondReservationWithoutToken {
+                reserved: record.spend,
+            });
+        }
+        if completion.relay.is_some() {
+            return Err(LedgerError::BeyondReservationByRelay {
                 reserved: record.spend,
             });
         }

@@ -331,6 +331,7 @@ impl Ledger {
             trust,
             args_hash: None,
             args: None,
+            relay_jkt: None,
         };
         let ulid =
             Ulid::new(u64::try_from(at).unwrap_or(0), delegation.child_random).map_err(internal)?;
@@ -442,6 +443,7 @@ impl Ledger {
                     result_hash: None,
                     spend: None,
                     presented: Some(delegation.parent.clone()),
+                    relay: None,
                 },
                 now,
             )?;
@@ -474,6 +476,7 @@ impl Ledger {
                 result_hash: None,
                 spend: None,
                 presented: Some(delegation.parent.clone()),
+                relay: None,
             },
             now,
         )?;

@@ -61,7 +61,8 @@ pub use authority::{Delegated, Delegation, REVOKED_LIST_LIMIT, Refusal, Revoked,
 pub use idempotency::{IdempotencyKey, Reply};
 pub use log::LogSetup;
 pub use oauth::{
-    ClientRevocation, MAX_CLIENTS_PER_ORG, Redeemed, Redemption, Refresh, RefreshRefusal, Refreshed,
+    ClientRevocation, MAX_CLIENTS_PER_ORG, MAX_RESOURCES_PER_ORG, Redeemed, Redemption, Refresh,
+    RefreshRefusal, Refreshed,
 };
 pub use orgs::{NewOrg, OrgCreated, create_org};
 pub use trust::{NOT_ITS_AGENT, NewVouch, VouchBy};
@@ -149,6 +150,12 @@ pub enum LedgerError {
         "a completion by aar_id alone may report spend up to the ${reserved} reserved at authorize, no more; to report more, complete with the record's token (or one it was delegated from)"
     )]
     BeyondReservationWithoutToken { reserved: Usd },
+    /// A relay completing without the client's proof reported more than
+    /// was reserved.
+    #[error(
+        "a relay completing without the client's proof may report spend up to the ${reserved} reserved at authorize, no more"
+    )]
+    BeyondReservationByRelay { reserved: Usd },
     /// A completion's extra spend would break a budget of the chain.
     #[error("{exceeded}")]
     OverBudget {
@@ -230,6 +237,25 @@ pub enum LedgerError {
         "the organisation has {MAX_CLIENTS_PER_ORG} OAuth clients, as many as it may; delete one first"
     )]
     TooManyClients,
+    /// No OAuth resource of the caller's organisation has this id.
+    #[error("no OAuth resource of this organisation has this id")]
+    UnknownResource,
+    /// The organisation registered this resource already.
+    #[error(
+        "the organisation registered this resource already; delete it first to change its relay keys"
+    )]
+    ResourceExists,
+    /// The organisation has as many OAuth resources as it may.
+    #[error(
+        "the organisation has {MAX_RESOURCES_PER_ORG} OAuth resources, as many as it may; delete one first"
+    )]
+    TooManyResources,
+    /// A relay completed (or read) a record another relay key authorized,
+    /// or one no relay authorized.
+    #[error(
+        "this record was not authorized through this relay key; only the relay that authorized it completes it without the client's proof"
+    )]
+    NotTheRelaysRecord,
     /// No OAuth grant of the caller's organisation has this id.
     #[error("no OAuth grant of this organisation has this id")]
     UnknownGrant,

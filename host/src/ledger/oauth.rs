@@ -7,6 +7,7 @@
 
 use std::sync::Arc;
 
+use mandate_core::audience::Audience;
 use mandate_core::oauth::family::{
     FamilyError, FamilyEvent, FamilyState, RevokeReason, transition,
 };
@@ -17,12 +18,15 @@ use mandate_core::{
 use super::Revoker;
 use super::{Ledger, LedgerError, internal};
 use crate::clock::Now;
-use crate::store::oauth::{self as rows, OAuthClient, OAuthCode, OAuthGrant};
+use crate::store::oauth::{self as rows, OAuthClient, OAuthCode, OAuthGrant, OAuthResource};
 use crate::store::orgs::Org;
 use crate::store::tokens;
 
 /// The most clients an organisation may have registered at once.
 pub const MAX_CLIENTS_PER_ORG: u64 = 100;
+
+/// The most resources an organisation may have registered at once.
+pub const MAX_RESOURCES_PER_ORG: usize = 100;
 
 impl Ledger {
     /// Registers a client (`client.org`'s).
@@ -47,6 +51,36 @@ impl Ledger {
         rows::client(&self.conn, org, client_id)?.ok_or(LedgerError::UnknownClient)?;
         rows::delete_client(&self.conn, client_id, now.ms())?;
         Ok(())
+    }
+
+    /// Registers a resource (`resource.org`'s): refused when the
+    /// organisation has one naming the same resource (RFC 3986
+    /// equivalence, as tokens' audiences are compared).
+    pub fn create_resource(
+        &mut self,
+        resource: &OAuthResource,
+    ) -> Result<OAuthResource, LedgerError> {
+        self.enter(resource.org)?;
+        let existing = rows::resources(&self.conn, resource.org)?;
+        if existing.len() >= MAX_RESOURCES_PER_ORG {
+            return Err(LedgerError::TooManyResources);
+        }
+        let audience = Audience::parse(&resource.resource).map_err(internal)?;
+        if existing.iter().any(|row| audience.matches(&row.resource)) {
+            return Err(LedgerError::ResourceExists);
+        }
+        rows::insert_resource(&self.conn, resource)?;
+        Ok(resource.clone())
+    }
+
+    /// Deletes the resource `resource_id` of `org`: its relay keys relay
+    /// nothing from now on. Another organisation's is unknown.
+    pub fn delete_resource(&mut self, org: Org, resource_id: &str) -> Result<(), LedgerError> {
+        self.enter(org)?;
+        match rows::delete_resource(&self.conn, org, resource_id)? {
+            true => Ok(()),
+            false => Err(LedgerError::UnknownResource),
+        }
     }
 
     /// Stores the code an approval makes: one per sealed request (its

@@ -151,6 +151,7 @@ impl Fixture {
             traceparent: None,
             args: None,
             stored_args: None,
+            relay_jkt: None,
         }
     }
 
@@ -332,6 +333,7 @@ fn a_completion_over_the_reservation_is_checked_against_the_chain() {
         result_hash: None,
         spend: Some(usd(10.5)),
         presented: Some(root.jti.clone()),
+        relay: None,
     };
     assert!(matches!(
         f.ledger.complete(&over, at(3)).unwrap_err(),
@@ -364,6 +366,7 @@ fn after_its_token_ends_a_completion_reports_up_to_the_reservation() {
         result_hash: None,
         spend: Some(usd(2.5)),
         presented: Some(root.jti.clone()),
+        relay: None,
     };
     assert!(matches!(
         f.ledger.complete(&over, at(4)).unwrap_err(),
@@ -373,6 +376,7 @@ fn after_its_token_ends_a_completion_reports_up_to_the_reservation() {
     // token's standing.
     let bare = Completion {
         presented: None,
+        relay: None,
         ..over.clone()
     };
     assert_eq!(
@@ -399,6 +403,7 @@ fn only_the_records_token_or_an_ancestor_completes_a_token_made_record() {
         result_hash: None,
         spend: None,
         presented: presented.map(|c| c.jti.clone()),
+        relay: None,
     };
     assert_eq!(
         f.ledger.complete(&by(Some(&sibling)), at(3)).unwrap_err(),

@@ -293,6 +293,39 @@ pub struct ClientBody {
     pub created_by: String,
 }
 
+/// A resource whose MCP gates relay clients' proofs (docs/oauth.md, "The
+/// gate relays the client's proof").
+#[derive(Debug, Clone, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct CreateResourceRequest {
+    /// The resource's URL, as tokens name it in `aud` (its RFC 8707
+    /// resource indicator): absolute `https`, or `http` on a loopback
+    /// host, without fragment.
+    pub resource: String,
+    /// RFC 7638 thumbprints (base64url SHA-256, 43 characters) of the
+    /// Ed25519 keys its gates sign `Mandate-Relay` proofs with: 1–10.
+    pub relay_jkts: Vec<String>,
+}
+
+/// A registered resource as the API shows it.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct ResourceBody {
+    /// `ors_<ulid>`.
+    pub resource_id: String,
+    pub resource: String,
+    pub relay_jkts: Vec<String>,
+    /// RFC 3339.
+    pub created_at: String,
+    /// The API key that registered it.
+    pub created_by: String,
+}
+
+/// The organisation's registered resources, newest first.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct ResourceList {
+    pub resources: Vec<ResourceBody>,
+}
+
 /// The organisation's pre-registered clients, newest first.
 #[derive(Debug, Clone, Serialize, ToSchema)]
 pub struct ClientList {

@@ -288,7 +288,7 @@ fn migrate(conn: &Connection) -> anyhow::Result<()> {
             schema::VERSION
         ),
         Some(version) if version == schema::VERSION => return Ok(()),
-        Some(version @ (5..=12)) => {
+        Some(version @ (5..=13)) => {
             if version == 5 {
                 tx.execute_batch(schema::POSTGRES_EVENTS)?;
             }
@@ -312,7 +312,10 @@ fn migrate(conn: &Connection) -> anyhow::Result<()> {
             if version <= 11 {
                 tx.execute_batch(schema::POSTGRES_OAUTH)?;
             }
-            tx.execute_batch(schema::POSTGRES_WITNESSED)?;
+            if version <= 12 {
+                tx.execute_batch(schema::POSTGRES_WITNESSED)?;
+            }
+            tx.execute_batch(schema::POSTGRES_RELAY)?;
             tx.execute(
                 "UPDATE mandate_schema SET version = ?1",
                 params![schema::VERSION],
@@ -331,6 +334,7 @@ fn migrate(conn: &Connection) -> anyhow::Result<()> {
             tx.execute_batch(schema::POSTGRES_ARGS)?;
             tx.execute_batch(schema::POSTGRES_OAUTH)?;
             tx.execute_batch(schema::POSTGRES_WITNESSED)?;
+            tx.execute_batch(schema::POSTGRES_RELAY)?;
             // Nothing to count yet; run anyway, so every new database
             // checks the statements an upgrade from version 6 runs.
             super::dashboard::backfill(&tx)?;

@@ -249,6 +249,9 @@ fn migrate(wrapped: &Connection) -> anyhow::Result<()> {
     if version < 13 {
         tx.execute_batch(schema::WITNESSED)?;
     }
+    if version < 14 {
+        tx.execute_batch(schema::RELAY)?;
+    }
     tx.pragma_update(None, "user_version", schema::VERSION)?;
     tx.commit()?;
     Ok(())

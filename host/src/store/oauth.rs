@@ -472,3 +472,68 @@ pub fn use_refresh_token(
     .execute(params![token_hash, now, replaced_by])?;
     Ok(())
 }
+
+/// A resource whose gates relay clients' proofs (schema 14): its URL, as
+/// tokens name it in `aud`, and the thumbprints of its relay keys.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OAuthResource {
+    /// `ors_<ulid>`.
+    pub resource_id: String,
+    pub org: Org,
+    pub resource: String,
+    /// RFC 7638 thumbprints of the relay keys.
+    pub relay_jkts: Vec<String>,
+    /// The API key that registered it.
+    pub created_by: String,
+    /// Unix milliseconds.
+    pub created_at: i64,
+}
+
+const RESOURCE_COLUMNS: &str = "resource_id, org, resource, relay_jkts, created_by, created_at";
+
+fn resource_from_row(row: &Row<'_>) -> sql::Result<OAuthResource> {
+    Ok(OAuthResource {
+        resource_id: row.get("resource_id")?,
+        org: row.get("org")?,
+        resource: row.get("resource")?,
+        relay_jkts: list(row, "relay_jkts")?,
+        created_by: row.get("created_by")?,
+        created_at: row.get("created_at")?,
+    })
+}
+
+/// Stores a new resource.
+pub fn insert_resource(conn: &Connection, resource: &OAuthResource) -> sql::Result<()> {
+    let jkts = serde_json::to_string(&resource.relay_jkts)
+        .map_err(|error| sql::Error::corrupt("relay_jkts", error))?;
+    conn.prepare_cached(&format!(
+        "INSERT INTO oauth_resources ({RESOURCE_COLUMNS}) VALUES (?1, ?2, ?3, ?4, ?5, ?6)"
+    ))?
+    .execute(params![
+        resource.resource_id,
+        resource.org,
+        resource.resource,
+        jkts,
+        resource.created_by,
+        resource.created_at
+    ])?;
+    Ok(())
+}
+
+/// The resources of `org`, newest first.
+pub fn resources(conn: &Connection, org: Org) -> sql::Result<Vec<OAuthResource>> {
+    conn.prepare_cached(&format!(
+        "SELECT {RESOURCE_COLUMNS} FROM oauth_resources WHERE org = ?1
+         ORDER BY created_at DESC, resource_id DESC"
+    ))?
+    .query_map([org], resource_from_row)?
+    .collect()
+}
+
+/// Deletes the resource `resource_id` of `org`; whether there was one.
+pub fn delete_resource(conn: &Connection, org: Org, resource_id: &str) -> sql::Result<bool> {
+    let deleted = conn
+        .prepare_cached("DELETE FROM oauth_resources WHERE resource_id = ?1 AND org = ?2")?
+        .execute(params![resource_id, org])?;
+    Ok(deleted > 0)
+}

@@ -95,6 +95,9 @@ pub struct Record {
     /// The arguments as stored: canonical JSON, `[records] redact_args`
     /// replaced; `None` when none were given or they are not kept.
     pub args: Option<String>,
+    /// The relay key that authorized it for a client (schema 14; `None`
+    /// for any record not made through a gate's relay).
+    pub relay_jkt: Option<String>,
 }
 
 /// The leaf indices of a record's events in the record log; `None` for an
@@ -153,6 +156,7 @@ record_columns!(
     trust_ppm,
     args_hash,
     args,
+    relay_jkt,
 );
 
 /// `SELECT <every record column> FROM records`, for queries to extend with
@@ -239,6 +243,7 @@ pub fn from_row(row: &Row<'_>) -> sql::Result<Record> {
             .map(|ppm| ppm.clamp(0, 1_000_000) as f64 / 1_000_000.0),
         args_hash: get(row, Column::args_hash)?,
         args: get(row, Column::args)?,
+        relay_jkt: get(row, Column::relay_jkt)?,
     })
 }
 
@@ -348,6 +353,8 @@ pub struct NewRecord<'a> {
     pub args_hash: Option<&'a ArgsHash>,
     /// The arguments as stored (redacted), if kept.
     pub args: Option<&'a str>,
+    /// The relay key that authorized it for a client, if a gate relayed.
+    pub relay_jkt: Option<&'a str>,
 }
 
 /// An amount as the tables store it.
@@ -359,13 +366,14 @@ pub fn micros(amount: Usd) -> i64 {
 pub const INSERT_INTO: &str = "records (aar_id, provenance_ref, jti, agent_id, action, resource,
     status, result, deny_reason, result_hash, spend_micros, trust_score, delegation_depth,
     human_ref, assurance_level, created_at, completed_at, delegated_jti, credential, seq,
-    reserved_micros, log_created, traceparent, origin, trust_ppm, args_hash, args)";
+    reserved_micros, log_created, traceparent, origin, trust_ppm, args_hash, args,
+    relay_jkt)";
 
 /// The types of [`INSERT_INTO`]'s columns.
-pub const INSERTED: [sql::Column; 27] = {
+pub const INSERTED: [sql::Column; 28] = {
     use sql::Column::{Integer as I, Real as R, Text as T};
     [
-        T, T, T, T, T, T, T, T, T, T, I, R, I, T, T, I, I, T, T, I, I, I, T, T, I, T, T,
+        T, T, T, T, T, T, T, T, T, T, I, R, I, T, T, I, I, T, T, I, I, I, T, T, I, T, T, T,
     ]
 };
 
@@ -412,6 +420,7 @@ pub fn row(seq: i64, record: &NewRecord<'_>, log_created: Option<u64>) -> sql::R
         record.trust.map(trust_ppm),
         record.args_hash.map(ArgsHash::as_str),
         record.args,
+        record.relay_jkt,
     ])
 }
 

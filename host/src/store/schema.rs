@@ -106,6 +106,14 @@
 //!   size and witness, with its timestamp; `log_submitter`, one row, the
 //!   host whose lease lets it submit and until when.
 //!
+//! - The MCP gate's relay (schema 14, docs/oauth.md): `oauth_resources`,
+//!   each resource an organisation registered (its URL, as tokens name it
+//!   in `aud`) with the thumbprints of the relay keys its gates sign
+//!   `Mandate-Relay` proofs with (`relay_jkts`, a JSON array); a record's
+//!   `relay_jkt`, the relay key that authorized it for a client (null for
+//!   any other record), which alone may then complete it or read its
+//!   approval.
+//!
 //! Every object stands in one organisation: keys, tokens, workflows and
 //! idempotency keys carry its number in `org`; agents are keyed by `(org,
 //! agent_id)`; a record's organisation is its `seq >> 40` (the generated
@@ -114,12 +122,12 @@
 //! record index, ending in `seq`, is searched within that range.
 
 /// The schema version this build writes.
-pub(crate) const VERSION: i64 = 13;
+pub(crate) const VERSION: i64 = 14;
 
 /// PostgreSQL's schema at version 5 (version 6 adds [`POSTGRES_EVENTS`]
 /// to it, version 7 [`POSTGRES_DASHBOARD`], version 8 [`POSTGRES_TRUST`],
 /// version 9 [`POSTGRES_RECORD_ORIGIN`], version 10 [`POSTGRES_AGENTS`], version 11 [`POSTGRES_ARGS`],
-/// version 12 [`POSTGRES_OAUTH`], version 13 [`POSTGRES_WITNESSED`]): SQLite's tables with PostgreSQL's
+/// version 12 [`POSTGRES_OAUTH`], version 13 [`POSTGRES_WITNESSED`], version 14 [`POSTGRES_RELAY`]): SQLite's tables with PostgreSQL's
 /// types (every integer a `BIGINT`, blobs `BYTEA`, text compared byte by
 /// byte, `COLLATE "C"`, as SQLite does). A record's `org` is stored, since
 /// PostgreSQL 15 has no virtual generated columns; `seq` is still the
@@ -802,6 +810,36 @@ CREATE TABLE log_submitter (
     owner    TEXT COLLATE "C" NOT NULL,
     until_ms BIGINT NOT NULL
 );
+"#;
+
+/// Version 14: the resources whose gates relay clients' proofs, and the
+/// relay key of a record made through one (see the module's table list).
+pub(crate) const RELAY: &str = r#"
+CREATE TABLE oauth_resources (
+    resource_id TEXT PRIMARY KEY,
+    org         INTEGER NOT NULL,
+    resource    TEXT NOT NULL,
+    relay_jkts  TEXT NOT NULL,
+    created_by  TEXT NOT NULL,
+    created_at  INTEGER NOT NULL
+) STRICT;
+CREATE UNIQUE INDEX oauth_resources_by_org ON oauth_resources(org, resource);
+ALTER TABLE records ADD COLUMN relay_jkt TEXT;
+"#;
+
+/// Version 14 on PostgreSQL, over version 13: [`RELAY`] with PostgreSQL's
+/// types.
+pub(crate) const POSTGRES_RELAY: &str = r#"
+CREATE TABLE oauth_resources (
+    resource_id TEXT COLLATE "C" PRIMARY KEY,
+    org         BIGINT NOT NULL,
+    resource    TEXT COLLATE "C" NOT NULL,
+    relay_jkts  TEXT COLLATE "C" NOT NULL,
+    created_by  TEXT COLLATE "C" NOT NULL,
+    created_at  BIGINT NOT NULL
+);
+CREATE UNIQUE INDEX oauth_resources_by_org ON oauth_resources(org, resource);
+ALTER TABLE records ADD COLUMN relay_jkt TEXT COLLATE "C";
 "#;
 
 /// Version 6: approvals, the events outbox, webhooks and their delivery

@@ -107,12 +107,18 @@ pub fn test_database(dir: &Path) -> Option<String> {
 /// adds them again.
 pub const DROP_OAUTH_TABLES: &str = "DROP TABLE oauth_clients; DROP TABLE oauth_codes; \
      DROP TABLE oauth_grants; DROP TABLE oauth_refresh_tokens; \
-     DROP TABLE log_witnesses; DROP TABLE log_cosignatures; DROP TABLE log_submitter;";
+     DROP TABLE log_witnesses; DROP TABLE log_cosignatures; DROP TABLE log_submitter; \
+     DROP TABLE oauth_resources; ALTER TABLE records DROP COLUMN relay_jkt;";
 
-/// Undoes schema 13 (the witnessed log's tables), for a test that sets a
-/// database back to version 12.
-pub const DROP_WITNESSED_TABLES: &str =
-    "DROP TABLE log_witnesses; DROP TABLE log_cosignatures; DROP TABLE log_submitter;";
+/// Undoes schemas 13 and 14 (the witnessed log's tables, the relay's),
+/// for a test that sets a database back to version 12.
+pub const DROP_WITNESSED_TABLES: &str = "DROP TABLE log_witnesses; DROP TABLE log_cosignatures; DROP TABLE log_submitter; \
+     DROP TABLE oauth_resources; ALTER TABLE records DROP COLUMN relay_jkt;";
+
+/// Undoes schema 14 (the relay's table and record column), for a test
+/// that sets a database back to version 13.
+pub const DROP_RELAY: &str =
+    "DROP TABLE oauth_resources; ALTER TABLE records DROP COLUMN relay_jkt;";
 
 pub struct TestApp {
     pub base: String,

@@ -174,8 +174,8 @@ fn read_before(conn: &Connection) -> Before {
     // spend is its reservation; the log's columns wait for the log's first
     // start; no record had a trace context, nor arguments (schema 11).
     let schema_3 = records::select_sql().replace(
-        "reserved_micros, rated_by, log_created, log_completed, log_rated, traceparent, origin, trust_ppm, args_hash, args",
-        "CASE WHEN status = 'pending' THEN spend_micros END, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL",
+        "reserved_micros, rated_by, log_created, log_completed, log_rated, traceparent, origin, trust_ppm, args_hash, args, relay_jkt",
+        "CASE WHEN status = 'pending' THEN spend_micros END, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL",
     );
     let records = conn
         .prepare_cached(&format!("{schema_3} ORDER BY seq"))

@@ -12,6 +12,7 @@ use crate::helpers::{TestApp, expect_json, expect_problem};
 
 mod documents;
 mod exchange;
+mod relay;
 
 /// `[oauth]` on, the issuer being this server's own address (plus `path`).
 fn oauth_at(config: &mut Config, path: &str) {
@@ -313,7 +314,7 @@ async fn the_upgrade_to_schema_12_adds_the_oauth_tables() {
                 .unwrap(),
         };
         assert_eq!(version, mandate_host::store::SCHEMA_VERSION);
-        assert_eq!(version, 13);
+        assert_eq!(version, 14);
     });
 }
 

@@ -89,7 +89,7 @@ async fn every_operation_declares_the_credentials_its_door_takes() {
             assert_ne!(status, StatusCode::UNAUTHORIZED, "{path} is declared open");
         }
     }
-    assert_eq!(api_key_only, 46);
+    assert_eq!(api_key_only, 49);
 }
 
 #[tokio::test]

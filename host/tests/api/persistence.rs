@@ -204,6 +204,8 @@ fn downgrade_to_version_1(db: &std::path::Path, root_jti: &str, child_jti: &str)
          DROP TABLE log_witnesses;
          DROP TABLE log_cosignatures;
          DROP TABLE log_submitter;
+         DROP TABLE oauth_resources;
+         ALTER TABLE records DROP COLUMN relay_jkt;
          DROP TABLE approvals;
          DROP TABLE events;
          DROP TABLE webhooks;

@@ -91,6 +91,9 @@ async fn openapi_lists_every_route() {
         ("/v1/oauth/revoke", "post"),
         ("/v1/oauth/grants", "get"),
         ("/v1/oauth/grants/{grant_id}", "delete"),
+        ("/v1/oauth/resources", "post"),
+        ("/v1/oauth/resources", "get"),
+        ("/v1/oauth/resources/{resource_id}", "delete"),
     ];
     for (path, method) in expected {
         assert!(
@@ -98,7 +101,7 @@ async fn openapi_lists_every_route() {
             "{method} {path} missing"
         );
     }
-    assert_eq!(paths.len(), 64, "paths (some with two methods)");
+    assert_eq!(paths.len(), 66, "paths (some with two methods)");
     assert!(document["components"]["securitySchemes"]["api_key"].is_object());
     assert!(document["components"]["schemas"]["Problem"].is_object());
     let mut references = Vec::new();

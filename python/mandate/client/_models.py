@@ -471,6 +471,25 @@ class CreateKeyRequest(TypedDict):
     """
 
 
+class CreateResourceRequest(TypedDict):
+    """
+    A resource whose MCP gates relay clients' proofs (docs/oauth.md, "The
+    gate relays the client's proof").
+    """
+
+    relay_jkts: list[str]
+    """
+    RFC 7638 thumbprints (base64url SHA-256, 43 characters) of the
+    Ed25519 keys its gates sign `Mandate-Relay` proofs with: 1–10.
+    """
+    resource: str
+    """
+    The resource's URL, as tokens name it in `aud` (its RFC 8707
+    resource indicator): absolute `https`, or `http` on a loopback
+    host, without fragment.
+    """
+
+
 Decision: TypeAlias = Literal['approve', 'deny']
 """
 What a person decides on an approval.
@@ -1188,6 +1207,35 @@ A resource, `<namespace>:<name>`: the name is printable ASCII without
 `*`, in segments separated by `/` or `:` (it may begin with `/`),
 none empty, `.` or `..`, and no `%2e`, `%2f` or `%3a`.
 """
+
+
+class ResourceBody(TypedDict):
+    """
+    A registered resource as the API shows it.
+    """
+
+    created_at: str
+    """
+    RFC 3339.
+    """
+    created_by: str
+    """
+    The API key that registered it.
+    """
+    relay_jkts: list[str]
+    resource: str
+    resource_id: str
+    """
+    `ors_<ulid>`.
+    """
+
+
+class ResourceList(TypedDict):
+    """
+    The organisation's registered resources, newest first.
+    """
+
+    resources: list[ResourceBody]
 
 
 ResourcePattern: TypeAlias = str

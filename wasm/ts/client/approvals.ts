@@ -35,7 +35,7 @@ export interface WaitForApproval {
 }
 
 /** Options of `approval`: how long to wait for a decision, and whose credential reads it. */
-export interface ApprovalReadOptions extends Pick<AgentAuth, "token" | "key">, RequestOptions {
+export interface ApprovalReadOptions extends Pick<AgentAuth, "token" | "key" | "relayKey">, RequestOptions {
   /**
    * Answer once the approval is decided, or after this many seconds (0–30)
    * if it stays pending. The wait is added to the read's timeout.
@@ -94,6 +94,9 @@ export async function awaitDecision(
   if (auth.token !== undefined) {
     read.token = auth.token;
     read.key = auth.key;
+    if (auth.relayKey !== undefined) {
+      read.relayKey = auth.relayKey;
+    }
   }
   let retry = RETRY_MS;
   for (;;) {
@@ -137,7 +140,7 @@ export async function awaitDecision(
 export async function approval(t: Transport, approvalId: string, options: ApprovalReadOptions = {}): Promise<Approval> {
   const path = `/v1/vat/approvals/${segment(approvalId)}`;
   const credential = (): Credential => (options.token === undefined ? t.key() : t.agent("GET", path, options));
-  const { token: _token, key: _key, wait, ...rest } = options;
+  const { token: _token, key: _key, relayKey: _relayKey, wait, ...rest } = options;
   return t.call("GET", `${path}${queryString({ wait })}`, credential, undefined, {
     ...rest,
     retry: "read",

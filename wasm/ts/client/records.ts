@@ -89,7 +89,7 @@ export interface ActContext {
 }
 
 /** Options of `act`. */
-export interface ActOptions<T = unknown> extends Pick<AgentAuth, "key" | "traceparent"> {
+export interface ActOptions<T = unknown> extends Pick<AgentAuth, "key" | "relayKey" | "forwardedProof" | "traceparent"> {
   /**
    * When the action needs a human's approval: how long to wait for the
    * decision before giving up (rejecting with `MandateApprovalPending`).
@@ -664,6 +664,9 @@ export async function act<T>(
   options: ActOptions<T> = {},
 ): Promise<T> {
   const auth: AgentAuth = { token, key: options.key, traceparent: options.traceparent };
+  if (options.relayKey !== undefined) {
+    auth.relayKey = options.relayKey;
+  }
   if (options.timeoutMs !== undefined) {
     auth.timeoutMs = options.timeoutMs;
   }
@@ -673,7 +676,12 @@ export async function act<T>(
     throw offline;
   }
   // The caller's signal abandons the asking; the completion is sent whatever happens.
-  let authorization = await client.authorize(request, { ...auth, signal: options.signal });
+  // A relay forwards the client's proof to `authorize` alone, which uses it up.
+  const asking: AgentAuth = { ...auth, signal: options.signal };
+  if (options.forwardedProof !== undefined) {
+    asking.forwardedProof = options.forwardedProof;
+  }
+  let authorization = await client.authorize(request, asking);
   const pending = authorization.approval;
   if (!authorization.authorized && pending?.status === "pending") {
     const approval: PendingApproval = {

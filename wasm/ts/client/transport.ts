@@ -157,6 +157,21 @@ export interface AgentAuth extends WriteOptions {
   /** The agent's own key, for a bound token: it signs a DPoP proof per request. */
   key?: AgentKey;
   /**
+   * An MCP gate's relay key, for a client's token bound to a key the gate
+   * does not hold (not `key`'s): each call then carries the gate's own
+   * proof (`Mandate-Relay`, signed by this key, which the token's
+   * organisation registered for the token's `aud` with
+   * `POST /v1/oauth/resources`) instead of a DPoP proof.
+   */
+  relayKey?: AgentKey;
+  /**
+   * With `relayKey`: the client's DPoP proof, exactly as the gate received
+   * it, sent as `Mandate-Client-DPoP` (`authorize` uses it up; a completion
+   * or an approval read carries the relay proof alone). Mandate takes it
+   * once: a retry of the same call after a lost answer is refused.
+   */
+  forwardedProof?: string;
+  /**
    * A W3C `traceparent` sent with the call, so the record's span joins the
    * agent's trace (honoured by recordAction, authorize, complete and delegate).
    */
@@ -354,7 +369,7 @@ export function problemOf(text: string, statusText: string): Problem {
 }
 
 /** The `Authorization` value and headers a request carries. */
-export type Credential = { authorization: string; dpop?: string } | undefined;
+export type Credential = { authorization: string; dpop?: string; relay?: string; clientDpop?: string } | undefined;
 
 /** A count option (ms, retries): `fallback` when absent; refused when negative or not a number. */
 function count(name: string, value: number | undefined, fallback: number): number {
@@ -467,6 +482,9 @@ export class Transport {
     if (jkt === undefined) {
       return { authorization: `Bearer ${auth.token}` };
     }
+    if ((auth.key === undefined || auth.key.jkt !== jkt) && auth.relayKey !== undefined) {
+      return this.relayed(method, path, auth.token, auth.relayKey, auth.forwardedProof);
+    }
     if (auth.key === undefined || auth.key.jkt !== jkt) {
       throw new MandateError(0, {
         code: "dpop_key_missing",
@@ -481,6 +499,28 @@ export class Transport {
     return { authorization: `DPoP ${auth.token}`, dpop: made.proof };
   }
 
+  /**
+   * A client's bound token relayed by an MCP gate for one request: the
+   * token as `DPoP`, the gate's relay proof by `relayKey` for this method
+   * and URL, naming the client's `forwarded` proof, which goes with it.
+   */
+  relayed(method: string, path: string, token: string, relayKey: AgentKey, forwarded: string | undefined): Credential {
+    const made = relayKey.relayProof({
+      method,
+      url: `${this.base}${path}`,
+      accessToken: token,
+      ...(forwarded === undefined ? {} : { forwardedProof: forwarded }),
+    });
+    if (!made.ok) {
+      throw new MandateError(0, { code: made.error.code, title: "No relay proof", detail: made.error.message });
+    }
+    const credential: NonNullable<Credential> = { authorization: `DPoP ${token}`, relay: made.proof };
+    if (forwarded !== undefined) {
+      credential.clientDpop = forwarded;
+    }
+    return credential;
+  }
+
   /** The headers of a request with `credential`. */
   headers(accept: string, credential: Credential): Record<string, string> {
     const headers: Record<string, string> = { accept };
@@ -488,6 +528,12 @@ export class Transport {
       headers.authorization = credential.authorization;
       if (credential.dpop !== undefined) {
         headers.dpop = credential.dpop;
+      }
+      if (credential.relay !== undefined) {
+        headers["mandate-relay"] = credential.relay;
+      }
+      if (credential.clientDpop !== undefined) {
+        headers["mandate-client-dpop"] = credential.clientDpop;
       }
     }
     return headers;

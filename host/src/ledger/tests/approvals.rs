@@ -96,6 +96,7 @@ fn a_matching_authorize_waits_with_its_spend_reserved_and_approval_lets_it_compl
         result_hash: None,
         spend: None,
         presented: Some(root.jti.clone()),
+        relay: None,
     };
     assert_eq!(
         f.ledger.complete(&early, at(3)).unwrap_err(),
