@@ -217,6 +217,9 @@ OPERATIONS = {
     "oauth_revoke": "oauth.revoke",
     "list_grants": "oauth.list_grants",
     "revoke_grant": "oauth.revoke_grant",
+    "create_resource": "oauth.create_resource",
+    "list_resources": "oauth.list_resources",
+    "delete_resource": "oauth.delete_resource",
 }
 
 

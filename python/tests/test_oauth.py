@@ -108,3 +108,18 @@ def test_tokens_bound_to_a_key_by_its_proof_at_the_token_endpoint(oauth_server: 
         assert child["issued_token_type"] == "urn:ietf:params:oauth:token-type:access_token"
         assert claims_of(child["access_token"])["sub"] == "agent:py-helper"
         assert claims_of(child["access_token"])["cnf"] == {"jkt": key.jkt}
+
+
+def test_resources_and_their_relay_keys(oauth_server: LiveServer) -> None:
+    gate = AgentKey.generate()
+    with Mandate(oauth_server.base_url, api_key=oauth_server.api_key) as owner:
+        made = owner.oauth.create_resource({"resource": RESOURCE, "relay_jkts": [gate.jkt]})
+        assert made["resource_id"].startswith("ors_")
+        assert [(r["resource"], r["relay_jkts"]) for r in owner.oauth.list_resources()["resources"]] == [
+            (RESOURCE, [gate.jkt])
+        ]
+        with pytest.raises(MandateError) as malformed:
+            owner.oauth.create_resource({"resource": "not a uri", "relay_jkts": [gate.jkt]})
+        assert malformed.value.status == 422
+        owner.oauth.delete_resource(made["resource_id"])
+        assert owner.oauth.list_resources()["resources"] == []

@@ -12,7 +12,10 @@ from mandate.client._models import (
     ClientBody,
     ClientList,
     CreateClientRequest,
+    CreateResourceRequest,
     GrantList,
+    ResourceBody,
+    ResourceList,
 )
 from mandate.client._transport import (
     API_KEY,
@@ -28,6 +31,7 @@ from mandate.client._transport import (
 
 _CLIENTS = "/v1/oauth/clients"
 _GRANTS = "/v1/oauth/grants"
+_RESOURCES = "/v1/oauth/resources"
 
 
 def _metadata(options: RequestOptions) -> Call:
@@ -71,6 +75,14 @@ def _decide(body: Mapping[str, Any], options: RequestOptions) -> Call:
 
 def _delete(client_id: str, options: RequestOptions) -> Call:
     return Call("DELETE", f"{_CLIENTS}/{segment(client_id)}", retry="once", **options)
+
+
+def _create_resource(request: CreateResourceRequest, options: RequestOptions) -> Call:
+    return Call("POST", _RESOURCES, API_KEY, request, "once", **options)
+
+
+def _delete_resource(resource_id: str, options: RequestOptions) -> Call:
+    return Call("DELETE", f"{_RESOURCES}/{segment(resource_id)}", retry="once", **options)
 
 
 class OAuth:
@@ -124,6 +136,19 @@ class OAuth:
         """``DELETE /v1/oauth/clients/{client_id}``."""
         self._t.request(_delete(client_id, options))
 
+    def create_resource(self, request: CreateResourceRequest, **options: Unpack[RequestOptions]) -> ResourceBody:
+        """``POST /v1/oauth/resources``: registers a resource (as tokens name it in ``aud``) and the thumbprints of
+        the relay keys its MCP gates sign ``Mandate-Relay`` proofs with."""
+        return cast(ResourceBody, self._t.call(_create_resource(request, options)))
+
+    def list_resources(self, **options: Unpack[RequestOptions]) -> ResourceList:
+        """``GET /v1/oauth/resources``: the organisation's resources, newest first."""
+        return cast(ResourceList, self._t.call(Call("GET", _RESOURCES, **options)))
+
+    def delete_resource(self, resource_id: str, **options: Unpack[RequestOptions]) -> None:
+        """``DELETE /v1/oauth/resources/{resource_id}``: its relay keys relay nothing from now on."""
+        self._t.request(_delete_resource(resource_id, options))
+
     def open_request(self, request: str, **options: Unpack[RequestOptions]) -> dict[str, Any]:
         """``POST /v1/oauth/requests/open``: what a sealed authorization request asks."""
         return cast(dict[str, Any], self._t.call(_open(request, options)))
@@ -176,6 +201,18 @@ class AsyncOAuth:
     async def list_clients(self, **options: Unpack[RequestOptions]) -> ClientList:
         """``GET /v1/oauth/clients``."""
         return cast(ClientList, await self._t.call(Call("GET", _CLIENTS, **options)))
+
+    async def create_resource(self, request: CreateResourceRequest, **options: Unpack[RequestOptions]) -> ResourceBody:
+        """``POST /v1/oauth/resources``."""
+        return cast(ResourceBody, await self._t.call(_create_resource(request, options)))
+
+    async def list_resources(self, **options: Unpack[RequestOptions]) -> ResourceList:
+        """``GET /v1/oauth/resources``."""
+        return cast(ResourceList, await self._t.call(Call("GET", _RESOURCES, **options)))
+
+    async def delete_resource(self, resource_id: str, **options: Unpack[RequestOptions]) -> None:
+        """``DELETE /v1/oauth/resources/{resource_id}``."""
+        await self._t.request(_delete_resource(resource_id, options))
 
     async def open_request(self, request: str, **options: Unpack[RequestOptions]) -> dict[str, Any]:
         """``POST /v1/oauth/requests/open``: what a sealed authorization request asks."""
