@@ -526,15 +526,21 @@ pub(crate) async fn delegate(
     )
     .await?;
     if let Some(delegated) = delegated {
-        let (status, aar_id) = match &delegated {
-            Delegated::Issued { aar_id, .. } => ("completed", aar_id),
-            Delegated::Refused { aar_id, .. } => ("denied", aar_id),
-            Delegated::AwaitingApproval { aar_id, .. } => ("awaiting_approval", aar_id),
-        };
-        state.metrics.record_written(status);
-        spans::export(&state, aar_id);
+        delegation_written(&state, &delegated);
     }
     Ok(rendered)
+}
+
+/// Counts and exports the `delegate` record a delegation wrote (by
+/// `POST /v1/vat/delegate` or a token exchange).
+pub(crate) fn delegation_written(state: &AppState, delegated: &Delegated) {
+    let (status, aar_id) = match delegated {
+        Delegated::Issued { aar_id, .. } => ("completed", aar_id),
+        Delegated::Refused { aar_id, .. } => ("denied", aar_id),
+        Delegated::AwaitingApproval { aar_id, .. } => ("awaiting_approval", aar_id),
+    };
+    state.metrics.record_written(status);
+    spans::export(state, aar_id);
 }
 
 /// The `delegate` record of a stored 202 answer.

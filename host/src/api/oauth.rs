@@ -22,7 +22,7 @@ use mandate_core::{
 };
 use sha2::{Digest as _, Sha256};
 
-use super::agent::{render_delegation, waiting_delegation};
+use super::agent::{delegation_written, render_delegation, waiting_delegation};
 use super::docs::Errors;
 use super::extract::{OAuthForm, first_use_of_proof, token_subject};
 use super::input;
@@ -44,7 +44,7 @@ use crate::model::{DelegateRequest, DelegationAwaitingApproval, IssuedToken};
 use crate::queries::QueryError;
 use crate::store::oauth::{self as rows, OAuthCode, OAuthGrant};
 use crate::store::orgs::Org;
-use crate::{AppState, random, spans};
+use crate::{AppState, random};
 
 /// Where the metadata document is (RFC 8414 §3).
 pub(crate) const METADATA_PATH: &str = "/.well-known/oauth-authorization-server";
@@ -621,7 +621,7 @@ async fn exchanged(
         .await?;
     let rendered = match exchanged {
         Exchanged::Delegated(delegated) => {
-            written(state, &delegated);
+            delegation_written(state, &delegated);
             render_delegation(&delegated)
         }
         Exchanged::NeedsApproval => {
@@ -645,23 +645,12 @@ async fn exchanged(
             )
             .await?;
             if let Some(delegated) = &delegated {
-                written(state, delegated);
+                delegation_written(state, delegated);
             }
             rendered
         }
     };
     exchange_answer(state, &rendered, now)
-}
-
-/// Counts and exports the `delegate` record an exchange wrote.
-fn written(state: &AppState, delegated: &Delegated) {
-    let (status, aar_id) = match delegated {
-        Delegated::Issued { aar_id, .. } => ("completed", aar_id),
-        Delegated::Refused { aar_id, .. } => ("denied", aar_id),
-        Delegated::AwaitingApproval { aar_id, .. } => ("awaiting_approval", aar_id),
-    };
-    state.metrics.record_written(status);
-    spans::export(state, aar_id);
 }
 
 /// Where an exchange that waits for an approval keeps its answer (plan
