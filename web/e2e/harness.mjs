@@ -101,19 +101,22 @@ export async function startServer({ config, listen = "127.0.0.1:0" } = {}) {
   assert.ok(binary, "MANDATE_BIN must name the mandate binary (cargo xtask test sets it)");
   const dataDir = mkdtempSync(join(tmpdir(), "mandate-e2e-"));
   const args = ["serve", "--data-dir", dataDir];
-  if (config !== undefined) {
-    const file = join(dataDir, "config.toml");
-    writeFileSync(file, config, { mode: 0o600 });
-    args.push("--config", file);
-  }
+  const file = join(dataDir, "config.toml");
+  const configure = (text) => {
+    writeFileSync(file, text, { mode: 0o600 });
+    if (!args.includes("--config")) args.push("--config", file);
+  };
+  if (config !== undefined) configure(config);
   let { child, base } = await serve(binary, [...args, "--listen", listen]);
   const adminKey = readFileSync(join(dataDir, "admin.key"), "utf8").trim();
   return {
     base,
     adminKey,
     api: new Api(base, adminKey),
-    async restart() {
+    /** Serves the same data folder again at the same address; with `config`, under that configuration text. */
+    async restart({ config: next } = {}) {
       await end(child);
+      if (next !== undefined) configure(next);
       ({ child } = await serve(binary, [...args, "--listen", new URL(base).host]));
     },
     async stop() {
@@ -121,6 +124,46 @@ export async function startServer({ config, listen = "127.0.0.1:0" } = {}) {
         await end(child);
       } finally {
         rmSync(dataDir, { recursive: true, force: true });
+      }
+    },
+  };
+}
+
+/**
+ * Starts `mandate witness serve` (the same binary) with a fresh data folder,
+ * as the witness `witness.test/<name>` of the log `origin` whose key is
+ * `logVkey`; answers its URL, its verifier key and `stop()`.
+ */
+export async function startWitness({ name, origin, logVkey }) {
+  const binary = process.env.MANDATE_BIN;
+  assert.ok(binary, "MANDATE_BIN must name the mandate binary (cargo xtask test sets it)");
+  const folder = mkdtempSync(join(tmpdir(), "mandate-e2e-witness-"));
+  const file = join(folder, "witness.toml");
+  writeFileSync(
+    file,
+    `[witness]\nname = "witness.test/${name}"\n\n[[witness.log]]\norigin = "${origin}"\nvkeys = ["${logVkey}"]\n`,
+  );
+  const { child, base } = await serve(binary, [
+    "witness",
+    "serve",
+    "--data-dir",
+    join(folder, "data"),
+    "--config",
+    file,
+    "--listen",
+    "127.0.0.1:0",
+  ]);
+  const response = await fetch(`${base}/vkey`);
+  assert.equal(response.status, 200);
+  const vkey = (await response.text()).trim();
+  return {
+    base,
+    vkey,
+    async stop() {
+      try {
+        await end(child);
+      } finally {
+        rmSync(folder, { recursive: true, force: true });
       }
     },
   };

@@ -1058,3 +1058,321 @@ async fn hosts_behind_pgbouncer_make_one_deployment() {
     revoked_everywhere(&hosts[2], &hosts[..2], &jti, &[&root, &child]).await;
     stop_all(hosts).await;
 }
+
+/// What one witness was asked, in the order the asks arrived, as a proxy
+/// in front of it saw them: the size the log said the witness was at, the
+/// checkpoint's size, and the witness's answer.
+#[derive(Debug, Clone, Copy)]
+struct Asked {
+    old: u64,
+    size: u64,
+    status: u16,
+    /// The witness's size a 409 answered.
+    told: Option<u64>,
+}
+
+type Seen = Arc<Mutex<Vec<Asked>>>;
+
+/// A proxy in front of the witness at `witness`, recording every
+/// `add-checkpoint` it forwards; answers its URL (the one the log is
+/// configured with) and the record.
+async fn counting_proxy(witness: String) -> (String, Seen) {
+    async fn forward(
+        axum::extract::State((witness, client, seen)): axum::extract::State<(
+            String,
+            reqwest::Client,
+            Seen,
+        )>,
+        body: String,
+    ) -> axum::response::Response {
+        let old = body
+            .lines()
+            .next()
+            .and_then(|line| line.strip_prefix("old "))
+            .and_then(|size| size.parse().ok())
+            .expect("an add-checkpoint body starts with its old size");
+        let size = body
+            .split_once("\n\n")
+            .and_then(|(_, note)| note.lines().nth(1))
+            .and_then(|size| size.parse().ok())
+            .expect("an add-checkpoint body ends with a checkpoint");
+        let index = {
+            let mut seen = seen.lock().unwrap();
+            seen.push(Asked {
+                old,
+                size,
+                status: 0,
+                told: None,
+            });
+            seen.len() - 1
+        };
+        // Its own task: an ask forwarded is recorded even when the host
+        // that sent it is killed before the answer.
+        let recorded = seen.clone();
+        let (status, content_type, text) = tokio::spawn(async move {
+            let answer = client
+                .post(format!("{witness}/add-checkpoint"))
+                .body(body)
+                .send()
+                .await
+                .unwrap();
+            let status = answer.status().as_u16();
+            let content_type = answer.headers().get(reqwest::header::CONTENT_TYPE).cloned();
+            let text = answer.text().await.unwrap();
+            let mut seen = recorded.lock().unwrap();
+            seen[index].status = status;
+            if status == 409 {
+                seen[index].told = text.trim().parse().ok();
+            }
+            (status, content_type, text)
+        })
+        .await
+        .unwrap();
+        let mut response = axum::response::Response::new(axum::body::Body::from(text));
+        *response.status_mut() = axum::http::StatusCode::from_u16(status).unwrap();
+        if let Some(value) = content_type {
+            response.headers_mut().insert(
+                axum::http::header::CONTENT_TYPE,
+                axum::http::HeaderValue::from_bytes(value.as_bytes()).unwrap(),
+            );
+        }
+        response
+    }
+    let seen: Seen = Arc::default();
+    let app = axum::Router::new()
+        .route("/add-checkpoint", axum::routing::post(forward))
+        .with_state((witness, reqwest::Client::new(), seen.clone()));
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+    (url, seen)
+}
+
+/// The submitter lease's holder, `(owner, until_ms)`, if one holds it.
+fn lease(dir: &std::path::Path) -> Option<(String, i64)> {
+    crate::helpers::with_database(dir, |conn| {
+        let rows: Vec<(String, i64)> = conn
+            .prepare_cached("SELECT owner, until_ms FROM log_submitter")
+            .unwrap()
+            .query_map([], |row| Ok((row.get(0)?, row.get(1)?)))
+            .unwrap()
+            .collect::<Result<_, _>>()
+            .unwrap();
+        assert!(rows.len() <= 1, "one lease row: {rows:?}");
+        rows.into_iter().next()
+    })
+}
+
+/// Polls `what` every 100 ms until it answers, for at most `within`.
+async fn once<T>(within: Duration, mut what: impl FnMut() -> Option<T>) -> T {
+    let started = Instant::now();
+    loop {
+        if let Some(found) = what() {
+            return found;
+        }
+        assert!(started.elapsed() < within, "not within {within:?}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+/// The checkpoint `server` serves once it is of `size` leaves or more and
+/// carries cosignatures of both witnesses of `policy` (k = 2); polled.
+async fn cosigned_at_least(
+    server: &Server,
+    log_key: &mandate_core::tlog::NoteVerifier,
+    policy: &mandate_core::tlog::WitnessPolicy,
+    size: u64,
+) -> u64 {
+    let started = Instant::now();
+    loop {
+        let note = server
+            .client
+            .get(server.url("/v1/log/checkpoint"))
+            .send()
+            .await
+            .unwrap()
+            .text()
+            .await
+            .unwrap();
+        let now = i64::try_from(
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .unwrap()
+                .as_secs(),
+        )
+        .unwrap();
+        if let Ok(witnessed) = mandate_core::tlog::verify_witnessed(
+            &note,
+            Some(crate::submitter::ORIGIN),
+            std::slice::from_ref(log_key),
+            policy,
+            now,
+        ) && witnessed.checkpoint.size >= size
+        {
+            return witnessed.checkpoint.size;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(60),
+            "no checkpoint of {size} leaves cosigned by both witnesses: {note}"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+/// One submitter across two hosts with the same `[log] witnesses`: while
+/// both write, one lease row names one holder throughout, and each witness
+/// is asked one sequence of checkpoints that never shrinks, each ask from
+/// the size it last answered (at most one 409 a witness, at the takeover);
+/// once the holder is killed (SIGKILL: no release) the other host claims
+/// the lapsed lease within its time and the cosignatures keep coming.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn two_hosts_with_witnesses_have_one_submitter_and_the_other_takes_over_when_it_dies() {
+    use mandate_core::tlog::{NoteVerifier, WitnessPolicy, WitnessVerifier};
+    needs_postgres();
+    let dir = tempfile::tempdir().unwrap();
+    let (a, b) = (dir.path().join("a"), dir.path().join("b"));
+    let limits = "[rate_limits]\nper_api_key = 0\nper_token = 0\nper_org = 0\nper_ip = 0\n";
+    let log = format!("[log]\norigin = \"{}\"\n", crate::submitter::ORIGIN);
+    let plain = dir.path().join("plain.toml");
+    std::fs::write(&plain, format!("{limits}\n{log}")).unwrap();
+    // The log's key, fixed at the first start, is what the witnesses take.
+    let first = Server::start(&a, &plain);
+    let log_vkey = first
+        .client
+        .get(first.url("/v1/log/key"))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap()
+        .lines()
+        .next()
+        .unwrap()
+        .to_owned();
+    first.stop();
+    let witnesses = [
+        crate::submitter::witness(dir.path(), "w1", &log_vkey),
+        crate::submitter::witness(dir.path(), "w2", &log_vkey),
+    ];
+    let mut vkeys = Vec::new();
+    let mut proxies = Vec::new();
+    let mut configured = String::new();
+    for witness in &witnesses {
+        let vkey = crate::submitter::vkey(witness).await;
+        let (url, seen) = counting_proxy(witness.base.clone()).await;
+        configured.push_str(&format!(
+            "[[log.witnesses]]\nurl = \"{url}\"\nvkey = \"{vkey}\"\n\n"
+        ));
+        vkeys.push(vkey);
+        proxies.push(seen);
+    }
+    let config = dir.path().join("witnessed.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "{limits}\n{log}witness_threshold = 2\ncheckpoint_interval_ms = 100\n\n{configured}"
+        ),
+    )
+    .unwrap();
+    let policy = WitnessPolicy::new(
+        vkeys
+            .iter()
+            .map(|vkey| WitnessVerifier::parse(vkey).unwrap())
+            .collect(),
+        2,
+        3600,
+    )
+    .unwrap();
+    let log_key = NoteVerifier::parse(&log_vkey).unwrap();
+
+    let holder = Server::start(&a, &config);
+    // Alone, the first host claims the lease.
+    let (owner, first_until) = once(Duration::from_secs(10), || lease(&a)).await;
+    share_database(&a, &b);
+    let other = Server::start(&b, &config);
+    let key = admin_key(&a);
+    let jti = issue(&holder, &key, json!({})).await;
+    let act = |server: &Server, n: u32| {
+        let request = server
+            .client
+            .post(server.url("/v1/vat/record/action"))
+            .json(&json!({
+                "vat_jti": jti, "action": "read", "resource": format!("crm:lead/{n}"), "result": "success"
+            }));
+        async move {
+            assert_eq!(request.send().await.unwrap().status(), StatusCode::CREATED);
+        }
+    };
+    // Both hosts write for a while; the lease stays with its holder,
+    // renewed (its end moves on), never taken by the other.
+    for n in 0..30 {
+        act(if n % 2 == 0 { &holder } else { &other }, n).await;
+        let (now_owner, _) = lease(&a).expect("the lease is held while its holder runs");
+        assert_eq!(
+            now_owner, owner,
+            "the lease changed hands while its holder ran"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let written = u64::try_from(crate::helpers::with_database(&a, |conn| {
+        conn.query_row("SELECT COUNT(*) FROM log_leaves", [], |row| {
+            row.get::<_, i64>(0)
+        })
+        .unwrap()
+    }))
+    .unwrap();
+    let before = cosigned_at_least(&other, &log_key, &policy, written).await;
+    let (still, until) = lease(&a).unwrap();
+    assert_eq!(still, owner);
+    assert!(until > first_until, "the holder renews its lease");
+
+    // The holder dies without releasing; the other host takes the lapsed
+    // lease over and goes on submitting.
+    holder.kill();
+    let killed = Instant::now();
+    let (successor, _) = once(Duration::from_secs(60), || {
+        lease(&a).filter(|(holder, _)| *holder != owner)
+    })
+    .await;
+    let takeover = killed.elapsed();
+    for n in 100..110 {
+        act(&other, n).await;
+    }
+    let after = cosigned_at_least(&other, &log_key, &policy, before + 10).await;
+    assert_eq!(lease(&b).unwrap().0, successor);
+    // The lease lasts the cadence plus two request timeouts plus 10 s.
+    assert!(
+        takeover < Duration::from_millis(100 + 20_000 + 10_000 + 2_000),
+        "the other host took over after {takeover:?}"
+    );
+    other.stop();
+
+    for (name, seen) in ["w1", "w2"].iter().zip(&proxies) {
+        let seen = seen.lock().unwrap().clone();
+        assert!(
+            seen.iter()
+                .any(|asked| asked.status == 200 && asked.size >= after),
+            "{name} cosigned the newest: {seen:?}"
+        );
+        let conflicts = seen.iter().filter(|asked| asked.status == 409).count();
+        assert!(conflicts <= 1, "{name} answered {conflicts} 409s: {seen:?}");
+        // One sequence: sizes never shrink, and each ask starts from the
+        // size the witness last cosigned (or, after a 409, told).
+        let mut at = 0;
+        for (n, asked) in seen.iter().enumerate() {
+            assert!(asked.size >= at, "{name}'s ask {n} went back: {seen:?}");
+            if asked.status == 409 {
+                at = asked.told.expect("a 409 tells the witness's size");
+                continue;
+            }
+            assert_eq!(
+                asked.old, at,
+                "{name}'s ask {n} is from elsewhere: {seen:?}"
+            );
+            assert_eq!(asked.status, 200, "{name}'s ask {n}: {seen:?}");
+            at = asked.size;
+        }
+    }
+    drop(witnesses);
+}

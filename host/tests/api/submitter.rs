@@ -18,14 +18,14 @@ use serde_json::Value;
 use crate::helpers::TestApp;
 use crate::process::Server;
 
-const ORIGIN: &str = "log.test/submitter";
+pub const ORIGIN: &str = "log.test/submitter";
 
 fn text(value: &Value) -> &str {
     value.as_str().unwrap()
 }
 
 /// A witness of [`ORIGIN`] named `name`, for the log key `log_vkey`.
-fn witness(dir: &Path, name: &str, log_vkey: &str) -> Server {
+pub fn witness(dir: &Path, name: &str, log_vkey: &str) -> Server {
     let data = dir.join(name);
     let config = dir.join(format!("{name}.toml"));
     std::fs::write(
@@ -39,7 +39,7 @@ fn witness(dir: &Path, name: &str, log_vkey: &str) -> Server {
     Server::witness(&data, &config)
 }
 
-async fn vkey(server: &Server) -> String {
+pub async fn vkey(server: &Server) -> String {
     let body = server
         .client
         .get(server.url("/vkey"))

@@ -7,20 +7,28 @@
 // What this proves is bounded by where the keys came from: keys fetched
 // from the same server only show that the record is in the log this server
 // signs. The keys are shown, so a reviewer can compare them with keys got
-// elsewhere (docs/log.md).
+// elsewhere (docs/log.md). With a witness policy the reviewer set in this
+// browser (witnesspolicy.ts), the checkpoint must also carry the policy's
+// threshold of fresh cosignatures, and the verdict names the policy and the
+// witnesses that cosigned; without one it says that only the log's own
+// signature was checked.
 
 import {
   type ErrorInfo,
+  type Cosigned,
+  type LogCheckpoint,
   MandateError,
   type RecordProof,
   type RecordProofResult,
   init,
+  type WitnessPolicy,
   verifyRecordProof,
 } from "mandate-sdk/web";
 import wasmUrl from "mandate-sdk/mandate.wasm?url";
 import { type Child, h, replace } from "./dom.js";
 import { client } from "./session.js";
 import { problemBox, signedOut } from "./ui.js";
+import { policyEditor, policyText, storedPolicy } from "./witnesspolicy.js";
 
 let wasm: Promise<void> | undefined;
 
@@ -34,7 +42,22 @@ function loadWasm(): Promise<void> {
 }
 
 /** What the part shows, also its `data-log` attribute for tests and styles. */
-type LogState = "checking" | "verified" | "invalid" | "not_in_log" | "error";
+type LogState =
+  | "checking"
+  /** Signed and included; no witness policy is set. */
+  | "verified"
+  /** Signed, included, and witnessed under the policy set in this browser. */
+  | "witnessed"
+  /** Signed and included, but the policy's cosignatures are not there. */
+  | "unwitnessed"
+  /** The policy set in this browser is one core refuses: nothing verified as witnessed. */
+  | "policy_invalid"
+  | "invalid"
+  | "not_in_log"
+  | "error";
+
+/** What a proof checked under a policy carries about its witnesses. */
+type Witnessed = { checkpoint: LogCheckpoint; cosigned_by: Cosigned[]; linked: boolean };
 
 /** `record.completed` → `completed`. */
 function eventName(kind: string): string {
@@ -50,7 +73,10 @@ function keyLines(vkeys: string): string[] {
 }
 
 /** "In the log at index N (created N, completed M, …), proof verified in this browser against checkpoint of size S." */
-function verified(result: Extract<RecordProofResult, { valid: true }>): HTMLElement {
+function verified(
+  result: Extract<RecordProofResult, { valid: true }>,
+  witnessed?: { policy: WitnessPolicy; by: Witnessed },
+): HTMLElement {
   const events: Child[] = [];
   for (const [n, event] of result.events.entries()) {
     if (n > 0) {
@@ -72,7 +98,75 @@ function verified(result: Extract<RecordProofResult, { valid: true }>): HTMLElem
     h("strong", {}, "Verified. "),
     `In the log at index ${first === undefined ? "?" : first.index} (`,
     ...events,
-    `), proof verified in this browser against checkpoint of size ${result.checkpoint.size}.`,
+    `), proof verified in this browser against checkpoint of size ${result.checkpoint.size}`,
+    witnessed === undefined ? "." : witnessedText(witnessed.policy, witnessed.by),
+  );
+}
+
+/** ", witnessed under this browser's policy (k of N witnesses: …): cosigned by a, b." */
+function witnessedText(policy: WitnessPolicy, by: Witnessed): HTMLElement {
+  return h(
+    "span",
+    { class: "log-witnessed" },
+    `, witnessed under this browser's policy (${policyText(policy)}): cosigned by `,
+    ...by.cosigned_by.flatMap((cosigned, n) => [
+      n > 0 ? ", " : null,
+      h("span", { class: "log-cosigner", "data-timestamp": cosigned.timestamp }, cosigned.name),
+    ]),
+    by.linked
+      ? ` at size ${by.checkpoint.size}, which the proof's checkpoint extends (consistency proof verified).`
+      : ".",
+  );
+}
+
+/** Without a policy: what was not checked. */
+function unwitnessedNote(): HTMLElement {
+  return h(
+    "p",
+    { class: "log-policy-none" },
+    "Only the log's own signature was checked: no witness policy is set in this browser, so nothing shows that independent witnesses saw this checkpoint.",
+  );
+}
+
+/** Codes core gives for a policy it cannot build (a key it does not read, k or the age out of range). */
+function policyRefused(code: string): boolean {
+  return /^(witness_policy_|witness_vkey_|vkey_|key_name_)/.test(code);
+}
+
+/** The policy's threshold of fresh cosignatures is not there, as an alert. */
+function notWitnessed(error: ErrorInfo, policy: WitnessPolicy): HTMLElement {
+  return h(
+    "div",
+    { class: "problem log-verdict log-unwitnessed", role: "alert" },
+    h(
+      "p",
+      { class: "problem-title" },
+      h("span", { class: "log-mark", "aria-hidden": "true" }, "✗"),
+      "Not witnessed under this browser's policy: ",
+      h("code", { class: "log-code" }, error.code),
+    ),
+    h("p", { class: "problem-detail" }, error.message),
+    h(
+      "p",
+      {},
+      `The policy: ${policyText(policy)}. The log's signature and the inclusion proofs verify, but the checkpoint does not carry enough fresh cosignatures by these witnesses, so this record's place in the log is not shown to be seen by them.`,
+    ),
+  );
+}
+
+/** The stored policy is one core refuses. */
+function policyInvalid(error: ErrorInfo): HTMLElement {
+  return h(
+    "div",
+    { class: "problem log-verdict log-policy-invalid", role: "alert" },
+    h(
+      "p",
+      { class: "problem-title" },
+      "The witness policy set in this browser is not valid: ",
+      h("code", { class: "log-code" }, error.code),
+    ),
+    h("p", { class: "problem-detail" }, error.message),
+    h("p", {}, "Nothing was verified as witnessed. Correct the policy below, or remove it."),
   );
 }
 
@@ -154,8 +248,20 @@ export function recordLog(aarId: string): HTMLElement {
     }
     replace(result, ...children);
   };
-  show("checking", h("p", { class: "loading", role: "status" }, "Checking the record's proof in this browser…"));
-  void check(aarId, show);
+  // A policy saved while a check runs starts another; only the newest
+  // check's verdict is shown.
+  let checks = 0;
+  const recheck = (): void => {
+    const run = ++checks;
+    show("checking", h("p", { class: "loading", role: "status" }, "Checking the record's proof in this browser…"));
+    void check(aarId, (state, ...children) => {
+      if (run === checks) {
+        show(state, ...children);
+      }
+    });
+  };
+  section.append(policyEditor(recheck));
+  recheck();
   return section;
 }
 
@@ -200,9 +306,37 @@ async function check(aarId: string, show: (state: LogState, ...children: Child[]
   }
   // The origin is the one the answer names: like the keys, this server's word.
   const outcome = verifyRecordProof(proof, vkeys, { origin: proof.origin });
-  if (outcome.valid) {
-    show("verified", verified(outcome), keysHelp(vkeys, outcome.checkpoint.origin));
-  } else {
+  if (!outcome.valid) {
     show("invalid", invalid(outcome.error, proof), keysHelp(vkeys, proof.origin));
+    return;
+  }
+  const policy = storedPolicy();
+  if (policy === undefined) {
+    show("verified", verified(outcome), unwitnessedNote(), keysHelp(vkeys, outcome.checkpoint.origin));
+    return;
+  }
+  // The same proof again under the policy: its signature and inclusion
+  // already verified, a refusal now is the policy's (or the policy itself).
+  const witnessed = verifyRecordProof(proof, vkeys, { origin: proof.origin, policy });
+  if (witnessed.valid && witnessed.witnessed !== undefined) {
+    show(
+      "witnessed",
+      verified(witnessed, { policy, by: witnessed.witnessed }),
+      keysHelp(vkeys, witnessed.checkpoint.origin),
+    );
+  } else if (witnessed.valid) {
+    // Under a policy the SDK answers every valid proof with its witnesses.
+    show(
+      "error",
+      h(
+        "div",
+        { class: "problem", role: "alert" },
+        h("p", { class: "problem-title" }, "The verifier answered without the witnesses it counted"),
+      ),
+    );
+  } else if (policyRefused(witnessed.error.code)) {
+    show("policy_invalid", verified(outcome), policyInvalid(witnessed.error), keysHelp(vkeys, outcome.checkpoint.origin));
+  } else {
+    show("unwitnessed", notWitnessed(witnessed.error, policy), keysHelp(vkeys, outcome.checkpoint.origin));
   }
 }
