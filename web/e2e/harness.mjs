@@ -352,3 +352,22 @@ export async function signIn(page, base, key) {
   await page.getByRole("button", { name: "Sign in" }).click();
   await page.getByRole("heading", { name: /^(Inbox|Workflows)$/, level: 1 }).waitFor();
 }
+
+/** axe-core's source, run in a page by `axeViolations`. */
+const AXE = readFileSync(join(here, "..", "node_modules", "axe-core", "axe.min.js"), "utf8");
+
+/**
+ * The WCAG 2.1 A and AA violations axe-core finds on the page as it is now
+ * (rule id and the first offending element of each). axe is evaluated
+ * through the DevTools protocol, so the page's CSP (no inline script) need
+ * not be loosened for it.
+ */
+export async function axeViolations(page) {
+  await page.evaluate(AXE);
+  return page.evaluate(async () => {
+    const result = await globalThis.axe.run(document, {
+      runOnly: { type: "tag", values: ["wcag2a", "wcag2aa", "wcag21a", "wcag21aa"] },
+    });
+    return result.violations.map((violation) => `${violation.id}: ${violation.nodes[0]?.html ?? ""}`);
+  });
+}

@@ -202,6 +202,15 @@ import type {
 } from "./organisations.js";
 import * as Log from "./log.js";
 import type { LogConsistency, RecordProof, RecordProofEvent } from "./log.js";
+import * as OAuth from "./oauth.js";
+import type {
+  CreateOAuthClientRequest,
+  OAuthClient,
+  OAuthClientList,
+  OAuthGrant,
+  OAuthGrantPage,
+  OAuthGrantQuery,
+} from "./oauth.js";
 import * as Access from "./access.js";
 import type {
   AccessApproval,
@@ -377,6 +386,14 @@ export {
   type UpdateOrgRequest,
 };
 export { type LogConsistency, type RecordProof, type RecordProofEvent };
+export {
+  type CreateOAuthClientRequest,
+  type OAuthClient,
+  type OAuthClientList,
+  type OAuthGrant,
+  type OAuthGrantPage,
+  type OAuthGrantQuery,
+};
 export {
   type AccessApproval,
   type AccessDecision,
@@ -704,6 +721,38 @@ export class MandateClient {
    */
   evaluations(request: EvaluationsRequest, options: EvaluationOptions = {}): Promise<EvaluationsResponse> {
     return Access.evaluations(this.#transport, request, options);
+  }
+
+  /**
+   * `GET /v1/oauth/grants`: one page of the grants consents made, newest first — one human's (`human_ref`), one
+   * client's (`client_id`), or all; a developer key sees its own human's only. Each `client_name` is the client's
+   * self-declared name: show it as text.
+   */
+  oauthGrantsPage(query: OAuthGrantQuery = {}, options: RequestOptions = {}): Promise<OAuthGrantPage> {
+    return OAuth.oauthGrantsPage(this.#transport, query, options);
+  }
+
+  /**
+   * `DELETE /v1/oauth/grants/{grant_id}`: revokes a grant — its root token, every access token it issued, and its
+   * refresh token; revoking a revoked grant changes nothing. A key whose role allows `revoke`.
+   */
+  revokeOAuthGrant(grantId: string, options: RequestOptions = {}): Promise<void> {
+    return OAuth.revokeOAuthGrant(this.#transport, grantId, options);
+  }
+
+  /** `GET /v1/oauth/clients`: the organisation's pre-registered OAuth clients, newest first; `manage_clients`. */
+  oauthClients(options: RequestOptions = {}): Promise<OAuthClientList> {
+    return OAuth.oauthClients(this.#transport, options);
+  }
+
+  /** `POST /v1/oauth/clients`: registers a public client (no secret) with its redirect URIs; `manage_clients`. */
+  createOAuthClient(request: CreateOAuthClientRequest, options: RequestOptions = {}): Promise<OAuthClient> {
+    return OAuth.createOAuthClient(this.#transport, request, options);
+  }
+
+  /** `DELETE /v1/oauth/clients/{client_id}`: deletes a pre-registered client, which is unknown from then on. */
+  deleteOAuthClient(clientId: string, options: RequestOptions = {}): Promise<void> {
+    return OAuth.deleteOAuthClient(this.#transport, clientId, options);
   }
 
   /** `GET /.well-known/authzen-configuration` (AuthZEN §9): the policy decision point's endpoints. */

@@ -16,6 +16,8 @@ import { agentView } from "./views/agent.js";
 import { agentsView } from "./views/agents.js";
 import { approvalView } from "./views/approval.js";
 import { approvalsView } from "./views/approvals.js";
+import { clientsView } from "./views/clients.js";
+import { grantsView } from "./views/grants.js";
 import { inboxView } from "./views/inbox.js";
 import { keysView } from "./views/keys.js";
 import { overviewView } from "./views/overview.js";
@@ -37,6 +39,8 @@ const VIEWS: Record<string, { view: View; title: string; nav: string; needs?: Pe
   approvals: { view: approvalsView, title: "Approvals", nav: "approvals" },
   approval: { view: approvalView, title: "Approval", nav: "approvals" },
   keys: { view: keysView, title: "Keys", nav: "keys", needs: "manage_keys" },
+  grants: { view: grantsView, title: "Grants", nav: "grants" },
+  clients: { view: clientsView, title: "OAuth clients", nav: "clients", needs: "manage_clients" },
 };
 
 const main = document.getElementById("main") as HTMLElement;

@@ -1,4 +1,4 @@
-//! `cargo xtask bench [--quick] [--only budget|events|reviewer|trust|args|python|postgres|witnessed]
+//! `cargo xtask bench [--quick] [--only budget|events|reviewer|trust|args|python|postgres|witnessed|oauth]
 //! [--against BIN]`: measures Mandate against peers and ceilings in one run
 //! and writes `BENCHMARKS.md`.
 //!
@@ -20,7 +20,8 @@
 //! proxy) and the round-trip tables, printed, writing nothing; `--only
 //! witnessed` the witnessed log's rows (two witnesses and the submitter
 //! against none; the time from a write to a checkpoint cosigned by two of
-//! three witnesses), likewise.
+//! three witnesses), likewise; `--only oauth` the authorization-code
+//! exchange (a consent decision, then the token request) p99, likewise.
 //! `--against BIN` measures record/action and delegate on this build and on
 //! another build's `mandate` in interleaved rounds, prints the ratios and
 //! writes nothing.
@@ -29,6 +30,7 @@
 //! their output into figures; `report` renders BENCHMARKS.md, where each
 //! target is declared once, as a bound its text is rendered from.
 
+mod oauth;
 mod parsing;
 mod python;
 mod receiver;
@@ -158,6 +160,18 @@ fn witnessed_only(plan: Plan, bins: &Path, scratch: &Path, scripts: &Path) -> Re
     let failed = errors(&rows.with_witnesses) + errors(&rows.without_witnesses);
     if failed > 0 {
         return fail(format!("{failed} requests failed under the load"));
+    }
+    Ok(())
+}
+
+/// `cargo xtask bench --only oauth`: the authorization-code exchange
+/// alone, printed; writes nothing.
+fn oauth_only(plan: Plan, bins: &Path, scratch: &Path) -> Result<()> {
+    let rows = oauth::exchange(plan, &bins.join("mandate"), scratch)?;
+    let _ = std::fs::remove_dir_all(scratch);
+    eprintln!("{}", rows.target().line());
+    for (what, figure) in rows.figures() {
+        eprintln!("| {what} | {figure} |");
     }
     Ok(())
 }
@@ -302,7 +316,7 @@ fn trust_only(root: &Path, quick: bool) -> Result<()> {
     }
 }
 
-/// `cargo xtask bench [--quick] [--only budget|events|reviewer|trust|args|python|postgres|witnessed]`.
+/// `cargo xtask bench [--quick] [--only budget|events|reviewer|trust|args|python|postgres|witnessed|oauth]`.
 pub(crate) fn bench(root: &Path, args: &[&str]) -> Result<()> {
     let quick = args.contains(&"--quick");
     let only = match args.iter().position(|a| *a == "--only") {
@@ -316,9 +330,10 @@ pub(crate) fn bench(root: &Path, args: &[&str]) -> Result<()> {
             Some(&"python") => Some("python"),
             Some(&"postgres") => Some("postgres"),
             Some(&"witnessed") => Some("witnessed"),
+            Some(&"oauth") => Some("oauth"),
             other => {
                 return fail(format!(
-                    "--only takes `budget` (the read-budget rows), `events` (the events rows), `reviewer` (the dashboard's rows), `trust` (the trust recompute row), `args` (the argument-constraints section), `python` (the Python section), `postgres` (the PostgreSQL rows and round trips) or `witnessed` (the witnessed log's rows), not {other:?}"
+                    "--only takes `budget` (the read-budget rows), `events` (the events rows), `reviewer` (the dashboard's rows), `trust` (the trust recompute row), `args` (the argument-constraints section), `python` (the Python section), `postgres` (the PostgreSQL rows and round trips), `witnessed` (the witnessed log's rows) or `oauth` (the authorization-code exchange), not {other:?}"
                 ));
             }
         },
@@ -368,6 +383,7 @@ pub(crate) fn bench(root: &Path, args: &[&str]) -> Result<()> {
         Some("args") => return args_only(plan, root, &bins, &scratch, &scripts),
         Some("postgres") => return postgres_only(plan, &bins, &scratch, &scripts),
         Some("witnessed") => return witnessed_only(plan, &bins, &scratch, &scripts),
+        Some("oauth") => return oauth_only(plan, &bins, &scratch),
         Some(_) => return events_only(plan, &bins, &scratch, &scripts),
         None => {}
     }
@@ -395,6 +411,8 @@ pub(crate) fn bench(root: &Path, args: &[&str]) -> Result<()> {
     let plugin_cost = json_of(&bins.join("plugin_cost"), &plugin_args, root)?;
     eprintln!("durable writes over HTTP");
     let http = http(plan, &bins.join("mandate"), &scratch, &scripts)?;
+    eprintln!("the authorization-code exchange");
+    let exchange = oauth::exchange(plan, &bins.join("mandate"), &scratch)?;
     eprintln!("the record log");
     let log = record_log(plan, &bins.join("mandate"), &scratch, &scripts)?;
     eprintln!("the witnessed log");
@@ -452,6 +470,7 @@ pub(crate) fn bench(root: &Path, args: &[&str]) -> Result<()> {
                 Spread::from_json(&node["jose_over_verifyToken"]).median,
             ),
             ("record/healthz", ratio(&http.record, &http.healthz).median),
+            ("authorization-code exchange p99 ms", exchange.p99_ms()),
             (
                 "AuthZEN evaluation/authorize",
                 ratio(&http.evaluation, &http.authorize).median,
@@ -578,6 +597,7 @@ pub(crate) fn bench(root: &Path, args: &[&str]) -> Result<()> {
         node,
         plugin_cost,
         http,
+        exchange,
         growth,
         budget,
         postgres,

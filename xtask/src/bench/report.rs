@@ -7,6 +7,7 @@ use std::fmt::Write as _;
 use serde_json::Value;
 
 use super::Plan;
+use super::oauth::ExchangeRows;
 use super::parsing::{Spread, p, p99_ratio, ratio, rps};
 use super::python::PythonRows;
 use super::running::{
@@ -706,6 +707,7 @@ pub(super) struct Report {
     pub(super) node: Value,
     pub(super) plugin_cost: Value,
     pub(super) http: Http,
+    pub(super) exchange: ExchangeRows,
     pub(super) growth: Growth,
     pub(super) budget: Budget,
     pub(super) postgres: Postgres,
@@ -787,6 +789,7 @@ impl Report {
                 ratio(&h.evaluation, &h.authorize),
                 3,
             ),
+            self.exchange.target(),
             Row::new(
                 "3. native check of a bound token's call (token + DPoP proof) / of a Bearer call",
                 AtMost(2.2, Times),
@@ -983,6 +986,7 @@ impl Report {
         lines
             .into_iter()
             .map(|(what, figure)| (what.to_owned(), figure))
+            .chain(self.exchange.figures())
             .chain(self.budget.figures())
             .chain(self.postgres.figures())
             .chain(self.log.figures())
@@ -1028,6 +1032,7 @@ impl Report {
              `cargo xtask bench --only budget` measures the read-budget rows alone, \
              `cargo xtask bench --only events` the events rows, \
              `cargo xtask bench --only reviewer` the dashboard's rows on a folder of its own, \
+             `cargo xtask bench --only oauth` the authorization-code exchange, \
              `cargo xtask bench --only args` the argument-constraints section and \
              `cargo xtask bench --only python` the Python section (each written in place).\n"
         );
@@ -1109,6 +1114,15 @@ mod tests {
                 grouped_for_single: loads(36787.0, 4.5, 3),
                 peak_rss_mib: 32.04,
                 batch_mean: 20.94,
+            },
+            exchange: ExchangeRows {
+                rounds: vec![
+                    vec![9.1, 10.4, 12.8, 31.0],
+                    vec![8.7, 11.2, 13.5, 27.4],
+                    vec![9.4, 10.1, 12.2, 29.9],
+                    vec![9.0, 10.8, 14.1, 33.6],
+                    vec![8.8, 10.6, 12.9, 28.3],
+                ],
             },
             growth: Growth {
                 by_size: vec![

@@ -92,16 +92,23 @@ pub(super) struct Server {
 
 impl Server {
     pub(super) fn start(bin: &Path, data: &Path, config: &str) -> Result<Server> {
-        Server::run(bin, "serve", data, config)
+        Server::run(bin, "serve", data, config, "127.0.0.1:0")
+    }
+
+    /// `mandate serve` on the address `listen`: for a configuration that
+    /// names the server's own URL (`public_url`).
+    pub(super) fn start_on(bin: &Path, data: &Path, config: &str, listen: &str) -> Result<Server> {
+        Server::run(bin, "serve", data, config, listen)
     }
 
     /// `mandate witness serve` on `data` with `config` (its `[witness]`).
     pub(super) fn witness(bin: &Path, data: &Path, config: &str) -> Result<Server> {
-        Server::run(bin, "witness", data, config)
+        Server::run(bin, "witness", data, config, "127.0.0.1:0")
     }
 
-    /// `mandate serve`, or `mandate witness serve` (`mode` `witness`).
-    fn run(bin: &Path, mode: &str, data: &Path, config: &str) -> Result<Server> {
+    /// `mandate serve`, or `mandate witness serve` (`mode` `witness`), on
+    /// `listen`.
+    fn run(bin: &Path, mode: &str, data: &Path, config: &str, listen: &str) -> Result<Server> {
         std::fs::create_dir_all(data)?;
         let config_path = data.with_extension("toml");
         std::fs::write(&config_path, config)?;
@@ -111,7 +118,7 @@ impl Server {
             command.arg("witness");
         }
         let mut child = command
-            .args(["serve", "--listen", "127.0.0.1:0", "--data-dir"])
+            .args(["serve", "--listen", listen, "--data-dir"])
             .arg(data)
             .arg("--config")
             .arg(&config_path)
