@@ -967,21 +967,27 @@ async fn several_in_flight_deliver_each_event_once_and_retry_only_failures() {
         assert_eq!(*count, expected, "{resource}: {counts:?}");
     }
     assert_eq!(counts.len(), 9);
-    let log = delivery_log(&app, &admin, &id).await;
-    let two: Vec<(u64, String)> = log
-        .iter()
-        .filter(|entry| {
-            got.iter()
-                .find(|m| m.header("webhook-id") == text(&entry["message_id"]))
-                .is_some_and(|m| m.resource() == "crm:item2")
-        })
-        .map(|entry| {
-            (
-                entry["attempt"].as_u64().unwrap(),
-                text(&entry["outcome"]).to_owned(),
-            )
-        })
-        .collect();
+    // The receiver has the third attempt before the server has logged its
+    // answer: wait for the log to hold the three attempts.
+    let two: Vec<(u64, String)> = eventually("item2's three attempts logged", async || {
+        let log = delivery_log(&app, &admin, &id).await;
+        let two: Vec<(u64, String)> = log
+            .iter()
+            .filter(|entry| {
+                got.iter()
+                    .find(|m| m.header("webhook-id") == text(&entry["message_id"]))
+                    .is_some_and(|m| m.resource() == "crm:item2")
+            })
+            .map(|entry| {
+                (
+                    entry["attempt"].as_u64().unwrap(),
+                    text(&entry["outcome"]).to_owned(),
+                )
+            })
+            .collect();
+        (two.len() == 3).then_some(two)
+    })
+    .await;
     assert_eq!(
         two,
         [
