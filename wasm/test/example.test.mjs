@@ -14,7 +14,7 @@ import { readFileSync, realpathSync } from "node:fs";
 import { createRequire } from "node:module";
 import { dirname, join } from "node:path";
 import { createInterface } from "node:readline";
-import { fileURLToPath } from "node:url";
+import { fileURLToPath, pathToFileURL } from "node:url";
 import { after, before, test } from "node:test";
 
 import { startServer } from "./live-server.mjs";
@@ -189,4 +189,22 @@ test("examples/mcp-crm without --auto-approve: the send waits for a reviewer, wh
   assert.equal(send.result_hash, undefined, "nothing ran, so nothing was hashed");
   assert.equal(line(run.stdout, "not sent"), `crm-mailer → send_email: approval_denied (${send.aar_id})`);
   assert.equal(run.stdout.split("\n").filter((l) => l.startsWith("send ")).length, 0, run.stdout);
+});
+
+test("examples/mcp-crm is a protected resource: its RFC 9728 metadata names Mandate, its scopes and resources", async () => {
+  const { startCrmServer } = await import(pathToFileURL(join(exampleDir, "server.mjs")).href);
+  const crm = await startCrmServer({ mandateUrl: live.baseUrl });
+  try {
+    const anonymous = await fetch(crm.url, { method: "POST", headers: { "content-type": "application/json" }, body: "{}" });
+    assert.equal(anonymous.status, 401);
+    const metadataUrl = /resource_metadata="([^"]+)"/.exec(anonymous.headers.get("www-authenticate"))?.[1];
+    assert.equal(metadataUrl, `${new URL(crm.url).origin}/.well-known/oauth-protected-resource/mcp`);
+    const metadata = await (await fetch(metadataUrl)).json();
+    assert.equal(metadata.resource, crm.url);
+    assert.deepEqual(metadata.authorization_servers, [live.baseUrl.replace(/\/+$/, "")]);
+    assert.deepEqual(metadata.scopes_supported, ["read", "send", "crm:*", "mail:outbox"]);
+    assert.match(crm.relayJkt, /^[A-Za-z0-9_-]{43}$/);
+  } finally {
+    await crm.close();
+  }
 });
