@@ -8,8 +8,16 @@
 // client is sent the reviewer's page by URL-mode elicitation and the call
 // waits for the decision.
 //
-// `node server.mjs` serves it alone (on MCP_PORT, default 3333); `run.mjs`
-// starts it in-process with the agent.
+// It is also an OAuth protected resource (RFC 9728): its metadata names
+// Mandate as its authorization server and lists the scopes a stock MCP
+// client asks for (the actions, then the resource patterns); a token naming
+// an audience (`aud`, RFC 8707) passes only when it names this server. A
+// stock client's token bound to its own DPoP key is relayed to Mandate
+// with the client's proof and a relay key of this server's, registered for
+// the resource (docs/oauth.md, "The gate relays the client's proof").
+//
+// `node server.mjs` serves it alone (on MCP_PORT, default 3333) and prints
+// its relay key's thumbprint; `run.mjs` starts it in-process with the agent.
 import { randomUUID } from "node:crypto";
 import { createServer } from "node:http";
 import { pathToFileURL } from "node:url";
@@ -17,7 +25,7 @@ import { pathToFileURL } from "node:url";
 import { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
 import { StreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/streamableHttp.js";
 import { UrlElicitationRequiredError, isInitializeRequest } from "@modelcontextprotocol/sdk/types.js";
-import { MandateClient, createRemoteVerifier } from "mandate-sdk";
+import { MandateClient, createRemoteVerifier, generateAgentKey } from "mandate-sdk";
 import {
   mandateAuth,
   mandateAuthOf,
@@ -62,6 +70,7 @@ export class RequestRefused extends Error {
  * @typedef {object} CrmServer
  * @property {string} url the MCP endpoint, `http://127.0.0.1:<port>/mcp`
  * @property {SentEmail[]} outbox what `send_email` sent (this demo sends nothing for real)
+ * @property {string} relayJkt the RFC 7638 thumbprint of its relay key, to register for `url` at /v1/oauth/resources
  * @property {() => Promise<void>} close stops the server and its sessions
  */
 
@@ -73,9 +82,16 @@ export class RequestRefused extends Error {
  * @param {number} [options.port] 0 (the default) picks a free port
  * @param {string} [options.host] default 127.0.0.1
  * @param {number} [options.approvalTimeoutSeconds] how long a call waits for a reviewer, default 300
+ * @param {import("mandate-sdk").AgentKey} [options.relayKey] the key it relays stock clients' DPoP proofs with; a new one by default
  * @returns {Promise<CrmServer>}
  */
-export async function startCrmServer({ mandateUrl, port = 0, host = "127.0.0.1", approvalTimeoutSeconds = 300 }) {
+export async function startCrmServer({
+  mandateUrl,
+  port = 0,
+  host = "127.0.0.1",
+  approvalTimeoutSeconds = 300,
+  relayKey = generateAgentKey(),
+}) {
   // The agent's token authorizes each call; the server needs no credential of its own.
   const mandate = new MandateClient({ baseUrl: mandateUrl });
   // A revocation reaches this server within 60 s, without asking Mandate per call.
@@ -98,13 +114,17 @@ export async function startCrmServer({ mandateUrl, port = 0, host = "127.0.0.1",
     authorizationServer: mandateUrl,
     resourceName: "Example CRM",
     scopesSupported: ["read", "send"],
+    resources: ["crm:*", "mail:outbox"],
   });
-  const auth = mandateAuth({ verifier, publicUrl: origin, resourceMetadataUrl: protectedResourceMetadataUrl(url) });
+  // `resource`: a token for another MCP server (its `aud`) is refused. The
+  // example's agent holds tokens issued by API, which name no audience, so
+  // one is not required (`audience: "required"` would refuse those).
+  const auth = mandateAuth({ verifier, publicUrl: origin, resource: url, resourceMetadataUrl: protectedResourceMetadataUrl(url) });
 
   /** One MCP server per session, with the CRM's two tools. */
   const toolServer = () => {
     const mcp = new McpServer({ name: "example-crm", version: "0.1.0" });
-    const gate = { server: mcp, urlElicitationRequiredError: UrlElicitationRequiredError, approvalTimeoutSeconds };
+    const gate = { server: mcp, urlElicitationRequiredError: UrlElicitationRequiredError, approvalTimeoutSeconds, relayKey };
     mcp.registerTool(
       "crm_lookup",
       {
@@ -224,7 +244,7 @@ export async function startCrmServer({ mandateUrl, port = 0, host = "127.0.0.1",
       http.closeAllConnections();
     });
   };
-  return { url, outbox, close };
+  return { url, outbox, relayJkt: relayKey.jkt, close };
 }
 
 /** The request's JSON body (at most MAX_BODY_BYTES). */
@@ -249,6 +269,7 @@ if (import.meta.url === pathToFileURL(process.argv[1] ?? "").href) {
   const mandateUrl = process.env.MANDATE_URL ?? "http://127.0.0.1:8080";
   const server = await startCrmServer({ mandateUrl, port: Number(process.env.MCP_PORT ?? 3333) });
   console.log(`CRM MCP server on ${server.url}, gated by Mandate at ${mandateUrl}`);
+  console.log(`relay key ${server.relayJkt}: register it for ${server.url} (POST /v1/oauth/resources) for stock OAuth clients' DPoP-bound tokens`);
   const stop = () => {
     server.close().then(() => process.exit(0));
   };

@@ -9,15 +9,16 @@
 // refused lookup, the delegation, and the approval the send asked for and
 // got; the printed links name the workflow and the approval. MANDATE_BIN names the server binary.
 import assert from "node:assert/strict";
+import { createHash } from "node:crypto";
 import { execFileSync, spawn } from "node:child_process";
 import { readFileSync, realpathSync } from "node:fs";
 import { createRequire } from "node:module";
 import { dirname, join } from "node:path";
 import { createInterface } from "node:readline";
-import { fileURLToPath } from "node:url";
+import { fileURLToPath, pathToFileURL } from "node:url";
 import { after, before, test } from "node:test";
 
-import { startServer } from "./live-server.mjs";
+import { freePort, startServer } from "./live-server.mjs";
 
 const require = createRequire(import.meta.url);
 const { MandateClient } = require("..");
@@ -189,4 +190,100 @@ test("examples/mcp-crm without --auto-approve: the send waits for a reviewer, wh
   assert.equal(send.result_hash, undefined, "nothing ran, so nothing was hashed");
   assert.equal(line(run.stdout, "not sent"), `crm-mailer → send_email: approval_denied (${send.aar_id})`);
   assert.equal(run.stdout.split("\n").filter((l) => l.startsWith("send ")).length, 0, run.stdout);
+});
+
+test("examples/mcp-crm is a protected resource: its RFC 9728 metadata names Mandate, its scopes and resources", async () => {
+  const { startCrmServer } = await import(pathToFileURL(join(exampleDir, "server.mjs")).href);
+  const crm = await startCrmServer({ mandateUrl: live.baseUrl });
+  try {
+    const anonymous = await fetch(crm.url, { method: "POST", headers: { "content-type": "application/json" }, body: "{}" });
+    assert.equal(anonymous.status, 401);
+    const metadataUrl = /resource_metadata="([^"]+)"/.exec(anonymous.headers.get("www-authenticate"))?.[1];
+    assert.equal(metadataUrl, `${new URL(crm.url).origin}/.well-known/oauth-protected-resource/mcp`);
+    const metadata = await (await fetch(metadataUrl)).json();
+    assert.equal(metadata.resource, crm.url);
+    assert.deepEqual(metadata.authorization_servers, [live.baseUrl.replace(/\/+$/, "")]);
+    assert.deepEqual(metadata.scopes_supported, ["read", "send", "crm:*", "mail:outbox"]);
+    assert.match(crm.relayJkt, /^[A-Za-z0-9_-]{43}$/);
+  } finally {
+    await crm.close();
+  }
+});
+
+test("examples/mcp-crm checks aud: a token for another resource is refused, one for it passes", async () => {
+  const port = await freePort();
+  const issuer = `http://127.0.0.1:${port}`;
+  const oauthLive = await startServer({
+    listen: `127.0.0.1:${port}`,
+    config: `public_url = "${issuer}"\nissuer = "${issuer}"\n\n[oauth]\nenabled = true\n`,
+  });
+  const { startCrmServer } = await import(pathToFileURL(join(exampleDir, "server.mjs")).href);
+  const crm = await startCrmServer({ mandateUrl: issuer });
+  try {
+    const owner = new MandateClient({ baseUrl: issuer, apiKey: oauthLive.apiKey });
+    const developer = (await owner.createKey({ role: "developer", email: "dev@example.com" })).api_key;
+    const callback = "http://127.0.0.1/callback";
+    const registered = await (
+      await fetch(`${issuer}/v1/oauth/clients`, {
+        method: "POST",
+        headers: { authorization: `Bearer ${oauthLive.apiKey}`, "content-type": "application/json" },
+        body: JSON.stringify({ name: "Stock client", redirect_uris: [callback] }),
+      })
+    ).json();
+    /** A Bearer token for `resource` by the authorization-code flow, approved with the developer's key. */
+    const tokenFor = async (resource) => {
+      const verifier = "dBjftJeZ4CVP-mB92K27uhbUJU1p1r_wW1gFWFOEjXk";
+      const query = new URLSearchParams({
+        response_type: "code",
+        client_id: registered.client_id,
+        redirect_uri: callback,
+        code_challenge: createHash("sha256").update(verifier).digest("base64url"),
+        code_challenge_method: "S256",
+        resource,
+        scope: "read crm:*",
+        state: "s",
+      });
+      const start = await fetch(`${issuer}/v1/oauth/authorize?${query}`, { redirect: "manual" });
+      const sealed = new URL(start.headers.get("location")).searchParams.get("request");
+      const decided = await fetch(`${issuer}/v1/oauth/requests/decision`, {
+        method: "POST",
+        headers: { authorization: `Bearer ${developer}`, "content-type": "application/json" },
+        body: JSON.stringify({ request: sealed, decision: "approve", grant: { actions: ["read"], resources: ["crm:*"] } }),
+      });
+      const code = new URL((await decided.json()).redirect).searchParams.get("code");
+      const token = await fetch(`${issuer}/v1/oauth/token`, {
+        method: "POST",
+        headers: { "content-type": "application/x-www-form-urlencoded" },
+        body: new URLSearchParams({
+          grant_type: "authorization_code",
+          code,
+          client_id: registered.client_id,
+          redirect_uri: callback,
+          code_verifier: verifier,
+          resource,
+        }),
+      });
+      assert.equal(token.status, 200);
+      return (await token.json()).access_token;
+    };
+    const initialize = (token) =>
+      fetch(crm.url, {
+        method: "POST",
+        headers: { authorization: `Bearer ${token}`, "content-type": "application/json", accept: "application/json, text/event-stream" },
+        body: JSON.stringify({
+          jsonrpc: "2.0",
+          id: 1,
+          method: "initialize",
+          params: { protocolVersion: "2025-06-18", capabilities: {}, clientInfo: { name: "stock", version: "1" } },
+        }),
+      });
+    const elsewhere = await initialize(await tokenFor("https://other.example/mcp"));
+    assert.equal(elsewhere.status, 401);
+    assert.match(elsewhere.headers.get("www-authenticate"), /error="invalid_token", error_description="audience_mismatch/);
+    const mine = await initialize(await tokenFor(crm.url));
+    assert.equal(mine.status, 200, await mine.clone().text());
+  } finally {
+    await crm.close();
+    oauthLive.stop();
+  }
 });

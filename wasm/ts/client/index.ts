@@ -207,6 +207,9 @@ import type {
   CreateOAuthClientRequest,
   OAuthClient,
   OAuthClientList,
+  CreateOAuthResourceRequest,
+  OAuthResource,
+  OAuthResourceList,
   OAuthGrant,
   OAuthGrantPage,
   OAuthGrantQuery,
@@ -390,6 +393,9 @@ export {
   type CreateOAuthClientRequest,
   type OAuthClient,
   type OAuthClientList,
+  type CreateOAuthResourceRequest,
+  type OAuthResource,
+  type OAuthResourceList,
   type OAuthGrant,
   type OAuthGrantPage,
   type OAuthGrantQuery,
@@ -753,6 +759,24 @@ export class MandateClient {
   /** `DELETE /v1/oauth/clients/{client_id}`: deletes a pre-registered client, which is unknown from then on. */
   deleteOAuthClient(clientId: string, options: RequestOptions = {}): Promise<void> {
     return OAuth.deleteOAuthClient(this.#transport, clientId, options);
+  }
+
+  /** `GET /v1/oauth/resources`: the organisation's resources and their gates' relay keys, newest first; `manage_clients`. */
+  oauthResources(options: RequestOptions = {}): Promise<OAuthResourceList> {
+    return OAuth.oauthResources(this.#transport, options);
+  }
+
+  /**
+   * `POST /v1/oauth/resources`: registers a resource (as tokens name it in `aud`) with the RFC 7638 thumbprints of
+   * the Ed25519 keys its MCP gates relay with; `manage_clients`. 409 `resource_exists` when it is registered.
+   */
+  createOAuthResource(request: CreateOAuthResourceRequest, options: RequestOptions = {}): Promise<OAuthResource> {
+    return OAuth.createOAuthResource(this.#transport, request, options);
+  }
+
+  /** `DELETE /v1/oauth/resources/{resource_id}`: deletes a resource; its relay keys relay nothing from then on. */
+  deleteOAuthResource(resourceId: string, options: RequestOptions = {}): Promise<void> {
+    return OAuth.deleteOAuthResource(this.#transport, resourceId, options);
   }
 
   /** `GET /.well-known/authzen-configuration` (AuthZEN §9): the policy decision point's endpoints. */

@@ -1,6 +1,7 @@
 // The OAuth authorization server's administration (docs/oauth.md): the
 // grants consents made — listed, and revoked, which ends each grant's whole
-// chain — and the organisation's pre-registered public clients.
+// chain — the organisation's pre-registered public clients, and its
+// resources with the relay keys of their MCP gates.
 
 import { queryString, type RequestOptions, segment, type Transport } from "./transport.js";
 import type { operations } from "./openapi.js";
@@ -24,6 +25,10 @@ export interface OAuthGrantPage {
 export type OAuthClient = Sent<Schemas["ClientBody"]>;
 export type OAuthClientList = Sent<Schemas["ClientList"]>;
 export type CreateOAuthClientRequest = Schemas["CreateClientRequest"];
+/** A resource (an MCP server's RFC 8707 identifier, a token's `aud`) and the thumbprints of its gates' relay keys. */
+export type OAuthResource = Sent<Schemas["ResourceBody"]>;
+export type OAuthResourceList = Sent<Schemas["ResourceList"]>;
+export type CreateOAuthResourceRequest = Schemas["CreateResourceRequest"];
 
 /** `MandateClient.oauthGrantsPage`, documented there. */
 export function oauthGrantsPage(t: Transport, query: OAuthGrantQuery = {}, options: RequestOptions = {}): Promise<OAuthGrantPage> {
@@ -52,4 +57,25 @@ export async function deleteOAuthClient(t: Transport, clientId: string, options:
   // Answered 204, without a body.
   const key = t.key();
   await t.request("DELETE", `/v1/oauth/clients/${segment(clientId)}`, () => key, undefined, { ...options, retry: "once" });
+}
+
+/** `MandateClient.oauthResources`, documented there. */
+export function oauthResources(t: Transport, options: RequestOptions = {}): Promise<OAuthResourceList> {
+  return t.call("GET", "/v1/oauth/resources", t.key(), undefined, { ...options, retry: "read" });
+}
+
+/** `MandateClient.createOAuthResource`, documented there. */
+export function createOAuthResource(
+  t: Transport,
+  request: CreateOAuthResourceRequest,
+  options: RequestOptions = {},
+): Promise<OAuthResource> {
+  return t.call("POST", "/v1/oauth/resources", t.key(), request, { ...options, retry: "once" });
+}
+
+/** `MandateClient.deleteOAuthResource`, documented there. */
+export async function deleteOAuthResource(t: Transport, resourceId: string, options: RequestOptions = {}): Promise<void> {
+  // Answered 204, without a body.
+  const key = t.key();
+  await t.request("DELETE", `/v1/oauth/resources/${segment(resourceId)}`, () => key, undefined, { ...options, retry: "once" });
 }

@@ -21,6 +21,7 @@ import { grantsView } from "./views/grants.js";
 import { inboxView } from "./views/inbox.js";
 import { keysView } from "./views/keys.js";
 import { overviewView } from "./views/overview.js";
+import { resourcesView } from "./views/resources.js";
 import { signInView } from "./views/signin.js";
 import { tokensView } from "./views/tokens.js";
 import { workflowView } from "./views/workflow.js";
@@ -41,6 +42,7 @@ const VIEWS: Record<string, { view: View; title: string; nav: string; needs?: Pe
   keys: { view: keysView, title: "Keys", nav: "keys", needs: "manage_keys" },
   grants: { view: grantsView, title: "Grants", nav: "grants" },
   clients: { view: clientsView, title: "OAuth clients", nav: "clients", needs: "manage_clients" },
+  resources: { view: resourcesView, title: "OAuth resources", nav: "resources", needs: "manage_clients" },
 };
 
 const main = document.getElementById("main") as HTMLElement;
