@@ -13,8 +13,9 @@ for the TypeScript SDK.
   lists, so a revoked token is refused), and its audience (``aud``) must be
   this server's ``resource`` when it names one (``audience="required"``:
   always). The hook sees the token and
-  never the request, so a bound (DPoP) token is refused: its proof cannot be
-  checked here.
+  never the request, so a bound (DPoP) token is refused unless
+  :class:`DPoPAuthentication`, the ASGI middleware in front of the SDK's
+  app, checked its holder's proof for this request.
 - :func:`mandate_tool` turns an async tool function into a gated one for
   ``@server.tool()``. The tool's arguments are sent as the call's ``args``,
   and judged first offline against the token's own argument rules
@@ -28,7 +29,10 @@ for the TypeScript SDK.
   takes a bound token only with its holder's proof, so a bound token is
   acted with only when it is bound to the gate's own ``key`` (an
   :class:`~mandate.AgentKey`, which signs the proofs); a token bound to any
-  other key is refused (``dpop_key_not_held``). Refused, or Mandate not
+  other key is refused (``dpop_key_not_held``) — unless the gate has a
+  ``relay_key`` and the request carried the client's DPoP proof, which the
+  gate then relays to Mandate (docs/oauth.md, "The gate relays the client's
+  proof"), as ``mandate-sdk/mcp``'s ``relayKey`` does. Refused, or Mandate not
   answering: the function does not run and the
   result is a tool error (``is_error``) naming the reason, with ``_meta``
   ``io.mandate/error`` (the code) and ``io.mandate/aar_id`` (the denied
@@ -58,7 +62,8 @@ import json
 import logging
 import secrets
 import time
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping, MutableMapping
+from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol, TypeAlias, TypeVar, cast
 
@@ -76,9 +81,18 @@ from mcp_types import (
 )
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
-from mandate._native import audience_matches, decode_token_unverified
+from mandate._native import audience_matches, decode_token_unverified, verify_proof
 from mandate._types import VerifiedToken
-from mandate.client import AsyncMandate, ProofKey, WriteOptions, check_args_offline, output_hash, sha256_ref
+from mandate.client import (
+    AsyncMandate,
+    ProofKey,
+    Relay,
+    RelayKey,
+    WriteOptions,
+    check_args_offline,
+    output_hash,
+    sha256_ref,
+)
 from mandate.client._act import failed, shielded
 from mandate.client._models import ApprovalBody, AuthorizeResponse, CompleteRequest
 from mandate.client.records import Attempt
@@ -86,6 +100,7 @@ from mandate.errors import MandateError, MandateRefusal
 
 __all__ = [
     "AudiencePolicy",
+    "DPoPAuthentication",
     "META_AAR_ID",
     "META_APPROVAL_URL",
     "META_DELEGATED_TOKEN",
@@ -115,6 +130,14 @@ META_APPROVAL_URL = "io.mandate/approval_url"
 META_DELEGATED_TOKEN = "io.mandate/delegated_token"
 
 _log = logging.getLogger(__name__)
+
+#: The token whose DPoP proof :class:`DPoPAuthentication` checked for the HTTP request being handled.
+_proved: ContextVar[str | None] = ContextVar("mandate_mcp_proved", default=None)
+
+_Scope: TypeAlias = MutableMapping[str, Any]
+_Receive: TypeAlias = Callable[[], Awaitable[MutableMapping[str, Any]]]
+_Send: TypeAlias = Callable[[MutableMapping[str, Any]], Awaitable[None]]
+_App: TypeAlias = Callable[[_Scope, _Receive, _Send], Awaitable[None]]
 
 Claims: TypeAlias = Mapping[str, Any]
 Args: TypeAlias = dict[str, Any]
@@ -229,7 +252,8 @@ class MandateTokenVerifier:
             claims = verified["claims"]
         except MandateError:
             return None
-        if "cnf" in claims:
+        if "cnf" in claims and _proved.get() != token:
+            # A bound token passes only with its holder's proof, checked by DPoPAuthentication.
             return None
         problem = audience_problem(claims, self.resource, self.audience)
         if problem is not None:
@@ -238,6 +262,87 @@ class MandateTokenVerifier:
         aud = claims.get("aud")
         resource = self.resource if self.resource is not None else aud if isinstance(aud, str) else None
         return access_token_of(token, claims, resource)
+
+
+class DPoPAuthentication:
+    """ASGI middleware in front of the SDK's app (``server.streamable_http_app()``) for DPoP-bound tokens.
+
+    The SDK authenticates ``Authorization: Bearer`` only; a stock client
+    holding a token bound to its own key sends ``Authorization: DPoP`` with
+    a ``DPoP`` proof (RFC 9449 §7.1). This checks that proof by core's rules
+    (``verify_proof``: signature, key = the token's ``cnf.jkt``, ``ath``,
+    ``htm``, ``htu``, ``iat``; Mandate checks replay when the gate relays
+    it) for this request's method and URL — ``public_url`` (the server's
+    origin as clients reach it, e.g. behind a proxy) with the request's
+    path, else the request's own scheme, ``Host`` and path — and hands the
+    request on as ``Bearer``, for :class:`MandateTokenVerifier`, which then
+    takes this bound token. A bound token sent as ``Bearer``, a ``DPoP``
+    token without exactly one proof, or a proof that fails is answered 401
+    (``WWW-Authenticate: DPoP``). The ``DPoP`` header stays on the request:
+    :func:`mandate_tool` with ``relay_key`` forwards it to Mandate.
+    """
+
+    def __init__(self, app: _App, *, public_url: str | None = None) -> None:
+        self.app = app
+        self.public_url = None if public_url is None else public_url.rstrip("/")
+
+    async def __call__(self, scope: _Scope, receive: _Receive, send: _Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        headers = cast(list[tuple[bytes, bytes]], scope["headers"])
+        authorization = [v.decode("latin-1") for k, v in headers if k.lower() == b"authorization"]
+        proofs = [v.decode("latin-1") for k, v in headers if k.lower() == b"dpop"]
+        scheme, _, token = authorization[0].partition(" ") if len(authorization) == 1 else ("", "", "")
+        if scheme.lower() == "bearer" and _bound_to(token) is not None:
+            await _unauthorized(send, "invalid_token", "a DPoP-bound token is sent with the DPoP scheme")
+            return
+        if scheme.lower() != "dpop":
+            await self.app(scope, receive, send)
+            return
+        jkt = _bound_to(token)
+        if jkt is None:
+            await _unauthorized(send, "invalid_token", "the DPoP scheme takes a DPoP-bound token")
+            return
+        if len(proofs) != 1 or "," in proofs[0]:
+            await _unauthorized(send, "invalid_dpop_proof", "dpop_required: a DPoP token needs exactly one DPoP proof")
+            return
+        try:
+            verify_proof(proofs[0], method=scope["method"], url=self._url(scope), access_token=token, jkt=jkt)
+        except MandateError as error:
+            await _unauthorized(send, "invalid_dpop_proof", f"{error.code}: {error.message}")
+            return
+        others = [(k, v) for k, v in headers if k.lower() != b"authorization"]
+        bearer = {**scope, "headers": [*others, (b"authorization", f"Bearer {token}".encode("latin-1"))]}
+        mark = _proved.set(token)
+        try:
+            await self.app(bearer, receive, send)
+        finally:
+            _proved.reset(mark)
+
+    def _url(self, scope: _Scope) -> str:
+        path = f"{scope.get('root_path', '')}{scope['path']}"
+        if self.public_url is not None:
+            return f"{self.public_url}{path}"
+        hosts = [v.decode("latin-1") for k, v in cast(list[tuple[bytes, bytes]], scope["headers"]) if k == b"host"]
+        return f"{scope['scheme']}://{hosts[0] if hosts else 'localhost'}{path}"
+
+
+async def _unauthorized(send: _Send, error: str, description: str) -> None:
+    body = json.dumps({"error": error, "error_description": description}).encode()
+    challenge = f'DPoP algs="EdDSA", error="{error}"'.encode()
+    await send(
+        {
+            "type": "http.response.start",
+            "status": 401,
+            "headers": [
+                (b"content-type", b"application/json"),
+                (b"content-length", str(len(body)).encode()),
+                (b"www-authenticate", challenge),
+            ],
+        }
+    )
+    await send({"type": "http.response.body", "body": body})
 
 
 def access_token_of(token: str, claims: Claims, resource: str | None) -> AccessToken:
@@ -284,7 +389,7 @@ def _tool_error(text: str, meta: dict[str, Any]) -> CallToolResult:
 _KEY_NOT_HELD = (
     "Not authorized: the token is bound to a key this server does not hold, and Mandate takes a bound token "
     "only with its holder's proof. Delegate a child token to this server's key and send it in _meta "
-    f"as {META_DELEGATED_TOKEN}."
+    f"as {META_DELEGATED_TOKEN}, or relay the client's proof with a registered relay_key."
 )
 
 
@@ -302,6 +407,16 @@ def _bound_to(token: str) -> str | None:
     cnf = claims.get("cnf") if claims is not None else None
     jkt = cast(Mapping[str, object], cnf).get("jkt") if isinstance(cnf, Mapping) else None
     return jkt if isinstance(jkt, str) else None
+
+
+def _client_proof(context: Context) -> str | None:
+    """The client's DPoP proof of the HTTP request that carried this call, exactly as received: one header."""
+    request = context.request_context.request
+    headers = getattr(request, "headers", None)
+    if headers is None:
+        return None
+    proofs = cast(list[str], headers.getlist("dpop"))
+    return proofs[0] if len(proofs) == 1 and "," not in proofs[0] else None
 
 
 def _delegation_problem(parent: str, child: str) -> str | None:
@@ -344,14 +459,17 @@ class _Gate:
     grant: ToolGrant
     key: ProofKey | None
     approval_timeout_seconds: float
+    relay_key: RelayKey | None = None
 
-    async def approved(self, token: str, approval_id: str) -> ApprovalBody:
+    async def approved(self, token: str, approval_id: str, relay: Relay | None) -> ApprovalBody:
         """Mandate's decision on the approval, waited for until the timeout."""
         deadline = time.monotonic() + self.approval_timeout_seconds
         while True:
             left = deadline - time.monotonic()
             wait = max(0, min(30, int(left)))
-            approval = await self.client.approvals.get(approval_id, wait=wait, token=token, key=self.key)
+            approval = await self.client.approvals.get(
+                approval_id, wait=wait, token=token, key=self.key, relay=relay
+            )
             if approval["status"] != "pending" or left <= 0 or wait == 0:
                 return approval
 
@@ -359,7 +477,7 @@ class _Gate:
         access = get_access_token()
         if access is None:
             return _tool_error("Not authorized: the request carried no Mandate token.", {META_ERROR: "token_required"})
-        token = access.token
+        token = presented = access.token
         delegated = cast(Mapping[str, Any], context.request_context.meta or {}).get(META_DELEGATED_TOKEN)
         if delegated is not None:
             problem = _delegation_problem(token, delegated) if isinstance(delegated, str) else "it is not a string"
@@ -370,8 +488,13 @@ class _Gate:
                 )
             token = cast(str, delegated)
         jkt = _bound_to(token)
+        relay: Relay | None = None
         if jkt is not None and (self.key is None or self.key.jkt != jkt):
-            return _tool_error(_KEY_NOT_HELD, {META_ERROR: "dpop_key_not_held"})
+            # The client's own proof, relayed: only for the token it was made with.
+            forwarded = _client_proof(context) if token == presented else None
+            if self.relay_key is None or forwarded is None:
+                return _tool_error(_KEY_NOT_HELD, {META_ERROR: "dpop_key_not_held"})
+            relay = Relay(self.relay_key, forwarded)
         attempt: Attempt = {
             "action": _value(self.grant.action, args),
             "resource": _value(self.grant.resource, args),
@@ -393,7 +516,9 @@ class _Gate:
         key = state if state is not None else (f"{_STATE_PREFIX}{secrets.token_hex(16)}" if modern else None)
         try:
             keyed: WriteOptions = {} if key is None else {"idempotency_key": key}
-            answer = await self.client.records.authorize(attempt, token=token, key=self.key, **keyed)
+            answer = await self.client.records.authorize(
+                attempt, token=token, key=self.key, relay=relay, **keyed
+            )
             ref = answer.get("approval")
             if not answer["authorized"] and ref is not None and ref["status"] == "pending":
                 url = self.client.approvals.url(ref["approval_id"])
@@ -401,7 +526,7 @@ class _Gate:
                     message = f"A reviewer must approve {attempt['action']} on {attempt['resource']} before it runs."
                     ask = ElicitRequest(params=ElicitRequestURLParams(message=message, url=url))
                     return InputRequiredResult(input_requests={_INPUT: ask}, request_state=key)
-                stopped = await self._ask(context, token, answer, ref["approval_id"], attempt, modern)
+                stopped = await self._ask(context, token, relay, answer, ref["approval_id"], attempt, modern)
                 if stopped is not None:
                     return stopped
             elif not answer["authorized"]:
@@ -416,10 +541,10 @@ class _Gate:
             output = await fn(**args, **extra)
         except BaseException as error:
             # A request cancelled mid-tool (``notifications/cancelled``) completes as ``cancelled``.
-            await self._complete(token, aar_id, failed(error))
+            await self._complete(token, relay, aar_id, failed(error))
             raise
         if isinstance(output, CallToolResult) and output.is_error:
-            await self._complete(token, aar_id, {"result": "error"})
+            await self._complete(token, relay, aar_id, {"result": "error"})
             return output.model_copy(update={"meta": {**(output.meta or {}), **meta}})
         body: CompleteRequest = {"result": "success"}
         digest = tool_result_hash(output) if isinstance(output, CallToolResult) else output_hash(output)
@@ -427,7 +552,7 @@ class _Gate:
             body["result_hash"] = digest
         try:
             # The tool ran: its record is completed even when the request is cancelled now.
-            await shielded(self.client.records.complete(aar_id, body, token=token, key=self.key))
+            await shielded(self.client.records.complete(aar_id, body, token=token, key=self.key, relay=relay))
         except MandateError as error:
             return _tool_error(
                 f"The tool ran, but Mandate could not record how it ended: {error.message}",
@@ -437,10 +562,10 @@ class _Gate:
             return output.model_copy(update={"meta": {**(output.meta or {}), **meta, META_RESULT_HASH: digest}})
         return output
 
-    async def _complete(self, token: str, aar_id: str, body: CompleteRequest) -> None:
+    async def _complete(self, token: str, relay: Relay | None, aar_id: str, body: CompleteRequest) -> None:
         try:
             # Shielded: a cancelled request's scope would cancel the completion too.
-            await shielded(self.client.records.complete(aar_id, body, token=token, key=self.key))
+            await shielded(self.client.records.complete(aar_id, body, token=token, key=self.key, relay=relay))
         except MandateError:
             # The function's own exception is what the caller sees; the record stays pending.
             return
@@ -449,6 +574,7 @@ class _Gate:
         self,
         context: Context,
         token: str,
+        relay: Relay | None,
         answer: AuthorizeResponse,
         approval_id: str,
         attempt: Attempt,
@@ -476,7 +602,7 @@ class _Gate:
                 f"until it expires: {url}",
                 {**pending, META_ERROR: "approval_declined"},
             )
-        approval = await self.approved(token, approval_id)
+        approval = await self.approved(token, approval_id, relay)
         if not modern:
             await context.session.send_elicit_complete(approval_id, related_request_id=context.request_id)
         status = approval["status"]
@@ -502,6 +628,7 @@ def mandate_tool(
     grant: ToolGrant,
     *,
     key: ProofKey | None = None,
+    relay_key: RelayKey | None = None,
     approval_timeout_seconds: float = 300,
 ) -> Callable[[Callable[..., Awaitable[R]]], Callable[..., Awaitable[R | CallToolResult | InputRequiredResult]]]:
     """Gates an async tool function for ``@server.tool()``: authorize → function → complete.
@@ -521,13 +648,23 @@ def mandate_tool(
     token bound to any other key is refused (``dpop_key_not_held``), since
     Mandate takes a bound token only with its holder's proof. An agent
     delegates to the server with ``holder_key`` set to ``key.public_jwk``.
+    ``relay_key`` (an :class:`~mandate.AgentKey`, its ``jkt`` registered for
+    this server's resource: ``oauth.create_resource``) relays instead a
+    token bound to the client's own key, the way ``mandate-sdk/mcp``'s
+    ``relayKey`` does (docs/oauth.md, "The gate relays the client's proof"):
+    ``authorize`` carries the client's DPoP proof of the HTTP request
+    exactly as received (``Mandate-Client-DPoP``) with the gate's own proof
+    (``Mandate-Relay``, by core's ``sign_relay``); the completion and
+    approval reads carry the gate's proof alone. Without a client proof,
+    or for a delegated token in ``_meta``, a token bound to another key is
+    still refused (``dpop_key_not_held``).
     The function keeps its own signature (the
     tool's input schema); a function without a ``Context`` parameter is
     given one the SDK fills, which it never sees.
     """
 
     def gate(fn: Callable[..., Awaitable[R]]) -> Callable[..., Awaitable[R | CallToolResult | InputRequiredResult]]:
-        gated = _Gate(client, grant, key, approval_timeout_seconds)
+        gated = _Gate(client, grant, key, approval_timeout_seconds, relay_key)
         signature = inspect.signature(fn)
         own = find_context_parameter(fn)
         context_name = own if own is not None else _CONTEXT

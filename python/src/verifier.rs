@@ -7,7 +7,7 @@
 //! JSON text, so every hit gives the caller fresh Python values. And an
 //! agent's own key (`AgentKey`), which signs DPoP proofs with core's signer.
 
-use mandate_core::{NewProof, SigningKey};
+use mandate_core::{NewProof, NewRelay, SigningKey};
 use mandate_facade::{RequestInput, VerifierSetup};
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyString};
@@ -259,6 +259,43 @@ impl AgentKey {
                 method: &method,
                 url: &url,
                 access_token: access_token.as_deref(),
+                now,
+                jti_random,
+            },
+        )
+        .map_err(|e| Failure::input(e.code(), e).into())
+    }
+
+    /// An MCP gate's relay proof for one Mandate request made with a
+    /// client's `access_token` (the value of its `Mandate-Relay` header),
+    /// naming the client's proof it forwards, if any, by its hash (`cph`;
+    /// docs/oauth.md, "The gate relays the client's proof").
+    #[pyo3(signature = (*, method, url, access_token, forwarded_proof = None, now = None))]
+    fn relay_proof(
+        &self,
+        py: Python<'_>,
+        method: &Bound<'_, PyAny>,
+        url: &Bound<'_, PyAny>,
+        access_token: &Bound<'_, PyAny>,
+        forwarded_proof: Option<&Bound<'_, PyAny>>,
+        now: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<String> {
+        let method = string_arg(method, "method")?;
+        let url = string_arg(url, "url")?;
+        let access_token = string_arg(access_token, "access_token")?;
+        let forwarded = match forwarded_proof {
+            Some(proof) if !proof.is_none() => Some(string_arg(proof, "forwarded_proof")?),
+            _ => None,
+        };
+        let now = now_arg(now)?;
+        let jti_random = random_bytes::<16>(py)?;
+        mandate_core::sign_relay(
+            &self.key,
+            &NewRelay {
+                method: &method,
+                url: &url,
+                access_token: &access_token,
+                forwarded: forwarded.as_deref(),
                 now,
                 jti_random,
             },

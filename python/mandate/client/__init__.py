@@ -28,6 +28,8 @@ from mandate.client._transport import (
     DEFAULT_TIMEOUT,
     EvaluationOptions,
     ProofKey,
+    Relay,
+    RelayKey,
     RequestOptions,
     WriteOptions,
 )
@@ -48,6 +50,8 @@ __all__ = [
     "Mandate",
     "PendingApproval",
     "ProofKey",
+    "Relay",
+    "RelayKey",
     "RequestOptions",
     "WriteOptions",
     "check_args_offline",

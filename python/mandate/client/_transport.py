@@ -85,12 +85,40 @@ class Holder:
     key: HolderKey
 
 
+class RelayKey(Protocol):
+    """An MCP gate's relay key, which signs ``Mandate-Relay`` proofs (docs/oauth.md, "The gate relays the
+    client's proof").
+
+    ``mandate.AgentKey`` fits: its ``relay_proof`` is core's ``sign_relay``.
+    """
+
+    @property
+    def jkt(self) -> str: ...
+
+    def relay_proof(self, *, method: str, url: str, access_token: str, forwarded_proof: str | None = None) -> str: ...
+
+
+@dataclass(frozen=True)
+class Relay:
+    """An MCP gate acting at Mandate for a client whose token is bound to the client's own key.
+
+    Each call carries the gate's proof by ``key`` (``Mandate-Relay``) and,
+    when given, ``forwarded_proof``, the client's DPoP proof exactly as the
+    gate received it (``Mandate-Client-DPoP``): ``authorize`` takes it and
+    uses it up; a completion or an approval read takes the relay proof alone.
+    """
+
+    key: RelayKey
+    forwarded_proof: str | None = None
+
+
 @dataclass(frozen=True)
 class Agent:
-    """An agent's token as the credential of a call, with its key when bound."""
+    """An agent's token as the credential of a call, with its key when bound, or the gate relaying it."""
 
     token: str
     key: ProofKey | None = None
+    relay: Relay | None = None
 
 
 #: The client's API key as the credential of a call.
@@ -342,6 +370,16 @@ def _bound_jkt(token: str) -> str | None:
     return jkt if isinstance(jkt, str) else None
 
 
+def relayed_headers(method: str, url: str, token: str, relay: Relay) -> dict[str, str]:
+    """The headers of one relayed attempt: the client's token, the gate's fresh proof and the client's proof."""
+    forwarded = relay.forwarded_proof
+    proof = relay.key.relay_proof(method=method, url=url, access_token=token, forwarded_proof=forwarded)
+    headers = {"authorization": f"DPoP {token}", "mandate-relay": proof}
+    if forwarded is not None:
+        headers["mandate-client-dpop"] = forwarded
+    return headers
+
+
 class _Base:
     """What both transports share: the configuration and every decision."""
 
@@ -378,6 +416,8 @@ class _Base:
         jkt = _bound_jkt(credential.token)
         if jkt is None:
             return {"authorization": f"Bearer {credential.token}"}
+        if (credential.key is None or credential.key.jkt != jkt) and credential.relay is not None:
+            return relayed_headers(method, self.url(path_only), credential.token, credential.relay)
         if credential.key is None or credential.key.jkt != jkt:
             raise client_error(
                 "dpop_key_missing",

@@ -11,6 +11,7 @@ from mandate.client._transport import (
     AsyncTransport,
     Call,
     ProofKey,
+    Relay,
     RequestOptions,
     Transport,
     query,
@@ -46,13 +47,15 @@ class Approvals:
         wait: int | None = None,
         token: str | None = None,
         key: ProofKey | None = None,
+        relay: Relay | None = None,
         **options: Unpack[RequestOptions],
     ) -> ApprovalBody:
         """``GET /v1/vat/approvals/{approval_id}``; with ``wait`` (0–30 s), answered once decided or after it.
 
-        Read with the API key, or with the agent's ``token`` (and ``key`` when bound).
+        Read with the API key, or with the agent's ``token`` (and ``key`` when bound, or an MCP gate's
+        ``relay``, whose proof alone reads an approval of a record it authorized).
         """
-        return cast(ApprovalBody, self._t.call(approval_call(approval_id, wait, token, key, options)))
+        return cast(ApprovalBody, self._t.call(approval_call(approval_id, wait, token, key, options, relay)))
 
     def page(
         self,
@@ -97,10 +100,11 @@ class AsyncApprovals:
         wait: int | None = None,
         token: str | None = None,
         key: ProofKey | None = None,
+        relay: Relay | None = None,
         **options: Unpack[RequestOptions],
     ) -> ApprovalBody:
         """``GET /v1/vat/approvals/{approval_id}``; see :meth:`Approvals.get`."""
-        return cast(ApprovalBody, await self._t.call(approval_call(approval_id, wait, token, key, options)))
+        return cast(ApprovalBody, await self._t.call(approval_call(approval_id, wait, token, key, options, relay)))
 
     async def page(
         self,

@@ -38,6 +38,7 @@ from mandate.client._transport import (
     Call,
     Credential,
     ProofKey,
+    Relay,
     RequestOptions,
     Transport,
     WriteOptions,
@@ -106,15 +107,22 @@ def _listed(path: str, given: Mapping[str, object]) -> Call:
     return Call("GET", f"{path}{query(**params)}", **options)
 
 
-def _agent(token: str | None, key: ProofKey | None) -> Credential:
-    return None if token is None else Agent(token, key)
+def _agent(token: str | None, key: ProofKey | None, relay: Relay | None = None) -> Credential:
+    return None if token is None else Agent(token, key, relay)
 
 
 def approval_call(
-    approval_id: str, wait: int | None, token: str | None, key: ProofKey | None, options: RequestOptions
+    approval_id: str,
+    wait: int | None,
+    token: str | None,
+    key: ProofKey | None,
+    options: RequestOptions,
+    relay: Relay | None = None,
 ) -> Call:
-    """``GET /v1/vat/approvals/{approval_id}`` (with ``wait``, a long-poll of at most 30 s)."""
-    credential: Credential = API_KEY if token is None else Agent(token, key)
+    """``GET /v1/vat/approvals/{approval_id}`` (with ``wait``, a long-poll of at most 30 s); a relay reads with
+    its own proof alone."""
+    alone = None if relay is None else Relay(relay.key)
+    credential: Credential = API_KEY if token is None else Agent(token, key, alone)
     path = f"/v1/vat/approvals/{segment(approval_id)}{query(wait=wait)}"
     return Call("GET", path, credential, extra_timeout=float(wait or 0), **options)
 
@@ -195,9 +203,12 @@ def _complete_call(
     traceparent: str | None,
     lost: _Lost,
     options: WriteOptions,
+    relay: Relay | None,
 ) -> Call:
     path = f"/v1/vat/aar/{segment(aar_id)}/complete"
-    return Call("POST", path, _agent(token, key), request, "write", traceparent=traceparent, on_retry=lost, **options)
+    # A relay completes with its own proof alone.
+    alone = None if relay is None else Relay(relay.key)
+    return Call("POST", path, _agent(token, key, alone), request, "write", traceparent=traceparent, on_retry=lost, **options)
 
 
 class Records:
@@ -212,6 +223,7 @@ class Records:
         *,
         token: str | None = None,
         key: ProofKey | None = None,
+        relay: Relay | None = None,
         traceparent: str | None = None,
         wait_for_approval: float | None = None,
         **options: Unpack[WriteOptions],
@@ -226,13 +238,13 @@ class Records:
         """
         _check_wait(wait_for_approval, token, self._t.api_key)
         call = Call(
-            "POST", "/v1/vat/authorize", _agent(token, key), request, "write", traceparent=traceparent, **options
+            "POST", "/v1/vat/authorize", _agent(token, key, relay), request, "write", traceparent=traceparent, **options
         )
         answer = cast(AuthorizeResponse, self._t.call(call))
         pending = answer.get("approval")
         if wait_for_approval is None or pending is None or pending["status"] != "pending":
             return answer
-        return self.await_decision(answer, pending, wait_for_approval, token, key, options.get("timeout"))
+        return self.await_decision(answer, pending, wait_for_approval, token, key, options.get("timeout"), relay)
 
     def await_decision(
         self,
@@ -242,6 +254,7 @@ class Records:
         token: str | None,
         key: ProofKey | None,
         timeout: float | None,
+        relay: Relay | None = None,
     ) -> AuthorizeResponse:
         """Reads the approval until it is decided or ``seconds`` have passed."""
         deadline = time.monotonic() + seconds
@@ -256,7 +269,7 @@ class Records:
             wait = min(MAX_APPROVAL_WAIT, math.ceil(left))
             try:
                 approval = cast(
-                    ApprovalBody, self._t.call(approval_call(pending["approval_id"], wait, token, key, read))
+                    ApprovalBody, self._t.call(approval_call(pending["approval_id"], wait, token, key, read, relay))
                 )
             except MandateError as error:
                 delay = max(pause, error.retry_after or 0)
@@ -307,6 +320,7 @@ class Records:
         *,
         token: str | None = None,
         key: ProofKey | None = None,
+        relay: Relay | None = None,
         traceparent: str | None = None,
         **options: Unpack[WriteOptions],
     ) -> RecordBody:
@@ -320,7 +334,7 @@ class Records:
         lost = _Lost()
         try:
             return cast(
-                RecordBody, self._t.call(_complete_call(aar_id, request, token, key, traceparent, lost, options))
+                RecordBody, self._t.call(_complete_call(aar_id, request, token, key, traceparent, lost, options, relay))
             )
         except MandateError as error:
             if not (lost.seen and error.status == 409 and error.code == "already_completed"):
@@ -413,6 +427,7 @@ class AsyncRecords:
         *,
         token: str | None = None,
         key: ProofKey | None = None,
+        relay: Relay | None = None,
         traceparent: str | None = None,
         wait_for_approval: float | None = None,
         **options: Unpack[WriteOptions],
@@ -420,13 +435,13 @@ class AsyncRecords:
         """``POST /v1/vat/authorize``: see :meth:`Records.authorize`."""
         _check_wait(wait_for_approval, token, self._t.api_key)
         call = Call(
-            "POST", "/v1/vat/authorize", _agent(token, key), request, "write", traceparent=traceparent, **options
+            "POST", "/v1/vat/authorize", _agent(token, key, relay), request, "write", traceparent=traceparent, **options
         )
         answer = cast(AuthorizeResponse, await self._t.call(call))
         pending = answer.get("approval")
         if wait_for_approval is None or pending is None or pending["status"] != "pending":
             return answer
-        return await self.await_decision(answer, pending, wait_for_approval, token, key, options.get("timeout"))
+        return await self.await_decision(answer, pending, wait_for_approval, token, key, options.get("timeout"), relay)
 
     async def await_decision(
         self,
@@ -436,6 +451,7 @@ class AsyncRecords:
         token: str | None,
         key: ProofKey | None,
         timeout: float | None,
+        relay: Relay | None = None,
     ) -> AuthorizeResponse:
         """Reads the approval until it is decided or ``seconds`` have passed."""
         deadline = time.monotonic() + seconds
@@ -450,7 +466,7 @@ class AsyncRecords:
             wait = min(MAX_APPROVAL_WAIT, math.ceil(left))
             try:
                 approval = cast(
-                    ApprovalBody, await self._t.call(approval_call(pending["approval_id"], wait, token, key, read))
+                    ApprovalBody, await self._t.call(approval_call(pending["approval_id"], wait, token, key, read, relay))
                 )
             except MandateError as error:
                 delay = max(pause, error.retry_after or 0)
@@ -501,13 +517,14 @@ class AsyncRecords:
         *,
         token: str | None = None,
         key: ProofKey | None = None,
+        relay: Relay | None = None,
         traceparent: str | None = None,
         **options: Unpack[WriteOptions],
     ) -> RecordBody:
         """``POST /v1/vat/aar/{aar_id}/complete``: see :meth:`Records.complete`."""
         lost = _Lost()
         try:
-            call = _complete_call(aar_id, request, token, key, traceparent, lost, options)
+            call = _complete_call(aar_id, request, token, key, traceparent, lost, options, relay)
             return cast(RecordBody, await self._t.call(call))
         except MandateError as error:
             if not (lost.seen and error.status == 409 and error.code == "already_completed"):
