@@ -467,9 +467,7 @@ class _Gate:
         while True:
             left = deadline - time.monotonic()
             wait = max(0, min(30, int(left)))
-            approval = await self.client.approvals.get(
-                approval_id, wait=wait, token=token, key=self.key, relay=relay
-            )
+            approval = await self.client.approvals.get(approval_id, wait=wait, token=token, key=self.key, relay=relay)
             if approval["status"] != "pending" or left <= 0 or wait == 0:
                 return approval
 
@@ -516,9 +514,7 @@ class _Gate:
         key = state if state is not None else (f"{_STATE_PREFIX}{secrets.token_hex(16)}" if modern else None)
         try:
             keyed: WriteOptions = {} if key is None else {"idempotency_key": key}
-            answer = await self.client.records.authorize(
-                attempt, token=token, key=self.key, relay=relay, **keyed
-            )
+            answer = await self.client.records.authorize(attempt, token=token, key=self.key, relay=relay, **keyed)
             ref = answer.get("approval")
             if not answer["authorized"] and ref is not None and ref["status"] == "pending":
                 url = self.client.approvals.url(ref["approval_id"])

@@ -274,7 +274,9 @@ def test_the_python_mcp_gate_relays_a_dpop_clients_proof(oauth_server: LiveServe
                 "success",
             )
             # The bound token without its holder's proofs: refused at the door, nothing runs.
-            bearer = httpx.post(served, json={"jsonrpc": "2.0", "id": 1, "method": "ping"}, headers={"authorization": f"Bearer {token}"})
+            bearer = httpx.post(
+                served, json={"jsonrpc": "2.0", "id": 1, "method": "ping"}, headers={"authorization": f"Bearer {token}"}
+            )
             assert bearer.status_code == 401 and bearer.headers["www-authenticate"].startswith("DPoP")
             unproved = httpx.post(
                 served, json={"jsonrpc": "2.0", "id": 1, "method": "ping"}, headers={"authorization": f"DPoP {token}"}
