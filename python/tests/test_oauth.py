@@ -28,7 +28,7 @@ from starlette.applications import Starlette
 
 import mandate
 from mandate import AgentKey, AsyncMandate, Mandate, MandateError
-from mandate.client import Relay
+from mandate.client import Attempt, Relay
 from mandate.mcp import DPoPAuthentication, MandateTokenVerifier, ToolGrant, mandate_tool
 
 RESOURCE = "https://mcp.example.com/mcp"
@@ -170,7 +170,7 @@ def relayed_setup(server: LiveServer, owner: Mandate, gates: list[AgentKey]) -> 
 
 def test_a_gate_relays_the_clients_proof(oauth_server: LiveServer) -> None:
     gate, second_gate, other_gate = AgentKey.generate(), AgentKey.generate(), AgentKey.generate()
-    read = {"action": "read", "resource": "crm:a"}
+    read: Attempt = {"action": "read", "resource": "crm:a"}
     with Mandate(oauth_server.base_url, api_key=oauth_server.api_key) as owner:
         token, client_key = relayed_setup(oauth_server, owner, [gate, second_gate])
         owner.oauth.create_resource({"resource": f"{RESOURCE}/other", "relay_jkts": [other_gate.jkt]})
