@@ -28,7 +28,7 @@ from starlette.applications import Starlette
 
 import mandate
 from mandate import AgentKey, AsyncMandate, Mandate, MandateError
-from mandate.client import Relay
+from mandate.client import Attempt, Relay
 from mandate.mcp import DPoPAuthentication, MandateTokenVerifier, ToolGrant, mandate_tool
 
 RESOURCE = "https://mcp.example.com/mcp"
@@ -170,7 +170,7 @@ def relayed_setup(server: LiveServer, owner: Mandate, gates: list[AgentKey]) -> 
 
 def test_a_gate_relays_the_clients_proof(oauth_server: LiveServer) -> None:
     gate, second_gate, other_gate = AgentKey.generate(), AgentKey.generate(), AgentKey.generate()
-    read = {"action": "read", "resource": "crm:a"}
+    read: Attempt = {"action": "read", "resource": "crm:a"}
     with Mandate(oauth_server.base_url, api_key=oauth_server.api_key) as owner:
         token, client_key = relayed_setup(oauth_server, owner, [gate, second_gate])
         owner.oauth.create_resource({"resource": f"{RESOURCE}/other", "relay_jkts": [other_gate.jkt]})
@@ -274,7 +274,9 @@ def test_the_python_mcp_gate_relays_a_dpop_clients_proof(oauth_server: LiveServe
                 "success",
             )
             # The bound token without its holder's proofs: refused at the door, nothing runs.
-            bearer = httpx.post(served, json={"jsonrpc": "2.0", "id": 1, "method": "ping"}, headers={"authorization": f"Bearer {token}"})
+            bearer = httpx.post(
+                served, json={"jsonrpc": "2.0", "id": 1, "method": "ping"}, headers={"authorization": f"Bearer {token}"}
+            )
             assert bearer.status_code == 401 and bearer.headers["www-authenticate"].startswith("DPoP")
             unproved = httpx.post(
                 served, json={"jsonrpc": "2.0", "id": 1, "method": "ping"}, headers={"authorization": f"DPoP {token}"}

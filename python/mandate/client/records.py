@@ -208,7 +208,9 @@ def _complete_call(
     path = f"/v1/vat/aar/{segment(aar_id)}/complete"
     # A relay completes with its own proof alone.
     alone = None if relay is None else Relay(relay.key)
-    return Call("POST", path, _agent(token, key, alone), request, "write", traceparent=traceparent, on_retry=lost, **options)
+    return Call(
+        "POST", path, _agent(token, key, alone), request, "write", traceparent=traceparent, on_retry=lost, **options
+    )
 
 
 class Records:
@@ -466,7 +468,8 @@ class AsyncRecords:
             wait = min(MAX_APPROVAL_WAIT, math.ceil(left))
             try:
                 approval = cast(
-                    ApprovalBody, await self._t.call(approval_call(pending["approval_id"], wait, token, key, read, relay))
+                    ApprovalBody,
+                    await self._t.call(approval_call(pending["approval_id"], wait, token, key, read, relay)),
                 )
             except MandateError as error:
                 delay = max(pause, error.retry_after or 0)
