@@ -131,8 +131,9 @@ META_DELEGATED_TOKEN = "io.mandate/delegated_token"
 
 _log = logging.getLogger(__name__)
 
-#: The token whose DPoP proof :class:`DPoPAuthentication` checked for the HTTP request being handled.
-_proved: ContextVar[str | None] = ContextVar("mandate_mcp_proved", default=None)
+#: The bound token of the HTTP request being handled, with its method, URL and the DPoP proof
+#: :class:`DPoPAuthentication` checked for it.
+_proved: ContextVar[tuple[str, str, str, str] | None] = ContextVar("mandate_mcp_proved", default=None)
 
 _Scope: TypeAlias = MutableMapping[str, Any]
 _Receive: TypeAlias = Callable[[], Awaitable[MutableMapping[str, Any]]]
@@ -246,13 +247,24 @@ class MandateTokenVerifier:
 
     async def verify_token(self, token: str) -> AccessToken | None:
         """The token's ``AccessToken``, or None (the SDK answers 401) when it is refused."""
+        proved = _proved.get()
+        proved = proved if proved is not None and proved[0] == token else None
+        # A bound token is verified with its proof for this request (the checker's verify_request), else refused.
+        request = getattr(self.verifier, "verify_request", None) if proved is not None else None
         try:
-            checked = self.verifier.verify(token)
-            verified = await checked if isinstance(checked, Awaitable) else checked
+            checked: VerifiedToken | Awaitable[VerifiedToken]
+            if proved is not None and request is not None:
+                checked = cast(
+                    "VerifiedToken | Awaitable[VerifiedToken]",
+                    request(token, method=proved[1], url=proved[2], proof=proved[3]),
+                )
+            else:
+                checked = self.verifier.verify(token)
+            verified: VerifiedToken = await checked if isinstance(checked, Awaitable) else checked
             claims = verified["claims"]
         except MandateError:
             return None
-        if "cnf" in claims and _proved.get() != token:
+        if "cnf" in claims and proved is None:
             # A bound token passes only with its holder's proof, checked by DPoPAuthentication.
             return None
         problem = audience_problem(claims, self.resource, self.audience)
@@ -276,7 +288,8 @@ class DPoPAuthentication:
     origin as clients reach it, e.g. behind a proxy) with the request's
     path, else the request's own scheme, ``Host`` and path — and hands the
     request on as ``Bearer``, for :class:`MandateTokenVerifier`, which then
-    takes this bound token. A bound token sent as ``Bearer``, a ``DPoP``
+    verifies this bound token with its checker's ``verify_request`` (the
+    native ``Verifier`` and ``RemoteVerifier`` have it) and the same proof. A bound token sent as ``Bearer``, a ``DPoP``
     token without exactly one proof, or a proof that fails is answered 401
     (``WWW-Authenticate: DPoP``). The ``DPoP`` header stays on the request:
     :func:`mandate_tool` with ``relay_key`` forwards it to Mandate.
@@ -307,14 +320,15 @@ class DPoPAuthentication:
         if len(proofs) != 1 or "," in proofs[0]:
             await _unauthorized(send, "invalid_dpop_proof", "dpop_required: a DPoP token needs exactly one DPoP proof")
             return
+        url = self._url(scope)
         try:
-            verify_proof(proofs[0], method=scope["method"], url=self._url(scope), access_token=token, jkt=jkt)
+            verify_proof(proofs[0], method=scope["method"], url=url, access_token=token, jkt=jkt)
         except MandateError as error:
             await _unauthorized(send, "invalid_dpop_proof", f"{error.code}: {error.message}")
             return
         others = [(k, v) for k, v in headers if k.lower() != b"authorization"]
         bearer = {**scope, "headers": [*others, (b"authorization", f"Bearer {token}".encode("latin-1"))]}
-        mark = _proved.set(token)
+        mark = _proved.set((token, scope["method"], url, proofs[0]))
         try:
             await self.app(bearer, receive, send)
         finally:
