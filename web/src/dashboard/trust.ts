@@ -10,7 +10,7 @@ import { type Child, h, link, replace } from "./dom.js";
 import { fromLocalInput, score, time, timeElement } from "./format.js";
 import { route } from "./router.js";
 import { can, client, whoAmI } from "./session.js";
-import { confirmDialog, field, loading, problemBox, signedOut } from "./ui.js";
+import { confirmDialog, field, loading, problemBox, signedOut, submitting } from "./ui.js";
 
 const SVG = "http://www.w3.org/2000/svg";
 
@@ -267,9 +267,7 @@ function vouchForm(agentId: string, vouched: (vouch: Vouch) => Promise<void>): H
     outcome,
   );
   const send = async (): Promise<void> => {
-    submit.disabled = true;
-    replace(outcome, h("p", { role: "status" }, "Vouching…"));
-    try {
+    await submitting(submit, outcome, "Vouching…", async () => {
       const text = reason.value.trim();
       const until = fromLocalInput(expires.value);
       const made = await client().vouch({
@@ -277,17 +275,11 @@ function vouchForm(agentId: string, vouched: (vouch: Vouch) => Promise<void>): H
         weight: Number(weight.value),
         ...(text === "" ? {} : { reason: text }),
         ...(until === undefined ? {} : { expires_at: until }),
-      });
-      form.reset();
-      replace(outcome, h("p", { role: "status", class: "vouched" }, `Vouched (${made.vouch_id}); the trust is recomputed in a moment.`));
-      await vouched(made);
-    } catch (error) {
-      if (!signedOut(error)) {
-        replace(outcome, problemBox(error));
-      }
-    } finally {
-      submit.disabled = false;
-    }
+    });
+    form.reset();
+    replace(outcome, h("p", { role: "status", class: "vouched" }, `Vouched (${made.vouch_id}); the trust is recomputed in a moment.`));
+    await vouched(made);
+    });
   };
   return form;
 }

@@ -207,6 +207,30 @@ export function confirmDialog(asked: Confirmation): HTMLDialogElement {
   return dialog;
 }
 
+/**
+ * Runs a form's act with its submit button disabled and `pending` said in
+ * `outcome` meanwhile; a refusal is shown in `outcome` (a refused API key
+ * signs out instead). What success shows is the act's to say.
+ */
+export async function submitting(
+  submit: HTMLButtonElement,
+  outcome: HTMLElement,
+  pending: string,
+  act: () => Promise<void>,
+): Promise<void> {
+  submit.disabled = true;
+  replace(outcome, h("p", { role: "status" }, pending));
+  try {
+    await act();
+  } catch (error) {
+    if (!signedOut(error)) {
+      replace(outcome, problemBox(error));
+    }
+  } finally {
+    submit.disabled = false;
+  }
+}
+
 /** A labelled form field. */
 export function field(label: string, control: HTMLElement): HTMLElement {
   return h("label", { class: "field" }, h("span", {}, label), control);

@@ -13,7 +13,7 @@ import { h, link, replace } from "../dom.js";
 import { timeElement } from "../format.js";
 import { route } from "../router.js";
 import { client, whoAmI } from "../session.js";
-import { confirmDialog, field, load, problemBox, signedOut } from "../ui.js";
+import { confirmDialog, field, load, submitting } from "../ui.js";
 
 /** Most redirect URIs of one client, and the longest name (the server's limits). */
 const MAX_REDIRECT_URIS = 10;
@@ -66,20 +66,12 @@ function registerForm(created: (registered: OAuthClient) => void): HTMLFormEleme
     outcome,
   );
   const register = async (): Promise<void> => {
-    submit.disabled = true;
-    replace(outcome, h("p", { role: "status" }, "Registering the client…"));
-    try {
+    await submitting(submit, outcome, "Registering the client…", async () => {
       const registered = await client().createOAuthClient({ name: name.value.trim(), redirect_uris: lines(uris.value) });
       replace(outcome);
       form.reset();
       created(registered);
-    } catch (error) {
-      if (!signedOut(error)) {
-        replace(outcome, problemBox(error));
-      }
-    } finally {
-      submit.disabled = false;
-    }
+    });
   };
   return form;
 }

@@ -8,7 +8,7 @@ import type { ApiKey, IssuedKey, Role } from "mandate-sdk/web";
 import { h, replace } from "../dom.js";
 import { badge, idElement, timeElement } from "../format.js";
 import { client, whoAmI } from "../session.js";
-import { confirmDialog, field, load, problemBox, signedOut } from "../ui.js";
+import { confirmDialog, field, load, submitting } from "../ui.js";
 
 const ROLES: Array<{ role: Role; label: string }> = [
   { role: "gateway", label: "gateway — asks for decisions (AuthZEN) and nothing else" },
@@ -110,23 +110,15 @@ function createForm(created: (key: IssuedKey) => void): HTMLFormElement {
     outcome,
   );
   const create = async (): Promise<void> => {
-    submit.disabled = true;
-    replace(outcome, h("p", { role: "status" }, "Creating the key…"));
     const address = email.value.trim();
     const chosen = role.value as Role;
-    try {
+    await submitting(submit, outcome, "Creating the key…", async () => {
       const key = await client().createKey(address === "" ? { role: chosen } : { role: chosen, email: address });
       replace(outcome);
       form.reset();
       needsEmail();
       created(key);
-    } catch (error) {
-      if (!signedOut(error)) {
-        replace(outcome, problemBox(error));
-      }
-    } finally {
-      submit.disabled = false;
-    }
+    });
   };
   return form;
 }

@@ -10,7 +10,7 @@ import type { OAuthResource } from "mandate-sdk/web";
 import { h, replace } from "../dom.js";
 import { timeElement } from "../format.js";
 import { client, whoAmI } from "../session.js";
-import { confirmDialog, field, load, problemBox, signedOut } from "../ui.js";
+import { confirmDialog, field, load, submitting } from "../ui.js";
 
 /** Most relay keys of one resource (the server's limit). */
 const MAX_RELAY_KEYS = 10;
@@ -78,20 +78,12 @@ function registerForm(created: (registered: OAuthResource) => void): HTMLFormEle
     outcome,
   );
   const register = async (): Promise<void> => {
-    submit.disabled = true;
-    replace(outcome, h("p", { role: "status" }, "Registering the resource…"));
-    try {
+    await submitting(submit, outcome, "Registering the resource…", async () => {
       const registered = await client().createOAuthResource({ resource: resource.value.trim(), relay_jkts: lines(keys.value) });
       replace(outcome);
       form.reset();
       created(registered);
-    } catch (error) {
-      if (!signedOut(error)) {
-        replace(outcome, problemBox(error));
-      }
-    } finally {
-      submit.disabled = false;
-    }
+    });
   };
   return form;
 }
