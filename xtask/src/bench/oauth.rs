@@ -42,8 +42,8 @@ pub(super) struct ExchangeRows {
     pub(super) rounds: Vec<Vec<f64>>,
 }
 
-/// The `q` quantile (0–1) of `samples`.
-fn quantile(samples: &[f64], q: f64) -> f64 {
+/// The `q` quantile (0–1) of `samples` (nearest rank; NaN when empty).
+pub(super) fn quantile(samples: &[f64], q: f64) -> f64 {
     let mut sorted = samples.to_vec();
     sorted.sort_by(f64::total_cmp);
     if sorted.is_empty() {

@@ -330,19 +330,7 @@ impl Postgres {
 impl WitnessRows {
     /// The `q` quantile (0–1) of the times to a cosigned checkpoint, ms.
     fn cosigned_quantile_ms(&self, q: f64) -> f64 {
-        let mut sorted = self.cosigned_ms.clone();
-        sorted.sort_by(f64::total_cmp);
-        if sorted.is_empty() {
-            return f64::NAN;
-        }
-        #[allow(
-            clippy::cast_possible_truncation,
-            clippy::cast_sign_loss,
-            clippy::cast_precision_loss,
-            reason = "an index into a short list"
-        )]
-        let at = ((sorted.len() as f64 * q).ceil() as usize).clamp(1, sorted.len()) - 1;
-        sorted[at]
+        super::oauth::quantile(&self.cosigned_ms, q)
     }
 
     /// p99 of the times from a write to a checkpoint cosigned by two of
