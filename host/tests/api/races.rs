@@ -27,6 +27,12 @@ async fn double_rating_has_exactly_one_winner_every_time() {
 /// Eight ratings at once of a new record of `root`, spread over `hosts` in
 /// turn: exactly one wins, and the record holds its rating.
 pub async fn ratings_race(hosts: &[&TestApp], root: &Value, trial: usize) {
+    ratings_race_by(hosts, root, &hosts[0].admin_key, trial).await;
+}
+
+/// [`ratings_race`] with every rating and the read made by the API key
+/// `rater` (of `root`'s organisation).
+pub async fn ratings_race_by(hosts: &[&TestApp], root: &Value, rater: &str, trial: usize) {
     let record = expect_json(
         hosts[trial % hosts.len()]
             .act(text(&root["jti"]), "read", "crm:a", "success")
@@ -42,7 +48,7 @@ pub async fn ratings_race(hosts: &[&TestApp], root: &Value, trial: usize) {
         let (client, url, key, barrier) = (
             host.client.clone(),
             host.url(&path),
-            host.admin_key.clone(),
+            rater.to_owned(),
             barrier.clone(),
         );
         let rating = ["approved", "flagged", "rejected"][i % 3];
@@ -71,10 +77,7 @@ pub async fn ratings_race(hosts: &[&TestApp], root: &Value, trial: usize) {
     let reader = hosts[hosts.len() - 1];
     let stored = expect_json(
         reader
-            .get_auth(
-                &format!("/v1/vat/aar/{}", text(&record["aar_id"])),
-                &reader.admin_key,
-            )
+            .get_auth(&format!("/v1/vat/aar/{}", text(&record["aar_id"])), rater)
             .await,
         StatusCode::OK,
     )
@@ -111,13 +114,32 @@ async fn concurrent_spenders_never_pass_a_budget() {
 /// the budget is never passed, and mostly used. Returns the token's jti
 /// and how many spends passed.
 pub async fn spenders_race(hosts: &[&TestApp], spenders: usize, trial: usize) -> (String, usize) {
-    let root = hosts[0]
-        .issue(json!({
-            "developer_email": "dev@example.com", "agent_id": "spender",
-            "resources": ["shop:*"], "actions": ["buy"],
-            "constraints": {"max_spend_usd": 1, "max_actions": 9}
-        }))
-        .await;
+    spenders_race_in(hosts, &hosts[0].admin_key, spenders, trial).await
+}
+
+/// [`spenders_race`] with a root token issued by the API key `issuer`, in
+/// its organisation.
+pub async fn spenders_race_in(
+    hosts: &[&TestApp],
+    issuer: &str,
+    spenders: usize,
+    trial: usize,
+) -> (String, usize) {
+    let root = expect_json(
+        hosts[0]
+            .post_auth(
+                "/v1/vat/issue/l1",
+                issuer,
+                &json!({
+                    "developer_email": "dev@example.com", "agent_id": "spender",
+                    "resources": ["shop:*"], "actions": ["buy"],
+                    "constraints": {"max_spend_usd": 1, "max_actions": 9}
+                }),
+            )
+            .await,
+        StatusCode::CREATED,
+    )
+    .await;
     let jti = text(&root["jti"]).to_owned();
     let barrier = Arc::new(Barrier::new(spenders));
     let mut tasks = Vec::new();
