@@ -13,14 +13,14 @@ use crate::helpers::{TestApp, expect_json, expect_problem, text};
 
 /// One event of the stream.
 #[derive(Debug, Clone, PartialEq)]
-struct SseEvent {
-    id: String,
-    event: String,
-    data: String,
+pub struct SseEvent {
+    pub id: String,
+    pub event: String,
+    pub data: String,
 }
 
 /// An open stream and what has been read of it.
-struct Stream {
+pub struct Stream {
     response: reqwest::Response,
     buffer: String,
     /// Comment lines seen.
@@ -28,7 +28,7 @@ struct Stream {
 }
 
 impl Stream {
-    async fn open(app: &TestApp, key: &str, last_event_id: Option<&str>) -> Stream {
+    pub async fn open(app: &TestApp, key: &str, last_event_id: Option<&str>) -> Stream {
         let mut request = app
             .client
             .get(app.url("/v1/events"))
@@ -54,7 +54,7 @@ impl Stream {
 
     /// The next event (fields `id`, `event`, `data`; comments counted),
     /// within `within`.
-    async fn next(&mut self, within: Duration) -> Option<SseEvent> {
+    pub async fn next(&mut self, within: Duration) -> Option<SseEvent> {
         let deadline = tokio::time::Instant::now() + within;
         loop {
             if let Some(end) = self.buffer.find("\n\n") {
@@ -100,7 +100,7 @@ impl Stream {
 }
 
 /// A denied action of `jti`: one `record.denied` event; its record id.
-async fn deny(app: &TestApp, jti: &str) -> String {
+pub async fn deny(app: &TestApp, jti: &str) -> String {
     let problem = expect_problem(
         app.act(jti, "write", "crm:a", "success").await,
         StatusCode::FORBIDDEN,
@@ -110,7 +110,7 @@ async fn deny(app: &TestApp, jti: &str) -> String {
     text(&problem["aar_id"]).to_owned()
 }
 
-fn payload(event: &SseEvent) -> Value {
+pub fn payload(event: &SseEvent) -> Value {
     serde_json::from_str(&event.data).unwrap()
 }
 

@@ -1842,3 +1842,192 @@ async fn three_hosts_two_organisations_write_at_once_and_every_guarantee_holds()
     }
     stop_all(hosts).await;
 }
+
+/// Holds the rows `select` names locked (`FOR UPDATE`) in a transaction
+/// of a connection of its own, until the answer's sender is dropped or
+/// sent to; returns once they are held.
+fn hold_rows(
+    host: &TestApp,
+    select: &'static str,
+) -> (std::sync::mpsc::Sender<()>, std::thread::JoinHandle<()>) {
+    let dir = host.dir.as_ref().unwrap().path().to_owned();
+    let (held_tx, held_rx) = std::sync::mpsc::channel();
+    let (release_tx, release_rx) = std::sync::mpsc::channel::<()>();
+    let holder = std::thread::spawn(move || {
+        crate::helpers::with_database(&dir, move |conn| {
+            conn.execute_batch("BEGIN").unwrap();
+            conn.execute_batch(select).unwrap();
+            held_tx.send(()).unwrap();
+            let _ = release_rx.recv();
+            conn.execute_batch("ROLLBACK").unwrap();
+        });
+    });
+    held_rx.recv().unwrap();
+    (release_tx, holder)
+}
+
+/// How many backends of the database wait for a lock.
+fn waiting_for_locks(host: &TestApp) -> i64 {
+    host.with_database(|conn| {
+        conn.query_row(
+            "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'",
+            [],
+            |row| row.get(0),
+        )
+        .unwrap()
+    })
+}
+
+/// A commit held back on one host keeps every later write behind it in
+/// every order users read by: host 1's write is stopped in its commit (a
+/// test connection holds its agent's counter rows), hosts 2 and 3 write
+/// meanwhile; once released, a stream opened on host 3 before it all gets
+/// every event once with host 1's first and in `seq` order, resuming after
+/// each one on another host gives exactly the rest, and newest-first
+/// record pages return every record once. What a sequencer handing out
+/// numbers at commit must keep (plan write-path-at-scale §1.5, §1.6).
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_commit_held_back_keeps_every_later_write_behind_it() {
+    needs_postgres();
+    let hosts = three_hosts().await;
+    let held = hosts[0].root("held", &["crm:*"], &["read"]).await;
+    let free = hosts[0].root("free", &["crm:*"], &["read"]).await;
+    // The held agent's counter rows exist: its first denial made them.
+    let before = crate::events::deny(&hosts[0], text(&held["jti"])).await;
+    let mut stream = crate::events::Stream::open(&hosts[2], &hosts[2].admin_key, None).await;
+    let (release, holder) = hold_rows(
+        &hosts[0],
+        "SELECT 1 FROM agents WHERE agent_id = 'held' FOR UPDATE; \
+         SELECT 1 FROM agent_days WHERE agent_id = 'held' FOR UPDATE",
+    );
+    let first = {
+        let (host, jti) = (hosts[0].client.clone(), text(&held["jti"]).to_owned());
+        let url = hosts[0].url("/v1/vat/record/action");
+        tokio::spawn(async move {
+            let response = host
+                .post(url)
+                .json(&json!({"vat_jti": jti, "action": "write", "resource": "crm:a", "result": "success"}))
+                .send()
+                .await
+                .unwrap();
+            let body: Value = response.json().await.unwrap();
+            assert_eq!(body["code"], "action_not_permitted", "{body}");
+            text(&body["aar_id"]).to_owned()
+        })
+    };
+    let started = Instant::now();
+    while waiting_for_locks(&hosts[0]) < 1 {
+        assert!(
+            started.elapsed() < Duration::from_secs(30),
+            "host 1's write never waited"
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    let answered = Arc::new(AtomicU64::new(0));
+    let mut later = Vec::new();
+    for i in 0..8 {
+        let host = &hosts[1 + i % 2];
+        let (client, url, jti, answered) = (
+            host.client.clone(),
+            host.url("/v1/vat/record/action"),
+            text(&free["jti"]).to_owned(),
+            answered.clone(),
+        );
+        later.push(tokio::spawn(async move {
+            let response = client
+                .post(url)
+                .json(&json!({"vat_jti": jti, "action": "write", "resource": format!("crm:{i}"), "result": "success"}))
+                .send()
+                .await
+                .unwrap();
+            let body: Value = response.json().await.unwrap();
+            assert_eq!(body["code"], "action_not_permitted", "{body}");
+            answered.fetch_add(1, Ordering::SeqCst);
+            text(&body["aar_id"]).to_owned()
+        }));
+    }
+    // Hosts 2 and 3 answer meanwhile, or wait behind host 1 (today: the
+    // log's state row, taken first by every group).
+    let started = Instant::now();
+    while answered.load(Ordering::SeqCst) < 8 && waiting_for_locks(&hosts[0]) < 3 {
+        assert!(
+            started.elapsed() < Duration::from_secs(30),
+            "the later writes neither answered nor waited"
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    release.send(()).unwrap();
+    holder.join().unwrap();
+    let first = first.await.unwrap();
+    let mut written = vec![first.clone()];
+    for write in later {
+        written.push(write.await.unwrap());
+    }
+    // The stream: each event once, host 1's first, in `seq` order.
+    let mut events = Vec::new();
+    for _ in 0..written.len() {
+        events.push(stream.next(Duration::from_secs(30)).await.unwrap());
+    }
+    assert!(stream.next(Duration::from_millis(300)).await.is_none());
+    let streamed: Vec<String> = events
+        .iter()
+        .map(|event| text(&crate::events::payload(event)["data"]["aar_id"]).to_owned())
+        .collect();
+    assert_eq!(streamed[0], first);
+    let mut sorted = streamed.clone();
+    sorted.sort();
+    let mut expected = written.clone();
+    expected.sort();
+    assert_eq!(sorted, expected);
+    let ids: Vec<String> = events.iter().map(|event| event.id.clone()).collect();
+    let seqs: Vec<i64> = hosts[0].with_database(move |conn| {
+        ids.iter()
+            .map(|id| {
+                conn.query_row(
+                    "SELECT seq FROM events WHERE id = ?1",
+                    [id.as_str()],
+                    |row| row.get(0),
+                )
+                .unwrap()
+            })
+            .collect()
+    });
+    assert!(seqs.windows(2).all(|pair| pair[0] < pair[1]), "{seqs:?}");
+    // Resumed after each event on another host: exactly the rest.
+    for (n, event) in events.iter().enumerate() {
+        let host = &hosts[n % 2];
+        let mut resumed = crate::events::Stream::open(host, &host.admin_key, Some(&event.id)).await;
+        for rest in &events[n + 1..] {
+            let next = resumed.next(Duration::from_secs(30)).await.unwrap();
+            assert_eq!(next.id, rest.id, "resumed after event {n}");
+        }
+        assert!(resumed.next(Duration::from_millis(200)).await.is_none());
+    }
+    // Newest-first pages of three: every record once.
+    let mut paged = Vec::new();
+    let mut cursor: Option<String> = None;
+    loop {
+        let path = match &cursor {
+            Some(cursor) => format!("/v1/vat/aar?limit=3&cursor={cursor}"),
+            None => "/v1/vat/aar?limit=3".to_owned(),
+        };
+        let page = expect_json(
+            hosts[1].get_auth(&path, &hosts[1].admin_key).await,
+            StatusCode::OK,
+        )
+        .await;
+        for record in page["records"].as_array().unwrap() {
+            paged.push(text(&record["aar_id"]).to_owned());
+        }
+        match page.get("next_cursor") {
+            Some(next) => cursor = Some(text(next).to_owned()),
+            None => break,
+        }
+    }
+    let mut all = written;
+    all.push(before);
+    all.sort();
+    paged.sort();
+    assert_eq!(paged, all);
+    stop_all(hosts).await;
+}
