@@ -176,6 +176,25 @@ fn oauth_only(plan: Plan, bins: &Path, scratch: &Path) -> Result<()> {
     Ok(())
 }
 
+/// `cargo xtask bench --only authzen`: AuthZEN evaluation by a gateway /
+/// `authorize` with the token itself, in interleaved rounds; prints the
+/// row and writes nothing.
+fn authzen_only(plan: Plan, bins: &Path, scratch: &Path, scripts: &Path) -> Result<()> {
+    let (evaluation, authorize) =
+        running::authzen_alone(plan, &bins.join("mandate"), scratch, scripts)?;
+    let _ = std::fs::remove_dir_all(scratch);
+    let failed = errors(&evaluation) + errors(&authorize);
+    let spread = ratio(&evaluation, &authorize);
+    eprintln!(
+        "AuthZEN evaluation / authorize: {:.3} ({:.3}–{:.3})× (target ≥ 0.9×)",
+        spread.median, spread.min, spread.max
+    );
+    if failed > 0 {
+        return fail(format!("{failed} requests failed under the load"));
+    }
+    Ok(())
+}
+
 /// `cargo xtask bench --against BIN`: record/action and delegate on this
 /// build and on `baseline` (the `mandate` of another build, e.g. a release
 /// build of the commit before a change), in interleaved rounds; prints the
@@ -316,7 +335,7 @@ fn trust_only(root: &Path, quick: bool) -> Result<()> {
     }
 }
 
-/// `cargo xtask bench [--quick] [--only budget|events|reviewer|trust|args|python|postgres|witnessed|oauth]`.
+/// `cargo xtask bench [--quick] [--only budget|events|reviewer|trust|args|python|postgres|witnessed|oauth|authzen]`.
 pub(crate) fn bench(root: &Path, args: &[&str]) -> Result<()> {
     let quick = args.contains(&"--quick");
     let only = match args.iter().position(|a| *a == "--only") {
@@ -331,9 +350,10 @@ pub(crate) fn bench(root: &Path, args: &[&str]) -> Result<()> {
             Some(&"postgres") => Some("postgres"),
             Some(&"witnessed") => Some("witnessed"),
             Some(&"oauth") => Some("oauth"),
+            Some(&"authzen") => Some("authzen"),
             other => {
                 return fail(format!(
-                    "--only takes `budget` (the read-budget rows), `events` (the events rows), `reviewer` (the dashboard's rows), `trust` (the trust recompute row), `args` (the argument-constraints section), `python` (the Python section), `postgres` (the PostgreSQL rows and round trips), `witnessed` (the witnessed log's rows) or `oauth` (the authorization-code exchange), not {other:?}"
+                    "--only takes `budget` (the read-budget rows), `events` (the events rows), `reviewer` (the dashboard's rows), `trust` (the trust recompute row), `args` (the argument-constraints section), `python` (the Python section), `postgres` (the PostgreSQL rows and round trips), `witnessed` (the witnessed log's rows), `oauth` (the authorization-code exchange) or `authzen` (AuthZEN evaluation / authorize), not {other:?}"
                 ));
             }
         },
@@ -384,6 +404,7 @@ pub(crate) fn bench(root: &Path, args: &[&str]) -> Result<()> {
         Some("postgres") => return postgres_only(plan, &bins, &scratch, &scripts),
         Some("witnessed") => return witnessed_only(plan, &bins, &scratch, &scripts),
         Some("oauth") => return oauth_only(plan, &bins, &scratch),
+        Some("authzen") => return authzen_only(plan, &bins, &scratch, &scripts),
         Some(_) => return events_only(plan, &bins, &scratch, &scripts),
         None => {}
     }

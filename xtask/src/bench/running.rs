@@ -266,23 +266,16 @@ fn delegate_parents(plan: Plan, server: &Server, file: &Path) -> Result<String> 
     Ok(file.to_str().ok_or("path")?.to_owned())
 }
 
-pub(super) fn http(plan: Plan, bin: &Path, scratch: &Path, scripts: &Path) -> Result<Http> {
-    let server = Server::start(bin, &scratch.join("http"), NO_LIMITS)?;
-    let (jti, compact) = server.issued("bench-bot", &["read", "delegate"])?;
-    let health_url = format!("{}/healthz", server.base);
-    let record_url = format!("{}/v1/vat/record/action", server.base);
-    let env = [("JTI", jti.as_str())];
-    let record_script = scripts.join("record.lua");
-    let healthz = || wrk(&health_url, None, &[], plan.seconds);
-    let record = || wrk(&record_url, Some(&record_script), &env, plan.seconds);
-    let (healthz_loads, record_loads) = compare(plan, &healthz, &record)?;
-    let bearer_script = scripts.join("record_bearer.lua");
-    let bearer_env = [("TOKEN", compact.as_str())];
-    let (record_by_token, record_by_jti) = compare(
-        plan,
-        &|| wrk(&record_url, Some(&bearer_script), &bearer_env, plan.seconds),
-        &record,
-    )?;
+/// An AuthZEN evaluation by a gateway key with `compact` as its subject,
+/// and `authorize` of the same act with the token itself, on `server` in
+/// interleaved rounds: (evaluation, authorize).
+pub(super) fn authzen(
+    plan: Plan,
+    server: &Server,
+    scripts: &Path,
+    compact: &str,
+) -> Result<(Vec<Load>, Vec<Load>)> {
+    let bearer_env = [("TOKEN", compact)];
     let gateway = server.post(
         "/v1/keys",
         Some(&server.key()?),
@@ -301,7 +294,7 @@ pub(super) fn http(plan: Plan, bin: &Path, scratch: &Path, scripts: &Path) -> Re
             wrk(
                 &evaluation_url,
                 Some(&evaluation_script),
-                &[("TOKEN", compact.as_str()), ("KEY", gateway)],
+                &[("TOKEN", compact), ("KEY", gateway)],
                 plan.seconds,
             )
         },
@@ -314,6 +307,42 @@ pub(super) fn http(plan: Plan, bin: &Path, scratch: &Path, scripts: &Path) -> Re
             )
         },
     )?;
+    Ok((evaluation, authorize))
+}
+
+/// `cargo xtask bench --only authzen`: the AuthZEN row alone, on a server
+/// of its own: (evaluation, authorize).
+pub(super) fn authzen_alone(
+    plan: Plan,
+    bin: &Path,
+    scratch: &Path,
+    scripts: &Path,
+) -> Result<(Vec<Load>, Vec<Load>)> {
+    let server = Server::start(bin, &scratch.join("authzen"), NO_LIMITS)?;
+    let (_, compact) = server.issued("bench-bot", &["read", "delegate"])?;
+    let loads = authzen(plan, &server, scripts, &compact);
+    server.stop();
+    loads
+}
+
+pub(super) fn http(plan: Plan, bin: &Path, scratch: &Path, scripts: &Path) -> Result<Http> {
+    let server = Server::start(bin, &scratch.join("http"), NO_LIMITS)?;
+    let (jti, compact) = server.issued("bench-bot", &["read", "delegate"])?;
+    let health_url = format!("{}/healthz", server.base);
+    let record_url = format!("{}/v1/vat/record/action", server.base);
+    let env = [("JTI", jti.as_str())];
+    let record_script = scripts.join("record.lua");
+    let healthz = || wrk(&health_url, None, &[], plan.seconds);
+    let record = || wrk(&record_url, Some(&record_script), &env, plan.seconds);
+    let (healthz_loads, record_loads) = compare(plan, &healthz, &record)?;
+    let bearer_script = scripts.join("record_bearer.lua");
+    let bearer_env = [("TOKEN", compact.as_str())];
+    let (record_by_token, record_by_jti) = compare(
+        plan,
+        &|| wrk(&record_url, Some(&bearer_script), &bearer_env, plan.seconds),
+        &record,
+    )?;
+    let (evaluation, authorize) = authzen(plan, &server, scripts, &compact)?;
     let full_script = scripts.join("full_control.lua");
     let full_control = (0..plan.rounds)
         .map(|_| wrk(&server.base, Some(&full_script), &env, plan.seconds))
