@@ -418,6 +418,34 @@ impl ReaderPool {
         }
     }
 
+    /// Runs `work` at once on this thread when the pool reads SQLite
+    /// without a budget and one of its connections is free: an indexed read
+    /// of a few rows from a WAL database, which never waits for the writer,
+    /// costs less than handing it to a blocking thread and back (the `keys`
+    /// lane on every API-key request; docs/decisions.md "API-key look-ups
+    /// on SQLite run inline"). Else as [`ReaderPool::run`].
+    async fn run_inline<T, E>(
+        self: &Arc<ReaderPool>,
+        work: impl Fn(&Connection) -> Result<T, E> + Send + 'static,
+    ) -> Result<T, E>
+    where
+        T: Send + 'static,
+        E: From<StoreError> + Send + 'static,
+    {
+        if matches!(self.database, Database::Sqlite(_))
+            && self.budget.is_none()
+            && let Ok(permit) = self.permits.clone().try_acquire_owned()
+        {
+            let _busy = Busy::start(&self.busy);
+            let conn = self.take()?;
+            let result = work(&conn);
+            self.give_back(conn);
+            drop(permit);
+            return result;
+        }
+        self.run(work).await
+    }
+
     /// Runs `work` on one of the pool's connections in a blocking task,
     /// waiting for a free one first.
     async fn run<T, E>(
@@ -807,7 +835,9 @@ impl<S: Owned> Store<S> {
 
     /// Runs `work`, an API-key or signing-key lookup that a request waits
     /// for before anything else, in the `keys` lane, which nothing else
-    /// uses. It has no budget: only indexed reads of a few rows belong here.
+    /// uses. It has no budget: only indexed reads of a few rows belong here
+    /// (on SQLite they run on the calling thread, see
+    /// [`ReaderPool::run_inline`]).
     pub async fn read_keys<T, E>(
         &self,
         work: impl Fn(&Connection) -> Result<T, E> + Send + 'static,
@@ -816,7 +846,7 @@ impl<S: Owned> Store<S> {
         T: Send + 'static,
         E: From<StoreError> + Send + 'static,
     {
-        self.keys.run(work).await
+        self.keys.run_inline(work).await
     }
 
     /// Stops accepting writes, lets queued ones commit, and waits for the
