@@ -883,7 +883,11 @@ impl Ledger {
         }
         self.group_log()?;
         self.locked.insert(org);
-        org_rows::lock(&self.conn, org)?;
+        // The lock's statement reads the row's quotas too: one round trip
+        // fewer than reading them after it.
+        let row = org_rows::lock(&self.conn, org)?
+            .ok_or_else(|| internal("an organisation of a stored object is missing"))?;
+        self.quotas.insert(org, row.quotas);
         Ok(true)
     }
 

@@ -101,11 +101,14 @@ fn org_row(row: &Row<'_>) -> sql::Result<OrgRow> {
 }
 
 /// Locks an organisation's row until the transaction ends (PostgreSQL:
-/// see `Ledger::enter`).
-pub fn lock(conn: &Connection, org: Org) -> sql::Result<()> {
-    conn.prepare_cached("SELECT num FROM orgs WHERE num = ?1 FOR UPDATE")?
-        .query([org])?;
-    Ok(())
+/// see `Ledger::enter`); the row as locked (its newest version: a row
+/// locked after a wait is read again), or `None` for no such organisation.
+pub fn lock(conn: &Connection, org: Org) -> sql::Result<Option<OrgRow>> {
+    conn.prepare_cached(&format!(
+        "SELECT {ORG_COLUMNS} FROM orgs WHERE num = ?1 FOR UPDATE"
+    ))?
+    .query_row([org], org_row)
+    .optional()
 }
 
 /// Locks every organisation's row, in the order of their numbers, until the
