@@ -49,7 +49,7 @@ pub(super) struct GroupLog {
     pub(super) frontier: Frontier,
     /// The leaves and tile entries the group appended, stored just before
     /// it commits.
-    rows: recordlog::LogRows,
+    pub(super) rows: recordlog::LogRows,
     next_status_idx: u64,
     /// The `seq` of the next event the group writes to the outbox.
     next_event_seq: i64,
@@ -170,15 +170,15 @@ impl Ledger {
         Ok(())
     }
 
-    /// Writes what the group changed: its leaves and tile entries, every
-    /// status list it touched, and the next status index and event `seq`
-    /// when it took one. The right edge stays in the group until it commits
+    /// Writes what the group changed: every status list it touched, and
+    /// the next status index and event `seq` when it took one (its leaves
+    /// and tile entries are stored with the rest of the group's rows,
+    /// [`Ledger::store_tail`]). The right edge stays in the group until it commits
     /// (kept for the next group) or rolls back (forgotten).
     pub(super) fn flush_log(&mut self) -> Result<(), LedgerError> {
         let Some(group) = self.group.as_mut() else {
             return Ok(());
         };
-        group.rows.store(&self.conn)?;
         for (list, (status, revision)) in &group.lists {
             status_lists::put(
                 &self.conn,

@@ -999,10 +999,10 @@ impl Ledger {
         Ok(rows)
     }
 
-    /// Writes what the group still holds — its records, events, charges,
-    /// idempotency answers and counters — just before it commits: one
-    /// statement on PostgreSQL whatever their number (the log's leaves are
-    /// stored by [`Ledger::flush_log`]).
+    /// Writes what the group still holds — its records, the log's leaves
+    /// and tile entries, events, charges, idempotency answers and counters
+    /// — just before it commits: one statement on PostgreSQL whatever
+    /// their number.
     fn store_tail(&mut self) -> Result<(), StoreError> {
         static RECORDS: LazyLock<InsertTexts> =
             LazyLock::new(|| InsertTexts::new(records::INSERT_INTO, &records::INSERTED));
@@ -1017,12 +1017,18 @@ impl Ledger {
         let usage = self.usage_rows()?;
         let replies = self.reply_rows();
         let counters = self.counters.take_rows()?;
+        let log = self
+            .group
+            .as_mut()
+            .map(|group| group.rows.take())
+            .unwrap_or_default();
         let mut parts = vec![
             RECORDS.rows(&records::INSERTED, &records),
             EVENTS.rows(&crate::store::events::INSERTED, &events),
             tokens::charge_all(&usage),
             crate::store::idempotency::store_all(&replies),
         ];
+        parts.extend(log.parts());
         parts.extend(counters.parts());
         let before = self.conn.total_changes();
         self.conn.apply_tables(&parts)?;

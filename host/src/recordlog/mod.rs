@@ -21,7 +21,7 @@ pub mod submit;
 pub mod watch;
 
 use std::collections::HashMap;
-use std::sync::Arc;
+use std::sync::{Arc, LazyLock};
 
 use mandate_core::tlog::{self, Checkpoint, Frontier, Hash, LogEntry, LogEvent, TileReader};
 use mandate_core::{Claims, OrgId};
@@ -325,19 +325,48 @@ impl LogRows {
         self.len() == 0
     }
 
-    /// Stores what was kept, and forgets it.
+    /// Stores what was kept, and forgets it: one statement on PostgreSQL.
     pub fn store(&mut self, conn: &Connection) -> sql::Result<()> {
-        use sql::Column::{Blob, Integer};
-        conn.insert_rows(
-            "log_leaves (idx, hash, leaf)",
-            &[Integer, Blob, Blob],
-            &std::mem::take(&mut self.leaves),
-        )?;
-        conn.insert_rows(
-            "log_nodes (level, idx, hash)",
-            &[Integer, Integer, Blob],
-            &std::mem::take(&mut self.nodes),
-        )
+        conn.apply_tables(&self.take().parts())
+    }
+
+    /// What was kept, taken out to be stored with other tables' rows
+    /// ([`Connection::apply_tables`]).
+    pub fn take(&mut self) -> TakenLogRows {
+        TakenLogRows {
+            leaves: std::mem::take(&mut self.leaves),
+            nodes: std::mem::take(&mut self.nodes),
+        }
+    }
+}
+
+/// Leaves and tile entries taken from [`LogRows`], to be stored.
+#[derive(Debug, Default)]
+pub struct TakenLogRows {
+    leaves: Vec<Vec<sql::types::Value>>,
+    nodes: Vec<Vec<sql::types::Value>>,
+}
+
+/// `log_leaves (idx, hash, leaf)`'s columns.
+const LEAF_COLUMNS: [sql::Column; 3] = [sql::Column::Integer, sql::Column::Blob, sql::Column::Blob];
+/// `log_nodes (level, idx, hash)`'s columns.
+const NODE_COLUMNS: [sql::Column; 3] = [
+    sql::Column::Integer,
+    sql::Column::Integer,
+    sql::Column::Blob,
+];
+
+impl TakenLogRows {
+    /// The rows as parts of [`Connection::apply_tables`], a table each.
+    pub fn parts(&self) -> [sql::RowsFor<'_>; 2] {
+        static LEAVES: LazyLock<sql::InsertTexts> =
+            LazyLock::new(|| sql::InsertTexts::new("log_leaves (idx, hash, leaf)", &LEAF_COLUMNS));
+        static NODES: LazyLock<sql::InsertTexts> =
+            LazyLock::new(|| sql::InsertTexts::new("log_nodes (level, idx, hash)", &NODE_COLUMNS));
+        [
+            LEAVES.rows(&LEAF_COLUMNS, &self.leaves),
+            NODES.rows(&NODE_COLUMNS, &self.nodes),
+        ]
     }
 }
 
