@@ -70,7 +70,11 @@ impl Ledger {
     pub(super) fn group_log(&mut self) -> Result<&mut GroupLog, LedgerError> {
         if self.group.is_none() {
             let state = rows::lock_state(&self.conn)?;
-            let size = rows::size(&self.conn)?;
+            // Read with the lock (schema 15), or looked up after it.
+            let size = match state.next_log_idx {
+                Some(size) => size,
+                None => rows::size(&self.conn)?,
+            };
             let frontier = match self.frontier.take() {
                 Some(kept) if kept.size() == size => kept,
                 _ => recordlog::frontier_at(&self.conn, size)?,

@@ -333,18 +333,30 @@ impl LogRows {
     /// What was kept, taken out to be stored with other tables' rows
     /// ([`Connection::apply_tables`]).
     pub fn take(&mut self) -> TakenLogRows {
+        // The log's size after them: the last leaf's index, plus one.
+        let size = self.leaves.last().and_then(|leaf| match leaf.first() {
+            Some(sql::types::Value::Integer(index)) => {
+                Some(vec![sql::types::Value::Integer(index + 1)])
+            }
+            _ => None,
+        });
         TakenLogRows {
             leaves: std::mem::take(&mut self.leaves),
             nodes: std::mem::take(&mut self.nodes),
+            size: size.into_iter().collect(),
         }
     }
 }
 
-/// Leaves and tile entries taken from [`LogRows`], to be stored.
+/// Leaves and tile entries taken from [`LogRows`], to be stored with the
+/// log's size after them (`ledger_state.next_log_idx`, read by the next
+/// group with the state row's lock).
 #[derive(Debug, Default)]
 pub struct TakenLogRows {
     leaves: Vec<Vec<sql::types::Value>>,
     nodes: Vec<Vec<sql::types::Value>>,
+    /// One row, the size, when there are leaves; else none.
+    size: Vec<Vec<sql::types::Value>>,
 }
 
 /// `log_leaves (idx, hash, leaf)`'s columns.
@@ -358,7 +370,7 @@ const NODE_COLUMNS: [sql::Column; 3] = [
 
 impl TakenLogRows {
     /// The rows as parts of [`Connection::apply_tables`], a table each.
-    pub fn parts(&self) -> [sql::RowsFor<'_>; 2] {
+    pub fn parts(&self) -> [sql::RowsFor<'_>; 3] {
         static LEAVES: LazyLock<sql::InsertTexts> =
             LazyLock::new(|| sql::InsertTexts::new("log_leaves (idx, hash, leaf)", &LEAF_COLUMNS));
         static NODES: LazyLock<sql::InsertTexts> =
@@ -366,6 +378,13 @@ impl TakenLogRows {
         [
             LEAVES.rows(&LEAF_COLUMNS, &self.leaves),
             NODES.rows(&NODE_COLUMNS, &self.nodes),
+            sql::RowsFor {
+                sqlite: "UPDATE ledger_state SET next_log_idx = ?1 WHERE id = 1",
+                postgres: "UPDATE ledger_state SET next_log_idx = d.size \
+                           FROM unnest($1::bigint[]) AS d(size) WHERE ledger_state.id = 1",
+                columns: &[sql::Column::Integer],
+                rows: &self.size,
+            },
         ]
     }
 }

@@ -288,7 +288,7 @@ fn migrate(conn: &Connection) -> anyhow::Result<()> {
             schema::VERSION
         ),
         Some(version) if version == schema::VERSION => return Ok(()),
-        Some(version @ (5..=13)) => {
+        Some(version @ (5..=14)) => {
             if version == 5 {
                 tx.execute_batch(schema::POSTGRES_EVENTS)?;
             }
@@ -315,7 +315,10 @@ fn migrate(conn: &Connection) -> anyhow::Result<()> {
             if version <= 12 {
                 tx.execute_batch(schema::POSTGRES_WITNESSED)?;
             }
-            tx.execute_batch(schema::POSTGRES_RELAY)?;
+            if version <= 13 {
+                tx.execute_batch(schema::POSTGRES_RELAY)?;
+            }
+            tx.execute_batch(schema::POSTGRES_LOG_SIZE)?;
             tx.execute(
                 "UPDATE mandate_schema SET version = ?1",
                 params![schema::VERSION],
@@ -335,6 +338,7 @@ fn migrate(conn: &Connection) -> anyhow::Result<()> {
             tx.execute_batch(schema::POSTGRES_OAUTH)?;
             tx.execute_batch(schema::POSTGRES_WITNESSED)?;
             tx.execute_batch(schema::POSTGRES_RELAY)?;
+            tx.execute_batch(schema::POSTGRES_LOG_SIZE)?;
             // Nothing to count yet; run anyway, so every new database
             // checks the statements an upgrade from version 6 runs.
             super::dashboard::backfill(&tx)?;

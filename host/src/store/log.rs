@@ -26,14 +26,15 @@ fn hash_of(bytes: Vec<u8>) -> sql::Result<Hash> {
 /// `Ledger::enter`), so appends to the one log take turns across hosts.
 pub fn lock_state(conn: &Connection) -> sql::Result<LedgerState> {
     let sql = if conn.dialect() == Dialect::Postgres {
-        "SELECT next_status_idx, next_event_seq FROM ledger_state WHERE id = 1 FOR UPDATE"
+        "SELECT next_status_idx, next_event_seq, next_log_idx FROM ledger_state WHERE id = 1 FOR UPDATE"
     } else {
-        "SELECT next_status_idx, next_event_seq FROM ledger_state WHERE id = 1"
+        "SELECT next_status_idx, next_event_seq, next_log_idx FROM ledger_state WHERE id = 1"
     };
     conn.prepare_cached(sql)?.query_row([], |row| {
         Ok(LedgerState {
             next_status_idx: row.get(0)?,
             next_event_seq: row.get(1)?,
+            next_log_idx: row.get(2)?,
         })
     })
 }
@@ -45,6 +46,9 @@ pub struct LedgerState {
     pub next_status_idx: u64,
     /// The `seq` of the next event of the outbox.
     pub next_event_seq: i64,
+    /// The index of the next leaf of the record log, once a group has
+    /// stored leaves since schema 15 (else read the log's size).
+    pub next_log_idx: Option<u64>,
 }
 
 /// Stores the `seq` of the next event.
@@ -74,13 +78,6 @@ pub fn size(conn: &Connection) -> sql::Result<u64> {
         .prepare_cached("SELECT max(idx) FROM log_leaves")?
         .query_row([], |row| row.get(0))?;
     Ok(last.map_or(0, |last| last + 1))
-}
-
-/// Stores a leaf and its hash at `idx`.
-pub fn insert_leaf(conn: &Connection, idx: u64, hash: &Hash, leaf: &[u8]) -> sql::Result<()> {
-    conn.prepare_cached("INSERT INTO log_leaves (idx, hash, leaf) VALUES (?1, ?2, ?3)")?
-        .execute(params![idx, hash.as_slice(), leaf])?;
-    Ok(())
 }
 
 /// Stores a tile entry of `level` (1 and up) at `idx`.

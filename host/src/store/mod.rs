@@ -252,6 +252,9 @@ fn migrate(wrapped: &Connection) -> anyhow::Result<()> {
     if version < 14 {
         tx.execute_batch(schema::RELAY)?;
     }
+    if version < 15 {
+        tx.execute_batch(schema::LOG_SIZE)?;
+    }
     tx.pragma_update(None, "user_version", schema::VERSION)?;
     tx.commit()?;
     Ok(())

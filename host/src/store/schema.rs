@@ -114,6 +114,13 @@
 //!   any other record), which alone may then complete it or read its
 //!   approval.
 //!
+//! - The log's size kept (schema 15, the write path's plan §2):
+//!   `ledger_state.next_log_idx`, the index the next leaf takes, written
+//!   with every group's leaves, so a group reads it with the state row's
+//!   lock instead of looking the size up after it; null (an upgraded or
+//!   imported database) until the first leaves are stored, when the size
+//!   is read from `log_leaves`.
+//!
 //! Every object stands in one organisation: keys, tokens, workflows and
 //! idempotency keys carry its number in `org`; agents are keyed by `(org,
 //! agent_id)`; a record's organisation is its `seq >> 40` (the generated
@@ -122,12 +129,12 @@
 //! record index, ending in `seq`, is searched within that range.
 
 /// The schema version this build writes.
-pub(crate) const VERSION: i64 = 14;
+pub(crate) const VERSION: i64 = 15;
 
 /// PostgreSQL's schema at version 5 (version 6 adds [`POSTGRES_EVENTS`]
 /// to it, version 7 [`POSTGRES_DASHBOARD`], version 8 [`POSTGRES_TRUST`],
 /// version 9 [`POSTGRES_RECORD_ORIGIN`], version 10 [`POSTGRES_AGENTS`], version 11 [`POSTGRES_ARGS`],
-/// version 12 [`POSTGRES_OAUTH`], version 13 [`POSTGRES_WITNESSED`], version 14 [`POSTGRES_RELAY`]): SQLite's tables with PostgreSQL's
+/// version 12 [`POSTGRES_OAUTH`], version 13 [`POSTGRES_WITNESSED`], version 14 [`POSTGRES_RELAY`], version 15 [`POSTGRES_LOG_SIZE`]): SQLite's tables with PostgreSQL's
 /// types (every integer a `BIGINT`, blobs `BYTEA`, text compared byte by
 /// byte, `COLLATE "C"`, as SQLite does). A record's `org` is stored, since
 /// PostgreSQL 15 has no virtual generated columns; `seq` is still the
@@ -826,6 +833,15 @@ CREATE TABLE oauth_resources (
 CREATE UNIQUE INDEX oauth_resources_by_org ON oauth_resources(org, resource);
 ALTER TABLE records ADD COLUMN relay_jkt TEXT;
 "#;
+
+/// Version 15: the log's size kept in the state row (see the module's
+/// table list).
+pub(crate) const LOG_SIZE: &str = "ALTER TABLE ledger_state ADD COLUMN next_log_idx INTEGER;";
+
+/// Version 15 on PostgreSQL, over version 14: [`LOG_SIZE`] with
+/// PostgreSQL's types.
+pub(crate) const POSTGRES_LOG_SIZE: &str =
+    "ALTER TABLE ledger_state ADD COLUMN next_log_idx BIGINT;";
 
 /// Version 14 on PostgreSQL, over version 13: [`RELAY`] with PostgreSQL's
 /// types.

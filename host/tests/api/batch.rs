@@ -1071,17 +1071,18 @@ async fn the_writer_lane_counts_what_a_group_sends_the_database() {
     );
     let ten = writer_sent(&app).await - before;
     // Today's costs (docs/plans/write-path-at-scale.md §0.1, §0.4), which
-    // the plan's later chunks bring down to a constant. PostgreSQL: 7 round
-    // trips a group (BEGIN with its settings, the log's state and size,
-    // the organisation's lock with its quotas, its tail, one statement for
+    // the plan's later chunks bring down to a constant. PostgreSQL: 6 round
+    // trips a group (BEGIN with its settings, the log's state row with its
+    // size, the organisation's lock with its quotas, its tail, one statement for
     // everything the group holds — records, the log's leaves, events,
     // charges, idempotency answers, counters — and COMMIT), one a token a
     // group (its standing; its organisation is read once, the first time)
     // and none a record. SQLite: 10 statements a group (no organisation
-    // lock, tail or quotas re-read), one a token a group, and 2 a record
+    // lock, tail or quotas re-read; the log's size written with its
+    // leaves), one a token a group, and 2 a record
     // (its row and its leaf, each a cached insert run in process).
     let postgres = crate::helpers::postgres_server().is_some();
-    let (group, per_record) = if postgres { (7, 0) } else { (10, 2) };
+    let (group, per_record) = if postgres { (6, 0) } else { (10, 2) };
     let per_token = 1;
     assert_eq!(one, group + per_token + per_record, "one record");
     assert_eq!(

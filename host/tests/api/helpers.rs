@@ -102,23 +102,31 @@ pub fn test_database(dir: &Path) -> Option<String> {
     Some(format!("{server_root}/{name}{query}"))
 }
 
-/// Undoes schemas 12 (the OAuth tables) and 13 (the witnessed log's), for
+/// Undoes schemas 12 (the OAuth tables), 13 (the witnessed log's), 14 and
+/// 15, for
 /// a test that sets a database back to an earlier version: the upgrade
 /// adds them again.
 pub const DROP_OAUTH_TABLES: &str = "DROP TABLE oauth_clients; DROP TABLE oauth_codes; \
      DROP TABLE oauth_grants; DROP TABLE oauth_refresh_tokens; \
      DROP TABLE log_witnesses; DROP TABLE log_cosignatures; DROP TABLE log_submitter; \
-     DROP TABLE oauth_resources; ALTER TABLE records DROP COLUMN relay_jkt;";
+     DROP TABLE oauth_resources; ALTER TABLE records DROP COLUMN relay_jkt; \
+     ALTER TABLE ledger_state DROP COLUMN next_log_idx;";
 
-/// Undoes schemas 13 and 14 (the witnessed log's tables, the relay's),
-/// for a test that sets a database back to version 12.
+/// Undoes schemas 13, 14 and 15 (the witnessed log's tables, the
+/// relay's, the log's kept size), for a test that sets a database back to
+/// version 12.
 pub const DROP_WITNESSED_TABLES: &str = "DROP TABLE log_witnesses; DROP TABLE log_cosignatures; DROP TABLE log_submitter; \
-     DROP TABLE oauth_resources; ALTER TABLE records DROP COLUMN relay_jkt;";
+     DROP TABLE oauth_resources; ALTER TABLE records DROP COLUMN relay_jkt; \
+     ALTER TABLE ledger_state DROP COLUMN next_log_idx;";
 
-/// Undoes schema 14 (the relay's table and record column), for a test
-/// that sets a database back to version 13.
-pub const DROP_RELAY: &str =
-    "DROP TABLE oauth_resources; ALTER TABLE records DROP COLUMN relay_jkt;";
+/// Undoes schema 15 (the log's kept size), for a test that sets a
+/// database back to version 14.
+pub const DROP_LOG_SIZE: &str = "ALTER TABLE ledger_state DROP COLUMN next_log_idx;";
+
+/// Undoes schemas 14 and 15 (the relay's table and record column, the
+/// log's kept size), for a test that sets a database back to version 13.
+pub const DROP_RELAY: &str = "DROP TABLE oauth_resources; ALTER TABLE records DROP COLUMN relay_jkt; \
+     ALTER TABLE ledger_state DROP COLUMN next_log_idx;";
 
 pub struct TestApp {
     pub base: String,

@@ -802,3 +802,60 @@ async fn audit_verify_checks_the_hash_of_a_records_arguments() {
         assert!(!ok && said.contains(&aar_id), "{said}");
     }
 }
+
+/// The upgrade to schema 15, on either engine: a database of the release
+/// before, whose state row keeps no log size, goes on appending where its
+/// log ended (the size read from its leaves), and keeps the size from the
+/// first group that stores leaves; the log audits clean.
+#[tokio::test]
+async fn the_upgrade_to_schema_15_keeps_the_logs_size() {
+    use mandate_host::store::sql::Dialect;
+    let app = TestApp::spawn().await;
+    let token = app.root("keeper", &["crm:*"], &["read"]).await;
+    for n in 0..2 {
+        expect_json(
+            app.act(
+                text(&token["jti"]),
+                "read",
+                &format!("crm:lead/{n}"),
+                "success",
+            )
+            .await,
+            StatusCode::CREATED,
+        )
+        .await;
+    }
+    let dir = app.stop().await;
+    crate::helpers::with_database(dir.path(), |conn| {
+        conn.execute_batch(crate::helpers::DROP_LOG_SIZE).unwrap();
+        match conn.dialect() {
+            Dialect::Sqlite => conn.execute_batch("PRAGMA user_version = 14").unwrap(),
+            Dialect::Postgres => conn
+                .execute_batch("UPDATE mandate_schema SET version = 14")
+                .unwrap(),
+        }
+    });
+    let app = TestApp::spawn_in(dir, |_| {}).await;
+    expect_json(
+        app.act(text(&token["jti"]), "read", "crm:lead/2", "success")
+            .await,
+        StatusCode::CREATED,
+    )
+    .await;
+    let dir = app.stop().await;
+    crate::helpers::with_database(dir.path(), |conn| {
+        let count = |sql: &str| -> i64 { conn.query_row(sql, [], |row| row.get(0)).unwrap() };
+        // The issue and three records: four leaves, numbered without a gap.
+        assert_eq!(count("SELECT count(*) FROM log_leaves"), 4);
+        assert_eq!(count("SELECT max(idx) + 1 FROM log_leaves"), 4);
+        assert_eq!(count("SELECT next_log_idx FROM ledger_state"), 4);
+        let version: i64 = match conn.dialect() {
+            Dialect::Sqlite => count("PRAGMA user_version"),
+            Dialect::Postgres => count("SELECT version FROM mandate_schema"),
+        };
+        assert_eq!(version, mandate_host::store::SCHEMA_VERSION);
+        assert_eq!(version, 15);
+        let report = audit::verify(conn, &origin(conn)).unwrap();
+        assert_eq!(report.findings, [], "{}", report.summary());
+    });
+}
