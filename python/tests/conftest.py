@@ -69,15 +69,23 @@ def live_server() -> Iterator[LiveServer]:
         yield server
 
 
-@pytest.fixture
-def oauth_server() -> Iterator[LiveServer]:
-    """A server of the test's own acting as the OAuth authorization server (`[oauth]` on), its issuer on loopback."""
+@contextmanager
+def oauth_issuer(oauth_config: str = "") -> Iterator[LiveServer]:
+    """A fresh server acting as the OAuth authorization server (`[oauth]` on, with ``oauth_config``'s lines in that
+    table), its issuer on loopback."""
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
     issuer = f"http://127.0.0.1:{port}"
-    config = f'public_url = "{issuer}"\nissuer = "{issuer}"\n\n[oauth]\nenabled = true\n'
+    config = f'public_url = "{issuer}"\nissuer = "{issuer}"\n\n[oauth]\nenabled = true\n{oauth_config}'
     with mandate_server(f"127.0.0.1:{port}", config) as server:
+        yield server
+
+
+@pytest.fixture
+def oauth_server() -> Iterator[LiveServer]:
+    """A server of the test's own acting as the OAuth authorization server (`[oauth]` on), its issuer on loopback."""
+    with oauth_issuer() as server:
         yield server
 
 

@@ -18,7 +18,6 @@ import mcp_types as types
 import uvicorn
 from mcp.server.auth.settings import AuthSettings
 from mcp.server.mcpserver import MCPServer
-from pydantic import AnyHttpUrl
 from starlette.applications import Starlette
 
 from mandate import AsyncMandate
@@ -43,9 +42,12 @@ class Outbox:
 def crm_server(client: AsyncMandate, checker: TokenChecker, url: str, outbox: Outbox) -> MCPServer:
     server = MCPServer(
         "crm",
-        token_verifier=MandateTokenVerifier(checker),
-        auth=AuthSettings(
-            issuer_url=AnyHttpUrl(client.base_url), resource_server_url=AnyHttpUrl(url), validate_token_resource=False
+        token_verifier=MandateTokenVerifier(checker, resource=url),
+        # Validated by the model, the issuer keeps its empty path: `AnyHttpUrl(base_url)` alone is
+        # "http://host:port/", which the metadata would name and the SDK's OAuth client compares as a
+        # string with Mandate's issuer ("http://host:port"), refusing the mismatch.
+        auth=AuthSettings.model_validate(
+            {"issuer_url": client.base_url, "resource_server_url": url, "validate_token_resource": False}
         ),
     )
 

@@ -371,3 +371,37 @@ export async function axeViolations(page) {
     return result.violations.map((violation) => `${violation.id}: ${violation.nodes[0]?.html ?? ""}`);
   });
 }
+
+/**
+ * A person granting what an OAuth client asks, in `browser`: opens the
+ * authorization URL, signs in on the consent page with `key`, names the
+ * `actions` (space-separated) and `resources` (one pattern a line) to
+ * grant when given (a client that asks for no scope leaves them to the
+ * person), approves, and answers the URL the browser is sent back to (the client's
+ * `redirect_uri` from the authorization URL, with `code`, `state`, `iss`):
+ * the request the browser makes there, so no client need listen.
+ */
+export async function approveConsent(browser, authorizationUrl, key, { actions, resources } = {}) {
+  const redirectUri = new URL(authorizationUrl).searchParams.get("redirect_uri");
+  assert.ok(redirectUri, "the authorization URL names a redirect_uri");
+  const { page, context, errors } = await openPage(browser);
+  try {
+    await page.goto(String(authorizationUrl));
+    await page.getByRole("heading", { name: "Sign in to grant access", level: 1 }).waitFor();
+    await page.locator("input[name=api_key]").fill(key);
+    await page.keyboard.press("Enter");
+    await page.getByRole("heading", { name: "Grant access", level: 1 }).waitFor();
+    if (actions !== undefined) await page.getByLabel(/^Actions, separated by spaces/).fill(actions);
+    if (resources !== undefined) await page.getByLabel(/^Resource patterns, one a line/).fill(resources);
+    const landed = page.waitForRequest((request) => request.url().startsWith(redirectUri));
+    await page.getByRole("button", { name: "Approve" }).click();
+    const callback = await landed.catch(async (error) => {
+      await screenshot(page, "oauth-consent-not-approved");
+      throw error;
+    });
+    assert.deepEqual(errors, []);
+    return new URL(callback.url());
+  } finally {
+    await context.close();
+  }
+}

@@ -350,9 +350,13 @@ pub(crate) fn test(root: &Path) -> Result<()> {
     pyright.arg(&venv);
     exec(pyright)?;
     let server = crate::debug_server(root)?;
+    // The MCP Python SDK's OAuth client meets the consent page in Chromium
+    // (test_oauth_sdk.py, driving it with web/'s playwright-core).
+    crate::web::ensure_chromium(root)?;
     // From the tests' folder, so `import mandate` finds the installed wheel,
     // not the sources beside it (which lack the native module).
     let mut pytest = python(&venv, &dir.join("tests"), &["-m", "pytest", "-q", "."]);
     pytest.env("MANDATE_BIN", &server);
+    pytest.env("CHROMIUM", crate::web::CHROMIUM);
     exec(pytest)
 }

@@ -15,7 +15,7 @@ use std::time::SystemTime;
 use crate::{Result, fail};
 
 /// The browser the tests drive; installed from Debian's packages if missing.
-const CHROMIUM: &str = "/usr/bin/chromium";
+pub(crate) const CHROMIUM: &str = "/usr/bin/chromium";
 /// apt's first attempt can fail (exit 100) when the image's clean-up hook
 /// deletes downloaded packages mid-install; later attempts succeed.
 const APT_ATTEMPTS: u32 = 3;
@@ -36,7 +36,7 @@ fn run_in(dir: &Path, program: &str, args: &[&str], env: &[(&str, &OsStr)]) -> R
 }
 
 /// Installs Chromium and a font family from Debian when the browser is missing.
-fn ensure_chromium(root: &Path) -> Result<()> {
+pub(crate) fn ensure_chromium(root: &Path) -> Result<()> {
     if Path::new(CHROMIUM).exists() {
         return Ok(());
     }
