@@ -782,7 +782,6 @@ async fn without_keep_args_arguments_last_only_until_the_approval_is_decided() {
 /// arguments, and new records keep theirs.
 #[tokio::test]
 async fn the_upgrade_to_schema_11_adds_the_argument_columns() {
-    use mandate_host::store::sql::Dialect;
     let app = TestApp::spawn().await;
     let token = mailer(&app).await;
     let before = expect_json(
@@ -798,12 +797,7 @@ async fn the_upgrade_to_schema_11_adds_the_argument_columns() {
         .unwrap();
         conn.execute_batch(crate::helpers::DROP_OAUTH_TABLES)
             .unwrap();
-        match conn.dialect() {
-            Dialect::Sqlite => conn.execute_batch("PRAGMA user_version = 10").unwrap(),
-            Dialect::Postgres => conn
-                .execute_batch("UPDATE mandate_schema SET version = 10")
-                .unwrap(),
-        }
+        crate::helpers::set_schema_version(conn, 10);
     });
     let app = TestApp::spawn_in(dir, |_| {}).await;
     let old = record(&app, text(&before["aar_id"])).await;

@@ -119,6 +119,20 @@ pub const DROP_WITNESSED_TABLES: &str = "DROP TABLE log_witnesses; DROP TABLE lo
      DROP TABLE oauth_resources; ALTER TABLE records DROP COLUMN relay_jkt; \
      ALTER TABLE ledger_state DROP COLUMN next_log_idx;";
 
+/// Sets the schema version a database says it has (SQLite's
+/// `user_version`, PostgreSQL's `mandate_schema`), for a test that sets a
+/// database back to an earlier version: the next start upgrades it.
+pub fn set_schema_version(conn: &Connection, version: i64) {
+    match conn.dialect() {
+        mandate_host::store::sql::Dialect::Sqlite => conn
+            .execute_batch(&format!("PRAGMA user_version = {version}"))
+            .unwrap(),
+        mandate_host::store::sql::Dialect::Postgres => conn
+            .execute_batch(&format!("UPDATE mandate_schema SET version = {version}"))
+            .unwrap(),
+    }
+}
+
 /// Undoes schema 15 (the log's kept size), for a test that sets a
 /// database back to version 14.
 pub const DROP_LOG_SIZE: &str = "ALTER TABLE ledger_state DROP COLUMN next_log_idx;";

@@ -1397,16 +1397,20 @@ fn to_noon(hosts: &[TestApp]) {
     }
 }
 
-/// Sends `calls` at once (each a host and a request made by `request`),
-/// released together by a barrier; the answers' statuses and bodies.
-async fn at_once<F>(calls: Vec<(&TestApp, F)>) -> Vec<(StatusCode, Value)>
-where
-    F: FnOnce(&reqwest::Client, &TestApp) -> reqwest::RequestBuilder,
-{
-    let barrier = Arc::new(tokio::sync::Barrier::new(calls.len()));
+/// One POST of [`at_once`]: the host, the path, the bearer (none for a
+/// body naming its token) and the JSON body.
+type Post<'a> = (&'a TestApp, &'static str, Option<String>, Value);
+
+/// Sends `posts` at once, released together by a barrier; the answers'
+/// statuses and bodies, in order.
+async fn at_once(posts: Vec<Post<'_>>) -> Vec<(StatusCode, Value)> {
+    let barrier = Arc::new(tokio::sync::Barrier::new(posts.len()));
     let mut tasks = Vec::new();
-    for (host, request) in calls {
-        let request = request(&host.client, host);
+    for (host, path, bearer, body) in posts {
+        let mut request = host.client.post(host.url(path)).json(&body);
+        if let Some(bearer) = bearer {
+            request = request.bearer_auth(bearer);
+        }
         let barrier = barrier.clone();
         tasks.push(tokio::spawn(async move {
             barrier.wait().await;
@@ -1479,12 +1483,7 @@ async fn records_per_day_is_exact_across_hosts() {
         .map(|i| {
             let body = json!({"vat_jti": jti, "action": "read",
                               "resource": format!("crm:{i}"), "result": "success"});
-            (
-                &hosts[i % 3],
-                move |client: &reqwest::Client, host: &TestApp| {
-                    client.post(host.url("/v1/vat/record/action")).json(&body)
-                },
-            )
+            (&hosts[i % 3], "/v1/vat/record/action", None, body)
         })
         .collect();
     let answers = at_once(calls).await;
@@ -1545,20 +1544,9 @@ async fn tokens_outstanding_is_exact_across_hosts() {
     .await;
     let calls = (0..30)
         .map(|i| {
-            let (owner, body) = (
-                owner.clone(),
-                json!({"developer_email": "dev@example.com", "agent_id": format!("bot-{i}"),
-                       "resources": ["crm:*"], "actions": ["read"]}),
-            );
-            (
-                &hosts[i % 3],
-                move |client: &reqwest::Client, host: &TestApp| {
-                    client
-                        .post(host.url("/v1/vat/issue/l1"))
-                        .bearer_auth(owner)
-                        .json(&body)
-                },
-            )
+            let body = json!({"developer_email": "dev@example.com", "agent_id": format!("bot-{i}"),
+                              "resources": ["crm:*"], "actions": ["read"]});
+            (&hosts[i % 3], "/v1/vat/issue/l1", Some(owner.clone()), body)
         })
         .collect();
     let answers = at_once(calls).await;
@@ -1600,19 +1588,13 @@ async fn an_agent_is_registered_once_across_hosts() {
             .iter()
             .enumerate()
             .map(|(n, (key, email))| {
-                let (key, body) = (
-                    key.clone(),
-                    json!({"developer_email": email, "agent_id": agent,
-                           "resources": ["crm:*"], "actions": ["read"]}),
-                );
+                let body = json!({"developer_email": email, "agent_id": agent,
+                                  "resources": ["crm:*"], "actions": ["read"]});
                 (
                     &hosts[(trial + n) % 3],
-                    move |client: &reqwest::Client, host: &TestApp| {
-                        client
-                            .post(host.url("/v1/vat/issue/l1"))
-                            .bearer_auth(key)
-                            .json(&body)
-                    },
+                    "/v1/vat/issue/l1",
+                    Some(key.clone()),
+                    body,
                 )
             })
             .collect();
@@ -1636,19 +1618,7 @@ async fn a_proof_exists_once_acknowledged_on_every_host() {
     needs_postgres();
     let hosts = three_hosts().await;
     let root = hosts[0].root("bot", &["crm:*"], &["read"]).await;
-    let keys = hosts[1]
-        .client
-        .get(hosts[1].url("/v1/log/key"))
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
-    let verifiers: Vec<mandate_core::tlog::NoteVerifier> = keys
-        .lines()
-        .map(|vkey| mandate_core::tlog::NoteVerifier::parse(vkey).unwrap())
-        .collect();
+    let verifiers = crate::log::verifiers(&hosts[1]).await;
     for i in 0..12 {
         let (writer, prover) = (&hosts[i % 3], &hosts[(i + 1) % 3]);
         let written = expect_json(

@@ -8,7 +8,7 @@
 
 use std::time::Duration;
 
-use mandate_host::store::sql::{Dialect, params};
+use mandate_host::store::sql::params;
 use reqwest::StatusCode;
 use serde_json::{Value, json};
 
@@ -518,12 +518,7 @@ async fn the_upgrade_to_schema_10_registers_every_agent_and_disowns_impostors() 
         .unwrap();
         conn.execute_batch(crate::helpers::DROP_OAUTH_TABLES)
             .unwrap();
-        match conn.dialect() {
-            Dialect::Sqlite => conn.execute_batch("PRAGMA user_version = 9").unwrap(),
-            Dialect::Postgres => conn
-                .execute_batch("UPDATE mandate_schema SET version = 9")
-                .unwrap(),
-        }
+        crate::helpers::set_schema_version(conn, 9);
     });
 
     let app = TestApp::spawn_in(dir, |_| {}).await;

@@ -24,7 +24,7 @@ use serde_json::{Value, json};
 use crate::helpers::{TestApp, expect_json, expect_problem, text};
 
 /// The log's verifier keys, as published.
-async fn verifiers(app: &TestApp) -> Vec<NoteVerifier> {
+pub async fn verifiers(app: &TestApp) -> Vec<NoteVerifier> {
     let keys = app
         .client
         .get(app.url("/v1/log/key"))
@@ -828,12 +828,7 @@ async fn the_upgrade_to_schema_15_keeps_the_logs_size() {
     let dir = app.stop().await;
     crate::helpers::with_database(dir.path(), |conn| {
         conn.execute_batch(crate::helpers::DROP_LOG_SIZE).unwrap();
-        match conn.dialect() {
-            Dialect::Sqlite => conn.execute_batch("PRAGMA user_version = 14").unwrap(),
-            Dialect::Postgres => conn
-                .execute_batch("UPDATE mandate_schema SET version = 14")
-                .unwrap(),
-        }
+        crate::helpers::set_schema_version(conn, 14);
     });
     let app = TestApp::spawn_in(dir, |_| {}).await;
     expect_json(

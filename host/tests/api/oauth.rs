@@ -281,12 +281,7 @@ async fn the_upgrade_to_schema_12_adds_the_oauth_tables() {
     crate::helpers::with_database(dir.path(), |conn| {
         conn.execute_batch(crate::helpers::DROP_OAUTH_TABLES)
             .unwrap();
-        match conn.dialect() {
-            Dialect::Sqlite => conn.execute_batch("PRAGMA user_version = 11").unwrap(),
-            Dialect::Postgres => conn
-                .execute_batch("UPDATE mandate_schema SET version = 11")
-                .unwrap(),
-        }
+        crate::helpers::set_schema_version(conn, 11);
     });
     let app = TestApp::spawn_in(dir, |_| {}).await;
     expect_json(

@@ -753,19 +753,13 @@ async fn a_log_restored_from_an_old_backup_is_refused_by_every_witness_and_verif
 /// gains the witnessed log's tables, empty, and keeps what it held.
 #[tokio::test]
 async fn the_upgrade_to_schema_13_adds_the_witnessed_log_tables() {
-    use mandate_host::store::sql::Dialect;
     let app = TestApp::spawn().await;
     let token = app.root("mailer", &["crm:*"], &["read"]).await;
     let dir = app.stop().await;
     crate::helpers::with_database(dir.path(), |conn| {
         conn.execute_batch(crate::helpers::DROP_WITNESSED_TABLES)
             .unwrap();
-        match conn.dialect() {
-            Dialect::Sqlite => conn.execute_batch("PRAGMA user_version = 12").unwrap(),
-            Dialect::Postgres => conn
-                .execute_batch("UPDATE mandate_schema SET version = 12")
-                .unwrap(),
-        }
+        crate::helpers::set_schema_version(conn, 12);
     });
     let app = TestApp::spawn_in(dir, |_| {}).await;
     let response = app

@@ -1004,12 +1004,7 @@ async fn the_upgrade_to_schema_14_adds_the_relay_table_and_column() {
     let dir = app.stop().await;
     crate::helpers::with_database(dir.path(), |conn| {
         conn.execute_batch(crate::helpers::DROP_RELAY).unwrap();
-        match conn.dialect() {
-            Dialect::Sqlite => conn.execute_batch("PRAGMA user_version = 13").unwrap(),
-            Dialect::Postgres => conn
-                .execute_batch("UPDATE mandate_schema SET version = 13")
-                .unwrap(),
-        }
+        crate::helpers::set_schema_version(conn, 13);
     });
     let app = TestApp::spawn_in(dir, |_| {}).await;
     expect_json(
