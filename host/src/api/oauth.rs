@@ -331,13 +331,16 @@ async fn redeem(
         }
     }
     // A client deleted since the consent redeems nothing; one registered
-    // for `refresh_token` gets a refresh token (plan §1.4). A client named
-    // by its metadata document gets none yet: the document was read at
-    // consent, and the code does not keep what it said of `grant_types`
-    // (decisions "OAuth chunk C7"). A used code goes on to the ledger
-    // whatever its client, to revoke what it issued.
-    let refresh = if stored.used_at.is_some() || ClientIdUrl::is_url(&stored.client_id) {
+    // for `refresh_token` gets a refresh token (plan §1.4), and so does a
+    // client named by its metadata document when the document, as read at
+    // consent, registered the grant type (the code keeps what it said). A
+    // used code goes on to the ledger whatever its client, to revoke what
+    // it issued.
+    let refresh = if stored.used_at.is_some() {
         None
+    } else if ClientIdUrl::is_url(&stored.client_id) {
+        let choice: Choice = serde_json::from_str(&stored.choice).map_err(ApiError::internal)?;
+        choice.document_refresh.then(new_refresh_token)
     } else {
         let (org, client_id) = (stored.org, stored.client_id.clone());
         let Some(client) = state

@@ -627,6 +627,12 @@ pub(crate) struct Choice {
     pub(crate) label: String,
     /// The client's name as the page showed it.
     pub(crate) client_name: String,
+    /// Whether the client's metadata document, as read at consent,
+    /// registered the `refresh_token` grant type (a client named by its
+    /// document: the code keeps what the document said; a code stored
+    /// before this member reads as none).
+    #[serde(default)]
+    pub(crate) document_refresh: bool,
 }
 
 impl Choice {
@@ -783,6 +789,10 @@ pub(crate) async fn decide_request(
         for_anyone: principal.may(Permission::IssueForAnyone),
         label,
         client_name: client.name().to_owned(),
+        document_refresh: match &client {
+            Client::Document(_, document) => document.refresh_token,
+            Client::Registered(_) => false,
+        },
     };
     let code = format!(
         "{CODE_PREFIX}{}",

@@ -8,6 +8,7 @@
 use std::sync::Arc;
 
 use mandate_core::audience::Audience;
+use mandate_core::oauth::client_document::ClientIdUrl;
 use mandate_core::oauth::family::{
     FamilyError, FamilyEvent, FamilyState, RevokeReason, transition,
 };
@@ -371,8 +372,12 @@ impl Ledger {
         // and a refusal leaves it current; any presentation of an older
         // one is reuse, whatever it asks.
         if presented.used_at.is_none() {
+            // A registered client deleted since refreshes nothing; a
+            // client named by its metadata document has no row (its
+            // refresh token came of what its document said at consent).
             if refresh.client_id != grant.client_id
-                || rows::client(&self.conn, org, &grant.client_id)?.is_none()
+                || (!ClientIdUrl::is_url(&grant.client_id)
+                    && rows::client(&self.conn, org, &grant.client_id)?.is_none())
             {
                 return refuse(RefreshRefusal::Unknown);
             }

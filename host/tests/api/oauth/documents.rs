@@ -271,7 +271,7 @@ async fn a_document_client_is_fetched_after_sign_in_and_gets_a_token() {
     assert_eq!(issued["token_type"], "Bearer");
     assert!(
         issued.get("refresh_token").is_none(),
-        "a document's client gets no refresh token yet: {issued}"
+        "a document without the refresh_token grant type gets no refresh token: {issued}"
     );
     let access = text(&issued["access_token"]).to_owned();
     let claims = claims_of(&access);
@@ -633,4 +633,44 @@ async fn documents_are_kept_as_their_cache_headers_say_and_errors_never() {
     let sealed = sealed_for(&flow, &broken, &[]).await;
     expect_json(open(&flow, &sealed).await, StatusCode::OK).await;
     assert_eq!(server.asked("/broken.json"), 3);
+}
+
+/// A document that registers the `refresh_token` grant type gets a refresh
+/// token when its code is redeemed — what the document said at consent,
+/// kept by the code, so nothing is fetched at the token endpoint — and the
+/// token rotates on use like a registered client's; the one used, shown
+/// again, is reuse and ends the grant.
+#[tokio::test]
+async fn a_document_registering_refresh_tokens_gets_one_that_rotates() {
+    let server = DocServer::start().await;
+    let client_id = server.url("/refreshing.json");
+    let mut refreshing = document(&client_id);
+    refreshing["grant_types"] = json!(["authorization_code", "refresh_token"]);
+    server.json("/refreshing.json", &refreshing, &[]);
+    let flow = flow_for(&client_id, |_| {}).await;
+    let sealed = sealed_for(&flow, &client_id, &[]).await;
+    expect_json(open(&flow, &sealed).await, StatusCode::OK).await;
+    let redirect = flow
+        .approve(
+            &sealed,
+            json!({"actions": ["read"], "resources": ["crm:*"]}),
+        )
+        .await;
+    let issued = expect_json(flow.redeem(&redirect["code"]).await, StatusCode::OK).await;
+    let first = text(&issued["refresh_token"]).to_owned();
+    assert!(first.starts_with("mrt_"), "{issued}");
+    let asked = server.asked("/refreshing.json");
+    let refreshed = expect_json(flow.refresh(&first, &[]).await, StatusCode::OK).await;
+    assert_ne!(text(&refreshed["refresh_token"]), first);
+    assert_ne!(refreshed["access_token"], issued["access_token"]);
+    assert_eq!(
+        server.asked("/refreshing.json"),
+        asked,
+        "a refresh fetches nothing"
+    );
+    let (error, code) = flow.refresh_refused(&first, &[]).await;
+    assert_eq!(
+        (error.as_str(), code.as_str()),
+        ("invalid_grant", "refresh_token_reused")
+    );
 }
