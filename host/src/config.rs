@@ -93,7 +93,38 @@ pub struct OidcIssuer {
     /// tests. Any other http URL is still refused.
     #[serde(default)]
     pub allow_insecure_http: bool,
+    /// Sign-in with this provider on the consent page
+    /// (`[oidc.issuer.sign_in]`), with `audience` as Mandate's `client_id`;
+    /// checked at start, not offered yet (docs/oauth.md).
+    #[serde(default)]
+    pub sign_in: Option<OidcSignIn>,
 }
+
+/// The relying-party side of an `[[oidc.issuer]]`: the consent page signs
+/// a person in with this provider (authorization code with PKCE S256,
+/// `state` and `nonce`), its ID token verified as an L2 one. Its
+/// `client_id` is the issuer's `audience` (OIDC Core §3.1.3.7: the ID
+/// token's `aud` must hold the client's id). Needs `[oauth]` enabled.
+/// Checked at start only for now: the sign-in itself is not built yet
+/// (docs/oauth.md).
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct OidcSignIn {
+    /// The secret the provider gave Mandate's client, sent with HTTP Basic
+    /// to its token endpoint (`client_secret_basic`); unset for a public
+    /// client (`none`, PKCE alone). A secret: shown as `[redacted]` by
+    /// `mandate config check`.
+    #[serde(default, serialize_with = "redact")]
+    pub client_secret: Option<String>,
+    /// The path under `public_url` the provider sends the browser back to,
+    /// under `/v1/oauth/oidc/` and different for each provider (the
+    /// callback knows which provider answers, RFC 9700 §4.4.2); the
+    /// redirect URI registered with the provider is `public_url` + this.
+    pub redirect_path: String,
+}
+
+/// Where every sign-in redirect path lives.
+pub const OIDC_REDIRECT_PREFIX: &str = "/v1/oauth/oidc/";
 
 /// OIDC settings for L2.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]
@@ -102,6 +133,45 @@ pub struct Oidc {
     /// The providers (`[[oidc.issuer]]`).
     #[serde(default)]
     pub issuer: Vec<OidcIssuer>,
+}
+
+impl Oidc {
+    /// Checks the sign-in providers: each redirect path a plain path under
+    /// [`OIDC_REDIRECT_PREFIX`], none used twice, and `[oauth]` enabled
+    /// (the consent page they sign in to is its).
+    fn check_sign_in(&self, oauth_enabled: bool) -> anyhow::Result<()> {
+        let mut paths = std::collections::BTreeSet::new();
+        for issuer in &self.issuer {
+            let Some(sign_in) = &issuer.sign_in else {
+                continue;
+            };
+            let name = &issuer.issuer;
+            if !oauth_enabled {
+                anyhow::bail!(
+                    "[[oidc.issuer]] {name:?}: sign_in needs [oauth] enabled (it signs people in to the consent page)"
+                );
+            }
+            let path = &sign_in.redirect_path;
+            let rest = path.strip_prefix(OIDC_REDIRECT_PREFIX).unwrap_or_default();
+            if rest.is_empty()
+                || !rest
+                    .bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'/'))
+                || rest.contains("//")
+                || rest.ends_with('/')
+            {
+                anyhow::bail!(
+                    "[[oidc.issuer]] {name:?}: sign_in.redirect_path {path:?} must be a path under {OIDC_REDIRECT_PREFIX} of letters, digits, '-', '_' and single '/' (no query, no trailing slash)"
+                );
+            }
+            if !paths.insert(path.as_str()) {
+                anyhow::bail!(
+                    "[[oidc.issuer]] {name:?}: sign_in.redirect_path {path:?} is another provider's: each provider answers at its own"
+                );
+            }
+        }
+        Ok(())
+    }
 }
 
 /// A named identity verifier for L3.
@@ -1108,7 +1178,8 @@ impl Config {
     /// configuration was assembled (file, flags, a test): `[oauth]`'s
     /// bounds and, with it on, its issuer (see [`check_oauth_issuer`]);
     /// `[log]`'s witnesses, threshold and cadence (see
-    /// [`LogConfig::witness_set`]); `[events]`'s heartbeat; `public_url` an absolute http(s) URL,
+    /// [`LogConfig::witness_set`]); `[events]`'s heartbeat; the OIDC
+    /// sign-in providers (see [`Oidc::check_sign_in`]); `public_url` an absolute http(s) URL,
     /// and set when the server listens on every interface (see
     /// [`check_public_url`]).
     pub fn check(&self) -> anyhow::Result<()> {
@@ -1122,6 +1193,7 @@ impl Config {
         if self.oauth.enabled {
             check_oauth_issuer(self.public_url.as_deref(), &self.issuer)?;
         }
+        self.oidc.check_sign_in(self.oauth.enabled)?;
         let documents = &self.oauth.client_documents;
         if (documents.allow_loopback || !documents.extra_roots.is_empty())
             && !self.listen.ip().is_loopback()
@@ -1359,6 +1431,56 @@ mod tests {
         assert!(toml::from_str::<Config>("[otel]\ntimeout_ms = 0").is_err());
     }
 
+    fn sign_in_config(oauth: bool, paths: &[&str]) -> anyhow::Result<()> {
+        let mut text = String::from("listen = \"127.0.0.1:0\"\n");
+        if oauth {
+            text.push_str("public_url = \"https://mandate.example\"\nissuer = \"https://mandate.example\"\n[oauth]\nenabled = true\n");
+        }
+        for (index, path) in paths.iter().enumerate() {
+            text.push_str(&format!(
+                "[[oidc.issuer]]\nissuer = \"https://idp{index}.example\"\naudience = \"mandate\"\n[oidc.issuer.sign_in]\nclient_secret = \"sekrit\"\nredirect_path = \"{path}\"\n"
+            ));
+        }
+        toml::from_str::<Config>(&text)?.check()
+    }
+
+    #[test]
+    fn sign_in_providers_need_oauth_and_their_own_redirect_path() {
+        sign_in_config(true, &["/v1/oauth/oidc/a", "/v1/oauth/oidc/b/callback"]).unwrap();
+        let error = sign_in_config(false, &["/v1/oauth/oidc/a"]).unwrap_err();
+        assert!(
+            error.to_string().contains("needs [oauth] enabled"),
+            "{error}"
+        );
+        let twice = sign_in_config(true, &["/v1/oauth/oidc/a", "/v1/oauth/oidc/a"]).unwrap_err();
+        assert!(twice.to_string().contains("another provider's"), "{twice}");
+        for path in [
+            "/v1/oauth/oidc/",
+            "/v1/oauth/other",
+            "/v1/oauth/oidc/a/",
+            "/v1/oauth/oidc/a//b",
+            "/v1/oauth/oidc/a?x=1",
+            "/v1/oauth/oidc/../token",
+            "https://mandate.example/v1/oauth/oidc/a",
+        ] {
+            let error = sign_in_config(true, &[path]).unwrap_err();
+            assert!(
+                error.to_string().contains("must be a path"),
+                "{path}: {error}"
+            );
+        }
+        let config: Config = toml::from_str(
+            "[[oidc.issuer]]\nissuer = \"https://idp.example\"\naudience = \"m\"\n[oidc.issuer.sign_in]\nclient_secret = \"sekrit\"\nredirect_path = \"/v1/oauth/oidc/a\"\n",
+        )
+        .unwrap();
+        let shown = toml::to_string(&config).unwrap();
+        assert!(
+            shown.contains(REDACTED) && !shown.contains("sekrit"),
+            "{shown}"
+        );
+        assert!(toml::from_str::<Config>("[[oidc.issuer]]\nissuer = \"x\"\naudience = \"m\"\n[oidc.issuer.sign_in]\nredirect = \"/v1/oauth/oidc/a\"\n").is_err());
+    }
+
     #[test]
     fn assurance_sections() {
         let config: Config = toml::from_str(
@@ -1393,6 +1515,7 @@ mod tests {
         ));
         assert!(matches!(config.verifier[1], Verifier::Provider { .. }));
         assert!(toml::from_str::<Config>("[[verifier]]\nkind = \"magic\"\nname = \"x\"").is_err());
+        assert!(config.oidc.issuer[0].sign_in.is_none());
     }
 
     #[test]

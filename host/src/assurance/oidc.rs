@@ -577,6 +577,7 @@ mod tests {
             jwks_file: None,
             jwks_uri: jwks_uri.map(str::to_owned),
             allow_insecure_http,
+            sign_in: None,
         }
     }
 

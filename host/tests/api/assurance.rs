@@ -183,6 +183,7 @@ fn oidc_issuer(issuer: &str, jwks_uri: Option<String>) -> OidcIssuer {
         jwks_file: None,
         jwks_uri,
         allow_insecure_http: true,
+        sign_in: None,
     }
 }
 
