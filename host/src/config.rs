@@ -94,8 +94,8 @@ pub struct OidcIssuer {
     #[serde(default)]
     pub allow_insecure_http: bool,
     /// Sign-in with this provider on the consent page
-    /// (`[oidc.issuer.sign_in]`), with `audience` as Mandate's `client_id`;
-    /// checked at start, not offered yet (docs/oauth.md).
+    /// (`[oidc.issuer.sign_in]`), with `audience` as Mandate's `client_id`
+    /// (docs/oauth.md, "Signing in with an identity provider").
     #[serde(default)]
     pub sign_in: Option<OidcSignIn>,
 }
@@ -105,26 +105,35 @@ pub struct OidcIssuer {
 /// `state` and `nonce`), its ID token verified as an L2 one. Its
 /// `client_id` is the issuer's `audience` (OIDC Core §3.1.3.7: the ID
 /// token's `aud` must hold the client's id). Needs `[oauth]` enabled.
-/// Checked at start only for now: the sign-in itself is not built yet
-/// (docs/oauth.md).
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct OidcSignIn {
+    /// The provider's name in Mandate's paths: 1–32 letters, digits, `-`
+    /// or `_`, different for each provider. The provider sends the browser
+    /// back to `public_url` + `/v1/oauth/oidc/<name>/callback` (register
+    /// that redirect URI with it): one per provider, so the callback knows
+    /// which provider answers (RFC 9700 §4.4.2).
+    pub name: String,
     /// The secret the provider gave Mandate's client, sent with HTTP Basic
     /// to its token endpoint (`client_secret_basic`); unset for a public
     /// client (`none`, PKCE alone). A secret: shown as `[redacted]` by
     /// `mandate config check`.
     #[serde(default, serialize_with = "redact")]
     pub client_secret: Option<String>,
-    /// The path under `public_url` the provider sends the browser back to,
-    /// under `/v1/oauth/oidc/` and different for each provider (the
-    /// callback knows which provider answers, RFC 9700 §4.4.2); the
-    /// redirect URI registered with the provider is `public_url` + this.
-    pub redirect_path: String,
+    /// The organisation (by name) a person signed in this way consents in:
+    /// they may grant their own agents there, as a key with `issue` may
+    /// (never another human's). Anyone the provider signs in may consent,
+    /// so name the provider of this organisation's people only.
+    #[serde(default = "default_org_name")]
+    pub org: String,
 }
 
-/// Where every sign-in redirect path lives.
-pub const OIDC_REDIRECT_PREFIX: &str = "/v1/oauth/oidc/";
+fn default_org_name() -> String {
+    crate::store::orgs::DEFAULT_NAME.to_owned()
+}
+
+/// Longest sign-in provider name.
+pub const MAX_SIGN_IN_NAME: usize = 32;
 
 /// OIDC settings for L2.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]
@@ -136,37 +145,35 @@ pub struct Oidc {
 }
 
 impl Oidc {
-    /// Checks the sign-in providers: each redirect path a plain path under
-    /// [`OIDC_REDIRECT_PREFIX`], none used twice, and `[oauth]` enabled
-    /// (the consent page they sign in to is its).
+    /// Checks the sign-in providers: each named by a plain path segment,
+    /// no name used twice, and `[oauth]` enabled (the consent page they
+    /// sign in to is its).
     fn check_sign_in(&self, oauth_enabled: bool) -> anyhow::Result<()> {
-        let mut paths = std::collections::BTreeSet::new();
+        let mut names = std::collections::BTreeSet::new();
         for issuer in &self.issuer {
             let Some(sign_in) = &issuer.sign_in else {
                 continue;
             };
-            let name = &issuer.issuer;
+            let provider = &issuer.issuer;
             if !oauth_enabled {
                 anyhow::bail!(
-                    "[[oidc.issuer]] {name:?}: sign_in needs [oauth] enabled (it signs people in to the consent page)"
+                    "[[oidc.issuer]] {provider:?}: sign_in needs [oauth] enabled (it signs people in to the consent page)"
                 );
             }
-            let path = &sign_in.redirect_path;
-            let rest = path.strip_prefix(OIDC_REDIRECT_PREFIX).unwrap_or_default();
-            if rest.is_empty()
-                || !rest
+            let name = &sign_in.name;
+            if name.is_empty()
+                || name.len() > MAX_SIGN_IN_NAME
+                || !name
                     .bytes()
-                    .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'/'))
-                || rest.contains("//")
-                || rest.ends_with('/')
+                    .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_'))
             {
                 anyhow::bail!(
-                    "[[oidc.issuer]] {name:?}: sign_in.redirect_path {path:?} must be a path under {OIDC_REDIRECT_PREFIX} of letters, digits, '-', '_' and single '/' (no query, no trailing slash)"
+                    "[[oidc.issuer]] {provider:?}: sign_in.name {name:?} must be 1–{MAX_SIGN_IN_NAME} letters, digits, '-' or '_'"
                 );
             }
-            if !paths.insert(path.as_str()) {
+            if !names.insert(name.as_str()) {
                 anyhow::bail!(
-                    "[[oidc.issuer]] {name:?}: sign_in.redirect_path {path:?} is another provider's: each provider answers at its own"
+                    "[[oidc.issuer]] {provider:?}: sign_in.name {name:?} is another provider's: each provider answers at its own callback"
                 );
             }
         }
@@ -1431,54 +1438,44 @@ mod tests {
         assert!(toml::from_str::<Config>("[otel]\ntimeout_ms = 0").is_err());
     }
 
-    fn sign_in_config(oauth: bool, paths: &[&str]) -> anyhow::Result<()> {
+    fn sign_in_config(oauth: bool, names: &[&str]) -> anyhow::Result<Config> {
         let mut text = String::from("listen = \"127.0.0.1:0\"\n");
         if oauth {
             text.push_str("public_url = \"https://mandate.example\"\nissuer = \"https://mandate.example\"\n[oauth]\nenabled = true\n");
         }
-        for (index, path) in paths.iter().enumerate() {
+        for (index, name) in names.iter().enumerate() {
             text.push_str(&format!(
-                "[[oidc.issuer]]\nissuer = \"https://idp{index}.example\"\naudience = \"mandate\"\n[oidc.issuer.sign_in]\nclient_secret = \"sekrit\"\nredirect_path = \"{path}\"\n"
+                "[[oidc.issuer]]\nissuer = \"https://idp{index}.example\"\naudience = \"mandate\"\n[oidc.issuer.sign_in]\nclient_secret = \"sekrit\"\nname = \"{name}\"\n"
             ));
         }
-        toml::from_str::<Config>(&text)?.check()
+        let config = toml::from_str::<Config>(&text)?;
+        config.check()?;
+        Ok(config)
     }
 
     #[test]
-    fn sign_in_providers_need_oauth_and_their_own_redirect_path() {
-        sign_in_config(true, &["/v1/oauth/oidc/a", "/v1/oauth/oidc/b/callback"]).unwrap();
-        let error = sign_in_config(false, &["/v1/oauth/oidc/a"]).unwrap_err();
+    fn sign_in_providers_need_oauth_and_their_own_name() {
+        let config = sign_in_config(true, &["corp", "Partner_2-x"]).unwrap();
+        let sign_in = config.oidc.issuer[0].sign_in.as_ref().unwrap();
+        assert_eq!(sign_in.org, "default");
+        let error = sign_in_config(false, &["corp"]).unwrap_err();
         assert!(
             error.to_string().contains("needs [oauth] enabled"),
             "{error}"
         );
-        let twice = sign_in_config(true, &["/v1/oauth/oidc/a", "/v1/oauth/oidc/a"]).unwrap_err();
+        let twice = sign_in_config(true, &["corp", "corp"]).unwrap_err();
         assert!(twice.to_string().contains("another provider's"), "{twice}");
-        for path in [
-            "/v1/oauth/oidc/",
-            "/v1/oauth/other",
-            "/v1/oauth/oidc/a/",
-            "/v1/oauth/oidc/a//b",
-            "/v1/oauth/oidc/a?x=1",
-            "/v1/oauth/oidc/../token",
-            "https://mandate.example/v1/oauth/oidc/a",
-        ] {
-            let error = sign_in_config(true, &[path]).unwrap_err();
-            assert!(
-                error.to_string().contains("must be a path"),
-                "{path}: {error}"
-            );
+        let long = "x".repeat(MAX_SIGN_IN_NAME + 1);
+        for name in ["", "a/b", "a b", "../x", "a?x=1", "é", long.as_str()] {
+            let error = sign_in_config(true, &[name]).unwrap_err();
+            assert!(error.to_string().contains("must be 1–"), "{name}: {error}");
         }
-        let config: Config = toml::from_str(
-            "[[oidc.issuer]]\nissuer = \"https://idp.example\"\naudience = \"m\"\n[oidc.issuer.sign_in]\nclient_secret = \"sekrit\"\nredirect_path = \"/v1/oauth/oidc/a\"\n",
-        )
-        .unwrap();
         let shown = toml::to_string(&config).unwrap();
         assert!(
             shown.contains(REDACTED) && !shown.contains("sekrit"),
             "{shown}"
         );
-        assert!(toml::from_str::<Config>("[[oidc.issuer]]\nissuer = \"x\"\naudience = \"m\"\n[oidc.issuer.sign_in]\nredirect = \"/v1/oauth/oidc/a\"\n").is_err());
+        assert!(toml::from_str::<Config>("[[oidc.issuer]]\nissuer = \"x\"\naudience = \"m\"\n[oidc.issuer.sign_in]\nname = \"a\"\nredirect_path = \"/v1/oauth/oidc/a\"\n").is_err());
     }
 
     #[test]

@@ -47,8 +47,30 @@ pub const SEALED_LEN: usize = 1 + NONCE_LEN + KEY_LEN + TAG_LEN;
 const SEALING_LABEL: &[u8] = b"mandate kek v1: sealing key";
 const CHECK_LABEL: &[u8] = b"mandate kek v1: check value";
 const REQUEST_LABEL: &[u8] = b"mandate kek v1: oauth request";
-/// The associated data of a sealed OAuth authorization request.
-const REQUEST_AAD: &[u8] = b"mandate oauth_request v1";
+
+/// What a sealed message carried by the browser is; its associated data,
+/// so one kind never opens as another.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Carried {
+    /// An OAuth authorization request, in the consent page's URL.
+    Request,
+    /// A sign-in with an identity provider under way (its `state`, `nonce`
+    /// and PKCE verifier), in a cookie until the provider answers.
+    SignIn,
+    /// A person signed in by an identity provider, in the consent page's
+    /// session cookie.
+    Session,
+}
+
+impl Carried {
+    fn aad(self) -> &'static [u8] {
+        match self {
+            Carried::Request => b"mandate oauth_request v1",
+            Carried::SignIn => b"mandate oidc_sign_in v1",
+            Carried::Session => b"mandate consent_session v1",
+        }
+    }
+}
 
 /// What a sealed secret is for; part of its associated data.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -136,12 +158,13 @@ impl Kek {
         }
     }
 
-    /// Seals an OAuth authorization request (its JSON) under a fresh
-    /// random nonce: `version ‖ nonce (24 bytes) ‖ ciphertext and tag`.
-    /// The request travels in the consent page's URL instead of a row, so
-    /// the unauthenticated authorization endpoint writes nothing; it opens
-    /// only with this deployment's key file, and unchanged.
-    pub fn seal_request(&self, plain: &[u8]) -> Result<Vec<u8>, SealError> {
+    /// Seals what the browser carries (an OAuth authorization request's
+    /// JSON, a sign-in under way, a consent session) under a fresh random
+    /// nonce: `version ‖ nonce (24 bytes) ‖ ciphertext and tag`, the kind
+    /// its associated data. It travels in a URL or a cookie instead of a
+    /// row, so unauthenticated endpoints write nothing; it opens only with
+    /// this deployment's key file, unchanged, and as its own kind.
+    pub fn seal_carried(&self, kind: Carried, plain: &[u8]) -> Result<Vec<u8>, SealError> {
         let nonce: [u8; NONCE_LEN] = crate::random::bytes();
         let ciphertext = self
             .requests
@@ -149,7 +172,7 @@ impl Kek {
                 &XNonce::from(nonce),
                 Payload {
                     msg: plain,
-                    aad: REQUEST_AAD,
+                    aad: kind.aad(),
                 },
             )
             .map_err(|_| SealError::Encryption)?;
@@ -160,9 +183,10 @@ impl Kek {
         Ok(sealed)
     }
 
-    /// Opens what [`Kek::seal_request`] sealed; anything else, changed or
-    /// sealed under another key file is [`SealError::NotAuthentic`].
-    pub fn open_request(&self, sealed: &[u8]) -> Result<Vec<u8>, SealError> {
+    /// Opens what [`Kek::seal_carried`] sealed as `kind`; anything else,
+    /// changed, of another kind or sealed under another key file is
+    /// [`SealError::NotAuthentic`].
+    pub fn open_carried(&self, kind: Carried, sealed: &[u8]) -> Result<Vec<u8>, SealError> {
         let (&version, rest) = sealed.split_first().ok_or(SealError::NotAuthentic)?;
         if version != VERSION {
             return Err(SealError::UnknownVersion(version));
@@ -177,7 +201,7 @@ impl Kek {
                 &XNonce::from(nonce),
                 Payload {
                     msg: ciphertext,
-                    aad: REQUEST_AAD,
+                    aad: kind.aad(),
                 },
             )
             .map_err(|_| SealError::NotAuthentic)
@@ -407,30 +431,52 @@ mod tests {
     }
 
     #[test]
-    fn sealed_requests_open_only_unchanged_and_under_their_key_file() {
+    fn carried_messages_open_only_unchanged_as_their_kind_and_under_their_key_file() {
         let kek = Kek::from_bytes(&[7; 32]);
         let plain = br#"{"client_id":"mcl_x"}"#;
-        let sealed = kek.seal_request(plain).unwrap();
-        assert_ne!(sealed, kek.seal_request(plain).unwrap());
+        let sealed = kek.seal_carried(Carried::Request, plain).unwrap();
+        assert_ne!(sealed, kek.seal_carried(Carried::Request, plain).unwrap());
         assert!(!sealed.windows(plain.len()).any(|w| w == plain));
-        assert_eq!(kek.open_request(&sealed).unwrap(), plain);
+        assert_eq!(kek.open_carried(Carried::Request, &sealed).unwrap(), plain);
         for at in [1, 30, sealed.len() - 1] {
             let mut changed = sealed.clone();
             changed[at] ^= 1;
-            assert_eq!(kek.open_request(&changed), Err(SealError::NotAuthentic));
+            assert_eq!(
+                kek.open_carried(Carried::Request, &changed),
+                Err(SealError::NotAuthentic)
+            );
         }
         assert_eq!(
-            Kek::from_bytes(&[8; 32]).open_request(&sealed),
+            Kek::from_bytes(&[8; 32]).open_carried(Carried::Request, &sealed),
             Err(SealError::NotAuthentic)
         );
         assert_eq!(
-            kek.open_request(&sealed[..20]),
+            kek.open_carried(Carried::Request, &sealed[..20]),
             Err(SealError::NotAuthentic)
         );
-        assert_eq!(kek.open_request(&[]), Err(SealError::NotAuthentic));
+        assert_eq!(
+            kek.open_carried(Carried::Request, &[]),
+            Err(SealError::NotAuthentic)
+        );
         // Not a secret of another purpose, nor one of those a request.
         let secret = kek.seal(Purpose::SigningKey, "", &[1; 32]).unwrap();
-        assert_eq!(kek.open_request(&secret), Err(SealError::NotAuthentic));
+        assert_eq!(
+            kek.open_carried(Carried::Request, &secret),
+            Err(SealError::NotAuthentic)
+        );
+        // A request never opens as a sign-in or a session, nor they as it.
+        for kind in [Carried::SignIn, Carried::Session] {
+            assert_eq!(
+                kek.open_carried(kind, &sealed),
+                Err(SealError::NotAuthentic)
+            );
+            let other = kek.seal_carried(kind, plain).unwrap();
+            assert_eq!(kek.open_carried(kind, &other).unwrap(), plain);
+            assert_eq!(
+                kek.open_carried(Carried::Request, &other),
+                Err(SealError::NotAuthentic)
+            );
+        }
     }
 
     #[test]

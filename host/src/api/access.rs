@@ -37,6 +37,10 @@ pub(crate) enum Access {
     /// An API key whose role holds the permission, or the acting agent's
     /// token itself.
     ApiKeyOrToken(Permission),
+    /// An API key whose role holds the permission, or the consent page's
+    /// session of a person an identity provider signed in (its cookie and
+    /// CSRF header; `oauth_signin`).
+    ApiKeyOrSession(Permission),
 }
 
 impl Access {
@@ -45,7 +49,9 @@ impl Access {
     pub(crate) fn key_needs(self) -> Option<KeyNeeds> {
         match self {
             Access::ApiKey(needs) => Some(needs),
-            Access::ApiKeyOrToken(permission) => Some(KeyNeeds::Role(permission)),
+            Access::ApiKeyOrToken(permission) | Access::ApiKeyOrSession(permission) => {
+                Some(KeyNeeds::Role(permission))
+            }
             Access::AdminOrLoopback => Some(KeyNeeds::Admin),
             Access::Public | Access::Token | Access::TokenOrNamed => None,
         }
@@ -59,12 +65,13 @@ const HOOKS: Access = Access::ApiKey(KeyNeeds::Role(Permission::ManageWebhooks))
 const ADMIN: Access = Access::ApiKey(KeyNeeds::Admin);
 const CLIENTS: Access = Access::ApiKey(KeyNeeds::Role(Permission::ManageClients));
 const EVALUATE: Access = Access::ApiKey(KeyNeeds::Role(Permission::Evaluate));
+const CONSENT: Access = Access::ApiKeyOrSession(Permission::Issue);
 
 /// Every operation by method and path, with the credentials it takes. A
 /// test checks that it names every operation the router serves, and only
 /// those.
 #[rustfmt::skip]
-pub(crate) const ROUTES: [(&str, &str, Access); 73] = [
+pub(crate) const ROUTES: [(&str, &str, Access); 76] = [
     ("post",   "/v1/vat/issue/l1",                              ISSUE),
     ("post",   "/v1/vat/issue/l2",                              ISSUE),
     ("post",   "/v1/vat/auth/capture",                          ISSUE),
@@ -121,8 +128,11 @@ pub(crate) const ROUTES: [(&str, &str, Access); 73] = [
     ("get",    "/.well-known/authzen-configuration",            Access::Public),
     ("get",    "/.well-known/oauth-authorization-server",       Access::Public),
     ("get",    "/v1/oauth/authorize",                           Access::Public),
-    ("post",   "/v1/oauth/requests/open",                       ISSUE),
-    ("post",   "/v1/oauth/requests/decision",                   ISSUE),
+    ("post",   "/v1/oauth/requests/open",                       CONSENT),
+    ("post",   "/v1/oauth/requests/decision",                   CONSENT),
+    ("get",    "/v1/oauth/oidc/providers",                      Access::Public),
+    ("get",    "/v1/oauth/oidc/{name}/start",                   Access::Public),
+    ("get",    "/v1/oauth/oidc/{name}/callback",                Access::Public),
     ("post",   "/v1/oauth/token",                               Access::Public),
     ("post",   "/v1/oauth/revoke",                              Access::Public),
     ("get",    "/v1/oauth/grants",                              READ),

@@ -65,6 +65,11 @@ const AGENT_TOKEN: &str = "agent_token";
 const DPOP_TOKEN: &str = "dpop_token";
 /// The `DPoP` header: the holder's proof for this request.
 const DPOP_PROOF: &str = "dpop_proof";
+/// The consent page's session cookie, of a person an identity provider
+/// signed in.
+const CONSENT_SESSION: &str = "consent_session";
+/// The consent session's CSRF value, sent with it.
+const CONSENT_CSRF: &str = "consent_csrf";
 
 /// The alternatives of an operation's `security` in this deployment.
 fn requirements(access: Access, config: &Config) -> Vec<SecurityRequirement> {
@@ -90,6 +95,11 @@ fn requirements(access: Access, config: &Config) -> Vec<SecurityRequirement> {
         }
         Access::TokenOrNamed => token().into(),
         Access::ApiKeyOrToken(_) => [api_key()].into_iter().chain(token()).collect(),
+        Access::ApiKeyOrSession(_) => vec![
+            api_key(),
+            SecurityRequirement::new(CONSENT_SESSION, Vec::<String>::new())
+                .add(CONSENT_CSRF, Vec::<String>::new()),
+        ],
     }
 }
 
@@ -120,6 +130,18 @@ fn security_schemes() -> Value {
             "in": "header",
             "name": "DPoP",
             "description": "The holder's proof of possession for this one request (RFC 9449 §4): a JWT signed by the token's key, header `typ` `dpop+jwt`, `alg` `EdDSA` and the public `jwk`; claims `jti` (fresh), `htm`, `htu`, `iat` and `ath` (the token's SHA-256)."
+        },
+        CONSENT_SESSION: {
+            "type": "apiKey",
+            "in": "cookie",
+            "name": "__Host-mandate-consent",
+            "description": "The consent page's session of a person an identity provider signed in (`/v1/oauth/oidc/{name}/callback` sets it; `HttpOnly`, `SameSite=Strict`), for the one authorization request it names; always together with `consent_csrf`, from this server's own origin."
+        },
+        CONSENT_CSRF: {
+            "type": "apiKey",
+            "in": "header",
+            "name": "Mandate-CSRF",
+            "description": "The consent session's CSRF value, which the callback gives the consent page in its redirect's fragment (`#signed-in=…`)."
         }
     })
 }

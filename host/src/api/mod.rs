@@ -20,6 +20,7 @@ mod meta;
 mod oauth;
 mod oauth_admin;
 mod oauth_consent;
+mod oauth_signin;
 mod orgs;
 mod problems;
 mod query;
@@ -285,6 +286,9 @@ pub fn app(state: AppState) -> Router {
         .routes(routes!(oauth_consent::authorize))
         .routes(routes!(oauth_consent::open_request))
         .routes(routes!(oauth_consent::decide_request))
+        .routes(routes!(oauth_signin::providers))
+        .routes(routes!(oauth_signin::start))
+        .routes(routes!(oauth_signin::callback))
         .routes(routes!(oauth::token))
         .routes(routes!(oauth::revoke))
         .routes(routes!(oauth_admin::list_grants))

@@ -27,7 +27,7 @@ use super::docs::Errors;
 use super::extract::{OAuthForm, first_use_of_proof, token_subject};
 use super::input;
 use super::issue::root_claims;
-use super::oauth_consent::{CONSENT_ASSURANCE, Choice, issuer};
+use super::oauth_consent::{Choice, issuer};
 use super::status::public_base;
 use super::write::{Rendered, once_resuming};
 use crate::clock::Now;
@@ -390,17 +390,14 @@ fn redemption(
     now: Now,
 ) -> ApiResult<Redemption> {
     let choice: Choice = serde_json::from_str(&code.choice).map_err(ApiError::internal)?;
-    if code.assurance != CONSENT_ASSURANCE {
-        return Err(ApiError::internal("a code of an unknown sign-in"));
-    }
+    // An API key's consent is L1, an identity provider's sign-in L2.
+    let level = match code.assurance.as_str() {
+        "L1" => AssuranceLevel::L1,
+        "L2" => AssuranceLevel::L2,
+        _ => return Err(ApiError::internal("a code of an unknown sign-in")),
+    };
     let human = HumanRef::parse(&code.human_ref).map_err(ApiError::internal)?;
-    let mut root = root_claims(
-        state,
-        choice.token_request(),
-        human,
-        AssuranceLevel::L1,
-        now,
-    )?;
+    let mut root = root_claims(state, choice.token_request(), human, level, now)?;
     // RFC 8707 §2: the token is for the resource the request named.
     root.aud = code
         .resource

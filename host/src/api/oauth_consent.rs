@@ -9,7 +9,7 @@
 //! page, never a redirect (RFC 6749 §4.1.2.1); after, refusals go back to
 //! the client with `error`, `state` and `iss` (RFC 9207 §2). Nothing is
 //! written until a signed-in human approves: the pending request travels
-//! sealed in the consent page's URL (`secrets::Kek::seal_request`).
+//! sealed in the consent page's URL (`secrets::Kek::seal_carried`).
 //!
 //! A client is either registered by an organisation (`mcl_…`) or named by
 //! the `https` URL of its metadata document (CIMD,
@@ -20,7 +20,8 @@
 
 use std::sync::Arc;
 
-use axum::extract::{RawQuery, State};
+use axum::extract::{FromRequestParts, RawQuery, State};
+use axum::http::request::Parts;
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use base64::Engine as _;
@@ -44,6 +45,7 @@ use super::docs::Errors;
 use super::extract::{ApiKeyAuth, Json, form_parameters};
 use super::input;
 use super::issue::root_claims;
+use super::oauth_signin::{names_request, session_consenter};
 use super::problems::widening_problem;
 use crate::apikeys::Principal;
 use crate::clock::{Now, iso_s};
@@ -53,6 +55,7 @@ use crate::model::oauth::{
     ConsentDecision, ConsentDecisionRequest, ConsentDecisionResponse, OpenRequest, OpenedRequest,
 };
 use crate::queries::QueryError;
+use crate::secrets::Carried;
 use crate::store::agents;
 use crate::store::oauth::{self as rows, OAuthClient, OAuthCode};
 use crate::store::orgs::Org;
@@ -122,8 +125,6 @@ const MAX_SEALED_CHARS: usize = 16_384;
 const JKT_CHARS: usize = 43;
 /// What a code starts with.
 const CODE_PREFIX: &str = "moc_";
-/// How the consenting human signed in: an API key.
-pub(crate) const CONSENT_ASSURANCE: &str = "L1";
 /// What a query value keeps unescaped: RFC 3986 `unreserved`.
 const QUERY_VALUE: &AsciiSet = &NON_ALPHANUMERIC
     .remove(b'-')
@@ -437,7 +438,10 @@ pub(crate) async fn authorize(
         }
     };
     let plain = serde_json::to_vec(&pending).map_err(ApiError::internal)?;
-    let sealed = state.kek.seal_request(&plain).map_err(ApiError::internal)?;
+    let sealed = state
+        .kek
+        .seal_carried(Carried::Request, &plain)
+        .map_err(ApiError::internal)?;
     see_other(&with_query(
         &format!("{iss}{CONSENT_PATH}"),
         &[("request", Some(&URL_SAFE_NO_PAD.encode(sealed)))],
@@ -465,7 +469,7 @@ pub(crate) fn open_pending(
         .map_err(|_| request_invalid(REFUSED))?;
     let plain = state
         .kek
-        .open_request(&bytes)
+        .open_carried(Carried::Request, &bytes)
         .map_err(|_| request_invalid(REFUSED))?;
     let pending: Pending = serde_json::from_slice(&plain).map_err(|_| request_invalid(REFUSED))?;
     if Some(pending.iss.as_str()) != state.config.public_url.as_deref() {
@@ -479,25 +483,76 @@ pub(crate) fn open_pending(
     Ok((pending, Sha256::digest(sealed.as_bytes()).to_vec()))
 }
 
-/// The human who consents: the person the API key was made for. A key
-/// made for nobody (the admin key, or one without an e-mail) cannot.
-fn consenting_human(state: &AppState, principal: &Principal) -> ApiResult<(HumanRef, String)> {
-    let email = principal.email.as_deref().ok_or_else(|| {
-        ApiError::forbidden(
-            "consent_needs_email",
-            "a consent is given by a person: sign in with an API key made for your e-mail",
-        )
-    })?;
-    let identity = Identity::email(email).map_err(|_| {
-        ApiError::forbidden(
-            "consent_needs_email",
-            "this API key's e-mail is not one a consent can name",
-        )
-    })?;
-    Ok((
-        human_ref(&state.human_secret, &identity),
-        email.to_lowercase(),
-    ))
+/// Who consents: the person an API key that may `issue` was made for (L1;
+/// a key made for nobody — the admin key, or one without an e-mail —
+/// cannot), or a person signed in by an identity provider for this one
+/// request (L2, `oauth_signin`).
+pub(crate) struct Consenter {
+    pub(crate) org: Org,
+    pub(crate) human: HumanRef,
+    /// What the organisation knows the person by.
+    pub(crate) label: String,
+    /// The API key that consents, if a key does.
+    pub(crate) approved_by: Option<String>,
+    /// Whether they may grant for another human's agent.
+    pub(crate) for_anyone: bool,
+    pub(crate) level: AssuranceLevel,
+    /// A session's request (the hash of the sealed request it may decide).
+    pub(crate) request: Option<String>,
+}
+
+impl Consenter {
+    fn of_key(state: &AppState, principal: &Principal) -> ApiResult<Consenter> {
+        let email = principal.email.as_deref().ok_or_else(|| {
+            ApiError::forbidden(
+                "consent_needs_email",
+                "a consent is given by a person: sign in with an API key made for your e-mail",
+            )
+        })?;
+        let identity = Identity::email(email).map_err(|_| {
+            ApiError::forbidden(
+                "consent_needs_email",
+                "this API key's e-mail is not one a consent can name",
+            )
+        })?;
+        Ok(Consenter {
+            org: principal.org,
+            human: human_ref(&state.human_secret, &identity),
+            label: email.to_lowercase(),
+            approved_by: Some(principal.id.clone()),
+            for_anyone: principal.may(Permission::IssueForAnyone),
+            level: AssuranceLevel::L1,
+            request: None,
+        })
+    }
+
+    /// Checks that the consenter may act on the request with this hash: a
+    /// session only on its own (403 `consent_session_other_request`).
+    fn may_decide(&self, request_hash: &[u8]) -> ApiResult<()> {
+        match &self.request {
+            Some(named) if !names_request(named, request_hash) => Err(ApiError::forbidden(
+                "consent_session_other_request",
+                "this sign-in was for another authorization request: sign in again from this one",
+            )),
+            _ => Ok(()),
+        }
+    }
+}
+
+impl FromRequestParts<AppState> for Consenter {
+    type Rejection = ApiError;
+
+    /// An API key when the request carries one (`Authorization`), else
+    /// the consent session's cookie; neither is 401.
+    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> ApiResult<Consenter> {
+        if !parts.headers.contains_key(header::AUTHORIZATION)
+            && let Some(consenter) = session_consenter(state, &parts.headers, state.clock.now())?
+        {
+            return Ok(consenter);
+        }
+        let ApiKeyAuth(principal) = ApiKeyAuth::from_request_parts(parts, state).await?;
+        Consenter::of_key(state, &principal)
+    }
 }
 
 /// The pending request's client: registered in the signer's organisation
@@ -573,14 +628,15 @@ fn requested_scope(pending: &Pending) -> ApiResult<RequestedScope> {
 )]
 pub(crate) async fn open_request(
     State(state): State<AppState>,
-    ApiKeyAuth(principal): ApiKeyAuth,
+    consenter: Consenter,
     Json(body): Json<OpenRequest>,
 ) -> ApiResult<axum::Json<OpenedRequest>> {
     issuer(&state, "/v1/oauth/requests/open")?;
     let now = state.clock.now();
-    let (pending, _) = open_pending(&state, &body.request, now)?;
-    let (human, _) = consenting_human(&state, &principal)?;
-    let client = client_of(&state, principal.org, &pending, now).await?;
+    let (pending, request_hash) = open_pending(&state, &body.request, now)?;
+    consenter.may_decide(&request_hash)?;
+    let human = consenter.human.clone();
+    let client = client_of(&state, consenter.org, &pending, now).await?;
     let requested = requested_scope(&pending)?;
     let redirect =
         RedirectUri::parse(&pending.redirect_uri).map_err(|_| request_invalid("redirect_uri"))?;
@@ -619,11 +675,13 @@ pub(crate) struct Choice {
     pub(crate) constraints: Constraints,
     pub(crate) policy: Policy,
     pub(crate) ttl_seconds: Option<u64>,
-    /// The API key that approved.
-    pub(crate) approved_by: String,
+    /// The API key that approved; none for a person signed in by an
+    /// identity provider.
+    pub(crate) approved_by: Option<String>,
     /// Whether the consenting key may issue for another human's agent.
     pub(crate) for_anyone: bool,
-    /// What the organisation knows the human by (the key's e-mail).
+    /// What the organisation knows the human by (the key's e-mail, or the
+    /// ID token's name or e-mail, else its subject).
     pub(crate) label: String,
     /// The client's name as the page showed it.
     pub(crate) client_name: String,
@@ -688,8 +746,7 @@ fn ceiling(requested: &RequestedScope, chosen: &Scope, now_s: i64) -> ApiResult<
 /// the request (every widening named), and an agent the human may act for.
 async fn checked_choice(
     state: &AppState,
-    principal: &Principal,
-    human: &HumanRef,
+    consenter: &Consenter,
     pending: &Pending,
     request: &TokenRequest,
     now: Now,
@@ -697,8 +754,8 @@ async fn checked_choice(
     let chosen = root_claims(
         state,
         request.clone(),
-        human.clone(),
-        AssuranceLevel::L1,
+        consenter.human.clone(),
+        consenter.level,
         now,
     )?;
     let choice = Grant {
@@ -710,16 +767,16 @@ async fn checked_choice(
     };
     let ceiling = ceiling(&requested_scope(pending)?, &choice.scope, now.s())?;
     check_narrowing(&choice, &ceiling).map_err(|widening| widening_problem(&widening))?;
-    let (org, agent) = (principal.org, request.agent_id.as_str().to_owned());
+    let (org, agent) = (consenter.org, request.agent_id.as_str().to_owned());
     let registered = state
         .store
         .lookup(move |conn| Ok::<_, QueryError>(agents::registered(conn, org, &agent)?))
         .await?;
-    let for_anyone = principal.may(Permission::IssueForAnyone);
+    let for_anyone = consenter.for_anyone;
     let allowed = match registered.map(|agent| agent.owner) {
         None => true,
         Some(None) => for_anyone,
-        Some(Some(owner)) => may_issue_for(Some(&owner), human, for_anyone),
+        Some(Some(owner)) => may_issue_for(Some(&owner), &consenter.human, for_anyone),
     };
     if allowed {
         Ok(())
@@ -749,14 +806,14 @@ async fn checked_choice(
 )]
 pub(crate) async fn decide_request(
     State(state): State<AppState>,
-    ApiKeyAuth(principal): ApiKeyAuth,
+    consenter: Consenter,
     Json(body): Json<ConsentDecisionRequest>,
 ) -> ApiResult<axum::Json<ConsentDecisionResponse>> {
     let iss = issuer(&state, "/v1/oauth/requests/decision")?.to_owned();
     let now = state.clock.now();
     let (pending, request_hash) = open_pending(&state, &body.request, now)?;
-    let (human, label) = consenting_human(&state, &principal)?;
-    let client = client_of(&state, principal.org, &pending, now).await?;
+    consenter.may_decide(&request_hash)?;
+    let client = client_of(&state, consenter.org, &pending, now).await?;
     let grant = match body.decision {
         ConsentDecision::Deny => {
             return Ok(axum::Json(ConsentDecisionResponse {
@@ -775,19 +832,19 @@ pub(crate) async fn decide_request(
     };
     let agent = match &grant.agent_id {
         Some(agent) => agent.clone(),
-        None => oauth_agent_id(client.id(), &human).to_string(),
+        None => oauth_agent_id(client.id(), &consenter.human).to_string(),
     };
     let request = input::consent_request(&agent, &grant)?;
-    checked_choice(&state, &principal, &human, &pending, &request, now).await?;
+    checked_choice(&state, &consenter, &pending, &request, now).await?;
     let choice = Choice {
         agent_id: request.agent_id,
         scope: request.scope,
         constraints: request.constraints,
         policy: request.policy,
         ttl_seconds: request.ttl_seconds,
-        approved_by: principal.id.clone(),
-        for_anyone: principal.may(Permission::IssueForAnyone),
-        label,
+        approved_by: consenter.approved_by.clone(),
+        for_anyone: consenter.for_anyone,
+        label: consenter.label.clone(),
         client_name: client.name().to_owned(),
         document_refresh: match &client {
             Client::Document(_, document) => document.refresh_token,
@@ -804,9 +861,9 @@ pub(crate) async fn decide_request(
     let row = OAuthCode {
         code_hash: Sha256::digest(code.as_bytes()).to_vec(),
         request_hash,
-        org: principal.org,
-        human_ref: human.as_str().to_owned(),
-        assurance: CONSENT_ASSURANCE.to_owned(),
+        org: consenter.org,
+        human_ref: consenter.human.as_str().to_owned(),
+        assurance: consenter.level.as_str().to_owned(),
         client_id: client.id().to_owned(),
         redirect_uri: pending.redirect_uri.clone(),
         code_challenge: pending.code_challenge,

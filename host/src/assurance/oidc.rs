@@ -25,6 +25,7 @@ use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use jsonwebtoken::errors::ErrorKind;
 use jsonwebtoken::jwk::JwkSet;
 use jsonwebtoken::{Algorithm, DecodingKey, Validation, decode};
+use percent_encoding::{AsciiSet, NON_ALPHANUMERIC, utf8_percent_encode};
 use reqwest::Url;
 use serde::Deserialize;
 use serde::de::DeserializeOwned;
@@ -215,6 +216,8 @@ struct Issuer {
     /// Held by the one fetch in flight; requests that need its result wait
     /// here, never on `cache`.
     fetching: Arc<tokio::sync::Mutex<()>>,
+    /// The sign-in endpoints its discovery document named, and when read.
+    endpoints: Mutex<Option<(SignInEndpoints, Now)>>,
 }
 
 impl Issuer {
@@ -253,6 +256,7 @@ impl Issuer {
             http,
             cache: Mutex::new(KeyCache::default()),
             fetching: Arc::new(tokio::sync::Mutex::new(())),
+            endpoints: Mutex::new(None),
         })
     }
 
@@ -266,21 +270,8 @@ impl Issuer {
         if !allowed_url(&url, self.config.allow_insecure_http) {
             return Err(FetchError::Insecure(url.to_string()));
         }
-        let mut response = self.http.get(url).send().await?.error_for_status()?;
-        if response
-            .content_length()
-            .is_some_and(|length| length > MAX_FETCH_BYTES as u64)
-        {
-            return Err(FetchError::TooLarge);
-        }
-        let mut body = Vec::new();
-        while let Some(chunk) = response.chunk().await? {
-            if body.len() + chunk.len() > MAX_FETCH_BYTES {
-                return Err(FetchError::TooLarge);
-            }
-            body.extend_from_slice(&chunk);
-        }
-        Ok(serde_json::from_slice(&body)?)
+        let response = self.http.get(url).send().await?.error_for_status()?;
+        read_json(response).await
     }
 
     async fn fetch(&self) -> Result<JwkSet, FetchError> {
@@ -368,6 +359,206 @@ impl Issuer {
     }
 }
 
+/// Parses a provider's JSON answer, reading at most [`MAX_FETCH_BYTES`].
+async fn read_json<T: DeserializeOwned>(mut response: reqwest::Response) -> Result<T, FetchError> {
+    if response
+        .content_length()
+        .is_some_and(|length| length > MAX_FETCH_BYTES as u64)
+    {
+        return Err(FetchError::TooLarge);
+    }
+    let mut body = Vec::new();
+    while let Some(chunk) = response.chunk().await? {
+        if body.len() + chunk.len() > MAX_FETCH_BYTES {
+            return Err(FetchError::TooLarge);
+        }
+        body.extend_from_slice(&chunk);
+    }
+    Ok(serde_json::from_slice(&body)?)
+}
+
+/// Where a sign-in provider signs people in and redeems codes, from its
+/// discovery document (OpenID Connect Discovery 1.0 §3).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SignInEndpoints {
+    pub authorization: Url,
+    pub token: Url,
+}
+
+#[derive(Deserialize)]
+struct SignInDiscovery {
+    issuer: String,
+    authorization_endpoint: String,
+    token_endpoint: String,
+    #[serde(default)]
+    code_challenge_methods_supported: Option<Vec<String>>,
+}
+
+/// A configured provider people sign in with on the consent page.
+#[derive(Debug, Clone)]
+pub struct SignInProvider {
+    issuer: Arc<Issuer>,
+}
+
+fn sign_in_failed(detail: String) -> ApiError {
+    ApiError::new(StatusCode::BAD_GATEWAY, "sign_in_provider_failed", detail)
+}
+
+/// `text` as a form value (RFC 6749 Appendix B): every byte but RFC 3986's
+/// unreserved ones escaped.
+fn form_encoded(text: &str) -> String {
+    const UNRESERVED: &AsciiSet = &NON_ALPHANUMERIC
+        .remove(b'-')
+        .remove(b'.')
+        .remove(b'_')
+        .remove(b'~');
+    utf8_percent_encode(text, UNRESERVED).to_string()
+}
+
+/// What a provider's token endpoint answers (OIDC Core §3.1.3.3).
+#[derive(Deserialize)]
+struct TokenAnswer {
+    id_token: String,
+}
+
+impl SignInProvider {
+    /// The provider's configuration (issuer, `audience` = Mandate's
+    /// `client_id`, `sign_in`).
+    pub fn config(&self) -> &OidcIssuer {
+        &self.issuer.config
+    }
+
+    fn secret(&self) -> Option<&str> {
+        self.config()
+            .sign_in
+            .as_ref()
+            .and_then(|sign_in| sign_in.client_secret.as_deref())
+    }
+
+    /// Its endpoints: read from its discovery document (whose `issuer`
+    /// must be the configured one, and whose endpoints must be URLs Mandate
+    /// may fetch from; one that lists PKCE methods must list S256), kept
+    /// for an hour.
+    pub async fn endpoints(&self, now: Now) -> ApiResult<SignInEndpoints> {
+        let issuer = &self.issuer;
+        if let Some((endpoints, read)) = &*issuer
+            .endpoints
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            && now.since(*read) < KEYS_TTL
+        {
+            return Ok(endpoints.clone());
+        }
+        let name = &issuer.config.issuer;
+        let discovery: SignInDiscovery =
+            issuer
+                .get_json(&discovery_url(name))
+                .await
+                .map_err(|error| {
+                    sign_in_failed(format!(
+                        "the identity provider's discovery document cannot be read: {error}"
+                    ))
+                })?;
+        if discovery.issuer != *name {
+            return Err(sign_in_failed(
+                "the identity provider's discovery document names another issuer".into(),
+            ));
+        }
+        if discovery
+            .code_challenge_methods_supported
+            .is_some_and(|methods| !methods.iter().any(|method| method == "S256"))
+        {
+            return Err(sign_in_failed(
+                "the identity provider does not support PKCE with S256".into(),
+            ));
+        }
+        let url = |text: &str| {
+            Url::parse(text)
+                .ok()
+                .filter(|url| {
+                    allowed_url(url, issuer.config.allow_insecure_http) && url.fragment().is_none()
+                })
+                .ok_or_else(|| {
+                    sign_in_failed(format!(
+                        "the identity provider's endpoint `{text}` is not an https URL"
+                    ))
+                })
+        };
+        let endpoints = SignInEndpoints {
+            authorization: url(&discovery.authorization_endpoint)?,
+            token: url(&discovery.token_endpoint)?,
+        };
+        *issuer
+            .endpoints
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner) = Some((endpoints.clone(), now));
+        Ok(endpoints)
+    }
+
+    /// Redeems an authorization code at the provider's token endpoint
+    /// (OIDC Core §3.1.3.1: `redirect_uri` and the PKCE verifier; the
+    /// secret, when configured, by HTTP Basic as RFC 6749 §2.3.1 says,
+    /// else `client_id` in the form) and answers the ID token, unverified.
+    pub async fn redeem(
+        &self,
+        endpoints: &SignInEndpoints,
+        code: &str,
+        verifier: &str,
+        redirect_uri: &str,
+    ) -> ApiResult<String> {
+        let client_id = self.config().audience.as_str();
+        let mut form = vec![
+            ("grant_type", "authorization_code"),
+            ("code", code),
+            ("redirect_uri", redirect_uri),
+            ("code_verifier", verifier),
+        ];
+        let mut request = self.issuer.http.post(endpoints.token.clone());
+        match self.secret() {
+            Some(secret) => {
+                request = request.basic_auth(form_encoded(client_id), Some(form_encoded(secret)));
+            }
+            None => form.push(("client_id", client_id)),
+        }
+        let body = form
+            .iter()
+            .map(|(name, value)| format!("{name}={}", form_encoded(value)))
+            .collect::<Vec<_>>()
+            .join("&");
+        let response = request
+            .header("accept", "application/json")
+            .header("content-type", "application/x-www-form-urlencoded")
+            .body(body)
+            .send()
+            .await
+            .map_err(|error| {
+                sign_in_failed(format!(
+                    "the identity provider's token endpoint cannot be reached: {error}"
+                ))
+            })?;
+        let status = response.status();
+        if status.is_client_error() {
+            // RFC 6749 §5.2: a code used before, expired or not for this
+            // client or redirect URI — a sign-in to start again.
+            return Err(ApiError::bad_request(
+                "sign_in_refused",
+                format!("the identity provider refused the code ({status}): sign in again"),
+            ));
+        }
+        if !status.is_success() {
+            return Err(sign_in_failed(format!(
+                "the identity provider's token endpoint failed ({status})"
+            )));
+        }
+        let answer: TokenAnswer = read_json(response).await.map_err(|error| {
+            sign_in_failed(format!(
+                "the identity provider's token answer has no ID token: {error}"
+            ))
+        })?;
+        Ok(answer.id_token)
+    }
+}
+
 /// The configured issuers and their keys.
 #[derive(Debug)]
 pub struct OidcIssuers {
@@ -435,6 +626,28 @@ impl OidcIssuers {
     /// Whether any issuer is configured.
     pub fn is_empty(&self) -> bool {
         self.issuers.is_empty()
+    }
+
+    /// The providers people may sign in with on the consent page, in the
+    /// configuration's order.
+    pub fn sign_in_providers(&self) -> impl Iterator<Item = SignInProvider> + '_ {
+        self.issuers
+            .iter()
+            .filter(|issuer| issuer.config.sign_in.is_some())
+            .map(|issuer| SignInProvider {
+                issuer: issuer.clone(),
+            })
+    }
+
+    /// The sign-in provider of this name.
+    pub fn sign_in(&self, name: &str) -> Option<SignInProvider> {
+        self.sign_in_providers().find(|provider| {
+            provider
+                .config()
+                .sign_in
+                .as_ref()
+                .is_some_and(|sign_in| sign_in.name == name)
+        })
     }
 
     /// Verifies an ID token at `now`; returns who it names.

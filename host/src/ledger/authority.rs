@@ -230,7 +230,8 @@ impl Ledger {
     }
 
     /// Signs and stores a root token of `org` issued on the API key
-    /// `issued_by`, with the next status list index (the list's URI under
+    /// `issued_by` (none for a consent given by a person an identity
+    /// provider signed in), with the next status list index (the list's URI under
     /// `status_base`): the claims as core made them, signed here so the
     /// index is the ledger's to hand out. Its agent, when new, is
     /// registered as the token's human's; one another human owns is
@@ -244,7 +245,7 @@ impl Ledger {
         org: Org,
         mut claims: Claims,
         key: &SigningKey,
-        issued_by: &str,
+        issued_by: Option<&str>,
         for_anyone: bool,
         status_base: &str,
         now: Now,
@@ -269,15 +270,7 @@ impl Ledger {
         }
         claims.status = Some(self.next_status(status_base)?);
         let compact = sign(&claims, key).map_err(internal)?;
-        self.store_token(
-            org,
-            &claims,
-            None,
-            false,
-            key.kid(),
-            Some(issued_by),
-            now.ms(),
-        )?;
+        self.store_token(org, &claims, None, false, key.kid(), issued_by, now.ms())?;
         Ok((claims, compact))
     }
 

@@ -108,7 +108,7 @@ pub struct Redemption {
     /// the request's `resource`); signed and stored here.
     pub root: Claims,
     /// The API key that approved.
-    pub issued_by: String,
+    pub issued_by: Option<String>,
     /// Whether that key may issue for another human's agent.
     pub for_anyone: bool,
     /// What the organisation knows the human by.
@@ -193,8 +193,15 @@ impl Ledger {
             key,
             ..
         } = redemption;
-        let (root, _) =
-            self.store_root(org, root, &key, &issued_by, for_anyone, &status_base, now)?;
+        let (root, _) = self.store_root(
+            org,
+            root,
+            &key,
+            issued_by.as_deref(),
+            for_anyone,
+            &status_base,
+            now,
+        )?;
         self.label_human(org, &root.svc_human, &label, now)?;
         let mut access = renew(
             &root,

@@ -372,3 +372,20 @@ pub struct GrantList {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub next_cursor: Option<String>,
 }
+
+/// An identity provider people may sign in with on the consent page.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct SignInProviderInfo {
+    /// Its name in `/v1/oauth/oidc/{name}/start`.
+    pub name: String,
+    /// Its issuer identifier.
+    pub issuer: String,
+    /// The issuer's host, to show on the sign-in button.
+    pub host: String,
+}
+
+/// The identity providers people may sign in with on the consent page.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct SignInProviders {
+    pub providers: Vec<SignInProviderInfo>,
+}

@@ -125,6 +125,9 @@ pub fn add_default(conn: &Connection, id: &OrgId, created_at_ms: i64) -> sql::Re
     Ok(())
 }
 
+/// The default organisation's name.
+pub const DEFAULT_NAME: &str = "default";
+
 /// Adds the default organisation unless it exists: `?1` its id, `?2` its
 /// creation time.
 pub(crate) const ADD_DEFAULT: &str = "INSERT INTO orgs (num, id, name, created_at)

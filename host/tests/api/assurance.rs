@@ -18,7 +18,7 @@ use crate::helpers::{TestApp, expect_json, expect_problem, text};
 
 /// A signing key of the test identity provider.
 #[derive(Clone)]
-struct TestKey {
+pub(crate) struct TestKey {
     kid: String,
     alg: Algorithm,
     encoding: EncodingKey,
@@ -55,7 +55,7 @@ impl TestKey {
         }
     }
 
-    fn ed(kid: &str) -> TestKey {
+    pub(crate) fn ed(kid: &str) -> TestKey {
         // PKCS#8 v1 of an Ed25519 seed: a fixed 16-byte prefix, then the seed.
         const PREFIX: [u8; 16] = [
             0x30, 0x2e, 0x02, 0x01, 0x00, 0x30, 0x05, 0x06, 0x03, 0x2b, 0x65, 0x70, 0x04, 0x22,
@@ -70,13 +70,13 @@ impl TestKey {
         }
     }
 
-    fn jwk(&self) -> Jwk {
+    pub(crate) fn jwk(&self) -> Jwk {
         let mut jwk = Jwk::from_encoding_key(&self.encoding, self.alg).unwrap();
         jwk.common.key_id = Some(self.kid.clone());
         jwk
     }
 
-    fn sign(&self, claims: &Value) -> String {
+    pub(crate) fn sign(&self, claims: &Value) -> String {
         let mut header = Header::new(self.alg);
         header.kid = Some(self.kid.clone());
         encode(&header, claims, &self.encoding).unwrap()

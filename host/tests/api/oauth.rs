@@ -13,6 +13,7 @@ use crate::helpers::{TestApp, expect_json, expect_problem};
 mod documents;
 mod exchange;
 mod relay;
+mod signin;
 
 /// `[oauth]` on, the issuer being this server's own address (plus `path`).
 fn oauth_at(config: &mut Config, path: &str) {

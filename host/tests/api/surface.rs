@@ -84,6 +84,9 @@ async fn openapi_lists_every_route() {
         ("/v1/oauth/authorize", "get"),
         ("/v1/oauth/requests/open", "post"),
         ("/v1/oauth/requests/decision", "post"),
+        ("/v1/oauth/oidc/providers", "get"),
+        ("/v1/oauth/oidc/{name}/start", "get"),
+        ("/v1/oauth/oidc/{name}/callback", "get"),
         ("/v1/oauth/token", "post"),
         ("/v1/oauth/clients", "post"),
         ("/v1/oauth/clients", "get"),
@@ -101,7 +104,7 @@ async fn openapi_lists_every_route() {
             "{method} {path} missing"
         );
     }
-    assert_eq!(paths.len(), 66, "paths (some with two methods)");
+    assert_eq!(paths.len(), 69, "paths (some with two methods)");
     assert!(document["components"]["securitySchemes"]["api_key"].is_object());
     assert!(document["components"]["schemas"]["Problem"].is_object());
     let mut references = Vec::new();
