@@ -662,6 +662,8 @@ pub(crate) async fn open_request(
             .collect(),
         agent_id: oauth_agent_id(client.id(), &human).to_string(),
         expires_at: iso_s(pending.exp),
+        signed_in_as: consenter.label,
+        assurance: consenter.level.as_str().to_owned(),
     }))
 }
 

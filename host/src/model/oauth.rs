@@ -206,6 +206,12 @@ pub struct OpenedRequest {
     pub agent_id: String,
     /// RFC 3339: when the request can no longer be decided.
     pub expires_at: String,
+    /// Who consents, as the organisation knows them: the API key's e-mail,
+    /// or the name the identity provider gave (else its subject).
+    pub signed_in_as: String,
+    /// How they signed in: `L1` (an API key) or `L2` (an identity
+    /// provider); the grant's tokens carry it as `svc_assurance`.
+    pub assurance: String,
 }
 
 /// Approve or deny.

@@ -417,6 +417,75 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/oauth/oidc/providers": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The providers people may sign in with on the consent page (each by its
+         *     name in the start path, its issuer and that issuer's host, to show on
+         *     the button). Empty when none is configured.
+         */
+        get: operations["oauth_sign_in_providers"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/oauth/oidc/{name}/callback": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Where the provider sends the browser back (OIDC Core §3.1.2.5): the
+         *     sign-in cookie must be this provider's, unexpired, with this `state`;
+         *     `iss`, when sent, the provider's (RFC 9207). The code is redeemed with
+         *     the PKCE verifier, the ID token verified as an L2 one with the
+         *     sign-in's `nonce` and must be the provider's own. The browser then goes
+         *     back to the consent page with a session for its request (the CSRF
+         *     value in the fragment, which no server sees).
+         */
+        get: operations["oauth_sign_in_callback"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/oauth/oidc/{name}/start": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Starts signing a person in with a provider for a pending authorization
+         *     request (`request`, as sealed in the consent page's URL): the sign-in
+         *     is sealed in a cookie (`state`, `nonce`, PKCE verifier, the request's
+         *     hash; ten minutes) and the browser sent on to the provider with an
+         *     OpenID Connect authentication request (OIDC Core §3.1.2.1).
+         */
+        get: operations["oauth_sign_in_start"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/oauth/requests/decision": {
         parameters: {
             query?: never;
@@ -2431,6 +2500,11 @@ export interface components {
             /** @description The agent the grant is for unless the human names another. */
             agent_id: string;
             /**
+             * @description How they signed in: `L1` (an API key) or `L2` (an identity
+             *     provider); the grant's tokens carry it as `svc_assurance`.
+             */
+            assurance: string;
+            /**
              * @description For a `document` client, the host of its `client_id` URL: who the
              *     client is, whatever its name says (show it prominently).
              */
@@ -2464,6 +2538,11 @@ export interface components {
             resources: string[];
             /** @description The `scope` parameter as sent, if any. */
             scope?: string | null;
+            /**
+             * @description Who consents, as the organisation knows them: the API key's e-mail,
+             *     or the name the identity provider gave (else its subject).
+             */
+            signed_in_as: string;
         };
         /** @description An organisation. */
         OrgBody: {
@@ -2965,6 +3044,19 @@ export interface components {
         };
         /** @description `sha256:` and 64 lowercase hex digits. */
         Sha256Ref: string;
+        /** @description An identity provider people may sign in with on the consent page. */
+        SignInProviderInfo: {
+            /** @description The issuer's host, to show on the sign-in button. */
+            host: string;
+            /** @description Its issuer identifier. */
+            issuer: string;
+            /** @description Its name in `/v1/oauth/oidc/{name}/start`. */
+            name: string;
+        };
+        /** @description The identity providers people may sign in with on the consent page. */
+        SignInProviders: {
+            providers: components["schemas"]["SignInProviderInfo"][];
+        };
         /** @description One UTC day of an agent's sparkline. */
         SparkDayBody: {
             /** @description `YYYY-MM-DD` (UTC). */
@@ -5445,6 +5537,359 @@ export interface operations {
         responses: {
             /** @description Revoked */
             204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Malformed JSON or query. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Missing or invalid API key, or a token that fails verification. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Token inactive, out of scope, over budget, widening, or not allowed. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Unknown record, workflow, agent or token. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Already completed, already rated, or not in a state for this. */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The body is larger than 64 KiB. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The body is not `application/json`. */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /**
+             * @description Well-formed JSON that breaks a rule, or a read that ran past the
+             *     query time budget (`query_too_broad`).
+             */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Rate limited; see `Retry-After`. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Storage cannot take writes right now. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    oauth_sign_in_providers: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The sign-in providers */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SignInProviders"];
+                };
+            };
+            /** @description Malformed JSON or query. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Missing or invalid API key, or a token that fails verification. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Token inactive, out of scope, over budget, widening, or not allowed. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Unknown record, workflow, agent or token. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Already completed, already rated, or not in a state for this. */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The body is larger than 64 KiB. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The body is not `application/json`. */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /**
+             * @description Well-formed JSON that breaks a rule, or a read that ran past the
+             *     query time budget (`query_too_broad`).
+             */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Rate limited; see `Retry-After`. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Storage cannot take writes right now. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    oauth_sign_in_callback: {
+        parameters: {
+            query?: {
+                /** @description The provider's authorization code */
+                code?: string;
+                /** @description The sign-in's state */
+                state?: string;
+                /** @description RFC 9207 issuer identifier */
+                iss?: string;
+                /** @description The provider's refusal */
+                error?: string;
+            };
+            header?: never;
+            path: {
+                /** @description The provider's name */
+                name: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description To the consent page, signed in */
+            303: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Malformed JSON or query. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Missing or invalid API key, or a token that fails verification. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Token inactive, out of scope, over budget, widening, or not allowed. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Unknown record, workflow, agent or token. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Already completed, already rated, or not in a state for this. */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The body is larger than 64 KiB. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The body is not `application/json`. */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /**
+             * @description Well-formed JSON that breaks a rule, or a read that ran past the
+             *     query time budget (`query_too_broad`).
+             */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Rate limited; see `Retry-After`. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Storage cannot take writes right now. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    oauth_sign_in_start: {
+        parameters: {
+            query: {
+                /** @description The sealed authorization request */
+                request: string;
+            };
+            header?: never;
+            path: {
+                /** @description The provider's name */
+                name: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description To the identity provider */
+            303: {
                 headers: {
                     [name: string]: unknown;
                 };

@@ -3,7 +3,11 @@
 // act for them. `GET /v1/oauth/authorize` sends the browser here with the
 // request sealed by the server. The person signs in with an API key made
 // for their e-mail (kept in this tab's sessionStorage, as the dashboard
-// keeps it), sees who asks — the client as the organisation registered
+// keeps it) or, where the deployment names one, with an identity provider
+// (the server's `…/oidc/<name>/start`; the provider sends the browser back
+// through the server, which sets a session cookie for this one request and
+// comes back here with the session's CSRF value in the fragment — the
+// sealed request waits in sessionStorage meanwhile), sees who asks — the client as the organisation registered
 // it, or the host of the URL a client names itself by beside the name its
 // metadata document claims — where the browser goes back to, the server
 // the token is for, what is asked — narrows it, and approves or denies. The decision is a JSON
@@ -18,7 +22,16 @@ import type { Me } from "mandate-sdk/web";
 import { h, replace } from "../dashboard/dom.js";
 import { apiKey, client, signIn, signOut } from "../dashboard/session.js";
 import { field, problemBox } from "../dashboard/ui.js";
-import { type ConsentGrant, type OpenedRequest, decide, openRequest } from "./api.js";
+import {
+  type ConsentGrant,
+  type Credential,
+  type OpenedRequest,
+  type SignInProvider,
+  decide,
+  openRequest,
+  signInProviders,
+  signInUrl,
+} from "./api.js";
 
 const main = document.getElementById("main") as HTMLElement;
 
@@ -43,7 +56,32 @@ function who(asked: OpenedRequest): HTMLElement[] {
 }
 const account = document.getElementById("account") as HTMLElement;
 const identity = document.getElementById("identity") as HTMLElement;
-const request = new URLSearchParams(location.search).get("request");
+/** Where this tab keeps the sealed request while the person signs in elsewhere. */
+const REQUEST_KEY = "mandate.consent.request";
+/** Where this tab keeps an identity provider's session's CSRF value. */
+const CSRF_KEY = "mandate.consent.csrf";
+const SIGNED_IN = "#signed-in=";
+
+/**
+ * The sealed request: from the URL (kept in this tab for a sign-in round
+ * trip), or after a sign-in with an identity provider from this tab; the
+ * session's CSRF value, when the server just sent one, kept likewise and
+ * taken out of the address bar.
+ */
+function arrived(): string | null {
+  const fromUrl = new URLSearchParams(location.search).get("request");
+  if (fromUrl !== null && fromUrl !== "") {
+    sessionStorage.setItem(REQUEST_KEY, fromUrl);
+    sessionStorage.removeItem(CSRF_KEY);
+  }
+  if (location.hash.startsWith(SIGNED_IN)) {
+    sessionStorage.setItem(CSRF_KEY, location.hash.slice(SIGNED_IN.length));
+    history.replaceState(null, "", location.pathname + location.search);
+  }
+  return fromUrl !== null && fromUrl !== "" ? fromUrl : sessionStorage.getItem(REQUEST_KEY);
+}
+
+const request = arrived();
 
 /** The lifetimes offered, in seconds (the longest is the server's most). */
 const LIFETIMES: [string, number][] = [
@@ -86,12 +124,30 @@ function render(): void {
     );
     return;
   }
+  const csrf = sessionStorage.getItem(CSRF_KEY);
+  if (csrf !== null) {
+    void signedInWithProvider(csrf, request);
+    return;
+  }
   const key = apiKey();
   if (key === null) {
     signInForm(request);
     return;
   }
   void signedIn(key, request);
+}
+
+/** A link per identity provider the deployment lets people sign in with. */
+function providerLinks(sealed: string, providers: SignInProvider[]): HTMLElement | null {
+  if (providers.length === 0) return null;
+  return h(
+    "section",
+    { class: "providers", "aria-label": "Sign in with your identity provider" },
+    h("p", {}, "Or sign in with your organisation's identity provider:"),
+    ...providers.map((provider) =>
+      h("a", { class: "button-link", href: signInUrl(provider, sealed) }, "Sign in with ", h("strong", {}, provider.host)),
+    ),
+  );
 }
 
 function signInForm(sealed: string, why?: unknown): void {
@@ -125,6 +181,13 @@ function signInForm(sealed: string, why?: unknown): void {
     field("API key", key),
     submit,
     outcome,
+  );
+  signInProviders().then(
+    (providers) => {
+      const links = providerLinks(sealed, providers);
+      if (links !== null) form.append(links);
+    },
+    () => undefined,
   );
   const attempt = async (): Promise<void> => {
     const value = key.value.trim();
@@ -176,11 +239,27 @@ async function signedIn(key: string, sealed: string): Promise<void> {
     showAlert(main.appendChild(h("div", {})), alertBox("This key cannot grant access", refusal));
     return;
   }
+  const credential: Credential = { kind: "key", key };
   try {
-    consentForm(key, sealed, await openRequest(key, sealed));
+    consentForm(credential, sealed, await openRequest(credential, sealed));
   } catch (error) {
     replace(main, heading("Grant access"));
     showAlert(main.appendChild(h("div", {})), problemBox(error));
+  }
+}
+
+/** Signed in by an identity provider: the session cookie and its CSRF value. */
+async function signedInWithProvider(csrf: string, sealed: string): Promise<void> {
+  replace(main, h("p", { class: "loading", role: "status" }, "Loading the request…"));
+  const credential: Credential = { kind: "session", csrf };
+  try {
+    const asked = await openRequest(credential, sealed);
+    account.hidden = false;
+    identity.textContent = `${asked.signed_in_as} · signed in by your identity provider`;
+    consentForm(credential, sealed, asked);
+  } catch (error) {
+    sessionStorage.removeItem(CSRF_KEY);
+    signInForm(sealed, error);
   }
 }
 
@@ -210,7 +289,7 @@ function numberOf(input: HTMLInputElement): number | undefined {
   return input.value.trim() === "" ? undefined : Number(input.value);
 }
 
-function consentForm(key: string, sealed: string, asked: OpenedRequest): void {
+function consentForm(credential: Credential, sealed: string, asked: OpenedRequest): void {
   const [actionSet, actions] = choiceList("Actions it may take", "action", asked.actions, true);
   const namedActions = h("input", { name: "actions", spellcheck: false, placeholder: "read" });
   if (asked.actions.length === 0) {
@@ -256,7 +335,10 @@ function consentForm(key: string, sealed: string, asked: OpenedRequest): void {
     replace(outcome, h("p", { role: "status" }, decision === "approve" ? "Granting…" : "Denying…"));
     try {
       const grant = decision === "approve" ? chosen() : null;
-      location.assign(await decide(key, { request: sealed, decision, grant }));
+      const redirect = await decide(credential, { request: sealed, decision, grant });
+      sessionStorage.removeItem(REQUEST_KEY);
+      sessionStorage.removeItem(CSRF_KEY);
+      location.assign(redirect);
     } catch (error) {
       approve.disabled = false;
       deny.disabled = false;
@@ -367,6 +449,7 @@ function consentForm(key: string, sealed: string, asked: OpenedRequest): void {
 
 document.getElementById("sign-out")?.addEventListener("click", () => {
   signOut();
+  sessionStorage.removeItem(CSRF_KEY);
   render();
 });
 

@@ -388,6 +388,8 @@ async fn a_person_the_provider_signs_in_consents_at_l2() {
     )
     .await;
     assert_eq!(opened["client_name"], "Claude");
+    assert_eq!(opened["signed_in_as"], "Ada Lovelace");
+    assert_eq!(opened["assurance"], "L2");
     let approved = expect_json(
         signin
             .as_page(
