@@ -21,6 +21,7 @@ import { axeViolations, freePort, launchBrowser, openPage, screenshot, startServ
 const RESOURCE = "https://mcp.example.com/mcp";
 const CLIENT_ID = "mandate-consent";
 const SECRET = "s3cret";
+const RULES = '[{"actions": ["read"], "pol": [["==", ".customer", "acme"]]}]';
 
 let server;
 let browser;
@@ -141,9 +142,9 @@ function pkce() {
   return { verifier, challenge: createHash("sha256").update(verifier).digest("base64url") };
 }
 
-/** Presses Tab until the focused element matches `selector` (at most 40 times). */
+/** Presses Tab until the focused element matches `selector` (at most 80 times: from the alert it goes round the page). */
 async function tabTo(page, selector) {
-  for (let presses = 0; presses < 40; presses += 1) {
+  for (let presses = 0; presses < 80; presses += 1) {
     if (await page.evaluate((wanted) => document.activeElement?.matches(wanted) ?? false, selector)) return;
     await page.keyboard.press("Tab");
   }
@@ -209,6 +210,18 @@ test("a person signs in with the identity provider by keyboard and grants at L2"
   assert.deepEqual(await axeViolations(page), []);
   await screenshot(page, "oauth-consent-signed-in");
 
+  // Argument rules: one the server cannot judge is refused and named;
+  // then a rule limiting `read` to one customer.
+  await tabTo(page, "textarea[name=args]");
+  await page.keyboard.type('[{"actions": ["read"], "pol": [["~=", ".customer", "acme"]]}]');
+  await tabTo(page, "button[type=submit]");
+  await page.keyboard.press("Enter");
+  const refusal = page.getByRole("alert");
+  await refusal.waitFor();
+  assert.match(await refusal.textContent(), /unknown_operator/);
+  await tabTo(page, "textarea[name=args]");
+  await page.keyboard.press("Control+A");
+  await page.keyboard.type(RULES);
   const landed = page.waitForURL((url) => url.href.startsWith(callback.uri));
   await tabTo(page, "button[type=submit]");
   await page.keyboard.press("Enter");
@@ -216,7 +229,11 @@ test("a person signs in with the identity provider by keyboard and grants at L2"
   const answer = new URL(page.url()).searchParams;
   assert.equal(answer.get("state"), "st-1");
   assert.equal(answer.get("iss"), server.base);
-  assert.deepEqual(errors, []);
+  assert.deepEqual(
+    errors.filter((error) => !error.includes("422")),
+    [],
+    "nothing failed but the refused grant",
+  );
   await page.context().close();
   assert.equal(provider.state.tokenRequests, 1);
 
@@ -237,4 +254,5 @@ test("a person signs in with the identity provider by keyboard and grants at L2"
   const claims = JSON.parse(Buffer.from(token.access_token.split(".")[1], "base64url").toString());
   assert.equal(claims.svc_assurance, "L2");
   assert.equal(claims.svc_trust_score, 0.7);
+  assert.deepEqual(claims.svc_constraints.args, JSON.parse(RULES));
 });

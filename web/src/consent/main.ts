@@ -289,6 +289,22 @@ function numberOf(input: HTMLInputElement): number | undefined {
   return input.value.trim() === "" ? undefined : Number(input.value);
 }
 
+/**
+ * The argument rules typed on the page: none when empty, else a JSON list
+ * (the server judges each rule and names the one at fault).
+ */
+function argumentRules(text: string): Record<string, unknown>[] | undefined {
+  if (text.trim() === "") return undefined;
+  let rules: unknown;
+  try {
+    rules = JSON.parse(text);
+  } catch (error) {
+    throw new Error(`The argument rules are not JSON: ${error instanceof Error ? error.message : String(error)}`);
+  }
+  if (!Array.isArray(rules)) throw new Error("The argument rules are a JSON list of rules: [ {…}, … ]");
+  return rules as Record<string, unknown>[];
+}
+
 function consentForm(credential: Credential, sealed: string, asked: OpenedRequest): void {
   const [actionSet, actions] = choiceList("Actions it may take", "action", asked.actions, true);
   const namedActions = h("input", { name: "actions", spellcheck: false, placeholder: "read" });
@@ -318,6 +334,23 @@ function consentForm(credential: Credential, sealed: string, asked: OpenedReques
   );
   const spendOver = numberInput("spend_over_usd");
   approvalSet.append(field("Ask me before spending more than (USD) at once", spendOver));
+  const argRules = h("textarea", {
+    name: "args",
+    rows: 4,
+    spellcheck: false,
+    placeholder: '[{"actions": ["send"], "pol": [["all", ".to", ["like", ".", "*@example.com"]]]}]',
+  });
+  const argSet = h(
+    "fieldset",
+    {},
+    h("legend", {}, "Rules on the arguments"),
+    h(
+      "p",
+      { class: "hint" },
+      "Limit the arguments it may act with, e.g. whom it may e-mail or pay: a JSON list of rules, each with the actions and resources it applies to and its statements (UCAN's policy language; see the API documentation, constraints.args). An action a rule applies to is refused without arguments that make every statement true.",
+    ),
+    field("Argument rules (empty: none)", argRules),
+  );
   const lifetime = h(
     "select",
     { name: "lifetime" },
@@ -355,6 +388,7 @@ function consentForm(credential: Credential, sealed: string, asked: OpenedReques
     const maxActions = numberOf(count);
     const overUsd = numberOf(spendOver);
     const ask = approvals.filter((box) => box.checked).map((box) => box.value);
+    const rules = argumentRules(argRules.value);
     const grant: ConsentGrant = {
       actions:
         asked.actions.length === 0
@@ -364,10 +398,11 @@ function consentForm(credential: Credential, sealed: string, asked: OpenedReques
       ttl_seconds: Number(lifetime.value),
     };
     if (agent.value.trim() !== "") grant.agent_id = agent.value.trim();
-    if (maxSpend !== undefined || maxActions !== undefined || ask.length > 0 || overUsd !== undefined) {
+    if (maxSpend !== undefined || maxActions !== undefined || ask.length > 0 || overUsd !== undefined || rules !== undefined) {
       grant.constraints = {
         max_spend_usd: maxSpend ?? null,
         max_actions: maxActions ?? null,
+        args: rules ?? null,
         require_approval:
           ask.length > 0 || overUsd !== undefined
             ? { actions: ask.length > 0 ? ask : null, spend_over_usd: overUsd ?? null }
@@ -437,6 +472,7 @@ function consentForm(credential: Credential, sealed: string, asked: OpenedReques
       field("Most actions (empty: no limit)", count),
     ),
     approvalSet,
+    argSet,
     field("For how long", lifetime),
     field(`Agent name (empty: ${asked.agent_id})`, agent),
     h("p", { class: "hint" }, `Answer before ${asked.expires_at}.`),
