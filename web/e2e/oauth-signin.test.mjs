@@ -142,13 +142,13 @@ function pkce() {
   return { verifier, challenge: createHash("sha256").update(verifier).digest("base64url") };
 }
 
-/** Presses Tab until the focused element matches `selector` (at most 80 times: from the alert it goes round the page). */
-async function tabTo(page, selector) {
-  for (let presses = 0; presses < 80; presses += 1) {
+/** Presses `key` (Tab, or Shift+Tab to go back) until the focused element matches `selector` (at most 40 times). */
+async function tabTo(page, selector, key = "Tab") {
+  for (let presses = 0; presses < 40; presses += 1) {
     if (await page.evaluate((wanted) => document.activeElement?.matches(wanted) ?? false, selector)) return;
-    await page.keyboard.press("Tab");
+    await page.keyboard.press(key);
   }
-  assert.fail(`Tab never reached ${selector}`);
+  assert.fail(`${key} never reached ${selector}`);
 }
 
 before(async () => {
@@ -219,7 +219,7 @@ test("a person signs in with the identity provider by keyboard and grants at L2"
   const refusal = page.getByRole("alert");
   await refusal.waitFor();
   assert.match(await refusal.textContent(), /unknown_operator/);
-  await tabTo(page, "textarea[name=args]");
+  await tabTo(page, "textarea[name=args]", "Shift+Tab");
   await page.keyboard.press("Control+A");
   await page.keyboard.type(RULES);
   const landed = page.waitForURL((url) => url.href.startsWith(callback.uri));
