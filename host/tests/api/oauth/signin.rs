@@ -437,6 +437,9 @@ async fn a_person_the_provider_signs_in_consents_at_l2() {
     assert!(auth[0].as_deref().unwrap().starts_with("Basic "));
 }
 
+/// A callback's sign-in cookie, if sent, and query.
+type Refusal<'a> = (Option<&'a str>, Vec<(&'a str, &'a str)>);
+
 /// Every way a provider's answer can be wrong ends the sign-in with a
 /// problem and no session: an unknown provider, no sign-in under way,
 /// another provider's callback, a `state` or `iss` not the sign-in's, the
@@ -459,7 +462,7 @@ async fn a_sign_in_fails_closed() {
     let (cookie, url) = signin.begin(&sealed).await;
     let answer = signin.provider.sign_in(&url, "ada-42", None);
     let (code, state) = (answer["code"].as_str(), answer["state"].as_str());
-    let refusals: [(Option<&str>, Vec<(&str, &str)>); 5] = [
+    let refusals: [Refusal; 5] = [
         (None, vec![("code", code), ("state", state)]),
         (Some("not-sealed"), vec![("code", code), ("state", state)]),
         (Some(&cookie), vec![("code", code), ("state", "other")]),
@@ -478,11 +481,7 @@ async fn a_sign_in_fails_closed() {
     ];
     for (sent, query) in refusals {
         let response = signin.callback(sent, &query).await;
-        assert!(
-            set_cookies(&response)
-                .get("__Host-mandate-consent")
-                .is_none()
-        );
+        assert!(!set_cookies(&response).contains_key("__Host-mandate-consent"));
         expect_problem(response, StatusCode::BAD_REQUEST, "sign_in_refused").await;
     }
     // The sign-in of another provider's callback path is not this one's.
