@@ -901,6 +901,11 @@ class OpenedRequest(TypedDict):
     """
     The agent the grant is for unless the human names another.
     """
+    assurance: str
+    """
+    How they signed in: `L1` (an API key) or `L2` (an identity
+    provider); the grant's tokens carry it as `svc_assurance`.
+    """
     client_host: NotRequired[str | None]
     """
     For a `document` client, the host of its `client_id` URL: who the
@@ -946,6 +951,11 @@ class OpenedRequest(TypedDict):
     scope: NotRequired[str | None]
     """
     The `scope` parameter as sent, if any.
+    """
+    signed_in_as: str
+    """
+    Who consents, as the organisation knows them: the API key's e-mail,
+    or the name the identity provider gave (else its subject).
     """
 
 
@@ -1304,6 +1314,33 @@ Sha256Ref: TypeAlias = str
 """
 `sha256:` and 64 lowercase hex digits.
 """
+
+
+class SignInProviderInfo(TypedDict):
+    """
+    An identity provider people may sign in with on the consent page.
+    """
+
+    host: str
+    """
+    The issuer's host, to show on the sign-in button.
+    """
+    issuer: str
+    """
+    Its issuer identifier.
+    """
+    name: str
+    """
+    Its name in `/v1/oauth/oidc/{name}/start`.
+    """
+
+
+class SignInProviders(TypedDict):
+    """
+    The identity providers people may sign in with on the consent page.
+    """
+
+    providers: list[SignInProviderInfo]
 
 
 class SparkDayBody(TypedDict):
