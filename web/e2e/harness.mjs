@@ -8,6 +8,7 @@
 
 import assert from "node:assert/strict";
 import { spawn } from "node:child_process";
+import { createHash, randomBytes } from "node:crypto";
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
@@ -410,4 +411,31 @@ export async function approveConsent(browser, authorizationUrl, key, { actions, 
   } finally {
     await context.close();
   }
+}
+
+/** A PKCE pair (RFC 7636 §4.1–4.2, S256). */
+export function pkce() {
+  const verifier = randomBytes(32).toString("base64url");
+  return { verifier, challenge: createHash("sha256").update(verifier).digest("base64url") };
+}
+
+/** Presses `key` (Tab, or Shift+Tab to go back) until the focused element matches `selector` (at most 40 times). */
+export async function tabTo(page, selector, key = "Tab") {
+  for (let presses = 0; presses < 40; presses += 1) {
+    if (await page.evaluate((wanted) => document.activeElement?.matches(wanted) ?? false, selector)) return;
+    await page.keyboard.press(key);
+  }
+  assert.fail(`${key} never reached ${selector}`);
+}
+
+/** Redeems an authorization code at `base`'s token endpoint (RFC 6749 §4.1.3): the status and the JSON answer. */
+export async function redeemCode(base, { code, clientId, redirectUri, verifier, resource }) {
+  const form = { grant_type: "authorization_code", code, client_id: clientId, redirect_uri: redirectUri, code_verifier: verifier };
+  if (resource !== undefined) form.resource = resource;
+  const response = await fetch(`${base}/v1/oauth/token`, {
+    method: "POST",
+    headers: { "content-type": "application/x-www-form-urlencoded" },
+    body: new URLSearchParams(form),
+  });
+  return { status: response.status, token: await response.json() };
 }

@@ -10,14 +10,13 @@
 // server trusts through `[oauth.client_documents] extra_roots`.
 
 import assert from "node:assert/strict";
-import { createHash, randomBytes } from "node:crypto";
 import { readFileSync } from "node:fs";
 import { createServer } from "node:http";
 import { createServer as createHttpsServer } from "node:https";
 import { after, before, test } from "node:test";
 import { fileURLToPath } from "node:url";
 
-import { freePort, launchBrowser, openPage, screenshot, startServer } from "./harness.mjs";
+import { freePort, launchBrowser, openPage, pkce, redeemCode, screenshot, startServer, tabTo } from "./harness.mjs";
 
 const RESOURCE = "https://mcp.example.com/mcp";
 const XSS_NAME = `<img src=x onerror="window.__xss=1">Notes & Co`;
@@ -88,11 +87,6 @@ function registerClient(name) {
   return server.api.call("POST", "/v1/oauth/clients", { name, redirect_uris: [callback.uri] });
 }
 
-/** A PKCE pair (RFC 7636 §4.1–4.2, S256). */
-function pkce() {
-  const verifier = randomBytes(32).toString("base64url");
-  return { verifier, challenge: createHash("sha256").update(verifier).digest("base64url") };
-}
 
 function authorizeUrl(clientId, { challenge, state, scope = "read write crm:*" }) {
   const query = new URLSearchParams({
@@ -108,14 +102,6 @@ function authorizeUrl(clientId, { challenge, state, scope = "read write crm:*" }
   return `${server.base}/v1/oauth/authorize?${query}`;
 }
 
-/** Presses Tab until the focused element matches `selector` (at most 40 times). */
-async function tabTo(page, selector) {
-  for (let presses = 0; presses < 40; presses += 1) {
-    if (await page.evaluate((wanted) => document.activeElement?.matches(wanted) ?? false, selector)) return;
-    await page.keyboard.press("Tab");
-  }
-  assert.fail(`Tab never reached ${selector}`);
-}
 
 /** Opens the authorization URL and signs in with `key` by keyboard alone. */
 async function signInByKeyboard(page, url, key) {
@@ -178,20 +164,14 @@ test("approving by keyboard alone sends code, state and iss back; the code buys 
   assert.deepEqual(errors, []);
   await page.context().close();
 
-  const response = await fetch(`${server.base}/v1/oauth/token`, {
-    method: "POST",
-    headers: { "content-type": "application/x-www-form-urlencoded" },
-    body: new URLSearchParams({
-      grant_type: "authorization_code",
-      code: query.get("code"),
-      client_id: client.client_id,
-      redirect_uri: callback.uri,
-      code_verifier: verifier,
-      resource: RESOURCE,
-    }),
+  const { status, token } = await redeemCode(server.base, {
+    code: query.get("code"),
+    clientId: client.client_id,
+    redirectUri: callback.uri,
+    verifier,
+    resource: RESOURCE,
   });
-  const token = await response.json();
-  assert.equal(response.status, 200, JSON.stringify(token));
+  assert.equal(status, 200, JSON.stringify(token));
   assert.equal(token.token_type, "Bearer");
   assert.equal(token.scope, "read crm:contacts");
   const record = await server.api.call(
@@ -323,20 +303,14 @@ test("a metadata document's client: fetched after sign-in, its host shown, its s
   assert.deepEqual(dialogs, []);
   await page.context().close();
 
-  const response = await fetch(`${server.base}/v1/oauth/token`, {
-    method: "POST",
-    headers: { "content-type": "application/x-www-form-urlencoded" },
-    body: new URLSearchParams({
-      grant_type: "authorization_code",
-      code: query.get("code"),
-      client_id: clientId,
-      redirect_uri: callback.uri,
-      code_verifier: verifier,
-      resource: RESOURCE,
-    }),
+  const { status, token } = await redeemCode(server.base, {
+    code: query.get("code"),
+    clientId: clientId,
+    redirectUri: callback.uri,
+    verifier,
+    resource: RESOURCE,
   });
-  const token = await response.json();
-  assert.equal(response.status, 200, JSON.stringify(token));
+  assert.equal(status, 200, JSON.stringify(token));
   assert.equal(token.token_type, "Bearer");
   assert.equal(documents.state.hits, 1, "the decision used the document kept");
 });

@@ -9,10 +9,19 @@
 // h1, no sideways scroll at phone width.
 
 import assert from "node:assert/strict";
-import { createHash, randomBytes } from "node:crypto";
 import { after, before, describe, test } from "node:test";
 
-import { axeViolations, freePort, launchBrowser, openPage, screenshot, signIn, startServer } from "./harness.mjs";
+import {
+  axeViolations,
+  freePort,
+  launchBrowser,
+  openPage,
+  pkce,
+  redeemCode,
+  screenshot,
+  signIn,
+  startServer,
+} from "./harness.mjs";
 
 const RESOURCE = "https://mcp.example.com/mcp";
 const REDIRECT = "http://127.0.0.1/callback";
@@ -20,11 +29,6 @@ const XSS_NAME = `<img src=x onerror="window.__xss=1"><script>window.__xss=2</sc
 /** One more grant than a page holds (the page shows 20). */
 const GRANTS = 21;
 
-/** A PKCE pair (RFC 7636 §4.1–4.2, S256). */
-function pkce() {
-  const verifier = randomBytes(32).toString("base64url");
-  return { verifier, challenge: createHash("sha256").update(verifier).digest("base64url") };
-}
 
 /**
  * One authorization-code flow by API, as a client and the consent page make
@@ -52,13 +56,9 @@ async function grantFlow(server, clientId, key) {
     { key },
   );
   const code = new URL(decided.redirect).searchParams.get("code");
-  const token = await fetch(`${server.base}/v1/oauth/token`, {
-    method: "POST",
-    headers: { "content-type": "application/x-www-form-urlencoded" },
-    body: new URLSearchParams({ grant_type: "authorization_code", code, client_id: clientId, redirect_uri: REDIRECT, code_verifier: verifier }),
-  });
-  assert.equal(token.status, 200);
-  return token.json();
+  const { status, token } = await redeemCode(server.base, { code, clientId, redirectUri: REDIRECT, verifier });
+  assert.equal(status, 200);
+  return token;
 }
 
 /** Horizontal overflow of the page, in CSS pixels. */

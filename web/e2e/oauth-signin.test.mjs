@@ -16,7 +16,17 @@ import { createHash, generateKeyPairSync, randomBytes, sign } from "node:crypto"
 import { createServer } from "node:http";
 import { after, before, test } from "node:test";
 
-import { axeViolations, freePort, launchBrowser, openPage, screenshot, startServer } from "./harness.mjs";
+import {
+  axeViolations,
+  freePort,
+  launchBrowser,
+  openPage,
+  pkce,
+  redeemCode,
+  screenshot,
+  startServer,
+  tabTo,
+} from "./harness.mjs";
 
 const RESOURCE = "https://mcp.example.com/mcp";
 const CLIENT_ID = "mandate-consent";
@@ -137,19 +147,7 @@ async function startProvider() {
   };
 }
 
-function pkce() {
-  const verifier = randomBytes(32).toString("base64url");
-  return { verifier, challenge: createHash("sha256").update(verifier).digest("base64url") };
-}
 
-/** Presses `key` (Tab, or Shift+Tab to go back) until the focused element matches `selector` (at most 40 times). */
-async function tabTo(page, selector, key = "Tab") {
-  for (let presses = 0; presses < 40; presses += 1) {
-    if (await page.evaluate((wanted) => document.activeElement?.matches(wanted) ?? false, selector)) return;
-    await page.keyboard.press(key);
-  }
-  assert.fail(`${key} never reached ${selector}`);
-}
 
 before(async () => {
   provider = await startProvider();
@@ -237,20 +235,14 @@ test("a person signs in with the identity provider by keyboard and grants at L2"
   await page.context().close();
   assert.equal(provider.state.tokenRequests, 1);
 
-  const response = await fetch(`${server.base}/v1/oauth/token`, {
-    method: "POST",
-    headers: { "content-type": "application/x-www-form-urlencoded" },
-    body: new URLSearchParams({
-      grant_type: "authorization_code",
-      code: answer.get("code"),
-      client_id: client.client_id,
-      redirect_uri: callback.uri,
-      code_verifier: verifier,
-      resource: RESOURCE,
-    }),
+  const { status, token } = await redeemCode(server.base, {
+    code: answer.get("code"),
+    clientId: client.client_id,
+    redirectUri: callback.uri,
+    verifier,
+    resource: RESOURCE,
   });
-  const token = await response.json();
-  assert.equal(response.status, 200, JSON.stringify(token));
+  assert.equal(status, 200, JSON.stringify(token));
   const claims = JSON.parse(Buffer.from(token.access_token.split(".")[1], "base64url").toString());
   assert.equal(claims.svc_assurance, "L2");
   assert.equal(claims.svc_trust_score, 0.7);
