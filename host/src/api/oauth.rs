@@ -336,10 +336,10 @@ async fn redeem(
     // consent, registered the grant type (the code keeps what it said). A
     // used code goes on to the ledger whatever its client, to revoke what
     // it issued.
+    let choice: Choice = serde_json::from_str(&stored.choice).map_err(ApiError::internal)?;
     let refresh = if stored.used_at.is_some() {
         None
     } else if ClientIdUrl::is_url(&stored.client_id) {
-        let choice: Choice = serde_json::from_str(&stored.choice).map_err(ApiError::internal)?;
         choice.document_refresh.then(new_refresh_token)
     } else {
         let (org, client_id) = (stored.org, stored.client_id.clone());
@@ -356,7 +356,7 @@ async fn redeem(
             .any(|kind| kind == REFRESH_GRANT)
             .then(new_refresh_token)
     };
-    let mut redemption = redemption(state, &stored, code_hash, holder, now)?;
+    let mut redemption = redemption(state, &stored, choice, code_hash, holder, now)?;
     redemption.refresh_hash = refresh.as_ref().map(|(_, hash)| hash.clone());
     let ttl = redemption.access_ttl_seconds;
     match state
@@ -379,17 +379,18 @@ async fn redeem(
 }
 
 /// What the ledger needs to redeem `code`: the grant root core makes of
-/// the human's choice (`aud` the request's `resource`), the grant row
+/// the human's choice (kept with the code, read once by the caller; `aud`
+/// the request's `resource`), the grant row
 /// (bound to `holder`, the key of the request's proof, if any), the access
 /// token's lifetime and id.
 fn redemption(
     state: &AppState,
     code: &OAuthCode,
+    choice: Choice,
     code_hash: Vec<u8>,
     holder: Option<Jkt>,
     now: Now,
 ) -> ApiResult<Redemption> {
-    let choice: Choice = serde_json::from_str(&code.choice).map_err(ApiError::internal)?;
     // An API key's consent is L1, an identity provider's sign-in L2.
     let level = match code.assurance.as_str() {
         "L1" => AssuranceLevel::L1,

@@ -80,13 +80,6 @@ pub fn size(conn: &Connection) -> sql::Result<u64> {
     Ok(last.map_or(0, |last| last + 1))
 }
 
-/// Stores a tile entry of `level` (1 and up) at `idx`.
-pub fn insert_node(conn: &Connection, level: u8, idx: u64, hash: &Hash) -> sql::Result<()> {
-    conn.prepare_cached("INSERT INTO log_nodes (level, idx, hash) VALUES (?1, ?2, ?3)")?
-        .execute(params![level, idx, hash.as_slice()])?;
-    Ok(())
-}
-
 /// The leaf at `idx`, if the log has one there.
 pub fn leaf(conn: &Connection, idx: u64) -> sql::Result<Option<Vec<u8>>> {
     conn.prepare_cached("SELECT leaf FROM log_leaves WHERE idx = ?1")?
