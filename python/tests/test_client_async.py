@@ -212,6 +212,7 @@ OPERATIONS = {
     "create_client": "oauth.create_client",
     "list_clients": "oauth.list_clients",
     "delete_client": "oauth.delete_client",
+    "oauth_sign_in_providers": "oauth.sign_in_providers",
     "oauth_open_request": "oauth.open_request",
     "oauth_decide_request": "oauth.decide_request",
     "oauth_revoke": "oauth.revoke",
@@ -231,7 +232,15 @@ def test_every_operation_of_the_served_document_has_a_call_in_both_clients(live_
         for item in document["paths"].values()
         for method, operation in item.items()
         if method in ("get", "post", "put", "patch", "delete")
-    } - {"healthz", "readyz", "metrics", "oauth_authorize"}  # a browser's navigation (303), not a call
+    } - {
+        "healthz",
+        "readyz",
+        "metrics",
+        # A browser's navigations (303), not calls.
+        "oauth_authorize",
+        "oauth_sign_in_start",
+        "oauth_sign_in_callback",
+    }
     assert served == set(OPERATIONS)
     sync, asynchronous = Mandate("http://127.0.0.1:9"), AsyncMandate("http://127.0.0.1:9")
     for name in OPERATIONS.values():

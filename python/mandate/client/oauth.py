@@ -16,6 +16,7 @@ from mandate.client._models import (
     GrantList,
     ResourceBody,
     ResourceList,
+    SignInProviders,
 )
 from mandate.client._transport import (
     API_KEY,
@@ -62,6 +63,10 @@ def _revoke_grant(grant_id: str, options: RequestOptions) -> Call:
 
 def _create(request: CreateClientRequest, options: RequestOptions) -> Call:
     return Call("POST", _CLIENTS, API_KEY, request, "once", **options)
+
+
+def _sign_in_providers(options: RequestOptions) -> Call:
+    return Call("GET", "/v1/oauth/oidc/providers", None, **options)
 
 
 def _open(request: str, options: RequestOptions) -> Call:
@@ -149,6 +154,10 @@ class OAuth:
         """``DELETE /v1/oauth/resources/{resource_id}``: its relay keys relay nothing from now on."""
         self._t.request(_delete_resource(resource_id, options))
 
+    def sign_in_providers(self, **options: Unpack[RequestOptions]) -> SignInProviders:
+        """``GET /v1/oauth/oidc/providers``: the identity providers people may sign in with on the consent page."""
+        return cast(SignInProviders, self._t.call(_sign_in_providers(options)))
+
     def open_request(self, request: str, **options: Unpack[RequestOptions]) -> dict[str, Any]:
         """``POST /v1/oauth/requests/open``: what a sealed authorization request asks."""
         return cast(dict[str, Any], self._t.call(_open(request, options)))
@@ -213,6 +222,10 @@ class AsyncOAuth:
     async def delete_resource(self, resource_id: str, **options: Unpack[RequestOptions]) -> None:
         """``DELETE /v1/oauth/resources/{resource_id}``."""
         await self._t.request(_delete_resource(resource_id, options))
+
+    async def sign_in_providers(self, **options: Unpack[RequestOptions]) -> SignInProviders:
+        """``GET /v1/oauth/oidc/providers``."""
+        return cast(SignInProviders, await self._t.call(_sign_in_providers(options)))
 
     async def open_request(self, request: str, **options: Unpack[RequestOptions]) -> dict[str, Any]:
         """``POST /v1/oauth/requests/open``: what a sealed authorization request asks."""
