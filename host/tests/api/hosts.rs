@@ -29,7 +29,7 @@ use mandate_host::config::Config;
 use crate::crash::{Ack, check_acks, integrity, issue, random_below, report, writer_client};
 use crate::helpers::{
     Holder, TestApp, expect_json, expect_problem, postgres_server, share_database, test_database,
-    text,
+    text, with_database,
 };
 use crate::process::{Server, admin_key, config_without_limits};
 use crate::races::{
@@ -268,7 +268,9 @@ async fn a_proof_of_possession_used_on_one_host_is_refused_on_another() {
 
 /// Writers load two host processes; one is killed (`kill -9`) at a random
 /// moment, again and again, while the other goes on; every write either
-/// host acknowledged is there, unchanged, once.
+/// host acknowledged is there, unchanged, once, and the record log a dead
+/// host was appending to audits clean (a group it had not committed left
+/// no leaf, tile entry or numbering gap behind).
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn kill_nine_of_one_host_loses_nothing_either_acknowledged() {
     needs_postgres();
@@ -330,6 +332,14 @@ async fn kill_nine_of_one_host_loses_nothing_either_acknowledged() {
     let (_, records, distinct) = integrity(&data);
     assert_eq!(records, distinct, "a record is duplicated");
     assert!(records as usize >= acks.len());
+    let report = with_database(&data, |conn| {
+        let origin = mandate_host::recordlog::stored_origin(conn)
+            .unwrap()
+            .unwrap();
+        mandate_host::recordlog::audit::verify(conn, &origin).unwrap()
+    });
+    assert_eq!(report.findings, [], "{}", report.summary());
+    assert_eq!(report.records, u64::try_from(records).unwrap());
 }
 
 /// PostgreSQL restarted under load (`cargo xtask test` runs this alone, with
