@@ -4,6 +4,9 @@
 //! do. The API-key extractors enforce it for the route a request matched;
 //! the OpenAPI document's `security` is written from it; tests walk it.
 
+use std::collections::HashMap;
+use std::sync::LazyLock;
+
 use axum::http::Method;
 use mandate_core::Permission;
 
@@ -150,11 +153,41 @@ pub(crate) const ROUTES: [(&str, &str, Access); 76] = [
     ("get",    "/v1/openapi.json",                              Access::Public),
 ];
 
+/// [`ROUTES`] by route template: each route's methods and their
+/// credentials, in the table's order (looked up on every API-key request,
+/// so a hash look-up rather than a walk of the table).
+static BY_ROUTE: LazyLock<HashMap<&'static str, Vec<(&'static str, Access)>>> =
+    LazyLock::new(|| {
+        let mut by_route: HashMap<&'static str, Vec<(&'static str, Access)>> = HashMap::new();
+        for (method, route, access) in ROUTES {
+            by_route.entry(route).or_default().push((method, access));
+        }
+        by_route
+    });
+
 /// The credentials of the operation at `route` (a route template, as the
 /// router matched it) with `method`.
 pub(crate) fn of(method: &Method, route: &str) -> Option<Access> {
-    ROUTES
+    BY_ROUTE
+        .get(route)?
         .iter()
-        .find(|(m, p, _)| m.eq_ignore_ascii_case(method.as_str()) && *p == route)
-        .map(|(_, _, access)| *access)
+        .find(|(m, _)| m.eq_ignore_ascii_case(method.as_str()))
+        .map(|(_, access)| *access)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_lookup_answers_each_row_of_the_table_and_nothing_else() {
+        for (method, route, access) in ROUTES {
+            let method = Method::from_bytes(method.to_ascii_uppercase().as_bytes())
+                .unwrap_or_else(|_| panic!("{method} is a method"));
+            assert_eq!(of(&method, route), Some(access), "{method} {route}");
+        }
+        assert_eq!(of(&Method::DELETE, "/v1/access/evaluation"), None);
+        assert_eq!(of(&Method::POST, "/v1/access/evaluation/"), None);
+        assert_eq!(of(&Method::GET, "/v1/no-such-route"), None);
+    }
 }

@@ -138,8 +138,9 @@ fn refused(error: &ApiError) -> AccessDecision {
 
 /// The decision on a judged attempt: permitted only when allowed and
 /// waiting for nobody; a denial with Mandate's code and words; an approval
-/// to wait for with where to read it.
-fn decided(evaluated: &Evaluated, base: &str) -> AccessDecision {
+/// to wait for with where to read it (under the deployment's public URL,
+/// `base`, built only for an approval).
+fn decided(evaluated: &Evaluated, base: impl FnOnce() -> String) -> AccessDecision {
     let attempted = &evaluated.attempted;
     let aar_id = Some(attempted.aar_id.to_string());
     if let Some(reason) = attempted.denied {
@@ -169,7 +170,7 @@ fn decided(evaluated: &Evaluated, base: &str) -> AccessDecision {
                     approval_id: approval.approval_id.to_string(),
                     status: ApprovalStatus::Pending.as_str().to_owned(),
                     expires_at: iso_ms(approval.expires_at),
-                    url: format!("{base}/v1/vat/approvals/{}", approval.approval_id),
+                    url: format!("{}/v1/vat/approvals/{}", base(), approval.approval_id),
                 }),
             }),
         },
@@ -226,7 +227,7 @@ async fn decide(
         }
         attempts.push(attempt);
     }
-    let base = public_base(state);
+    let shared = state.clone();
     let (answered, rendered) = once(
         state,
         key,
@@ -240,7 +241,7 @@ async fn decide(
                     Ok(attempt) => match ledger.evaluate_one(&attempt, now)? {
                         Err(error) => refused(&ApiError::from(error)),
                         Ok(evaluated) => {
-                            let decision = decided(&evaluated, &base);
+                            let decision = decided(&evaluated, || public_base(&shared));
                             if evaluated.written {
                                 written.push(evaluated);
                             }

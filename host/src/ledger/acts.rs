@@ -283,7 +283,8 @@ impl Ledger {
                 })
             }
             _ => Ok(Evaluated {
-                attempted: self.attempt(
+                attempted: self.attempt_by(
+                    token,
                     attempt,
                     None,
                     now,
@@ -328,6 +329,21 @@ impl Ledger {
         let token = self
             .token(&attempt.jti)?
             .ok_or(LedgerError::TokenInactive)?;
+        self.attempt_by(token, attempt, result_hash, now, origin, event)
+    }
+
+    /// [`Ledger::attempt`] with the attempt's token read already, in this
+    /// group (an evaluation reads it first to see whether an approval is
+    /// involved).
+    fn attempt_by(
+        &mut self,
+        token: Token,
+        attempt: &Attempt,
+        result_hash: Option<&ResultHash>,
+        now: Now,
+        origin: RecordOrigin,
+        event: impl FnOnce(Decision, bool) -> RecordEvent,
+    ) -> Result<Attempted, LedgerError> {
         if attempt.credential == Credential::Jti && token.claims.cnf.is_some() {
             return Err(LedgerError::DpopRequired);
         }
