@@ -207,7 +207,7 @@ fn error_redirect(
 
 /// The one value of a parameter, if sent; sent twice is refused (RFC 6749
 /// §3.1).
-fn single<'a>(
+pub(crate) fn single<'a>(
     parameters: &'a [(String, Vec<String>)],
     name: &str,
 ) -> Result<Option<&'a str>, String> {

@@ -29,7 +29,7 @@ use sha2::{Digest as _, Sha256};
 
 use super::docs::Errors;
 use super::extract::form_parameters;
-use super::oauth_consent::{Consenter, issuer, open_pending, with_query};
+use super::oauth_consent::{Consenter, issuer, open_pending, single, with_query};
 use crate::assurance::oidc::SignInProvider;
 use crate::clock::Now;
 use crate::error::{ApiError, ApiResult};
@@ -280,11 +280,7 @@ fn parameter<'a>(
     parameters: &'a [(String, Vec<String>)],
     name: &str,
 ) -> ApiResult<Option<&'a str>> {
-    match parameters.iter().find(|(known, _)| known == name) {
-        None => Ok(None),
-        Some((_, values)) if values.len() == 1 => Ok(values.first().map(String::as_str)),
-        Some(_) => Err(sign_in_refused(format!("`{name}` is sent more than once"))),
-    }
+    single(parameters, name).map_err(sign_in_refused)
 }
 
 /// Where the provider sends the browser back (OIDC Core §3.1.2.5): the
