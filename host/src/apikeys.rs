@@ -60,7 +60,8 @@ pub struct NewKey<'a> {
     pub is_admin: bool,
 }
 
-fn hash(key: &str) -> [u8; 32] {
+/// The SHA-256 of a key: what the database stores and look-ups find.
+pub fn hash(key: &str) -> [u8; 32] {
     Sha256::digest(key.as_bytes()).into()
 }
 
@@ -200,15 +201,12 @@ pub fn revoke(
     }))
 }
 
-/// The active key matching a presented key, if any.
-pub fn lookup(conn: &Connection, presented: &str) -> sql::Result<Option<Principal>> {
-    if !looks_like_key(presented) {
-        return Ok(None);
-    }
+/// The active key whose [`hash`] is `hash`, if any.
+pub fn lookup(conn: &Connection, hash: &[u8; 32]) -> sql::Result<Option<Principal>> {
     conn.prepare_cached(
         "SELECT id, email, org, role, is_admin FROM api_keys WHERE hash = ?1 AND revoked_at IS NULL",
     )?
-    .query_row([hash(presented).as_slice()], |row| {
+    .query_row([hash.as_slice()], |row| {
         Ok(Principal {
             id: row.get(0)?,
             email: row.get(1)?,

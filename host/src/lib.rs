@@ -18,6 +18,7 @@ pub mod config;
 pub mod configdoc;
 pub mod error;
 pub mod events;
+pub mod key_leases;
 pub mod keyring;
 pub mod ledger;
 pub mod listen;
@@ -90,6 +91,8 @@ pub struct Shared {
     pub proofs: SeenProofs,
     /// Tokens already verified against the current keys.
     pub verified: VerifiedTokens,
+    /// API keys found active lately, answered from memory for a lease.
+    pub key_leases: key_leases::KeyLeases,
     /// The organisation of each token agents act with.
     pub token_orgs: TokenOrgs,
     pub limiters: Limiters,
@@ -196,6 +199,7 @@ impl AppState {
             kek: prepared.kek,
             proofs: SeenProofs::new(proofs::CAPACITY),
             verified: VerifiedTokens::new(verified::CAPACITY),
+            key_leases: key_leases::KeyLeases::default(),
             token_orgs: TokenOrgs::default(),
             limiters,
             metrics,

@@ -14,7 +14,7 @@ use mandate_host::ledger::{Ledger, LogSetup, NewOrg, create_org};
 use mandate_host::recordlog;
 use mandate_host::secrets::Kek;
 use mandate_host::store::{Connection, orgs};
-use mandate_host::{apikeys, keyring, setup, store, transfer};
+use mandate_host::{apikeys, key_leases, keyring, setup, store, transfer};
 
 /// mimalloc: the server allocates small, short-lived buffers per request on
 /// several threads, where it beats the system allocator.
@@ -671,6 +671,8 @@ fn keys(config: &Config, command: &KeysCommand) -> anyhow::Result<()> {
             if apikeys::revoke(&conn, None, id, Clock::system().now())?.is_err() {
                 anyhow::bail!("no key has the id {id}");
             }
+            // A running server's look-ups of the key end their leases.
+            key_leases::settle();
             say(&format!("revoked {id}"));
         }
     }

@@ -16,6 +16,7 @@ use serde::de::DeserializeOwned;
 use sha2::{Digest as _, Sha256};
 use std::collections::HashMap;
 use std::sync::Arc;
+use std::time::Instant;
 
 use super::access::{self, Access, KeyNeeds};
 use crate::AppState;
@@ -547,16 +548,27 @@ impl Operation {
                 ));
             }
         };
-        let principal = state
-            .store
-            .read_keys(move |conn| Ok::<_, StoreError>(apikeys::lookup(conn, &presented)?))
-            .await?
-            .ok_or_else(|| {
-                ApiError::unauthorized(
-                    "unauthorized",
-                    "the API key was not accepted: no active key matches it (unknown or revoked)",
-                )
-            })?;
+        let hash = apikeys::hash(&presented);
+        let began = Instant::now();
+        let principal = match state.key_leases.get(&hash, began) {
+            Some(principal) => Some(principal),
+            None => {
+                let found = state
+                    .store
+                    .read_keys(move |conn| Ok::<_, StoreError>(apikeys::lookup(conn, &hash)?))
+                    .await?;
+                if let Some(principal) = &found {
+                    state.key_leases.insert(hash, principal.clone(), began);
+                }
+                found
+            }
+        };
+        let principal = principal.ok_or_else(|| {
+            ApiError::unauthorized(
+                "unauthorized",
+                "the API key was not accepted: no active key matches it (unknown or revoked)",
+            )
+        })?;
         state.limiters.api_key(&principal.id)?;
         state.limiters.org(principal.org)?;
         match needs {

@@ -16,6 +16,7 @@ use super::input;
 use super::query::{Query, limit};
 use crate::apikeys::NewKey;
 use crate::error::{ApiError, ApiResult};
+use crate::key_leases;
 use crate::ledger::{LedgerError, NewOrg};
 use crate::model::{
     CreateKeyRequest, CreateOrgRequest, IssuedKeyBody, KeyBody, KeyList, MeBody, OrgBody,
@@ -198,7 +199,8 @@ pub(crate) async fn list_keys(
     Ok(axum::Json(bodies::key_list(keys)))
 }
 
-/// Revokes an API key of the caller's organisation at once. The admin key
+/// Revokes an API key of the caller's organisation at once: answered once
+/// no host will let the key in (after `key_leases::LEASE`). The admin key
 /// and the organisation's last active owner are refused.
 #[utoipa::path(
     delete,
@@ -218,5 +220,8 @@ pub(crate) async fn revoke_key(
     let key = state
         .write(move |ledger| ledger.revoke_key(org, id.as_str(), now))
         .await?;
+    // Every host's look-up that could have found the key active ends its
+    // lease before the revocation is acknowledged.
+    key_leases::settled().await;
     Ok(axum::Json(bodies::key(key)))
 }

@@ -2,7 +2,7 @@
 //! PostgreSQL pass only; `cargo xtask test` skips it on SQLite, which serves
 //! one process): a token issued on one host acts on another, a revocation on
 //! one is refused by the others the moment it returns and no write any host
-//! acknowledged commits after it, spenders spread over
+//! acknowledged commits after it, as is an API key revoked on one, spenders spread over
 //! the hosts never pass a budget, concurrent ratings have one winner, an
 //! Idempotency-Key retried on another host gets the first answer, a DPoP
 //! proof used on one host is refused on another; `kill -9` of one host
@@ -106,6 +106,42 @@ async fn a_token_issued_on_one_host_acts_on_the_others_and_a_revocation_holds_ev
     }
     // Revoked on the third host: the first and second refuse at once.
     revoked_everywhere(&hosts[2], &hosts[..2], jti, &[&root, &child]).await;
+    stop_all(hosts).await;
+}
+
+/// An API key let in by every host, then revoked on the third: the first
+/// and second refuse it the moment the revocation returns, though each
+/// had just found it active (its look-up leased).
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_key_revoked_on_one_host_is_refused_by_the_others_at_once() {
+    needs_postgres();
+    let hosts = three_hosts().await;
+    let (_, owner) = hosts[0].org("beta").await;
+    let auditor = hosts[0].key(&owner, "auditor", None).await;
+    let me = expect_json(hosts[0].get_auth("/v1/me", &auditor).await, StatusCode::OK).await;
+    for host in &hosts {
+        expect_json(host.get_auth("/v1/me", &auditor).await, StatusCode::OK).await;
+    }
+    expect_json(
+        hosts[2]
+            .send(
+                reqwest::Method::DELETE,
+                &format!("/v1/keys/{}", text(&me["key_id"])),
+                &owner,
+                None,
+            )
+            .await,
+        StatusCode::OK,
+    )
+    .await;
+    for host in &hosts {
+        expect_problem(
+            host.get_auth("/v1/me", &auditor).await,
+            StatusCode::UNAUTHORIZED,
+            "unauthorized",
+        )
+        .await;
+    }
     stop_all(hosts).await;
 }
 

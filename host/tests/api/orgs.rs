@@ -747,10 +747,12 @@ async fn owners_manage_their_keys_and_cannot_lock_themselves_out() {
         "admin_key",
     )
     .await;
-    // A second owner may revoke the first; the revoked key stops at once.
+    // A second owner may revoke the first; the revoked key stops at once,
+    // though it was let in just before (its look-up leased).
     let second = app
         .key(&beta_owner, "owner", Some("second@beta.test"))
         .await;
+    expect_json(app.get_auth("/v1/me", &beta_owner).await, StatusCode::OK).await;
     expect_json(
         app.send(Method::DELETE, &format!("/v1/keys/{own_id}"), &second, None)
             .await,
@@ -892,5 +894,19 @@ async fn operators_create_organisations_and_keys_with_roles() {
         .await
         .unwrap();
     assert_eq!(quotas["orgs"][1]["quotas"]["records_per_day"], 10);
+
+    // The operator revokes the reviewer's key beside the running server,
+    // just after the server let it in: refused the moment the command
+    // returns.
+    let reviewer_id = stdout.split_whitespace().next().unwrap().to_owned();
+    let me = |key: String| {
+        let request = client.get(server.url("/v1/me")).bearer_auth(key);
+        async move { request.send().await.unwrap().status() }
+    };
+    assert_eq!(me(reviewer.clone()).await, StatusCode::OK);
+    let (status, revoked, stderr) = operator(&data, &["keys", "revoke", &reviewer_id]);
+    assert!(status.success(), "{stderr}");
+    assert!(revoked.contains(&reviewer_id), "{revoked}");
+    assert_eq!(me(reviewer).await, StatusCode::UNAUTHORIZED);
     server.kill();
 }
