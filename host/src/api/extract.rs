@@ -184,6 +184,11 @@ async fn json_body<T: DeserializeOwned, S: Send + Sync>(
             "the body must be a JSON object",
         ));
     }
+    // Parsed plainly first; only a body refused is parsed again with its
+    // path tracked, to name the member at fault (the same refusal).
+    if let Ok(value) = serde_json::from_slice(&bytes) {
+        return Ok((value, bytes));
+    }
     let mut deserializer = serde_json::Deserializer::from_slice(&bytes);
     let value = serde_path_to_error::deserialize(&mut deserializer).map_err(|e| json_error(&e))?;
     deserializer.end().map_err(|e| malformed(&e))?;
