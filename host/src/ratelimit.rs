@@ -132,6 +132,13 @@ impl Limiters {
         check(self.api_keys.as_ref(), &id.to_owned())
     }
 
+    /// Counts a consent made by a person signed in with an identity
+    /// provider (by their human reference) as a key's request: a session
+    /// spends what a key would.
+    pub fn signed_in(&self, human: &str) -> ApiResult<()> {
+        check(self.api_keys.as_ref(), &format!("signed-in {human}"))
+    }
+
     /// Counts a request made with an agent token (by jti).
     pub fn token(&self, jti: &str) -> ApiResult<()> {
         check(self.tokens.as_ref(), &jti.to_owned())

@@ -466,9 +466,17 @@ pub(crate) fn session_consenter(
         issuer: session.issuer,
         subject: session.subject.clone(),
     };
+    let (org, human) = (
+        Org::from_number(session.org),
+        human_ref(&state.human_secret, &identity),
+    );
+    // A signed-in person is limited as an API key is: by who they are, and
+    // by their organisation.
+    state.limiters.signed_in(human.as_str())?;
+    state.limiters.org(org)?;
     Ok(Some(Consenter {
-        org: Org::from_number(session.org),
-        human: human_ref(&state.human_secret, &identity),
+        org,
+        human,
         label: session.label.unwrap_or(session.subject),
         approved_by: None,
         for_anyone: false,

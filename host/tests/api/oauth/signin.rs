@@ -16,7 +16,7 @@ use axum::http::HeaderMap;
 use axum::routing::{get, post};
 use base64::Engine as _;
 use base64::engine::general_purpose::{STANDARD, URL_SAFE_NO_PAD};
-use mandate_host::config::{OidcIssuer, OidcSignIn};
+use mandate_host::config::{Config, OidcIssuer, OidcSignIn};
 use reqwest::StatusCode;
 use serde_json::{Value, json};
 use sha2::{Digest as _, Sha256};
@@ -219,11 +219,18 @@ struct Session {
 
 impl SignInFlow {
     async fn start() -> SignInFlow {
+        SignInFlow::start_with(|_| {}).await
+    }
+
+    /// [`SignInFlow::start`] with the server's configuration changed by
+    /// `edit` besides.
+    async fn start_with(edit: impl FnOnce(&mut Config)) -> SignInFlow {
         let provider = TestProvider::start().await;
         let config = provider.config();
         let app = TestApp::spawn_with(move |c| {
             oauth_on(c);
             c.oidc.issuer.push(config);
+            edit(c);
         })
         .await;
         SignInFlow {
@@ -621,6 +628,41 @@ async fn a_consent_session_is_for_its_request_from_its_page_only() {
         response,
         StatusCode::UNAUTHORIZED,
         "consent_session_invalid",
+    )
+    .await;
+}
+
+/// A signed-in person spends a rate limit as an API key does: past the
+/// burst their consent calls are 429 with `Retry-After`, and another
+/// person signed in beside them is not held back by it.
+#[tokio::test]
+async fn a_signed_in_person_is_rate_limited_as_a_key_is() {
+    let signin = SignInFlow::start_with(|c| {
+        c.rate_limits.per_api_key = 1;
+        c.rate_limits.burst = 2;
+    })
+    .await;
+    let sealed = signin.flow.sealed().await;
+    let ada = signin.signed_in(&sealed, "ada-42").await;
+    let grace = signin.signed_in(&sealed, "grace-7").await;
+    let open = json!({"request": sealed});
+    let mut statuses = Vec::new();
+    for _ in 0..3 {
+        let response = signin
+            .as_page("/v1/oauth/requests/open", &ada, &[], &open)
+            .await;
+        statuses.push(response.status().as_u16());
+        if response.status() == StatusCode::TOO_MANY_REQUESTS {
+            assert!(response.headers().contains_key("retry-after"));
+            expect_problem(response, StatusCode::TOO_MANY_REQUESTS, "rate_limited").await;
+        }
+    }
+    assert_eq!(statuses, [200, 200, 429]);
+    expect_json(
+        signin
+            .as_page("/v1/oauth/requests/open", &grace, &[], &open)
+            .await,
+        StatusCode::OK,
     )
     .await;
 }
