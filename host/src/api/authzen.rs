@@ -235,7 +235,7 @@ async fn decide(
         move |ledger| {
             let mut decisions = Vec::with_capacity(attempts.len());
             let mut written = Vec::new();
-            for attempt in attempts {
+            for attempt in attempts.clone() {
                 let decision = match attempt {
                     Err(error) => refused(&error),
                     Ok(attempt) => match ledger.evaluate_one(&attempt, now)? {
