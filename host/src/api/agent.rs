@@ -260,10 +260,9 @@ pub(crate) async fn record_actions(
             let mut recorded = ledger.record_actions(&reports, now)?.into_iter();
             Ok(Batch(
                 refused
-                    .clone()
-                    .into_iter()
+                    .iter()
                     .map(|refused| match refused {
-                        Some(error) => Err(error),
+                        Some(error) => Err(error.clone()),
                         None => match recorded.next() {
                             Some(outcome) => outcome.map_err(ApiError::from),
                             None => Err(ApiError::internal("a batch lost a record's outcome")),

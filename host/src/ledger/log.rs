@@ -332,7 +332,22 @@ impl Ledger {
     pub fn checkpoint(&mut self, now: Now) -> Result<StoredCheckpoint, LedgerError> {
         let frontier = if self.shared {
             let to = rows::committed_size(&self.conn)?;
-            recordlog::integrate(&self.conn, to, &mut self.integrated)?
+            // Waiting for the integration row while the group holds an
+            // organisation's could close a cycle (see `enter`): then, if
+            // it is busy, the write runs again first in the next group.
+            let wait = self.locked.is_empty();
+            match recordlog::integrate_unless_busy(&self.conn, to, &mut self.integrated, wait)? {
+                Some(frontier) => {
+                    self.integrating = true;
+                    frontier
+                }
+                None => {
+                    self.deferred = true;
+                    return Err(LedgerError::Store(crate::store::StoreError::Unavailable(
+                        "the log is being integrated: the write runs again in the next group",
+                    )));
+                }
+            }
         } else {
             self.group_log()?
                 .frontier

@@ -632,6 +632,9 @@ pub struct Ledger {
     locked: HashSet<Org>,
     /// Whether the write running now locked an organisation.
     entered: bool,
+    /// Whether the group holds the log's integration row (PostgreSQL: a
+    /// checkpoint signed, [`Ledger::checkpoint`]).
+    integrating: bool,
     /// Whether the write that just ran asked to run again first in the
     /// next group (see [`Ledger::enter`]).
     deferred: bool,
@@ -704,6 +707,7 @@ impl Owned for Ledger {
             self.frontier = group.frontier;
         }
         self.locked.clear();
+        self.integrating = false;
         self.standings.clear();
         self.trust.mark_stale(self.touched.drain());
         if self.shared {
@@ -723,6 +727,7 @@ impl Owned for Ledger {
         self.group = None;
         self.frontier = None;
         self.locked.clear();
+        self.integrating = false;
         self.touched.clear();
         self.counters = Counters::default();
         self.tails.clear();
@@ -754,6 +759,7 @@ impl Ledger {
             shared: conn.dialect() == Dialect::Postgres,
             locked: HashSet::new(),
             entered: false,
+            integrating: false,
             deferred: false,
             log,
             group: None,
@@ -923,8 +929,9 @@ impl Ledger {
     /// per organisation, taken first, is one order of locking, so hosts
     /// never deadlock within an organisation. Across organisations, a
     /// group waits only for its first organisation's row: a write that
-    /// needs another while its group holds one takes it only if it is
-    /// free, else asks to run again first in the next group (the writer
+    /// needs another while its group holds one (or the log's integration
+    /// row) takes it only if it is free, else asks to run again first in
+    /// the next group (the writer
     /// keeps it, [`crate::store::Owned::take_deferred`]) — so no group
     /// waits for a row while holding another, and groups never wait on
     /// one another in a cycle. (Before, every group took the record log's
@@ -938,7 +945,7 @@ impl Ledger {
         }
         // The lock's statement reads the row's quotas too: one round trip
         // fewer than reading them after it.
-        let row = if self.locked.is_empty() || self.entered {
+        let row = if (self.locked.is_empty() && !self.integrating) || self.entered {
             org_rows::lock(&self.conn, org)?
                 .ok_or_else(|| internal("an organisation of a stored object is missing"))?
         } else {

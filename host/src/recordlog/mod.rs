@@ -100,7 +100,21 @@ pub fn integrate(
     to: u64,
     kept: &mut Option<Frontier>,
 ) -> Result<Frontier, StoreError> {
-    let size = rows::lock_integrated(conn)?;
+    integrate_unless_busy(conn, to, kept, true)?
+        .ok_or_else(|| StoreError::Internal("the log's integration row is missing".to_owned()))
+}
+
+/// [`integrate`]; unless `wait`, `None` at once while another transaction
+/// integrates (PostgreSQL).
+pub fn integrate_unless_busy(
+    conn: &Connection,
+    to: u64,
+    kept: &mut Option<Frontier>,
+    wait: bool,
+) -> Result<Option<Frontier>, StoreError> {
+    let Some(size) = rows::lock_integrated(conn, wait)? else {
+        return Ok(None);
+    };
     let mut frontier = match kept.take() {
         Some(edge) if edge.size() == size => edge,
         _ => frontier_at(conn, size)?,
@@ -134,7 +148,7 @@ pub fn integrate(
         rows::save_integrated(conn, frontier.size())?;
     }
     *kept = Some(frontier.clone());
-    Ok(frontier)
+    Ok(Some(frontier))
 }
 
 /// How soon after a local commit the integrator runs (commits within it

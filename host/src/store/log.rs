@@ -86,14 +86,19 @@ pub fn committed_size(conn: &Connection) -> sql::Result<u64> {
 
 /// How many leaves the stored tile entries (`log_nodes`) cover; on
 /// PostgreSQL the row is locked to the end of the transaction, so hosts
-/// integrate one at a time.
-pub fn lock_integrated(conn: &Connection) -> sql::Result<u64> {
-    let sql = if conn.dialect() == Dialect::Postgres {
-        "SELECT size FROM log_integration WHERE id = 1 FOR UPDATE"
-    } else {
-        "SELECT size FROM log_integration WHERE id = 1"
+/// integrate one at a time — after a wait for another holder, or (`wait`
+/// false) `None` at once while another holds it.
+pub fn lock_integrated(conn: &Connection, wait: bool) -> sql::Result<Option<u64>> {
+    let sql = match (conn.dialect(), wait) {
+        (Dialect::Postgres, true) => "SELECT size FROM log_integration WHERE id = 1 FOR UPDATE",
+        (Dialect::Postgres, false) => {
+            "SELECT size FROM log_integration WHERE id = 1 FOR UPDATE SKIP LOCKED"
+        }
+        (Dialect::Sqlite, _) => "SELECT size FROM log_integration WHERE id = 1",
     };
-    conn.prepare_cached(sql)?.query_row([], |row| row.get(0))
+    conn.prepare_cached(sql)?
+        .query_row([], |row| row.get(0))
+        .optional()
 }
 
 /// How many leaves the stored tile entries cover, without a lock.
