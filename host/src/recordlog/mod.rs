@@ -492,8 +492,9 @@ impl LogRows {
 }
 
 /// Leaves and tile entries taken from [`LogRows`], to be stored with the
-/// log's size after them (`ledger_state.next_log_idx`, read by the next
-/// group with the state row's lock).
+/// log's size and integrated size after them when their tile entries were
+/// kept (SQLite: `ledger_state.next_log_idx`, read by the next group, and
+/// `log_integration.size`).
 #[derive(Debug, Default)]
 pub struct TakenLogRows {
     leaves: Vec<Vec<sql::types::Value>>,

@@ -33,8 +33,9 @@
 //!   and hash, by index: the level-0 tiles), `log_nodes` (the tile entries
 //!   of levels 1 and up), `log_checkpoints` (every checkpoint signed, by
 //!   tree size), `log_keys` (the Ed25519 keys that sign checkpoints, sealed)
-//!   and `ledger_state` (one row: the next token status index, whose lock
-//!   orders writes across PostgreSQL hosts). A token's `log_issued` and `log_revoked`, a record's
+//!   and `ledger_state` (one row: the next token status index, event `seq`
+//!   and leaf index; on PostgreSQL a group's tail takes it and holds it to
+//!   its commit, the sequencer that orders leaves and events across hosts). A token's `log_issued` and `log_revoked`, a record's
 //!   `log_created`, `log_completed` and `log_rated` are the indices of their
 //!   events' leaves; a revoked token keeps the jti hash of the token its
 //!   revocation named (`revoke_cause`); a record keeps what `authorize` reserved
