@@ -226,7 +226,7 @@ impl AppState {
     /// once, so the retry the answer asks for is signed by the new key.
     pub async fn write<T: Send + 'static>(
         &self,
-        work: impl FnOnce(&mut Ledger) -> Result<T, LedgerError> + Send + 'static,
+        work: impl FnMut(&mut Ledger) -> Result<T, LedgerError> + Send + 'static,
     ) -> Result<T, LedgerError> {
         let outcome = self.store.write(work).await;
         if outcome.is_ok() {
@@ -382,6 +382,7 @@ pub async fn serve_until(
     let expirer = tokio::spawn(timers::expire_approvals(state.clone()));
     let pruner = tokio::spawn(timers::prune_events(state.clone()));
     let scorer = tokio::spawn(trust::recompute(state.clone()));
+    let integrator = tokio::spawn(recordlog::integrator(state.clone()));
     let (stop_delivery, delivery_stop) = tokio::sync::oneshot::channel();
     let deliverer = tokio::spawn(webhooks::deliver(state.clone(), delivery_stop));
     let (stop_submitting, submitter_stop) = tokio::sync::oneshot::channel();
@@ -397,7 +398,7 @@ pub async fn serve_until(
         },
     )
     .await;
-    for task in [keeper, expirer, pruner, scorer] {
+    for task in [keeper, expirer, pruner, scorer, integrator] {
         task.abort();
         let _ = task.await;
     }

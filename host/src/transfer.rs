@@ -18,7 +18,7 @@ use serde_json::{Value as Json, json};
 
 use crate::store::SCHEMA_VERSION;
 use crate::store::sql::types::Value;
-use crate::store::sql::{Connection, params_from_iter};
+use crate::store::sql::{Connection, Dialect, params_from_iter};
 
 /// The export format's version.
 const FORMAT_VERSION: u64 = 1;
@@ -28,7 +28,7 @@ const FORMAT_VERSION: u64 = 1;
 /// exported), in an order that inserts parents before what refers to them,
 /// and the key each is written in the order of (tokens by depth, so a
 /// parent comes before its children).
-const TABLES: [(&str, &[&str], &str); 31] = [
+const TABLES: [(&str, &[&str], &str); 32] = [
     ("meta", &["key", "value"], "key"),
     (
         "signing_keys",
@@ -240,6 +240,7 @@ const TABLES: [(&str, &[&str], &str); 31] = [
     ),
     ("log_leaves", &["idx", "hash", "leaf"], "idx"),
     ("log_nodes", &["level", "idx", "hash"], "level, idx"),
+    ("log_integration", &["id", "size"], "id"),
     (
         "log_checkpoints",
         &["size", "root", "note", "created_at"],
@@ -512,6 +513,7 @@ pub fn import(conn: &Connection, input: impl BufRead) -> anyhow::Result<u64> {
     // state its schema made; the export has its own.
     tx.execute("DELETE FROM orgs", [])?;
     tx.execute("DELETE FROM ledger_state", [])?;
+    tx.execute("DELETE FROM log_integration", [])?;
     let mut insert: Option<(String, usize)> = None;
     let mut total = 0u64;
     loop {
@@ -568,6 +570,21 @@ pub fn import(conn: &Connection, input: impl BufRead) -> anyhow::Result<u64> {
             }
             other => anyhow::bail!("a line of no known kind: {other}"),
         }
+    }
+    // Status indexes go on past every token's: a PostgreSQL deployment
+    // takes them from its `status_idx` sequence, not the state row.
+    tx.execute(
+        "UPDATE ledger_state SET next_status_idx = CASE
+             WHEN (SELECT COALESCE(max(status_idx) + 1, 0) FROM tokens) > next_status_idx
+             THEN (SELECT COALESCE(max(status_idx) + 1, 0) FROM tokens)
+             ELSE next_status_idx END",
+        [],
+    )?;
+    if tx.dialect() == Dialect::Postgres {
+        tx.execute(
+            "SELECT setval('status_idx', next_status_idx, false) FROM ledger_state",
+            [],
+        )?;
     }
     tx.commit()?;
     Ok(total)

@@ -149,7 +149,8 @@ fn main() -> anyhow::Result<()> {
     let start = (now - reach).max(last);
     let span = (now - start).max(0);
     let stamp = |n: u64| start + ((n as i128 * span as i128) / count as i128) as i64;
-    let mut frontier = recordlog::frontier(&conn)?;
+    let size = log_rows::committed_size(&conn)?;
+    let mut frontier = recordlog::integrate(&conn, size, &mut None)?;
     let mut written = 0;
     while written < count {
         let tx = conn.unchecked_transaction()?;

@@ -260,9 +260,9 @@ pub(crate) async fn record_actions(
             let mut recorded = ledger.record_actions(&reports, now)?.into_iter();
             Ok(Batch(
                 refused
-                    .into_iter()
+                    .iter()
                     .map(|refused| match refused {
-                        Some(error) => Err(error),
+                        Some(error) => Err(error.clone()),
                         None => match recorded.next() {
                             Some(outcome) => outcome.map_err(ApiError::from),
                             None => Err(ApiError::internal("a batch lost a record's outcome")),
@@ -449,7 +449,7 @@ pub(crate) async fn complete(
     };
     let (completed, rendered) = once_where(
         &state,
-        move |ledger| match key {
+        move |ledger| match key.clone() {
             Some(key) => {
                 let org = ledger.record_org(&keyed_id)?;
                 Ok(Some(key.scoped(org, "complete", &credential)))
@@ -517,10 +517,10 @@ pub(crate) async fn delegate(
         &state,
         key,
         now,
-        move |ledger| ledger.delegate(delegation, &signing_key, now),
+        move |ledger| ledger.delegate(delegation.clone(), &signing_key, now),
         move |ledger, waiting| {
             let aar_id = waiting_delegation(waiting)?;
-            ledger.resume_delegation(&aar_id, resumed, &resume_key, now)
+            ledger.resume_delegation(&aar_id, resumed.clone(), &resume_key, now)
         },
         render_delegation,
     )

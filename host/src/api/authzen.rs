@@ -235,10 +235,10 @@ async fn decide(
         move |ledger| {
             let mut decisions = Vec::with_capacity(attempts.len());
             let mut written = Vec::new();
-            for attempt in attempts {
+            for attempt in &attempts {
                 let decision = match attempt {
-                    Err(error) => refused(&error),
-                    Ok(attempt) => match ledger.evaluate_one(&attempt, now)? {
+                    Err(error) => refused(error),
+                    Ok(attempt) => match ledger.evaluate_one(attempt, now)? {
                         Err(error) => refused(&ApiError::from(error)),
                         Ok(evaluated) => {
                             let decision = decided(&evaluated, || public_base(&shared));

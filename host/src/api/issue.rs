@@ -135,7 +135,8 @@ pub(crate) async fn issue_root_token(
         key_for_replay,
         now,
         move |ledger| {
-            let issued = ledger.store_root(org, claims, &key, Some(&by), for_anyone, &base, now)?;
+            let issued =
+                ledger.store_root(org, claims.clone(), &key, Some(&by), for_anyone, &base, now)?;
             if let Some(label) = &label {
                 ledger.label_human(org, &issued.0.svc_human, label, now)?;
             }

@@ -360,7 +360,7 @@ async fn redeem(
     redemption.refresh_hash = refresh.as_ref().map(|(_, hash)| hash.clone());
     let ttl = redemption.access_ttl_seconds;
     match state
-        .write(move |ledger| ledger.redeem_code(redemption, now))
+        .write(move |ledger| ledger.redeem_code(redemption.clone(), now))
         .await?
     {
         Redeemed::Issued { access, compact } => Ok(TokenResponse {
@@ -486,7 +486,10 @@ async fn refresh(
         key: state.keys.current().active.clone(),
     };
     let ttl = job.access_ttl_seconds;
-    match state.write(move |ledger| ledger.refresh(job, now)).await? {
+    match state
+        .write(move |ledger| ledger.refresh(job.clone(), now))
+        .await?
+    {
         Refreshed::Issued { access, compact } => Ok(TokenResponse {
             token_type: token_type(&access),
             access_token: compact,
@@ -614,11 +617,13 @@ async fn exchanged(
     let key = state.keys.current().active.clone();
     let asked = delegation.clone();
     let exchanged = state
-        .write(move |ledger| match ledger.delegate(asked, &key, now) {
-            Ok(delegated) => Ok(Exchanged::Delegated(delegated)),
-            Err(LedgerError::IdempotencyKeyRequired) => Ok(Exchanged::NeedsApproval),
-            Err(other) => Err(other),
-        })
+        .write(
+            move |ledger| match ledger.delegate(asked.clone(), &key, now) {
+                Ok(delegated) => Ok(Exchanged::Delegated(delegated)),
+                Err(LedgerError::IdempotencyKeyRequired) => Ok(Exchanged::NeedsApproval),
+                Err(other) => Err(other),
+            },
+        )
         .await?;
     let rendered = match exchanged {
         Exchanged::Delegated(delegated) => {
@@ -637,10 +642,10 @@ async fn exchanged(
                 state,
                 Some(waiting),
                 now,
-                move |ledger| ledger.delegate(delegation, &signing, now),
+                move |ledger| ledger.delegate(delegation.clone(), &signing, now),
                 move |ledger, stored| {
                     let aar_id = waiting_delegation(stored)?;
-                    ledger.resume_delegation(&aar_id, resumed, &resuming, now)
+                    ledger.resume_delegation(&aar_id, resumed.clone(), &resuming, now)
                 },
                 render_delegation,
             )

@@ -57,7 +57,7 @@ pub(crate) async fn revoke(
     let reason = input::text("reason", body.reason.as_deref(), MAX_REASON_CHARS)?;
     let revoked = state
         .write(move |ledger| {
-            let target = match target {
+            let target = match target.clone() {
                 Named::Jti(jti) => jti,
                 Named::Jth(jth) => ledger.jti_of(&jth)?,
             };

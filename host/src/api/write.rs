@@ -82,10 +82,10 @@ pub(crate) async fn once<T: Send + 'static>(
     state: &AppState,
     key: Option<IdempotencyKey>,
     now: Now,
-    work: impl FnOnce(&mut Ledger) -> Result<T, LedgerError> + Send + 'static,
+    work: impl FnMut(&mut Ledger) -> Result<T, LedgerError> + Send + 'static,
     render: fn(&T) -> Rendered,
 ) -> ApiResult<(Option<T>, Rendered)> {
-    once_where(state, move |_| Ok(key), now, work, render).await
+    once_where(state, move |_| Ok(key.clone()), now, work, render).await
 }
 
 /// [`once`] for a write whose answer may be to wait (202): a repeat of its
@@ -95,13 +95,13 @@ pub(crate) async fn once_resuming<T: Send + 'static>(
     state: &AppState,
     key: Option<IdempotencyKey>,
     now: Now,
-    work: impl FnOnce(&mut Ledger) -> Result<T, LedgerError> + Send + 'static,
-    resume: impl FnOnce(&mut Ledger, &StoredReply) -> Result<Option<T>, LedgerError> + Send + 'static,
+    mut work: impl FnMut(&mut Ledger) -> Result<T, LedgerError> + Send + 'static,
+    mut resume: impl FnMut(&mut Ledger, &StoredReply) -> Result<Option<T>, LedgerError> + Send + 'static,
     render: fn(&T) -> Rendered,
 ) -> ApiResult<(Option<T>, Rendered)> {
     let reply = state
         .write(move |ledger| {
-            ledger.once_resuming(key.as_ref(), now, work, resume, |outcome| {
+            ledger.once_resuming(key.as_ref(), now, &mut work, &mut resume, |outcome| {
                 render(outcome).stored()
             })
         })
@@ -127,15 +127,17 @@ fn replied<T>(reply: Reply<T>, render: fn(&T) -> Rendered) -> ApiResult<(Option<
 /// in the writer's transaction, before the stored answers are looked up.
 pub(crate) async fn once_where<T: Send + 'static>(
     state: &AppState,
-    key: impl FnOnce(&mut Ledger) -> Result<Option<IdempotencyKey>, LedgerError> + Send + 'static,
+    mut key: impl FnMut(&mut Ledger) -> Result<Option<IdempotencyKey>, LedgerError> + Send + 'static,
     now: Now,
-    work: impl FnOnce(&mut Ledger) -> Result<T, LedgerError> + Send + 'static,
+    mut work: impl FnMut(&mut Ledger) -> Result<T, LedgerError> + Send + 'static,
     render: fn(&T) -> Rendered,
 ) -> ApiResult<(Option<T>, Rendered)> {
     let reply = state
         .write(move |ledger| {
             let key = key(ledger)?;
-            ledger.once(key.as_ref(), now, work, |outcome| render(outcome).stored())
+            ledger.once(key.as_ref(), now, &mut work, |outcome| {
+                render(outcome).stored()
+            })
         })
         .await?;
     replied(reply, render)

@@ -11,6 +11,7 @@ use mandate_core::{
     check_chain_budgets, check_completion_spend, transition,
 };
 
+use super::log::Logged;
 use super::outbox::ChargedBy;
 use super::{Ledger, LedgerError, Token, internal, new_aar_id};
 use crate::clock::Now;
@@ -575,6 +576,7 @@ impl Ledger {
         record.completed_at = Some(at);
         let completed = events::record_completed(&record)?;
         record.log.completed = self.append(record.org(), at, completed)?;
+        self.logged_in(Logged::Records, &record.aar_id)?;
         records::complete(
             &self.conn,
             &record.aar_id,
@@ -690,6 +692,7 @@ impl Ledger {
         record.rated_by = Some(by.to_owned());
         let event = events::record_rated(&record)?;
         let log = self.append(org, at, event)?;
+        self.logged_in(Logged::Records, aar_id.as_str())?;
         records::rate(
             &self.conn,
             aar_id.as_str(),

@@ -9,6 +9,7 @@ use mandate_core::webhook::EventType;
 use mandate_core::{AarId, ApprovalDecision, ApprovalId, Jti, KeyId, RecordState, Usd, transition};
 
 use super::acts::AwaitedApproval;
+use super::log::Logged;
 use super::outbox::ChargedBy;
 use super::{Ledger, LedgerError, internal};
 use crate::clock::{Now, iso_ms};
@@ -221,6 +222,7 @@ impl Ledger {
             by: by.map(KeyId::parse).transpose().map_err(internal)?,
         });
         let log = self.append(record.org(), at_ms, event)?;
+        self.logged_in(Logged::Approvals, &approval.id)?;
         rows::decide(
             &self.conn,
             &approval.id,

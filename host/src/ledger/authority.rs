@@ -12,6 +12,7 @@ use mandate_core::{
 
 use mandate_core::webhook::EventType;
 
+use super::log::Logged;
 use super::{AwaitedApproval, Completion, Ledger, LedgerError, Token, internal, new_aar_id};
 use crate::clock::{Now, iso_s};
 use crate::events::TokenRevokedData;
@@ -194,6 +195,7 @@ impl Ledger {
         let issued = events::token_issued(claims, &claims_text, kid);
         // A token's issue is logged at its `iat`, which its row keeps.
         let log_issued = self.append(org, claims.iat.saturating_mul(1000), issued)?;
+        self.logged_in(Logged::Tokens, claims.jti.as_str())?;
         self.forget_standings();
         tokens::insert(
             &self.conn,
@@ -728,6 +730,7 @@ impl Ledger {
         let event = events::token_revoked(&token.jth, cause, reason)?;
         // Logged at the second its row keeps.
         let log = self.append(token.org, now.s().saturating_mul(1000), event)?;
+        self.logged_in(Logged::Tokens, &token.jti)?;
         self.forget_standings();
         tokens::revoke(
             &self.conn,
@@ -748,9 +751,9 @@ impl Ledger {
     /// Revokes a signing key, and with it every token it signed and every
     /// descendant (reason [`keyring::KEY_REVOKED_REASON`]; each token is its
     /// own cause); revoking the active key rotates first. `None` when no key
-    /// has this kid. On PostgreSQL it takes the record log's lock, then
-    /// every organisation's (as each write takes its own, first): no host
-    /// then judges a write by a token the revocation is ending.
+    /// has this kid. On PostgreSQL it takes every organisation's lock (as
+    /// each write takes its own, first): no host then judges a write by a
+    /// token the revocation is ending.
     pub fn revoke_signing_key(
         &mut self,
         kek: &Kek,
@@ -758,7 +761,6 @@ impl Ledger {
         now: Now,
     ) -> Result<Option<KeyRevocation>, LedgerError> {
         if self.shared {
-            self.group_log()?;
             org_rows::lock_all(&self.conn)?;
         }
         let Some(mut revocation) = keyring::revoke_key(&self.conn, kek, kid, now)? else {

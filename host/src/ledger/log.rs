@@ -1,16 +1,22 @@
 //! What a group of writes does to the record log and the token status
 //! lists, in the group's transaction; and signing checkpoints.
 //!
-//! A write appends its leaf (and the tile entries it completes) as it
-//! happens. The log's right edge is kept between groups and checked at a
-//! group's first need against the size of the stored log (one index
-//! lookup): another process may have appended (a PostgreSQL host, an
-//! operator command), and then it is read again from the tiles. The next
-//! status index and the lists a group changes are read at that first need
-//! and written once before it commits. On PostgreSQL the state row is
-//! locked first in every group (before any organisation's row, see
-//! [`Ledger::enter`]): appends to the one log take turns across hosts, in
-//! one order of locks. A rolled-back group forgets it all.
+//! A write appends its leaf as it happens, kept in memory and stored with
+//! the group's other rows just before it commits. On SQLite (one writer)
+//! the group numbers leaves, events and status indexes from the stored
+//! state as it goes, and keeps the log's right edge: the tile entries a
+//! leaf completes are stored with it. On PostgreSQL a group numbers its
+//! leaves and events provisionally (from [`rows::PENDING`]); its tail's
+//! first statement, the sequencer ([`rows::sequence`]), hands out the real
+//! numbers and holds the state row to the commit, so numbers follow commit
+//! order with no gap and no group holds the row across its round trips.
+//! Rows the group wrote inline with a provisional leaf index (a token
+//! issued or revoked, a record completed, rated or decided, a vouch) are
+//! renumbered by the tail's next statement. The tile entries above the
+//! leaves are integrated after commit ([`recordlog::integrate`]): before a
+//! checkpoint is signed, and by each host's integrator. Status indexes
+//! come in blocks from the `status_idx` sequence. A rolled-back group
+//! forgets it all.
 //!
 //! Checkpoints are not signed by every group: a signature and a row per
 //! commit cost more write throughput than the log's target allows
@@ -19,8 +25,8 @@
 //! newest checkpoint), so a write's proof is there as soon as it is
 //! acknowledged — and never signs twice for one size.
 
-use std::collections::BTreeMap;
-use std::sync::Arc;
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::{Arc, LazyLock};
 
 use mandate_core::OrgId;
 use mandate_core::limits::STATUS_LIST_SIZE;
@@ -46,53 +52,151 @@ pub struct LogSetup {
 /// The log and status state of the current group.
 #[derive(Debug)]
 pub(super) struct GroupLog {
-    pub(super) frontier: Frontier,
+    /// The log's right edge (SQLite), grown by the group's leaves; `None`
+    /// on PostgreSQL, where the tree is integrated after commit.
+    pub(super) frontier: Option<Frontier>,
     /// The leaves and tile entries the group appended, stored just before
     /// it commits.
     pub(super) rows: recordlog::LogRows,
+    /// The index of the group's first leaf: the stored size (SQLite), or
+    /// [`rows::PENDING`] until the tail's sequencer (PostgreSQL).
+    first_leaf: u64,
+    /// Leaves the group appended.
+    pub(super) leaves: u64,
+    /// The `seq` of the group's first event, as `first_leaf`.
+    first_event: i64,
+    /// Events the group wrote to the outbox.
+    pub(super) events: i64,
+    /// The next status index (SQLite).
     next_status_idx: u64,
-    /// The `seq` of the next event the group writes to the outbox.
-    next_event_seq: i64,
-    /// Whether the group wrote an event.
-    events_written: bool,
     /// Whether the group allocated a status index.
     status_allocated: bool,
     /// Lists the group changed, with the revision they will be stored at.
     lists: BTreeMap<u64, (StatusList, u64)>,
     /// The time of the group's latest status change (unix ms).
     last_at: i64,
+    /// Rows written inline with a provisional leaf index (PostgreSQL),
+    /// by table, renumbered in the tail.
+    pub(super) renumber: BTreeMap<Logged, BTreeSet<String>>,
+}
+
+/// A table whose rows point at their leaves (PostgreSQL's tail renumbers
+/// what a group wrote inline with a provisional index).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub(super) enum Logged {
+    /// By `jti`: `log_issued`, `log_revoked`.
+    Tokens,
+    /// By `aar_id`: `log_created`, `log_completed`, `log_rated`.
+    Records,
+    /// By `id`: `log_decided`.
+    Approvals,
+    /// By `id`: `log_created`, `log_withdrawn`.
+    Vouches,
+}
+
+impl Logged {
+    /// The statement moving the table's provisional leaf indexes of the
+    /// rows named (`$1`) to the group's first leaf (`$2`).
+    pub(super) fn renumbering(self) -> &'static str {
+        static TEXTS: LazyLock<[String; 4]> = LazyLock::new(|| {
+            let text = |table: &str, key: &str, columns: &[&str]| {
+                let sets: Vec<String> = columns
+                    .iter()
+                    .map(|column| {
+                        format!(
+                            "{column} = CASE WHEN {column} >= {p} THEN {column} - {p} + d.base \
+                             ELSE {column} END",
+                            p = rows::PENDING
+                        )
+                    })
+                    .collect();
+                format!(
+                    "UPDATE {table} SET {} FROM unnest($1::text[], $2::bigint[]) AS d(key, base) \
+                     WHERE {table}.{key} = d.key",
+                    sets.join(", ")
+                )
+            };
+            [
+                text("tokens", "jti", &["log_issued", "log_revoked"]),
+                text(
+                    "records",
+                    "aar_id",
+                    &["log_created", "log_completed", "log_rated"],
+                ),
+                text("approvals", "id", &["log_decided"]),
+                text("vouches", "id", &["log_created", "log_withdrawn"]),
+            ]
+        });
+        let i = match self {
+            Logged::Tokens => 0,
+            Logged::Records => 1,
+            Logged::Approvals => 2,
+            Logged::Vouches => 3,
+        };
+        &TEXTS[i]
+    }
 }
 
 impl Ledger {
-    /// The group's log state, read (and on PostgreSQL locked) at its first
-    /// need, with the right edge kept from the last group when the stored
-    /// log has not grown since.
+    /// The group's log state, made at its first need: on SQLite read
+    /// from the state row, with the right edge kept from the last group
+    /// when the stored log has not grown since; on PostgreSQL without a
+    /// statement (numbers are provisional until the tail).
     pub(super) fn group_log(&mut self) -> Result<&mut GroupLog, LedgerError> {
         if self.group.is_none() {
-            let state = rows::lock_state(&self.conn)?;
-            // Read with the lock (schema 15), or looked up after it.
-            let size = match state.next_log_idx {
-                Some(size) => size,
-                None => rows::size(&self.conn)?,
-            };
-            let frontier = match self.frontier.take() {
-                Some(kept) if kept.size() == size => kept,
-                _ => recordlog::frontier_at(&self.conn, size)?,
+            let (frontier, first_leaf, first_event, next_status_idx) = if self.shared {
+                let pending = i64::try_from(rows::PENDING).map_err(internal)?;
+                (None, rows::PENDING, pending, 0)
+            } else {
+                let state = rows::state(&self.conn)?;
+                // Read with the state (schema 15), or looked up after it.
+                let size = match state.next_log_idx {
+                    Some(size) => size,
+                    None => rows::size(&self.conn)?,
+                };
+                let frontier = match self.frontier.take() {
+                    Some(kept) if kept.size() == size => kept,
+                    _ => recordlog::frontier_at(&self.conn, size)?,
+                };
+                (
+                    Some(frontier),
+                    size,
+                    state.next_event_seq,
+                    state.next_status_idx,
+                )
             };
             self.group = Some(GroupLog {
                 frontier,
                 rows: recordlog::LogRows::default(),
-                next_status_idx: state.next_status_idx,
-                next_event_seq: state.next_event_seq,
-                events_written: false,
+                first_leaf,
+                leaves: 0,
+                first_event,
+                events: 0,
+                next_status_idx,
                 status_allocated: false,
                 lists: BTreeMap::new(),
                 last_at: 0,
+                renumber: BTreeMap::new(),
             });
         }
         self.group
             .as_mut()
             .ok_or_else(|| internal("the group's log state vanished"))
+    }
+
+    /// Notes that the row `key` of `table` was written with a leaf index
+    /// of this group: provisional on PostgreSQL until the tail renumbers
+    /// it.
+    pub(super) fn logged_in(&mut self, table: Logged, key: &str) -> Result<(), LedgerError> {
+        if !self.shared || !self.log.enabled {
+            return Ok(());
+        }
+        self.group_log()?
+            .renumber
+            .entry(table)
+            .or_default()
+            .insert(key.to_owned());
+        Ok(())
     }
 
     /// The id of organisation `org` (ids never change, so they are kept).
@@ -125,13 +229,28 @@ impl Ledger {
             .as_mut()
             .ok_or_else(|| internal("the group's log state vanished"))?;
         let kept = group.rows.len();
-        let idx = group.rows.append(&mut group.frontier, &org, at_ms, event)?;
+        let idx = group.first_leaf + group.leaves;
+        group
+            .rows
+            .append(group.frontier.as_mut(), idx, &org, at_ms, event)?;
+        group.leaves += 1;
         self.buffered += u64::try_from(group.rows.len() - kept).unwrap_or(u64::MAX);
         Ok(Some(idx))
     }
 
-    /// The next token status index.
+    /// The next token status index: on PostgreSQL from this host's block
+    /// of the `status_idx` sequence, taken when the last one ran out.
     pub(super) fn allocate_status_idx(&mut self) -> Result<u64, LedgerError> {
+        if self.shared {
+            if self.status_block.is_empty() {
+                let first = rows::status_block(&self.conn)?;
+                self.status_block = first..first.saturating_add(rows::STATUS_BLOCK);
+            }
+            return self
+                .status_block
+                .next()
+                .ok_or_else(|| internal("the status lists are full"));
+        }
         let group = self.group_log()?;
         let idx = group.next_status_idx;
         group.next_status_idx = idx
@@ -144,9 +263,8 @@ impl Ledger {
     /// The `seq` of the next event of the outbox.
     pub(super) fn allocate_event_seq(&mut self) -> Result<i64, LedgerError> {
         let group = self.group_log()?;
-        let seq = group.next_event_seq;
-        group.next_event_seq = seq + 1;
-        group.events_written = true;
+        let seq = group.first_event + group.events;
+        group.events += 1;
         Ok(seq)
     }
 
@@ -155,6 +273,7 @@ impl Ledger {
     pub(super) fn set_revoked(&mut self, idx: u64, at_ms: i64) -> Result<(), LedgerError> {
         let (list, offset) = location(idx);
         if !self.group_log()?.lists.contains_key(&list) {
+            status_lists::lock(&self.conn, list)?;
             let entry = match status_lists::get(&self.conn, list)? {
                 Some(StoredList { bytes, revision }) => (
                     StatusList::from_bytes(Bits::One, bytes).map_err(internal)?,
@@ -177,8 +296,8 @@ impl Ledger {
     /// Writes what the group changed: every status list it touched, and
     /// the next status index and event `seq` when it took one (its leaves
     /// and tile entries are stored with the rest of the group's rows,
-    /// [`Ledger::store_tail`]). The right edge stays in the group until it commits
-    /// (kept for the next group) or rolls back (forgotten).
+    /// [`Ledger::store_tail`]). The right edge stays in the group until it
+    /// commits (kept for the next group) or rolls back (forgotten).
     pub(super) fn flush_log(&mut self) -> Result<(), LedgerError> {
         let Some(group) = self.group.as_mut() else {
             return Ok(());
@@ -197,25 +316,50 @@ impl Ledger {
         if group.status_allocated {
             rows::save_next_status_idx(&self.conn, group.next_status_idx)?;
         }
-        if group.events_written {
-            rows::save_next_event_seq(&self.conn, group.next_event_seq)?;
+        // PostgreSQL's sequencer moves it in the tail.
+        if !self.shared && group.events > 0 {
+            rows::save_next_event_seq(&self.conn, group.first_event + group.events)?;
         }
         Ok(())
     }
 
     /// Signs a checkpoint of the log as committed, at `now`, unless the
     /// newest one is of its size already; the newest checkpoint either way.
-    /// Run it as a write of its own: the tree it signs is the one the
-    /// group's lock sees.
+    /// Run it as a write of its own. On PostgreSQL the committed log is
+    /// integrated first, in this transaction: every leaf committed when it
+    /// starts is in the tree it signs, so a write's proof exists once the
+    /// write is acknowledged.
     pub fn checkpoint(&mut self, now: Now) -> Result<StoredCheckpoint, LedgerError> {
-        let size = self.group_log()?.frontier.size();
+        let frontier = if self.shared {
+            let to = rows::committed_size(&self.conn)?;
+            // Waiting for the integration row while the group holds an
+            // organisation's could close a cycle (see `enter`): then, if
+            // it is busy, the write runs again first in the next group.
+            let wait = self.locked.is_empty();
+            match recordlog::integrate_unless_busy(&self.conn, to, &mut self.integrated, wait)? {
+                Some(frontier) => {
+                    self.integrating = true;
+                    frontier
+                }
+                None => {
+                    self.deferred = true;
+                    return Err(LedgerError::Store(crate::store::StoreError::Unavailable(
+                        "the log is being integrated: the write runs again in the next group",
+                    )));
+                }
+            }
+        } else {
+            self.group_log()?
+                .frontier
+                .clone()
+                .ok_or_else(|| internal("the group's right edge vanished"))?
+        };
         let latest = rows::latest_checkpoint(&self.conn)?;
         if let Some(latest) = latest
-            && latest.size >= size
+            && latest.size >= frontier.size()
         {
             return Ok(latest);
         }
-        let frontier = &self.group_log()?.frontier;
         let (size, root) = (frontier.size(), frontier.root());
         let checkpoint = recordlog::sign_checkpoint(
             &self.log.keys.current(),
@@ -237,8 +381,6 @@ impl Ledger {
         now: Now,
         until_ms: i64,
     ) -> Result<bool, LedgerError> {
-        // The state row is every group's first lock (PostgreSQL).
-        self.group_log()?;
         Ok(rows::claim_submitter(
             &self.conn,
             owner,
@@ -250,7 +392,6 @@ impl Ledger {
     /// Ends the submitter's lease of `owner` (when it stops), or of any
     /// host (`None`: a process that alone submits, at its start).
     pub fn release_submitter(&mut self, owner: Option<&str>) -> Result<usize, LedgerError> {
-        self.group_log()?;
         Ok(rows::release_submitter(&self.conn, owner)?)
     }
 
@@ -264,7 +405,6 @@ impl Ledger {
         cosignature: Option<&StoredCosignature>,
         now: Now,
     ) -> Result<(), LedgerError> {
-        self.group_log()?;
         if let Some(cosignature) = cosignature {
             rows::insert_cosignature(&self.conn, cosignature)?;
         }

@@ -49,9 +49,26 @@ use mandate_core::limits::{MAX_BULK_RATINGS, MAX_WEBHOOKS_PER_ORG};
 use mandate_core::webhook::EventType;
 
 use crate::recordlog::events;
+use crate::store::log as rows_log;
 use crate::store::orgs::{self as org_rows, Org, Quotas};
 use crate::store::records::{self, SummaryKey};
 use crate::store::{Owned, StoreError, dashboard, tokens};
+use log::Logged;
+
+/// Where a record's row for [`records::INSERT_INTO`] holds a column.
+fn record_column(name: &str) -> usize {
+    records::INSERT_INTO
+        .trim_start_matches("records (")
+        .trim_end_matches(')')
+        .split(',')
+        .position(|column| column.trim() == name)
+        .unwrap_or(usize::MAX)
+}
+
+/// A held record row's `aar_id`.
+static RECORD_AAR_ID: LazyLock<usize> = LazyLock::new(|| record_column("aar_id"));
+/// A held record row's `log_created`.
+static RECORD_LOG_CREATED: LazyLock<usize> = LazyLock::new(|| record_column("log_created"));
 
 pub use acts::{
     ActionReport, Attempt, Attempted, AwaitedApproval, BulkRating, Completion, Evaluated, Rated,
@@ -516,6 +533,15 @@ struct CounterRows {
 }
 
 impl CounterRows {
+    fn is_empty(&self) -> bool {
+        self.agents.is_empty()
+            && self.days.is_empty()
+            && self.hours.is_empty()
+            && self.inboxes.is_empty()
+            && self.workflows.is_empty()
+            && self.summaries.is_empty()
+    }
+
     fn parts(&self) -> [RowsFor<'_>; 6] {
         [
             records::count_for_agents(&self.agents),
@@ -604,12 +630,25 @@ pub struct Ledger {
     shared: bool,
     /// Organisations locked by the current group (see [`Ledger::enter`]).
     locked: HashSet<Org>,
+    /// Whether the write running now locked an organisation.
+    entered: bool,
+    /// Whether the group holds the log's integration row (PostgreSQL: a
+    /// checkpoint signed, [`Ledger::checkpoint`]).
+    integrating: bool,
+    /// Whether the write that just ran asked to run again first in the
+    /// next group (see [`Ledger::enter`]).
+    deferred: bool,
     /// How the record log is written.
     log: LogSetup,
     /// The record log and status lists as the current group changes them.
     group: Option<log::GroupLog>,
-    /// The log's right edge as the last committed group left it.
+    /// The log's right edge as the last committed group left it (SQLite).
     frontier: Option<mandate_core::tlog::Frontier>,
+    /// The log's right edge as this process last integrated it
+    /// (PostgreSQL, [`crate::recordlog::integrate`]).
+    integrated: Option<mandate_core::tlog::Frontier>,
+    /// Status indexes of this host's block not yet used (PostgreSQL).
+    status_block: std::ops::Range<u64>,
     /// Organisation ids by number (they never change), for log leaves.
     org_ids: HashMap<Org, mandate_core::OrgId>,
     /// Whether events are written to the outbox.
@@ -665,9 +704,10 @@ impl Owned for Ledger {
 
     fn after_commit(&mut self) {
         if let Some(group) = self.group.take() {
-            self.frontier = Some(group.frontier);
+            self.frontier = group.frontier;
         }
         self.locked.clear();
+        self.integrating = false;
         self.standings.clear();
         self.trust.mark_stale(self.touched.drain());
         if self.shared {
@@ -687,11 +727,21 @@ impl Owned for Ledger {
         self.group = None;
         self.frontier = None;
         self.locked.clear();
+        self.integrating = false;
         self.touched.clear();
         self.counters = Counters::default();
         self.tails.clear();
         self.quotas.clear();
         self.days.clear();
+    }
+
+    fn before_write(&mut self) {
+        self.entered = false;
+        self.deferred = false;
+    }
+
+    fn take_deferred(&mut self) -> bool {
+        std::mem::take(&mut self.deferred)
     }
 
     fn close(self) {
@@ -708,9 +758,14 @@ impl Ledger {
         Ledger {
             shared: conn.dialect() == Dialect::Postgres,
             locked: HashSet::new(),
+            entered: false,
+            integrating: false,
+            deferred: false,
             log,
             group: None,
             frontier: None,
+            integrated: None,
+            status_block: 0..0,
             org_ids: HashMap::new(),
             events: true,
             approval_ttl_ms: DEFAULT_APPROVAL_TTL_MS,
@@ -872,21 +927,40 @@ impl Ledger {
     /// newest record, quotas, today's count — is forgotten after every
     /// commit on PostgreSQL, and read again under the lock). One lock
     /// per organisation, taken first, is one order of locking, so hosts
-    /// never deadlock within an organisation. Before its first organisation
-    /// a group locks the record log's state row: every group appends to the
-    /// one log, and taking that lock first keeps one order of locks across
-    /// organisations too. On SQLite the single writer's `BEGIN IMMEDIATE`
-    /// already excludes everyone: nothing to do.
+    /// never deadlock within an organisation. Across organisations, a
+    /// group waits only for its first organisation's row: a write that
+    /// needs another while its group holds one (or the log's integration
+    /// row) takes it only if it is free, else asks to run again first in
+    /// the next group (the writer
+    /// keeps it, [`crate::store::Owned::take_deferred`]) — so no group
+    /// waits for a row while holding another, and groups never wait on
+    /// one another in a cycle. (Before, every group took the record log's
+    /// state row first, which ordered them all; it is taken only in the
+    /// tail now, after every organisation's row, [`Ledger::sequence`].)
+    /// On SQLite the single writer's `BEGIN IMMEDIATE` already excludes
+    /// everyone: nothing to do.
     fn enter(&mut self, org: Org) -> Result<bool, LedgerError> {
         if !self.shared || self.locked.contains(&org) {
             return Ok(false);
         }
-        self.group_log()?;
-        self.locked.insert(org);
         // The lock's statement reads the row's quotas too: one round trip
         // fewer than reading them after it.
-        let row = org_rows::lock(&self.conn, org)?
-            .ok_or_else(|| internal("an organisation of a stored object is missing"))?;
+        let row = if (self.locked.is_empty() && !self.integrating) || self.entered {
+            org_rows::lock(&self.conn, org)?
+                .ok_or_else(|| internal("an organisation of a stored object is missing"))?
+        } else {
+            match org_rows::try_lock(&self.conn, org)? {
+                Some(row) => row,
+                None => {
+                    self.deferred = true;
+                    return Err(LedgerError::Store(StoreError::Unavailable(
+                        "the organisation is busy: the write runs again in the next group",
+                    )));
+                }
+            }
+        };
+        self.locked.insert(org);
+        self.entered = true;
         self.quotas.insert(org, row.quotas);
         Ok(true)
     }
@@ -1002,7 +1076,7 @@ impl Ledger {
     /// Writes what the group still holds — its records, the log's leaves
     /// and tile entries, events, charges, idempotency answers and counters
     /// — just before it commits: one statement on PostgreSQL whatever
-    /// their number.
+    /// their number, after the sequencer ([`Ledger::sequence`]).
     fn store_tail(&mut self) -> Result<(), StoreError> {
         static RECORDS: LazyLock<InsertTexts> =
             LazyLock::new(|| InsertTexts::new(records::INSERT_INTO, &records::INSERTED));
@@ -1012,15 +1086,24 @@ impl Ledger {
                 &crate::store::events::INSERTED,
             )
         });
-        let records = std::mem::take(&mut self.records);
-        let events = std::mem::take(&mut self.events_held);
+        let mut records = std::mem::take(&mut self.records);
+        let mut events = std::mem::take(&mut self.events_held);
         let usage = self.usage_rows()?;
         let replies = self.reply_rows();
         let counters = self.counters.take_rows()?;
+        let writes = !(records.is_empty()
+            && events.is_empty()
+            && usage.is_empty()
+            && replies.is_empty()
+            && counters.is_empty());
+        if self.shared {
+            self.sequence(writes, &mut records, &mut events)?;
+        }
+        let integrated = !self.shared;
         let log = self
             .group
             .as_mut()
-            .map(|group| group.rows.take())
+            .map(|group| group.rows.take(integrated))
             .unwrap_or_default();
         let mut parts = vec![
             RECORDS.rows(&records::INSERTED, &records),
@@ -1036,6 +1119,78 @@ impl Ledger {
         Ok(())
     }
 
+    /// The sequencer (PostgreSQL): when the group appended leaves, wrote
+    /// events or writes rows in its tail, takes the log's state row — the
+    /// tail's first statement, held to the commit — with the group's leaf
+    /// indexes and event `seq`, and moves every provisional number to
+    /// them: the held leaves, records and events in memory, the rows
+    /// written inline by one more statement. Every tail that writes takes
+    /// the row before any row other tails write (counters, the log's
+    /// leaves), so tails never wait on one another in a cycle.
+    fn sequence(
+        &mut self,
+        writes: bool,
+        records: &mut [Vec<Value>],
+        events: &mut [Vec<Value>],
+    ) -> Result<(), StoreError> {
+        let (leaves, emitted) = self
+            .group
+            .as_ref()
+            .map_or((0, 0), |group| (group.leaves, group.events));
+        if !writes && leaves == 0 && emitted == 0 {
+            return Ok(());
+        }
+        let (first_leaf, first_event) = rows_log::sequence(&self.conn, leaves, emitted)?;
+        let pending = i64::try_from(rows_log::PENDING)
+            .map_err(|_| StoreError::Internal("the provisional numbers".to_owned()))?;
+        let moved = |value: &mut Value, to: i64| {
+            if let Value::Integer(n) = value
+                && *n >= pending
+            {
+                *n = *n - pending + to;
+            }
+        };
+        let leaf_base = i64::try_from(first_leaf)
+            .map_err(|_| StoreError::Internal("the log outgrew its index".to_owned()))?;
+        let created = *RECORD_LOG_CREATED;
+        for row in records.iter_mut() {
+            if let Some(value) = row.get_mut(created) {
+                moved(value, leaf_base);
+            }
+        }
+        for row in events.iter_mut() {
+            if let Some(value) = row.first_mut() {
+                moved(value, first_event);
+            }
+        }
+        let Some(group) = self.group.as_mut() else {
+            return Ok(());
+        };
+        group.rows.renumber(rows_log::PENDING, first_leaf)?;
+        let renumber = std::mem::take(&mut group.renumber);
+        let rows: Vec<(Logged, Vec<Vec<Value>>)> = renumber
+            .into_iter()
+            .map(|(table, keys)| {
+                let rows = keys
+                    .into_iter()
+                    .map(|key| vec![Value::Text(key), Value::Integer(leaf_base)])
+                    .collect();
+                (table, rows)
+            })
+            .collect();
+        let parts: Vec<RowsFor<'_>> = rows
+            .iter()
+            .map(|(table, rows)| RowsFor {
+                sqlite: table.renumbering(),
+                postgres: table.renumbering(),
+                columns: &[sql::Column::Text, sql::Column::Integer],
+                rows,
+            })
+            .collect();
+        self.conn.apply_tables(&parts)?;
+        Ok(())
+    }
+
     /// Writes the records the group made so far, in one statement: before
     /// anything reads or changes records, and before the group commits.
     fn store_records(&mut self) -> Result<(), StoreError> {
@@ -1043,6 +1198,15 @@ impl Ledger {
             return Ok(());
         }
         let rows = std::mem::take(&mut self.records);
+        if self.shared {
+            // Their leaves are numbered in the tail: renumbered there.
+            for row in &rows {
+                if let Some(Value::Text(aar_id)) = row.get(*RECORD_AAR_ID) {
+                    self.logged_in(Logged::Records, aar_id)
+                        .map_err(|error| StoreError::Internal(error.to_string()))?;
+                }
+            }
+        }
         let before = self.conn.total_changes();
         self.conn
             .insert_rows(records::INSERT_INTO, &records::INSERTED, &rows)?;
@@ -1053,8 +1217,11 @@ impl Ledger {
     /// Writes the events the group reported so far, in one statement:
     /// before anything reads or deletes events, and before the group
     /// commits.
+    /// On PostgreSQL they wait for the tail, where their `seq` is handed
+    /// out: what reads events mid-group (a new webhook's cursor, pruning)
+    /// reads what is committed, which the group's own events come after.
     fn store_events(&mut self) -> Result<(), StoreError> {
-        if self.events_held.is_empty() {
+        if self.events_held.is_empty() || self.shared {
             return Ok(());
         }
         let rows = std::mem::take(&mut self.events_held);

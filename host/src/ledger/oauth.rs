@@ -100,7 +100,7 @@ impl Ledger {
 
 /// A code's redemption: what the token endpoint checked and built, for
 /// [`Ledger::redeem_code`] to make durable in one transaction.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub struct Redemption {
     /// SHA-256 of the code.
     pub code_hash: Vec<u8>,
@@ -279,7 +279,7 @@ fn family_state(grant: &OAuthGrant, current: Option<u64>) -> FamilyState {
 
 /// A refresh (RFC 6749 §6) as the token endpoint read it, for
 /// [`Ledger::refresh`].
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub struct Refresh {
     /// SHA-256 of the refresh token presented.
     pub token_hash: Vec<u8>,

@@ -63,10 +63,6 @@ pub fn create_org(conn: &Connection, new: &NewOrg, now: Now) -> Result<OrgCreate
 impl Ledger {
     /// Creates an organisation and its first `owner` key.
     pub fn create_org(&mut self, new: &NewOrg, now: Now) -> Result<OrgCreated, LedgerError> {
-        if self.shared {
-            // The record log's lock comes first in every group (see `enter`).
-            self.group_log()?;
-        }
         let created = create_org(&self.conn, new, now)?;
         self.quotas.insert(created.org.org, created.org.quotas);
         Ok(created)

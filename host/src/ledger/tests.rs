@@ -840,3 +840,16 @@ fn a_records_per_day_quota_counts_the_day_and_starts_again_the_next() {
     // The next UTC day starts from nothing.
     fixture.act(&token, "read", at(16 * 3600));
 }
+
+/// A PostgreSQL tail renumbers a held record's leaf and finds a flushed
+/// one's key by the columns' places in the insert: both are found.
+#[test]
+fn a_held_records_key_and_leaf_index_are_found_in_its_row() {
+    assert_eq!(super::record_column("aar_id"), 0);
+    assert_eq!(super::record_column("log_created"), 21);
+    assert_eq!(super::record_column("no_such_column"), usize::MAX);
+    assert_eq!(
+        crate::store::records::INSERTED.len(),
+        crate::store::records::INSERT_INTO.split(',').count()
+    );
+}

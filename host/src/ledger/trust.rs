@@ -10,6 +10,7 @@ use mandate_core::tlog::VouchPrincipal;
 use mandate_core::trust::Voucher;
 use mandate_core::{AgentId, Jti, KeyId, Ulid, VouchId, chain_trust};
 
+use super::log::Logged;
 use super::{Ledger, LedgerError, Token, internal};
 use crate::clock::Now;
 use crate::recordlog::events;
@@ -108,6 +109,7 @@ impl Ledger {
             log_withdrawn: None,
         };
         vouch.log_created = self.append(org, now.ms(), events::vouch_created(&vouch)?)?;
+        self.logged_in(Logged::Vouches, &vouch.id)?;
         rows::insert(&self.conn, &vouch)?;
         self.touched.insert(org);
         Ok(vouch)
@@ -149,6 +151,7 @@ impl Ledger {
             }
         }
         vouch.log_withdrawn = self.append(org, now.ms(), events::vouch_withdrawn(&vouch)?)?;
+        self.logged_in(Logged::Vouches, &vouch.id)?;
         rows::withdraw(
             &self.conn,
             &vouch.id,

@@ -95,9 +95,10 @@ impl Ledger {
         if rows::count(&self.conn, new.org)? >= MAX_WEBHOOKS_PER_ORG {
             return Err(LedgerError::TooManyWebhooks);
         }
-        // Under the lock every group writing events takes (PostgreSQL), or
-        // in the one writer (SQLite): every event up to here is stored once
-        // this group's own are.
+        // SQLite's one writer: every event up to here is stored once this
+        // group's own are. PostgreSQL: every committed event; the events of
+        // this group and of groups not yet committed take their `seq` in
+        // their tails, after it.
         self.store_events()?;
         let cursor = events::last_seq(&self.conn)?;
         rows::insert(
@@ -242,8 +243,6 @@ impl Ledger {
     /// Ends the leases of the host `owner` (when it stops), or of every
     /// host (`None`: a process that alone delivers, at its start).
     pub fn release_webhooks(&mut self, owner: Option<&str>) -> Result<usize, LedgerError> {
-        // The state row is every group's first lock (PostgreSQL).
-        self.group_log()?;
         Ok(match owner {
             Some(owner) => rows::release(&self.conn, owner)?,
             None => rows::release_all(&self.conn)?,

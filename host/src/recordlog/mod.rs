@@ -84,9 +84,118 @@ pub fn frontier_at(conn: &Connection, size: u64) -> Result<Frontier, StoreError>
     })
 }
 
-/// The right edge of the stored log as it stands.
-pub fn frontier(conn: &Connection) -> Result<Frontier, StoreError> {
-    frontier_at(conn, rows::size(conn)?)
+/// Leaf hashes read at once while integrating.
+const INTEGRATE_PAGE: u64 = 4096;
+
+/// Integrates the log up to `to` leaves (every leaf below committed):
+/// stores the tile entries of levels 1 and up the leaves from the
+/// integrated size on complete, and the new integrated size, under the
+/// `log_integration` row's lock (PostgreSQL: one host at a time, to the
+/// end of the transaction). `kept` is the right edge this process last
+/// integrated to, used when the stored size is still its size (else read
+/// from the tiles) and left at the new edge. Answers the right edge at
+/// `to`, or at the integrated size when another host integrated further.
+pub fn integrate(
+    conn: &Connection,
+    to: u64,
+    kept: &mut Option<Frontier>,
+) -> Result<Frontier, StoreError> {
+    integrate_unless_busy(conn, to, kept, true)?
+        .ok_or_else(|| StoreError::Internal("the log's integration row is missing".to_owned()))
+}
+
+/// [`integrate`]; unless `wait`, `None` at once while another transaction
+/// integrates (PostgreSQL).
+pub fn integrate_unless_busy(
+    conn: &Connection,
+    to: u64,
+    kept: &mut Option<Frontier>,
+    wait: bool,
+) -> Result<Option<Frontier>, StoreError> {
+    let Some(size) = rows::lock_integrated(conn, wait)? else {
+        return Ok(None);
+    };
+    let mut frontier = match kept.take() {
+        Some(edge) if edge.size() == size => edge,
+        _ => frontier_at(conn, size)?,
+    };
+    let mut nodes = Vec::new();
+    while frontier.size() < to {
+        let start = frontier.size();
+        let hashes = rows::tile_hashes(conn, 0, start, INTEGRATE_PAGE.min(to - start))?;
+        if hashes.is_empty() {
+            return Err(StoreError::Internal(format!(
+                "the log's leaf {start} is missing below its committed size {to}"
+            )));
+        }
+        for hash in hashes {
+            for node in frontier
+                .push(hash)
+                .map_err(|e| StoreError::Internal(format!("the log cannot grow: {e}")))?
+            {
+                nodes.push(vec![
+                    sql::types::Value::Integer(node.level.into()),
+                    number(node.index)?,
+                    sql::types::Value::Blob(node.hash.to_vec()),
+                ]);
+            }
+        }
+    }
+    if frontier.size() > size {
+        static NODES: LazyLock<sql::InsertTexts> =
+            LazyLock::new(|| sql::InsertTexts::new("log_nodes (level, idx, hash)", &NODE_COLUMNS));
+        conn.apply_tables(&[NODES.rows(&NODE_COLUMNS, &nodes)])?;
+        rows::save_integrated(conn, frontier.size())?;
+    }
+    *kept = Some(frontier.clone());
+    Ok(Some(frontier))
+}
+
+/// How soon after a local commit the integrator runs (commits within it
+/// share one run).
+const INTEGRATE_AFTER: std::time::Duration = std::time::Duration::from_millis(20);
+/// How often it runs without local commits (other hosts append too).
+const INTEGRATE_EVERY: std::time::Duration = std::time::Duration::from_secs(1);
+
+/// The integrator of a PostgreSQL host: integrates the committed log
+/// ([`integrate`]) on the `proofs` lane, [`INTEGRATE_AFTER`] a local
+/// commit and every [`INTEGRATE_EVERY`], so a checkpoint's signing rarely
+/// integrates more than a second's leaves itself. Returns at once on
+/// SQLite, whose writer integrates in each group.
+pub async fn integrator(state: crate::AppState) {
+    let mut committed = state.committed.subscribe();
+    let kept: Arc<std::sync::Mutex<Option<Frontier>>> = Arc::default();
+    loop {
+        tokio::select! {
+            changed = committed.changed() => {
+                if changed.is_err() {
+                    return;
+                }
+                tokio::time::sleep(INTEGRATE_AFTER).await;
+                committed.borrow_and_update();
+            }
+            () = tokio::time::sleep(INTEGRATE_EVERY) => {}
+        }
+        let edge = kept.clone();
+        let ran = state
+            .store
+            .on_proofs_lane(move |conn| {
+                let mut kept = edge.lock().map(|mut kept| kept.take()).unwrap_or_default();
+                let tx = conn.unchecked_transaction()?;
+                integrate(&tx, rows::committed_size(&tx)?, &mut kept)?;
+                tx.commit()?;
+                if let Ok(mut slot) = edge.lock() {
+                    *slot = kept;
+                }
+                Ok(())
+            })
+            .await;
+        match ran {
+            None => return,
+            Some(Ok(())) => {}
+            Some(Err(error)) => tracing::warn!(%error, "integrating the record log failed"),
+        }
+    }
 }
 
 /// A checkpoint of the tree at `size` with `root`, signed by every signing
@@ -219,10 +328,14 @@ pub fn prepare(
         keys::rotate(&tx, kek, &origin, now)?;
     }
     let signers = keys::load(&tx, kek, &origin)?;
-    rows::lock_state(&tx)?;
-    let mut frontier = frontier(&tx)?;
+    let mut frontier = integrate(&tx, rows::committed_size(&tx)?, &mut None)?;
     if config.enabled && frontier.size() == 0 {
         let appended = backfill(&tx, &mut frontier)?;
+        rows::save_integrated(&tx, appended)?;
+        tx.execute(
+            "UPDATE ledger_state SET next_log_idx = ?1 WHERE id = 1",
+            [appended],
+        )?;
         if appended > 0 {
             tracing::warn!(
                 leaves = appended,
@@ -260,7 +373,8 @@ pub fn append(
     event: LogEvent,
 ) -> Result<u64, StoreError> {
     let mut rows = LogRows::default();
-    let index = rows.append(frontier, org, at, event)?;
+    let index = frontier.size();
+    rows.append(Some(frontier), index, org, at, event)?;
     rows.store(conn)?;
     Ok(index)
 }
@@ -276,43 +390,65 @@ pub struct LogRows {
 }
 
 impl LogRows {
-    /// Appends an event of organisation `org` at `at` (unix ms) to the log
-    /// whose right edge is `frontier`, keeping its leaf, hash and the tile
-    /// entries it completes. Answers the leaf's index.
+    /// Keeps the leaf of an event of organisation `org` at `at` (unix ms)
+    /// at `index`, with its hash. With the log's right edge (`frontier`,
+    /// whose size must be `index`), the tile entries the leaf completes
+    /// are kept too; without (a PostgreSQL group, whose `index` is
+    /// provisional until its tail), they are integrated after commit
+    /// ([`integrate`]).
     pub fn append(
         &mut self,
-        frontier: &mut Frontier,
+        frontier: Option<&mut Frontier>,
+        index: u64,
         org: &OrgId,
         at: i64,
         event: LogEvent,
-    ) -> Result<u64, StoreError> {
+    ) -> Result<(), StoreError> {
         use sql::types::Value;
         let leaf = LogEntry::new(org.clone(), at, event)
             .to_leaf()
             .map_err(|e| StoreError::Internal(format!("an event the log refuses: {e}")))?;
         let hash = tlog::leaf_hash(&leaf);
-        let index = frontier.size();
-        let nodes = frontier
-            .push(hash)
-            .map_err(|e| StoreError::Internal(format!("the log cannot grow: {e}")))?;
-        let number = |n: u64| {
-            i64::try_from(n)
-                .map(Value::Integer)
-                .map_err(|_| StoreError::Internal("the log outgrew its index".to_owned()))
-        };
+        if let Some(frontier) = frontier {
+            if frontier.size() != index {
+                return Err(StoreError::Internal(
+                    "a leaf appended away from the log's edge".to_owned(),
+                ));
+            }
+            let nodes = frontier
+                .push(hash)
+                .map_err(|e| StoreError::Internal(format!("the log cannot grow: {e}")))?;
+            for node in nodes {
+                self.nodes.push(vec![
+                    Value::Integer(node.level.into()),
+                    number(node.index)?,
+                    Value::Blob(node.hash.to_vec()),
+                ]);
+            }
+        }
         self.leaves.push(vec![
             number(index)?,
             Value::Blob(hash.to_vec()),
             Value::Blob(leaf),
         ]);
-        for node in nodes {
-            self.nodes.push(vec![
-                Value::Integer(node.level.into()),
-                number(node.index)?,
-                Value::Blob(node.hash.to_vec()),
-            ]);
+        Ok(())
+    }
+
+    /// Moves every kept leaf numbered from `from` to `to` (a PostgreSQL
+    /// tail, once the sequencer handed out the group's indexes).
+    pub fn renumber(&mut self, from: u64, to: u64) -> Result<(), StoreError> {
+        for leaf in &mut self.leaves {
+            if let Some(sql::types::Value::Integer(index)) = leaf.first_mut() {
+                let moved = u64::try_from(*index)
+                    .ok()
+                    .and_then(|index| index.checked_sub(from))
+                    .and_then(|offset| offset.checked_add(to))
+                    .ok_or_else(|| StoreError::Internal("a leaf numbered twice".to_owned()))?;
+                *index = i64::try_from(moved)
+                    .map_err(|_| StoreError::Internal("the log outgrew its index".to_owned()))?;
+            }
         }
-        Ok(index)
+        Ok(())
     }
 
     /// Rows kept and not yet stored.
@@ -327,19 +463,26 @@ impl LogRows {
 
     /// Stores what was kept, and forgets it: one statement on PostgreSQL.
     pub fn store(&mut self, conn: &Connection) -> sql::Result<()> {
-        conn.apply_tables(&self.take().parts())
+        conn.apply_tables(&self.take(true).parts())
     }
 
     /// What was kept, taken out to be stored with other tables' rows
-    /// ([`Connection::apply_tables`]).
-    pub fn take(&mut self) -> TakenLogRows {
+    /// ([`Connection::apply_tables`]); `integrated` when the tile entries
+    /// were kept with the leaves (SQLite: the log's size and integrated
+    /// size are stored with them; PostgreSQL's sequencer keeps the size,
+    /// [`integrate`] the integrated size).
+    pub fn take(&mut self, integrated: bool) -> TakenLogRows {
         // The log's size after them: the last leaf's index, plus one.
-        let size = self.leaves.last().and_then(|leaf| match leaf.first() {
-            Some(sql::types::Value::Integer(index)) => {
-                Some(vec![sql::types::Value::Integer(index + 1)])
-            }
-            _ => None,
-        });
+        let size = self
+            .leaves
+            .last()
+            .and_then(|leaf| match leaf.first() {
+                Some(sql::types::Value::Integer(index)) => {
+                    Some(vec![sql::types::Value::Integer(index + 1)])
+                }
+                _ => None,
+            })
+            .filter(|_| integrated);
         TakenLogRows {
             leaves: std::mem::take(&mut self.leaves),
             nodes: std::mem::take(&mut self.nodes),
@@ -349,14 +492,23 @@ impl LogRows {
 }
 
 /// Leaves and tile entries taken from [`LogRows`], to be stored with the
-/// log's size after them (`ledger_state.next_log_idx`, read by the next
-/// group with the state row's lock).
+/// log's size and integrated size after them when their tile entries were
+/// kept (SQLite: `ledger_state.next_log_idx`, read by the next group, and
+/// `log_integration.size`).
 #[derive(Debug, Default)]
 pub struct TakenLogRows {
     leaves: Vec<Vec<sql::types::Value>>,
     nodes: Vec<Vec<sql::types::Value>>,
-    /// One row, the size, when there are leaves; else none.
+    /// One row, the size, when there are leaves and their tile entries;
+    /// else none.
     size: Vec<Vec<sql::types::Value>>,
+}
+
+/// An index or level as stored.
+fn number(n: u64) -> Result<sql::types::Value, StoreError> {
+    i64::try_from(n)
+        .map(sql::types::Value::Integer)
+        .map_err(|_| StoreError::Internal("the log outgrew its index".to_owned()))
 }
 
 /// `log_leaves (idx, hash, leaf)`'s columns.
@@ -370,7 +522,7 @@ const NODE_COLUMNS: [sql::Column; 3] = [
 
 impl TakenLogRows {
     /// The rows as parts of [`Connection::apply_tables`], a table each.
-    pub fn parts(&self) -> [sql::RowsFor<'_>; 3] {
+    pub fn parts(&self) -> [sql::RowsFor<'_>; 4] {
         static LEAVES: LazyLock<sql::InsertTexts> =
             LazyLock::new(|| sql::InsertTexts::new("log_leaves (idx, hash, leaf)", &LEAF_COLUMNS));
         static NODES: LazyLock<sql::InsertTexts> =
@@ -382,6 +534,13 @@ impl TakenLogRows {
                 sqlite: "UPDATE ledger_state SET next_log_idx = ?1 WHERE id = 1",
                 postgres: "UPDATE ledger_state SET next_log_idx = d.size \
                            FROM unnest($1::bigint[]) AS d(size) WHERE ledger_state.id = 1",
+                columns: &[sql::Column::Integer],
+                rows: &self.size,
+            },
+            sql::RowsFor {
+                sqlite: "UPDATE log_integration SET size = ?1 WHERE id = 1",
+                postgres: "UPDATE log_integration SET size = d.size \
+                           FROM unnest($1::bigint[]) AS d(size) WHERE log_integration.id = 1",
                 columns: &[sql::Column::Integer],
                 rows: &self.size,
             },

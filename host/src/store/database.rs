@@ -66,6 +66,11 @@ pub(crate) const SETUP_LOCK: i64 = 0x4d41_4e44_0000_0002;
 /// The advisory lock organisation numbers are handed out under.
 pub(crate) const ORGS_LOCK: i64 = 0x4d41_4e44_0000_0003;
 
+/// The advisory locks of token status lists, list `n` at this plus `n`
+/// (lists are numbered from 0, far below 2^32): a revocation's
+/// read-modify-write of a list takes its lock.
+pub(crate) const STATUS_LIST_LOCKS: i64 = 0x4d41_4e45_0000_0000;
+
 impl Database {
     /// The database a `--database` URL names: `postgres://…` or
     /// `postgresql://…` (libpq's URL form). TLS follows `sslmode`:
@@ -288,7 +293,7 @@ fn migrate(conn: &Connection) -> anyhow::Result<()> {
             schema::VERSION
         ),
         Some(version) if version == schema::VERSION => return Ok(()),
-        Some(version @ (5..=14)) => {
+        Some(version @ (5..=15)) => {
             if version == 5 {
                 tx.execute_batch(schema::POSTGRES_EVENTS)?;
             }
@@ -318,7 +323,10 @@ fn migrate(conn: &Connection) -> anyhow::Result<()> {
             if version <= 13 {
                 tx.execute_batch(schema::POSTGRES_RELAY)?;
             }
-            tx.execute_batch(schema::POSTGRES_LOG_SIZE)?;
+            if version <= 14 {
+                tx.execute_batch(schema::POSTGRES_LOG_SIZE)?;
+            }
+            tx.execute_batch(schema::POSTGRES_SEQUENCER)?;
             tx.execute(
                 "UPDATE mandate_schema SET version = ?1",
                 params![schema::VERSION],
@@ -339,6 +347,7 @@ fn migrate(conn: &Connection) -> anyhow::Result<()> {
             tx.execute_batch(schema::POSTGRES_WITNESSED)?;
             tx.execute_batch(schema::POSTGRES_RELAY)?;
             tx.execute_batch(schema::POSTGRES_LOG_SIZE)?;
+            tx.execute_batch(schema::POSTGRES_SEQUENCER)?;
             // Nothing to count yet; run anyway, so every new database
             // checks the statements an upgrade from version 6 runs.
             super::dashboard::backfill(&tx)?;

@@ -1,8 +1,9 @@
 //! The `events` table, the outbox: one row per event, written in the
 //! transaction of the write it reports, with its payload exactly as it is
 //! delivered. Webhook deliveries and `GET /v1/events` read it after a
-//! `seq`; `seq` grows in commit order (every group that writes events holds
-//! the ledger's state row, see `crate::store::log::lock_state`).
+//! `seq`; `seq` grows in commit order (a group numbers its events in its
+//! tail, holding the ledger's state row to its commit, see
+//! `crate::store::log::sequence`; SQLite's one writer numbers as it goes).
 
 use super::orgs::Org;
 use crate::store::sql::types::Value;

@@ -7,8 +7,10 @@
 //! - `log_nodes`: the tile entries of levels 1 and up, each the root of a
 //!   full tile of the level below, written once when that tile fills.
 //! - `log_checkpoints`: every checkpoint signed, by tree size.
-//! - `ledger_state`: one row, the next token status index, whose lock on
-//!   PostgreSQL every group takes first.
+//! - `ledger_state`: one row, the next token status index, event `seq`
+//!   and leaf index; on PostgreSQL a group's tail takes it first
+//!   ([`sequence`]) and holds it to its commit.
+//! - `log_integration`: one row, how many leaves `log_nodes` covers.
 //!
 //! Hashes and leaves are bytes here; what they mean is core's (`tlog`).
 
@@ -21,16 +23,16 @@ fn hash_of(bytes: Vec<u8>) -> sql::Result<Hash> {
     Hash::try_from(bytes.as_slice()).map_err(|_| sql::Error::corrupt("a log hash", "not 32 bytes"))
 }
 
-/// The ledger's counters. On PostgreSQL the state row is locked
-/// until the transaction ends: every group of writes takes it first (see
-/// `Ledger::enter`), so appends to the one log take turns across hosts.
-pub fn lock_state(conn: &Connection) -> sql::Result<LedgerState> {
-    let sql = if conn.dialect() == Dialect::Postgres {
-        "SELECT next_status_idx, next_event_seq, next_log_idx FROM ledger_state WHERE id = 1 FOR UPDATE"
-    } else {
-        "SELECT next_status_idx, next_event_seq, next_log_idx FROM ledger_state WHERE id = 1"
-    };
-    conn.prepare_cached(sql)?.query_row([], |row| {
+/// The ledger's counters, read by a group on SQLite (its one writer
+/// numbers leaves, events and status indexes as it goes). PostgreSQL
+/// groups number them in their tail instead ([`sequence`]) and take status
+/// indexes from the `status_idx` sequence ([`status_block`]): no group
+/// holds this row across its round trips.
+pub fn state(conn: &Connection) -> sql::Result<LedgerState> {
+    conn.prepare_cached(
+        "SELECT next_status_idx, next_event_seq, next_log_idx FROM ledger_state WHERE id = 1",
+    )?
+    .query_row([], |row| {
         Ok(LedgerState {
             next_status_idx: row.get(0)?,
             next_event_seq: row.get(1)?,
@@ -51,6 +53,79 @@ pub struct LedgerState {
     pub next_log_idx: Option<u64>,
 }
 
+/// Where a PostgreSQL group numbers its leaves and events before its tail
+/// hands out the real numbers: far above any index or `seq` the log or
+/// the outbox reaches, so a provisional number is never a real one.
+pub const PENDING: u64 = 1 << 62;
+
+/// The sequencer (PostgreSQL), a group tail's first statement: takes the
+/// state row — held to the commit, so numbers are handed out in commit
+/// order without a gap — and `leaves` leaf indexes and `events` event
+/// `seq` from it; answers the first of each.
+pub fn sequence(conn: &Connection, leaves: u64, events: i64) -> sql::Result<(u64, i64)> {
+    conn.prepare_cached(
+        "UPDATE ledger_state SET next_log_idx = COALESCE(next_log_idx,
+             (SELECT COALESCE(max(idx) + 1, 0) FROM log_leaves)) + ?1,
+             next_event_seq = next_event_seq + ?2 WHERE id = 1
+         RETURNING next_log_idx - ?1, next_event_seq - ?2",
+    )?
+    .query_row(params![leaves, events], |row| {
+        Ok((row.get(0)?, row.get(1)?))
+    })
+}
+
+/// How many leaves the committed log holds: every index below is
+/// committed (the sequencer's row is held to each tail's commit).
+pub fn committed_size(conn: &Connection) -> sql::Result<u64> {
+    conn.prepare_cached(
+        "SELECT COALESCE(next_log_idx, (SELECT COALESCE(max(idx) + 1, 0) FROM log_leaves))
+         FROM ledger_state WHERE id = 1",
+    )?
+    .query_row([], |row| row.get(0))
+}
+
+/// How many leaves the stored tile entries (`log_nodes`) cover; on
+/// PostgreSQL the row is locked to the end of the transaction, so hosts
+/// integrate one at a time — after a wait for another holder, or (`wait`
+/// false) `None` at once while another holds it.
+pub fn lock_integrated(conn: &Connection, wait: bool) -> sql::Result<Option<u64>> {
+    let sql = match (conn.dialect(), wait) {
+        (Dialect::Postgres, true) => "SELECT size FROM log_integration WHERE id = 1 FOR UPDATE",
+        (Dialect::Postgres, false) => {
+            "SELECT size FROM log_integration WHERE id = 1 FOR UPDATE SKIP LOCKED"
+        }
+        (Dialect::Sqlite, _) => "SELECT size FROM log_integration WHERE id = 1",
+    };
+    conn.prepare_cached(sql)?
+        .query_row([], |row| row.get(0))
+        .optional()
+}
+
+/// How many leaves the stored tile entries cover, without a lock.
+pub fn integrated(conn: &Connection) -> sql::Result<u64> {
+    conn.prepare_cached("SELECT size FROM log_integration WHERE id = 1")?
+        .query_row([], |row| row.get(0))
+}
+
+/// Stores how many leaves the stored tile entries cover.
+pub fn save_integrated(conn: &Connection, size: u64) -> sql::Result<()> {
+    conn.prepare_cached("UPDATE log_integration SET size = ?1 WHERE id = 1")?
+        .execute([size])?;
+    Ok(())
+}
+
+/// Status indexes taken at once by a PostgreSQL host from the
+/// `status_idx` sequence (its `INCREMENT BY`).
+pub const STATUS_BLOCK: u64 = 256;
+
+/// The first of a block of [`STATUS_BLOCK`] status indexes no other host
+/// or block has (PostgreSQL): no lock, and a block a host never uses up is
+/// bits never set.
+pub fn status_block(conn: &Connection) -> sql::Result<u64> {
+    conn.prepare_cached("SELECT nextval('status_idx')")?
+        .query_row([], |row| row.get(0))
+}
+
 /// Stores the `seq` of the next event.
 pub fn save_next_event_seq(conn: &Connection, next: i64) -> sql::Result<()> {
     conn.prepare_cached("UPDATE ledger_state SET next_event_seq = ?1 WHERE id = 1")?
@@ -58,10 +133,16 @@ pub fn save_next_event_seq(conn: &Connection, next: i64) -> sql::Result<()> {
     Ok(())
 }
 
-/// The next token status index, read without a lock.
+/// A bound on the status indexes handed out, read without a lock: the
+/// next one (SQLite), or the end of the last block taken from the
+/// `status_idx` sequence (PostgreSQL).
 pub fn next_status_idx(conn: &Connection) -> sql::Result<u64> {
-    conn.prepare_cached("SELECT next_status_idx FROM ledger_state WHERE id = 1")?
-        .query_row([], |row| row.get(0))
+    let sql = if conn.dialect() == Dialect::Postgres {
+        "SELECT CASE WHEN is_called THEN last_value + 256 ELSE last_value END FROM status_idx"
+    } else {
+        "SELECT next_status_idx FROM ledger_state WHERE id = 1"
+    };
+    conn.prepare_cached(sql)?.query_row([], |row| row.get(0))
 }
 
 /// Stores the next token status index.

@@ -255,6 +255,9 @@ fn migrate(wrapped: &Connection) -> anyhow::Result<()> {
     if version < 15 {
         tx.execute_batch(schema::LOG_SIZE)?;
     }
+    if version < 16 {
+        tx.execute_batch(schema::SEQUENCER)?;
+    }
     tx.pragma_update(None, "user_version", schema::VERSION)?;
     tx.commit()?;
     Ok(())
@@ -788,6 +791,16 @@ impl<S: Owned> Store<S> {
             .await
     }
 
+    /// Runs `work` on the `proofs` lane, PostgreSQL's writable one (the
+    /// log's integrator); `None` on SQLite, which has no such lane.
+    pub async fn on_proofs_lane<T: Send + 'static>(
+        &self,
+        work: impl Fn(&Connection) -> Result<T, StoreError> + Send + 'static,
+    ) -> Option<Result<T, StoreError>> {
+        let lane = self.proofs.as_ref()?;
+        Some(lane.run(work).await)
+    }
+
     /// Forgets the stored proofs no longer accepted anyway (PostgreSQL).
     pub async fn forget_lapsed_proofs(&self, now: i64) -> Result<(), StoreError> {
         let Some(lane) = &self.proofs else {
@@ -800,7 +813,7 @@ impl<S: Owned> Store<S> {
     /// Runs `work` in the writer; answers once its group has committed.
     pub async fn write<T, E>(
         &self,
-        work: impl FnOnce(&mut S) -> Result<T, E> + Send + 'static,
+        work: impl FnMut(&mut S) -> Result<T, E> + Send + 'static,
     ) -> Result<T, E>
     where
         T: Send + 'static,

@@ -111,6 +111,16 @@ pub fn lock(conn: &Connection, org: Org) -> sql::Result<Option<OrgRow>> {
     .optional()
 }
 
+/// [`lock`] when no other transaction holds the row; `None` when one does
+/// (or there is no such organisation), without waiting.
+pub fn try_lock(conn: &Connection, org: Org) -> sql::Result<Option<OrgRow>> {
+    conn.prepare_cached(&format!(
+        "SELECT {ORG_COLUMNS} FROM orgs WHERE num = ?1 FOR UPDATE SKIP LOCKED"
+    ))?
+    .query_row([org], org_row)
+    .optional()
+}
+
 /// Locks every organisation's row, in the order of their numbers, until the
 /// transaction ends.
 pub fn lock_all(conn: &Connection) -> sql::Result<()> {

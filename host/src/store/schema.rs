@@ -33,8 +33,9 @@
 //!   and hash, by index: the level-0 tiles), `log_nodes` (the tile entries
 //!   of levels 1 and up), `log_checkpoints` (every checkpoint signed, by
 //!   tree size), `log_keys` (the Ed25519 keys that sign checkpoints, sealed)
-//!   and `ledger_state` (one row: the next token status index, whose lock
-//!   orders writes across PostgreSQL hosts). A token's `log_issued` and `log_revoked`, a record's
+//!   and `ledger_state` (one row: the next token status index, event `seq`
+//!   and leaf index; on PostgreSQL a group's tail takes it and holds it to
+//!   its commit, the sequencer that orders leaves and events across hosts). A token's `log_issued` and `log_revoked`, a record's
 //!   `log_created`, `log_completed` and `log_rated` are the indices of their
 //!   events' leaves; a revoked token keeps the jti hash of the token its
 //!   revocation named (`revoke_cause`); a record keeps what `authorize` reserved
@@ -121,6 +122,15 @@
 //!   imported database) until the first leaves are stored, when the size
 //!   is read from `log_leaves`.
 //!
+//! - The sequencer (schema 16, the write path's plan §1.5, §1.8):
+//!   `log_integration`, one row, how many leaves the tile entries of
+//!   `log_nodes` cover — on PostgreSQL a group's tail stores leaves and
+//!   hashes only, and the tree above is integrated after commit (before a
+//!   checkpoint is signed, and by each host's integrator); SQLite's one
+//!   writer keeps it at the log's size. PostgreSQL's `status_idx`
+//!   sequence hands out token status indexes in blocks of 256 per host.
+//!   `ledger_state.next_log_idx` is filled in.
+//!
 //! Every object stands in one organisation: keys, tokens, workflows and
 //! idempotency keys carry its number in `org`; agents are keyed by `(org,
 //! agent_id)`; a record's organisation is its `seq >> 40` (the generated
@@ -129,12 +139,12 @@
 //! record index, ending in `seq`, is searched within that range.
 
 /// The schema version this build writes.
-pub(crate) const VERSION: i64 = 15;
+pub(crate) const VERSION: i64 = 16;
 
 /// PostgreSQL's schema at version 5 (version 6 adds [`POSTGRES_EVENTS`]
 /// to it, version 7 [`POSTGRES_DASHBOARD`], version 8 [`POSTGRES_TRUST`],
 /// version 9 [`POSTGRES_RECORD_ORIGIN`], version 10 [`POSTGRES_AGENTS`], version 11 [`POSTGRES_ARGS`],
-/// version 12 [`POSTGRES_OAUTH`], version 13 [`POSTGRES_WITNESSED`], version 14 [`POSTGRES_RELAY`], version 15 [`POSTGRES_LOG_SIZE`]): SQLite's tables with PostgreSQL's
+/// version 12 [`POSTGRES_OAUTH`], version 13 [`POSTGRES_WITNESSED`], version 14 [`POSTGRES_RELAY`], version 15 [`POSTGRES_LOG_SIZE`], version 16 [`POSTGRES_SEQUENCER`]): SQLite's tables with PostgreSQL's
 /// types (every integer a `BIGINT`, blobs `BYTEA`, text compared byte by
 /// byte, `COLLATE "C"`, as SQLite does). A record's `org` is stored, since
 /// PostgreSQL 15 has no virtual generated columns; `seq` is still the
@@ -842,6 +852,34 @@ pub(crate) const LOG_SIZE: &str = "ALTER TABLE ledger_state ADD COLUMN next_log_
 /// PostgreSQL's types.
 pub(crate) const POSTGRES_LOG_SIZE: &str =
     "ALTER TABLE ledger_state ADD COLUMN next_log_idx BIGINT;";
+
+/// Version 16: the tile entries' integrated size (see the module's table
+/// list), the log's size filled in.
+pub(crate) const SEQUENCER: &str = r#"
+CREATE TABLE log_integration (
+    id   INTEGER PRIMARY KEY CHECK (id = 1),
+    size INTEGER NOT NULL
+) STRICT;
+INSERT INTO log_integration (id, size) SELECT 1, COALESCE(max(idx) + 1, 0) FROM log_leaves;
+UPDATE ledger_state SET next_log_idx = (SELECT COALESCE(max(idx) + 1, 0) FROM log_leaves)
+    WHERE next_log_idx IS NULL;
+"#;
+
+/// Version 16 on PostgreSQL, over version 15: [`SEQUENCER`] with
+/// PostgreSQL's types, and the status index sequence started at the state
+/// row's next index.
+pub(crate) const POSTGRES_SEQUENCER: &str = r#"
+CREATE TABLE log_integration (
+    id   BIGINT PRIMARY KEY CHECK (id = 1),
+    size BIGINT NOT NULL
+);
+INSERT INTO log_integration (id, size) SELECT 1, COALESCE(max(idx) + 1, 0) FROM log_leaves;
+UPDATE ledger_state SET next_log_idx = (SELECT COALESCE(max(idx) + 1, 0) FROM log_leaves)
+    WHERE next_log_idx IS NULL;
+CREATE SEQUENCE status_idx INCREMENT BY 256 MINVALUE 0 START WITH 0;
+SELECT setval('status_idx', GREATEST(next_status_idx,
+    (SELECT COALESCE(max(status_idx) + 1, 0) FROM tokens)), false) FROM ledger_state WHERE id = 1;
+"#;
 
 /// Version 14 on PostgreSQL, over version 13: [`RELAY`] with PostgreSQL's
 /// types.

@@ -12,6 +12,20 @@ pub struct StoredList {
     pub revision: u64,
 }
 
+/// Takes the lock of list `list` to the end of the transaction
+/// (PostgreSQL; SQLite's one writer needs none): a group reads a list,
+/// changes it in memory and writes it whole.
+pub fn lock(conn: &Connection, list: u64) -> sql::Result<()> {
+    if conn.dialect() == sql::Dialect::Postgres {
+        let key = i64::try_from(list)
+            .ok()
+            .and_then(|list| super::database::STATUS_LIST_LOCKS.checked_add(list))
+            .ok_or_else(|| sql::Error::corrupt("a status list number", "too large"))?;
+        conn.execute("SELECT pg_advisory_xact_lock(?1)", params![key])?;
+    }
+    Ok(())
+}
+
 /// List `list`, if a token of it was ever revoked.
 pub fn get(conn: &Connection, list: u64) -> sql::Result<Option<StoredList>> {
     conn.prepare_cached("SELECT bits, revision FROM status_lists WHERE list = ?1")?

@@ -50,16 +50,32 @@ pub trait Owned: Send + 'static {
     fn after_rollback(&mut self);
     /// Closes the connection, once the last write has committed.
     fn close(self);
+    /// Runs before each write of a group.
+    fn before_write(&mut self) {}
+    /// Whether the write that just ran asked to run again at the start of
+    /// the next group (it would have waited, holding what the group holds,
+    /// for a lock another process holds: a wait that can close a cycle).
+    fn take_deferred(&mut self) -> bool {
+        false
+    }
 }
 
 /// Hands the commit result to the caller.
 type Delivery = Box<dyn FnOnce(Result<(), StoreError>) + Send>;
 
+/// What running a write's work did.
+enum Worked<S> {
+    /// It succeeded or not (`bool`), and how to answer once the group has
+    /// committed.
+    Done(bool, Delivery),
+    /// It asked to run again at the start of the next group.
+    Deferred(Box<dyn Job<S>>),
+}
+
 /// A queued write.
 trait Job<S>: Send {
-    /// Runs in the group's transaction; says whether it succeeded, and how to
-    /// answer once the group has committed.
-    fn run(self: Box<Self>, owned: &mut S) -> (bool, Delivery);
+    /// Runs in the group's transaction.
+    fn run(self: Box<Self>, owned: &mut S) -> Worked<S>;
     /// Answers with an error without running.
     fn abandon(self: Box<Self>, error: StoreError);
 }
@@ -71,19 +87,24 @@ struct TypedJob<T, E, F> {
 
 impl<S, T, E, F> Job<S> for TypedJob<T, E, F>
 where
+    S: Owned,
     T: Send + 'static,
     E: From<StoreError> + Send + 'static,
-    F: FnOnce(&mut S) -> Result<T, E> + Send,
+    F: FnMut(&mut S) -> Result<T, E> + Send + 'static,
 {
-    fn run(self: Box<Self>, owned: &mut S) -> (bool, Delivery) {
-        let TypedJob { work, answer } = *self;
-        let outcome = work(owned);
+    fn run(mut self: Box<Self>, owned: &mut S) -> Worked<S> {
+        owned.before_write();
+        let outcome = (self.work)(owned);
+        if owned.take_deferred() {
+            return Worked::Deferred(self);
+        }
+        let TypedJob { answer, .. } = *self;
         let keep = outcome.is_ok();
         let deliver: Delivery = Box::new(move |committed| {
             // The caller may have gone away; nothing to do then.
             let _ = answer.send(committed.map_err(E::from).and(outcome));
         });
-        (keep, deliver)
+        Worked::Done(keep, deliver)
     }
 
     fn abandon(self: Box<Self>, error: StoreError) {
@@ -137,7 +158,7 @@ impl<S: Owned> Writer<S> {
     /// Runs `work` in the writer and answers after its group commits.
     pub(crate) async fn write<T, E>(
         &self,
-        work: impl FnOnce(&mut S) -> Result<T, E> + Send + 'static,
+        work: impl FnMut(&mut S) -> Result<T, E> + Send + 'static,
     ) -> Result<T, E>
     where
         T: Send + 'static,
@@ -171,7 +192,10 @@ fn exec(conn: &Connection, sql: &str) -> sql::Result<()> {
 }
 
 /// What running one write did to the group.
-enum Ran {
+enum Ran<S> {
+    /// Asked to run again first in the next group, without changing
+    /// anything.
+    Deferred(Box<dyn Job<S>>),
     /// Succeeded, or failed without changing anything: answer after commit.
     Answer(Delivery),
     /// Panicked without changing anything: its caller hears of the panic.
@@ -181,14 +205,19 @@ enum Ran {
     Poisoned(Option<Delivery>),
 }
 
-fn run_job<S: Owned>(owned: &mut S, job: Box<dyn Job<S>>) -> Ran {
+fn run_job<S: Owned>(owned: &mut S, job: Box<dyn Job<S>>) -> Ran<S> {
     let before = owned.changes();
     let outcome = catch_unwind(AssertUnwindSafe(|| job.run(owned)));
     let untouched = owned.changes() == before;
     match outcome {
-        Ok((true, deliver)) => Ran::Answer(deliver),
-        Ok((false, deliver)) if untouched => Ran::Answer(deliver),
-        Ok((false, deliver)) => Ran::Poisoned(Some(deliver)),
+        Ok(Worked::Deferred(job)) if untouched => Ran::Deferred(job),
+        Ok(Worked::Deferred(job)) => {
+            job.abandon(StoreError::Unavailable(MIDWAY));
+            Ran::Poisoned(None)
+        }
+        Ok(Worked::Done(true, deliver)) => Ran::Answer(deliver),
+        Ok(Worked::Done(false, deliver)) if untouched => Ran::Answer(deliver),
+        Ok(Worked::Done(false, deliver)) => Ran::Poisoned(Some(deliver)),
         Err(_) if untouched => {
             tracing::error!("a write panicked before changing anything");
             Ran::Panicked
@@ -200,25 +229,32 @@ fn run_job<S: Owned>(owned: &mut S, job: Box<dyn Job<S>>) -> Ran {
     }
 }
 
-/// Runs a group in one transaction. Returns how to answer each job and the
-/// commit result they all share.
-fn commit_group<S: Owned>(
-    owned: &mut S,
-    jobs: Vec<Box<dyn Job<S>>>,
-) -> (Vec<Delivery>, Result<(), StoreError>) {
+/// A group's outcome: how to answer each job that ran, the commit result
+/// they all share, and the writes to run first in the next group.
+type Committed<S> = (Vec<Delivery>, Result<(), StoreError>, Vec<Box<dyn Job<S>>>);
+
+/// Why a group whose write failed midway stored nothing.
+const MIDWAY: &str =
+    "a write of the same group failed midway; nothing of the group was stored; retry";
+
+/// Runs a group in one transaction. A write that asks to run again (see
+/// [`Owned::take_deferred`]) without having changed anything is kept for
+/// the next group, where it runs first; one that changed something first
+/// fails its group, as a write failing midway does.
+fn commit_group<S: Owned>(owned: &mut S, jobs: Vec<Box<dyn Job<S>>>) -> Committed<S> {
     let mut deliveries = Vec::with_capacity(jobs.len());
+    let mut deferred = Vec::new();
     let mut pending = jobs.into_iter();
     let mut failure = owned.connection().begin().err().map(StoreError::from);
     if failure.is_none() {
         for job in pending.by_ref() {
             match run_job(owned, job) {
+                Ran::Deferred(job) => deferred.push(job),
                 Ran::Answer(deliver) => deliveries.push(deliver),
                 Ran::Panicked => {}
                 Ran::Poisoned(deliver) => {
                     deliveries.extend(deliver);
-                    failure = Some(StoreError::Unavailable(
-                        "a write of the same group failed midway; nothing of the group was stored; retry",
-                    ));
+                    failure = Some(StoreError::Unavailable(MIDWAY));
                     break;
                 }
             }
@@ -234,7 +270,7 @@ fn commit_group<S: Owned>(
     }
     let Some(error) = failure else {
         owned.after_commit();
-        return (deliveries, Ok(()));
+        return (deliveries, Ok(()), deferred);
     };
     // Nothing of this group is kept; every caller hears of it.
     let _ = exec(owned.connection(), "ROLLBACK");
@@ -242,7 +278,7 @@ fn commit_group<S: Owned>(
     for job in pending {
         job.abandon(error.clone());
     }
-    (deliveries, Err(error))
+    (deliveries, Err(error), deferred)
 }
 
 fn run<S: Owned>(
@@ -251,8 +287,15 @@ fn run<S: Owned>(
     max_batch: usize,
     metrics: &Metrics,
 ) {
-    while let Some(first) = jobs.blocking_recv() {
-        let mut group = vec![first];
+    let mut carried: Vec<Box<dyn Job<S>>> = Vec::new();
+    loop {
+        let mut group = std::mem::take(&mut carried);
+        if group.is_empty() {
+            let Some(first) = jobs.blocking_recv() else {
+                break;
+            };
+            group.push(first);
+        }
         while group.len() < max_batch {
             match jobs.try_recv() {
                 Ok(job) => group.push(job),
@@ -260,7 +303,8 @@ fn run<S: Owned>(
             }
         }
         metrics.observe_batch(group.len());
-        let (deliveries, committed) = commit_group(&mut owned, group);
+        let (deliveries, committed, deferred) = commit_group(&mut owned, group);
+        carried = deferred;
         for deliver in deliveries {
             deliver(committed.clone());
         }

@@ -1072,17 +1072,19 @@ async fn the_writer_lane_counts_what_a_group_sends_the_database() {
     let ten = writer_sent(&app).await - before;
     // Today's costs (docs/plans/write-path-at-scale.md §0.1, §0.4), which
     // the plan's later chunks bring down to a constant. PostgreSQL: 6 round
-    // trips a group (BEGIN with its settings, the log's state row with its
-    // size, the organisation's lock with its quotas, its tail, one statement for
-    // everything the group holds — records, the log's leaves, events,
-    // charges, idempotency answers, counters — and COMMIT), one a token a
+    // trips a group (BEGIN with its settings, the organisation's lock with
+    // its quotas, its tail, the sequencer — the log's state row, taken in
+    // the group's tail and held to its commit, handing out the group's leaf
+    // indexes and event `seq` —, one statement for everything the group
+    // holds — records, the log's leaves, events, charges, idempotency
+    // answers, counters — and COMMIT), one a token a
     // group (its standing; its organisation is read once, the first time)
-    // and none a record. SQLite: 10 statements a group (no organisation
-    // lock, tail or quotas re-read; the log's size written with its
-    // leaves), one a token a group, and 2 a record
+    // and none a record. SQLite: 11 statements a group (no organisation
+    // lock, tail or quotas re-read; the log's size and integrated size
+    // written with its leaves), one a token a group, and 2 a record
     // (its row and its leaf, each a cached insert run in process).
     let postgres = crate::helpers::postgres_server().is_some();
-    let (group, per_record) = if postgres { (6, 0) } else { (10, 2) };
+    let (group, per_record) = if postgres { (6, 0) } else { (11, 2) };
     let per_token = 1;
     assert_eq!(one, group + per_token + per_record, "one record");
     assert_eq!(
@@ -1190,11 +1192,11 @@ async fn the_writer_lane_counts_what_a_group_sends_the_database() {
             writer_sent(app).await - before
         }
     };
-    // (On PostgreSQL they ride in the group's one statement, and the
-    // outbox's next number is saved by one more. SQLite runs the cached
+    // (On PostgreSQL they ride in the group's one statement, numbered by
+    // the sequencer, which every writing group runs. SQLite runs the cached
     // single-row insert once per event, in process; the save is made up
     // for by a denial's counters, one table fewer than a success's.)
-    let events = |records: u64| if postgres { 1 } else { records };
+    let events = |records: u64| if postgres { 0 } else { records };
     denials(1).await;
     assert_eq!(
         denials(1).await,

@@ -1703,6 +1703,80 @@ async fn a_proof_exists_once_acknowledged_on_every_host() {
     stop_all(hosts).await;
 }
 
+/// A group between its round trips holds nothing every host needs: host
+/// 1's write waits mid-group for its organisation's row (a test
+/// connection holds it), and host 2's write of another organisation is
+/// answered meanwhile — the log's state row, which hands out leaf indexes
+/// and event `seq`, is taken only in a group's tail (plan
+/// write-path-at-scale §1.5); before, every group took it first and held
+/// it to its commit, so every host waited behind host 1.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_group_between_round_trips_holds_no_log_state() {
+    needs_postgres();
+    let hosts = three_hosts().await;
+    let (_, owner) = hosts[0].org("second").await;
+    let free = hosts[0].root("free", &["crm:*"], &["read"]).await;
+    let held = expect_json(
+        hosts[0]
+            .post_auth(
+                "/v1/vat/issue/l1",
+                &owner,
+                &json!({"developer_email": "dev@example.com", "agent_id": "held",
+                        "resources": ["crm:*"], "actions": ["read"]}),
+            )
+            .await,
+        StatusCode::CREATED,
+    )
+    .await;
+    let (release, holder) = hold_rows(
+        &hosts[0],
+        "SELECT 1 FROM orgs WHERE num = (SELECT max(num) FROM orgs) FOR UPDATE",
+    );
+    let waiting = {
+        let (client, url, jti) = (
+            hosts[0].client.clone(),
+            hosts[0].url("/v1/vat/record/action"),
+            text(&held["jti"]).to_owned(),
+        );
+        tokio::spawn(async move {
+            client
+                .post(url)
+                .json(
+                    &json!({"vat_jti": jti, "action": "read", "resource": "crm:held",
+                              "result": "success"}),
+                )
+                .send()
+                .await
+                .unwrap()
+                .status()
+        })
+    };
+    let started = Instant::now();
+    while waiting_for_locks(&hosts[0]) < 1 {
+        assert!(
+            started.elapsed() < Duration::from_secs(30),
+            "host 1's write never waited"
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    for (i, host) in hosts[1..].iter().enumerate() {
+        // Well within the writer's lock timeout (10 s), after which host
+        // 1's group would give up and free whatever it held.
+        let answered = tokio::time::timeout(
+            Duration::from_secs(5),
+            host.act(text(&free["jti"]), "read", &format!("crm:{i}"), "success"),
+        )
+        .await
+        .expect("a write of another organisation waited behind a group between round trips");
+        expect_json(answered, StatusCode::CREATED).await;
+    }
+    assert!(!waiting.is_finished(), "host 1's write did not wait");
+    release.send(()).unwrap();
+    holder.join().unwrap();
+    assert_eq!(waiting.await.unwrap(), StatusCode::CREATED);
+    stop_all(hosts).await;
+}
+
 /// The issue's multi-host suite: three hosts and two organisations writing
 /// at once, and every guarantee of DESIGN §9 holding meanwhile — budgeted
 /// chains spent from every host never overspent, ratings raced from every

@@ -849,7 +849,66 @@ async fn the_upgrade_to_schema_15_keeps_the_logs_size() {
             Dialect::Postgres => count("SELECT version FROM mandate_schema"),
         };
         assert_eq!(version, mandate_host::store::SCHEMA_VERSION);
-        assert_eq!(version, 15);
+        let report = audit::verify(conn, &origin(conn)).unwrap();
+        assert_eq!(report.findings, [], "{}", report.summary());
+    });
+}
+
+/// The upgrade to schema 16, on either engine: a database of the release
+/// before, whose log kept its tile entries with every group, has its
+/// integrated size filled in and goes on appending; a checkpoint then
+/// covers every committed leaf, a token issued after the upgrade takes a
+/// status index no earlier token has (PostgreSQL: from the new sequence,
+/// started past the state row's), and the log audits clean.
+#[tokio::test]
+async fn the_upgrade_to_schema_16_integrates_the_log_after_its_groups() {
+    use mandate_host::store::sql::Dialect;
+    let app = TestApp::spawn().await;
+    let token = app.root("keeper", &["crm:*"], &["read"]).await;
+    for n in 0..2 {
+        expect_json(
+            app.act(
+                text(&token["jti"]),
+                "read",
+                &format!("crm:lead/{n}"),
+                "success",
+            )
+            .await,
+            StatusCode::CREATED,
+        )
+        .await;
+    }
+    let dir = app.stop().await;
+    crate::helpers::with_database(dir.path(), |conn| {
+        crate::helpers::set_schema_version(conn, 15);
+    });
+    let app = TestApp::spawn_in(dir, |_| {}).await;
+    expect_json(
+        app.act(text(&token["jti"]), "read", "crm:lead/2", "success")
+            .await,
+        StatusCode::CREATED,
+    )
+    .await;
+    app.root("second", &["crm:*"], &["read"]).await;
+    checkpoint(&app).await;
+    let dir = app.stop().await;
+    crate::helpers::with_database(dir.path(), |conn| {
+        let count = |sql: &str| -> i64 { conn.query_row(sql, [], |row| row.get(0)).unwrap() };
+        // Two issues and three records: five leaves, all integrated.
+        assert_eq!(count("SELECT count(*) FROM log_leaves"), 5);
+        assert_eq!(count("SELECT size FROM log_integration"), 5);
+        assert_eq!(count("SELECT next_log_idx FROM ledger_state"), 5);
+        assert_eq!(count("SELECT max(size) FROM log_checkpoints"), 5);
+        assert_eq!(
+            count("SELECT count(DISTINCT status_idx) FROM tokens"),
+            count("SELECT count(*) FROM tokens")
+        );
+        let version: i64 = match conn.dialect() {
+            Dialect::Sqlite => count("PRAGMA user_version"),
+            Dialect::Postgres => count("SELECT version FROM mandate_schema"),
+        };
+        assert_eq!(version, mandate_host::store::SCHEMA_VERSION);
+        assert_eq!(version, 16);
         let report = audit::verify(conn, &origin(conn)).unwrap();
         assert_eq!(report.findings, [], "{}", report.summary());
     });

@@ -213,6 +213,7 @@ fn downgrade_to_version_1(db: &std::path::Path, root_jti: &str, child_jti: &str)
          ALTER TABLE records DROP COLUMN traceparent;
          DROP TABLE log_leaves;
          DROP TABLE log_nodes;
+         DROP TABLE log_integration;
          DROP TABLE log_checkpoints;
          DROP TABLE log_keys;
          DROP TABLE ledger_state;

@@ -292,16 +292,7 @@ async fn the_upgrade_to_schema_9_keeps_the_counts_and_stores_the_origin_of_new_r
         .unwrap();
         conn.execute_batch(crate::helpers::DROP_OAUTH_TABLES)
             .unwrap();
-        match conn.dialect() {
-            Dialect::Sqlite => conn
-                .as_sqlite()
-                .unwrap()
-                .pragma_update(None, "user_version", 8)
-                .unwrap(),
-            Dialect::Postgres => conn
-                .execute_batch("UPDATE mandate_schema SET version = 8")
-                .unwrap(),
-        }
+        crate::helpers::set_schema_version(conn, 8);
     });
 
     // Upgraded at start: nothing recounted.

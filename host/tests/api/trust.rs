@@ -614,15 +614,7 @@ async fn a_database_of_schema_7_gains_the_vouches_table_on_both_engines() {
              ALTER TABLE agents DROP COLUMN owner; ALTER TABLE agents DROP COLUMN parent",
         )
         .unwrap();
-        match conn.dialect() {
-            mandate_host::store::sql::Dialect::Sqlite => {
-                conn.execute_batch("PRAGMA user_version = 7").unwrap();
-            }
-            mandate_host::store::sql::Dialect::Postgres => {
-                conn.execute_batch("UPDATE mandate_schema SET version = 7")
-                    .unwrap();
-            }
-        }
+        crate::helpers::set_schema_version(conn, 7);
     });
     let app = TestApp::spawn_in(dir, |_| {}).await;
     let made = expect_json(vouch(&app, &owner, "kept", 0.5).await, StatusCode::CREATED).await;
