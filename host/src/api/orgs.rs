@@ -200,8 +200,9 @@ pub(crate) async fn list_keys(
 }
 
 /// Revokes an API key of the caller's organisation at once: answered once
-/// no host will let the key in (after `key_leases::LEASE`). The admin key
-/// and the organisation's last active owner are refused.
+/// no host will let the key in any more (0.1 s after the revocation
+/// commits). The admin key and the organisation's last active owner are
+/// refused.
 #[utoipa::path(
     delete,
     path = "/v1/keys/{key_id}",

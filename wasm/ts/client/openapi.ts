@@ -218,8 +218,10 @@ export interface paths {
         put?: never;
         post?: never;
         /**
-         * Revokes an API key of the caller's organisation at once. The admin key
-         *     and the organisation's last active owner are refused.
+         * Revokes an API key of the caller's organisation at once: answered once
+         *     no host will let the key in any more (0.1 s after the revocation
+         *     commits). The admin key and the organisation's last active owner are
+         *     refused.
          */
         delete: operations["revoke_key"];
         options?: never;
