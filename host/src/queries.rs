@@ -15,7 +15,7 @@ pub mod dashboard;
 pub mod webhooks;
 
 use crate::store::sql::types::Value;
-use crate::store::sql::{self, Connection, OptionalExtension, params_from_iter};
+use crate::store::sql::{self, Connection, Dialect, OptionalExtension, params_from_iter};
 use base64::Engine as _;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use mandate_core::{Outcome, ReputationCounts, Status, SummaryRow, WorkflowSummary, summarize};
@@ -360,12 +360,30 @@ fn record_query(
     }
     // One lower and one upper bound of `seq`, the tightest: SQLite bounds a
     // range of the key by one of each, and might pick a looser one.
+    // On PostgreSQL `created_at` may step back along `seq` by up to
+    // `MAX_TIME_DISORDER_MS` (hosts number records in commit order with
+    // their own clocks' times): the `seq` range is found that much wider,
+    // and the times are compared exactly within it.
+    let disorder = match conn.dialect() {
+        Dialect::Postgres => crate::ledger::MAX_TIME_DISORDER_MS,
+        Dialect::Sqlite => 0,
+    };
     let mut seqs = org.seqs();
     if let Some(since) = filter.since {
-        seqs.start = seqs.start.max(records::first_seq_at(conn, org, since)?);
+        let from = since.saturating_sub(disorder);
+        seqs.start = seqs.start.max(records::first_seq_at(conn, org, from)?);
+        if disorder > 0 {
+            clauses.push("created_at >= ?");
+            values.push(Value::Integer(since));
+        }
     }
     if let Some(until) = filter.until {
-        seqs.end = seqs.end.min(records::first_seq_at(conn, org, until)?);
+        let to = until.saturating_add(disorder);
+        seqs.end = seqs.end.min(records::first_seq_at(conn, org, to)?);
+        if disorder > 0 {
+            clauses.push("created_at < ?");
+            values.push(Value::Integer(until));
+        }
     }
     if let Some(cursor) = &filter.cursor {
         let seq: i64 = decode_cursor(cursor, 'r')?

@@ -69,6 +69,15 @@ fn record_column(name: &str) -> usize {
 static RECORD_AAR_ID: LazyLock<usize> = LazyLock::new(|| record_column("aar_id"));
 /// A held record row's `log_created`.
 static RECORD_LOG_CREATED: LazyLock<usize> = LazyLock::new(|| record_column("log_created"));
+/// A held record row's `seq`.
+static RECORD_SEQ: LazyLock<usize> = LazyLock::new(|| record_column("seq"));
+
+/// How far (ms) a record's `created_at` may fall behind the newest record
+/// of its organisation before it in `seq` (PostgreSQL, where hosts
+/// number records in commit order with times their own clocks gave): a
+/// group that would step back further fails (503, retried), and time
+/// filters read this much beyond each edge of the range they ask for.
+pub const MAX_TIME_DISORDER_MS: i64 = 1_000;
 
 pub use acts::{
     ActionReport, Attempt, Attempted, AwaitedApproval, BulkRating, Completion, Evaluated, Rated,
@@ -592,6 +601,19 @@ struct Tail {
     created_at: i64,
 }
 
+/// A PostgreSQL group's records of one organisation, numbered
+/// provisionally until its tail ([`Ledger::sequence`]).
+#[derive(Debug, Clone, Copy)]
+struct Numbering {
+    /// How many, and the first and last `created_at` among them.
+    count: i64,
+    min_at: i64,
+    max_at: i64,
+    /// Whether some were stored before the tail (and are renumbered by a
+    /// statement).
+    inline: bool,
+}
+
 /// Records an organisation with a `records_per_day` quota wrote on one UTC
 /// day.
 #[derive(Debug, Clone, Copy)]
@@ -624,6 +646,16 @@ pub struct Ledger {
     standings: HashMap<Jth, tokens::Standing>,
     counters: Counters,
     tails: HashMap<Org, Tail>,
+    /// The records of the current group per organisation (PostgreSQL).
+    numbering: HashMap<Org, Numbering>,
+    /// Where this ledger's provisional `seq` numbers lie in each
+    /// organisation's range (PostgreSQL; chosen at random, so two hosts'
+    /// uncommitted rows do not share numbers).
+    seq_block: i64,
+    /// The newest `created_at` this ledger gave a record of each
+    /// organisation (PostgreSQL: kept across groups; the tail bounds how far
+    /// another host's records may be ahead of it).
+    times: HashMap<Org, i64>,
     quotas: HashMap<Org, Quotas>,
     days: HashMap<Org, DayCount>,
     /// Whether other processes write to the database too (PostgreSQL).
@@ -709,6 +741,7 @@ impl Owned for Ledger {
         self.locked.clear();
         self.integrating = false;
         self.standings.clear();
+        self.numbering.clear();
         self.trust.mark_stale(self.touched.drain());
         if self.shared {
             // Other hosts may change them before the next group.
@@ -726,6 +759,7 @@ impl Owned for Ledger {
         self.standings.clear();
         self.group = None;
         self.frontier = None;
+        self.numbering.clear();
         self.locked.clear();
         self.integrating = false;
         self.touched.clear();
@@ -784,6 +818,13 @@ impl Ledger {
             standings: HashMap::new(),
             counters: Counters::default(),
             tails: HashMap::new(),
+            numbering: HashMap::new(),
+            seq_block: {
+                let [a, b, c] = crate::random::bytes::<3>();
+                i64::from(u32::from_be_bytes([0, a, b, c]))
+                    % (rows_log::PENDING_SEQS / rows_log::PENDING_BLOCK)
+            },
+            times: HashMap::new(),
             quotas: HashMap::new(),
             days: HashMap::new(),
         }
@@ -1140,7 +1181,28 @@ impl Ledger {
         if !writes && leaves == 0 && emitted == 0 {
             return Ok(());
         }
-        let (first_leaf, first_event) = rows_log::sequence(&self.conn, leaves, emitted)?;
+        let mut orgs: Vec<rows_log::OrgRecords> = self
+            .numbering
+            .iter()
+            .map(|(org, n)| rows_log::OrgRecords {
+                org: org.number(),
+                n: n.count,
+                min_at: n.min_at,
+                max_at: n.max_at,
+            })
+            .collect();
+        orgs.sort_by_key(|o| o.org);
+        let ((first_leaf, first_event), mut numbered) =
+            rows_log::sequence(&self.conn, leaves, emitted, &orgs)?;
+        if numbered.len() < orgs.len() {
+            let new: Vec<rows_log::OrgRecords> = orgs
+                .iter()
+                .filter(|o| numbered.iter().all(|n| n.org != o.org))
+                .copied()
+                .collect();
+            numbered.extend(rows_log::number_new(&self.conn, &new)?);
+        }
+        self.number_records(records, &numbered)?;
         let pending = i64::try_from(rows_log::PENDING)
             .map_err(|_| StoreError::Internal("the provisional numbers".to_owned()))?;
         let moved = |value: &mut Value, to: i64| {
@@ -1191,6 +1253,76 @@ impl Ledger {
         Ok(())
     }
 
+    /// Where this ledger numbers records of `org` provisionally
+    /// (PostgreSQL): a block of the upper half of the organisation's range.
+    fn pending_seqs(&self, org: Org) -> std::ops::Range<i64> {
+        let start =
+            org.seqs().start + rows_log::PENDING_SEQS + self.seq_block * rows_log::PENDING_BLOCK;
+        start..start + rows_log::PENDING_BLOCK
+    }
+
+    /// Moves the group's records from their provisional `seq` to what the
+    /// sequencer handed out (`numbered`): those held in memory here, those
+    /// stored before the tail by one statement. Fails the group when
+    /// another host's records of an organisation were created more than
+    /// [`MAX_TIME_DISORDER_MS`] after the group's first (its clock is
+    /// behind theirs).
+    fn number_records(
+        &mut self,
+        records: &mut [Vec<Value>],
+        numbered: &[rows_log::Numbered],
+    ) -> Result<(), StoreError> {
+        let mut bases = HashMap::with_capacity(numbered.len());
+        for n in numbered {
+            let org = Org::from_number(n.org);
+            if n.lag_ms > MAX_TIME_DISORDER_MS {
+                tracing::warn!(
+                    org = n.org,
+                    behind_ms = n.lag_ms,
+                    "this host's clock is behind another host's: records it creates would step \
+                     back in time by more than the bound; the group is refused (is NTP running?)"
+                );
+                return Err(StoreError::Unavailable(
+                    "this host's clock is behind another's by more than a second; retry later",
+                ));
+            }
+            let count = self.numbering.get(&org).map_or(0, |n| n.count);
+            if n.base + count > org.seqs().start + rows_log::PENDING_SEQS {
+                return Err(StoreError::Internal(
+                    "the organisation's records fill their range of seq".to_owned(),
+                ));
+            }
+            bases.insert(org, n.base);
+        }
+        if self.numbering.keys().any(|org| !bases.contains_key(org)) {
+            return Err(StoreError::Internal(
+                "the sequencer numbered no records of an organisation".to_owned(),
+            ));
+        }
+        let column = *RECORD_SEQ;
+        for row in records.iter_mut() {
+            if let Some(Value::Integer(seq)) = row.get_mut(column) {
+                let org = Org::of_seq(*seq);
+                let pending = self.pending_seqs(org);
+                if let Some(base) = bases.get(&org)
+                    && pending.contains(seq)
+                {
+                    *seq = base + (*seq - pending.start);
+                }
+            }
+        }
+        let moves: Vec<(i64, i64)> = self
+            .numbering
+            .iter()
+            .filter(|(_, n)| n.inline)
+            .filter_map(|(org, _)| Some((self.pending_seqs(*org).start, *bases.get(org)?)))
+            .collect();
+        if !moves.is_empty() {
+            rows_log::renumber_records(&self.conn, &moves)?;
+        }
+        Ok(())
+    }
+
     /// Writes the records the group made so far, in one statement: before
     /// anything reads or changes records, and before the group commits.
     fn store_records(&mut self) -> Result<(), StoreError> {
@@ -1199,8 +1331,14 @@ impl Ledger {
         }
         let rows = std::mem::take(&mut self.records);
         if self.shared {
-            // Their leaves are numbered in the tail: renumbered there.
+            // Their `seq` and leaves are numbered in the tail: renumbered
+            // there.
             for row in &rows {
+                if let Some(Value::Integer(seq)) = row.get(*RECORD_SEQ)
+                    && let Some(numbering) = self.numbering.get_mut(&Org::of_seq(*seq))
+                {
+                    numbering.inline = true;
+                }
                 if let Some(Value::Text(aar_id)) = row.get(*RECORD_AAR_ID) {
                     self.logged_in(Logged::Records, aar_id)
                         .map_err(|error| StoreError::Internal(error.to_string()))?;
@@ -1256,7 +1394,13 @@ impl Ledger {
     /// before its last record's, so `created_at` never decreases along an
     /// organisation's `seq` even when the clock steps back (record queries
     /// turn time ranges into `seq` ranges).
+    /// On PostgreSQL, never before the last this ledger gave: other hosts'
+    /// records may be up to [`MAX_TIME_DISORDER_MS`] ahead along `seq`
+    /// (bounded by the tail, [`Ledger::number_records`]).
     fn record_time(&mut self, org: Org, now_ms: i64) -> Result<i64, LedgerError> {
+        if self.shared {
+            return Ok(now_ms.max(self.times.get(&org).copied().unwrap_or(0)));
+        }
         Ok(now_ms.max(self.tail(org)?.created_at))
     }
 
@@ -1274,7 +1418,10 @@ impl Ledger {
 
     /// Refuses one more record of `org` at `at_ms` beyond its
     /// `records_per_day` quota. Only an organisation with the quota is
-    /// counted: its records of the day are counted once, then kept.
+    /// counted: its records of the day are counted once — the hours of
+    /// the day in `org_hours`, as committed, and as the group's counters
+    /// move them — then kept. (Not by `seq`: on PostgreSQL `created_at`
+    /// may step back a little along it, [`MAX_TIME_DISORDER_MS`].)
     fn check_record_quota(&mut self, org: Org, at_ms: i64) -> Result<(), LedgerError> {
         let Some(limit) = self.quotas(org)?.records_per_day else {
             return Ok(());
@@ -1283,9 +1430,17 @@ impl Ledger {
         let records = match self.days.get(&org) {
             Some(count) if count.day == day => count.records,
             _ => {
-                self.store_records()?;
-                let from = records::first_seq_at(&self.conn, org, day * DAY_MS)?;
-                let records = records::count_in(&self.conn, from..org.seqs().end)?;
+                let hours =
+                    dashboard::hour_of(day * DAY_MS)..dashboard::hour_of((day + 1) * DAY_MS);
+                let held: i64 = self
+                    .counters
+                    .hours
+                    .iter()
+                    .filter(|((o, hour), _)| *o == org && hours.contains(hour))
+                    .map(|(_, counts)| counts.records)
+                    .sum();
+                let records = dashboard::records_in_hours(&self.conn, org, hours)?
+                    + u64::try_from(held).unwrap_or(0);
                 self.days.insert(org, DayCount { day, records });
                 records
             }
@@ -1324,12 +1479,17 @@ impl Ledger {
         org: Org,
         record: &records::NewRecord<'_>,
     ) -> Result<(), LedgerError> {
-        let seq = self.tail(org)?.seq + 1;
-        if !org.seqs().contains(&seq) {
-            return Err(internal(
-                "the organisation's records fill their range of seq",
-            ));
-        }
+        let seq = if self.shared {
+            self.number_pending(org, record.created_at)?
+        } else {
+            let seq = self.tail(org)?.seq + 1;
+            if !org.seqs().contains(&seq) {
+                return Err(internal(
+                    "the organisation's records fill their range of seq",
+                ));
+            }
+            seq
+        };
         let claims = record.token;
         let created = events::record_created(events::Created {
             aar_id: record.aar_id,
@@ -1363,13 +1523,21 @@ impl Ledger {
                 &outbox::new_record_data(record),
             )?;
         }
-        self.tails.insert(
-            org,
-            Tail {
-                seq,
-                created_at: record.created_at,
-            },
-        );
+        if self.shared {
+            if self.times.len() >= CLAIMS_CACHE_LIMIT {
+                self.times.clear();
+            }
+            let newest = self.times.entry(org).or_insert(record.created_at);
+            *newest = (*newest).max(record.created_at);
+        } else {
+            self.tails.insert(
+                org,
+                Tail {
+                    seq,
+                    created_at: record.created_at,
+                },
+            );
+        }
         if let Some(count) = self.days.get_mut(&org) {
             count.records += 1;
         }
@@ -1394,6 +1562,30 @@ impl Ledger {
             1,
         );
         Ok(())
+    }
+}
+
+impl Ledger {
+    /// The provisional `seq` of the group's next record of `org` made at
+    /// `at_ms` (PostgreSQL; the tail numbers it, [`Ledger::sequence`]).
+    fn number_pending(&mut self, org: Org, at_ms: i64) -> Result<i64, LedgerError> {
+        let start = self.pending_seqs(org).start;
+        let numbering = self.numbering.entry(org).or_insert(Numbering {
+            count: 0,
+            min_at: at_ms,
+            max_at: at_ms,
+            inline: false,
+        });
+        if numbering.count >= rows_log::PENDING_BLOCK {
+            return Err(internal(
+                "a group made more records of one organisation than it may",
+            ));
+        }
+        let seq = start + numbering.count;
+        numbering.count += 1;
+        numbering.min_at = numbering.min_at.min(at_ms);
+        numbering.max_at = numbering.max_at.max(at_ms);
+        Ok(seq)
     }
 }
 

@@ -241,6 +241,22 @@ pub fn add_agent_days(rows: &[Vec<Value>]) -> sql::RowsFor<'_> {
     }
 }
 
+/// How many records `org` created in the UTC hours `hours` (as counted in
+/// `org_hours`, which every record's creation adds one to).
+pub fn records_in_hours(
+    conn: &Connection,
+    org: Org,
+    hours: std::ops::Range<i64>,
+) -> sql::Result<u64> {
+    let records: i64 = conn
+        .prepare_cached(
+            "SELECT CAST(COALESCE(sum(records), 0) AS BIGINT) FROM org_hours
+             WHERE org = ?1 AND hour >= ?2 AND hour < ?3",
+        )?
+        .query_row(params![org, hours.start, hours.end], |row| row.get(0))?;
+    Ok(u64::try_from(records).unwrap_or(0))
+}
+
 /// The columns of [`add_org_hours`]' rows.
 pub const ORG_HOUR: [sql::Column; 10] = [sql::Column::Integer; 10];
 

@@ -293,7 +293,7 @@ fn migrate(conn: &Connection) -> anyhow::Result<()> {
             schema::VERSION
         ),
         Some(version) if version == schema::VERSION => return Ok(()),
-        Some(version @ (5..=15)) => {
+        Some(version @ (5..=16)) => {
             if version == 5 {
                 tx.execute_batch(schema::POSTGRES_EVENTS)?;
             }
@@ -326,7 +326,10 @@ fn migrate(conn: &Connection) -> anyhow::Result<()> {
             if version <= 14 {
                 tx.execute_batch(schema::POSTGRES_LOG_SIZE)?;
             }
-            tx.execute_batch(schema::POSTGRES_SEQUENCER)?;
+            if version <= 15 {
+                tx.execute_batch(schema::POSTGRES_SEQUENCER)?;
+            }
+            tx.execute_batch(schema::POSTGRES_ORG_SEQS)?;
             tx.execute(
                 "UPDATE mandate_schema SET version = ?1",
                 params![schema::VERSION],
@@ -348,6 +351,7 @@ fn migrate(conn: &Connection) -> anyhow::Result<()> {
             tx.execute_batch(schema::POSTGRES_RELAY)?;
             tx.execute_batch(schema::POSTGRES_LOG_SIZE)?;
             tx.execute_batch(schema::POSTGRES_SEQUENCER)?;
+            tx.execute_batch(schema::POSTGRES_ORG_SEQS)?;
             // Nothing to count yet; run anyway, so every new database
             // checks the statements an upgrade from version 6 runs.
             super::dashboard::backfill(&tx)?;

@@ -61,17 +61,141 @@ pub const PENDING: u64 = 1 << 62;
 /// The sequencer (PostgreSQL), a group tail's first statement: takes the
 /// state row — held to the commit, so numbers are handed out in commit
 /// order without a gap — and `leaves` leaf indexes and `events` event
-/// `seq` from it; answers the first of each.
-pub fn sequence(conn: &Connection, leaves: u64, events: i64) -> sql::Result<(u64, i64)> {
-    conn.prepare_cached(
-        "UPDATE ledger_state SET next_log_idx = COALESCE(next_log_idx,
+/// `seq` from it; answers the first of each, and numbers the group's
+/// records of each organisation of `orgs` ([`OrgRecords`]) from its
+/// `org_seqs` row, after the state row is taken (the rows' update reads
+/// the state row's, so it runs after it: every tail takes the state row
+/// before any row of `org_seqs`, and tails never wait on one another in a
+/// cycle). An organisation whose row is missing is left out of the
+/// answer: [`number_new`] makes it.
+pub fn sequence(
+    conn: &Connection,
+    leaves: u64,
+    events: i64,
+    orgs: &[OrgRecords],
+) -> sql::Result<((u64, i64), Vec<Numbered>)> {
+    let mut first = None;
+    let mut numbered = Vec::new();
+    let mut statement = conn.prepare_cached(
+        "WITH l AS (UPDATE ledger_state SET next_log_idx = COALESCE(next_log_idx,
              (SELECT COALESCE(max(idx) + 1, 0) FROM log_leaves)) + ?1,
              next_event_seq = next_event_seq + ?2 WHERE id = 1
-         RETURNING next_log_idx - ?1, next_event_seq - ?2",
-    )?
-    .query_row(params![leaves, events], |row| {
-        Ok((row.get(0)?, row.get(1)?))
-    })
+         RETURNING next_log_idx - ?1 AS leaf, next_event_seq - ?2 AS event),
+         o AS (UPDATE org_seqs SET next_seq = org_seqs.next_seq + d.n,
+             last_created_at = GREATEST(org_seqs.last_created_at, d.max_at),
+             lag_ms = GREATEST(0, org_seqs.last_created_at - d.min_at)
+         FROM l, jsonb_to_recordset((?3::text)::jsonb)
+             AS d(org bigint, n bigint, min_at bigint, max_at bigint)
+         WHERE org_seqs.org = d.org
+         RETURNING org_seqs.org, org_seqs.next_seq - d.n AS base, org_seqs.lag_ms)
+         SELECT l.leaf, l.event, o.org, o.base, o.lag_ms FROM l LEFT JOIN o ON true",
+    )?;
+    let mut rows = statement.query(params![leaves, events, json(orgs)])?;
+    while let Some(row) = rows.next()? {
+        first.get_or_insert((row.get(0)?, row.get(1)?));
+        if let Some(org) = row.get::<_, Option<i64>>(2)? {
+            numbered.push(Numbered {
+                org,
+                base: row.get(3)?,
+                lag_ms: row.get(4)?,
+            });
+        }
+    }
+    let first = first.ok_or_else(|| sql::Error::corrupt("ledger_state", "no row"))?;
+    Ok((first, numbered))
+}
+
+/// Makes the `org_seqs` rows of `orgs` (PostgreSQL, in a tail after
+/// [`sequence`], which left them out): each from its organisation's
+/// newest record — an organisation new to the table, or a database
+/// upgraded or imported — then numbers their records as [`sequence`]
+/// does.
+pub fn number_new(conn: &Connection, orgs: &[OrgRecords]) -> sql::Result<Vec<Numbered>> {
+    conn.prepare_cached(&format!(
+        "INSERT INTO org_seqs (org, next_seq, last_created_at)
+         SELECT d.org, COALESCE(r.seq + 1, d.org << 40), COALESCE(r.created_at, 0)
+         FROM jsonb_to_recordset((?1::text)::jsonb) AS d(org bigint)
+         LEFT JOIN LATERAL (SELECT seq, created_at FROM records
+             WHERE seq >= d.org << 40 AND seq < (d.org << 40) + {PENDING_SEQS}
+             ORDER BY seq DESC LIMIT 1) r ON true
+         ON CONFLICT (org) DO NOTHING"
+    ))?
+    .execute(params![json(orgs)])?;
+    let mut statement = conn.prepare_cached(
+        "UPDATE org_seqs SET next_seq = org_seqs.next_seq + d.n,
+             last_created_at = GREATEST(org_seqs.last_created_at, d.max_at),
+             lag_ms = GREATEST(0, org_seqs.last_created_at - d.min_at)
+         FROM jsonb_to_recordset((?1::text)::jsonb)
+             AS d(org bigint, n bigint, min_at bigint, max_at bigint)
+         WHERE org_seqs.org = d.org
+         RETURNING org_seqs.org, org_seqs.next_seq - d.n, org_seqs.lag_ms",
+    )?;
+    statement
+        .query_map(params![json(orgs)], |row| {
+            Ok(Numbered {
+                org: row.get(0)?,
+                base: row.get(1)?,
+                lag_ms: row.get(2)?,
+            })
+        })?
+        .collect()
+}
+
+/// Moves the `seq` of records a PostgreSQL group stored before its tail,
+/// numbered provisionally from `pending` in each organisation's range, to
+/// the numbers its tail handed out from `base`.
+pub fn renumber_records(conn: &Connection, moves: &[(i64, i64)]) -> sql::Result<()> {
+    let list: Vec<serde_json::Value> = moves
+        .iter()
+        .map(|(pending, base)| serde_json::json!({"pending": pending, "base": base}))
+        .collect();
+    conn.prepare_cached(&format!(
+        "UPDATE records SET seq = d.base + (records.seq - d.pending)
+         FROM jsonb_to_recordset((?1::text)::jsonb) AS d(pending bigint, base bigint)
+         WHERE records.seq >= d.pending AND records.seq < d.pending + {PENDING_BLOCK}"
+    ))?
+    .execute(params![serde_json::Value::Array(list).to_string()])?;
+    Ok(())
+}
+
+/// Where in its organisation's range of `seq` a PostgreSQL group numbers
+/// its records before its tail hands out the real numbers: the range's
+/// upper half, which no organisation's records reach.
+pub const PENDING_SEQS: i64 = 1 << 39;
+
+/// How many records one group numbers provisionally in an organisation's
+/// range at most: a block of the range's upper half, one per host and
+/// group, so two hosts' groups never take the same provisional number.
+pub const PENDING_BLOCK: i64 = 1 << 20;
+
+/// A group's records of one organisation, for the sequencer: how many, and
+/// the first and last `created_at` among them.
+#[derive(Debug, Clone, Copy)]
+pub struct OrgRecords {
+    pub org: i64,
+    pub n: i64,
+    pub min_at: i64,
+    pub max_at: i64,
+}
+
+/// What the sequencer handed an organisation's records: the first `seq`,
+/// and how far (ms) its newest record before them was created after the
+/// first of them (0 when none was).
+#[derive(Debug, Clone, Copy)]
+pub struct Numbered {
+    pub org: i64,
+    pub base: i64,
+    pub lag_ms: i64,
+}
+
+fn json(orgs: &[OrgRecords]) -> String {
+    let list: Vec<serde_json::Value> = orgs
+        .iter()
+        .map(
+            |o| serde_json::json!({"org": o.org, "n": o.n, "min_at": o.min_at, "max_at": o.max_at}),
+        )
+        .collect();
+    serde_json::Value::Array(list).to_string()
 }
 
 /// How many leaves the committed log holds: every index below is

@@ -296,8 +296,12 @@ pub(crate) const CREATED_AT_FROM: &str =
 
 /// The first `seq` of a record of `org` created at or after `at_ms` (one
 /// past its last record when none is). `created_at` never decreases along
-/// an organisation's `seq`, so a binary search over its range finds it in
-/// some forty index lookups.
+/// an organisation's `seq` on SQLite, so a binary search over its range
+/// finds it in some forty index lookups. On PostgreSQL it may step back by
+/// up to `MAX_TIME_DISORDER_MS` from the newest before it: the search then
+/// answers a `seq` below which every record was created before `at_ms`,
+/// and from which every record was created at or after `at_ms −` that
+/// bound (record queries search that much wider and compare times).
 pub fn first_seq_at(conn: &Connection, org: Org, at_ms: i64) -> sql::Result<i64> {
     let Some((last, _)) = tail(conn, org)? else {
         return Ok(org.seqs().start);
@@ -318,14 +322,6 @@ pub fn first_seq_at(conn: &Connection, org: Org, at_ms: i64) -> sql::Result<i64>
         }
     }
     Ok(low)
-}
-
-/// How many records have a `seq` in `seqs`.
-pub fn count_in(conn: &Connection, seqs: std::ops::Range<i64>) -> sql::Result<u64> {
-    let counted: i64 = conn
-        .prepare_cached("SELECT count(*) FROM records WHERE seq >= ?1 AND seq < ?2")?
-        .query_row([seqs.start, seqs.end], |row| row.get(0))?;
-    Ok(u64::try_from(counted).unwrap_or(0))
 }
 
 /// A record about to be stored, made with `token`.

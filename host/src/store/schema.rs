@@ -131,6 +131,15 @@
 //!   sequence hands out token status indexes in blocks of 256 per host.
 //!   `ledger_state.next_log_idx` is filled in.
 //!
+//! - Records numbered in the tail (schema 17, PostgreSQL only, the write
+//!   path's plan §1.5, §1.6): `org_seqs`, per organisation the `seq` its
+//!   next record takes and the newest `created_at` given so far, written
+//!   only by group tails after the sequencer's row — so records are
+//!   numbered in commit order across hosts. A row is made by the first
+//!   tail that needs it, from the organisation's newest record (an
+//!   upgraded or imported database needs nothing filled in). SQLite's one
+//!   writer numbers records from the newest record, as before.
+//!
 //! Every object stands in one organisation: keys, tokens, workflows and
 //! idempotency keys carry its number in `org`; agents are keyed by `(org,
 //! agent_id)`; a record's organisation is its `seq >> 40` (the generated
@@ -139,12 +148,12 @@
 //! record index, ending in `seq`, is searched within that range.
 
 /// The schema version this build writes.
-pub(crate) const VERSION: i64 = 16;
+pub(crate) const VERSION: i64 = 17;
 
 /// PostgreSQL's schema at version 5 (version 6 adds [`POSTGRES_EVENTS`]
 /// to it, version 7 [`POSTGRES_DASHBOARD`], version 8 [`POSTGRES_TRUST`],
 /// version 9 [`POSTGRES_RECORD_ORIGIN`], version 10 [`POSTGRES_AGENTS`], version 11 [`POSTGRES_ARGS`],
-/// version 12 [`POSTGRES_OAUTH`], version 13 [`POSTGRES_WITNESSED`], version 14 [`POSTGRES_RELAY`], version 15 [`POSTGRES_LOG_SIZE`], version 16 [`POSTGRES_SEQUENCER`]): SQLite's tables with PostgreSQL's
+/// version 12 [`POSTGRES_OAUTH`], version 13 [`POSTGRES_WITNESSED`], version 14 [`POSTGRES_RELAY`], version 15 [`POSTGRES_LOG_SIZE`], version 16 [`POSTGRES_SEQUENCER`], version 17 [`POSTGRES_ORG_SEQS`]): SQLite's tables with PostgreSQL's
 /// types (every integer a `BIGINT`, blobs `BYTEA`, text compared byte by
 /// byte, `COLLATE "C"`, as SQLite does). A record's `org` is stored, since
 /// PostgreSQL 15 has no virtual generated columns; `seq` is still the
@@ -879,6 +888,18 @@ UPDATE ledger_state SET next_log_idx = (SELECT COALESCE(max(idx) + 1, 0) FROM lo
 CREATE SEQUENCE status_idx INCREMENT BY 256 MINVALUE 0 START WITH 0;
 SELECT setval('status_idx', GREATEST(next_status_idx,
     (SELECT COALESCE(max(status_idx) + 1, 0) FROM tokens)), false) FROM ledger_state WHERE id = 1;
+"#;
+
+/// Version 17 on PostgreSQL, over version 16: where each organisation's
+/// records are numbered (see the module's table list). SQLite's version 17
+/// changes nothing.
+pub(crate) const POSTGRES_ORG_SEQS: &str = r#"
+CREATE TABLE org_seqs (
+    org             BIGINT PRIMARY KEY,
+    next_seq        BIGINT NOT NULL,
+    last_created_at BIGINT NOT NULL,
+    lag_ms          BIGINT NOT NULL DEFAULT 0
+);
 "#;
 
 /// Version 14 on PostgreSQL, over version 13: [`RELAY`] with PostgreSQL's

@@ -122,9 +122,13 @@ pub const DROP_WITNESSED_TABLES: &str = "DROP TABLE log_witnesses; DROP TABLE lo
 /// Sets the schema version a database says it has (SQLite's
 /// `user_version`, PostgreSQL's `mandate_schema`), for a test that sets a
 /// database back to an earlier version: the next start upgrades it.
-/// Below 16 it undoes schema 16 too (the integrated size's table, and
-/// PostgreSQL's status index sequence).
+/// Below 17 on PostgreSQL it undoes schema 17 (`org_seqs`); below 16,
+/// schema 16 too (the integrated size's table, and PostgreSQL's status
+/// index sequence).
 pub fn set_schema_version(conn: &Connection, version: i64) {
+    if version < 17 && conn.dialect() == mandate_host::store::sql::Dialect::Postgres {
+        conn.execute_batch("DROP TABLE org_seqs").unwrap();
+    }
     if version < 16 {
         conn.execute_batch("DROP TABLE log_integration").unwrap();
         if conn.dialect() == mandate_host::store::sql::Dialect::Postgres {

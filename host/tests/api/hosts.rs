@@ -2121,3 +2121,87 @@ async fn a_commit_held_back_keeps_every_later_write_behind_it() {
     assert_eq!(paged, all);
     stop_all(hosts).await;
 }
+
+/// A host whose clock runs behind another's numbers its records after
+/// theirs with earlier times (`created_at` steps back along `seq`, within
+/// `MAX_TIME_DISORDER_MS`): `since` and `until` still return exactly the
+/// records created in range; and a host more than the bound behind is
+/// refused (503) rather than step back further.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn time_filters_are_exact_with_disorder() {
+    needs_postgres();
+    let ahead = TestApp::spawn().await;
+    let behind = ahead.another_host(|_| {}).await;
+    let token = ahead.root("bot", &["crm:*"], &["read"]).await;
+    let jti = text(&token["jti"]);
+    ahead.clock.advance(Duration::from_millis(800));
+    let mut ids = Vec::new();
+    for (host, resource) in [(&ahead, "crm:first"), (&behind, "crm:second")] {
+        let recorded = expect_json(
+            host.act(jti, "read", resource, "success").await,
+            StatusCode::CREATED,
+        )
+        .await;
+        ids.push(text(&recorded["aar_id"]).to_owned());
+    }
+    let created = |record: Value| text(&record["created_at"]).to_owned();
+    let mut times = Vec::new();
+    for id in &ids {
+        times.push(created(
+            expect_json(
+                ahead
+                    .get_auth(&format!("/v1/vat/aar/{id}"), &ahead.admin_key)
+                    .await,
+                StatusCode::OK,
+            )
+            .await,
+        ));
+    }
+    // The second record follows the first in `seq` and was created before.
+    assert!(times[1] < times[0], "{times:?}");
+    let listed = |query: String| {
+        let (host, ids) = (&ahead, &ids);
+        async move {
+            let page = expect_json(
+                host.get_auth(&format!("/v1/vat/aar?{query}"), &host.admin_key)
+                    .await,
+                StatusCode::OK,
+            )
+            .await;
+            page["records"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|r| text(&r["aar_id"]).to_owned())
+                .filter(|id| ids.contains(id))
+                .collect::<Vec<_>>()
+        }
+    };
+    let at = |time: &str| time.replace('+', "%2B");
+    assert_eq!(
+        listed(format!("since={}", at(&times[0]))).await,
+        [ids[0].clone()]
+    );
+    assert_eq!(
+        listed(format!("until={}", at(&times[0]))).await,
+        [ids[1].clone()]
+    );
+    assert_eq!(
+        listed(format!("since={}&until={}", at(&times[1]), at(&times[0]))).await,
+        [ids[1].clone()]
+    );
+    assert_eq!(
+        listed(format!("since={}", at(&times[1]))).await,
+        [ids[1].clone(), ids[0].clone()]
+    );
+    // More than a second behind: refused, nothing stored.
+    ahead.clock.advance(Duration::from_millis(1_500));
+    expect_json(
+        ahead.act(jti, "read", "crm:third", "success").await,
+        StatusCode::CREATED,
+    )
+    .await;
+    let refused = behind.act(jti, "read", "crm:fourth", "success").await;
+    assert_eq!(refused.status(), StatusCode::SERVICE_UNAVAILABLE);
+    stop_all(vec![ahead, behind]).await;
+}

@@ -462,6 +462,19 @@ async fn a_delegation_requiring_approval_waits_then_returns_the_child_once() {
         "approval_denied",
     )
     .await;
+    // Each delegation waiting for approval stored its record before its
+    // group's tail (to show it with the approval's event); on PostgreSQL
+    // the tail numbered it with the others: no record keeps a provisional
+    // `seq` (the upper half of its organisation's range).
+    let dir = app.stop().await;
+    crate::helpers::with_database(dir.path(), |conn| {
+        let count = |sql: &str| -> i64 { conn.query_row(sql, [], |row| row.get(0)).unwrap() };
+        assert!(count("SELECT count(*) FROM records") >= 2);
+        assert_eq!(
+            count("SELECT count(*) FROM records WHERE seq % 1099511627776 >= 549755813888"),
+            0
+        );
+    });
 }
 
 /// The upgrade to schema 10, on either engine: every agent stored before

@@ -908,7 +908,7 @@ async fn the_upgrade_to_schema_16_integrates_the_log_after_its_groups() {
             Dialect::Postgres => count("SELECT version FROM mandate_schema"),
         };
         assert_eq!(version, mandate_host::store::SCHEMA_VERSION);
-        assert_eq!(version, 16);
+        assert_eq!(version, 17);
         let report = audit::verify(conn, &origin(conn)).unwrap();
         assert_eq!(report.findings, [], "{}", report.summary());
     });

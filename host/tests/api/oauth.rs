@@ -310,7 +310,7 @@ async fn the_upgrade_to_schema_12_adds_the_oauth_tables() {
                 .unwrap(),
         };
         assert_eq!(version, mandate_host::store::SCHEMA_VERSION);
-        assert_eq!(version, 16);
+        assert_eq!(version, 17);
     });
 }
 
