@@ -360,13 +360,16 @@ fn record_query(
     }
     // One lower and one upper bound of `seq`, the tightest: SQLite bounds a
     // range of the key by one of each, and might pick a looser one.
-    // On PostgreSQL `created_at` may step back along `seq` by up to
-    // `MAX_TIME_DISORDER_MS` (hosts number records in commit order with
-    // their own clocks' times): the `seq` range is found that much wider,
-    // and the times are compared exactly within it.
+    // On PostgreSQL `created_at` may step back along `seq` (hosts number
+    // records in commit order with their own clocks' times; by up to
+    // `MAX_TIME_DISORDER_MS`, and by as much as the organisation's records
+    // ever did, which its `org_seqs` row keeps): the `seq` range is found
+    // that much wider, and the times are compared exactly within it.
     let disorder = match conn.dialect() {
-        Dialect::Postgres => crate::ledger::MAX_TIME_DISORDER_MS,
-        Dialect::Sqlite => 0,
+        Dialect::Postgres if filter.since.is_some() || filter.until.is_some() => {
+            crate::store::log::max_time_disorder(conn, org.number())?
+        }
+        _ => 0,
     };
     let mut seqs = org.seqs();
     if let Some(since) = filter.since {

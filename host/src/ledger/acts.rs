@@ -211,6 +211,7 @@ impl Ledger {
     /// permitted. An approved record whose token is no longer active is
     /// not used: the attempt is judged anew and refused.
     fn evaluate(&mut self, attempt: &Attempt, now: Now) -> Result<Evaluated, LedgerError> {
+        self.share();
         let token = self
             .token(&attempt.jti)?
             .ok_or(LedgerError::TokenInactive)?;
@@ -229,6 +230,22 @@ impl Ledger {
         // one statement.
         let open = match gated {
             true => {
+                // One approval asked across hosts: matching evaluations
+                // take turns.
+                let org = token.standing.org;
+                let args_hash = attempt.args.as_ref().map(Args::hash);
+                self.touch(
+                    org,
+                    crate::store::locks::gate(
+                        attempt.jti.as_str(),
+                        attempt.action.as_str(),
+                        attempt.resource.as_str(),
+                        &args_hash
+                            .as_ref()
+                            .map(ToString::to_string)
+                            .unwrap_or_default(),
+                    ),
+                )?;
                 self.store_records()?;
                 records::open_evaluation(
                     &self.conn,
@@ -327,6 +344,7 @@ impl Ledger {
         origin: RecordOrigin,
         event: impl FnOnce(Decision, bool) -> RecordEvent,
     ) -> Result<Attempted, LedgerError> {
+        self.share();
         let token = self
             .token(&attempt.jti)?
             .ok_or(LedgerError::TokenInactive)?;
@@ -485,9 +503,11 @@ impl Ledger {
         self.store_records()?;
         let mut record =
             records::by_id(&self.conn, aar_id.as_str())?.ok_or(LedgerError::UnknownRecord)?;
-        if self.enter(record.org())? {
-            // Read again under the organisation's lock: another host may
-            // have changed it since.
+        let org = record.org();
+        let entered = self.enter(org)?;
+        if self.touch(org, crate::store::locks::record(aar_id.as_str()))? || entered {
+            // Read again under the keys: another host may have changed it
+            // since.
             record =
                 records::by_id(&self.conn, aar_id.as_str())?.ok_or(LedgerError::UnknownRecord)?;
         }
@@ -513,6 +533,7 @@ impl Ledger {
     /// refusal, comes from repeating the delegation, so closing it here is
     /// refused (a repeat would otherwise answer 202 for ever).
     pub fn complete(&mut self, completion: &Completion, now: Now) -> Result<Record, LedgerError> {
+        self.share();
         self.close(completion, now, false)
     }
 
@@ -678,7 +699,9 @@ impl Ledger {
         by: &str,
         now: Now,
     ) -> Result<Rated, LedgerError> {
+        self.share();
         self.enter(org)?;
+        self.touch(org, crate::store::locks::record(aar_id.as_str()))?;
         self.store_records()?;
         let mut record = records::by_id(&self.conn, aar_id.as_str())?
             .filter(|record| record.org() == org)

@@ -332,10 +332,10 @@ impl Ledger {
     pub fn checkpoint(&mut self, now: Now) -> Result<StoredCheckpoint, LedgerError> {
         let frontier = if self.shared {
             let to = rows::committed_size(&self.conn)?;
-            // Waiting for the integration row while the group holds an
-            // organisation's could close a cycle (see `enter`): then, if
-            // it is busy, the write runs again first in the next group.
-            let wait = self.locked.is_empty();
+            // Waiting for the integration row while the group holds a key
+            // could close a cycle (see `enter`): then, if it is busy, the
+            // write runs again first in the next group.
+            let wait = self.held.is_empty();
             match recordlog::integrate_unless_busy(&self.conn, to, &mut self.integrated, wait)? {
                 Some(frontier) => {
                     self.integrating = true;

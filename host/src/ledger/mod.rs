@@ -660,10 +660,18 @@ pub struct Ledger {
     days: HashMap<Org, DayCount>,
     /// Whether other processes write to the database too (PostgreSQL).
     shared: bool,
-    /// Organisations locked by the current group (see [`Ledger::enter`]).
-    locked: HashSet<Org>,
-    /// Whether the write running now locked an organisation.
+    /// The advisory keys the current group holds (see [`Ledger::enter`]),
+    /// each with whether it holds it exclusively.
+    held: HashMap<i64, bool>,
+    /// Whether the write running now took a key.
     entered: bool,
+    /// Whether the write running now began with the group holding no key
+    /// (nor the log's integration row): only such a write waits for a key.
+    first: bool,
+    /// Whether the write running now takes its organisation's key shared
+    /// (with the keys of what it touches) rather than exclusive: set by the
+    /// writes of [`crate::store::locks`]' table before they take a key.
+    sharing: bool,
     /// Whether the group holds the log's integration row (PostgreSQL: a
     /// checkpoint signed, [`Ledger::checkpoint`]).
     integrating: bool,
@@ -738,10 +746,10 @@ impl Owned for Ledger {
         if let Some(group) = self.group.take() {
             self.frontier = group.frontier;
         }
-        self.locked.clear();
         self.integrating = false;
         self.standings.clear();
         self.numbering.clear();
+        self.held.clear();
         self.trust.mark_stale(self.touched.drain());
         if self.shared {
             // Other hosts may change them before the next group.
@@ -760,7 +768,7 @@ impl Owned for Ledger {
         self.group = None;
         self.frontier = None;
         self.numbering.clear();
-        self.locked.clear();
+        self.held.clear();
         self.integrating = false;
         self.touched.clear();
         self.counters = Counters::default();
@@ -771,6 +779,8 @@ impl Owned for Ledger {
 
     fn before_write(&mut self) {
         self.entered = false;
+        self.first = self.held.is_empty() && !self.integrating;
+        self.sharing = false;
         self.deferred = false;
     }
 
@@ -791,8 +801,10 @@ impl Ledger {
     pub fn new(conn: Connection, log: LogSetup) -> Ledger {
         Ledger {
             shared: conn.dialect() == Dialect::Postgres,
-            locked: HashSet::new(),
+            held: HashMap::new(),
             entered: false,
+            first: true,
+            sharing: false,
             integrating: false,
             deferred: false,
             log,
@@ -910,20 +922,23 @@ impl Ledger {
     /// A token and its standing, by jti; `None` for a token never issued
     /// here.
     ///
-    /// The standing is read once a group: the group holds the lock of the
-    /// token's organisation from that read to its commit, and what of the
-    /// group changes a standing forgets what was read
+    /// The standing is read once a group: the group holds the key of the
+    /// token's organisation from that read to its commit (a revocation
+    /// takes it exclusive), and what of the group changes a standing
+    /// forgets what was read
     /// ([`Ledger::forget_standings`]).
     fn token(&mut self, jti: &Jti) -> Result<Option<Token>, LedgerError> {
         let jth = jti.hash();
+        // Even with the standing read: a write taking the key exclusive
+        // (a revocation) after one of the group took it shared.
+        if self.shared
+            && let Some(org) = self.org_of(&jth)?
+        {
+            self.enter(org)?;
+        }
         let standing = match self.standings.get(&jth) {
             Some(standing) => *standing,
             None => {
-                if self.shared
-                    && let Some(org) = self.org_of(&jth)?
-                {
-                    self.enter(org)?;
-                }
                 let Some(standing) = tokens::standing(&self.conn, &jth)? else {
                     return Ok(None);
                 };
@@ -959,54 +974,114 @@ impl Ledger {
         self.standings.clear();
     }
 
-    /// Takes the lock of `org` for the rest of the group; answers whether
-    /// it was taken just now. On PostgreSQL, where other hosts write too,
-    /// every write locks its organisation's row (`FOR UPDATE`) before it
-    /// reads anything a decision of it depends on: one organisation's
-    /// writes take turns across hosts, each seeing what the others
-    /// committed (what this ledger remembers of an organisation — its
-    /// newest record, quotas, today's count — is forgotten after every
-    /// commit on PostgreSQL, and read again under the lock). One lock
-    /// per organisation, taken first, is one order of locking, so hosts
-    /// never deadlock within an organisation. Across organisations, a
-    /// group waits only for its first organisation's row: a write that
-    /// needs another while its group holds one (or the log's integration
-    /// row) takes it only if it is free, else asks to run again first in
-    /// the next group (the writer
-    /// keeps it, [`crate::store::Owned::take_deferred`]) — so no group
-    /// waits for a row while holding another, and groups never wait on
-    /// one another in a cycle. (Before, every group took the record log's
-    /// state row first, which ordered them all; it is taken only in the
-    /// tail now, after every organisation's row, [`Ledger::sequence`].)
-    /// On SQLite the single writer's `BEGIN IMMEDIATE` already excludes
-    /// everyone: nothing to do.
+    /// Takes the key of `org` ([`crate::store::locks::org`]) for the rest
+    /// of the group — exclusive, or shared when the write running is one
+    /// that takes the keys of what it touches ([`Ledger::share`]) — and
+    /// answers whether it took it just now. On PostgreSQL, where other
+    /// hosts write too, every write takes its organisation's key before it
+    /// reads anything a decision of it depends on: writes that exclude one
+    /// another across hosts take turns, each seeing what the others
+    /// committed (what this ledger remembers of an organisation — quotas,
+    /// today's count — is forgotten after every commit on PostgreSQL, and
+    /// read again under the key). Writes taking the key shared (records,
+    /// authorizations, completions, evaluations, ratings) run at once on
+    /// every host, each taking the keys of the chain, record, quota or
+    /// gate it touches; every other write (issue, delegate, revoke,
+    /// settings…) takes it exclusive, waiting for those in flight, and the
+    /// next ones see its change. A group waits only for the keys of a
+    /// write that began with the group holding none (its organisation's
+    /// key first; a cycle among two such writes' other keys — rare: an
+    /// evaluation using an approval takes its chain's key before the
+    /// record's, a completion after — is PostgreSQL's to break, as a
+    /// 503): a later write needing a key another transaction holds (or
+    /// any key, once the group holds the log's integration row) asks to
+    /// run again first in the next group (the writer keeps it,
+    /// [`crate::store::Owned::take_deferred`]) — so no group waits for a
+    /// key while holding one an earlier write took, and groups never wait
+    /// on one another in a cycle. (Before, every group took the record
+    /// log's state row first, which ordered them all; it is taken only in
+    /// the tail now, after every key, [`Ledger::sequence`].) On SQLite the
+    /// single writer's `BEGIN IMMEDIATE` already excludes everyone:
+    /// nothing to do.
     fn enter(&mut self, org: Org) -> Result<bool, LedgerError> {
-        if !self.shared || self.locked.contains(&org) {
+        if !self.shared {
             return Ok(false);
         }
-        // The lock's statement reads the row's quotas too: one round trip
-        // fewer than reading them after it.
-        let row = if (self.locked.is_empty() && !self.integrating) || self.entered {
-            org_rows::lock(&self.conn, org)?
-                .ok_or_else(|| internal("an organisation of a stored object is missing"))?
-        } else {
-            match org_rows::try_lock(&self.conn, org)? {
-                Some(row) => row,
-                None => {
-                    self.deferred = true;
-                    return Err(LedgerError::Store(StoreError::Unavailable(
-                        "the organisation is busy: the write runs again in the next group",
-                    )));
-                }
+        let key = crate::store::locks::org(org);
+        let exclusive = !self.sharing;
+        if self.holds(key, exclusive) {
+            return Ok(false);
+        }
+        let wait = self.may_wait();
+        match org_rows::enter(&self.conn, org, exclusive, wait)? {
+            Err(()) => Err(internal("an organisation of a stored object is missing")),
+            Ok(None) => Err(self.defer()),
+            Ok(Some(row)) => {
+                self.took(key, exclusive);
+                self.quotas.insert(org, row.quotas);
+                Ok(true)
             }
-        };
-        self.locked.insert(org);
-        self.entered = true;
-        self.quotas.insert(org, row.quotas);
+        }
+    }
+
+    /// Marks the write running now as one that takes its organisation's
+    /// key shared and the keys of what it touches (see
+    /// [`crate::store::locks`]), unless it took a key already (it then
+    /// goes on as it began).
+    fn share(&mut self) {
+        if !self.entered {
+            self.sharing = true;
+        }
+    }
+
+    /// Takes the key of an object of `org` a shared write touches
+    /// (exclusive), unless the group holds `org`'s key exclusively, which
+    /// covers it; answers whether it took it just now (what was read
+    /// before is then read again).
+    fn touch(&mut self, org: Org, key: i64) -> Result<bool, LedgerError> {
+        if !self.shared || self.holds(crate::store::locks::org(org), true) || self.holds(key, true)
+        {
+            return Ok(false);
+        }
+        let wait = self.may_wait();
+        if !crate::store::locks::take(&self.conn, key, true, wait)? {
+            return Err(self.defer());
+        }
+        self.took(key, true);
         Ok(true)
     }
 
-    /// The tokens of `claims`' chain that carry a budget.
+    /// Whether the group holds `key` (exclusively, when `exclusive`).
+    fn holds(&self, key: i64, exclusive: bool) -> bool {
+        self.held.get(&key).is_some_and(|held| *held || !exclusive)
+    }
+
+    /// Whether the write running now may wait for a key: the group held
+    /// none when it began (a write waiting while its group holds keys of
+    /// earlier writes could close a cycle with another host's group).
+    fn may_wait(&self) -> bool {
+        self.first && !self.integrating
+    }
+
+    fn took(&mut self, key: i64, exclusive: bool) {
+        let held = self.held.entry(key).or_insert(exclusive);
+        *held |= exclusive;
+        self.entered = true;
+    }
+
+    /// A key is held by another transaction: the write asks to run again
+    /// first in the next group.
+    fn defer(&mut self) -> LedgerError {
+        self.deferred = true;
+        LedgerError::Store(StoreError::Unavailable(
+            "a key the write needs is held: the write runs again in the next group",
+        ))
+    }
+
+    /// The tokens of `claims`' chain that carry a budget. A chain with a
+    /// budget limit is judged and charged by one host's group at a time:
+    /// its root's key ([`crate::store::locks::chain`]) is taken before its
+    /// usage is read.
     fn budgeted(&mut self, claims: &Claims) -> Result<Budgeted, LedgerError> {
         let mut budgeted = Vec::new();
         for jth in claims.ancestors() {
@@ -1019,6 +1094,15 @@ impl Ledger {
         }
         if !claims.constraints().is_empty() {
             budgeted.push((claims.jth(), claims.constraints()));
+        }
+        if self.shared && budgeted.iter().any(|(_, c)| c.has_budget()) {
+            let jth = claims.jth();
+            let org = self
+                .org_of(&jth)?
+                .ok_or_else(|| internal("a budgeted token is missing"))?;
+            let root = claims.ancestors().first().unwrap_or(&jth);
+            // Usage is read after this (and kept to the group's end).
+            self.touch(org, crate::store::locks::chain(root.as_str()))?;
         }
         Ok(budgeted)
     }
@@ -1426,6 +1510,8 @@ impl Ledger {
         let Some(limit) = self.quotas(org)?.records_per_day else {
             return Ok(());
         };
+        // The day is counted after this (and kept to the group's end).
+        self.touch(org, crate::store::locks::quota(org))?;
         let day = at_ms.div_euclid(DAY_MS);
         let records = match self.days.get(&org) {
             Some(count) if count.day == day => count.records,

@@ -83,7 +83,8 @@ pub fn sequence(
          RETURNING next_log_idx - ?1 AS leaf, next_event_seq - ?2 AS event),
          o AS (UPDATE org_seqs SET next_seq = org_seqs.next_seq + d.n,
              last_created_at = GREATEST(org_seqs.last_created_at, d.max_at),
-             lag_ms = GREATEST(0, org_seqs.last_created_at - d.min_at)
+             lag_ms = GREATEST(0, org_seqs.last_created_at - d.min_at),
+             max_lag_ms = GREATEST(org_seqs.max_lag_ms, org_seqs.last_created_at - d.min_at)
          FROM l, jsonb_to_recordset((?3::text)::jsonb)
              AS d(org bigint, n bigint, min_at bigint, max_at bigint)
          WHERE org_seqs.org = d.org
@@ -124,7 +125,8 @@ pub fn number_new(conn: &Connection, orgs: &[OrgRecords]) -> sql::Result<Vec<Num
     let mut statement = conn.prepare_cached(
         "UPDATE org_seqs SET next_seq = org_seqs.next_seq + d.n,
              last_created_at = GREATEST(org_seqs.last_created_at, d.max_at),
-             lag_ms = GREATEST(0, org_seqs.last_created_at - d.min_at)
+             lag_ms = GREATEST(0, org_seqs.last_created_at - d.min_at),
+             max_lag_ms = GREATEST(org_seqs.max_lag_ms, org_seqs.last_created_at - d.min_at)
          FROM jsonb_to_recordset((?1::text)::jsonb)
              AS d(org bigint, n bigint, min_at bigint, max_at bigint)
          WHERE org_seqs.org = d.org
@@ -176,6 +178,16 @@ pub struct OrgRecords {
     pub n: i64,
     pub min_at: i64,
     pub max_at: i64,
+}
+
+/// How far (ms) `created_at` has stepped back along `org`'s records at most
+/// (PostgreSQL; 0 for an organisation whose records never did).
+pub fn max_time_disorder(conn: &Connection, org: i64) -> sql::Result<i64> {
+    Ok(conn
+        .prepare_cached("SELECT max_lag_ms FROM org_seqs WHERE org = ?1")?
+        .query_row(params![org], |row| row.get(0))
+        .optional()?
+        .unwrap_or(0))
 }
 
 /// What the sequencer handed an organisation's records: the first `seq`,

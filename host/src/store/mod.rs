@@ -18,6 +18,7 @@ pub mod dashboard;
 pub mod database;
 pub mod events;
 pub mod idempotency;
+pub mod locks;
 pub mod log;
 pub mod oauth;
 pub mod orgs;

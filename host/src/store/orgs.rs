@@ -100,32 +100,63 @@ fn org_row(row: &Row<'_>) -> sql::Result<OrgRow> {
     })
 }
 
-/// Locks an organisation's row until the transaction ends (PostgreSQL:
-/// see `Ledger::enter`); the row as locked (its newest version: a row
-/// locked after a wait is read again), or `None` for no such organisation.
-pub fn lock(conn: &Connection, org: Org) -> sql::Result<Option<OrgRow>> {
-    conn.prepare_cached(&format!(
-        "SELECT {ORG_COLUMNS} FROM orgs WHERE num = ?1 FOR UPDATE"
-    ))?
-    .query_row([org], org_row)
-    .optional()
+/// Takes an organisation's key ([`crate::store::locks::org`], exclusive
+/// or shared) until the transaction ends, and reads its row (with its
+/// quotas) in the same statement when the key is free; when it is not,
+/// waits for it (`wait`) and reads the row after, or answers `Ok(None)` at
+/// once. `Err` of `None`: no such organisation.
+pub fn enter(
+    conn: &Connection,
+    org: Org,
+    exclusive: bool,
+    wait: bool,
+) -> sql::Result<Result<Option<OrgRow>, ()>> {
+    let key = crate::store::locks::org(org);
+    let try_lock = if exclusive {
+        "pg_try_advisory_xact_lock"
+    } else {
+        "pg_try_advisory_xact_lock_shared"
+    };
+    let found = conn
+        .prepare_cached(&format!(
+            "SELECT {ORG_COLUMNS}, {try_lock}(?2) FROM orgs WHERE num = ?1"
+        ))?
+        .query_row(params![org, key], |row| {
+            Ok((org_row(row)?, row.get::<_, bool>(6)?))
+        })
+        .optional()?;
+    match found {
+        None => Ok(Err(())),
+        Some((row, true)) => Ok(Ok(Some(row))),
+        Some((_, false)) if !wait => Ok(Ok(None)),
+        Some(_) => {
+            crate::store::locks::take(conn, key, exclusive, true)?;
+            // Read after the wait: a statement sees what was committed
+            // before it began.
+            Ok(by_number(conn, org)?.map(Some).ok_or(()))
+        }
+    }
 }
 
-/// [`lock`] when no other transaction holds the row; `None` when one does
-/// (or there is no such organisation), without waiting.
-pub fn try_lock(conn: &Connection, org: Org) -> sql::Result<Option<OrgRow>> {
-    conn.prepare_cached(&format!(
-        "SELECT {ORG_COLUMNS} FROM orgs WHERE num = ?1 FOR UPDATE SKIP LOCKED"
-    ))?
-    .query_row([org], org_row)
-    .optional()
-}
-
-/// Locks every organisation's row, in the order of their numbers, until the
-/// transaction ends.
+/// Locks every organisation, in the order of their numbers, until the
+/// transaction ends (each one's key, exclusive), in one statement (a
+/// function scan takes the keys in the array's order).
 pub fn lock_all(conn: &Connection) -> sql::Result<()> {
-    conn.prepare_cached("SELECT num FROM orgs ORDER BY num FOR UPDATE")?
-        .query([])?;
+    let numbers: Vec<i64> = conn
+        .prepare_cached("SELECT num FROM orgs ORDER BY num")?
+        .query_map([], |row| row.get(0))?
+        .collect::<sql::Result<_>>()?;
+    let keys: Vec<String> = numbers
+        .into_iter()
+        .map(|number| crate::store::locks::org(Org(number)).to_string())
+        .collect();
+    conn.prepare_cached(
+        "SELECT count(*) FROM (SELECT pg_advisory_xact_lock(k::bigint)
+         FROM jsonb_array_elements_text((?1::text)::jsonb) AS k) AS taken",
+    )?
+    .query_row(params![format!("[{}]", keys.join(","))], |row| {
+        row.get::<_, i64>(0)
+    })?;
     Ok(())
 }
 

@@ -135,7 +135,10 @@
 //!   path's plan §1.5, §1.6): `org_seqs`, per organisation the `seq` its
 //!   next record takes and the newest `created_at` given so far, written
 //!   only by group tails after the sequencer's row — so records are
-//!   numbered in commit order across hosts. A row is made by the first
+//!   numbered in commit order across hosts; `lag_ms`, how far the last
+//!   tail's first record was created before the newest record ahead of
+//!   it, and `max_lag_ms`, the most ever (what record queries widen a
+//!   time range by). A row is made by the first
 //!   tail that needs it, from the organisation's newest record (an
 //!   upgraded or imported database needs nothing filled in). SQLite's one
 //!   writer numbers records from the newest record, as before.
@@ -898,7 +901,8 @@ CREATE TABLE org_seqs (
     org             BIGINT PRIMARY KEY,
     next_seq        BIGINT NOT NULL,
     last_created_at BIGINT NOT NULL,
-    lag_ms          BIGINT NOT NULL DEFAULT 0
+    lag_ms          BIGINT NOT NULL DEFAULT 0,
+    max_lag_ms      BIGINT NOT NULL DEFAULT 0
 );
 "#;
 

@@ -1728,10 +1728,14 @@ async fn a_group_between_round_trips_holds_no_log_state() {
         StatusCode::CREATED,
     )
     .await;
-    let (release, holder) = hold_rows(
-        &hosts[0],
-        "SELECT 1 FROM orgs WHERE num = (SELECT max(num) FROM orgs) FOR UPDATE",
-    );
+    // The second organisation's key, held exclusive: host 1's write of it
+    // waits for it mid-group.
+    let number: i64 = hosts[0].with_database(|conn| {
+        conn.query_row("SELECT max(num) FROM orgs", [], |row| row.get(0))
+            .unwrap()
+    });
+    let key = mandate_host::store::locks::org(mandate_host::store::orgs::Org::from_number(number));
+    let (release, holder) = hold_rows(&hosts[0], format!("SELECT pg_advisory_xact_lock({key})"));
     let waiting = {
         let (client, url, jti) = (
             hosts[0].client.clone(),
@@ -1933,20 +1937,21 @@ async fn three_hosts_two_organisations_write_at_once_and_every_guarantee_holds()
     stop_all(hosts).await;
 }
 
-/// Holds the rows `select` names locked (`FOR UPDATE`) in a transaction
-/// of a connection of its own, until the answer's sender is dropped or
-/// sent to; returns once they are held.
+/// Holds what `select` locks (rows `FOR UPDATE`, an advisory key) in a
+/// transaction of a connection of its own, until the answer's sender is
+/// dropped or sent to; returns once they are held.
 fn hold_rows(
     host: &TestApp,
-    select: &'static str,
+    select: impl Into<String>,
 ) -> (std::sync::mpsc::Sender<()>, std::thread::JoinHandle<()>) {
     let dir = host.dir.as_ref().unwrap().path().to_owned();
+    let select = select.into();
     let (held_tx, held_rx) = std::sync::mpsc::channel();
     let (release_tx, release_rx) = std::sync::mpsc::channel::<()>();
     let holder = std::thread::spawn(move || {
         crate::helpers::with_database(&dir, move |conn| {
             conn.execute_batch("BEGIN").unwrap();
-            conn.execute_batch(select).unwrap();
+            conn.execute_batch(&select).unwrap();
             held_tx.send(()).unwrap();
             let _ = release_rx.recv();
             conn.execute_batch("ROLLBACK").unwrap();
@@ -2204,4 +2209,93 @@ async fn time_filters_are_exact_with_disorder() {
     let refused = behind.act(jti, "read", "crm:fourth", "success").await;
     assert_eq!(refused.status(), StatusCode::SERVICE_UNAVAILABLE);
     stop_all(vec![ahead, behind]).await;
+}
+
+/// Writes of an organisation lock no row of `orgs`: with a test connection
+/// holding the organisation's row, its records are written on every host.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn writes_take_no_organisation_row_lock() {
+    needs_postgres();
+    let hosts = three_hosts().await;
+    let token = hosts[0].root("bot", &["crm:*"], &["read"]).await;
+    let (release, holder) = hold_rows(&hosts[0], "SELECT 1 FROM orgs WHERE num = 0 FOR UPDATE");
+    for (i, host) in hosts.iter().enumerate() {
+        let answered = tokio::time::timeout(
+            Duration::from_secs(5),
+            host.act(text(&token["jti"]), "read", &format!("crm:{i}"), "success"),
+        )
+        .await
+        .expect("a write waited for its organisation's row");
+        expect_json(answered, StatusCode::CREATED).await;
+    }
+    release.send(()).unwrap();
+    holder.join().unwrap();
+    stop_all(hosts).await;
+}
+
+/// A chain with a budget is spent by one host's group at a time, and only
+/// it: with a test connection holding chain X's key, X's write waits, while
+/// chain Y of the same organisation is spent on the other hosts; X's write
+/// is answered once the key is released.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_held_chain_stops_its_writes_and_no_others() {
+    needs_postgres();
+    let hosts = three_hosts().await;
+    let budgeted = |agent: &'static str| {
+        let host = &hosts[0];
+        async move {
+            host.issue(
+                json!({"developer_email": "dev@example.com", "agent_id": agent,
+                              "resources": ["crm:*"], "actions": ["read"],
+                              "constraints": {"max_actions": 100}}),
+            )
+            .await
+        }
+    };
+    let x = budgeted("x").await;
+    let y = budgeted("y").await;
+    let root = mandate_core::Jti::parse(text(&x["jti"])).unwrap().hash();
+    let key = mandate_host::store::locks::chain(root.as_str());
+    let (release, holder) = hold_rows(&hosts[0], format!("SELECT pg_advisory_xact_lock({key})"));
+    let waiting = {
+        let (client, url, jti) = (
+            hosts[0].client.clone(),
+            hosts[0].url("/v1/vat/record/action"),
+            text(&x["jti"]).to_owned(),
+        );
+        tokio::spawn(async move {
+            client
+                .post(url)
+                .json(
+                    &json!({"vat_jti": jti, "action": "read", "resource": "crm:x",
+                              "result": "success"}),
+                )
+                .send()
+                .await
+                .unwrap()
+                .status()
+        })
+    };
+    let started = Instant::now();
+    while waiting_for_locks(&hosts[0]) < 1 {
+        assert!(
+            started.elapsed() < Duration::from_secs(30),
+            "chain X's write never waited"
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    for (i, host) in hosts[1..].iter().enumerate() {
+        let answered = tokio::time::timeout(
+            Duration::from_secs(5),
+            host.act(text(&y["jti"]), "read", &format!("crm:y{i}"), "success"),
+        )
+        .await
+        .expect("chain Y's write waited behind chain X's key");
+        expect_json(answered, StatusCode::CREATED).await;
+    }
+    assert!(!waiting.is_finished(), "chain X's write did not wait");
+    release.send(()).unwrap();
+    holder.join().unwrap();
+    assert_eq!(waiting.await.unwrap(), StatusCode::CREATED);
+    stop_all(hosts).await;
 }

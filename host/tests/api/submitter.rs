@@ -776,6 +776,6 @@ async fn the_upgrade_to_schema_13_adds_the_witnessed_log_tables() {
                 .unwrap();
             assert_eq!(rows, 0, "{table}");
         }
-        assert_eq!(mandate_host::store::SCHEMA_VERSION, 16);
+        assert_eq!(mandate_host::store::SCHEMA_VERSION, 17);
     });
 }

@@ -1027,6 +1027,6 @@ async fn the_upgrade_to_schema_14_adds_the_relay_table_and_column() {
             Dialect::Postgres => count("SELECT version FROM mandate_schema"),
         };
         assert_eq!(version, mandate_host::store::SCHEMA_VERSION);
-        assert_eq!(version, 16);
+        assert_eq!(version, 17);
     });
 }
