@@ -1014,9 +1014,11 @@ impl Ledger {
         }
         let wait = self.may_wait();
         match org_rows::enter(&self.conn, org, exclusive, wait)? {
-            Err(()) => Err(internal("an organisation of a stored object is missing")),
-            Ok(None) => Err(self.defer()),
-            Ok(Some(row)) => {
+            org_rows::Entered::Missing => {
+                Err(internal("an organisation of a stored object is missing"))
+            }
+            org_rows::Entered::Busy => Err(self.defer()),
+            org_rows::Entered::Row(row) => {
                 self.took(key, exclusive);
                 self.quotas.insert(org, row.quotas);
                 Ok(true)

@@ -100,17 +100,23 @@ fn org_row(row: &Row<'_>) -> sql::Result<OrgRow> {
     })
 }
 
+/// What [`enter`] found.
+#[derive(Debug)]
+pub enum Entered {
+    /// The key is held, and the organisation's row as read under it.
+    Row(OrgRow),
+    /// Another transaction holds the key (and the caller would not wait).
+    Busy,
+    /// No organisation has this number.
+    Missing,
+}
+
 /// Takes an organisation's key ([`crate::store::locks::org`], exclusive
 /// or shared) until the transaction ends, and reads its row (with its
 /// quotas) in the same statement when the key is free; when it is not,
-/// waits for it (`wait`) and reads the row after, or answers `Ok(None)` at
-/// once. `Err` of `None`: no such organisation.
-pub fn enter(
-    conn: &Connection,
-    org: Org,
-    exclusive: bool,
-    wait: bool,
-) -> sql::Result<Result<Option<OrgRow>, ()>> {
+/// waits for it (`wait`) and reads the row after, or answers
+/// [`Entered::Busy`] at once.
+pub fn enter(conn: &Connection, org: Org, exclusive: bool, wait: bool) -> sql::Result<Entered> {
     let key = crate::store::locks::org(org);
     let try_lock = if exclusive {
         "pg_try_advisory_xact_lock"
@@ -125,17 +131,17 @@ pub fn enter(
             Ok((org_row(row)?, row.get::<_, bool>(6)?))
         })
         .optional()?;
-    match found {
-        None => Ok(Err(())),
-        Some((row, true)) => Ok(Ok(Some(row))),
-        Some((_, false)) if !wait => Ok(Ok(None)),
+    Ok(match found {
+        None => Entered::Missing,
+        Some((row, true)) => Entered::Row(row),
+        Some((_, false)) if !wait => Entered::Busy,
         Some(_) => {
             crate::store::locks::take(conn, key, exclusive, true)?;
             // Read after the wait: a statement sees what was committed
             // before it began.
-            Ok(by_number(conn, org)?.map(Some).ok_or(()))
+            by_number(conn, org)?.map_or(Entered::Missing, Entered::Row)
         }
-    }
+    })
 }
 
 /// Locks every organisation, in the order of their numbers, until the
