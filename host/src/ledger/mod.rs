@@ -666,8 +666,11 @@ pub struct Ledger {
     /// Whether the write running now took a key.
     entered: bool,
     /// Whether the write running now began with the group holding no key
-    /// (nor the log's integration row): only such a write waits for a key.
+    /// (nor the log's integration row): only such a write waits for a key
+    /// (or one that changed something already, see [`Ledger::may_wait`]).
     first: bool,
+    /// [`Owned::changes`] when the write running now began.
+    changes_before: u64,
     /// Whether the write running now takes its organisation's key shared
     /// (with the keys of what it touches) rather than exclusive: set by the
     /// writes of [`crate::store::locks`]' table before they take a key.
@@ -780,6 +783,7 @@ impl Owned for Ledger {
     fn before_write(&mut self) {
         self.entered = false;
         self.first = self.held.is_empty() && !self.integrating;
+        self.changes_before = Owned::changes(self);
         self.sharing = false;
         self.deferred = false;
     }
@@ -804,6 +808,7 @@ impl Ledger {
             held: HashMap::new(),
             entered: false,
             first: true,
+            changes_before: 0,
             sharing: false,
             integrating: false,
             deferred: false,
@@ -1060,9 +1065,12 @@ impl Ledger {
 
     /// Whether the write running now may wait for a key: the group held
     /// none when it began (a write waiting while its group holds keys of
-    /// earlier writes could close a cycle with another host's group).
+    /// earlier writes could close a cycle with another host's group), or
+    /// it changed something already (a batch's record after the first), so
+    /// that asking to run again would fail its group at once: it waits, and
+    /// only a cycle, which PostgreSQL breaks, fails the group.
     fn may_wait(&self) -> bool {
-        self.first && !self.integrating
+        !self.integrating && (self.first || Owned::changes(self) != self.changes_before)
     }
 
     fn took(&mut self, key: i64, exclusive: bool) {
