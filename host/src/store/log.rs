@@ -58,21 +58,26 @@ pub struct LedgerState {
 /// the outbox reaches, so a provisional number is never a real one.
 pub const PENDING: u64 = 1 << 62;
 
-/// The sequencer (PostgreSQL), a group tail's first statement: takes the
-/// state row — held to the commit, so numbers are handed out in commit
-/// order without a gap — and `leaves` leaf indexes and `events` event
-/// `seq` from it; answers the first of each.
-pub fn sequence(conn: &Connection, leaves: u64, events: i64) -> sql::Result<(u64, i64)> {
-    conn.prepare_cached(
-        "UPDATE ledger_state SET next_log_idx = COALESCE(next_log_idx,
-             (SELECT COALESCE(max(idx) + 1, 0) FROM log_leaves)) + ?1,
-             next_event_seq = next_event_seq + ?2 WHERE id = 1
-         RETURNING next_log_idx - ?1, next_event_seq - ?2",
-    )?
-    .query_row(params![leaves, events], |row| {
-        Ok((row.get(0)?, row.get(1)?))
-    })
-}
+/// The sequencer (PostgreSQL), a group tail's first statement, with its
+/// parameters the group's count of leaves and of events: takes the state
+/// row — held to the commit, so numbers are handed out in commit order
+/// without a gap — and moves its counters past the group's numbers. The
+/// tail's next statement reads where they start from the row ([`BASES`]),
+/// so both go in one flight with the `COMMIT`.
+pub const SEQUENCE: &str = "UPDATE ledger_state SET next_log_idx = COALESCE(next_log_idx,
+         (SELECT COALESCE(max(idx) + 1, 0) FROM log_leaves)) + ?1,
+         next_event_seq = next_event_seq + ?2 WHERE id = 1";
+
+/// The first leaf index ([`LEAF`]) and event `seq` ([`EVENT`]) the
+/// sequencer ([`SEQUENCE`]) handed the transaction, read after it with the
+/// same counts as `$1` and `$2` (a [`sql::Numbering`]'s bases).
+pub const BASES: &str = "SELECT next_log_idx - $1::bigint AS leaf, \
+     next_event_seq - $2::bigint AS event FROM ledger_state WHERE id = 1";
+
+/// [`BASES`]' column of the first leaf index.
+pub const LEAF: &str = "leaf";
+/// [`BASES`]' column of the first event `seq`.
+pub const EVENT: &str = "event";
 
 /// How many leaves the committed log holds: every index below is
 /// committed (the sequencer's row is held to each tail's commit).
