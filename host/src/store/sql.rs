@@ -624,6 +624,10 @@ struct Pg {
     /// Whether a statement failed since the transaction began: PostgreSQL
     /// then answers `COMMIT` with a rollback, so none is sent.
     failed: Cell<bool>,
+    /// A transaction begun ([`Connection::begin`]) whose `BEGIN` is not
+    /// sent yet: it goes with the transaction's first statement, in one
+    /// flight, so starting a transaction costs no round trip of its own.
+    opening: Cell<bool>,
     /// Behind a pooler in transaction mode (`[database] pooler`): no
     /// statement is prepared by name, since the next transaction may run
     /// on another server connection, shared with other clients.
@@ -845,7 +849,16 @@ impl Pg {
     ) -> Result<(u64, Vec<tokio_postgres::Row>)> {
         let result = {
             let live = self.client.borrow();
-            self.wait(call(&live.client, statement, params, answer))
+            let call = call(&live.client, statement, params, answer);
+            if self.opening.take() {
+                let (begun, answered) = self.wait(futures_util::future::join(
+                    live.client.batch_execute(&self.begin),
+                    call,
+                ));
+                begun.and(answered)
+            } else {
+                self.wait(call)
+            }
         };
         self.noted(result)
     }
@@ -889,7 +902,15 @@ impl Pg {
     fn batch(&self, sql: &str) -> Result<()> {
         let result = {
             let live = self.client.borrow();
-            self.wait(live.client.batch_execute(sql))
+            if self.opening.take() {
+                let (begun, ran) = self.wait(futures_util::future::join(
+                    live.client.batch_execute(&self.begin),
+                    live.client.batch_execute(sql),
+                ));
+                begun.and(ran)
+            } else {
+                self.wait(live.client.batch_execute(sql))
+            }
         };
         self.noted(result)
     }
@@ -976,6 +997,7 @@ impl Connection {
                 statements: RefCell::new(HashMap::new()),
                 changes: Cell::new(0),
                 failed: Cell::new(false),
+                opening: Cell::new(false),
                 pooled,
             })),
             tally: None,
@@ -1219,17 +1241,26 @@ impl Connection {
             tally.statements.inc_by(flown.len() as u64 + 1);
             tally.round_trips.inc();
         }
-        let (answers, committed) = {
+        let (begun, answers, committed) = {
             let live = pg.client.borrow();
+            let opening = pg.opening.take();
             pg.wait(async {
+                let begun = async {
+                    if opening {
+                        live.client.batch_execute(&pg.begin).await
+                    } else {
+                        Ok(())
+                    }
+                };
                 let sent = futures_util::future::join_all(flown.iter().zip(&params).map(
                     |((statement, _, _, _, answer), params)| {
                         call(&live.client, statement, params, *answer)
                     },
                 ));
-                futures_util::future::join(sent, live.client.batch_execute("COMMIT")).await
+                futures_util::future::join3(begun, sent, live.client.batch_execute("COMMIT")).await
             })
         };
+        pg.noted(begun)?;
         for (answer, (_, _, _, _, kind)) in answers.into_iter().zip(&flown) {
             let (count, rows) = pg.noted(answer)?;
             let changed = match kind {
@@ -1291,16 +1322,22 @@ impl Connection {
 
     /// Starts a write transaction: SQLite's `BEGIN IMMEDIATE` takes the
     /// write lock at once; PostgreSQL takes row locks as it writes, with
-    /// the connection's transaction settings. A PostgreSQL connection lost
-    /// since the last transaction (the server restarted) connects again
-    /// first.
+    /// the connection's transaction settings, its `BEGIN` sent with the
+    /// transaction's first statement (one flight). A PostgreSQL connection
+    /// lost since the last transaction (the server restarted) connects
+    /// again first.
     pub fn begin(&self) -> Result<()> {
         match &self.engine {
             Engine::Sqlite(_) => self.execute_batch("BEGIN IMMEDIATE"),
             Engine::Postgres(pg) => {
                 pg.reconnect_if_lost()?;
                 pg.failed.set(false);
-                self.execute_batch(&pg.begin)
+                // Sent with the transaction's first statement.
+                if let Some(tally) = &self.tally {
+                    tally.statements.inc();
+                }
+                pg.opening.set(true);
+                Ok(())
             }
         }
     }

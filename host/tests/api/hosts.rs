@@ -2121,3 +2121,50 @@ async fn a_commit_held_back_keeps_every_later_write_behind_it() {
     assert_eq!(paged, all);
     stop_all(hosts).await;
 }
+
+/// The writer's flight (`Connection::commit_flight`: a transaction's last
+/// statements and its `COMMIT`, one round trip) reports a commit only when
+/// PostgreSQL made one: a failed statement in the flight aborts the
+/// transaction and the server answers its `COMMIT` with a rollback — the
+/// flight fails with that statement's error and nothing is kept; after a
+/// statement that failed before the flight no `COMMIT` is sent at all; a
+/// sound flight commits, its `BEGIN` carried by the first statement.
+#[tokio::test]
+async fn a_flight_with_a_failed_statement_keeps_nothing() {
+    use mandate_host::store::sql::{Error, Step, types::Value};
+    needs_postgres();
+    let app = TestApp::spawn().await;
+    app.with_database(|conn| {
+        conn.execute_batch("CREATE TABLE flight_probe (n BIGINT PRIMARY KEY)")
+            .unwrap();
+        let count = || -> i64 {
+            conn.query_row("SELECT count(*) FROM flight_probe", [], |row| row.get(0))
+                .unwrap()
+        };
+        let insert = "INSERT INTO flight_probe VALUES (?1)";
+        let (one, two) = ([Value::Integer(1)], [Value::Integer(2)]);
+
+        conn.begin().unwrap();
+        conn.execute(insert, [1]).unwrap();
+        let failed =
+            conn.commit_flight(&[Step::Execute(insert, &two), Step::Execute(insert, &one)]);
+        assert!(matches!(failed, Err(Error::Postgres(_))), "{failed:?}");
+        conn.execute_batch("ROLLBACK").unwrap();
+        assert_eq!(count(), 0, "a flight whose statement failed kept nothing");
+
+        conn.begin().unwrap();
+        conn.execute(insert, [2]).unwrap();
+        assert!(conn.execute(insert, [2]).is_err());
+        let refused = conn.commit_flight(&[]);
+        assert!(matches!(refused, Err(Error::RolledBack)), "{refused:?}");
+        conn.execute_batch("ROLLBACK").unwrap();
+        assert_eq!(count(), 0, "no COMMIT after a failed statement");
+
+        conn.begin().unwrap();
+        conn.commit_flight(&[Step::Execute(insert, &one), Step::Execute(insert, &two)])
+            .unwrap();
+        assert_eq!(count(), 2, "a sound flight commits");
+        conn.execute_batch("DROP TABLE flight_probe").unwrap();
+    });
+    app.stop().await;
+}
