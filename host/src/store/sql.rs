@@ -617,8 +617,9 @@ struct Pg {
     /// What starts a transaction: `BEGIN` and the transaction's own
     /// settings (`SET LOCAL`), one message.
     begin: String,
-    runtime: tokio::runtime::Runtime,
-    client: RefCell<Live>,
+    /// Declared before `driver`, so dropped before it (see [`Driver`]).
+    client: RefCell<tokio_postgres::Client>,
+    driver: Driver,
     statements: RefCell<HashMap<String, tokio_postgres::Statement>>,
     changes: Cell<u64>,
     /// Whether a statement failed since the transaction began: PostgreSQL
@@ -634,11 +635,20 @@ struct Pg {
     pooled: bool,
 }
 
-/// A client and the task that carries its messages over the socket (run
-/// on the connection's runtime while it waits).
-struct Live {
-    client: tokio_postgres::Client,
-    task: tokio::task::JoinHandle<()>,
+/// The runtime a connection's client is driven by, and the task carrying
+/// its messages over the socket (run while the connection waits). Dropped
+/// after the client, it runs the task to its end, which sends the server
+/// `Terminate` once no client is left: a session ends as the server
+/// expects (as the synchronous client's drop did), not by a cut socket.
+struct Driver {
+    runtime: tokio::runtime::Runtime,
+    task: RefCell<tokio::task::JoinHandle<()>>,
+}
+
+impl Drop for Driver {
+    fn drop(&mut self) {
+        let _ = self.runtime.block_on(self.task.get_mut());
+    }
 }
 
 /// A statement as a PostgreSQL connection runs it: prepared by name once
@@ -763,44 +773,39 @@ impl Pg {
         config: &tokio_postgres::Config,
         tls: &Tls,
         session: &str,
-    ) -> Result<Live> {
+    ) -> Result<(tokio_postgres::Client, tokio::task::JoinHandle<()>)> {
         runtime.block_on(async {
-            let live = match tls {
+            let (client, task) = match tls {
                 Tls::None => {
                     let (client, connection) = config
                         .connect(tokio_postgres::NoTls)
                         .await
                         .map_err(Error::Connect)?;
-                    Live {
-                        client,
-                        task: tokio::spawn(carry(connection)),
-                    }
+                    (client, tokio::spawn(carry(connection)))
                 }
                 Tls::Rustls(tls) => {
                     let (client, connection) =
                         config.connect(tls.clone()).await.map_err(Error::Connect)?;
-                    Live {
-                        client,
-                        task: tokio::spawn(carry(connection)),
-                    }
+                    (client, tokio::spawn(carry(connection)))
                 }
             };
             if !session.is_empty() {
-                live.client
+                client
                     .batch_execute(session)
                     .await
                     .map_err(Error::Connect)?;
             }
-            Ok(live)
+            Ok((client, task))
         })
     }
 
     /// Connects again if the server was lost.
     fn reconnect_if_lost(&self) -> Result<()> {
-        if self.client.borrow().client.is_closed() {
-            let live = Pg::connect(&self.runtime, &self.config, &self.tls, &self.session)?;
-            let lost = self.client.replace(live);
-            lost.task.abort();
+        if self.client.borrow().is_closed() {
+            let (client, task) =
+                Pg::connect(&self.driver.runtime, &self.config, &self.tls, &self.session)?;
+            *self.client.borrow_mut() = client;
+            self.driver.task.replace(task).abort();
             self.statements.borrow_mut().clear();
         }
         Ok(())
@@ -808,7 +813,7 @@ impl Pg {
 
     /// Waits for `future` (the client's), driving the connection meanwhile.
     fn wait<T>(&self, future: impl Future<Output = T>) -> T {
-        self.runtime.block_on(future)
+        self.driver.runtime.block_on(future)
     }
 
     fn statement(&self, sql: &str) -> Result<PgStatement> {
@@ -820,8 +825,8 @@ impl Pg {
         }
         let text = numbered(sql);
         let prepared = {
-            let live = self.client.borrow();
-            self.wait(live.client.prepare(&text))
+            let client = self.client.borrow();
+            self.wait(client.prepare(&text))
         };
         let statement = self.noted(prepared)?;
         self.statements
@@ -848,11 +853,11 @@ impl Pg {
         answer: Answer,
     ) -> Result<(u64, Vec<tokio_postgres::Row>)> {
         let result = {
-            let live = self.client.borrow();
-            let call = call(&live.client, statement, params, answer);
+            let client = self.client.borrow();
+            let call = call(&client, statement, params, answer);
             if self.opening.take() {
                 let (begun, answered) = self.wait(futures_util::future::join(
-                    live.client.batch_execute(&self.begin),
+                    client.batch_execute(&self.begin),
                     call,
                 ));
                 begun.and(answered)
@@ -901,15 +906,15 @@ impl Pg {
     /// Runs statements without parameters, separated by `;`.
     fn batch(&self, sql: &str) -> Result<()> {
         let result = {
-            let live = self.client.borrow();
+            let client = self.client.borrow();
             if self.opening.take() {
                 let (begun, ran) = self.wait(futures_util::future::join(
-                    live.client.batch_execute(&self.begin),
-                    live.client.batch_execute(sql),
+                    client.batch_execute(&self.begin),
+                    client.batch_execute(sql),
                 ));
                 begun.and(ran)
             } else {
-                self.wait(live.client.batch_execute(sql))
+                self.wait(client.batch_execute(sql))
             }
         };
         self.noted(result)
@@ -985,15 +990,18 @@ impl Connection {
         pooled: bool,
     ) -> Result<Connection> {
         let runtime = runtime().map_err(|e| Error::Conversion(e.to_string()))?;
-        let client = Pg::connect(&runtime, config, tls, session)?;
+        let (client, task) = Pg::connect(&runtime, config, tls, session)?;
         Ok(Connection {
             engine: Engine::Postgres(Box::new(Pg {
                 config: config.clone(),
                 tls: tls.clone(),
                 session: session.to_owned(),
                 begin: begin.to_owned(),
-                runtime,
                 client: RefCell::new(client),
+                driver: Driver {
+                    runtime,
+                    task: RefCell::new(task),
+                },
                 statements: RefCell::new(HashMap::new()),
                 changes: Cell::new(0),
                 failed: Cell::new(false),
@@ -1051,7 +1059,7 @@ impl Connection {
         match &self.engine {
             Engine::Sqlite(_) => None,
             Engine::Postgres(pg) => Some(Canceller {
-                token: pg.client.borrow().client.cancel_token(),
+                token: pg.client.borrow().cancel_token(),
                 tls: pg.tls.clone(),
             }),
         }
@@ -1062,7 +1070,7 @@ impl Connection {
     pub fn is_lost(&self) -> bool {
         match &self.engine {
             Engine::Sqlite(_) => false,
-            Engine::Postgres(pg) => pg.client.borrow().client.is_closed(),
+            Engine::Postgres(pg) => pg.client.borrow().is_closed(),
         }
     }
 
@@ -1242,22 +1250,22 @@ impl Connection {
             tally.round_trips.inc();
         }
         let (begun, answers, committed) = {
-            let live = pg.client.borrow();
+            let client = pg.client.borrow();
             let opening = pg.opening.take();
             pg.wait(async {
                 let begun = async {
                     if opening {
-                        live.client.batch_execute(&pg.begin).await
+                        client.batch_execute(&pg.begin).await
                     } else {
                         Ok(())
                     }
                 };
                 let sent = futures_util::future::join_all(flown.iter().zip(&params).map(
                     |((statement, _, _, _, answer), params)| {
-                        call(&live.client, statement, params, *answer)
+                        call(&client, statement, params, *answer)
                     },
                 ));
-                futures_util::future::join3(begun, sent, live.client.batch_execute("COMMIT")).await
+                futures_util::future::join3(begun, sent, client.batch_execute("COMMIT")).await
             })
         };
         pg.noted(begun)?;
@@ -1367,16 +1375,10 @@ impl Connection {
         match self.engine {
             Engine::Sqlite(conn) => conn.close().map_err(|(_, e)| Error::Sqlite(e)),
             Engine::Postgres(pg) => {
-                // Dropping the client ends the connection (Terminate);
-                // its task sends it and finishes.
-                let Pg {
-                    runtime, client, ..
-                } = *pg;
-                let Live { client, task } = client.into_inner();
-                drop(client);
-                runtime
-                    .block_on(task)
-                    .map_err(|e| Error::Conversion(format!("closing the connection: {e}")))
+                // The client, then its driver: the session ends with
+                // Terminate (see `Driver`).
+                drop(pg);
+                Ok(())
             }
         }
     }
