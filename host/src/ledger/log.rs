@@ -7,12 +7,14 @@
 //! state as it goes, and keeps the log's right edge: the tile entries a
 //! leaf completes are stored with it. On PostgreSQL a group numbers its
 //! leaves and events provisionally (from [`rows::PENDING`]); its tail's
-//! first statement, the sequencer ([`rows::sequence`]), hands out the real
+//! first statement, the sequencer ([`rows::SEQUENCE`]), hands out the real
 //! numbers and holds the state row to the commit, so numbers follow commit
-//! order with no gap and no group holds the row across its round trips.
-//! Rows the group wrote inline with a provisional leaf index (a token
-//! issued or revoked, a record completed, rated or decided, a vouch) are
-//! renumbered by the tail's next statement. The tile entries above the
+//! order with no gap; the tail's later statements read them from the row
+//! on the server ([`rows::BASES`]), so the tail and its `COMMIT` are one
+//! flight and no group holds the row across a round trip. Rows the group
+//! wrote inline with a provisional leaf index (a token issued or revoked,
+//! a record completed, rated or decided, a vouch) are renumbered by a
+//! statement of the same flight. The tile entries above the
 //! leaves are integrated after commit ([`recordlog::integrate`]): before a
 //! checkpoint is signed, and by each host's integrator. Status indexes
 //! come in blocks from the `status_idx` sequence. A rolled-back group

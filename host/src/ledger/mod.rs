@@ -38,7 +38,7 @@ use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, LazyLock};
 
 use crate::store::sql::types::Value;
-use crate::store::sql::{self, Connection, Dialect, InsertTexts, RowsFor};
+use crate::store::sql::{self, Connection, Dialect, InsertTexts, RowsFor, Step};
 use mandate_core::{
     AarId, BudgetExceeded, Claims, Constraints, CountsChange, DenyReason, IssueError, Jth, Jti,
     RecordError, RecordOrigin, RecordState, ScopeError, TokenStatus, Ulid, Usage, Usd,
@@ -735,7 +735,7 @@ impl Owned for Ledger {
         self.conn.total_changes() - self.flushed + self.buffered
     }
 
-    fn before_commit(&mut self) -> Result<(), StoreError> {
+    fn commit(&mut self) -> Result<(), StoreError> {
         self.touched
             .extend(self.counters.agents.keys().map(|(org, _)| *org));
         self.flush_log().map_err(|error| match error {
@@ -883,8 +883,7 @@ impl Ledger {
     ) -> Result<T, LedgerError> {
         self.conn.begin()?;
         let outcome = work(self).and_then(|value| {
-            self.before_commit()?;
-            self.conn.execute_batch("COMMIT")?;
+            self.commit()?;
             Ok(value)
         });
         match outcome {
@@ -1208,10 +1207,14 @@ impl Ledger {
         Ok(rows)
     }
 
-    /// Writes what the group still holds — its records, the log's leaves
-    /// and tile entries, events, charges, idempotency answers and counters
-    /// — just before it commits: one statement on PostgreSQL whatever
-    /// their number, after the sequencer ([`Ledger::sequence`]).
+    /// Writes what the group still holds — its records, the log's leaves,
+    /// events, charges, idempotency answers and counters — and commits:
+    /// on PostgreSQL one flight ([`Connection::commit_flight`]) of the
+    /// sequencer ([`rows_log::SEQUENCE`]), one statement for every table
+    /// that numbers the group's rows from it on the server
+    /// ([`rows_log::BASES`]), and `COMMIT`. The sequencer's row is held
+    /// from its statement to the commit: for the server's work and the
+    /// commit's flush, no network round trip.
     fn store_tail(&mut self) -> Result<(), StoreError> {
         static RECORDS: LazyLock<InsertTexts> =
             LazyLock::new(|| InsertTexts::new(records::INSERT_INTO, &records::INSERTED));
@@ -1221,8 +1224,26 @@ impl Ledger {
                 &crate::store::events::INSERTED,
             )
         });
+        // The same columns, their leaf index and event `seq` provisional
+        // until the tail numbers them (PostgreSQL).
+        static NUMBERED_RECORDS: LazyLock<Vec<sql::Column>> = LazyLock::new(|| {
+            let mut columns = records::INSERTED.to_vec();
+            if let Some(column) = columns.get_mut(*RECORD_LOG_CREATED) {
+                *column = sql::Column::Numbered(rows_log::LEAF);
+            }
+            columns
+        });
+        static NUMBERED_EVENTS: LazyLock<Vec<sql::Column>> = LazyLock::new(|| {
+            let mut columns = crate::store::events::INSERTED.to_vec();
+            if let Some(column) = columns.first_mut() {
+                *column = sql::Column::Numbered(rows_log::EVENT);
+            }
+            columns
+        });
+        const NUMBERED_RENUMBERING: [sql::Column; 2] =
+            [sql::Column::Text, sql::Column::Numbered(rows_log::LEAF)];
         let mut records = std::mem::take(&mut self.records);
-        let mut events = std::mem::take(&mut self.events_held);
+        let events = std::mem::take(&mut self.events_held);
         let usage = self.usage_rows()?;
         let replies = self.reply_rows();
         let counters = self.counters.take_rows()?;
@@ -1231,48 +1252,93 @@ impl Ledger {
             && usage.is_empty()
             && replies.is_empty()
             && counters.is_empty());
-        if self.shared {
-            self.sequence(writes, &mut records, &mut events)?;
-        }
         let integrated = !self.shared;
-        let log = self
-            .group
-            .as_mut()
-            .map(|group| group.rows.take(integrated))
-            .unwrap_or_default();
-        let mut parts = vec![
-            RECORDS.rows(&records::INSERTED, &records),
-            EVENTS.rows(&crate::store::events::INSERTED, &events),
-            tokens::charge_all(&usage),
-            crate::store::idempotency::store_all(&replies),
-        ];
-        parts.extend(log.parts());
-        parts.extend(counters.parts());
-        let before = self.conn.total_changes();
-        self.conn.apply_tables(&parts)?;
-        self.flushed += self.conn.total_changes() - before;
-        Ok(())
-    }
-
-    /// The sequencer (PostgreSQL): when the group appended leaves, wrote
-    /// events or writes rows in its tail, takes the log's state row — the
-    /// tail's first statement, held to the commit — with the group's leaf
-    /// indexes and event `seq`, and moves every provisional number to
-    /// them: the held leaves, records and events in memory, the rows
-    /// written inline by one more statement. Every tail that writes takes
-    /// the row before any row other tails write (counters, the log's
-    /// leaves), so tails never wait on one another in a cycle.
-    fn sequence(
-        &mut self,
-        writes: bool,
-        records: &mut [Vec<Value>],
-        events: &mut [Vec<Value>],
-    ) -> Result<(), StoreError> {
         let (leaves, emitted) = self
             .group
             .as_ref()
             .map_or((0, 0), |group| (group.leaves, group.events));
-        if !writes && leaves == 0 && emitted == 0 {
+        let sequenced = self.shared && (writes || leaves > 0 || emitted > 0);
+        let counts = [
+            i64::try_from(leaves)
+                .map_err(|_| StoreError::Internal("the log outgrew its index".to_owned()))?,
+            emitted,
+        ];
+        if self.shared {
+            self.number_orgs(&mut records)?;
+        }
+        let pending = i64::try_from(rows_log::PENDING)
+            .map_err(|_| StoreError::Internal("the provisional numbers".to_owned()))?;
+        let (log, renumber) = self.group.as_mut().map_or_else(Default::default, |group| {
+            (
+                group.rows.take(integrated),
+                std::mem::take(&mut group.renumber),
+            )
+        });
+        // Rows written inline with a provisional leaf index: moved by the
+        // base from `pending` (their index's offset kept).
+        let renumber: Vec<(Logged, Vec<Vec<Value>>)> = renumber
+            .into_iter()
+            .map(|(table, keys)| {
+                let rows = keys
+                    .into_iter()
+                    .map(|key| vec![Value::Text(key), Value::Integer(pending)])
+                    .collect();
+                (table, rows)
+            })
+            .collect();
+        let (record_columns, event_columns): (&[sql::Column], &[sql::Column]) = if sequenced {
+            (&NUMBERED_RECORDS, &NUMBERED_EVENTS)
+        } else {
+            (&records::INSERTED, &crate::store::events::INSERTED)
+        };
+        let mut parts = vec![
+            RECORDS.rows(record_columns, &records),
+            EVENTS.rows(event_columns, &events),
+            tokens::charge_all(&usage),
+            crate::store::idempotency::store_all(&replies),
+        ];
+        parts.extend(log.parts(sequenced));
+        parts.extend(counters.parts());
+        // A statement of their own, before the others: a token issued and
+        // charged by the group is a row both would change, which one
+        // statement must not do twice.
+        let renumbered: Vec<RowsFor<'_>> = renumber
+            .iter()
+            .map(|(table, rows)| RowsFor {
+                sqlite: table.renumbering(),
+                postgres: table.renumbering(),
+                columns: &NUMBERED_RENUMBERING,
+                rows,
+            })
+            .collect();
+        let sequence = [Value::Integer(counts[0]), Value::Integer(counts[1])];
+        let numbering = sql::Numbering {
+            bases: rows_log::BASES,
+            params: &counts,
+            from: pending,
+        };
+        let numbering = sequenced.then_some(numbering);
+        let mut steps = Vec::with_capacity(3);
+        if sequenced {
+            steps.push(Step::Execute(rows_log::SEQUENCE, &sequence));
+        }
+        steps.push(Step::Tables(&renumbered, numbering));
+        steps.push(Step::Tables(&parts, numbering));
+        let before = self.conn.total_changes();
+        self.conn.commit_flight(&steps)?;
+        self.flushed += self.conn.total_changes() - before;
+        Ok(())
+    }
+
+    /// Numbers the group's records of each organisation (PostgreSQL), the
+    /// round trip before the tail's flight: takes the organisations'
+    /// `org_seqs` rows — held to the commit, so records are numbered in
+    /// commit order without a gap; every tail takes them before the
+    /// sequencer's row, in its flight, so tails never wait on one another
+    /// in a cycle — making those missing, and moves the group's records to
+    /// the numbers handed out ([`Ledger::number_records`]).
+    fn number_orgs(&mut self, records: &mut [Vec<Value>]) -> Result<(), StoreError> {
+        if self.numbering.is_empty() {
             return Ok(());
         }
         let mut orgs: Vec<rows_log::OrgRecords> = self
@@ -1286,8 +1352,7 @@ impl Ledger {
             })
             .collect();
         orgs.sort_by_key(|o| o.org);
-        let ((first_leaf, first_event), mut numbered) =
-            rows_log::sequence(&self.conn, leaves, emitted, &orgs)?;
+        let mut numbered = rows_log::number_orgs(&self.conn, &orgs)?;
         if numbered.len() < orgs.len() {
             let new: Vec<rows_log::OrgRecords> = orgs
                 .iter()
@@ -1296,55 +1361,7 @@ impl Ledger {
                 .collect();
             numbered.extend(rows_log::number_new(&self.conn, &new)?);
         }
-        self.number_records(records, &numbered)?;
-        let pending = i64::try_from(rows_log::PENDING)
-            .map_err(|_| StoreError::Internal("the provisional numbers".to_owned()))?;
-        let moved = |value: &mut Value, to: i64| {
-            if let Value::Integer(n) = value
-                && *n >= pending
-            {
-                *n = *n - pending + to;
-            }
-        };
-        let leaf_base = i64::try_from(first_leaf)
-            .map_err(|_| StoreError::Internal("the log outgrew its index".to_owned()))?;
-        let created = *RECORD_LOG_CREATED;
-        for row in records.iter_mut() {
-            if let Some(value) = row.get_mut(created) {
-                moved(value, leaf_base);
-            }
-        }
-        for row in events.iter_mut() {
-            if let Some(value) = row.first_mut() {
-                moved(value, first_event);
-            }
-        }
-        let Some(group) = self.group.as_mut() else {
-            return Ok(());
-        };
-        group.rows.renumber(rows_log::PENDING, first_leaf)?;
-        let renumber = std::mem::take(&mut group.renumber);
-        let rows: Vec<(Logged, Vec<Vec<Value>>)> = renumber
-            .into_iter()
-            .map(|(table, keys)| {
-                let rows = keys
-                    .into_iter()
-                    .map(|key| vec![Value::Text(key), Value::Integer(leaf_base)])
-                    .collect();
-                (table, rows)
-            })
-            .collect();
-        let parts: Vec<RowsFor<'_>> = rows
-            .iter()
-            .map(|(table, rows)| RowsFor {
-                sqlite: table.renumbering(),
-                postgres: table.renumbering(),
-                columns: &[sql::Column::Text, sql::Column::Integer],
-                rows,
-            })
-            .collect();
-        self.conn.apply_tables(&parts)?;
-        Ok(())
+        self.number_records(records, &numbered)
     }
 
     /// Where this ledger numbers records of `org` provisionally

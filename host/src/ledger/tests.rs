@@ -78,9 +78,12 @@ impl Fixture {
         Ulid::new(T0 as u64, self.random()).unwrap()
     }
 
-    /// Commits the group, as the writer does after each batch.
+    /// Writes what the group kept, as the writer does after each batch
+    /// (in a transaction of its own: the statements before it ran one at
+    /// a time).
     fn commit(&mut self) {
-        self.ledger.before_commit().unwrap();
+        self.ledger.conn.begin().unwrap();
+        self.ledger.commit().unwrap();
     }
 
     /// The claims of a root token for `request`, issued at `at(0)`.

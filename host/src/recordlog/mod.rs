@@ -434,23 +434,6 @@ impl LogRows {
         Ok(())
     }
 
-    /// Moves every kept leaf numbered from `from` to `to` (a PostgreSQL
-    /// tail, once the sequencer handed out the group's indexes).
-    pub fn renumber(&mut self, from: u64, to: u64) -> Result<(), StoreError> {
-        for leaf in &mut self.leaves {
-            if let Some(sql::types::Value::Integer(index)) = leaf.first_mut() {
-                let moved = u64::try_from(*index)
-                    .ok()
-                    .and_then(|index| index.checked_sub(from))
-                    .and_then(|offset| offset.checked_add(to))
-                    .ok_or_else(|| StoreError::Internal("a leaf numbered twice".to_owned()))?;
-                *index = i64::try_from(moved)
-                    .map_err(|_| StoreError::Internal("the log outgrew its index".to_owned()))?;
-            }
-        }
-        Ok(())
-    }
-
     /// Rows kept and not yet stored.
     pub fn len(&self) -> usize {
         self.leaves.len() + self.nodes.len()
@@ -463,7 +446,7 @@ impl LogRows {
 
     /// Stores what was kept, and forgets it: one statement on PostgreSQL.
     pub fn store(&mut self, conn: &Connection) -> sql::Result<()> {
-        conn.apply_tables(&self.take(true).parts())
+        conn.apply_tables(&self.take(true).parts(false))
     }
 
     /// What was kept, taken out to be stored with other tables' rows
@@ -513,6 +496,14 @@ fn number(n: u64) -> Result<sql::types::Value, StoreError> {
 
 /// `log_leaves (idx, hash, leaf)`'s columns.
 const LEAF_COLUMNS: [sql::Column; 3] = [sql::Column::Integer, sql::Column::Blob, sql::Column::Blob];
+/// The same, as a PostgreSQL tail writes them: the index provisional,
+/// numbered on the server from the sequencer's base
+/// ([`crate::store::log::LEAF`]).
+const NUMBERED_LEAF_COLUMNS: [sql::Column; 3] = [
+    sql::Column::Numbered(crate::store::log::LEAF),
+    sql::Column::Blob,
+    sql::Column::Blob,
+];
 /// `log_nodes (level, idx, hash)`'s columns.
 const NODE_COLUMNS: [sql::Column; 3] = [
     sql::Column::Integer,
@@ -521,14 +512,23 @@ const NODE_COLUMNS: [sql::Column; 3] = [
 ];
 
 impl TakenLogRows {
-    /// The rows as parts of [`Connection::apply_tables`], a table each.
-    pub fn parts(&self) -> [sql::RowsFor<'_>; 4] {
+    /// The rows as parts of [`Connection::apply_tables`], a table each;
+    /// `numbered`: the leaves' indexes are provisional, numbered by the
+    /// statement ([`sql::Numbering`], a PostgreSQL tail).
+    pub fn parts(&self, numbered: bool) -> [sql::RowsFor<'_>; 4] {
         static LEAVES: LazyLock<sql::InsertTexts> =
             LazyLock::new(|| sql::InsertTexts::new("log_leaves (idx, hash, leaf)", &LEAF_COLUMNS));
         static NODES: LazyLock<sql::InsertTexts> =
             LazyLock::new(|| sql::InsertTexts::new("log_nodes (level, idx, hash)", &NODE_COLUMNS));
         [
-            LEAVES.rows(&LEAF_COLUMNS, &self.leaves),
+            LEAVES.rows(
+                if numbered {
+                    &NUMBERED_LEAF_COLUMNS
+                } else {
+                    &LEAF_COLUMNS
+                },
+                &self.leaves,
+            ),
             NODES.rows(&NODE_COLUMNS, &self.nodes),
             sql::RowsFor {
                 sqlite: "UPDATE ledger_state SET next_log_idx = ?1 WHERE id = 1",

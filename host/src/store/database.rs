@@ -10,7 +10,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use mandate_core::OrgId;
-use postgres::error::SqlState;
+use tokio_postgres::error::SqlState;
 
 use super::sql::{self, Connection, OptionalExtension as _, Tls, params};
 use super::{StoreError, orgs, schema};
@@ -27,7 +27,7 @@ pub enum Database {
 /// A PostgreSQL database: where it is and how to reach it.
 #[derive(Clone)]
 pub struct Postgres {
-    pub config: postgres::Config,
+    pub config: tokio_postgres::Config,
     pub tls: Tls,
     /// Behind a pooler in transaction mode (`[database] pooler`).
     pub pooled: bool,
@@ -83,7 +83,7 @@ impl Database {
                 "the database URL must start with postgres:// or postgresql:// (leave it unset for the embedded SQLite)"
             );
         }
-        let mut config: postgres::Config = url
+        let mut config: tokio_postgres::Config = url
             .parse()
             .map_err(|e| anyhow::anyhow!("the database URL is not valid: {e}"))?;
         if config.get_user().is_none() {
@@ -125,8 +125,8 @@ impl Database {
                     .get_hosts()
                     .iter()
                     .map(|host| match host {
-                        postgres::config::Host::Tcp(name) => name.clone(),
-                        postgres::config::Host::Unix(path) => path.display().to_string(),
+                        tokio_postgres::config::Host::Tcp(name) => name.clone(),
+                        tokio_postgres::config::Host::Unix(path) => path.display().to_string(),
                     })
                     .collect();
                 let port = config.get_ports().first().copied().unwrap_or(5432);
@@ -174,10 +174,10 @@ SET LOCAL statement_timeout = '30s';
 SET LOCAL idle_in_transaction_session_timeout = '5s'";
 
 /// How connections to `config` are made (see [`Database::from_url`]).
-fn tls(config: &postgres::Config, ca_file: Option<&Path>) -> anyhow::Result<Tls> {
+fn tls(config: &tokio_postgres::Config, ca_file: Option<&Path>) -> anyhow::Result<Tls> {
     use rustls_pki_types::CertificateDer;
     use rustls_pki_types::pem::PemObject as _;
-    if config.get_ssl_mode() == postgres::config::SslMode::Disable {
+    if config.get_ssl_mode() == tokio_postgres::config::SslMode::Disable {
         return Ok(Tls::None);
     }
     let mut roots = rustls::RootCertStore::empty();
@@ -368,7 +368,7 @@ fn migrate(conn: &Connection) -> anyhow::Result<()> {
 }
 
 /// What a PostgreSQL error means to the caller.
-pub(super) fn store_error(error: &postgres::Error) -> StoreError {
+pub(super) fn store_error(error: &tokio_postgres::Error) -> StoreError {
     let code = error.code();
     if code == Some(&SqlState::QUERY_CANCELED) {
         return StoreError::OverBudget;

@@ -3,7 +3,7 @@
 //! delivered. Webhook deliveries and `GET /v1/events` read it after a
 //! `seq`; `seq` grows in commit order (a group numbers its events in its
 //! tail, holding the ledger's state row to its commit, see
-//! `crate::store::log::sequence`; SQLite's one writer numbers as it goes).
+//! `crate::store::log::SEQUENCE`; SQLite's one writer numbers as it goes).
 
 use super::orgs::Org;
 use crate::store::sql::types::Value;

@@ -9,7 +9,7 @@
 //! - `log_checkpoints`: every checkpoint signed, by tree size.
 //! - `ledger_state`: one row, the next token status index, event `seq`
 //!   and leaf index; on PostgreSQL a group's tail takes it first
-//!   ([`sequence`]) and holds it to its commit.
+//!   ([`SEQUENCE`]) and holds it to its commit.
 //! - `log_integration`: one row, how many leaves `log_nodes` covers.
 //!
 //! Hashes and leaves are bytes here; what they mean is core's (`tlog`).
@@ -25,7 +25,7 @@ fn hash_of(bytes: Vec<u8>) -> sql::Result<Hash> {
 
 /// The ledger's counters, read by a group on SQLite (its one writer
 /// numbers leaves, events and status indexes as it goes). PostgreSQL
-/// groups number them in their tail instead ([`sequence`]) and take status
+/// groups number them in their tail instead ([`SEQUENCE`]) and take status
 /// indexes from the `status_idx` sequence ([`status_block`]): no group
 /// holds this row across its round trips.
 pub fn state(conn: &Connection) -> sql::Result<LedgerState> {
@@ -58,70 +58,41 @@ pub struct LedgerState {
 /// the outbox reaches, so a provisional number is never a real one.
 pub const PENDING: u64 = 1 << 62;
 
-/// The sequencer (PostgreSQL), a group tail's first statement: takes the
-/// state row — held to the commit, so numbers are handed out in commit
-/// order without a gap — and `leaves` leaf indexes and `events` event
-/// `seq` from it; answers the first of each, and numbers the group's
-/// records of each organisation of `orgs` ([`OrgRecords`]) from its
-/// `org_seqs` row, after the state row is taken (the rows' update reads
-/// the state row's, so it runs after it: every tail takes the state row
-/// before any row of `org_seqs`, and tails never wait on one another in a
-/// cycle). An organisation whose row is missing is left out of the
-/// answer: [`number_new`] makes it.
-pub fn sequence(
-    conn: &Connection,
-    leaves: u64,
-    events: i64,
-    orgs: &[OrgRecords],
-) -> sql::Result<((u64, i64), Vec<Numbered>)> {
-    let mut first = None;
-    let mut numbered = Vec::new();
-    let mut statement = conn.prepare_cached(
-        "WITH l AS (UPDATE ledger_state SET next_log_idx = COALESCE(next_log_idx,
-             (SELECT COALESCE(max(idx) + 1, 0) FROM log_leaves)) + ?1,
-             next_event_seq = next_event_seq + ?2 WHERE id = 1
-         RETURNING next_log_idx - ?1 AS leaf, next_event_seq - ?2 AS event),
-         o AS (UPDATE org_seqs SET next_seq = org_seqs.next_seq + d.n,
-             last_created_at = GREATEST(org_seqs.last_created_at, d.max_at),
-             lag_ms = GREATEST(0, org_seqs.last_created_at - d.min_at),
-             max_lag_ms = GREATEST(org_seqs.max_lag_ms, org_seqs.last_created_at - d.min_at)
-         FROM l, jsonb_to_recordset((?3::text)::jsonb)
-             AS d(org bigint, n bigint, min_at bigint, max_at bigint)
-         WHERE org_seqs.org = d.org
-         RETURNING org_seqs.org, org_seqs.next_seq - d.n AS base, org_seqs.lag_ms)
-         SELECT l.leaf, l.event, o.org, o.base, o.lag_ms FROM l LEFT JOIN o ON true",
-    )?;
-    let mut rows = statement.query(params![leaves, events, json(orgs)])?;
-    while let Some(row) = rows.next()? {
-        first.get_or_insert((row.get(0)?, row.get(1)?));
-        if let Some(org) = row.get::<_, Option<i64>>(2)? {
-            numbered.push(Numbered {
-                org,
-                base: row.get(3)?,
-                lag_ms: row.get(4)?,
-            });
-        }
-    }
-    let first = first.ok_or_else(|| sql::Error::corrupt("ledger_state", "no row"))?;
-    Ok((first, numbered))
+/// The sequencer (PostgreSQL), a group tail's first statement, with its
+/// parameters the group's count of leaves and of events: takes the state
+/// row — held to the commit, so numbers are handed out in commit order
+/// without a gap — and moves its counters past the group's numbers. The
+/// tail's next statement reads where they start from the row ([`BASES`]),
+/// so both go in one flight with the `COMMIT`.
+pub const SEQUENCE: &str = "UPDATE ledger_state SET next_log_idx = COALESCE(next_log_idx,
+         (SELECT COALESCE(max(idx) + 1, 0) FROM log_leaves)) + ?1,
+         next_event_seq = next_event_seq + ?2 WHERE id = 1";
+
+/// The first leaf index ([`LEAF`]) and event `seq` ([`EVENT`]) the
+/// sequencer ([`SEQUENCE`]) handed the transaction, read after it with the
+/// same counts as `$1` and `$2` (a [`sql::Numbering`]'s bases).
+pub const BASES: &str = "SELECT next_log_idx - $1::bigint AS leaf, \
+     next_event_seq - $2::bigint AS event FROM ledger_state WHERE id = 1";
+
+/// [`BASES`]' column of the first leaf index.
+pub const LEAF: &str = "leaf";
+/// [`BASES`]' column of the first event `seq`.
+pub const EVENT: &str = "event";
+
+/// Numbers the group's records of each organisation of `orgs`
+/// ([`OrgRecords`]) from its `org_seqs` row (PostgreSQL, the round trip
+/// before a tail's flight): takes the rows — held to the commit, so
+/// records are numbered in commit order without a gap — and answers each
+/// organisation's first `seq` and lag. Every tail takes its `org_seqs`
+/// rows before the sequencer's ([`SEQUENCE`], in its flight), and one
+/// statement takes them in the order of `orgs` (sorted by the caller), so
+/// tails never wait on one another in a cycle. An organisation whose row
+/// is missing is left out of the answer: [`number_new`] makes it.
+pub fn number_orgs(conn: &Connection, orgs: &[OrgRecords]) -> sql::Result<Vec<Numbered>> {
+    update_org_seqs(conn, orgs)
 }
 
-/// Makes the `org_seqs` rows of `orgs` (PostgreSQL, in a tail after
-/// [`sequence`], which left them out): each from its organisation's
-/// newest record — an organisation new to the table, or a database
-/// upgraded or imported — then numbers their records as [`sequence`]
-/// does.
-pub fn number_new(conn: &Connection, orgs: &[OrgRecords]) -> sql::Result<Vec<Numbered>> {
-    conn.prepare_cached(&format!(
-        "INSERT INTO org_seqs (org, next_seq, last_created_at)
-         SELECT d.org, COALESCE(r.seq + 1, d.org << 40), COALESCE(r.created_at, 0)
-         FROM jsonb_to_recordset((?1::text)::jsonb) AS d(org bigint)
-         LEFT JOIN LATERAL (SELECT seq, created_at FROM records
-             WHERE seq >= d.org << 40 AND seq < (d.org << 40) + {PENDING_SEQS}
-             ORDER BY seq DESC LIMIT 1) r ON true
-         ON CONFLICT (org) DO NOTHING"
-    ))?
-    .execute(params![json(orgs)])?;
+fn update_org_seqs(conn: &Connection, orgs: &[OrgRecords]) -> sql::Result<Vec<Numbered>> {
     let mut statement = conn.prepare_cached(
         "UPDATE org_seqs SET next_seq = org_seqs.next_seq + d.n,
              last_created_at = GREATEST(org_seqs.last_created_at, d.max_at),
@@ -141,6 +112,25 @@ pub fn number_new(conn: &Connection, orgs: &[OrgRecords]) -> sql::Result<Vec<Num
             })
         })?
         .collect()
+}
+
+/// Makes the `org_seqs` rows of `orgs` (PostgreSQL, in a tail after
+/// [`number_orgs`], which left them out): each from its organisation's
+/// newest record — an organisation new to the table, or a database
+/// upgraded or imported — then numbers their records as [`number_orgs`]
+/// does.
+pub fn number_new(conn: &Connection, orgs: &[OrgRecords]) -> sql::Result<Vec<Numbered>> {
+    conn.prepare_cached(&format!(
+        "INSERT INTO org_seqs (org, next_seq, last_created_at)
+         SELECT d.org, COALESCE(r.seq + 1, d.org << 40), COALESCE(r.created_at, 0)
+         FROM jsonb_to_recordset((?1::text)::jsonb) AS d(org bigint)
+         LEFT JOIN LATERAL (SELECT seq, created_at FROM records
+             WHERE seq >= d.org << 40 AND seq < (d.org << 40) + {PENDING_SEQS}
+             ORDER BY seq DESC LIMIT 1) r ON true
+         ON CONFLICT (org) DO NOTHING"
+    ))?
+    .execute(params![json(orgs)])?;
+    update_org_seqs(conn, orgs)
 }
 
 /// Moves the `seq` of records a PostgreSQL group stored before its tail,

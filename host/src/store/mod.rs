@@ -75,6 +75,10 @@ impl From<sql::Error> for StoreError {
                 tracing::error!(%error, "cannot connect to the database");
                 StoreError::Unavailable("the database cannot be reached; retry later")
             }
+            sql::Error::RolledBack => {
+                tracing::error!("a group reached its commit after a failed statement");
+                StoreError::Internal(sql::Error::RolledBack.to_string())
+            }
             other => {
                 tracing::error!(error = %other, "a stored value has the wrong shape");
                 StoreError::Internal(other.to_string())

@@ -16,7 +16,7 @@ use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
 use std::fmt;
 
-use postgres::types::{Format, IsNull, Kind, ToSql as PgTo, Type, to_sql_checked};
+use tokio_postgres::types::{Format, IsNull, Kind, ToSql as PgTo, Type, to_sql_checked};
 
 use crate::metrics::DbTally;
 
@@ -33,11 +33,15 @@ pub enum Error {
     #[error(transparent)]
     Sqlite(#[from] rusqlite::Error),
     #[error(transparent)]
-    Postgres(#[from] postgres::Error),
+    Postgres(#[from] tokio_postgres::Error),
     /// PostgreSQL could not be connected to (unreachable, shutting down,
     /// refusing connections, refusing the credentials).
     #[error("cannot connect: {0}")]
-    Connect(postgres::Error),
+    Connect(tokio_postgres::Error),
+    /// A statement of the transaction failed before its `COMMIT`, which
+    /// PostgreSQL would answer with a rollback: nothing of it is kept.
+    #[error("the transaction was rolled back: a statement of it failed")]
+    RolledBack,
     /// `query_row` found no row (see [`OptionalExtension::optional`]).
     #[error("the query returned no rows")]
     QueryReturnedNoRows,
@@ -367,14 +371,17 @@ macro_rules! sql_params {
 pub use sql_params as params;
 
 /// How a column is named in [`Row::get`]: by position or by name.
-pub trait RowIndex: rusqlite::RowIndex + postgres::row::RowIndex + fmt::Display + Copy {}
+pub trait RowIndex:
+    rusqlite::RowIndex + tokio_postgres::row::RowIndex + fmt::Display + Copy
+{
+}
 impl RowIndex for usize {}
 impl RowIndex for &str {}
 
 /// One row of a result.
 pub enum Row<'r> {
     Sqlite(&'r rusqlite::Row<'r>),
-    Postgres(&'r postgres::Row),
+    Postgres(&'r tokio_postgres::Row),
 }
 
 impl fmt::Debug for Row<'_> {
@@ -432,11 +439,11 @@ impl fmt::Debug for PgBind<'_> {
     }
 }
 
-impl postgres::types::ToSql for PgBind<'_> {
+impl tokio_postgres::types::ToSql for PgBind<'_> {
     fn to_sql(
         &self,
         ty: &Type,
-        out: &mut postgres::types::private::BytesMut,
+        out: &mut tokio_postgres::types::private::BytesMut,
     ) -> std::result::Result<IsNull, Box<dyn std::error::Error + Sync + Send>> {
         let wrong = || -> Box<dyn std::error::Error + Sync + Send> {
             format!(
@@ -501,7 +508,7 @@ fn unspecified() -> Type {
 
 /// A value in PostgreSQL's text input form (of any type the server may
 /// infer for it: `1` is a `bigint`, a `boolean` or a `text` alike).
-fn as_text(value: ValueRef<'_>, out: &mut postgres::types::private::BytesMut) {
+fn as_text(value: ValueRef<'_>, out: &mut tokio_postgres::types::private::BytesMut) {
     match value {
         ValueRef::Null => {}
         ValueRef::Integer(i) => out.extend_from_slice(i.to_string().as_bytes()),
@@ -525,12 +532,12 @@ fn as_text(value: ValueRef<'_>, out: &mut postgres::types::private::BytesMut) {
 /// A column as PostgreSQL returns it, in SQLite's storage classes.
 struct PgValue<'a>(ValueRef<'a>);
 
-impl<'a> postgres::types::FromSql<'a> for PgValue<'a> {
+impl<'a> tokio_postgres::types::FromSql<'a> for PgValue<'a> {
     fn from_sql(
         ty: &Type,
         raw: &'a [u8],
     ) -> std::result::Result<PgValue<'a>, Box<dyn std::error::Error + Sync + Send>> {
-        use postgres::types::FromSql as PgFrom;
+        use tokio_postgres::types::FromSql as PgFrom;
         let value = match *ty {
             Type::INT8 => ValueRef::Integer(<i64 as PgFrom>::from_sql(ty, raw)?),
             Type::INT4 => ValueRef::Integer(<i32 as PgFrom>::from_sql(ty, raw)?.into()),
@@ -593,23 +600,55 @@ fn numbered(sql: &str) -> String {
 }
 
 /// A PostgreSQL connection: where it connects and the settings it starts
-/// its session with (to connect again after losing the server), the client,
-/// its prepared statements by text, and how many rows its statements
-/// changed.
+/// its session with (to connect again after losing the server), the client
+/// and the runtime that drives it, its prepared statements by text, and how
+/// many rows its statements changed.
+///
+/// The client is tokio-postgres's, driven by a current-thread runtime the
+/// connection owns and runs only while its owner waits for the server (as
+/// the synchronous `postgres` client does inside): a connection belongs to
+/// one thread at a time, and waiting blocks that thread. What the
+/// asynchronous client adds is the flight ([`Connection::commit_flight`]):
+/// several statements sent together, answered together.
 struct Pg {
-    config: postgres::Config,
+    config: tokio_postgres::Config,
     tls: Tls,
     session: String,
     /// What starts a transaction: `BEGIN` and the transaction's own
     /// settings (`SET LOCAL`), one message.
     begin: String,
-    client: RefCell<postgres::Client>,
-    statements: RefCell<HashMap<String, postgres::Statement>>,
+    /// Declared before `driver`, so dropped before it (see [`Driver`]).
+    client: RefCell<tokio_postgres::Client>,
+    driver: Driver,
+    statements: RefCell<HashMap<String, tokio_postgres::Statement>>,
     changes: Cell<u64>,
+    /// Whether a statement failed since the transaction began: PostgreSQL
+    /// then answers `COMMIT` with a rollback, so none is sent.
+    failed: Cell<bool>,
+    /// A transaction begun ([`Connection::begin`]) whose `BEGIN` is not
+    /// sent yet: it goes with the transaction's first statement, in one
+    /// flight, so starting a transaction costs no round trip of its own.
+    opening: Cell<bool>,
     /// Behind a pooler in transaction mode (`[database] pooler`): no
     /// statement is prepared by name, since the next transaction may run
     /// on another server connection, shared with other clients.
     pooled: bool,
+}
+
+/// The runtime a connection's client is driven by, and the task carrying
+/// its messages over the socket (run while the connection waits). Dropped
+/// after the client, it runs the task to its end, which sends the server
+/// `Terminate` once no client is left: a session ends as the server
+/// expects (as the synchronous client's drop did), not by a cut socket.
+struct Driver {
+    runtime: tokio::runtime::Runtime,
+    task: RefCell<tokio::task::JoinHandle<()>>,
+}
+
+impl Drop for Driver {
+    fn drop(&mut self) {
+        let _ = self.runtime.block_on(self.task.get_mut());
+    }
 }
 
 /// A statement as a PostgreSQL connection runs it: prepared by name once
@@ -618,7 +657,7 @@ struct Pg {
 /// Describe, Execute and Sync in one flight).
 #[derive(Clone)]
 enum PgStatement {
-    Named(postgres::Statement),
+    Named(tokio_postgres::Statement),
     Unnamed(String),
 }
 
@@ -644,7 +683,7 @@ impl fmt::Debug for Tls {
 /// thread.
 #[derive(Clone)]
 pub struct Canceller {
-    token: postgres::CancelToken,
+    token: tokio_postgres::CancelToken,
     tls: Tls,
 }
 
@@ -655,37 +694,126 @@ impl fmt::Debug for Canceller {
 }
 
 impl Canceller {
-    /// Asks the server to stop the statement running now, if any (blocks).
+    /// Asks the server to stop the statement running now, if any (blocks:
+    /// never on an async task).
     pub fn cancel(&self) -> Result<()> {
-        match &self.tls {
-            Tls::None => self.token.cancel_query(postgres::NoTls)?,
-            Tls::Rustls(tls) => self.token.cancel_query(tls.clone())?,
-        }
+        let runtime = runtime().map_err(|e| Error::Conversion(e.to_string()))?;
+        runtime.block_on(async {
+            match &self.tls {
+                Tls::None => self.token.cancel_query(tokio_postgres::NoTls).await,
+                Tls::Rustls(tls) => self.token.cancel_query(tls.clone()).await,
+            }
+        })?;
         Ok(())
     }
 }
 
-impl Pg {
-    fn connect(config: &postgres::Config, tls: &Tls, session: &str) -> Result<postgres::Client> {
-        let connected = match tls {
-            Tls::None => config.connect(postgres::NoTls),
-            Tls::Rustls(tls) => config.connect(tls.clone()),
-        };
-        let mut client = connected.map_err(Error::Connect)?;
-        if !session.is_empty() {
-            client.batch_execute(session).map_err(Error::Connect)?;
+/// A runtime of the calling thread alone, run only while it waits on it.
+fn runtime() -> std::io::Result<tokio::runtime::Runtime> {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+}
+
+/// Runs a connection's messages until it ends; why it ended is the
+/// client's next error.
+async fn carry<S, T>(connection: tokio_postgres::Connection<S, T>)
+where
+    S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin,
+    T: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin,
+{
+    if let Err(error) = connection.await {
+        tracing::debug!(%error, "a PostgreSQL connection ended");
+    }
+}
+
+/// Whether a statement's answer is its rows, or only how many rows it
+/// changed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Answer {
+    Rows,
+    Count,
+}
+
+/// Sends `statement` with `params` (each with the type a statement sent
+/// whole states for it) and reads its answer: the rows changed (or, a
+/// query, returned) and, when asked, the rows. The request is sent when
+/// the future is first polled: futures polled together are one flight.
+async fn call(
+    client: &tokio_postgres::Client,
+    statement: &PgStatement,
+    params: &[(&(dyn tokio_postgres::types::ToSql + Sync), Type)],
+    answer: Answer,
+) -> std::result::Result<(u64, Vec<tokio_postgres::Row>), tokio_postgres::Error> {
+    let rows = |rows: Vec<tokio_postgres::Row>| (rows.len() as u64, rows);
+    match (statement, answer) {
+        (PgStatement::Named(statement), answer) => {
+            let refs: Vec<_> = params.iter().map(|(param, _)| *param).collect();
+            match answer {
+                Answer::Rows => client.query(statement, &refs).await.map(rows),
+                Answer::Count => client
+                    .execute(statement, &refs)
+                    .await
+                    .map(|n| (n, Vec::new())),
+            }
         }
-        Ok(client)
+        (PgStatement::Unnamed(text), Answer::Rows) => {
+            client.query_typed(text, params).await.map(rows)
+        }
+        (PgStatement::Unnamed(text), Answer::Count) => client
+            .execute_typed(text, params)
+            .await
+            .map(|n| (n, Vec::new())),
+    }
+}
+
+impl Pg {
+    fn connect(
+        runtime: &tokio::runtime::Runtime,
+        config: &tokio_postgres::Config,
+        tls: &Tls,
+        session: &str,
+    ) -> Result<(tokio_postgres::Client, tokio::task::JoinHandle<()>)> {
+        runtime.block_on(async {
+            let (client, task) = match tls {
+                Tls::None => {
+                    let (client, connection) = config
+                        .connect(tokio_postgres::NoTls)
+                        .await
+                        .map_err(Error::Connect)?;
+                    (client, tokio::spawn(carry(connection)))
+                }
+                Tls::Rustls(tls) => {
+                    let (client, connection) =
+                        config.connect(tls.clone()).await.map_err(Error::Connect)?;
+                    (client, tokio::spawn(carry(connection)))
+                }
+            };
+            if !session.is_empty() {
+                client
+                    .batch_execute(session)
+                    .await
+                    .map_err(Error::Connect)?;
+            }
+            Ok((client, task))
+        })
     }
 
     /// Connects again if the server was lost.
     fn reconnect_if_lost(&self) -> Result<()> {
         if self.client.borrow().is_closed() {
-            let client = Pg::connect(&self.config, &self.tls, &self.session)?;
+            let (client, task) =
+                Pg::connect(&self.driver.runtime, &self.config, &self.tls, &self.session)?;
             *self.client.borrow_mut() = client;
+            self.driver.task.replace(task).abort();
             self.statements.borrow_mut().clear();
         }
         Ok(())
+    }
+
+    /// Waits for `future` (the client's), driving the connection meanwhile.
+    fn wait<T>(&self, future: impl Future<Output = T>) -> T {
+        self.driver.runtime.block_on(future)
     }
 
     fn statement(&self, sql: &str) -> Result<PgStatement> {
@@ -695,7 +823,12 @@ impl Pg {
         if let Some(statement) = self.statements.borrow().get(sql) {
             return Ok(PgStatement::Named(statement.clone()));
         }
-        let statement = self.noted(self.client.borrow_mut().prepare(&numbered(sql)))?;
+        let text = numbered(sql);
+        let prepared = {
+            let client = self.client.borrow();
+            self.wait(client.prepare(&text))
+        };
+        let statement = self.noted(prepared)?;
         self.statements
             .borrow_mut()
             .insert(sql.to_owned(), statement.clone());
@@ -704,40 +837,34 @@ impl Pg {
 
     /// Counts a failed statement as a change: on PostgreSQL a failed
     /// statement aborts its transaction, so the writer must roll it back.
-    fn noted<T>(&self, result: std::result::Result<T, postgres::Error>) -> Result<T> {
+    fn noted<T>(&self, result: std::result::Result<T, tokio_postgres::Error>) -> Result<T> {
         result.map_err(|error| {
             self.changes.set(self.changes.get() + 1);
+            self.failed.set(true);
             Error::Postgres(error)
         })
     }
 
-    /// Runs `statement` with `params` (each with the type a statement
-    /// sent whole states for it) through `named` or `unnamed`, the
-    /// client's call for each kind of statement.
-    fn run<T>(
+    /// Runs `statement` with `params` and reads its answer (see [`call`]).
+    fn run(
         &self,
         statement: &PgStatement,
-        params: &[(&(dyn postgres::types::ToSql + Sync), Type)],
-        named: impl FnOnce(
-            &mut postgres::Client,
-            &postgres::Statement,
-            &[&(dyn postgres::types::ToSql + Sync)],
-        ) -> std::result::Result<T, postgres::Error>,
-        unnamed: impl FnOnce(
-            &mut postgres::Client,
-            &str,
-            &[(&(dyn postgres::types::ToSql + Sync), Type)],
-        ) -> std::result::Result<T, postgres::Error>,
-    ) -> Result<T> {
-        let mut client = self.client.borrow_mut();
-        let result = match statement {
-            PgStatement::Named(statement) => {
-                let refs: Vec<_> = params.iter().map(|(param, _)| *param).collect();
-                named(&mut client, statement, &refs)
+        params: &[(&(dyn tokio_postgres::types::ToSql + Sync), Type)],
+        answer: Answer,
+    ) -> Result<(u64, Vec<tokio_postgres::Row>)> {
+        let result = {
+            let client = self.client.borrow();
+            let call = call(&client, statement, params, answer);
+            if self.opening.take() {
+                let (begun, answered) = self.wait(futures_util::future::join(
+                    client.batch_execute(&self.begin),
+                    call,
+                ));
+                begun.and(answered)
+            } else {
+                self.wait(call)
             }
-            PgStatement::Unnamed(text) => unnamed(&mut client, text, params),
         };
-        drop(client);
         self.noted(result)
     }
 
@@ -746,62 +873,73 @@ impl Pg {
     fn execute(&self, statement: &PgStatement, params: &dyn Params) -> Result<u64> {
         let values = params.values()?;
         let binds: Vec<PgBind<'_>> = values.into_iter().map(PgBind).collect();
-        self.run(
-            statement,
-            &inferred(&binds),
-            |client, statement, refs| client.execute(statement, refs),
-            |client, text, typed| client.execute_typed(text, typed),
-        )
+        Ok(self.run(statement, &inferred(&binds), Answer::Count)?.0)
     }
 
     /// Runs `statement` with `params` and reads every row.
-    fn query(&self, statement: &PgStatement, params: &dyn Params) -> Result<Vec<postgres::Row>> {
+    fn query(
+        &self,
+        statement: &PgStatement,
+        params: &dyn Params,
+    ) -> Result<Vec<tokio_postgres::Row>> {
         let values = params.values()?;
         let binds: Vec<PgBind<'_>> = values.into_iter().map(PgBind).collect();
-        self.run(
-            statement,
-            &inferred(&binds),
-            |client, statement, refs| client.query(statement, refs),
-            |client, text, typed| client.query_typed(text, typed),
-        )
+        Ok(self.run(statement, &inferred(&binds), Answer::Rows)?.1)
     }
 
     /// Runs `statement` with whole columns as arrays ([`PgArray`]): how
     /// many rows it changed.
     fn execute_arrays(&self, statement: &PgStatement, arrays: &[PgArray<'_>]) -> Result<u64> {
-        self.run(
-            statement,
-            &typed_arrays(arrays),
-            |client, statement, refs| client.execute(statement, refs),
-            |client, text, typed| client.execute_typed(text, typed),
-        )
+        Ok(self.run(statement, &typed_arrays(arrays), Answer::Count)?.0)
     }
 
     /// Runs `statement` with whole columns as arrays and reads the one
     /// number it answers.
     fn count_arrays(&self, statement: &PgStatement, arrays: &[PgArray<'_>]) -> Result<i64> {
-        let row = self.run(
-            statement,
-            &typed_arrays(arrays),
-            |client, statement, refs| client.query_one(statement, refs),
-            |client, text, typed| client.query_typed_one(text, typed),
-        )?;
-        Ok(row.get(0))
+        let (_, rows) = self.run(statement, &typed_arrays(arrays), Answer::Rows)?;
+        match rows.first() {
+            Some(row) => Ok(row.try_get(0)?),
+            None => Err(Error::QueryReturnedNoRows),
+        }
+    }
+
+    /// Runs statements without parameters, separated by `;`.
+    fn batch(&self, sql: &str) -> Result<()> {
+        let result = {
+            let client = self.client.borrow();
+            if self.opening.take() {
+                let (begun, ran) = self.wait(futures_util::future::join(
+                    client.batch_execute(&self.begin),
+                    client.batch_execute(sql),
+                ));
+                begun.and(ran)
+            } else {
+                self.wait(client.batch_execute(sql))
+            }
+        };
+        self.noted(result)
     }
 }
 
 /// Parameters whose types the server infers ([`unspecified`]).
-fn inferred<'b>(binds: &'b [PgBind<'_>]) -> Vec<(&'b (dyn postgres::types::ToSql + Sync), Type)> {
+fn inferred<'b>(
+    binds: &'b [PgBind<'_>],
+) -> Vec<(&'b (dyn tokio_postgres::types::ToSql + Sync), Type)> {
     binds
         .iter()
-        .map(|bind| (bind as &(dyn postgres::types::ToSql + Sync), unspecified()))
+        .map(|bind| {
+            (
+                bind as &(dyn tokio_postgres::types::ToSql + Sync),
+                unspecified(),
+            )
+        })
         .collect()
 }
 
 /// Whole columns, each with the type of an array of its values.
 fn typed_arrays<'b>(
     arrays: &'b [PgArray<'_>],
-) -> Vec<(&'b (dyn postgres::types::ToSql + Sync), Type)> {
+) -> Vec<(&'b (dyn tokio_postgres::types::ToSql + Sync), Type)> {
     arrays
         .iter()
         .map(|array| (array as _, array.1.pg_array_type()))
@@ -845,13 +983,14 @@ impl Connection {
     /// message). `pooled`: behind a pooler in transaction mode, statements
     /// are sent whole, never prepared by name (see [`PgStatement`]).
     pub fn postgres(
-        config: &postgres::Config,
+        config: &tokio_postgres::Config,
         tls: &Tls,
         session: &str,
         begin: &str,
         pooled: bool,
     ) -> Result<Connection> {
-        let client = Pg::connect(config, tls, session)?;
+        let runtime = runtime().map_err(|e| Error::Conversion(e.to_string()))?;
+        let (client, task) = Pg::connect(&runtime, config, tls, session)?;
         Ok(Connection {
             engine: Engine::Postgres(Box::new(Pg {
                 config: config.clone(),
@@ -859,8 +998,14 @@ impl Connection {
                 session: session.to_owned(),
                 begin: begin.to_owned(),
                 client: RefCell::new(client),
+                driver: Driver {
+                    runtime,
+                    task: RefCell::new(task),
+                },
                 statements: RefCell::new(HashMap::new()),
                 changes: Cell::new(0),
+                failed: Cell::new(false),
+                opening: Cell::new(false),
                 pooled,
             })),
             tally: None,
@@ -979,10 +1124,7 @@ impl Connection {
         count_sent(self.tally.as_ref(), self.dialect());
         match &self.engine {
             Engine::Sqlite(conn) => Ok(conn.execute_batch(sql)?),
-            Engine::Postgres(pg) => {
-                let result = pg.client.borrow_mut().batch_execute(sql);
-                pg.noted(result)
-            }
+            Engine::Postgres(pg) => pg.batch(sql),
         }
     }
 
@@ -1016,27 +1158,9 @@ impl Connection {
                 return Ok(());
             }
         };
-        let mut queries = Vec::with_capacity(parts.len());
-        let mut counts = Vec::with_capacity(parts.len());
-        let mut offset = 0;
-        for (i, part) in parts.iter().enumerate() {
-            queries.push(format!(
-                "w{i} AS ({} RETURNING 1)",
-                renumbered(part.postgres, offset)
-            ));
-            counts.push(format!("(SELECT count(*) FROM w{i})"));
-            offset += part.columns.len();
-        }
-        let text = format!("WITH {} SELECT {}", queries.join(", "), counts.join(" + "));
+        let (text, bound) = combined(&parts, None)?;
         let statement = self.prepare_cached(&text)?;
         statement.sent();
-        let mut bound: Vec<PgArray<'_>> = Vec::with_capacity(offset);
-        for part in &parts {
-            for (i, column) in part.columns.iter().enumerate() {
-                let array = column.array(part.rows.iter().map(|row| row.get(i)))?;
-                bound.push(PgArray(array, *column, part.rows.len()));
-            }
-        }
         let Prepared::Postgres(_, prepared, _) = &statement.prepared else {
             return Err(Error::Conversion("a PostgreSQL statement on SQLite".into()));
         };
@@ -1044,6 +1168,120 @@ impl Connection {
         pg.changes
             .set(pg.changes.get() + u64::try_from(changed).unwrap_or(0));
         Ok(())
+    }
+
+    /// Runs `steps` and commits. On PostgreSQL they and the `COMMIT` are
+    /// one flight: sent together, then every answer read — one round trip
+    /// whatever their number, so a lock the first takes is held for the
+    /// server's work and the commit's flush, never across a round trip.
+    /// The commit counts only when the transaction was sound when it
+    /// arrived: no statement of it failed before the flight (then no
+    /// `COMMIT` is sent, [`Error::RolledBack`]), and every statement of
+    /// the flight succeeded (a failed one aborts the transaction, and the
+    /// server answers the flight's `COMMIT` with a rollback: the group
+    /// fails with that statement's error). On SQLite, one after the other.
+    pub fn commit_flight(&self, steps: &[Step<'_>]) -> Result<()> {
+        let pg = match &self.engine {
+            Engine::Sqlite(_) => {
+                for step in steps {
+                    match step {
+                        Step::Execute(sql, values) => {
+                            self.execute(sql, *values)?;
+                        }
+                        Step::Tables(parts, _) => self.apply_tables(parts)?,
+                    }
+                }
+                self.prepare_cached("COMMIT")?.execute([])?;
+                return Ok(());
+            }
+            Engine::Postgres(pg) => pg,
+        };
+        if pg.failed.get() {
+            return Err(Error::RolledBack);
+        }
+        // What each step sends: its statement (prepared first when not yet
+        // cached, a round trip of its own), its values, its answer.
+        let mut flown = Vec::with_capacity(steps.len());
+        for step in steps {
+            let (text, binds, scalars, arrays, answer) = match step {
+                Step::Execute(sql, values) => (
+                    (*sql).to_owned(),
+                    values.values()?.into_iter().map(PgBind).collect(),
+                    Vec::new(),
+                    Vec::new(),
+                    Answer::Count,
+                ),
+                Step::Tables(parts, numbering) => {
+                    let parts: Vec<&RowsFor<'_>> =
+                        parts.iter().filter(|part| !part.rows.is_empty()).collect();
+                    if parts.is_empty() {
+                        continue;
+                    }
+                    let (text, arrays) = combined(&parts, numbering.as_ref())?;
+                    let scalars = numbering.map(|n| n.params.to_vec()).unwrap_or_default();
+                    (text, Vec::new(), scalars, arrays, Answer::Rows)
+                }
+            };
+            let statement = match self.prepare_cached(&text)?.prepared {
+                Prepared::Postgres(_, statement, _) => statement,
+                Prepared::Sqlite(_) => {
+                    return Err(Error::Conversion(
+                        "an SQLite statement on PostgreSQL".into(),
+                    ));
+                }
+            };
+            flown.push((statement, binds, scalars, arrays, answer));
+        }
+        let params: Vec<Vec<(&(dyn tokio_postgres::types::ToSql + Sync), Type)>> = flown
+            .iter()
+            .map(|(_, binds, scalars, arrays, _)| {
+                let mut params = inferred(binds);
+                params.extend(
+                    scalars
+                        .iter()
+                        .map(|n| (n as &(dyn tokio_postgres::types::ToSql + Sync), Type::INT8)),
+                );
+                params.extend(typed_arrays(arrays));
+                params
+            })
+            .collect();
+        if let Some(tally) = &self.tally {
+            tally.statements.inc_by(flown.len() as u64 + 1);
+            tally.round_trips.inc();
+        }
+        let (begun, answers, committed) = {
+            let client = pg.client.borrow();
+            let opening = pg.opening.take();
+            pg.wait(async {
+                let begun = async {
+                    if opening {
+                        client.batch_execute(&pg.begin).await
+                    } else {
+                        Ok(())
+                    }
+                };
+                let sent = futures_util::future::join_all(flown.iter().zip(&params).map(
+                    |((statement, _, _, _, answer), params)| {
+                        call(&client, statement, params, *answer)
+                    },
+                ));
+                futures_util::future::join3(begun, sent, client.batch_execute("COMMIT")).await
+            })
+        };
+        pg.noted(begun)?;
+        for (answer, (_, _, _, _, kind)) in answers.into_iter().zip(&flown) {
+            let (count, rows) = pg.noted(answer)?;
+            let changed = match kind {
+                Answer::Count => count,
+                Answer::Rows => rows
+                    .first()
+                    .map(|row| row.try_get::<_, i64>(0))
+                    .transpose()?
+                    .map_or(0, |n| u64::try_from(n).unwrap_or(0)),
+            };
+            pg.changes.set(pg.changes.get() + changed);
+        }
+        pg.noted(committed)
     }
 
     /// Applies `rows` (their values in `columns`' order) by a statement of
@@ -1092,15 +1330,22 @@ impl Connection {
 
     /// Starts a write transaction: SQLite's `BEGIN IMMEDIATE` takes the
     /// write lock at once; PostgreSQL takes row locks as it writes, with
-    /// the connection's transaction settings. A PostgreSQL connection lost
-    /// since the last transaction (the server restarted) connects again
-    /// first.
+    /// the connection's transaction settings, its `BEGIN` sent with the
+    /// transaction's first statement (one flight). A PostgreSQL connection
+    /// lost since the last transaction (the server restarted) connects
+    /// again first.
     pub fn begin(&self) -> Result<()> {
         match &self.engine {
             Engine::Sqlite(_) => self.execute_batch("BEGIN IMMEDIATE"),
             Engine::Postgres(pg) => {
                 pg.reconnect_if_lost()?;
-                self.execute_batch(&pg.begin)
+                pg.failed.set(false);
+                // Sent with the transaction's first statement.
+                if let Some(tally) = &self.tally {
+                    tally.statements.inc();
+                }
+                pg.opening.set(true);
+                Ok(())
             }
         }
     }
@@ -1112,7 +1357,10 @@ impl Connection {
         match (&self.engine, depth) {
             (_, 1..) => self.execute_batch(&format!("SAVEPOINT nested_{depth}"))?,
             (Engine::Sqlite(_), 0) => self.execute_batch("BEGIN DEFERRED")?,
-            (Engine::Postgres(pg), 0) => self.execute_batch(&pg.begin)?,
+            (Engine::Postgres(pg), 0) => {
+                pg.failed.set(false);
+                self.execute_batch(&pg.begin)?;
+            }
         }
         self.depth.set(depth + 1);
         Ok(Transaction {
@@ -1126,7 +1374,12 @@ impl Connection {
     pub fn close(self) -> Result<()> {
         match self.engine {
             Engine::Sqlite(conn) => conn.close().map_err(|(_, e)| Error::Sqlite(e)),
-            Engine::Postgres(pg) => Ok(pg.client.into_inner().close()?),
+            Engine::Postgres(pg) => {
+                // The client, then its driver: the session ends with
+                // Terminate (see `Driver`).
+                drop(pg);
+                Ok(())
+            }
         }
     }
 }
@@ -1139,6 +1392,92 @@ pub struct RowsFor<'a> {
     pub postgres: &'a str,
     pub columns: &'a [Column],
     pub rows: &'a [Vec<Value>],
+}
+
+/// One step of [`Connection::commit_flight`].
+#[derive(Debug, Clone, Copy)]
+pub enum Step<'a> {
+    /// A statement and its parameters.
+    Execute(&'a str, &'a [Value]),
+    /// Rows of several tables, written as [`Connection::apply_tables`]
+    /// writes them (on PostgreSQL always one statement), with the
+    /// provisional numbers of their [`Column::Numbered`] columns made real
+    /// on the server when a numbering is given.
+    Tables(&'a [RowsFor<'a>], Option<Numbering<'a>>),
+}
+
+/// How a statement of several tables' rows ([`Step::Tables`]) numbers
+/// them on the server: a column [`Column::Numbered`]`(name)` holds
+/// provisional numbers from `from` up, and each is written as `base +
+/// (n − from)`, `base` being the column `name` of the one row `bases`
+/// answers (with `params` as its `$1`, `$2` … of type `bigint`), read by
+/// the same statement. So numbers a statement earlier in the transaction
+/// handed out (a sequencer's `UPDATE`) reach the rows without crossing
+/// the network: the two can be sent in one flight. Values below `from`
+/// are kept.
+#[derive(Debug, Clone, Copy)]
+pub struct Numbering<'a> {
+    pub bases: &'a str,
+    pub params: &'a [i64],
+    pub from: i64,
+}
+
+/// The one PostgreSQL statement writing `parts` (not empty): each part's
+/// statement a data-modifying `WITH` query (`… RETURNING 1`, its `$n`
+/// renumbered after the parts before it), answering how many rows they
+/// changed together; with a numbering, first the query `bases` (its
+/// parameters before every part's), and each numbered column's array
+/// rewritten from it. And the arrays to bind, in order.
+fn combined<'v>(
+    parts: &[&'v RowsFor<'v>],
+    numbering: Option<&Numbering<'_>>,
+) -> Result<(String, Vec<PgArray<'v>>)> {
+    let mut queries = Vec::with_capacity(parts.len() + 1);
+    let mut counts = Vec::with_capacity(parts.len());
+    let mut offset = 0;
+    if let Some(numbering) = numbering {
+        queries.push(format!("bases AS ({})", numbering.bases));
+        offset = numbering.params.len();
+    }
+    for (i, part) in parts.iter().enumerate() {
+        let mut text = part.postgres.to_owned();
+        for (at, column) in part.columns.iter().enumerate() {
+            let (Column::Numbered(name), Some(numbering)) = (column, numbering) else {
+                continue;
+            };
+            let array = format!("${}::bigint[]", at + 1);
+            if !text.contains(&array) {
+                return Err(Error::Conversion(format!(
+                    "a numbered column is not bound as {array} in {}",
+                    part.postgres
+                )));
+            }
+            let from = numbering.from;
+            text = text.replace(
+                &array,
+                &format!(
+                    "(SELECT array_agg(CASE WHEN t.v >= {from} THEN t.v - {from} + b.{name} \
+                     ELSE t.v END ORDER BY t.o) \
+                     FROM unnest({array}) WITH ORDINALITY AS t(v, o), bases AS b)"
+                ),
+            );
+        }
+        queries.push(format!(
+            "w{i} AS ({} RETURNING 1)",
+            renumbered(&text, offset)
+        ));
+        counts.push(format!("(SELECT count(*) FROM w{i})"));
+        offset += part.columns.len();
+    }
+    let text = format!("WITH {} SELECT {}", queries.join(", "), counts.join(" + "));
+    let mut bound: Vec<PgArray<'v>> = Vec::with_capacity(offset);
+    for part in parts {
+        for (i, column) in part.columns.iter().enumerate() {
+            let array = column.array(part.rows.iter().map(|row| row.get(i)))?;
+            bound.push(PgArray(array, *column, part.rows.len()));
+        }
+    }
+    Ok((text, bound))
 }
 
 /// The statements of [`Connection::insert_rows`] for a table
@@ -1199,7 +1538,11 @@ fn renumbered(sql: &str, offset: usize) -> String {
 /// A column of rows bound as one array ([`Connection::insert_rows`]).
 /// Its `Debug` shows only its type and length, as [`PgBind`]'s shows only
 /// a kind: the PostgreSQL client logs parameters at debug level.
-struct PgArray<'v>(Box<dyn postgres::types::ToSql + Sync + 'v>, Column, usize);
+struct PgArray<'v>(
+    Box<dyn tokio_postgres::types::ToSql + Sync + 'v>,
+    Column,
+    usize,
+);
 
 impl fmt::Debug for PgArray<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -1207,11 +1550,11 @@ impl fmt::Debug for PgArray<'_> {
     }
 }
 
-impl postgres::types::ToSql for PgArray<'_> {
+impl tokio_postgres::types::ToSql for PgArray<'_> {
     fn to_sql(
         &self,
         ty: &Type,
-        out: &mut postgres::types::private::BytesMut,
+        out: &mut tokio_postgres::types::private::BytesMut,
     ) -> std::result::Result<IsNull, Box<dyn std::error::Error + Sync + Send>> {
         self.0.to_sql_checked(ty, out)
     }
@@ -1224,7 +1567,7 @@ impl postgres::types::ToSql for PgArray<'_> {
     fn to_sql_checked(
         &self,
         ty: &Type,
-        out: &mut postgres::types::private::BytesMut,
+        out: &mut tokio_postgres::types::private::BytesMut,
     ) -> std::result::Result<IsNull, Box<dyn std::error::Error + Sync + Send>> {
         self.0.to_sql_checked(ty, out)
     }
@@ -1238,13 +1581,17 @@ pub enum Column {
     Real,
     Text,
     Blob,
+    /// An integer numbered on the server by [`Numbering`] (in a
+    /// [`Step::Tables`] that gives one; elsewhere, and on SQLite, an
+    /// integer as it is): the name of its base's column.
+    Numbered(&'static str),
 }
 
 impl Column {
     /// The type of an array of the column's values.
     fn pg_array_type(self) -> Type {
         match self {
-            Column::Integer => Type::INT8_ARRAY,
+            Column::Integer | Column::Numbered(_) => Type::INT8_ARRAY,
             Column::Real => Type::FLOAT8_ARRAY,
             Column::Text => Type::TEXT_ARRAY,
             Column::Blob => Type::BYTEA_ARRAY,
@@ -1253,7 +1600,7 @@ impl Column {
 
     fn pg_type(self) -> &'static str {
         match self {
-            Column::Integer => "bigint",
+            Column::Integer | Column::Numbered(_) => "bigint",
             Column::Real => "double precision",
             Column::Text => "text",
             Column::Blob => "bytea",
@@ -1265,7 +1612,7 @@ impl Column {
     fn array<'v>(
         self,
         values: impl Iterator<Item = Option<&'v Value>>,
-    ) -> Result<Box<dyn postgres::types::ToSql + Sync + 'v>> {
+    ) -> Result<Box<dyn tokio_postgres::types::ToSql + Sync + 'v>> {
         let wrong = |value: Option<&Value>| {
             Error::Conversion(format!(
                 "{} in a column of {}",
@@ -1280,7 +1627,7 @@ impl Column {
             ))
         };
         Ok(match self {
-            Column::Integer => Box::new(
+            Column::Integer | Column::Numbered(_) => Box::new(
                 values
                     .map(|value| match value {
                         Some(Value::Null) => Ok(None),
@@ -1512,7 +1859,7 @@ impl Statement<'_> {
 enum RowsInner<'s> {
     Sqlite(rusqlite::Rows<'s>),
     /// The rows, and how many were read.
-    Postgres(Vec<postgres::Row>, usize),
+    Postgres(Vec<tokio_postgres::Row>, usize),
 }
 
 /// The rows of a query, read one at a time.

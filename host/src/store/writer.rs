@@ -41,9 +41,9 @@ pub trait Owned: Send + 'static {
     fn changes(&self) -> u64 {
         self.connection().total_changes()
     }
-    /// Runs just before `COMMIT`, in the group's transaction: writes what
-    /// the group kept in memory.
-    fn before_commit(&mut self) -> Result<(), StoreError>;
+    /// Ends the group's transaction: writes what the group kept in memory
+    /// and commits (on PostgreSQL one flight, [`Connection::commit_flight`]).
+    fn commit(&mut self) -> Result<(), StoreError>;
     /// Runs after a group committed.
     fn after_commit(&mut self);
     /// Runs after a group was rolled back: forgets what it kept.
@@ -261,12 +261,7 @@ fn commit_group<S: Owned>(owned: &mut S, jobs: Vec<Box<dyn Job<S>>>) -> Committe
         }
     }
     if failure.is_none() {
-        failure = owned.before_commit().err();
-    }
-    if failure.is_none() {
-        failure = exec(owned.connection(), "COMMIT")
-            .err()
-            .map(StoreError::from);
+        failure = owned.commit().err();
     }
     let Some(error) = failure else {
         owned.after_commit();

@@ -2299,3 +2299,50 @@ async fn a_held_chain_stops_its_writes_and_no_others() {
     assert_eq!(waiting.await.unwrap(), StatusCode::CREATED);
     stop_all(hosts).await;
 }
+
+/// The writer's flight (`Connection::commit_flight`: a transaction's last
+/// statements and its `COMMIT`, one round trip) reports a commit only when
+/// PostgreSQL made one: a failed statement in the flight aborts the
+/// transaction and the server answers its `COMMIT` with a rollback — the
+/// flight fails with that statement's error and nothing is kept; after a
+/// statement that failed before the flight no `COMMIT` is sent at all; a
+/// sound flight commits, its `BEGIN` carried by the first statement.
+#[tokio::test]
+async fn a_flight_with_a_failed_statement_keeps_nothing() {
+    use mandate_host::store::sql::{Error, Step, types::Value};
+    needs_postgres();
+    let app = TestApp::spawn().await;
+    app.with_database(|conn| {
+        conn.execute_batch("CREATE TABLE flight_probe (n BIGINT PRIMARY KEY)")
+            .unwrap();
+        let count = || -> i64 {
+            conn.query_row("SELECT count(*) FROM flight_probe", [], |row| row.get(0))
+                .unwrap()
+        };
+        let insert = "INSERT INTO flight_probe VALUES (?1)";
+        let (one, two) = ([Value::Integer(1)], [Value::Integer(2)]);
+
+        conn.begin().unwrap();
+        conn.execute(insert, [1]).unwrap();
+        let failed =
+            conn.commit_flight(&[Step::Execute(insert, &two), Step::Execute(insert, &one)]);
+        assert!(matches!(failed, Err(Error::Postgres(_))), "{failed:?}");
+        conn.execute_batch("ROLLBACK").unwrap();
+        assert_eq!(count(), 0, "a flight whose statement failed kept nothing");
+
+        conn.begin().unwrap();
+        conn.execute(insert, [2]).unwrap();
+        assert!(conn.execute(insert, [2]).is_err());
+        let refused = conn.commit_flight(&[]);
+        assert!(matches!(refused, Err(Error::RolledBack)), "{refused:?}");
+        conn.execute_batch("ROLLBACK").unwrap();
+        assert_eq!(count(), 0, "no COMMIT after a failed statement");
+
+        conn.begin().unwrap();
+        conn.commit_flight(&[Step::Execute(insert, &one), Step::Execute(insert, &two)])
+            .unwrap();
+        assert_eq!(count(), 2, "a sound flight commits");
+        conn.execute_batch("DROP TABLE flight_probe").unwrap();
+    });
+    app.stop().await;
+}
