@@ -23,7 +23,7 @@
 //!   and Redocly's recommended rules.
 //! - `fuzz [--seconds N] [TARGET…]`: run the cargo-fuzz targets in `fuzz/`.
 //! - `schemathesis [--examples N]`: API conformance under generated input.
-//! - `bench [--quick] [--only budget|events|reviewer|trust|args|python|postgres] [--against BIN]`:
+//! - `bench [--quick] [--only http|budget|events|reviewer|trust|args|python|postgres|witnessed|oauth|authzen] [--against BIN]`:
 //!   measure against peers and ceilings; write BENCHMARKS.md (not with
 //!   `--only`, which measures some rows, nor `--against`, which measures
 //!   the write rows against another build's `mandate`).
@@ -428,7 +428,7 @@ fn main() {
         "web" => web::build(&root()),
         _ => {
             eprintln!(
-                "usage: cargo xtask <test | fresh [--keep] | dist | vectors [--check] | serve | postgres | wasm | python [--test] | runtimes | openapi | config-reference | web | fuzz | schemathesis | bench [--quick] [--only budget|events|reviewer|trust|args|python|postgres] [--against BIN]>"
+                "usage: cargo xtask <test | fresh [--keep] | dist | vectors [--check] | serve | postgres | wasm | python [--test] | runtimes | openapi | config-reference | web | fuzz | schemathesis | bench [--quick] [--only http|budget|events|reviewer|trust|args|python|postgres|witnessed|oauth|authzen] [--against BIN]>"
             );
             std::process::exit(2);
         }

@@ -1,4 +1,4 @@
-//! `cargo xtask bench [--quick] [--only budget|events|reviewer|trust|args|python|postgres|witnessed|oauth]
+//! `cargo xtask bench [--quick] [--only http|budget|events|reviewer|trust|args|python|postgres|witnessed|oauth|authzen]
 //! [--against BIN]`: measures Mandate against peers and ceilings in one run
 //! and writes `BENCHMARKS.md`.
 //!
@@ -6,10 +6,14 @@
 //! interleaved rounds, reported as the median with its range, next to the
 //! absolute figures. `--quick` runs a few seconds per row against the debug
 //! build, checks loose sanity bounds and writes nothing: `cargo xtask test`
-//! runs it so the harness never rots. `--only budget` measures the
-//! read-budget rows alone on a fresh folder of 5 M records (1 000 with
-//! `--quick`), prints them and writes nothing; `--only events` the events
-//! rows alone; `--only reviewer` the dashboard's rows alone, on a fresh
+//! runs it so the harness never rots. `--only http` measures record/action
+//! / `GET /healthz` on SQLite alone (rows 3 and 4's load, with its p99),
+//! prints it and writes nothing — with `--against BIN`, the same two on
+//! another build's `mandate` in the same interleaved rounds. `--only
+//! budget` measures the read-budget rows alone on a fresh folder of 5 M
+//! records (1 000 with `--quick`), prints them and writes nothing; `--only
+//! events` the events rows alone; `--only reviewer` the dashboard's rows
+//! alone, on a fresh
 //! folder of 5 M records of several agents over 30 days; `--only trust`
 //! the trust graph's recomputation at 10 000 agents and 100 000 vouches,
 //! against its ceiling; `--only args` the argument-constraints section,
@@ -21,10 +25,11 @@
 //! witnessed` the witnessed log's rows (two witnesses and the submitter
 //! against none; the time from a write to a checkpoint cosigned by two of
 //! three witnesses), likewise; `--only oauth` the authorization-code
-//! exchange (a consent decision, then the token request) p99, likewise.
-//! `--against BIN` measures record/action and delegate on this build and on
-//! another build's `mandate` in interleaved rounds, prints the ratios and
-//! writes nothing.
+//! exchange (a consent decision, then the token request) p99, likewise;
+//! `--only authzen` AuthZEN evaluation / authorize, likewise.
+//! `--against BIN` (without `--only http`) measures record/action and
+//! delegate on this build and on another build's `mandate` in interleaved
+//! rounds, prints the ratios and writes nothing.
 //!
 //! `running` runs wrk, the server and the bench programs; `parsing` reads
 //! their output into figures; `report` renders BENCHMARKS.md, where each
@@ -45,7 +50,7 @@ use parsing::{Spread, errors, p, p99_ratio, ratio};
 use report::Report;
 use running::{
     DASHBOARD_AGENTS, against, args_rows, budget, cold_starts, dashboard, ensure_wrk, events,
-    filled, filled_for_dashboard, growth, http, json_of, machine, postgres, record_log,
+    filled, filled_for_dashboard, growth, http, http_alone, json_of, machine, postgres, record_log,
     reference_verifier, today, wasm_sizes, witnessed,
 };
 
@@ -57,6 +62,58 @@ struct Plan {
     seconds: u32,
     /// Interleaved rounds per comparison.
     rounds: u32,
+}
+
+/// `cargo xtask bench --only http [--against BIN]`: record/action /
+/// `GET /healthz` on SQLite alone, with record/action's p99; with a
+/// baseline, the same on it in the same rounds and this build's record/action
+/// over the baseline's. Prints them and writes nothing.
+fn http_only(
+    plan: Plan,
+    bins: &Path,
+    baseline: Option<&Path>,
+    scratch: &Path,
+    scripts: &Path,
+) -> Result<()> {
+    let rows = http_alone(plan, &bins.join("mandate"), baseline, scratch, scripts)?;
+    let _ = std::fs::remove_dir_all(scratch);
+    let show = |name: &str, healthz: &[parsing::Load], record: &[parsing::Load]| {
+        let spread = ratio(record, healthz);
+        let (record_rps, healthz_rps) = (p(record, |l| l.rps), p(healthz, |l| l.rps));
+        let p99 = p(record, |l| l.p99_ms);
+        eprintln!(
+            "{name}: record/action / healthz {:.3} ({:.3}–{:.3})× (target ≥ 0.5×); record/action {:.0} ({:.0}–{:.0}) req/s, p99 {:.2} ({:.2}–{:.2}) ms (target ≤ 10 ms); healthz {:.0} ({:.0}–{:.0}) req/s",
+            spread.median,
+            spread.min,
+            spread.max,
+            record_rps.median,
+            record_rps.min,
+            record_rps.max,
+            p99.median,
+            p99.min,
+            p99.max,
+            healthz_rps.median,
+            healthz_rps.min,
+            healthz_rps.max,
+        );
+    };
+    show("this build", &rows.healthz, &rows.record);
+    if !rows.baseline_record.is_empty() {
+        show("baseline", &rows.baseline_healthz, &rows.baseline_record);
+        let spread = ratio(&rows.record, &rows.baseline_record);
+        eprintln!(
+            "record/action, this build / baseline: {:.3} ({:.3}–{:.3})×",
+            spread.median, spread.min, spread.max
+        );
+    }
+    let failed = errors(&rows.healthz)
+        + errors(&rows.record)
+        + errors(&rows.baseline_healthz)
+        + errors(&rows.baseline_record);
+    if failed > 0 {
+        return fail(format!("{failed} requests failed under the load"));
+    }
+    Ok(())
 }
 
 /// `cargo xtask bench --only budget`: the read-budget rows alone, on a
@@ -335,12 +392,13 @@ fn trust_only(root: &Path, quick: bool) -> Result<()> {
     }
 }
 
-/// `cargo xtask bench [--quick] [--only budget|events|reviewer|trust|args|python|postgres|witnessed|oauth|authzen]`.
+/// `cargo xtask bench [--quick] [--only http|budget|events|reviewer|trust|args|python|postgres|witnessed|oauth|authzen] [--against BIN]`.
 pub(crate) fn bench(root: &Path, args: &[&str]) -> Result<()> {
     let quick = args.contains(&"--quick");
     let only = match args.iter().position(|a| *a == "--only") {
         None => None,
         Some(i) => match args.get(i + 1) {
+            Some(&"http") => Some("http"),
             Some(&"budget") => Some("budget"),
             Some(&"events") => Some("events"),
             Some(&"reviewer") => Some("reviewer"),
@@ -353,7 +411,7 @@ pub(crate) fn bench(root: &Path, args: &[&str]) -> Result<()> {
             Some(&"authzen") => Some("authzen"),
             other => {
                 return fail(format!(
-                    "--only takes `budget` (the read-budget rows), `events` (the events rows), `reviewer` (the dashboard's rows), `trust` (the trust recompute row), `args` (the argument-constraints section), `python` (the Python section), `postgres` (the PostgreSQL rows and round trips), `witnessed` (the witnessed log's rows), `oauth` (the authorization-code exchange) or `authzen` (AuthZEN evaluation / authorize), not {other:?}"
+                    "--only takes `http` (record/action / healthz on SQLite), `budget` (the read-budget rows), `events` (the events rows), `reviewer` (the dashboard's rows), `trust` (the trust recompute row), `args` (the argument-constraints section), `python` (the Python section), `postgres` (the PostgreSQL rows and round trips), `witnessed` (the witnessed log's rows), `oauth` (the authorization-code exchange) or `authzen` (AuthZEN evaluation / authorize), not {other:?}"
                 ));
             }
         },
@@ -394,6 +452,9 @@ pub(crate) fn bench(root: &Path, args: &[&str]) -> Result<()> {
     let scratch = std::env::temp_dir().join(format!("mandate-bench-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&scratch);
     std::fs::create_dir_all(&scratch)?;
+    if only == Some("http") {
+        return http_only(plan, &bins, baseline.as_deref(), &scratch, &scripts);
+    }
     if let Some(baseline) = baseline {
         return against_only(plan, &bins, &baseline, &scratch, &scripts);
     }

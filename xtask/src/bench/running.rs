@@ -325,6 +325,69 @@ pub(super) fn authzen_alone(
     loads
 }
 
+/// `cargo xtask bench --only http`: `GET /healthz` and record/action on
+/// SQLite in interleaved rounds, on a server of its own — and, given a
+/// `baseline` (another build's `mandate`), the same two on that build in
+/// the same rounds.
+pub(super) struct HttpAlone {
+    pub(super) healthz: Vec<Load>,
+    pub(super) record: Vec<Load>,
+    pub(super) baseline_healthz: Vec<Load>,
+    pub(super) baseline_record: Vec<Load>,
+}
+
+pub(super) fn http_alone(
+    plan: Plan,
+    bin: &Path,
+    baseline: Option<&Path>,
+    scratch: &Path,
+    scripts: &Path,
+) -> Result<HttpAlone> {
+    let record_script = scripts.join("record.lua");
+    let mut servers = vec![Server::start(bin, &scratch.join("ours"), NO_LIMITS)?];
+    if let Some(baseline) = baseline {
+        servers.push(Server::start(
+            baseline,
+            &scratch.join("baseline"),
+            NO_LIMITS,
+        )?);
+    }
+    let mut loads = Vec::new();
+    for server in &servers {
+        eprintln!("server {} (pid {})", server.base, server.child.id());
+        loads.push((
+            format!("{}/healthz", server.base),
+            format!("{}/v1/vat/record/action", server.base),
+            server.token("bench-bot", &["read"])?,
+            Vec::new(),
+            Vec::new(),
+        ));
+    }
+    for _ in 0..plan.rounds {
+        for (health_url, record_url, jti, healthz, record) in &mut loads {
+            healthz.push(wrk(health_url, None, &[], plan.seconds)?);
+            record.push(wrk(
+                record_url,
+                Some(&record_script),
+                &[("JTI", jti.as_str())],
+                plan.seconds,
+            )?);
+        }
+    }
+    for server in servers {
+        server.stop();
+    }
+    let mut loads = loads.into_iter().map(|(_, _, _, h, r)| (h, r));
+    let (healthz, record) = loads.next().unwrap_or_default();
+    let (baseline_healthz, baseline_record) = loads.next().unwrap_or_default();
+    Ok(HttpAlone {
+        healthz,
+        record,
+        baseline_healthz,
+        baseline_record,
+    })
+}
+
 pub(super) fn http(plan: Plan, bin: &Path, scratch: &Path, scripts: &Path) -> Result<Http> {
     let server = Server::start(bin, &scratch.join("http"), NO_LIMITS)?;
     let (jti, compact) = server.issued("bench-bot", &["read", "delegate"])?;
