@@ -1735,49 +1735,14 @@ async fn a_group_between_round_trips_holds_no_log_state() {
             .unwrap()
     });
     let key = mandate_host::store::locks::org(mandate_host::store::orgs::Org::from_number(number));
-    let (release, holder) = hold_rows(&hosts[0], format!("SELECT pg_advisory_xact_lock({key})"));
-    let waiting = {
-        let (client, url, jti) = (
-            hosts[0].client.clone(),
-            hosts[0].url("/v1/vat/record/action"),
-            text(&held["jti"]).to_owned(),
-        );
-        tokio::spawn(async move {
-            client
-                .post(url)
-                .json(
-                    &json!({"vat_jti": jti, "action": "read", "resource": "crm:held",
-                              "result": "success"}),
-                )
-                .send()
-                .await
-                .unwrap()
-                .status()
-        })
-    };
-    let started = Instant::now();
-    while waiting_for_locks(&hosts[0]) < 1 {
-        assert!(
-            started.elapsed() < Duration::from_secs(30),
-            "host 1's write never waited"
-        );
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
-    for (i, host) in hosts[1..].iter().enumerate() {
-        // Well within the writer's lock timeout (10 s), after which host
-        // 1's group would give up and free whatever it held.
-        let answered = tokio::time::timeout(
-            Duration::from_secs(5),
-            host.act(text(&free["jti"]), "read", &format!("crm:{i}"), "success"),
-        )
-        .await
-        .expect("a write of another organisation waited behind a group between round trips");
-        expect_json(answered, StatusCode::CREATED).await;
-    }
-    assert!(!waiting.is_finished(), "host 1's write did not wait");
-    release.send(()).unwrap();
-    holder.join().unwrap();
-    assert_eq!(waiting.await.unwrap(), StatusCode::CREATED);
+    held_stops_one_write_and_no_others(
+        &hosts,
+        format!("SELECT pg_advisory_xact_lock({key})"),
+        text(&held["jti"]),
+        text(&free["jti"]),
+        "a write of another organisation waited behind a group between round trips",
+    )
+    .await;
     stop_all(hosts).await;
 }
 
@@ -1935,6 +1900,65 @@ async fn three_hosts_two_organisations_write_at_once_and_every_guarantee_holds()
         assert_eq!(proof["events"].as_array().unwrap().len(), 1, "{proof}");
     }
     stop_all(hosts).await;
+}
+
+/// With what `lock` locks held by a test connection, a record of
+/// `waiting` on the first host waits for it, while a record of `free` on
+/// each other host is answered (`otherwise` says what a wait there would
+/// mean); once released, the first host's record is answered too.
+async fn held_stops_one_write_and_no_others(
+    hosts: &[TestApp],
+    lock: String,
+    waiting: &str,
+    free: &str,
+    otherwise: &str,
+) {
+    let (release, holder) = hold_rows(&hosts[0], lock);
+    let waiting = {
+        let (client, url, jti) = (
+            hosts[0].client.clone(),
+            hosts[0].url("/v1/vat/record/action"),
+            waiting.to_owned(),
+        );
+        tokio::spawn(async move {
+            client
+                .post(url)
+                .json(
+                    &json!({"vat_jti": jti, "action": "read", "resource": "crm:held",
+                              "result": "success"}),
+                )
+                .send()
+                .await
+                .unwrap()
+                .status()
+        })
+    };
+    let started = Instant::now();
+    while waiting_for_locks(&hosts[0]) < 1 {
+        assert!(
+            started.elapsed() < Duration::from_secs(30),
+            "the first host's write never waited"
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    for (i, host) in hosts[1..].iter().enumerate() {
+        // Well within the writer's lock timeout (10 s), after which the
+        // first host's group would give up and free whatever it held.
+        let answered = tokio::time::timeout(
+            Duration::from_secs(5),
+            host.act(free, "read", &format!("crm:{i}"), "success"),
+        )
+        .await
+        .expect(otherwise);
+        expect_json(answered, StatusCode::CREATED).await;
+    }
+    assert!(
+        !waiting.is_finished(),
+        "the first host's write did not wait"
+    );
+    release.send(()).unwrap();
+    holder.join().unwrap();
+    assert_eq!(waiting.await.unwrap(), StatusCode::CREATED);
 }
 
 /// Holds what `select` locks (rows `FOR UPDATE`, an advisory key) in a
@@ -2256,47 +2280,14 @@ async fn a_held_chain_stops_its_writes_and_no_others() {
     let y = budgeted("y").await;
     let root = mandate_core::Jti::parse(text(&x["jti"])).unwrap().hash();
     let key = mandate_host::store::locks::chain(root.as_str());
-    let (release, holder) = hold_rows(&hosts[0], format!("SELECT pg_advisory_xact_lock({key})"));
-    let waiting = {
-        let (client, url, jti) = (
-            hosts[0].client.clone(),
-            hosts[0].url("/v1/vat/record/action"),
-            text(&x["jti"]).to_owned(),
-        );
-        tokio::spawn(async move {
-            client
-                .post(url)
-                .json(
-                    &json!({"vat_jti": jti, "action": "read", "resource": "crm:x",
-                              "result": "success"}),
-                )
-                .send()
-                .await
-                .unwrap()
-                .status()
-        })
-    };
-    let started = Instant::now();
-    while waiting_for_locks(&hosts[0]) < 1 {
-        assert!(
-            started.elapsed() < Duration::from_secs(30),
-            "chain X's write never waited"
-        );
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
-    for (i, host) in hosts[1..].iter().enumerate() {
-        let answered = tokio::time::timeout(
-            Duration::from_secs(5),
-            host.act(text(&y["jti"]), "read", &format!("crm:y{i}"), "success"),
-        )
-        .await
-        .expect("chain Y's write waited behind chain X's key");
-        expect_json(answered, StatusCode::CREATED).await;
-    }
-    assert!(!waiting.is_finished(), "chain X's write did not wait");
-    release.send(()).unwrap();
-    holder.join().unwrap();
-    assert_eq!(waiting.await.unwrap(), StatusCode::CREATED);
+    held_stops_one_write_and_no_others(
+        &hosts,
+        format!("SELECT pg_advisory_xact_lock({key})"),
+        text(&x["jti"]),
+        text(&y["jti"]),
+        "chain Y's write waited behind chain X's key",
+    )
+    .await;
     stop_all(hosts).await;
 }
 
