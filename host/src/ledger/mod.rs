@@ -602,7 +602,7 @@ struct Tail {
 }
 
 /// A PostgreSQL group's records of one organisation, numbered
-/// provisionally until its tail ([`Ledger::sequence`]).
+/// provisionally until its tail ([`Ledger::number_orgs`]).
 #[derive(Debug, Clone, Copy)]
 struct Numbering {
     /// How many, and the first and last `created_at` among them.
@@ -1004,7 +1004,7 @@ impl Ledger {
     /// key while holding one an earlier write took, and groups never wait
     /// on one another in a cycle. (Before, every group took the record
     /// log's state row first, which ordered them all; it is taken only in
-    /// the tail now, after every key, [`Ledger::sequence`].) On SQLite the
+    /// the tail now, after every key, [`Ledger::store_tail`].) On SQLite the
     /// single writer's `BEGIN IMMEDIATE` already excludes everyone:
     /// nothing to do.
     fn enter(&mut self, org: Org) -> Result<bool, LedgerError> {
@@ -1212,9 +1212,10 @@ impl Ledger {
     /// on PostgreSQL one flight ([`Connection::commit_flight`]) of the
     /// sequencer ([`rows_log::SEQUENCE`]), one statement for every table
     /// that numbers the group's rows from it on the server
-    /// ([`rows_log::BASES`]), and `COMMIT`. The sequencer's row is held
-    /// from its statement to the commit: for the server's work and the
-    /// commit's flush, no network round trip.
+    /// ([`rows_log::BASES`]), and `COMMIT`, after the round trip numbering
+    /// the group's records ([`Ledger::number_orgs`]). The sequencer's row
+    /// is held from its statement to the commit: for the server's work and
+    /// the commit's flush, no network round trip.
     fn store_tail(&mut self) -> Result<(), StoreError> {
         static RECORDS: LazyLock<InsertTexts> =
             LazyLock::new(|| InsertTexts::new(records::INSERT_INTO, &records::INSERTED));
@@ -1364,6 +1365,28 @@ impl Ledger {
         self.number_records(records, &numbered)
     }
 
+    /// The provisional `seq` of the group's next record of `org` made at
+    /// `at_ms` (PostgreSQL; the tail numbers it, [`Ledger::number_orgs`]).
+    fn number_pending(&mut self, org: Org, at_ms: i64) -> Result<i64, LedgerError> {
+        let start = self.pending_seqs(org).start;
+        let numbering = self.numbering.entry(org).or_insert(Numbering {
+            count: 0,
+            min_at: at_ms,
+            max_at: at_ms,
+            inline: false,
+        });
+        if numbering.count >= rows_log::PENDING_BLOCK {
+            return Err(internal(
+                "a group made more records of one organisation than it may",
+            ));
+        }
+        let seq = start + numbering.count;
+        numbering.count += 1;
+        numbering.min_at = numbering.min_at.min(at_ms);
+        numbering.max_at = numbering.max_at.max(at_ms);
+        Ok(seq)
+    }
+
     /// Where this ledger numbers records of `org` provisionally
     /// (PostgreSQL): a block of the upper half of the organisation's range.
     fn pending_seqs(&self, org: Org) -> std::ops::Range<i64> {
@@ -1504,10 +1527,10 @@ impl Ledger {
     /// The creation time of the next record of `org`: `now`, but never
     /// before its last record's, so `created_at` never decreases along an
     /// organisation's `seq` even when the clock steps back (record queries
-    /// turn time ranges into `seq` ranges).
-    /// On PostgreSQL, never before the last this ledger gave: other hosts'
-    /// records may be up to [`MAX_TIME_DISORDER_MS`] ahead along `seq`
-    /// (bounded by the tail, [`Ledger::number_records`]).
+    /// turn time ranges into `seq` ranges). On PostgreSQL, never before
+    /// the last this ledger gave: other hosts' records may be up to
+    /// [`MAX_TIME_DISORDER_MS`] ahead along `seq` (bounded by the tail,
+    /// [`Ledger::number_records`]).
     fn record_time(&mut self, org: Org, now_ms: i64) -> Result<i64, LedgerError> {
         if self.shared {
             return Ok(now_ms.max(self.times.get(&org).copied().unwrap_or(0)));
@@ -1675,30 +1698,6 @@ impl Ledger {
             1,
         );
         Ok(())
-    }
-}
-
-impl Ledger {
-    /// The provisional `seq` of the group's next record of `org` made at
-    /// `at_ms` (PostgreSQL; the tail numbers it, [`Ledger::sequence`]).
-    fn number_pending(&mut self, org: Org, at_ms: i64) -> Result<i64, LedgerError> {
-        let start = self.pending_seqs(org).start;
-        let numbering = self.numbering.entry(org).or_insert(Numbering {
-            count: 0,
-            min_at: at_ms,
-            max_at: at_ms,
-            inline: false,
-        });
-        if numbering.count >= rows_log::PENDING_BLOCK {
-            return Err(internal(
-                "a group made more records of one organisation than it may",
-            ));
-        }
-        let seq = start + numbering.count;
-        numbering.count += 1;
-        numbering.min_at = numbering.min_at.min(at_ms);
-        numbering.max_at = numbering.max_at.max(at_ms);
-        Ok(seq)
     }
 }
 

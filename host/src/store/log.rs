@@ -89,10 +89,6 @@ pub const EVENT: &str = "event";
 /// tails never wait on one another in a cycle. An organisation whose row
 /// is missing is left out of the answer: [`number_new`] makes it.
 pub fn number_orgs(conn: &Connection, orgs: &[OrgRecords]) -> sql::Result<Vec<Numbered>> {
-    update_org_seqs(conn, orgs)
-}
-
-fn update_org_seqs(conn: &Connection, orgs: &[OrgRecords]) -> sql::Result<Vec<Numbered>> {
     let mut statement = conn.prepare_cached(
         "UPDATE org_seqs SET next_seq = org_seqs.next_seq + d.n,
              last_created_at = GREATEST(org_seqs.last_created_at, d.max_at),
@@ -130,7 +126,7 @@ pub fn number_new(conn: &Connection, orgs: &[OrgRecords]) -> sql::Result<Vec<Num
          ON CONFLICT (org) DO NOTHING"
     ))?
     .execute(params![json(orgs)])?;
-    update_org_seqs(conn, orgs)
+    number_orgs(conn, orgs)
 }
 
 /// Moves the `seq` of records a PostgreSQL group stored before its tail,
