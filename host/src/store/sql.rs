@@ -1351,12 +1351,16 @@ impl Connection {
     }
 
     /// A transaction on a shared reference, rolled back unless committed;
-    /// inside another one, a savepoint of it.
+    /// inside another one, a savepoint of it. On SQLite it is `BEGIN
+    /// IMMEDIATE`: a deferred transaction that reads and then writes while
+    /// another connection (a running server beside an operator command)
+    /// commits fails at once with `SQLITE_BUSY`, where an immediate one
+    /// waits its turn for the write lock (the busy timeout).
     pub fn unchecked_transaction(&self) -> Result<Transaction<'_>> {
         let depth = self.depth.get();
         match (&self.engine, depth) {
             (_, 1..) => self.execute_batch(&format!("SAVEPOINT nested_{depth}"))?,
-            (Engine::Sqlite(_), 0) => self.execute_batch("BEGIN DEFERRED")?,
+            (Engine::Sqlite(_), 0) => self.execute_batch("BEGIN IMMEDIATE")?,
             (Engine::Postgres(pg), 0) => {
                 pg.failed.set(false);
                 self.execute_batch(&pg.begin)?;
@@ -1974,6 +1978,41 @@ mod tests {
             conn.query_row("SELECT 1 WHERE 0", [], |row| row.get::<_, i64>(0)),
             Err(Error::QueryReturnedNoRows)
         ));
+    }
+
+    /// The failure an operator command met beside a running server: a
+    /// transaction that read, then wrote after the server committed, was
+    /// refused with `SQLITE_BUSY` whatever the busy timeout. A transaction
+    /// holds the write lock from its start instead, so the other writer
+    /// waits for it, and it never has to.
+    #[test]
+    fn a_transaction_holds_the_write_lock_from_its_start() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("t.db");
+        let open = || {
+            let conn = rusqlite::Connection::open(&path).unwrap();
+            conn.pragma_update(None, "journal_mode", "WAL").unwrap();
+            conn
+        };
+        let operator = Connection::sqlite(open());
+        operator
+            .execute_batch("CREATE TABLE t (n INTEGER)")
+            .unwrap();
+        let server = open();
+        server.busy_timeout(std::time::Duration::ZERO).unwrap();
+        let tx = operator.unchecked_transaction().unwrap();
+        let count: i64 = tx
+            .query_row("SELECT count(*) FROM t", [], |row| row.get(0))
+            .unwrap();
+        let refused = server.execute("INSERT INTO t VALUES (1)", []);
+        assert_eq!(
+            refused.unwrap_err().sqlite_error_code(),
+            Some(rusqlite::ErrorCode::DatabaseBusy)
+        );
+        tx.execute("INSERT INTO t VALUES (?1)", params![count])
+            .unwrap();
+        tx.commit().unwrap();
+        server.execute("INSERT INTO t VALUES (2)", []).unwrap();
     }
 
     #[test]
