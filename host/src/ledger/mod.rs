@@ -602,7 +602,7 @@ struct Tail {
 }
 
 /// A PostgreSQL group's records of one organisation, numbered
-/// provisionally until its tail ([`Ledger::number_orgs`]).
+/// provisionally until its tail ([`Ledger::numbering_steps`]).
 #[derive(Debug, Clone, Copy)]
 struct Numbering {
     /// How many, and the first and last `created_at` among them.
@@ -648,6 +648,10 @@ pub struct Ledger {
     tails: HashMap<Org, Tail>,
     /// The records of the current group per organisation (PostgreSQL).
     numbering: HashMap<Org, Numbering>,
+    /// The organisations whose `org_seqs` row a commit of this ledger saw
+    /// (PostgreSQL; rows are never removed): the tail makes only the
+    /// others.
+    seqs_made: HashSet<Org>,
     /// Where this ledger's provisional `seq` numbers lie in each
     /// organisation's range (PostgreSQL; chosen at random, so two hosts'
     /// uncommitted rows do not share numbers).
@@ -751,7 +755,8 @@ impl Owned for Ledger {
         }
         self.integrating = false;
         self.standings.clear();
-        self.numbering.clear();
+        self.seqs_made
+            .extend(self.numbering.drain().map(|(org, _)| org));
         self.held.clear();
         self.trust.mark_stale(self.touched.drain());
         if self.shared {
@@ -836,6 +841,7 @@ impl Ledger {
             counters: Counters::default(),
             tails: HashMap::new(),
             numbering: HashMap::new(),
+            seqs_made: HashSet::new(),
             seq_block: {
                 let [a, b, c] = crate::random::bytes::<3>();
                 i64::from(u32::from_be_bytes([0, a, b, c]))
@@ -1210,12 +1216,13 @@ impl Ledger {
     /// Writes what the group still holds — its records, the log's leaves,
     /// events, charges, idempotency answers and counters — and commits:
     /// on PostgreSQL one flight ([`Connection::commit_flight`]) of the
+    /// numbering of the group's records ([`Ledger::numbering_steps`]), the
     /// sequencer ([`rows_log::SEQUENCE`]), one statement for every table
-    /// that numbers the group's rows from it on the server
-    /// ([`rows_log::BASES`]), and `COMMIT`, after the round trip numbering
-    /// the group's records ([`Ledger::number_orgs`]). The sequencer's row
-    /// is held from its statement to the commit: for the server's work and
-    /// the commit's flush, no network round trip.
+    /// that numbers the group's rows from them on the server
+    /// ([`rows_log::BASES`], [`rows_log::NUMBERED_SEQ`]), and `COMMIT`.
+    /// The organisations' and the sequencer's rows are held from their
+    /// statements to the commit: for the server's work and the commit's
+    /// flush, no network round trip.
     fn store_tail(&mut self) -> Result<(), StoreError> {
         static RECORDS: LazyLock<InsertTexts> =
             LazyLock::new(|| InsertTexts::new(records::INSERT_INTO, &records::INSERTED));
@@ -1232,6 +1239,9 @@ impl Ledger {
             if let Some(column) = columns.get_mut(*RECORD_LOG_CREATED) {
                 *column = sql::Column::Numbered(rows_log::LEAF);
             }
+            if let Some(column) = columns.get_mut(*RECORD_SEQ) {
+                *column = sql::Column::Computed(rows_log::NUMBERED_SEQ.as_str());
+            }
             columns
         });
         static NUMBERED_EVENTS: LazyLock<Vec<sql::Column>> = LazyLock::new(|| {
@@ -1243,7 +1253,7 @@ impl Ledger {
         });
         const NUMBERED_RENUMBERING: [sql::Column; 2] =
             [sql::Column::Text, sql::Column::Numbered(rows_log::LEAF)];
-        let mut records = std::mem::take(&mut self.records);
+        let records = std::mem::take(&mut self.records);
         let events = std::mem::take(&mut self.events_held);
         let usage = self.usage_rows()?;
         let replies = self.reply_rows();
@@ -1264,9 +1274,7 @@ impl Ledger {
                 .map_err(|_| StoreError::Internal("the log outgrew its index".to_owned()))?,
             emitted,
         ];
-        if self.shared {
-            self.number_orgs(&mut records)?;
-        }
+        let numbered = self.numbering_steps();
         let pending = i64::try_from(rows_log::PENDING)
             .map_err(|_| StoreError::Internal("the provisional numbers".to_owned()))?;
         let (log, renumber) = self.group.as_mut().map_or_else(Default::default, |group| {
@@ -1319,7 +1327,10 @@ impl Ledger {
             from: pending,
         };
         let numbering = sequenced.then_some(numbering);
-        let mut steps = Vec::with_capacity(3);
+        let mut steps = Vec::with_capacity(6);
+        for (sql, values) in &numbered {
+            steps.push(Step::Execute(sql, values));
+        }
         if sequenced {
             steps.push(Step::Execute(rows_log::SEQUENCE, &sequence));
         }
@@ -1331,16 +1342,20 @@ impl Ledger {
         Ok(())
     }
 
-    /// Numbers the group's records of each organisation (PostgreSQL), the
-    /// round trip before the tail's flight: takes the organisations'
-    /// `org_seqs` rows — held to the commit, so records are numbered in
-    /// commit order without a gap; every tail takes them before the
-    /// sequencer's row, in its flight, so tails never wait on one another
-    /// in a cycle — making those missing, and moves the group's records to
-    /// the numbers handed out ([`Ledger::number_records`]).
-    fn number_orgs(&mut self, records: &mut [Vec<Value>]) -> Result<(), StoreError> {
+    /// The statements of the tail's flight that number the group's
+    /// records of each organisation (PostgreSQL), before the sequencer's:
+    /// the `org_seqs` rows this ledger has not seen made
+    /// ([`rows_log::MAKE_ORG_SEQS`]), the numbers handed out
+    /// ([`rows_log::NUMBER_ORGS`], taking the rows to the commit, so
+    /// records are numbered in commit order without a gap), and the records
+    /// stored before the tail moved to them ([`rows_log::RENUMBER_RECORDS`]);
+    /// the records the tail stores are numbered by its statement
+    /// ([`rows_log::NUMBERED_SEQ`]). A host whose clock is behind another's
+    /// by more than [`MAX_TIME_DISORDER_MS`] is refused by the row's check
+    /// (`org_seqs_clock`, a 503).
+    fn numbering_steps(&self) -> Vec<(&'static str, [Value; 1])> {
         if self.numbering.is_empty() {
-            return Ok(());
+            return Vec::new();
         }
         let mut orgs: Vec<rows_log::OrgRecords> = self
             .numbering
@@ -1353,20 +1368,40 @@ impl Ledger {
             })
             .collect();
         orgs.sort_by_key(|o| o.org);
-        let mut numbered = rows_log::number_orgs(&self.conn, &orgs)?;
-        if numbered.len() < orgs.len() {
-            let new: Vec<rows_log::OrgRecords> = orgs
-                .iter()
-                .filter(|o| numbered.iter().all(|n| n.org != o.org))
-                .copied()
-                .collect();
-            numbered.extend(rows_log::number_new(&self.conn, &new)?);
+        let mut steps = Vec::with_capacity(3);
+        let unseen: Vec<rows_log::OrgRecords> = orgs
+            .iter()
+            .filter(|o| !self.seqs_made.contains(&Org::from_number(o.org)))
+            .copied()
+            .collect();
+        if !unseen.is_empty() {
+            steps.push((
+                rows_log::MAKE_ORG_SEQS.as_str(),
+                [Value::Text(rows_log::org_records(&unseen))],
+            ));
         }
-        self.number_records(records, &numbered)
+        steps.push((
+            rows_log::NUMBER_ORGS,
+            [Value::Text(rows_log::org_records(&orgs))],
+        ));
+        let mut inline: Vec<i64> = self
+            .numbering
+            .iter()
+            .filter(|(_, n)| n.inline)
+            .map(|(org, _)| self.pending_seqs(*org).start)
+            .collect();
+        if !inline.is_empty() {
+            inline.sort_unstable();
+            steps.push((
+                rows_log::RENUMBER_RECORDS.as_str(),
+                [Value::Text(rows_log::pending_blocks(&inline))],
+            ));
+        }
+        steps
     }
 
     /// The provisional `seq` of the group's next record of `org` made at
-    /// `at_ms` (PostgreSQL; the tail numbers it, [`Ledger::number_orgs`]).
+    /// `at_ms` (PostgreSQL; the tail numbers it, [`Ledger::numbering_steps`]).
     fn number_pending(&mut self, org: Org, at_ms: i64) -> Result<i64, LedgerError> {
         let start = self.pending_seqs(org).start;
         let numbering = self.numbering.entry(org).or_insert(Numbering {
@@ -1393,68 +1428,6 @@ impl Ledger {
         let start =
             org.seqs().start + rows_log::PENDING_SEQS + self.seq_block * rows_log::PENDING_BLOCK;
         start..start + rows_log::PENDING_BLOCK
-    }
-
-    /// Moves the group's records from their provisional `seq` to what the
-    /// sequencer handed out (`numbered`): those held in memory here, those
-    /// stored before the tail by one statement. Fails the group when
-    /// another host's records of an organisation were created more than
-    /// [`MAX_TIME_DISORDER_MS`] after the group's first (its clock is
-    /// behind theirs).
-    fn number_records(
-        &mut self,
-        records: &mut [Vec<Value>],
-        numbered: &[rows_log::Numbered],
-    ) -> Result<(), StoreError> {
-        let mut bases = HashMap::with_capacity(numbered.len());
-        for n in numbered {
-            let org = Org::from_number(n.org);
-            if n.lag_ms > MAX_TIME_DISORDER_MS {
-                tracing::warn!(
-                    org = n.org,
-                    behind_ms = n.lag_ms,
-                    "this host's clock is behind another host's: records it creates would step \
-                     back in time by more than the bound; the group is refused (is NTP running?)"
-                );
-                return Err(StoreError::Unavailable(
-                    "this host's clock is behind another's by more than a second; retry later",
-                ));
-            }
-            let count = self.numbering.get(&org).map_or(0, |n| n.count);
-            if n.base + count > org.seqs().start + rows_log::PENDING_SEQS {
-                return Err(StoreError::Internal(
-                    "the organisation's records fill their range of seq".to_owned(),
-                ));
-            }
-            bases.insert(org, n.base);
-        }
-        if self.numbering.keys().any(|org| !bases.contains_key(org)) {
-            return Err(StoreError::Internal(
-                "the sequencer numbered no records of an organisation".to_owned(),
-            ));
-        }
-        let column = *RECORD_SEQ;
-        for row in records.iter_mut() {
-            if let Some(Value::Integer(seq)) = row.get_mut(column) {
-                let org = Org::of_seq(*seq);
-                let pending = self.pending_seqs(org);
-                if let Some(base) = bases.get(&org)
-                    && pending.contains(seq)
-                {
-                    *seq = base + (*seq - pending.start);
-                }
-            }
-        }
-        let moves: Vec<(i64, i64)> = self
-            .numbering
-            .iter()
-            .filter(|(_, n)| n.inline)
-            .filter_map(|(org, _)| Some((self.pending_seqs(*org).start, *bases.get(org)?)))
-            .collect();
-        if !moves.is_empty() {
-            rows_log::renumber_records(&self.conn, &moves)?;
-        }
-        Ok(())
     }
 
     /// Writes the records the group made so far, in one statement: before
@@ -1530,7 +1503,7 @@ impl Ledger {
     /// turn time ranges into `seq` ranges). On PostgreSQL, never before
     /// the last this ledger gave: other hosts' records may be up to
     /// [`MAX_TIME_DISORDER_MS`] ahead along `seq` (bounded by the tail,
-    /// [`Ledger::number_records`]).
+    /// [`Ledger::numbering_steps`]).
     fn record_time(&mut self, org: Org, now_ms: i64) -> Result<i64, LedgerError> {
         if self.shared {
             return Ok(now_ms.max(self.times.get(&org).copied().unwrap_or(0)));

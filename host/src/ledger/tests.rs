@@ -856,3 +856,26 @@ fn a_held_records_key_and_leaf_index_are_found_in_its_row() {
         crate::store::records::INSERT_INTO.split(',').count()
     );
 }
+
+/// `org_seqs`' checks (PostgreSQL's schema 17, literal SQL) refuse what the
+/// ledger's bounds say: a clock behind by more than the disorder bound, and
+/// a `seq` reaching the upper half of its organisation's range where
+/// groups number provisionally.
+#[test]
+fn the_numbering_checks_are_the_ledgers_bounds() {
+    let schema = store::schema::POSTGRES_ORG_SEQS;
+    assert!(
+        schema.contains(&format!(
+            "CONSTRAINT {} CHECK (lag_ms <= {MAX_TIME_DISORDER_MS})",
+            rows_log::CLOCK_CHECK
+        )),
+        "{schema}"
+    );
+    assert!(
+        schema.contains(&format!(
+            "CHECK (next_seq <= (org << 40) + {})",
+            rows_log::PENDING_SEQS
+        )),
+        "{schema}"
+    );
+}

@@ -373,6 +373,17 @@ pub(super) fn store_error(error: &tokio_postgres::Error) -> StoreError {
     if code == Some(&SqlState::QUERY_CANCELED) {
         return StoreError::OverBudget;
     }
+    if code == Some(&SqlState::CHECK_VIOLATION)
+        && error.as_db_error().and_then(|e| e.constraint()) == Some(super::log::CLOCK_CHECK)
+    {
+        tracing::warn!(
+            "this host's clock is behind another host's: records it creates would step back in \
+             time by more than the bound; the group is refused (is NTP running?)"
+        );
+        return StoreError::Unavailable(
+            "this host's clock is behind another's by more than a second; retry later",
+        );
+    }
     let unavailable = error.is_closed()
         || match code {
             None => true,

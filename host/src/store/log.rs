@@ -14,6 +14,8 @@
 //!
 //! Hashes and leaves are bytes here; what they mean is core's (`tlog`).
 
+use std::sync::LazyLock;
+
 use crate::store::sql::{self, Connection, Dialect, OptionalExtension, params};
 
 /// A 32-byte hash as stored.
@@ -79,72 +81,76 @@ pub const LEAF: &str = "leaf";
 /// [`BASES`]' column of the first event `seq`.
 pub const EVENT: &str = "event";
 
-/// Numbers the group's records of each organisation of `orgs`
-/// ([`OrgRecords`]) from its `org_seqs` row (PostgreSQL, the round trip
-/// before a tail's flight): takes the rows — held to the commit, so
-/// records are numbered in commit order without a gap — and answers each
-/// organisation's first `seq` and lag. Every tail takes its `org_seqs`
-/// rows before the sequencer's ([`SEQUENCE`], in its flight), and one
-/// statement takes them in the order of `orgs` (sorted by the caller), so
-/// tails never wait on one another in a cycle. An organisation whose row
-/// is missing is left out of the answer: [`number_new`] makes it.
-pub fn number_orgs(conn: &Connection, orgs: &[OrgRecords]) -> sql::Result<Vec<Numbered>> {
-    let mut statement = conn.prepare_cached(
-        "UPDATE org_seqs SET next_seq = org_seqs.next_seq + d.n,
-             last_created_at = GREATEST(org_seqs.last_created_at, d.max_at),
-             lag_ms = GREATEST(0, org_seqs.last_created_at - d.min_at),
-             max_lag_ms = GREATEST(org_seqs.max_lag_ms, org_seqs.last_created_at - d.min_at)
-         FROM jsonb_to_recordset((?1::text)::jsonb)
-             AS d(org bigint, n bigint, min_at bigint, max_at bigint)
-         WHERE org_seqs.org = d.org
-         RETURNING org_seqs.org, org_seqs.next_seq - d.n, org_seqs.lag_ms",
-    )?;
-    statement
-        .query_map(params![json(orgs)], |row| {
-            Ok(Numbered {
-                org: row.get(0)?,
-                base: row.get(1)?,
-                lag_ms: row.get(2)?,
-            })
-        })?
-        .collect()
-}
-
-/// Makes the `org_seqs` rows of `orgs` (PostgreSQL, in a tail after
-/// [`number_orgs`], which left them out): each from its organisation's
-/// newest record — an organisation new to the table, or a database
-/// upgraded or imported — then numbers their records as [`number_orgs`]
-/// does.
-pub fn number_new(conn: &Connection, orgs: &[OrgRecords]) -> sql::Result<Vec<Numbered>> {
-    conn.prepare_cached(&format!(
+/// Makes the missing `org_seqs` rows of the organisations of a JSON list
+/// `$1` (`[{"org": …}]`, [`org_records`]; PostgreSQL, in a tail's flight
+/// before [`NUMBER_ORGS`]): each from its organisation's newest record —
+/// an organisation new to the table, or a database upgraded or imported.
+/// Rows that exist are left alone.
+pub static MAKE_ORG_SEQS: LazyLock<String> = LazyLock::new(|| {
+    format!(
         "INSERT INTO org_seqs (org, next_seq, last_created_at)
          SELECT d.org, COALESCE(r.seq + 1, d.org << 40), COALESCE(r.created_at, 0)
          FROM jsonb_to_recordset((?1::text)::jsonb) AS d(org bigint)
          LEFT JOIN LATERAL (SELECT seq, created_at FROM records
              WHERE seq >= d.org << 40 AND seq < (d.org << 40) + {PENDING_SEQS}
              ORDER BY seq DESC LIMIT 1) r ON true
+         ORDER BY d.org
          ON CONFLICT (org) DO NOTHING"
-    ))?
-    .execute(params![json(orgs)])?;
-    number_orgs(conn, orgs)
-}
+    )
+});
+
+/// Numbers the group's records of each organisation of a JSON list `$1`
+/// ([`org_records`]: how many, the first and last `created_at`) from its
+/// `org_seqs` row (PostgreSQL, the first statement of a tail's flight
+/// after [`MAKE_ORG_SEQS`]): takes the rows — held to the commit, so
+/// records are numbered in commit order without a gap — and keeps the
+/// first `seq` handed out in `base`, which the flight's later statements
+/// read ([`NUMBERED_SEQ`], [`RENUMBER_RECORDS`]). Every tail takes its
+/// `org_seqs` rows before the sequencer's ([`SEQUENCE`]) in the order of
+/// the list (sorted by the caller), so tails never wait on one another in
+/// a cycle. The row's checks refuse a tail whose first record was created
+/// more than the bound before the newest record another host committed
+/// (`org_seqs_clock`: its clock is behind), or that would fill the
+/// organisation's range (`org_seqs_range`).
+pub const NUMBER_ORGS: &str = "UPDATE org_seqs SET base = org_seqs.next_seq,
+         next_seq = org_seqs.next_seq + d.n,
+         last_created_at = GREATEST(org_seqs.last_created_at, d.max_at),
+         lag_ms = GREATEST(0, org_seqs.last_created_at - d.min_at),
+         max_lag_ms = GREATEST(org_seqs.max_lag_ms, org_seqs.last_created_at - d.min_at)
+     FROM (SELECT * FROM jsonb_to_recordset((?1::text)::jsonb)
+         AS d(org bigint, n bigint, min_at bigint, max_at bigint) ORDER BY org) d
+     WHERE org_seqs.org = d.org";
+
+/// The `seq` a record numbered provisionally as `t.v` takes (an
+/// expression for [`sql::Column::Computed`]): its organisation's `base`
+/// ([`NUMBER_ORGS`]) plus its place in the group's block; a `seq` that is
+/// not provisional is kept.
+pub static NUMBERED_SEQ: LazyLock<String> = LazyLock::new(|| {
+    format!(
+        "CASE WHEN (t.v & {RANGE_MASK}) >= {PENDING_SEQS} \
+         THEN (SELECT o.base FROM org_seqs o WHERE o.org = t.v >> 40) + (t.v & {BLOCK_MASK}) \
+         ELSE t.v END",
+        RANGE_MASK = (1_i64 << 40) - 1,
+        BLOCK_MASK = PENDING_BLOCK - 1,
+    )
+});
 
 /// Moves the `seq` of records a PostgreSQL group stored before its tail,
-/// numbered provisionally from `pending` in each organisation's range, to
-/// the numbers its tail handed out from `base`.
-pub fn renumber_records(conn: &Connection, moves: &[(i64, i64)]) -> sql::Result<()> {
-    let list: Vec<serde_json::Value> = moves
-        .iter()
-        .map(|(pending, base)| serde_json::json!({"pending": pending, "base": base}))
-        .collect();
-    conn.prepare_cached(&format!(
-        "UPDATE records SET seq = d.base + (records.seq - d.pending)
-         FROM jsonb_to_recordset((?1::text)::jsonb) AS d(pending bigint, base bigint)
-         WHERE records.seq >= d.pending AND records.seq < d.pending + {PENDING_BLOCK}"
-    ))?
-    .execute(params![serde_json::Value::Array(list).to_string()])?;
-    Ok(())
-}
+/// numbered provisionally in the blocks starting at a JSON list `$1` of
+/// `[{"pending": …}]`, to the numbers [`NUMBER_ORGS`] handed out earlier
+/// in the same flight.
+pub static RENUMBER_RECORDS: LazyLock<String> = LazyLock::new(|| {
+    format!(
+        "UPDATE records SET seq = o.base + (records.seq - d.pending)
+         FROM jsonb_to_recordset((?1::text)::jsonb) AS d(pending bigint), org_seqs o
+         WHERE o.org = d.pending >> 40
+             AND records.seq >= d.pending AND records.seq < d.pending + {PENDING_BLOCK}"
+    )
+});
+
+/// The constraint of `org_seqs` refusing a tail of a host whose clock is
+/// behind ([`NUMBER_ORGS`]).
+pub const CLOCK_CHECK: &str = "org_seqs_clock";
 
 /// Where in its organisation's range of `seq` a PostgreSQL group numbers
 /// its records before its tail hands out the real numbers: the range's
@@ -176,22 +182,22 @@ pub fn max_time_disorder(conn: &Connection, org: i64) -> sql::Result<i64> {
         .unwrap_or(0))
 }
 
-/// What the sequencer handed an organisation's records: the first `seq`,
-/// and how far (ms) its newest record before them was created after the
-/// first of them (0 when none was).
-#[derive(Debug, Clone, Copy)]
-pub struct Numbered {
-    pub org: i64,
-    pub base: i64,
-    pub lag_ms: i64,
-}
-
-fn json(orgs: &[OrgRecords]) -> String {
+/// The JSON list of [`MAKE_ORG_SEQS`] and [`NUMBER_ORGS`].
+pub fn org_records(orgs: &[OrgRecords]) -> String {
     let list: Vec<serde_json::Value> = orgs
         .iter()
         .map(
             |o| serde_json::json!({"org": o.org, "n": o.n, "min_at": o.min_at, "max_at": o.max_at}),
         )
+        .collect();
+    serde_json::Value::Array(list).to_string()
+}
+
+/// The JSON list of [`RENUMBER_RECORDS`].
+pub fn pending_blocks(starts: &[i64]) -> String {
+    let list: Vec<serde_json::Value> = starts
+        .iter()
+        .map(|pending| serde_json::json!({"pending": pending}))
         .collect();
     serde_json::Value::Array(list).to_string()
 }

@@ -133,12 +133,16 @@
 //!
 //! - Records numbered in the tail (schema 17, PostgreSQL only, the write
 //!   path's plan §1.5, §1.6): `org_seqs`, per organisation the `seq` its
-//!   next record takes and the newest `created_at` given so far, written
-//!   only by group tails after the sequencer's row — so records are
-//!   numbered in commit order across hosts; `lag_ms`, how far the last
-//!   tail's first record was created before the newest record ahead of
-//!   it, and `max_lag_ms`, the most ever (what record queries widen a
-//!   time range by). A row is made by the first
+//!   next record takes, the first `seq` the last tail took (`base`, read
+//!   by the tail's later statements) and the newest `created_at` given so
+//!   far, written only by group tails, before the sequencer's row — so
+//!   records are numbered in commit order across hosts; `lag_ms`, how far
+//!   the last tail's first record was created before the newest record
+//!   ahead of it (at most `MAX_TIME_DISORDER_MS`, a check), and
+//!   `max_lag_ms`, the most ever (what record queries widen a time range
+//!   by); a check keeps `next_seq` below the upper half of the
+//!   organisation's range, where groups number provisionally. A row is
+//!   made by the first
 //!   tail that needs it, from the organisation's newest record (an
 //!   upgraded or imported database needs nothing filled in). SQLite's one
 //!   writer numbers records from the newest record, as before.
@@ -900,9 +904,12 @@ pub(crate) const POSTGRES_ORG_SEQS: &str = r#"
 CREATE TABLE org_seqs (
     org             BIGINT PRIMARY KEY,
     next_seq        BIGINT NOT NULL,
+    base            BIGINT NOT NULL DEFAULT 0,
     last_created_at BIGINT NOT NULL,
     lag_ms          BIGINT NOT NULL DEFAULT 0,
-    max_lag_ms      BIGINT NOT NULL DEFAULT 0
+    max_lag_ms      BIGINT NOT NULL DEFAULT 0,
+    CONSTRAINT org_seqs_clock CHECK (lag_ms <= 1000),
+    CONSTRAINT org_seqs_range CHECK (next_seq <= (org << 40) + 549755813888)
 );
 "#;
 

@@ -1446,8 +1446,19 @@ fn combined<'v>(
     for (i, part) in parts.iter().enumerate() {
         let mut text = part.postgres.to_owned();
         for (at, column) in part.columns.iter().enumerate() {
-            let (Column::Numbered(name), Some(numbering)) = (column, numbering) else {
-                continue;
+            let Some(numbering) = numbering else {
+                break;
+            };
+            let (value, from) = match column {
+                Column::Numbered(name) => (
+                    format!(
+                        "CASE WHEN t.v >= {from} THEN t.v - {from} + b.{name} ELSE t.v END",
+                        from = numbering.from
+                    ),
+                    ", bases AS b",
+                ),
+                Column::Computed(expression) => ((*expression).to_owned(), ""),
+                _ => continue,
             };
             let array = format!("${}::bigint[]", at + 1);
             if !text.contains(&array) {
@@ -1456,13 +1467,11 @@ fn combined<'v>(
                     part.postgres
                 )));
             }
-            let from = numbering.from;
             text = text.replace(
                 &array,
                 &format!(
-                    "(SELECT array_agg(CASE WHEN t.v >= {from} THEN t.v - {from} + b.{name} \
-                     ELSE t.v END ORDER BY t.o) \
-                     FROM unnest({array}) WITH ORDINALITY AS t(v, o), bases AS b)"
+                    "(SELECT array_agg({value} ORDER BY t.o) \
+                     FROM unnest({array}) WITH ORDINALITY AS t(v, o){from})"
                 ),
             );
         }
@@ -1589,13 +1598,18 @@ pub enum Column {
     /// [`Step::Tables`] that gives one; elsewhere, and on SQLite, an
     /// integer as it is): the name of its base's column.
     Numbered(&'static str),
+    /// An integer rewritten on the server, in a [`Step::Tables`] that
+    /// gives a [`Numbering`], as an SQL expression of the value `t.v`
+    /// (reading what the flight's statements before wrote); elsewhere, and
+    /// on SQLite, an integer as it is.
+    Computed(&'static str),
 }
 
 impl Column {
     /// The type of an array of the column's values.
     fn pg_array_type(self) -> Type {
         match self {
-            Column::Integer | Column::Numbered(_) => Type::INT8_ARRAY,
+            Column::Integer | Column::Numbered(_) | Column::Computed(_) => Type::INT8_ARRAY,
             Column::Real => Type::FLOAT8_ARRAY,
             Column::Text => Type::TEXT_ARRAY,
             Column::Blob => Type::BYTEA_ARRAY,
@@ -1604,7 +1618,7 @@ impl Column {
 
     fn pg_type(self) -> &'static str {
         match self {
-            Column::Integer | Column::Numbered(_) => "bigint",
+            Column::Integer | Column::Numbered(_) | Column::Computed(_) => "bigint",
             Column::Real => "double precision",
             Column::Text => "text",
             Column::Blob => "bytea",
@@ -1631,7 +1645,7 @@ impl Column {
             ))
         };
         Ok(match self {
-            Column::Integer | Column::Numbered(_) => Box::new(
+            Column::Integer | Column::Numbered(_) | Column::Computed(_) => Box::new(
                 values
                     .map(|value| match value {
                         Some(Value::Null) => Ok(None),

@@ -1071,15 +1071,15 @@ async fn the_writer_lane_counts_what_a_group_sends_the_database() {
     );
     let ten = writer_sent(&app).await - before;
     // Today's costs (docs/plans/write-path-at-scale.md §0.1, §0.4), which
-    // the plan's later chunks bring down to a constant. PostgreSQL: 3 round
+    // the plan's later chunks bring down to a constant. PostgreSQL: 2 round
     // trips a group (the organisation's key with its quotas, BEGIN and
-    // its settings sent in the same flight; the group's records numbered
-    // from each organisation's `org_seqs` row, held to the commit; and the
-    // commit's flight: the sequencer — the log's state row, held to the
-    // commit, handing out the group's leaf indexes and event `seq` —, one
+    // its settings sent in the same flight; and the commit's flight: the
+    // group's records numbered from each organisation's `org_seqs` row,
+    // the sequencer — the log's state row, handing out the group's leaf
+    // indexes and event `seq`, both rows held to the commit —, one
     // statement for everything the group holds — records, the log's
     // leaves, events, charges, idempotency answers, counters, numbered
-    // from the sequencer's row on the server — and COMMIT, sent
+    // from those rows on the server — and COMMIT, sent
     // together), one a token a group (its standing; its organisation is
     // read once, the first time) and none a record. SQLite: 11 statements
     // a group (no organisation lock, tail or quotas re-read; the log's
@@ -1087,7 +1087,7 @@ async fn the_writer_lane_counts_what_a_group_sends_the_database() {
     // group, and 2 a record (its row and its leaf, each a cached insert
     // run in process).
     let postgres = crate::helpers::postgres_server().is_some();
-    let (group, per_record) = if postgres { (3, 0) } else { (11, 2) };
+    let (group, per_record) = if postgres { (2, 0) } else { (11, 2) };
     let per_token = 1;
     assert_eq!(one, group + per_token + per_record, "one record");
     assert_eq!(
