@@ -5,8 +5,11 @@
 //! refused. The check, the write and the stored answer share the writer's
 //! transaction, so two concurrent retries cannot both act (a group's
 //! answers are kept in memory and stored by one statement just before it
-//! commits; a repeat within the group finds them there). Answers are kept
-//! for 24 hours.
+//! commits; a repeat within the group finds them there; on PostgreSQL the
+//! key's own lock, [`crate::store::locks::idempotency`], makes other
+//! hosts' retries wait for that commit, while the write takes its
+//! organisation's key as it would without an `Idempotency-Key`). Answers
+//! are kept for 24 hours.
 
 use super::{Ledger, LedgerError};
 use crate::clock::Now;
@@ -102,7 +105,9 @@ impl Ledger {
         let Some(key) = key else {
             return write(self).map(|outcome| Reply::Fresh(outcome, None));
         };
-        self.enter(key.org)?;
+        self.take(crate::store::locks::idempotency(
+            key.org, &key.scope, &key.key,
+        ))?;
         let since = now.ms() - RETENTION_MS;
         let found = match self.replies_held.get(&HeldKey::of(key)) {
             Some(held) if held.at_ms > since => Some(Stored {

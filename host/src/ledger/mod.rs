@@ -1063,6 +1063,24 @@ impl Ledger {
         Ok(true)
     }
 
+    /// Takes `key` exclusively for the rest of the group (PostgreSQL)
+    /// without deciding how the write running takes its organisation's
+    /// key: an idempotency key's, taken before the key is looked up
+    /// ([`Ledger::once`]), so two hosts' writes of one key take turns, and
+    /// the write then shares its organisation's key or not as it would
+    /// without one.
+    fn take(&mut self, key: i64) -> Result<(), LedgerError> {
+        if !self.shared || self.holds(key, true) {
+            return Ok(());
+        }
+        let wait = self.may_wait();
+        if !crate::store::locks::take(&self.conn, key, true, wait)? {
+            return Err(self.defer());
+        }
+        self.held.insert(key, true);
+        Ok(())
+    }
+
     /// Whether the group holds `key` (exclusively, when `exclusive`).
     fn holds(&self, key: i64, exclusive: bool) -> bool {
         self.held.get(&key).is_some_and(|held| *held || !exclusive)

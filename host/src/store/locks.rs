@@ -13,6 +13,7 @@
 //! | [`record`] | a shared write changing a stored record (complete, rate), exclusive: its state machine and its one rating |
 //! | [`quota`] | a shared write of an organisation with a `records_per_day` quota, exclusive: the day's count |
 //! | [`gate`] | a gated evaluation, exclusive: one approval asked per token, action, resource and arguments |
+//! | [`idempotency`] | a write sent with an `Idempotency-Key`, exclusive, before it looks the key up: one answer per key, whatever the write takes after |
 
 use sha2::{Digest, Sha256};
 
@@ -57,6 +58,11 @@ pub fn quota(org: Org) -> i64 {
 /// hash.
 pub fn gate(jti: &str, action: &str, resource: &str, args_hash: &str) -> i64 {
     key("gate", &[jti, action, resource, args_hash])
+}
+
+/// An idempotency key's key: its organisation, scope and the key sent.
+pub fn idempotency(org: Org, scope: &str, key: &str) -> i64 {
+    self::key("idempotency", &[&org.number().to_string(), scope, key])
 }
 
 /// Takes `key` until the transaction ends, exclusive or shared: waiting

@@ -2257,6 +2257,80 @@ async fn writes_take_no_organisation_row_lock() {
     stop_all(hosts).await;
 }
 
+/// A write sent with an `Idempotency-Key` takes its organisation's key as
+/// it would without one: with a test connection holding the key shared,
+/// idempotent records are written on every host (they share it); and one
+/// key sent to three hosts at once acts once, every host answering the
+/// same (the idempotency key's own lock).
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn idempotent_records_share_their_organisations_key_and_act_once() {
+    needs_postgres();
+    let hosts = three_hosts().await;
+    let token = hosts[0].root("bot", &["crm:*"], &["read"]).await;
+    let jti = text(&token["jti"]).to_owned();
+    let send = |host: &TestApp, key: String, resource: String| {
+        host.client
+            .post(host.url("/v1/vat/record/action"))
+            .header("Idempotency-Key", key)
+            .json(
+                &json!({"vat_jti": jti, "action": "read", "resource": resource,
+                          "result": "success"}),
+            )
+            .send()
+    };
+    let org = mandate_host::store::locks::org(mandate_host::store::orgs::Org::from_number(0));
+    let (release, holder) = hold_rows(
+        &hosts[0],
+        format!("SELECT pg_advisory_xact_lock_shared({org})"),
+    );
+    for (i, host) in hosts.iter().enumerate() {
+        let answered = tokio::time::timeout(
+            Duration::from_secs(5),
+            send(host, format!("shared-{i}"), format!("crm:{i}")),
+        )
+        .await
+        .expect("an idempotent record waited for its organisation's key");
+        expect_json(answered.unwrap(), StatusCode::CREATED).await;
+    }
+    release.send(()).unwrap();
+    holder.join().unwrap();
+    for round in 0..4 {
+        let barrier = Arc::new(tokio::sync::Barrier::new(hosts.len()));
+        let sent: Vec<_> = hosts
+            .iter()
+            .map(|host| {
+                let request = send(
+                    host,
+                    format!("at-once-{round}"),
+                    format!("crm:once-{round}"),
+                );
+                let barrier = barrier.clone();
+                tokio::spawn(async move {
+                    barrier.wait().await;
+                    expect_json(request.await.unwrap(), StatusCode::CREATED).await
+                })
+            })
+            .collect();
+        let mut answers = Vec::new();
+        for task in sent {
+            answers.push(task.await.unwrap());
+        }
+        assert!(answers.iter().all(|a| *a == answers[0]), "{answers:?}");
+        let listed = expect_json(
+            hosts[1]
+                .get_auth(
+                    &format!("/v1/vat/aar?vat_jti={jti}&resource=crm:once-{round}"),
+                    &hosts[1].admin_key,
+                )
+                .await,
+            StatusCode::OK,
+        )
+        .await;
+        assert_eq!(listed["records"].as_array().unwrap().len(), 1, "{listed}");
+    }
+    stop_all(hosts).await;
+}
+
 /// A chain with a budget is spent by one host's group at a time, and only
 /// it: with a test connection holding chain X's key, X's write waits, while
 /// chain Y of the same organisation is spent on the other hosts; X's write
