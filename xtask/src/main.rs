@@ -74,7 +74,7 @@ fn root() -> PathBuf {
 }
 
 /// Announces and runs a command in the workspace root; fails on a non-zero exit.
-fn run(program: &str, args: &[&str]) -> Result<()> {
+pub(crate) fn run(program: &str, args: &[&str]) -> Result<()> {
     run_with(program, args, &[])
 }
 
@@ -155,9 +155,7 @@ fn test() -> Result<()> {
     }
     let root = root();
     let mut steps = Steps::new();
-    steps.step("wasm32 target", || {
-        run("rustup", &["target", "add", "wasm32-unknown-unknown"])
-    })?;
+    steps.step("wasm32 target", wasm::ensure_target)?;
     steps.step("fmt", || run("cargo", &["fmt", "--all", "--", "--check"]))?;
     steps.step("vectors", || vectors::run(&root, true))?;
     // The pages before any build of the host, which embeds them.

@@ -237,10 +237,17 @@ pub(crate) fn build_for_tests(root: &Path) -> Result<()> {
     package(root, false)
 }
 
+/// Adds the `wasm32-unknown-unknown` target to the toolchain when it is
+/// missing (a fresh machine; `rustup` answers at once when it is there).
+pub(crate) fn ensure_target() -> Result<()> {
+    crate::run("rustup", &["target", "add", TARGET])
+}
+
 /// Builds the package; with `write_types`, first writes the client's types
 /// generated from the served document (which builds the server).
 fn package(root: &Path, write_types: bool) -> Result<()> {
     let wasm = root.join("wasm");
+    ensure_target()?;
     ensure_wasm_bindgen(root)?;
     npm_ci_if_stale(&wasm)?;
     if write_types {

@@ -1281,6 +1281,7 @@ pub(super) fn today() -> String {
 pub(super) fn reference_verifier(root: &Path) -> Result<PathBuf> {
     let target = target_dir(root)?.join("plugins");
     let manifest = root.join("host/plugins/reference-verifier/Cargo.toml");
+    crate::wasm::ensure_target()?;
     run(
         "cargo",
         &[
