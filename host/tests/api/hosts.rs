@@ -1752,7 +1752,8 @@ async fn a_group_between_round_trips_holds_no_log_state() {
 /// host have one winner, a revocation on one host refused by the others'
 /// next call and no write any host acknowledged committed after it, every
 /// acknowledged write stored once, the log auditing clean, and a record
-/// proven by a host that did not write it.
+/// proven by a host that did not write it — with a fourth host, a process
+/// writing both organisations' records, killed (`kill -9`) mid-run.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn three_hosts_two_organisations_write_at_once_and_every_guarantee_holds() {
     needs_postgres();
@@ -1811,17 +1812,74 @@ async fn three_hosts_two_organisations_write_at_once_and_every_guarantee_holds()
             }));
         }
     }
+    // A fourth host, a process of its own, writes both organisations'
+    // records too, and is killed (`kill -9`) mid-run: what it acknowledged
+    // is kept, and the group it was writing leaves nothing behind.
+    let fourth = tempfile::tempdir().unwrap();
+    share_database(hosts[0].dir.as_ref().unwrap().path(), fourth.path());
+    let victim = Server::start(fourth.path(), &config_without_limits(fourth.path()));
+    let mut victims = Vec::new();
+    let victim_acks = Arc::new(AtomicU64::new(0));
+    for (org, root) in roots.iter().enumerate() {
+        let (client, url, jti, acks) = (
+            victim.client.clone(),
+            format!("{}/v1/vat/record/action", victim.base),
+            text(&root["jti"]).to_owned(),
+            victim_acks.clone(),
+        );
+        victims.push(tokio::spawn(async move {
+            let mut ids = Vec::new();
+            for i in 0.. {
+                let Ok(response) = client
+                    .post(&url)
+                    .json(&json!({"vat_jti": jti, "action": "read",
+                                  "resource": format!("crm:killed-{i}"), "result": "success"}))
+                    .send()
+                    .await
+                else {
+                    break;
+                };
+                if response.status() != StatusCode::CREATED {
+                    continue;
+                }
+                let Ok(body) = response.json::<Value>().await else {
+                    break;
+                };
+                ids.push(text(&body["aar_id"]).to_owned());
+                acks.fetch_add(1, Ordering::SeqCst);
+            }
+            (org, ids)
+        }));
+    }
     let all: Vec<&TestApp> = hosts.iter().collect();
+    let mut victim = Some(victim);
     for trial in 0..3 {
         let ((first, _), (second, _)) = tokio::join!(
             spenders_race_in(&all, &issuers[0], 24, trial),
             spenders_race_in(&all, &issuers[1], 24, trial),
         );
         assert_ne!(first, second);
+        if let Some(victim) = victim.take() {
+            let started = Instant::now();
+            while victim_acks.load(Ordering::SeqCst) < 4 {
+                assert!(
+                    started.elapsed() < Duration::from_secs(60),
+                    "the fourth host acknowledged nothing"
+                );
+                tokio::time::sleep(Duration::from_millis(10)).await;
+            }
+            tokio::time::sleep(Duration::from_millis(random_below(200))).await;
+            victim.kill();
+        }
         tokio::join!(
             ratings_race_by(&all, &roots[0], &issuers[0], trial),
             ratings_race_by(&all, &roots[1], &issuers[1], trial + 1),
         );
+    }
+    let mut killed: [Vec<String>; 2] = [Vec::new(), Vec::new()];
+    for writer in victims {
+        let (org, written) = writer.await.unwrap();
+        killed[org].extend(written);
     }
     // The first organisation's writer revoked on the third host: refused
     // by the other two at once, while the second organisation's writes go
@@ -1840,8 +1898,8 @@ async fn three_hosts_two_organisations_write_at_once_and_every_guarantee_holds()
         ids[0].len(),
         ids[1].len()
     );
-    let acknowledged: Vec<String> = ids.concat();
-    let first = ids[0].clone();
+    let acknowledged: Vec<String> = [ids.concat(), killed.concat()].concat();
+    let first: Vec<String> = [ids[0].clone(), killed[0].clone()].concat();
     let (stored, revoked_at, latest, report) = hosts[0].with_database(move |conn| {
         let mut stored = 0;
         for id in &acknowledged {
@@ -1880,7 +1938,7 @@ async fn three_hosts_two_organisations_write_at_once_and_every_guarantee_holds()
     });
     assert_eq!(
         usize::try_from(stored).unwrap(),
-        ids[0].len() + ids[1].len()
+        ids[0].len() + ids[1].len() + killed[0].len() + killed[1].len()
     );
     assert!(
         latest < revoked_at,
