@@ -315,25 +315,22 @@ async fn housekeeping(state: AppState) {
     }
 }
 
-pub(crate) async fn shutdown_signal() {
-    let ctrl_c = async {
-        if tokio::signal::ctrl_c().await.is_err() {
-            std::future::pending::<()>().await;
+/// The server's stop: SIGTERM or SIGINT (Ctrl-C). Both are caught from
+/// the call on, so a caller makes it before it says it listens: a signal
+/// sent the moment the line is read, before the accept loop first polls
+/// the future, stops the server gracefully rather than killing it (a
+/// test's SIGTERM did, once, on a loaded machine).
+pub(crate) fn shutdown_signal() -> std::io::Result<impl std::future::Future<Output = ()>> {
+    use tokio::signal::unix::{SignalKind, signal};
+    let mut interrupt = signal(SignalKind::interrupt())?;
+    let mut terminate = signal(SignalKind::terminate())?;
+    Ok(async move {
+        tokio::select! {
+            _ = interrupt.recv() => {},
+            _ = terminate.recv() => {},
         }
-    };
-    let terminate = async {
-        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-            Ok(mut signal) => {
-                signal.recv().await;
-            }
-            Err(_) => std::future::pending::<()>().await,
-        }
-    };
-    tokio::select! {
-        () = ctrl_c => {},
-        () = terminate => {},
-    }
-    tracing::info!("shutting down: finishing in-flight requests");
+        tracing::info!("shutting down: finishing in-flight requests");
+    })
 }
 
 /// Holds the address the server listens on, the base of signed URLs
@@ -452,13 +449,14 @@ pub async fn serve(config: Config) -> anyhow::Result<()> {
         .await
         .map_err(|e| anyhow::anyhow!("cannot listen on {listen}: {e}"))?;
     let address = listener.local_addr()?;
+    let stop = shutdown_signal()?;
     report(
         &data_dir,
         address,
         public_url.as_deref(),
         new_admin_key.as_deref(),
     );
-    serve_until(listener, state, shutdown_signal()).await
+    serve_until(listener, state, stop).await
 }
 
 #[allow(

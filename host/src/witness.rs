@@ -431,15 +431,10 @@ pub async fn serve(config: Config) -> anyhow::Result<()> {
         .await
         .map_err(|e| anyhow::anyhow!("cannot listen on {listen}: {e}"))?;
     let address: SocketAddr = listener.local_addr()?;
+    let stop = crate::shutdown_signal()?;
     report(&witness.vkey(), address, witness.logs.len());
     let timeout = config.witness.request_timeout();
-    crate::listen::serve(
-        listener,
-        router(witness, timeout),
-        timeout,
-        crate::shutdown_signal(),
-    )
-    .await;
+    crate::listen::serve(listener, router(witness, timeout), timeout, stop).await;
     tracing::info!("witness stopped");
     Ok(())
 }
