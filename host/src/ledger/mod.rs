@@ -38,7 +38,7 @@ use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, LazyLock};
 
 use crate::store::sql::types::Value;
-use crate::store::sql::{self, Connection, Dialect, InsertTexts, RowsFor, Step};
+use crate::store::sql::{self, Connection, Dialect, InsertTexts, Query, Row, RowsFor, Step};
 use mandate_core::{
     AarId, BudgetExceeded, Claims, Constraints, CountsChange, DenyReason, IssueError, Jth, Jti,
     RecordError, RecordOrigin, RecordState, ScopeError, TokenStatus, Ulid, Usage, Usd,
@@ -941,10 +941,12 @@ impl Ledger {
         let jth = jti.hash();
         // Even with the standing read: a write taking the key exclusive
         // (a revocation) after one of the group took it shared.
+        // Its standing, unless read already, rides with the key's statement.
         if self.shared
             && let Some(org) = self.org_of(&jth)?
         {
-            self.enter(org)?;
+            let unread = !self.standings.contains_key(&jth);
+            self.enter_reading(org, unread.then_some(&jth))?;
         }
         let standing = match self.standings.get(&jth) {
             Some(standing) => *standing,
@@ -1014,6 +1016,14 @@ impl Ledger {
     /// single writer's `BEGIN IMMEDIATE` already excludes everyone:
     /// nothing to do.
     fn enter(&mut self, org: Org) -> Result<bool, LedgerError> {
+        self.enter_reading(org, None)
+    }
+
+    /// [`Ledger::enter`], and when it takes the key now, the standing of
+    /// the token `standing_of` read in the same flight, after the key (one
+    /// round trip for both, [`org_rows::enter`]); kept only when read
+    /// under the key, so a revocation that held the key is seen.
+    fn enter_reading(&mut self, org: Org, standing_of: Option<&Jth>) -> Result<bool, LedgerError> {
         if !self.shared {
             return Ok(false);
         }
@@ -1023,7 +1033,19 @@ impl Ledger {
             return Ok(false);
         }
         let wait = self.may_wait();
-        match org_rows::enter(&self.conn, org, exclusive, wait)? {
+        let jth_param = standing_of.map(|jth| [jth.as_str()]);
+        let mut standing = None;
+        let mut read = |row: &Row<'_>| {
+            standing = Some(tokens::standing_row(row)?);
+            Ok(())
+        };
+        let then = jth_param.as_ref().map(|param| Query {
+            sql: tokens::STANDING,
+            params: param,
+            read: &mut read,
+        });
+        let (entered, under_key) = org_rows::enter(&self.conn, org, exclusive, wait, then)?;
+        match entered {
             org_rows::Entered::Missing => {
                 Err(internal("an organisation of a stored object is missing"))
             }
@@ -1031,6 +1053,9 @@ impl Ledger {
             org_rows::Entered::Row(row) => {
                 self.took(key, exclusive);
                 self.quotas.insert(org, row.quotas);
+                if under_key && let (Some(jth), Some(standing)) = (standing_of, standing) {
+                    self.standings.insert(jth.clone(), standing);
+                }
                 Ok(true)
             }
         }

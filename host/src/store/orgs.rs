@@ -3,7 +3,7 @@
 //! records. Outside the store an organisation is its id, `org_<ulid>`.
 
 use crate::store::sql::types::{FromSql, ToSql, ValueRef};
-use crate::store::sql::{self, Connection, OptionalExtension, Row, params};
+use crate::store::sql::{self, Connection, OptionalExtension, Query, Row, params};
 use mandate_core::OrgId;
 
 /// Bits of a record's `seq` below the organisation's number: each
@@ -112,34 +112,72 @@ pub enum Entered {
 }
 
 /// Takes an organisation's key ([`crate::store::locks::org`], exclusive
-/// or shared) until the transaction ends, and reads its row (with its
-/// quotas) in the same statement when the key is free; when it is not,
-/// waits for it (`wait`) and reads the row after, or answers
+/// or shared) until the transaction ends and reads its row (with its
+/// quotas) after, by the next statement of the same flight (one round
+/// trip): a statement sees what was committed before it began, so the row
+/// read by the statement taking the key could miss a change committed by
+/// the key's last holder after that statement began. When the key is not
+/// free, waits for it (`wait`) and reads the row again, or answers
 /// [`Entered::Busy`] at once.
-pub fn enter(conn: &Connection, org: Org, exclusive: bool, wait: bool) -> sql::Result<Entered> {
+///
+/// `then`, a query of the caller's, rides in the flight after the row;
+/// the answer's `bool` says whether it was read under the key (the key
+/// was free). When it was not, what `then` read is stale: the caller
+/// reads it again.
+pub fn enter(
+    conn: &Connection,
+    org: Org,
+    exclusive: bool,
+    wait: bool,
+    then: Option<Query<'_>>,
+) -> sql::Result<(Entered, bool)> {
     let key = crate::store::locks::org(org);
     let try_lock = if exclusive {
-        "pg_try_advisory_xact_lock"
+        "SELECT pg_try_advisory_xact_lock(?1)"
     } else {
-        "pg_try_advisory_xact_lock_shared"
+        "SELECT pg_try_advisory_xact_lock_shared(?1)"
     };
-    let found = conn
-        .prepare_cached(&format!(
-            "SELECT {ORG_COLUMNS}, {try_lock}(?2) FROM orgs WHERE num = ?1"
-        ))?
-        .query_row(params![org, key], |row| {
-            Ok((org_row(row)?, row.get::<_, bool>(6)?))
-        })
-        .optional()?;
-    Ok(match found {
-        None => Entered::Missing,
-        Some((row, true)) => Entered::Row(row),
-        Some((_, false)) if !wait => Entered::Busy,
-        Some(_) => {
+    let row_sql = format!("SELECT {ORG_COLUMNS} FROM orgs WHERE num = ?1");
+    let (key_param, org_param) = ([key], [org]);
+    let (mut taken, mut found) = (None, None);
+    let mut read_taken = |row: &Row<'_>| {
+        taken = Some(row.get::<_, bool>(0)?);
+        Ok(())
+    };
+    let mut read_row = |row: &Row<'_>| {
+        found = Some(org_row(row)?);
+        Ok(())
+    };
+    let mut flight = vec![
+        Query {
+            sql: try_lock,
+            params: &key_param,
+            read: &mut read_taken,
+        },
+        Query {
+            sql: &row_sql,
+            params: &org_param,
+            read: &mut read_row,
+        },
+    ];
+    if let Some(then) = then {
+        // Its borrows shortened to the flight's.
+        flight.push(Query {
+            sql: then.sql,
+            params: then.params,
+            read: then.read,
+        });
+    }
+    conn.query_flight(&mut flight)?;
+    drop(flight);
+    Ok(match (taken, found) {
+        (Some(true), None) => (Entered::Missing, true),
+        (Some(true), Some(row)) => (Entered::Row(row), true),
+        (_, _) if !wait => (Entered::Busy, false),
+        (_, _) => {
             crate::store::locks::take(conn, key, exclusive, true)?;
-            // Read after the wait: a statement sees what was committed
-            // before it began.
-            by_number(conn, org)?.map_or(Entered::Missing, Entered::Row)
+            let entered = by_number(conn, org)?.map_or(Entered::Missing, Entered::Row);
+            (entered, false)
         }
     })
 }

@@ -1284,6 +1284,83 @@ impl Connection {
         pg.noted(committed)
     }
 
+    /// Runs `queries` in order and hands each one's rows to its reader. On
+    /// PostgreSQL they are one flight — sent together, then every answer
+    /// read: one round trip whatever their number — and the server runs
+    /// each after the one before has finished, so each sees what was
+    /// committed before it began, after every lock the ones before it
+    /// took (in READ COMMITTED a statement's snapshot is taken when it
+    /// starts). A failed query fails them all with its error (PostgreSQL
+    /// aborts the transaction: those after it fail too). On SQLite, one
+    /// after the other.
+    pub fn query_flight(&self, queries: &mut [Query<'_>]) -> Result<()> {
+        let pg = match &self.engine {
+            Engine::Sqlite(_) => {
+                for query in queries.iter_mut() {
+                    let mut statement = self.prepare_cached(query.sql)?;
+                    let mut rows = statement.query(ParamsOf(query.params))?;
+                    while let Some(row) = rows.next()? {
+                        (query.read)(&row)?;
+                    }
+                }
+                return Ok(());
+            }
+            Engine::Postgres(pg) => pg,
+        };
+        let mut statements = Vec::with_capacity(queries.len());
+        let mut values = Vec::with_capacity(queries.len());
+        for query in queries.iter() {
+            match self.prepare_cached(query.sql)?.prepared {
+                Prepared::Postgres(_, statement, _) => statements.push(statement),
+                Prepared::Sqlite(_) => {
+                    return Err(Error::Conversion(
+                        "an SQLite statement on PostgreSQL".into(),
+                    ));
+                }
+            }
+            values.push(query.params.values()?);
+        }
+        let binds: Vec<Vec<PgBind<'_>>> = values
+            .into_iter()
+            .map(|values| values.into_iter().map(PgBind).collect())
+            .collect();
+        let params: Vec<_> = binds.iter().map(|binds| inferred(binds)).collect();
+        if let Some(tally) = &self.tally {
+            tally.statements.inc_by(queries.len() as u64);
+            tally.round_trips.inc();
+        }
+        let (begun, answers) =
+            {
+                let client = pg.client.borrow();
+                let opening = pg.opening.take();
+                pg.wait(async {
+                    let begun = async {
+                        if opening {
+                            client.batch_execute(&pg.begin).await
+                        } else {
+                            Ok(())
+                        }
+                    };
+                    let sent =
+                        futures_util::future::join_all(statements.iter().zip(&params).map(
+                            |(statement, params)| call(&client, statement, params, Answer::Rows),
+                        ));
+                    futures_util::future::join(begun, sent).await
+                })
+            };
+        pg.noted(begun)?;
+        let answers = answers
+            .into_iter()
+            .map(|answer| pg.noted(answer).map(|(_, rows)| rows))
+            .collect::<Result<Vec<_>>>()?;
+        for (query, rows) in queries.iter_mut().zip(&answers) {
+            for row in rows {
+                (query.read)(&Row::Postgres(row))?;
+            }
+        }
+        Ok(())
+    }
+
     /// Applies `rows` (their values in `columns`' order) by a statement of
     /// each engine's: on SQLite `sqlite`, binding one row's values as
     /// `?1`, `?2` …, once per row; on PostgreSQL `postgres` once, binding
@@ -1396,6 +1473,29 @@ pub struct RowsFor<'a> {
     pub postgres: &'a str,
     pub columns: &'a [Column],
     pub rows: &'a [Vec<Value>],
+}
+
+/// One query of [`Connection::query_flight`]: its statement, its
+/// parameters, and what reads each of its rows.
+pub struct Query<'a> {
+    pub sql: &'a str,
+    pub params: &'a dyn Params,
+    pub read: &'a mut dyn FnMut(&Row<'_>) -> Result<()>,
+}
+
+impl fmt::Debug for Query<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Query").field("sql", &self.sql).finish()
+    }
+}
+
+/// Parameters given as a trait object, as parameters.
+struct ParamsOf<'a>(&'a dyn Params);
+
+impl Params for ParamsOf<'_> {
+    fn values(&self) -> Result<Vec<ValueRef<'_>>> {
+        self.0.values()
+    }
 }
 
 /// One step of [`Connection::commit_flight`].

@@ -27,17 +27,25 @@ pub struct Standing {
     pub children: u64,
 }
 
+/// The statement reading a token's standing by jti hash (`?1`), read by
+/// [`standing_row`].
+pub const STANDING: &str =
+    "SELECT org, revoked_at IS NOT NULL, children FROM tokens WHERE jth = ?1";
+
 /// A token's standing, by jti hash; `None` for a token never issued here.
 pub fn standing(conn: &Connection, jth: &Jth) -> sql::Result<Option<Standing>> {
-    conn.prepare_cached("SELECT org, revoked_at IS NOT NULL, children FROM tokens WHERE jth = ?1")?
-        .query_row([jth.as_str()], |row| {
-            Ok(Standing {
-                org: row.get(0)?,
-                revoked: row.get(1)?,
-                children: u64::try_from(row.get::<_, i64>(2)?).unwrap_or(0),
-            })
-        })
+    conn.prepare_cached(STANDING)?
+        .query_row([jth.as_str()], standing_row)
         .optional()
+}
+
+/// A row of [`STANDING`].
+pub fn standing_row(row: &Row<'_>) -> sql::Result<Standing> {
+    Ok(Standing {
+        org: row.get(0)?,
+        revoked: row.get(1)?,
+        children: u64::try_from(row.get::<_, i64>(2)?).unwrap_or(0),
+    })
 }
 
 /// The organisation of the token with this jti hash, if there is one (it
