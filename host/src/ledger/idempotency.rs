@@ -16,6 +16,7 @@ use crate::clock::Now;
 use crate::store::idempotency::{self, Stored, StoredReply};
 use crate::store::orgs::Org;
 use crate::store::sql::types::Value;
+use crate::store::sql::{Query, Row, params};
 
 /// The status of a stored answer that waits (202 Accepted): a repeat may
 /// resume it ([`Ledger::once_resuming`]).
@@ -105,17 +106,39 @@ impl Ledger {
         let Some(key) = key else {
             return write(self).map(|outcome| Reply::Fresh(outcome, None));
         };
-        self.take(crate::store::locks::idempotency(
-            key.org, &key.scope, &key.key,
-        ))?;
+        let lock = crate::store::locks::idempotency(key.org, &key.scope, &key.key);
         let since = now.ms() - RETENTION_MS;
-        let found = match self.replies_held.get(&HeldKey::of(key)) {
-            Some(held) if held.at_ms > since => Some(Stored {
+        let held = self.replies_held.get(&HeldKey::of(key)).map(|held| {
+            (held.at_ms > since).then(|| Stored {
                 request_sha256: held.request_sha256.to_vec(),
                 reply: held.reply.clone(),
-            }),
-            Some(_) => None,
-            None => idempotency::find(&self.conn, key.org, &key.scope, &key.key, since)?,
+            })
+        });
+        let found = match held {
+            Some(held) => {
+                self.take(lock)?;
+                held
+            }
+            // Looked up in the flight taking the key, counted if the key
+            // was free; else looked up again, under it.
+            None => {
+                let mut found = None;
+                let mut read = |row: &Row<'_>| {
+                    found = Some(idempotency::stored_row(row)?);
+                    Ok(())
+                };
+                let params = params![key.org, key.scope.as_str(), key.key.as_str(), since];
+                let look_up = Query {
+                    sql: idempotency::FIND,
+                    params: &params,
+                    read: &mut read,
+                };
+                if self.take_reading(lock, vec![look_up])? {
+                    found
+                } else {
+                    idempotency::find(&self.conn, key.org, &key.scope, &key.key, since)?
+                }
+            }
         };
         let outcome = match found {
             Some(stored) if stored.request_sha256 != key.body_sha256 => {

@@ -49,6 +49,7 @@ use mandate_core::limits::{MAX_BULK_RATINGS, MAX_WEBHOOKS_PER_ORG};
 use mandate_core::webhook::EventType;
 
 use crate::recordlog::events;
+use crate::store::locks::Taken;
 use crate::store::log as rows_log;
 use crate::store::orgs::{self as org_rows, Org, Quotas};
 use crate::store::records::{self, SummaryKey};
@@ -1095,15 +1096,24 @@ impl Ledger {
     /// the write then shares its organisation's key or not as it would
     /// without one.
     fn take(&mut self, key: i64) -> Result<(), LedgerError> {
+        self.take_reading(key, Vec::new()).map(drop)
+    }
+
+    /// [`Ledger::take`], running `then` in the flight that takes the key
+    /// ([`crate::store::locks::take_then`]); answers whether what `then`
+    /// read counts (read under the key). `then` does not run when the
+    /// group holds the key already, nor on SQLite: the caller reads.
+    fn take_reading(&mut self, key: i64, then: Vec<Query<'_>>) -> Result<bool, LedgerError> {
         if !self.shared || self.holds(key, true) {
-            return Ok(());
+            return Ok(false);
         }
         let wait = self.may_wait();
-        if !crate::store::locks::take(&self.conn, key, true, wait)? {
+        let taken = crate::store::locks::take_then(&self.conn, key, true, wait, then)?;
+        if taken == Taken::Busy {
             return Err(self.defer());
         }
         self.held.insert(key, true);
-        Ok(())
+        Ok(taken == Taken::Free)
     }
 
     /// Whether the group holds `key` (exclusively, when `exclusive`).

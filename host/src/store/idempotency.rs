@@ -3,7 +3,7 @@
 //! sent the key), with the SHA-256 of the request body they answered.
 
 use crate::store::sql::types::Value;
-use crate::store::sql::{self, Connection, OptionalExtension, params};
+use crate::store::sql::{self, Connection, OptionalExtension, Row, params};
 
 use super::orgs::Org;
 
@@ -21,8 +21,13 @@ pub struct Stored {
     pub reply: StoredReply,
 }
 
-/// The answer stored under `key` in `org` and `scope` at or after
-/// `since_ms`.
+/// The statement finding the answer stored under a key: `?1` the
+/// organisation, `?2` the scope, `?3` the key, `?4` the earliest time kept
+/// (answers at or before it are forgotten); read by [`stored_row`].
+pub const FIND: &str = "SELECT request_hash, status, body FROM idempotency
+     WHERE org = ?1 AND scope = ?2 AND key = ?3 AND created_at > ?4";
+
+/// The answer stored under `key` in `org` and `scope` after `since_ms`.
 pub fn find(
     conn: &Connection,
     org: Org,
@@ -30,20 +35,20 @@ pub fn find(
     key: &str,
     since_ms: i64,
 ) -> sql::Result<Option<Stored>> {
-    conn.prepare_cached(
-        "SELECT request_hash, status, body FROM idempotency
-         WHERE org = ?1 AND scope = ?2 AND key = ?3 AND created_at > ?4",
-    )?
-    .query_row(params![org, scope, key, since_ms], |row| {
-        Ok(Stored {
-            request_sha256: row.get(0)?,
-            reply: StoredReply {
-                status: row.get(1)?,
-                body: row.get(2)?,
-            },
-        })
+    conn.prepare_cached(FIND)?
+        .query_row(params![org, scope, key, since_ms], stored_row)
+        .optional()
+}
+
+/// A row of [`FIND`].
+pub fn stored_row(row: &Row<'_>) -> sql::Result<Stored> {
+    Ok(Stored {
+        request_sha256: row.get(0)?,
+        reply: StoredReply {
+            status: row.get(1)?,
+            body: row.get(2)?,
+        },
     })
-    .optional()
 }
 
 /// The columns of [`store_all`]'s rows.

@@ -18,7 +18,7 @@
 use sha2::{Digest, Sha256};
 
 use crate::store::orgs::Org;
-use crate::store::sql::{self, Connection, params};
+use crate::store::sql::{self, Connection, Query, Row, params};
 
 /// The key of `kind` for the object named by `parts`.
 fn key(kind: &str, parts: &[&str]) -> i64 {
@@ -77,4 +77,65 @@ pub fn take(conn: &Connection, key: i64, exclusive: bool, wait: bool) -> sql::Re
     };
     conn.prepare_cached(text)?
         .query_row(params![key], |row| row.get(0))
+}
+
+/// How [`take_then`] went.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Taken {
+    /// The key was free: taken by the flight's first statement, so the
+    /// queries after it were read under it.
+    Free,
+    /// The key was held by another transaction and taken after waiting
+    /// for it: what the queries read came before, and is read again.
+    AfterWait,
+    /// The key was held by another transaction and the caller would not
+    /// wait.
+    Busy,
+}
+
+/// Takes `key` as [`take`] does, and runs `then` in the same flight, after
+/// the statement trying for the key (one round trip; each statement of a
+/// flight begins after the one before has finished, so sees what the key's
+/// last holder committed). What `then` read counts only when the answer is
+/// [`Taken::Free`]: when the key was busy it was read before the holder's
+/// commit, and after a wait (`wait`) the caller reads again.
+pub fn take_then(
+    conn: &Connection,
+    key: i64,
+    exclusive: bool,
+    wait: bool,
+    then: Vec<Query<'_>>,
+) -> sql::Result<Taken> {
+    let try_lock = if exclusive {
+        "SELECT pg_try_advisory_xact_lock(?1)"
+    } else {
+        "SELECT pg_try_advisory_xact_lock_shared(?1)"
+    };
+    let param = [key];
+    let mut taken = false;
+    let mut read_taken = |row: &Row<'_>| {
+        taken = row.get(0)?;
+        Ok(())
+    };
+    let mut flight = vec![Query {
+        sql: try_lock,
+        params: &param,
+        read: &mut read_taken,
+    }];
+    // Their borrows shortened to the flight's.
+    flight.extend(then.into_iter().map(|query| Query {
+        sql: query.sql,
+        params: query.params,
+        read: query.read,
+    }));
+    conn.query_flight(&mut flight)?;
+    drop(flight);
+    Ok(if taken {
+        Taken::Free
+    } else if wait {
+        take(conn, key, exclusive, true)?;
+        Taken::AfterWait
+    } else {
+        Taken::Busy
+    })
 }

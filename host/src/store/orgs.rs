@@ -2,6 +2,7 @@
 //! its number ([`Org`]), which is also the high bits of every `seq` of its
 //! records. Outside the store an organisation is its id, `org_<ulid>`.
 
+use crate::store::locks::Taken;
 use crate::store::sql::types::{FromSql, ToSql, ValueRef};
 use crate::store::sql::{self, Connection, OptionalExtension, Query, Row, params};
 use mandate_core::OrgId;
@@ -131,35 +132,18 @@ pub fn enter(
     wait: bool,
     then: Option<Query<'_>>,
 ) -> sql::Result<(Entered, bool)> {
-    let key = crate::store::locks::org(org);
-    let try_lock = if exclusive {
-        "SELECT pg_try_advisory_xact_lock(?1)"
-    } else {
-        "SELECT pg_try_advisory_xact_lock_shared(?1)"
-    };
     let row_sql = format!("SELECT {ORG_COLUMNS} FROM orgs WHERE num = ?1");
-    let (key_param, org_param) = ([key], [org]);
-    let (mut taken, mut found) = (None, None);
-    let mut read_taken = |row: &Row<'_>| {
-        taken = Some(row.get::<_, bool>(0)?);
-        Ok(())
-    };
+    let org_param = [org];
+    let mut found = None;
     let mut read_row = |row: &Row<'_>| {
         found = Some(org_row(row)?);
         Ok(())
     };
-    let mut flight = vec![
-        Query {
-            sql: try_lock,
-            params: &key_param,
-            read: &mut read_taken,
-        },
-        Query {
-            sql: &row_sql,
-            params: &org_param,
-            read: &mut read_row,
-        },
-    ];
+    let mut flight = vec![Query {
+        sql: &row_sql,
+        params: &org_param,
+        read: &mut read_row,
+    }];
     if let Some(then) = then {
         // Its borrows shortened to the flight's.
         flight.push(Query {
@@ -168,14 +152,12 @@ pub fn enter(
             read: then.read,
         });
     }
-    conn.query_flight(&mut flight)?;
-    drop(flight);
-    Ok(match (taken, found) {
-        (Some(true), None) => (Entered::Missing, true),
-        (Some(true), Some(row)) => (Entered::Row(row), true),
-        (_, _) if !wait => (Entered::Busy, false),
-        (_, _) => {
-            crate::store::locks::take(conn, key, exclusive, true)?;
+    let key = crate::store::locks::org(org);
+    let taken = crate::store::locks::take_then(conn, key, exclusive, wait, flight)?;
+    Ok(match taken {
+        Taken::Free => (found.map_or(Entered::Missing, Entered::Row), true),
+        Taken::Busy => (Entered::Busy, false),
+        Taken::AfterWait => {
             let entered = by_number(conn, org)?.map_or(Entered::Missing, Entered::Row);
             (entered, false)
         }

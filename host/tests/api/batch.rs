@@ -1064,7 +1064,7 @@ async fn the_writer_lane_counts_what_a_group_sends_the_database() {
     let record =
         json!({"vat_jti": jti, "action": "read", "resource": "crm:a", "result": "success"});
     let before = writer_sent(&app).await;
-    let ten_bare = results(batch(&app, None, &vec![record; 10]).await).await;
+    let ten_bare = results(batch(&app, None, &vec![record.clone(); 10]).await).await;
     assert!(
         ten_bare.iter().all(|r| r["recorded"] == true),
         "{ten_bare:?}"
@@ -1094,6 +1094,21 @@ async fn the_writer_lane_counts_what_a_group_sends_the_database() {
         ten,
         group + first_token + 10 * per_record,
         "a batch of ten of one token"
+    );
+    // With an Idempotency-Key: on PostgreSQL the key's lock and the look-up
+    // of its stored answer are one flight (one round trip more); on SQLite
+    // the look-up and the answer's row (two statements more).
+    // (The first prepares the key's statements.)
+    let body = json!({ "records": [record.clone(), record.clone()] });
+    results(send(&app, None, &body, Some("counted-first")).await).await;
+    let before = writer_sent(&app).await;
+    results(send(&app, None, &body, Some("counted-once")).await).await;
+    let keyed = writer_sent(&app).await - before;
+    let idempotency = if postgres { 1 } else { 2 };
+    assert_eq!(
+        keyed,
+        group + first_token + 2 * per_record + idempotency,
+        "a batch of two under an idempotency key"
     );
 
     // Ten agents in ten workflows, a record each in one batch: their
