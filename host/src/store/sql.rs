@@ -767,6 +767,21 @@ async fn call(
     }
 }
 
+/// What opens a flight: `begin` (`BEGIN` and the transaction's settings)
+/// when the transaction is begun but not sent yet (`opening`, see
+/// [`Pg::opening`]), nothing otherwise.
+async fn begun(
+    client: &tokio_postgres::Client,
+    begin: &str,
+    opening: bool,
+) -> std::result::Result<(), tokio_postgres::Error> {
+    if opening {
+        client.batch_execute(begin).await
+    } else {
+        Ok(())
+    }
+}
+
 impl Pg {
     fn connect(
         runtime: &tokio::runtime::Runtime,
@@ -854,16 +869,11 @@ impl Pg {
     ) -> Result<(u64, Vec<tokio_postgres::Row>)> {
         let result = {
             let client = self.client.borrow();
-            let call = call(&client, statement, params, answer);
-            if self.opening.take() {
-                let (begun, answered) = self.wait(futures_util::future::join(
-                    client.batch_execute(&self.begin),
-                    call,
-                ));
-                begun.and(answered)
-            } else {
-                self.wait(call)
-            }
+            let (begun, answered) = self.wait(futures_util::future::join(
+                begun(&client, &self.begin, self.opening.take()),
+                call(&client, statement, params, answer),
+            ));
+            begun.and(answered)
         };
         self.noted(result)
     }
@@ -907,15 +917,11 @@ impl Pg {
     fn batch(&self, sql: &str) -> Result<()> {
         let result = {
             let client = self.client.borrow();
-            if self.opening.take() {
-                let (begun, ran) = self.wait(futures_util::future::join(
-                    client.batch_execute(&self.begin),
-                    client.batch_execute(sql),
-                ));
-                begun.and(ran)
-            } else {
-                self.wait(client.batch_execute(sql))
-            }
+            let (begun, ran) = self.wait(futures_util::future::join(
+                begun(&client, &self.begin, self.opening.take()),
+                client.batch_execute(sql),
+            ));
+            begun.and(ran)
         };
         self.noted(result)
     }
@@ -1253,13 +1259,7 @@ impl Connection {
             let client = pg.client.borrow();
             let opening = pg.opening.take();
             pg.wait(async {
-                let begun = async {
-                    if opening {
-                        client.batch_execute(&pg.begin).await
-                    } else {
-                        Ok(())
-                    }
-                };
+                let begun = begun(&client, &pg.begin, opening);
                 let sent = futures_util::future::join_all(flown.iter().zip(&params).map(
                     |((statement, _, _, _, answer), params)| {
                         call(&client, statement, params, *answer)
@@ -1334,13 +1334,7 @@ impl Connection {
                 let client = pg.client.borrow();
                 let opening = pg.opening.take();
                 pg.wait(async {
-                    let begun = async {
-                        if opening {
-                            client.batch_execute(&pg.begin).await
-                        } else {
-                            Ok(())
-                        }
-                    };
+                    let begun = begun(&client, &pg.begin, opening);
                     let sent =
                         futures_util::future::join_all(statements.iter().zip(&params).map(
                             |(statement, params)| call(&client, statement, params, Answer::Rows),
