@@ -941,8 +941,8 @@ impl Ledger {
     fn token(&mut self, jti: &Jti) -> Result<Option<Token>, LedgerError> {
         let jth = jti.hash();
         // Even with the standing read: a write taking the key exclusive
-        // (a revocation) after one of the group took it shared.
-        // Its standing, unless read already, rides with the key's statement.
+        // (a revocation) after one of the group took it shared. The
+        // standing, unless read already, rides in the key's flight.
         if self.shared
             && let Some(org) = self.org_of(&jth)?
         {

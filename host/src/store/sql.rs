@@ -2020,6 +2020,37 @@ mod tests {
     }
 
     #[test]
+    fn a_flight_hands_each_query_its_own_rows_in_order() {
+        let conn = Connection::sqlite(rusqlite::Connection::open_in_memory().unwrap());
+        conn.execute_batch("CREATE TABLE t (n INTEGER); INSERT INTO t VALUES (1), (2), (3);")
+            .unwrap();
+        let (mut small, mut large) = (Vec::new(), Vec::new());
+        let mut read_small = |row: &Row<'_>| {
+            small.push(row.get::<_, i64>(0)?);
+            Ok(())
+        };
+        let mut read_large = |row: &Row<'_>| {
+            large.push(row.get::<_, i64>(0)?);
+            Ok(())
+        };
+        let (below, above) = ([3_i64], [1_i64]);
+        conn.query_flight(&mut [
+            Query {
+                sql: "SELECT n FROM t WHERE n < ?1 ORDER BY n",
+                params: &below,
+                read: &mut read_small,
+            },
+            Query {
+                sql: "SELECT n * 10 FROM t WHERE n > ?1 ORDER BY n DESC",
+                params: &above,
+                read: &mut read_large,
+            },
+        ])
+        .unwrap();
+        assert_eq!((small, large), (vec![1, 2], vec![30, 20]));
+    }
+
+    #[test]
     fn placeholders_become_postgresql_numbers_outside_quotes() {
         assert_eq!(
             numbered("SELECT a FROM t WHERE b = ?1 AND c = ?12 AND d = ?1"),
