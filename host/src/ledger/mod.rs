@@ -1398,7 +1398,8 @@ impl Ledger {
     /// The statements of the tail's flight that number the group's
     /// records of each organisation (PostgreSQL), before the sequencer's:
     /// the `org_seqs` rows this ledger has not seen made
-    /// ([`rows_log::MAKE_ORG_SEQS`]), the numbers handed out
+    /// ([`rows_log::MAKE_ORG_SEQS`]), the rows of several taken in order
+    /// ([`rows_log::LOCK_ORG_SEQS`]), the numbers handed out
     /// ([`rows_log::NUMBER_ORGS`], taking the rows to the commit, so
     /// records are numbered in commit order without a gap), and the records
     /// stored before the tail moved to them ([`rows_log::RENUMBER_RECORDS`]);
@@ -1421,7 +1422,7 @@ impl Ledger {
             })
             .collect();
         orgs.sort_by_key(|o| o.org);
-        let mut steps = Vec::with_capacity(3);
+        let mut steps = Vec::with_capacity(4);
         let unseen: Vec<rows_log::OrgRecords> = orgs
             .iter()
             .filter(|o| !self.seqs_made.contains(&Org::from_number(o.org)))
@@ -1433,10 +1434,11 @@ impl Ledger {
                 [Value::Text(rows_log::org_records(&unseen))],
             ));
         }
-        steps.push((
-            rows_log::NUMBER_ORGS,
-            [Value::Text(rows_log::org_records(&orgs))],
-        ));
+        let listed = rows_log::org_records(&orgs);
+        if orgs.len() > 1 {
+            steps.push((rows_log::LOCK_ORG_SEQS, [Value::Text(listed.clone())]));
+        }
+        steps.push((rows_log::NUMBER_ORGS, [Value::Text(listed)]));
         let mut inline: Vec<i64> = self
             .numbering
             .iter()

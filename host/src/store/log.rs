@@ -106,9 +106,9 @@ pub static MAKE_ORG_SEQS: LazyLock<String> = LazyLock::new(|| {
 /// records are numbered in commit order without a gap — and keeps the
 /// first `seq` handed out in `base`, which the flight's later statements
 /// read ([`NUMBERED_SEQ`], [`RENUMBER_RECORDS`]). Every tail takes its
-/// `org_seqs` rows before the sequencer's ([`SEQUENCE`]) in the order of
-/// the list (sorted by the caller), so tails never wait on one another in
-/// a cycle. The row's checks refuse a tail whose first record was created
+/// `org_seqs` rows before the sequencer's ([`SEQUENCE`]), several of them
+/// by [`LOCK_ORG_SEQS`] first, in the order of their numbers, so tails
+/// never wait on one another in a cycle. The row's checks refuse a tail whose first record was created
 /// more than the bound before the newest record another host committed
 /// (`org_seqs_clock`: its clock is behind), or that would fill the
 /// organisation's range (`org_seqs_range`).
@@ -120,6 +120,18 @@ pub const NUMBER_ORGS: &str = "UPDATE org_seqs SET base = org_seqs.next_seq,
      FROM (SELECT * FROM jsonb_to_recordset((?1::text)::jsonb)
          AS d(org bigint, n bigint, min_at bigint, max_at bigint) ORDER BY org) d
      WHERE org_seqs.org = d.org";
+
+/// Takes the `org_seqs` rows of the organisations of a JSON list `$1` (as
+/// [`NUMBER_ORGS`]'s) in the order of their numbers (a locking clause
+/// applies after `ORDER BY`), before [`NUMBER_ORGS`] updates them: an
+/// `UPDATE … FROM` locks its rows in the order its plan meets them (the
+/// table's physical order, which every update changes), so two tails
+/// numbering the same two organisations could each hold one row and wait
+/// for the other — a deadlock, which PostgreSQL breaks by failing one
+/// group (a 503).
+pub const LOCK_ORG_SEQS: &str = "SELECT org FROM org_seqs
+     WHERE org IN (SELECT org FROM jsonb_to_recordset((?1::text)::jsonb) AS d(org bigint))
+     ORDER BY org FOR UPDATE";
 
 /// The `seq` a record numbered provisionally as `t.v` takes (an
 /// expression for [`sql::Column::Computed`]): its organisation's `base`
