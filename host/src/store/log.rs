@@ -224,6 +224,18 @@ pub fn committed_size(conn: &Connection) -> sql::Result<u64> {
     .query_row([], |row| row.get(0))
 }
 
+/// [`committed_size`] and how many leaves the stored tile entries cover
+/// ([`integrated`]), read together without a lock: whether there is
+/// anything to integrate.
+pub fn sizes(conn: &Connection) -> sql::Result<(u64, u64)> {
+    conn.prepare_cached(
+        "SELECT COALESCE(next_log_idx, (SELECT COALESCE(max(idx) + 1, 0) FROM log_leaves)),
+                (SELECT size FROM log_integration WHERE id = 1)
+         FROM ledger_state WHERE id = 1",
+    )?
+    .query_row([], |row| Ok((row.get(0)?, row.get(1)?)))
+}
+
 /// How many leaves the stored tile entries (`log_nodes`) cover; on
 /// PostgreSQL the row is locked to the end of the transaction, so hosts
 /// integrate one at a time — after a wait for another holder, or (`wait`
