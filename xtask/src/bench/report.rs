@@ -15,6 +15,11 @@ use super::running::{
     PROXY_DELAY_US, Postgres, READERS, WitnessRows,
 };
 
+/// Shares (0–1) as percentages.
+fn percent(shares: &[f64]) -> Spread {
+    Spread::of(&shares.iter().map(|share| share * 100.0).collect::<Vec<_>>())
+}
+
 impl Spread {
     /// `median (min–max)` with `digits` decimals.
     pub(super) fn show(&self, digits: usize) -> String {
@@ -260,6 +265,32 @@ impl Postgres {
                 format!(
                     "{}×",
                     ratio(&self.proxied_three_hosts, &self.proxied_one_host).show(3)
+                ),
+            ),
+            (
+                format!(
+                    "the machine's CPU busy, one host / three hosts through the {delay} ms proxy (%)"
+                ),
+                format!(
+                    "{} / {}",
+                    percent(&self.proxied_busy.0).show(0),
+                    percent(&self.proxied_busy.1).show(0)
+                ),
+            ),
+            (
+                "three / one at most on these cores, at one host's CPU a request (1 / one host's busy share)"
+                    .to_owned(),
+                format!(
+                    "{}×",
+                    Spread::of(
+                        &self
+                            .proxied_busy
+                            .0
+                            .iter()
+                            .map(|share| 1.0 / share)
+                            .collect::<Vec<_>>()
+                    )
+                    .show(2)
                 ),
             ),
             (
@@ -1139,6 +1170,7 @@ mod tests {
                 three_hosts: loads(8100.0, 30.0, 3),
                 proxied_one_host: loads(900.0, 80.0, 0),
                 proxied_three_hosts: loads(950.0, 90.0, 1),
+                proxied_busy: (vec![0.66, 0.62, 0.7], vec![0.83, 0.8, 0.86]),
                 rtt_us: (1100.0, 1900.0),
                 batches: vec![BatchTrips {
                     records: 10,

@@ -1334,6 +1334,10 @@ pub(super) struct Postgres {
     /// the latency proxy ([`PROXY_DELAY_US`] each way).
     pub(super) proxied_one_host: Vec<Load>,
     pub(super) proxied_three_hosts: Vec<Load>,
+    /// The share of the machine's CPU time busy (0–1) during each round of
+    /// `proxied_one_host` and of `proxied_three_hosts`: whether one host
+    /// through the proxy leaves the cores three hosts would need.
+    pub(super) proxied_busy: (Vec<f64>, Vec<f64>),
     /// The proxy's measured round trip over those loads, median and p99 (µs).
     pub(super) rtt_us: (f64, f64),
     /// Round trips per batch group.
@@ -1643,15 +1647,48 @@ fn round_trips(
     Ok((batches, commits))
 }
 
+/// The machine's CPU time so far from `/proc/stat`: busy and in all
+/// (clock ticks; idle and I/O wait count as not busy).
+fn cpu_ticks() -> Result<(u64, u64)> {
+    let stat = std::fs::read_to_string("/proc/stat")?;
+    let line = stat
+        .lines()
+        .find(|line| line.starts_with("cpu "))
+        .ok_or("/proc/stat has no cpu line")?;
+    let ticks: Vec<u64> = line
+        .split_whitespace()
+        .skip(1)
+        .take(8)
+        .map(str::parse)
+        .collect::<std::result::Result<_, _>>()?;
+    let total: u64 = ticks.iter().sum();
+    let idle = ticks.get(3).copied().unwrap_or(0) + ticks.get(4).copied().unwrap_or(0);
+    Ok((total - idle, total))
+}
+
+/// `load`, and the share of the machine's CPU time busy while it ran.
+fn busy_during(load: &dyn Fn() -> Result<Load>) -> Result<(Load, f64)> {
+    let (busy, total) = cpu_ticks()?;
+    let ran = load()?;
+    let (busy_after, total_after) = cpu_ticks()?;
+    let share = (busy_after - busy) as f64 / (total_after - total).max(1) as f64;
+    Ok((ran, share))
+}
+
+/// Rounds of one host and of three: their loads, then the machine's busy
+/// shares during them.
+type InTurns = ((Vec<Load>, Vec<Load>), (Vec<f64>, Vec<f64>));
+
 /// One host against three of one PostgreSQL database reached at
-/// `url(database)`, the load of `script` on one token, in turns.
+/// `url(database)`, the load of `script` on one token, in turns; with
+/// the machine's busy share during each round of either.
 fn one_and_three_hosts(
     plan: Plan,
     bin: &Path,
     scratch: &Path,
     script: &Path,
     config: &str,
-) -> Result<(Vec<Load>, Vec<Load>)> {
+) -> Result<InTurns> {
     let first = Server::start(bin, &scratch.join("host-0"), config)?;
     let mut hosts = vec![first];
     for n in 1..3 {
@@ -1668,15 +1705,24 @@ fn one_and_three_hosts(
         .iter()
         .map(|host| format!("{}/v1/vat/record/action", host.base))
         .collect();
+    let busy = std::cell::RefCell::new((Vec::new(), Vec::new()));
     let loads = compare(
         plan,
-        &|| wrk(&urls[0], Some(script), &env, plan.seconds),
-        &|| wrk_spread(&urls, script, &env, plan.seconds),
+        &|| {
+            let (load, share) = busy_during(&|| wrk(&urls[0], Some(script), &env, plan.seconds))?;
+            busy.borrow_mut().0.push(share);
+            Ok(load)
+        },
+        &|| {
+            let (load, share) = busy_during(&|| wrk_spread(&urls, script, &env, plan.seconds))?;
+            busy.borrow_mut().1.push(share);
+            Ok(load)
+        },
     );
     for host in hosts {
         host.stop();
     }
-    loads
+    Ok((loads?, busy.into_inner()))
 }
 
 /// record/action on PostgreSQL against SQLite, and on three hosts of one
@@ -1732,7 +1778,7 @@ pub(super) fn postgres(plan: Plan, bin: &Path, scratch: &Path, scripts: &Path) -
     on_postgres.stop();
     on_sqlite.stop();
 
-    let (one_host, three_hosts) = one_and_three_hosts(
+    let ((one_host, three_hosts), _) = one_and_three_hosts(
         plan,
         bin,
         &scratch.join("direct"),
@@ -1743,7 +1789,7 @@ pub(super) fn postgres(plan: Plan, bin: &Path, scratch: &Path, scripts: &Path) -
     let through = Some(address.as_str());
     let hosts_config = config("proxied", through)?;
     proxy.reset()?;
-    let (proxied_one_host, proxied_three_hosts) =
+    let ((proxied_one_host, proxied_three_hosts), proxied_busy) =
         one_and_three_hosts(plan, bin, &scratch.join("proxied"), &script, &hosts_config)?;
     let rtt = proxy.stats()?["rtt_us"].clone();
     let rtt_us = (
@@ -1763,6 +1809,7 @@ pub(super) fn postgres(plan: Plan, bin: &Path, scratch: &Path, scripts: &Path) -
         three_hosts,
         proxied_one_host,
         proxied_three_hosts,
+        proxied_busy,
         rtt_us,
         batches,
         commits,
