@@ -1293,7 +1293,10 @@ impl Ledger {
                 *column = sql::Column::Numbered(rows_log::LEAF);
             }
             if let Some(column) = columns.get_mut(*RECORD_SEQ) {
-                *column = sql::Column::Computed(rows_log::NUMBERED_SEQ.as_str());
+                *column = sql::Column::Computed(
+                    rows_log::NUMBERED_SEQ.as_str(),
+                    rows_log::NUMBERED_SEQ_JOIN.as_str(),
+                );
             }
             columns
         });

@@ -1551,7 +1551,7 @@ fn combined<'v>(
                     ),
                     ", bases AS b",
                 ),
-                Column::Computed(expression) => ((*expression).to_owned(), ""),
+                Column::Computed(expression, join) => ((*expression).to_owned(), *join),
                 _ => continue,
             };
             let array = format!("${}::bigint[]", at + 1);
@@ -1693,17 +1693,18 @@ pub enum Column {
     /// integer as it is): the name of its base's column.
     Numbered(&'static str),
     /// An integer rewritten on the server, in a [`Step::Tables`] that
-    /// gives a [`Numbering`], as an SQL expression of the value `t.v`
-    /// (reading what the flight's statements before wrote); elsewhere, and
-    /// on SQLite, an integer as it is.
-    Computed(&'static str),
+    /// gives a [`Numbering`], as an SQL expression (the first) of the value
+    /// `t.v` and of what the join (the second, after `FROM unnest(…) AS
+    /// t(v, o)`) brings — reading what the flight's statements before
+    /// wrote; elsewhere, and on SQLite, an integer as it is.
+    Computed(&'static str, &'static str),
 }
 
 impl Column {
     /// The type of an array of the column's values.
     fn pg_array_type(self) -> Type {
         match self {
-            Column::Integer | Column::Numbered(_) | Column::Computed(_) => Type::INT8_ARRAY,
+            Column::Integer | Column::Numbered(_) | Column::Computed(..) => Type::INT8_ARRAY,
             Column::Real => Type::FLOAT8_ARRAY,
             Column::Text => Type::TEXT_ARRAY,
             Column::Blob => Type::BYTEA_ARRAY,
@@ -1712,7 +1713,7 @@ impl Column {
 
     fn pg_type(self) -> &'static str {
         match self {
-            Column::Integer | Column::Numbered(_) | Column::Computed(_) => "bigint",
+            Column::Integer | Column::Numbered(_) | Column::Computed(..) => "bigint",
             Column::Real => "double precision",
             Column::Text => "text",
             Column::Blob => "bytea",
@@ -1739,7 +1740,7 @@ impl Column {
             ))
         };
         Ok(match self {
-            Column::Integer | Column::Numbered(_) | Column::Computed(_) => Box::new(
+            Column::Integer | Column::Numbered(_) | Column::Computed(..) => Box::new(
                 values
                     .map(|value| match value {
                         Some(Value::Null) => Ok(None),
