@@ -230,11 +230,7 @@ pub fn pending_blocks(starts: &[i64]) -> String {
 /// How many leaves the committed log holds: every index below is
 /// committed (the sequencer's row is held to each tail's commit).
 pub fn committed_size(conn: &Connection) -> sql::Result<u64> {
-    conn.prepare_cached(
-        "SELECT COALESCE(next_log_idx, (SELECT COALESCE(max(idx) + 1, 0) FROM log_leaves))
-         FROM ledger_state WHERE id = 1",
-    )?
-    .query_row([], |row| row.get(0))
+    sizes(conn).map(|(committed, _)| committed)
 }
 
 /// [`committed_size`] and how many leaves the stored tile entries cover
