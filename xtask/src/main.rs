@@ -163,6 +163,10 @@ fn test() -> Result<()> {
         wasm::build_for_tests(&root)?;
         web::build_for_tests(&root)
     })?;
+    let downloads = {
+        let root = root.clone();
+        std::thread::spawn(move || download(&root).map_err(|error| error.to_string()))
+    };
     // Linted as it is built (see `test_linting`): every program, then every
     // test target as `cargo test` builds it.
     steps.step("native build with clippy", || {
@@ -187,6 +191,11 @@ fn test() -> Result<()> {
     steps.step("configuration reference current", || {
         configref::reference(&root, true)
     })?;
+    steps.step("downloads of the steps below", || match downloads.join() {
+        Ok(Ok(())) => Ok(()),
+        Ok(Err(error)) => fail(error),
+        Err(_) => fail("the downloads' thread panicked"),
+    })?;
     steps.step("wasm and the npm package", || wasm::test(&root))?;
     steps.step("Python package", || python::test(&root))?;
     steps.step("OpenAPI validators", || openapi::check(&root))?;
@@ -208,6 +217,17 @@ fn test() -> Result<()> {
     steps.report();
     eprintln!("\nall suites passed");
     Ok(())
+}
+
+/// What the steps after the PostgreSQL pass download — the Python tools,
+/// the OpenAPI validator, the JavaScript runtimes — fetched while the
+/// native build keeps the cores busy: on a fresh machine they waited on the
+/// network for minutes of an otherwise idle machine, one after another.
+/// Each is kept by its stamp, so a warm run checks and goes on.
+fn download(root: &Path) -> Result<()> {
+    python::download(root)?;
+    openapi::ensure_validator(root)?;
+    runtimes::install(root).map(drop)
 }
 
 /// Set in the test command's own process once it lints as it builds.

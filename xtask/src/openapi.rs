@@ -94,7 +94,7 @@ fn npm_tool(root: &Path, name: &str) -> Result<PathBuf> {
 
 /// A virtualenv with openapi-spec-validator, made (again) when the pinned
 /// requirements differ from those it was made with.
-fn ensure_validator(root: &Path) -> Result<PathBuf> {
+pub(crate) fn ensure_validator(root: &Path) -> Result<PathBuf> {
     let venv = target_dir(root)?.join("openapi-venv");
     let bin = venv.join("bin");
     let wanted = fs::read_to_string(root.join(REQUIREMENTS))?;

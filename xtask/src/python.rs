@@ -239,10 +239,29 @@ pub(crate) fn build(root: &Path, wheel: Wheel) -> Result<PathBuf> {
     }
 }
 
-/// Builds the wheel and installs it with the suites' pinned packages in the
-/// virtual environment; returns its interpreter and the wheel.
-pub(crate) fn installed(root: &Path, wheel: Wheel) -> Result<(PathBuf, PathBuf)> {
-    let wheel = build(root, wheel)?;
+/// The suites' pinned packages, installed in the virtual environment.
+fn install_requirements(venv: &Path, dir: &Path) -> Result<()> {
+    exec(python(
+        venv,
+        dir,
+        &[
+            "-m",
+            "pip",
+            "install",
+            "--quiet",
+            "--disable-pip-version-check",
+            "--requirement",
+            "requirements-test.txt",
+        ],
+    ))
+}
+
+/// What the test step downloads, fetched ahead of it (the test command
+/// runs this beside the native build: it waits on the network, not the
+/// cores): the virtual environment with maturin and the suites' pinned
+/// packages, the generator's environment, and the npm package pyright
+/// wraps, which its first run fetches.
+pub(crate) fn download(root: &Path) -> Result<()> {
     let venv = venv(root)?;
     let dir = root.join("python");
     exec(python(
@@ -254,10 +273,21 @@ pub(crate) fn installed(root: &Path, wheel: Wheel) -> Result<(PathBuf, PathBuf)>
             "install",
             "--quiet",
             "--disable-pip-version-check",
-            "--requirement",
-            "requirements-test.txt",
+            MATURIN,
         ],
     ))?;
+    install_requirements(&venv, &dir)?;
+    codegen(root)?;
+    exec(python(&venv, &dir, &["-m", "pyright", "--version"]))
+}
+
+/// Builds the wheel and installs it with the suites' pinned packages in the
+/// virtual environment; returns its interpreter and the wheel.
+pub(crate) fn installed(root: &Path, wheel: Wheel) -> Result<(PathBuf, PathBuf)> {
+    let wheel = build(root, wheel)?;
+    let venv = venv(root)?;
+    let dir = root.join("python");
+    install_requirements(&venv, &dir)?;
     let mut install = python(
         &venv,
         &dir,

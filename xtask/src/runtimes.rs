@@ -77,7 +77,7 @@ impl Drop for Running {
 }
 
 /// The project folder, with its pinned packages installed.
-fn install(root: &Path) -> Result<PathBuf> {
+pub(crate) fn install(root: &Path) -> Result<PathBuf> {
     let dir = root.join(PROJECT);
     npm_ci_if_stale(&dir)?;
     Ok(dir)
