@@ -686,6 +686,18 @@ pub struct Ledger {
     /// Whether the write that just ran asked to run again first in the
     /// next group (see [`Ledger::enter`]).
     deferred: bool,
+    /// Whether writes wait for the next group as this one commits
+    /// ([`Owned::expect_more`]): its commit may begin the next group's
+    /// transaction ahead (PostgreSQL, [`Ledger::store_tail`]).
+    more_queued: bool,
+    /// The organisation (and token) of the group's first write that took
+    /// its organisation's key shared: the next group's likely first write.
+    next_entry: Option<(Org, Option<Jth>)>,
+    /// What the last commit read ahead for [`Ledger::next_entry`]'s
+    /// organisation and token, in the transaction it began: taken over by
+    /// the next group's first write entering that organisation shared
+    /// ([`Ledger::enter_reading`]).
+    ahead: Option<(Org, Option<Jth>, org_rows::EnteredAhead)>,
     /// How the record log is written.
     log: LogSetup,
     /// The record log and status lists as the current group changes them.
@@ -769,6 +781,9 @@ impl Owned for Ledger {
     }
 
     fn after_rollback(&mut self) {
+        self.more_queued = false;
+        self.next_entry = None;
+        self.ahead = None;
         self.records.clear();
         self.events_held.clear();
         self.usage_held.clear();
@@ -798,6 +813,10 @@ impl Owned for Ledger {
         std::mem::take(&mut self.deferred)
     }
 
+    fn expect_more(&mut self) {
+        self.more_queued = true;
+    }
+
     fn close(self) {
         if let Err(error) = self.conn.close() {
             tracing::error!(%error, "closing the database failed");
@@ -818,6 +837,9 @@ impl Ledger {
             sharing: false,
             integrating: false,
             deferred: false,
+            more_queued: false,
+            next_entry: None,
+            ahead: None,
             log,
             group: None,
             frontier: None,
@@ -1033,6 +1055,26 @@ impl Ledger {
         if self.holds(key, exclusive) {
             return Ok(false);
         }
+        if let Some((ahead_org, ahead_jth, entered)) = self.ahead.take()
+            && ahead_org == org
+            && !exclusive
+            && entered.taken
+            && let Some(row) = entered.row
+            && self.conn.adopt_ahead()
+        {
+            // The reads this write would send now, sent after the last
+            // group's commit in its flight: the same statements in the
+            // same order, in the transaction this group runs in.
+            self.took(key, false);
+            self.quotas.insert(org, row.quotas);
+            if let (Some(jth), Some(standing)) = (standing_of, entered.standing)
+                && ahead_jth.as_ref() == Some(jth)
+            {
+                self.standings.insert(jth.clone(), standing);
+            }
+            self.next_entry = Some((org, ahead_jth));
+            return Ok(true);
+        }
         let wait = self.may_wait();
         let jth_param = standing_of.map(|jth| [jth.as_str()]);
         let mut standing = None;
@@ -1054,6 +1096,9 @@ impl Ledger {
             org_rows::Entered::Row(row) => {
                 self.took(key, exclusive);
                 self.quotas.insert(org, row.quotas);
+                if !exclusive && self.next_entry.is_none() {
+                    self.next_entry = Some((org, standing_of.cloned()));
+                }
                 if under_key && let (Some(jth), Some(standing)) = (standing_of, standing) {
                     self.standings.insert(jth.clone(), standing);
                 }
@@ -1393,7 +1438,21 @@ impl Ledger {
         steps.push(Step::Tables(&renumbered, numbering));
         steps.push(Step::Tables(&parts, numbering));
         let before = self.conn.total_changes();
-        self.conn.commit_flight(&steps)?;
+        self.ahead = None;
+        let next = self
+            .next_entry
+            .take()
+            .filter(|_| std::mem::take(&mut self.more_queued));
+        match next {
+            Some((org, jth)) => {
+                let standing_of = jth.as_ref().map(Jth::as_str);
+                let entered = org_rows::commit_entering(&self.conn, &steps, org, standing_of)?;
+                self.ahead = entered.map(|entered| (org, jth, entered));
+            }
+            None => {
+                self.conn.commit_flight(&steps, &mut [])?;
+            }
+        }
         self.flushed += self.conn.total_changes() - before;
         Ok(())
     }

@@ -65,6 +65,9 @@ pub fn idempotency(org: Org, scope: &str, key: &str) -> i64 {
     self::key("idempotency", &[&org.number().to_string(), scope, key])
 }
 
+/// Tries for a key shared, without waiting: answers whether it was taken.
+pub const TRY_SHARED: &str = "SELECT pg_try_advisory_xact_lock_shared(?1)";
+
 /// Takes `key` until the transaction ends, exclusive or shared: waiting
 /// for it (`wait`), or only if it is free now. Answers whether it was
 /// taken.
@@ -73,7 +76,7 @@ pub fn take(conn: &Connection, key: i64, exclusive: bool, wait: bool) -> sql::Re
         (true, true) => "SELECT true FROM pg_advisory_xact_lock(?1)",
         (false, true) => "SELECT true FROM pg_advisory_xact_lock_shared(?1)",
         (true, false) => "SELECT pg_try_advisory_xact_lock(?1)",
-        (false, false) => "SELECT pg_try_advisory_xact_lock_shared(?1)",
+        (false, false) => TRY_SHARED,
     };
     conn.prepare_cached(text)?
         .query_row(params![key], |row| row.get(0))
@@ -109,7 +112,7 @@ pub fn take_then(
     let try_lock = if exclusive {
         "SELECT pg_try_advisory_xact_lock(?1)"
     } else {
-        "SELECT pg_try_advisory_xact_lock_shared(?1)"
+        TRY_SHARED
     };
     let param = [key];
     let mut taken = false;

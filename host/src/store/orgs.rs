@@ -164,6 +164,79 @@ pub fn enter(
     })
 }
 
+/// What [`commit_entering`] read for the next transaction.
+#[derive(Debug)]
+pub struct EnteredAhead {
+    /// Whether the organisation's key was free and is now held, shared.
+    pub taken: bool,
+    /// The organisation's row, read after the key.
+    pub row: Option<OrgRow>,
+    /// The token's standing, read after the key (when one was named and
+    /// exists).
+    pub standing: Option<crate::store::tokens::Standing>,
+}
+
+/// Commits `steps` ([`Connection::commit_flight`]) and, in the same
+/// flight, begins the next transaction as a write taking `org`'s key
+/// shared begins one ([`enter`] without a wait): the key tried, then the
+/// organisation's row and the standing of the token `standing_of` (its
+/// jti hash), each after the key. Answers what they read when the
+/// transaction they began is open: the next group's first write adopts it
+/// ([`Connection::adopt_ahead`]) if it enters `org` shared and the key
+/// was taken; otherwise the next statement rolls it back first.
+pub fn commit_entering(
+    conn: &Connection,
+    steps: &[sql::Step<'_>],
+    org: Org,
+    standing_of: Option<&str>,
+) -> sql::Result<Option<EnteredAhead>> {
+    let row_sql = format!("SELECT {ORG_COLUMNS} FROM orgs WHERE num = ?1");
+    let key = [crate::store::locks::org(org)];
+    let org_param = [org];
+    let jth_param = standing_of.map(|jth| [jth]);
+    let mut taken = false;
+    let mut found = None;
+    let mut standing = None;
+    let mut read_taken = |row: &Row<'_>| {
+        taken = row.get(0)?;
+        Ok(())
+    };
+    let mut read_row = |row: &Row<'_>| {
+        found = Some(org_row(row)?);
+        Ok(())
+    };
+    let mut read_standing = |row: &Row<'_>| {
+        standing = Some(crate::store::tokens::standing_row(row)?);
+        Ok(())
+    };
+    let mut ahead = vec![
+        Query {
+            sql: crate::store::locks::TRY_SHARED,
+            params: &key,
+            read: &mut read_taken,
+        },
+        Query {
+            sql: &row_sql,
+            params: &org_param,
+            read: &mut read_row,
+        },
+    ];
+    if let Some(param) = &jth_param {
+        ahead.push(Query {
+            sql: crate::store::tokens::STANDING,
+            params: param,
+            read: &mut read_standing,
+        });
+    }
+    let opened = conn.commit_flight(steps, &mut ahead)?;
+    drop(ahead);
+    Ok(opened.then_some(EnteredAhead {
+        taken,
+        row: found,
+        standing,
+    }))
+}
+
 /// Locks every organisation, in the order of their numbers, until the
 /// transaction ends (each one's key, exclusive), in one statement (a
 /// function scan takes the keys in the array's order).

@@ -617,6 +617,8 @@ struct Pg {
     /// What starts a transaction: `BEGIN` and the transaction's own
     /// settings (`SET LOCAL`), one message.
     begin: String,
+    /// `ROLLBACK` and then `begin`, one message ([`Opening::Again`]).
+    again: String,
     /// Declared before `driver`, so dropped before it (see [`Driver`]).
     client: RefCell<tokio_postgres::Client>,
     driver: Driver,
@@ -625,10 +627,8 @@ struct Pg {
     /// Whether a statement failed since the transaction began: PostgreSQL
     /// then answers `COMMIT` with a rollback, so none is sent.
     failed: Cell<bool>,
-    /// A transaction begun ([`Connection::begin`]) whose `BEGIN` is not
-    /// sent yet: it goes with the transaction's first statement, in one
-    /// flight, so starting a transaction costs no round trip of its own.
-    opening: Cell<bool>,
+    /// What the next statement sends first (see [`Opening`]).
+    opening: Cell<Opening>,
     /// Behind a pooler in transaction mode (`[database] pooler`): no
     /// statement is prepared by name, since the next transaction may run
     /// on another server connection, shared with other clients.
@@ -767,18 +767,34 @@ async fn call(
     }
 }
 
-/// What opens a flight: `begin` (`BEGIN` and the transaction's settings)
-/// when the transaction is begun but not sent yet (`opening`, see
-/// [`Pg::opening`]), nothing otherwise.
+/// What a PostgreSQL connection's next statement sends first.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+enum Opening {
+    /// Nothing: the transaction it runs in is open, or none is begun.
+    #[default]
+    Nothing,
+    /// `BEGIN` and the transaction's settings: a transaction begun
+    /// ([`Connection::begin`]) whose `BEGIN` is not sent yet goes with its
+    /// first statement, in one flight, so starting a transaction costs no
+    /// round trip of its own.
+    Begin,
+    /// `ROLLBACK`, then `BEGIN` and the settings: a commit's flight opened
+    /// the next transaction ahead ([`Connection::commit_flight`]) and no
+    /// write adopted it ([`Connection::adopt_ahead`]); whatever it took
+    /// and read is let go before anything else is sent.
+    Again,
+}
+
+/// What opens a flight, as `opening` says (see [`Opening`]).
 async fn begun(
     client: &tokio_postgres::Client,
-    begin: &str,
-    opening: bool,
+    pg: &Pg,
+    opening: Opening,
 ) -> std::result::Result<(), tokio_postgres::Error> {
-    if opening {
-        client.batch_execute(begin).await
-    } else {
-        Ok(())
+    match opening {
+        Opening::Nothing => Ok(()),
+        Opening::Begin => client.batch_execute(&pg.begin).await,
+        Opening::Again => client.batch_execute(&pg.again).await,
     }
 }
 
@@ -822,6 +838,8 @@ impl Pg {
             *self.client.borrow_mut() = client;
             self.driver.task.replace(task).abort();
             self.statements.borrow_mut().clear();
+            // A transaction opened ahead ended with the session.
+            self.opening.set(Opening::Nothing);
         }
         Ok(())
     }
@@ -870,7 +888,7 @@ impl Pg {
         let result = {
             let client = self.client.borrow();
             let (begun, answered) = self.wait(futures_util::future::join(
-                begun(&client, &self.begin, self.opening.take()),
+                begun(&client, self, self.opening.take()),
                 call(&client, statement, params, answer),
             ));
             begun.and(answered)
@@ -918,7 +936,7 @@ impl Pg {
         let result = {
             let client = self.client.borrow();
             let (begun, ran) = self.wait(futures_util::future::join(
-                begun(&client, &self.begin, self.opening.take()),
+                begun(&client, self, self.opening.take()),
                 client.batch_execute(sql),
             ));
             begun.and(ran)
@@ -1003,6 +1021,7 @@ impl Connection {
                 tls: tls.clone(),
                 session: session.to_owned(),
                 begin: begin.to_owned(),
+                again: format!("ROLLBACK; {begin}"),
                 client: RefCell::new(client),
                 driver: Driver {
                     runtime,
@@ -1011,7 +1030,7 @@ impl Connection {
                 statements: RefCell::new(HashMap::new()),
                 changes: Cell::new(0),
                 failed: Cell::new(false),
-                opening: Cell::new(false),
+                opening: Cell::new(Opening::Nothing),
                 pooled,
             })),
             tally: None,
@@ -1186,7 +1205,18 @@ impl Connection {
     /// the flight succeeded (a failed one aborts the transaction, and the
     /// server answers the flight's `COMMIT` with a rollback: the group
     /// fails with that statement's error). On SQLite, one after the other.
-    pub fn commit_flight(&self, steps: &[Step<'_>]) -> Result<()> {
+    ///
+    /// `ahead` (PostgreSQL, not behind a pooler, which would take a
+    /// statement after `COMMIT` into a transaction of its own): the next
+    /// transaction's first queries, sent after the `COMMIT` in the same
+    /// flight — `BEGIN` and the settings, then each query, as
+    /// [`Connection::query_flight`] runs them. Answers whether they ran:
+    /// their readers have their rows, and the transaction they began stays
+    /// open for a write of the next group to adopt
+    /// ([`Connection::adopt_ahead`]); unadopted, the next statement rolls
+    /// it back first. A query of them failing changes nothing of the
+    /// commit's outcome: it answers false and its readers read nothing.
+    pub fn commit_flight(&self, steps: &[Step<'_>], ahead: &mut [Query<'_>]) -> Result<bool> {
         let pg = match &self.engine {
             Engine::Sqlite(_) => {
                 for step in steps {
@@ -1198,13 +1228,25 @@ impl Connection {
                     }
                 }
                 self.prepare_cached("COMMIT")?.execute([])?;
-                return Ok(());
+                return Ok(false);
             }
             Engine::Postgres(pg) => pg,
         };
         if pg.failed.get() {
             return Err(Error::RolledBack);
         }
+        let ahead = if pg.pooled { &mut [][..] } else { ahead };
+        let mut ahead_statements = Vec::with_capacity(ahead.len());
+        let mut ahead_values = Vec::with_capacity(ahead.len());
+        for query in ahead.iter() {
+            ahead_statements.push(pg.statement(query.sql)?);
+            ahead_values.push(query.params.values()?);
+        }
+        let ahead_binds: Vec<Vec<PgBind<'_>>> = ahead_values
+            .into_iter()
+            .map(|values| values.into_iter().map(PgBind).collect())
+            .collect();
+        let ahead_params: Vec<_> = ahead_binds.iter().map(|binds| inferred(binds)).collect();
         // What each step sends: its statement (prepared first when not yet
         // cached, a round trip of its own), its values, its answer.
         let mut flown = Vec::with_capacity(steps.len());
@@ -1252,22 +1294,56 @@ impl Connection {
             })
             .collect();
         if let Some(tally) = &self.tally {
-            tally.statements.inc_by(flown.len() as u64 + 1);
+            let ahead = if ahead.is_empty() { 0 } else { ahead.len() + 1 };
+            tally.statements.inc_by((flown.len() + 1 + ahead) as u64);
             tally.round_trips.inc();
         }
-        let (begun, answers, committed) = {
+        let (begun, answers, committed, (ahead_begun, ahead_answers)) = {
             let client = pg.client.borrow();
             let opening = pg.opening.take();
             pg.wait(async {
-                let begun = begun(&client, &pg.begin, opening);
+                let first = begun(&client, pg, opening);
                 let sent = futures_util::future::join_all(flown.iter().zip(&params).map(
                     |((statement, _, _, _, answer), params)| {
                         call(&client, statement, params, *answer)
                     },
                 ));
-                futures_util::future::join3(begun, sent, client.batch_execute("COMMIT")).await
+                // Each future sends its messages when first polled, and a
+                // join polls them in order: the `COMMIT`, then the next
+                // transaction's `BEGIN` and queries.
+                let opened = begun(
+                    &client,
+                    pg,
+                    if ahead_statements.is_empty() {
+                        Opening::Nothing
+                    } else {
+                        Opening::Begin
+                    },
+                );
+                let read = futures_util::future::join_all(
+                    ahead_statements
+                        .iter()
+                        .zip(&ahead_params)
+                        .map(|(statement, params)| call(&client, statement, params, Answer::Rows)),
+                );
+                futures_util::future::join4(
+                    first,
+                    sent,
+                    client.batch_execute("COMMIT"),
+                    futures_util::future::join(opened, read),
+                )
+                .await
             })
         };
+        if !ahead_statements.is_empty() {
+            pg.opening.set(Opening::Again);
+        }
+        let ahead_rows = ahead_begun.ok().and_then(|()| {
+            ahead_answers
+                .into_iter()
+                .map(|answer| answer.ok().map(|(_, rows)| rows))
+                .collect::<Option<Vec<_>>>()
+        });
         pg.noted(begun)?;
         for (answer, (_, _, _, _, kind)) in answers.into_iter().zip(&flown) {
             let (count, rows) = pg.noted(answer)?;
@@ -1281,7 +1357,32 @@ impl Connection {
             };
             pg.changes.set(pg.changes.get() + changed);
         }
-        pg.noted(committed)
+        pg.noted(committed)?;
+        let Some(ahead_rows) = ahead_rows.filter(|_| !ahead.is_empty()) else {
+            return Ok(false);
+        };
+        for (query, rows) in ahead.iter_mut().zip(&ahead_rows) {
+            for row in rows {
+                (query.read)(&Row::Postgres(row))?;
+            }
+        }
+        Ok(true)
+    }
+
+    /// Adopts the transaction the last commit's flight opened ahead
+    /// (see [`Connection::commit_flight`]): answers whether it is still
+    /// open, untouched — no statement sent since, no new session — so
+    /// that what its queries read stands, under whatever they took; the
+    /// next statement then runs in it. False otherwise (and always on
+    /// SQLite).
+    pub fn adopt_ahead(&self) -> bool {
+        match &self.engine {
+            Engine::Postgres(pg) if pg.opening.get() == Opening::Again => {
+                pg.opening.set(Opening::Nothing);
+                true
+            }
+            _ => false,
+        }
     }
 
     /// Runs `queries` in order and hands each one's rows to its reader. On
@@ -1334,7 +1435,7 @@ impl Connection {
                 let client = pg.client.borrow();
                 let opening = pg.opening.take();
                 pg.wait(async {
-                    let begun = begun(&client, &pg.begin, opening);
+                    let begun = begun(&client, pg, opening);
                     let sent =
                         futures_util::future::join_all(statements.iter().zip(&params).map(
                             |(statement, params)| call(&client, statement, params, Answer::Rows),
@@ -1411,11 +1512,14 @@ impl Connection {
             Engine::Postgres(pg) => {
                 pg.reconnect_if_lost()?;
                 pg.failed.set(false);
-                // Sent with the transaction's first statement.
-                if let Some(tally) = &self.tally {
-                    tally.statements.inc();
+                // Sent with the transaction's first statement; a
+                // transaction opened ahead stays open for a write to adopt.
+                if pg.opening.get() != Opening::Again {
+                    if let Some(tally) = &self.tally {
+                        tally.statements.inc();
+                    }
+                    pg.opening.set(Opening::Begin);
                 }
-                pg.opening.set(true);
                 Ok(())
             }
         }

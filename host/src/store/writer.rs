@@ -58,6 +58,10 @@ pub trait Owned: Send + 'static {
     fn take_deferred(&mut self) -> bool {
         false
     }
+    /// Runs before a group commits when writes wait for the next group (or
+    /// a write of this one asked to run again): the commit may begin the
+    /// next group's transaction in its own flight.
+    fn expect_more(&mut self) {}
 }
 
 /// Hands the commit result to the caller.
@@ -241,7 +245,11 @@ const MIDWAY: &str =
 /// [`Owned::take_deferred`]) without having changed anything is kept for
 /// the next group, where it runs first; one that changed something first
 /// fails its group, as a write failing midway does.
-fn commit_group<S: Owned>(owned: &mut S, jobs: Vec<Box<dyn Job<S>>>) -> Committed<S> {
+fn commit_group<S: Owned>(
+    owned: &mut S,
+    jobs: Vec<Box<dyn Job<S>>>,
+    queued: impl Fn() -> bool,
+) -> Committed<S> {
     let mut deliveries = Vec::with_capacity(jobs.len());
     let mut deferred = Vec::new();
     let mut pending = jobs.into_iter();
@@ -261,6 +269,9 @@ fn commit_group<S: Owned>(owned: &mut S, jobs: Vec<Box<dyn Job<S>>>) -> Committe
         }
     }
     if failure.is_none() {
+        if !deferred.is_empty() || queued() {
+            owned.expect_more();
+        }
         failure = owned.commit().err();
     }
     let Some(error) = failure else {
@@ -298,7 +309,8 @@ fn run<S: Owned>(
             }
         }
         metrics.observe_batch(group.len());
-        let (deliveries, committed, deferred) = commit_group(&mut owned, group);
+        let (deliveries, committed, deferred) =
+            commit_group(&mut owned, group, || !jobs.is_empty());
         carried = deferred;
         for deliver in deliveries {
             deliver(committed.clone());

@@ -28,8 +28,8 @@ use mandate_host::config::Config;
 
 use crate::crash::{Ack, check_acks, integrity, issue, random_below, report, writer_client};
 use crate::helpers::{
-    Holder, TestApp, expect_json, expect_problem, postgres_server, share_database, test_database,
-    text, with_database,
+    Holder, TestApp, database_of, expect_json, expect_problem, postgres_server, share_database,
+    test_database, text, with_database,
 };
 use crate::process::{Server, admin_key, config_without_limits};
 use crate::races::{
@@ -2502,8 +2502,10 @@ async fn a_flight_with_a_failed_statement_keeps_nothing() {
 
         conn.begin().unwrap();
         conn.execute(insert, [1]).unwrap();
-        let failed =
-            conn.commit_flight(&[Step::Execute(insert, &two), Step::Execute(insert, &one)]);
+        let failed = conn.commit_flight(
+            &[Step::Execute(insert, &two), Step::Execute(insert, &one)],
+            &mut [],
+        );
         assert!(matches!(failed, Err(Error::Postgres(_))), "{failed:?}");
         conn.execute_batch("ROLLBACK").unwrap();
         assert_eq!(count(), 0, "a flight whose statement failed kept nothing");
@@ -2511,16 +2513,182 @@ async fn a_flight_with_a_failed_statement_keeps_nothing() {
         conn.begin().unwrap();
         conn.execute(insert, [2]).unwrap();
         assert!(conn.execute(insert, [2]).is_err());
-        let refused = conn.commit_flight(&[]);
+        let refused = conn.commit_flight(&[], &mut []);
         assert!(matches!(refused, Err(Error::RolledBack)), "{refused:?}");
         conn.execute_batch("ROLLBACK").unwrap();
         assert_eq!(count(), 0, "no COMMIT after a failed statement");
 
         conn.begin().unwrap();
-        conn.commit_flight(&[Step::Execute(insert, &one), Step::Execute(insert, &two)])
-            .unwrap();
+        conn.commit_flight(
+            &[Step::Execute(insert, &one), Step::Execute(insert, &two)],
+            &mut [],
+        )
+        .unwrap();
         assert_eq!(count(), 2, "a sound flight commits");
         conn.execute_batch("DROP TABLE flight_probe").unwrap();
     });
     app.stop().await;
+}
+
+/// How many advisory keys the backend `pid` holds.
+fn keys_held(conn: &mandate_host::store::sql::Connection, pid: i32) -> i64 {
+    conn.query_row(
+        "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND pid = ?1",
+        [pid],
+        |row| row.get(0),
+    )
+    .unwrap()
+}
+
+/// A commit's flight may begin the next transaction ahead, entering an
+/// organisation shared (its key tried, its row and a standing read after):
+/// a write that adopts it runs in it, holding the key from the flight on;
+/// unadopted, the next statement lets it go first (its key released, what
+/// it read never used), and a key another transaction holds is reported
+/// not taken. What lets a busy writer's group cost one round trip.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_transaction_begun_ahead_is_adopted_or_let_go() {
+    needs_postgres();
+    let host = TestApp::spawn().await;
+    host.root("bot", &["crm:*"], &["read"]).await;
+    let dir = host.dir.as_ref().unwrap().path().to_owned();
+    host.with_database(move |conn| {
+        use mandate_host::store::orgs::{self, Org};
+        let number: i64 = conn
+            .query_row("SELECT num FROM orgs ORDER BY num LIMIT 1", [], |row| {
+                row.get(0)
+            })
+            .unwrap();
+        let org = Org::from_number(number);
+        let pid: i32 = conn
+            .query_row("SELECT pg_backend_pid()", [], |row| row.get(0))
+            .unwrap();
+        let watcher = database_of(&dir).open_writer().unwrap();
+        // Adopted: the key stays held into the statements after.
+        conn.begin().unwrap();
+        let entered = orgs::commit_entering(conn, &[], org, None)
+            .unwrap()
+            .expect("begun ahead");
+        assert!(entered.taken);
+        assert_eq!(entered.row.unwrap().org, org);
+        assert_eq!(keys_held(&watcher, pid), 1, "the key is held ahead");
+        conn.begin().unwrap();
+        assert!(conn.adopt_ahead());
+        assert!(!conn.adopt_ahead(), "adopted once");
+        let own: i64 = conn
+            .query_row(
+                "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND pid = pg_backend_pid()",
+                [],
+                |row| row.get(0),
+            )
+            .unwrap();
+        assert_eq!(own, 1, "the adopting statement runs in the transaction begun ahead");
+        conn.commit_flight(&[], &mut []).unwrap();
+        assert_eq!(keys_held(&watcher, pid), 0, "released at the commit");
+        // Not adopted: let go before the next statement.
+        conn.begin().unwrap();
+        assert!(orgs::commit_entering(conn, &[], org, None).unwrap().is_some());
+        conn.begin().unwrap();
+        let own: i64 = conn
+            .query_row(
+                "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND pid = pg_backend_pid()",
+                [],
+                |row| row.get(0),
+            )
+            .unwrap();
+        assert_eq!(own, 0, "an unadopted transaction is rolled back first");
+        assert!(!conn.adopt_ahead(), "nothing left to adopt");
+        conn.commit_flight(&[], &mut []).unwrap();
+        // Another transaction holds the key: begun ahead, not taken.
+        watcher.execute_batch("BEGIN").unwrap();
+        watcher
+            .query_row(
+                "SELECT pg_advisory_xact_lock(?1)",
+                [mandate_host::store::locks::org(org)],
+                |_| Ok(()),
+            )
+            .unwrap();
+        conn.begin().unwrap();
+        let entered = orgs::commit_entering(conn, &[], org, None)
+            .unwrap()
+            .expect("begun ahead");
+        assert!(!entered.taken, "the key is another's");
+        watcher.execute_batch("ROLLBACK").unwrap();
+        conn.begin().unwrap();
+        conn.commit_flight(&[], &mut []).unwrap();
+        watcher.close().unwrap();
+    });
+    host.stop().await;
+}
+
+/// A busy writer begins the next group's transaction in the last one's
+/// commit flight, but only while writes wait: once the writes stop, no
+/// backend of the host is left in a transaction (an idle host holding its
+/// organisation's key shared would keep every exclusive write of it —
+/// issue, revoke, settings — waiting on every host), and every write the
+/// burst was answered for is stored.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn an_idle_writer_holds_no_transaction_begun_ahead() {
+    needs_postgres();
+    let host = TestApp::spawn().await;
+    let root = host.root("bot", &["crm:*"], &["read"]).await;
+    let jti = text(&root["jti"]).to_owned();
+    // The organisation's key held while the burst queues: the first group
+    // waits for it, the rest queue behind, and the first commit finds them.
+    let number: i64 = host.with_database(|conn| {
+        conn.query_row("SELECT num FROM orgs ORDER BY num LIMIT 1", [], |row| {
+            row.get(0)
+        })
+        .unwrap()
+    });
+    let key = mandate_host::store::locks::org(mandate_host::store::orgs::Org::from_number(number));
+    let (release, holder) = hold_rows(&host, format!("SELECT pg_advisory_xact_lock({key})"));
+    let writes = futures_util::future::join_all((0..48).map(|i| {
+        let (host, jti) = (&host, &jti);
+        async move {
+            host.act(jti, "read", &format!("crm:{i}"), "success")
+                .await
+                .status()
+        }
+    }));
+    let released = async {
+        once(Duration::from_secs(10), || {
+            (waiting_for_locks(&host) > 0).then_some(())
+        })
+        .await;
+        release.send(()).unwrap();
+    };
+    let (statuses, ()) = tokio::join!(writes, released);
+    holder.join().unwrap();
+    assert!(
+        statuses.iter().all(|status| *status == StatusCode::CREATED),
+        "{statuses:?}"
+    );
+    // The writer's last group found no write waiting: it began nothing
+    // ahead, and the organisation's key is free at once. (A transaction
+    // begun ahead and never adopted would hold it until the next group —
+    // a timer's, seconds later.)
+    let (classid, objid) = ((key >> 32) & 0xffff_ffff, key & 0xffff_ffff);
+    let holders = || -> i64 {
+        host.with_database(|conn| {
+            conn.query_row(
+                "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory'
+                 AND classid::bigint = ?1 AND objid::bigint = ?2 AND objsubid = 1",
+                [classid, objid],
+                |row| row.get(0),
+            )
+            .unwrap()
+        })
+    };
+    once(Duration::from_secs(1), || (holders() == 0).then_some(())).await;
+    let stored: i64 = host.with_database(|conn| {
+        conn.query_row(
+            "SELECT count(*) FROM records WHERE resource LIKE 'crm:%'",
+            [],
+            |row| row.get(0),
+        )
+        .unwrap()
+    });
+    assert_eq!(stored, 48);
+    host.stop().await;
 }
