@@ -2554,6 +2554,7 @@ async fn a_transaction_begun_ahead_is_adopted_or_let_go() {
     let dir = host.dir.as_ref().unwrap().path().to_owned();
     host.with_database(move |conn| {
         use mandate_host::store::orgs::{self, Org};
+        use mandate_host::store::sql::{Step, types::Value};
         let number: i64 = conn
             .query_row("SELECT num FROM orgs ORDER BY num LIMIT 1", [], |row| {
                 row.get(0)
@@ -2616,6 +2617,20 @@ async fn a_transaction_begun_ahead_is_adopted_or_let_go() {
         watcher.execute_batch("ROLLBACK").unwrap();
         conn.begin().unwrap();
         conn.commit_flight(&[], &mut []).unwrap();
+        // A failed commit: nothing begun ahead is left once the writer
+        // rolls back.
+        conn.begin().unwrap();
+        let missing = [Value::Integer(1)];
+        let failed = orgs::commit_entering(
+            conn,
+            &[Step::Execute("INSERT INTO no_such_table VALUES (?1)", &missing)],
+            org,
+            None,
+        );
+        assert!(failed.is_err(), "{failed:?}");
+        conn.execute_batch("ROLLBACK").unwrap();
+        assert!(!conn.adopt_ahead(), "nothing to adopt after a failed commit");
+        assert_eq!(keys_held(&watcher, pid), 0, "no key held after the rollback");
         watcher.close().unwrap();
     });
     host.stop().await;
