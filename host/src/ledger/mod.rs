@@ -686,9 +686,10 @@ pub struct Ledger {
     /// Whether the write that just ran asked to run again first in the
     /// next group (see [`Ledger::enter`]).
     deferred: bool,
-    /// Whether writes wait for the next group as this one commits
+    /// Whether a next group is likely as this one commits
     /// ([`Owned::expect_more`]): its commit may begin the next group's
-    /// transaction ahead (PostgreSQL, [`Ledger::store_tail`]).
+    /// transaction ahead (PostgreSQL, [`Ledger::store_tail`]), which the
+    /// writer ends if no write comes soon ([`Owned::idle`]).
     more_queued: bool,
     /// The organisation (and token) of the group's first write that took
     /// its organisation's key shared: the next group's likely first write.
@@ -815,6 +816,13 @@ impl Owned for Ledger {
 
     fn expect_more(&mut self) {
         self.more_queued = true;
+    }
+
+    fn idle(&mut self) {
+        self.ahead = None;
+        if let Err(error) = self.conn.end_ahead() {
+            tracing::warn!(%error, "ending a transaction begun ahead failed");
+        }
     }
 
     fn close(self) {

@@ -1369,6 +1369,22 @@ impl Connection {
         Ok(true)
     }
 
+    /// Ends the transaction the last commit's flight began ahead, if no
+    /// statement has been sent since ([`Connection::commit_flight`]): a
+    /// `ROLLBACK` of its own, for a writer left with nothing to do, so it
+    /// holds nothing while idle. Nothing otherwise.
+    pub fn end_ahead(&self) -> Result<()> {
+        let Engine::Postgres(pg) = &self.engine else {
+            return Ok(());
+        };
+        if pg.opening.get() != Opening::Again {
+            return Ok(());
+        }
+        pg.opening.set(Opening::Nothing);
+        count_sent(self.tally.as_ref(), self.dialect());
+        pg.batch("ROLLBACK")
+    }
+
     /// Adopts the transaction the last commit's flight opened ahead
     /// (see [`Connection::commit_flight`]): answers whether it is still
     /// open, untouched — no statement sent since, no new session — so

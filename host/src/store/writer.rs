@@ -58,11 +58,23 @@ pub trait Owned: Send + 'static {
     fn take_deferred(&mut self) -> bool {
         false
     }
-    /// Runs before a group commits when writes wait for the next group (or
-    /// a write of this one asked to run again): the commit may begin the
+    /// Runs before a group commits when a next group is likely — writes
+    /// wait for it, a write of this one asked to run again, or this one
+    /// had several (writes come concurrently): the commit may begin the
     /// next group's transaction in its own flight.
     fn expect_more(&mut self) {}
+    /// Runs when no write came within [`AHEAD_WAIT`] of a commit that
+    /// expected more: ends whatever that commit began.
+    fn idle(&mut self) {}
 }
+
+/// How long the writer waits for the next write after a commit that
+/// expected more ([`Owned::expect_more`]) before it tells the owner it is
+/// idle ([`Owned::idle`]): what such a commit began is held no longer
+/// than this (and a round trip) by a writer with nothing to do. Clients
+/// answered by a group send their next writes within a few hundred
+/// microseconds on a busy host.
+pub(crate) const AHEAD_WAIT: std::time::Duration = std::time::Duration::from_millis(2);
 
 /// Hands the commit result to the caller.
 type Delivery = Box<dyn FnOnce(Result<(), StoreError>) + Send>;
@@ -234,8 +246,14 @@ fn run_job<S: Owned>(owned: &mut S, job: Box<dyn Job<S>>) -> Ran<S> {
 }
 
 /// A group's outcome: how to answer each job that ran, the commit result
-/// they all share, and the writes to run first in the next group.
-type Committed<S> = (Vec<Delivery>, Result<(), StoreError>, Vec<Box<dyn Job<S>>>);
+/// they all share, the writes to run first in the next group, and whether
+/// the commit expected more ([`Owned::expect_more`]).
+type Committed<S> = (
+    Vec<Delivery>,
+    Result<(), StoreError>,
+    Vec<Box<dyn Job<S>>>,
+    bool,
+);
 
 /// Why a group whose write failed midway stored nothing.
 const MIDWAY: &str =
@@ -250,8 +268,10 @@ fn commit_group<S: Owned>(
     jobs: Vec<Box<dyn Job<S>>>,
     queued: impl Fn() -> bool,
 ) -> Committed<S> {
+    let several = jobs.len() > 1;
     let mut deliveries = Vec::with_capacity(jobs.len());
     let mut deferred = Vec::new();
+    let mut expected = false;
     let mut pending = jobs.into_iter();
     let mut failure = owned.connection().begin().err().map(StoreError::from);
     if failure.is_none() {
@@ -269,14 +289,15 @@ fn commit_group<S: Owned>(
         }
     }
     if failure.is_none() {
-        if !deferred.is_empty() || queued() {
+        expected = several || !deferred.is_empty() || queued();
+        if expected {
             owned.expect_more();
         }
         failure = owned.commit().err();
     }
     let Some(error) = failure else {
         owned.after_commit();
-        return (deliveries, Ok(()), deferred);
+        return (deliveries, Ok(()), deferred, expected);
     };
     // Nothing of this group is kept; every caller hears of it.
     let _ = exec(owned.connection(), "ROLLBACK");
@@ -284,7 +305,7 @@ fn commit_group<S: Owned>(
     for job in pending {
         job.abandon(error.clone());
     }
-    (deliveries, Err(error), deferred)
+    (deliveries, Err(error), deferred, false)
 }
 
 fn run<S: Owned>(
@@ -294,10 +315,32 @@ fn run<S: Owned>(
     metrics: &Metrics,
 ) {
     let mut carried: Vec<Box<dyn Job<S>>> = Vec::new();
+    let mut expected = false;
+    // Drives only the wait for a write after a commit that expected more.
+    let timer = tokio::runtime::Builder::new_current_thread()
+        .enable_time()
+        .build()
+        .ok();
     loop {
         let mut group = std::mem::take(&mut carried);
         if group.is_empty() {
-            let Some(first) = jobs.blocking_recv() else {
+            let soon = match (&timer, expected) {
+                // The timeout made inside the runtime, whose timer it needs.
+                (Some(timer), true) => timer
+                    .block_on(async { tokio::time::timeout(AHEAD_WAIT, jobs.recv()).await })
+                    .ok(),
+                _ => None,
+            };
+            let next = match soon {
+                Some(next) => next,
+                None => {
+                    if expected {
+                        owned.idle();
+                    }
+                    jobs.blocking_recv()
+                }
+            };
+            let Some(first) = next else {
                 break;
             };
             group.push(first);
@@ -309,9 +352,10 @@ fn run<S: Owned>(
             }
         }
         metrics.observe_batch(group.len());
-        let (deliveries, committed, deferred) =
+        let (deliveries, committed, deferred, more) =
             commit_group(&mut owned, group, || !jobs.is_empty());
         carried = deferred;
+        expected = more;
         for deliver in deliveries {
             deliver(committed.clone());
         }
