@@ -1236,16 +1236,7 @@ impl Connection {
             return Err(Error::RolledBack);
         }
         let ahead = if pg.pooled { &mut [][..] } else { ahead };
-        let mut ahead_statements = Vec::with_capacity(ahead.len());
-        let mut ahead_values = Vec::with_capacity(ahead.len());
-        for query in ahead.iter() {
-            ahead_statements.push(pg.statement(query.sql)?);
-            ahead_values.push(query.params.values()?);
-        }
-        let ahead_binds: Vec<Vec<PgBind<'_>>> = ahead_values
-            .into_iter()
-            .map(|values| values.into_iter().map(PgBind).collect())
-            .collect();
+        let (ahead_statements, ahead_binds) = self.flight_queries(ahead)?;
         let ahead_params: Vec<_> = ahead_binds.iter().map(|binds| inferred(binds)).collect();
         // What each step sends: its statement (prepared first when not yet
         // cached, a round trip of its own), its values, its answer.
@@ -1401,6 +1392,29 @@ impl Connection {
         }
     }
 
+    /// The PostgreSQL statements of `queries` (each prepared the first
+    /// time, a round trip of its own) and their values bound, as a flight
+    /// sends them.
+    fn flight_queries<'q>(
+        &self,
+        queries: &'q [Query<'_>],
+    ) -> Result<(Vec<PgStatement>, Vec<Vec<PgBind<'q>>>)> {
+        let mut statements = Vec::with_capacity(queries.len());
+        let mut values = Vec::with_capacity(queries.len());
+        for query in queries {
+            match self.prepare_cached(query.sql)?.prepared {
+                Prepared::Postgres(_, statement, _) => statements.push(statement),
+                Prepared::Sqlite(_) => {
+                    return Err(Error::Conversion(
+                        "an SQLite statement on PostgreSQL".into(),
+                    ));
+                }
+            }
+            values.push(query.params.values()?.into_iter().map(PgBind).collect());
+        }
+        Ok((statements, values))
+    }
+
     /// Runs `queries` in order and hands each one's rows to its reader. On
     /// PostgreSQL they are one flight — sent together, then every answer
     /// read: one round trip whatever their number — and the server runs
@@ -1424,23 +1438,7 @@ impl Connection {
             }
             Engine::Postgres(pg) => pg,
         };
-        let mut statements = Vec::with_capacity(queries.len());
-        let mut values = Vec::with_capacity(queries.len());
-        for query in queries.iter() {
-            match self.prepare_cached(query.sql)?.prepared {
-                Prepared::Postgres(_, statement, _) => statements.push(statement),
-                Prepared::Sqlite(_) => {
-                    return Err(Error::Conversion(
-                        "an SQLite statement on PostgreSQL".into(),
-                    ));
-                }
-            }
-            values.push(query.params.values()?);
-        }
-        let binds: Vec<Vec<PgBind<'_>>> = values
-            .into_iter()
-            .map(|values| values.into_iter().map(PgBind).collect())
-            .collect();
+        let (statements, binds) = self.flight_queries(queries)?;
         let params: Vec<_> = binds.iter().map(|binds| inferred(binds)).collect();
         if let Some(tally) = &self.tally {
             tally.statements.inc_by(queries.len() as u64);

@@ -2565,6 +2565,15 @@ async fn a_transaction_begun_ahead_is_adopted_or_let_go() {
             .query_row("SELECT pg_backend_pid()", [], |row| row.get(0))
             .unwrap();
         let watcher = database_of(&dir).open_writer().unwrap();
+        // The keys this connection's own backend holds.
+        let own_keys = || -> i64 {
+            conn.query_row(
+                "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND pid = pg_backend_pid()",
+                [],
+                |row| row.get(0),
+            )
+            .unwrap()
+        };
         // Adopted: the key stays held into the statements after.
         conn.begin().unwrap();
         let entered = orgs::commit_entering(conn, &[], org, None)
@@ -2576,13 +2585,7 @@ async fn a_transaction_begun_ahead_is_adopted_or_let_go() {
         conn.begin().unwrap();
         assert!(conn.adopt_ahead());
         assert!(!conn.adopt_ahead(), "adopted once");
-        let own: i64 = conn
-            .query_row(
-                "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND pid = pg_backend_pid()",
-                [],
-                |row| row.get(0),
-            )
-            .unwrap();
+        let own = own_keys();
         assert_eq!(own, 1, "the adopting statement runs in the transaction begun ahead");
         conn.commit_flight(&[], &mut []).unwrap();
         assert_eq!(keys_held(&watcher, pid), 0, "released at the commit");
@@ -2590,13 +2593,7 @@ async fn a_transaction_begun_ahead_is_adopted_or_let_go() {
         conn.begin().unwrap();
         assert!(orgs::commit_entering(conn, &[], org, None).unwrap().is_some());
         conn.begin().unwrap();
-        let own: i64 = conn
-            .query_row(
-                "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND pid = pg_backend_pid()",
-                [],
-                |row| row.get(0),
-            )
-            .unwrap();
+        let own = own_keys();
         assert_eq!(own, 0, "an unadopted transaction is rolled back first");
         assert!(!conn.adopt_ahead(), "nothing left to adopt");
         conn.commit_flight(&[], &mut []).unwrap();
