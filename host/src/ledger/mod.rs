@@ -690,7 +690,7 @@ pub struct Ledger {
     /// ([`Owned::expect_more`]): its commit may begin the next group's
     /// transaction ahead (PostgreSQL, [`Ledger::store_tail`]), which the
     /// writer ends if no write comes soon ([`Owned::idle`]).
-    more_queued: bool,
+    more_expected: bool,
     /// The organisation (and token) of the group's first write that took
     /// its organisation's key shared: the next group's likely first write.
     next_entry: Option<(Org, Option<Jth>)>,
@@ -782,7 +782,7 @@ impl Owned for Ledger {
     }
 
     fn after_rollback(&mut self) {
-        self.more_queued = false;
+        self.more_expected = false;
         self.next_entry = None;
         self.ahead = None;
         self.records.clear();
@@ -815,7 +815,7 @@ impl Owned for Ledger {
     }
 
     fn expect_more(&mut self) {
-        self.more_queued = true;
+        self.more_expected = true;
     }
 
     fn idle(&mut self) {
@@ -845,7 +845,7 @@ impl Ledger {
             sharing: false,
             integrating: false,
             deferred: false,
-            more_queued: false,
+            more_expected: false,
             next_entry: None,
             ahead: None,
             log,
@@ -1450,7 +1450,7 @@ impl Ledger {
         let next = self
             .next_entry
             .take()
-            .filter(|_| std::mem::take(&mut self.more_queued));
+            .filter(|_| std::mem::take(&mut self.more_expected));
         match next {
             Some((org, jth)) => {
                 let standing_of = jth.as_ref().map(Jth::as_str);

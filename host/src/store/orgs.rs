@@ -80,6 +80,10 @@ pub struct OrgRow {
 
 const ORG_COLUMNS: &str = "num, id, name, created_at, records_per_day, tokens_outstanding";
 
+/// An organisation's row by its number.
+static ROW_BY_NUMBER: std::sync::LazyLock<String> =
+    std::sync::LazyLock::new(|| format!("SELECT {ORG_COLUMNS} FROM orgs WHERE num = ?1"));
+
 fn quota(value: Option<i64>) -> Option<u64> {
     value.map(|n| u64::try_from(n).unwrap_or(0))
 }
@@ -132,7 +136,6 @@ pub fn enter(
     wait: bool,
     then: Option<Query<'_>>,
 ) -> sql::Result<(Entered, bool)> {
-    let row_sql = format!("SELECT {ORG_COLUMNS} FROM orgs WHERE num = ?1");
     let org_param = [org];
     let mut found = None;
     let mut read_row = |row: &Row<'_>| {
@@ -140,7 +143,7 @@ pub fn enter(
         Ok(())
     };
     let mut flight = vec![Query {
-        sql: &row_sql,
+        sql: &ROW_BY_NUMBER,
         params: &org_param,
         read: &mut read_row,
     }];
@@ -190,7 +193,6 @@ pub fn commit_entering(
     org: Org,
     standing_of: Option<&str>,
 ) -> sql::Result<Option<EnteredAhead>> {
-    let row_sql = format!("SELECT {ORG_COLUMNS} FROM orgs WHERE num = ?1");
     let key = [crate::store::locks::org(org)];
     let org_param = [org];
     let jth_param = standing_of.map(|jth| [jth]);
@@ -216,7 +218,7 @@ pub fn commit_entering(
             read: &mut read_taken,
         },
         Query {
-            sql: &row_sql,
+            sql: &ROW_BY_NUMBER,
             params: &org_param,
             read: &mut read_row,
         },
@@ -336,7 +338,7 @@ pub fn by_name(conn: &Connection, name: &str) -> sql::Result<Option<OrgRow>> {
 
 /// The organisation with this number, if any.
 pub fn by_number(conn: &Connection, org: Org) -> sql::Result<Option<OrgRow>> {
-    conn.prepare_cached(&format!("SELECT {ORG_COLUMNS} FROM orgs WHERE num = ?1"))?
+    conn.prepare_cached(&ROW_BY_NUMBER)?
         .query_row([org], org_row)
         .optional()
 }
