@@ -47,6 +47,8 @@ describe("live", () => {
     await page.goto(`${server.base}/#/workflow/${ref}`);
     await page.locator('.graph-canvas[data-ready="true"]').waitFor();
     await indicator().filter({ hasText: "Updates live." }).waitFor();
+    // The table renders apart from the graph: wait for its seventh row.
+    await page.locator("tr[data-aar-id]").nth(6).waitFor();
     assert.equal(await page.locator("tr[data-aar-id]").count(), 7);
     await page.evaluate(() => {
       window.notReloaded = true;
