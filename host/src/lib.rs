@@ -367,7 +367,12 @@ fn publicly_reachable(ip: std::net::IpAddr) -> bool {
 }
 
 /// Serves the API on a bound listener until `shutdown` completes, then
-/// closes the database after every in-flight request has finished.
+/// closes the database after every in-flight request has finished. When
+/// the writer thread is lost (a panic outside any write), the server stops
+/// the same way and returns an error: a process that can take no write
+/// exits, so its supervisor restarts it, rather than answering every write
+/// with an error while it looks alive. Every write it acknowledged is
+/// committed.
 pub async fn serve_until(
     listener: TcpListener,
     state: AppState,
@@ -385,12 +390,17 @@ pub async fn serve_until(
     let (stop_submitting, submitter_stop) = tokio::sync::oneshot::channel();
     let submitter = tokio::spawn(recordlog::submit::submit(state.clone(), submitter_stop));
     let stopping = state.stopping.clone();
+    let lost = state.store.writer_lost();
+    let writer_lost = lost.clone();
     listen::serve(
         listener,
         router,
         state.config.header_read_timeout(),
         async move {
-            shutdown.await;
+            tokio::select! {
+                () = shutdown => {},
+                () = writer_lost.cancelled() => {},
+            }
             stopping.cancel();
         },
     )
@@ -434,6 +444,11 @@ pub async fn serve_until(
     drop(state);
     store.close().await;
     tracing::info!("database closed");
+    if lost.is_cancelled() {
+        anyhow::bail!(
+            "the writer thread stopped (see the error above): the server took no more writes, so it stopped; start it again"
+        );
+    }
     Ok(())
 }
 

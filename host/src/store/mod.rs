@@ -870,6 +870,12 @@ impl<S: Owned> Store<S> {
         self.keys.run_inline(work).await
     }
 
+    /// Cancelled when the writer thread has ended by a panic outside any
+    /// write: no write can be taken any more ([`Writer::lost`]).
+    pub fn writer_lost(&self) -> tokio_util::sync::CancellationToken {
+        self.writer.lost()
+    }
+
     /// Stops accepting writes, lets queued ones commit, and waits for the
     /// writer to close the database.
     pub async fn close(self) {

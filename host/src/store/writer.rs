@@ -24,6 +24,7 @@ use std::thread::JoinHandle;
 
 use crate::store::sql::{self, Connection};
 use tokio::sync::{mpsc, oneshot};
+use tokio_util::sync::CancellationToken;
 
 use super::StoreError;
 use crate::metrics::Metrics;
@@ -132,6 +133,9 @@ where
 pub(crate) struct Writer<S> {
     queue: mpsc::Sender<Box<dyn Job<S>>>,
     thread: Arc<Mutex<Option<JoinHandle<()>>>>,
+    /// Cancelled when the thread ended by a panic outside any write (in a
+    /// commit, or between groups): no write can be taken any more.
+    lost: CancellationToken,
 }
 
 impl<S> Clone for Writer<S> {
@@ -139,6 +143,7 @@ impl<S> Clone for Writer<S> {
         Writer {
             queue: self.queue.clone(),
             thread: self.thread.clone(),
+            lost: self.lost.clone(),
         }
     }
 }
@@ -159,16 +164,41 @@ impl<S: Owned> Writer<S> {
         metrics: Arc<Metrics>,
     ) -> anyhow::Result<Writer<S>> {
         let (queue, jobs) = mpsc::channel(QUEUE_DEPTH);
+        let lost = CancellationToken::new();
+        let ended = lost.clone();
         let thread = std::thread::Builder::new()
             .name("mandate-writer".into())
             .spawn(move || {
-                run(owned, jobs, max_batch.max(1), &metrics);
+                // A panic within a write is caught by its group; one
+                // outside ends the thread, and with it every later write
+                // (the queue closes, the writes queued are answered with
+                // an error). The owned connection is dropped while
+                // unwinding: its transaction rolls back.
+                let ran = catch_unwind(AssertUnwindSafe(|| {
+                    run(owned, jobs, max_batch.max(1), &metrics);
+                }));
+                if ran.is_err() {
+                    tracing::error!(
+                        "the writer thread panicked outside a write: this process takes no more \
+                         writes, and stops"
+                    );
+                    ended.cancel();
+                }
                 drop(guard);
             })?;
         Ok(Writer {
             queue,
             thread: Arc::new(Mutex::new(Some(thread))),
+            lost,
         })
+    }
+
+    /// Cancelled when the writer thread has ended by a panic outside any
+    /// write: the process can take no write any more, so the server stops
+    /// (and a supervisor restarts it) rather than answer every write with
+    /// an error. Not cancelled by [`Writer::close`].
+    pub(crate) fn lost(&self) -> CancellationToken {
+        self.lost.clone()
     }
 
     /// Runs `work` in the writer and answers after its group commits.
@@ -194,7 +224,7 @@ impl<S: Owned> Writer<S> {
     /// Closes the queue and waits for queued writes to commit and the thread
     /// to close the database.
     pub(crate) fn close(self) {
-        let Writer { queue, thread } = self;
+        let Writer { queue, thread, .. } = self;
         drop(queue);
         let handle = thread.lock().ok().and_then(|mut slot| slot.take());
         if handle.is_some_and(|handle| handle.join().is_err()) {
@@ -361,4 +391,73 @@ fn run<S: Owned>(
         }
     }
     owned.close();
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::time::Duration;
+
+    use super::*;
+
+    /// What a writer owns in these tests: an in-memory database, and a
+    /// switch that makes its commit panic — outside any write.
+    struct Owner {
+        conn: Connection,
+        panic_in_commit: Arc<AtomicBool>,
+    }
+
+    impl Owned for Owner {
+        fn connection(&self) -> &Connection {
+            &self.conn
+        }
+        fn commit(&mut self) -> Result<(), StoreError> {
+            if self.panic_in_commit.load(Ordering::SeqCst) {
+                panic!("the commit panics");
+            }
+            Ok(exec(&self.conn, "COMMIT")?)
+        }
+        fn after_commit(&mut self) {}
+        fn after_rollback(&mut self) {}
+        fn close(self) {}
+    }
+
+    fn writer() -> (Writer<Owner>, Arc<AtomicBool>) {
+        let panic_in_commit = Arc::new(AtomicBool::new(false));
+        let conn = rusqlite::Connection::open_in_memory().expect("an in-memory database");
+        let owner = Owner {
+            conn: Connection::sqlite(conn),
+            panic_in_commit: panic_in_commit.clone(),
+        };
+        let writer = Writer::start(owner, None, 8, Arc::new(Metrics::new())).expect("the writer");
+        (writer, panic_in_commit)
+    }
+
+    async fn one(writer: &Writer<Owner>) -> Result<u8, StoreError> {
+        writer.write(|_| Ok::<_, StoreError>(1)).await
+    }
+
+    #[tokio::test]
+    async fn a_panic_outside_a_write_loses_the_writer_and_every_later_write() {
+        let (writer, panic_in_commit) = writer();
+        assert_eq!(one(&writer).await.expect("a write before the panic"), 1);
+        assert!(!writer.lost().is_cancelled());
+        panic_in_commit.store(true, Ordering::SeqCst);
+        let error = one(&writer).await.expect_err("the group's commit panicked");
+        assert!(matches!(error, StoreError::Internal(_)), "{error:?}");
+        tokio::time::timeout(Duration::from_secs(10), writer.lost().cancelled())
+            .await
+            .expect("the writer is reported lost");
+        let error = one(&writer).await.expect_err("no write is taken any more");
+        assert!(matches!(error, StoreError::Unavailable(_)), "{error:?}");
+    }
+
+    #[tokio::test]
+    async fn a_writer_closed_is_not_lost() {
+        let (writer, _) = writer();
+        assert_eq!(one(&writer).await.expect("a write"), 1);
+        let lost = writer.lost();
+        writer.close();
+        assert!(!lost.is_cancelled());
+    }
 }
