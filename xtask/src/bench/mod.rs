@@ -196,7 +196,9 @@ fn postgres_only(plan: Plan, bins: &Path, scratch: &Path, scripts: &Path) -> Res
         + errors(&rows.one_host)
         + errors(&rows.three_hosts)
         + errors(&rows.proxied_one_host)
-        + errors(&rows.proxied_three_hosts);
+        + errors(&rows.proxied_three_hosts)
+        + errors(&rows.proxied_own.0)
+        + errors(&rows.proxied_own.1);
     if failed > 0 {
         return fail(format!("{failed} requests failed under the load"));
     }
@@ -569,6 +571,10 @@ pub(crate) fn bench(root: &Path, args: &[&str]) -> Result<()> {
                 "three hosts/one host through the proxy",
                 ratio(&postgres.proxied_three_hosts, &postgres.proxied_one_host).median,
             ),
+            (
+                "three hosts/one host through the proxy, own clients",
+                ratio(&postgres.proxied_own.1, &postgres.proxied_own.0).median,
+            ),
             ("proxy round trip µs", postgres.rtt_us.0),
             (
                 "writer round trips per batch of one",
@@ -650,6 +656,8 @@ pub(crate) fn bench(root: &Path, args: &[&str]) -> Result<()> {
             + errors(&postgres.three_hosts)
             + errors(&postgres.proxied_one_host)
             + errors(&postgres.proxied_three_hosts)
+            + errors(&postgres.proxied_own.0)
+            + errors(&postgres.proxied_own.1)
             + errors(&log.with_log)
             + errors(&log.without_log)
             + errors(&log.proof)

@@ -12,7 +12,7 @@ use super::parsing::{Spread, p, p99_ratio, ratio, rps};
 use super::python::PythonRows;
 use super::running::{
     Against, ArgsRows, BUDGET_MS, Budget, DashboardRows, EventRows, Growth, Http, LANES, LogRows,
-    PROXY_DELAY_US, Postgres, READERS, WitnessRows,
+    OWN_CLIENTS, PROXY_DELAY_US, Postgres, READERS, WitnessRows,
 };
 
 /// Shares (0–1) as percentages.
@@ -291,6 +291,25 @@ impl Postgres {
                             .collect::<Vec<_>>()
                     )
                     .show(2)
+                ),
+            ),
+            (
+                format!(
+                    "record/action through the {delay} ms proxy, {OWN_CLIENTS} clients a host: one host / three hosts together, in turns (req/s)"
+                ),
+                format!(
+                    "{} / {}",
+                    rps(&self.proxied_own.0).show(0),
+                    rps(&self.proxied_own.1).show(0)
+                ),
+            ),
+            (
+                format!(
+                    "three hosts / one host through the {delay} ms proxy, each host with {OWN_CLIENTS} clients of its own (round trips bind, not the cores)"
+                ),
+                format!(
+                    "{}×",
+                    ratio(&self.proxied_own.1, &self.proxied_own.0).show(3)
                 ),
             ),
             (
@@ -1171,6 +1190,7 @@ mod tests {
                 proxied_one_host: loads(900.0, 80.0, 0),
                 proxied_three_hosts: loads(950.0, 90.0, 1),
                 proxied_busy: (vec![0.66, 0.62, 0.7], vec![0.83, 0.8, 0.86]),
+                proxied_own: (loads(450.0, 12.0, 2), loads(960.0, 14.0, 3)),
                 rtt_us: (1100.0, 1900.0),
                 batches: vec![BatchTrips {
                     records: 10,

@@ -1338,6 +1338,10 @@ pub(super) struct Postgres {
     /// `proxied_one_host` and of `proxied_three_hosts`: whether one host
     /// through the proxy leaves the cores three hosts would need.
     pub(super) proxied_busy: (Vec<f64>, Vec<f64>),
+    /// Through the proxy, each host with clients of its own
+    /// ([`OWN_CLIENTS`]): one host, and three hosts together, in turns —
+    /// hosts added with their clients, where round trips bind.
+    pub(super) proxied_own: (Vec<Load>, Vec<Load>),
     /// The proxy's measured round trip over those loads, median and p99 (µs).
     pub(super) rtt_us: (f64, f64),
     /// Round trips per batch group.
@@ -1346,10 +1350,15 @@ pub(super) struct Postgres {
     pub(super) commits: Vec<CommitTrips>,
 }
 
-/// Three wrk runs at once, each against its own URL with a third of the
+/// wrk runs at once, each against its own URL with `per_host`
 /// connections: requests and errors added up, the worst p99.
-fn wrk_spread(urls: &[String], script: &Path, env: &[(&str, &str)], seconds: u32) -> Result<Load> {
-    let per_host = 64 / u32::try_from(urls.len().max(1))?;
+fn wrk_spread(
+    urls: &[String],
+    script: &Path,
+    env: &[(&str, &str)],
+    seconds: u32,
+    per_host: u32,
+) -> Result<Load> {
     let children = urls
         .iter()
         .map(|url| {
@@ -1676,18 +1685,32 @@ fn busy_during(load: &dyn Fn() -> Result<Load>) -> Result<(Load, f64)> {
 }
 
 /// Rounds of one host and of three: their loads, then the machine's busy
-/// shares during them.
-type InTurns = ((Vec<Load>, Vec<Load>), (Vec<f64>, Vec<f64>));
+/// shares during them, then (when asked) the loads of one host and of
+/// three with [`OWN_CLIENTS`] clients each.
+type InTurns = (
+    (Vec<Load>, Vec<Load>),
+    (Vec<f64>, Vec<f64>),
+    (Vec<Load>, Vec<Load>),
+);
+
+/// The clients each host has in the rows of hosts added with their own
+/// clients: few enough that one host through the proxy is bound by its
+/// round trips (a group's two, ~8 ms a request measured), not by the
+/// machine's cores.
+pub(super) const OWN_CLIENTS: u32 = 4;
 
 /// One host against three of one PostgreSQL database reached at
-/// `url(database)`, the load of `script` on one token, in turns; with
-/// the machine's busy share during each round of either.
+/// `url(database)`, the load of `script` on one token (64 connections,
+/// spread over the three), in turns; with the machine's busy share during
+/// each round of either. With `own`, then the same hosts in turns again,
+/// each with [`OWN_CLIENTS`] connections of its own.
 fn one_and_three_hosts(
     plan: Plan,
     bin: &Path,
     scratch: &Path,
     script: &Path,
     config: &str,
+    own: bool,
 ) -> Result<InTurns> {
     let first = Server::start(bin, &scratch.join("host-0"), config)?;
     let mut hosts = vec![first];
@@ -1705,6 +1728,8 @@ fn one_and_three_hosts(
         .iter()
         .map(|host| format!("{}/v1/vat/record/action", host.base))
         .collect();
+    // The 64 connections of one host, a third on each.
+    let spread = 64 / u32::try_from(urls.len())?;
     let busy = std::cell::RefCell::new((Vec::new(), Vec::new()));
     let loads = compare(
         plan,
@@ -1714,15 +1739,25 @@ fn one_and_three_hosts(
             Ok(load)
         },
         &|| {
-            let (load, share) = busy_during(&|| wrk_spread(&urls, script, &env, plan.seconds))?;
+            let (load, share) =
+                busy_during(&|| wrk_spread(&urls, script, &env, plan.seconds, spread))?;
             busy.borrow_mut().1.push(share);
             Ok(load)
         },
     );
+    let owned = if own && loads.is_ok() {
+        compare(
+            plan,
+            &|| wrk_with(&urls[0], Some(script), &env, plan.seconds, OWN_CLIENTS),
+            &|| wrk_spread(&urls, script, &env, plan.seconds, OWN_CLIENTS),
+        )
+    } else {
+        Ok((Vec::new(), Vec::new()))
+    };
     for host in hosts {
         host.stop();
     }
-    Ok((loads?, busy.into_inner()))
+    Ok((loads?, busy.into_inner(), owned?))
 }
 
 /// record/action on PostgreSQL against SQLite, and on three hosts of one
@@ -1778,19 +1813,26 @@ pub(super) fn postgres(plan: Plan, bin: &Path, scratch: &Path, scripts: &Path) -
     on_postgres.stop();
     on_sqlite.stop();
 
-    let ((one_host, three_hosts), _) = one_and_three_hosts(
+    let ((one_host, three_hosts), _, _) = one_and_three_hosts(
         plan,
         bin,
         &scratch.join("direct"),
         &script,
         &config("hosts", None)?,
+        false,
     )?;
     let address = proxy.address.clone();
     let through = Some(address.as_str());
     let hosts_config = config("proxied", through)?;
     proxy.reset()?;
-    let ((proxied_one_host, proxied_three_hosts), proxied_busy) =
-        one_and_three_hosts(plan, bin, &scratch.join("proxied"), &script, &hosts_config)?;
+    let ((proxied_one_host, proxied_three_hosts), proxied_busy, proxied_own) = one_and_three_hosts(
+        plan,
+        bin,
+        &scratch.join("proxied"),
+        &script,
+        &hosts_config,
+        true,
+    )?;
     let rtt = proxy.stats()?["rtt_us"].clone();
     let rtt_us = (
         rtt["median"].as_f64().unwrap_or(f64::NAN),
@@ -1810,6 +1852,7 @@ pub(super) fn postgres(plan: Plan, bin: &Path, scratch: &Path, scripts: &Path) -
         proxied_one_host,
         proxied_three_hosts,
         proxied_busy,
+        proxied_own,
         rtt_us,
         batches,
         commits,
