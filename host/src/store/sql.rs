@@ -1642,59 +1642,39 @@ pub struct Numbering<'a> {
 /// statement a data-modifying `WITH` query (`… RETURNING 1`, its `$n`
 /// renumbered after the parts before it), answering how many rows they
 /// changed together; with a numbering, first the query `bases` (its
-/// parameters before every part's), and each numbered column's array
-/// rewritten from it. And the arrays to bind, in order.
+/// parameters before every part's), and each part's numbered columns
+/// rewritten from it ([`numbered_part`]). And the arrays to bind, in
+/// order.
 fn combined<'v>(
     parts: &[&'v RowsFor<'v>],
     numbering: Option<&Numbering<'_>>,
 ) -> Result<(String, Vec<PgArray<'v>>)> {
     let mut queries = Vec::with_capacity(parts.len() + 1);
-    let mut counts = Vec::with_capacity(parts.len());
+    let mut counted = Vec::with_capacity(parts.len());
     let mut offset = 0;
     if let Some(numbering) = numbering {
         queries.push(format!("bases AS ({})", numbering.bases));
         offset = numbering.params.len();
     }
     for (i, part) in parts.iter().enumerate() {
-        let mut text = part.postgres.to_owned();
-        for (at, column) in part.columns.iter().enumerate() {
-            let Some(numbering) = numbering else {
-                break;
-            };
-            let (value, from) = match column {
-                Column::Numbered(name) => (
-                    format!(
-                        "CASE WHEN t.v >= {from} THEN t.v - {from} + b.{name} ELSE t.v END",
-                        from = numbering.from
-                    ),
-                    ", bases AS b",
-                ),
-                Column::Computed(expression, join) => ((*expression).to_owned(), *join),
-                _ => continue,
-            };
-            let array = format!("${}::bigint[]", at + 1);
-            if !text.contains(&array) {
-                return Err(Error::Conversion(format!(
-                    "a numbered column is not bound as {array} in {}",
-                    part.postgres
-                )));
-            }
-            text = text.replace(
-                &array,
-                &format!(
-                    "(SELECT array_agg({value} ORDER BY t.o) \
-                     FROM unnest({array}) WITH ORDINALITY AS t(v, o){from})"
-                ),
-            );
-        }
+        let text = match numbering {
+            Some(numbering) => numbered_part(part, numbering)?,
+            None => part.postgres.to_owned(),
+        };
         queries.push(format!(
             "w{i} AS ({} RETURNING 1)",
             renumbered(&text, offset)
         ));
-        counts.push(format!("(SELECT count(*) FROM w{i})"));
+        counted.push(format!("SELECT 1 FROM w{i}"));
         offset += part.columns.len();
     }
-    let text = format!("WITH {} SELECT {}", queries.join(", "), counts.join(" + "));
+    // One count over every part's rows: an aggregate a part cost the
+    // executor's start-up a node more each.
+    let text = format!(
+        "WITH {} SELECT count(*) FROM ({}) AS w",
+        queries.join(", "),
+        counted.join(" UNION ALL ")
+    );
     let mut bound: Vec<PgArray<'v>> = Vec::with_capacity(offset);
     for part in parts {
         for (i, column) in part.columns.iter().enumerate() {
@@ -1703,6 +1683,97 @@ fn combined<'v>(
         }
     }
     Ok((text, bound))
+}
+
+/// A part's statement with its [`Column::Numbered`] and
+/// [`Column::Computed`] columns rewritten by `numbering` (`bases`).
+///
+/// A part inserting its arrays as they are ([`InsertTexts`]: `… SELECT *
+/// FROM unnest(…)`) selects every column from the one `unnest`, a
+/// numbered column's value computed in the projection (`t.v`, the column
+/// [`Column::Computed`]'s expression reads, at most one a part). Any other
+/// part has each numbered array replaced by a subquery numbering it in
+/// order — an aggregate, a sort and a second scan of the array each, which
+/// the projection saves the statements of every group.
+fn numbered_part(part: &RowsFor<'_>, numbering: &Numbering<'_>) -> Result<String> {
+    let from = numbering.from;
+    let numbered = |name: &str, v: &str| {
+        format!("CASE WHEN {v} >= {from} THEN {v} - {from} + b.{name} ELSE {v} END")
+    };
+    if !part
+        .columns
+        .iter()
+        .any(|column| matches!(column, Column::Numbered(_) | Column::Computed(..)))
+    {
+        return Ok(part.postgres.to_owned());
+    }
+    let arrays: Vec<String> = part
+        .columns
+        .iter()
+        .enumerate()
+        .map(|(i, column)| format!("${}::{}[]", i + 1, column.pg_type()))
+        .collect();
+    let inserted = format!("SELECT * FROM unnest({})", arrays.join(", "));
+    if let Some(into) = part.postgres.strip_suffix(&inserted) {
+        let mut names = Vec::with_capacity(part.columns.len());
+        let mut values = Vec::with_capacity(part.columns.len());
+        let mut bases = "";
+        let mut joins = "";
+        for (i, column) in part.columns.iter().enumerate() {
+            let name = format!("c{}", i + 1);
+            match column {
+                Column::Numbered(base) => {
+                    bases = " CROSS JOIN bases AS b";
+                    values.push(numbered(base, &format!("t.{name}")));
+                    names.push(name);
+                }
+                Column::Computed(expression, join) => {
+                    if names.iter().any(|n| n == "v") {
+                        return Err(Error::Conversion(format!(
+                            "two computed columns in {}",
+                            part.postgres
+                        )));
+                    }
+                    values.push((*expression).to_owned());
+                    joins = join;
+                    names.push("v".to_owned());
+                }
+                _ => {
+                    values.push(format!("t.{name}"));
+                    names.push(name);
+                }
+            }
+        }
+        return Ok(format!(
+            "{into}SELECT {} FROM unnest({}) AS t({}){bases}{joins}",
+            values.join(", "),
+            arrays.join(", "),
+            names.join(", ")
+        ));
+    }
+    let mut text = part.postgres.to_owned();
+    for (at, column) in part.columns.iter().enumerate() {
+        let (value, from) = match column {
+            Column::Numbered(name) => (numbered(name, "t.v"), ", bases AS b"),
+            Column::Computed(expression, join) => ((*expression).to_owned(), *join),
+            _ => continue,
+        };
+        let array = format!("${}::bigint[]", at + 1);
+        if !text.contains(&array) {
+            return Err(Error::Conversion(format!(
+                "a numbered column is not bound as {array} in {}",
+                part.postgres
+            )));
+        }
+        text = text.replace(
+            &array,
+            &format!(
+                "(SELECT array_agg({value} ORDER BY t.o) \
+                 FROM unnest({array}) WITH ORDINALITY AS t(v, o){from})"
+            ),
+        );
+    }
+    Ok(text)
 }
 
 /// The statements of [`Connection::insert_rows`] for a table
@@ -1812,9 +1883,10 @@ pub enum Column {
     Numbered(&'static str),
     /// An integer rewritten on the server, in a [`Step::Tables`] that
     /// gives a [`Numbering`], as an SQL expression (the first) of the value
-    /// `t.v` and of what the join (the second, after `FROM unnest(…) AS
-    /// t(v, o)`) brings — reading what the flight's statements before
-    /// wrote; elsewhere, and on SQLite, an integer as it is.
+    /// `t.v` and of what the join (the second, after the `unnest` of the
+    /// arrays as `t`, see `numbered_part`) brings — reading what the
+    /// flight's statements before wrote; elsewhere, and on SQLite, an
+    /// integer as it is.
     Computed(&'static str, &'static str),
 }
 
@@ -2136,6 +2208,50 @@ mod tests {
         );
         assert_eq!(renumbered("no parameters", 7), "no parameters");
         assert_eq!(renumbered("a bare $ stays", 2), "a bare $ stays");
+    }
+
+    #[test]
+    fn an_inserted_part_numbers_its_columns_in_one_projection() {
+        const COLUMNS: [Column; 3] = [
+            Column::Text,
+            Column::Numbered("leaf"),
+            Column::Computed("t.v + s.base", " LEFT JOIN s ON s.id = t.v"),
+        ];
+        let texts = InsertTexts::new("x (a, b, c)", &COLUMNS);
+        let rows = [vec![
+            Value::Text("a".into()),
+            Value::Integer(9),
+            Value::Integer(8),
+        ]];
+        let numbering = Numbering {
+            bases: "SELECT 1 AS leaf",
+            params: &[],
+            from: 5,
+        };
+        assert_eq!(
+            numbered_part(&texts.rows(&COLUMNS, &rows), &numbering).unwrap(),
+            "INSERT INTO x (a, b, c) SELECT t.c1, \
+             CASE WHEN t.c2 >= 5 THEN t.c2 - 5 + b.leaf ELSE t.c2 END, t.v + s.base \
+             FROM unnest($1::text[], $2::bigint[], $3::bigint[]) AS t(c1, c2, v) \
+             CROSS JOIN bases AS b LEFT JOIN s ON s.id = t.v"
+        );
+        let updated = RowsFor {
+            sqlite: "",
+            postgres: "UPDATE x SET b = d.b FROM unnest($1::text[], $2::bigint[]) AS d(a, b) \
+                       WHERE x.a = d.a",
+            columns: &COLUMNS[..2],
+            rows: &rows,
+        };
+        assert_eq!(
+            numbered_part(&updated, &numbering).unwrap(),
+            "UPDATE x SET b = d.b FROM unnest($1::text[], \
+             (SELECT array_agg(CASE WHEN t.v >= 5 THEN t.v - 5 + b.leaf ELSE t.v END \
+             ORDER BY t.o) FROM unnest($2::bigint[]) WITH ORDINALITY AS t(v, o), bases AS b)) \
+             AS d(a, b) WHERE x.a = d.a"
+        );
+        let twice = [COLUMNS[2], COLUMNS[2]];
+        let texts = InsertTexts::new("y (a, b)", &twice);
+        assert!(numbered_part(&texts.rows(&twice, &rows), &numbering).is_err());
     }
 
     #[test]
