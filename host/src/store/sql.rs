@@ -1688,9 +1688,9 @@ fn combined<'v>(
 /// A part's statement with its [`Column::Numbered`] and
 /// [`Column::Computed`] columns rewritten by `numbering` (`bases`).
 ///
-/// A part inserting its arrays as they are ([`InsertTexts`]: `… SELECT *
-/// FROM unnest(…)`) selects every column from the one `unnest`, a
-/// numbered column's value computed in the projection (`t.v`, the column
+/// A part inserting its arrays as they are ([`InsertTexts`]: `… SELECT
+/// unnest(…), unnest(…) …`) selects every column from them, a numbered
+/// column's value computed in the projection (`t.v`, the column
 /// [`Column::Computed`]'s expression reads, at most one a part). Any other
 /// part has each numbered array replaced by a subquery numbering it in
 /// order — an aggregate, a sort and a second scan of the array each, which
@@ -1707,13 +1707,8 @@ fn numbered_part(part: &RowsFor<'_>, numbering: &Numbering<'_>) -> Result<String
     {
         return Ok(part.postgres.to_owned());
     }
-    let arrays: Vec<String> = part
-        .columns
-        .iter()
-        .enumerate()
-        .map(|(i, column)| format!("${}::{}[]", i + 1, column.pg_type()))
-        .collect();
-    let inserted = format!("SELECT * FROM unnest({})", arrays.join(", "));
+    let unnested = unnested(part.columns);
+    let inserted = format!("SELECT {}", unnested.join(", "));
     if let Some(into) = part.postgres.strip_suffix(&inserted) {
         let mut names = Vec::with_capacity(part.columns.len());
         let mut values = Vec::with_capacity(part.columns.len());
@@ -1744,11 +1739,15 @@ fn numbered_part(part: &RowsFor<'_>, numbering: &Numbering<'_>) -> Result<String
                 }
             }
         }
+        let columns: Vec<String> = unnested
+            .iter()
+            .zip(&names)
+            .map(|(unnest, name)| format!("{unnest} AS {name}"))
+            .collect();
         return Ok(format!(
-            "{into}SELECT {} FROM unnest({}) AS t({}){bases}{joins}",
+            "{into}SELECT {} FROM (SELECT {}) AS t{bases}{joins}",
             values.join(", "),
-            arrays.join(", "),
-            names.join(", ")
+            columns.join(", ")
         ));
     }
     let mut text = part.postgres.to_owned();
@@ -1788,17 +1787,9 @@ pub struct InsertTexts {
 impl InsertTexts {
     pub fn new(into: &str, columns: &[Column]) -> InsertTexts {
         let marks: Vec<String> = (1..=columns.len()).map(|i| format!("?{i}")).collect();
-        let arrays: Vec<String> = columns
-            .iter()
-            .enumerate()
-            .map(|(i, column)| format!("${}::{}[]", i + 1, column.pg_type()))
-            .collect();
         InsertTexts {
             sqlite: format!("INSERT INTO {into} VALUES ({})", marks.join(", ")),
-            postgres: format!(
-                "INSERT INTO {into} SELECT * FROM unnest({})",
-                arrays.join(", ")
-            ),
+            postgres: format!("INSERT INTO {into} SELECT {}", unnested(columns).join(", ")),
         }
     }
 
@@ -1811,6 +1802,19 @@ impl InsertTexts {
             rows,
         }
     }
+}
+
+/// `unnest($n::type[])` of each column's array, to select side by side:
+/// set-returning functions in a select list run in step (the longest
+/// array's length, a shorter one padded with nulls, as `unnest` of several
+/// arrays in `FROM` does), without the `FROM` form's copy of every array
+/// into a tuple store first.
+fn unnested(columns: &[Column]) -> Vec<String> {
+    columns
+        .iter()
+        .enumerate()
+        .map(|(i, column)| format!("unnest(${}::{}[])", i + 1, column.pg_type()))
+        .collect()
 }
 
 /// `sql` with each parameter `$n` written `$(n + offset)`.
@@ -2232,7 +2236,8 @@ mod tests {
             numbered_part(&texts.rows(&COLUMNS, &rows), &numbering).unwrap(),
             "INSERT INTO x (a, b, c) SELECT t.c1, \
              CASE WHEN t.c2 >= 5 THEN t.c2 - 5 + b.leaf ELSE t.c2 END, t.v + s.base \
-             FROM unnest($1::text[], $2::bigint[], $3::bigint[]) AS t(c1, c2, v) \
+             FROM (SELECT unnest($1::text[]) AS c1, unnest($2::bigint[]) AS c2, \
+             unnest($3::bigint[]) AS v) AS t \
              CROSS JOIN bases AS b LEFT JOIN s ON s.id = t.v"
         );
         let updated = RowsFor {
