@@ -1668,8 +1668,8 @@ fn combined<'v>(
         counted.push(format!("SELECT 1 FROM w{i}"));
         offset += part.columns.len();
     }
-    // One count over every part's rows: an aggregate a part cost the
-    // executor's start-up a node more each.
+    // One count over every part's rows, not an aggregate a part: each
+    // was one more node for the executor to start every group.
     let text = format!(
         "WITH {} SELECT count(*) FROM ({}) AS w",
         queries.join(", "),
@@ -1693,8 +1693,8 @@ fn combined<'v>(
 /// column's value computed in the projection (`t.v`, the column
 /// [`Column::Computed`]'s expression reads, at most one a part). Any other
 /// part has each numbered array replaced by a subquery numbering it in
-/// order — an aggregate, a sort and a second scan of the array each, which
-/// the projection saves the statements of every group.
+/// order: an aggregate, a sort and a second scan of the array each, which
+/// the projection spares every group's tail.
 fn numbered_part(part: &RowsFor<'_>, numbering: &Numbering<'_>) -> Result<String> {
     let from = numbering.from;
     let numbered = |name: &str, v: &str| {
